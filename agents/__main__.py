@@ -1,0 +1,66 @@
+"""``python -m agents run-lane LANE --run-id ID --results URI [--force] [--task-token TOKEN]``."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from agents.config import PROFILES, LaneConfigError
+from agents.registry import UnknownLaneError, lane_names
+
+
+def _parse_config(text: str | None) -> dict | None:
+    if not text:
+        return None
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text()
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("--config must be a JSON object of field -> value")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m agents", description="Run one lane of a run on this box.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run-lane", help="run one lane, commit its results, call Step Functions back")
+    r.add_argument("lane", help=f"one of: {', '.join(lane_names())}")
+    r.add_argument("--run-id", required=True)
+    r.add_argument("--results", required=True, help="results root: a directory or s3://bucket/prefix")
+    r.add_argument("--force", action="store_true", help="re-run even if already committed for this run")
+    r.add_argument("--task-token", default=None, help="Step Functions task token (heartbeat + callback)")
+    r.add_argument("--profile", default="tiny", choices=PROFILES)
+    r.add_argument("--config", default=None, help="lane config overrides: a JSON object, or @file.json")
+    r.add_argument("--backend", default=None, choices=("neuron", "cuda", "cpu"))
+    r.add_argument("--heartbeat-s", type=float, default=60.0)
+    r.add_argument("--progress-file", default=None, type=Path)
+    sub.add_parser("lanes", help="list lanes")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
+                        stream=sys.stderr)
+    if args.command == "lanes":
+        print("\n".join(lane_names()))
+        return 0
+    from agents.runner import LaneRequest, run_lane
+    from analytics.store import open_store
+
+    try:
+        request = LaneRequest(lane=args.lane, run_id=args.run_id, force=args.force, task_token=args.task_token,
+                              profile=args.profile, config=_parse_config(args.config), backend=args.backend,
+                              heartbeat_s=args.heartbeat_s, progress_path=args.progress_file)
+        result = run_lane(request, open_store(args.results))
+    except (UnknownLaneError, LaneConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_output()))
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

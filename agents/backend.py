@@ -1,0 +1,40 @@
+"""Where a lane runs: backend (neuron | cuda | cpu), box role, host facts."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+from typing import Literal
+
+Backend = Literal["neuron", "cuda", "cpu"]
+BACKENDS: tuple[str, ...] = ("neuron", "cuda", "cpu")
+
+
+def detect_backend() -> Backend:
+    """NEURONPIPE_BACKEND wins; else a Neuron device, else an NVIDIA GPU, else the CPU."""
+    forced = os.environ.get("NEURONPIPE_BACKEND")
+    if forced:
+        if forced not in BACKENDS:
+            raise ValueError(f"NEURONPIPE_BACKEND={forced!r}; valid backends: {', '.join(BACKENDS)}")
+        return forced  # type: ignore[return-value]
+    if glob.glob("/dev/neuron[0-9]*"):
+        return "neuron"
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+            if out.returncode == 0 and "GPU" in out.stdout:
+                return "cuda"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return "cpu"
+
+
+def box_role() -> str:
+    """trn1 | inf2 on the boxes (set by user data), local elsewhere."""
+    return os.environ.get("NEURONPIPE_BOX_ROLE", "local")
+
+
+def hostname() -> str:
+    return socket.gethostname()

@@ -1,0 +1,84 @@
+"""The lane registry: names, boxes, order, config classes — without importing the lanes.
+
+Listing lanes must stay cheap (no torch), so each entry names the module that
+implements it; the module is imported only when the lane runs. A lane module
+defines ``Config`` (a dataclass with defaults and help text in field metadata)
+and ``run(ctx: LaneContext, config: Config) -> None``.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Literal
+
+BoxRole = Literal["trn1", "inf2"]
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    name: str
+    module: str
+    boxes: tuple[BoxRole, ...]
+    order: int
+    summary: str
+    timeout_s: int = 3600  # on hardware (full profile); Step Functions TimeoutSeconds
+    heartbeat_s: int = 300  # Step Functions HeartbeatSeconds
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+
+class UnknownLaneError(KeyError):
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"unknown lane {name!r}; valid lanes: {', '.join(lane_names())}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+_BOTH: tuple[BoxRole, ...] = ("trn1", "inf2")
+
+LANES: dict[str, LaneSpec] = {s.name: s for s in [
+    LaneSpec("provenance", "agents.lanes.provenance", _BOTH, 10,
+             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120),
+    LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
+             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120),
+    LaneSpec("smoke", "agents.lanes.smoke", _BOTH, 30,
+             "tiny model through train -> merge -> reload -> generate", 3600, 300),
+    LaneSpec("precompile", "agents.lanes.precompile", ("trn1",), 40,
+             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600),
+    LaneSpec("sft", "agents.lanes.sft", ("trn1",), 50,
+             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600),
+    LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
+             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300),
+    LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
+             "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600),
+    LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
+             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600),
+    LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
+             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600),
+    LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
+             "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600),
+    LaneSpec("qwen3_attempt", "agents.lanes.qwen3_attempt", ("inf2",), 110,
+             "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600),
+]}
+
+
+def lane_names() -> list[str]:
+    return [s.name for s in sorted(LANES.values(), key=lambda s: s.order)]
+
+
+def get_lane(name: str) -> LaneSpec:
+    try:
+        return LANES[name]
+    except KeyError:
+        raise UnknownLaneError(name) from None
+
+
+def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
+    """The given lanes (all when None) in plan order; unknown names fail listing the valid ones."""
+    specs = [get_lane(n) for n in names] if names else list(LANES.values())
+    seen: dict[str, LaneSpec] = {s.name: s for s in specs}
+    return sorted(seen.values(), key=lambda s: s.order)

@@ -1,0 +1,232 @@
+"""The lane runner: resume check, telemetry, the lane, atomic commit, callback.
+
+Outcomes and exit codes:
+
+* already committed for this run (and not forced): a ``skipped`` lane_runs row that
+  supersedes nothing, callback success, exit 0;
+* the lane raised :class:`LaneSkipped`: ``skipped`` with the reason, exit 0;
+* the lane returned: ``succeeded``, exit 0;
+* the lane raised: ``failed`` with the error class and verbatim message, only
+  failure-safe rows kept, callback failure, exit 1;
+* SIGINT/SIGTERM: the lane's cleanup runs (servers stopped), nothing is committed, exit 130.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from agents.backend import box_role as detect_box_role
+from agents.backend import detect_backend, hostname
+from agents.callback import LaneCallback, make_callback
+from agents.config import build_config, config_to_json
+from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
+from agents.registry import get_lane
+from agents.telemetry import TelemetrySampler, default_sensors
+from analytics.store import ResultStore
+
+log = logging.getLogger("agents.runner")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class LaneRequest:
+    lane: str
+    run_id: str
+    force: bool = False
+    task_token: str | None = None
+    profile: str = "tiny"
+    config: Mapping[str, Any] | None = None
+    backend: str | None = None
+    heartbeat_s: float = 60.0
+    telemetry_interval_s: float = 1.0
+    progress_path: Path | None = None
+
+
+@dataclass
+class LaneResult:
+    run_id: str
+    lane: str
+    attempt: str
+    status: str
+    exit_code: int
+    error_type: str | None = None
+    error_message: str | None = None
+    skip_reason: str | None = None
+
+    def to_output(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def harness_sha() -> str | None:
+    env = os.environ.get("NEURONPIPE_HARNESS_SHA")
+    if env:
+        return env
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent.parent)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+class _Heartbeater:
+    def __init__(self, callback: LaneCallback, interval_s: float):
+        self.callback = callback
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.callback.heartbeat()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
+
+    def __enter__(self) -> "_Heartbeater":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _raise_interrupt(signum: int, _frame: Any) -> None:
+    raise LaneInterrupted(f"signal {signal.Signals(signum).name}")
+
+
+def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | None = None) -> LaneResult:
+    spec = get_lane(request.lane)  # unknown lane: UnknownLaneError listing the valid ones
+    callback = callback or make_callback(request.task_token)
+    backend = request.backend or detect_backend()
+    started = datetime.now(timezone.utc)
+    writer = store.begin_attempt(request.run_id, request.lane)
+    base_row: dict[str, Any] = {
+        "started_at": started, "backend": backend, "host": hostname(), "box_role": detect_box_role(),
+        "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
+        "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
+        "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
+    }
+
+    previous = store.latest_committed(request.run_id, request.lane)
+    if previous is not None and previous.status in ("succeeded", "skipped") and not request.force:
+        reason = f"already committed in attempt {previous.attempt} ({previous.status}); use --force to re-run"
+        ended = datetime.now(timezone.utc)
+        writer.add_rows("lane_runs", [{**base_row, "status": "skipped", "skip_reason": reason, "supersedes": False,
+                                       "ended_at": ended, "wall_s": (ended - started).total_seconds()}])
+        writer.commit("skipped", supersedes=False)
+        result = LaneResult(request.run_id, request.lane, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
+        callback.success(result.to_output())
+        return result
+
+    config = build_config(getattr(spec.load(), "Config", None), request.profile, request.config)
+    workdir = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{request.lane}-"))
+    log_dir = workdir / "_logs"
+    log_dir.mkdir()
+    handler = logging.FileHandler(log_dir / "lane.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.getLogger().addHandler(handler)
+    sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
+    ctx = LaneContext(run_id=request.run_id, lane=request.lane, attempt=writer.attempt, backend=backend,
+                      box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
+                      writer=writer, workdir=workdir, log_dir=log_dir, cache_dir=default_cache_dir(),
+                      callback=callback, telemetry=sampler, progress_path=request.progress_path)
+
+    status, error_type, error_message, tb, skip_reason = "succeeded", None, None, None, None
+    old_term = signal.getsignal(signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with _Heartbeater(callback, request.heartbeat_s) if request.task_token else _nullcontext():
+            sampler.start()
+            try:
+                log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, writer.attempt,
+                         backend, request.profile)
+                spec.load().run(ctx, config)
+            except LaneSkipped as exc:
+                status, skip_reason = "skipped", exc.reason
+            except (KeyboardInterrupt, LaneInterrupted):
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a failure record
+                status, error_type, error_message = "failed", type(exc).__name__, str(exc)
+                tb = traceback.format_exc()
+                log.error("lane %s failed: %s: %s", request.lane, error_type, error_message)
+            finally:
+                telemetry_rows = sampler.stop()
+    except (KeyboardInterrupt, LaneInterrupted) as exc:
+        log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
+        logging.getLogger().removeHandler(handler)
+        return LaneResult(request.run_id, request.lane, writer.attempt, "interrupted", EXIT_INTERRUPTED,
+                          error_type=type(exc).__name__, error_message=str(exc))
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old_term)
+
+    if status == "failed":
+        writer = _failure_writer(store, ctx)
+    ended = datetime.now(timezone.utc)
+    writer.add_rows("telemetry", telemetry_rows)
+    logging.getLogger().removeHandler(handler)
+    handler.close()
+    log_uri = None
+    try:
+        keys = writer.add_tree(writer.log_key(""), log_dir)
+        log_uri = store.uri(writer.log_key("lane.log")) if keys else None
+    except Exception as exc:  # noqa: BLE001 - a log upload failure must not hide the outcome
+        log.warning("log upload failed: %s", exc)
+    writer.add_rows("lane_runs", [{**base_row, "status": status, "skip_reason": skip_reason, "supersedes": True,
+                                   "ended_at": ended, "wall_s": (ended - started).total_seconds(),
+                                   "error_type": error_type, "error_message": error_message, "traceback": tb,
+                                   "config_json": config_to_json(config), "telemetry_samples": len(telemetry_rows),
+                                   "log_uri": log_uri}])
+    writer.commit(status, supersedes=True)
+    result = LaneResult(request.run_id, request.lane, writer.attempt, status,
+                        EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
+    try:
+        if status == "failed":
+            callback.failure(f"Lane.{error_type}", json.dumps(result.to_output()))
+        else:
+            callback.success(result.to_output())
+    except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
+        log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
+    return result
+
+
+def _failure_writer(store: ResultStore, ctx: LaneContext):
+    """A fresh writer for the same attempt holding only failure-safe rows and rows the lane kept."""
+    old = ctx.writer
+    new = type(old)(store, old.run_id, old.lane, old.attempt)
+    for table in FAILURE_TABLES:
+        rows = old.pending_rows(table)
+        if rows.num_rows:
+            new.add_rows(table, rows)
+    for table, parts in ctx._kept.items():
+        for part in parts:
+            new.add_rows(table, part)
+    new._files = list(old._files)  # uploaded files stay named (they exist; append-only)
+    return new
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,111 @@
+"""Telemetry: a sampler thread over pluggable sensors, writing long-format `telemetry` rows.
+
+A sensor returns rows ``{"source", "metric", "device", "value", "unit", "note"}``;
+the sampler stamps ``ts`` and ``t_mono_ns``. A sensor the platform does not
+expose returns its metric with ``value=None`` and a ``note`` saying why: never
+zero, never interpolated.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class Sensor(Protocol):
+    name: str
+
+    def sample(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class TelemetrySampler:
+    def __init__(self, sensors: list[Sensor] | None = None, interval_s: float = 1.0):
+        self.sensors: list[Sensor] = list(sensors or [])
+        self.interval_s = interval_s
+        self.rows: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failed: set[str] = set()
+
+    def add_sensor(self, sensor: Sensor) -> None:
+        with self._lock:
+            self.sensors.append(sensor)
+
+    def sample_once(self) -> None:
+        ts = datetime.now(timezone.utc)
+        mono = time.perf_counter_ns()
+        with self._lock:
+            sensors = list(self.sensors)
+        batch = []
+        for sensor in sensors:
+            try:
+                for row in sensor.sample():
+                    batch.append({"ts": ts, "t_mono_ns": mono, **row})
+            except Exception as exc:  # a broken sensor must not kill the lane; it is reported once
+                if sensor.name not in self._failed:
+                    self._failed.add(sensor.name)
+                    log.warning("telemetry sensor %s failed: %s: %s", sensor.name, type(exc).__name__, exc)
+                    batch.append({"ts": ts, "t_mono_ns": mono, "source": sensor.name, "metric": "sensor_error",
+                                  "value": None, "unit": None, "note": f"{type(exc).__name__}: {exc}"})
+        with self._lock:
+            self.rows.extend(batch)
+
+    def _loop(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_t += self.interval_s
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def start(self) -> "TelemetrySampler":
+        self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        self.sample_once()  # one closing sample so short lanes still have a window end
+        for sensor in self.sensors:
+            try:
+                sensor.close()
+            except Exception:  # pragma: no cover - best effort
+                pass
+        with self._lock:
+            return list(self.rows)
+
+    def __enter__(self) -> "TelemetrySampler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def default_sensors(backend: str) -> list[Sensor]:
+    """Host sensors always; the accelerator's where the backend has one."""
+    from agents.telemetry.host import HostSensor
+
+    sensors: list[Sensor] = [HostSensor()]
+    if backend == "neuron":
+        try:
+            from agents.telemetry.neuron_monitor import NeuronMonitorSensor  # type: ignore[import-not-found]
+
+            sensors.append(NeuronMonitorSensor())
+        except Exception as exc:  # noqa: BLE001 - absent sensor is a NULL row, not a crash
+            log.warning("neuron-monitor unavailable: %s", exc)
+    elif backend == "cuda":
+        try:
+            from agents.telemetry.nvidia import NvidiaSmiSensor  # type: ignore[import-not-found]
+
+            sensors.append(NvidiaSmiSensor())
+        except Exception as exc:  # noqa: BLE001
+            log.warning("nvidia-smi sensor unavailable: %s", exc)
+    return sensors

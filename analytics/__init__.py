@@ -1,0 +1,1 @@
+"""Results contract, result store and DuckDB views. Imports nothing of the other packages."""

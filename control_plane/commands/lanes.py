@@ -1,0 +1,23 @@
+"""`neuronpipe lanes`: list lanes in plan order, with their boxes and (with -l) their config fields."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lanes", help="list the lanes in plan order")
+    p.add_argument("-l", "--long", action="store_true", help="also list each lane's config fields")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agents.config import describe
+    from agents.registry import plan_order
+
+    for spec in plan_order():
+        print(f"{spec.name:<15} {','.join(spec.boxes):<10} {spec.summary}")
+        if args.long:
+            cfg = getattr(spec.load(), "Config", None)
+            for name, help_text, default in describe(cfg) if cfg else []:
+                print(f"    {name:<24} {default!r:<20} {help_text}")
+    return 0

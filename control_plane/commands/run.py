@@ -1,0 +1,73 @@
+"""`neuronpipe run --local | --aws`."""
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from datetime import datetime, timezone
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the pipeline here (--local) or on AWS (--aws)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--local", action="store_true", help="run every lane here, each as its own process")
+    where.add_argument("--aws", action="store_true", help="start a Step Functions execution and follow it")
+    p.add_argument("--lanes", default=None, help="comma-separated lanes (default: the whole plan)")
+    p.add_argument("--results", default="results", help="results root (directory or s3://bucket/prefix)")
+    p.add_argument("--run-id", default=None, help="default: generated and printed")
+    p.add_argument("--force", action="store_true", help="re-run lanes already committed for this run")
+    p.add_argument("--profile", default="tiny", choices=("tiny", "full"), help="scale: tiny locally, full on boxes")
+    p.add_argument("--report", default=None, metavar="DIR", help="after the lanes, build the report into DIR")
+    p.add_argument("--input", default=None, help="(--aws) RunRequest JSON file")
+    p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.aws:
+        try:
+            from control_plane.commands.run_aws import run_aws  # type: ignore[import-not-found]
+        except ModuleNotFoundError:
+            print("error: --aws is not available in this build", file=sys.stderr)
+            return 2
+        return run_aws(args)
+    return run_local_command(args)
+
+
+def run_local_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from agents.registry import UnknownLaneError, plan_order
+    from control_plane.local import run_local
+
+    console = Console(stderr=True)
+    try:
+        lanes = [s.name for s in plan_order([x.strip() for x in args.lanes.split(",") if x.strip()]
+                                            if args.lanes else None)]
+    except UnknownLaneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    run_id = args.run_id or new_run_id()
+    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {args.profile}")
+    outcome = run_local(lanes, run_id, args.results, profile=args.profile, force=args.force, console=console,
+                        live=False if args.no_live else None)
+    for state in outcome.failed:
+        console.print(f"[red]lane {state.name} failed[/red]: {state.detail}")
+    if outcome.interrupted:
+        console.print("interrupted: run the same command again to resume at the first uncommitted lane")
+        return outcome.exit_code
+    if args.report:
+        try:
+            from control_plane.commands.report import build_report_files  # type: ignore[import-not-found]
+        except ModuleNotFoundError:
+            console.print("report builder not available in this build")
+        else:
+            paths = build_report_files(args.results, [run_id], args.report)
+            for p in paths:
+                console.print(f"wrote {p}")
+    print(run_id)
+    return outcome.exit_code
