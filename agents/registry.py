@@ -8,6 +8,7 @@ and ``run(ctx: LaneContext, config: Config) -> None``.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
@@ -66,13 +67,30 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
 ]}
 
 
+def _extra_lanes() -> dict[str, LaneSpec]:
+    """Lanes added without editing this file: NEURONPIPE_EXTRA_LANES="name=module[:order],..." (plugins, tests)."""
+    out: dict[str, LaneSpec] = {}
+    text = os.environ.get("NEURONPIPE_EXTRA_LANES", "").strip()
+    for i, item in enumerate(x for x in text.split(",") if x.strip()):
+        name, sep, rest = item.strip().partition("=")
+        if not sep or not name or not rest:
+            raise ValueError(f"NEURONPIPE_EXTRA_LANES entry {item!r}: expected name=module[:order]")
+        module, _, order = rest.partition(":")
+        out[name] = LaneSpec(name, module, _BOTH, int(order) if order else 1000 + i, f"extra lane from {module}")
+    return out
+
+
+def all_lanes() -> dict[str, LaneSpec]:
+    return {**LANES, **_extra_lanes()}
+
+
 def lane_names() -> list[str]:
-    return [s.name for s in sorted(LANES.values(), key=lambda s: s.order)]
+    return [s.name for s in sorted(all_lanes().values(), key=lambda s: s.order)]
 
 
 def get_lane(name: str) -> LaneSpec:
     try:
-        return LANES[name]
+        return all_lanes()[name]
     except KeyError:
         raise UnknownLaneError(name) from None
 

@@ -4,7 +4,7 @@ Layout under the root::
 
     v1/<table>/run_id=<id>/lane=<lane>/<attempt>.parquet
     v1/_commits/run_id=<id>/lane=<lane>/<attempt>.json      (the commit marker, written last)
-    models/<run_id>/<model>/...                               (adapters, merged weights)
+    models/<run_id>/<model>/<attempt>/...                     (adapters, merged weights)
     logs/<run_id>/<lane>/<attempt>/...                        (server and lane logs)
 
 Rules the base class enforces for both places:
@@ -211,7 +211,9 @@ class AttemptWriter:
         return f"{LAYOUT_PREFIX}/{table}/run_id={self.run_id}/lane={self.lane}/{self.attempt}.parquet"
 
     def model_key(self, model: str, relpath: str) -> str:
-        return f"models/{self.run_id}/{model}/{relpath}"
+        """``models/<run_id>/<model>/<attempt>/<relpath>``: the attempt level keeps a retry after a kill
+        from colliding with the killed attempt's orphaned uploads (nothing is ever overwritten)."""
+        return f"models/{self.run_id}/{model}/{self.attempt}/{relpath}"
 
     def log_key(self, relpath: str) -> str:
         return f"logs/{self.run_id}/{self.lane}/{self.attempt}/{relpath}"

@@ -120,6 +120,19 @@ def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool
     return cmd
 
 
+class _PlainView:
+    """Stands in for rich's Live when the output is not a terminal: lines are printed instead."""
+
+    def __enter__(self) -> "_PlainView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, _renderable: Any) -> None:
+        return None
+
+
 def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny", force: bool = False,
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
@@ -129,8 +142,9 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
     outcome = LocalRunOutcome(run_id, states)
     tmp = Path(tempfile.mkdtemp(prefix=f"neuronpipe-run-{run_id}-"))
     live_enabled = console.is_terminal if live is None else live
-    with Live(render(run_id, states), console=console, refresh_per_second=4, transient=False,
-              disable=not live_enabled) as view:
+    view_cm = (Live(render(run_id, states), console=console, refresh_per_second=4, transient=False)
+               if live_enabled else _PlainView())
+    with view_cm as view:
         for state in states:
             progress_file = tmp / f"{state.name}.progress.jsonl"
             state.log_path = tmp / f"{state.name}.log"

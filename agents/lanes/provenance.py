@@ -1,0 +1,164 @@
+"""provenance: what machine and stack this run used, recorded before anything is measured (RULES.md 2).
+
+Python, OS, kernel, CPU, memory; versions of every relevant package (Neuron,
+CUDA, ML, AWS); `neuron-ls` / `nvidia-smi` output when present; instance
+id/type/AMI from IMDSv2 when on EC2 (fast timeout elsewhere); the harness's git
+commit. A fact that cannot be read is a row with value NULL and a note.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.context import LaneContext
+from agents.runner import harness_sha
+
+PACKAGES = (
+    # Neuron
+    "torch-neuronx", "neuronx-cc", "neuronx-distributed", "neuronx-distributed-inference", "optimum-neuron",
+    "libneuronxla", "torch-xla", "aws-neuronx-runtime-discovery",
+    # CUDA / serving
+    "vllm", "vllm-neuron", "nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12", "triton", "xformers", "flash-attn",
+    # ML
+    "torch", "transformers", "tokenizers", "peft", "trl", "accelerate", "datasets", "safetensors", "optimum",
+    "numpy", "huggingface-hub",
+    # results / AWS
+    "pyarrow", "duckdb", "boto3", "botocore", "aws-lambda-powertools", "httpx", "aiohttp", "uvloop",
+    "neuron-pipelines",
+)
+
+DEVICE_COMMANDS = (
+    ("neuron", "neuron-ls", ["neuron-ls", "--json-output"]),
+    ("neuron", "neuronx-cc", ["neuronx-cc", "--version"]),
+    ("driver", "neuron-driver", ["modinfo", "-F", "version", "neuron"]),
+    ("cuda", "nvidia-smi", ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]),
+    ("cuda", "nvcc", ["nvcc", "--version"]),
+)
+
+IMDS = "http://169.254.169.254"
+IMDS_FIELDS = ("instance-id", "instance-type", "ami-id", "placement/region", "placement/availability-zone")
+
+
+@dataclass
+class Config:
+    imds_timeout_s: float = field(default=0.5, metadata={"help": "IMDSv2 timeout; short so off-EC2 runs are fast"})
+    command_timeout_s: float = field(default=20.0, metadata={"help": "timeout for each device CLI"})
+    extra_packages: tuple[str, ...] = field(default=(), metadata={"help": "more distributions to record"})
+
+
+def _row(category: str, name: str, value: Any, source: str, note: str | None = None) -> dict[str, Any]:
+    return {"category": category, "name": name, "value": None if value is None else str(value),
+            "source": source, "note": note}
+
+
+def system_rows() -> list[dict[str, Any]]:
+    uname = platform.uname()
+    rows = [
+        _row("python", "version", sys.version.split()[0], "sys.version"),
+        _row("python", "implementation", platform.python_implementation(), "platform"),
+        _row("python", "executable", sys.executable, "sys.executable"),
+        _row("os", "system", uname.system, "platform.uname"),
+        _row("os", "kernel", uname.release, "platform.uname"),
+        _row("os", "machine", uname.machine, "platform.uname"),
+        _row("cpu", "logical_cores", os.cpu_count(), "os.cpu_count"),
+    ]
+    try:
+        rows.append(_row("cpu", "affinity_cores", len(os.sched_getaffinity(0)), "os.sched_getaffinity"))
+    except AttributeError:
+        rows.append(_row("cpu", "affinity_cores", None, "os.sched_getaffinity", "not available on this OS"))
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    rows.append(_row("cpu", "model", model, "/proc/cpuinfo", None if model else "not readable"))
+    try:
+        import psutil
+
+        rows.append(_row("memory", "total_mib", round(psutil.virtual_memory().total / 2**20), "psutil"))
+        rows.append(_row("memory", "swap_mib", round(psutil.swap_memory().total / 2**20), "psutil"))
+    except Exception as exc:  # noqa: BLE001
+        rows.append(_row("memory", "total_mib", None, "psutil", str(exc)))
+    try:
+        os_release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+        rows.append(_row("os", "distribution", os_release.get("PRETTY_NAME", "").strip('"'), "/etc/os-release"))
+    except OSError:
+        rows.append(_row("os", "distribution", None, "/etc/os-release", "not readable"))
+    return rows
+
+
+def package_rows(extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    rows = []
+    for name in PACKAGES + tuple(extra):
+        try:
+            rows.append(_row("package", name, md.version(name), "importlib.metadata"))
+        except md.PackageNotFoundError:
+            rows.append(_row("package", name, None, "importlib.metadata", "not installed"))
+    return rows
+
+
+def command_rows(timeout_s: float) -> list[dict[str, Any]]:
+    rows = []
+    for category, name, cmd in DEVICE_COMMANDS:
+        if shutil.which(cmd[0]) is None:
+            rows.append(_row(category, name, None, " ".join(cmd), f"{cmd[0]} not found on PATH"))
+            continue
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            text = (out.stdout or out.stderr).strip()
+            note = None if out.returncode == 0 else f"exit {out.returncode}"
+            rows.append(_row(category, name, text[:20000], " ".join(cmd), note))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            rows.append(_row(category, name, None, " ".join(cmd), f"{type(exc).__name__}: {exc}"))
+    return rows
+
+
+def imds_rows(timeout_s: float, base: str = IMDS) -> list[dict[str, Any]]:
+    """Instance facts through IMDSv2 (token first). Off EC2 every field is NULL with the reason."""
+    try:
+        req = urllib.request.Request(f"{base}/latest/api/token", method="PUT",
+                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            token = resp.read().decode()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        note = f"IMDSv2 unreachable ({type(exc).__name__}): not on EC2"
+        return [_row("instance", f, None, "IMDSv2", note) for f in IMDS_FIELDS]
+    rows = []
+    for f in IMDS_FIELDS:
+        try:
+            req = urllib.request.Request(f"{base}/latest/meta-data/{f}",
+                                         headers={"X-aws-ec2-metadata-token": token})
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                rows.append(_row("instance", f, resp.read().decode(), "IMDSv2"))
+        except (urllib.error.URLError, OSError) as exc:
+            rows.append(_row("instance", f, None, "IMDSv2", f"{type(exc).__name__}: {exc}"))
+    return rows
+
+
+def run(ctx: LaneContext, config: Config) -> None:
+    rows = system_rows()
+    ctx.progress("provenance", 1, 4, "groups")
+    rows += package_rows(config.extra_packages)
+    ctx.progress("provenance", 2, 4, "groups")
+    rows += command_rows(config.command_timeout_s)
+    ctx.progress("provenance", 3, 4, "groups")
+    rows += imds_rows(config.imds_timeout_s)
+    sha = harness_sha()
+    rows.append(_row("harness", "git_sha", sha, "git rev-parse HEAD / NEURONPIPE_HARNESS_SHA",
+                     None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset"))
+    rows.append(_row("harness", "backend", ctx.backend, "agents.backend.detect_backend"))
+    rows.append(_row("harness", "box_role", ctx.box_role, "NEURONPIPE_BOX_ROLE"))
+    ctx.write("provenance", rows)
+    ctx.progress("provenance", 4, 4, "groups")

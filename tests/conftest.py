@@ -1,0 +1,36 @@
+"""Suite-wide settings: no hub downloads, fake AWS credentials, test lanes on the registry."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("MPLBACKEND", "Agg")
+# Never reach a real account from tests.
+for _k, _v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+               "AWS_DEFAULT_REGION": "us-west-2", "AWS_REGION": "us-west-2"}.items():
+    os.environ[_k] = _v
+
+TEST_LANES = ",".join(f"t_{n}=tests.fixtures.lane_{n}" for n in ("ok", "boom", "skip", "hang"))
+
+
+@pytest.fixture
+def test_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registers the fixture lanes t_ok, t_boom, t_skip, t_hang (also for child processes)."""
+    monkeypatch.setenv("NEURONPIPE_EXTRA_LANES", TEST_LANES)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One model/tokenizer cache for the whole session (tiny models are built once)."""
+    path = Path(os.environ.get("NEURONPIPE_TEST_CACHE", tmp_path_factory.mktemp("neuronpipe-cache")))
+    os.environ["NEURONPIPE_CACHE"] = str(path)
+    return path
