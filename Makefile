@@ -10,7 +10,7 @@ RESULTS ?= results
 REPORT_DIR ?= report
 PROFILE ?= tiny
 
-.PHONY: run test venv synth report pull-results clean-venv
+.PHONY: run test venv synth lambda-deps report pull-results clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: $(VENV)/.stamp-test
 
 synth: $(VENV)/.stamp-test
 	$(BIN)/python -m infra.app --outdir cdk.out
+
+# Third-party packages for the Lambda layer (pip for the Lambda platform; needs the package registry).
+lambda-deps: $(VENV)/.stamp-test
+	$(BIN)/python -m infra.bundling deps
 
 report: $(VENV)/.stamp-run
 	$(BIN)/neuronpipe report --results $(RESULTS) --out $(REPORT_DIR)

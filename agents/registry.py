@@ -95,6 +95,25 @@ def get_lane(name: str) -> LaneSpec:
         raise UnknownLaneError(name) from None
 
 
+def result_lane(name: str, box_role: str) -> str:
+    """The lane name results are committed under.
+
+    A lane that runs on both boxes (provenance, host_cpu, smoke) commits per box on AWS —
+    ``provenance@trn1``, ``provenance@inf2`` — so the second box's attempt is neither skipped as
+    "already committed" nor hides the first box's rows. Locally (box role ``local``) and for
+    single-box lanes the name is the lane's own.
+    """
+    spec = get_lane(name)
+    if box_role in spec.boxes and len(spec.boxes) > 1:
+        return f"{name}@{box_role}"
+    return name
+
+
+def base_lane(result_name: str) -> str:
+    """Inverse of :func:`result_lane`: ``provenance@inf2`` -> ``provenance``."""
+    return result_name.split("@", 1)[0]
+
+
 def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
     """The given lanes (all when None) in plan order; unknown names fail listing the valid ones."""
     specs = [get_lane(n) for n in names] if names else list(LANES.values())

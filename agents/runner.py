@@ -20,7 +20,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,7 +31,7 @@ from agents.backend import detect_backend, hostname
 from agents.callback import LaneCallback, make_callback
 from agents.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
-from agents.registry import get_lane
+from agents.registry import get_lane, result_lane
 from agents.telemetry import TelemetrySampler, default_sensors
 from analytics.store import ResultStore
 
@@ -116,22 +115,24 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     callback = callback or make_callback(request.task_token)
     backend = request.backend or detect_backend()
     started = datetime.now(timezone.utc)
-    writer = store.begin_attempt(request.run_id, request.lane)
+    role = detect_box_role()
+    lane_name = result_lane(spec.name, role)  # per-box name for lanes that run on both boxes
+    writer = store.begin_attempt(request.run_id, lane_name)
     base_row: dict[str, Any] = {
-        "started_at": started, "backend": backend, "host": hostname(), "box_role": detect_box_role(),
+        "started_at": started, "backend": backend, "host": hostname(), "box_role": role,
         "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
         "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
         "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
     }
 
-    previous = store.latest_committed(request.run_id, request.lane)
+    previous = store.latest_committed(request.run_id, lane_name)
     if previous is not None and previous.status in ("succeeded", "skipped") and not request.force:
         reason = f"already committed in attempt {previous.attempt} ({previous.status}); use --force to re-run"
         ended = datetime.now(timezone.utc)
         writer.add_rows("lane_runs", [{**base_row, "status": "skipped", "skip_reason": reason, "supersedes": False,
                                        "ended_at": ended, "wall_s": (ended - started).total_seconds()}])
         writer.commit("skipped", supersedes=False)
-        result = LaneResult(request.run_id, request.lane, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
+        result = LaneResult(request.run_id, lane_name, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
         callback.success(result.to_output())
         return result
 
@@ -143,7 +144,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.getLogger().addHandler(handler)
     sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
-    ctx = LaneContext(run_id=request.run_id, lane=request.lane, attempt=writer.attempt, backend=backend,
+    ctx = LaneContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
                       box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
                       writer=writer, workdir=workdir, log_dir=log_dir, cache_dir=default_cache_dir(),
                       callback=callback, telemetry=sampler, progress_path=request.progress_path)
@@ -173,7 +174,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     except (KeyboardInterrupt, LaneInterrupted) as exc:
         log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
         logging.getLogger().removeHandler(handler)
-        return LaneResult(request.run_id, request.lane, writer.attempt, "interrupted", EXIT_INTERRUPTED,
+        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
                           error_type=type(exc).__name__, error_message=str(exc))
     finally:
         if in_main:
@@ -197,7 +198,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                                    "config_json": config_to_json(config), "telemetry_samples": len(telemetry_rows),
                                    "log_uri": log_uri}])
     writer.commit(status, supersedes=True)
-    result = LaneResult(request.run_id, request.lane, writer.attempt, status,
+    result = LaneResult(request.run_id, lane_name, writer.attempt, status,
                         EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
     try:
         if status == "failed":

@@ -146,16 +146,7 @@ class ResultStore(ABC):
     def effective_markers(self, run_ids: Iterable[str] | None = None) -> list[CommitMarker]:
         """For each (run, lane), the latest committed attempt that supersedes earlier ones."""
         wanted = set(run_ids) if run_ids else None
-        latest: dict[tuple[str, str], CommitMarker] = {}
-        for m in self.markers():
-            if wanted is not None and m.run_id not in wanted:
-                continue
-            if not m.supersedes:
-                continue
-            key = (m.run_id, m.lane)
-            if key not in latest or m.attempt > latest[key].attempt:
-                latest[key] = m
-        return sorted(latest.values(), key=lambda m: (m.run_id, m.lane))
+        return _effective([m for m in self.markers() if wanted is None or m.run_id in wanted])
 
     def latest_committed(self, run_id: str, lane: str) -> CommitMarker | None:
         found = [m for m in self.markers(run_id, lane) if m.supersedes]
@@ -164,20 +155,43 @@ class ResultStore(ABC):
     def run_ids(self) -> list[str]:
         return sorted({m.run_id for m in self.markers()})
 
-    def visible_keys(self, table: str, run_ids: Iterable[str] | None = None) -> list[str]:
-        """Parquet keys of ``table`` that readers see. ``lane_runs`` shows every committed attempt."""
-        schema_for(table)
-        markers = self.markers() if table == "lane_runs" else self.effective_markers(run_ids)
-        if table == "lane_runs" and run_ids:
-            wanted = set(run_ids)
-            markers = [m for m in markers if m.run_id in wanted]
-        return [m.tables[table] for m in markers if table in m.tables]
+    def visible_keys(self, table: str, run_ids: Iterable[str] | None = None,
+                     markers: list[CommitMarker] | None = None) -> list[str]:
+        """Parquet keys of ``table`` that readers see. ``lane_runs`` shows every committed attempt.
 
-    def read_table(self, table: str, run_ids: Iterable[str] | None = None) -> pa.Table:
-        parts = [pq.read_table(io.BytesIO(self.get_bytes(k))) for k in self.visible_keys(table, run_ids)]
+        Pass ``markers`` (from one :meth:`markers` call) to resolve many tables with one listing.
+        """
+        schema_for(table)
+        wanted = set(run_ids) if run_ids else None
+        every = self.markers() if markers is None else markers
+        if wanted is not None:
+            every = [m for m in every if m.run_id in wanted]
+        chosen = every if table == "lane_runs" else _effective(every)
+        return [m.tables[table] for m in chosen if table in m.tables]
+
+    def visible_keys_by_table(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """Every table's visible keys from a single listing of the commit markers."""
+        markers = self.markers()
+        return {t: self.visible_keys(t, run_ids, markers) for t in sorted(TABLES)}
+
+    def read_table(self, table: str, run_ids: Iterable[str] | None = None,
+                   keys: list[str] | None = None) -> pa.Table:
+        keys = self.visible_keys(table, run_ids) if keys is None else keys
+        parts = [pq.read_table(io.BytesIO(self.get_bytes(k))) for k in keys]
         if not parts:
             return empty_table(table)
         return pa.concat_tables([conform(table, p) for p in parts])
+
+
+def _effective(markers: Iterable[CommitMarker]) -> list[CommitMarker]:
+    latest: dict[tuple[str, str], CommitMarker] = {}
+    for m in markers:
+        if not m.supersedes:
+            continue
+        key = (m.run_id, m.lane)
+        if key not in latest or m.attempt > latest[key].attempt:
+            latest[key] = m
+    return sorted(latest.values(), key=lambda m: (m.run_id, m.lane))
 
 
 class AttemptWriter:

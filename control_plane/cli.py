@@ -15,6 +15,14 @@ COMMAND_MODULES = [
     "control_plane.commands.lanes",
     "control_plane.commands.run",
     "control_plane.commands.query",
+    "control_plane.commands.report",
+    "control_plane.commands.compare",
+    "control_plane.commands.pull",
+    "control_plane.commands.demo",
+    "control_plane.commands.plan",
+    "control_plane.commands.status",
+    "control_plane.commands.loadgen",
+    "control_plane.commands.synthetic_server",
 ]
 
 

@@ -67,8 +67,8 @@ COMPILES = table(
 
 ARTIFACTS = table(
     f("model", pa.string()),
-    f("kind", pa.string(), False, "base | adapter | merged | dataset | download | roundtrip"),
-    f("stage", pa.string(), doc="download | after_merge | after_copy"),
+    f("kind", pa.string(), False, "base | adapter | merged | dataset | roundtrip"),
+    f("stage", pa.string(), doc="download (base/dataset) | after_train (adapter) | after_merge | after_copy"),
     f("path", pa.string(), False, "path relative to the artifact root"),
     f("uri", pa.string(), doc="where the artifact lives in the store"),
     f("bytes", pa.int64()),

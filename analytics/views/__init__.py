@@ -8,14 +8,27 @@ earlier files' views.
 """
 from __future__ import annotations
 
+import os
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
+from urllib.parse import urlparse
 
 import duckdb
-import pyarrow as pa
 
-from analytics.schema import TABLES, empty_table
-from analytics.store import LocalStore, ResultStore
+from analytics.schema import TABLES, empty_table, schema_for
+from analytics.store import LocalStore, ResultStore, S3Store
+
+# How S3 results are read when DuckDB's httpfs is absent:
+#   arrow  pyarrow's S3 filesystem: a lazy dataset over exactly the committed files (scans push down to S3)
+#   boto3  the store's own client: each visible file read whole into memory
+#   auto   arrow when the client points at an explicit endpoint (MinIO, LocalStack, a moto server), else boto3.
+# The environment variable NEURONPIPE_S3_READER overrides auto (e.g. arrow on AWS for large results).
+S3Reader = Literal["auto", "arrow", "boto3"]
+S3_READER_ENV = "NEURONPIPE_S3_READER"
+
+
+class S3ReaderError(ValueError):
+    """An unknown S3 reader name."""
 
 
 def _quote(s: str) -> str:
@@ -30,12 +43,56 @@ def _has_httpfs(con: duckdb.DuckDBPyConnection) -> bool:
         return False
 
 
+def _is_aws_endpoint(endpoint: str | None) -> bool:
+    return not endpoint or (urlparse(endpoint).hostname or "").endswith(".amazonaws.com")
+
+
+def resolve_s3_reader(store: ResultStore, reader: S3Reader | None = None) -> S3Reader:
+    choice = reader or os.environ.get(S3_READER_ENV) or "auto"
+    if choice not in ("auto", "arrow", "boto3"):
+        raise S3ReaderError(f"unknown S3 reader {choice!r} (from {S3_READER_ENV}); valid: auto, arrow, boto3")
+    if choice != "auto":
+        return choice  # type: ignore[return-value]
+    client = getattr(store, "client", None)
+    endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
+    return "boto3" if _is_aws_endpoint(endpoint) else "arrow"
+
+
+def arrow_s3_filesystem(client: Any) -> Any:
+    """pyarrow's S3 filesystem configured like a boto3 S3 client: region, endpoint and credentials."""
+    import pyarrow.fs as pafs
+
+    kwargs: dict[str, Any] = {"region": client.meta.region_name}
+    endpoint = client.meta.endpoint_url
+    if not _is_aws_endpoint(endpoint):
+        parsed = urlparse(endpoint)
+        kwargs.update(endpoint_override=parsed.netloc, scheme=parsed.scheme or "https")
+    signer = getattr(client, "_request_signer", None)
+    credentials = getattr(signer, "_credentials", None)
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        kwargs.update(access_key=frozen.access_key, secret_key=frozen.secret_key, session_token=frozen.token)
+    return pafs.S3FileSystem(**kwargs)
+
+
+def _arrow_s3_dataset(store: S3Store, table: str, keys: list[str], filesystem: Any) -> Any:
+    """A lazy dataset over exactly ``keys`` (the committed files), with the table's schema."""
+    import pyarrow.dataset as ds
+
+    paths = [store.uri(k)[len("s3://"):] for k in keys]
+    return ds.dataset(paths, schema=schema_for(table), format="parquet", filesystem=filesystem)
+
+
 def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
-                    run_ids: Iterable[str] | None = None) -> None:
+                    run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None) -> None:
     run_ids = list(run_ids) if run_ids else None
     use_paths = isinstance(store, LocalStore) or (store.root.startswith("s3://") and _has_httpfs(con))
+    filesystem = None
+    if not use_paths and isinstance(store, S3Store) and resolve_s3_reader(store, s3_reader) == "arrow":
+        filesystem = arrow_s3_filesystem(store.client)
+    visible = store.visible_keys_by_table(run_ids)  # one listing of the commit markers for every table
     for table in sorted(TABLES):
-        keys = store.visible_keys(table, run_ids)
+        keys = visible[table]
         if not keys:
             _register_arrow(con, table, empty_table(table))
             continue
@@ -43,11 +100,13 @@ def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
             files = ", ".join(_quote(store.uri(k)) for k in keys)
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM "
                         f"read_parquet([{files}], union_by_name=true, hive_partitioning=false)")
+        elif filesystem is not None:
+            _register_arrow(con, table, _arrow_s3_dataset(store, table, keys, filesystem))
         else:
-            _register_arrow(con, table, store.read_table(table, run_ids))
+            _register_arrow(con, table, store.read_table(table, run_ids, keys=keys))
 
 
-def _register_arrow(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
+def _register_arrow(con: duckdb.DuckDBPyConnection, table: str, data: Any) -> None:
     name = f"__arrow_{table}"
     con.register(name, data)
     con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {name}")
@@ -71,8 +130,8 @@ def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
-            database: str = ":memory:", **config: Any) -> duckdb.DuckDBPyConnection:
+            database: str = ":memory:", s3_reader: S3Reader | None = None, **config: Any) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(database, config=dict(config))
-    register_tables(con, store, run_ids)
+    register_tables(con, store, run_ids, s3_reader=s3_reader)
     create_derived_views(con)
     return con

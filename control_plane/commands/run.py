@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="re-run lanes already committed for this run")
     p.add_argument("--profile", default="tiny", choices=("tiny", "full"), help="scale: tiny locally, full on boxes")
     p.add_argument("--report", default=None, metavar="DIR", help="after the lanes, build the report into DIR")
-    p.add_argument("--input", default=None, help="(--aws) RunRequest JSON file")
+    p.add_argument("--input", default=None,
+                   help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
     p.set_defaults(func=run)
 
@@ -42,19 +43,33 @@ def run_local_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from agents.registry import UnknownLaneError, plan_order
+    from control_plane.commands.plan import load_request
     from control_plane.local import run_local
+    from control_plane.models import RunRequestError
 
     console = Console(stderr=True)
+    configs: dict[str, dict] = {}
+    profile, force, run_id = args.profile, args.force, args.run_id
     try:
-        lanes = [s.name for s in plan_order([x.strip() for x in args.lanes.split(",") if x.strip()]
-                                            if args.lanes else None)]
-    except UnknownLaneError as exc:
+        if args.input:
+            request = load_request(args.input)
+            from control_plane.plan import selected_lanes
+
+            lanes = [s.name for s in selected_lanes(request)]
+            configs = {k: v for k, v in request.lane_config.items() if v}
+            profile = request.profile if "profile" in request.model_fields_set else args.profile
+            force = force or request.force
+            run_id = run_id or request.run_id
+        else:
+            lanes = [s.name for s in plan_order([x.strip() for x in args.lanes.split(",") if x.strip()]
+                                                if args.lanes else None)]
+    except (UnknownLaneError, RunRequestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    run_id = args.run_id or new_run_id()
-    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {args.profile}")
-    outcome = run_local(lanes, run_id, args.results, profile=args.profile, force=args.force, console=console,
-                        live=False if args.no_live else None)
+    run_id = run_id or new_run_id()
+    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {profile}")
+    outcome = run_local(lanes, run_id, args.results, profile=profile, force=force, console=console,
+                        live=False if args.no_live else None, configs=configs)
     for state in outcome.failed:
         console.print(f"[red]lane {state.name} failed[/red]: {state.detail}")
     if outcome.interrupted:

@@ -191,3 +191,17 @@ def test_sigterm_interrupts_without_committing(tmp_path):
     assert proc.returncode == 130
     assert json.loads(out)["status"] == "interrupted"
     assert LocalStore(results).markers() == []
+
+
+def test_lanes_on_both_boxes_commit_per_box(tmp_path, monkeypatch):
+    store = LocalStore(tmp_path)
+    monkeypatch.setenv("NEURONPIPE_BOX_ROLE", "trn1")
+    on_trn1, _ = _run(store, "t_ok")
+    monkeypatch.setenv("NEURONPIPE_BOX_ROLE", "inf2")
+    on_inf2, _ = _run(store, "t_ok")
+    assert (on_trn1.lane, on_trn1.status) == ("t_ok@trn1", "succeeded")
+    assert (on_inf2.lane, on_inf2.status) == ("t_ok@inf2", "succeeded")  # not skipped as "already committed"
+    con = connect(store)
+    assert con.execute("select lane, box_role from lane_runs order by lane").fetchall() == [
+        ("t_ok@inf2", "inf2"), ("t_ok@trn1", "trn1")]
+    assert con.execute("select count(*) from host_bench").fetchone() == (2,)

@@ -1,0 +1,71 @@
+"""merge lane: the sft lane's adapters merged into their bases (bf16, safetensors), SHA-256 of every file.
+
+Reads the adapter files the latest committed sft attempt of this run named; writes the merged
+checkpoint under ``models/<run_id>/<model>/merged/`` and one ``artifacts`` row per file
+(kind ``merged``, stage ``after_merge``). Serving pulls it with
+:func:`agents.training.merge.fetch_merged_model`, which re-hashes against these rows.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from agents.context import LaneContext
+from agents.training.catalog import artifact_rows, model_names, resolve_model
+from agents.training.merge import MergeInputError, generate_check, merge_adapter
+from agents.training.session import store_prefix
+
+VERIFY_PROMPTS = ["What is the capital of Australia?", "Give me some ideas for a rainy day with children."]
+
+
+@dataclass
+class Config:
+    models: list[str] = field(default_factory=lambda: model_names("tiny"),
+                              metadata={"help": "models whose sft adapters to merge"})
+    max_shard_size: str = field(default="5GB", metadata={"help": "safetensors shard size of the merged model"})
+    verify_generate: bool = field(default=True, metadata={
+        "help": "reload the merged model from disk and generate a few tokens before uploading"})
+    seed: int = field(default=0, metadata={"help": "seed of the tiny base models (must match sft)"})
+
+    @classmethod
+    def for_profile(cls, profile: str) -> "Config":
+        if profile == "full":
+            return cls(models=model_names("full"), verify_generate=False)
+        return cls()
+
+
+def adapter_files(marker, run_id: str, model: str) -> tuple[str, list[str]]:
+    """(key prefix, keys) of ``model``'s adapter among the files the sft attempt committed."""
+    base = f"models/{run_id}/{model}/"
+    keys = [k for k in marker.files if k.startswith(base) and "/adapter/" in k[len(base) - 1:]]
+    if not keys:
+        return "", []
+    prefix = keys[0][:keys[0].index("/adapter/", len(base) - 1) + len("/adapter")]
+    return prefix, [k for k in keys if k.startswith(prefix + "/")]
+
+
+def run(ctx: LaneContext, config: Config) -> None:
+    marker = ctx.store.latest_committed(ctx.run_id, "sft")
+    if marker is None or marker.status != "succeeded":
+        raise MergeInputError(f"no succeeded sft attempt committed for run {ctx.run_id!r}"
+                              + (f" (latest: {marker.status})" if marker else "") + "; run the sft lane first")
+    for i, model in enumerate(config.models):
+        ctx.progress("merge", i, len(config.models), "models")
+        prefix, keys = adapter_files(marker, ctx.run_id, model)
+        if not keys:
+            raise MergeInputError(f"sft attempt {marker.attempt} committed no adapter for {model!r}")
+        adapter_dir = ctx.lane_dir(f"adapter-{model}")
+        for k in keys:
+            ctx.store.download(k, adapter_dir / k[len(prefix) + 1:])
+        base_dir = resolve_model(model, ctx.cache_dir, ctx.profile, seed=config.seed)
+        merged_dir = merge_adapter(base_dir, adapter_dir, ctx.lane_dir(f"merged-{model}"), config.max_shard_size)
+        if config.verify_generate:
+            checks = generate_check(merged_dir, VERIFY_PROMPTS, max_new_tokens=8)
+            (ctx.log_dir / f"merge-generate-{model}.json").write_text(json.dumps(checks, indent=1))
+            if not all(c["output_tokens"] > 0 for c in checks):
+                raise RuntimeError(f"merged {model} reloaded but generated no tokens: {checks}")
+        out_prefix = store_prefix(ctx, model, "merged")
+        ctx.upload_tree(out_prefix, merged_dir)
+        ctx.write("artifacts", artifact_rows(model, merged_dir, kind="merged", stage="after_merge",
+                                             uri_prefix=ctx.store.uri(out_prefix)))
+    ctx.progress("merge", len(config.models), len(config.models), "models")

@@ -1,0 +1,109 @@
+"""qwen3_attempt: boot and generate with Qwen3. Success: a sweep like any other. A failure at boot or
+at the first token: a structured outcome (phase, error class, the verbatim error line) and the lane
+still succeeds in recording it.
+
+The outcome lives in existing tables: the boot's ``compiles`` row (``succeeded``, ``error``) and one
+``sweep_points`` row, the probe, whose ``note`` is the outcome as JSON
+(``{"outcome": "succeeded"|"failed", "phase": "boot"|"first_token"|null, "error_kind", "error"}``);
+a first-token probe's request row carries the server's verbatim error too.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from agents.context import LaneContext
+from agents.lanes.serve_sweep import HELP_SHAPES, settings_from
+
+log = logging.getLogger(__name__)
+PROBE_PREFIX = "qwen3-probe"
+
+
+@dataclass
+class Config:
+    model: str = field(default="tiny-qwen3", metadata={"help": "the Qwen3 catalogue model"})
+    server_configs: list[str] = field(default_factory=lambda: ["A"], metadata={
+        "help": "server configs to sweep once Qwen3 boots and generates"})
+    shapes: dict[str, list[str]] = field(default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]},
+                                         metadata={"help": HELP_SHAPES})
+    probe_shape: str = field(default="16:8", metadata={"help": "input:output of the first-token probe"})
+    prompts_per_stream: int = field(default=2, metadata={"help": "measured prompts per concurrent stream"})
+    min_prompts: int = field(default=8, metadata={"help": "at least this many measured prompts per point"})
+    warmup_requests: int = field(default=2, metadata={"help": "warm-up requests per point"})
+    max_concurrency: int | None = field(default=None, metadata={"help": "cap the KV-derived grid"})
+    endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
+    health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
+    device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
+    slo_ttft_ms: float | None = field(default=None, metadata={"help": "TTFT SLO for goodput"})
+    slo_tpot_ms: float | None = field(default=None, metadata={"help": "TPOT SLO for goodput"})
+
+    @classmethod
+    def for_profile(cls, profile: str) -> "Config":
+        if profile == "tiny":
+            return cls()
+        return cls(model="qwen3-8b", server_configs=["A", "B"],
+                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256"]}, prompts_per_stream=8, min_prompts=32,
+                   warmup_requests=4, health_timeout_s=5400.0, slo_ttft_ms=2000.0, slo_tpot_ms=100.0)
+
+    def slo(self) -> dict[str, float] | None:
+        slo = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
+        return slo or None
+
+
+def outcome_note(outcome: str, phase: str | None = None, error_kind: str | None = None,
+                 error: str | None = None) -> str:
+    return json.dumps({"outcome": outcome, "phase": phase, "error_kind": error_kind, "error": error},
+                      sort_keys=True)
+
+
+def boot_failure_point(model: str, config: str, backend: str, kind: str, line: str) -> dict[str, Any]:
+    now = datetime.now(timezone.utc)
+    return {"point_id": f"{PROBE_PREFIX}-boot-{secrets.token_hex(3)}", "model": model, "server_config": config,
+            "backend": backend, "mode": "closed", "num_prompts": 0, "window_start": now, "window_end": now,
+            "note": outcome_note("failed", "boot", kind, line)}
+
+
+def run(ctx: LaneContext, config: Config) -> None:
+    from agents.loadgen.point import SweepPoint, run_point
+    from agents.loadgen.prompts import load_tokenizer
+    from agents.serving import get_launcher
+    from agents.serving.configs import get_server_config
+    from agents.serving.launcher import ServedModel, ServerBootError
+    from agents.serving.session import serve
+    from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model
+    from agents.training.catalog import resolve_model
+
+    launcher = get_launcher(ctx.backend, ctx.cache_dir)
+    configs = [get_server_config(n, ctx.profile, ctx.backend) for n in config.server_configs]
+    first = configs[0]
+    model = ServedModel(config.model, resolve_model(config.model, ctx.cache_dir, ctx.profile))
+    tok = load_tokenizer(str(model.path), launcher.server_kind)
+    probe_shape = Shape.parse(config.probe_shape)
+    settings = settings_from(config, extra_note="qwen3_attempt sweep")
+    try:
+        with serve(ctx, launcher, model, first, config.health_timeout_s) as server:
+            probe = run_point(SweepPoint(
+                base_url=server.base_url, model=model.name, input_len=probe_shape.input_len,
+                output_len=probe_shape.output_len, num_prompts=1, concurrency=1, endpoint=config.endpoint,
+                server_kind=launcher.server_kind, server_config=first.name, backend=ctx.backend, warmup_requests=0,
+                point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}"), tok)
+            req = probe.requests[0] if probe.requests else {}
+            ctx.write("requests", probe.requests)
+            if not req.get("success"):
+                note = outcome_note("failed", "first_token", req.get("error_type"), req.get("error"))
+                log.warning("Qwen3 first token failed: %s", note)
+                ctx.write("sweep_points", [{**probe.sweep_point, "note": note}])
+                return
+            ctx.write("sweep_points", [{**probe.sweep_point, "note": outcome_note("succeeded")}])
+            sweep_config(ctx, server.base_url, launcher, model, first, settings, tok, SweepOutcome())
+    except ServerBootError as exc:
+        log.warning("Qwen3 boot failed (%s): %s", exc.failure.kind.value, exc.failure.line)
+        ctx.write("sweep_points", [boot_failure_point(model.name, first.name, ctx.backend, exc.failure.kind.value,
+                                                      exc.failure.line)])
+        return
+    if len(configs) > 1:
+        sweep_model(ctx, launcher, model, configs[1:], settings, tok)

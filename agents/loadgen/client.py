@@ -1,0 +1,132 @@
+"""Dispatch: closed-loop streams or an open-loop schedule over the raw transport.
+
+Requests are pre-encoded (bodies JSON-encoded once before the point; only the
+request id is spliced in at dispatch) and every stamp is ``perf_counter_ns()``.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Callable
+
+from agents.loadgen.records import RawRequest
+from agents.loadgen.pool import ConnectionPool
+from agents.loadgen.transport import Target
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    idle_s: float = 60.0  # no byte for this long: StallTimeoutError
+    total_s: float = 1800.0  # the whole request: RequestTimeoutError
+
+
+class RequestFactory:
+    """Pre-encoded HTTP/1.1 requests: a constant head, one pre-encoded body per prompt."""
+
+    def __init__(self, target: Target, path: str, bodies: list[bytes], prompt_tokens: list[int], point_id: str,
+                 api_key: str | None = None):
+        if not bodies:
+            raise ValueError("no request bodies")
+        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        self.prefix = (f"POST {target.base_path}{path} HTTP/1.1\r\nHost: {target.host_header}\r\n"
+                       f"Content-Type: application/json\r\nAccept: text/event-stream\r\n{auth}X-Request-Id: ").encode()
+        self.tails = [b"\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies]
+        self.prompt_tokens = prompt_tokens
+        self.point_id = point_id
+
+    def request_id(self, index: int, warmup: bool) -> str:
+        return f"{self.point_id}-{'w' if warmup else ''}{index}"
+
+    def payload(self, index: int, request_id: str) -> bytes:
+        return self.prefix + request_id.encode() + self.tails[index % len(self.tails)]
+
+    def tokens(self, index: int) -> int:
+        return self.prompt_tokens[index % len(self.prompt_tokens)]
+
+
+class Dispatcher:
+    """Runs one phase (warm-up or measured) of a point and collects :class:`RawRequest` records."""
+
+    def __init__(self, pool: ConnectionPool, factory: RequestFactory, timeouts: Timeouts,
+                 progress: Callable[[int], None] | None = None):
+        self.pool = pool
+        self.factory = factory
+        self.timeouts = timeouts
+        self.results: list[RawRequest] = []
+        self.progress = progress
+
+    async def _one(self, index: int, warmup: bool, t_scheduled: int) -> int:
+        f = self.factory
+        rid = f.request_id(index, warmup)
+        ex = await self.pool.exchange(f.payload(index, rid), self.timeouts.idle_s, self.timeouts.total_s)
+        self.results.append(RawRequest(index, rid, warmup, f.tokens(index), t_scheduled, ex))
+        return ex.t_done
+
+    async def closed_loop(self, concurrency: int, count: int | None, warmup: bool = False,
+                          stop_at_ns: int | None = None, first_index: int = 0) -> None:
+        """``concurrency`` streams; the next request is scheduled when a stream's previous one ends.
+        Stops after ``count`` requests (None: no limit) or, when ``stop_at_ns`` is set, sends none after it."""
+        counter = iter(range(first_index, first_index + count) if count is not None else _forever(first_index))
+
+        async def stream() -> None:
+            t_free = perf_counter_ns()
+            while stop_at_ns is None or t_free < stop_at_ns:
+                index = next(counter, None)
+                if index is None:
+                    return
+                t_free = await self._one(index, warmup, t_free)
+
+        await self._with_progress(asyncio.gather(*(stream() for _ in range(concurrency))))
+
+    async def open_loop(self, offsets_s: list[float], max_concurrency: int | None, first_index: int = 0) -> None:
+        """Dispatch at precomputed absolute times; with a cap, a request waits for a free slot (client queue)."""
+        loop = asyncio.get_running_loop()
+        sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        tasks: list[asyncio.Task] = []
+
+        async def capped(index: int, t_sched: int) -> None:
+            try:
+                await self._one(index, False, t_sched)
+            finally:
+                sem.release()  # type: ignore[union-attr]
+
+        async def dispatch() -> None:
+            t0 = perf_counter_ns()
+            for k, off in enumerate(offsets_s):
+                t_sched = t0 + int(off * 1e9)
+                delay = (t_sched - perf_counter_ns()) / 1e9
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if sem is not None:
+                    await sem.acquire()
+                    tasks.append(loop.create_task(capped(first_index + k, t_sched)))
+                else:
+                    tasks.append(loop.create_task(self._one(first_index + k, False, t_sched)))
+            await asyncio.gather(*tasks)
+
+        await self._with_progress(dispatch())
+
+    async def _with_progress(self, aw) -> None:
+        if self.progress is None:
+            await aw
+            return
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(5.0)
+                self.progress(len(self.results))
+
+        ticker = asyncio.get_running_loop().create_task(tick())
+        try:
+            await aw
+        finally:
+            ticker.cancel()
+        self.progress(len(self.results))
+
+
+def _forever(start: int):
+    i = start
+    while True:
+        yield i
+        i += 1

@@ -1,0 +1,70 @@
+"""Point metrics through the one SQL implementation (analytics/views/sql/10_serving.sql).
+
+Nothing here computes a metric: rows are loaded into an in-memory DuckDB as the
+``requests`` / ``sweep_points`` tables and the serving SQL file's views are read back.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from analytics.schema import TABLES, conform, empty_table
+from analytics.views import derived_sql_files
+
+SERVING_SQL = "10_serving.sql"
+# Placeholder keys for rows not yet committed (the writer adds the real ones).
+LOCAL_KEYS = {"run_id": "local", "lane": "loadgen", "attempt": "local"}
+
+
+class ServingViewsError(RuntimeError):
+    """The serving SQL file could not be loaded or queried."""
+
+
+def serving_sql() -> str:
+    for name, text in derived_sql_files():
+        if name == SERVING_SQL:
+            return text
+    raise ServingViewsError(f"{SERVING_SQL} not found among the derived view files")
+
+
+def connect_rows(tables: Mapping[str, Iterable[Mapping[str, Any]] | pa.Table]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the serving tables holding ``tables`` (others empty) and the serving views."""
+    con = duckdb.connect(":memory:")
+    for name in ("requests", "sweep_points", "sustained_windows"):
+        given = tables.get(name)
+        rows = given if isinstance(given, pa.Table) else list(given or [])
+        data = conform(name, rows, defaults=LOCAL_KEYS) if len(rows) else empty_table(name)
+        con.register(f"__arrow_{name}", data)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM __arrow_{name}")
+    try:
+        con.execute(serving_sql())
+    except duckdb.Error as exc:
+        raise ServingViewsError(f"{SERVING_SQL} failed: {exc}") from exc
+    return con
+
+
+def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    rel = con.execute(sql, params or [])
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, row)) for row in rel.fetchall()]
+
+
+def point_metrics(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``serving_points`` view's row for one point ({} when the point has no measured request)."""
+    con = connect_rows({"requests": list(request_rows), "sweep_points": [dict(sweep_point_row)]})
+    rows = _records(con, "SELECT * FROM serving_points WHERE point_id = ?", [sweep_point_row["point_id"]])
+    return rows[0] if rows else {}
+
+
+def sustained_metrics(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]
+                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(windows rows shaped for the ``sustained_windows`` table, the ``sustained_summary`` row)."""
+    con = connect_rows({"requests": list(request_rows), "sweep_points": [dict(sweep_point_row)]})
+    cols = [c for c in TABLES["sustained_windows"].names if c not in LOCAL_KEYS]
+    select = ", ".join(f'"{c}"' for c in cols)
+    windows = _records(con, f"SELECT {select} FROM sustained_window_metrics WHERE point_id = ? "
+                            "ORDER BY \"window\"", [sweep_point_row["point_id"]])
+    summary = _records(con, "SELECT * FROM sustained_summary WHERE point_id = ?", [sweep_point_row["point_id"]])
+    return windows, (summary[0] if summary else {})

@@ -1,0 +1,136 @@
+"""From what the transport recorded to ``requests`` rows (after the point: JSON is off the measured path)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from agents.loadgen.prompts import PromptTokenizer
+from agents.loadgen.transport import Exchange
+
+
+class MalformedEventError(Exception):
+    """An SSE event whose data is not a JSON object."""
+
+
+class ServerErrorEventError(Exception):
+    """The stream carried an ``error`` event instead of choices."""
+
+
+class EmptyStreamError(Exception):
+    """The stream ended without a single content chunk."""
+
+
+@dataclass
+class RawRequest:
+    """One request as dispatched: its plan and the transport's record."""
+
+    index: int
+    request_id: str
+    warmup: bool
+    prompt_tokens: int  # as built (the exact count the server should see)
+    t_scheduled: int
+    exchange: Exchange
+
+
+@dataclass(frozen=True)
+class ClockAnchor:
+    """One (perf_counter_ns, wall clock) pair per point: wall times of monotonic stamps without a syscall each."""
+
+    perf_ns: int
+    wall: datetime
+
+    @classmethod
+    def now(cls) -> "ClockAnchor":
+        from time import perf_counter_ns, time_ns
+
+        wall_ns = time_ns()
+        perf = perf_counter_ns()
+        return cls(perf, datetime.fromtimestamp(wall_ns / 1e9, tz=timezone.utc))
+
+    def wall_at(self, perf_ns: int) -> datetime:
+        return self.wall + timedelta(microseconds=(perf_ns - self.perf_ns) / 1000)
+
+
+def _event_data(event: bytes) -> bytes:
+    if event.startswith(b"data:"):
+        return event[5:]
+    lines = [ln[5:] for ln in event.splitlines() if ln.startswith(b"data:")]
+    return b"\n".join(lines)
+
+
+def _chunk_text(choice: dict[str, Any]) -> str:
+    if "text" in choice:
+        return choice.get("text") or ""
+    delta = choice.get("delta") or {}
+    return delta.get("content") or delta.get("reasoning_content") or ""
+
+
+def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: str | None, endpoint: str,
+                input_len: int | None, output_len: int | None, anchor: ClockAnchor,
+                tokenizer: PromptTokenizer | None) -> dict[str, Any]:
+    ex = raw.exchange
+    t_sent = ex.t_sent
+    row: dict[str, Any] = {
+        "point_id": point_id, "request_id": raw.request_id, "request_index": raw.index, "model": model,
+        "server_config": server_config, "endpoint": endpoint, "warmup": raw.warmup,
+        "t_scheduled_ns": raw.t_scheduled, "t_sent_ns": t_sent, "t_done_ns": ex.t_done,
+        "client_queue_s": (t_sent - raw.t_scheduled) / 1e9, "input_len": input_len, "output_len": output_len,
+        "http_status": ex.status or None, "sent_at": anchor.wall_at(t_sent),
+        "ttft_s": None, "e2el_s": None, "prompt_tokens": None, "prompt_tokens_source": None,
+        "output_tokens": None, "tokens_source": None, "error_type": None, "error": None,
+    }
+    times: list[float] = []
+    tokens: list[int] = []
+    texts: list[str] = []
+    per_chunk_usage = True
+    last_cum = 0
+    usage: dict[str, Any] | None = None
+    error: Exception | None = ex.error
+    if error is None:
+        for i, (t, event) in enumerate(ex.events):
+            try:
+                obj = json.loads(_event_data(event))
+                if not isinstance(obj, dict):
+                    raise ValueError(f"a JSON {type(obj).__name__}, not an object")
+            except ValueError as exc:
+                error = MalformedEventError(f"event {i}: {exc}: {event[:200]!r}")
+                break
+            if obj.get("error") and not obj.get("choices"):
+                error = ServerErrorEventError(f"event {i}: {json.dumps(obj['error'])[:500]}")
+                break
+            u = obj.get("usage")
+            if obj.get("choices"):
+                times.append((t - t_sent) / 1e9)
+                texts.append(_chunk_text(obj["choices"][0]))
+                if u and u.get("completion_tokens") is not None:
+                    tokens.append(int(u["completion_tokens"]) - last_cum)
+                    last_cum = int(u["completion_tokens"])
+                else:
+                    per_chunk_usage = False
+                    tokens.append(1)
+            if u:
+                usage = u
+        if error is None and not times:
+            error = EmptyStreamError(f"the stream ended without a content chunk ({len(ex.events)} events)")
+    if not per_chunk_usage:
+        tokens = [1] * len(times)
+    row["chunk_times_s"] = times
+    row["chunk_tokens"] = tokens
+    row["chunk_tokens_source"] = "usage" if per_chunk_usage and times else "assumed_one"
+    if error is not None:
+        row.update(success=False, error_type=type(error).__name__, error=str(error))
+        return row
+    row.update(success=True, ttft_s=times[0], e2el_s=times[-1])
+    if usage and usage.get("prompt_tokens") is not None:
+        row.update(prompt_tokens=int(usage["prompt_tokens"]), prompt_tokens_source="usage")
+    else:
+        row.update(prompt_tokens=raw.prompt_tokens, prompt_tokens_source="built")
+    if usage and usage.get("completion_tokens") is not None:
+        row.update(output_tokens=int(usage["completion_tokens"]), tokens_source="usage")
+    elif tokenizer is not None:
+        row.update(output_tokens=len(tokenizer.encode("".join(texts), False)), tokens_source="retokenized")
+    else:
+        row.update(output_tokens=sum(tokens), tokens_source="chunk_count")
+    return row

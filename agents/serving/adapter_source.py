@@ -1,0 +1,90 @@
+"""A PEFT adapter handed in from outside a run (the S3 ``adapters/`` trigger): fetched, hashed, unpacked.
+
+``uri`` is a ``.tar.gz``/``.tgz`` archive of an adapter directory, or a directory (a local path or an
+``s3://bucket/prefix/`` ending in ``/``). Archives are unpacked with tarfile's ``data`` filter (no
+absolute paths, no links out of the folder). The base model is the catalogue model named by the key's
+first component under ``adapters/`` (``adapters/<model>/<name>.tar.gz``) when it is one, else the
+lane's first model.
+"""
+from __future__ import annotations
+
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+
+
+class AdapterSourceError(ValueError):
+    """The adapter URI cannot be fetched or holds no adapter."""
+
+
+def _s3_download(uri: str, dest: Path, client: Any = None) -> Path:
+    if client is None:
+        import boto3
+
+        client = boto3.client("s3")
+    parsed = urlparse(uri)
+    bucket, key = parsed.netloc, parsed.path.lstrip("/")
+    if key.endswith("/") or not key:
+        out = dest / "adapter"
+        found = 0
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+            for obj in page.get("Contents", []):
+                rel = obj["Key"][len(key):]
+                if not rel or rel.endswith("/"):
+                    continue
+                target = out / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                client.download_file(bucket, obj["Key"], str(target))
+                found += 1
+        if not found:
+            raise AdapterSourceError(f"no objects under {uri}")
+        return out
+    target = dest / Path(key).name
+    try:
+        client.download_file(bucket, key, str(target))
+    except Exception as exc:  # botocore ClientError: 404/403 with the service's words
+        raise AdapterSourceError(f"cannot download {uri}: {exc}") from exc
+    return target
+
+
+def fetch_adapter(uri: str, dest: Path, s3_client: Any = None) -> Path:
+    """The adapter as a local directory (downloaded and unpacked as needed)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if uri.startswith("s3://"):
+        local = _s3_download(uri, dest, s3_client)
+    else:
+        local = Path(uri).expanduser()
+        if not local.exists():
+            raise AdapterSourceError(f"adapter {uri} does not exist")
+    if local.is_file():
+        if not local.name.endswith(ARCHIVE_SUFFIXES):
+            raise AdapterSourceError(f"adapter {uri}: expected a directory or a {' / '.join(ARCHIVE_SUFFIXES)} "
+                                     "archive of one")
+        out = dest / "unpacked"
+        try:
+            with tarfile.open(local, "r:gz") as tar:
+                tar.extractall(out, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise AdapterSourceError(f"adapter archive {uri} cannot be unpacked: {exc}") from exc
+        return out
+    if not uri.startswith("s3://"):
+        out = dest / "adapter"
+        shutil.copytree(local, out, dirs_exist_ok=True)
+        return out
+    return local
+
+
+def base_model_for(uri: str, known: list[str], default: str) -> str:
+    """``adapters/<model>/...`` names the base model when <model> is a catalogue name."""
+    path = urlparse(uri).path if uri.startswith("s3://") else uri
+    parts = [p for p in path.split("/") if p]
+    if "adapters" in parts:
+        i = parts.index("adapters")
+        if i + 1 < len(parts) and parts[i + 1] in known:
+            return parts[i + 1]
+    return default

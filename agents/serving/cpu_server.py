@@ -1,0 +1,243 @@
+"""A real OpenAI-compatible server on CPU: a transformers model behind vLLM's HTTP surface.
+
+Why our own: ``transformers serve`` (5.24) streams through a text streamer that holds
+tokens back until they decode to clean text, so one SSE event is not one token (a run
+of byte-level tokens arrives as one event, or none at all on the chat endpoint), which
+makes TTFT/ITL per token unmeasurable; it also ignores ``logprobs``, rejects vLLM's
+``ignore_eos``/``min_tokens`` and has no ``/metrics``. This server emits one event per
+generated token, honours vLLM's request extensions (``ignore_eos``, ``min_tokens``,
+``truncate_prompt_tokens``, ``stream_options.include_usage`` and
+``continuous_usage_stats``), returns logprobs, and exports vLLM-named Prometheus gauges.
+
+    python -m agents.serving.cpu_server --model DIR --served-model-name NAME --port P \
+        --max-model-len 256 --max-num-seqs 8
+
+Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+from agents.serving.cpu_engine import CpuEngine, GenerationRequest, TokenEvent
+from agents.serving.openai_protocol import (ProtocolError, chat_chunk, completion_chunk, final_usage_chunk,
+                                            parse_sampling, prometheus_text, usage)
+
+log = logging.getLogger("agents.serving.cpu_server")
+
+
+class ModelRuntime:
+    """The loaded model, its tokenizer and the engine."""
+
+    def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
+                 dtype: str = "float32", threads: int = 1):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.set_num_threads(max(1, threads))
+        self.served_name = served_name
+        self.max_model_len = max_model_len
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+        model.eval()
+        eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            eos_ids.add(self.tokenizer.eos_token_id)
+        self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len).start()
+
+    def encode_prompt(self, prompt: Any) -> list[int]:
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+            prompt = prompt[0]
+        if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+            return list(prompt)
+        if isinstance(prompt, str):
+            return list(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
+        raise ProtocolError(400, "prompt must be a string, a list of token ids, or a one-element list of either")
+
+    def encode_chat(self, messages: Any) -> list[int]:
+        if not isinstance(messages, list) or not messages:
+            raise ProtocolError(400, "messages must be a non-empty list")
+        out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
+        if ids and isinstance(ids[0], list):
+            ids = ids[0]
+        return [int(t) for t in ids]
+
+
+class IncrementalText:
+    """Decodes the generated tokens so far and hands out only the new, complete text."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.sent = ""
+
+    def push(self, token_id: int, final: bool) -> str:
+        self.ids.append(token_id)
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd") and not final:
+            return ""  # an incomplete UTF-8 sequence: wait for the next token
+        delta = text[len(self.sent):] if text.startswith(self.sent) else text
+        self.sent = text
+        return delta
+
+
+def _token_str(tokenizer: Any, token_id: int) -> str:
+    return tokenizer.decode([token_id], skip_special_tokens=False)
+
+
+def build_app(rt: ModelRuntime) -> Any:
+    from aiohttp import web
+
+    async def health(_req: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def models(_req: web.Request) -> web.Response:
+        card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len}
+        return web.json_response({"object": "list", "data": [card]})
+
+    async def metrics(_req: web.Request) -> web.Response:
+        return web.Response(text=prometheus_text(rt.engine.stats(), rt.served_name),
+                            content_type="text/plain", charset="utf-8")
+
+    async def completions(req: web.Request) -> web.StreamResponse:
+        return await _generate(req, chat=False)
+
+    async def chat(req: web.Request) -> web.StreamResponse:
+        return await _generate(req, chat=True)
+
+    async def _generate(req: web.Request, chat: bool) -> web.StreamResponse:
+        try:
+            body = await req.json()
+            if not isinstance(body, dict):
+                raise ProtocolError(400, "request body must be a JSON object")
+            if body.get("model") not in (None, rt.served_name):
+                raise ProtocolError(404, f"The model `{body.get('model')}` does not exist.")
+            prompt_ids = rt.encode_chat(body.get("messages")) if chat else rt.encode_prompt(body.get("prompt"))
+            sp = parse_sampling(body, chat=chat, prompt_len=len(prompt_ids), max_model_len=rt.max_model_len)
+        except ProtocolError as exc:
+            return web.json_response(exc.body(), status=exc.status)
+        except (json.JSONDecodeError, ValueError, TypeError) as exc:
+            err = ProtocolError(400, f"{type(exc).__name__}: {exc}")
+            return web.json_response(err.body(), status=err.status)
+        if sp.truncate_prompt_tokens:
+            prompt_ids = prompt_ids[-sp.truncate_prompt_tokens:]
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[TokenEvent | BaseException | None] = asyncio.Queue()
+        gen = GenerationRequest(prompt_ids=prompt_ids, max_tokens=sp.max_tokens, min_tokens=sp.min_tokens,
+                                ignore_eos=sp.ignore_eos, temperature=sp.temperature, top_p=sp.top_p,
+                                seed=sp.seed, top_logprobs=sp.top_logprobs if sp.logprobs else 0,
+                                emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
+        rid = req.headers.get("X-Request-Id") or f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        created = int(time.time())
+        rt.engine.submit(gen)
+        text = IncrementalText(rt.tokenizer)
+        n_prompt = len(prompt_ids)
+        try:
+            if not sp.stream:
+                return await _collect(queue, gen, text, chat, rid, created, n_prompt, sp)
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+            await resp.prepare(req)
+            n_out = 0
+            while True:
+                ev = await queue.get()
+                if ev is None:
+                    break
+                if isinstance(ev, BaseException):
+                    await resp.write(f"data: {json.dumps({'error': {'message': str(ev)}})}\n\n".encode())
+                    break
+                n_out += 1
+                delta = text.push(ev.token_id, ev.finish_reason is not None)
+                lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
+                u = usage(n_prompt, n_out) if sp.continuous_usage else None
+                chunk = (chat_chunk(rid, created, rt.served_name, delta, ev.finish_reason, lp, u, first=n_out == 1)
+                         if chat else completion_chunk(rid, created, rt.served_name, delta, ev.finish_reason, lp, u))
+                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            if sp.include_usage:
+                final = final_usage_chunk(rid, created, rt.served_name, chat, usage(n_prompt, n_out))
+                await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
+        except (ConnectionResetError, asyncio.CancelledError):
+            gen.cancelled.set()
+            raise
+        finally:
+            gen.cancelled.set()  # no-op for a finished sequence; frees a slot when the client went away
+
+    async def _collect(queue: asyncio.Queue, gen: GenerationRequest, text: IncrementalText, chat: bool, rid: str,
+                       created: int, n_prompt: int, sp: Any) -> web.Response:
+        events: list[TokenEvent] = []
+        while True:
+            ev = await queue.get()
+            if ev is None:
+                break
+            if isinstance(ev, BaseException):
+                return web.json_response(ProtocolError(500, str(ev)).body(), status=500)
+            events.append(ev)
+            text.push(ev.token_id, ev.finish_reason is not None)
+        finish = events[-1].finish_reason if events else "length"
+        u = usage(n_prompt, len(events))
+        if chat:
+            lp = {"content": [_logprob_entry(rt, e, True)["content"][0] for e in events]} if sp.logprobs else None
+            choice = {"index": 0, "message": {"role": "assistant", "content": text.sent}, "logprobs": lp,
+                      "finish_reason": finish}
+            return web.json_response({"id": rid, "object": "chat.completion", "created": created,
+                                      "model": rt.served_name, "choices": [choice], "usage": u})
+        lp = None
+        if sp.logprobs:
+            entries = [_logprob_entry(rt, e, False) for e in events]
+            lp = {k: [x for e in entries for x in e[k]] for k in ("tokens", "token_logprobs", "top_logprobs")}
+        choice = {"index": 0, "text": text.sent, "logprobs": lp, "finish_reason": finish}
+        return web.json_response({"id": rid, "object": "text_completion", "created": created,
+                                  "model": rt.served_name, "choices": [choice], "usage": u})
+
+    app = web.Application(client_max_size=64 * 2**20)
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+def _logprob_entry(rt: ModelRuntime, ev: TokenEvent, chat: bool) -> dict[str, Any]:
+    tok = _token_str(rt.tokenizer, ev.token_id)
+    if chat:
+        top = [{"token": _token_str(rt.tokenizer, i), "logprob": lp} for i, lp in ev.top]
+        return {"content": [{"token": tok, "logprob": ev.logprob, "top_logprobs": top}]}
+    return {"tokens": [tok], "token_logprobs": [ev.logprob],
+            "top_logprobs": [{_token_str(rt.tokenizer, i): lp for i, lp in ev.top}]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m agents.serving.cpu_server", description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="local checkpoint directory")
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-model-len", type=int, default=2048)
+    p.add_argument("--max-num-seqs", type=int, default=8)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
+                      args.dtype, args.threads)
+    from aiohttp import web
+
+    log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d)", args.model, rt.served_name,
+             args.host, args.port, args.max_model_len, args.max_num_seqs)
+    web.run_app(build_app(rt), host=args.host, port=args.port, print=None, access_log=None)
+    rt.engine.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

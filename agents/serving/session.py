@@ -1,0 +1,60 @@
+"""A server boot inside a lane: the compiles row, the server's /metrics sampled, the log kept, always stopped."""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from agents.context import LaneContext
+from agents.serving.configs import ServerConfig
+from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
+from agents.telemetry.prometheus import PrometheusSensor
+
+log = logging.getLogger(__name__)
+_boots = itertools.count(1)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+
+
+@contextmanager
+def serve(ctx: LaneContext, launcher: Launcher, model: ServedModel, config: ServerConfig,
+          health_timeout_s: float) -> Iterator[ServerProcess]:
+    """Boot, record the boot, sample the server's /metrics while it runs, and stop it on every exit path.
+
+    The ``compiles`` row survives a failed lane (a failed boot is a result). A failed
+    boot raises :class:`ServerBootError` after its row is written.
+    """
+    log_path = ctx.log_dir / f"server-{_slug(model.name)}-{config.name}-{next(_boots)}.log"
+    server = ServerProcess(launcher, model, config, log_path, health_timeout_s=health_timeout_s)
+    sensor: PrometheusSensor | None = None
+    try:
+        try:
+            row = server.boot()
+        except ServerBootError as exc:
+            ctx.write("compiles", [exc.compile_row], keep_on_failure=True)
+            raise
+        ctx.write("compiles", [row], keep_on_failure=True)
+        sensor = PrometheusSensor(server.metrics_url, device=f"{model.name}/{config.name}")
+        if ctx.telemetry is not None:
+            ctx.telemetry.add_sensor(sensor)
+        yield server
+    finally:
+        if sensor is not None:
+            sensor.detach()
+        server.stop()
+
+
+def weight_bytes(model_dir: Path) -> int:
+    """Bytes of the checkpoint's weight files (safetensors, else torch bins)."""
+    files = list(model_dir.glob("*.safetensors")) or list(model_dir.glob("*.bin"))
+    return sum(f.stat().st_size for f in files)
+
+
+def model_config(model_dir: Path) -> dict[str, Any]:
+    return json.loads((model_dir / "config.json").read_text())

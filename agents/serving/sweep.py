@@ -1,0 +1,171 @@
+"""A model swept over server configs: boot each config, declare its KV-derived grid, run every point.
+
+Shared by ``serve_sweep``, ``finetune_serve`` and ``qwen3_attempt`` so the fine-tune
+is measured at exactly the points the base model was: the same configs, shapes and
+grid arithmetic produce the same (config, shape, concurrency) list.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from agents.context import LaneContext
+from agents.serving.configs import ServerConfig
+from agents.serving.launcher import Launcher, ServedModel
+from agents.serving.session import model_config, serve, weight_bytes
+
+log = logging.getLogger(__name__)
+
+# One inf2/trn1 chip: 32 GiB of HBM shared by its two NeuronCores (RULES 1).
+NEURON_CHIP_MEM_GIB = 32.0
+# A stream silent this long is a failed request (StallTimeoutError), not a hung lane.
+STREAM_IDLE_S = 120.0
+
+
+class ShapeError(ValueError):
+    """A shape is not ``input:output`` with positive integers."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    input_len: int
+    output_len: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Shape":
+        try:
+            a, b = (int(x) for x in str(text).split(":"))
+        except ValueError as exc:
+            raise ShapeError(f"shape {text!r}: expected input:output, e.g. 128:128") from exc
+        if a < 1 or b < 1:
+            raise ShapeError(f"shape {text!r}: lengths must be positive")
+        return cls(a, b)
+
+    def fits(self, config: ServerConfig) -> bool:
+        return self.input_len + self.output_len <= config.max_model_len
+
+    def __str__(self) -> str:
+        return f"{self.input_len}:{self.output_len}"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    shapes: dict[str, list[str]]  # server config name -> shapes
+    prompts_per_stream: int
+    min_prompts: int
+    warmup_requests: int
+    health_timeout_s: float
+    endpoint: str = "completions"
+    slo: dict[str, float] | None = None
+    client_lag_bound_ms: float | None = 50.0
+    device_mem_gib: float | None = None  # None: detect (neuron chip / nvidia-smi / cpu KV space)
+    max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)
+    extra_note: str | None = None
+
+
+@dataclass
+class SweepOutcome:
+    points: list[dict[str, Any]] = field(default_factory=list)  # sweep_points rows written
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+
+
+def dtype_bytes(backend: str, config: ServerConfig) -> int:
+    if backend == "cpu":
+        return 4  # the CPU servers run float32
+    return 2 if config.dtype in ("bfloat16", "float16", "half", "bf16", "fp16") else 4
+
+
+def device_memory_bytes(backend: str, launcher: Launcher, weights: int, override_gib: float | None,
+                        nvidia_total_mib: Callable[[], float] | None = None) -> tuple[int, str]:
+    """The memory the grid arithmetic splits between weights and KV, and where the figure came from."""
+    if override_gib is not None:
+        return int(override_gib * 2**30), f"configured {override_gib:g} GiB"
+    if backend == "neuron":
+        return int(NEURON_CHIP_MEM_GIB * 2**30), f"one Neuron chip: {NEURON_CHIP_MEM_GIB:g} GiB HBM"
+    if backend == "cuda":
+        total = (nvidia_total_mib or _nvidia_total_mib)()
+        return int(total * 2**20), f"nvidia-smi memory.total of gpu0: {total:g} MiB"
+    kv = getattr(launcher, "kv_budget_bytes", lambda: 2**30)()
+    return weights + kv, f"weights + the CPU server's KV space ({kv} B)"
+
+
+def _nvidia_total_mib() -> float:
+    from agents.telemetry.nvidia import parse_nvidia_smi_csv, query_command
+    import subprocess
+
+    out = subprocess.run(query_command(), capture_output=True, text=True, timeout=10, check=True).stdout
+    return next(r["value"] for r in parse_nvidia_smi_csv(out) if r["metric"] == "device_mem_total_mib")
+
+
+def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend: str, launcher: Launcher,
+         ) -> tuple[Any, list[Shape], list[str]]:
+    """(grid, shapes that fit, notes) for one model × config."""
+    from agents.loadgen.grid import derive_grid
+
+    weights = weight_bytes(model_dir)
+    mem, mem_source = device_memory_bytes(backend, launcher, weights, settings.device_mem_gib)
+    grid = derive_grid(model_config(model_dir), mem, weights, config.max_model_len, config.max_num_seqs,
+                       dtype_bytes=dtype_bytes(backend, config))
+    notes = [f"device memory: {mem_source}"]
+    shapes = []
+    for text in settings.shapes.get(config.name, []):
+        shape = Shape.parse(text)
+        if shape.fits(config):
+            shapes.append(shape)
+        else:
+            notes.append(f"shape {shape} skipped: {shape.input_len + shape.output_len} tokens > max_model_len "
+                         f"{config.max_model_len}")
+    return grid, shapes, notes
+
+
+def concurrencies(grid: Any, cap: int | None) -> list[int]:
+    return [c for c in grid.values if cap is None or c <= cap]
+
+
+def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, configs: list[ServerConfig],
+                settings: SweepSettings, tokenizer: Any = None) -> SweepOutcome:
+    """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops."""
+    from agents.loadgen.prompts import load_tokenizer
+
+    tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
+    outcome = SweepOutcome()
+    for cfg in configs:
+        with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
+            sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome)
+    return outcome
+
+
+def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
+                 settings: SweepSettings, tok: Any, outcome: SweepOutcome) -> SweepOutcome:
+    """Every (shape, concurrency) point of one config against a running server."""
+    from agents.loadgen.client import Timeouts
+    from agents.loadgen.point import SweepPoint, run_point
+
+    grid, shapes, notes = plan(model.path, cfg, settings, ctx.backend, launcher)
+    values = concurrencies(grid, settings.max_concurrency)
+    if settings.max_concurrency is not None and len(values) < len(grid.values):
+        notes.append(f"grid capped at concurrency {settings.max_concurrency} by the lane config")
+    if settings.extra_note:
+        notes.append(settings.extra_note)
+    log.info("%s/%s: grid %s (%s); shapes %s", model.name, cfg.name, values, grid.reason, [str(s) for s in shapes])
+    total = len(shapes) * len(values)
+    done = 0
+    for shape in shapes:
+        for c in values:
+            point = SweepPoint(
+                base_url=base_url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
+                num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
+                endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
+                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
+                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
+                timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
+            result = run_point(point, tok)
+            ctx.write("requests", result.requests)
+            ctx.write("sweep_points", [result.sweep_point])
+            outcome.points.append(result.sweep_point)
+            outcome.metrics.append(result.metrics)
+            done += 1
+            ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}", done, total, "points")
+    return outcome

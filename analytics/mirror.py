@@ -1,0 +1,146 @@
+"""An append-only local mirror of committed results, and a DuckDB file for the plain `duckdb` CLI.
+
+``pull(source, mirror)`` copies, for every commit marker in ``source`` that the
+mirror lacks, each file the marker names, then the marker last: the mirror
+follows the same commit protocol as the store, so a pull killed half-way
+leaves the new attempt invisible, and the next pull completes it. Nothing in
+the mirror is ever deleted or overwritten; a file that exists locally with
+different bytes is a conflict and stops the pull. Uncommitted files in the
+source (no marker names them) are never copied. Model weights (``models/``)
+are copied only when asked: they are large and the tables do not need them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import duckdb
+
+from analytics.schema import LAYOUT_PREFIX, TABLES
+from analytics.store import COMMITS, CommitMarker, LocalStore, ResultStore
+
+
+class MirrorConflictError(RuntimeError):
+    """A key exists in the mirror with bytes that differ from the source (the mirror never overwrites)."""
+
+
+@dataclass
+class PullSummary:
+    markers_copied: int = 0
+    markers_present: int = 0
+    files_copied: int = 0
+    files_present: int = 0
+    bytes_copied: int = 0
+    models_skipped: int = 0
+    run_ids: list[str] = field(default_factory=list)
+
+
+def marker_key(m: CommitMarker) -> str:
+    return f"{LAYOUT_PREFIX}/{COMMITS}/run_id={m.run_id}/lane={m.lane}/{m.attempt}.json"
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _copy_create_only(source: ResultStore, key: str, dest_root: Path) -> int:
+    """Copy ``key`` into the mirror atomically and create-only; return bytes copied (0 if already identical)."""
+    dest = dest_root / key
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        source.download(key, tmp)
+        if dest.exists():
+            if _sha256_file(dest) != _sha256_file(tmp):
+                raise MirrorConflictError(f"{dest} exists with different bytes than {source.uri(key)}; "
+                                          "the mirror never overwrites")
+            return 0
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:  # a concurrent pull won the race; same check as above
+            if _sha256_file(dest) != _sha256_file(tmp):
+                raise MirrorConflictError(f"{dest} appeared with different bytes") from None
+            return 0
+        return tmp.stat().st_size
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def pull(source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None = None,
+         with_models: bool = False) -> PullSummary:
+    """Copy every committed attempt of ``source`` (restricted to ``run_ids``) the mirror lacks."""
+    wanted = set(run_ids) if run_ids else None
+    summary = PullSummary()
+    root = Path(mirror.root)
+    runs: set[str] = set()
+    for m in source.markers():
+        if wanted is not None and m.run_id not in wanted:
+            continue
+        runs.add(m.run_id)
+        mk = marker_key(m)
+        if mirror.exists(mk):
+            summary.markers_present += 1
+            continue
+        for key in [*sorted(m.tables.values()), *m.files]:
+            if key.startswith("models/") and not with_models:
+                summary.models_skipped += 1
+                continue
+            n = _copy_create_only(source, key, root)
+            if n:
+                summary.files_copied += 1
+                summary.bytes_copied += n
+            else:
+                summary.files_present += 1
+        _copy_create_only(source, mk, root)  # the marker last: only now does the mirror see the attempt
+        summary.markers_copied += 1
+    summary.run_ids = sorted(runs)
+    return summary
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[str] | None = None) -> Path:
+    """A DuckDB database holding every table and derived view, for `duckdb FILE` from the shell.
+
+    On a local store (a mirror) the table views name the committed parquet files, so the file stays small;
+    elsewhere (S3 without httpfs) the visible rows are copied into tables. The file is derived, not a
+    result: it is rebuilt whole (written beside, then renamed) and reflects the commits at build time.
+    """
+    from analytics.views import create_derived_views
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".duckdb", dir=path.parent)
+    os.close(fd)
+    os.unlink(tmp_name)  # duckdb creates the file itself
+    run_ids = list(run_ids) if run_ids else None
+    con = duckdb.connect(tmp_name)
+    try:
+        for table in sorted(TABLES):
+            keys = store.visible_keys(table, run_ids)
+            if keys and isinstance(store, LocalStore):
+                files = ", ".join(_quote(store.uri(k)) for k in keys)
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], union_by_name=true)")
+            else:
+                data = store.read_table(table, run_ids)
+                con.register("__pull_data", data)
+                con.execute(f"CREATE TABLE {table} AS SELECT * FROM __pull_data")
+                con.unregister("__pull_data")
+        create_derived_views(con)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    os.replace(tmp_name, path)
+    return path

@@ -1,0 +1,52 @@
+"""The report: comparison.json from the views, REPORT.md and PNG plots from comparison.json.
+
+``write_report(con, run_ids, out_dir)`` is the whole pipeline; the same
+committed results give byte-identical files.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+import duckdb
+
+COMPARISON_FILE = "comparison.json"
+REPORT_FILE = "REPORT.md"
+
+
+def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, out_dir: str | Path) -> list[Path]:
+    """Write comparison.json, REPORT.md and the plots into ``out_dir``; return their paths."""
+    from analytics.report.comparison import build_comparison, dumps
+    from analytics.report.markdown import render
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    comparison = build_comparison(con, list(run_ids) if run_ids else None)
+    text = dumps(comparison)
+    (out / COMPARISON_FILE).write_text(text, encoding="utf-8")
+    # The markdown and plots read the JSON as written, so they see exactly what a reader of the file sees.
+    import json
+
+    written = json.loads(text)
+    markdown = render(written)
+    try:
+        from analytics.report.plots import draw_all
+    except ImportError as exc:  # the report Lambda ships without matplotlib (package size)
+        plots: list[Path] = []
+        markdown = without_plots(markdown, f"{exc.name or 'matplotlib'} is not installed here")
+    else:
+        plots = draw_all(written, out)
+    (out / REPORT_FILE).write_text(markdown, encoding="utf-8")
+    return [out / COMPARISON_FILE, out / REPORT_FILE, *plots]
+
+
+_IMAGE_LINE = re.compile(r"^!\[([^\]]*)\]\([^)]+\.png\)$")
+
+
+def without_plots(markdown: str, reason: str) -> str:
+    """REPORT.md with each plot link replaced by a note (no broken images)."""
+    def note(m: re.Match[str]) -> str:
+        return f"*(plot not drawn — {m.group(1)}: {reason}; `neuronpipe report` draws it)*"
+
+    return "\n".join(_IMAGE_LINE.sub(note, line) for line in markdown.split("\n"))

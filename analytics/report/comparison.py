@@ -1,0 +1,237 @@
+"""comparison.json: every number the report shows, read from the DuckDB views.
+
+Nothing here computes a metric: each section is a query over the table views,
+the serving/training views (10_*, 20_*) and the report-side views (30_*).
+Python only shapes rows into JSON: stable ordering, floats rounded to 9
+significant digits (parallel float sums differ in the last bits between
+builds), timestamps as ISO strings, non-finite numbers as null.
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Iterable
+
+import duckdb
+
+from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
+from analytics.report.rules import MEASUREMENT_RULES
+
+COMPARISON_SCHEMA = "neuronpipe.comparison/1"
+
+# Views of 10_serving.sql (the load generator's; METRICS.md serving and sustained).
+SERVING_POINT_VIEWS = ("serving_points",)
+SUSTAINED_VIEWS = ("sustained_summary",)
+# Views of 20_training.sql (the training lanes').
+LOSS_TREND_VIEWS = ("train_loss_trend",)
+WEIGHTS_VIEWS = ("weights_roundtrip",)
+
+# Derived views that several sections read, in dependency order: each is computed once per build into a
+# temporary table of the same name, which shadows the view for every later query on this connection.
+MATERIALIZED_VIEWS = ("sustained_window_metrics", "sustained_summary", "serving_points", "report_point_telemetry",
+                      "report_lane_attempts")
+
+COST_NOTES = (
+    "Cost is context, not a result: instance-hours are lane wall times (boot, SSM waits and idle between "
+    "lanes are not counted) times the on-demand price of the instance type.",
+    f"Prices: {PRICE_SOURCE}, {PRICE_REGION}, as of {PRICE_DATE}.",
+    "A local run (box role 'local') has no instance cost: NULL, not zero.",
+)
+
+
+class ComparisonError(RuntimeError):
+    """A view the report needs failed to query."""
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return float(f"{value:.9g}") if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return _clean(float(value))
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    return str(value)
+
+
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+    try:
+        rel = con.execute(sql, list(params) if params else [])
+    except duckdb.Error as exc:
+        raise ComparisonError(f"query failed: {exc}\n{sql}") from exc
+    cols = [d[0] for d in rel.description]
+    return [{c: _clean(v) for c, v in zip(cols, r)} for r in rel.fetchall()]
+
+
+def existing_views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
+def _first_present(names: Iterable[str], present: set[str]) -> str | None:
+    return next((n for n in names if n in present), None)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    return [d[0] for d in con.execute(f"SELECT * FROM {view} LIMIT 0").description]
+
+
+def _order_by(cols: list[str], preferred: Iterable[str]) -> str:
+    keys = [c for c in preferred if c in cols]
+    keys += [c for c in cols if c not in keys]
+    return ", ".join(f'"{c}" NULLS FIRST' for c in keys)
+
+
+def materialize_shared_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Snapshot the shared heavy views into TEMP tables (same rows; computed once instead of per section)."""
+    present = existing_views(con)
+    db = con.execute("SELECT current_database()").fetchone()[0]
+    done = []
+    for view in MATERIALIZED_VIEWS:
+        if view in present:
+            con.execute(f'CREATE OR REPLACE TEMP TABLE {view} AS SELECT * FROM "{db}".main.{view}')
+            done.append(view)
+    return done
+
+
+# ---- sections ----------------------------------------------------------------------------------
+def runs_section(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    lanes = rows(con, """
+        SELECT run_id, lane, status, attempt, wall_s, backend, box_role, instance_type, profile
+        FROM report_lane_attempts WHERE effective ORDER BY run_id, started_at, lane""")
+    out: dict[str, dict[str, Any]] = {}
+    for r in lanes:
+        run = out.setdefault(r["run_id"], {"run_id": r["run_id"], "lanes": []})
+        run["lanes"].append({k: v for k, v in r.items() if k != "run_id"})
+    return [out[k] for k in sorted(out)]
+
+
+def provenance_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {
+        "machines": rows(con, "SELECT * FROM report_machines ORDER BY ALL"),
+        "facts": rows(con, """SELECT DISTINCT run_id, lane, category, name, value, source, note
+                              FROM provenance ORDER BY ALL"""),
+    }
+
+
+def compile_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {"summary": rows(con, "SELECT * FROM report_compile ORDER BY run_id, lane, what, model, config, backend")}
+
+
+def training_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    curves = rows(con, """
+        SELECT run_id, lane, model, list(step ORDER BY step) AS step, list(loss ORDER BY step) AS loss
+        FROM train_steps WHERE loss IS NOT NULL AND lane <> 'precompile'
+        GROUP BY run_id, lane, model ORDER BY run_id, lane, model""")
+    trend = _first_present(LOSS_TREND_VIEWS, present)
+    return {"runs": rows(con, "SELECT * FROM report_training ORDER BY run_id, lane, model"),
+            "loss_trend": rows(con, f"SELECT * FROM {trend} ORDER BY run_id, lane, model") if trend else [],
+            "loss_curves": curves}
+
+
+def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    grids = []
+    for g in rows(con, """SELECT DISTINCT run_id, lane, model, server_config, grid_json FROM sweep_points
+                          WHERE grid_json IS NOT NULL ORDER BY ALL"""):
+        try:
+            g["grid"] = json.loads(g.pop("grid_json"))
+        except (TypeError, ValueError):
+            g["grid"] = {"unparsed": g.pop("grid_json", None)}
+        grids.append(g)
+    view = _first_present(SERVING_POINT_VIEWS, present)
+    if view is None:
+        return {"available": False, "view": None, "points": [], "grids": grids,
+                "note": "serving point metrics view (10_serving.sql) is not installed: no serving metrics"}
+    cols = _columns(con, view)
+    order = _order_by(cols, ("run_id", "lane", "model", "server_config", "input_len", "output_len",
+                             "max_concurrency", "request_rate", "point_id"))
+    points = rows(con, f"""
+        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples
+        FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id)
+        ORDER BY {order}""")
+    return {"available": True, "view": view, "points": points, "grids": grids}
+
+
+def sustained_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    view = _first_present(SUSTAINED_VIEWS, present)
+    retention = rows(con, f"SELECT * FROM {view} ORDER BY ALL") if view else []
+    return {
+        "summary": rows(con, "SELECT * FROM report_sustained ORDER BY run_id, lane, point_id"),
+        "retention_view": view,
+        "retention": retention,
+        "windows": rows(con, """
+            SELECT run_id, lane, point_id, model, server_config, "window", window_s, window_start,
+                   output_tokens, output_throughput, completed, failed, p99_ttft_ms, warmup
+            FROM sustained_window_metrics ORDER BY run_id, lane, point_id, "window" """),
+    }
+
+
+def quality_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {"summary": rows(con, "SELECT * FROM report_quality ORDER BY run_id, lane, model, variant"),
+            "delta": rows(con, "SELECT * FROM report_quality_delta ORDER BY run_id, model")}
+
+
+def roundtrip_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    files = _first_present(WEIGHTS_VIEWS, present)
+    return {
+        "files": rows(con, f"SELECT * FROM {files} ORDER BY ALL") if files else [],
+        "models": rows(con, "SELECT * FROM report_roundtrip ORDER BY run_id, model"),
+        "artifacts": rows(con, """
+            SELECT run_id, lane, model, kind, stage, path, bytes, sha256, expected_sha256, roundtrip_verified
+            FROM artifacts ORDER BY run_id, model, path, lane, kind, stage"""),
+    }
+
+
+def exclusions_section(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return rows(con, "SELECT * FROM report_exclusions ORDER BY run_id, lane, kind, subject, attempt NULLS FIRST")
+
+
+def cost_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {
+        "notes": list(COST_NOTES),
+        "price_table": rows(con, "SELECT * FROM instance_prices ORDER BY instance_type, region"),
+        "lanes": rows(con, "SELECT * FROM report_cost_by_lane ORDER BY run_id, lane"),
+        "runs": rows(con, "SELECT * FROM report_run_cost ORDER BY run_id"),
+        "points": rows(con, "SELECT * FROM report_point_cost ORDER BY run_id, lane, point_id"),
+    }
+
+
+def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None = None) -> dict[str, Any]:
+    """Every section of the report, from the views on ``con`` (already restricted to the runs).
+
+    Leaves TEMP snapshots of :data:`MATERIALIZED_VIEWS` on ``con`` (see :func:`materialize_shared_views`).
+    """
+    present = existing_views(con)
+    materialize_shared_views(con)
+    runs = runs_section(con)
+    serving = serving_section(con, present)
+    known = [r["run_id"] for r in runs]
+    return {
+        "schema": COMPARISON_SCHEMA,
+        "run_ids": list(dict.fromkeys([*(run_ids or []), *known])),
+        "runs": runs,
+        "provenance": provenance_section(con),
+        "compile": compile_section(con),
+        "training": training_section(con, present),
+        "serving": serving,
+        "sustained": sustained_section(con, present),
+        "quality": quality_section(con),
+        "roundtrip": roundtrip_section(con, present),
+        "exclusions": exclusions_section(con),
+        "host_cpu": rows(con, "SELECT * EXCLUDE (attempt) FROM host_bench ORDER BY run_id, lane, bench, threads, size"),
+        "telemetry": rows(con, "SELECT * FROM report_telemetry_coverage ORDER BY ALL"),
+        "cost": cost_section(con),
+        "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)],
+    }
+
+
+def dumps(comparison: dict[str, Any]) -> str:
+    return json.dumps(comparison, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,323 @@
+"""REPORT.md, rendered only from comparison.json (never from the views directly).
+
+Every section is present; a section whose lane produced nothing says so. NULL
+stays visible as ``NULL`` (an absent value is not zero). Plots are linked by
+the file names :mod:`analytics.report.plots` writes.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Sequence
+
+from analytics.report.compare import compare_runs, is_headline_point, metric_value
+from analytics.report.names import compile_rows, slug
+
+Column = tuple[str, str]  # (key, header)
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        a = abs(v)
+        if a >= 1e7:
+            return f"{v:.4g}"
+        if a >= 1000:
+            return f"{v:,.0f}"
+        if a >= 1 or a == 0:
+            return f"{v:.2f}"
+        return f"{v:.3g}"
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column],
+          get: Callable[[dict[str, Any], str], Any] = lambda r, k: r.get(k)) -> list[str]:
+    out = ["| " + " | ".join(h for _, h in columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(get(r, k)) for k, _ in columns) + " |")
+    return out + [""]
+
+
+def none_line(what: str) -> list[str]:
+    return [f"_No {what} in these results._", ""]
+
+
+def _for_runs(c: dict[str, Any]) -> str:
+    return ", ".join(f"`{r}`" for r in c["run_ids"]) or "none"
+
+
+# ---- sections ----------------------------------------------------------------------------------
+def s_header(c: dict[str, Any]) -> list[str]:
+    lines = ["# neuron-pipelines report", "",
+             f"Runs: {_for_runs(c)}. Generated from `comparison.json` ({c['schema']}); every number below "
+             "comes from the DuckDB views over the committed results.", ""]
+    if not c["runs"]:
+        lines += ["**No committed results for these runs.**", ""]
+    for run in c["runs"]:
+        lanes = ", ".join(f"{l['lane']} ({l['status']})" for l in run["lanes"])
+        lines.append(f"- `{run['run_id']}`: {lanes}")
+    return lines + [""]
+
+
+def s_machines(c: dict[str, Any]) -> list[str]:
+    lines = ["## Machines and versions", ""]
+    p = c["provenance"]
+    if not p["machines"]:
+        return lines + none_line("machines (no lane_runs)")
+    lines += table(p["machines"], [("run_id", "run"), ("host", "host"), ("box_role", "box role"),
+                                   ("instance_type", "instance"), ("instance_id", "instance id"),
+                                   ("backend", "backend"), ("profile", "profile"), ("harness_sha", "harness sha"),
+                                   ("lanes", "lanes")])
+    if not p["facts"]:
+        return lines + none_line("provenance facts (the provenance lane has not committed)")
+    cols = [("run_id", "run"), ("category", "category"), ("name", "name"), ("value", "value"),
+            ("source", "source"), ("note", "note")]
+    lines += ["### Stack", ""] + table([f for f in p["facts"] if f["category"] != "package"], cols)
+    pkgs = [f for f in p["facts"] if f["category"] == "package"]
+    if pkgs:
+        lines += ["### Packages", ""] + table(pkgs, [("run_id", "run"), ("name", "package"), ("value", "version"),
+                                                     ("note", "note")])
+    return lines
+
+
+def s_compile(c: dict[str, Any]) -> list[str]:
+    lines = ["## Compile: cold vs warm cache", "",
+             "Compile time is a result: both cold and warm wall times are headline numbers, shown before any "
+             "throughput.", ""]
+    rows = c["compile"]["summary"]
+    if not rows:
+        return lines + none_line("compiles (precompile and serving boots have not run)")
+    lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("what", "what"), ("model", "model"),
+                          ("config", "config"), ("cold_wall_s", "cold s"), ("warm_wall_s", "warm s"),
+                          ("warm_over_cold", "warm/cold"), ("uncached_wall_s", "no-cache s"),
+                          ("cold_new_artifacts", "new artifacts (cold)"), ("warm_new_artifacts", "new (warm)"),
+                          ("cache_bytes_after", "cache bytes after"), ("n_failed", "failed")])
+    return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
+
+
+def s_training(c: dict[str, Any]) -> list[str]:
+    lines = ["## Training", "",
+             "MFU = tokens_per_s × flops_per_token / peak. FLOPs per token are LoRA-aware "
+             "(6·N_trainable + 4·N_frozen; with activation recompute 8·N_trainable + 6·N_frozen), parameters "
+             "counted after the LoRA wrap. The peak is the device's published dense BF16 figure; Trainium1 is "
+             "reported against both 190 and 210 TFLOP/s (mfu and mfu_alt).", ""]
+    rows = c["training"]["runs"]
+    if not rows:
+        return lines + none_line("training runs (the sft lane has not committed)")
+    lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("backend", "backend"),
+                          ("device", "device"), ("num_devices", "devices"), ("steps", "steps"),
+                          ("tokens_per_s", "tokens/s"), ("first_step_s", "first step s"),
+                          ("median_step_s", "median step s"), ("first_loss", "first loss"),
+                          ("last_loss", "last loss"), ("peak_host_mem_mib", "peak host MiB")])
+    lines += ["### MFU, with formula and peak", ""]
+    lines += table(rows, [("run_id", "run"), ("model", "model"), ("params_trainable", "N trainable"),
+                          ("params_frozen", "N frozen"), ("flops_formula", "formula"),
+                          ("flops_per_token", "FLOPs/token"), ("mfu", "MFU"), ("peak_flops", "peak FLOP/s"),
+                          ("peak_source", "peak source"), ("mfu_alt", "MFU (alt peak)"),
+                          ("peak_alt_flops", "alt peak"), ("peak_alt_source", "alt source"),
+                          ("mfu_null_reason", "why NULL")])
+    if c["training"].get("loss_trend"):
+        lines += ["Loss trend (mean of the first vs the last quarter of the steps):", ""]
+        lines += table(c["training"]["loss_trend"], [
+            ("run_id", "run"), ("lane", "lane"), ("model", "model"), ("loss_steps", "steps with loss"),
+            ("loss_first_quarter", "first quarter"), ("loss_last_quarter", "last quarter"), ("loss_fell", "fell")])
+    if c["training"]["loss_curves"]:
+        lines += ["![loss curves](loss_curves.png)", ""]
+    return lines
+
+
+SERVING_COLUMNS: list[Column] = [
+    ("max_concurrency", "conc"), ("request_rate", "rate"), ("input_len", "in"), ("output_len", "out"),
+    ("completed", "completed"), ("failed", "failed"), ("duration", "duration s"),
+    ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("total_token_throughput", "total tok/s"),
+    ("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
+    ("p99_tpot_ms", "TPOT p99 ms"), ("p99_itl_ms", "ITL p99 ms"), ("p99_e2el_ms", "E2EL p99 ms"),
+    ("goodput", "goodput"), ("client_queue_p99_ms", "client queue p99 ms"), ("telemetry_samples", "telemetry"),
+    ("usd_per_million_output_tokens", "$/M out tok (context)")]
+
+
+def s_serving(c: dict[str, Any]) -> list[str]:
+    lines = ["## Serving sweeps", ""]
+    s = c["serving"]
+    if not s["available"]:
+        lines += [f"_{s['note']}._", ""]
+    cost = {(p["run_id"], p["lane"], p["point_id"]): p.get("usd_per_million_output_tokens")
+            for p in c["cost"]["points"]}
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in s["points"]:
+        if p.get("mode") == "sustained":
+            continue  # shown under Sustained retention
+        groups[(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))].append(p)
+    sustained = {(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))
+                 for p in s["points"] if p.get("mode") == "sustained"}
+    grids = {(g["run_id"], g["lane"], g["model"], g["server_config"]): g["grid"] for g in s["grids"]}
+    grids = {k: v for k, v in grids.items() if k not in sustained or k in groups}
+    if not groups and not grids:
+        return lines + none_line("sweep points (serve_sweep and finetune_serve have not committed)")
+
+    def get(r: dict[str, Any], k: str) -> Any:
+        if k == "usd_per_million_output_tokens":
+            return cost.get((r.get("run_id"), r.get("lane"), r.get("point_id")))
+        return metric_value(r, k)
+
+    for key in sorted(set(groups) | set(grids), key=lambda k: tuple(str(x) for x in k)):
+        run_id, lane, model, config = key
+        lines += [f"### `{config}` · {model} · {lane} · run `{run_id}`", ""]
+        grid = grids.get(key)
+        if grid is not None:
+            lines += ["Declared grid: " + ", ".join(f"{k}={fmt(v)}" for k, v in sorted(grid.items())), ""]
+        else:
+            lines += ["Declared grid: NULL (the sweep wrote none)", ""]
+        pts = [p for p in groups.get(key, []) if is_headline_point(p)]
+        dropped = len(groups.get(key, [])) - len(pts)
+        lines += table(pts, SERVING_COLUMNS, get) if pts else none_line("headline points")
+        if dropped:
+            lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
+                      "exclusions.", ""]
+    for config in sorted({str(p.get("server_config")) for p in s["points"]
+                          if is_headline_point(p) and p.get("mode") != "sustained"}):
+        lines += [f"![latency {config}](latency_vs_concurrency_{slug(config)}.png)", ""]
+    if any(is_headline_point(p) and p.get("mode") != "sustained" for p in s["points"]):
+        lines += ["![output throughput](output_throughput_vs_concurrency.png)", ""]
+    return lines
+
+
+def s_sustained(c: dict[str, Any]) -> list[str]:
+    lines = ["## Sustained retention", ""]
+    s = c["sustained"]
+    if not s["summary"]:
+        return lines + none_line("sustained runs (the sustained lane has not committed)")
+    lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
+                                  ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
+                                  ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
+                                  ("output_tokens", "output tokens"), ("completed", "completed")])
+    if s["retention"]:
+        lines += [f"Retention: median output throughput of the last K windows over the first K "
+                  "(vs_first) and over the best K consecutive (vs_peak); drift slopes with 95% CI.", ""]
+        lines += table(s["retention"], [
+            ("run_id", "run"), ("lane", "lane"), ("point_id", "point"), ("windows", "windows"),
+            ("retention_k", "K"), ("retention_vs_first", "retention vs first"),
+            ("retention_vs_peak", "retention vs peak"), ("throughput_slope_per_min", "tok/s per min"),
+            ("throughput_slope_ci_low", "CI low"), ("throughput_slope_ci_high", "CI high"),
+            ("p99_ttft_slope_ms_per_min", "TTFT p99 ms per min")])
+    else:
+        lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
+    return lines + ["![sustained timeline](sustained_timeline.png)", ""]
+
+
+def s_quality(c: dict[str, Any]) -> list[str]:
+    lines = ["## Quality", ""]
+    q = c["quality"]
+    if not q["summary"]:
+        return lines + none_line("quality results (the quality lane has not committed)")
+    lines += table(q["summary"], [("run_id", "run"), ("model", "model"), ("variant", "variant"),
+                                  ("prompts", "prompts"), ("deterministic", "deterministic"),
+                                  ("determinism_checked", "checked"), ("with_logprob", "with logprob"),
+                                  ("mean_logprob", "mean logprob"), ("logprob_note", "logprob note")])
+    if q["delta"]:
+        lines += ["Base vs fine-tune on the same prompts:", ""]
+        lines += table(q["delta"], [("run_id", "run"), ("model", "model"), ("paired_prompts", "paired prompts"),
+                                    ("answers_differ", "answers differ")])
+    return lines
+
+
+def s_roundtrip(c: dict[str, Any]) -> list[str]:
+    lines = ["## End-to-end loop: is the model served the model trained?", ""]
+    r = c["roundtrip"]
+    if not r["models"]:
+        return lines + none_line("artifact hashes (merge and finetune_serve have not committed)")
+    verdicts = {"holds": "holds", "mismatch": "does NOT hold (hash mismatch)",
+                "unverified": "not verified (no copy compared)", "incomplete": "incomplete (a merged file "
+                "has no verified copy)"}
+    for m in r["models"]:
+        lines.append(f"- run `{m['run_id']}`, {fmt(m['model'])}: {verdicts.get(m['verdict'], m['verdict'])} — "
+                     f"{m['verified']} verified, {m['mismatched']} mismatched, {m['unverifiable']} with nothing "
+                     f"to compare, of {m['artifacts']} artifacts; {m['merged_files_verified']} of "
+                     f"{m['merged_files']} merged files verified after the copy.")
+    lines.append("")
+    if r.get("files"):
+        lines += ["Merged files after the merge and after the copy onto the serving box:", ""]
+        lines += table(r["files"], [("run_id", "run"), ("model", "model"), ("path", "path"), ("bytes", "bytes"),
+                                    ("sha256_after_merge", "sha256 after merge"),
+                                    ("sha256_after_copy", "sha256 after copy"), ("copy_run_id", "copy run"),
+                                    ("verified", "verified")])
+    lines += ["Every hashed artifact:", ""]
+    return lines + table(r["artifacts"], [("run_id", "run"), ("model", "model"), ("kind", "kind"),
+                                          ("stage", "stage"), ("path", "path"), ("bytes", "bytes"),
+                                          ("sha256", "sha256"), ("roundtrip_verified", "verified")])
+
+
+def s_exclusions(c: dict[str, Any]) -> list[str]:
+    lines = ["## Failures and exclusions", ""]
+    if not c["exclusions"]:
+        return lines + ["_None: every lane attempt succeeded or was skipped on resume, and no point was "
+                        "excluded._", ""]
+    return lines + table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
+                                           ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
+
+
+def s_host(c: dict[str, Any]) -> list[str]:
+    lines = ["## Host CPU context", "", "Context only: the host bounds the client, it never headlines.", ""]
+    if not c["host_cpu"]:
+        return lines + none_line("host benchmarks (the host_cpu lane has not committed)")
+    lines += table(c["host_cpu"], [("run_id", "run"), ("lane", "lane"), ("bench", "bench"), ("threads", "threads"),
+                                   ("size", "size"), ("value", "best"), ("median", "median"), ("unit", "unit"),
+                                   ("repeats", "repeats"), ("note", "note")])
+    lines += ["### Telemetry coverage", ""]
+    if not c["telemetry"]:
+        return lines + none_line("telemetry samples")
+    return lines + table(c["telemetry"], [("run_id", "run"), ("lane", "lane"), ("source", "source"),
+                                          ("metric", "metric"), ("samples", "samples"),
+                                          ("samples_with_value", "with value"), ("unit", "unit"),
+                                          ("null_note", "why NULL")])
+
+
+def s_cost(c: dict[str, Any]) -> list[str]:
+    k = c["cost"]
+    lines = ["## Cost context", ""] + [f"- {n}" for n in k["notes"]] + [""]
+    lines += table(k["price_table"], [("instance_type", "instance"), ("region", "region"),
+                                      ("usd_per_hour", "$/hour"), ("price_date", "as of"), ("source", "source")])
+    if not k["lanes"]:
+        return lines + none_line("lane runs to cost")
+    lines += table(k["lanes"], [("run_id", "run"), ("lane", "lane"), ("box_role", "box role"),
+                                ("instance_type", "instance"), ("attempts", "attempts"),
+                                ("instance_hours", "instance-hours"), ("usd", "$"), ("cost_note", "note")])
+    return lines + table(k["runs"], [("run_id", "run"), ("attempts", "attempts"), ("instance_hours", "instance-hours"),
+                                     ("usd", "$ per run"), ("unpriced_attempts", "unpriced"), ("cost_note", "note")])
+
+
+def s_side_by_side(c: dict[str, Any]) -> list[str]:
+    ids = c["run_ids"]
+    if len(ids) < 2:
+        return []
+    lines = ["## Runs side by side", "", f"Headline deltas against the first run, `{ids[0]}`.", ""]
+    for other in ids[1:]:
+        deltas, only_a, only_b = compare_runs(c, ids[0], other)
+        lines += [f"### `{other}` vs `{ids[0]}`", ""]
+        lines += table([{"metric": d.metric, "a": d.a, "b": d.b, "delta": d.delta, "pct": d.pct} for d in deltas],
+                       [("metric", "metric"), ("a", ids[0]), ("b", other), ("delta", "delta"), ("pct", "%")]) \
+            if deltas else none_line("shared headline metrics")
+        if only_a or only_b:
+            lines += [f"Only in `{ids[0]}`: {len(only_a)} metric(s); only in `{other}`: {len(only_b)}.", ""]
+    return lines
+
+
+def s_rules(c: dict[str, Any]) -> list[str]:
+    lines = ["## Measurement rules", ""]
+    return lines + [f"{r['rule']}. **{r['title']}.** {r['text']}" for r in c["rules"]] + [""]
+
+
+SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
+    s_header, s_machines, s_compile, s_training, s_serving, s_sustained, s_quality, s_roundtrip,
+    s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
+
+
+def render(comparison: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for section in SECTIONS:
+        lines += section(comparison)
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,171 @@
+"""PNG plots for REPORT.md, drawn only from comparison.json.
+
+Matplotlib's Agg backend, no clock in the files: PNG metadata carries no
+Software/date entries, the SVG hash salt is fixed, and series are drawn in
+sorted order, so the same comparison gives byte-identical PNGs.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from analytics.report.compare import is_headline_point, metric_value  # noqa: E402
+from analytics.report.names import compile_rows, slug  # noqa: E402,F401
+
+PNG_METADATA = {"Software": None}
+STYLE = {"svg.hashsalt": "neuronpipe", "figure.dpi": 100, "font.size": 9, "axes.grid": True,
+         "grid.alpha": 0.3, "path.simplify": False}
+
+Plot = Callable[[dict[str, Any], Path], "list[Path]"]
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata=PNG_METADATA)
+    plt.close(fig)
+    return path
+
+
+def _series_label(p: dict[str, Any], multi_run: bool) -> str:
+    parts = [str(p.get("model"))]
+    if p.get("lane") not in (None, "serve_sweep"):
+        parts.append(str(p["lane"]))
+    if multi_run:
+        parts.insert(0, str(p.get("run_id")))
+    return " · ".join(parts)
+
+
+def _headline_points(c: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in c["serving"]["points"] if is_headline_point(p)
+            and p.get("max_concurrency") is not None and p.get("mode") != "sustained"]
+
+
+def latency_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
+    """TTFT and TPOT p50/p99 against concurrency, one figure per server config."""
+    by_config: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    multi = len(c["run_ids"]) > 1
+    for p in _headline_points(c):
+        by_config[str(p.get("server_config"))][_series_label(p, multi)].append(p)
+    paths = []
+    for config in sorted(by_config):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, metric in zip(axes, ("ttft", "tpot")):
+            for label in sorted(by_config[config]):
+                pts = sorted(by_config[config][label], key=lambda p: p["max_concurrency"])
+                xs = [p["max_concurrency"] for p in pts]
+                for q, style in (("p50", "-o"), ("p99", "--s")):
+                    ys = [metric_value(p, f"{q}_{metric}_ms") for p in pts]
+                    ax.plot(xs, [float("nan") if y is None else y for y in ys], style, label=f"{label} {q}")
+            ax.set_xlabel("max concurrency")
+            ax.set_ylabel(f"{metric.upper()} (ms)")
+            ax.set_title(f"{metric.upper()} p50/p99 · {config}")
+            ax.legend(fontsize=7)
+        paths.append(_save(fig, out / f"latency_vs_concurrency_{slug(config)}.png"))
+    return paths
+
+
+def throughput_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    multi = len(c["run_ids"]) > 1
+    for p in _headline_points(c):
+        series[f"{_series_label(p, multi)} · {p.get('server_config')}"].append(p)
+    if not series:
+        return []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label in sorted(series):
+        pts = sorted(series[label], key=lambda p: p["max_concurrency"])
+        ax.plot([p["max_concurrency"] for p in pts],
+                [float("nan") if p.get("output_throughput") is None else p["output_throughput"] for p in pts],
+                "-o", label=label)
+    ax.set_xlabel("max concurrency")
+    ax.set_ylabel("output tokens/s")
+    ax.set_title("Output throughput against concurrency")
+    ax.legend(fontsize=7)
+    return [_save(fig, out / "output_throughput_vs_concurrency.png")]
+
+
+def loss_curves(c: dict[str, Any], out: Path) -> list[Path]:
+    curves = c["training"]["loss_curves"]
+    if not curves:
+        return []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    multi = len(c["run_ids"]) > 1
+    for curve in curves:
+        label = f"{curve['run_id']} · {curve['model']}" if multi else str(curve["model"])
+        ax.plot(curve["step"], curve["loss"], "-", label=label)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss")
+    ax.set_title("Training loss")
+    ax.legend(fontsize=7)
+    return [_save(fig, out / "loss_curves.png")]
+
+
+def sustained_timeline(c: dict[str, Any], out: Path) -> list[Path]:
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for w in c["sustained"]["windows"]:
+        series[f"{w['run_id']} · {w.get('model')} · {w['point_id']}"].append(w)
+    if not series:
+        return []
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for label in sorted(series):
+        ws = series[label]
+        xs = [w["window"] for w in ws]
+        ax1.plot(xs, [float("nan") if w["output_throughput"] is None else w["output_throughput"] for w in ws],
+                 "-o", label=label)
+        ax2.plot(xs, [float("nan") if w["p99_ttft_ms"] is None else w["p99_ttft_ms"] for w in ws], "-o", label=label)
+        warm = [w["window"] for w in ws if w["warmup"]]
+        if warm:
+            ax1.axvspan(min(warm) - 0.5, max(warm) + 0.5, color="grey", alpha=0.15)
+    ax1.set_ylabel("output tokens/s")
+    ax1.set_title("Sustained closed loop (grey: warm-up windows)")
+    ax2.set_ylabel("TTFT p99 (ms)")
+    ax2.set_xlabel("window")
+    ax1.legend(fontsize=7)
+    return [_save(fig, out / "sustained_timeline.png")]
+
+
+def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
+    rows = compile_rows(c)
+    if not rows:
+        return []
+    multi = len(c["run_ids"]) > 1
+    labels = [(f"{r['run_id']}\n" if multi else "") + f"{r['lane']}\n{r.get('model')}\n{r.get('config') or ''}"
+              for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4.5))
+    xs = list(range(len(rows)))
+    for offset, key, label in ((-0.27, "cold_wall_s", "cold cache"), (0.0, "warm_wall_s", "warm cache"),
+                               (0.27, "uncached_wall_s", "no cache (JIT backend)")):
+        ax.bar([x + offset for x in xs], [float("nan") if r.get(key) is None else r[key] for r in rows],
+               width=0.27, label=label)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, fontsize=6)
+    ax.set_ylabel("wall seconds")
+    ax.set_title("Compile / server boot: cold vs warm cache")
+    ax.legend(fontsize=7)
+    return [_save(fig, out / "compile_cold_warm.png")]
+
+
+PLOTS: dict[str, Plot] = {
+    "compile_cold_warm": compile_cold_warm,
+    "loss_curves": loss_curves,
+    "latency_vs_concurrency": latency_vs_concurrency,
+    "output_throughput_vs_concurrency": throughput_vs_concurrency,
+    "sustained_timeline": sustained_timeline,
+}
+
+
+def draw_all(comparison: dict[str, Any], out_dir: Path) -> list[Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    with plt.rc_context(STYLE):
+        for name in PLOTS:
+            paths.extend(PLOTS[name](comparison, out_dir))
+    return paths

@@ -1,0 +1,310 @@
+-- METRICS.md "Serving" and "Sustained" as SQL: the single implementation.
+-- Owned by the load generator (agents/loadgen). CREATE OR REPLACE VIEW statements only.
+--
+-- request_metrics          one row per measured (non-warm-up) request: TTFT, TPOT, E2EL, queue, length check
+-- request_itls             one row per gap between consecutive content chunks (ITL, ITL per token)
+-- serving_points           one row per sweep point: vLLM-named aggregates, throughput, goodput, validity
+-- sustained_window_metrics one row per fixed window of a sustained point
+-- sustained_summary        retention vs first / peak K windows, drift slopes with 95% CI
+
+CREATE OR REPLACE VIEW request_metrics AS
+SELECT
+    run_id, lane, attempt, point_id, request_id, request_index, success, error_type, error,
+    t_scheduled_ns, t_sent_ns, t_done_ns, sent_at,
+    client_queue_s * 1000.0 AS client_queue_ms,
+    ttft_s * 1000.0 AS ttft_ms,
+    e2el_s * 1000.0 AS e2el_ms,
+    -- TPOT = (E2EL - TTFT) / (output_tokens - 1), only where output_tokens > 1
+    CASE WHEN output_tokens > 1 THEN (e2el_s - ttft_s) * 1000.0 / (output_tokens - 1) END AS tpot_ms,
+    prompt_tokens, output_tokens, input_len, output_len, tokens_source,
+    len(chunk_times_s) AS chunks,
+    (input_len IS NOT NULL AND prompt_tokens IS DISTINCT FROM input_len)
+        OR (output_len IS NOT NULL AND output_tokens IS DISTINCT FROM output_len) AS length_mismatch
+FROM requests
+WHERE NOT warmup;
+
+CREATE OR REPLACE VIEW request_itls AS
+WITH gaps AS (
+    SELECT run_id, lane, point_id, request_id, chunk_times_s, chunk_tokens,
+           unnest(range(1, len(chunk_times_s))) AS i
+    FROM requests
+    WHERE NOT warmup AND success AND len(chunk_times_s) > 1
+)
+SELECT
+    run_id, lane, point_id, request_id, i AS gap_index,
+    (chunk_times_s[i + 1] - chunk_times_s[i]) * 1000.0 AS itl_ms,
+    chunk_tokens[i + 1] AS tokens,
+    -- ITL per token: the gap divided by the tokens the later chunk carried (NULL for an empty chunk)
+    (chunk_times_s[i + 1] - chunk_times_s[i]) * 1000.0 / NULLIF(chunk_tokens[i + 1], 0) AS itl_per_token_ms
+FROM gaps;
+
+CREATE OR REPLACE VIEW serving_points AS
+WITH per_request AS (
+    SELECT m.*, s.slo_json,
+        -- a request is good when it meets every declared SLO; TPOT counts as 0 where output_tokens <= 1
+        m.success
+        AND (json_extract(s.slo_json, '$.ttft_ms') IS NULL
+             OR m.ttft_ms <= CAST(json_extract(s.slo_json, '$.ttft_ms') AS DOUBLE))
+        AND (json_extract(s.slo_json, '$.tpot_ms') IS NULL
+             OR coalesce(m.tpot_ms, 0.0) <= CAST(json_extract(s.slo_json, '$.tpot_ms') AS DOUBLE))
+        AND (json_extract(s.slo_json, '$.e2el_ms') IS NULL
+             OR m.e2el_ms <= CAST(json_extract(s.slo_json, '$.e2el_ms') AS DOUBLE)) AS good
+    FROM request_metrics m
+    LEFT JOIN sweep_points s USING (run_id, lane, point_id)
+),
+req AS (
+    SELECT
+    run_id, lane, point_id,
+    count(*) AS sent,
+    count(*) FILTER (WHERE success) AS completed,
+    count(*) FILTER (WHERE NOT success) AS failed,
+    count(*) FILTER (WHERE good) AS good_completed,
+    min(t_sent_ns) AS first_sent_ns,
+    max(t_sent_ns) AS last_sent_ns,
+    min(t_scheduled_ns) AS first_scheduled_ns,
+    max(t_scheduled_ns) AS last_scheduled_ns,
+    max(t_done_ns) AS last_done_ns,
+    sum(prompt_tokens) FILTER (WHERE success) AS total_input_tokens,
+    sum(output_tokens) FILTER (WHERE success) AS total_output_tokens,
+    avg(ttft_ms) FILTER (WHERE success) AS mean_ttft_ms,
+    stddev_pop(ttft_ms) FILTER (WHERE success) AS std_ttft_ms,
+    -- one sort per metric: the median is the linear-interpolated p50
+    quantile_cont(ttft_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_ttft,
+    avg(tpot_ms) FILTER (WHERE success) AS mean_tpot_ms,
+    stddev_pop(tpot_ms) FILTER (WHERE success) AS std_tpot_ms,
+    -- one sort per metric: the median is the linear-interpolated p50
+    quantile_cont(tpot_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_tpot,
+    avg(e2el_ms) FILTER (WHERE success) AS mean_e2el_ms,
+    stddev_pop(e2el_ms) FILTER (WHERE success) AS std_e2el_ms,
+    -- one sort per metric: the median is the linear-interpolated p50
+    quantile_cont(e2el_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_e2el,
+    quantile_cont(client_queue_ms, 0.99) AS client_queue_p99_ms,
+    max(client_queue_ms) AS client_queue_max_ms,
+    count(*) FILTER (WHERE success AND length_mismatch) AS length_mismatches,
+    count(*) FILTER (WHERE success AND prompt_tokens IS DISTINCT FROM input_len AND input_len IS NOT NULL)
+        AS input_len_mismatches,
+    count(*) FILTER (WHERE success AND output_tokens IS DISTINCT FROM output_len AND output_len IS NOT NULL)
+        AS output_len_mismatches,
+    first(error_type ORDER BY request_index) FILTER (WHERE NOT success) AS first_error_type,
+    first(error ORDER BY request_index) FILTER (WHERE NOT success) AS first_error
+    FROM per_request
+    GROUP BY run_id, lane, point_id
+),
+itl AS (
+    SELECT run_id, lane, point_id,
+    avg(itl_ms) AS mean_itl_ms,
+    stddev_pop(itl_ms) AS std_itl_ms,
+    quantile_cont(itl_ms, [0.5, 0.9, 0.95, 0.99]) AS q_itl,
+    avg(itl_per_token_ms) AS mean_itl_per_token_ms,
+    stddev_pop(itl_per_token_ms) AS std_itl_per_token_ms,
+    quantile_cont(itl_per_token_ms, [0.5, 0.9, 0.95, 0.99]) AS q_itl_pt
+    FROM request_itls
+    GROUP BY run_id, lane, point_id
+),
+itl_named AS (
+    SELECT run_id, lane, point_id, mean_itl_ms, q_itl[1] AS median_itl_ms, std_itl_ms,
+        q_itl[1] AS p50_itl_ms, q_itl[2] AS p90_itl_ms, q_itl[3] AS p95_itl_ms, q_itl[4] AS p99_itl_ms,
+        mean_itl_per_token_ms, q_itl_pt[1] AS median_itl_per_token_ms, std_itl_per_token_ms,
+        q_itl_pt[1] AS p50_itl_per_token_ms, q_itl_pt[2] AS p90_itl_per_token_ms,
+        q_itl_pt[3] AS p95_itl_per_token_ms, q_itl_pt[4] AS p99_itl_per_token_ms
+    FROM itl
+),
+joined AS (
+    SELECT
+        s.run_id, s.lane, s.point_id, s.model, s.server_config, s.server_kind, s.backend, s.endpoint, s.mode,
+        s.input_len, s.output_len, s.max_concurrency, s.request_rate, s.burstiness, s.num_prompts,
+        s.window_start, s.window_end, s.grid_json, s.slo_json, s.client_lag_bound_ms,
+        coalesce(s.rate_tolerance, 0.1) AS rate_tolerance,
+        r.* EXCLUDE (run_id, lane, point_id, q_ttft, q_tpot, q_e2el),
+        r.q_ttft[1] AS median_ttft_ms, r.q_ttft[1] AS p50_ttft_ms, r.q_ttft[2] AS p90_ttft_ms,
+        r.q_ttft[3] AS p95_ttft_ms, r.q_ttft[4] AS p99_ttft_ms,
+        r.q_tpot[1] AS median_tpot_ms, r.q_tpot[1] AS p50_tpot_ms, r.q_tpot[2] AS p90_tpot_ms,
+        r.q_tpot[3] AS p95_tpot_ms, r.q_tpot[4] AS p99_tpot_ms,
+        r.q_e2el[1] AS median_e2el_ms, r.q_e2el[1] AS p50_e2el_ms, r.q_e2el[2] AS p90_e2el_ms,
+        r.q_e2el[3] AS p95_e2el_ms, r.q_e2el[4] AS p99_e2el_ms,
+        i.* EXCLUDE (run_id, lane, point_id),
+        -- duration: first dispatch after warm-up -> last completion
+        (r.last_done_ns - r.first_sent_ns) / 1e9 AS duration
+    FROM sweep_points s
+    JOIN req r USING (run_id, lane, point_id)
+    LEFT JOIN itl_named i USING (run_id, lane, point_id)
+)
+SELECT
+    j.* EXCLUDE (rate_tolerance),
+    completed / NULLIF(duration, 0) AS request_throughput,
+    total_output_tokens / NULLIF(duration, 0) AS output_throughput,
+    (coalesce(total_input_tokens, 0) + coalesce(total_output_tokens, 0)) / NULLIF(duration, 0)
+        AS total_token_throughput,
+    CASE WHEN slo_json IS NOT NULL THEN good_completed / NULLIF(duration, 0) END AS request_goodput,
+    CASE WHEN slo_json IS NOT NULL THEN good_completed / NULLIF(duration, 0) END AS goodput,
+    -- validity: offered (declared) vs scheduled (the precomputed schedule) vs achieved (actual dispatch)
+    request_rate AS offered_rate,
+    CASE WHEN sent > 1 THEN (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0) END
+        AS scheduled_rate,
+    CASE WHEN sent > 1 THEN (sent - 1) / NULLIF((last_sent_ns - first_sent_ns) / 1e9, 0) END AS achieved_rate,
+    client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms AS client_lag_ok,
+    request_rate IS NULL OR sent <= 1
+        OR (sent - 1) / NULLIF((last_sent_ns - first_sent_ns) / 1e9, 0)
+           >= (1 - rate_tolerance) * (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0)
+        AS rate_ok,
+    length_mismatches = 0 AS lengths_ok,
+    (client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms)
+    AND (request_rate IS NULL OR sent <= 1
+        OR (sent - 1) / NULLIF((last_sent_ns - first_sent_ns) / 1e9, 0)
+           >= (1 - rate_tolerance) * (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0))
+    AND length_mismatches = 0 AS valid,
+    NULLIF(concat_ws('; ',
+        CASE WHEN NOT (client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms)
+             THEN printf('client queue p99 %.3f ms exceeds the bound %.3f ms', client_queue_p99_ms,
+                         client_lag_bound_ms) END,
+        CASE WHEN length_mismatches > 0
+             THEN printf('%d successful requests missed the requested lengths (input %d, output %d)',
+                         length_mismatches, input_len_mismatches, output_len_mismatches) END,
+        CASE WHEN NOT (request_rate IS NULL OR sent <= 1
+             OR (sent - 1) / NULLIF((last_sent_ns - first_sent_ns) / 1e9, 0)
+                >= (1 - rate_tolerance) * (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0))
+             THEN 'achieved dispatch rate fell short of the schedule' END), '') AS invalid_reason
+FROM joined j;
+
+CREATE OR REPLACE VIEW sustained_window_metrics AS
+WITH bounds AS (
+    SELECT run_id, lane, point_id, min(t_sent_ns) AS t0_ns, max(t_done_ns) AS t_end_ns
+    FROM requests WHERE NOT warmup GROUP BY run_id, lane, point_id
+),
+pts AS (
+    SELECT s.run_id, s.lane, s.point_id, s.model, s.server_config, s.window_s,
+           coalesce(s.warmup_windows, 0) AS warmup_windows, s.window_start AS start_wall, b.t0_ns,
+           -- only full windows inside the run (the drain after the duration is not a window)
+           CAST(floor(coalesce(s.duration_limit_s, (b.t_end_ns - b.t0_ns) / 1e9) / s.window_s) AS BIGINT)
+               AS n_windows
+    FROM sweep_points s JOIN bounds b USING (run_id, lane, point_id)
+    WHERE s.mode = 'sustained' AND s.window_s > 0
+),
+windows AS (
+    SELECT p.*, unnest(range(0, p.n_windows)) AS "window" FROM pts p
+),
+chunks AS (
+    SELECT r.run_id, r.lane, r.point_id, r.t_sent_ns,
+           unnest(r.chunk_times_s) AS t_rel_s, unnest(r.chunk_tokens) AS tokens
+    FROM requests r SEMI JOIN pts p ON r.run_id = p.run_id AND r.lane = p.lane AND r.point_id = p.point_id
+    WHERE NOT r.warmup AND r.success
+),
+chunk_windows AS (
+    SELECT c.run_id, c.lane, c.point_id,
+           CAST(floor((c.t_sent_ns + c.t_rel_s * 1e9 - p.t0_ns) / (p.window_s * 1e9)) AS BIGINT) AS "window",
+           sum(c.tokens) AS output_tokens
+    FROM chunks c JOIN pts p USING (run_id, lane, point_id)
+    GROUP BY ALL
+),
+req_windows AS (
+    SELECT r.run_id, r.lane, r.point_id,
+           CAST(floor((r.t_sent_ns - p.t0_ns) / (p.window_s * 1e9)) AS BIGINT) AS "window",
+           quantile_cont(r.ttft_s * 1000.0, 0.99) FILTER (WHERE r.success) AS p99_ttft_ms
+    FROM requests r JOIN pts p USING (run_id, lane, point_id)
+    WHERE NOT r.warmup
+    GROUP BY ALL
+),
+done_windows AS (
+    SELECT r.run_id, r.lane, r.point_id,
+           CAST(floor((r.t_done_ns - p.t0_ns) / (p.window_s * 1e9)) AS BIGINT) AS "window",
+           count(*) FILTER (WHERE r.success) AS completed,
+           count(*) FILTER (WHERE NOT r.success) AS failed
+    FROM requests r JOIN pts p USING (run_id, lane, point_id)
+    WHERE NOT r.warmup
+    GROUP BY ALL
+)
+SELECT
+    w.run_id, w.lane, w.point_id, w.model, w.server_config,
+    CAST(w."window" AS INTEGER) AS "window", w.window_s,
+    w.start_wall + to_microseconds(CAST(round(w."window" * w.window_s * 1e6) AS BIGINT)) AS window_start,
+    coalesce(c.output_tokens, 0) AS output_tokens,
+    coalesce(c.output_tokens, 0) / w.window_s AS output_throughput,
+    CAST(coalesce(d.completed, 0) AS INTEGER) AS completed,
+    CAST(coalesce(d.failed, 0) AS INTEGER) AS failed,
+    q.p99_ttft_ms,
+    w."window" < w.warmup_windows AS warmup,
+    (w."window" + 0.5) * w.window_s / 60.0 AS t_mid_min
+FROM windows w
+LEFT JOIN chunk_windows c USING (run_id, lane, point_id, "window")
+LEFT JOIN req_windows q USING (run_id, lane, point_id, "window")
+LEFT JOIN done_windows d USING (run_id, lane, point_id, "window");
+
+CREATE OR REPLACE VIEW sustained_summary AS
+WITH t_crit(df, t) AS (
+    -- two-sided 95% Student t quantiles; a df between table rows takes the next smaller df (conservative)
+    VALUES (1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365), (8, 2.306),
+           (9, 2.262), (10, 2.228), (11, 2.201), (12, 2.179), (13, 2.160), (14, 2.145), (15, 2.131),
+           (16, 2.120), (17, 2.110), (18, 2.101), (19, 2.093), (20, 2.086), (21, 2.080), (22, 2.074),
+           (23, 2.069), (24, 2.064), (25, 2.060), (26, 2.056), (27, 2.052), (28, 2.048), (29, 2.045),
+           (30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (100000, 1.960)
+),
+measured AS (
+    SELECT w.*, coalesce(s.retention_k, 3) AS k,
+           row_number() OVER (PARTITION BY w.run_id, w.lane, w.point_id ORDER BY w."window") AS pos,
+           count(*) OVER (PARTITION BY w.run_id, w.lane, w.point_id) AS n
+    FROM sustained_window_metrics w
+    JOIN sweep_points s USING (run_id, lane, point_id)
+    WHERE NOT w.warmup
+),
+first_k AS (
+    SELECT run_id, lane, point_id, median(output_throughput) AS first_k_throughput
+    FROM measured WHERE pos <= k GROUP BY ALL
+),
+last_k AS (
+    SELECT run_id, lane, point_id, median(output_throughput) AS last_k_throughput
+    FROM measured WHERE pos > n - k GROUP BY ALL
+),
+runs_k AS (  -- every K consecutive measured windows, by its first window
+    SELECT a.run_id, a.lane, a.point_id, a.pos AS start_pos, median(b.output_throughput) AS med, count(*) AS cnt,
+           any_value(a.k) AS k
+    FROM measured a JOIN measured b
+      ON a.run_id = b.run_id AND a.lane = b.lane AND a.point_id = b.point_id
+     AND b.pos BETWEEN a.pos AND a.pos + a.k - 1
+    GROUP BY a.run_id, a.lane, a.point_id, a.pos
+),
+peak_k AS (
+    SELECT run_id, lane, point_id, max(med) AS peak_k_throughput FROM runs_k WHERE cnt = k GROUP BY ALL
+),
+fit AS (
+    SELECT run_id, lane, point_id,
+           count(*) AS windows, any_value(k) AS retention_k,
+           regr_slope(output_throughput, t_mid_min) AS throughput_slope_per_min,
+           regr_sxx(output_throughput, t_mid_min) AS sxx_tp,
+           regr_syy(output_throughput, t_mid_min) AS syy_tp,
+           regr_sxy(output_throughput, t_mid_min) AS sxy_tp,
+           regr_count(output_throughput, t_mid_min) AS n_tp,
+           regr_slope(p99_ttft_ms, t_mid_min) AS p99_ttft_slope_ms_per_min,
+           regr_sxx(p99_ttft_ms, t_mid_min) AS sxx_tt,
+           regr_syy(p99_ttft_ms, t_mid_min) AS syy_tt,
+           regr_sxy(p99_ttft_ms, t_mid_min) AS sxy_tt,
+           regr_count(p99_ttft_ms, t_mid_min) AS n_tt
+    FROM measured GROUP BY ALL
+),
+fit_se AS (
+    SELECT f.*,
+        CASE WHEN n_tp > 2 AND sxx_tp > 0
+             THEN sqrt(greatest(syy_tp - throughput_slope_per_min * sxy_tp, 0) / (n_tp - 2) / sxx_tp) END AS se_tp,
+        CASE WHEN n_tt > 2 AND sxx_tt > 0
+             THEN sqrt(greatest(syy_tt - p99_ttft_slope_ms_per_min * sxy_tt, 0) / (n_tt - 2) / sxx_tt) END AS se_tt,
+        (SELECT t FROM t_crit WHERE df <= f.n_tp - 2 ORDER BY df DESC LIMIT 1) AS t_tp,
+        (SELECT t FROM t_crit WHERE df <= f.n_tt - 2 ORDER BY df DESC LIMIT 1) AS t_tt
+    FROM fit f
+)
+SELECT
+    f.run_id, f.lane, f.point_id, f.windows, f.retention_k,
+    fk.first_k_throughput, lk.last_k_throughput, pk.peak_k_throughput,
+    -- the first and last K must not overlap, else retention is not defined
+    CASE WHEN f.windows >= 2 * f.retention_k THEN lk.last_k_throughput / NULLIF(fk.first_k_throughput, 0) END
+        AS retention_vs_first,
+    CASE WHEN f.windows >= 2 * f.retention_k THEN lk.last_k_throughput / NULLIF(pk.peak_k_throughput, 0) END
+        AS retention_vs_peak,
+    f.throughput_slope_per_min,
+    f.throughput_slope_per_min - f.t_tp * f.se_tp AS throughput_slope_ci_low,
+    f.throughput_slope_per_min + f.t_tp * f.se_tp AS throughput_slope_ci_high,
+    f.p99_ttft_slope_ms_per_min,
+    f.p99_ttft_slope_ms_per_min - f.t_tt * f.se_tt AS p99_ttft_slope_ci_low,
+    f.p99_ttft_slope_ms_per_min + f.t_tt * f.se_tt AS p99_ttft_slope_ci_high
+FROM fit_se f
+LEFT JOIN first_k fk USING (run_id, lane, point_id)
+LEFT JOIN last_k lk USING (run_id, lane, point_id)
+LEFT JOIN peak_k pk USING (run_id, lane, point_id);

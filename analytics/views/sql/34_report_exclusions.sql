@@ -1,0 +1,52 @@
+-- Report-side views (issue 6). Views defined here:
+--   report_lane_attempts  every committed attempt of every lane, with `effective` = the attempt readers see.
+--   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason).
+--     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions),
+--            compile_failed, point_without_telemetry, point_invalid (10_serving's serving_points.valid),
+--            hash_mismatch, precompile_loss_recorded.
+CREATE OR REPLACE VIEW report_lane_attempts AS
+WITH latest AS (
+    SELECT run_id, lane, max(attempt) FILTER (WHERE supersedes) AS effective_attempt
+    FROM lane_runs GROUP BY run_id, lane
+)
+SELECT l.run_id, l.lane, l.attempt, l.status, l.skip_reason, l.supersedes,
+       l.attempt = latest.effective_attempt AS effective,
+       l.started_at, l.ended_at,
+       coalesce(l.wall_s, epoch(l.ended_at) - epoch(l.started_at)) AS wall_s,
+       l.error_type, l.error_message, l.backend, l.host, l.box_role, l.instance_type, l.profile,
+       l.forced, l.telemetry_samples
+FROM lane_runs l
+JOIN latest USING (run_id, lane);
+
+CREATE OR REPLACE VIEW report_exclusions AS
+SELECT run_id, lane, attempt, 'lane_failed' AS kind, lane AS subject,
+       coalesce(error_type, 'error') || ': ' || coalesce(error_message, '(no message)')
+         || CASE WHEN effective THEN '' ELSE ' [superseded by a later attempt]' END AS reason
+FROM report_lane_attempts WHERE status = 'failed'
+UNION ALL
+SELECT run_id, lane, attempt, 'lane_skipped', lane, coalesce(skip_reason, '(no reason given)')
+FROM report_lane_attempts WHERE status = 'skipped' AND supersedes
+UNION ALL
+SELECT run_id, lane, attempt, 'compile_failed',
+       what || ' ' || coalesce(model, '?') || ' ' || coalesce(config, '') || ' (' || cache || ')',
+       coalesce(error, '(no message)')
+FROM compiles WHERE NOT succeeded
+UNION ALL
+SELECT run_id, lane, attempt, 'point_without_telemetry', point_id,
+       'no telemetry sample inside the point''s window: dropped from headline tables'
+FROM report_point_telemetry WHERE telemetry_samples = 0
+UNION ALL
+SELECT s.run_id, s.lane, a.attempt, 'point_invalid', s.point_id, coalesce(s.invalid_reason, 'flagged invalid')
+FROM serving_points s
+LEFT JOIN report_lane_attempts a ON a.run_id = s.run_id AND a.lane = s.lane AND a.effective
+WHERE NOT s.valid
+UNION ALL
+SELECT run_id, lane, attempt, 'hash_mismatch', coalesce(model, '?') || ':' || path,
+       kind || coalesce(' at ' || stage, '') || ': sha256 ' || coalesce(sha256, 'NULL')
+         || ' != expected ' || coalesce(expected_sha256, 'NULL')
+FROM artifacts WHERE roundtrip_verified = false
+UNION ALL
+SELECT run_id, lane, attempt, 'precompile_loss_recorded', model,
+       count(*) || ' loss values from a precompile run (its numerics are garbage by design)'
+FROM train_steps WHERE lane = 'precompile' AND loss IS NOT NULL
+GROUP BY run_id, lane, attempt, model;

@@ -1,0 +1,230 @@
+"""boto3 adapters of the control plane: each takes an optional client, creating the real one when absent.
+
+Logic (``control_plane.plan``, the handlers' logic functions, the CLI) talks to these,
+never to boto3 directly, so tests pass moto-backed clients or fakes.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from botocore.exceptions import ClientError
+
+from control_plane.settings import TAG_PROJECT, TAG_ROLE
+from statemachine.build import TOKEN_LINE_PREFIX
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_ssm import SSMClient
+    from mypy_boto3_stepfunctions import SFNClient
+
+
+def _client(name: str, client: Any) -> Any:
+    if client is not None:
+        return client
+    import boto3
+
+    return boto3.client(name)
+
+
+def _code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")
+
+
+class InstanceLookupError(LookupError):
+    """No (or more than one) project instance for a box role."""
+
+
+class RunAlreadyStartedError(RuntimeError):
+    """An execution with this run id (execution name) exists already."""
+
+
+class ExecutionNotFoundError(LookupError):
+    """No execution with this run id."""
+
+
+@dataclass(frozen=True)
+class ProjectInstance:
+    instance_id: str
+    box_role: str | None
+    state: str
+    launch_time: datetime | None
+
+
+class InstanceFleet:
+    """The project's EC2 instances, found by tag (``neuronpipe:project`` / ``neuronpipe:role``)."""
+
+    def __init__(self, project: str, client: "EC2Client | None" = None):
+        self.project = project
+        self.client = _client("ec2", client)
+
+    def instances(self, states: Iterable[str] = ("pending", "running", "stopping", "stopped"),
+                  box_role: str | None = None) -> list[ProjectInstance]:
+        filters = [{"Name": f"tag:{TAG_PROJECT}", "Values": [self.project]},
+                   {"Name": "instance-state-name", "Values": list(states)}]
+        if box_role:
+            filters.append({"Name": f"tag:{TAG_ROLE}", "Values": [box_role]})
+        out: list[ProjectInstance] = []
+        for page in self.client.get_paginator("describe_instances").paginate(Filters=filters):
+            for reservation in page["Reservations"]:
+                for inst in reservation["Instances"]:
+                    tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+                    out.append(ProjectInstance(inst["InstanceId"], tags.get(TAG_ROLE), inst["State"]["Name"],
+                                               inst.get("LaunchTime")))
+        return sorted(out, key=lambda i: i.instance_id)
+
+    def instance_for(self, box_role: str) -> str:
+        found = self.instances(box_role=box_role)
+        if len(found) != 1:
+            raise InstanceLookupError(
+                f"expected one instance tagged {TAG_PROJECT}={self.project}, {TAG_ROLE}={box_role}; "
+                f"found {len(found)}: {', '.join(i.instance_id for i in found) or 'none'}")
+        return found[0].instance_id
+
+    def resolve(self, box_roles: Iterable[str], pinned: dict[str, str] | None = None) -> dict[str, str]:
+        pinned = pinned or {}
+        return {role: pinned.get(role) or self.instance_for(role) for role in box_roles}
+
+    def stop(self, instance_ids: list[str]) -> None:
+        if instance_ids:
+            self.client.stop_instances(InstanceIds=instance_ids)
+
+
+class Executions:
+    """Step Functions executions of the pipeline; the execution name is the run id."""
+
+    def __init__(self, client: "SFNClient | None" = None):
+        self.client = _client("stepfunctions", client)
+
+    def find_state_machine(self, name: str) -> str:
+        for page in self.client.get_paginator("list_state_machines").paginate():
+            for sm in page["stateMachines"]:
+                if sm["name"] == name:
+                    return sm["stateMachineArn"]
+        raise ExecutionNotFoundError(f"no state machine named {name!r} (set NEURONPIPE_STATE_MACHINE_ARN)")
+
+    @staticmethod
+    def execution_arn(state_machine_arn: str, run_id: str) -> str:
+        return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":" + run_id
+
+    def start(self, state_machine_arn: str, run_id: str, execution_input: dict[str, Any]) -> str:
+        try:
+            return self.client.start_execution(stateMachineArn=state_machine_arn, name=run_id,
+                                               input=json.dumps(execution_input))["executionArn"]
+        except ClientError as exc:
+            if _code(exc) == "ExecutionAlreadyExists":
+                raise RunAlreadyStartedError(f"run {run_id} was started already: follow it with "
+                                             f"`neuronpipe status {run_id}`, or pick a new run id") from exc
+            raise
+
+    def describe(self, execution_arn: str) -> dict[str, Any]:
+        try:
+            return self.client.describe_execution(executionArn=execution_arn)
+        except ClientError as exc:
+            if _code(exc) in ("ExecutionDoesNotExist", "ResourceNotFound"):
+                raise ExecutionNotFoundError(f"no execution {execution_arn}") from exc
+            raise
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        try:
+            for page in self.client.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+                events.extend(page["events"])
+        except ClientError as exc:
+            if _code(exc) in ("ExecutionDoesNotExist", "ResourceNotFound"):
+                raise ExecutionNotFoundError(f"no execution {execution_arn}") from exc
+            raise
+        return events
+
+    def running_inputs(self, state_machine_arn: str) -> Iterator[dict[str, Any]]:
+        """The input of every RUNNING execution (what the idle reaper must not touch)."""
+        paginator = self.client.get_paginator("list_executions")
+        for page in paginator.paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING"):
+            for ex in page["executions"]:
+                yield json.loads(self.client.describe_execution(executionArn=ex["executionArn"]).get("input") or "{}")
+
+
+class TaskCallbacks:
+    """Closing a waiting task from outside the box (command failed, timed out, cancelled)."""
+
+    CLOSED_CODES = frozenset({"TaskDoesNotExist", "TaskTimedOut", "InvalidToken"})
+
+    def __init__(self, client: "SFNClient | None" = None):
+        self.client = _client("stepfunctions", client)
+
+    def fail(self, task_token: str, error: str, cause: str) -> bool:
+        """SendTaskFailure; False when the task was already closed (the agent called back first)."""
+        try:
+            self.client.send_task_failure(taskToken=task_token, error=error[:256], cause=cause[:32768])
+            return True
+        except ClientError as exc:
+            if _code(exc) in self.CLOSED_CODES:
+                return False
+            raise
+
+
+_TOKEN_RE = re.compile("^" + re.escape(TOKEN_LINE_PREFIX) + r"\"?([^\"\s]+)\"?\s*$")
+
+
+def token_from_commands(commands: Iterable[str]) -> str | None:
+    """The task token the state machine put as the first line of an AWS-RunShellScript command."""
+    for line in commands:
+        for part in str(line).splitlines():
+            m = _TOKEN_RE.match(part.strip())
+            if m:
+                return m.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    command_id: str
+    comment: str
+    task_token: str | None
+    output_uri: str | None
+
+
+class Commands:
+    """SSM commands: the token and the output location of a command the pipeline sent."""
+
+    def __init__(self, client: "SSMClient | None" = None):
+        self.client = _client("ssm", client)
+
+    def record(self, command_id: str) -> CommandRecord | None:
+        found = self.client.list_commands(CommandId=command_id).get("Commands", [])
+        if not found:
+            return None
+        cmd = found[0]
+        bucket, prefix = cmd.get("OutputS3BucketName"), cmd.get("OutputS3KeyPrefix")
+        return CommandRecord(command_id, cmd.get("Comment", ""),
+                             token_from_commands(cmd.get("Parameters", {}).get("commands", [])),
+                             f"s3://{bucket}/{prefix}/{command_id}/" if bucket else None)
+
+    def error_tail(self, command_id: str, instance_id: str, limit: int = 4000) -> str:
+        """The end of the command's stderr (the full output is in S3 and CloudWatch)."""
+        try:
+            inv = self.client.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+        except ClientError:
+            return ""
+        return (inv.get("StandardErrorContent") or inv.get("StandardOutputContent") or "")[-limit:]
+
+
+class ReportBucket:
+    """Writes a run's report files under ``<prefix>/<run_id>/`` in the results bucket."""
+
+    def __init__(self, bucket: str, prefix: str = "reports", client: "S3Client | None" = None):
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+        self.client = _client("s3", client)
+
+    def upload(self, run_id: str, paths: Iterable[Path]) -> list[str]:
+        uris = []
+        for path in sorted(Path(p) for p in paths):
+            key = f"{self.prefix}/{run_id}/{path.name}"
+            self.client.upload_file(str(path), self.bucket, key)
+            uris.append(f"s3://{self.bucket}/{key}")
+        return uris

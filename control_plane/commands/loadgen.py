@@ -1,0 +1,148 @@
+"""`neuronpipe loadgen`: measure an OpenAI-compatible server (METRICS.md), optionally commit the rows."""
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def parse_goodput(text: str | None) -> dict[str, float] | None:
+    """``ttft:500,tpot:50,e2el:2000`` (milliseconds) -> {"ttft_ms": 500.0, ...}."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        name, _, value = part.partition(":")
+        name = name.strip().lower()
+        if name not in ("ttft", "tpot", "e2el") or not value:
+            raise argparse.ArgumentTypeError(f"--goodput {part!r}: expected ttft|tpot|e2el:MS")
+        out[f"{name}_ms"] = float(value)
+    return out
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("loadgen", help="streaming load against an OpenAI-compatible server (vLLM-comparable metrics)")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000")
+    p.add_argument("--model", help="served model id (default: the first of GET /v1/models)")
+    p.add_argument("--tokenizer", help="tokenizer dir/file (default: the bundled tiny one; whitespace for the "
+                                       "synthetic server)")
+    p.add_argument("--server-kind", default="auto", help="vllm | transformers | synthetic | openai | auto")
+    p.add_argument("--endpoint", default="completions", choices=("completions", "chat"))
+    p.add_argument("--input-len", type=int, required=True)
+    p.add_argument("--output-len", type=int, required=True)
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", type=_ints, help="closed loop; a comma list sweeps (1,4,8)")
+    load.add_argument("--request-rate", type=_floats, help="open loop requests/s; a comma list sweeps")
+    p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = Poisson)")
+    p.add_argument("--max-concurrency", type=int, help="open-loop cap on requests in flight")
+    p.add_argument("--num-prompts", type=int, default=None, help="requests per point (required unless --duration)")
+    p.add_argument("--duration", type=float, help="closed loop: send no request after S seconds")
+    p.add_argument("--window-s", type=float, help="sustained mode: windows of S seconds (with --duration)")
+    p.add_argument("--warmup-windows", type=int, default=1, help="sustained: leading windows left out")
+    p.add_argument("--retention-k", type=int, default=3, help="sustained: windows compared for retention")
+    p.add_argument("--goodput", type=parse_goodput, help="SLOs in ms, e.g. ttft:500,tpot:50")
+    p.add_argument("--prompt-source", default="random", choices=("random", "instructions", "sharegpt"))
+    p.add_argument("--sharegpt", help="ShareGPT-format JSON file (with --prompt-source sharegpt)")
+    p.add_argument("--warmup", type=int, default=4, help="warm-up requests per point (excluded)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--client-lag-bound-ms", type=float, default=50.0)
+    p.add_argument("--idle-timeout", type=float, default=60.0, help="seconds without a byte before a request fails")
+    p.add_argument("--request-timeout", type=float, default=1800.0)
+    p.add_argument("--results", help="results root (directory or s3://): commit the rows as lane 'loadgen'")
+    p.add_argument("--run-id", help="run id for --results (default: loadgen-<UTC time>)")
+    p.add_argument("--save-vllm-json", help="write vllm bench serve --save-result fields (one file per point)")
+    p.set_defaults(func=run)
+
+
+def probe(base_url: str) -> dict[str, Any]:
+    import httpx
+
+    from agents.loadgen.transport import Target
+
+    resp = httpx.get(Target.from_url(base_url).url("/v1/models"), timeout=10.0)
+    resp.raise_for_status()
+    return resp.json()
+
+
+SHOWN = ("completed", "failed", "duration", "request_throughput", "output_throughput", "median_ttft_ms",
+         "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2el_ms",
+         "p99_e2el_ms", "request_goodput", "client_queue_p99_ms", "valid", "invalid_reason", "first_error")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agents.loadgen.adapters import detect_server_kind
+    from agents.loadgen.client import Timeouts
+    from agents.loadgen.point import SweepPoint, run_point
+    from agents.loadgen.prompts import load_tokenizer
+    from agents.loadgen.vllm_json import point_file, save_vllm_json
+
+    if args.num_prompts is None and args.duration is None:
+        print("error: give --num-prompts or --duration", file=sys.stderr)
+        return 2
+    kind, model = args.server_kind, args.model
+    if kind == "auto" or not model:
+        try:
+            models = probe(args.base_url)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the server ends the command
+            print(f"error: cannot list models at {args.base_url}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+        kind = detect_server_kind(models) if kind == "auto" else kind
+        model = model or (models.get("data") or [{}])[0].get("id")
+        if not model:
+            print("error: the server lists no model; pass --model", file=sys.stderr)
+            return 2
+    tokenizer = load_tokenizer(args.tokenizer, kind)
+    base = dict(base_url=args.base_url, model=model, input_len=args.input_len, output_len=args.output_len,
+                num_prompts=args.num_prompts, endpoint=args.endpoint, server_kind=kind, burstiness=args.burstiness,
+                max_concurrency=args.max_concurrency, duration_s=args.duration, slo=args.goodput,
+                prompt_source=args.prompt_source, sharegpt_path=args.sharegpt, warmup_requests=args.warmup,
+                seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
+                timeouts=Timeouts(args.idle_timeout, args.request_timeout))
+    points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
+              else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
+    results, windows = [], []
+    for i, point in enumerate(points):
+        if args.window_s:
+            from agents.loadgen.sustained import run_sustained
+
+            if not args.duration or not args.concurrency:
+                print("error: --window-s needs --concurrency and --duration", file=sys.stderr)
+                return 2
+            s = run_sustained(point, args.duration, args.window_s, args.warmup_windows, args.retention_k,
+                              tokenizer=tokenizer)
+            result = s.point
+            windows += s.windows
+            print(f"sustained {result.point_id}: " + ", ".join(f"{k}={v}" for k, v in s.summary.items()
+                                                              if k not in ("run_id", "lane", "point_id")))
+        else:
+            result = run_point(point, tokenizer)
+        results.append(result)
+        print(f"point {result.point_id} ({kind}, {args.endpoint}):")
+        for key in SHOWN:
+            value = result.metrics.get(key)
+            print(f"  {key:<22} {value:.3f}" if isinstance(value, float) else f"  {key:<22} {value}")
+        if args.save_vllm_json:
+            path = save_vllm_json(result, point_file(args.save_vllm_json, i, len(points)), tokenizer.name)
+            print(f"  vllm json              {path}")
+    if args.results:
+        from analytics.store import open_store
+
+        run_id = args.run_id or "loadgen-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        writer = open_store(args.results).begin_attempt(run_id, "loadgen")
+        for r in results:
+            writer.add_rows("requests", r.requests)
+            writer.add_rows("sweep_points", [r.sweep_point])
+        if windows:
+            writer.add_rows("sustained_windows", windows)
+        marker = writer.commit("succeeded")
+        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} to {args.results}")
+    return 0

@@ -1,0 +1,39 @@
+"""`neuronpipe pull --from s3://BUCKET/results --to DIR`: an append-only mirror of committed results."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pull", help="mirror committed results into a local directory (append-only)")
+    p.add_argument("--from", dest="source", required=True, help="results root to copy from (s3://bucket/prefix)")
+    p.add_argument("--to", dest="mirror", default="results", help="local mirror directory")
+    p.add_argument("--run-id", action="append", default=None, help="only these runs (repeatable)")
+    p.add_argument("--with-models", action="store_true", help="also copy model weights under models/")
+    p.add_argument("--duckdb", default=None, metavar="FILE",
+                   help="after the pull, write a DuckDB file with every view over the mirror (for `duckdb FILE`)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
+    from analytics.store import LocalStore, StoreError, open_store
+
+    if not str(args.mirror).strip() or str(args.mirror).startswith("s3://"):
+        print("error: --to must be a local directory", file=sys.stderr)
+        return 2
+    mirror = LocalStore(args.mirror)
+    try:
+        summary = pull(open_store(args.source), mirror, run_ids=args.run_id, with_models=args.with_models)
+    except (MirrorConflictError, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{summary.markers_copied} new attempt(s), {summary.markers_present} already mirrored; "
+          f"{summary.files_copied} file(s), {summary.bytes_copied:,} bytes copied"
+          + (f"; {summary.models_skipped} model file(s) left in the source (--with-models)"
+             if summary.models_skipped else ""))
+    print(f"runs: {', '.join(summary.run_ids) or 'none'}")
+    if args.duckdb:
+        print(f"wrote {write_duckdb_file(mirror, args.duckdb, args.run_id)}")
+    return 0

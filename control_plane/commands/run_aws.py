@@ -1,0 +1,75 @@
+"""`neuronpipe run --aws --input run.json`: plan, start the execution, follow it until it ends."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+EXIT_INVALID = 2
+
+
+def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable, sleep=time.sleep):
+    """Poll the execution history until the execution ends; call ``on_progress`` on every change."""
+    from control_plane.commands.status import progress_from_history
+
+    seen = -1
+    while True:
+        history = executions.history(execution_arn)
+        progress = progress_from_history(history)
+        if len(history) != seen:
+            seen = len(history)
+            on_progress(progress)
+        if progress.done:
+            return progress
+        sleep(poll_s)
+
+
+def run_aws(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    from control_plane.aws import Executions, InstanceFleet, InstanceLookupError, RunAlreadyStartedError
+    from control_plane.commands.plan import load_request, print_plan
+    from control_plane.commands.run import new_run_id
+    from control_plane.commands.status import render_progress
+    from control_plane.launch import committed_in_store, launch
+    from control_plane.models import PlanNotReadyError, RunRequestError
+    from control_plane.plan import CostCeilingError, EmptyPlanError
+    from control_plane.settings import SettingsError, get_settings
+
+    console = Console(stderr=True)
+    if not args.input:
+        print("error: --aws needs --input run.json (a RunRequest; see examples/run-*.json)", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        request = load_request(args.input, args.run_id)
+        if args.force:
+            request = request.model_copy(update={"force": True})
+        settings = get_settings()
+        if str(args.results).startswith("s3://"):
+            settings = settings.model_copy(update={"results_uri": args.results})
+        settings.require("results_uri")
+        run_id = request.run_id or new_run_id()
+        executions = Executions()
+        launched = launch(request, run_id, settings, fleet=InstanceFleet(settings.project), executions=executions,
+                          committed=committed_in_store(settings.results_uri or ""))
+    except (RunRequestError, CostCeilingError, EmptyPlanError, SettingsError, PlanNotReadyError,
+            InstanceLookupError, RunAlreadyStartedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print_plan(launched.plan, console)
+    console.print(f"started {launched.execution_arn}")
+    if args.no_live:
+        def show(progress):
+            line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
+            console.print(f"[{progress.status}] {line}")
+        final = follow(executions, launched.execution_arn, settings.poll_s, show)
+    else:
+        with Live(console=console, refresh_per_second=2) as live:
+            final = follow(executions, launched.execution_arn, settings.poll_s,
+                           lambda p: live.update(render_progress(p, datetime.now(timezone.utc))))
+    console.print(render_progress(final))
+    print(run_id)
+    return 0 if final.status == "SUCCEEDED" else 1

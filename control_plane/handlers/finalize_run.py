@@ -1,0 +1,70 @@
+"""``finalize_run``: build the run's report with DuckDB (REPORT.md + comparison.json, plots) and
+write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``. The report builder is injected."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from control_plane.aws import ReportBucket
+from control_plane.handlers.observability import logger, metrics, tracer
+from control_plane.models import RUN_ID_PATTERN, RunStatus
+from control_plane.settings import get_settings
+
+ReportBuilder = Callable[[str, Sequence[str], str], Sequence[Any]]
+REQUIRED_FILES = ("REPORT.md", "comparison.json")
+
+
+class ReportBuildError(RuntimeError):
+    """The report could not be built (or came out without a required file)."""
+
+
+class FinalizeRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    results_uri: str
+    status: RunStatus
+    failure: dict[str, Any] | None = None
+
+
+def load_report_builder() -> ReportBuilder:
+    """The project's report builder (``control_plane.commands.report.build_report_files``)."""
+    try:
+        from control_plane.commands.report import build_report_files  # type: ignore[import-not-found]
+    except ModuleNotFoundError as exc:
+        raise ReportBuildError("the report builder (control_plane.commands.report) is not in this build") from exc
+    return build_report_files
+
+
+def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: ReportBuilder) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="neuronpipe-report-") as out:
+        try:
+            paths = [Path(p) for p in build_report(request.results_uri, [request.run_id], out)]
+        except Exception as exc:
+            raise ReportBuildError(f"report for run {request.run_id} failed: {type(exc).__name__}: {exc}") from exc
+        names = {p.name for p in paths}
+        missing = [n for n in REQUIRED_FILES if n not in names]
+        if missing:
+            raise ReportBuildError(f"report for run {request.run_id} lacks {', '.join(missing)}")
+        uris = reports.upload(request.run_id, [p for p in paths if p.is_file()])
+    report_uri = next(u for u in uris if u.endswith("/REPORT.md"))
+    return {"run_id": request.run_id, "status": request.status, "report_uri": report_uri, "files": uris}
+
+
+@logger.inject_lambda_context(log_event=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=FinalizeRequest)
+def handler(event: FinalizeRequest, context: LambdaContext) -> dict[str, Any]:
+    logger.set_correlation_id(event.run_id)
+    settings = get_settings().require("results_uri")
+    result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())
+    metrics.add_metric(name="ReportsWritten", unit=MetricUnit.Count, value=1)
+    logger.info("report written", extra={"report_uri": result["report_uri"], "run_status": event.status})
+    return result

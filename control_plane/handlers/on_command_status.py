@@ -1,0 +1,62 @@
+"""``on_command_status``: an SSM command the pipeline sent ended Failed / TimedOut / Cancelled
+(EventBridge "EC2 Command Invocation Status-change Notification") -> SendTaskFailure with the
+token recovered from the command, so the execution does not wait for a heartbeat timeout."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from control_plane.aws import Commands, TaskCallbacks
+from control_plane.handlers.observability import logger, metrics, tracer
+from control_plane.models import parse_lane_from_comment, parse_run_from_comment
+
+FAILING_STATUSES = frozenset({"Failed", "TimedOut", "Cancelled", "Undeliverable", "Terminated"})
+
+
+class CommandInvocationStatus(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    command_id: str = Field(alias="command-id")
+    instance_id: str = Field(alias="instance-id")
+    status: str
+    document_name: str | None = Field(None, alias="document-name")
+
+
+class CommandStatusEvent(EventBridgeModel):
+    detail: CommandInvocationStatus
+
+
+def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callbacks: TaskCallbacks) -> dict[str, Any]:
+    """The outcome: ignored (not failing / not ours), sent, or already closed by the agent."""
+    out: dict[str, Any] = {"command_id": status.command_id, "status": status.status}
+    if status.status not in FAILING_STATUSES:
+        return {**out, "action": "ignored", "reason": "status is not a failure"}
+    record = commands.record(status.command_id)
+    if record is None or record.task_token is None:
+        return {**out, "action": "ignored", "reason": "not a pipeline command (no task token)"}
+    lane = parse_lane_from_comment(record.comment)
+    logger.set_correlation_id(parse_run_from_comment(record.comment))
+    cause = json.dumps({"lane": lane, "command_id": status.command_id, "instance_id": status.instance_id,
+                        "status": status.status, "output_uri": record.output_uri,
+                        "stderr_tail": commands.error_tail(status.command_id, status.instance_id)})
+    sent = callbacks.fail(record.task_token, f"Command.{status.status}", cause)
+    return {**out, "lane": lane, "action": "failure_sent" if sent else "already_closed"}
+
+
+@logger.inject_lambda_context(log_event=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=CommandStatusEvent)
+def handler(event: CommandStatusEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.set_correlation_id(None)
+    outcome = fail_waiting_task(event.detail, Commands(), TaskCallbacks())
+    if outcome["action"] == "failure_sent":
+        metrics.add_metric(name="TaskFailuresSent", unit=MetricUnit.Count, value=1)
+    logger.info("command status handled", extra=outcome)
+    return outcome

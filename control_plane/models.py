@@ -1,0 +1,206 @@
+"""What a run asks for (``RunRequest``) and what it will do (``RunPlan``).
+
+A ``RunRequest`` is what a person, the console, a schedule or an S3 event hands in;
+it is validated before anything starts (an invalid one fails naming the field and
+the reason). ``control_plane.plan.plan_run`` turns it into a ``RunPlan``: phases by
+box role in order (trn1, then inf2), each with its ordered lanes, their timeouts and
+heartbeat intervals, and the most instance-hours (and dollars) the run can cost.
+``RunPlan.execution_input()`` is the Step Functions execution input the generic
+state machine in ``statemachine/`` iterates.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agents.registry import BoxRole, UnknownLaneError, get_lane, lane_names
+
+Preset = Literal["full", "smoke", "finetune_serve"]
+ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
+ServerConfigName = Literal["A", "B"]
+LaneProfile = Literal["tiny", "full"]
+RunStatus = Literal["succeeded", "failed"]
+
+DEFAULT_MODELS: tuple[ModelName, ...] = ("llama-3.1-8b-instruct", "qwen3-8b")
+DEFAULT_SERVER_CONFIGS: tuple[ServerConfigName, ...] = ("A", "B")
+DEFAULT_MAX_COST_USD = 50.0
+
+# Step Functions execution names: 1-80 of [A-Za-z0-9-_]; the result store forbids '/', '=', spaces.
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$"
+
+
+class RunRequest(BaseModel):
+    """A validated request for a run (``examples/run-*.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = Field(None, pattern=RUN_ID_PATTERN,
+                               description="execution name and results run id; generated when absent")
+    preset: Preset | None = Field(None, description="full | smoke | finetune_serve (default full)")
+    lanes: list[str] | None = Field(None, min_length=1, description="an explicit lane list instead of a preset")
+    models: list[ModelName] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1)
+    server_configs: list[ServerConfigName] = Field(default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
+                                                   min_length=1)
+    force: bool = Field(False, description="re-run lanes already committed for this run id")
+    profile: LaneProfile = "full"
+    max_cost_usd: float = Field(DEFAULT_MAX_COST_USD, gt=0,
+                                description="reject the plan when its worst-case instance cost exceeds this")
+    adapter_uri: str | None = Field(None, pattern=r"^s3://[^/]+/.+", description="new adapter (finetune_serve)")
+    lane_config: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                                   description="per-lane config overrides (agents --config)")
+    trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
+
+    @field_validator("lanes")
+    @classmethod
+    def _known_lanes(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        for name in value:
+            try:
+                get_lane(name)
+            except UnknownLaneError as exc:
+                raise ValueError(str(exc)) from None
+        if len(set(value)) != len(value):
+            raise ValueError("a lane is listed twice")
+        return value
+
+    @field_validator("models", "server_configs")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("listed twice: " + ", ".join(sorted({v for v in value if value.count(v) > 1})))
+        return value
+
+    @field_validator("lane_config")
+    @classmethod
+    def _known_config_lanes(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        unknown = sorted(set(value) - set(lane_names()))
+        if unknown:
+            raise ValueError(f"unknown lane(s) {', '.join(unknown)}; valid lanes: {', '.join(lane_names())}")
+        return value
+
+    @model_validator(mode="after")
+    def _preset_or_lanes(self) -> "RunRequest":
+        if self.preset is not None and self.lanes is not None:
+            raise ValueError("give either preset or lanes, not both")
+        if self.preset is None and self.lanes is None:
+            self.preset = "full"
+        return self
+
+
+class LaneStep(BaseModel):
+    """One lane on one box, as the state machine's RunLane state sees it (``$.lane``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lane: str
+    box_role: BoxRole
+    timeout_s: int = Field(gt=0)
+    heartbeat_s: int = Field(gt=0)
+    script: str
+    comment: str = Field(max_length=100)
+    execution_timeout: list[str]
+    output_prefix: str
+    config: dict[str, Any] | None = None
+
+
+class HarnessSync(BaseModel):
+    """The phase's first command: install or verify the harness, then call back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    script: str
+    comment: str = Field(max_length=100)
+    execution_timeout: list[str]
+    output_prefix: str
+
+
+class SkippedLane(BaseModel):
+    lane: str
+    box_role: BoxRole
+    reason: str
+
+
+class Phase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    box_role: BoxRole
+    instance_type: str
+    instance_id: str | None = None
+    sync: HarnessSync
+    lanes: list[LaneStep] = Field(min_length=1)
+    max_instance_hours: float
+    max_cost_usd: float
+
+
+class PlanNotReadyError(Exception):
+    """The plan cannot become an execution input yet (e.g. an instance id is unresolved)."""
+
+
+class RunPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    results_uri: str
+    request: RunRequest
+    phases: list[Phase]
+    skipped: list[SkippedLane] = Field(default_factory=list)
+    max_instance_hours: float
+    max_cost_usd: float
+    price_source: str
+
+    @property
+    def lane_steps(self) -> list[LaneStep]:
+        return [step for phase in self.phases for step in phase.lanes]
+
+    def execution_input(self) -> dict[str, Any]:
+        """The Step Functions input: what the generic state machine iterates."""
+        missing = [p.box_role for p in self.phases if not p.instance_id]
+        if missing:
+            raise PlanNotReadyError(f"no instance id for box role(s) {', '.join(missing)}")
+        if not self.results_uri.startswith("s3://"):
+            raise PlanNotReadyError(f"results_uri must be s3:// for an AWS run, got {self.results_uri!r}")
+        return {
+            "run_id": self.run_id,
+            "results_uri": self.results_uri,
+            "phases": [p.model_dump(mode="json", exclude={"max_instance_hours", "max_cost_usd"})
+                       for p in self.phases],
+            "request": self.request.model_dump(mode="json"),
+        }
+
+
+class RunRequestError(ValueError):
+    """An invalid run request; the message names each field and the reason."""
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """``field: reason`` for each problem pydantic found, one per line."""
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err.get("loc", ())) or "request"
+        lines.append(f"{field}: {err.get('msg', 'invalid')}")
+    return "\n".join(lines)
+
+
+def parse_request(data: Any) -> RunRequest:
+    """Validate a request (a dict or JSON text); raises :class:`RunRequestError` naming field and reason."""
+    try:
+        if isinstance(data, (str, bytes)):
+            return RunRequest.model_validate_json(data)
+        return RunRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RunRequestError(describe_validation_error(exc)) from exc
+
+
+def parse_lane_from_comment(comment: str | None) -> str | None:
+    """The lane a command runs, from its ``Comment`` (``neuronpipe <lane> <run_id>``)."""
+    m = re.match(r"^neuronpipe (\S+)", comment or "")
+    return m.group(1) if m else None
+
+
+def parse_run_from_comment(comment: str | None) -> str | None:
+    """The run id from a command's ``Comment`` (may be cut at 100 characters)."""
+    m = re.match(r"^neuronpipe \S+ (\S+)", comment or "")
+    return m.group(1) if m else None

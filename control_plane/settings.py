@@ -1,0 +1,61 @@
+"""Control-plane settings: environment variables with the ``NEURONPIPE_`` prefix, validated once.
+
+The Lambdas (set by the CDK stack) and ``neuronpipe run --aws`` / ``status`` read the
+same model; a handler calls :meth:`ControlPlaneSettings.require` for what it needs, so
+a missing variable fails at the first invocation naming the variable.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "NEURONPIPE_"
+# Tags the CDK stacks put on the project's instances (the state machine's role is scoped by them too).
+TAG_PROJECT = "neuronpipe:project"
+TAG_ROLE = "neuronpipe:role"
+
+
+class SettingsError(ValueError):
+    """A setting the caller needs is missing or invalid."""
+
+
+class ControlPlaneSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    results_uri: str | None = Field(None, pattern=r"^s3://[^/]+(/.*)?$", description="s3://bucket/results")
+    state_machine_arn: str | None = None
+    state_machine_name: str = "neuron-pipelines"
+    project: str = Field("neuron-pipelines", description=f"value of the {TAG_PROJECT} tag on project instances")
+    trn1_instance_id: str | None = Field(None, description="pin the trn1 box (default: looked up by tag)")
+    inf2_instance_id: str | None = Field(None, description="pin the inf2 box (default: looked up by tag)")
+    harness_dir: str = "/opt/neuronpipe"
+    harness_uri: str | None = Field(None, pattern=r"^s3://", description="harness package installed at sync")
+    reports_prefix: str = "reports"
+    event_source: str = "neuronpipe"
+    reaper_grace_s: int = Field(900, ge=0, description="spare instances started less than this ago")
+    poll_s: float = Field(5.0, gt=0, description="CLI: seconds between execution-history polls")
+
+    def require(self, *names: str) -> "ControlPlaneSettings":
+        missing = [n for n in names if getattr(self, n) in (None, "")]
+        if missing:
+            raise SettingsError("missing setting(s): " + ", ".join(ENV_PREFIX + n.upper() for n in missing))
+        return self
+
+    @property
+    def results_bucket(self) -> str:
+        self.require("results_uri")
+        return self.results_uri.removeprefix("s3://").split("/", 1)[0]  # type: ignore[union-attr]
+
+    def pinned_instances(self) -> dict[str, str]:
+        return {role: iid for role, iid in (("trn1", self.trn1_instance_id), ("inf2", self.inf2_instance_id)) if iid}
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> ControlPlaneSettings:
+    """Settings from the environment (once per process: a Lambda's cold start)."""
+    try:
+        return ControlPlaneSettings()
+    except ValueError as exc:
+        raise SettingsError(f"invalid {ENV_PREFIX}* environment: {exc}") from exc

@@ -1,0 +1,135 @@
+"""The CDK app: ``python -m infra.app [--outdir cdk.out]`` synthesizes the four stacks offline.
+
+``cdk.json`` points the CDK CLI here too (``cdk deploy`` runs this module). Run directly, the app
+reads ``cdk.json``'s context itself (the CLI passes it through ``CDK_CONTEXT_JSON``). Nothing is
+looked up: AZs, AMI ids and every size come from :mod:`infra.config`. The AwsSolutions cdk-nag
+pack runs on every synth; an unacknowledged finding fails it (exit status 1, report in the outdir).
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# jsii prints a boxed banner for Node 20; it is only a warning about the Node release.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
+from infra.config import (CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,  # noqa: E402
+                          STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings)
+from infra.stacks.base import BaseStack  # noqa: E402
+from infra.stacks.box import BoxStack  # noqa: E402
+from infra.stacks.control import ControlPlaneStack  # noqa: E402
+
+CDK_JSON = ROOT / "cdk.json"
+ASL_PATH = ROOT / "statemachine" / "pipeline.asl.json"
+
+
+@dataclass
+class NeuronPipelinesApp:
+    app: cdk.App
+    settings: DeploymentSettings
+    base: BaseStack
+    trainium: BoxStack
+    inferentia: BoxStack
+    control_plane: ControlPlaneStack
+
+    @property
+    def stacks(self) -> dict[str, cdk.Stack]:
+        return {s.stack_name: s for s in (self.base, self.trainium, self.inferentia, self.control_plane)}
+
+
+def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()).get("context", {})) if path.is_file() else {}
+
+
+def _staging_dir(name: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{name}-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, *,
+              harness_sha: str | None = None) -> NeuronPipelinesApp:
+    """All four stacks in one app, the nag pack attached. ``context`` overrides cdk.json's."""
+    ctx: dict[str, Any] = {}
+    if "CDK_CONTEXT_JSON" not in os.environ:  # run directly, not by the CDK CLI
+        ctx.update(cdk_json_context())
+    for key, value in (context or {}).items():  # the neuronpipe settings merge key by key
+        if key == CONTEXT_KEY and isinstance(ctx.get(key), dict):
+            ctx[key] = {**ctx[key], **value}
+        else:
+            ctx[key] = value
+    app = cdk.App(outdir=outdir, context=ctx or None)
+    settings = DeploymentSettings.from_context(app.node.try_get_context(CONTEXT_KEY))
+    env = cdk.Environment(account=settings.account, region=settings.region)
+
+    deps_dir: Path | None = (ROOT / settings.lambda_deps_dir).resolve()
+    if not lambda_deps_ready(deps_dir):
+        if settings.require_lambda_deps:
+            raise BundlingError(f"Lambda dependency layer missing at {deps_dir}: run `python -m infra.bundling deps`")
+        deps_dir = None
+    harness_dir = stage_harness(_staging_dir("harness"), sha=harness_sha)
+    code_dir = stage_lambda_code(_staging_dir("lambda"))
+
+    desc = "neuron-pipelines: LoRA SFT on trn1, vLLM on inf2, measured ({})"
+    base = BaseStack(app, STACK_BASE, settings=settings, harness_dir=harness_dir, env=env,
+                     description=desc.format("network, results bucket, budget"))
+    trainium = BoxStack(app, STACK_TRAINIUM, role="trn1", settings=settings, base=base, env=env,
+                        description=desc.format("trn1 box"))
+    inferentia = BoxStack(app, STACK_INFERENTIA, role="inf2", settings=settings, base=base, env=env,
+                          description=desc.format("inf2 box"))
+    control = ControlPlaneStack(app, STACK_CONTROL_PLANE, settings=settings, base=base,
+                                boxes=[trainium, inferentia], code_dir=code_dir, deps_dir=deps_dir,
+                                asl_path=ASL_PATH, env=env, description=desc.format("state machine, Lambdas, rules"))
+    cdk.Tags.of(app).add(PROJECT_TAG_KEY, settings.project)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
+    return NeuronPipelinesApp(app, settings, base, trainium, inferentia, control)
+
+
+class SynthFailedError(RuntimeError):
+    """Synthesis ran but validation (cdk-nag) reported unacknowledged findings."""
+
+
+def synth(built: NeuronPipelinesApp) -> cdk.cx_api.CloudAssembly:
+    try:
+        return built.app.synth()
+    except RuntimeError as exc:
+        if "ValidationFailed" in type(exc).__name__ or "Validation failed" in str(exc):
+            raise SynthFailedError(str(exc)) from exc
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.app", description=__doc__.splitlines()[0])
+    parser.add_argument("--outdir", default=None, help="cloud assembly directory (default: CDK_OUTDIR or cdk.out)")
+    args = parser.parse_args(argv)
+    try:
+        built = build_app(outdir=args.outdir)
+        assembly = synth(built)
+    except SynthFailedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BundlingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for stack in assembly.stacks:
+        print(f"{stack.stack_name}: {Path(assembly.directory, stack.template_file)}")
+        for msg in stack.messages:
+            if msg.level != "info":
+                print(f"  {msg.level.name.lower()}: {msg.entry.data}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The four stacks of the CDK app."""

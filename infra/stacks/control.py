@@ -1,0 +1,271 @@
+"""NeuronPipelinesControlPlane: the state machine, the four Lambdas, the EventBridge rules.
+
+* State machine: ``statemachine/pipeline.asl.json`` (generated, checked in) with its
+  ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
+  start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
+  to such instances, invoke finalize_run, and put run events on the default bus.
+* Lambdas: ``control_plane/handlers/{plan_run,on_command_status,finalize_run,idle_reaper}.py``
+  (``handler(event, context)``), first-party code copied as is, third-party wheels in a layer.
+* Rules: SSM command Failed/TimedOut/Cancelled on our boxes → on_command_status; the nightly smoke
+  schedule (disabled by default) and an object under ``adapters/`` → plan_run (which validates the
+  request, plans, and starts the execution: the state machine's input is a plan, not a request);
+  the idle reaper schedule → idle_reaper.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.config import ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX, DeploymentSettings
+from infra.stacks.base import BaseStack, nag_results_arn, results_arn, results_bucket_name, retention
+from infra.stacks.box import BoxStack
+from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
+
+LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # keep in step with infra.bundling.LAMBDA_PYTHON_VERSION
+EVENT_SOURCE = "neuronpipe"
+SSM_STATUS_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
+SSM_FAILED_STATUSES = ["Failed", "TimedOut", "Cancelled"]
+NIGHTLY_SMOKE_REQUEST = {"preset": "smoke", "trigger": "schedule:nightly-smoke"}
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    name: str
+    memory_mb: int
+    timeout_s: int
+    summary: str
+
+    @property
+    def handler(self) -> str:
+        return f"control_plane.handlers.{self.name}.handler"
+
+
+HANDLERS = {h.name: h for h in [
+    HandlerSpec("plan_run", 512, 60, "validate a RunRequest, plan it, start the execution"),
+    HandlerSpec("on_command_status", 256, 60, "SSM command Failed/TimedOut/Cancelled -> SendTaskFailure"),
+    HandlerSpec("finalize_run", 3008, 900, "DuckDB report -> REPORT.md + comparison.json in S3"),
+    HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
+]}
+
+
+class ControlPlaneStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack,
+                 boxes: list[BoxStack], code_dir: Path, deps_dir: Path | None, asl_path: Path,
+                 **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.settings = settings
+        self.base = base
+        self.boxes = boxes
+        self.state_machine_arn = self.format_arn(service="states", resource="stateMachine",
+                                            resource_name=settings.state_machine_name,
+                                            arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        code = lambda_.Code.from_asset(str(code_dir))
+        layers = []
+        if deps_dir is not None:
+            layers.append(lambda_.LayerVersion(
+                self, "Dependencies", code=lambda_.Code.from_asset(str(deps_dir)),
+                compatible_runtimes=[LAMBDA_RUNTIME], compatible_architectures=[lambda_.Architecture.X86_64],
+                description="pydantic, powertools, duckdb, pyarrow (infra/lambda-requirements.txt)"))
+        else:
+            Annotations.of(self).add_warning_v2(
+                "neuronpipe:no-lambda-deps",
+                "Lambda dependency layer not built: the handlers will not import when deployed. "
+                "Run `python -m infra.bundling deps` (make lambda-deps) before `cdk deploy`.")
+        self.functions = {name: self._function(spec, code, layers) for name, spec in HANDLERS.items()}
+        self._grant_functions()
+        self.state_machine = self._state_machine(asl_path)
+        self._rules()
+        ssm.StringParameter(self, "StateMachineArnParam", parameter_name=f"{settings.parameter_prefix}/state-machine-arn",
+                            string_value=self.state_machine.attr_arn, description="the run state machine")
+        CfnOutput(self, "StateMachineArn", value=self.state_machine.attr_arn)
+        CfnOutput(self, "PlanRunFunctionName", value=self.functions["plan_run"].function_name)
+
+    # -- Lambdas ---------------------------------------------------------------------------------
+    def _function(self, spec: HandlerSpec, code: lambda_.Code, layers: list[lambda_.ILayerVersion]) -> lambda_.Function:
+        pascal = "".join(p.title() for p in spec.name.split("_"))
+        log_group = logs.LogGroup(self, f"{pascal}Logs", retention=retention(self.settings.log_retention_days),
+                                  removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, f"{pascal}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description=f"neuron-pipelines {spec.name}: {spec.summary}")
+        role.add_to_policy(iam.PolicyStatement(sid="OwnLogs", actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                                               resources=[log_group.log_group_arn]))
+        env = {
+            "POWERTOOLS_SERVICE_NAME": "neuronpipe", "POWERTOOLS_METRICS_NAMESPACE": "NeuronPipelines",
+            # names read by control_plane.settings.ControlPlaneSettings (prefix NEURONPIPE_)
+            "NEURONPIPE_RESULTS_URI": self.base.results_uri,
+            "NEURONPIPE_STATE_MACHINE_ARN": self.state_machine_arn,
+            "NEURONPIPE_STATE_MACHINE_NAME": self.settings.state_machine_name,
+            "NEURONPIPE_REPORTS_PREFIX": REPORTS_PREFIX.rstrip("/"),
+            "NEURONPIPE_PROJECT": self.settings.project,
+            "NEURONPIPE_EVENT_SOURCE": EVENT_SOURCE,
+        }
+        for box in self.boxes:
+            env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
+        fn = lambda_.Function(
+            self, pascal, runtime=LAMBDA_RUNTIME, architecture=lambda_.Architecture.X86_64, code=code,
+            handler=spec.handler, layers=layers, memory_size=spec.memory_mb, timeout=Duration.seconds(spec.timeout_s),
+            role=role, log_group=log_group, tracing=lambda_.Tracing.ACTIVE, environment=env,
+            description=f"neuron-pipelines {spec.name}: {spec.summary}")
+        cfn_lint_ignore(fn, CDK_DEPENDS_ON)
+        acknowledge(role, "IAM5", "X-Ray (active tracing) accepts trace segments only on Resource '*'.",
+                    ["Resource::*"])
+        return fn
+
+    def _grant_functions(self) -> None:
+        f = self.functions
+        s = self.settings
+        tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": self.settings.project}}
+        instances = self.format_arn(service="ec2", resource="instance", resource_name="*")
+        executions = self.format_arn(service="states", resource="execution",
+                                resource_name=f"{self.settings.state_machine_name}:*",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"],
+                                                             resources=[self.state_machine_arn]))
+        # plan_run skips lanes already committed for the run (reads commit markers) and resolves the boxes
+        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"],
+                                                             resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[results_arn(s)]))
+        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        acknowledge(f["plan_run"].role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
+                    "lane) to skip committed lanes; DescribeInstances has no resource-level permissions.",
+                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*")])
+        f["on_command_status"].add_to_role_policy(iam.PolicyStatement(
+            actions=["states:SendTaskFailure"], resources=[self.state_machine_arn]))
+        f["on_command_status"].add_to_role_policy(iam.PolicyStatement(
+            actions=["ssm:ListCommands", "ssm:ListCommandInvocations", "ssm:GetCommandInvocation"], resources=["*"]))
+        acknowledge(f["on_command_status"].role, "IAM5", "ssm:ListCommands/GetCommandInvocation support no "
+                    "resource-level permissions; the function only reads the failed command to recover its token.",
+                    ["Resource::*"])
+        f["finalize_run"].add_to_role_policy(iam.PolicyStatement(
+            actions=["s3:GetObject", "s3:PutObject"],
+            resources=[results_arn(s, f"{RESULTS_PREFIX}/*"), results_arn(s, f"{REPORTS_PREFIX}*")]))
+        f["finalize_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"],
+                                                                 resources=[results_arn(s)]))
+        acknowledge(f["finalize_run"].role, "IAM5", "finalize_run reads committed results under results/ and writes "
+                    "the run's report under reports/; keys are per run and attempt, not known in advance.",
+                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
+        reaper = f["idle_reaper"]
+        reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
+                                                      conditions=tag_condition))
+        reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
+                                                      resources=[self.state_machine_arn]))
+        reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
+        acknowledge(reaper.role, "IAM5", "DescribeInstances has no resource-level permissions; StopInstances is "
+                    "limited to instances tagged for this project; executions of the one state machine are "
+                    "named per run.",
+                    ["Resource::*", f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
+                     f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
+                     f"{self.settings.state_machine_name}:*"])
+
+    # -- state machine ---------------------------------------------------------------------------
+    def _state_machine(self, asl_path: Path) -> sfn.CfnStateMachine:
+        s = self.settings
+        definition = json.loads(asl_path.read_text())
+        log_group = logs.LogGroup(self, "StateMachineLogs", log_group_name=f"/aws/vendedlogs/states/"
+                                  f"{self.settings.state_machine_name}",
+                                  retention=retention(self.settings.log_retention_days),
+                                  removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, "StateMachineRole", assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
+                        description="neuron-pipelines run: project-tagged instances only")
+        self.state_machine_role = role
+        tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": self.settings.project}}
+        instances = self.format_arn(service="ec2", resource="instance", resource_name="*")
+        ssm_instances = self.format_arn(service="ssm", resource="managed-instance", resource_name="*")
+        finalize = self.functions["finalize_run"]
+        statements = [
+            iam.PolicyStatement(sid="StartStopProjectInstances", actions=["ec2:StartInstances", "ec2:StopInstances"],
+                                resources=[instances], conditions=tag_condition),
+            iam.PolicyStatement(sid="RunShellScriptDocument", actions=["ssm:SendCommand"], resources=[
+                self.format_arn(service="ssm", account="", resource="document",
+                           resource_name="AWS-RunShellScript")]),
+            iam.PolicyStatement(sid="SendCommandToProjectInstances", actions=["ssm:SendCommand"],
+                                resources=[instances, ssm_instances],
+                                conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
+                                                             self.settings.project}}),
+            iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
+            iam.PolicyStatement(sid="RunEvents", actions=["events:PutEvents"], resources=[
+                self.format_arn(service="events", resource="event-bus", resource_name="default")]),
+            iam.PolicyStatement(sid="Logs", resources=["*"], actions=[
+                "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+                "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies",
+                "logs:DescribeLogGroups"]),
+            iam.PolicyStatement(sid="Tracing", resources=["*"], actions=[
+                "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+                "xray:GetSamplingTargets"]),
+        ]
+        policy = iam.Policy(self, "StateMachinePolicy", statements=statements)
+        policy.attach_to_role(role)
+        acknowledge(policy, "IAM5", "Start/Stop and SendCommand are allowed on any instance ARN only under the "
+                    "condition that it carries the project tag; the plan decides which tagged box a phase uses. "
+                    "Log delivery and X-Ray APIs accept only Resource '*'.",
+                    [f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
+                     f"Resource::arn:<AWS::Partition>:ssm:{s.region}:<AWS::AccountId>:managed-instance/*",
+                     "Resource::*"])
+        machine = sfn.CfnStateMachine(
+            self, "RunStateMachine", state_machine_name=self.settings.state_machine_name,
+            role_arn=role.role_arn, definition_string=json.dumps(definition, indent=1),
+            definition_substitutions=self._substitutions(),
+            logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
+                level="ALL", include_execution_data=True,
+                destinations=[sfn.CfnStateMachine.LogDestinationProperty(
+                    cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
+                        log_group_arn=log_group.log_group_arn))]),
+            tracing_configuration=sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True))
+        machine.node.add_dependency(policy)
+        return machine
+
+    def _substitutions(self) -> dict[str, str]:
+        from statemachine.build import SUBSTITUTIONS
+
+        values = {
+            "ResultsBucketName": results_bucket_name(self.settings),
+            "CommandLogGroupName": self.base.command_log_group.log_group_name,
+            "FinalizeRunFunctionArn": self.functions["finalize_run"].function_arn,
+            "EventBusName": "default",
+            "EventSource": EVENT_SOURCE,
+        }
+        missing = set(SUBSTITUTIONS) - set(values)
+        if missing:
+            raise KeyError(f"the state machine needs substitutions this stack does not provide: {sorted(missing)}")
+        return {k: values[k] for k in SUBSTITUTIONS}
+
+    # -- EventBridge -----------------------------------------------------------------------------
+    def _rules(self) -> None:
+        f = self.functions
+        events.Rule(self, "CommandFailedRule", description="SSM command Failed/TimedOut/Cancelled on a box -> "
+                    "on_command_status (SendTaskFailure with the command's token)",
+                    event_pattern=events.EventPattern(
+                        source=["aws.ssm"], detail_type=[SSM_STATUS_DETAIL_TYPE],
+                        detail={"status": SSM_FAILED_STATUSES,
+                                "instance-id": [b.instance.instance_id for b in self.boxes]}),
+                    targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4)])
+        events.Rule(self, "NightlySmokeSchedule", description="nightly smoke run (disabled by default)",
+                    enabled=self.settings.nightly_smoke_enabled,
+                    schedule=events.Schedule.expression(self.settings.nightly_smoke_cron),
+                    targets=[targets.LambdaFunction(f["plan_run"], event=events.RuleTargetInput.from_object(
+                        NIGHTLY_SMOKE_REQUEST), retry_attempts=2)])
+        bucket_name = results_bucket_name(self.settings)
+        events.Rule(self, "AdapterUploadedRule", description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>.tar.gz -> a finetune_serve run",
+                    event_pattern=events.EventPattern(
+                        source=["aws.s3"], detail_type=["Object Created"],
+                        detail={"bucket": {"name": [bucket_name]},
+                                "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}]}}),
+                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2, event=events.RuleTargetInput.from_object({
+                        "preset": "finetune_serve", "trigger": "s3:adapters",
+                        "adapter_uri": f"s3://{bucket_name}/" + events.EventField.from_path("$.detail.object.key"),
+                    }))])
+        events.Rule(self, "IdleReaperSchedule", description="stop project instances no running execution owns",
+                    schedule=events.Schedule.rate(Duration.minutes(self.settings.idle_reaper_rate_minutes)),
+                    targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2)])

@@ -1,0 +1,77 @@
+#!/bin/bash
+# neuron-pipelines @@BOX_ROLE@@ box, every boot (cloud-init per-boot): compile-cache volume,
+# swap, and /etc/neuronpipe/env. Idempotent; safe to run by hand.
+set -euo pipefail
+exec >>/var/log/neuronpipe-boot.log 2>&1
+echo "== $(date -Is) per-boot (@@BOX_ROLE@@)"
+CACHE_DIR=/var/cache/neuronpipe
+
+imds() {  # IMDSv2 only (HttpTokens=required)
+  local token
+  token=$(curl -sf -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
+  curl -sf -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/meta-data/$1"
+}
+
+ebs_device() {  # the block device of an EBS volume id, waiting up to 10 min for the attachment
+  local id="${1//-/}" i d
+  for i in $(seq 1 120); do
+    for d in "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_${id}" "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_${id}_1"; do
+      if [ -e "$d" ]; then readlink -f "$d"; return 0; fi
+    done
+    sleep 5
+  done
+  echo "volume $1 never appeared" >&2
+  return 1
+}
+
+# Compile cache: a gp3 volume that survives stop/start (cold vs warm compile is a result).
+dev=$(ebs_device "@@CACHE_VOLUME_ID@@")
+blkid "$dev" >/dev/null 2>&1 || mkfs.ext4 -q -L np-cache "$dev"
+mkdir -p "$CACHE_DIR"
+mountpoint -q "$CACHE_DIR" || mount -o noatime "$dev" "$CACHE_DIR"
+mkdir -p "$CACHE_DIR/neuron-compile-cache" "$CACHE_DIR/hf"
+
+# EBS swap (inf2: 16 GiB host RAM cannot load an 8B model): persistent, formatted once.
+if [ -n "@@SWAP_VOLUME_ID@@" ]; then
+  sdev=$(ebs_device "@@SWAP_VOLUME_ID@@")
+  blkid -t TYPE=swap "$sdev" >/dev/null 2>&1 || mkswap -L np-swap "$sdev"
+  swapon --show=NAME --noheadings | grep -qx "$sdev" || swapon "$sdev"
+fi
+
+# Instance-store swap (trn1): the NVMe is wiped at every stop, so scratch + swap are re-made each boot.
+SCRATCH=""
+if [ "@@NVME_SWAP_GIB@@" != "0" ]; then
+  nv=$(ls /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_* 2>/dev/null | grep -v -- '-part' | head -n1 || true)
+  if [ -n "$nv" ]; then
+    nv=$(readlink -f "$nv"); SCRATCH=/scratch
+    mountpoint -q /scratch || { mkfs.ext4 -q -F -L np-scratch "$nv"; mkdir -p /scratch; mount -o noatime "$nv" /scratch; }
+    if ! swapon --show=NAME --noheadings | grep -qx /scratch/swapfile; then
+      fallocate -l "@@NVME_SWAP_GIB@@G" /scratch/swapfile && chmod 600 /scratch/swapfile
+      mkswap /scratch/swapfile && swapon /scratch/swapfile
+    fi
+    mkdir -p /scratch/tmp && chmod 1777 /scratch/tmp
+  else
+    echo "no instance-store NVMe found: no NVMe swap this boot"
+  fi
+fi
+
+DLAMI_VENV=$(ls -d @@DLAMI_VENV_GLOB@@ 2>/dev/null | sort | tail -n1 || true)
+install -d -m 0755 /etc/neuronpipe
+cat > /etc/neuronpipe/env.new <<ENV
+NEURONPIPE_BOX_ROLE=@@BOX_ROLE@@
+NEURONPIPE_BACKEND=neuron
+NEURONPIPE_RESULTS=@@RESULTS_URI@@
+NEURONPIPE_CACHE=$CACHE_DIR
+NEURON_COMPILE_CACHE_URL=$CACHE_DIR/neuron-compile-cache
+HF_HOME=$CACHE_DIR/hf
+NEURONPIPE_HF_TOKEN_SECRET=@@HF_TOKEN_SECRET@@
+NEURONPIPE_DLAMI_VENV=$DLAMI_VENV
+NEURONPIPE_SCRATCH=$SCRATCH
+NEURONPIPE_INSTANCE_ID=$(imds instance-id || echo unknown)
+NEURONPIPE_INSTANCE_TYPE=$(imds instance-type || echo unknown)
+NEURONPIPE_AMI_ID=$(imds ami-id || echo unknown)
+AWS_DEFAULT_REGION=@@REGION@@
+ENV
+mv /etc/neuronpipe/env.new /etc/neuronpipe/env
+free -g; swapon --show; df -h "$CACHE_DIR"
+echo "== per-boot done"

@@ -1,0 +1,239 @@
+"""Each Lambda handler against moto clients: plan_run, on_command_status, finalize_run, idle_reaper."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from control_plane.aws import Commands, Executions, InstanceFleet, ProjectInstance, ReportBucket, TaskCallbacks
+from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_run
+from control_plane.models import RunRequestError
+from control_plane.settings import TAG_PROJECT, TAG_ROLE, get_settings
+from statemachine.build import ASL_PATH, substitute
+
+REGION = "us-west-2"
+BUCKET = "np-results"
+SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "lg",
+        "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:f",
+        "EventBusName": "default", "EventSource": "neuronpipe"}
+CONTEXT = SimpleNamespace(function_name="fn", memory_limit_in_mb=256, aws_request_id="req-1",
+                          invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn")
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION, "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+                 "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "test"}.items():
+        monkeypatch.setenv(k, v)
+    get_settings.cache_clear()
+    with mock_aws():
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        ec2 = boto3.client("ec2")
+        ami = "ami-0123456789abcdef0"  # moto's default AMI catalogue is not loaded (slow)
+        ids = {}
+        for role in ("trn1", "inf2"):
+            ids[role] = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, TagSpecifications=[{
+                "ResourceType": "instance", "Tags": [{"Key": TAG_PROJECT, "Value": "neuron-pipelines"},
+                                                     {"Key": TAG_ROLE, "Value": role}]}])["Instances"][0]["InstanceId"]
+        stray = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]  # not ours
+        role_arn = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        sfn = boto3.client("stepfunctions")
+        sm = sfn.create_state_machine(name="neuron-pipelines", roleArn=role_arn,
+                                      definition=substitute(ASL_PATH.read_text(), SUBS))["stateMachineArn"]
+        monkeypatch.setenv("NEURONPIPE_RESULTS_URI", f"s3://{BUCKET}/results")
+        monkeypatch.setenv("NEURONPIPE_STATE_MACHINE_ARN", sm)
+        yield SimpleNamespace(s3=s3, ec2=ec2, sfn=sfn, ssm=boto3.client("ssm"), ids=ids, stray=stray, sm=sm)
+    get_settings.cache_clear()
+
+
+# ---- plan_run -----------------------------------------------------------------------------
+def test_plan_run_starts_an_execution_named_after_the_run(aws):
+    out = plan_run.handler({"run_id": "nightly-1", "preset": "smoke", "trigger": "schedule"}, CONTEXT)
+    assert out["run_id"] == "nightly-1" and out["execution_arn"].endswith(":nightly-1")
+    execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
+    assert [(p["box_role"], p["instance_id"]) for p in execution_input["phases"]] == [
+        ("trn1", aws.ids["trn1"]), ("inf2", aws.ids["inf2"])]
+    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
+
+
+def test_plan_run_rejects_an_invalid_request_naming_the_field(aws):
+    with pytest.raises(RunRequestError, match="max_cost_usd"):
+        plan_run.handler({"preset": "smoke", "max_cost_usd": 0}, CONTEXT)
+    assert aws.sfn.list_executions(stateMachineArn=aws.sm)["executions"] == []
+
+
+def s3_event(key: str) -> dict:
+    return {"version": "0", "id": "ev-1", "detail-type": "Object Created", "source": "aws.s3",
+            "account": "123456789012", "time": "2026-07-01T02:03:04Z", "region": REGION, "resources": [],
+            "detail": {"version": "0", "bucket": {"name": BUCKET},
+                       "object": {"key": key, "size": 10, "etag": "e", "sequencer": "1"},
+                       "request-id": "r", "requester": "123456789012", "reason": "PutObject"}}
+
+
+def test_plan_run_s3_adapter_event_starts_a_finetune_serve_run(aws):
+    out = plan_run.handler(s3_event("adapters/llama/adapter.tar.gz"), CONTEXT)
+    assert out["run_id"].startswith("adapter-20260701-020304-")
+    assert out["lanes"] == ["inf2:provenance", "inf2:finetune_serve"]
+    execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
+    step = execution_input["phases"][0]["lanes"][1]
+    assert step["config"] == {"adapter_uri": f"s3://{BUCKET}/adapters/llama/adapter.tar.gz"}
+    # the same event delivered twice maps to the same run id: no second run
+    request, run_id = plan_run.request_from_event(s3_event("adapters/llama/adapter.tar.gz"))
+    assert run_id == out["run_id"]
+
+
+def test_plan_run_ignores_keys_outside_adapters(aws):
+    with pytest.raises(plan_run.NotAnAdapterError):
+        plan_run.handler(s3_event("results/v1/x.parquet"), CONTEXT)
+
+
+# ---- on_command_status --------------------------------------------------------------------
+def _send(aws, token: str | None, comment="neuronpipe smoke run-1") -> str:
+    commands = ([f'export NEURONPIPE_TASK_TOKEN="{token}"'] if token else []) + ["echo hi"]
+    return aws.ssm.send_command(InstanceIds=[aws.ids["trn1"]], DocumentName="AWS-RunShellScript", Comment=comment,
+                                Parameters={"commands": commands}, OutputS3BucketName=BUCKET,
+                                OutputS3KeyPrefix="results/logs/run-1/smoke/ssm-trn1")["Command"]["CommandId"]
+
+
+def status_event(command_id: str, instance_id: str, status: str) -> dict:
+    return {"version": "0", "id": "e", "detail-type": "EC2 Command Invocation Status-change Notification",
+            "source": "aws.ssm", "account": "123456789012", "time": "2026-07-01T00:00:00Z", "region": REGION,
+            "resources": [], "detail": {"command-id": command_id, "instance-id": instance_id, "status": status,
+                                        "document-name": "AWS-RunShellScript"}}
+
+
+class RecordingCallbacks(TaskCallbacks):
+    def __init__(self, closed: bool = False):
+        self.sent: list[tuple[str, str, str]] = []
+        self.closed = closed
+
+    def fail(self, task_token, error, cause):
+        self.sent.append((task_token, error, cause))
+        return not self.closed
+
+
+def test_on_command_status_sends_failure_with_the_token_from_the_command(aws):
+    cid = _send(aws, "tok-123")
+    callbacks = RecordingCallbacks()
+    detail = on_command_status.CommandInvocationStatus(command_id=cid, instance_id=aws.ids["trn1"], status="Failed")
+    out = on_command_status.fail_waiting_task(detail, Commands(aws.ssm), callbacks)
+    assert out["action"] == "failure_sent" and out["lane"] == "smoke"
+    token, error, cause = callbacks.sent[0]
+    assert token == "tok-123" and error == "Command.Failed"
+    cause = json.loads(cause)
+    assert cause["output_uri"] == f"s3://{BUCKET}/results/logs/run-1/smoke/ssm-trn1/{cid}/"
+    assert cause["instance_id"] == aws.ids["trn1"]
+
+
+def test_on_command_status_ignores_success_and_foreign_commands(aws):
+    callbacks = RecordingCallbacks()
+    ours, foreign = _send(aws, "tok-1"), _send(aws, None, comment="someone else")
+    cmds = Commands(aws.ssm)
+    ok = on_command_status.CommandInvocationStatus(command_id=ours, instance_id=aws.ids["trn1"], status="Success")
+    other = on_command_status.CommandInvocationStatus(command_id=foreign, instance_id=aws.ids["trn1"],
+                                                      status="Failed")
+    assert on_command_status.fail_waiting_task(ok, cmds, callbacks)["action"] == "ignored"
+    assert on_command_status.fail_waiting_task(other, cmds, callbacks)["reason"].startswith("not a pipeline")
+    assert callbacks.sent == []
+
+
+def test_on_command_status_handler_sends_the_failure(aws):
+    cid = _send(aws, "tok-9")
+    out = on_command_status.handler(status_event(cid, aws.ids["trn1"], "TimedOut"), CONTEXT)
+    assert out == {"command_id": cid, "status": "TimedOut", "lane": "smoke", "action": "failure_sent"}
+
+
+def test_a_task_already_closed_by_the_agent_is_not_an_error(aws):
+    """The lane failed, the agent called back, then the command exited 1: no second failure."""
+    from botocore.stub import Stubber
+
+    client = boto3.client("stepfunctions")
+    cid = _send(aws, "tok-closed")
+    detail = on_command_status.CommandInvocationStatus(command_id=cid, instance_id=aws.ids["trn1"], status="Failed")
+    with Stubber(client) as stub:
+        stub.add_client_error("send_task_failure", service_error_code="TaskTimedOut")
+        out = on_command_status.fail_waiting_task(detail, Commands(aws.ssm), TaskCallbacks(client))
+    assert out["action"] == "already_closed"
+
+
+# ---- finalize_run -------------------------------------------------------------------------
+def test_finalize_writes_report_files_under_reports_run_id(aws, tmp_path):
+    calls = []
+
+    def builder(results_uri, run_ids, out_dir):
+        calls.append((results_uri, list(run_ids)))
+        files = {"REPORT.md": "# r\n", "comparison.json": "{}", "ttft.png": "png"}
+        for name, text in files.items():
+            (Path(out_dir) / name).write_text(text)
+        return [Path(out_dir) / n for n in files]
+
+    request = finalize_run.FinalizeRequest(run_id="run-1", results_uri=f"s3://{BUCKET}/results", status="succeeded")
+    out = finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), builder)
+    assert calls == [(f"s3://{BUCKET}/results", ["run-1"])]
+    assert out["report_uri"] == f"s3://{BUCKET}/reports/run-1/REPORT.md"
+    keys = sorted(o["Key"] for o in aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/run-1/")["Contents"])
+    assert keys == ["reports/run-1/REPORT.md", "reports/run-1/comparison.json", "reports/run-1/ttft.png"]
+
+
+def test_finalize_fails_loudly_when_the_builder_fails_or_omits_a_file(aws):
+    request = finalize_run.FinalizeRequest(run_id="run-1", results_uri=f"s3://{BUCKET}/results", status="failed",
+                                           failure={"Error": "Lane.RuntimeError", "Cause": "x"})
+
+    def broken(results_uri, run_ids, out_dir):
+        raise RuntimeError("no rows")
+
+    def partial(results_uri, run_ids, out_dir):
+        p = Path(out_dir) / "REPORT.md"
+        p.write_text("x")
+        return [p]
+
+    with pytest.raises(finalize_run.ReportBuildError, match="RuntimeError: no rows"):
+        finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), broken)
+    with pytest.raises(finalize_run.ReportBuildError, match="comparison.json"):
+        finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), partial)
+
+
+def test_finalize_handler_uses_the_injected_builder(aws, monkeypatch):
+    def builder(results_uri, run_ids, out_dir):
+        for n in ("REPORT.md", "comparison.json"):
+            (Path(out_dir) / n).write_text(n)
+        return [Path(out_dir) / n for n in ("REPORT.md", "comparison.json")]
+
+    monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
+    out = finalize_run.handler({"run_id": "run-2", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"},
+                               CONTEXT)
+    assert out["files"] == [f"s3://{BUCKET}/reports/run-2/REPORT.md", f"s3://{BUCKET}/reports/run-2/comparison.json"]
+
+
+# ---- idle_reaper --------------------------------------------------------------------------
+def test_idle_reaper_stops_only_unowned_project_instances(aws):
+    fleet, executions = InstanceFleet("neuron-pipelines", aws.ec2), Executions(aws.sfn)
+    # a running execution owns the trn1 box (it never runs: execute_state_machine is off here)
+    aws.sfn.start_execution(stateMachineArn=aws.sm, name="busy", input=json.dumps(
+        {"run_id": "busy", "phases": [{"box_role": "trn1", "instance_id": aws.ids["trn1"], "lanes": []}]}))
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    out = idle_reaper.reap(fleet, executions, aws.sm, later, grace_s=900)
+    assert out == {"stopped": [aws.ids["inf2"]], "owned": [aws.ids["trn1"]]}
+    states = {i.instance_id: i.state for i in fleet.instances()}
+    assert states[aws.ids["inf2"]] == "stopped" and states[aws.ids["trn1"]] == "running"
+    stray = aws.ec2.describe_instances(InstanceIds=[aws.stray])["Reservations"][0]["Instances"][0]
+    assert stray["State"]["Name"] == "running"  # not tagged for the project: never touched
+
+
+def test_idle_reaper_spares_instances_inside_the_grace_period():
+    now = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
+    fresh = ProjectInstance("i-fresh", "trn1", "running", now - timedelta(minutes=5))
+    old = ProjectInstance("i-old", "inf2", "running", now - timedelta(hours=2))
+    stopped = ProjectInstance("i-stopped", "inf2", "stopped", now - timedelta(hours=2))
+    assert [i.instance_id for i in idle_reaper.select_idle([fresh, old, stopped], set(), now, 900)] == ["i-old"]
+
+
+def test_idle_reaper_handler(aws):
+    out = idle_reaper.handler({"source": "aws.events"}, CONTEXT)
+    assert out == {"stopped": [], "owned": []}  # just launched: inside the default 15-min grace period

@@ -1,0 +1,348 @@
+"""The checked-in ASL, executed for real by moto's Step Functions interpreter.
+
+A fake agent plays the box: it finds each SSM command the machine sends, recovers
+the task token from the command exactly as ``on_command_status`` does, and answers
+with success / failure (or not at all, for the heartbeat test). The finalize Lambda
+runs the real ``finalize`` logic in-process (moto's Docker-less Lambda backend is
+patched to call it) against moto S3.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Callable
+
+import boto3
+from botocore.exceptions import ClientError
+import pytest
+from moto import mock_aws
+
+from analytics.store import S3Store
+from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
+from control_plane.commands.run_aws import follow
+from control_plane.commands.status import progress_from_history
+from control_plane.handlers.finalize_run import FinalizeRequest, finalize
+from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
+from control_plane.launch import committed_in_store, launch
+from control_plane.models import RunRequest, parse_lane_from_comment
+from control_plane.settings import TAG_PROJECT, TAG_ROLE, ControlPlaneSettings
+from statemachine.build import ASL_PATH, substitute
+
+REGION = "us-west-2"
+BUCKET = "np-results"
+RESULTS = f"s3://{BUCKET}/results"
+SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "/neuronpipe/commands",
+        "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:finalize-run",
+        "EventBusName": "default", "EventSource": "neuronpipe"}
+DEADLINE_S = 60
+
+Decide = Callable[[str, str], Any]  # (what, token) -> "success" | ("fail", error) | None (stay silent)
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": REGION, "MOTO_EC2_LOAD_DEFAULT_AMIS": "false", "AWS_SESSION_TOKEN": "testing"}.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}):
+        yield
+
+
+@pytest.fixture
+def env(aws, monkeypatch):
+    """Bucket, two tagged instances, the state machine from the checked-in ASL, finalize patched in."""
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    ec2 = boto3.client("ec2")
+    ami = "ami-0123456789abcdef0"  # moto's default AMI catalogue is not loaded (slow)
+    ids = {}
+    for role in ("trn1", "inf2"):
+        inst = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, TagSpecifications=[{
+            "ResourceType": "instance", "Tags": [{"Key": TAG_PROJECT, "Value": "neuron-pipelines"},
+                                                 {"Key": TAG_ROLE, "Value": role}]}])["Instances"][0]
+        ids[role] = inst["InstanceId"]
+    ec2.stop_instances(InstanceIds=list(ids.values()))
+    role_arn = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    sfn = boto3.client("stepfunctions")
+    sm_arn = sfn.create_state_machine(name="neuron-pipelines", roleArn=role_arn,
+                                      definition=substitute(ASL_PATH.read_text(), SUBS))["stateMachineArn"]
+
+    reports: list[dict] = []
+
+    def fake_builder(results_uri, run_ids, out_dir):
+        from pathlib import Path
+        paths = [Path(out_dir) / "REPORT.md", Path(out_dir) / "comparison.json"]
+        paths[0].write_text(f"# report {run_ids[0]}\n")
+        paths[1].write_text(json.dumps({"run_ids": list(run_ids)}))
+        return paths
+
+    def invoke(self, function_name, qualifier, body, headers, response_headers):
+        request = FinalizeRequest.model_validate_json(body)
+        result = finalize(request, ReportBucket(BUCKET, "reports", client=boto3.client("s3")), fake_builder)
+        reports.append(result)
+        return json.dumps(result).encode()
+
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+    monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
+    settings = ControlPlaneSettings(results_uri=RESULTS, state_machine_arn=sm_arn)
+    return {"sm_arn": sm_arn, "ids": ids, "settings": settings, "reports": reports, "ec2": ec2, "sfn": sfn,
+            "ssm": boto3.client("ssm"), "s3": s3}
+
+
+def fake_agent(env: dict, decide: Decide, stop: threading.Event) -> threading.Thread:
+    """Answer each new command like the on-box agent (token from the command's first line)."""
+    ssm, sfn = env["ssm"], env["sfn"]
+    answered: set[str] = set()
+    errors: list[Exception] = []
+    actions: dict[str, Any] = {}
+    nudges: dict[str, float] = {}
+
+    def loop():
+        while not stop.is_set():
+            for cmd in ssm.list_commands()["Commands"]:
+                if cmd["CommandId"] in answered:
+                    continue
+                token = token_from_commands(cmd["Parameters"]["commands"])
+                what = parse_lane_from_comment(cmd["Comment"]) or ""
+                if cmd["CommandId"] not in actions:
+                    actions[cmd["CommandId"]] = decide(what, token)
+                action = actions[cmd["CommandId"]]
+                try:
+                    if action == "success":
+                        sfn.send_task_success(taskToken=token, output=json.dumps({"lane": what, "status": "succeeded"}))
+                    elif isinstance(action, tuple) and action[0] == "fail":
+                        sfn.send_task_failure(taskToken=token, error=action[1], cause=f"{what} broke")
+                except ClientError as exc:  # the task is not waiting yet: answer on the next pass
+                    errors.append(exc)
+                    continue
+                answered.add(cmd["CommandId"])
+                if action is not None:
+                    nudges[token] = time.monotonic() + 5.0
+            # moto's heartbeat wait clears its event before waiting, so an answer that lands before the
+            # wait starts is only seen on the next wake-up: heartbeat briefly after answering (the real
+            # agent heartbeats too). A closed task's heartbeat error is expected and ignored.
+            for token, until in list(nudges.items()):
+                if time.monotonic() > until:
+                    del nudges[token]
+                    continue
+                try:
+                    sfn.send_task_heartbeat(taskToken=token)
+                except ClientError:
+                    # before moto sets up the task's heartbeat endpoint a heartbeat is refused too
+                    # (InvalidToken); after the task closed it is refused for good: keep nudging until
+                    # the window ends either way
+                    pass
+            stop.wait(0.05)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    return t
+
+
+def start(env: dict, request: RunRequest, run_id: str, mutate: Callable[[dict], None] | None = None) -> str:
+    settings = env["settings"]
+    executions = Executions(env["sfn"])
+    if mutate is None:
+        return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, env["ec2"]),
+                      executions=executions, committed=committed_in_store(RESULTS, env["s3"])).execution_arn
+    from control_plane.launch import build_plan
+    plan = build_plan(request, run_id, settings, InstanceFleet(settings.project, env["ec2"]),
+                      committed_in_store(RESULTS, env["s3"]))
+    data = plan.execution_input()
+    mutate(data)
+    return executions.start(env["sm_arn"], run_id, data)
+
+
+def run_to_end(env: dict, arn: str, decide: Decide) -> tuple[str, list[dict]]:
+    stop = threading.Event()
+    agent = fake_agent(env, decide, stop)
+    try:
+        progress = follow(Executions(env["sfn"]), arn, 0.1, lambda p: None,
+                          sleep=_bounded_sleep(time.monotonic() + DEADLINE_S))
+    except TimeoutError:
+        tail = [(e["type"], json.dumps({k: v for k, v in e.items() if k.endswith("Details")}, default=str)[:300])
+                for e in Executions(env["sfn"]).history(arn)[-6:]]
+        cmds = [(c["Comment"], c["Status"]) for c in env["ssm"].list_commands()["Commands"]]
+        raise AssertionError(f"execution did not end; last events {tail}; commands {cmds}") from None
+    finally:
+        stop.set()
+        agent.join(timeout=5)
+    return progress.status, Executions(env["sfn"]).history(arn)
+
+
+def _bounded_sleep(deadline: float):
+    def sleep(s: float) -> None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("execution did not end")
+        time.sleep(s)
+    return sleep
+
+
+def states(history: list[dict]) -> list[str]:
+    return [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
+
+
+def instance_states(env: dict) -> dict[str, str]:
+    res = env["ec2"].describe_instances(InstanceIds=list(env["ids"].values()))["Reservations"]
+    return {i["InstanceId"]: i["State"]["Name"] for r in res for i in r["Instances"]}
+
+
+def transitions_per_lane(history: list[dict]) -> list[int]:
+    """State transitions (states entered) inside each iteration of the Lanes map."""
+    counts, current = [], None
+    for e in history:
+        t = e["type"]
+        if t == "MapIterationStarted" and e["mapIterationStartedEventDetails"]["name"] == "Lanes":
+            current = 0
+        elif t in ("MapIterationSucceeded", "MapIterationFailed") and current is not None and \
+                (e.get("mapIterationSucceededEventDetails") or e.get("mapIterationFailedEventDetails"))["name"] == "Lanes":
+            counts.append(current)
+            current = None
+        elif t.endswith("StateEntered") and current is not None:
+            current += 1
+    return counts
+
+
+def test_full_plan_runs_end_to_end_with_callbacks(env):
+    arn = start(env, RunRequest(preset="smoke"), "run-ok")
+    status, history = run_to_end(env, arn, lambda what, token: "success")
+    assert status == "SUCCEEDED"
+    names = states(history)
+    assert names.count("RunLane") == 6  # smoke: 3 lanes on each of the two boxes
+    assert names.count("StartInstance") == names.count("StopInstance") == 2
+    assert "Wait" not in {e["type"].replace("StateEntered", "") for e in history}
+    assert set(instance_states(env).values()) == {"stopped"}
+    # The report went to S3 under reports/<run_id>/ and travelled in the RunSucceeded event.
+    assert env["reports"] and env["reports"][0]["report_uri"] == f"s3://{BUCKET}/reports/run-ok/REPORT.md"
+    body = env["s3"].get_object(Bucket=BUCKET, Key="reports/run-ok/REPORT.md")["Body"].read()
+    assert b"run-ok" in body
+    emitted = [json.loads(e["taskScheduledEventDetails"]["parameters"]) for e in history
+               if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"]
+    assert [x["Entries"][0]["DetailType"] for x in emitted] == ["RunSucceeded"]
+    progress = progress_from_history(history)
+    assert [(lp.box_role, lp.lane, lp.status) for lp in progress.lanes] == [
+        (r, lane, "succeeded") for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
+
+
+def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
+    arn = start(env, RunRequest(lanes=["provenance", "host_cpu", "smoke", "sft"]), "run-count")
+    status, history = run_to_end(env, arn, lambda what, token: "success")
+    assert status == "SUCCEEDED"
+    per_lane = transitions_per_lane(history)
+    assert len(per_lane) == 4 and max(per_lane) <= 6
+    assert not [e for e in history if e["type"] == "WaitStateEntered"]
+    total = len(states(history))
+    # whole run: per-lane states + 4 per phase (start, sync, lanes map, stop) + map + finalize + event
+    assert total == sum(per_lane) + 4 * 1 + 3
+
+
+def test_lane_failure_fails_the_run_and_stops_the_instance(env):
+    def decide(what, token):
+        return ("fail", "Lane.RuntimeError") if what == "host_cpu" else "success"
+
+    arn = start(env, RunRequest(preset="smoke"), "run-fail")
+    status, history = run_to_end(env, arn, decide)
+    assert status == "FAILED"
+    names = states(history)
+    assert "StopInstanceAfterFailure" in names and "RunFailed" in names
+    assert names.count("RunLane") == 2  # provenance, then host_cpu failed; smoke never ran
+    assert "StartInstance" in names and names.count("StartInstance") == 1  # inf2 phase never started
+    assert set(instance_states(env).values()) == {"stopped"}
+    failed = [e for e in history if e["type"] == "ExecutionFailed"][0]["executionFailedEventDetails"]
+    assert failed["error"] == "Lane.RuntimeError"
+    progress = progress_from_history(history)
+    assert {lp.lane: lp.status for lp in progress.lanes if lp.box_role == "trn1"} == {
+        "provenance": "succeeded", "host_cpu": "failed", "smoke": "not run"}
+    assert env["reports"][0]["status"] == "failed"
+
+
+def test_heartbeat_timeout_fails_the_run_and_stops_the_instance(env):
+    def short_heartbeat(data):
+        for phase in data["phases"]:
+            for lane in phase["lanes"]:
+                lane["heartbeat_s"] = 1
+
+    def decide(what, token):
+        return None if what == "host_cpu" else "success"  # the box went silent
+
+    arn = start(env, RunRequest(preset="smoke"), "run-hb", mutate=short_heartbeat)
+    status, history = run_to_end(env, arn, decide)
+    assert status == "FAILED"
+    assert any(e["type"] == "TaskTimedOut" for e in history)
+    failed = [e for e in history if e["type"] == "ExecutionFailed"][0]["executionFailedEventDetails"]
+    assert failed["error"] == "Lane.TimedOut" and "host_cpu" in failed["cause"]
+    assert "StopInstanceAfterFailure" in states(history)
+    assert set(instance_states(env).values()) == {"stopped"}
+
+
+def test_command_failure_event_fails_the_waiting_lane(env):
+    """The box's command died before the agent could call back: on_command_status fails the task."""
+    ssm = env["ssm"]
+
+    def decide(what, token):
+        if what != "smoke":
+            return "success"
+        cmd = [c for c in ssm.list_commands()["Commands"] if parse_lane_from_comment(c["Comment"]) == "smoke"][-1]
+        outcome = fail_waiting_task(
+            CommandInvocationStatus(command_id=cmd["CommandId"], instance_id=cmd["InstanceIds"][0], status="TimedOut"),
+            Commands(ssm), TaskCallbacks(env["sfn"]))
+        assert outcome["action"] == "failure_sent" and outcome["lane"] == "smoke"
+        return None
+
+    arn = start(env, RunRequest(preset="smoke"), "run-cmd")
+    status, history = run_to_end(env, arn, decide)
+    assert status == "FAILED"
+    failed = [e for e in history if e["type"] == "ExecutionFailed"][0]["executionFailedEventDetails"]
+    assert failed["error"] == "Command.TimedOut"
+    assert set(instance_states(env).values()) == {"stopped"}
+
+
+def test_rerun_skips_lanes_already_committed(env):
+    store = S3Store(RESULTS, client=env["s3"])
+    # lanes that run on both boxes commit per box (agents.registry.result_lane)
+    for lane in ("provenance", "host_cpu"):
+        for box in ("trn1", "inf2"):
+            store.begin_attempt("run-again", f"{lane}@{box}").commit("succeeded")
+    for box in ("trn1", "inf2"):
+        store.begin_attempt("run-again", f"smoke@{box}").commit("failed")  # a failed lane runs again
+    arn = start(env, RunRequest(preset="smoke"), "run-again")
+    sent: list[str] = []
+
+    def decide(what, token):
+        sent.append(what)
+        return "success"
+
+    status, history = run_to_end(env, arn, decide)
+    assert status == "SUCCEEDED"
+    assert states(history).count("RunLane") == 2
+    assert sorted(w for w in sent if w != "sync-harness") == ["smoke", "smoke"]
+    plan = json.loads(history[0]["executionStartedEventDetails"]["input"])
+    assert [[lane["lane"] for lane in p["lanes"]] for p in plan["phases"]] == [["smoke"], ["smoke"]]
+
+
+def test_cli_run_aws_starts_and_follows_until_done(env, monkeypatch, tmp_path, capsys):
+    import argparse
+
+    from control_plane.commands.run_aws import run_aws
+    from control_plane.settings import get_settings
+
+    monkeypatch.setenv("NEURONPIPE_STATE_MACHINE_ARN", env["sm_arn"])
+    monkeypatch.setenv("NEURONPIPE_RESULTS_URI", RESULTS)
+    monkeypatch.setenv("NEURONPIPE_POLL_S", "0.1")
+    get_settings.cache_clear()
+    req = tmp_path / "run.json"
+    req.write_text(json.dumps({"lanes": ["provenance", "sft"]}))
+    stop = threading.Event()
+    agent = fake_agent(env, lambda what, token: "success", stop)
+    try:
+        args = argparse.Namespace(input=str(req), results="results", run_id="cli-1", force=False, profile="tiny",
+                                  no_live=True)
+        assert run_aws(args) == 0
+    finally:
+        stop.set()
+        agent.join(timeout=5)
+        get_settings.cache_clear()
+    captured = capsys.readouterr()
+    assert captured.out.strip().endswith("cli-1")
+    assert "trn1:sft=succeeded" in captured.err

@@ -1,0 +1,56 @@
+"""One synthesized app for the whole tests/infra session (each jsii synth spawns node: ~20 s)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+@dataclass
+class Synthesized:
+    outdir: Path
+    settings: Any
+    templates: dict[str, dict[str, Any]]
+    report: dict[str, Any] | None
+    error: Exception | None
+    messages: dict[str, list[str]]
+
+    def template(self, stack: str):
+        from aws_cdk.assertions import Template
+
+        return Template.from_json(self.templates[stack])
+
+    def resources(self, stack: str, type_: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.templates[stack]["Resources"].items() if v["Type"] == type_}
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    from infra.app import SynthFailedError, build_app, synth
+    from infra.config import STACK_NAMES
+
+    os.environ.pop("CDK_CONTEXT_JSON", None)  # read cdk.json, exactly as `make synth` does
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    # A stand-in layer folder: the real one (`python -m infra.bundling deps`) is ~170 MiB and needs PyPI.
+    deps = tmp_path_factory.mktemp("lambda-deps")
+    (deps / "python").mkdir()
+    (deps / "python" / "README.txt").write_text("stand-in for the Lambda dependency layer\n")
+    built = build_app(outdir=str(outdir), harness_sha="0" * 40,
+                      context={"neuronpipe": {"lambda_deps_dir": str(deps)}})
+    error: Exception | None = None
+    messages: dict[str, list[str]] = {}
+    try:
+        assembly = synth(built)
+        messages = {s.stack_name: [str(m.entry.data) for m in s.messages] for s in assembly.stacks}
+    except SynthFailedError as exc:
+        error = exc
+    templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in STACK_NAMES}
+    report_path = outdir / "policy-validation-report.json"
+    report = json.loads(report_path.read_text()) if report_path.is_file() else None
+    return Synthesized(outdir, built.settings, templates, report, error, messages)

@@ -1,0 +1,111 @@
+"""The ControlPlane stack: state machine from the checked-in ASL, the four Lambdas, the rules."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from aws_cdk.assertions import Match
+
+from infra.config import ADAPTERS_PREFIX, STACK_CONTROL_PLANE
+from infra.stacks.control import HANDLERS, SSM_FAILED_STATUSES, SSM_STATUS_DETAIL_TYPE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rules(synthesized):
+    return synthesized.resources(STACK_CONTROL_PLANE, "AWS::Events::Rule")
+
+
+def _target_logical_id(rule) -> str:
+    (target,) = rule["Properties"]["Targets"]
+    return target["Arn"]["Fn::GetAtt"][0]
+
+
+def _function_ids(synthesized) -> dict[str, str]:
+    fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
+    return {f["Properties"]["Handler"].split(".")[-2]: k for k, f in fns.items()}
+
+
+def test_four_lambdas_by_handler_path(synthesized):
+    fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
+    handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
+    assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
+    for f in fns.values():
+        p = f["Properties"]
+        assert p["Runtime"].startswith("python3.")
+        assert p["TracingConfig"] == {"Mode": "Active"}
+        assert len(p["Layers"]) == 1  # the third-party layer
+        env = p["Environment"]["Variables"]
+        assert env["NEURONPIPE_RESULTS_URI"]
+        assert {"NEURONPIPE_TRN1_INSTANCE_ID", "NEURONPIPE_INF2_INSTANCE_ID", "NEURONPIPE_STATE_MACHINE_ARN"} <= set(env)
+
+
+def test_lambda_code_asset_holds_the_handlers(synthesized):
+    assets = json.loads((synthesized.outdir / f"{STACK_CONTROL_PLANE}.assets.json").read_text())["files"]
+    dirs = [synthesized.outdir / a["source"]["path"] for a in assets.values() if a["source"].get("packaging") ==
+            "zip"]
+    code = [d for d in dirs if (d / "control_plane").is_dir()]
+    assert any((d / "python").is_dir() for d in dirs)  # the layer keeps python/ at its root
+    assert code, "no asset folder carries the first-party packages"
+    for pkg in ("control_plane", "statemachine", "analytics", "agents"):
+        assert (code[0] / pkg / "__init__.py").is_file()
+    assert not list(code[0].rglob("__pycache__"))
+    for name in HANDLERS:
+        if (ROOT / "control_plane" / "handlers" / f"{name}.py").is_file():
+            assert (code[0] / "control_plane" / "handlers" / f"{name}.py").is_file()
+
+
+def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized):
+    from statemachine.build import ASL_PATH, SUBSTITUTIONS, placeholders
+
+    (machine,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::StepFunctions::StateMachine").values()
+    p = machine["Properties"]
+    assert json.loads(p["DefinitionString"]) == json.loads(ASL_PATH.read_text())
+    assert set(p["DefinitionSubstitutions"]) == set(SUBSTITUTIONS) == placeholders(ASL_PATH.read_text())
+    assert p["DefinitionSubstitutions"]["FinalizeRunFunctionArn"] == {
+        "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]}
+    assert p["StateMachineName"] == synthesized.settings.state_machine_name
+    assert p["LoggingConfiguration"]["Level"] == "ALL"
+    assert p["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_failed_ssm_commands_route_to_on_command_status(synthesized):
+    ids = _function_ids(synthesized)
+    rule = next(r for r in _rules(synthesized).values()
+                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.ssm"])
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["detail-type"] == [SSM_STATUS_DETAIL_TYPE]
+    assert sorted(pattern["detail"]["status"]) == sorted(SSM_FAILED_STATUSES) == ["Cancelled", "Failed", "TimedOut"]
+    assert len(pattern["detail"]["instance-id"]) == 2  # only our boxes
+    assert _target_logical_id(rule) == ids["on_command_status"]
+
+
+def test_nightly_smoke_schedule_is_disabled_by_default(synthesized):
+    ids = _function_ids(synthesized)
+    rule = next(r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("cron"))
+    assert rule["Properties"]["State"] == "DISABLED"
+    assert _target_logical_id(rule) == ids["plan_run"]
+    (target,) = rule["Properties"]["Targets"]
+    assert json.loads(target["Input"])["preset"] == "smoke"
+
+
+def test_adapter_upload_starts_a_finetune_serve_run(synthesized):
+    ids = _function_ids(synthesized)
+    synthesized.template(STACK_CONTROL_PLANE).has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {"source": ["aws.s3"], "detail-type": ["Object Created"],
+                         "detail": {"bucket": {"name": Match.any_value()},
+                                    "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}]}}}})
+    rule = next(r for r in _rules(synthesized).values()
+                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"])
+    assert _target_logical_id(rule) == ids["plan_run"]
+    (target,) = rule["Properties"]["Targets"]
+    template = json.dumps(target["InputTransformer"]["InputTemplate"])
+    assert "finetune_serve" in template and "<detail-object-key>" in template
+
+
+def test_idle_reaper_runs_on_a_schedule(synthesized):
+    ids = _function_ids(synthesized)
+    rule = next(r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("rate"))
+    assert rule["Properties"]["ScheduleExpression"] == f"rate({synthesized.settings.idle_reaper_rate_minutes} minutes)"
+    assert rule["Properties"]["State"] == "ENABLED"
+    assert _target_logical_id(rule) == ids["idle_reaper"]

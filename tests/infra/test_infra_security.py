@@ -1,0 +1,210 @@
+"""One test per security/cost property of the synthesized templates (no AWS, no network)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from infra.config import (INFERENTIA_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA,
+                          STACK_NAMES, STACK_TRAINIUM, TRAINIUM_AMIS)
+
+BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
+
+
+def _statements(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    return resource["Properties"]["PolicyDocument"]["Statement"]
+
+
+def _as_list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else [x]
+
+
+def _flat(value: Any) -> str:
+    """A CloudFormation value as text (Fn::Join parts concatenated, other intrinsics as JSON)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(_flat(p) for p in parts)
+    return json.dumps(value, sort_keys=True)
+
+
+def _user_data(synthesized, stack: str) -> str:
+    (instance,) = synthesized.resources(stack, "AWS::EC2::Instance").values()
+    return _flat(instance["Properties"]["UserData"]["Fn::Base64"])
+
+
+def test_no_inbound_rule_anywhere(synthesized):
+    for stack in STACK_NAMES:
+        t = synthesized.template(stack)
+        t.resource_count_is("AWS::EC2::SecurityGroupIngress", 0)
+        for sg in synthesized.resources(stack, "AWS::EC2::SecurityGroup").values():
+            assert "SecurityGroupIngress" not in sg["Properties"], stack
+    # the VPC's default security group is stripped of its self-referencing rule too
+    synthesized.template(STACK_BASE).resource_count_is("Custom::VpcRestrictDefaultSG", 1)
+
+
+def test_boxes_sit_in_private_subnets_without_public_address(synthesized):
+    for stack in BOX_STACKS:
+        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
+            "NetworkInterfaces": [Match.object_like({"AssociatePublicIpAddress": False})]})
+    subnets = synthesized.resources(STACK_BASE, "AWS::EC2::Subnet").values()
+    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
+
+
+def test_imdsv2_required(synthesized):
+    for stack in BOX_STACKS:
+        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1}})
+
+
+def test_every_ebs_volume_is_encrypted_gp3(synthesized):
+    for stack in BOX_STACKS:
+        (instance,) = synthesized.resources(stack, "AWS::EC2::Instance").values()
+        for bdm in instance["Properties"]["BlockDeviceMappings"]:
+            assert bdm["Ebs"]["Encrypted"] is True and bdm["Ebs"]["VolumeType"] == "gp3"
+        volumes = synthesized.resources(stack, "AWS::EC2::Volume").values()
+        assert volumes
+        assert all(v["Properties"]["Encrypted"] is True and v["Properties"]["VolumeType"] == "gp3" for v in volumes)
+
+
+def test_instances_are_stopped_never_terminated(synthesized):
+    for stack in BOX_STACKS:
+        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
+            "DisableApiTermination": True, "InstanceInitiatedShutdownBehavior": "stop"})
+        ud = _user_data(synthesized, stack)
+        assert "shutdown -h" in ud  # the first boot ends stopped
+
+
+def test_buckets_encrypted_private_tls_only(synthesized):
+    buckets = synthesized.resources(STACK_BASE, "AWS::S3::Bucket")
+    assert len(buckets) == 2
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    policies = synthesized.resources(STACK_BASE, "AWS::S3::BucketPolicy").values()
+    assert len(policies) == 2
+    for policy in policies:
+        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+                   for s in _statements(policy))
+
+
+def test_results_bucket_versioned_with_noncurrent_lifecycle_and_events(synthesized):
+    n = synthesized.settings.noncurrent_version_days
+    synthesized.template(STACK_BASE).has_resource_properties("AWS::S3::Bucket", {
+        "VersioningConfiguration": {"Status": "Enabled"},
+        "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({
+            "NoncurrentVersionExpiration": {"NoncurrentDays": n}, "Status": "Enabled"})])},
+        "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
+        "LoggingConfiguration": Match.any_value(),
+    })
+
+
+def test_budget_alarm_uses_the_setting(synthesized):
+    synthesized.template(STACK_BASE).has_resource_properties("AWS::Budgets::Budget", {
+        "Budget": Match.object_like({"BudgetLimit": {"Amount": synthesized.settings.monthly_budget_usd, "Unit": "USD"},
+                                     "TimeUnit": "MONTHLY", "BudgetType": "COST"}),
+        "NotificationsWithSubscribers": Match.array_with([Match.object_like({
+            "Subscribers": Match.array_with([Match.object_like({"SubscriptionType": "SNS"})])})]),
+    })
+
+
+def test_ssm_path_is_a_setting_nat_by_default(synthesized):
+    assert synthesized.settings.ssm_connectivity == "nat"
+    t = synthesized.template(STACK_BASE)
+    t.resource_count_is("AWS::EC2::NatGateway", 1)
+    t.has_resource_properties("AWS::EC2::VPCEndpoint", {"VpcEndpointType": "Gateway"})  # S3, free
+
+
+def test_box_roles_are_least_privilege(synthesized):
+    sm = f":stateMachine:{synthesized.settings.state_machine_name}"
+    for stack, role in ((STACK_TRAINIUM, "trn1"), (STACK_INFERENTIA, "inf2")):
+        (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
+        for st in _statements(policy):
+            resources = [_flat(r) for r in _as_list(st["Resource"])]
+            assert "*" not in resources, st
+            actions = _as_list(st["Action"])
+            if any(a.startswith("states:") for a in actions):
+                assert sorted(actions) == ["states:SendTaskFailure", "states:SendTaskHeartbeat",
+                                           "states:SendTaskSuccess"]
+                assert all(r.endswith(sm) for r in resources)
+            if "s3:PutObject" in actions:
+                assert all(r.endswith("/results/*") for r in resources), resources
+            if st.get("Sid") == "AdaptersRead":
+                assert role == "inf2"
+        (iam_role,) = synthesized.resources(stack, "AWS::IAM::Role").values()
+        managed = [_flat(m) for m in iam_role["Properties"]["ManagedPolicyArns"]]
+        assert len(managed) == 1 and managed[0].endswith(":iam::aws:policy/AmazonSSMManagedInstanceCore")
+
+
+def test_state_machine_touches_only_project_tagged_instances(synthesized):
+    project = synthesized.settings.project
+    policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
+    sm_policy = next(p for k, p in policies.items() if k.startswith("StateMachinePolicy"))
+    by_sid = {s["Sid"]: s for s in _statements(sm_policy)}
+    start_stop = by_sid["StartStopProjectInstances"]
+    assert sorted(_as_list(start_stop["Action"])) == ["ec2:StartInstances", "ec2:StopInstances"]
+    assert start_stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": project}}
+    send = by_sid["SendCommandToProjectInstances"]
+    assert send["Condition"] == {"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}": project}}
+    assert _flat(by_sid["RunShellScriptDocument"]["Resource"]).endswith(":document/AWS-RunShellScript")
+    # nothing else in the state machine's policy can act on EC2 or SSM
+    for sid, st in by_sid.items():
+        if sid not in ("StartStopProjectInstances", "SendCommandToProjectInstances", "RunShellScriptDocument"):
+            assert not any(a.startswith(("ec2:", "ssm:")) for a in _as_list(st["Action"])), sid
+    reaper = next(p for k, p in policies.items() if k.startswith("IdleReaperRole"))
+    stop = next(s for s in _statements(reaper) if "ec2:StopInstances" in _as_list(s["Action"]))
+    assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": project}}
+
+
+def test_everything_taggable_carries_the_project_tag(synthesized):
+    for stack in BOX_STACKS:
+        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
+            "Tags": Match.array_with([{"Key": PROJECT_TAG_KEY, "Value": synthesized.settings.project}])})
+
+
+def test_amis_are_pinned_from_config(synthesized):
+    region = synthesized.settings.region
+    for stack, table in ((STACK_TRAINIUM, TRAINIUM_AMIS), (STACK_INFERENTIA, INFERENTIA_AMIS)):
+        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
+            "ImageId": table[region].ami_id})
+    assert INFERENTIA_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
+    # an unverified pin is said out loud at synth
+    assert any("not verified" in m for m in synthesized.messages.get(STACK_TRAINIUM, []))
+
+
+def test_disks_and_swap_per_box(synthesized):
+    s = synthesized.settings
+    trn_volumes = [v["Properties"]["Size"] for v in synthesized.resources(STACK_TRAINIUM, "AWS::EC2::Volume").values()]
+    assert trn_volumes == [s.trainium_compile_cache_gib]  # swap lives on the instance-store NVMe
+    inf_volumes = sorted(v["Properties"]["Size"] for v in synthesized.resources(STACK_INFERENTIA, "AWS::EC2::Volume").values())
+    assert inf_volumes == sorted([s.inferentia_compile_cache_gib, 48])
+    synthesized.template(STACK_INFERENTIA).resource_count_is("AWS::EC2::VolumeAttachment", 2)
+    synthesized.template(STACK_TRAINIUM).resource_count_is("AWS::EC2::VolumeAttachment", 1)
+    trn, inf = _user_data(synthesized, STACK_TRAINIUM), _user_data(synthesized, STACK_INFERENTIA)
+    assert "nvme-Amazon_EC2_NVMe_Instance_Storage_" in trn and f'"{s.trainium_nvme_swap_gib}" != "0"' in trn
+    assert 'if [ "0" != "0" ]' in inf  # no NVMe swap on inf2
+    assert "/var/lib/cloud/scripts/per-boot/" in trn  # re-created on every boot
+
+
+def test_user_data_installs_the_harness_in_its_own_venv(synthesized):
+    for stack, role in ((STACK_TRAINIUM, "trn1"), (STACK_INFERENTIA, "inf2")):
+        ud = _user_data(synthesized, stack)
+        assert f"NEURONPIPE_BOX_ROLE={role}" in ud
+        assert "NEURONPIPE_BACKEND=neuron" in ud
+        assert "/opt/neuronpipe/.venv" in ud and "box-requirements.txt" in ud and "--no-deps" in ud
+        assert "NEURONPIPE_DLAMI_VENV=" in ud
+        assert "@@" not in ud
+        assert len(ud.encode()) < 16 * 1024
+
+
+def test_synth_needed_no_lookup(synthesized):
+    manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
+    assert not manifest.get("missing"), manifest.get("missing")
+    vpc = next(iter(synthesized.resources(STACK_BASE, "AWS::EC2::VPC").values()))
+    assert vpc  # AZs come from cdk.json, not from a lookup:
+    azs = {sn["Properties"]["AvailabilityZone"] for sn in synthesized.resources(STACK_BASE, "AWS::EC2::Subnet").values()}
+    assert azs == set(synthesized.settings.availability_zones)
