@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=None, help="lane config overrides: a JSON object, or @file.json")
     r.add_argument("--backend", default=None, choices=("neuron", "cuda", "cpu"))
     r.add_argument("--heartbeat-s", type=float, default=60.0)
+    r.add_argument("--telemetry-interval-s", type=float,
+                   default=float(os.environ.get("NEURONPIPE_TELEMETRY_INTERVAL_S", "1.0")),
+                   help="seconds between telemetry samples (env NEURONPIPE_TELEMETRY_INTERVAL_S)")
     r.add_argument("--progress-file", default=None, type=Path)
     sub.add_parser("lanes", help="list lanes")
     return p
@@ -53,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         request = LaneRequest(lane=args.lane, run_id=args.run_id, force=args.force, task_token=args.task_token,
                               profile=args.profile, config=_parse_config(args.config), backend=args.backend,
-                              heartbeat_s=args.heartbeat_s, progress_path=args.progress_file)
+                              heartbeat_s=args.heartbeat_s, progress_path=args.progress_file,
+                              telemetry_interval_s=args.telemetry_interval_s)
         result = run_lane(request, open_store(args.results))
     except (UnknownLaneError, LaneConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -174,6 +175,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     except (KeyboardInterrupt, LaneInterrupted) as exc:
         log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
         logging.getLogger().removeHandler(handler)
+        _discard_workdir(workdir)
         return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
                           error_type=type(exc).__name__, error_message=str(exc))
     finally:
@@ -198,6 +200,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                                    "config_json": config_to_json(config), "telemetry_samples": len(telemetry_rows),
                                    "log_uri": log_uri}])
     writer.commit(status, supersedes=True)
+    _discard_workdir(workdir)  # everything worth keeping is in the store now
     result = LaneResult(request.run_id, lane_name, writer.attempt, status,
                         EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
     try:
@@ -208,6 +211,14 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
         log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
     return result
+
+
+def _discard_workdir(workdir: Path) -> None:
+    """Scratch space (checkpoints, merged weights) goes with the attempt; NEURONPIPE_KEEP_WORKDIR=1 keeps it."""
+    if os.environ.get("NEURONPIPE_KEEP_WORKDIR") == "1":
+        log.info("workdir kept: %s", workdir)
+        return
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _failure_writer(store: ResultStore, ctx: LaneContext):

@@ -75,14 +75,23 @@ def run_local_command(args: argparse.Namespace) -> int:
     if outcome.interrupted:
         console.print("interrupted: run the same command again to resume at the first uncommitted lane")
         return outcome.exit_code
+    print_summary(args.results, run_id, console)
     if args.report:
-        try:
-            from control_plane.commands.report import build_report_files  # type: ignore[import-not-found]
-        except ModuleNotFoundError:
-            console.print("report builder not available in this build")
-        else:
-            paths = build_report_files(args.results, [run_id], args.report)
-            for p in paths:
-                console.print(f"wrote {p}")
+        from control_plane.commands.report import build_report_files
+
+        paths = build_report_files(args.results, [run_id], args.report)
+        report_md = next((p for p in paths if p.name == "REPORT.md"), None)
+        plots = [p for p in paths if p.suffix == ".png"]
+        console.print(f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})")
     print(run_id)
     return outcome.exit_code
+
+
+def print_summary(results: str, run_id: str, console) -> None:
+    """The run's headline numbers from the views (the report has the rest)."""
+    from analytics.store import open_store
+    from analytics.views import connect
+    from control_plane.summary import render, summarize
+
+    con = connect(open_store(results), run_ids=[run_id])
+    render(summarize(con, run_id), console)

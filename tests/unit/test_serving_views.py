@@ -115,6 +115,16 @@ def test_sustained_windows_retention_and_drift():
     assert summary["throughput_slope_ci_high"] < 0  # a real decline
 
 
+def test_sustained_with_a_single_measured_window_has_no_retention_and_no_error():
+    rows = [req(w, ttft=0.1, chunks=[0.1], tokens=[5], out=5, output_len=5, sent=w * S) for w in range(2)]
+    sp = {"point_id": "p", "mode": "sustained", "window_s": 1.0, "warmup_windows": 1, "retention_k": 1,
+          "duration_limit_s": 2.0}
+    windows, summary = sustained_metrics(rows, sp)
+    assert summary["windows"] == 1
+    assert summary["retention_vs_first"] is None  # first and last K would overlap
+    assert summary["throughput_slope_ci_low"] is None  # no CI from one point
+
+
 def test_views_load_through_the_store(tmp_path):
     from analytics.store import open_store
     from analytics.views import connect

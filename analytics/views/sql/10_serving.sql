@@ -286,8 +286,8 @@ fit_se AS (
              THEN sqrt(greatest(syy_tp - throughput_slope_per_min * sxy_tp, 0) / (n_tp - 2) / sxx_tp) END AS se_tp,
         CASE WHEN n_tt > 2 AND sxx_tt > 0
              THEN sqrt(greatest(syy_tt - p99_ttft_slope_ms_per_min * sxy_tt, 0) / (n_tt - 2) / sxx_tt) END AS se_tt,
-        (SELECT t FROM t_crit WHERE df <= f.n_tp - 2 ORDER BY df DESC LIMIT 1) AS t_tp,
-        (SELECT t FROM t_crit WHERE df <= f.n_tt - 2 ORDER BY df DESC LIMIT 1) AS t_tt
+        (SELECT t FROM t_crit WHERE df <= CAST(f.n_tp AS BIGINT) - 2 ORDER BY df DESC LIMIT 1) AS t_tp,
+        (SELECT t FROM t_crit WHERE df <= CAST(f.n_tt AS BIGINT) - 2 ORDER BY df DESC LIMIT 1) AS t_tt
     FROM fit f
 )
 SELECT

@@ -1,0 +1,84 @@
+"""The headline numbers of one run, read from the views (never recomputed here), as tables for a terminal.
+
+Printed at the end of `neuronpipe run --local`; each section says plainly when its lanes left no rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+# (title, SQL over the views with ? = run id). Serving probes of the Qwen3 attempt are outcomes, not points.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("Lanes", """
+        select lane, status, round(wall_s, 1) as wall_s, coalesce(error_type || ': ' || error_message, skip_reason) as note
+        from lane_runs where run_id = ? and supersedes
+        qualify row_number() over (partition by lane order by attempt desc) = 1
+        order by started_at"""),
+    ("Host CPU (context)", """
+        select bench, threads, round(value, 2) as best, unit from host_bench where run_id = ?
+        order by bench, threads"""),
+    ("Compile / boot", """
+        select lane, what, model, config, n_cold, round(cold_wall_s, 2) as cold_s, n_warm, round(warm_wall_s, 2) as warm_s,
+               n_uncached, round(uncached_wall_s, 2) as uncached_s, n_failed
+        from report_compile where run_id = ? order by lane, model, config"""),
+    ("Training", """
+        select lane, model, steps, round(first_loss, 3) as first_loss, round(last_loss, 3) as last_loss,
+               round(tokens_per_s, 1) as tokens_per_s, params_trainable, params_frozen,
+               coalesce(cast(round(mfu, 4) as varchar), 'NULL: ' || mfu_null_reason) as mfu
+        from report_training where run_id = ? order by lane, model"""),
+    ("Serving (headline points)", """
+        select lane, model, server_config as cfg, input_len || ':' || output_len as shape, max_concurrency as conc,
+               completed, failed, round(median_ttft_ms, 1) as med_ttft_ms, round(p99_ttft_ms, 1) as p99_ttft_ms,
+               round(median_tpot_ms, 2) as med_tpot_ms, round(output_throughput, 1) as out_tok_s, valid
+        from serving_points where run_id = ? and point_id not like 'qwen3-probe%' and point_id <> 'smoke-serve'
+          and point_id not in (select point_id from sustained_summary where run_id = ?)
+        order by lane, model, cfg, shape, conc"""),
+    ("Sustained", """
+        select lane, point_id, windows, round(retention_vs_first, 3) as retention_vs_first,
+               round(retention_vs_peak, 3) as retention_vs_peak,
+               round(throughput_slope_per_min, 2) as tok_s_slope_per_min
+        from sustained_summary where run_id = ?"""),
+    ("Weights round trip", """
+        select model, artifacts, verified, mismatched, verdict from report_roundtrip where run_id = ? order by model"""),
+    ("Exclusions", """
+        select lane, kind, subject, reason from report_exclusions where run_id = ? order by lane, kind, subject"""),
+)
+
+
+@dataclass
+class SummaryTable:
+    title: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    error: str | None = None
+
+
+def summarize(con: duckdb.DuckDBPyConnection, run_id: str) -> list[SummaryTable]:
+    out = []
+    for title, sql in SECTIONS:
+        try:
+            cur = con.execute(sql, [run_id] * sql.count("?"))
+            out.append(SummaryTable(title, [d[0] for d in cur.description], cur.fetchall()))
+        except duckdb.Error as exc:  # a view missing from an older layout: say so, keep the rest
+            out.append(SummaryTable(title, [], [], error=f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def render(tables: list[SummaryTable], console: Any) -> None:
+    from rich.table import Table
+
+    for t in tables:
+        if t.error:
+            console.print(f"[bold]{t.title}[/bold]: unavailable ({t.error})")
+            continue
+        if not t.rows:
+            console.print(f"[bold]{t.title}[/bold]: no results in this run")
+            continue
+        table = Table(title=t.title, title_justify="left")
+        for c in t.columns:
+            table.add_column(c, overflow="fold")
+        for row in t.rows:
+            table.add_row(*["NULL" if v is None else str(v) for v in row])
+        console.print(table)

@@ -1,0 +1,145 @@
+"""The whole local pipeline end to end, as `make run` runs it, at the smallest settings.
+
+Every lane runs for real on the CPU with the tiny models: train, merge, serve, sweep, sustain, ask,
+pull-and-verify, the Qwen3 attempt; then the report. A second invocation resumes (every lane skipped);
+Ctrl-C in the middle of a serving lane stops its server, commits nothing, and the next run completes it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from analytics.store import LocalStore
+from analytics.views import connect
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "sustained", "quality",
+             "finetune_serve", "qwen3_attempt"]
+SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
+               "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2}
+SMALLEST = {
+    "host_cpu": {"triad_elements": 1 << 20, "matmul_n": 128, "repeats": 1, "tokenizer_texts": 100},
+    "smoke": {"steps": 8, "max_seq_len": 128, "max_new_tokens": 4},
+    "sft": {"steps": 8, "max_seq_len": 128},
+    "serve_sweep": SMALL_SWEEP,
+    "finetune_serve": SMALL_SWEEP,
+    "sustained": {"shape": "16:8", "duration_s": 6.0, "window_s": 2.0, "warmup_requests": 1, "retention_k": 1},
+    "quality": {"max_tokens": 6},
+    "qwen3_attempt": {"shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 1,
+                      "max_concurrency": 1},
+}
+
+
+# points at these settings last well under a second: sample telemetry often enough that every point
+# has samples in its window (a point without telemetry is excluded from headline tables, RULES.md 7)
+ENV = {**os.environ, "NEURONPIPE_TELEMETRY_INTERVAL_S": "0.1"}
+
+
+def neuronpipe(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
+                         timeout=timeout, env=ENV)
+    if check:
+        assert out.returncode == 0, out.stderr[-4000:] + out.stdout[-2000:]
+    return out
+
+
+def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
+    request = tmp_path / "run.json"
+    request.write_text(json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST}))
+    results, report = tmp_path / "results", tmp_path / "report"
+    first = neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e",
+                       "--report", str(report), "--no-live")
+    assert "REPORT.md" in first.stderr and "Serving (headline points)" in first.stderr
+
+    con = connect(LocalStore(results))
+    status = dict(con.execute("select lane, status from lane_runs where supersedes").fetchall())
+    assert status == {**{lane: "succeeded" for lane in ALL_LANES}, "precompile": "skipped"}
+    # training: the loss falls for each model, parameters counted after the wrap
+    trend = con.execute("select model, loss_fell from train_loss_trend where lane = 'sft'").fetchall()
+    assert sorted(trend) == [("tiny-llama", True), ("tiny-qwen3", True)]
+    assert con.execute("select min(params_trainable), min(params_frozen) from train_runs").fetchone()[0] > 0
+    assert con.execute("select count(*) from train_steps where lane = 'precompile'").fetchone() == (0,)
+    # serving: both configs swept with declared grids, for the base and the fine-tune
+    cfgs = con.execute("select distinct lane, server_config from serving_points "
+                       "where lane in ('serve_sweep', 'finetune_serve')").fetchall()
+    assert sorted(cfgs) == [("finetune_serve", "A"), ("finetune_serve", "B"), ("serve_sweep", "A"),
+                            ("serve_sweep", "B")]
+    assert con.execute("select count(*) from sweep_points where lane = 'serve_sweep' and grid_json is null"
+                       ).fetchone() == (0,)
+    assert con.execute("select count(*) from sustained_summary where retention_vs_first is not null"
+                       ).fetchone()[0] == 1
+    variants = {v for (v,) in con.execute("select distinct variant from quality").fetchall()}
+    assert variants == {"base", "finetune"}
+    assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
+    assert con.execute("select count(*) from compiles where what = 'serving_config'").fetchone()[0] >= 6
+
+    # the report: every section, vLLM's key names, plots that open, byte-identical rebuild
+    text = (report / "REPORT.md").read_text()
+    for section in ("Machines and versions", "Compile", "Training", "Serving sweeps", "Sustained", "Quality",
+                    "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
+        assert f"## {section}" in text, section
+    comparison = (report / "comparison.json").read_text()
+    assert '"median_ttft_ms"' in comparison and '"output_throughput"' in comparison
+    pngs = sorted(report.glob("*.png"))
+    assert len(pngs) >= 4 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--out", str(tmp_path / "again"))
+    assert (tmp_path / "again" / "REPORT.md").read_bytes() == (report / "REPORT.md").read_bytes()
+    assert (tmp_path / "again" / "comparison.json").read_bytes() == comparison.encode()
+
+    # resume: the same command commits nothing new
+    neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e", "--no-live")
+    con = connect(LocalStore(results))
+    resumed = con.execute("select count(*) from lane_runs where not supersedes and status = 'skipped'").fetchone()
+    assert resumed == (len(ALL_LANES),)
+
+
+def _servers_of(root: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [p for p in root.children(recursive=True) if "agents.serving.cpu_server" in " ".join(p.cmdline())]
+    except psutil.Error:
+        return []
+
+
+def test_ctrl_c_mid_lane_stops_the_server_commits_nothing_and_the_next_run_completes(tmp_path, shared_cache):
+    results = tmp_path / "results"
+    request = tmp_path / "long.json"
+    request.write_text(json.dumps({"lanes": ["sustained"], "profile": "tiny", "lane_config": {
+        "sustained": {"shape": "16:8", "duration_s": 120.0, "window_s": 2.0, "warmup_requests": 1}}}))
+    cmd = [sys.executable, "-m", "control_plane.cli", "run", "--local", "--input", str(request), "--results",
+           str(results), "--run-id", "ctrl-c", "--no-live"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV)
+    parent = psutil.Process(proc.pid)
+    servers: list[psutil.Process] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not servers:  # wait until the lane's server is up
+        servers = _servers_of(parent)
+        time.sleep(0.5)
+    assert servers, "the sustained lane never started its server"
+    time.sleep(3)  # mid-measurement
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "resume" in err
+    gone, alive = psutil.wait_procs(servers, timeout=15)
+    assert not alive, f"server processes left behind: {[p.pid for p in alive]}"
+    store = LocalStore(results)
+    assert store.markers("ctrl-c") == []
+    assert connect(store).execute("select count(*) from sustained_windows").fetchone() == (0,)
+
+    # the same run again (now short) resumes at the uncommitted lane and completes it
+    request.write_text(json.dumps({"lanes": ["sustained"], "profile": "tiny", "lane_config": {
+        "sustained": {"shape": "16:8", "duration_s": 4.0, "window_s": 2.0, "warmup_requests": 1,
+                      "retention_k": 1}}}))
+    neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "ctrl-c",
+               "--no-live")
+    assert connect(store).execute("select count(*) > 0 from sustained_windows").fetchone() == (True,)
