@@ -6,6 +6,8 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
+from pathlib import Path
 from typing import Literal
 
 Backend = Literal["neuron", "cuda", "cpu"]
@@ -38,3 +40,22 @@ def box_role() -> str:
 
 def hostname() -> str:
     return socket.gethostname()
+
+
+def accelerator_python() -> str:
+    """The interpreter of the stack that drives the accelerator.
+
+    On the boxes the Neuron stack (torch-neuronx, optimum-neuron, vLLM-neuron) lives in the DLAMI's own
+    venv (``NEURONPIPE_DLAMI_VENV``, set at boot) and runs as its own process; the harness venv holds the
+    agents. Elsewhere (locally, on a GPU box with one venv) it is this interpreter.
+    """
+    venv = os.environ.get("NEURONPIPE_DLAMI_VENV")
+    if venv and (Path(venv) / "bin" / "python").exists():
+        return str(Path(venv) / "bin" / "python")
+    return sys.executable
+
+
+def harness_source_root() -> str:
+    """Where the ``agents`` package's source lives, for a process of another interpreter that imports it
+    (``NEURONPIPE_HARNESS_DIR`` on the boxes: the unpacked harness, not the harness venv's site-packages)."""
+    return os.environ.get("NEURONPIPE_HARNESS_DIR") or str(Path(__file__).resolve().parent.parent)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+from agents.backend import accelerator_python
 from agents.serving.configs import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
@@ -17,7 +17,7 @@ class CudaLauncher(Launcher):
 
     def __init__(self, cache_root: Path, python: str | None = None, gpu_memory_utilization: float = 0.9):
         self.cache_root = Path(cache_root)
-        self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or sys.executable
+        self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or accelerator_python()
         self.gpu_memory_utilization = gpu_memory_utilization
 
     def compile_cache_dir(self, model: ServedModel, config: ServerConfig) -> Path:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
+from agents.backend import accelerator_python
 from agents.serving.configs import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
@@ -33,7 +33,7 @@ class NeuronLauncher(Launcher):
         """``cache_root``: on the EBS volume (user data mounts it); ``legacy_device_flag``: vLLM 0.x + NxDI
         takes ``--device neuron`` and a block size equal to the context length (no paged attention)."""
         self.cache_root = Path(cache_root)
-        self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or sys.executable
+        self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or accelerator_python()
         if legacy_device_flag is None:  # vLLM 1.x with the vllm-neuron plugin: NEURONPIPE_VLLM_NEURON_LEGACY=0
             legacy_device_flag = os.environ.get("NEURONPIPE_VLLM_NEURON_LEGACY", "1") != "0"
         self.legacy_device_flag = legacy_device_flag

@@ -196,7 +196,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
                                   ("output_tokens", "output tokens"), ("completed", "completed")])
     if s["retention"]:
-        lines += [f"Retention: median output throughput of the last K windows over the first K "
+        lines += ["Retention: median output throughput of the last K windows over the first K "
                   "(vs_first) and over the best K consecutive (vs_peak); drift slopes with 95% CI.", ""]
         lines += table(s["retention"], [
             ("run_id", "run"), ("lane", "lane"), ("point_id", "point"), ("windows", "windows"),

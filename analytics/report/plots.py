@@ -6,7 +6,6 @@ sorted order, so the same comparison gives byte-identical PNGs.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable

@@ -148,17 +148,23 @@ def test_step_functions_callback_with_a_real_task_token(tmp_path):
         assert json.loads(desc["output"])["attempt"] == result.attempt
 
 
-def test_sigkill_mid_lane_leaves_nothing_visible_and_the_next_run_completes(tmp_path):
-    results = tmp_path / "results"
-    ready = tmp_path / "ready"
+def _start_hanging_lane(tmp_path: Path) -> tuple[subprocess.Popen, Path, dict]:
+    """`run-lane t_hang` in its own process, returned once it has staged rows and uploaded a file."""
+    results, ready = tmp_path / "results", tmp_path / "ready"
     env = {**os.environ, "NEURONPIPE_TEST_READY": str(ready)}
     proc = subprocess.Popen([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
-                             str(results)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for _ in range(600):
         if ready.exists():
             break
         time.sleep(0.05)
-    assert ready.exists()
+    assert ready.exists(), "the lane never got to the middle"
+    ready.unlink()
+    return proc, results, env
+
+
+def test_sigkill_mid_lane_leaves_nothing_visible_and_the_next_run_completes(tmp_path):
+    proc, results, env = _start_hanging_lane(tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     store = LocalStore(results)
@@ -167,7 +173,6 @@ def test_sigkill_mid_lane_leaves_nothing_visible_and_the_next_run_completes(tmp_
     assert con.execute("select count(*) from host_bench").fetchone() == (0,)
     assert con.execute("select count(*) from lane_runs").fetchone() == (0,)
     # the next run completes the lane (a new attempt)
-    ready.unlink()
     env["NEURONPIPE_TEST_HANG"] = "0"
     out = subprocess.run([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
                           str(results)], env=env, capture_output=True, text=True)
@@ -177,15 +182,7 @@ def test_sigkill_mid_lane_leaves_nothing_visible_and_the_next_run_completes(tmp_
 
 
 def test_sigterm_interrupts_without_committing(tmp_path):
-    results = tmp_path / "results"
-    ready = tmp_path / "ready"
-    env = {**os.environ, "NEURONPIPE_TEST_READY": str(ready)}
-    proc = subprocess.Popen([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
-                             str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        if ready.exists():
-            break
-        time.sleep(0.05)
+    proc, results, _ = _start_hanging_lane(tmp_path)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130

@@ -88,7 +88,7 @@ def test_harness_carries_pins_and_sha(tmp_path):
     out = stage_harness(tmp_path / "h", sha="abc123")
     assert (out / "HARNESS_SHA").read_text().strip() == "abc123"
     pins = (out / "box-requirements.txt").read_text().splitlines()
-    reqs = [line for line in pins if line and not line.startswith("#")]
+    reqs = [line for line in pins if line and not line.startswith(("#", "-"))]  # "-" lines: pip options
     assert reqs and all("==" in line for line in reqs)
     assert (out / "pyproject.toml").is_file() and (out / "agents" / "__init__.py").is_file()
 

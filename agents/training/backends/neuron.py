@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from agents.backend import accelerator_python, harness_source_root
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
 from agents.training.steps import StepRecord
@@ -67,11 +67,14 @@ def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[s
         "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "3",
         "MALLOC_ARENA_MAX": "64",
         "TOKENIZERS_PARALLELISM": "false",
+        # the entry script runs under the DLAMI's interpreter and imports agents.training.data from the harness
+        "PYTHONPATH": os.pathsep.join(p for p in (harness_source_root(), env.get("PYTHONPATH", "")) if p),
     })
     return env
 
 
-def command(req: TrainRequest, args_file: Path, python: str = sys.executable) -> list[str]:
+def command(req: TrainRequest, args_file: Path, python: str | None = None) -> list[str]:
+    python = python or accelerator_python()  # the DLAMI venv's torchrun on the boxes
     cmd = [python, "-m", "torch.distributed.run", f"--nproc_per_node={NPROC_PER_NODE}",
            "-m", "agents.training.backends.neuron_entry", "--args", str(args_file)]
     if req.precompile:
