@@ -88,6 +88,8 @@ def render(run_id: str, states: list[LaneState]) -> Group:
             prog = grid
         elif s.status == "running" and p:
             prog = Text(f"{p.get('task', '')} {p.get('done', '')} {p.get('unit', '')}")
+        elif s.status == "running":
+            prog = Text("starting…", style="dim")
         table.add_row(s.name, Text(s.status, style=STATUS_STYLE.get(s.status, "")), _fmt_elapsed(s.elapsed), prog)
     return Group(table)
 
