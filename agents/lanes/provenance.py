@@ -51,6 +51,8 @@ IMDS_FIELDS = ("instance-id", "instance-type", "ami-id", "placement/region", "pl
 @dataclass
 class Config:
     imds_timeout_s: float = field(default=0.5, metadata={"help": "IMDSv2 timeout; short so off-EC2 runs are fast"})
+    query_imds: str = field(default="auto", metadata={
+        "help": "auto (only where /sys says this is EC2) | always | never"})
     command_timeout_s: float = field(default=20.0, metadata={"help": "timeout for each device CLI"})
     extra_packages: tuple[str, ...] = field(default=(), metadata={"help": "more distributions to record"})
 
@@ -125,6 +127,22 @@ def command_rows(timeout_s: float) -> list[dict[str, Any]]:
     return rows
 
 
+EC2_MARKERS = (("/sys/class/dmi/id/sys_vendor", "Amazon EC2"), ("/sys/class/dmi/id/board_vendor", "Amazon EC2"),
+               ("/sys/hypervisor/uuid", "ec2"), ("/sys/class/dmi/id/product_uuid", "EC2"))
+
+
+def ec2_evidence(markers: tuple[tuple[str, str], ...] = EC2_MARKERS) -> str | None:
+    """Which local file says this is an EC2 instance (no network), or None."""
+    for path, needle in markers:
+        try:
+            text = Path(path).read_text(errors="replace").strip()
+        except OSError:
+            continue
+        if text.lower().startswith(needle.lower()):
+            return path
+    return None
+
+
 def imds_rows(timeout_s: float, base: str = IMDS) -> list[dict[str, Any]]:
     """Instance facts through IMDSv2 (token first). Off EC2 every field is NULL with the reason."""
     try:
@@ -154,7 +172,11 @@ def run(ctx: LaneContext, config: Config) -> None:
     ctx.progress("provenance", 2, 4, "groups")
     rows += command_rows(config.command_timeout_s)
     ctx.progress("provenance", 3, 4, "groups")
-    rows += imds_rows(config.imds_timeout_s)
+    if config.query_imds == "always" or (config.query_imds == "auto" and ec2_evidence()):
+        rows += imds_rows(config.imds_timeout_s)
+    else:  # off EC2 the link-local metadata address is not ours to probe
+        note = "not on EC2: no EC2 DMI/hypervisor marker on this machine, IMDS not queried"
+        rows += [_row("instance", f, None, "IMDSv2", note) for f in IMDS_FIELDS]
     sha = harness_sha()
     rows.append(_row("harness", "git_sha", sha, "git rev-parse HEAD / NEURONPIPE_HARNESS_SHA",
                      None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset"))

@@ -44,3 +44,14 @@ def test_imds_v2_facts_are_read_with_a_token():
 def test_off_ec2_every_field_is_null_with_a_reason():
     rows = imds_rows(0.2, base="http://127.0.0.1:9")
     assert rows and all(r["value"] is None and "not on EC2" in r["note"] for r in rows)
+
+
+def test_ec2_is_recognised_from_local_files_only(tmp_path):
+    from agents.lanes.provenance import ec2_evidence
+
+    vendor = tmp_path / "sys_vendor"
+    vendor.write_text("Amazon EC2\n")
+    other = tmp_path / "other"
+    other.write_text("QEMU\n")
+    assert ec2_evidence(((str(other), "Amazon EC2"), (str(vendor), "Amazon EC2"))) == str(vendor)
+    assert ec2_evidence(((str(other), "Amazon EC2"), (str(tmp_path / "missing"), "ec2"))) is None
