@@ -105,20 +105,39 @@ def stream_answer(client: Any, base_url: str, model: str, prompt: str, max_token
     return stats
 
 
+# (title, section, key, columns): the headline sections of comparison.json (analytics/report/comparison.py)
+HEADLINES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("Compile / boot", "compile", "summary",
+     ("run_id", "lane", "model", "config", "cold_wall_s", "warm_wall_s", "uncached_wall_s", "n_failed")),
+    ("Training", "training", "runs",
+     ("run_id", "lane", "model", "steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "mfu_null_reason")),
+    ("Serving (headline points)", "serving", "points",
+     ("run_id", "lane", "model", "server_config", "input_len", "output_len", "max_concurrency", "median_ttft_ms",
+      "p99_ttft_ms", "median_tpot_ms", "output_throughput")),
+    ("Sustained retention", "sustained", "retention",
+     ("run_id", "point_id", "windows", "retention_vs_first", "retention_vs_peak")),
+    ("Weights round trip", "roundtrip", "models", ("run_id", "model", "artifacts", "verified", "verdict")),
+)
+
+
 def headline_tables(report_dir: Path) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """(title, columns, rows) for the headline sections of a report's comparison.json."""
+    """(title, columns, rows) for the headline sections of a report's comparison.json.
+
+    Serving points follow the report's own headline rule (telemetry present, not flagged invalid).
+    """
+    from analytics.report.compare import is_headline_point
+
     path = Path(report_dir) / "comparison.json"
     if not path.exists():
         return []
     data = json.loads(path.read_text())
     tables = []
-    for key, title in (("headline", "Headline"), ("serving", "Serving points"), ("training", "Training"),
-                       ("sustained", "Sustained"), ("compiles", "Compile costs")):
-        section = data.get(key)
-        rows = section.get("rows") if isinstance(section, dict) else section
-        if isinstance(rows, list) and rows and isinstance(rows[0], dict):
-            cols = list(rows[0])[:10]
-            tables.append((title, cols, [[r.get(c) for c in cols] for r in rows[:20]]))
+    for title, section, key, cols in HEADLINES:
+        rows = (data.get(section) or {}).get(key) or []
+        if section == "serving":
+            rows = [r for r in rows if is_headline_point(r) and r.get("mode") != "sustained"]
+        if rows:
+            tables.append((title, list(cols), [[r.get(c) for c in cols] for r in rows[:20]]))
     return tables
 
 
@@ -167,13 +186,14 @@ def run(args: argparse.Namespace) -> int:
         except (httpx.HTTPError, StreamProtocolError, KeyError, IndexError, ValueError) as exc:
             print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
-    for title, cols, rows in headline_tables(Path(args.report)):
+    tables = headline_tables(Path(args.report))
+    for title, cols, rows in tables:
         table = Table(title=title)
         for c in cols:
             table.add_column(str(c))
         for r in rows:
             table.add_row(*["" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in r])
         console.print(table)
-    if not headline_tables(Path(args.report)):
+    if not tables:
         console.print(f"[dim]no report at {args.report}/comparison.json (run `make run` or `neuronpipe report`)[/dim]")
     return 0

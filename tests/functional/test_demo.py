@@ -84,3 +84,19 @@ def test_demo_command_prints_the_answer_and_says_when_no_report(server, tmp_path
     assert out.returncode == 0, out.stderr
     assert "Compile time is paid once." in out.stdout and "TTFT" in out.stdout
     assert "no report" in out.stdout
+
+
+def test_headline_tables_come_from_a_real_report(tmp_path):
+    from analytics.report import write_report
+    from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+    from analytics.store import LocalStore
+    from analytics.views import connect
+    from control_plane.commands.demo import headline_tables
+
+    store = LocalStore(tmp_path / "results")
+    write_synthetic_run(store, SyntheticRun(run_id="run-a", seed=1))
+    write_report(connect(store), None, tmp_path / "report")
+    tables = {title: (cols, rows) for title, cols, rows in headline_tables(tmp_path / "report")}
+    assert {"Compile / boot", "Training", "Serving (headline points)"} <= set(tables)
+    cols, rows = tables["Serving (headline points)"]
+    assert rows and all(r[cols.index("median_ttft_ms")] is not None for r in rows)
