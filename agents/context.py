@@ -52,17 +52,12 @@ class LaneContext:
     callback: LaneCallback = field(default_factory=NoopCallback)
     telemetry: TelemetrySampler | None = None
     progress_path: Path | None = None
-    _kept: dict[str, list[pa.Table]] = field(default_factory=dict)
     _last_heartbeat: float = 0.0
 
     # ---- results -------------------------------------------------------------------
     def write(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]], keep_on_failure: bool = False) -> int:
         """Stage rows for this attempt (validated now, visible only after commit)."""
-        n = self.writer.add_rows(table, rows)
-        if keep_on_failure and table not in FAILURE_TABLES:
-            self._kept.setdefault(table, []).append(self.writer.pending_rows(table).slice(
-                self.writer.pending_rows(table).num_rows - n))
-        return n
+        return self.writer.add_rows(table, rows, failure_record=keep_on_failure)
 
     def upload_file(self, key: str, local_path: Path) -> str:
         return self.writer.add_file(key, local_path)

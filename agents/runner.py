@@ -183,7 +183,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
             signal.signal(signal.SIGTERM, old_term)
 
     if status == "failed":
-        writer = _failure_writer(store, ctx)
+        writer.keep_failure_records(FAILURE_TABLES)
     ended = datetime.now(timezone.utc)
     writer.add_rows("telemetry", telemetry_rows)
     logging.getLogger().removeHandler(handler)
@@ -219,21 +219,6 @@ def _discard_workdir(workdir: Path) -> None:
         log.info("workdir kept: %s", workdir)
         return
     shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _failure_writer(store: ResultStore, ctx: LaneContext):
-    """A fresh writer for the same attempt holding only failure-safe rows and rows the lane kept."""
-    old = ctx.writer
-    new = type(old)(store, old.run_id, old.lane, old.attempt)
-    for table in FAILURE_TABLES:
-        rows = old.pending_rows(table)
-        if rows.num_rows:
-            new.add_rows(table, rows)
-    for table, parts in ctx._kept.items():
-        for part in parts:
-            new.add_rows(table, part)
-    new._files = list(old._files)  # uploaded files stay named (they exist; append-only)
-    return new
 
 
 class _nullcontext:

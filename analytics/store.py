@@ -23,12 +23,13 @@ import io
 import json
 import os
 import secrets
+import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -203,6 +204,7 @@ class AttemptWriter:
         self.lane = lane
         self.attempt = attempt
         self._tables: dict[str, list[pa.Table]] = {}
+        self._failure_records: dict[str, list[pa.Table]] = {}  # batches a failed attempt keeps
         self._files: list[str] = []
         self._committed = False
 
@@ -214,12 +216,27 @@ class AttemptWriter:
         if self._committed:
             raise AttemptClosedError(f"attempt {self.attempt} of {self.run_id}/{self.lane} is already committed")
 
-    def add_rows(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]]) -> int:
-        """Validate rows now (fail fast, naming table and column); they are written at commit."""
+    def add_rows(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]],
+                 failure_record: bool = False) -> int:
+        """Validate rows now (fail fast, naming table and column); they are written at commit.
+
+        ``failure_record``: the rows stand even if the attempt fails (see :meth:`keep_failure_records`).
+        """
         self._check_open()
         t = conform(table, rows, defaults=self.keys)
         self._tables.setdefault(table, []).append(t)
+        if failure_record:
+            self._failure_records.setdefault(table, []).append(t)
         return t.num_rows
+
+    def keep_failure_records(self, tables: Iterable[str] = ()) -> None:
+        """A failed attempt: drop every staged row except whole ``tables`` and batches added as failure
+        records, so no success-shaped row is committed. Uploaded files stay named (they exist)."""
+        self._check_open()
+        whole = set(tables)
+        self._tables = {t: (parts if t in whole else self._failure_records.get(t, []))
+                        for t, parts in self._tables.items()}
+        self._tables = {t: parts for t, parts in self._tables.items() if parts}
 
     def table_key(self, table: str) -> str:
         return f"{LAYOUT_PREFIX}/{table}/run_id={self.run_id}/lane={self.lane}/{self.attempt}.parquet"
@@ -248,10 +265,6 @@ class AttemptWriter:
                 self.add_file(key, p)
                 keys.append(key)
         return keys
-
-    def pending_rows(self, table: str) -> pa.Table:
-        parts = self._tables.get(table, [])
-        return pa.concat_tables(parts) if parts else empty_table(table)
 
     def commit(self, status: str, supersedes: bool = True) -> CommitMarker:
         """Write every table's parquet file, then the marker. Only now do readers see the attempt."""
@@ -288,24 +301,33 @@ class LocalStore(ResultStore):
             raise ValueError(f"key {key!r} escapes the store root")
         return p
 
-    def put_bytes(self, key: str, data: bytes) -> None:
+    def _create(self, key: str, write: Callable[[Any], None]) -> None:
+        """Write into a temp file beside the destination, then link it into place: create-only and atomic."""
         dest = self._p(key)
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             try:
-                os.link(tmp, dest)  # create-only and atomic: fails if dest exists
+                os.link(tmp, dest)  # fails if dest exists
             except FileExistsError:
                 raise AlreadyExistsError(f"{dest} exists; results are never overwritten") from None
         finally:
             os.unlink(tmp)
 
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._create(key, lambda fh: fh.write(data))
+
     def put_file(self, key: str, local_path: Path) -> None:
-        self.put_bytes(key, Path(local_path).read_bytes())
+        """Streamed, not read into memory: merged weights run to many GB."""
+        def copy(fh: Any) -> None:
+            with open(local_path, "rb") as src:
+                shutil.copyfileobj(src, fh, 16 * 2**20)
+
+        self._create(key, copy)
 
     def get_bytes(self, key: str) -> bytes:
         try:
@@ -316,7 +338,10 @@ class LocalStore(ResultStore):
     def download(self, key: str, local_path: Path) -> None:
         local_path = Path(local_path)
         local_path.parent.mkdir(parents=True, exist_ok=True)
-        local_path.write_bytes(self.get_bytes(key))
+        try:
+            shutil.copyfile(self._p(key), local_path)
+        except FileNotFoundError:
+            raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
 
     def list_keys(self, prefix: str) -> list[str]:
         base = self.path / prefix
@@ -421,7 +446,3 @@ def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStor
     if text.startswith("s3://"):
         return S3Store(text, client=s3_client)
     return LocalStore(text)
-
-
-def iter_tables() -> Iterator[str]:
-    return iter(sorted(TABLES))

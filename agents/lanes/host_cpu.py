@@ -9,7 +9,6 @@ Each figure is the best of ``repeats`` timed runs after a warm-up, with the medi
 """
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
@@ -127,17 +126,12 @@ def matmul_rows(n: int, repeats: int, threads: tuple[int, ...]) -> list[dict[str
 
 
 def bundled_texts(limit: int) -> list[str]:
-    """Texts of the bundled instruction data (instruction + context + response)."""
-    data_dir = Path(__file__).resolve().parent.parent / "training" / "data"
-    texts: list[str] = []
-    for path in sorted(data_dir.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                texts.append(" ".join(str(rec.get(k) or "") for k in ("instruction", "context", "response")).strip())
-    if not texts:
-        raise FileNotFoundError(f"no bundled instruction data (*.jsonl) under {data_dir}")
-    out = []
+    """Texts of the bundled instruction data (instruction + context + response), cycled to ``limit``."""
+    from agents.training.data import load_instructions
+
+    texts = [" ".join(str(r.get(k) or "") for k in ("instruction", "context", "response")).strip()
+             for r in load_instructions().records]
+    out: list[str] = []
     while len(out) < limit:
         out.extend(texts)
     return out[:limit]
