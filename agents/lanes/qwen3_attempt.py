@@ -17,41 +17,25 @@ from datetime import datetime, timezone
 from typing import Any
 
 from agents.context import LaneContext
-from agents.lanes.serve_sweep import HELP_SHAPES, settings_from
+from agents.lanes.serve_sweep import FULL_SWEEP, SweepFields, settings_from
 
 log = logging.getLogger(__name__)
 PROBE_PREFIX = "qwen3-probe"
 
 
 @dataclass
-class Config:
+class Config(SweepFields):
     model: str = field(default="tiny-qwen3", metadata={"help": "the Qwen3 catalogue model"})
     server_configs: list[str] = field(default_factory=lambda: ["A"], metadata={
         "help": "server configs to sweep once Qwen3 boots and generates"})
-    shapes: dict[str, list[str]] = field(default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]},
-                                         metadata={"help": HELP_SHAPES})
     probe_shape: str = field(default="16:8", metadata={"help": "input:output of the first-token probe"})
-    prompts_per_stream: int = field(default=2, metadata={"help": "measured prompts per concurrent stream"})
-    min_prompts: int = field(default=8, metadata={"help": "at least this many measured prompts per point"})
-    warmup_requests: int = field(default=2, metadata={"help": "warm-up requests per point"})
-    max_concurrency: int | None = field(default=None, metadata={"help": "cap the KV-derived grid"})
-    endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
-    health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
-    device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
-    slo_ttft_ms: float | None = field(default=None, metadata={"help": "TTFT SLO for goodput"})
-    slo_tpot_ms: float | None = field(default=None, metadata={"help": "TPOT SLO for goodput"})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
         if profile == "tiny":
             return cls()
         return cls(model="qwen3-8b", server_configs=["A", "B"],
-                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256"]}, prompts_per_stream=8, min_prompts=32,
-                   warmup_requests=4, health_timeout_s=5400.0, slo_ttft_ms=2000.0, slo_tpot_ms=100.0)
-
-    def slo(self) -> dict[str, float] | None:
-        slo = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
-        return slo or None
+                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256"]}, **FULL_SWEEP)
 
 
 def outcome_note(outcome: str, phase: str | None = None, error_kind: str | None = None,

@@ -12,11 +12,9 @@ HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"
 
 
 @dataclass
-class Config:
-    models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
-        "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
-    server_configs: list[str] = field(default_factory=lambda: ["A", "B"], metadata={
-        "help": "server configs from agents.serving.configs (A: short x many, B: long x few)"})
+class SweepFields:
+    """How every point of a sweep is measured: shared by serve_sweep, finetune_serve and qwen3_attempt."""
+
     shapes: dict[str, list[str]] = field(default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]},
                                          metadata={"help": HELP_SHAPES})
     prompts_per_stream: int = field(default=2, metadata={"help": "measured prompts per concurrent stream"})
@@ -32,18 +30,29 @@ class Config:
     slo_ttft_ms: float | None = field(default=None, metadata={"help": "TTFT SLO for goodput"})
     slo_tpot_ms: float | None = field(default=None, metadata={"help": "TPOT SLO for goodput"})
 
+    def slo(self) -> dict[str, float] | None:
+        slo = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
+        return slo or None
+
+
+# What the full profile measures on the boxes (shapes are per lane).
+FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
+                  slo_ttft_ms=2000.0, slo_tpot_ms=100.0)
+
+
+@dataclass
+class Config(SweepFields):
+    models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
+        "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
+    server_configs: list[str] = field(default_factory=lambda: ["A", "B"], metadata={
+        "help": "server configs from agents.serving.configs (A: short x many, B: long x few)"})
+
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
         if profile == "tiny":
             return cls()
         return cls(models=["llama-3.1-8b-instruct"],
-                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]},
-                   prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
-                   slo_ttft_ms=2000.0, slo_tpot_ms=100.0)
-
-    def slo(self) -> dict[str, float] | None:
-        slo = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
-        return slo or None
+                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]}, **FULL_SWEEP)
 
 
 def settings_from(config: Any, extra_note: str | None = None):
