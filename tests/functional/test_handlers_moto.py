@@ -13,8 +13,9 @@ from moto import mock_aws
 from control_plane.aws import Commands, Executions, InstanceFleet, ProjectInstance, ReportBucket, TaskCallbacks
 from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_run
 from control_plane.models import RunRequestError
-from control_plane.settings import TAG_PROJECT, TAG_ROLE, get_settings
+from control_plane.settings import get_settings
 from statemachine.build import ASL_PATH, substitute
+from tests.fixtures.aws import AMI, launch_project_instances
 
 REGION = "us-west-2"
 BUCKET = "np-results"
@@ -35,13 +36,8 @@ def aws(monkeypatch):
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         ec2 = boto3.client("ec2")
-        ami = "ami-0123456789abcdef0"  # moto's default AMI catalogue is not loaded (slow)
-        ids = {}
-        for role in ("trn1", "inf2"):
-            ids[role] = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, TagSpecifications=[{
-                "ResourceType": "instance", "Tags": [{"Key": TAG_PROJECT, "Value": "neuron-pipelines"},
-                                                     {"Key": TAG_ROLE, "Value": role}]}])["Instances"][0]["InstanceId"]
-        stray = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]  # not ours
+        ids = launch_project_instances(ec2)
+        stray = ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]  # not ours
         role_arn = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         sfn = boto3.client("stepfunctions")
         sm = sfn.create_state_machine(name="neuron-pipelines", roleArn=role_arn,

@@ -21,12 +21,13 @@ from moto import mock_aws
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
 from control_plane.commands.run_aws import follow
+from tests.fixtures.aws import launch_project_instances
 from control_plane.commands.status import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
 from control_plane.launch import committed_in_store, launch
 from control_plane.models import RunRequest, parse_lane_from_comment
-from control_plane.settings import TAG_PROJECT, TAG_ROLE, ControlPlaneSettings
+from control_plane.settings import ControlPlaneSettings
 from statemachine.build import ASL_PATH, substitute
 
 REGION = "us-west-2"
@@ -55,13 +56,7 @@ def env(aws, monkeypatch):
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     ec2 = boto3.client("ec2")
-    ami = "ami-0123456789abcdef0"  # moto's default AMI catalogue is not loaded (slow)
-    ids = {}
-    for role in ("trn1", "inf2"):
-        inst = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, TagSpecifications=[{
-            "ResourceType": "instance", "Tags": [{"Key": TAG_PROJECT, "Value": "neuron-pipelines"},
-                                                 {"Key": TAG_ROLE, "Value": role}]}])["Instances"][0]
-        ids[role] = inst["InstanceId"]
+    ids = launch_project_instances(ec2)
     ec2.stop_instances(InstanceIds=list(ids.values()))
     role_arn = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     sfn = boto3.client("stepfunctions")
