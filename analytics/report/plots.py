@@ -25,6 +25,11 @@ STYLE = {"svg.hashsalt": "neuronpipe", "figure.dpi": 100, "font.size": 9, "axes.
 Plot = Callable[[dict[str, Any], Path], "list[Path]"]
 
 
+def _y(value: Any) -> Any:
+    """A NULL value is a gap in the line (NaN), never zero."""
+    return float("nan") if value is None else value
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, format="png", metadata=PNG_METADATA)
@@ -60,8 +65,7 @@ def latency_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
                 pts = sorted(by_config[config][label], key=lambda p: p["max_concurrency"])
                 xs = [p["max_concurrency"] for p in pts]
                 for q, style in (("p50", "-o"), ("p99", "--s")):
-                    ys = [metric_value(p, f"{q}_{metric}_ms") for p in pts]
-                    ax.plot(xs, [float("nan") if y is None else y for y in ys], style, label=f"{label} {q}")
+                    ax.plot(xs, [_y(metric_value(p, f"{q}_{metric}_ms")) for p in pts], style, label=f"{label} {q}")
             ax.set_xlabel("max concurrency")
             ax.set_ylabel(f"{metric.upper()} (ms)")
             ax.set_title(f"{metric.upper()} p50/p99 · {config}")
@@ -81,7 +85,7 @@ def throughput_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
     for label in sorted(series):
         pts = sorted(series[label], key=lambda p: p["max_concurrency"])
         ax.plot([p["max_concurrency"] for p in pts],
-                [float("nan") if p.get("output_throughput") is None else p["output_throughput"] for p in pts],
+                [_y(p.get("output_throughput")) for p in pts],
                 "-o", label=label)
     ax.set_xlabel("max concurrency")
     ax.set_ylabel("output tokens/s")
@@ -116,9 +120,8 @@ def sustained_timeline(c: dict[str, Any], out: Path) -> list[Path]:
     for label in sorted(series):
         ws = series[label]
         xs = [w["window"] for w in ws]
-        ax1.plot(xs, [float("nan") if w["output_throughput"] is None else w["output_throughput"] for w in ws],
-                 "-o", label=label)
-        ax2.plot(xs, [float("nan") if w["p99_ttft_ms"] is None else w["p99_ttft_ms"] for w in ws], "-o", label=label)
+        ax1.plot(xs, [_y(w["output_throughput"]) for w in ws], "-o", label=label)
+        ax2.plot(xs, [_y(w["p99_ttft_ms"]) for w in ws], "-o", label=label)
         warm = [w["window"] for w in ws if w["warmup"]]
         if warm:
             ax1.axvspan(min(warm) - 0.5, max(warm) + 0.5, color="grey", alpha=0.15)
@@ -141,7 +144,7 @@ def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
     xs = list(range(len(rows)))
     for offset, key, label in ((-0.27, "cold_wall_s", "cold cache"), (0.0, "warm_wall_s", "warm cache"),
                                (0.27, "uncached_wall_s", "no cache (JIT backend)")):
-        ax.bar([x + offset for x in xs], [float("nan") if r.get(key) is None else r[key] for r in rows],
+        ax.bar([x + offset for x in xs], [_y(r.get(key)) for r in rows],
                width=0.27, label=label)
     ax.set_xticks(xs)
     ax.set_xticklabels(labels, fontsize=6)
