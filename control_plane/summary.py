@@ -29,12 +29,16 @@ SECTIONS: tuple[tuple[str, str], ...] = (
                coalesce(cast(round(mfu, 4) as varchar), 'NULL: ' || mfu_null_reason) as mfu
         from report_training where run_id = ? order by lane, model"""),
     ("Serving (headline points)", """
-        select lane, model, server_config as cfg, input_len || ':' || output_len as shape, max_concurrency as conc,
-               completed, failed, round(median_ttft_ms, 1) as med_ttft_ms, round(p99_ttft_ms, 1) as p99_ttft_ms,
-               round(median_tpot_ms, 2) as med_tpot_ms, round(output_throughput, 1) as out_tok_s, valid
-        from serving_points where run_id = ? and point_id not like 'qwen3-probe%' and point_id <> 'smoke-serve'
-          and point_id not in (select point_id from sustained_summary where run_id = ?)
-        order by lane, model, cfg, shape, conc"""),
+        select s.lane, s.model, s.server_config as cfg, s.input_len || ':' || s.output_len as shape,
+               s.max_concurrency as conc, s.completed, s.failed, round(s.median_ttft_ms, 1) as med_ttft_ms,
+               round(s.p99_ttft_ms, 1) as p99_ttft_ms, round(s.median_tpot_ms, 2) as med_tpot_ms,
+               round(s.output_throughput, 1) as out_tok_s
+        from serving_points s join report_point_telemetry t using (run_id, lane, point_id)
+        -- RULES.md 7 as the report applies it: no telemetry in the window, or flagged invalid -> not a headline
+        where s.run_id = ? and t.telemetry_samples > 0 and s.valid is not false
+          and s.point_id not like 'qwen3-probe%' and s.point_id <> 'smoke-serve'
+          and s.point_id not in (select point_id from sustained_summary where run_id = ?)
+        order by s.lane, s.model, cfg, shape, conc"""),
     ("Sustained", """
         select lane, point_id, windows, round(retention_vs_first, 3) as retention_vs_first,
                round(retention_vs_peak, 3) as retention_vs_peak,
