@@ -1,0 +1,25 @@
+"""Fixtures for tests/rehearsal."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+@pytest.fixture(scope="session")
+def cfn_assembly(tmp_path_factory: pytest.TempPathFactory):
+    """The project's cloud assembly, synthesized once per session without the Lambda layer (~15-60 s)."""
+    from infra.app import SynthFailedError, build_app, synth
+    from infra.rehearsal.cfn import load_assembly
+
+    os.environ.pop("CDK_CONTEXT_JSON", None)
+    outdir: Path = tmp_path_factory.mktemp("rehearsal-cdk.out")
+    built = build_app(outdir=str(outdir), context={"neuronpipe": {"require_lambda_deps": False}})
+    try:
+        synth(built)
+    except SynthFailedError:  # cdk-nag findings are tests/infra's business; the templates are written
+        pass
+    return load_assembly(outdir)
