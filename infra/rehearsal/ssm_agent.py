@@ -1,0 +1,301 @@
+"""The SSM agent, emulated the way the real one runs ``AWS-RunShellScript`` (``aws:runShellScript``).
+
+For each command to a box: the ``commands`` list, joined by newlines, is written to
+``/var/lib/amazon/ssm/<instance>/document/orchestration/<command-id>/awsrunShellScript/0.awsrunShellScript/_script.sh``
+(mode 0755, under the box's root) and run as ``/bin/sh -c <that path>`` in the box's environment — with a
+``#!/bin/bash`` first line the kernel runs bash, without one dash runs it, exactly as on an Ubuntu box.
+``executionTimeout`` kills the process group (status TimedOut); stdout/stderr go to the command's
+``OutputS3BucketName``/``OutputS3KeyPrefix``/<command-id>/<instance-id>/awsrunShellScript/0.awsrunShellScript/
+with the box's credentials; the status moves Pending -> InProgress -> Success/Failed/TimedOut in moto's command
+and invocation records, and each change is published as the two events AWS sends
+("EC2 Command Status-change Notification", "EC2 Command Invocation Status-change Notification").
+
+A command to an instance whose agent has not registered (stopped, pending, still booting) is refused the way
+SSM refuses it (``InvalidInstanceId``); stopping an instance kills the command running on it.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from infra.rehearsal.world import ACCOUNT_ID, AwsError, Credentials
+
+PLUGIN = "aws:runShellScript"
+PLUGIN_DIR = "awsrunShellScript/0.awsrunShellScript"
+DEFAULT_EXECUTION_TIMEOUT_S = 3600
+OUTPUT_CONTENT_LIMIT = 24000  # GetCommandInvocation returns at most this many characters of each stream
+COMMAND_DETAIL_TYPE = "EC2 Command Status-change Notification"
+INVOCATION_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
+TERMINAL = ("Success", "Failed", "TimedOut", "Cancelled")
+
+
+class AgentHost(Protocol):
+    """What the agent needs of a box."""
+
+    instance_id: str
+    root: Path
+
+    def agent_env(self) -> dict[str, str]: ...
+    def credentials(self) -> Credentials: ...
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _event_time(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class CommandRun:
+    """One invocation (command x instance) as the agent ran it."""
+
+    command_id: str
+    instance_id: str
+    comment: str
+    status: str = "Pending"
+    response_code: int = -1
+    started: float | None = None
+    ended: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class SsmAgents:
+    """The agents of every box, one worker thread per box (commands on a box run one at a time)."""
+
+    region: str
+    s3_client: Callable[[Credentials], Any]  # box credentials -> an S3 client for output upload
+    publish: Callable[[dict[str, Any]], None]  # an EventBridge event, as AWS emits it
+    hosts: dict[str, AgentHost] = field(default_factory=dict)
+    runs: list[CommandRun] = field(default_factory=list)
+    _registered: set[str] = field(default_factory=set)
+    _queues: dict[str, "queue.Queue[Any]"] = field(default_factory=dict)
+    _procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    _killed: dict[str, str] = field(default_factory=dict)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_host(self, host: AgentHost) -> None:
+        self.hosts[host.instance_id] = host
+        q: queue.Queue[Any] = queue.Queue()
+        self._queues[host.instance_id] = q
+        t = threading.Thread(target=self._work, args=(host, q), name=f"ssm-agent-{host.instance_id}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def close(self) -> None:
+        for iid in list(self.hosts):
+            self.kill(iid, "rehearsal ended")
+            self._queues[iid].put(None)
+        for t in self._threads:
+            t.join(timeout=10)
+
+    # -- registration ------------------------------------------------------------------------------
+    def register(self, instance_id: str) -> None:
+        with self._lock:
+            self._registered.add(instance_id)
+
+    def deregister(self, instance_id: str) -> None:
+        with self._lock:
+            self._registered.discard(instance_id)
+
+    def is_registered(self, instance_id: str) -> bool:
+        with self._lock:
+            return instance_id in self._registered
+
+    # -- moto hooks --------------------------------------------------------------------------------
+    def check_send(self, request: dict[str, Any]) -> None:
+        """Before moto records a SendCommand: refuse it like SSM when an instance's agent is not online."""
+        ids = list(request.get("instance_ids") or [])
+        offline = [i for i in ids if not self.is_registered(i)]
+        if offline:
+            listed = ", ".join(f"[{i}]" for i in offline)
+            raise AwsError("InvalidInstanceId", f"Instances [{listed}] not in a valid state for account {ACCOUNT_ID}")
+        if (request.get("document_name") or "") != "AWS-RunShellScript":
+            raise AwsError("InvalidDocument", f"the rehearsal's agent runs AWS-RunShellScript only, "
+                                              f"not {request.get('document_name')!r}")
+
+    def accept(self, command: Any) -> None:
+        """After moto recorded the command: Pending, then queued on each box's worker."""
+        command.status, command.status_details = "Pending", "Pending"
+        command.completed_count = 0
+        for inv in command.invocations:
+            inv.update({"Status": "Pending", "StatusDetails": "Pending", "ResponseCode": -1,
+                        "ExecutionStartDateTime": "", "ExecutionEndDateTime": "", "ExecutionElapsedTime": ""})
+        self._publish(command, None, "Pending")
+        for iid in command.instance_ids:
+            run = CommandRun(command.command_id, iid, command.comment)
+            with self._lock:
+                self.runs.append(run)
+            self._publish(command, iid, "Pending")
+            self._queues[iid].put((command, run))
+
+    # -- stop / reboot -------------------------------------------------------------------------------
+    def kill(self, instance_id: str, reason: str) -> bool:
+        """The box went down: kill what runs on it (its invocation ends Failed). True when something ran."""
+        self.deregister(instance_id)
+        with self._lock:
+            proc = self._procs.get(instance_id)
+            if proc is None:
+                return False
+            self._killed[instance_id] = reason
+        _kill_group(proc)
+        return True
+
+    # -- the worker --------------------------------------------------------------------------------
+    def _work(self, host: AgentHost, q: "queue.Queue[Any]") -> None:
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            command, run = item
+            try:
+                self._run(host, command, run)
+            except Exception as exc:  # the agent itself broke: the invocation fails, the rehearsal goes on
+                run.stderr += f"\n[rehearsal ssm agent] {type(exc).__name__}: {exc}"
+                self._finish(command, run, "Failed", -1)
+
+    def _run(self, host: AgentHost, command: Any, run: CommandRun) -> None:
+        if not self.is_registered(host.instance_id):  # stopped between send and pick-up
+            run.stderr = "instance is not running"
+            self._finish(command, run, "Failed", -1)
+            return
+        workdir = host.root / "var/lib/amazon/ssm" / host.instance_id / "document/orchestration" / \
+            command.command_id / PLUGIN_DIR
+        workdir.mkdir(parents=True, exist_ok=True)
+        script = workdir / "_script.sh"
+        script.write_text("\n".join(command.parameters.get("commands", [])))
+        script.chmod(0o755)
+        timeout_s = _execution_timeout(command.parameters)
+        run.status, run.started = "InProgress", time.time()
+        self._set(command, run, "InProgress", -1)
+        with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
+            proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            with self._lock:
+                self._procs[host.instance_id] = proc
+            try:
+                rc = proc.wait(timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                rc, timed_out = proc.wait(), True
+            finally:
+                with self._lock:
+                    self._procs.pop(host.instance_id, None)
+                    killed = self._killed.pop(host.instance_id, None)
+        run.stdout = (workdir / "stdout").read_text(errors="replace")
+        run.stderr = (workdir / "stderr").read_text(errors="replace")
+        if killed:
+            run.stderr += f"\n[rehearsal ssm agent] command killed: {killed}"
+        self._upload(host, command, run)
+        if timed_out:
+            self._finish(command, run, "TimedOut", -1)
+        elif killed:
+            self._finish(command, run, "Failed", -1)
+        else:
+            self._finish(command, run, "Success" if rc == 0 else "Failed", rc)
+
+    def _upload(self, host: AgentHost, command: Any, run: CommandRun) -> None:
+        bucket = command.output_s3_bucket_name
+        if not bucket:
+            return
+        prefix = "/".join(p for p in (command.output_s3_key_prefix.strip("/"), command.command_id,
+                                      run.instance_id, PLUGIN_DIR) if p)
+        s3 = self.s3_client(host.credentials())
+        for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
+            if text:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=text.encode())
+
+    # -- records and events ------------------------------------------------------------------------
+    def _invocation(self, command: Any, instance_id: str) -> dict[str, Any]:
+        return next(i for i in command.invocations if i["InstanceId"] == instance_id)
+
+    def _set(self, command: Any, run: CommandRun, status: str, rc: int) -> None:
+        inv = self._invocation(command, run.instance_id)
+        details = {"Success": "Success", "Failed": "Failed", "TimedOut": "ExecutionTimedOut",
+                   "InProgress": "InProgress", "Pending": "Pending"}.get(status, status)
+        inv.update({"Status": status, "StatusDetails": details, "ResponseCode": rc,
+                    "StandardOutputContent": run.stdout[:OUTPUT_CONTENT_LIMIT],
+                    "StandardErrorContent": run.stderr[:OUTPUT_CONTENT_LIMIT]})
+        if run.started:
+            inv["ExecutionStartDateTime"] = _iso(datetime.fromtimestamp(run.started, timezone.utc))
+        if run.ended:
+            inv["ExecutionEndDateTime"] = _iso(datetime.fromtimestamp(run.ended, timezone.utc))
+            inv["ExecutionElapsedTime"] = f"PT{run.ended - run.started:.3f}S" if run.started else "PT0S"
+        if command.output_s3_bucket_name:
+            base = f"https://s3.{self.region}.amazonaws.com/{command.output_s3_bucket_name}/" + "/".join(
+                p for p in (command.output_s3_key_prefix.strip("/"), command.command_id, run.instance_id,
+                            PLUGIN_DIR) if p)
+            inv["StandardOutputUrl"], inv["StandardErrorUrl"] = f"{base}/stdout", f"{base}/stderr"
+        previous = command.status
+        statuses = [i["Status"] for i in command.invocations]
+        if all(s in TERMINAL for s in statuses):
+            command.status = next((s for s in ("TimedOut", "Failed", "Cancelled") if s in statuses), "Success")
+        elif any(s == "InProgress" for s in statuses) or any(s in TERMINAL for s in statuses):
+            command.status = "InProgress"
+        command.status_details = command.status
+        command.completed_count = sum(s in TERMINAL for s in statuses)
+        command.error_count = sum(s in ("Failed", "TimedOut") for s in statuses)
+        self._publish(command, run.instance_id, status)
+        if command.status != previous:
+            self._publish(command, None, command.status)
+
+    def _finish(self, command: Any, run: CommandRun, status: str, rc: int) -> None:
+        run.status, run.response_code, run.ended = status, rc, time.time()
+        self._set(command, run, status, rc)
+
+    def _publish(self, command: Any, instance_id: str | None, status: str) -> None:
+        now = datetime.now(timezone.utc)
+        ids = [instance_id] if instance_id else list(command.instance_ids)
+        resources = [f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:instance/{i}" for i in ids]
+        requested = _iso(command.requested_date_time.replace(tzinfo=timezone.utc)
+                         if command.requested_date_time.tzinfo is None else command.requested_date_time)
+        if instance_id is None:
+            detail: dict[str, Any] = {
+                "command-id": command.command_id, "document-name": command.document_name,
+                "expire-after": _iso(command.expires_after.replace(tzinfo=timezone.utc)
+                                     if command.expires_after.tzinfo is None else command.expires_after),
+                "parameters": command.parameters, "requested-date-time": requested, "status": status}
+            detail_type = COMMAND_DETAIL_TYPE
+        else:
+            detail = {"command-id": command.command_id, "document-name": command.document_name,
+                      "instance-id": instance_id, "requested-date-time": requested, "status": status}
+            detail_type = INVOCATION_DETAIL_TYPE
+        self.publish({"version": "0", "id": str(uuid.uuid4()), "detail-type": detail_type, "source": "aws.ssm",
+                      "account": ACCOUNT_ID, "time": _event_time(now), "region": self.region,
+                      "resources": resources, "detail": detail})
+
+
+def _execution_timeout(parameters: dict[str, Any]) -> float:
+    value = parameters.get("executionTimeout") or [str(DEFAULT_EXECUTION_TIMEOUT_S)]
+    try:
+        return float(value[0] if isinstance(value, list) else value)
+    except (TypeError, ValueError):
+        return float(DEFAULT_EXECUTION_TIMEOUT_S)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

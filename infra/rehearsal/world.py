@@ -1,0 +1,272 @@
+"""AWS for the rehearsal: a moto server on loopback, in this process, with hooks where the rehearsal plays AWS.
+
+The server answers every client (the CLI's, the boxes' ``aws`` commands and boto3 code, the Lambda workers, and
+Step Functions' own ``aws-sdk:*`` tasks, which moto's interpreter sends to ``localhost:$MOTO_PORT``). Being in
+this process, the rehearsal also reaches moto's backends directly: it hooks ``ec2:StartInstances`` /
+``StopInstances`` (boxes boot and die), ``ssm:SendCommand`` (the emulated agent), ``lambda:Invoke`` (the Lambda
+workers), ``events:PutEvents`` and S3's EventBridge notifications (the rules). A hook is a plain callable the
+rehearsal sets; a hook that raises an :class:`AwsError` answers the caller the way AWS would.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+ACCOUNT_ID = "123456789012"
+# moto's interpreter signs its aws-sdk calls with these (moto.stepfunctions.parser.asl.utils.boto_client).
+STATE_MACHINE_ACCESS_KEY = "ak"
+STATE_MACHINE_SECRET_KEY = "sk"
+# Step Functions names an aws-sdk error "<Service>.<Exception>"; moto knows only dynamodb/sfn and leaves the
+# rest lower case ("ssm.InvalidInstanceIdException"), where AWS says "Ssm.InvalidInstanceIdException".
+AWS_SDK_ERROR_SERVICE_NAMES = {"ssm": "Ssm", "ec2": "Ec2", "s3": "S3", "lambda": "Lambda", "events": "EventBridge"}
+
+
+class AwsError(Exception):
+    """An AWS error a hook answers with: code and message as the service's JSON protocol sends them."""
+
+    def __init__(self, code: str, message: str, status: int = 400):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key_id: str
+    secret_access_key: str
+    session_token: str = ""
+
+    def boto_kwargs(self) -> dict[str, str]:
+        kw = {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        if self.session_token:
+            kw["aws_session_token"] = self.session_token
+        return kw
+
+
+TEST_CREDENTIALS = Credentials("testing", "testing")
+
+
+@dataclass
+class Hooks:
+    """What the rehearsal plays; each None means moto's own behaviour."""
+
+    start_instances: Callable[[list[str]], None] | None = None   # before moto starts them (may raise AwsError)
+    stop_instances: Callable[[list[str]], None] | None = None    # before moto stops them (may raise AwsError)
+    instances_started: Callable[[list[str]], None] | None = None  # after moto started them
+    instances_stopped: Callable[[list[str]], None] | None = None  # after moto stopped them
+    send_command: Callable[[dict[str, Any]], None] | None = None  # validate (may raise AwsError)
+    command_sent: Callable[[Any], None] | None = None             # the moto Command, after it was recorded
+    invoke_lambda: Callable[[str, bytes], bytes] | None = None    # function name/ARN, payload -> response
+    events_put: Callable[[list[dict[str, Any]]], None] | None = None  # entries as PutEvents received them
+    s3_event: Callable[[dict[str, Any]], None] | None = None      # an S3 EventBridge notification
+
+
+@dataclass
+class MotoWorld:
+    """A started moto server and the hooks into its backends. Use as a context manager."""
+
+    region: str = "us-west-2"
+    hooks: Hooks = field(default_factory=Hooks)
+    port: int = 0
+    _server: Any = None
+    _patches: list[tuple[Any, str, Any]] = field(default_factory=list)
+    _saved_env: dict[str, str | None] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> "MotoWorld":
+        from moto.core.config import default_user_config
+        from moto.server import ThreadedMotoServer
+
+        for name in ("werkzeug", "moto", "botocore.credentials"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        self.port = self._server.get_host_and_port()[1]
+        self._setenv("MOTO_PORT", str(self.port))  # where moto's interpreter sends aws-sdk calls
+        self._setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        default_user_config["stepfunctions"]["execute_state_machine"] = True
+        default_user_config["lambda"]["use_docker"] = False
+        self._install_hooks()
+        return self
+
+    def stop(self) -> None:
+        for owner, name, original in reversed(self._patches):
+            setattr(owner, name, original)
+        self._patches.clear()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+        self._reset_backends()
+
+    def __enter__(self) -> "MotoWorld":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _setenv(self, key: str, value: str) -> None:
+        self._saved_env.setdefault(key, os.environ.get(key))
+        os.environ[key] = value
+
+    @staticmethod
+    def _reset_backends() -> None:
+        """moto's state is per process: the next world starts from nothing."""
+        from moto.core.base_backend import BackendDict
+        from moto.core.model_instances import reset_model_data
+
+        BackendDict.reset()
+        reset_model_data()
+
+    # -- clients and backends ---------------------------------------------------------------------
+    def client(self, service: str, credentials: Credentials = TEST_CREDENTIALS, **kwargs: Any) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            service, region_name=self.region, endpoint_url=self.endpoint,
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}), **credentials.boto_kwargs(), **kwargs)
+
+    def backend(self, service: str) -> Any:
+        if service == "stepfunctions":
+            from moto.stepfunctions.parser.models import stepfunctions_parser_backends as backends
+        elif service == "lambda":
+            from moto.awslambda_simple.models import lambda_simple_backends as backends
+        else:
+            from moto.backends import get_backend
+
+            backends = get_backend(service)  # type: ignore[arg-type]
+        return backends[ACCOUNT_ID][self.region]
+
+    def client_env(self, credentials: Credentials | None = None) -> dict[str, str]:
+        """Environment variables that point an AWS SDK or CLI process at this world."""
+        env = {"AWS_ENDPOINT_URL": self.endpoint, "AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
+        if credentials is not None:
+            env.update({"AWS_ACCESS_KEY_ID": credentials.access_key_id,
+                        "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key})
+            if credentials.session_token:
+                env["AWS_SESSION_TOKEN"] = credentials.session_token
+        return env
+
+    # -- hooks into moto --------------------------------------------------------------------------
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._patches.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def _install_hooks(self) -> None:
+        from moto.awslambda_simple.models import LambdaSimpleBackend
+        from moto.core.exceptions import JsonRESTError
+        from moto.ec2.models.instances import InstanceBackend
+        from moto.events.models import EventsBackend
+        from moto.s3 import notifications
+        from moto.ssm.models import SimpleSystemManagerBackend
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_aws_sdk as aws_sdk)
+
+        hooks = self.hooks
+        self._patch(aws_sdk, "_SERVICE_ERROR_NAMES", {**aws_sdk._SERVICE_ERROR_NAMES, **AWS_SDK_ERROR_SERVICE_NAMES})
+
+        def as_rest(exc: AwsError) -> Exception:
+            return JsonRESTError(exc.code, exc.message)
+
+        def ec2_error(exc: AwsError) -> Exception:
+            from moto.ec2.exceptions import EC2ClientError
+
+            return EC2ClientError(exc.code, exc.message)
+
+        original_start = InstanceBackend.start_instances
+        original_stop = InstanceBackend.stop_instances
+
+        def start_instances(backend: Any, instance_ids: list[str]) -> Any:
+            if hooks.start_instances:
+                try:
+                    hooks.start_instances(list(instance_ids))
+                except AwsError as exc:
+                    raise ec2_error(exc) from exc
+            out = original_start(backend, instance_ids)
+            if hooks.instances_started:
+                hooks.instances_started([i.id for i, _ in out])
+            return out
+
+        def stop_instances(backend: Any, instance_ids: list[str]) -> Any:
+            if hooks.stop_instances:
+                try:
+                    hooks.stop_instances(list(instance_ids))
+                except AwsError as exc:
+                    raise ec2_error(exc) from exc
+            out = original_stop(backend, instance_ids)
+            if hooks.instances_stopped:
+                hooks.instances_stopped([i.id for i, _ in out])
+            return out
+
+        self._patch(InstanceBackend, "start_instances", start_instances)
+        self._patch(InstanceBackend, "stop_instances", stop_instances)
+
+        original_send = SimpleSystemManagerBackend.send_command
+
+        def send_command(backend: Any, **kwargs: Any) -> Any:
+            if hooks.send_command:
+                try:
+                    hooks.send_command(kwargs)
+                except AwsError as exc:
+                    raise as_rest(exc) from exc
+            command = original_send(backend, **kwargs)
+            if hooks.command_sent:
+                hooks.command_sent(command)
+            return command
+
+        self._patch(SimpleSystemManagerBackend, "send_command", send_command)
+
+        def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any,
+                   response_headers: Any) -> bytes:
+            if hooks.invoke_lambda is None:
+                raise JsonRESTError("ResourceNotFoundException", f"Function not found: {function_name}")
+            try:
+                return hooks.invoke_lambda(function_name, body if isinstance(body, bytes) else str(body).encode())
+            except AwsError as exc:
+                raise as_rest(exc) from exc
+
+        self._patch(LambdaSimpleBackend, "invoke", invoke)
+
+        original_put = EventsBackend.put_events
+
+        def put_events(backend: Any, events: list[dict[str, Any]]) -> Any:
+            out = original_put(backend, events)
+            accepted = [{**e, "EventId": r["EventId"]} for e, r in zip(events, out) if "EventId" in r]
+            if hooks.events_put and accepted:
+                hooks.events_put(accepted)
+            return out
+
+        self._patch(EventsBackend, "put_events", put_events)
+
+        def s3_event_bridge(account_id: str, bucket: Any, event_name: str, key: Any) -> None:
+            if hooks.s3_event is None:
+                return
+            from moto.core.utils import iso_8601_datetime_without_milliseconds, utcnow
+            import uuid
+
+            hooks.s3_event({
+                "version": "0", "id": str(uuid.uuid4()),
+                "detail-type": notifications._detail_type(event_name), "source": "aws.s3",
+                "account": account_id, "time": iso_8601_datetime_without_milliseconds(utcnow()),
+                "region": bucket.region_name, "resources": [f"arn:aws:s3:::{bucket.name}"],
+                "detail": {"version": "0", "bucket": {"name": bucket.name},
+                           "object": {"key": key.name, "size": key.size, "etag": key.etag.replace('"', ""),
+                                      **({"version-id": key.version_id} if key.version_id else {}),
+                                      "sequencer": "617f08299329d189"},
+                           "request-id": "N4N7GDK58NMKJ12R", "requester": account_id,
+                           "source-ip-address": "127.0.0.1", "reason": "PutObject"}})
+
+        self._patch(notifications, "_send_event_bridge_message", s3_event_bridge)

@@ -1,0 +1,119 @@
+"""The emulated SSM agent alone: real /bin/sh, timeouts, output in S3, statuses and events as AWS has them."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+from infra.rehearsal.ssm_agent import COMMAND_DETAIL_TYPE, INVOCATION_DETAIL_TYPE, SsmAgents
+from infra.rehearsal.world import TEST_CREDENTIALS, Credentials, MotoWorld
+
+BUCKET = "np-results"
+
+
+@dataclass
+class Host:
+    instance_id: str
+    root: Path
+
+    def agent_env(self) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "HOME": str(self.root)}
+
+    def credentials(self) -> Credentials:
+        return TEST_CREDENTIALS
+
+
+@pytest.fixture
+def agent(tmp_path):
+    with MotoWorld() as world:
+        events: list[dict] = []
+        agents = SsmAgents(world.region, lambda creds: world.client("s3", creds), events.append)
+        world.hooks.send_command = agents.check_send
+        world.hooks.command_sent = agents.accept
+        s3 = world.client("s3")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": world.region})
+        ec2 = world.client("ec2")
+        iid = ec2.run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+        agents.add_host(Host(iid, tmp_path / "box"))
+        agents.register(iid)
+        try:
+            yield {"world": world, "agents": agents, "iid": iid, "events": events, "ssm": world.client("ssm"),
+                   "s3": s3, "root": tmp_path / "box"}
+        finally:
+            agents.close()
+
+
+def send(env, commands, timeout="60"):
+    return env["ssm"].send_command(
+        InstanceIds=[env["iid"]], DocumentName="AWS-RunShellScript", OutputS3BucketName=BUCKET,
+        OutputS3KeyPrefix="logs/run", Parameters={"commands": commands, "executionTimeout": [timeout]},
+    )["Command"]["CommandId"]
+
+
+def wait(env, command_id, deadline_s=30.0):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        inv = env["ssm"].get_command_invocation(CommandId=command_id, InstanceId=env["iid"])
+        if inv["Status"] in ("Success", "Failed", "TimedOut", "Cancelled"):
+            return inv
+        time.sleep(0.05)
+    raise AssertionError(f"command {command_id} did not end")
+
+
+def test_bash_syntax_without_shebang_fails_with_dash_message(agent):
+    cid = send(agent, ["set -euo pipefail", "echo never"])
+    inv = wait(agent, cid)
+    assert inv["Status"] == "Failed" and inv["ResponseCode"] == 2
+    assert "set: Illegal option -o pipefail" in inv["StandardErrorContent"]
+    script = agent["root"] / "var/lib/amazon/ssm" / agent["iid"] / "document/orchestration" / cid / \
+        "awsrunShellScript/0.awsrunShellScript/_script.sh"
+    assert script.read_text() == "set -euo pipefail\necho never" and script.stat().st_mode & 0o777 == 0o755
+    key = f"logs/run/{cid}/{agent['iid']}/awsrunShellScript/0.awsrunShellScript/stderr"
+    assert b"Illegal option" in agent["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+
+def test_with_bash_shebang_the_same_script_runs(agent):
+    cid = send(agent, ["#!/bin/bash", "set -euo pipefail", "echo \"ran by ${BASH_VERSION:+bash}\""])
+    inv = wait(agent, cid)
+    assert inv["Status"] == "Success" and inv["ResponseCode"] == 0
+    assert inv["StandardOutputContent"].strip() == "ran by bash"
+    key = f"logs/run/{cid}/{agent['iid']}/awsrunShellScript/0.awsrunShellScript/stdout"
+    assert agent["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read().strip() == b"ran by bash"
+    per_instance = [e["detail"]["status"] for e in agent["events"]
+                    if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == cid]
+    assert per_instance == ["Pending", "InProgress", "Success"]
+    command_level = [e for e in agent["events"] if e["detail-type"] == COMMAND_DETAIL_TYPE
+                     and e["detail"]["command-id"] == cid]
+    assert [e["detail"]["status"] for e in command_level] == ["Pending", "InProgress", "Success"]
+    assert command_level[-1]["source"] == "aws.ssm" and set(command_level[-1]["detail"]) == {
+        "command-id", "document-name", "expire-after", "parameters", "requested-date-time", "status"}
+    listed = agent["ssm"].list_commands(CommandId=cid)["Commands"][0]
+    assert listed["Status"] == "Success"
+
+
+def test_execution_timeout_kills_the_process_group(agent):
+    cid = send(agent, ["#!/bin/bash", "sleep 30 & wait"], timeout="1")
+    inv = wait(agent, cid, deadline_s=15)
+    assert inv["Status"] == "TimedOut"
+
+
+def test_stopped_instance_is_refused_like_ssm(agent):
+    agent["agents"].deregister(agent["iid"])
+    with pytest.raises(ClientError) as err:
+        send(agent, ["#!/bin/bash", "true"])
+    assert err.value.response["Error"]["Code"] == "InvalidInstanceId"
+    assert f"[[{agent['iid']}]] not in a valid state" in err.value.response["Error"]["Message"]
+
+
+def test_stopping_the_instance_kills_the_running_command(agent):
+    cid = send(agent, ["#!/bin/bash", "sleep 30"])
+    end = time.monotonic() + 10
+    while agent["ssm"].get_command_invocation(CommandId=cid, InstanceId=agent["iid"])["Status"] != "InProgress":
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    assert agent["agents"].kill(agent["iid"], "instance stopped")
+    inv = wait(agent, cid, deadline_s=10)
+    assert inv["Status"] == "Failed" and "instance stopped" in inv["StandardErrorContent"]
