@@ -34,8 +34,10 @@ run: $(VENV)/.stamp-run
 test: $(VENV)/.stamp-test
 	$(BIN)/python -m pytest -q
 
+# Offline synth for review: no Lambda layer needed (these templates must not be deployed; `cdk deploy`
+# synthesizes again with require_lambda_deps=true and refuses without `make lambda-deps`).
 synth: $(VENV)/.stamp-test
-	$(BIN)/python -m infra.app --outdir cdk.out
+	$(BIN)/python -m infra.app --outdir cdk.out --setting require_lambda_deps=false
 
 # Third-party packages for the Lambda layer (pip for the Lambda platform; needs the package registry).
 lambda-deps: $(VENV)/.stamp-test

@@ -1,9 +1,13 @@
-"""The CDK app: ``python -m infra.app [--outdir cdk.out]`` synthesizes the four stacks offline.
+"""The CDK app: ``python -m infra.app [--outdir cdk.out] [--setting name=value ...]`` synthesizes the four stacks.
 
 ``cdk.json`` points the CDK CLI here too (``cdk deploy`` runs this module). Run directly, the app
-reads ``cdk.json``'s context itself (the CLI passes it through ``CDK_CONTEXT_JSON``). Nothing is
-looked up: AZs, AMI ids and every size come from :mod:`infra.config`. The AwsSolutions cdk-nag
-pack runs on every synth; an unacknowledged finding fails it (exit status 1, report in the outdir).
+reads ``cdk.json``'s context itself (the CLI passes it through ``CDK_CONTEXT_JSON``); ``--setting``
+overrides one ``neuronpipe`` setting (value parsed as JSON when it is JSON). Nothing is looked up:
+AZs and sizes come from :mod:`infra.config`, the AMIs from public SSM parameters resolved at deploy.
+The Lambda layer must be built first (``make lambda-deps``): without it synth fails, unless
+``require_lambda_deps`` is false (offline synth and tests; such templates must not be deployed).
+The AwsSolutions cdk-nag pack runs on every synth; an unacknowledged finding fails it (exit status 1,
+report in the outdir).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
 from infra.config import (CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,  # noqa: E402
-                          STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings)
+                          STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings, SettingsError)
 from infra.stacks.base import BaseStack  # noqa: E402
 from infra.stacks.box import BoxStack  # noqa: E402
 from infra.stacks.control import ControlPlaneStack  # noqa: E402
@@ -66,6 +70,8 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
     if "CDK_CONTEXT_JSON" not in os.environ:  # run directly, not by the CDK CLI
         ctx.update(cdk_json_context())
     for key, value in (context or {}).items():  # the neuronpipe settings merge key by key
+        if key == CONTEXT_KEY and isinstance(ctx.get(key), str):
+            ctx[key] = json.loads(ctx[key])
         if key == CONTEXT_KEY and isinstance(ctx.get(key), dict):
             ctx[key] = {**ctx[key], **value}
         else:
@@ -77,7 +83,7 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
     deps_dir: Path | None = (ROOT / settings.lambda_deps_dir).resolve()
     if not lambda_deps_ready(deps_dir):
         if settings.require_lambda_deps:
-            raise BundlingError(f"Lambda dependency layer missing at {deps_dir}: run `python -m infra.bundling deps`")
+            raise LambdaLayerMissingError(deps_dir)
         deps_dir = None
     harness_dir = stage_harness(_staging_dir("harness"), sha=harness_sha)
     code_dir = stage_lambda_code(_staging_dir("lambda"))
@@ -97,6 +103,28 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
     return NeuronPipelinesApp(app, settings, base, trainium, inferentia, control)
 
 
+class LambdaLayerMissingError(BundlingError):
+    """Deploy path without the Lambda dependency layer: the handlers would fail at import."""
+
+    def __init__(self, deps_dir: Path):
+        super().__init__(f"Lambda dependency layer missing at {deps_dir}: run `make lambda-deps` before synth/deploy "
+                         "(offline synth only: setting require_lambda_deps=false)")
+
+
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """``name=value`` pairs as neuronpipe settings; a value that parses as JSON is taken as JSON."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise SettingsError(f"--setting {pair!r}: expected name=value")
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name] = raw
+    return out
+
+
 class SynthFailedError(RuntimeError):
     """Synthesis ran but validation (cdk-nag) reported unacknowledged findings."""
 
@@ -113,14 +141,14 @@ def synth(built: NeuronPipelinesApp) -> cdk.cx_api.CloudAssembly:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.app", description=__doc__.splitlines()[0])
     parser.add_argument("--outdir", default=None, help="cloud assembly directory (default: CDK_OUTDIR or cdk.out)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one cdk.json neuronpipe setting (e.g. require_lambda_deps=false)")
     args = parser.parse_args(argv)
     try:
-        built = build_app(outdir=args.outdir)
+        overrides = parse_settings(args.setting)
+        built = build_app(outdir=args.outdir, context={CONTEXT_KEY: overrides} if overrides else None)
         assembly = synth(built)
-    except SynthFailedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except BundlingError as exc:
+    except (SynthFailedError, BundlingError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for stack in assembly.stacks:

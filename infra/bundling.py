@@ -9,8 +9,9 @@ Three things are packaged:
   lacks, installed for the Lambda platform (``pip --platform manylinux2014_x86_64
   --only-binary=:all:``) into ``<dir>/python`` and pruned to fit the 250 MB unzipped limit. This
   needs a package registry, so it is a separate step: ``python -m infra.bundling deps`` (the
-  ``make lambda-deps`` target). Synth uses the folder when present; without it synth still emits
-  templates (with a warning) unless the ``require_lambda_deps`` setting asks it to fail.
+  ``make lambda-deps`` target). Synth requires the folder (``require_lambda_deps``, default true:
+  a deploy without it would leave every handler failing at import); only offline synth and tests
+  set it to false, and then the templates carry a warning and must not be deployed.
 * **The harness** (:func:`stage_harness`): the same packages plus ``pyproject.toml``, the box-side
   pins and the git sha, zipped by CDK and installed on the boxes by ``neuronpipe-sync``.
 

@@ -5,7 +5,10 @@
   transfers off the NAT's per-GB charge). The box security group has no inbound rule; the default
   security group is stripped of its rules. Flow logs go to the access-log bucket.
 * Results bucket: versioned, SSE-S3, public access blocked, TLS-only, non-current versions expire,
-  EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run).
+  EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run). It is
+  RETAINed by ``cdk destroy`` (results outlive the stacks); to deploy again over it, set
+  ``existing_results_bucket: true``: the stack then imports it by name and (re)applies only its
+  TLS-only bucket policy (docs/runbook/README.md "Deploying again after cdk destroy").
 * Budget: monthly cost limit with alerts to an SNS topic (and an e-mail when set).
 * The harness zip (CDK asset) and the SSM parameters the boxes and the CLI read.
 """
@@ -135,22 +138,42 @@ class BaseStack(Stack):
             lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=Duration.days(365))])
         acknowledge(self.log_bucket, "S1", "This bucket is the server-access-log and flow-log destination itself; "
                     "logging it into itself would loop.")
-        self.results_bucket = s3.Bucket(
-            self, "Results", bucket_name=results_bucket_name(settings), encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, minimum_tls_version=1.2,
-            versioned=True, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=self.log_bucket, server_access_logs_prefix="results-bucket/",
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(
-                id="noncurrent-versions", noncurrent_version_expiration=Duration.days(settings.noncurrent_version_days),
-                abort_incomplete_multipart_upload_after=Duration.days(7))])
-        # EventBridge notifications natively (no CDK notification custom resource / Lambda).
-        cfn_results = self.results_bucket.node.default_child
-        assert isinstance(cfn_results, s3.CfnBucket)
-        cfn_results.add_property_override("NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled",
-                                          True)
+        if settings.existing_results_bucket:
+            self._import_results_bucket(settings)
+        else:
+            self.results_bucket = s3.Bucket(
+                self, "Results", bucket_name=results_bucket_name(settings),
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, minimum_tls_version=1.2,
+                versioned=True, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                server_access_logs_bucket=self.log_bucket, server_access_logs_prefix="results-bucket/",
+                removal_policy=RemovalPolicy.RETAIN,
+                lifecycle_rules=[s3.LifecycleRule(
+                    id="noncurrent-versions",
+                    noncurrent_version_expiration=Duration.days(settings.noncurrent_version_days),
+                    abort_incomplete_multipart_upload_after=Duration.days(7))])
+            # EventBridge notifications natively (no CDK notification custom resource / Lambda).
+            cfn_results = self.results_bucket.node.default_child
+            assert isinstance(cfn_results, s3.CfnBucket)
+            cfn_results.add_property_override(
+                "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
         self.vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_s3(self.log_bucket, "vpc-flow-logs/"),
                               traffic_type=ec2.FlowLogTrafficType.ALL)
+
+    def _import_results_bucket(self, settings: DeploymentSettings) -> None:
+        """The bucket a previous deploy created and `cdk destroy` kept: used by name, not created.
+
+        Its encryption, versioning, lifecycle, access logging and EventBridge notifications were set
+        when it was created and stay with it; only the TLS-only policy is a separate resource, which
+        the destroy removed, so it is put back here.
+        """
+        name = results_bucket_name(settings)
+        self.results_bucket = s3.Bucket.from_bucket_name(self, "Results", name)
+        policy = s3.BucketPolicy(self, "ResultsPolicy", bucket=self.results_bucket)
+        policy.document.add_statements(iam.PolicyStatement(
+            sid="DenyInsecureTransport", effect=iam.Effect.DENY, actions=["s3:*"],
+            principals=[iam.AnyPrincipal()], resources=[results_arn(settings), results_arn(settings, "*")],
+            conditions={"Bool": {"aws:SecureTransport": "false"}}))
 
     # -- budget ----------------------------------------------------------------------------------
     def _budget(self, settings: DeploymentSettings) -> None:

@@ -1,24 +1,27 @@
 """NeuronPipelinesTrainium / NeuronPipelinesInferentia: one box each, same posture.
 
-The box is an ``AWS::EC2::Instance`` from a pinned Neuron DLAMI, in a private subnet, with the
+The box is an ``AWS::EC2::Instance`` from a Neuron DLAMI (a template parameter resolving AWS's public
+SSM parameter at deploy time, or an explicit pin: :func:`infra.config.ami_source`), in a private subnet, with the
 base stack's no-ingress security group, IMDSv2 required, encrypted gp3 volumes, termination
 protection and shutdown behaviour "stop": it is stopped, never terminated, between runs (the first
 boot installs the harness and stops it; the state machine starts and stops it; the idle reaper
 catches strays). A gp3 volume holds the compile cache across stops; inf2 also gets a 48 GiB EBS
 swap volume, trn1 a swap file on its instance-store NVMe, re-made on every boot.
 
-Role: SSM core, the results prefix of the bucket, ``states:SendTask*`` on the one state machine,
-the harness zip, the HF token secret, and the SSM command log group. Nothing else.
+Role: what the SSM agent needs (AmazonSSMManagedInstanceCore without its read of every SSM
+parameter), the results prefix of the bucket, the task callbacks, the harness zip and its one
+parameter, the HF token secret, the SSM command log group, and the dataset when one is configured.
 """
 from __future__ import annotations
 
-from aws_cdk import Annotations, ArnFormat, CfnOutput, RemovalPolicy, Size, Stack, Tags
+import jsii
+from aws_cdk import Annotations, ArnFormat, CfnOutput, CfnParameter, RemovalPolicy, Size, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.config import ADAPTERS_PREFIX, RESULTS_PREFIX, ROLE_TAG_KEY, BoxRole, DeploymentSettings, ami_for
+from infra.config import ADAPTERS_PREFIX, RESULTS_PREFIX, ROLE_TAG_KEY, AmiSource, BoxRole, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn
 from infra.stacks.nag import PINNED_AMI, PINNED_AZ, acknowledge, cfn_lint_ignore
 from infra.user_data import BoxUserDataValues, render_box_user_data
@@ -26,7 +29,46 @@ from infra.user_data import BoxUserDataValues, render_box_user_data
 ROOT_DEVICE = "/dev/sda1"  # Ubuntu DLAMIs
 CACHE_DEVICE = "/dev/sdf"
 SWAP_DEVICE = "/dev/sdg"
-SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
+# What the SSM agent calls: AWS's AmazonSSMManagedInstanceCore minus ssm:GetParameter(s) on '*' (the
+# box reads one parameter, granted by its ARN below) and ssm:PutConfigurePackageResult (Distributor
+# packages, unused). Everything else of the managed policy is kept, action for action.
+SSM_AGENT_ACTIONS = (
+    "ssm:DescribeAssociation", "ssm:GetDeployablePatchSnapshotForInstance", "ssm:GetDocument",
+    "ssm:DescribeDocument", "ssm:GetManifest", "ssm:ListAssociations", "ssm:ListInstanceAssociations",
+    "ssm:PutInventory", "ssm:PutComplianceItems", "ssm:UpdateAssociationStatus",
+    "ssm:UpdateInstanceAssociationStatus", "ssm:UpdateInstanceInformation",
+)
+SSM_MESSAGES_ACTIONS = ("ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
+                        "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel")
+EC2_MESSAGES_ACTIONS = ("ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage", "ec2messages:FailMessage",
+                        "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply")
+TASK_CALLBACK_ACTIONS = ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")
+# Why the task callbacks are granted on Resource '*' (issue 13, point 6). The Service Authorization
+# Reference, "Actions, resources, and condition keys for AWS Step Functions"
+# (docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html), lists NO
+# resource type and no condition key for states:SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat:
+# such actions must be granted on "*" (the IAM policy simulator says the same: "This action does not
+# support resource-level permissions", aws/aws-cdk PR #8486). In practice AWS has been seen to name the
+# state machine ARN in the AccessDenied of a callback (NOAA-OWP/hydrovis issue #837), so a grant on the
+# machine's ARN alone rests on undocumented behaviour; '*' is honoured either way. What limits the
+# grant is the task token: a box can only complete tasks whose unguessable token it was sent.
+TASK_CALLBACK_RESOURCES = ("*",)
+TASK_CALLBACK_REASON = (
+    "states:SendTaskSuccess/Failure/Heartbeat support no resource type and no condition key (Service "
+    "Authorization Reference for AWS Step Functions), so they cannot be scoped to the state machine; the "
+    "per-task token the caller must hold is what limits them.")
+
+
+@jsii.implements(ec2.IMachineImage)
+class _ImageId:
+    """An image id as is: the pin, or the deploy-time SSM parameter's value (no synth-time lookup)."""
+
+    def __init__(self, image_id: str) -> None:
+        self.image_id = image_id
+
+    def get_image(self, scope: Construct) -> ec2.MachineImageConfig:
+        return ec2.MachineImageConfig(image_id=self.image_id, os_type=ec2.OperatingSystemType.LINUX,
+                                      user_data=ec2.UserData.for_linux())
 
 
 def state_machine_arn(stack: Stack, name: str) -> str:
@@ -42,16 +84,12 @@ class BoxStack(Stack):
         self.box_role = role
         spec = settings.box(role)
         az = settings.az_of(role)
-        pin = ami_for(role, settings.region)
-        if not pin.verified:
-            Annotations.of(self).add_warning_v2(
-                "neuronpipe:unverified-ami",
-                f"{role} AMI {pin.ami_id} ({pin.name}) is not verified on a box yet; refresh it first: {pin.refresh}")
+        self.ami = settings.ami(role)
+        image_id = self._image_id(self.ami)
 
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"neuron-pipelines {role} box: SSM, results prefix, task callbacks",
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(SSM_CORE_POLICY)])
+            description=f"neuron-pipelines {role} box: SSM agent, results prefix, task callbacks")
         self._grant(role, settings, base)
 
         self.compile_cache = ec2.Volume(
@@ -76,7 +114,7 @@ class BoxStack(Stack):
             self, "Box", vpc=base.vpc, availability_zone=az,
             vpc_subnets=ec2.SubnetSelection(subnet_type=base.box_subnet_type, availability_zones=[az]),
             instance_type=ec2.InstanceType(spec.instance_type),
-            machine_image=ec2.MachineImage.generic_linux({settings.region: pin.ami_id}),
+            machine_image=_ImageId(image_id),
             role=self.role, security_group=base.box_security_group, associate_public_ip_address=False,
             http_tokens=ec2.HttpTokens.REQUIRED, http_endpoint=True, http_put_response_hop_limit=1,
             disable_api_termination=True,
@@ -87,7 +125,7 @@ class BoxStack(Stack):
                 spec.root_gib, volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, delete_on_termination=True))],
             user_data=ec2.UserData.custom(user_data), user_data_causes_replacement=False)
         Tags.of(self.instance).add(ROLE_TAG_KEY, role)
-        cfn_lint_ignore(self.instance, {**PINNED_AZ, **PINNED_AMI})
+        cfn_lint_ignore(self.instance, {**PINNED_AZ, **(PINNED_AMI if self.ami.pinned else {})})
         for volume in [self.compile_cache] + ([self.swap_volume] if self.swap_volume else []):
             cfn_lint_ignore(volume, PINNED_AZ)
         acknowledge(self.instance, "EC28", "Detailed monitoring adds CloudWatch cost without information: the "
@@ -102,42 +140,73 @@ class BoxStack(Stack):
             self, "InstanceId", parameter_name=f"{settings.parameter_prefix}/instances/{role}",
             string_value=self.instance.instance_id, description=f"instance id of the {role} box")
         CfnOutput(self, "InstanceIdOutput", value=self.instance.instance_id)
-        CfnOutput(self, "AmiId", value=pin.ami_id)
+        CfnOutput(self, "AmiId", value=image_id, description=f"{role} image: {self.ami.why}")
+
+    def _image_id(self, source: AmiSource) -> str:
+        """The pin itself, or a template parameter that CloudFormation resolves at deploy time."""
+        if source.ami_id:
+            return source.ami_id
+        if source.role == "inf2":
+            Annotations.of(self).add_warning_v2(
+                "neuronpipe:unverified-ami",
+                f"inf2 image from {source.ssm_parameter} (latest vLLM DLAMI): not verified to serve inf2 in this "
+                "project; pin a known-good image with cdk.json inferentia_ami_id")
+        self.ami_parameter = CfnParameter(
+            self, "AmiParameter", type="AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+            default=source.ssm_parameter,
+            description=f"{source.role} box image: public SSM parameter of the Neuron DLAMI, resolved at deploy")
+        return self.ami_parameter.value_as_string
 
     def _grant(self, role: BoxRole, settings: DeploymentSettings, base: BaseStack) -> None:
         results_objects = results_arn(settings, f"{RESULTS_PREFIX}/*")
         statements = [
+            iam.PolicyStatement(sid="SsmAgent", actions=list(SSM_AGENT_ACTIONS), resources=["*"]),
+            iam.PolicyStatement(sid="SsmAgentChannels", actions=[*SSM_MESSAGES_ACTIONS, *EC2_MESSAGES_ACTIONS],
+                                resources=["*"]),
             iam.PolicyStatement(sid="ResultsReadWrite", resources=[results_objects],
                                 actions=["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]),
-            # HeadObject on a missing key answers 404 only with s3:ListBucket (403 without), and the
-            # store's exists() relies on the 404; a prefix condition would not apply to HeadObject.
-            iam.PolicyStatement(sid="ResultsList", resources=[results_arn(settings)],
-                                actions=["s3:ListBucket", "s3:GetEncryptionConfiguration"]),
-            iam.PolicyStatement(sid="TaskCallbacks", resources=[state_machine_arn(self, settings.state_machine_name)],
-                                actions=["states:SendTaskSuccess", "states:SendTaskFailure",
-                                         "states:SendTaskHeartbeat"]),
+            # Listing is limited to results/. "IfExists": S3 answers HeadObject/GetObject on a missing
+            # key with 404 only if the caller may s3:ListBucket, and that implicit check carries no
+            # s3:prefix; a plain StringLike would fail it and turn the store's 404 (exists() -> False)
+            # into a 403. A list request naming any other prefix is refused.
+            iam.PolicyStatement(sid="ResultsList", resources=[results_arn(settings)], actions=["s3:ListBucket"],
+                                conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX,
+                                                                                 f"{RESULTS_PREFIX}/*"]}}),
+            iam.PolicyStatement(sid="ResultsEncryption", resources=[results_arn(settings)],
+                                actions=["s3:GetEncryptionConfiguration"]),
+            iam.PolicyStatement(sid="TaskCallbacks", resources=list(TASK_CALLBACK_RESOURCES),
+                                actions=list(TASK_CALLBACK_ACTIONS)),
             iam.PolicyStatement(sid="HarnessZip", actions=["s3:GetObject"], resources=[
                 base.harness.bucket.arn_for_objects(base.harness.s3_object_key)]),
             iam.PolicyStatement(sid="HarnessParameter", actions=["ssm:GetParameter"],
                                 resources=[base.harness_param.parameter_arn]),
             iam.PolicyStatement(sid="HfToken", actions=["secretsmanager:GetSecretValue"], resources=[
                 self.format_arn(service="secretsmanager", resource="secret",
-                           resource_name=f"{settings.hf_token_secret_name}-??????",
-                           arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
+                                resource_name=f"{settings.hf_token_secret_name}-??????",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
             iam.PolicyStatement(sid="CommandOutputLogs", resources=[f"{base.command_log_group.log_group_arn}"],
                                 actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"]),
             iam.PolicyStatement(sid="CommandOutputLogGroups", actions=["logs:DescribeLogGroups"], resources=[
                 self.format_arn(service="logs", resource="log-group", resource_name="*",
-                           arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
         ]
         if role == "inf2":
             statements.append(iam.PolicyStatement(sid="AdaptersRead", actions=["s3:GetObject"],
                                                   resources=[results_arn(settings, f"{ADAPTERS_PREFIX}*")]))
+        dataset = settings.dataset_location
+        if dataset is not None:
+            bucket, prefix = dataset
+            statements.append(iam.PolicyStatement(sid="DatasetRead", actions=["s3:GetObject"],
+                                                  resources=[f"arn:{self.partition}:s3:::{bucket}/{prefix}*"]))
+            statements.append(iam.PolicyStatement(sid="DatasetList", actions=["s3:ListBucket"],
+                                                  resources=[f"arn:{self.partition}:s3:::{bucket}"],
+                                                  conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}))
         policy = iam.Policy(self, "BoxPolicy", statements=statements)
         policy.attach_to_role(self.role)
-        acknowledge(self.role, "IAM4", "AmazonSSMManagedInstanceCore is the AWS-maintained minimum for the SSM "
-                    "agent, the only way into the box (no inbound rules, no SSH keys).",
-                    ["Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore"])
+        acknowledge(policy, "IAM5", "The SSM agent's own APIs (instance information, associations, documents, "
+                    "inventory, message channels) are the actions of AWS's AmazonSSMManagedInstanceCore, which "
+                    "grants them on Resource '*'; the agent is the only way into the box. " + TASK_CALLBACK_REASON,
+                    ["Resource::*"])
         acknowledge(policy, "IAM5", "Agents write results/models/logs under the results/ prefix only; keys are "
                     "per run, lane and attempt, so they cannot be listed in advance.",
                     [nag_results_arn(settings, f"{RESULTS_PREFIX}/*")])
@@ -152,3 +221,7 @@ class BoxStack(Stack):
             acknowledge(policy, "IAM5", "The inf2 box reads adapters people upload under adapters/ (the "
                         "finetune_serve trigger); their names are not known in advance.",
                         [nag_results_arn(settings, f"{ADAPTERS_PREFIX}*")])
+        if dataset is not None:
+            acknowledge(policy, "IAM5", "The boxes read the configured dataset (cdk.json dataset_uri): every "
+                        "object under its prefix, read only; listing is limited to that prefix.",
+                        [f"Resource::arn:<AWS::Partition>:s3:::{dataset[0]}/{dataset[1]}*"])

@@ -1,15 +1,19 @@
-"""NeuronPipelinesControlPlane: the state machine, the four Lambdas, the EventBridge rules.
+"""NeuronPipelinesControlPlane: the state machine, the Lambdas, the box leases, the EventBridge rules.
 
 * State machine: ``statemachine/pipeline.asl.json`` (generated, checked in) with its
   ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
   start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
-  to such instances, invoke finalize_run, and put run events on the default bus.
-* Lambdas: ``control_plane/handlers/{plan_run,on_command_status,finalize_run,idle_reaper}.py``
-  (``handler(event, context)``), first-party code copied as is, third-party wheels in a layer.
-* Rules: SSM command Failed/TimedOut/Cancelled on our boxes → on_command_status; the nightly smoke
-  schedule (disabled by default) and an object under ``adapters/`` → plan_run (which validates the
-  request, plans, and starts the execution: the state machine's input is a plan, not a request);
-  the idle reaper schedule → idle_reaper.
+  to such instances, invoke finalize_run, release a box's lease, and put run events on the default bus.
+* Lambdas: ``control_plane/handlers/<name>.py`` for each of :data:`HANDLERS` (``handler(event,
+  context)``), first-party code copied as is, third-party wheels in a layer (required at deploy).
+* Leases (INTERFACES B): a DynamoDB table ``<state_machine_name>-leases`` keyed by ``instance_id``;
+  plan_run takes every box of a plan in one transaction, the state machine and on_execution_status
+  release them, ``expires_at`` is the TTL attribute.
+* Rules: SSM command Failed/TimedOut/Cancelled on our boxes → on_command_status; an execution of the
+  machine ending ABORTED/FAILED/TIMED_OUT → on_execution_status (stops its boxes at once); the
+  nightly smoke schedule (disabled by default; its time becomes the run id) and an object under
+  ``adapters/`` (the native event: its identity becomes the run id) → plan_run; the idle reaper
+  schedule → idle_reaper.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -29,14 +34,19 @@ from constructs import Construct
 
 from infra.config import ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn, results_bucket_name, retention
-from infra.stacks.box import BoxStack
+from infra.stacks.box import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES, BoxStack
 from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
 
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # keep in step with infra.bundling.LAMBDA_PYTHON_VERSION
 EVENT_SOURCE = "neuronpipe"
 SSM_STATUS_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
 SSM_FAILED_STATUSES = ["Failed", "TimedOut", "Cancelled"]
-NIGHTLY_SMOKE_REQUEST = {"preset": "smoke", "trigger": "schedule:nightly-smoke"}
+NIGHTLY_SMOKE_SCHEDULE = "nightly-smoke"
+NIGHTLY_SMOKE_REQUEST = {"preset": "smoke", "trigger": f"schedule:{NIGHTLY_SMOKE_SCHEDULE}"}
+EXECUTION_STATUS_DETAIL_TYPE = "Step Functions Execution Status Change"
+EXECUTION_ENDED_STATUSES = ["ABORTED", "FAILED", "TIMED_OUT"]
+LEASE_KEY = "instance_id"
+LEASE_TTL_ATTRIBUTE = "expires_at"
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,8 @@ class HandlerSpec:
 HANDLERS = {h.name: h for h in [
     HandlerSpec("plan_run", 512, 60, "validate a RunRequest, plan it, start the execution"),
     HandlerSpec("on_command_status", 256, 60, "SSM command Failed/TimedOut/Cancelled -> SendTaskFailure"),
+    HandlerSpec("on_execution_status", 256, 120, "execution ABORTED/FAILED/TIMED_OUT -> stop its boxes, "
+                "release its leases"),
     HandlerSpec("finalize_run", 3008, 900, "DuckDB report -> REPORT.md + comparison.json in S3"),
     HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
 ]}
@@ -70,6 +82,7 @@ class ControlPlaneStack(Stack):
         self.state_machine_arn = self.format_arn(service="states", resource="stateMachine",
                                             resource_name=settings.state_machine_name,
                                             arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.lease_table = self._lease_table()
         code = lambda_.Code.from_asset(str(code_dir))
         layers = []
         if deps_dir is not None:
@@ -80,8 +93,8 @@ class ControlPlaneStack(Stack):
         else:
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:no-lambda-deps",
-                "Lambda dependency layer not built: the handlers will not import when deployed. "
-                "Run `python -m infra.bundling deps` (make lambda-deps) before `cdk deploy`.")
+                "Lambda dependency layer not built (require_lambda_deps=false): plan_run, on_command_status "
+                "and finalize_run will not import if these templates are deployed. Run `make lambda-deps`.")
         self.functions = {name: self._function(spec, code, layers) for name, spec in HANDLERS.items()}
         self._grant_functions()
         self.state_machine = self._state_machine(asl_path)
@@ -90,6 +103,17 @@ class ControlPlaneStack(Stack):
                             string_value=self.state_machine.attr_arn, description="the run state machine")
         CfnOutput(self, "StateMachineArn", value=self.state_machine.attr_arn)
         CfnOutput(self, "PlanRunFunctionName", value=self.functions["plan_run"].function_name)
+
+    # -- leases ----------------------------------------------------------------------------------
+    def _lease_table(self) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self, "Leases", table_name=self.settings.lease_table,
+            partition_key=dynamodb.Attribute(name=LEASE_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, time_to_live_attribute=LEASE_TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED, removal_policy=RemovalPolicy.DESTROY)
+        return table
 
     # -- Lambdas ---------------------------------------------------------------------------------
     def _function(self, spec: HandlerSpec, code: lambda_.Code, layers: list[lambda_.ILayerVersion]) -> lambda_.Function:
@@ -109,6 +133,8 @@ class ControlPlaneStack(Stack):
             "NEURONPIPE_REPORTS_PREFIX": REPORTS_PREFIX.rstrip("/"),
             "NEURONPIPE_PROJECT": self.settings.project,
             "NEURONPIPE_EVENT_SOURCE": EVENT_SOURCE,
+            "NEURONPIPE_LEASE_TABLE": self.lease_table.table_name,
+            "NEURONPIPE_MAX_COST_USD_CEILING": f"{self.settings.max_cost_usd_ceiling:g}",
         }
         for box in self.boxes:
             env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
@@ -128,33 +154,71 @@ class ControlPlaneStack(Stack):
         tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": self.settings.project}}
         instances = self.format_arn(service="ec2", resource="instance", resource_name="*")
         executions = self.format_arn(service="states", resource="execution",
-                                resource_name=f"{self.settings.state_machine_name}:*",
-                                arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"],
-                                                             resources=[self.state_machine_arn]))
-        # plan_run skips lanes already committed for the run (reads commit markers) and resolves the boxes
-        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"],
-                                                             resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[results_arn(s)]))
-        f["plan_run"].add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
-        acknowledge(f["plan_run"].role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
-                    "lane) to skip committed lanes; DescribeInstances has no resource-level permissions.",
-                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*")])
-        f["on_command_status"].add_to_role_policy(iam.PolicyStatement(
-            actions=["states:SendTaskFailure"], resources=[self.state_machine_arn]))
-        f["on_command_status"].add_to_role_policy(iam.PolicyStatement(
-            actions=["ssm:ListCommands", "ssm:ListCommandInvocations", "ssm:GetCommandInvocation"], resources=["*"]))
-        acknowledge(f["on_command_status"].role, "IAM5", "ssm:ListCommands/GetCommandInvocation support no "
-                    "resource-level permissions; the function only reads the failed command to recover its token.",
-                    ["Resource::*"])
-        f["finalize_run"].add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:GetObject", "s3:PutObject"],
-            resources=[results_arn(s, f"{RESULTS_PREFIX}/*"), results_arn(s, f"{REPORTS_PREFIX}*")]))
-        f["finalize_run"].add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"],
-                                                                 resources=[results_arn(s)]))
-        acknowledge(f["finalize_run"].role, "IAM5", "finalize_run reads committed results under results/ and writes "
+                                     resource_name=f"{self.settings.state_machine_name}:*",
+                                     arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        leases = self.lease_table.table_arn
+        nag_instances = f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*"
+        nag_executions = (f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
+                          f"{self.settings.state_machine_name}:*")
+
+        plan = f["plan_run"]
+        plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
+                                                    resources=[self.state_machine_arn]))
+        # plan_run skips lanes already committed for the run (reads commit markers under results/).
+        plan.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
+                                                    resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+        plan.add_to_role_policy(iam.PolicyStatement(
+            sid="CommitMarkersList", actions=["s3:ListBucket"], resources=[results_arn(s)],
+            conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}))
+        # A run id already used is refused before anything is leased (DescribeExecution by name).
+        plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
+                                                    resources=[executions]))
+        # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
+        # item's own action: PutItem), GetItem to name the holder on refusal, DeleteItem to release
+        # when the execution cannot start.
+        plan.add_to_role_policy(iam.PolicyStatement(
+            sid="Leases", resources=[leases], actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
+        # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
+        # every function, so control_plane.launch resolves both boxes from the environment and the
+        # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
+        acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
+                    "lane) to skip committed lanes, and checks whether the run's execution (named after the "
+                    "run id, not known in advance) exists.", [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_executions])
+
+        status = f["on_command_status"]
+        # ssm:ListCommandInvocations is not called: the function reads the failed command
+        # (ListCommands / GetCommandInvocation) to recover its task token, then fails that task.
+        status.add_to_role_policy(iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"],
+                                                      resources=list(TASK_CALLBACK_RESOURCES)))
+        status.add_to_role_policy(iam.PolicyStatement(
+            sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]))
+        acknowledge(status.role, "IAM5", "ssm:ListCommands/GetCommandInvocation support no resource-level "
+                    "permissions; the function only reads the failed command to recover its token. "
+                    + TASK_CALLBACK_REASON, ["Resource::*"])
+
+        ended = f["on_execution_status"]
+        ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution"],
+                                                     resources=[executions]))
+        ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
+                                                     resources=[instances], conditions=tag_condition))
+        ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[leases],
+                                                     actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
+        acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
+                    "(the ended run's boxes come from its input); executions of the one state machine are "
+                    "named per run.", [nag_instances, nag_executions])
+
+        finalize = f["finalize_run"]
+        # finalize_run reads committed results and writes the run's report: nothing more.
+        finalize.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
+                                                        resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+        finalize.add_to_role_policy(iam.PolicyStatement(sid="WriteReports", actions=["s3:PutObject"],
+                                                        resources=[results_arn(s, f"{REPORTS_PREFIX}*")]))
+        finalize.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
+                                                        resources=[results_arn(s)]))
+        acknowledge(finalize.role, "IAM5", "finalize_run reads committed results under results/ and writes "
                     "the run's report under reports/; keys are per run and attempt, not known in advance.",
                     [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
+
         reaper = f["idle_reaper"]
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
@@ -164,10 +228,7 @@ class ControlPlaneStack(Stack):
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
         acknowledge(reaper.role, "IAM5", "DescribeInstances has no resource-level permissions; StopInstances is "
                     "limited to instances tagged for this project; executions of the one state machine are "
-                    "named per run.",
-                    ["Resource::*", f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
-                     f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
-                     f"{self.settings.state_machine_name}:*"])
+                    "named per run.", ["Resource::*", nag_instances, nag_executions])
 
     # -- state machine ---------------------------------------------------------------------------
     def _state_machine(self, asl_path: Path) -> sfn.CfnStateMachine:
@@ -195,6 +256,9 @@ class ControlPlaneStack(Stack):
                                 conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
                                                              self.settings.project}}),
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
+            # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run)
+            iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem"],
+                                resources=[self.lease_table.table_arn]),
             iam.PolicyStatement(sid="RunEvents", actions=["events:PutEvents"], resources=[
                 self.format_arn(service="events", resource="event-bus", resource_name="default")]),
             iam.PolicyStatement(sid="Logs", resources=["*"], actions=[
@@ -235,6 +299,7 @@ class ControlPlaneStack(Stack):
             "FinalizeRunFunctionArn": self.functions["finalize_run"].function_arn,
             "EventBusName": "default",
             "EventSource": EVENT_SOURCE,
+            "LeaseTableName": self.lease_table.table_name,
         }
         missing = set(SUBSTITUTIONS) - set(values)
         if missing:
@@ -251,21 +316,32 @@ class ControlPlaneStack(Stack):
                         detail={"status": SSM_FAILED_STATUSES,
                                 "instance-id": [b.instance.instance_id for b in self.boxes]}),
                     targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4)])
+        events.Rule(self, "ExecutionEndedRule", description="a run ended ABORTED/FAILED/TIMED_OUT -> "
+                    "on_execution_status (stop its boxes now, release its leases)",
+                    event_pattern=events.EventPattern(
+                        source=["aws.states"], detail_type=[EXECUTION_STATUS_DETAIL_TYPE],
+                        detail={"status": EXECUTION_ENDED_STATUSES,
+                                "stateMachineArn": [self.state_machine.attr_arn]}),
+                    targets=[targets.LambdaFunction(f["on_execution_status"], retry_attempts=8)])
+        # The schedule's time (same minute -> same run id) makes a redelivery a duplicate execution name.
         events.Rule(self, "NightlySmokeSchedule", description="nightly smoke run (disabled by default)",
                     enabled=self.settings.nightly_smoke_enabled,
                     schedule=events.Schedule.expression(self.settings.nightly_smoke_cron),
-                    targets=[targets.LambdaFunction(f["plan_run"], event=events.RuleTargetInput.from_object(
-                        NIGHTLY_SMOKE_REQUEST), retry_attempts=2)])
+                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2,
+                                                    event=events.RuleTargetInput.from_object({
+                                                        "schedule": NIGHTLY_SMOKE_SCHEDULE,
+                                                        "time": events.EventField.time,
+                                                        "request": NIGHTLY_SMOKE_REQUEST}))])
         bucket_name = results_bucket_name(self.settings)
-        events.Rule(self, "AdapterUploadedRule", description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>.tar.gz -> a finetune_serve run",
+        # No input transformer: plan_run gets the native event and derives the run id from the
+        # object's identity (bucket, key, version/etag), so a redelivered event cannot start a second run.
+        events.Rule(self, "AdapterUploadedRule",
+                    description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>.tar.gz -> a finetune_serve run",
                     event_pattern=events.EventPattern(
                         source=["aws.s3"], detail_type=["Object Created"],
                         detail={"bucket": {"name": [bucket_name]},
                                 "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}]}}),
-                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2, event=events.RuleTargetInput.from_object({
-                        "preset": "finetune_serve", "trigger": "s3:adapters",
-                        "adapter_uri": f"s3://{bucket_name}/" + events.EventField.from_path("$.detail.object.key"),
-                    }))])
+                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2)])
         events.Rule(self, "IdleReaperSchedule", description="stop project instances no running execution owns",
                     schedule=events.Schedule.rate(Duration.minutes(self.settings.idle_reaper_rate_minutes)),
                     targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2)])

@@ -38,6 +38,7 @@ def cfn_lint_ignore(resource: IConstruct, reasons: dict[str, str]) -> None:
 
 PINNED_AZ = {"W3010": "availability zones are pinned in cdk.json: synth is offline (no lookups) and trn1/inf2 "
                       "are offered only in some AZs"}
-PINNED_AMI = {"W9010": "the AMI id is pinned per region in infra/config.py: the recorded stock DLAMI (RULES.md 2)"}
+PINNED_AMI = {"W9010": "the AMI id is pinned on purpose (cdk.json *_ami_id, or the inf2 vLLM 0.16 pin in "
+                       "infra/config.py): the recorded stock DLAMI (RULES.md 2)"}
 CDK_DEPENDS_ON = {"W3005": "CDK adds this DependsOn so the role's policy exists before the function runs; "
                            "the GetAtt alone would not order the policy"}

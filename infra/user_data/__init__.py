@@ -50,8 +50,22 @@ def _read(name: str) -> str:
     return (HERE / name).read_text()
 
 
-def render_box_user_data(values: BoxUserDataValues) -> str:
-    """The first-boot script with the per-boot and sync scripts embedded."""
+@dataclass(frozen=True)
+class BoxScripts:
+    """The rendered scripts, as the box holds them (paths relative to ``$NEURONPIPE_BOX_ROOT``)."""
+
+    bootstrap: str  # the user data (first boot); embeds the two below
+    per_boot: str  # /var/lib/cloud/scripts/per-boot/10-neuronpipe.sh
+    sync: str  # /usr/local/bin/neuronpipe-sync
+
+
+PER_BOOT_PATH = "var/lib/cloud/scripts/per-boot/10-neuronpipe.sh"
+SYNC_PATH = "usr/local/bin/neuronpipe-sync"
+BOOT_DONE_PATH = "run/neuronpipe/boot.done"
+
+
+def render_box_scripts(values: BoxUserDataValues) -> BoxScripts:
+    """Every box script with its placeholders filled (the rehearsal runs these as they are)."""
     flat = {k.upper(): str(v) for k, v in asdict(values).items()}
     per_boot = fill(_read("per_boot.sh"), flat).rstrip("\n")
     sync = fill(_read("neuronpipe_sync.sh"), flat).rstrip("\n")
@@ -61,4 +75,9 @@ def render_box_user_data(values: BoxUserDataValues) -> str:
     unused = set(flat) - set(PLACEHOLDER.findall(templates))
     if unused:
         raise UserDataError(f"value(s) used by no template: {', '.join(sorted(unused))}")
-    return text
+    return BoxScripts(text, per_boot + "\n", sync + "\n")
+
+
+def render_box_user_data(values: BoxUserDataValues) -> str:
+    """The first-boot script with the per-boot and sync scripts embedded."""
+    return render_box_scripts(values).bootstrap

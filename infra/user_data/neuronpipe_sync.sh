@@ -1,16 +1,33 @@
 #!/bin/bash
 # neuronpipe-sync [--force]: install the harness named by SSM parameter @@HARNESS_PARAM@@
 # (an s3:// zip published by `cdk deploy`) into /opt/neuronpipe/.venv, its own venv beside the
-# DLAMI's. Box-side versions come from the harness's box-requirements.txt (exact pins); the harness
-# itself is installed --no-deps. Same URI as last time: nothing to do.
+# DLAMI's. Waits (NEURONPIPE_BOOT_WAIT_S, default 600 s) for the per-boot setup's marker first.
+# Box-side versions come from the harness's box-requirements.txt (exact pins, setuptools among them);
+# the harness itself is installed --no-deps --no-build-isolation --no-index (offline). Same URI as
+# last time: nothing to do. NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1 (the rehearsal only) skips the
+# box-requirements install. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box).
+[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
 set -euo pipefail
+ROOT="${NEURONPIPE_BOX_ROOT:-}"
 REGION=@@REGION@@
-HOME_DIR=/opt/neuronpipe
-VENV=$HOME_DIR/.venv
+HOME_DIR="$ROOT/opt/neuronpipe"
+VENV="$HOME_DIR/.venv"
+ETC="$ROOT/etc/neuronpipe"
+BOOT_DONE="$ROOT/run/neuronpipe/boot.done"
+wait_s="${NEURONPIPE_BOOT_WAIT_S:-600}"
+waited=0
+until [ -f "$BOOT_DONE" ]; do
+  if [ "$waited" -ge "$wait_s" ]; then
+    echo "neuronpipe-sync: per-boot setup not finished after ${wait_s}s (no $BOOT_DONE; see $ROOT/var/log/neuronpipe-boot.log)" >&2
+    exit 1
+  fi
+  sleep 1; waited=$((waited + 1))
+done
 uri=$(aws ssm get-parameter --region "$REGION" --name "@@HARNESS_PARAM@@" --query Parameter.Value --output text)
 if [ "${1:-}" != "--force" ] && [ -f "$HOME_DIR/installed-uri" ] && [ "$(cat "$HOME_DIR/installed-uri")" = "$uri" ]; then
   echo "harness up to date: $uri ($(cat "$HOME_DIR/harness/HARNESS_SHA" 2>/dev/null))"; exit 0
 fi
+mkdir -p "$HOME_DIR" "$ETC"
 if [ ! -x "$VENV/bin/python" ]; then
   if python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
     python3 -m venv "$VENV"
@@ -21,19 +38,28 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
 fi
 # Every process of this venv (the SSM lane commands run `.venv/bin/python -m agents` without a login
-# shell) gets the box environment: /etc/neuronpipe/{env,harness.env}, explicit variables winning.
+# shell) gets the box environment: $ETC/{env,harness.env}, explicit variables winning.
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-cat > "$site/neuronpipe_box_env.pth" <<'PTH'
-import os; [os.environ.setdefault(k.strip(), v.strip()) for f in ("/etc/neuronpipe/env", "/etc/neuronpipe/harness.env") if os.path.exists(f) for k, s, v in (line.partition("=") for line in open(f)) if s and not k.startswith("#")]
+cat > "$site/neuronpipe_box_env.pth" <<PTH
+import os; [os.environ.setdefault(k.strip(), v.strip()) for f in ("$ETC/env", "$ETC/harness.env") if os.path.exists(f) for k, s, v in (line.partition("=") for line in open(f)) if s and not k.startswith("#")]
 PTH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 aws s3 cp --region "$REGION" --only-show-errors "$uri" "$tmp/harness.zip"
 python3 -m zipfile -e "$tmp/harness.zip" "$tmp/harness"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$tmp/harness/box-requirements.txt"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$tmp/harness"
+if [ "${NEURONPIPE_SYNC_SKIP_REQUIREMENTS:-}" = "1" ]; then
+  echo "neuronpipe-sync: NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1: box-requirements.txt not installed (rehearsal)"
+else
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$tmp/harness/box-requirements.txt"
+fi
+if ! "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("setuptools") and (u.find_spec("setuptools.command.bdist_wheel") or u.find_spec("wheel")) else 1)'; then
+  echo "neuronpipe-sync: $VENV has no setuptools that builds wheels; the harness installs offline (--no-build-isolation) and needs it (box-requirements.txt pins setuptools)" >&2
+  exit 1
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-index \
+  --force-reinstall "$tmp/harness"
 rm -rf "$HOME_DIR/harness.old"; [ -d "$HOME_DIR/harness" ] && mv "$HOME_DIR/harness" "$HOME_DIR/harness.old"
 mv "$tmp/harness" "$HOME_DIR/harness"
-echo "NEURONPIPE_HARNESS_SHA=$(cat "$HOME_DIR/harness/HARNESS_SHA")" > /etc/neuronpipe/harness.env
+echo "NEURONPIPE_HARNESS_SHA=$(cat "$HOME_DIR/harness/HARNESS_SHA")" > "$ETC/harness.env"
 echo "$uri" > "$HOME_DIR/installed-uri"
 echo "harness installed: $uri ($(cat "$HOME_DIR/harness/HARNESS_SHA"))"

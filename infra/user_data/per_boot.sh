@@ -1,15 +1,23 @@
 #!/bin/bash
 # neuron-pipelines @@BOX_ROLE@@ box, every boot (cloud-init per-boot): compile-cache volume,
-# swap, and /etc/neuronpipe/env. Idempotent; safe to run by hand.
+# swap, and /etc/neuronpipe/env. Idempotent; safe to run by hand. Its LAST step writes
+# /run/neuronpipe/boot.done (removed first thing): neuronpipe-sync waits for it.
+# Every box path is under ${NEURONPIPE_BOX_ROOT:-} (empty on a box; a sandbox dir in the rehearsal).
+[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
 set -euo pipefail
-exec >>/var/log/neuronpipe-boot.log 2>&1
+ROOT="${NEURONPIPE_BOX_ROOT:-}"
+IMDS="${NEURONPIPE_IMDS_ENDPOINT:-http://169.254.169.254}"
+BOOT_DONE="$ROOT/run/neuronpipe/boot.done"
+mkdir -p "$ROOT/run/neuronpipe" "$ROOT/var/log"
+rm -f "$BOOT_DONE"
+exec >>"$ROOT/var/log/neuronpipe-boot.log" 2>&1
 echo "== $(date -Is) per-boot (@@BOX_ROLE@@)"
-CACHE_DIR=/var/cache/neuronpipe
+CACHE_DIR="$ROOT/var/cache/neuronpipe"
 
 imds() {  # IMDSv2 only (HttpTokens=required)
   local token
-  token=$(curl -sf -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
-  curl -sf -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/meta-data/$1"
+  token=$(curl -sf -X PUT "$IMDS/latest/api/token" -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
+  curl -sf -H "X-aws-ec2-metadata-token: $token" "$IMDS/latest/meta-data/$1"
 }
 
 ebs_device() {  # the block device of an EBS volume id, waiting up to 10 min for the attachment
@@ -43,21 +51,21 @@ SCRATCH=""
 if [ "@@NVME_SWAP_GIB@@" != "0" ]; then
   nv=$(ls /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_* 2>/dev/null | grep -v -- '-part' | head -n1 || true)
   if [ -n "$nv" ]; then
-    nv=$(readlink -f "$nv"); SCRATCH=/scratch
-    mountpoint -q /scratch || { mkfs.ext4 -q -F -L np-scratch "$nv"; mkdir -p /scratch; mount -o noatime "$nv" /scratch; }
-    if ! swapon --show=NAME --noheadings | grep -qx /scratch/swapfile; then
-      fallocate -l "@@NVME_SWAP_GIB@@G" /scratch/swapfile && chmod 600 /scratch/swapfile
-      mkswap /scratch/swapfile && swapon /scratch/swapfile
+    nv=$(readlink -f "$nv"); SCRATCH="$ROOT/scratch"
+    mountpoint -q "$SCRATCH" || { mkfs.ext4 -q -F -L np-scratch "$nv"; mkdir -p "$SCRATCH"; mount -o noatime "$nv" "$SCRATCH"; }
+    if ! swapon --show=NAME --noheadings | grep -qx "$SCRATCH/swapfile"; then
+      fallocate -l "@@NVME_SWAP_GIB@@G" "$SCRATCH/swapfile" && chmod 600 "$SCRATCH/swapfile"
+      mkswap "$SCRATCH/swapfile" && swapon "$SCRATCH/swapfile"
     fi
-    mkdir -p /scratch/tmp && chmod 1777 /scratch/tmp
+    mkdir -p "$SCRATCH/tmp" && chmod 1777 "$SCRATCH/tmp"
   else
     echo "no instance-store NVMe found: no NVMe swap this boot"
   fi
 fi
 
 DLAMI_VENV=$(ls -d @@DLAMI_VENV_GLOB@@ 2>/dev/null | sort | tail -n1 || true)
-install -d -m 0755 /etc/neuronpipe
-cat > /etc/neuronpipe/env.new <<ENV
+install -d -m 0755 "$ROOT/etc/neuronpipe"
+cat > "$ROOT/etc/neuronpipe/env.new" <<ENV
 NEURONPIPE_BOX_ROLE=@@BOX_ROLE@@
 NEURONPIPE_BACKEND=neuron
 NEURONPIPE_RESULTS=@@RESULTS_URI@@
@@ -66,13 +74,17 @@ NEURON_COMPILE_CACHE_URL=$CACHE_DIR/neuron-compile-cache
 HF_HOME=$CACHE_DIR/hf
 NEURONPIPE_HF_TOKEN_SECRET=@@HF_TOKEN_SECRET@@
 NEURONPIPE_DLAMI_VENV=$DLAMI_VENV
-NEURONPIPE_HARNESS_DIR=/opt/neuronpipe/harness
+NEURONPIPE_HARNESS_DIR=$ROOT/opt/neuronpipe/harness
 NEURONPIPE_SCRATCH=$SCRATCH
 NEURONPIPE_INSTANCE_ID=$(imds instance-id || echo unknown)
 NEURONPIPE_INSTANCE_TYPE=$(imds instance-type || echo unknown)
 NEURONPIPE_AMI_ID=$(imds ami-id || echo unknown)
 AWS_DEFAULT_REGION=@@REGION@@
 ENV
-mv /etc/neuronpipe/env.new /etc/neuronpipe/env
+mv "$ROOT/etc/neuronpipe/env.new" "$ROOT/etc/neuronpipe/env"
 free -g; swapon --show; df -h "$CACHE_DIR"
+# Last step: the marker neuronpipe-sync waits for (boot id: a stale marker from an earlier boot is
+# impossible anyway, /run is a tmpfs, but the id says which boot finished).
+cat /proc/sys/kernel/random/boot_id > "$BOOT_DONE.new" 2>/dev/null || date -Is > "$BOOT_DONE.new"
+mv "$BOOT_DONE.new" "$BOOT_DONE"
 echo "== per-boot done"

@@ -11,6 +11,19 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+OFFLINE = {"require_lambda_deps": False}  # every synth in tests/infra says so explicitly
+
+
+def _synth_variant(outdir: Path, **settings: Any) -> dict[str, dict[str, Any]]:
+    """Synthesize the app with these neuronpipe settings (offline, cdk-nag enforced): the templates."""
+    from infra.app import build_app, synth
+    from infra.config import STACK_NAMES
+
+    os.environ.pop("CDK_CONTEXT_JSON", None)
+    built = build_app(outdir=str(outdir), harness_sha="0" * 40, context={"neuronpipe": {**OFFLINE, **settings}})
+    synth(built)  # raises SynthFailedError on an unacknowledged cdk-nag finding
+    return {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in STACK_NAMES}
+
 
 @dataclass
 class Synthesized:
@@ -41,8 +54,10 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     deps = tmp_path_factory.mktemp("lambda-deps")
     (deps / "python").mkdir()
     (deps / "python" / "README.txt").write_text("stand-in for the Lambda dependency layer\n")
+    # require_lambda_deps=false explicitly (INTERFACES E): tests never depend on `make lambda-deps`;
+    # the stand-in folder still puts a layer on every function, as a deploy would.
     built = build_app(outdir=str(outdir), harness_sha="0" * 40,
-                      context={"neuronpipe": {"lambda_deps_dir": str(deps)}})
+                      context={"neuronpipe": {**OFFLINE, "lambda_deps_dir": str(deps)}})
     error: Exception | None = None
     messages: dict[str, list[str]] = {}
     try:
@@ -54,3 +69,9 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     report_path = outdir / "policy-validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else None
     return Synthesized(outdir, built.settings, templates, report, error, messages)
+
+
+@pytest.fixture
+def synth_variant():
+    """``synth_variant(outdir, **settings)``: a separate offline synth with these settings (~15-30 s)."""
+    return _synth_variant

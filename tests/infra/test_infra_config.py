@@ -7,7 +7,8 @@ import pytest
 
 from infra.bundling import (BundlingError, lambda_deps_ready, pip_command, prune, stage_harness,
                             stage_lambda_code, stage_packages)
-from infra.config import INFERENTIA_AMIS, TRAINIUM_AMIS, DeploymentSettings, SettingsError, ami_for
+from infra.config import (INFERENTIA_DLAMI_SSM_PARAMETER, INFERENTIA_PINNED_AMIS, TRAINIUM_DLAMI_SSM_PARAMETER,
+                          DeploymentSettings, SettingsError)
 from infra.user_data import BoxUserDataValues, UserDataError, fill, render_box_user_data
 
 
@@ -29,23 +30,60 @@ def test_unknown_setting_fails_listing_valid_ones():
     ({"availability_zones": ["us-east-1a"], "trainium_az": "us-east-1a", "inferentia_az": "us-east-1a"}, "region"),
     ({"ssm_connectivity": "vpn"}, "ssm_connectivity"),
     ({"monthly_budget_usd": 0}, "monthly_budget_usd"),
+    ({"trainium_ami_id": "ami-PLACEHOLDER"}, "trainium_ami_id"),
+    ({"dataset_uri": "https://example.com/data"}, "dataset_uri"),
+    ({"max_cost_usd_ceiling": 0}, "max_cost_usd_ceiling"),
 ])
 def test_bad_settings_name_the_setting(raw, word):
     with pytest.raises(SettingsError, match=word):
         DeploymentSettings.from_context(raw)
 
 
-def test_region_without_pins_fails_listing_pinned_regions():
-    with pytest.raises(SettingsError, match="pinned regions: us-east-1, us-west-2"):
-        DeploymentSettings.from_context({"region": "eu-west-1", "availability_zones": ["eu-west-1a"],
-                                         "trainium_az": "eu-west-1a", "inferentia_az": "eu-west-1a"})
-    assert ami_for("inf2", "us-west-2") is INFERENTIA_AMIS["us-west-2"]
+def test_defaults_of_the_deploy_path():
+    """Layer required (INTERFACES E), the cost ceiling (D), the lease table name (B)."""
+    s = DeploymentSettings.from_context({})
+    assert s.require_lambda_deps is True
+    assert s.max_cost_usd_ceiling == 50.0
+    assert s.lease_table == "neuron-pipelines-leases"
+    assert DeploymentSettings.from_context({"state_machine_name": "np-dev"}).lease_table == "np-dev-leases"
+    assert s.existing_results_bucket is False and s.dataset_uri is None and s.dataset_location is None
+    assert DeploymentSettings.from_context({"dataset_uri": "s3://my-data/sets/sft/"}).dataset_location == (
+        "my-data", "sets/sft/")
 
 
-def test_pins_say_how_to_refresh():
-    for pin in TRAINIUM_AMIS.values():
-        assert "aws ssm get-parameter" in pin.refresh and "/aws/service/neuron/dlami/" in pin.refresh
-    assert INFERENTIA_AMIS["us-west-2"].verified
+def test_context_given_as_a_json_string_is_read():  # `cdk -c neuronpipe='{...}'` passes a string
+    assert DeploymentSettings.from_context('{"monthly_budget_usd": 12}').monthly_budget_usd == 12
+    with pytest.raises(SettingsError, match="not JSON"):
+        DeploymentSettings.from_context("{nope")
+
+
+def test_endpoints_only_networking_is_refused_with_the_reason():
+    with pytest.raises(SettingsError) as exc:
+        DeploymentSettings.from_context({"ssm_connectivity": "endpoints"})
+    message = str(exc.value)
+    assert "ssm_connectivity='endpoints' is refused" in message and "PyPI" in message and "nat_and_endpoints" in message
+    assert "\n" not in message
+    assert DeploymentSettings.from_context({"ssm_connectivity": "nat_and_endpoints"}).ssm_connectivity == \
+        "nat_and_endpoints"
+
+
+def test_amis_come_from_public_ssm_parameters_unless_pinned():
+    s = DeploymentSettings.from_context({})
+    trn, inf = s.ami("trn1"), s.ami("inf2")
+    assert trn.ami_id is None and trn.ssm_parameter == TRAINIUM_DLAMI_SSM_PARAMETER
+    assert TRAINIUM_DLAMI_SSM_PARAMETER == "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"
+    assert "aws ssm get-parameter --name " + TRAINIUM_DLAMI_SSM_PARAMETER in trn.check
+    # inf2 in us-west-2 keeps the vLLM 0.16 pin (the newer vLLM line cannot serve inf2)
+    assert inf.ami_id == INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
+    # a region without a pin: inf2 resolves the vLLM DLAMI parameter; no region is refused any more
+    east = DeploymentSettings.from_context({"region": "us-east-2", "availability_zones": ["us-east-2b"],
+                                            "trainium_az": "us-east-2b", "inferentia_az": "us-east-2b"})
+    assert east.ami("inf2").ssm_parameter == INFERENTIA_DLAMI_SSM_PARAMETER and east.ami("inf2").ami_id is None
+    # an explicit pin wins for either box
+    pinned = DeploymentSettings.from_context({"trainium_ami_id": "ami-0123456789abcdef0",
+                                              "inferentia_ami_id": "ami-0fedcba9876543210"})
+    assert pinned.ami("trn1").ami_id == "ami-0123456789abcdef0" and pinned.ami("trn1").ssm_parameter is None
+    assert pinned.ami("inf2").ami_id == "ami-0fedcba9876543210"
 
 
 def _values(**kw) -> BoxUserDataValues:
@@ -108,3 +146,24 @@ def test_prune_drops_runtime_provided_and_unused_parts(tmp_path):
     prune(tmp_path)
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert left == ["duckdb/__init__.py", "pyarrow/lib.so"]
+
+
+def test_synth_without_the_layer_fails_naming_make_lambda_deps(tmp_path, capsys):
+    """The deploy path (require_lambda_deps defaults to true) refuses to synthesize without the layer."""
+    from infra.app import main
+
+    rc = main(["--outdir", str(tmp_path / "out"), "--setting", f"lambda_deps_dir={tmp_path / 'no-layer'}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1
+    assert err[0].startswith("error: Lambda dependency layer missing at ") and "`make lambda-deps`" in err[0]
+    assert not list((tmp_path / "out").glob("*.template.json"))  # nothing synthesized
+
+
+def test_bad_setting_on_the_command_line_is_one_line(tmp_path, capsys):
+    from infra.app import main
+
+    assert main(["--outdir", str(tmp_path), "--setting", "ssm_connectivity=endpoints"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ssm_connectivity='endpoints' is refused" in err[0]
+    assert main(["--setting", "no-equals-sign"]) == 1
+    assert "expected name=value" in capsys.readouterr().err

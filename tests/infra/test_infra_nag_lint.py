@@ -37,22 +37,16 @@ def test_cfn_lint_is_clean(synthesized):
     assert problems == {}
 
 
-def test_endpoints_mode_keeps_inbound_to_https_from_the_boxes(tmp_path):
-    """ssm_connectivity=endpoints: no NAT; the one inbound rule in the account is 443 to the endpoint ENIs
+def test_endpoints_mode_keeps_inbound_to_https_from_the_boxes(tmp_path, synth_variant):
+    """ssm_connectivity=nat_and_endpoints: the one inbound rule in the account is 443 to the endpoint ENIs
     from the boxes' security group. Synthesized separately (Base stack checked), nag and cfn-lint clean."""
-    import json
-
     from cfnlint.api import ManualArgs, lint_file
 
-    from infra.app import build_app, synth
     from infra.config import STACK_BASE
 
-    built = build_app(outdir=str(tmp_path), harness_sha="0" * 40,
-                      context={"neuronpipe": {"ssm_connectivity": "endpoints"}})
-    synth(built)  # raises SynthFailedError on an unacknowledged cdk-nag finding
-    template = json.loads((tmp_path / f"{STACK_BASE}.template.json").read_text())
+    template = synth_variant(tmp_path, ssm_connectivity="nat_and_endpoints")[STACK_BASE]
     res = template["Resources"]
-    assert not [r for r in res.values() if r["Type"] == "AWS::EC2::NatGateway"]
+    assert len([r for r in res.values() if r["Type"] == "AWS::EC2::NatGateway"]) == 1
     endpoints = [r for r in res.values() if r["Type"] == "AWS::EC2::VPCEndpoint"]
     assert len(endpoints) == 7  # S3 gateway + 6 interface endpoints
     (ingress,) = [r["Properties"] for r in res.values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
