@@ -58,7 +58,8 @@ class Hooks:
     instances_stopped: Callable[[list[str]], None] | None = None  # after moto stopped them
     send_command: Callable[[dict[str, Any]], None] | None = None  # validate (may raise AwsError)
     command_sent: Callable[[Any], None] | None = None             # the moto Command, after it was recorded
-    invoke_lambda: Callable[[str, bytes], bytes] | None = None    # function name/ARN, payload -> response
+    # function name/ARN, payload -> (response payload, None or the FunctionError: "Unhandled")
+    invoke_lambda: Callable[[str, bytes], tuple[bytes, str | None]] | None = None
     events_put: Callable[[list[dict[str, Any]]], None] | None = None  # entries as PutEvents received them
     s3_event: Callable[[dict[str, Any]], None] | None = None      # an S3 EventBridge notification
 
@@ -234,9 +235,13 @@ class MotoWorld:
             if hooks.invoke_lambda is None:
                 raise JsonRESTError("ResourceNotFoundException", f"Function not found: {function_name}")
             try:
-                return hooks.invoke_lambda(function_name, body if isinstance(body, bytes) else str(body).encode())
+                payload, function_error = hooks.invoke_lambda(
+                    function_name, body if isinstance(body, bytes) else str(body or "").encode())
             except AwsError as exc:
                 raise as_rest(exc) from exc
+            if function_error:
+                response_headers["x-amz-function-error"] = function_error
+            return payload
 
         self._patch(LambdaSimpleBackend, "invoke", invoke)
 
