@@ -25,6 +25,14 @@ class LaneSpec:
     summary: str
     timeout_s: int = 3600  # on hardware (full profile); Step Functions TimeoutSeconds
     heartbeat_s: int = 300  # Step Functions HeartbeatSeconds
+    # The longest a lane may go without a progress event (and the start-up grace before the first)
+    # before the runner stops heartbeating it; None: heartbeat_s. Longer where a lane is silent for
+    # a long stretch on purpose (a Neuron compile, a server boot).
+    stall_s: int | None = None
+
+    @property
+    def stall_window_s(self) -> int:
+        return self.stall_s if self.stall_s is not None else self.heartbeat_s
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -43,27 +51,30 @@ _BOTH: tuple[BoxRole, ...] = ("trn1", "inf2")
 
 LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("provenance", "agents.lanes.provenance", _BOTH, 10,
-             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120),
+             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120, stall_s=300),
     LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
-             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120),
+             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600),
     LaneSpec("smoke", "agents.lanes.smoke", _BOTH, 30,
-             "tiny model through train -> merge -> reload -> generate", 3600, 300),
+             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600),
     LaneSpec("precompile", "agents.lanes.precompile", ("trn1",), 40,
-             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600),
+             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600, stall_s=3600),
     LaneSpec("sft", "agents.lanes.sft", ("trn1",), 50,
-             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600),
+             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600, stall_s=3600),
     LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
-             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300),
+             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800),
     LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
-             "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600),
+             "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600,
+             stall_s=3600),
     LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
-             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600),
+             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600),
     LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
-             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600),
+             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600),
     LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
-             "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600),
+             "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600,
+             stall_s=3600),
     LaneSpec("qwen3_attempt", "agents.lanes.qwen3_attempt", ("inf2",), 110,
-             "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600),
+             "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600,
+             stall_s=3600),
 ]}
 
 

@@ -9,6 +9,13 @@ Outcomes and exit codes:
 * the lane raised: ``failed`` with the error class and verbatim message, only
   failure-safe rows kept, callback failure, exit 1;
 * SIGINT/SIGTERM: the lane's cleanup runs (servers stopped), nothing is committed, exit 130.
+
+Heartbeats mean progress: with a task token the runner heartbeats Step Functions every
+``heartbeat_s`` only while the lane reports progress (``LaneContext.progress``, observed
+whether or not a ``--progress-file`` is given) within the lane's stall window
+(``LaneSpec.stall_window_s``; the first window after the start counts as progress). A
+lane that stops reporting stops being heartbeated (one warning line), so the state
+machine's ``HeartbeatSeconds`` ends it instead of its full timeout.
 """
 from __future__ import annotations
 
@@ -21,11 +28,12 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from agents.backend import box_role as detect_box_role
 from agents.backend import detect_backend, hostname
@@ -55,6 +63,7 @@ class LaneRequest:
     heartbeat_s: float = 60.0
     telemetry_interval_s: float = 1.0
     progress_path: Path | None = None
+    stall_s: float | None = None  # override of the lane's stall window (LaneSpec.stall_window_s)
 
 
 @dataclass
@@ -84,17 +93,66 @@ def harness_sha() -> str | None:
         return None
 
 
+class ProgressWatch:
+    """When the lane last reported progress; the start counts as progress (start-up grace)."""
+
+    def __init__(self, lane: str, stall_s: float, clock: Callable[[], float] = time.monotonic):
+        self.lane, self.stall_s, self.clock = lane, float(stall_s), clock
+        self.last = clock()
+        self.last_task: str | None = None
+        self._lock = threading.Lock()
+        self.warned = False
+
+    def mark(self, task: str | None = None) -> None:
+        with self._lock:
+            self.last, self.last_task, self.warned = self.clock(), task, False
+
+    def silent_s(self) -> float:
+        return self.clock() - self.last
+
+    def stalled(self) -> bool:
+        return self.silent_s() > self.stall_s
+
+
+class _WatchedContext(LaneContext):
+    """The lane's context, telling the progress watch about every progress event."""
+
+    def __init__(self, *args: Any, watch: ProgressWatch, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.watch = watch
+
+    def progress(self, task: str, done: float, total: float | None = None, unit: str = "") -> None:
+        self.watch.mark(task)
+        super().progress(task, done, total, unit)
+
+
 class _Heartbeater:
-    def __init__(self, callback: LaneCallback, interval_s: float):
+    """Heartbeats every ``interval_s`` while the watch sees progress; silent (and says so once) when stalled."""
+
+    def __init__(self, callback: LaneCallback, interval_s: float, watch: ProgressWatch | None = None):
         self.callback = callback
         self.interval_s = interval_s
+        self.watch = watch
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def beat(self) -> bool:
+        """One tick: True when a heartbeat was sent."""
+        watch = self.watch
+        if watch is not None and watch.stalled():
+            if not watch.warned:
+                watch.warned = True
+                log.warning("lane %s stalled: no progress for %.0f s (stall window %.0f s, last task %s); "
+                            "heartbeats stop so Step Functions ends the lane", watch.lane, watch.silent_s(),
+                            watch.stall_s, watch.last_task or "none")
+            return False
+        self.callback.heartbeat()
+        return True
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                self.callback.heartbeat()
+                self.beat()
             except Exception as exc:  # noqa: BLE001
                 log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
 
@@ -145,10 +203,11 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.getLogger().addHandler(handler)
     sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
-    ctx = LaneContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
+    watch = ProgressWatch(lane_name, request.stall_s if request.stall_s is not None else spec.stall_window_s)
+    ctx = _WatchedContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
                       box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
                       writer=writer, workdir=workdir, log_dir=log_dir, cache_dir=default_cache_dir(),
-                      callback=callback, telemetry=sampler, progress_path=request.progress_path)
+                      callback=callback, telemetry=sampler, progress_path=request.progress_path, watch=watch)
 
     status, error_type, error_message, tb, skip_reason = "succeeded", None, None, None, None
     old_term = signal.getsignal(signal.SIGTERM)
@@ -156,7 +215,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with _Heartbeater(callback, request.heartbeat_s) if request.task_token else _nullcontext():
+        with _Heartbeater(callback, request.heartbeat_s, watch) if request.task_token else _nullcontext():
             sampler.start()
             try:
                 log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, writer.attempt,

@@ -1,23 +1,31 @@
 """boto3 adapters of the control plane: each takes an optional client, creating the real one when absent.
 
 Logic (``control_plane.plan``, the handlers' logic functions, the CLI) talks to these,
-never to boto3 directly, so tests pass moto-backed clients or fakes.
+never to boto3 directly, so tests pass moto-backed clients or fakes. This module imports
+only botocore/boto3, the standard library, ``control_plane.lean`` and ``statemachine.build``:
+the safety-net Lambdas (``idle_reaper``, ``on_execution_status``) use it without the layer.
+
+``Leases``: one run at a time per box. A DynamoDB item per instance (``instance_id``,
+``run_id``, ``execution_name``, ``taken_at``, ``expires_at`` = TTL) is taken for every box of
+a plan in one transaction before the execution starts, and released by the state machine
+after each stop (and by ``on_execution_status`` when an execution ends badly).
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from botocore.exceptions import ClientError
 
-from control_plane.settings import TAG_PROJECT, TAG_ROLE
+from control_plane.lean import TAG_PROJECT, TAG_ROLE
 from statemachine.build import TOKEN_LINE_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_ssm import SSMClient
@@ -122,6 +130,13 @@ class Executions:
                                              f"`neuronpipe status {run_id}`, or pick a new run id") from exc
             raise
 
+    def status(self, state_machine_arn: str, run_id: str) -> str | None:
+        """The execution's status (RUNNING, SUCCEEDED, ...), or None when there is none with this name."""
+        try:
+            return self.describe(self.execution_arn(state_machine_arn, run_id))["status"]
+        except ExecutionNotFoundError:
+            return None
+
     def describe(self, execution_arn: str) -> dict[str, Any]:
         try:
             return self.client.describe_execution(executionArn=execution_arn)
@@ -147,6 +162,94 @@ class Executions:
         for page in paginator.paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING"):
             for ex in page["executions"]:
                 yield json.loads(self.client.describe_execution(executionArn=ex["executionArn"]).get("input") or "{}")
+
+
+class BoxesLeasedError(RuntimeError):
+    """Another run holds the lease on a box this run needs."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    instance_id: str
+    run_id: str
+    execution_name: str
+    taken_at: str
+    expires_at: int
+
+    def live(self, now: datetime) -> bool:
+        return self.expires_at >= int(now.timestamp())
+
+    @property
+    def expires_iso(self) -> str:
+        return datetime.fromtimestamp(self.expires_at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Leases:
+    """Box leases in DynamoDB (table ``<state machine name>-leases``, partition key ``instance_id``)."""
+
+    CONDITION = "attribute_not_exists(instance_id) OR expires_at < :now OR run_id = :run_id"
+
+    def __init__(self, table: str, client: "DynamoDBClient | None" = None):
+        self.table = table
+        self.client = _client("dynamodb", client)
+
+    def take(self, instance_ids: Iterable[str], run_id: str, ttl_s: float, now: datetime | None = None,
+             execution_name: str | None = None) -> list[Lease]:
+        """Take every box's lease in one transaction; :class:`BoxesLeasedError` names the holders."""
+        now = now or datetime.now(timezone.utc)
+        ids = sorted(set(instance_ids))
+        if not ids:
+            return []
+        taken_at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        expires = int(now.timestamp() + ttl_s)
+        leases = [Lease(i, run_id, execution_name or run_id, taken_at, expires) for i in ids]
+        items = [{"Put": {
+            "TableName": self.table,
+            "Item": {"instance_id": {"S": lease.instance_id}, "run_id": {"S": run_id},
+                     "execution_name": {"S": lease.execution_name}, "taken_at": {"S": taken_at},
+                     "expires_at": {"N": str(expires)}},
+            "ConditionExpression": self.CONDITION,
+            "ExpressionAttributeValues": {":now": {"N": str(int(now.timestamp()))}, ":run_id": {"S": run_id}},
+        }} for lease in leases]
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if _code(exc) not in ("TransactionCanceledException", "ConditionalCheckFailedException"):
+                raise
+            held = [h for h in self.holders(ids).values() if h.run_id != run_id and h.live(now)]
+            if not held:  # lost a race with a lease that has since gone: say so rather than guess
+                raise BoxesLeasedError(f"boxes leased: {', '.join(ids)} changed hands while run {run_id} "
+                                       "was taking them; try again") from exc
+            raise BoxesLeasedError("boxes leased: " + "; ".join(
+                f"{h.instance_id} held by run {h.run_id} until {h.expires_iso}" for h in held)
+                + "; wait for it or stop it") from exc
+        return leases
+
+    def holders(self, instance_ids: Iterable[str]) -> dict[str, Lease]:
+        """The current lease item of each box that has one (expired or not)."""
+        out: dict[str, Lease] = {}
+        for iid in sorted(set(instance_ids)):
+            item = self.client.get_item(TableName=self.table, Key={"instance_id": {"S": iid}},
+                                        ConsistentRead=True).get("Item")
+            if item:
+                out[iid] = Lease(iid, item.get("run_id", {}).get("S", ""),
+                                 item.get("execution_name", {}).get("S", ""), item.get("taken_at", {}).get("S", ""),
+                                 int(item.get("expires_at", {}).get("N", "0")))
+        return out
+
+    def release(self, instance_ids: Iterable[str], run_id: str) -> list[str]:
+        """Delete the leases this run holds (another run's lease is left alone); the ids released."""
+        released = []
+        for iid in sorted(set(instance_ids)):
+            try:
+                self.client.delete_item(TableName=self.table, Key={"instance_id": {"S": iid}},
+                                        ConditionExpression="run_id = :run",
+                                        ExpressionAttributeValues={":run": {"S": run_id}})
+                released.append(iid)
+            except ClientError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+        return released
 
 
 class TaskCallbacks:

@@ -1,19 +1,30 @@
-"""Start a run on AWS: request -> plan (committed lanes skipped) -> instances resolved -> execution.
+"""Start a run on AWS: request -> plan (committed lanes skipped) -> instances resolved -> leases -> execution.
 
 Shared by the ``plan_run`` Lambda (console, schedule, S3 "new adapter" event) and
 ``neuronpipe run --aws``; every AWS touch goes through an injected adapter.
+
+One run at a time per box: before ``StartExecution`` every box of the plan is leased in one
+DynamoDB transaction (``control_plane.aws.Leases``) for the plan's worst case plus
+:data:`LEASE_MARGIN_S`; a box another run holds refuses the launch with
+``BoxesLeasedError`` naming that run. If the execution cannot start the leases are released
+(unless the execution name is taken by a run that is still going: those leases are its own).
+The state machine releases each box's lease after stopping it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
-from control_plane.aws import Executions, InstanceFleet
-from control_plane.models import RunPlan, RunRequest
-from control_plane.plan import Harness, plan_run, selected_lanes
+from control_plane.aws import (BoxesLeasedError, Executions, InstanceFleet, InstanceLookupError, Leases,
+                               RunAlreadyStartedError)
+from control_plane.models import PlanNotReadyError, RunPlan, RunRequest
+from control_plane.plan import PLAN_ERRORS, Harness, plan_run, selected_lanes
 from control_plane.settings import ControlPlaneSettings
 
 CommittedLookup = Callable[[str, Iterable[str]], Collection[str]]
+LEASE_MARGIN_S = 3600
+# Everything launch refuses with one clear message (the CLI prints it, plan_run returns it).
+LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (BoxesLeasedError, InstanceLookupError, PlanNotReadyError)
 
 
 def committed_in_store(results_uri: str, s3_client=None) -> CommittedLookup:
@@ -47,7 +58,8 @@ def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings,
     lanes = sorted({result_lane(s.name, role) for s in selected_lanes(request) for role in s.boxes})
     done = committed(run_id, lanes) if committed is not None else ()
     plan = plan_run(request, run_id=run_id, results_uri=settings.results_uri or "", committed=done,
-                    harness=Harness(settings.harness_dir, settings.harness_uri))
+                    harness=Harness(settings.harness_dir, settings.harness_uri),
+                    ceiling_usd=settings.max_cost_usd_ceiling)
     if fleet is None:
         return plan
     ids = fleet.resolve([p.box_role for p in plan.phases], settings.pinned_instances())
@@ -55,8 +67,33 @@ def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings,
                                               for p in plan.phases]})
 
 
+def lease_ttl_s(plan: RunPlan) -> float:
+    """How long a run's leases live: its worst-case instance-hours plus a margin."""
+    return plan.max_instance_hours * 3600 + LEASE_MARGIN_S
+
+
 def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
-           executions: Executions, committed: CommittedLookup | None) -> LaunchedRun:
+           executions: Executions, committed: CommittedLookup | None, leases: Leases | None = None) -> LaunchedRun:
+    """Plan, lease the boxes, start the execution (named after the run).
+
+    ``RunAlreadyStartedError`` when an execution with this name exists (a redelivered event), before
+    any lease is touched; ``BoxesLeasedError`` when another run holds a box."""
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
+    if executions.status(arn, run_id) is not None:
+        raise RunAlreadyStartedError(f"run {run_id} was started already: follow it with "
+                                     f"`neuronpipe status {run_id}`, or pick a new run id")
     plan = build_plan(request, run_id, settings, fleet, committed)
-    return LaunchedRun(plan, executions.start(arn, run_id, plan.execution_input()))
+    execution_input = plan.execution_input()  # before the leases: a plan that cannot start takes none
+    leases = leases if leases is not None else Leases(settings.lease_table)
+    boxes = [p.instance_id for p in plan.phases if p.instance_id]
+    leases.take(boxes, run_id, lease_ttl_s(plan))
+    try:
+        return LaunchedRun(plan, executions.start(arn, run_id, execution_input))
+    except RunAlreadyStartedError:
+        # started between the check and now: the leases are that execution's while it runs
+        if executions.status(arn, run_id) != "RUNNING":
+            leases.release(boxes, run_id)
+        raise
+    except BaseException:
+        leases.release(boxes, run_id)
+        raise

@@ -6,10 +6,15 @@ the reason). ``control_plane.plan.plan_run`` turns it into a ``RunPlan``: phases
 box role in order (trn1, then inf2), each with its ordered lanes, their timeouts and
 heartbeat intervals, and the most instance-hours (and dollars) the run can cost.
 ``RunPlan.execution_input()`` is the Step Functions execution input the generic
-state machine in ``statemachine/`` iterates.
+state machine in ``statemachine/`` iterates; it is capped at :data:`MAX_EXECUTION_INPUT_BYTES`
+(Step Functions refuses more than 256 KiB), checked at plan time with placeholder instance ids.
+
+``max_cost_usd`` is optional: the effective ceiling is the smaller of the request's and the
+deployment's (``ControlPlaneSettings.max_cost_usd_ceiling``); a request cannot raise it.
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -25,7 +30,10 @@ RunStatus = Literal["succeeded", "failed"]
 
 DEFAULT_MODELS: tuple[ModelName, ...] = ("llama-3.1-8b-instruct", "qwen3-8b")
 DEFAULT_SERVER_CONFIGS: tuple[ServerConfigName, ...] = ("A", "B")
-DEFAULT_MAX_COST_USD = 50.0
+DEFAULT_MAX_COST_USD = 50.0  # the deploy ceiling's default (control_plane.lean.DEFAULT_MAX_COST_USD_CEILING)
+# Step Functions' execution input limit is 256 KiB; stay well under it.
+MAX_EXECUTION_INPUT_BYTES = 200 * 1024
+PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a real id
 
 # Step Functions execution names: 1-80 of [A-Za-z0-9-_]; the result store forbids '/', '=', spaces.
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$"
@@ -45,8 +53,9 @@ class RunRequest(BaseModel):
                                                    min_length=1)
     force: bool = Field(False, description="re-run lanes already committed for this run id")
     profile: LaneProfile = "full"
-    max_cost_usd: float = Field(DEFAULT_MAX_COST_USD, gt=0,
-                                description="reject the plan when its worst-case instance cost exceeds this")
+    max_cost_usd: float | None = Field(None, gt=0,
+                                       description="reject the plan when its worst-case instance cost exceeds "
+                                                   "this (at most the deployment's ceiling; default: that ceiling)")
     adapter_uri: str | None = Field(None, pattern=r"^s3://[^/]+/.+", description="new adapter (finetune_serve)")
     lane_config: dict[str, dict[str, Any]] = Field(default_factory=dict,
                                                    description="per-lane config overrides (agents --config)")
@@ -150,6 +159,7 @@ class RunPlan(BaseModel):
     max_instance_hours: float
     max_cost_usd: float
     price_source: str
+    cost_ceiling_usd: float = DEFAULT_MAX_COST_USD
 
     @property
     def lane_steps(self) -> list[LaneStep]:
@@ -162,6 +172,18 @@ class RunPlan(BaseModel):
             raise PlanNotReadyError(f"no instance id for box role(s) {', '.join(missing)}")
         if not self.results_uri.startswith("s3://"):
             raise PlanNotReadyError(f"results_uri must be s3:// for an AWS run, got {self.results_uri!r}")
+        data = self._input()
+        check_input_size(data)
+        return data
+
+    def check_input_size(self) -> int:
+        """The execution input's size in bytes (placeholder ids where instances are not resolved yet);
+        :class:`ExecutionInputTooLargeError` above :data:`MAX_EXECUTION_INPUT_BYTES`."""
+        phases = [p if p.instance_id else p.model_copy(update={"instance_id": PLACEHOLDER_INSTANCE_ID})
+                  for p in self.phases]
+        return check_input_size(self.model_copy(update={"phases": phases})._input())
+
+    def _input(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "results_uri": self.results_uri,
@@ -173,6 +195,23 @@ class RunPlan(BaseModel):
 
 class RunRequestError(ValueError):
     """An invalid run request; the message names each field and the reason."""
+
+
+class ExecutionInputTooLargeError(ValueError):
+    """The execution input would exceed :data:`MAX_EXECUTION_INPUT_BYTES`."""
+
+
+def _size(data: dict[str, Any]) -> int:
+    return len(json.dumps(data).encode())
+
+
+def check_input_size(data: dict[str, Any], what: str = "execution input") -> int:
+    size = _size(data)
+    if size > MAX_EXECUTION_INPUT_BYTES:
+        raise ExecutionInputTooLargeError(
+            f"{what}: {size:,} bytes exceeds the cap of {MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
+            "allows 256 KiB); shorten lane_config or run fewer lanes")
+    return size
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -6,8 +6,19 @@ box (the ``smoke`` preset), every role. Each selected lane then runs on each
 included role it supports, in the registry's order, trn1 phase first.
 
 Cost: a phase can hold its instance at most for its lanes' timeouts plus the
-boot/sync allowance; that times the on-demand price is the worst case, which must
-stay under the request's ``max_cost_usd``.
+state machine's own worst case around them (:data:`PHASE_ALLOWANCE_S`, derived from the
+Retry blocks and timeouts in ``statemachine.build``); that times the on-demand price is
+the worst case, which must stay under the effective ceiling: the request's
+``max_cost_usd`` when given, never above the deployment's ceiling (``ceiling_usd``).
+
+Checked before anything starts: every lane's config against its ``Config``
+(``control_plane.lane_configs``) and the execution input's size (``models.MAX_EXECUTION_INPUT_BYTES``).
+
+Scripts: the SSM agent runs the command file with ``/bin/sh``; the state machine puts
+``#!/bin/bash`` first and every rendered script starts with :data:`BASH_GUARD` (hands over
+to bash when run as ``sh file``) before ``set -euo pipefail``. Absolute box paths are
+prefixed by ``${NEURONPIPE_BOX_ROOT:-}`` (empty on a box; a sandbox in the rehearsal) and
+IMDS is reached at ``${NEURONPIPE_IMDS_ENDPOINT:-http://169.254.169.254}``.
 """
 from __future__ import annotations
 
@@ -17,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Collection, Mapping
 from urllib.parse import urlparse
 
-from agents.registry import BoxRole, LaneSpec, plan_order, result_lane
+from agents.registry import BoxRole, LaneSpec, get_lane, plan_order, result_lane
+from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
+from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, HarnessSync, LaneStep, Phase, Preset,
-                                  RunPlan, RunRequest, SkippedLane)
-from statemachine.build import SSM_DELIVERY_TIMEOUT_S, SYNC_TIMEOUT_S
+                                  ExecutionInputTooLargeError, RunPlan, RunRequest, RunRequestError, SkippedLane)
+from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
 INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
@@ -29,8 +42,11 @@ INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlar
 INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {"trn1.2xlarge": 1.34, "inf2.xlarge": 0.76}
 PRICE_SOURCE = "AWS EC2 on-demand pricing, us-west-2, Linux, as of July 2026 (trn1.2xlarge $1.34/h, inf2.xlarge $0.76/h)"
 
-# Per phase, on top of its lanes' timeouts: StartInstance retries + SSM registration + harness sync.
-PHASE_ALLOWANCE_S = SSM_DELIVERY_TIMEOUT_S + SYNC_TIMEOUT_S
+# Per phase, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
+# harness sync timeout + stop retries + lease release retries (the ASL's worst case, from its constants).
+PHASE_ALLOWANCE_S = int(phase_allowance_s() + 0.999)
+# Per lane, on top of its timeout: RunLane's SendCommand throttling retries.
+LANE_ALLOWANCE_S = int(lane_allowance_s() + 0.999)
 
 PRESETS: dict[Preset, tuple[str, ...] | None] = {
     "full": None,  # every lane in the registry
@@ -51,22 +67,43 @@ SERVER_CONFIG_LANES = frozenset({"serve_sweep", "finetune_serve"})
 
 DEFAULT_HARNESS_DIR = "/opt/neuronpipe"
 
+# First line of every rendered script: run by dash (`sh file`), hand the file over to bash.
+BASH_GUARD = '[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"'
+BOX_ROOT = "${NEURONPIPE_BOX_ROOT:-}"
+IMDS_ENDPOINT = "${NEURONPIPE_IMDS_ENDPOINT:-http://169.254.169.254}"
+
 # IMDSv2: the box states its own id, type and region (the runner records them).
 _IMDS = (
-    "imds() { local t; t=$(curl -sf -X PUT http://169.254.169.254/latest/api/token "
+    f'imds() {{ local t; t=$(curl -sf -X PUT "{IMDS_ENDPOINT}/latest/api/token" '
     "-H 'X-aws-ec2-metadata-token-ttl-seconds: 60'); "
-    "curl -sf -H \"X-aws-ec2-metadata-token: $t\" \"http://169.254.169.254/latest/meta-data/$1\"; }\n"
+    f'curl -sf -H "X-aws-ec2-metadata-token: $t" "{IMDS_ENDPOINT}/latest/meta-data/$1"; }}\n'
     "export NEURONPIPE_INSTANCE_ID=\"$(imds instance-id)\" NEURONPIPE_INSTANCE_TYPE=\"$(imds instance-type)\" "
     "AWS_DEFAULT_REGION=\"$(imds placement/region)\"\n"
 )
+_PROLOGUE = f"{BASH_GUARD}\nset -euo pipefail\n"
+
+
+def box_path(path: str) -> str:
+    """A shell word for an absolute box path, under ``$NEURONPIPE_BOX_ROOT`` when it is set."""
+    quoted = shlex.quote(path)
+    return f'"{BOX_ROOT}"{quoted}' if path.startswith("/") else quoted
 
 
 class CostCeilingError(ValueError):
     """The plan's worst-case cost exceeds the request's ``max_cost_usd``."""
 
 
+class EmptyRequestError(ValueError):
+    """An event that names neither lanes nor a preset (a full run is never started by default)."""
+
+
 class EmptyPlanError(ValueError):
     """Nothing left to run (every selected lane already committed and not forced)."""
+
+
+# Everything plan_run refuses a request with (one clear message each): callers catch these.
+PLAN_ERRORS: tuple[type[Exception], ...] = (RunRequestError, CostCeilingError, EmptyPlanError, EmptyRequestError,
+                                            LaneConfigInvalidError, ExecutionInputTooLargeError)
 
 
 @dataclass(frozen=True)
@@ -119,19 +156,21 @@ def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunReque
     if config:
         argv += ["--config", json.dumps(config, sort_keys=True)]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return ("set -euo pipefail\n" + _IMDS + f"cd {shlex.quote(harness.directory)}\n"
+    return (_PROLOGUE + _IMDS + f"cd {box_path(harness.directory)}\n"
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 
 def sync_script(harness: Harness) -> str:
-    lines = ["set -euo pipefail", _IMDS.rstrip("\n"), f"cd {shlex.quote(harness.directory)}"]
+    lines = [_PROLOGUE.rstrip("\n"), _IMDS.rstrip("\n"), f"cd {box_path(harness.directory)}"]
     if harness.package_uri:
-        lines += [f"aws s3 cp {shlex.quote(harness.package_uri)} /tmp/neuronpipe-harness.tar.gz",
-                  ".venv/bin/python -m pip install --quiet --no-deps --force-reinstall /tmp/neuronpipe-harness.tar.gz"]
+        lines += ['pkg="$(mktemp -d)/neuronpipe-harness.tar.gz"',
+                  f'aws s3 cp {shlex.quote(harness.package_uri)} "$pkg"',
+                  '.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$pkg"']
     else:
         # Boxes built by the CDK app carry neuronpipe-sync: it reinstalls the harness only when the
         # zip named by the <prefix>/harness/uri SSM parameter has changed since the last sync.
-        lines += ["if [ -x /usr/local/bin/neuronpipe-sync ]; then /usr/local/bin/neuronpipe-sync; fi"]
+        sync = box_path("/usr/local/bin/neuronpipe-sync")
+        lines += [f"if [ -x {sync} ]; then {sync}; fi"]
     lines += [".venv/bin/python -m agents lanes > /dev/null",
               'aws stepfunctions send-task-success --region "$AWS_DEFAULT_REGION" '
               '--task-token "$NEURONPIPE_TASK_TOKEN" --task-output "{\\"harness\\": \\"ready\\"}"']
@@ -142,10 +181,30 @@ def _comment(what: str, run_id: str) -> str:
     return f"neuronpipe {what} {run_id}"[:100]
 
 
+def cost_ceiling(request: RunRequest, ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING) -> float:
+    """The effective ceiling: the request's ``max_cost_usd`` may lower the deployment's, never raise it."""
+    if request.max_cost_usd is None:
+        return ceiling_usd
+    if request.max_cost_usd > ceiling_usd:
+        raise CostCeilingError(f"max_cost_usd: {request.max_cost_usd:g} exceeds the deployment's ceiling "
+                               f"${ceiling_usd:.2f} (cdk.json neuronpipe.max_cost_usd_ceiling)")
+    return request.max_cost_usd
+
+
 def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: Collection[str] = (),
-             instance_ids: Mapping[str, str] | None = None, harness: Harness = Harness()) -> RunPlan:
-    """Build the plan; lanes committed for this run are skipped unless the request forces them."""
+             instance_ids: Mapping[str, str] | None = None, harness: Harness = Harness(),
+             ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING) -> RunPlan:
+    """Build the plan; lanes committed for this run are skipped unless the request forces them.
+
+    Refused before anything starts: a ``max_cost_usd`` above ``ceiling_usd`` or a worst case above
+    the effective ceiling (:class:`CostCeilingError`), a lane config that does not fit its lane
+    (``LaneConfigInvalidError``), an execution input over the cap (``ExecutionInputTooLargeError``)."""
+    ceiling = cost_ceiling(request, ceiling_usd)
     lanes = selected_lanes(request)
+    specs = {s.name: s for s in lanes}
+    for name in request.lane_config:
+        specs.setdefault(name, get_lane(name))
+    check_lane_configs({name: lane_config(request, name) for name in specs}, specs, request.profile)
     instance_ids = instance_ids or {}
     phases: list[Phase] = []
     skipped: list[SkippedLane] = []
@@ -165,7 +224,7 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
         if not steps:
             continue
         instance_type = INSTANCE_TYPES[role]
-        hours = (sum(s.timeout_s for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
+        hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
         phases.append(Phase(
             box_role=role, instance_type=instance_type, instance_id=instance_ids.get(role),
             sync=HarnessSync(script=sync_script(harness), comment=_comment("sync-harness", run_id),
@@ -177,11 +236,13 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
         raise EmptyPlanError(f"nothing to run: every selected lane is already committed for run {run_id} "
                              "(set force to re-run)")
     total_cost = round(sum(p.max_cost_usd for p in phases), 2)
-    if total_cost > request.max_cost_usd:
+    if total_cost > ceiling:
         raise CostCeilingError(f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling "
-                               f"${request.max_cost_usd:.2f} ({PRICE_SOURCE})")
-    return RunPlan(run_id=run_id, results_uri=results_uri, request=request, phases=phases, skipped=skipped,
+                               f"${ceiling:.2f} ({PRICE_SOURCE})")
+    plan = RunPlan(run_id=run_id, results_uri=results_uri, request=request, phases=phases, skipped=skipped,
                    max_instance_hours=round(sum(p.max_instance_hours for p in phases), 3),
-                   max_cost_usd=total_cost, price_source=PRICE_SOURCE)
+                   max_cost_usd=total_cost, price_source=PRICE_SOURCE, cost_ceiling_usd=ceiling)
+    plan.check_input_size()  # placeholder instance ids: the same size as the real input
+    return plan
 
 

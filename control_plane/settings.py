@@ -2,7 +2,9 @@
 
 The Lambdas (set by the CDK stack) and ``neuronpipe run --aws`` / ``status`` read the
 same model; a handler calls :meth:`ControlPlaneSettings.require` for what it needs, so
-a missing variable fails at the first invocation naming the variable.
+a missing variable fails at the first invocation naming the variable. The safety-net
+handlers (``idle_reaper``, ``on_execution_status``) read the same variables through
+``control_plane.lean.LeanSettings`` (no pydantic); the defaults live there.
 """
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-ENV_PREFIX = "NEURONPIPE_"
-# Tags the CDK stacks put on the project's instances (the state machine's role is scoped by them too).
-TAG_PROJECT = "neuronpipe:project"
-TAG_ROLE = "neuronpipe:role"
+from control_plane.lean import (DEFAULT_LEASE_TABLE, DEFAULT_MAX_COST_USD_CEILING, DEFAULT_PROJECT,
+                                DEFAULT_REAPER_GRACE_S, DEFAULT_STATE_MACHINE_NAME, ENV_PREFIX, TAG_PROJECT,
+                                TAG_ROLE)
+
+__all__ = ["ControlPlaneSettings", "SettingsError", "get_settings", "ENV_PREFIX", "TAG_PROJECT", "TAG_ROLE"]
 
 
 class SettingsError(ValueError):
@@ -26,15 +29,20 @@ class ControlPlaneSettings(BaseSettings):
 
     results_uri: str | None = Field(None, pattern=r"^s3://[^/]+(/.*)?$", description="s3://bucket/results")
     state_machine_arn: str | None = None
-    state_machine_name: str = "neuron-pipelines"
-    project: str = Field("neuron-pipelines", description=f"value of the {TAG_PROJECT} tag on project instances")
+    state_machine_name: str = DEFAULT_STATE_MACHINE_NAME
+    project: str = Field(DEFAULT_PROJECT, description=f"value of the {TAG_PROJECT} tag on project instances")
     trn1_instance_id: str | None = Field(None, description="pin the trn1 box (default: looked up by tag)")
     inf2_instance_id: str | None = Field(None, description="pin the inf2 box (default: looked up by tag)")
     harness_dir: str = "/opt/neuronpipe"
     harness_uri: str | None = Field(None, pattern=r"^s3://", description="harness package installed at sync")
     reports_prefix: str = "reports"
     event_source: str = "neuronpipe"
-    reaper_grace_s: int = Field(900, ge=0, description="spare instances started less than this ago")
+    reaper_grace_s: int = Field(DEFAULT_REAPER_GRACE_S, ge=0, description="spare instances started less than this ago")
+    lease_table: str = Field(DEFAULT_LEASE_TABLE, description="DynamoDB table of box leases (one run per box)")
+    max_cost_usd_ceiling: float = Field(DEFAULT_MAX_COST_USD_CEILING, gt=0,
+                                        description="deploy-time cap on a run's worst-case cost; a request "
+                                                    "can lower it, never raise it (cdk.json "
+                                                    "neuronpipe.max_cost_usd_ceiling)")
     poll_s: float = Field(5.0, gt=0, description="CLI: seconds between execution-history polls")
 
     def require(self, *names: str) -> "ControlPlaneSettings":

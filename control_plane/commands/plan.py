@@ -1,4 +1,10 @@
-"""`neuronpipe plan --input run.json`: validate a request and print its plan; touches no AWS."""
+"""`neuronpipe plan --input run.json`: validate a request and print its plan; touches no AWS.
+
+Refused (exit 2, one ``invalid request <file>: field: reason`` line per problem, nothing started):
+an invalid request, a ``max_cost_usd`` above the deployment's ceiling or a worst case above the
+effective ceiling, a lane config that does not fit its lane, an input file or execution input over
+``control_plane.models.MAX_EXECUTION_INPUT_BYTES``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_request(path: str, run_id: str | None = None):
     """Read and validate a request file; RunRequestError names field and reason."""
-    from control_plane.models import RunRequestError, parse_request
+    from control_plane.models import MAX_EXECUTION_INPUT_BYTES, RunRequestError, parse_request
 
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_EXECUTION_INPUT_BYTES:
+            raise RunRequestError(f"input: {path} is {size:,} bytes; a request is capped at "
+                                  f"{MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions allows 256 KiB of input)")
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise RunRequestError(f"input: cannot read {path}: {exc}") from exc
@@ -34,21 +44,33 @@ def load_request(path: str, run_id: str | None = None):
 def plan_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from control_plane.models import RunRequestError
-    from control_plane.plan import CostCeilingError, EmptyPlanError, plan_run
+    from control_plane.plan import PLAN_ERRORS, plan_run
 
     try:
         request = load_request(args.input, args.run_id)
         run_id = request.run_id or "<generated at start>"
-        plan = plan_run(request, run_id=request.run_id or "run-id", results_uri=args.results)
-    except (RunRequestError, CostCeilingError, EmptyPlanError) as exc:
-        print(f"invalid request {args.input}:\n{exc}", file=sys.stderr)
+        plan = plan_run(request, run_id=request.run_id or "run-id", results_uri=args.results,
+                        ceiling_usd=deploy_ceiling())
+    except PLAN_ERRORS as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"invalid request {args.input}: {line}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
         print(plan.model_dump_json(indent=2))
         return 0
     print_plan(plan, Console(), run_id)
     return 0
+
+
+def deploy_ceiling() -> float:
+    """The deployment's cost ceiling (NEURONPIPE_MAX_COST_USD_CEILING, default $50)."""
+    from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
+    from control_plane.settings import SettingsError, get_settings
+
+    try:
+        return get_settings().max_cost_usd_ceiling
+    except SettingsError:
+        return DEFAULT_MAX_COST_USD_CEILING
 
 
 def print_plan(plan, console, run_id: str | None = None) -> None:
@@ -73,7 +95,7 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
     console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours, [bold]${plan.max_cost_usd:.2f}[/bold] "
-                  f"(ceiling ${req.max_cost_usd:.2f}); prices: {plan.price_source}")
+                  f"(ceiling ${plan.cost_ceiling_usd:.2f}); prices: {plan.price_source}")
 
 
 def _hms(seconds: int) -> str:

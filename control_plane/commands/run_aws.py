@@ -34,7 +34,7 @@ def run_aws(args: argparse.Namespace) -> int:
     from control_plane.commands.plan import load_request, print_plan
     from control_plane.commands.run import new_run_id
     from control_plane.commands.status import render_progress
-    from control_plane.launch import committed_in_store, launch
+    from control_plane.launch import LAUNCH_ERRORS, committed_in_store, launch
     from control_plane.models import PlanNotReadyError, RunRequestError
     from control_plane.plan import CostCeilingError, EmptyPlanError
     from control_plane.settings import SettingsError, get_settings
@@ -56,7 +56,7 @@ def run_aws(args: argparse.Namespace) -> int:
         launched = launch(request, run_id, settings, fleet=InstanceFleet(settings.project), executions=executions,
                           committed=committed_in_store(settings.results_uri or ""))
     except (RunRequestError, CostCeilingError, EmptyPlanError, SettingsError, PlanNotReadyError,
-            InstanceLookupError, RunAlreadyStartedError) as exc:
+            InstanceLookupError, RunAlreadyStartedError, *LAUNCH_ERRORS) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     print_plan(launched.plan, console)

@@ -1,5 +1,8 @@
 """``finalize_run``: build the run's report with DuckDB (REPORT.md + comparison.json, plots) and
-write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``. The report builder is injected."""
+write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``. The report builder is injected.
+
+A malformed payload is logged in one line and answered ``{"status": "refused", ...}`` (the state
+machine records it in ``$.finalize``; no traceback)."""
 from __future__ import annotations
 
 import tempfile
@@ -7,13 +10,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from control_plane.aws import ReportBucket
 from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.models import RUN_ID_PATTERN, RunStatus
+from control_plane.lean import describe_bad_event
+from control_plane.models import RUN_ID_PATTERN, RunStatus, describe_validation_error
 from control_plane.settings import get_settings
 
 ReportBuilder = Callable[[str, Sequence[str], str], Sequence[Any]]
@@ -60,8 +64,15 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
 @logger.inject_lambda_context(log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=FinalizeRequest)
-def handler(event: FinalizeRequest, context: LambdaContext) -> dict[str, Any]:
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+    try:
+        event = parse(event=event, model=FinalizeRequest)
+    except (ValidationError, ValueError, TypeError) as exc:
+        cause = exc.__cause__ if isinstance(exc.__cause__, ValidationError) else exc
+        problem = describe_validation_error(cause) if isinstance(cause, ValidationError) else str(exc)
+        message = describe_bad_event(event, " | ".join(problem.splitlines()))
+        logger.warning(message)
+        return {"status": "refused", "error": "MalformedEventError", "message": message}
     logger.set_correlation_id(event.run_id)
     settings = get_settings().require("results_uri")
     result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())

@@ -1,17 +1,21 @@
-"""``idle_reaper`` (on a schedule): stop project-tagged instances that no running execution owns."""
+"""``idle_reaper`` (on a schedule): stop project-tagged instances that no running execution owns.
+
+The last resort behind the state machine's own stops and ``on_execution_status``. It imports
+only boto3, the standard library and first-party modules that do the same
+(``control_plane.lean``, ``control_plane.aws``), so it keeps working if the Lambda layer is
+missing. A malformed event (not a JSON object) is logged in one line and answered
+``{"outcome": "refused", ...}``.
+"""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from control_plane.aws import Executions, InstanceFleet, ProjectInstance
-from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.settings import get_settings
+from control_plane.lean import LeanSettings, LeanSettingsError, describe_bad_event, emit_metric, json_logger
 
 ACTIVE_STATES = ("pending", "running")
+log = json_logger("neuronpipe.idle_reaper")
 
 
 def owned_instances(execution_inputs: Iterable[dict[str, Any]]) -> set[str]:
@@ -35,16 +39,20 @@ def reap(fleet: InstanceFleet, executions: Executions, state_machine_arn: str, n
     return {"stopped": [i.instance_id for i in idle], "owned": sorted(owned)}
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    logger.set_correlation_id(None)
-    settings = get_settings()
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    if not isinstance(event, dict):
+        message = describe_bad_event(event, "expected a JSON object (the schedule's event)")
+        log.warning(message)
+        return {"outcome": "refused", "error": "MalformedEventError", "message": message}
+    try:
+        settings = LeanSettings.from_env()
+    except LeanSettingsError as exc:
+        log.error(f"idle reaper misconfigured: {exc}")
+        return {"outcome": "refused", "error": type(exc).__name__, "message": str(exc)}
     executions = Executions()
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
     outcome = reap(InstanceFleet(settings.project), executions, arn, datetime.now(timezone.utc),
                    settings.reaper_grace_s)
-    metrics.add_metric(name="InstancesReaped", unit=MetricUnit.Count, value=len(outcome["stopped"]))
-    logger.info("idle reaper", extra=outcome)
+    emit_metric("InstancesReaped", len(outcome["stopped"]))
+    log.info("idle reaper", extra={"fields": outcome})
     return outcome

@@ -1,20 +1,23 @@
 """``on_command_status``: an SSM command the pipeline sent ended Failed / TimedOut / Cancelled
 (EventBridge "EC2 Command Invocation Status-change Notification") -> SendTaskFailure with the
-token recovered from the command, so the execution does not wait for a heartbeat timeout."""
+token recovered from the command, so the execution does not wait for a heartbeat timeout.
+
+A malformed event is logged in one line and answered ``{"action": "refused", ...}`` (no traceback)."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from control_plane.aws import Commands, TaskCallbacks
 from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.models import parse_lane_from_comment, parse_run_from_comment
+from control_plane.lean import describe_bad_event
+from control_plane.models import describe_validation_error, parse_lane_from_comment, parse_run_from_comment
 
 FAILING_STATUSES = frozenset({"Failed", "TimedOut", "Cancelled", "Undeliverable", "Terminated"})
 
@@ -52,10 +55,17 @@ def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callb
 @logger.inject_lambda_context(log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=CommandStatusEvent)
-def handler(event: CommandStatusEvent, context: LambdaContext) -> dict[str, Any]:
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     logger.set_correlation_id(None)
-    outcome = fail_waiting_task(event.detail, Commands(), TaskCallbacks())
+    try:
+        parsed = parse(event=event, model=CommandStatusEvent)
+    except (ValidationError, ValueError, TypeError) as exc:
+        cause = exc.__cause__ if isinstance(exc.__cause__, ValidationError) else exc
+        problem = describe_validation_error(cause) if isinstance(cause, ValidationError) else str(exc)
+        message = describe_bad_event(event, " | ".join(problem.splitlines()))
+        logger.warning(message)
+        return {"action": "refused", "error": "MalformedEventError", "message": message}
+    outcome = fail_waiting_task(parsed.detail, Commands(), TaskCallbacks())
     if outcome["action"] == "failure_sent":
         metrics.add_metric(name="TaskFailuresSent", unit=MetricUnit.Count, value=1)
     logger.info("command status handled", extra=outcome)

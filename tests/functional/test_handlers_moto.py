@@ -1,4 +1,5 @@
-"""Each Lambda handler against moto clients: plan_run, on_command_status, finalize_run, idle_reaper."""
+"""Each Lambda handler against moto clients: plan_run, on_command_status, finalize_run, idle_reaper
+(on_execution_status: tests/functional/test_hardening_handlers_moto.py)."""
 from __future__ import annotations
 
 import json
@@ -12,16 +13,16 @@ from moto import mock_aws
 
 from control_plane.aws import Commands, Executions, InstanceFleet, ProjectInstance, ReportBucket, TaskCallbacks
 from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_run
-from control_plane.models import RunRequestError
 from control_plane.settings import get_settings
 from statemachine.build import ASL_PATH, substitute
-from tests.fixtures.aws import AMI, launch_project_instances
+from tests.fixtures.aws import AMI, LEASE_TABLE, create_lease_table, launch_project_instances
+from tests.fixtures.event_samples import load_event
 
 REGION = "us-west-2"
 BUCKET = "np-results"
 SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "lg",
         "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:f",
-        "EventBusName": "default", "EventSource": "neuronpipe"}
+        "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
 CONTEXT = SimpleNamespace(function_name="fn", memory_limit_in_mb=256, aws_request_id="req-1",
                           invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn")
 
@@ -35,6 +36,7 @@ def aws(monkeypatch):
     with mock_aws():
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        create_lease_table(boto3.client("dynamodb"))
         ec2 = boto3.client("ec2")
         ids = launch_project_instances(ec2)
         stray = ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]  # not ours
@@ -58,35 +60,34 @@ def test_plan_run_starts_an_execution_named_after_the_run(aws):
     assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
 
 
-def test_plan_run_rejects_an_invalid_request_naming_the_field(aws):
-    with pytest.raises(RunRequestError, match="max_cost_usd"):
-        plan_run.handler({"preset": "smoke", "max_cost_usd": 0}, CONTEXT)
+def test_plan_run_refuses_an_invalid_request_naming_the_field(aws):
+    out = plan_run.handler({"preset": "smoke", "max_cost_usd": 0}, CONTEXT)
+    assert out["outcome"] == "refused" and out["error"] == "RunRequestError" and "max_cost_usd" in out["message"]
     assert aws.sfn.list_executions(stateMachineArn=aws.sm)["executions"] == []
 
 
 def s3_event(key: str) -> dict:
-    return {"version": "0", "id": "ev-1", "detail-type": "Object Created", "source": "aws.s3",
-            "account": "123456789012", "time": "2026-07-01T02:03:04Z", "region": REGION, "resources": [],
-            "detail": {"version": "0", "bucket": {"name": BUCKET},
-                       "object": {"key": key, "size": 10, "etag": "e", "sequencer": "1"},
-                       "request-id": "r", "requester": "123456789012", "reason": "PutObject"}}
+    event = load_event("s3_object_created")
+    event["detail"]["bucket"]["name"] = BUCKET
+    event["detail"]["object"]["key"] = key
+    return event
 
 
 def test_plan_run_s3_adapter_event_starts_a_finetune_serve_run(aws):
     out = plan_run.handler(s3_event("adapters/llama/adapter.tar.gz"), CONTEXT)
-    assert out["run_id"].startswith("adapter-20260701-020304-")
+    assert out["outcome"] == "started"
+    version = s3_event("x")["detail"]["object"]["version-id"]
+    assert out["run_id"] == plan_run.adapter_run_id(BUCKET, "adapters/llama/adapter.tar.gz", version)
     assert out["lanes"] == ["inf2:provenance", "inf2:finetune_serve"]
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
     step = execution_input["phases"][0]["lanes"][1]
     assert step["config"] == {"adapter_uri": f"s3://{BUCKET}/adapters/llama/adapter.tar.gz"}
-    # the same event delivered twice maps to the same run id: no second run
-    request, run_id = plan_run.request_from_event(s3_event("adapters/llama/adapter.tar.gz"))
-    assert run_id == out["run_id"]
 
 
 def test_plan_run_ignores_keys_outside_adapters(aws):
-    with pytest.raises(plan_run.NotAnAdapterError):
-        plan_run.handler(s3_event("results/v1/x.parquet"), CONTEXT)
+    out = plan_run.handler(s3_event("results/v1/x.parquet"), CONTEXT)
+    assert out["outcome"] == "ignored" and out["error"] == "NotAnAdapterError"
+    assert aws.sfn.list_executions(stateMachineArn=aws.sm)["executions"] == []
 
 
 # ---- on_command_status --------------------------------------------------------------------

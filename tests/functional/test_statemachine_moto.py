@@ -21,7 +21,7 @@ from moto import mock_aws
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
 from control_plane.commands.run_aws import follow
-from tests.fixtures.aws import launch_project_instances
+from tests.fixtures.aws import LEASE_TABLE, create_lease_table, launch_project_instances
 from control_plane.commands.status import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
@@ -35,7 +35,7 @@ BUCKET = "np-results"
 RESULTS = f"s3://{BUCKET}/results"
 SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "/neuronpipe/commands",
         "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:finalize-run",
-        "EventBusName": "default", "EventSource": "neuronpipe"}
+        "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
 DEADLINE_S = 60
 
 Decide = Callable[[str, str], Any]  # (what, token) -> "success" | ("fail", error) | None (stay silent)
@@ -55,6 +55,7 @@ def env(aws, monkeypatch):
     """Bucket, two tagged instances, the state machine from the checked-in ASL, finalize patched in."""
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    create_lease_table(boto3.client("dynamodb"))
     ec2 = boto3.client("ec2")
     ids = launch_project_instances(ec2)
     ec2.stop_instances(InstanceIds=list(ids.values()))
@@ -228,8 +229,9 @@ def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
     assert len(per_lane) == 4 and max(per_lane) <= 6
     assert not [e for e in history if e["type"] == "WaitStateEntered"]
     total = len(states(history))
-    # whole run: per-lane states + 4 per phase (start, sync, lanes map, stop) + map + finalize + event
-    assert total == sum(per_lane) + 4 * 1 + 3
+    # whole run: per-lane states + 5 per phase (start, sync, lanes map, stop, lease release) + map + finalize
+    # + event + succeed
+    assert total == sum(per_lane) + 5 * 1 + 4
 
 
 def test_lane_failure_fails_the_run_and_stops_the_instance(env):

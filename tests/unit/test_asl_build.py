@@ -50,10 +50,12 @@ def test_every_phase_failure_path_stops_the_instance():
         targets = {c["Next"] for c in phase[name]["Catch"]}
         assert targets <= {"StopInstanceAfterFailure", "HarnessSyncTimedOut"}, name
     assert phase["HarnessSyncTimedOut"]["Next"] == "StopInstanceAfterFailure"
-    assert phase["StopInstanceAfterFailure"]["Next"] == "PhaseFailed"
+    assert phase["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
+    assert phase["ReleaseLeaseAfterFailure"]["Next"] == "PhaseFailed"
     assert phase["Lanes"]["MaxConcurrency"] == 1 and build_definition()["States"]["Phases"]["MaxConcurrency"] == 1
     top = build_definition()["States"]
-    assert top["Phases"]["Catch"][0]["Next"] == "FinalizeFailedRun"
+    assert top["Phases"]["Catch"][0]["Next"] == "ReleaseLeases"
+    assert top["ReleaseLeases"]["Next"] == "FinalizeFailedRun"
     assert top["EmitRunFailed"]["Next"] == "RunFailed"
 
 

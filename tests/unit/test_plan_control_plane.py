@@ -7,7 +7,7 @@ import pytest
 
 from agents.registry import LANES, plan_order
 from control_plane.models import PlanNotReadyError, RunRequest, RunRequestError, parse_request
-from control_plane.plan import (INSTANCE_PRICES_USD_PER_HOUR, PHASE_ALLOWANCE_S, CostCeilingError, EmptyPlanError,
+from control_plane.plan import (INSTANCE_PRICES_USD_PER_HOUR, LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S, CostCeilingError, EmptyPlanError,
                                 Harness, box_roles_for, plan_run, selected_lanes, ssm_output_prefix)
 
 RESULTS = "s3://bkt/results"
@@ -64,7 +64,7 @@ def test_committed_lanes_are_skipped_unless_forced():
 
 def test_worst_case_cost_is_timeouts_plus_allowance_times_price():
     plan = plan_run(RunRequest(lanes=["sft"]), run_id="r", results_uri=RESULTS)
-    hours = (LANES["sft"].timeout_s + PHASE_ALLOWANCE_S) / 3600
+    hours = (LANES["sft"].timeout_s + LANE_ALLOWANCE_S + PHASE_ALLOWANCE_S) / 3600
     assert plan.max_instance_hours == pytest.approx(hours, abs=1e-3)
     assert plan.max_cost_usd == pytest.approx(hours * INSTANCE_PRICES_USD_PER_HOUR["trn1.2xlarge"], abs=0.01)
 
@@ -101,11 +101,11 @@ def test_preset_and_lanes_together_are_rejected():
 
 
 def test_models_and_server_configs_reach_only_the_lanes_that_take_them():
-    request = RunRequest(models=["qwen3-8b"], server_configs=["B"], lane_config={"sft": {"max_steps": 5}})
+    request = RunRequest(models=["qwen3-8b"], server_configs=["B"], lane_config={"sft": {"steps": 5}})
     plan = plan_run(request, run_id="r", results_uri=RESULTS)
     configs = {(s.box_role, s.lane): s.config for s in plan.lane_steps}
     assert configs[("trn1", "provenance")] is None
-    assert configs[("trn1", "sft")] == {"models": ["qwen3-8b"], "max_steps": 5}
+    assert configs[("trn1", "sft")] == {"models": ["qwen3-8b"], "steps": 5}
     assert configs[("inf2", "serve_sweep")] == {"models": ["qwen3-8b"], "server_configs": ["B"]}
     # defaults are not passed at all: a lane that does not take them is never handed them
     default = plan_run(RunRequest(), run_id="r", results_uri=RESULTS)
@@ -116,7 +116,7 @@ def test_lane_script_runs_the_agent_with_the_token_from_the_environment():
     request = RunRequest(lanes=["sft"], models=["qwen3-8b"])
     plan = plan_run(request, run_id="r-7", results_uri=RESULTS, harness=Harness("/opt/np"))
     step = plan.lane_steps[0]
-    assert "cd /opt/np\n" in step.script
+    assert "cd \"${NEURONPIPE_BOX_ROOT:-}\"/opt/np\n" in step.script
     assert ("exec .venv/bin/python -m agents run-lane sft --run-id r-7 --results s3://bkt/results --profile full "
             "--heartbeat-s 150 --config '{\"models\": [\"qwen3-8b\"]}' "
             "--task-token \"$NEURONPIPE_TASK_TOKEN\"") in step.script
