@@ -1,0 +1,96 @@
+"""The definition's hardening: stops that retry and catch, lease releases that never fail the run,
+retries on the error names AWS and moto raise, and a cost allowance that covers the real worst case."""
+from __future__ import annotations
+
+import json
+
+from control_plane.plan import LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S
+from statemachine.build import (ASL_PATH, STOP_FAILED_ERROR, SUBSTITUTIONS, placeholders)
+
+DEFINITION = json.loads(ASL_PATH.read_text())  # the checked-in file, as CloudFormation deploys it
+TOP = DEFINITION["States"]
+PHASE = TOP["Phases"]["ItemProcessor"]["States"]
+LANE = PHASE["Lanes"]["ItemProcessor"]["States"]
+
+
+def waits(retriers) -> float:
+    """Independently of statemachine.build: the most time these retriers can sleep."""
+    total = 0.0
+    for r in retriers:
+        interval, rate = r.get("IntervalSeconds", 1), r.get("BackoffRate", 2.0)
+        cap = r.get("MaxDelaySeconds")
+        for k in range(r.get("MaxAttempts", 3)):
+            d = interval * rate ** k
+            total += min(d, cap) if cap else d
+    return total
+
+
+def test_both_stops_retry_every_error_with_backoff_and_catch():
+    for name in ("StopInstance", "StopInstanceAfterFailure"):
+        state = PHASE[name]
+        retry = state["Retry"][0]
+        assert retry["ErrorEquals"] == ["States.ALL"] and retry["MaxAttempts"] >= 3 and retry["BackoffRate"] > 1
+        assert state["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+        assert state["Catch"][0]["ResultPath"] == "$.stop_error"  # never over $.failure
+    assert PHASE["StopInstance"]["Catch"][0]["Next"] == "StopFailed"
+    assert PHASE["StopFailed"]["Type"] == "Fail" and PHASE["StopFailed"]["Error"] == STOP_FAILED_ERROR
+    # the failure path keeps the original failure: PhaseFailed reads $.failure
+    assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "PhaseFailed"
+    assert PHASE["PhaseFailed"]["ErrorPath"] == "$.failure.Error"
+
+
+def test_leases_are_released_after_each_stop_and_never_fail_the_run():
+    releases = {"ReleaseLease": PHASE, "ReleaseLeaseAfterFailure": PHASE,
+                "ReleaseRunLease": TOP["ReleaseLeases"]["ItemProcessor"]["States"]}
+    assert PHASE["StopInstance"]["Next"] == "ReleaseLease"
+    assert PHASE["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
+    for name, states in releases.items():
+        state = states[name]
+        assert state["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:deleteItem"
+        assert state["Parameters"]["TableName"] == "${LeaseTableName}"
+        assert state["Parameters"]["ConditionExpression"] == "run_id = :run"
+        assert state["Parameters"]["ExpressionAttributeValues"][":run"] == {"S.$": "$$.Execution.Name"}
+        assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
+                                   "Next": state["Catch"][0]["Next"]}]
+        target = states[state["Catch"][0]["Next"]]
+        assert target["Type"] in ("Pass", "Fail") and (target["Type"] == "Pass" or name.endswith("AfterFailure"))
+    assert TOP["Phases"]["Catch"][0]["Next"] == "ReleaseLeases"
+    assert "LeaseTableName" in SUBSTITUTIONS and placeholders(ASL_PATH.read_text()) == set(SUBSTITUTIONS)
+
+
+def test_a_failed_run_succeeded_event_does_not_fail_the_run():
+    emit = TOP["EmitRunSucceeded"]
+    assert emit["Catch"][0]["ErrorEquals"] == ["States.ALL"] and emit["Catch"][0]["ResultPath"] == "$.emit_error"
+    assert TOP[emit["Catch"][0]["Next"]]["Type"] == "Succeed"
+    assert TOP["EmitRunFailed"]["Catch"][0]["Next"] == "RunFailed"  # the original failure stays the error
+
+
+def test_ssm_registration_retry_names_the_errors_aws_and_moto_raise():
+    sync_errors = [e for r in PHASE["SyncHarness"]["Retry"] for e in r["ErrorEquals"]]
+    assert "Ssm.InvalidInstanceIdException" in sync_errors  # AWS: <Service>.<Exception>
+    assert "ssm.InvalidInstanceIdException" in sync_errors  # moto: the resource's service spelling
+    for state in (PHASE["SyncHarness"], LANE["RunLane"]):
+        errors = [e for r in state["Retry"] for e in r["ErrorEquals"]]
+        assert "Ssm.ThrottlingException" in errors and "ssm.ThrottlingException" in errors
+    assert PHASE["StartInstance"]["Retry"][0]["ErrorEquals"] == ["States.TaskFailed"]  # EC2 throttling included
+
+
+def test_no_wait_states_anywhere():
+    def walk(states):
+        for s in states.values():
+            yield s
+            proc = s.get("ItemProcessor")
+            if proc:
+                yield from walk(proc["States"])
+    assert not [s for s in walk(TOP) if s["Type"] == "Wait"]
+
+
+def test_phase_allowance_covers_the_definitions_worst_case():
+    """Start retries + SSM registration/throttling retries + sync timeout + the longer stop path + release."""
+    stop = max(waits(PHASE["StopInstance"]["Retry"]), waits(PHASE["StopInstanceAfterFailure"]["Retry"]))
+    release = max(waits(PHASE["ReleaseLease"]["Retry"]), waits(PHASE["ReleaseLeaseAfterFailure"]["Retry"]))
+    worst = (waits(PHASE["StartInstance"]["Retry"]) + waits(PHASE["SyncHarness"]["Retry"])
+             + PHASE["SyncHarness"]["TimeoutSeconds"] + stop + release)
+    assert PHASE_ALLOWANCE_S >= worst
+    assert LANE_ALLOWANCE_S >= waits(LANE["RunLane"]["Retry"])
+    assert worst > 1800  # the old allowance (delivery timeout + sync timeout) was below the real worst case
