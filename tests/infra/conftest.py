@@ -71,7 +71,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return Synthesized(outdir, built.settings, templates, report, error, messages)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def synth_variant():
     """``synth_variant(outdir, **settings)``: a separate offline synth with these settings (~15-30 s)."""
     return _synth_variant

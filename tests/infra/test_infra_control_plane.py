@@ -1,4 +1,4 @@
-"""The ControlPlane stack: state machine from the checked-in ASL, the four Lambdas, the rules."""
+"""The ControlPlane stack: state machine from the checked-in ASL, the Lambdas, the rules (INTERFACES C, F)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,8 @@ from pathlib import Path
 from aws_cdk.assertions import Match
 
 from infra.config import ADAPTERS_PREFIX, STACK_CONTROL_PLANE
-from infra.stacks.control import HANDLERS, SSM_FAILED_STATUSES, SSM_STATUS_DETAIL_TYPE
+from infra.stacks.control import (EXECUTION_ENDED_STATUSES, EXECUTION_STATUS_DETAIL_TYPE, HANDLERS,
+                                  SSM_FAILED_STATUSES, SSM_STATUS_DETAIL_TYPE)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,14 +22,20 @@ def _target_logical_id(rule) -> str:
     return target["Arn"]["Fn::GetAtt"][0]
 
 
+def _lease_table_id(synthesized) -> str:
+    (table_id,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::DynamoDB::Table")
+    return table_id
+
+
 def _function_ids(synthesized) -> dict[str, str]:
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     return {f["Properties"]["Handler"].split(".")[-2]: k for k, f in fns.items()}
 
 
-def test_four_lambdas_by_handler_path(synthesized):
+def test_lambdas_by_handler_path(synthesized):
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
+    assert sorted(HANDLERS) == ["finalize_run", "idle_reaper", "on_command_status", "on_execution_status", "plan_run"]
     assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
     for f in fns.values():
         p = f["Properties"]
@@ -38,6 +45,8 @@ def test_four_lambdas_by_handler_path(synthesized):
         env = p["Environment"]["Variables"]
         assert env["NEURONPIPE_RESULTS_URI"]
         assert {"NEURONPIPE_TRN1_INSTANCE_ID", "NEURONPIPE_INF2_INSTANCE_ID", "NEURONPIPE_STATE_MACHINE_ARN"} <= set(env)
+        assert env["NEURONPIPE_MAX_COST_USD_CEILING"] == "50"  # cdk.json max_cost_usd_ceiling (INTERFACES D)
+        assert env["NEURONPIPE_LEASE_TABLE"] == {"Ref": _lease_table_id(synthesized)}
 
 
 def test_lambda_code_asset_holds_the_handlers(synthesized):
@@ -64,6 +73,8 @@ def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized
     assert set(p["DefinitionSubstitutions"]) == set(SUBSTITUTIONS) == placeholders(ASL_PATH.read_text())
     assert p["DefinitionSubstitutions"]["FinalizeRunFunctionArn"] == {
         "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]}
+    if "LeaseTableName" in SUBSTITUTIONS:  # INTERFACES B: the ASL releases leases in this table
+        assert p["DefinitionSubstitutions"]["LeaseTableName"] == {"Ref": _lease_table_id(synthesized)}
     assert p["StateMachineName"] == synthesized.settings.state_machine_name
     assert p["LoggingConfiguration"]["Level"] == "ALL"
     assert p["TracingConfiguration"] == {"Enabled": True}
@@ -80,16 +91,23 @@ def test_failed_ssm_commands_route_to_on_command_status(synthesized):
     assert _target_logical_id(rule) == ids["on_command_status"]
 
 
-def test_nightly_smoke_schedule_is_disabled_by_default(synthesized):
+def test_nightly_smoke_schedule_is_disabled_and_passes_its_time(synthesized):
+    """INTERFACES C: the schedule's time reaches plan_run, which names the run after it (same minute,
+    same name: a redelivery is refused by Step Functions)."""
     ids = _function_ids(synthesized)
     rule = next(r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("cron"))
     assert rule["Properties"]["State"] == "DISABLED"
     assert _target_logical_id(rule) == ids["plan_run"]
     (target,) = rule["Properties"]["Targets"]
-    assert json.loads(target["Input"])["preset"] == "smoke"
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"] == {"time": "$.time"}
+    delivered = json.loads(transformer["InputTemplate"].replace("<time>", json.dumps("2026-05-04T06:00:00Z")))
+    assert delivered == {"schedule": "nightly-smoke", "time": "2026-05-04T06:00:00Z",
+                         "request": {"preset": "smoke", "trigger": "schedule:nightly-smoke"}}
 
 
-def test_adapter_upload_starts_a_finetune_serve_run(synthesized):
+def test_adapter_upload_reaches_plan_run_as_the_native_event(synthesized):
+    """INTERFACES C: no input transformer, so plan_run sees bucket, key and version/etag (its dedup key)."""
     ids = _function_ids(synthesized)
     synthesized.template(STACK_CONTROL_PLANE).has_resource_properties("AWS::Events::Rule", {
         "EventPattern": {"source": ["aws.s3"], "detail-type": ["Object Created"],
@@ -99,8 +117,20 @@ def test_adapter_upload_starts_a_finetune_serve_run(synthesized):
                 if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"])
     assert _target_logical_id(rule) == ids["plan_run"]
     (target,) = rule["Properties"]["Targets"]
-    template = json.dumps(target["InputTransformer"]["InputTemplate"])
-    assert "finetune_serve" in template and "<detail-object-key>" in template
+    assert "InputTransformer" not in target and "Input" not in target and "InputPath" not in target
+
+
+def test_a_run_ending_badly_routes_to_on_execution_status(synthesized):
+    ids = _function_ids(synthesized)
+    rule = next(r for r in _rules(synthesized).values()
+                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.states"])
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["detail-type"] == [EXECUTION_STATUS_DETAIL_TYPE] == ["Step Functions Execution Status Change"]
+    assert sorted(pattern["detail"]["status"]) == sorted(EXECUTION_ENDED_STATUSES) == ["ABORTED", "FAILED", "TIMED_OUT"]
+    assert pattern["detail"]["stateMachineArn"] == [{"Fn::GetAtt": ["RunStateMachine", "Arn"]}]
+    assert _target_logical_id(rule) == ids["on_execution_status"]
+    (target,) = rule["Properties"]["Targets"]
+    assert "InputTransformer" not in target and "Input" not in target
 
 
 def test_idle_reaper_runs_on_a_schedule(synthesized):

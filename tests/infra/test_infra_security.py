@@ -6,8 +6,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.config import (INFERENTIA_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA,
-                          STACK_NAMES, STACK_TRAINIUM, TRAINIUM_AMIS)
+from infra.config import (INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,
+                          STACK_INFERENTIA, STACK_NAMES, STACK_TRAINIUM, TRAINIUM_DLAMI_SSM_PARAMETER)
+from infra.stacks.box import EC2_MESSAGES_ACTIONS, SSM_AGENT_ACTIONS, SSM_MESSAGES_ACTIONS
 
 BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
 
@@ -120,24 +121,63 @@ def test_ssm_path_is_a_setting_nat_by_default(synthesized):
 
 
 def test_box_roles_are_least_privilege(synthesized):
-    sm = f":stateMachine:{synthesized.settings.state_machine_name}"
     for stack, role in ((STACK_TRAINIUM, "trn1"), (STACK_INFERENTIA, "inf2")):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
-        for st in _statements(policy):
+        by_sid = {st["Sid"]: st for st in _statements(policy)}
+        for sid, st in by_sid.items():
             resources = [_flat(r) for r in _as_list(st["Resource"])]
-            assert "*" not in resources, st
             actions = _as_list(st["Action"])
-            if any(a.startswith("states:") for a in actions):
-                assert sorted(actions) == ["states:SendTaskFailure", "states:SendTaskHeartbeat",
-                                           "states:SendTaskSuccess"]
-                assert all(r.endswith(sm) for r in resources)
+            if "*" in resources:  # only the SSM agent's own APIs and the task callbacks
+                assert sid in ("SsmAgent", "SsmAgentChannels", "TaskCallbacks"), st
             if "s3:PutObject" in actions:
                 assert all(r.endswith("/results/*") for r in resources), resources
-            if st.get("Sid") == "AdaptersRead":
+            if sid == "AdaptersRead":
                 assert role == "inf2"
+        assert sorted(_as_list(by_sid["TaskCallbacks"]["Action"])) == [
+            "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"]
         (iam_role,) = synthesized.resources(stack, "AWS::IAM::Role").values()
-        managed = [_flat(m) for m in iam_role["Properties"]["ManagedPolicyArns"]]
-        assert len(managed) == 1 and managed[0].endswith(":iam::aws:policy/AmazonSSMManagedInstanceCore")
+        assert "ManagedPolicyArns" not in iam_role["Properties"]  # no AmazonSSMManagedInstanceCore
+
+
+def test_boxes_read_one_ssm_parameter_not_every_one(synthesized):
+    """The SSM agent keeps what AmazonSSMManagedInstanceCore gives it, except ssm:GetParameter(s) on '*'."""
+    for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
+        (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
+        by_sid = {st["Sid"]: st for st in _statements(policy)}
+        agent = set(_as_list(by_sid["SsmAgent"]["Action"])) | set(_as_list(by_sid["SsmAgentChannels"]["Action"]))
+        assert agent == {*SSM_AGENT_ACTIONS, *SSM_MESSAGES_ACTIONS, *EC2_MESSAGES_ACTIONS}
+        assert {"ssm:UpdateInstanceInformation", "ssm:ListInstanceAssociations", "ssm:GetDocument",
+                "ec2messages:GetMessages", "ssmmessages:OpenControlChannel"} <= agent
+        for st in by_sid.values():
+            actions = _as_list(st["Action"])
+            if {"ssm:GetParameter", "ssm:GetParameters"} & set(actions):
+                assert st["Sid"] == "HarnessParameter" and actions == ["ssm:GetParameter"], st
+                assert st["Resource"] != "*" and "HarnessUri" in json.dumps(st["Resource"])  # that one parameter
+
+
+def test_boxes_list_only_under_results(synthesized):
+    for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
+        (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
+        lists = [st for st in _statements(policy) if "s3:ListBucket" in _as_list(st["Action"])]
+        assert [st["Sid"] for st in lists] == ["ResultsList"]  # no dataset configured by default
+        assert lists[0]["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+
+
+def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
+    """SendTask* support no resource type (Service Authorization Reference): '*', with the reason."""
+    from infra.stacks.box import TASK_CALLBACK_REASON
+
+    for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
+        (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
+        (st,) = [st for st in _statements(policy) if st["Sid"] == "TaskCallbacks"]
+        assert st["Resource"] == "*"
+        reasons = [r["reason"] for res in synthesized.templates[stack]["Resources"].values()
+                   for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])]
+        assert any(TASK_CALLBACK_REASON in r for r in reasons)
+    policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
+    status = next(p for k, p in policies.items() if k.startswith("OnCommandStatusRole"))
+    (fail,) = [st for st in _statements(status) if "states:SendTaskFailure" in _as_list(st["Action"])]
+    assert fail["Resource"] == "*"
 
 
 def test_state_machine_touches_only_project_tagged_instances(synthesized):
@@ -166,14 +206,20 @@ def test_everything_taggable_carries_the_project_tag(synthesized):
             "Tags": Match.array_with([{"Key": PROJECT_TAG_KEY, "Value": synthesized.settings.project}])})
 
 
-def test_amis_are_pinned_from_config(synthesized):
-    region = synthesized.settings.region
-    for stack, table in ((STACK_TRAINIUM, TRAINIUM_AMIS), (STACK_INFERENTIA, INFERENTIA_AMIS)):
-        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
-            "ImageId": table[region].ami_id})
-    assert INFERENTIA_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
-    # an unverified pin is said out loud at synth
-    assert any("not verified" in m for m in synthesized.messages.get(STACK_TRAINIUM, []))
+def test_amis_resolve_at_deploy_time_or_are_pinned(synthesized):
+    """trn1: a template parameter resolving AWS's public DLAMI parameter at deploy; inf2 in us-west-2:
+    the vLLM 0.16 pin. No placeholder id anywhere, nothing looked up at synth."""
+    trn = synthesized.templates[STACK_TRAINIUM]
+    param = trn["Parameters"]["AmiParameter"]
+    assert (param["Type"], param["Default"]) == ("AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+                                                 TRAINIUM_DLAMI_SSM_PARAMETER)
+    synthesized.template(STACK_TRAINIUM).has_resource_properties("AWS::EC2::Instance", {
+        "ImageId": {"Ref": "AmiParameter"}})
+    synthesized.template(STACK_INFERENTIA).has_resource_properties("AWS::EC2::Instance", {
+        "ImageId": INFERENTIA_PINNED_AMIS["us-west-2"].ami_id})
+    assert INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
+    assert "AmiParameter" not in synthesized.templates[STACK_INFERENTIA].get("Parameters", {})
+    assert not any("verified" in m for msgs in synthesized.messages.values() for m in msgs)
 
 
 def test_disks_and_swap_per_box(synthesized):

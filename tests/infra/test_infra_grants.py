@@ -1,0 +1,149 @@
+"""Issue 13's grants: the lease table and who may touch it, on_execution_status, and the narrowed
+Lambda grants; plus a second synth with the re-deploy / dataset / AMI-pin settings."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.config import PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM
+
+
+def _as_list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else [x]
+
+
+def _role_statements(synthesized, prefix: str) -> list[dict[str, Any]]:
+    policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
+    return [st for k, p in policies.items() if k.startswith(prefix)
+            for st in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    return {a for st in statements for a in _as_list(st["Action"])}
+
+
+def _table_arn(synthesized) -> dict[str, Any]:
+    (table_id,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::DynamoDB::Table")
+    return {"Fn::GetAtt": [table_id, "Arn"]}
+
+
+def test_lease_table_as_agreed(synthesized):
+    """INTERFACES B: <state machine>-leases, key instance_id (S), TTL expires_at, on demand, PITR."""
+    (table,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::DynamoDB::Table").values()
+    p = table["Properties"]
+    assert p["TableName"] == f"{synthesized.settings.state_machine_name}-leases" == synthesized.settings.lease_table
+    assert p["KeySchema"] == [{"AttributeName": "instance_id", "KeyType": "HASH"}]
+    assert p["AttributeDefinitions"] == [{"AttributeName": "instance_id", "AttributeType": "S"}]
+    assert p["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert p["BillingMode"] == "PAY_PER_REQUEST"
+    assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["DeletionPolicy"] == "Delete"
+
+
+def test_who_may_touch_the_leases(synthesized):
+    table = _table_arn(synthesized)
+
+    def lease_actions(prefix: str) -> set[str]:
+        return {a for st in _role_statements(synthesized, prefix) if st["Resource"] == table
+                for a in _as_list(st["Action"])}
+
+    assert lease_actions("StateMachinePolicy") == {"dynamodb:DeleteItem"}  # the ASL releases after stopping
+    assert lease_actions("PlanRunRole") == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
+    assert lease_actions("OnExecutionStatusRole") == {"dynamodb:GetItem", "dynamodb:DeleteItem"}
+    for prefix in ("FinalizeRunRole", "OnCommandStatusRole", "IdleReaperRole"):
+        assert not lease_actions(prefix), prefix
+    # nothing anywhere holds a DynamoDB action on another resource
+    for prefix in ("StateMachinePolicy", "PlanRunRole", "OnExecutionStatusRole"):
+        for st in _role_statements(synthesized, prefix):
+            if any(a.startswith("dynamodb:") for a in _as_list(st["Action"])):
+                assert st["Resource"] == table, st
+
+
+def test_on_execution_status_stops_only_project_boxes(synthesized):
+    statements = _role_statements(synthesized, "OnExecutionStatusRole")
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
+                                    "xray:PutTelemetryRecords", "ec2:StopInstances", "states:DescribeExecution",
+                                    "dynamodb:GetItem", "dynamodb:DeleteItem"}
+    (stop,) = [st for st in statements if "ec2:StopInstances" in _as_list(st["Action"])]
+    assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": synthesized.settings.project}}
+    (describe,) = [st for st in statements if "states:DescribeExecution" in _as_list(st["Action"])]
+    assert f":execution:{synthesized.settings.state_machine_name}:*" in json.dumps(describe["Resource"])
+
+
+def test_narrowed_lambda_grants(synthesized):
+    """Issue 13, "The over-broad grants": each one gone, or scoped to what the code calls."""
+    finalize = _role_statements(synthesized, "FinalizeRunRole")
+    for st in finalize:
+        resources = json.dumps(st["Resource"])
+        if "s3:PutObject" in _as_list(st["Action"]):
+            assert "/reports/*" in resources and "/results/" not in resources, st  # writes reports only
+        if "s3:GetObject" in _as_list(st["Action"]):
+            assert "/results/*" in resources and "/reports/" not in resources, st  # reads results only
+    assert {"s3:GetObject", "s3:PutObject"} <= _actions(finalize)
+    assert "ssm:ListCommandInvocations" not in _actions(_role_statements(synthesized, "OnCommandStatusRole"))
+    assert {"ssm:ListCommands", "ssm:GetCommandInvocation"} <= _actions(_role_statements(synthesized,
+                                                                                        "OnCommandStatusRole"))
+    plan = _role_statements(synthesized, "PlanRunRole")
+    assert "ec2:DescribeInstances" not in _actions(plan)  # both instance ids come from the environment
+    assert {"states:StartExecution", "states:DescribeExecution"} <= _actions(plan)
+    (listing,) = [st for st in plan if "s3:ListBucket" in _as_list(st["Action"])]
+    assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+
+
+@pytest.fixture(scope="module")
+def redeploy(tmp_path_factory, synth_variant):
+    """Second synth: re-deploy over the retained bucket, a dataset outside results/, explicit AMI pins."""
+    return synth_variant(tmp_path_factory.mktemp("cdk.out.redeploy"), existing_results_bucket=True,
+                         dataset_uri="s3://team-datasets/sft/alpaca/", trainium_ami_id="ami-0123456789abcdef0",
+                         inferentia_ami_id="ami-0fedcba9876543210")
+
+
+def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
+    fresh = synthesized.templates[STACK_BASE]["Resources"]
+    (bucket,) = [r for r in fresh.values() if r["Type"] == "AWS::S3::Bucket" and "BucketName" in r["Properties"]]
+    assert bucket["DeletionPolicy"] == "Retain"  # why a second deploy would collide with its name
+    res = redeploy[STACK_BASE]["Resources"]
+    named = [r for r in res.values() if r["Type"] == "AWS::S3::Bucket" and "BucketName" in r["Properties"]]
+    assert named == []  # imported by name, not created
+    policies = [r["Properties"] for r in res.values() if r["Type"] == "AWS::S3::BucketPolicy"]
+    results_policy = [p for p in policies if "neuron-pipelines-results-" in json.dumps(p["Bucket"])]
+    assert len(results_policy) == 1  # TLS-only is put back on the imported bucket
+    (deny,) = results_policy[0]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # everything that names the bucket still does, by the same fixed name
+    outputs = json.dumps(redeploy[STACK_BASE]["Outputs"])
+    assert "neuron-pipelines-results-" in outputs
+
+
+def test_dataset_outside_results_is_readable_when_configured(redeploy):
+    for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
+        (policy,) = [r for r in redeploy[stack]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
+        by_sid = {st["Sid"]: st for st in policy["Properties"]["PolicyDocument"]["Statement"]}
+        read, listing = by_sid["DatasetRead"], by_sid["DatasetList"]
+        assert read["Action"] == "s3:GetObject"
+        assert json.dumps(read["Resource"]).endswith(':s3:::team-datasets/sft/alpaca/*"]]}')
+        assert listing["Action"] == "s3:ListBucket"
+        assert json.dumps(listing["Resource"]).endswith(':s3:::team-datasets"]]}')
+        assert listing["Condition"] == {"StringLike": {"s3:prefix": ["sft/alpaca/", "sft/alpaca/*"]}}
+
+
+def test_explicit_ami_pins_override_the_parameters(redeploy):
+    for stack, ami in ((STACK_TRAINIUM, "ami-0123456789abcdef0"), (STACK_INFERENTIA, "ami-0fedcba9876543210")):
+        (instance,) = [r for r in redeploy[stack]["Resources"].values() if r["Type"] == "AWS::EC2::Instance"]
+        assert instance["Properties"]["ImageId"] == ami
+        assert "AmiParameter" not in redeploy[stack].get("Parameters", {})
+
+
+def test_redeploy_templates_are_cfn_lint_clean(redeploy, tmp_path):
+    from cfnlint.api import ManualArgs, lint_file
+
+    problems = {}
+    for stack, template in redeploy.items():
+        path = tmp_path / f"{stack}.template.json"
+        path.write_text(json.dumps(template))
+        matches = lint_file(path, config=ManualArgs(regions=["us-west-2"]))
+        if matches:
+            problems[stack] = [str(m) for m in matches]
+    assert problems == {}
