@@ -213,70 +213,82 @@ def real_rules(cfn_assembly: Assembly) -> dict[str, Rule]:
     return {r.logical_id.rstrip("0123456789ABCDEF"): r for r in rules}
 
 
-def _fixture_events(prefix: str) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(FIXTURES.glob(f"{prefix}*.json"))] if FIXTURES.is_dir() else []
+BUCKET = "neuron-pipelines-results-123456789012-us-west-2"
+
+
+def _shapes(fixture: str, sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """Our sample, plus the shared fixture of the same event (tests/fixtures/events) when there is one."""
+    path = FIXTURES / fixture
+    return [copy.deepcopy(sample)] + ([json.loads(path.read_text())] if path.is_file() else [])
+
+
+def _on_box(event: dict[str, Any], instance_id: str = "i-0trn1") -> dict[str, Any]:
+    event["detail"]["instance-id"] = instance_id
+    return event
 
 
 @pytest.mark.slow
-def test_real_command_failed_rule(real_rules: dict[str, Rule]) -> None:
+@pytest.mark.parametrize("shape", _shapes("ssm_command_invocation_failed.json", SSM_COMMAND_STATUS))
+def test_real_command_failed_rule(real_rules: dict[str, Rule], shape: dict[str, Any]) -> None:
     rule = real_rules["CommandFailedRule"]
     assert rule.enabled and rule.targets[0].function_logical_id.startswith("OnCommandStatus")
     for status, hit in (("Failed", True), ("TimedOut", True), ("Cancelled", True), ("Success", False)):
-        ev = copy.deepcopy(SSM_COMMAND_STATUS)
+        ev = _on_box(copy.deepcopy(shape), "i-0inf2")
         ev["detail"]["status"] = status
         assert bool(route(ev, [rule])) is hit, status
-    other = copy.deepcopy(SSM_COMMAND_STATUS)
-    other["detail"]["instance-id"] = "i-0someoneelse"
-    assert route(other, [rule]) == []
-    ((_, _, payload),) = route(SSM_COMMAND_STATUS, [rule])
-    assert payload == SSM_COMMAND_STATUS  # the native event, no transformer
+    assert route(_on_box(copy.deepcopy(shape), "i-0someoneelse"), [rule]) == []
+    ev = _on_box(copy.deepcopy(shape))
+    ((_, _, payload),) = route(ev, [rule])
+    assert payload == ev  # the native event, no transformer
 
 
 @pytest.mark.slow
-def test_real_adapter_rule(real_rules: dict[str, Rule]) -> None:
+@pytest.mark.parametrize("shape", _shapes("s3_object_created.json", S3_OBJECT_CREATED))
+def test_real_adapter_rule(real_rules: dict[str, Rule], shape: dict[str, Any]) -> None:
     rule = real_rules["AdapterUploadedRule"]
-    ((_, target, payload),) = route(S3_OBJECT_CREATED, [rule])
+    shape["detail"]["bucket"]["name"] = BUCKET
+    ((_, target, payload),) = route(shape, [rule])
     assert target.function_logical_id.startswith("PlanRun")
     if target.mode == "event":  # INTERFACES C: the native event reaches plan_run
-        assert payload == S3_OBJECT_CREATED
+        assert payload == shape
     else:                       # the pre-C transformer builds a request
-        assert payload["adapter_uri"].endswith("/adapters/qwen/lora-a.tar.gz")
+        assert payload["adapter_uri"] == f"s3://{BUCKET}/{shape['detail']['object']['key']}"
     for key in ("results/run/x.tar.gz", "adapters/qwen/lora-a.zip"):
-        ev = copy.deepcopy(S3_OBJECT_CREATED)
+        ev = copy.deepcopy(shape)
         ev["detail"]["object"]["key"] = key
         assert route(ev, [rule]) == [], key
-    ev = copy.deepcopy(S3_OBJECT_CREATED)
+    ev = copy.deepcopy(shape)
     ev["detail"]["bucket"]["name"] = "another-bucket"
     assert route(ev, [rule]) == []
-    for fixture in _fixture_events("s3"):
-        assert route(fixture, [rule]), fixture
 
 
 @pytest.mark.slow
 def test_real_schedules(real_rules: dict[str, Rule]) -> None:
     nightly, reaper = real_rules["NightlySmokeSchedule"], real_rules["IdleReaperSchedule"]
     when = datetime(2024, 5, 1, 6, 0, tzinfo=timezone.utc)
-    ev = scheduled_event(nightly, account="123456789012", region="us-west-2", time=when)
-    assert route(ev, [nightly, reaper]) == []  # disabled by default
-    ((_, _, payload),) = route(ev, [nightly, reaper], include_disabled=True)
-    request = payload.get("request", payload)
-    assert (request["preset"], request["trigger"]) == ("smoke", "schedule:nightly-smoke")
-    if "time" in payload:
-        assert payload["time"] == "2024-05-01T06:00:00Z"
+    for ev in [scheduled_event(nightly, account="123456789012", region="us-west-2", time=when),
+               *[{**e, "resources": [nightly.arn]} for e in _shapes("scheduled_event.json", {})[1:]]]:
+        assert route(ev, [nightly, reaper]) == []  # disabled by default
+        ((_, _, payload),) = route(ev, [nightly, reaper], include_disabled=True)
+        request = payload.get("request", payload)
+        assert (request["preset"], request["trigger"]) == ("smoke", "schedule:nightly-smoke")
+        if "time" in payload:  # INTERFACES C: the schedule's time reaches plan_run
+            assert payload["time"] == ev["time"]
     ev = scheduled_event(reaper, account="123456789012", region="us-west-2", time=when)
     ((rule, _, payload),) = route(ev, [nightly, reaper])
     assert rule is reaper and payload == ev
 
 
 @pytest.mark.slow
-def test_real_execution_status_rule_when_deployed(real_rules: dict[str, Rule]) -> None:
+@pytest.mark.parametrize("shape", _shapes("sfn_execution_status_aborted.json", SFN_STATUS))
+def test_real_execution_status_rule_when_deployed(real_rules: dict[str, Rule], shape: dict[str, Any]) -> None:
     rule = real_rules.get("ExecutionEndedRule")
     if rule is None:
         pytest.skip("ExecutionEndedRule not in the template yet (INTERFACES C, H2)")
     for status, hit in (("ABORTED", True), ("FAILED", True), ("TIMED_OUT", True), ("SUCCEEDED", False)):
-        ev = copy.deepcopy(SFN_STATUS)
+        ev = copy.deepcopy(shape)
         ev["detail"]["status"] = status
         assert bool(route(ev, [rule])) is hit, status
-    ev = copy.deepcopy(SFN_STATUS)
+    ev = copy.deepcopy(shape)
     ev["detail"]["stateMachineArn"] = "arn:aws:states:us-west-2:123456789012:stateMachine:other"
     assert route(ev, [rule]) == []
