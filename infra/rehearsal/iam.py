@@ -11,8 +11,9 @@ signatures and keys itself, then passes ``Resource "*"`` for every service but S
 could never match) by :func:`evaluate` against the resource derived from the request where it can be derived.
 Every (actor, action, resources, allowed) is recorded; a denial answers AccessDenied and is kept as an
 :class:`IamDeniedError`. Conditions are not evaluated (nor by moto): :func:`unchecked` lists them with everything
-else neither checks. The state machine's own calls (moto runs them without HTTP) are checked statically from the
-ASL: :func:`check_state_machine`.
+else neither checks. The state machine's own calls: moto's ASL interpreter sends them to the server signed with
+a fixed key (:data:`MOTO_SFN_KEY`), which :func:`provision` binds to the state machine's actor; they are also
+checked statically from the ASL, every branch (:func:`check_state_machine`).
 """
 from __future__ import annotations
 
@@ -268,9 +269,16 @@ class AccessKey:
                              region_name=region)
 
 
-def provision(model: IamModel, iam: Any) -> dict[str, AccessKey]:
+def provision(model: IamModel, iam: Any, *, fixed_keys: Mapping[str, tuple[str, str]] | None = None,
+              account: str = "123456789012") -> dict[str, AccessKey]:
     """One moto IAM user per actor with its documents as inline policies, and an access key. Call before
-    enforcement is on (or with the operator's key)."""
+    enforcement is on (or with the operator's key).
+
+    ``fixed_keys``: actor -> (key id, secret) to give that actor instead of a generated key, e.g.
+    ``{"state-machine:<name>": MOTO_SFN_KEY}``: moto's ASL interpreter signs the state machine's ``aws-sdk``
+    and service-integration calls with that key when it runs against a server, so they are enforced as the
+    state machine's role. Rewriting a key reaches into moto's IAM backend: the server must run in this process.
+    """
     keys = {}
     for actor in model.actors.values():
         iam.create_user(UserName=actor.user_name, Tags=[{"Key": "neuronpipe:actor", "Value": actor.name}])
@@ -278,8 +286,24 @@ def provision(model: IamModel, iam: Any) -> dict[str, AccessKey]:
             iam.put_user_policy(UserName=actor.user_name, PolicyName=f"{i:02d}-{doc.name}"[:128],
                                 PolicyDocument=json.dumps(doc.document))
         k = iam.create_access_key(UserName=actor.user_name)["AccessKey"]
-        keys[actor.name] = AccessKey(actor.name, actor.user_name, k["AccessKeyId"], k["SecretAccessKey"])
+        key_id, secret = k["AccessKeyId"], k["SecretAccessKey"]
+        if actor.name in (fixed_keys or {}):
+            key_id, secret = _rekey(account, actor.user_name, key_id, *(fixed_keys or {})[actor.name])
+        keys[actor.name] = AccessKey(actor.name, actor.user_name, key_id, secret)
     return keys
+
+
+MOTO_SFN_KEY = ("ak", "sk")  # moto.stepfunctions.parser.asl.utils.boto_client signs with these
+
+
+def _rekey(account: str, user_name: str, old: str, new_id: str, new_secret: str) -> tuple[str, str]:
+    from moto.iam.models import iam_backends
+
+    for key in iam_backends[account]["aws"].get_user(user_name).access_keys:
+        if key.access_key_id == old:
+            key.access_key_id, key.secret_access_key = new_id, new_secret
+            return new_id, new_secret
+    raise IamModelError(f"access key {old} of {user_name} not found in moto's IAM backend (server not in-process?)")
 
 
 @dataclass(frozen=True)
@@ -509,7 +533,9 @@ def unchecked(model: IamModel, recorder: IamRecorder | None = None,
     lines.extend(model.notes)
     lines.extend([
         "trust policies (which service may assume each role) and instance-profile bindings: not evaluated",
-        "the state machine's own calls are checked statically from the ASL (moto runs them without IAM)",
+        "the state machine's calls are enforced when they run (moto's interpreter key bound to its actor) and "
+        "checked statically for every Task of the ASL; Step Functions' own service-integration permissions "
+        "(e.g. .sync's events:PutRule) are not modelled",
         "EventBridge -> Lambda and Step Functions -> Lambda invocations: service paths, not evaluated by moto",
         "the real SSM agent's own calls (ssm:UpdateInstanceInformation, ssmmessages:*, ec2messages:*) are not "
         "made by the emulated agent: the managed policy's grants for them are untested",

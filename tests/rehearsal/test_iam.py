@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from infra.rehearsal.cfn import Assembly, Resolver
-from infra.rehearsal.iam import (ADMIN_POLICY, AccessKey, Actor, IamDeniedError, IamEnforcement, IamModel,
+from infra.rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, IamDeniedError, IamEnforcement, IamModel,
                                  PolicyDoc, asl_calls, aws_managed_policy, check_state_machine, evaluate,
                                  iam_model, provision, request_checks, state_machine_denials, statements,
                                  unchecked)
@@ -175,10 +175,12 @@ def _client(service: str, endpoint: str, key: AccessKey | None = None) -> Any:
 
 @pytest.fixture(scope="module")
 def enforced_world(moto_endpoint: str) -> dict[str, Any]:
+    machine = _doc({"Sid": "Stop", "Effect": "Allow", "Action": "ec2:StopInstances", "Resource": "*"})
     model = IamModel({"lambda:worker": Actor("lambda:worker", "lambda", "S/WorkerRole", (WORKER,)),
+                      "state-machine:np": Actor("state-machine:np", "state_machine", "S/SmRole", (machine,)),
                       "operator": Actor("operator", "operator", "operator",
                                         (PolicyDoc("Admin", "operator", ADMIN_POLICY),))})
-    keys = provision(model, _client("iam", moto_endpoint))
+    keys = provision(model, _client("iam", moto_endpoint), fixed_keys={"state-machine:np": MOTO_SFN_KEY})
     s3 = _client("s3", moto_endpoint)
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     for key in ("results/r1/a.json", "reports/r1/REPORT.md"):
@@ -219,6 +221,15 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
             _client("ssm", moto_endpoint).get_parameter(Name="/np/harness")
         assert _code(exc) == "UnrecognizedClientException" or "InvalidClientTokenId" in str(exc.value)
 
+        # moto's ASL interpreter signs the state machine's aws-sdk calls with its fixed key: that is the machine
+        machine = _client("ec2", moto_endpoint, AccessKey("", "", *MOTO_SFN_KEY))
+        with pytest.raises(ClientError) as exc:
+            machine.stop_instances(InstanceIds=["i-0000000000000000a"])
+        assert _code(exc) == "InvalidInstanceID.NotFound"  # authorized; moto then looks the instance up
+        with pytest.raises(ClientError) as exc:
+            machine.start_instances(InstanceIds=["i-0000000000000000a"])
+        assert _code(exc) == "AccessDenied"
+
         operator = _client("ssm", moto_endpoint, enforced_world["keys"]["operator"])
         operator.put_parameter(Name="/np/other", Value="w", Type="String", Overwrite=True)
 
@@ -227,10 +238,13 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
     assert table["lambda:worker"]["s3:GetObject"] == 1 and table["lambda:worker"]["s3:GetObject DENIED"] == 1
     assert table["lambda:worker"]["s3:ListBucket"] == 2
     assert table["operator"]["ssm:PutParameter"] == 1
+    assert table["state-machine:np"] == {"ec2:StopInstances": 1, "ec2:StartInstances DENIED": 1}
     denied = [(d.actor, d.action, d.resource) for d in recorder.denials]
     assert denied == [("lambda:worker", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/reports/r1/REPORT.md"),
                       ("lambda:worker", "ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/other"),
-                      ("lambda:worker", "ssm:PutParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness")]
+                      ("lambda:worker", "ssm:PutParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness"),
+                      ("state-machine:np", "ec2:StartInstances",
+                       f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0000000000000000a")]
     with pytest.raises(IamDeniedError, match=r"lambda:worker called s3:GetObject .*no statement of its role"):
         recorder.raise_if_denied()
     # enforcement is off again: the bootstrap key works
