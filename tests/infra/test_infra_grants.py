@@ -97,7 +97,7 @@ def redeploy(tmp_path_factory, synth_variant):
     """Second synth: re-deploy over the retained bucket, a dataset outside results/, explicit AMI pins."""
     return synth_variant(tmp_path_factory.mktemp("cdk.out.redeploy"), existing_results_bucket=True,
                          dataset_uri="s3://team-datasets/sft/alpaca/", trainium_ami_id="ami-0123456789abcdef0",
-                         inferentia_ami_id="ami-0fedcba9876543210")
+                         inferentia_ami_id="ami-0fedcba9876543210", max_cost_usd_ceiling=12.5)
 
 
 def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
@@ -147,3 +147,15 @@ def test_redeploy_templates_are_cfn_lint_clean(redeploy, tmp_path):
         if matches:
             problems[stack] = [str(m) for m in matches]
     assert problems == {}
+
+
+def test_cost_ceiling_setting_reaches_every_lambda(redeploy):
+    """INTERFACES D: cdk.json max_cost_usd_ceiling -> NEURONPIPE_MAX_COST_USD_CEILING."""
+    import json as _json
+    from pathlib import Path
+
+    cdk_json = _json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())
+    assert cdk_json["context"]["neuronpipe"]["max_cost_usd_ceiling"] == 50
+    fns = [r for r in redeploy[STACK_CONTROL_PLANE]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert len(fns) == 5
+    assert {f["Properties"]["Environment"]["Variables"]["NEURONPIPE_MAX_COST_USD_CEILING"] for f in fns} == {"12.5"}
