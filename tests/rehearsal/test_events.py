@@ -149,7 +149,8 @@ def test_transformer_does_not_escape_strings_and_plain_text_stays_text() -> None
 def test_transformer_predefined_variables() -> None:
     template = ('{"e": <aws.events.event>, "j": <aws.events.event.json>, "t": "<aws.events.event.ingestion-time>",'
                 ' "arn": "<aws.events.rule-arn>"}')
-    out = apply_input_transformer({}, template, SSM_COMMAND_STATUS, rule_arn="arn:r", ingestion_time="2024-05-01T06:10:01Z")
+    out = apply_input_transformer({}, template, SSM_COMMAND_STATUS, rule_arn="arn:r",
+                                  ingestion_time="2024-05-01T06:10:01Z")
     assert "detail" not in out["e"] and out["e"]["source"] == "aws.ssm"
     assert out["j"] == SSM_COMMAND_STATUS
     assert (out["t"], out["arn"]) == ("2024-05-01T06:10:01Z", "arn:r")
