@@ -64,7 +64,8 @@ def _s3_request(event: dict[str, Any]) -> tuple[RunRequest, str]:
         raise MalformedEventError("detail.bucket.name, detail.object.key and detail.object.version-id or etag "
                                   "must be non-empty strings")
     if not key.startswith(ADAPTERS_PREFIX) or not key.endswith(ADAPTER_SUFFIXES):
-        raise NotAnAdapterError(f"object key {key!r} is not an adapter archive ({ADAPTERS_PREFIX}<model>/<name>.tar.gz)")
+        raise NotAnAdapterError(f"object key {key!r} is not an adapter archive "
+                                f"({ADAPTERS_PREFIX}<model>/<name>.tar.gz)")
     request = RunRequest(preset="finetune_serve", adapter_uri=f"s3://{bucket}/{key}", trigger=f"s3:{key}"[:64])
     return request, adapter_run_id(bucket, key, version)
 

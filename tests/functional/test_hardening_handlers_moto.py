@@ -87,15 +87,19 @@ def test_input_left_out_of_the_event_is_read_back_from_step_functions(aws):
     assert sorted(out["stopped"]) == sorted(aws.ids.values())
 
 
-@pytest.mark.parametrize("handler", [plan_run.handler, on_command_status.handler, on_execution_status.handler,
-                                     finalize_run.handler, idle_reaper.handler],
-                         ids=["plan_run", "on_command_status", "on_execution_status", "finalize_run", "idle_reaper"])
-@pytest.mark.parametrize("event", ["not json", ["a", "list"], {"detail-type": "Object Created", "source": "aws.s3"},
-                                   {"detail-type": "Step Functions Execution Status Change", "detail": {"status": 3}}],
-                         ids=["string", "list", "s3-without-detail", "status-without-arns"])
-def test_malformed_events_get_one_log_line_and_a_structured_failure(aws, handler, event, capsys):
-    if handler is idle_reaper.handler and isinstance(event, dict):
-        pytest.skip("the reaper acts on any schedule object")
+HANDLERS = {"plan_run": plan_run.handler, "on_command_status": on_command_status.handler,
+            "on_execution_status": on_execution_status.handler, "finalize_run": finalize_run.handler,
+            "idle_reaper": idle_reaper.handler}
+BAD_EVENTS = {"string": "not json", "list": ["a", "list"],
+              "s3-without-detail": {"detail-type": "Object Created", "source": "aws.s3"},
+              "status-without-arns": {"detail-type": "Step Functions Execution Status Change", "detail": {"status": 3}}}
+# the reaper acts on any schedule object: only non-objects are malformed for it
+CASES = [(h, e) for h in HANDLERS for e in BAD_EVENTS if h != "idle_reaper" or not isinstance(BAD_EVENTS[e], dict)]
+
+
+@pytest.mark.parametrize("name, event_name", CASES)
+def test_malformed_events_get_one_log_line_and_a_structured_failure(aws, name, event_name, capsys):
+    handler, event = HANDLERS[name], BAD_EVENTS[event_name]
     out = handler(event, CONTEXT)
     assert isinstance(out, dict)
     verdict = out.get("outcome") or out.get("action") or out.get("status")

@@ -39,8 +39,8 @@ def fast_definition() -> str:
 
 @pytest.fixture
 def fast(env):
-    arn = env["sfn"].create_state_machine(name="np-fast", roleArn=boto3.client("iam").get_role(RoleName="sfn")["Role"]["Arn"],
-                                          definition=fast_definition())["stateMachineArn"]
+    role = boto3.client("iam").get_role(RoleName="sfn")["Role"]["Arn"]
+    arn = env["sfn"].create_state_machine(name="np-fast", roleArn=role, definition=fast_definition())["stateMachineArn"]
     env["sm_arn"] = arn
     env["settings"] = env["settings"].model_copy(update={"state_machine_arn": arn})
     return env

@@ -119,7 +119,8 @@ def test_s3_event_run_id_comes_from_bucket_key_and_version():
     assert plan_run_handler.request_from_event(event)[1] != run_id  # a new upload is a new run
     del event["detail"]["object"]["version-id"]  # unversioned bucket: the etag identifies the object
     assert plan_run_handler.request_from_event(event)[1].startswith("adapter-")
-    assert request.preset == "finetune_serve" and request.adapter_uri.endswith("adapters/llama-3.1-8b-instruct/adapter.tar.gz")
+    assert request.preset == "finetune_serve"
+    assert request.adapter_uri.endswith("adapters/llama-3.1-8b-instruct/adapter.tar.gz")
 
 
 def test_schedule_run_id_is_the_minute_of_the_event():
