@@ -11,7 +11,10 @@ and invocation records, and each change is published as the two events AWS sends
 ("EC2 Command Status-change Notification", "EC2 Command Invocation Status-change Notification").
 
 A command to an instance whose agent has not registered (stopped, pending, still booting) is refused the way
-SSM refuses it (``InvalidInstanceId``); stopping an instance kills the command running on it.
+SSM refuses it (``InvalidInstanceId``); stopping an instance kills the command running on it. A reboot
+(:meth:`SsmAgents.reboot`) kills it too, but the agent runs it again from the start once it has registered
+after the boot (the real agent resumes in-progress documents after a restart: ``RunPlugins`` re-executes
+an ``InProgress`` plugin), the invocation staying ``InProgress`` meanwhile.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ OUTPUT_CONTENT_LIMIT = 24000  # GetCommandInvocation returns at most this many c
 COMMAND_DETAIL_TYPE = "EC2 Command Status-change Notification"
 INVOCATION_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
 TERMINAL = ("Success", "Failed", "TimedOut", "Cancelled")
+REBOOTED = "instance rebooted"
 
 
 class AgentHost(Protocol):
@@ -86,6 +90,7 @@ class SsmAgents:
     _killed: dict[str, str] = field(default_factory=dict)
     _threads: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closed: threading.Event = field(default_factory=threading.Event)
 
     def add_host(self, host: AgentHost) -> None:
         self.hosts[host.instance_id] = host
@@ -96,6 +101,7 @@ class SsmAgents:
         self._threads.append(t)
 
     def close(self) -> None:
+        self._closed.set()
         for iid in list(self.hosts):
             self.kill(iid, "rehearsal ended")
             self._queues[iid].put(None)
@@ -154,6 +160,24 @@ class SsmAgents:
         _kill_group(proc)
         return True
 
+    def reboot(self, instance_id: str) -> bool:
+        """The box reboots: what runs on it dies with it and runs again after the boot. True when something ran."""
+        self.deregister(instance_id)
+        with self._lock:
+            proc = self._procs.get(instance_id)
+            if proc is None:
+                return False
+            self._killed[instance_id] = REBOOTED
+        _kill_group(proc)
+        return True
+
+    def _rerun_after_reboot(self, host: AgentHost, command: Any, run: CommandRun) -> None:
+        """Wait (up to the command's executionTimeout) for the agent to register again, then run it again."""
+        end = time.monotonic() + _execution_timeout(command.parameters)
+        while not self.is_registered(host.instance_id) and time.monotonic() < end and not self._closed.is_set():
+            time.sleep(0.1)
+        self._run(host, command, run)
+
     # -- the worker --------------------------------------------------------------------------------
     def _work(self, host: AgentHost, q: "queue.Queue[Any]") -> None:
         while True:
@@ -196,6 +220,9 @@ class SsmAgents:
                 with self._lock:
                     self._procs.pop(host.instance_id, None)
                     killed = self._killed.pop(host.instance_id, None)
+        if killed == REBOOTED:
+            self._rerun_after_reboot(host, command, run)
+            return
         run.stdout = (workdir / "stdout").read_text(errors="replace")
         run.stderr = (workdir / "stderr").read_text(errors="replace")
         if killed:
