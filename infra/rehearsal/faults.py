@@ -1,0 +1,344 @@
+"""Fault injection for the rehearsal: AWS calls that fail as AWS fails them, Lambdas that break, boxes that reboot.
+
+Everything here acts on a started :class:`infra.rehearsal.run.Rehearsal` through the hooks it already has (the
+moto world's :class:`~infra.rehearsal.world.Hooks`, the Lambda fleet, the SSM agents) and undoes itself:
+:class:`Faults` is a context manager; leaving it restores every hook it chained and every Lambda environment it
+changed.
+
+* :class:`CallFault`: an EC2 / SSM call answered with an AWS error code (``InsufficientInstanceCapacity``,
+  ``IncorrectInstanceState``, ``InvalidParameters`` ...) the first ``times`` matching calls, or always; it
+  counts the calls it saw. Chained in front of the rehearsal's own hook (the agent's SendCommand check stays).
+* :meth:`Faults.lambda_env`: a Lambda worker restarted with a changed environment (a misconfigured function
+  fails in its own handler, in its own worker, as it would in AWS).
+* :func:`reboot`: a box reboots under a running command: the process is killed with the box, the instance
+  stays ``running`` (EC2 RebootInstances), the per-boot scripts run again, the agent registers again and runs
+  the interrupted command again from the start (what the SSM agent does with an in-progress document after a
+  restart), the invocation staying ``InProgress`` meanwhile.
+* :func:`start_run`: ``Rehearsal.start`` with a test-only mutation of the execution input (e.g. one lane's
+  ``heartbeat_s``), the lease and launch path unchanged.
+* :func:`shorten_retries`: a TEST-ONLY change of the deployed definition: every Retry's wait becomes
+  ``interval_s`` without backoff (MaxAttempts unchanged, so "all retries" still means all of them). The
+  production ASL is never changed; the deployed one is, in the rehearsal's moto only.
+* :func:`stage_modules`: a directory holding given modules under their dotted names, for a box's
+  ``PYTHONPATH`` (the fault lanes), so first-party code still comes only from the harness the box installed.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from infra.rehearsal.world import AwsError
+
+HOOKS = ("start_instances", "stop_instances", "send_command")
+
+
+class FaultSetupError(RuntimeError):
+    """A fault cannot be set up on this rehearsal (unknown hook, function, box)."""
+
+
+class WaitTimeoutError(TimeoutError):
+    """A condition the fault matrix waits for did not come true in time (the message says which)."""
+
+
+@dataclass
+class CallFault:
+    """Answer matching calls with ``code``/``message`` (AWS's wording) the first ``times`` times (None: always).
+
+    The hook's argument is what the world passes: the instance ids (EC2) or the SendCommand request (SSM).
+    ``match`` narrows the calls (e.g. one lane's command); ``calls``/``failed`` count what it saw and refused.
+    """
+
+    code: str
+    message: str
+    times: int | None = None
+    match: Callable[[Any], bool] = lambda _arg: True
+    calls: int = 0
+    failed: int = 0
+    seen: list[Any] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, arg: Any) -> None:
+        if not self.match(arg):
+            return
+        with self._lock:
+            self.calls += 1
+            self.seen.append(copy.deepcopy(arg) if isinstance(arg, (list, dict)) else arg)
+            refuse = self.times is None or self.failed < self.times
+            if refuse:
+                self.failed += 1
+        if refuse:
+            raise AwsError(self.code, self.message)
+
+
+def capacity_error(instance_type: str, availability_zone: str) -> tuple[str, str]:
+    """EC2's InsufficientInstanceCapacity as StartInstances answers it."""
+    return ("InsufficientInstanceCapacity",
+            f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
+            f"requested ({availability_zone}). Our system will be working on provisioning additional capacity.")
+
+
+def for_instance(instance_id: str) -> Callable[[Any], bool]:
+    """Match an EC2 call naming this instance."""
+    return lambda ids: instance_id in list(ids or [])
+
+
+def for_lane(lane: str) -> Callable[[Any], bool]:
+    """Match the SendCommand of one lane (the planner's comment: ``neuronpipe <lane> <run id>``)."""
+    return lambda request: str((request or {}).get("comment") or "").startswith(f"neuronpipe {lane} ")
+
+
+class Faults:
+    """Faults on one rehearsal; leaving the context restores its hooks and Lambda environments."""
+
+    def __init__(self, rehearsal: Any):
+        self.rehearsal = rehearsal
+        self._hooks: list[tuple[str, Any]] = []
+        self._envs: list[tuple[Any, dict[str, str]]] = []
+
+    def __enter__(self) -> "Faults":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        hooks = self.rehearsal.world.hooks
+        for name, previous in reversed(self._hooks):
+            setattr(hooks, name, previous)
+        self._hooks.clear()
+        for fn, env in reversed(self._envs):
+            fn.close()
+            fn.environment = env
+        self._envs.clear()
+
+    def inject(self, hook: str, fault: Callable[[Any], None]) -> Any:
+        """Put ``fault`` in front of the world's ``hook`` (the rehearsal's own hook still runs after it)."""
+        if hook not in HOOKS:
+            raise FaultSetupError(f"no fault hook {hook!r}; valid: {', '.join(HOOKS)}")
+        hooks = self.rehearsal.world.hooks
+        previous = getattr(hooks, hook)
+
+        def chained(arg: Any) -> None:
+            fault(arg)
+            if previous is not None:
+                previous(arg)
+
+        setattr(hooks, hook, chained)
+        self._hooks.append((hook, previous))
+        return fault
+
+    def start_instances(self, fault: CallFault) -> CallFault:
+        return self.inject("start_instances", fault)
+
+    def stop_instances(self, fault: CallFault) -> CallFault:
+        return self.inject("stop_instances", fault)
+
+    def send_command(self, fault: CallFault) -> CallFault:
+        return self.inject("send_command", fault)
+
+    def lambda_env(self, module: str, set_: Mapping[str, str] | None = None,
+                   unset: Iterable[str] = ()) -> Any:
+        """Restart the worker of the function whose handler module is ``module`` with a changed environment."""
+        fn = lambda_function(self.rehearsal, module)
+        self._envs.append((fn, dict(fn.environment)))
+        env = {k: v for k, v in fn.environment.items() if k not in set(unset)}
+        env.update(set_ or {})
+        fn.close()  # the next invocation is a cold start with the new environment
+        fn.environment = env
+        return fn
+
+
+def lambda_function(rehearsal: Any, module: str) -> Any:
+    """The fleet's function for a handler module (``finalize_run``, ``plan_run`` ...)."""
+    record = rehearsal.deployment.functions.get(module)
+    if record is None:
+        raise FaultSetupError(f"no deployed function for handler module {module!r}; "
+                              f"deployed: {', '.join(sorted(rehearsal.deployment.functions))}")
+    return rehearsal.fleet.functions[record.name]
+
+
+def set_lambda_env(rehearsal: Any, env: Mapping[str, str]) -> None:
+    """Add variables to every function's environment (workers restart on their next invocation)."""
+    for fn in rehearsal.fleet.functions.values():
+        fn.close()
+        fn.environment = {**fn.environment, **env}
+
+
+# -- the deployed definition ------------------------------------------------------------------------------
+
+def shortened_definition(definition: str, interval_s: int = 1) -> tuple[str, dict[str, int]]:
+    """TEST ONLY: the definition with every Retry waiting ``interval_s`` without backoff (MaxAttempts and
+    ErrorEquals unchanged), and how many retriers were changed per state."""
+    parsed = json.loads(definition)
+    changed: dict[str, int] = {}
+
+    def walk(states: dict[str, Any]) -> None:
+        for name, state in states.items():
+            for retrier in state.get("Retry", []):
+                retrier["IntervalSeconds"] = interval_s
+                retrier["BackoffRate"] = 1.0
+                retrier.pop("MaxDelaySeconds", None)
+                retrier.pop("JitterStrategy", None)
+                changed[name] = changed.get(name, 0) + 1
+            for key in ("ItemProcessor", "Iterator"):
+                if isinstance(state.get(key), dict):
+                    walk(state[key]["States"])
+            for branch in state.get("Branches", []):
+                walk(branch["States"])
+
+    walk(parsed["States"])
+    return json.dumps(parsed), changed
+
+
+def shorten_retries(rehearsal: Any, interval_s: int = 1) -> dict[str, int]:
+    """TEST ONLY: :func:`shortened_definition` deployed over the rehearsal's state machine (moto only)."""
+    text, changed = shortened_definition(rehearsal.deployment.state_machine_definition, interval_s)
+    sfn = rehearsal.world.client("stepfunctions", rehearsal.operator())
+    sfn.update_state_machine(stateMachineArn=rehearsal.deployment.state_machine_arn, definition=text)
+    rehearsal.deployment.state_machine_definition = text
+    return changed
+
+
+# -- runs ----------------------------------------------------------------------------------------------------
+
+def start_run(rehearsal: Any, request: Any, run_id: str,
+              mutate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+    """``Rehearsal.start`` (plan, leases, StartExecution as the operator) with the execution input mutated."""
+    if mutate is None:
+        return rehearsal.start(request, run_id)
+    from control_plane.aws import Executions, InstanceFleet, Leases
+    from control_plane.launch import committed_in_store, launch
+
+    class MutatedExecutions(Executions):
+        def start(self, state_machine_arn: str, run_id: str, execution_input: dict[str, Any]) -> str:
+            return super().start(state_machine_arn, run_id, mutate(copy.deepcopy(execution_input)))
+
+    settings = rehearsal.settings()
+    op = rehearsal.operator()
+    client = rehearsal.world.client
+    return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, client("ec2", op)),
+                  executions=MutatedExecutions(client("stepfunctions", op)),
+                  committed=committed_in_store(settings.results_uri, client("s3", op)),
+                  leases=Leases(settings.lease_table, client("dynamodb", op)))
+
+
+def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """An execution-input mutation: ``lane``'s HeartbeatSeconds (``$.lane.heartbeat_s``) in every phase."""
+    def mutate(execution_input: dict[str, Any]) -> dict[str, Any]:
+        hits = 0
+        for phase in execution_input["phases"]:
+            for step in phase["lanes"]:
+                if step["lane"] == lane:
+                    step["heartbeat_s"] = heartbeat_s
+                    hits += 1
+        if not hits:
+            raise FaultSetupError(f"lane {lane!r} is not in the execution input")
+        return execution_input
+    return mutate
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout_s: float = 60.0, poll_s: float = 0.1) -> Any:
+    """Poll until ``predicate()`` is truthy; its value, or :class:`WaitTimeoutError` naming ``what``."""
+    end = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise WaitTimeoutError(f"{what}: not within {timeout_s:.0f} s")
+        time.sleep(poll_s)
+
+
+def command_in_progress(rehearsal: Any, instance_id: str, comment_prefix: str) -> Any:
+    """The agent's run of a command on that box whose comment starts so, while it is InProgress (else None)."""
+    for run in list(rehearsal.agents.runs):
+        if run.instance_id == instance_id and run.comment.startswith(comment_prefix) and run.status == "InProgress":
+            return run
+    return None
+
+
+# -- boxes -----------------------------------------------------------------------------------------------------
+
+def reboot(rehearsal: Any, instance_id: str) -> threading.Thread:
+    """The box reboots now: its running command dies with it and runs again after the boot (see module doc).
+
+    Returns the boot thread (per-boot scripts, boot delay, agent registration)."""
+    box = rehearsal.boxes.get(instance_id)
+    if box is None:
+        raise FaultSetupError(f"{instance_id} is not a box of this rehearsal")
+    rehearsal.agents.reboot(instance_id)
+    rehearsal.world.client("ec2", rehearsal.operator()).reboot_instances(InstanceIds=[instance_id])
+
+    def boot() -> None:
+        t0 = time.monotonic()
+        try:
+            box.boot()
+        except Exception as exc:  # the sync or lane will say so; keep the error with the rehearsal's
+            rehearsal.boot_errors.append(str(exc))
+        time.sleep(max(0.0, rehearsal.boot_delay_s - (time.monotonic() - t0)))
+        rehearsal.agents.register(instance_id)
+
+    thread = threading.Thread(target=boot, daemon=True, name=f"reboot-{instance_id}")
+    thread.start()
+    return thread
+
+
+def stage_modules(dest: Path, modules: Mapping[str, Path]) -> Path:
+    """``dest`` holding each module file under its dotted name (empty ``__init__.py`` for its packages)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    for dotted, source in modules.items():
+        parts = dotted.split(".")
+        pkg = dest
+        for part in parts[:-1]:
+            pkg = pkg / part
+            pkg.mkdir(parents=True, exist_ok=True)
+            (pkg / "__init__.py").touch()
+        shutil.copyfile(source, pkg / f"{parts[-1]}.py")
+    dest.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+# -- outcomes --------------------------------------------------------------------------------------------------
+
+def boxes_left_running(rehearsal: Any) -> list[str]:
+    """Boxes pending / running / stopping now (after the end-of-run events have been handled)."""
+    return rehearsal.running_boxes()
+
+
+def leases_held(rehearsal: Any) -> dict[str, str]:
+    """instance id -> run id of every lease item in the table."""
+    from control_plane.aws import Leases
+
+    settings = rehearsal.settings()
+    leases = Leases(settings.lease_table, rehearsal.world.client("dynamodb", rehearsal.operator()))
+    return {i: h.run_id for i, h in leases.holders(rehearsal.boxes).items()}
+
+
+def clean_slate(rehearsal: Any) -> list[str]:
+    """Between cases: stop what still runs (executions, boxes), drop leases; what had to be done, in words."""
+    op = rehearsal.operator()
+    sfn = rehearsal.world.client("stepfunctions", op)
+    done = []
+    for page in sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=rehearsal.deployment.state_machine_arn, statusFilter="RUNNING"):
+        for ex in page["executions"]:
+            sfn.stop_execution(executionArn=ex["executionArn"], error="Rehearsal.CleanSlate")
+            done.append(f"stopped execution {ex['name']}")
+    running = rehearsal.running_boxes()
+    if running:
+        rehearsal.world.client("ec2", op).stop_instances(InstanceIds=running)
+        done.append(f"stopped boxes {', '.join(running)}")
+    held = leases_held(rehearsal)
+    if held:
+        ddb = rehearsal.world.client("dynamodb", op)
+        for iid in held:
+            ddb.delete_item(TableName=rehearsal.settings().lease_table, Key={"instance_id": {"S": iid}})
+        done.append(f"deleted leases {held}")
+    return done
