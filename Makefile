@@ -10,7 +10,7 @@ RESULTS ?= results
 REPORT_DIR ?= report
 PROFILE ?= tiny
 
-.PHONY: run test venv synth lambda-deps report pull-results clean-venv
+.PHONY: rehearse run test venv synth lambda-deps report pull-results clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -52,3 +52,7 @@ pull-results: $(VENV)/.stamp-run
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The AWS run of a request, rehearsed on this machine (moto + sandboxed boxes): `make rehearse INPUT=run.json`.
+rehearse: $(VENV)/.stamp-test
+	$(BIN)/neuronpipe rehearse --no-live $(if $(INPUT),--input $(INPUT))

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "control_plane.commands.status",
     "control_plane.commands.loadgen",
     "control_plane.commands.synthetic_server",
+    "control_plane.commands.rehearse",
 ]
 
 

@@ -109,13 +109,17 @@ class SsmAgents:
             t.join(timeout=10)
 
     # -- registration ------------------------------------------------------------------------------
+    journal: list[tuple[float, str, str]] = field(default_factory=list)  # (time, instance, what)
+
     def register(self, instance_id: str) -> None:
         with self._lock:
             self._registered.add(instance_id)
+            self.journal.append((time.time(), instance_id, "registered"))
 
     def deregister(self, instance_id: str) -> None:
         with self._lock:
             self._registered.discard(instance_id)
+            self.journal.append((time.time(), instance_id, "deregistered"))
 
     def is_registered(self, instance_id: str) -> bool:
         with self._lock:
@@ -193,7 +197,7 @@ class SsmAgents:
 
     def _run(self, host: AgentHost, command: Any, run: CommandRun) -> None:
         if not self.is_registered(host.instance_id):  # stopped between send and pick-up
-            run.stderr = "instance is not running"
+            run.stderr = f"instance is not running (agent journal: {self.journal[-4:]})"
             self._finish(command, run, "Failed", -1)
             return
         workdir = host.root / "var/lib/amazon/ssm" / host.instance_id / "document/orchestration" / \

@@ -85,8 +85,10 @@ class MotoWorld:
         from moto.core.config import default_user_config
         from moto.server import ThreadedMotoServer
 
-        for name in ("werkzeug", "moto", "botocore.credentials"):
+        for name in ("werkzeug", "botocore.credentials"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        # moto's interpreter logs every failure event with the whole state tree: the history has them
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         self.port = self._server.get_host_and_port()[1]

@@ -1,0 +1,70 @@
+"""`neuronpipe rehearse [--input run.json]`: the AWS run of a request, executed end to end on this machine.
+
+moto is AWS, the resources come from the synthesized templates, boxes are sandbox directories whose SSM
+agent runs the state machine's commands through /bin/sh, Lambdas run with exactly the layer's packages
+(see ``infra/rehearsal``). Exit 0 only when the run succeeded and no box is left running.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXIT_INVALID = 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rehearse", help="rehearse the AWS run of a request on this machine (moto + sandboxes)",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("--input", default=None, help="a RunRequest JSON file (default: the full preset, tiny profile)")
+    p.add_argument("--run-id", default="rehearsal-1", help="execution name of the rehearsed run")
+    p.add_argument("--workdir", default=None, help="where the boxes' sandboxes go (default: a temp dir)")
+    p.add_argument("--build-dir", default="build/rehearsal", help="synthesized app and layer cache")
+    p.add_argument("--boot-delay-s", type=float, default=2.0, help="StartInstances -> SSM agent registered")
+    p.add_argument("--timeout-s", type=float, default=3600.0, help="give up on the execution after this")
+    p.add_argument("--no-live", action="store_true", help="one line per progress change instead of a live table")
+    p.set_defaults(func=rehearse_command)
+
+
+def rehearse_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from control_plane.commands.plan import load_request
+    from control_plane.models import RunRequest, RunRequestError
+    from infra.rehearsal.run import Rehearsal, RehearsalError
+
+    console = Console(stderr=True)
+    try:
+        request = load_request(args.input, args.run_id) if args.input else RunRequest(preset="full", profile="tiny")
+    except (RunRequestError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="neuronpipe-rehearsal-"))
+    started = time.monotonic()
+    try:
+        with Rehearsal(workdir, build_dir=Path(args.build_dir), boot_delay_s=args.boot_delay_s,
+                       log=lambda s: console.print(s)) as rehearsal:
+            console.print(f"AWS is up (moto at {rehearsal.world.endpoint}); boxes under {workdir}/boxes; "
+                          f"setup {sum(rehearsal.timings.values()):.0f} s")
+            launched = rehearsal.start(request, args.run_id)
+            console.print(f"started {launched.execution_arn}")
+
+            def show(progress) -> None:
+                line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
+                console.print(f"[{progress.status}] {line}")
+
+            final = rehearsal.follow(launched.execution_arn, show, deadline_s=args.timeout_s)
+            rehearsal.settle()
+            history = rehearsal.history(launched.execution_arn)
+            running = rehearsal.running_boxes()
+            from infra.rehearsal.summary import summarize
+
+            text = summarize(rehearsal, launched.execution_arn, history, final, running,
+                             time.monotonic() - started)
+            console.print(text)
+    except RehearsalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0 if final.status == "SUCCEEDED" and not running else 1
