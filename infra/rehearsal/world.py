@@ -232,6 +232,17 @@ class MotoWorld:
 
         self._patch(SimpleSystemManagerBackend, "send_command", send_command)
 
+        # moto resolves `Targets` through EC2 filters even when there are none: an empty filter set matches
+        # every instance, so a SendCommand to one instance id would reach every box. AWS sends it to the ids given.
+        from moto.ssm.models import Command
+
+        original_targets = Command._get_instance_ids_from_targets
+
+        def ids_from_targets(command: Any) -> list[str]:
+            return original_targets(command) if command.targets else []
+
+        self._patch(Command, "_get_instance_ids_from_targets", ids_from_targets)
+
         def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any,
                    response_headers: Any) -> bytes:
             if hooks.invoke_lambda is None:

@@ -32,35 +32,45 @@ ebs_device() {  # the block device of an EBS volume id, waiting up to 10 min for
   return 1
 }
 
-# Compile cache: a gp3 volume that survives stop/start (cold vs warm compile is a result).
-dev=$(ebs_device "@@CACHE_VOLUME_ID@@")
-blkid "$dev" >/dev/null 2>&1 || mkfs.ext4 -q -L np-cache "$dev"
-mkdir -p "$CACHE_DIR"
-mountpoint -q "$CACHE_DIR" || mount -o noatime "$dev" "$CACHE_DIR"
-mkdir -p "$CACHE_DIR/neuron-compile-cache" "$CACHE_DIR/hf"
-
-# EBS swap (inf2: 16 GiB host RAM cannot load an 8B model): persistent, formatted once.
-if [ -n "@@SWAP_VOLUME_ID@@" ]; then
-  sdev=$(ebs_device "@@SWAP_VOLUME_ID@@")
-  blkid -t TYPE=swap "$sdev" >/dev/null 2>&1 || mkswap -L np-swap "$sdev"
-  swapon --show=NAME --noheadings | grep -qx "$sdev" || swapon "$sdev"
-fi
-
-# Instance-store swap (trn1): the NVMe is wiped at every stop, so scratch + swap are re-made each boot.
 SCRATCH=""
-if [ "@@NVME_SWAP_GIB@@" != "0" ]; then
-  nv=$(ls /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_* 2>/dev/null | grep -v -- '-part' | head -n1 || true)
-  if [ -n "$nv" ]; then
-    nv=$(readlink -f "$nv"); SCRATCH="$ROOT/scratch"
-    mountpoint -q "$SCRATCH" || { mkfs.ext4 -q -F -L np-scratch "$nv"; mkdir -p "$SCRATCH"; mount -o noatime "$nv" "$SCRATCH"; }
-    if ! swapon --show=NAME --noheadings | grep -qx "$SCRATCH/swapfile"; then
-      fallocate -l "@@NVME_SWAP_GIB@@G" "$SCRATCH/swapfile" && chmod 600 "$SCRATCH/swapfile"
-      mkswap "$SCRATCH/swapfile" && swapon "$SCRATCH/swapfile"
-    fi
-    mkdir -p "$SCRATCH/tmp" && chmod 1777 "$SCRATCH/tmp"
-  else
-    echo "no instance-store NVMe found: no NVMe swap this boot"
+devices() {  # block devices: needs root and the instance's EBS/NVMe attachments
+  # Compile cache: a gp3 volume that survives stop/start (cold vs warm compile is a result).
+  dev=$(ebs_device "@@CACHE_VOLUME_ID@@")
+  blkid "$dev" >/dev/null 2>&1 || mkfs.ext4 -q -L np-cache "$dev"
+  mkdir -p "$CACHE_DIR"
+  mountpoint -q "$CACHE_DIR" || mount -o noatime "$dev" "$CACHE_DIR"
+  mkdir -p "$CACHE_DIR/neuron-compile-cache" "$CACHE_DIR/hf"
+
+  # EBS swap (inf2: 16 GiB host RAM cannot load an 8B model): persistent, formatted once.
+  if [ -n "@@SWAP_VOLUME_ID@@" ]; then
+    sdev=$(ebs_device "@@SWAP_VOLUME_ID@@")
+    blkid -t TYPE=swap "$sdev" >/dev/null 2>&1 || mkswap -L np-swap "$sdev"
+    swapon --show=NAME --noheadings | grep -qx "$sdev" || swapon "$sdev"
   fi
+
+  # Instance-store swap (trn1): the NVMe is wiped at every stop, so scratch + swap are re-made each boot.
+  if [ "@@NVME_SWAP_GIB@@" != "0" ]; then
+    nv=$(ls /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_* 2>/dev/null | grep -v -- '-part' | head -n1 || true)
+    if [ -n "$nv" ]; then
+      nv=$(readlink -f "$nv"); SCRATCH="$ROOT/scratch"
+      mountpoint -q "$SCRATCH" || { mkfs.ext4 -q -F -L np-scratch "$nv"; mkdir -p "$SCRATCH"; mount -o noatime "$nv" "$SCRATCH"; }
+      if ! swapon --show=NAME --noheadings | grep -qx "$SCRATCH/swapfile"; then
+        fallocate -l "@@NVME_SWAP_GIB@@G" "$SCRATCH/swapfile" && chmod 600 "$SCRATCH/swapfile"
+        mkswap "$SCRATCH/swapfile" && swapon "$SCRATCH/swapfile"
+      fi
+      mkdir -p "$SCRATCH/tmp" && chmod 1777 "$SCRATCH/tmp"
+    else
+      echo "no instance-store NVMe found: no NVMe swap this boot"
+    fi
+  fi
+
+}
+if [ -n "$ROOT" ]; then
+  # A sandbox (the rehearsal): no block devices to format, mount or swap on. Everything else runs.
+  echo "box root $ROOT: compile-cache volume, EBS swap and instance-store scratch skipped (need root and devices)"
+  mkdir -p "$CACHE_DIR/neuron-compile-cache" "$CACHE_DIR/hf"
+else
+  devices
 fi
 
 DLAMI_VENV=$(ls -d @@DLAMI_VENV_GLOB@@ 2>/dev/null | sort | tail -n1 || true)
