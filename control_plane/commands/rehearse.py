@@ -38,6 +38,8 @@ def rehearse_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     try:
         request = load_request(args.input, args.run_id) if args.input else RunRequest(preset="full", profile="tiny")
+        if "profile" not in request.model_fields_set:  # a rehearsal runs on this machine: tiny unless asked
+            request = request.model_copy(update={"profile": "tiny"})
     except (RunRequestError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -48,23 +50,56 @@ def rehearse_command(args: argparse.Namespace) -> int:
                        log=lambda s: console.print(s)) as rehearsal:
             console.print(f"AWS is up (moto at {rehearsal.world.endpoint}); boxes under {workdir}/boxes; "
                           f"setup {sum(rehearsal.timings.values()):.0f} s")
-            launched = rehearsal.start(request, args.run_id)
-            console.print(f"started {launched.execution_arn}")
-
-            def show(progress) -> None:
-                line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
-                console.print(f"[{progress.status}] {line}")
-
-            final = rehearsal.follow(launched.execution_arn, show, deadline_s=args.timeout_s)
-            rehearsal.settle()
-            history = rehearsal.history(launched.execution_arn)
-            running = rehearsal.running_boxes()
-            from infra.rehearsal.summary import summarize
-
-            text = summarize(rehearsal, launched.execution_arn, history, final, running,
-                             time.monotonic() - started)
-            console.print(text)
+            return _run(rehearsal, request, args, console, workdir, started)
     except RehearsalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    return 0 if final.status == "SUCCEEDED" and not running else 1
+
+
+def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, started: float) -> int:
+    """Start the request as `run --aws` would, follow it live, then pull + report and summarize."""
+    from datetime import datetime, timezone
+
+    from rich.live import Live
+
+    from control_plane.commands.plan import print_plan
+    from control_plane.commands.status import render_progress
+    from control_plane.aws import RunAlreadyStartedError
+    from control_plane.launch import LAUNCH_ERRORS
+    from infra.rehearsal.report_check import ReportCheckError, pull_and_report
+    from infra.rehearsal.summary import summarize
+
+    try:
+        launched = rehearsal.start(request, args.run_id)
+    except (*LAUNCH_ERRORS, RunAlreadyStartedError) as exc:
+        print(f"error: the run was refused: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print_plan(launched.plan, console)
+    console.print(f"started {launched.execution_arn}")
+    if args.no_live:
+        def show(progress) -> None:
+            line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
+            console.print(f"[{progress.status}] {line}")
+        final = rehearsal.follow(launched.execution_arn, show, deadline_s=args.timeout_s)
+    else:
+        with Live(console=console, refresh_per_second=2) as live:
+            final = rehearsal.follow(launched.execution_arn,
+                                     lambda p: live.update(render_progress(p, datetime.now(timezone.utc))),
+                                     deadline_s=args.timeout_s)
+    console.print(render_progress(final))
+    rehearsal.settle()
+    history = rehearsal.history(launched.execution_arn)
+    running = rehearsal.running_boxes()
+    check = None
+    if final.status == "SUCCEEDED":
+        settings = rehearsal.settings()
+        try:
+            check = pull_and_report(rehearsal.world.client("s3", rehearsal.operator()), settings.results_uri,
+                                    settings.reports_prefix, args.run_id, workdir)
+        except ReportCheckError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+    console.print(summarize(rehearsal, launched.execution_arn, history, final, running, time.monotonic() - started))
+    if check is not None:
+        console.print(check.line())
+    ok = final.status == "SUCCEEDED" and not running and check is not None and check.same_sections
+    return 0 if ok else 1
