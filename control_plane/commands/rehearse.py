@@ -35,7 +35,7 @@ def rehearse_command(args: argparse.Namespace) -> int:
     from control_plane.models import RunRequest, RunRequestError
     from infra.rehearsal.run import Rehearsal, RehearsalError
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # summary lines stay whole in logs and pipes
     try:
         request = load_request(args.input, args.run_id) if args.input else RunRequest(preset="full", profile="tiny")
         if "profile" not in request.model_fields_set:  # a rehearsal runs on this machine: tiny unless asked
