@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from infra.rehearsal.cfn import Assembly, Resolver, TemplateResolveError
 
@@ -313,13 +314,19 @@ class Call:
     resource: str | None      # None: not derivable from the request (action-only check)
     allowed: bool
     statement: str | None     # the statement that allowed (or denied) it
+    api: str = ""             # the request as moto names it ("dynamodb:TransactWriteItems"), when known
 
 
 class IamRecorder:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.denials: list[IamDeniedError] = []
+        self.requests: Counter[tuple[str, str]] = Counter()  # (actor, api) -> requests made
         self._lock = threading.Lock()
+
+    def count_request(self, actor: str, api: str) -> None:
+        with self._lock:
+            self.requests[(actor, api)] += 1
 
     def record(self, call: Call, denial: IamDeniedError | None = None) -> None:
         with self._lock:
@@ -380,7 +387,7 @@ def request_checks(action: str, resource: str, data: Mapping[str, Any], body: by
         buses = {e.get("EventBusName", "default") for e in p.get("Entries", [])} or {"default"}
         return [(action, b if b.startswith("arn:") else arn("events", f"event-bus/{b}")) for b in sorted(buses)]
     if service == "lambda" and (m := re.search(r"/functions/([^/]+)", path)):
-        fn = m.group(1)
+        fn = unquote(m.group(1))  # boto3 sends an ARN as FunctionName URL-encoded in the path
         return [(action, fn if fn.startswith("arn:") else arn("lambda", f"function:{fn}"))]
     if service == "secretsmanager" and str(p.get("SecretId", "")).startswith("arn:"):
         return [(action, p["SecretId"])]
@@ -400,11 +407,13 @@ class IamEnforcement:
             actor = self._actor_by_user.get(getattr(req._access_key, "_owner_user_name", None))
             if actor is None or req._action == "sts:GetCallerIdentity":
                 return original(req, resource)
+            self.recorder.count_request(actor.name, req._action)
             for action, res in request_checks(req._action, resource, req._data, req._body, req._path,
                                               req._region, req.account_id):
                 d = evaluate(actor.statements, action, res)
                 denial = None if d.allowed else IamDeniedError(actor.name, action, res, actor.role, d.denied_by)
-                self.recorder.record(Call(actor.name, action, res, d.allowed, d.allowed_by or d.denied_by), denial)
+                self.recorder.record(Call(actor.name, action, res, d.allowed, d.allowed_by or d.denied_by,
+                                          req._action), denial)
                 if denial is not None:
                     _raise_denied(req, str(denial))
         return check_action_permitted

@@ -1,8 +1,18 @@
-"""The rehearsal put together: world, deployment, boxes, agents, Lambdas, bus; then a run from request to report.
+"""The rehearsal put together: world, deployment, IAM, boxes, agents, Lambdas, bus; then a run from request to report.
 
-:class:`Rehearsal` is a context manager (everything it starts it stops); :func:`rehearse` is the whole thing
-as ``neuronpipe rehearse`` runs it. Fault tests drive a :class:`Rehearsal` directly (``hooks`` and
-``box_env`` let them inject failures).
+:class:`Rehearsal` is a context manager (everything it starts it stops); ``neuronpipe rehearse`` drives one.
+Fault tests drive a :class:`Rehearsal` directly (``hooks`` and ``box_env`` let them inject failures).
+
+IAM (``enforce_iam``, on by default): the deployment runs as the deployer (no enforcement); then every actor
+of the synthesized app gets a moto IAM user holding its role's policy documents (:mod:`infra.rehearsal.iam`)
+and enforcement starts, before the boxes' first boot. Each actor calls AWS with its own key: a box through its
+loopback IMDS (``iam/security-credentials/<role>``, empty Token), the SSM agent's output upload with the box's
+key, each Lambda worker through its environment, the state machine with the key moto's ASL interpreter signs
+with (:data:`~infra.rehearsal.iam.MOTO_SFN_KEY`), ``operator`` (admin) for what the CLI does (``start``,
+``follow``, ``pull``), and ``rehearsal`` (admin, the default key of :meth:`MotoWorld.client`) for the
+rehearsal's own inspection (execution watcher, history, instance states). Every call is recorded
+(``rehearsal.iam``); a denial fails the rehearsal: leaving the context raises :class:`IamDenialsError` naming
+action, actor and the missing statement. The state machine's Tasks are also checked statically.
 """
 from __future__ import annotations
 
@@ -18,15 +28,33 @@ from infra.rehearsal.boxes import Box, BoxIdentity
 from infra.rehearsal.bus import EventBus, ExecutionWatcher
 from infra.rehearsal.cfn import Assembly, load_assembly, synth_assembly
 from infra.rehearsal.deployment import Deployment, deploy
+from infra.rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, AslCall, Decision, IamDeniedError,
+                                 IamEnforcement, IamModel, IamRecorder, PolicyDoc, check_state_machine, iam_model,
+                                 provision)
 from infra.rehearsal.lambdas import LambdaFleet, LambdaFunction, build_layer, environment_for
+from infra.rehearsal.service_calls import ServiceCall, check_service_calls, service_calls
 from infra.rehearsal.ssm_agent import SsmAgents
-from infra.rehearsal.world import TEST_CREDENTIALS, Credentials, MotoWorld
+from infra.rehearsal.world import ACCOUNT_ID, TEST_CREDENTIALS, Credentials, MotoWorld
 
 DEFAULT_BUILD_DIR = Path("build") / "rehearsal"
+OPERATOR = "operator"
+REHEARSAL_ACTOR = "rehearsal"  # the rehearsal's own inspection; its key is TEST_CREDENTIALS (world.client's default)
 
 
 class RehearsalError(RuntimeError):
     """The rehearsal could not set AWS up (synth, deploy, first boot): the message says where."""
+
+
+class IamDenialsError(RehearsalError):
+    """An actor was denied a call during the rehearsal, or the state machine's ASL calls something its role
+    does not allow: one line per (actor, action, resource)."""
+
+    def __init__(self, denials: list[IamDeniedError]):
+        seen: dict[tuple[str, str, str | None], IamDeniedError] = {}
+        for d in denials:
+            seen.setdefault((d.actor, d.action, d.resource), d)
+        super().__init__(f"IAM denied {len(seen)} distinct call(s):\n" + "\n".join(f"  {d}" for d in seen.values()))
+        self.denials = list(seen.values())
 
 
 def cached_assembly(build_dir: Path, log: Callable[[str], None] = lambda s: None) -> Assembly:
@@ -57,7 +85,9 @@ class Rehearsal:
     # (box role, user data) -> the user data the box boots with: the acceptance test renders an old script form
     user_data_hook: Callable[[str, str], str] | None = None
     assembly: Assembly | None = None
-    credentials_for: Callable[[str], Credentials] = lambda actor: TEST_CREDENTIALS
+    # actor name ("box:trn1", "lambda:plan_run", "operator") -> its credentials; None: the provisioned key of
+    # the actor with enforce_iam, TEST_CREDENTIALS without
+    credentials_for: Callable[[str], Credentials] | None = None
     world: MotoWorld = field(default_factory=MotoWorld)
     deployment: Deployment | None = None
     boxes: dict[str, Box] = field(default_factory=dict)  # instance id -> box
@@ -67,6 +97,13 @@ class Rehearsal:
     watcher: ExecutionWatcher | None = None
     timings: dict[str, float] = field(default_factory=dict)
     boot_errors: list[str] = field(default_factory=list)
+    enforce_iam: bool = True
+    iam: IamRecorder | None = None              # every call of every actor (enforce_iam)
+    iam_model: IamModel | None = None
+    iam_keys: dict[str, AccessKey] = field(default_factory=dict)
+    iam_static: list[tuple[AslCall, Decision]] = field(default_factory=list)  # the ASL's Tasks, checked
+    iam_service: list[tuple[ServiceCall, Decision]] = field(default_factory=list)  # AWS's calls with the roles
+    _enforcement: IamEnforcement | None = None
 
     # -- set up ------------------------------------------------------------------------------------
     def __enter__(self) -> "Rehearsal":
@@ -76,8 +113,11 @@ class Rehearsal:
         self.world.start()
         try:
             self._setup(assembly)
-        except BaseException:
-            self.__exit__(None, None, None)
+        except BaseException as exc:
+            self._close()
+            denials = self.iam_denials()
+            if denials and isinstance(exc, Exception):
+                raise IamDenialsError(denials) from exc
             raise
         return self
 
@@ -85,9 +125,11 @@ class Rehearsal:
         t0 = time.monotonic()
         self.deployment = dep = deploy(self.world, assembly, self.workdir)
         self.timings["deploy_s"] = time.monotonic() - t0
+        if self.enforce_iam:
+            self._enforce_iam(dep)
         layer = build_layer(self.build_dir.resolve() / "layer")
         for module, fn in dep.functions.items():
-            creds = self.credentials_for(fn.role_logical_id)
+            creds = self.credentials(f"lambda:{module}")
             self.fleet.add(LambdaFunction(
                 name=fn.name, arn=fn.arn, handler=fn.handler, code_dir=fn.code_dir, layer_dir=layer,
                 environment=environment_for(fn.environment, self.world.client_env(creds)),
@@ -107,7 +149,7 @@ class Rehearsal:
             box = Box(BoxIdentity(rec.instance_id, role, rec.instance_type, rec.ami_id, self.world.region,
                                   rec.availability_zone, rec.iam_role),
                       root=self.workdir / "boxes" / role, endpoint_url=self.world.endpoint,
-                      credentials_for=lambda lid=rec.role_logical_id: self.credentials_for(lid),
+                      credentials_for=lambda actor=f"box:{role}": self.credentials(actor),
                       extra_env=dict(self.box_env))
             box.prepare()
             self.boxes[rec.instance_id] = box
@@ -138,8 +180,58 @@ class Rehearsal:
         self.timings["first_boot_s"] = time.monotonic() - t0
         if errors:
             raise RehearsalError("first boot failed:\n" + "\n".join(errors))
-        # `shutdown -h` at the end of the user data: the instance stops (stop, not terminate)
-        self.world.client("ec2").stop_instances(InstanceIds=list(self.boxes))
+        # `shutdown -h` at the end of the user data: the instance stops itself (no API call, no actor)
+        self.world.backend("ec2").stop_instances(list(self.boxes))
+
+    # -- IAM ---------------------------------------------------------------------------------------
+    def _enforce_iam(self, dep: Deployment) -> None:
+        """Users and keys for every actor (as the deployer), the static ASL check, then enforcement on."""
+        model = iam_model(dep.assembly, dep.resolver)
+        model.actors[REHEARSAL_ACTOR] = Actor(REHEARSAL_ACTOR, "operator", REHEARSAL_ACTOR,
+                                              (PolicyDoc("Admin", REHEARSAL_ACTOR, ADMIN_POLICY),))
+        machine = model.actors.get(f"state-machine:{dep.state_machine_arn.rsplit(':', 1)[-1]}")
+        missing = [a for a in [*(f"lambda:{m}" for m in dep.functions), *(f"box:{r}" for r in dep.instances)]
+                   if a not in model.actors] + ([] if machine else ["the state machine"])
+        if missing:
+            raise RehearsalError(f"IAM: no modelled role for {', '.join(missing)}: " + "; ".join(model.notes))
+        fixed = {machine.name: MOTO_SFN_KEY,  # type: ignore[union-attr]
+                 REHEARSAL_ACTOR: (TEST_CREDENTIALS.access_key_id, TEST_CREDENTIALS.secret_access_key)}
+        self.iam_keys = provision(model, self.world.client("iam"), fixed_keys=fixed, account=ACCOUNT_ID)
+        self.iam_model = model
+        self.iam_static = check_state_machine(machine, dep.state_machine_definition, {},  # type: ignore[arg-type]
+                                              region=self.world.region, account=ACCOUNT_ID)
+        self.iam_service = check_service_calls(model, service_calls(dep, self.world.region, ACCOUNT_ID))
+        self._enforcement = IamEnforcement(model, self.iam_keys).__enter__()
+        self.iam = self._enforcement.recorder
+
+    def credentials(self, actor: str) -> Credentials:
+        """The credentials ``actor`` calls AWS with (its provisioned key while IAM is enforced)."""
+        if self.credentials_for is not None:
+            return self.credentials_for(actor)
+        if not self.enforce_iam:
+            return TEST_CREDENTIALS
+        key = self.iam_keys.get(actor)
+        if key is None:
+            raise RehearsalError(f"IAM: {actor} is not an actor of the deployed app")
+        return Credentials(key.access_key_id, key.secret_access_key)
+
+    def iam_denials(self) -> list[IamDeniedError]:
+        """Every denial so far: the run's, then the static checks' (the state machine's Tasks, the calls AWS
+        makes with the roles: Lambda logs and tracing, the SSM agent's own)."""
+        live = list(self.iam.denials) if self.iam else []
+        machine = next((a for a in (self.iam_model.actors.values() if self.iam_model else [])
+                        if a.kind == "state_machine"), None)
+        static = [IamDeniedError(machine.name, c.action, c.resource, machine.role, d.denied_by)
+                  for c, d in self.iam_static if not d.allowed] if machine else []
+        roles = self.iam_model.actors if self.iam_model else {}
+        service = [IamDeniedError(c.actor, c.action, c.resource, roles[c.actor].role if c.actor in roles else "?",
+                                  d.denied_by) for c, d in self.iam_service if not d.allowed]
+        return live + static + service
+
+    def raise_if_denied(self) -> None:
+        denials = self.iam_denials()
+        if denials:
+            raise IamDenialsError(denials)
 
     # -- instance lifecycle (hooks) -----------------------------------------------------------------
     def _started(self, instance_ids: list[str]) -> None:
@@ -172,7 +264,7 @@ class Rehearsal:
 
     # -- a run -------------------------------------------------------------------------------------
     def operator(self) -> Credentials:
-        return self.credentials_for("operator")
+        return self.credentials(OPERATOR)
 
     def settings(self) -> Any:
         from control_plane.settings import ControlPlaneSettings
@@ -219,7 +311,12 @@ class Rehearsal:
         if self.bus:
             self.bus.drain(timeout_s)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._close()
+        if exc_type is None:
+            self.raise_if_denied()
+
+    def _close(self) -> None:
         if self.watcher:
             self.watcher.stop()
         if self.agents:
@@ -227,6 +324,9 @@ class Rehearsal:
         self.fleet.close()
         for box in self.boxes.values():
             box.close()
+        if self._enforcement is not None:
+            self._enforcement.__exit__(None, None, None)
+            self._enforcement = None
         self.world.stop()
 
 

@@ -1,4 +1,5 @@
-"""What a rehearsal shows at the end: states, transitions per lane, commands, deliveries, boxes running."""
+"""What a rehearsal shows at the end: states, transitions per lane, commands, deliveries, IAM per actor, boxes
+running."""
 from __future__ import annotations
 
 from collections import Counter
@@ -52,7 +53,55 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
             errors = [i["error"]["errorType"] for i in fn.invocations if i.get("error")]
             lines.append(f"lambda {fn.handler}: {len(fn.invocations)} invocation(s)"
                          + (f", errors {errors}" if errors else ""))
+    lines.extend(iam_lines(rehearsal))
     lines.append(f"timings: " + ", ".join(f"{k}={v:.1f}" for k, v in rehearsal.timings.items()))
     lines.append(f"boxes running: {len(running)}" + (f" ({', '.join(running)})" if running else ""))
     lines.append(f"wall time: {wall_s:.0f} s")
     return "\n".join(lines)
+
+
+def actor_table(recorder: Any) -> dict[str, list[str]]:
+    """actor -> one entry per API it called: ``api xN`` with the IAM actions evaluated for it where they differ
+    (``dynamodb:TransactWriteItems x1 [dynamodb:ConditionCheckItem, dynamodb:PutItem]``), ``DENIED`` marked."""
+    checked: dict[tuple[str, str], Counter] = {}
+    for c in list(recorder.calls):
+        checked.setdefault((c.actor, c.api or c.action), Counter())[c.action + ("" if c.allowed else " DENIED")] += 1
+    out: dict[str, list[str]] = {}
+    for (actor, api), n in sorted(recorder.requests.items()):
+        actions = checked.get((actor, api), Counter())
+        denied = any(a.endswith(" DENIED") for a in actions)
+        shown = sorted(a for a in actions if a.removesuffix(" DENIED") != api)
+        out.setdefault(actor, []).append(f"{api} x{n}" + (f" [{', '.join(shown)}]" if shown else "")
+                                         + (" DENIED" if denied and not shown else ""))
+    return out
+
+
+def iam_lines(rehearsal: Any) -> list[str]:
+    """The per-actor table, the static check of the state machine's Tasks, denials, what is not checked."""
+    from infra.rehearsal.iam import unchecked
+
+    recorder = getattr(rehearsal, "iam", None)
+    if recorder is None:
+        return ["IAM: not enforced (every actor used the test key)"]
+    denials = rehearsal.iam_denials()
+    lines = [f"IAM enforced per actor: {sum(recorder.requests.values())} requests, "
+             f"{len(recorder.calls)} checks, {sum(not c.allowed for c in recorder.calls)} denied"]
+    table = actor_table(recorder)
+    width = max((len(a) for a in table), default=0)
+    for actor, entries in sorted(table.items()):
+        lines.append(f"  {actor:<{width}}  " + ", ".join(entries))
+    static = rehearsal.iam_static
+    bad = [(c, d) for c, d in static if not d.allowed]
+    lines.append(f"IAM static check of the state machine's Tasks: {len(static)} calls, "
+                 + (f"{len(bad)} NOT granted" if bad else "all granted"))
+    service = rehearsal.iam_service
+    bad = [(c, d) for c, d in service if not d.allowed]
+    lines.append(f"IAM static check of what AWS calls with the roles (Lambda logs and X-Ray, the SSM agent's own "
+                 f"calls): {len(service)} calls, " + (f"{len(bad)} NOT granted" if bad else "all granted"))
+    if denials:
+        lines.append(f"IAM DENIED ({len(denials)}):")
+        lines.extend(f"  {d}" for d in denials)
+    notes = unchecked(rehearsal.iam_model, recorder, static)
+    lines.append(f"IAM not checked by moto or the rehearsal ({len(notes)}):")
+    lines.extend(f"  - {n}" for n in notes)
+    return lines
