@@ -546,8 +546,9 @@ def unchecked(model: IamModel, recorder: IamRecorder | None = None,
         "checked statically for every Task of the ASL; Step Functions' own service-integration permissions "
         "(e.g. .sync's events:PutRule) are not modelled",
         "EventBridge -> Lambda and Step Functions -> Lambda invocations: service paths, not evaluated by moto",
-        "the real SSM agent's own calls (ssm:UpdateInstanceInformation, ssmmessages:*, ec2messages:*) are not "
-        "made by the emulated agent: the managed policy's grants for them are untested",
+        "the real SSM agent's own calls (ssm:UpdateInstanceInformation, ssmmessages:*, ec2messages:*, CloudWatch "
+        "output) and the Lambda runtime's (log delivery, X-Ray) are not made in the rehearsal: their grants are "
+        "checked statically against the roles (infra.rehearsal.service_calls), not enforced",
         "SCPs, permission boundaries, session policies and KMS key policies: none modelled",
     ])
     return lines

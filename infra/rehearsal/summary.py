@@ -62,7 +62,8 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
 
 def actor_table(recorder: Any) -> dict[str, list[str]]:
     """actor -> one entry per API it called: ``api xN`` with the IAM actions evaluated for it where they differ
-    (``dynamodb:TransactWriteItems x1 [dynamodb:ConditionCheckItem, dynamodb:PutItem]``), ``DENIED`` marked."""
+    (``dynamodb:TransactWriteItems x1 (dynamodb:PutItem)``), ``DENIED`` marked. No square brackets: the CLI
+    prints through rich, which would read them as markup."""
     checked: dict[tuple[str, str], Counter] = {}
     for c in list(recorder.calls):
         checked.setdefault((c.actor, c.api or c.action), Counter())[c.action + ("" if c.allowed else " DENIED")] += 1
@@ -71,7 +72,7 @@ def actor_table(recorder: Any) -> dict[str, list[str]]:
         actions = checked.get((actor, api), Counter())
         denied = any(a.endswith(" DENIED") for a in actions)
         shown = sorted(a for a in actions if a.removesuffix(" DENIED") != api)
-        out.setdefault(actor, []).append(f"{api} x{n}" + (f" [{', '.join(shown)}]" if shown else "")
+        out.setdefault(actor, []).append(f"{api} x{n}" + (f" ({', '.join(shown)})" if shown else "")
                                          + (" DENIED" if denied and not shown else ""))
     return out
 

@@ -36,7 +36,7 @@ def test_the_actor_table_names_each_request_and_the_actions_iam_checked() -> Non
         rec.count_request("box:trn1", "s3:PutObject")
     rec.record(Call("box:trn1", "s3:PutObject", "a", True, "p/Results", "s3:PutObject"))
     rec.record(Call("box:trn1", "s3:PutObject", "b", False, None, "s3:PutObject"))
-    assert actor_table(rec) == {"operator": ["dynamodb:TransactWriteItems x1 [dynamodb:PutItem]"],
+    assert actor_table(rec) == {"operator": ["dynamodb:TransactWriteItems x1 (dynamodb:PutItem)"],
                                 "box:trn1": ["s3:PutObject x2 DENIED"]}
 
 
