@@ -5,7 +5,8 @@ Step Functions' own ``aws-sdk:*`` tasks, which moto's interpreter sends to ``loc
 this process, the rehearsal also reaches moto's backends directly: it hooks ``ec2:StartInstances`` /
 ``StopInstances`` (boxes boot and die), ``ssm:SendCommand`` (the emulated agent), ``lambda:Invoke`` (the Lambda
 workers), ``events:PutEvents`` and S3's EventBridge notifications (the rules). A hook is a plain callable the
-rehearsal sets; a hook that raises an :class:`AwsError` answers the caller the way AWS would.
+rehearsal sets; a hook that raises an :class:`AwsError` answers the caller the way AWS would. ``StopExecution``
+is made to behave as in AWS (ABORTED at once: :meth:`MotoWorld._patch_stop_execution`).
 """
 from __future__ import annotations
 
@@ -288,3 +289,31 @@ class MotoWorld:
                            "source-ip-address": "127.0.0.1", "reason": "PutObject"}})
 
         self._patch(notifications, "_send_event_bridge_message", s3_event_bridge)
+        self._patch_stop_execution()
+
+    def _patch_stop_execution(self) -> None:
+        """StopExecution as AWS does it: ABORTED at once, and it stays ABORTED.
+
+        moto only flags its interpreter as stopped: an execution waiting on a task token stays RUNNING until
+        the task returns, then records the task's outcome (FAILED). AWS ends the execution at once; the
+        waiting task is abandoned (its token answers TaskTimedOut later)."""
+        from moto.stepfunctions.parser.api import ExecutionStatus
+        from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+
+        original_stop = Execution.stop
+        original_reflect = BaseExecutionWorkerCommunication._reflect_execution_status
+
+        def stop(execution: Any, stop_date: Any, error: str | None, cause: str | None) -> None:
+            original_stop(execution, stop_date=stop_date, error=error, cause=cause)
+            if execution.exec_status == ExecutionStatus.RUNNING:
+                execution.exec_status, execution.stop_date = ExecutionStatus.ABORTED, stop_date
+                execution.error, execution.cause = error, cause
+                execution.rehearsal_aborted = True
+
+        def reflect(comm: Any) -> None:
+            if getattr(comm.execution, "rehearsal_aborted", False):
+                return  # the abandoned interpreter ended later: the execution stays as StopExecution left it
+            original_reflect(comm)
+
+        self._patch(Execution, "stop", stop)
+        self._patch(BaseExecutionWorkerCommunication, "_reflect_execution_status", reflect)
