@@ -141,3 +141,28 @@ def test_agent_runs_a_command_again_after_a_reboot(tmp_path):
             assert finals.count("Success") == 1 and "Failed" not in finals
         finally:
             agents.close()
+
+
+def test_stop_execution_aborts_at_once_while_a_task_waits_for_its_token():
+    from infra.rehearsal.world import MotoWorld
+
+    task = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl.$": "$.q", "MessageBody.$": "$$.Task.Token"}, "HeartbeatSeconds": 300,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "AfterFailure"}],
+            "End": True}
+    definition = {"StartAt": "Wait", "States": {"Wait": task, "AfterFailure": {"Type": "Pass", "End": True}}}
+    with MotoWorld() as world:
+        sqs, sfn = world.client("sqs"), world.client("stepfunctions")
+        queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+        arn = sfn.create_state_machine(name="m", definition=json.dumps(definition),
+                                       roleArn="arn:aws:iam::123456789012:role/r")["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps({"q": queue}))["executionArn"]
+        token = wait_for(lambda: sqs.receive_message(QueueUrl=queue).get("Messages"), "the token", 30)[0]["Body"]
+        sfn.stop_execution(executionArn=execution, error="Operator.Stop", cause="from the console")
+        assert sfn.describe_execution(executionArn=execution)["status"] == "ABORTED"
+        sfn.send_task_failure(taskToken=token, error="Command.Failed", cause="the box was stopped")
+        time.sleep(0.5)  # the abandoned task returns: nothing runs after it and the status stays
+        assert sfn.describe_execution(executionArn=execution)["status"] == "ABORTED"
+        names = [(e.get("stateEnteredEventDetails") or {}).get("name") for e in
+                 sfn.get_execution_history(executionArn=execution)["events"]]
+        assert "AfterFailure" not in names
