@@ -104,6 +104,7 @@ class Rehearsal:
     iam_static: list[tuple[AslCall, Decision]] = field(default_factory=list)  # the ASL's Tasks, checked
     iam_service: list[tuple[ServiceCall, Decision]] = field(default_factory=list)  # AWS's calls with the roles
     _enforcement: IamEnforcement | None = None
+    _closed: bool = False
 
     # -- set up ------------------------------------------------------------------------------------
     def __enter__(self) -> "Rehearsal":
@@ -317,6 +318,9 @@ class Rehearsal:
             self.raise_if_denied()
 
     def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self.watcher:
             self.watcher.stop()
         if self.agents:
