@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlparse
 
 from infra.rehearsal.cfn import Assembly, Resolver, TemplateResolveError
 
@@ -99,15 +99,38 @@ class Decision:
     allowed_by: str | None = None
     denied_by: str | None = None
     assumed_conditions: tuple[str, ...] = ()  # labels of matching statements whose Condition was not evaluated
+    evaluated_conditions: tuple[str, ...] = ()  # labels of statements whose Condition was evaluated from context
 
 
-def evaluate(stmts: Iterable[Statement], action: str, resource: str | None) -> Decision:
+def _condition_holds(condition: Mapping[str, Any], context: Mapping[str, str | None]) -> bool | None:
+    """Whether a Condition holds for the request's context keys (a None value: the key is absent); None when
+    it cannot be evaluated here (an operator other than String{Equals,Like}[IfExists], or a key not in context)."""
+    results = []
+    for op, spec in condition.items():
+        base = op.removesuffix("IfExists")
+        if base not in ("StringEquals", "StringLike") or not isinstance(spec, Mapping):
+            return None
+        for key, patterns in spec.items():
+            if key not in context:
+                return None
+            value = context[key]
+            if value is None:
+                results.append(op.endswith("IfExists"))
+            else:
+                pats = patterns if isinstance(patterns, list) else [patterns]
+                results.append(any(p == value if base == "StringEquals" else _like(p, value, False) for p in pats))
+    return all(results)
+
+
+def evaluate(stmts: Iterable[Statement], action: str, resource: str | None,
+             context: Mapping[str, str | None] | None = None) -> Decision:
     """IAM's identity-policy logic: an explicit Deny wins, else any Allow. ``resource=None``: action-only check.
 
-    Actions match case-insensitively with ``*``/``?`` wildcards, resources case-sensitively. Conditions are
-    assumed to hold (listed in the decision).
+    Actions match case-insensitively with ``*``/``?`` wildcards, resources case-sensitively. A Condition is
+    evaluated when every key it names is in ``context`` (string operators only, e.g. ``s3:prefix`` of a list
+    request); otherwise it is assumed to hold (listed in the decision).
     """
-    allow, deny, assumed = None, None, []
+    allow, deny, assumed, evaluated = None, None, [], []
     for s in stmts:
         if s.actions and not any(_like(p, action, True) for p in s.actions):
             continue
@@ -119,12 +142,26 @@ def evaluate(stmts: Iterable[Statement], action: str, resource: str | None) -> D
             if s.not_resources and any(_like(p, resource, False) for p in s.not_resources):
                 continue
         if s.condition:
-            assumed.append(s.label)
+            held = _condition_holds(s.condition, context or {})
+            if held is None:
+                assumed.append(s.label)
+            else:
+                evaluated.append(s.label)
+                if not held:
+                    continue
         if s.effect == "Deny":
             deny = deny or s.label
         elif s.effect == "Allow":
             allow = allow or s.label
-    return Decision(deny is None and allow is not None, allow, deny, tuple(assumed))
+    return Decision(deny is None and allow is not None, allow, deny, tuple(assumed), tuple(evaluated))
+
+
+def request_context(action: str, path: str) -> dict[str, str | None]:
+    """The condition keys the rehearsal can read from a request: ``s3:prefix`` of a bucket listing."""
+    if action == "s3:ListBucket":
+        prefix = parse_qs(urlparse(path).query, keep_blank_values=True).get("prefix")
+        return {"s3:prefix": prefix[0] if prefix else None}
+    return {}
 
 
 # --- actors from the templates -----------------------------------------------------------------------------------
@@ -322,15 +359,20 @@ class IamRecorder:
         self.calls: list[Call] = []
         self.denials: list[IamDeniedError] = []
         self.requests: Counter[tuple[str, str]] = Counter()  # (actor, api) -> requests made
+        self.conditions_evaluated: Counter[tuple[str, str]] = Counter()  # (actor, statement) -> checks evaluating it
+        self.conditions_assumed: Counter[tuple[str, str]] = Counter()    # (actor, statement) -> checks assuming it
         self._lock = threading.Lock()
 
     def count_request(self, actor: str, api: str) -> None:
         with self._lock:
             self.requests[(actor, api)] += 1
 
-    def record(self, call: Call, denial: IamDeniedError | None = None) -> None:
+    def record(self, call: Call, denial: IamDeniedError | None = None, decision: Decision | None = None) -> None:
         with self._lock:
             self.calls.append(call)
+            if decision is not None:
+                self.conditions_evaluated.update((call.actor, c) for c in decision.evaluated_conditions)
+                self.conditions_assumed.update((call.actor, c) for c in decision.assumed_conditions)
             if denial is not None:
                 self.denials.append(denial)
 
@@ -410,10 +452,10 @@ class IamEnforcement:
             self.recorder.count_request(actor.name, req._action)
             for action, res in request_checks(req._action, resource, req._data, req._body, req._path,
                                               req._region, req.account_id):
-                d = evaluate(actor.statements, action, res)
+                d = evaluate(actor.statements, action, res, request_context(action, req._path))
                 denial = None if d.allowed else IamDeniedError(actor.name, action, res, actor.role, d.denied_by)
                 self.recorder.record(Call(actor.name, action, res, d.allowed, d.allowed_by or d.denied_by,
-                                          req._action), denial)
+                                          req._action), denial, d)
                 if denial is not None:
                     _raise_denied(req, str(denial))
         return check_action_permitted
@@ -526,6 +568,9 @@ def unchecked(model: IamModel, recorder: IamRecorder | None = None,
         for s in actor.statements:
             if s.condition:
                 keys = ", ".join(f"{op} {k}" for op, spec in s.condition.items() for k in spec)
+                n = recorder.conditions_evaluated[(actor.name, s.label)] if recorder else 0
+                if n and not recorder.conditions_assumed[(actor.name, s.label)]:  # type: ignore[union-attr]
+                    continue  # evaluated from the request on every call it applied to (shown by the summary)
                 lines.append(f"{actor.name}: statement {s.label}: condition not evaluated ({keys}); "
                              "treated as if it held (moto ignores IAM conditions too)")
     seen = set()

@@ -91,6 +91,10 @@ def iam_lines(rehearsal: Any) -> list[str]:
     width = max((len(a) for a in table), default=0)
     for actor, entries in sorted(table.items()):
         lines.append(f"  {actor:<{width}}  " + ", ".join(entries))
+    evaluated = sorted(recorder.conditions_evaluated.items())
+    if evaluated:
+        lines.append("IAM conditions evaluated from the requests: " + ", ".join(
+            f"{actor} {label} x{n}" for (actor, label), n in evaluated))
     static = rehearsal.iam_static
     bad = [(c, d) for c, d in static if not d.allowed]
     lines.append(f"IAM static check of the state machine's Tasks: {len(static)} calls, "

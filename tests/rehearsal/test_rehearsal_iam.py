@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from control_plane.models import RunRequest
-from infra.rehearsal.iam import Call, IamDeniedError, IamRecorder, request_checks
+from infra.rehearsal.iam import (Actor, Call, IamDeniedError, IamModel, IamRecorder, PolicyDoc, evaluate,
+                                 request_checks, request_context, statements, unchecked)
 
 RUN_ID = "rehearsal-iam-1"
 
@@ -23,6 +24,33 @@ def test_an_invoke_by_function_arn_is_checked_on_that_function() -> None:
     path = "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-west-2%3A123456789012%3Afunction%3AFinalize-1/invocations"
     assert request_checks("lambda:Invoke", "*", {}, b"{}", path, "us-west-2", "123456789012") == \
         [("lambda:InvokeFunction", arn)]
+
+
+LIST_RESULTS = PolicyDoc("p", "test", {"Statement": [
+    {"Sid": "ResultsList", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b",
+     "Condition": {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}}]})
+
+
+@pytest.mark.parametrize(("path", "allowed"), [
+    ("/b?list-type=2&prefix=results%2Fr1%2F", True),
+    ("/b?list-type=2&prefix=reports%2F", False),   # AWS refuses a listing outside results/; so does the rehearsal
+    ("/b", True),                                   # no s3:prefix at all: IfExists holds
+])
+def test_the_s3_prefix_of_a_listing_is_evaluated(path: str, allowed: bool) -> None:
+    context = request_context("s3:ListBucket", path)
+    d = evaluate(statements(LIST_RESULTS), "s3:ListBucket", "arn:aws:s3:::b", context)
+    assert d.allowed is allowed and d.evaluated_conditions == ("p/ResultsList",) and not d.assumed_conditions
+    assert evaluate(statements(LIST_RESULTS), "s3:ListBucket", "arn:aws:s3:::b").assumed_conditions == \
+        ("p/ResultsList",)  # without the request's context the condition is only assumed
+
+
+def test_a_condition_evaluated_on_every_call_is_not_listed_as_unchecked() -> None:
+    model = IamModel({"box:trn1": Actor("box:trn1", "box", "S/R", (LIST_RESULTS,))})
+    rec = IamRecorder()
+    assert any("p/ResultsList: condition not evaluated" in x for x in unchecked(model, rec))
+    d = evaluate(statements(LIST_RESULTS), "s3:ListBucket", "arn:aws:s3:::b", {"s3:prefix": "results/x"})
+    rec.record(Call("box:trn1", "s3:ListBucket", "arn:aws:s3:::b", True, "p/ResultsList"), None, d)
+    assert not any("p/ResultsList" in x for x in unchecked(model, rec))
 
 
 def test_the_actor_table_names_each_request_and_the_actions_iam_checked() -> None:
