@@ -103,7 +103,8 @@ def test_the_run_passes_with_every_actor_on_its_own_policy(rehearsed: dict[str, 
     assert r.running_boxes() == []
     # plan_run, as a console/CLI trigger would invoke it, for the run that already ran: its calls are enforced
     answer = r.world.client("lambda", r.operator()).invoke(
-        FunctionName=r.deployment.functions["plan_run"].arn, Payload=json.dumps({"lanes": ["provenance"], "profile": "tiny", "run_id": RUN_ID}))
+        FunctionName=r.deployment.functions["plan_run"].arn,
+        Payload=json.dumps({"lanes": ["provenance"], "profile": "tiny", "run_id": RUN_ID}))
     outcome = json.loads(answer["Payload"].read())
     assert outcome.get("outcome") in ("duplicate", "refused"), outcome
     with capsys.disabled():
