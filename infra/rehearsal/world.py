@@ -289,6 +289,19 @@ class MotoWorld:
                            "source-ip-address": "127.0.0.1", "reason": "PutObject"}})
 
         self._patch(notifications, "_send_event_bridge_message", s3_event_bridge)
+
+        # moto's SendTaskFailure handler drops `cause`: the failure's cause (on_command_status's stderr tail, an
+        # agent's verbatim error) would never reach the execution's history. AWS keeps it.
+        from moto.core.responses import EmptyResult
+        from moto.stepfunctions.responses import StepFunctionResponse
+
+        def send_task_failure(response: Any) -> Any:
+            response.stepfunction_backend.send_task_failure(response._get_param("taskToken"),
+                                                            error=response._get_param("error"),
+                                                            cause=response._get_param("cause"))
+            return EmptyResult()
+
+        self._patch(StepFunctionResponse, "send_task_failure", send_task_failure)
         self._patch_stop_execution()
 
     def _patch_stop_execution(self) -> None:
