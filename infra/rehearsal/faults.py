@@ -14,8 +14,8 @@ changed.
   stays ``running`` (EC2 RebootInstances), the per-boot scripts run again, the agent registers again and runs
   the interrupted command again from the start (what the SSM agent does with an in-progress document after a
   restart), the invocation staying ``InProgress`` meanwhile.
-* :func:`start_run`: ``Rehearsal.start`` with a test-only mutation of the execution input (e.g. one lane's
-  ``heartbeat_s``), the lease and launch path unchanged.
+* :func:`start_run`: ``Rehearsal.start`` with an optional test-only mutation of the execution input (e.g. one
+  lane's ``heartbeat_s``), the lease and launch path unchanged.
 * :func:`shorten_retries`: a TEST-ONLY change of the deployed definition: every Retry's wait becomes
   ``interval_s`` without backoff (MaxAttempts unchanged, so "all retries" still means all of them). The
   production ASL is never changed; the deployed one is, in the rehearsal's moto only.
@@ -154,6 +154,14 @@ class Faults:
         return fn
 
 
+def client(rehearsal: Any, service: str) -> Any:
+    """The operator's client for a service, made once per rehearsal (a boto3 client costs ~0.5 s of CPU)."""
+    cache = rehearsal.__dict__.setdefault("_fault_clients", {})
+    if service not in cache:
+        cache[service] = rehearsal.world.client(service, rehearsal.operator())
+    return cache[service]
+
+
 def lambda_function(rehearsal: Any, module: str) -> Any:
     """The fleet's function for a handler module (``finalize_run``, ``plan_run`` ...)."""
     record = rehearsal.deployment.functions.get(module)
@@ -199,7 +207,7 @@ def shortened_definition(definition: str, interval_s: int = 1) -> tuple[str, dic
 def shorten_retries(rehearsal: Any, interval_s: int = 1) -> dict[str, int]:
     """TEST ONLY: :func:`shortened_definition` deployed over the rehearsal's state machine (moto only)."""
     text, changed = shortened_definition(rehearsal.deployment.state_machine_definition, interval_s)
-    sfn = rehearsal.world.client("stepfunctions", rehearsal.operator())
+    sfn = client(rehearsal, "stepfunctions")
     sfn.update_state_machine(stateMachineArn=rehearsal.deployment.state_machine_arn, definition=text)
     rehearsal.deployment.state_machine_definition = text
     return changed
@@ -209,23 +217,21 @@ def shorten_retries(rehearsal: Any, interval_s: int = 1) -> dict[str, int]:
 
 def start_run(rehearsal: Any, request: Any, run_id: str,
               mutate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
-    """``Rehearsal.start`` (plan, leases, StartExecution as the operator) with the execution input mutated."""
-    if mutate is None:
-        return rehearsal.start(request, run_id)
+    """What ``Rehearsal.start`` does (plan, leases, StartExecution as the operator), with the execution input
+    mutated by ``mutate`` when given, and the operator's clients made once."""
     from control_plane.aws import Executions, InstanceFleet, Leases
     from control_plane.launch import committed_in_store, launch
 
     class MutatedExecutions(Executions):
         def start(self, state_machine_arn: str, run_id: str, execution_input: dict[str, Any]) -> str:
-            return super().start(state_machine_arn, run_id, mutate(copy.deepcopy(execution_input)))
+            changed = mutate(copy.deepcopy(execution_input)) if mutate else execution_input
+            return super().start(state_machine_arn, run_id, changed)
 
     settings = rehearsal.settings()
-    op = rehearsal.operator()
-    client = rehearsal.world.client
-    return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, client("ec2", op)),
-                  executions=MutatedExecutions(client("stepfunctions", op)),
-                  committed=committed_in_store(settings.results_uri, client("s3", op)),
-                  leases=Leases(settings.lease_table, client("dynamodb", op)))
+    return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, client(rehearsal, "ec2")),
+                  executions=MutatedExecutions(client(rehearsal, "stepfunctions")),
+                  committed=committed_in_store(settings.results_uri, client(rehearsal, "s3")),
+                  leases=Leases(settings.lease_table, client(rehearsal, "dynamodb")))
 
 
 def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -273,7 +279,7 @@ def reboot(rehearsal: Any, instance_id: str) -> threading.Thread:
     if box is None:
         raise FaultSetupError(f"{instance_id} is not a box of this rehearsal")
     rehearsal.agents.reboot(instance_id)
-    rehearsal.world.client("ec2", rehearsal.operator()).reboot_instances(InstanceIds=[instance_id])
+    client(rehearsal, "ec2").reboot_instances(InstanceIds=[instance_id])
 
     def boot() -> None:
         t0 = time.monotonic()
@@ -308,8 +314,10 @@ def stage_modules(dest: Path, modules: Mapping[str, Path]) -> Path:
 # -- outcomes --------------------------------------------------------------------------------------------------
 
 def boxes_left_running(rehearsal: Any) -> list[str]:
-    """Boxes pending / running / stopping now (after the end-of-run events have been handled)."""
-    return rehearsal.running_boxes()
+    """The rehearsal's boxes that EC2 says are pending / running / stopping now."""
+    reservations = client(rehearsal, "ec2").describe_instances(InstanceIds=sorted(rehearsal.boxes))["Reservations"]
+    return sorted(i["InstanceId"] for res in reservations for i in res["Instances"]
+                  if i["State"]["Name"] in ("pending", "running", "stopping"))
 
 
 def leases_held(rehearsal: Any) -> dict[str, str]:
@@ -317,28 +325,27 @@ def leases_held(rehearsal: Any) -> dict[str, str]:
     from control_plane.aws import Leases
 
     settings = rehearsal.settings()
-    leases = Leases(settings.lease_table, rehearsal.world.client("dynamodb", rehearsal.operator()))
+    leases = Leases(settings.lease_table, client(rehearsal, "dynamodb"))
     return {i: h.run_id for i, h in leases.holders(rehearsal.boxes).items()}
 
 
 def clean_slate(rehearsal: Any) -> list[str]:
     """Between cases: stop what still runs (executions, boxes), drop leases; what had to be done, in words."""
-    op = rehearsal.operator()
-    sfn = rehearsal.world.client("stepfunctions", op)
+    sfn = client(rehearsal, "stepfunctions")
     done = []
     for page in sfn.get_paginator("list_executions").paginate(
             stateMachineArn=rehearsal.deployment.state_machine_arn, statusFilter="RUNNING"):
         for ex in page["executions"]:
             sfn.stop_execution(executionArn=ex["executionArn"], error="Rehearsal.CleanSlate")
             done.append(f"stopped execution {ex['name']}")
-    running = rehearsal.running_boxes()
+    running = boxes_left_running(rehearsal)
     if running:
-        rehearsal.world.client("ec2", op).stop_instances(InstanceIds=running)
+        client(rehearsal, "ec2").stop_instances(InstanceIds=running)
         done.append(f"stopped boxes {', '.join(running)}")
     held = leases_held(rehearsal)
     if held:
-        ddb = rehearsal.world.client("dynamodb", op)
+        table = rehearsal.settings().lease_table
         for iid in held:
-            ddb.delete_item(TableName=rehearsal.settings().lease_table, Key={"instance_id": {"S": iid}})
+            client(rehearsal, "dynamodb").delete_item(TableName=table, Key={"instance_id": {"S": iid}})
         done.append(f"deleted leases {held}")
     return done

@@ -1,0 +1,335 @@
+"""The fault matrix (issue 12 point 7; issue 13's acceptance), each case driven through the rehearsal engine.
+
+One rehearsal (moto server, the synthesized stacks deployed, two sandbox boxes with the emulated SSM agent,
+Lambda workers with only the layer, the bus with the deployed rules) serves every case; each case injects
+its fault (:mod:`infra.rehearsal.faults`), runs the smallest request (the fault lanes of
+``tests/fixtures/rehearsal_lanes.py``, on the boxes through ``PYTHONPATH``/``NEURONPIPE_EXTRA_LANES``), lets
+the end-of-run events reach their Lambdas, prints ``fault <name>: execution <STATUS>, boxes left running: N``
+and asserts N == 0, the recorded end state, and that results committed before the fault stay readable
+through ``S3Store`` and the DuckDB views.
+
+TEST-ONLY change of the deployed definition (never of ``statemachine/pipeline.asl.json``): every Retry waits
+1 s without backoff (:func:`infra.rehearsal.faults.shorten_retries`); MaxAttempts are the production ones, so
+"all retries" below means all of them. The hang case shortens one lane's HeartbeatSeconds in the execution
+input (:func:`infra.rehearsal.faults.lane_heartbeat`).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from control_plane.aws import BoxesLeasedError
+from control_plane.models import RunRequest
+from infra.rehearsal.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
+                                    command_in_progress, for_instance, for_lane, lambda_function, lane_heartbeat,
+                                    leases_held, reboot, set_lambda_env, shorten_retries, stage_modules, start_run,
+                                    wait_for)
+from statemachine.build import EC2_START_RETRY, STOP_FAILED_ERROR, STOP_RETRY
+from tests.fixtures import rehearsal_lanes
+
+STOP_CALLS = 1 + STOP_RETRY[0]["MaxAttempts"]  # what the state machine tries before it gives up on a stop
+START_CALLS = 1 + EC2_START_RETRY[0]["MaxAttempts"]
+RUN_DEADLINE_S = 150.0
+
+
+@pytest.fixture(scope="module")
+def rehearsal(cfn_assembly, tmp_path_factory):
+    from infra.rehearsal.run import Rehearsal
+
+    workdir = tmp_path_factory.mktemp("fault-matrix")
+    extra_path = stage_modules(workdir / "extra-path",
+                               {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__)})
+    markers = workdir / "markers"
+    box_env = {"PYTHONPATH": str(extra_path), "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
+               rehearsal_lanes.MARKERS_ENV: str(markers)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)  # the operator plans with them too
+        with Rehearsal(workdir, assembly=cfn_assembly, box_env=box_env, boot_delay_s=0.5,
+                       log=lambda _line: None) as r:
+            set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES})
+            shorten_retries(r)
+            r.fault_markers = markers  # type: ignore[attr-defined]
+            yield r
+
+
+@pytest.fixture
+def faults(rehearsal):
+    assert not boxes_left_running(rehearsal) and not leases_held(rehearsal), "a case started on a dirty world"
+    with Faults(rehearsal) as f:
+        yield f
+    rehearsal.settle()
+    clean_slate(rehearsal)  # a failed case must not fail the next one
+
+
+@pytest.fixture
+def say(capsys):
+    def line(text: str) -> None:
+        with capsys.disabled():
+            print(f"\n{text}", flush=True)
+    return line
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+
+def request(*lanes: str) -> RunRequest:
+    return RunRequest(lanes=list(lanes), profile="tiny", trigger="rehearsal-faults")
+
+
+def box(r, role: str) -> str:
+    return r.deployment.instances[role].instance_id
+
+
+def sfn(r):
+    return client(r, "stepfunctions")
+
+
+def wait_ended(r, execution_arn: str, deadline_s: float = RUN_DEADLINE_S) -> dict[str, Any]:
+    wait_for(lambda: sfn(r).describe_execution(executionArn=execution_arn)["status"] != "RUNNING",
+             f"execution {execution_arn.rsplit(':', 1)[-1]} to end", deadline_s, poll_s=0.25)
+    return sfn(r).describe_execution(executionArn=execution_arn)
+
+
+def conclude(r, say, name: str, execution_arn: str, expected: str) -> dict[str, Any]:
+    """The execution's end, the end-of-run events handled, the printed line, boxes and status asserted."""
+    desc = wait_ended(r, execution_arn)
+    r.settle()
+    running = boxes_left_running(r)
+    say(f"fault {name}: execution {desc['status']}, boxes left running: {len(running)}")
+    assert running == [], f"{name}: boxes left running: {running}"
+    assert desc["status"] == expected, \
+        f"{name}: {desc['status']} {desc.get('error')} {desc.get('cause')}\n{failures(r, execution_arn)}"
+    held = {i: run for i, run in leases_held(r).items() if run == desc["name"]}
+    assert held == {}, f"{name}: leases still held by the run: {held}"
+    return desc
+
+
+def failures(r, execution_arn: str) -> str:
+    """The failure events of an execution's history, one line each (for assertion messages)."""
+    lines = []
+    for e in r.history(execution_arn):
+        details = next((v for k, v in e.items() if k.endswith("FailedEventDetails")), None)
+        if details:
+            lines.append(f"  #{e['id']} {e['type']}: {details.get('error')}: {str(details.get('cause'))[:300]}")
+    return "\n".join(lines)
+
+
+def committed(r, run_id: str) -> dict[str, str]:
+    """lane -> status of the committed attempts, read back through S3Store."""
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    return {m.lane: m.status for m in store.effective_markers([run_id])}
+
+
+def view_rows(r, run_id: str, sql: str) -> list[tuple]:
+    """Rows of a query over the DuckDB views of the run's committed results."""
+    from analytics.store import S3Store
+    from analytics.views import connect
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    return connect(store, [run_id]).execute(sql).fetchall()
+
+
+def entered(r, execution_arn: str, state: str) -> list[dict[str, Any]]:
+    """The inputs the execution entered ``state`` with, in order."""
+    out = []
+    for e in r.history(execution_arn):
+        details = e.get("stateEnteredEventDetails")
+        if details and details.get("name") == state:
+            out.append(json.loads(details.get("input") or "null"))
+    return out
+
+
+def handled(r, module: str, run_id: str) -> list[dict[str, Any]]:
+    """The results of a Lambda's invocations for one run (by the event's run id / execution name)."""
+    fn = lambda_function(r, module)
+    return [inv.get("result") or {"error": inv.get("error")} for inv in fn.invocations
+            if run_id in json.dumps(inv.get("event"))]
+
+
+def starts(r, lane_result: str) -> int:
+    path = r.fault_markers / f"{lane_result}.starts"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+# -- the cases ------------------------------------------------------------------------------------------------------
+
+def test_lane_failure_in_the_first_lane_of_a_phase(rehearsal, faults, say):
+    r = rehearsal
+    launched = start_run(r, request("boom", "ok_late"), "fault-first-lane")
+    desc = conclude(r, say, "first-lane-fails", launched.execution_arn, "FAILED")
+    assert desc["error"] == "Lane.BoomError"
+    assert committed(r, "fault-first-lane") == {"boom@trn1": "failed"}  # ok_late never ran, inf2 never started
+    assert view_rows(r, "fault-first-lane", "SELECT lane, value FROM host_bench") == [("boom@trn1", 2.0)]
+    assert len(entered(r, launched.execution_arn, "StartInstance")) == 1
+
+
+def test_lane_failure_in_the_last_lane_of_a_phase(rehearsal, faults, say):
+    r = rehearsal
+    launched = start_run(r, request("ok", "boom"), "fault-last-lane")
+    desc = conclude(r, say, "last-lane-fails", launched.execution_arn, "FAILED")
+    assert desc["error"] == "Lane.BoomError"
+    assert committed(r, "fault-last-lane") == {"ok@trn1": "succeeded", "boom@trn1": "failed"}
+    rows = view_rows(r, "fault-last-lane", "SELECT lane, status FROM lane_runs ORDER BY lane")
+    assert rows == [("boom@trn1", "failed"), ("ok@trn1", "succeeded")]
+
+
+def test_ssm_send_command_refused(rehearsal, faults, say):
+    r = rehearsal
+    refused = faults.send_command(CallFault("InvalidParameters", "the rehearsal refused this command",
+                                            match=for_lane("ok_late")))
+    launched = start_run(r, request("ok", "ok_late"), "fault-ssm-send")
+    desc = conclude(r, say, "ssm-send-refused", launched.execution_arn, "FAILED")
+    assert "InvalidParameters" in desc["error"], desc["error"]
+    assert refused.failed == 1  # not retried: only the agent-not-registered and throttling errors are
+    assert committed(r, "fault-ssm-send") == {"ok@trn1": "succeeded"}
+
+
+def test_lane_hangs_until_the_heartbeat_timeout(rehearsal, faults, say):
+    r = rehearsal
+    launched = start_run(r, request("ok", "hang"), "fault-hang", mutate=lane_heartbeat("hang", 2))
+    desc = conclude(r, say, "lane-hangs", launched.execution_arn, "FAILED")
+    assert desc["error"] == "Lane.TimedOut"
+    # AWS names the expiry States.HeartbeatTimeout; moto's interpreter says States.Timeout. Either way it is the
+    # 2 s heartbeat that ended it: the lane's TimeoutSeconds is an hour.
+    assert "sent no heartbeat within 2 s" in desc["cause"], desc["cause"]
+    assert "States.HeartbeatTimeout" in desc["cause"] or "States.Timeout" in desc["cause"]
+    assert committed(r, "fault-hang") == {"ok@trn1": "succeeded"}  # the hung attempt committed nothing
+    hung = [run for run in r.agents.runs if run.comment.startswith("neuronpipe hang fault-hang")]
+    assert [run.status for run in hung] == ["Failed"]  # killed when StopInstanceAfterFailure stopped the box
+
+
+def test_start_instances_refused_for_capacity(rehearsal, faults, say):
+    r = rehearsal
+    trn1 = r.deployment.instances["trn1"]
+    refused = faults.start_instances(CallFault(*capacity_error(trn1.instance_type, trn1.availability_zone),
+                                               match=for_instance(trn1.instance_id)))
+    launched = start_run(r, request("ok"), "fault-capacity")
+    desc = conclude(r, say, "start-capacity", launched.execution_arn, "FAILED")
+    # EC2 has no modelled exceptions: Step Functions names every EC2 error Ec2.Ec2Exception, the message says why
+    assert desc["error"] == "Ec2.Ec2Exception" and "sufficient trn1.2xlarge capacity" in desc["cause"], desc
+    assert refused.calls == START_CALLS  # every retry of StartInstance was used
+    assert committed(r, "fault-capacity") == {}
+
+
+@pytest.mark.slow  # ~15-25 s: every one of the stop's retries, 1 s apart
+def test_stop_instances_failing_on_the_success_path(rehearsal, faults, say):
+    r = rehearsal
+    trn1 = box(r, "trn1")
+    failing = faults.stop_instances(CallFault("InternalError", "An internal error has occurred.",
+                                              times=STOP_CALLS, match=for_instance(trn1)))
+    launched = start_run(r, request("ok"), "fault-stop-success")
+    desc = conclude(r, say, "stop-fails-success-path", launched.execution_arn, "FAILED")
+    # the state machine gave up after all its retries and says so; ExecutionEndedRule -> on_execution_status
+    # stopped the box (the next StopInstances call)
+    assert desc["error"] == STOP_FAILED_ERROR
+    assert failing.failed == STOP_CALLS and failing.calls == STOP_CALLS + 1
+    cleanups = [o for o in handled(r, "on_execution_status", "fault-stop-success") if o.get("outcome") == "cleaned_up"]
+    assert cleanups and trn1 in cleanups[0]["stopped"], cleanups
+    assert committed(r, "fault-stop-success") == {"ok@trn1": "succeeded"}
+
+
+@pytest.mark.slow  # ~15-25 s: every one of the stop's retries, 1 s apart
+def test_stop_instances_failing_on_the_failure_path(rehearsal, faults, say):
+    r = rehearsal
+    trn1 = box(r, "trn1")
+    failing = faults.stop_instances(CallFault("InternalError", "An internal error has occurred.",
+                                              times=STOP_CALLS, match=for_instance(trn1)))
+    launched = start_run(r, request("boom"), "fault-stop-failure")
+    desc = conclude(r, say, "stop-fails-failure-path", launched.execution_arn, "FAILED")
+    assert desc["error"] == "Lane.BoomError"  # the original error stays the run's error
+    phase_failed = entered(r, launched.execution_arn, "PhaseFailed")
+    assert phase_failed and "An internal error has occurred" in phase_failed[0]["stop_error"]["Cause"]
+    assert failing.failed == STOP_CALLS
+    cleanups = [o for o in handled(r, "on_execution_status", "fault-stop-failure") if o.get("outcome") == "cleaned_up"]
+    assert cleanups and trn1 in cleanups[0]["stopped"], cleanups
+    assert committed(r, "fault-stop-failure") == {"boom@trn1": "failed"}
+
+
+def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
+    r = rehearsal
+    trn1 = box(r, "trn1")
+    launched = start_run(r, request("ok", "hang"), "fault-operator-stop")
+    wait_for(lambda: starts(r, "hang@trn1") >= 1 and command_in_progress(r, trn1, "neuronpipe hang "),
+             "the hang lane running on trn1", RUN_DEADLINE_S)
+    sfn(r).stop_execution(executionArn=launched.execution_arn, error="Operator.Stop",
+                          cause="stopped from the console")
+    desc = conclude(r, say, "operator-stop", launched.execution_arn, "ABORTED")
+    cleanups = [o for o in handled(r, "on_execution_status", "fault-operator-stop")
+                if o.get("outcome") == "cleaned_up"]
+    assert cleanups and trn1 in cleanups[0]["stopped"] and trn1 in cleanups[0]["released"], cleanups
+    assert desc["name"] not in leases_held(r).values()
+    assert committed(r, "fault-operator-stop") == {"ok@trn1": "succeeded"}
+
+
+def test_finalize_failure_keeps_the_run_outcome(rehearsal, faults, say):
+    r = rehearsal
+    faults.lambda_env("finalize_run", unset=["NEURONPIPE_RESULTS_URI"])  # a misconfigured report function
+    launched = start_run(r, request("ok"), "fault-finalize")
+    desc = conclude(r, say, "finalize-fails", launched.execution_arn, "SUCCEEDED")
+    output = json.loads(desc["output"])
+    assert output["finalize"].get("Error"), output["finalize"]  # recorded where the run's event carries it
+    succeeded = [e for e in r.bus.of_type("RunSucceeded") if e["detail"]["run_id"] == "fault-finalize"]
+    assert succeeded and succeeded[0]["detail"]["finalize"]["Error"] == output["finalize"]["Error"]
+    assert committed(r, "fault-finalize") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
+
+
+def test_second_run_refused_while_one_runs(rehearsal, faults, say):
+    r = rehearsal
+    first = start_run(r, request("boom"), "fault-lease-holder")  # a short run: one phase
+    executions_before = len(sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"])
+    # through plan_run, as the console or an event would ask
+    fn = lambda_function(r, "plan_run")
+    answer = client(r, "lambda").invoke(
+        FunctionName=fn.name, Payload=json.dumps({"lanes": ["ok"], "profile": "tiny", "run_id": "fault-second"}))
+    outcome = json.loads(answer["Payload"].read())
+    assert outcome["outcome"] == "refused" and outcome["error"] == "BoxesLeasedError", outcome
+    assert "held by run fault-lease-holder" in outcome["message"]
+    # and through the operator's CLI path
+    with pytest.raises(BoxesLeasedError, match="held by run fault-lease-holder"):
+        start_run(r, request("ok"), "fault-second-cli")
+    executions = sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"]
+    assert len(executions) == executions_before  # 0 extra executions
+    assert conclude(r, say, "second-run-refused", first.execution_arn, "FAILED")["error"] == "Lane.BoomError"
+
+
+def test_adapter_event_delivered_twice(rehearsal, faults, say):
+    r = rehearsal
+    bucket = r.deployment.results_bucket
+    before = {e["name"] for e in sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"]}
+    client(r, "s3").put_object(Bucket=bucket, Key="adapters/tiny/fault-adapter.tar.gz", Body=b"not an adapter")
+    r.bus.drain(60)
+    created = [e for e in r.bus.events if e.get("detail-type") == "Object Created"
+               and e["detail"]["object"]["key"] == "adapters/tiny/fault-adapter.tar.gz"]
+    assert len(created) == 1
+    r.bus.publish(created[0])  # EventBridge delivers at least once: the same event again
+    r.bus.drain(60)
+    outcomes = handled(r, "plan_run", "adapters/tiny/fault-adapter.tar.gz")
+    assert [o.get("outcome") for o in outcomes] == ["started", "duplicate"], outcomes
+    assert outcomes[0]["run_id"] == outcomes[1]["run_id"]
+    after = {e["name"] for e in sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"]}
+    assert after - before == {outcomes[0]["run_id"]}  # one run, 0 extra
+    # the adapter's run is real work (finetune_serve): the operator stops it here
+    sfn(r).stop_execution(executionArn=outcomes[0]["execution_arn"], error="Rehearsal.Done")
+    conclude(r, say, "adapter-event-twice", outcomes[0]["execution_arn"], "ABORTED")
+
+
+@pytest.mark.slow  # ~18-28 s: two phases, the lane runs twice on trn1
+def test_box_reboots_mid_lane(rehearsal, faults, say):
+    r = rehearsal
+    trn1 = box(r, "trn1")
+    launched = start_run(r, request("nap"), "fault-reboot")
+    wait_for(lambda: starts(r, "nap@trn1") >= 1 and command_in_progress(r, trn1, "neuronpipe nap "),
+             "the nap lane running on trn1", RUN_DEADLINE_S)
+    boot = reboot(r, trn1)
+    desc = conclude(r, say, "box-reboot", launched.execution_arn, "SUCCEEDED")
+    boot.join(timeout=30)
+    assert starts(r, "nap@trn1") == 2  # the agent ran the interrupted command again after the boot
+    naps = [run for run in r.agents.runs if run.comment.startswith("neuronpipe nap fault-reboot")
+            and run.instance_id == trn1]
+    assert len(naps) == 1, naps  # one invocation: the agent ran it again, SSM saw no second command
+    assert committed(r, "fault-reboot") == {"nap@trn1": "succeeded", "nap@inf2": "succeeded"}
+    assert json.loads(desc["output"]).get("finalize")
