@@ -37,9 +37,13 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
     runs = rehearsal.agents.runs if rehearsal.agents else []
     lines.append(f"commands sent: {len(runs)} (" + ", ".join(
         f"{s}={n}" for s, n in sorted(Counter(r.status for r in runs).items())) + ")")
+    closed = closed_before_failure(rehearsal)
     for r in runs:
         if r.status != "Success":
-            lines.append(f"  {r.comment} on {r.instance_id}: {r.status} rc={r.response_code}: "
+            note = (" (after its task had closed: the process was still exiting when the stop that follows a "
+                    "lane's callback killed it; on_command_status found the task closed)"
+                    if r.command_id in closed else "")
+            lines.append(f"  {r.comment} on {r.instance_id}: {r.status} rc={r.response_code}{note}: "
                          f"{r.stderr.strip()[-300:]}")
     if rehearsal.bus:
         deliveries = Counter((d.rule, d.target, "ok" if d.error is None else d.error.get("errorType"))
@@ -58,6 +62,17 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
     lines.append(f"boxes running: {len(running)}" + (f" ({', '.join(running)})" if running else ""))
     lines.append(f"wall time: {wall_s:.0f} s")
     return "\n".join(lines)
+
+
+def closed_before_failure(rehearsal: Any) -> set[str]:
+    """Command ids whose failure event reached on_command_status after the command's task had closed."""
+    out: set[str] = set()
+    for fn in rehearsal.fleet.functions.values():
+        for inv in fn.invocations:
+            result = inv.get("result")
+            if isinstance(result, dict) and result.get("action") == "already_closed":
+                out.add(str(result.get("command_id")))
+    return out
 
 
 def actor_table(recorder: Any) -> dict[str, list[str]]:
