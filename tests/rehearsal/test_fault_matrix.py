@@ -271,7 +271,9 @@ def test_finalize_failure_keeps_the_run_outcome(rehearsal, faults, say):
     launched = start_run(r, request("ok"), "fault-finalize")
     desc = conclude(r, say, "finalize-fails", launched.execution_arn, "SUCCEEDED")
     output = json.loads(desc["output"])
-    assert output["finalize"].get("Error"), output["finalize"]  # recorded where the run's event carries it
+    # the function's own error, recorded where the run's event carries it
+    assert output["finalize"]["Error"] == "SettingsError", output["finalize"]
+    assert "NEURONPIPE_RESULTS_URI" in output["finalize"]["Cause"]
     succeeded = [e for e in r.bus.of_type("RunSucceeded") if e["detail"]["run_id"] == "fault-finalize"]
     assert succeeded and succeeded[0]["detail"]["finalize"]["Error"] == output["finalize"]["Error"]
     assert committed(r, "fault-finalize") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
