@@ -23,6 +23,7 @@ import pytest
 
 from control_plane.aws import BoxesLeasedError
 from control_plane.models import RunRequest
+from infra.rehearsal.bus import EXECUTION_STATUS_DETAIL_TYPE
 from infra.rehearsal.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
                                     command_in_progress, for_instance, for_lane, lambda_function, lane_heartbeat,
                                     leases_held, reboot, set_lambda_env, shorten_retries, stage_modules, start_run,
@@ -95,7 +96,7 @@ def wait_ended(r, execution_arn: str, deadline_s: float = RUN_DEADLINE_S) -> dic
 def conclude(r, say, name: str, execution_arn: str, expected: str) -> dict[str, Any]:
     """The execution's end, the end-of-run events handled, the printed line, boxes and status asserted."""
     desc = wait_ended(r, execution_arn)
-    r.settle()
+    settle(r, desc)
     running = boxes_left_running(r)
     say(f"fault {name}: execution {desc['status']}, boxes left running: {len(running)}")
     assert running == [], f"{name}: boxes left running: {running}"
@@ -104,6 +105,21 @@ def conclude(r, say, name: str, execution_arn: str, expected: str) -> dict[str, 
     held = {i: run for i, run in leases_held(r).items() if run == desc["name"]}
     assert held == {}, f"{name}: leases still held by the run: {held}"
     return desc
+
+
+def settle(r, desc: dict[str, Any]) -> None:
+    """The end-of-run events delivered: for a bad end, ExecutionEndedRule's delivery to on_execution_status done
+    (the watcher may be publishing it from its own thread while ``Rehearsal.settle`` drains)."""
+    r.settle()
+    if desc["status"] not in ("FAILED", "ABORTED", "TIMED_OUT"):
+        return
+
+    def delivered() -> bool:
+        return any(d.detail_type == EXECUTION_STATUS_DETAIL_TYPE and desc["executionArn"] in json.dumps(d.payload)
+                   and (d.result is not None or d.error is not None) for d in list(r.bus.deliveries))
+
+    wait_for(delivered, f"the end of {desc['name']} delivered to on_execution_status", 60)
+    r.bus.drain(60)
 
 
 def failures(r, execution_arn: str) -> str:
