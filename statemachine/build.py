@@ -79,6 +79,7 @@ TOKEN_LINE_PREFIX = f"export {TOKEN_ENV}="
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
 STOP_FAILED_ERROR = "Instance.StopFailed"
+STOP_FAILED_MARK = "stop_failed"  # lease attribute: a stop of this box failed (see _keep_lease)
 
 
 def sdk_errors(service: str, *exceptions: str) -> list[str]:
@@ -177,16 +178,19 @@ def _ec2(action: str, retry: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _release_lease(instance_path: str, next_state: str | None, catch_next: str) -> dict[str, Any]:
-    """Delete the box's lease if this run (the execution's name) holds it; never fails the run."""
+def _lease_task(action: str, comment: str, instance_path: str, next_state: str | None, catch_next: str,
+                condition: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A DynamoDB call on the box's lease, conditioned on this run (the execution's name) holding it; a failure
+    never fails the run (the lease expires on its own)."""
     state: dict[str, Any] = {
         "Type": "Task",
-        "Comment": "release this run's lease on the box (another run's lease is left alone)",
-        "Resource": "arn:aws:states:::aws-sdk:dynamodb:deleteItem",
+        "Comment": comment,
+        "Resource": f"arn:aws:states:::aws-sdk:dynamodb:{action}",
         "Parameters": {"TableName": _sub("LeaseTableName"),
                        "Key": {"instance_id": {"S.$": instance_path}},
-                       "ConditionExpression": "run_id = :run",
-                       "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}}},
+                       "ConditionExpression": condition,
+                       "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}},
+                       **(extra or {})},
         "ResultPath": None,
         "Retry": LEASE_RETRY,
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": catch_next}],
@@ -196,6 +200,24 @@ def _release_lease(instance_path: str, next_state: str | None, catch_next: str) 
     else:
         state["End"] = True
     return state
+
+
+def _release_lease(instance_path: str, next_state: str | None, catch_next: str,
+                   unless_stop_failed: bool = False) -> dict[str, Any]:
+    """Delete the box's lease if this run holds it (and, for the run-wide release after a failure, only when
+    no stop of that box failed: a box that may still be running keeps its lease for on_execution_status)."""
+    condition = "run_id = :run" + (f" AND attribute_not_exists({STOP_FAILED_MARK})" if unless_stop_failed else "")
+    return _lease_task("deleteItem", "release this run's lease on the box (another run's lease is left alone)",
+                       instance_path, next_state, catch_next, condition)
+
+
+def _keep_lease(instance_path: str, next_state: str) -> dict[str, Any]:
+    """Mark the lease of a box whose stop failed: the run-wide release leaves it for on_execution_status, which
+    stops the box (the execution-status rule) and only then releases it."""
+    return _lease_task("updateItem", "the stop failed: keep this box leased until on_execution_status stops it",
+                       instance_path, next_state, next_state, "run_id = :run",
+                       {"UpdateExpression": f"SET {STOP_FAILED_MARK} = :t",
+                        "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}, ":t": {"BOOL": True}}})
 
 
 def _phase_states() -> dict[str, Any]:
@@ -259,10 +281,11 @@ def _phase_states() -> dict[str, Any]:
         },
         "StopInstance": {**_ec2("stopInstances", STOP_RETRY),
                          "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
-                                    "Next": "StopFailed"}],
+                                    "Next": "KeepLease"}],
                          "Next": "ReleaseLease"},
         "ReleaseLease": _release_lease("$.instance_id", None, "LeaseReleaseFailed"),
         "LeaseReleaseFailed": {"Type": "Pass", "Comment": "the lease expires on its own", "End": True},
+        "KeepLease": _keep_lease("$.instance_id", "StopFailed"),
         "StopFailed": {
             "Type": "Fail",
             "Comment": "the lease stays: on_execution_status stops the box and releases it",
@@ -273,9 +296,11 @@ def _phase_states() -> dict[str, Any]:
         "StopInstanceAfterFailure": {
             **_ec2("stopInstances", STOP_RETRY),
             "Comment": "every failure path stops the phase's instance first; the original failure stays",
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error", "Next": "PhaseFailed"}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
+                       "Next": "KeepLeaseAfterFailure"}],
             "Next": "ReleaseLeaseAfterFailure",
         },
+        "KeepLeaseAfterFailure": _keep_lease("$.instance_id", "PhaseFailed"),
         "ReleaseLeaseAfterFailure": _release_lease("$.instance_id", "PhaseFailed", "PhaseFailed"),
         "PhaseFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
     }
@@ -349,7 +374,8 @@ def build_definition() -> dict[str, Any]:
                 "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id"},
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
                                   "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
-                                                                               "RunLeaseReleaseFailed"),
+                                                                               "RunLeaseReleaseFailed",
+                                                                               unless_stop_failed=True),
                                              "RunLeaseReleaseFailed": {"Type": "Pass", "End": True}}},
                 "ResultPath": None,
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",

@@ -256,8 +256,9 @@ class ControlPlaneStack(Stack):
                                 conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
                                                              self.settings.project}}),
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
-            # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run)
-            iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem"],
+            # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run) and marks it
+            # when the stop failed (updateItem), so the run-wide release leaves it for on_execution_status
+            iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem", "dynamodb:UpdateItem"],
                                 resources=[self.lease_table.table_arn]),
             iam.PolicyStatement(sid="RunEvents", actions=["events:PutEvents"], resources=[
                 self.format_arn(service="events", resource="event-bus", resource_name="default")]),

@@ -245,6 +245,10 @@ def test_stop_instances_failing_on_the_success_path(rehearsal, faults, say):
     assert failing.failed == STOP_CALLS and failing.calls == STOP_CALLS + 1
     cleanups = [o for o in handled(r, "on_execution_status", "fault-stop-success") if o.get("outcome") == "cleaned_up"]
     assert cleanups and trn1 in cleanups[0]["stopped"], cleanups
+    # the box that could not be stopped kept its lease through the run-wide release (KeepLease marked it):
+    # on_execution_status released it only after stopping it
+    assert trn1 in cleanups[0]["released"], cleanups
+    assert "fault-stop-success" not in leases_held(r).values()
     assert committed(r, "fault-stop-success") == {"ok@trn1": "succeeded"}
 
 
@@ -262,6 +266,10 @@ def test_stop_instances_failing_on_the_failure_path(rehearsal, faults, say):
     assert failing.failed == STOP_CALLS
     cleanups = [o for o in handled(r, "on_execution_status", "fault-stop-failure") if o.get("outcome") == "cleaned_up"]
     assert cleanups and trn1 in cleanups[0]["stopped"], cleanups
+    # the box that could not be stopped kept its lease through the run-wide release (KeepLease marked it):
+    # on_execution_status released it only after stopping it
+    assert trn1 in cleanups[0]["released"], cleanups
+    assert "fault-stop-failure" not in leases_held(r).values()
     assert committed(r, "fault-stop-failure") == {"boom@trn1": "failed"}
 
 

@@ -32,11 +32,28 @@ def test_both_stops_retry_every_error_with_backoff_and_catch():
         assert retry["ErrorEquals"] == ["States.ALL"] and retry["MaxAttempts"] >= 3 and retry["BackoffRate"] > 1
         assert state["Catch"][0]["ErrorEquals"] == ["States.ALL"]
         assert state["Catch"][0]["ResultPath"] == "$.stop_error"  # never over $.failure
-    assert PHASE["StopInstance"]["Catch"][0]["Next"] == "StopFailed"
+    # a failed stop marks the box's lease (kept for on_execution_status), then fails the phase
+    assert PHASE["StopInstance"]["Catch"][0]["Next"] == "KeepLease"
+    assert PHASE["KeepLease"]["Next"] == "StopFailed"
     assert PHASE["StopFailed"]["Type"] == "Fail" and PHASE["StopFailed"]["Error"] == STOP_FAILED_ERROR
     # the failure path keeps the original failure: PhaseFailed reads $.failure
-    assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "PhaseFailed"
+    assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "KeepLeaseAfterFailure"
+    assert PHASE["KeepLeaseAfterFailure"]["Next"] == "PhaseFailed"
     assert PHASE["PhaseFailed"]["ErrorPath"] == "$.failure.Error"
+
+
+def test_a_box_whose_stop_failed_keeps_its_lease_through_the_run_wide_release():
+    """The lease of a box that may still be running is left for on_execution_status (which stops, then
+    releases): KeepLease marks it; the run-wide release after a failure skips marked leases."""
+    for name in ("KeepLease", "KeepLeaseAfterFailure"):
+        state = PHASE[name]
+        assert state["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:updateItem"
+        assert state["Parameters"]["ConditionExpression"].startswith("run_id = :run")  # only this run's lease
+        assert state["Parameters"]["UpdateExpression"] == "SET stop_failed = :t"
+        assert state["Catch"][0]["Next"] == state["Next"]  # marking never changes the run's course
+    run_wide = TOP["ReleaseLeases"]["ItemProcessor"]["States"]["ReleaseRunLease"]
+    assert run_wide["Parameters"]["ConditionExpression"] == "run_id = :run AND attribute_not_exists(stop_failed)"
+    assert PHASE["ReleaseLease"]["Parameters"]["ConditionExpression"] == "run_id = :run"  # after a good stop
 
 
 def test_leases_are_released_after_each_stop_and_never_fail_the_run():
@@ -48,7 +65,7 @@ def test_leases_are_released_after_each_stop_and_never_fail_the_run():
         state = states[name]
         assert state["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:deleteItem"
         assert state["Parameters"]["TableName"] == "${LeaseTableName}"
-        assert state["Parameters"]["ConditionExpression"] == "run_id = :run"
+        assert state["Parameters"]["ConditionExpression"].startswith("run_id = :run")  # only this run's lease
         assert state["Parameters"]["ExpressionAttributeValues"][":run"] == {"S.$": "$$.Execution.Name"}
         assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
                                    "Next": state["Catch"][0]["Next"]}]
