@@ -61,7 +61,9 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
     return {"run_id": request.run_id, "status": request.status, "report_uri": report_uri, "files": uris}
 
 
-@logger.inject_lambda_context(log_event=True)
+# The correlation id comes from the event before the event is logged: a warm worker must not log a new run's
+# event under the previous run's id.
+@logger.inject_lambda_context(log_event=True, correlation_id_path="run_id")
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
@@ -73,7 +75,6 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         message = describe_bad_event(event, " | ".join(problem.splitlines()))
         logger.warning(message)
         return {"status": "refused", "error": "MalformedEventError", "message": message}
-    logger.set_correlation_id(event.run_id)
     settings = get_settings().require("results_uri")
     result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())
     metrics.add_metric(name="ReportsWritten", unit=MetricUnit.Count, value=1)

@@ -142,3 +142,24 @@ def test_the_blocker_does_block_the_layer():
     code = BLOCKER + "import control_plane.handlers.plan_run\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode != 0 and "blocked" in proc.stderr
+
+
+def test_finalize_logs_each_event_under_its_own_run_id_in_a_warm_worker(aws):
+    """A warm worker must not log a new run's event under the previous run's correlation id."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    capture = logging.StreamHandler(stream)
+    capture.setFormatter(finalize_run.logger.registered_formatter)
+    underlying = logging.getLogger(finalize_run.logger.name)
+    underlying.addHandler(capture)
+    try:
+        for run_id in ("run-first", "run-second"):
+            finalize_run.handler({"run_id": run_id, "results_uri": "not-s3", "status": "bogus"}, CONTEXT)
+    finally:
+        underlying.removeHandler(capture)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    logged = [(line.get("correlation_id"), json.dumps(line.get("message"))) for line in lines]
+    second = [cid for cid, message in logged if "run-second" in message]
+    assert second and set(second) == {"run-second"}, logged
