@@ -166,14 +166,7 @@ class SsmAgents:
 
     def reboot(self, instance_id: str) -> bool:
         """The box reboots: what runs on it dies with it and runs again after the boot. True when something ran."""
-        self.deregister(instance_id)
-        with self._lock:
-            proc = self._procs.get(instance_id)
-            if proc is None:
-                return False
-            self._killed[instance_id] = REBOOTED
-        _kill_group(proc)
-        return True
+        return self.kill(instance_id, REBOOTED)
 
     def _rerun_after_reboot(self, host: AgentHost, command: Any, run: CommandRun) -> None:
         """Wait (up to the command's executionTimeout) for the agent to register again, then run it again."""

@@ -90,6 +90,7 @@ class MotoWorld:
             logging.getLogger(name).setLevel(logging.ERROR)
         # moto's interpreter logs every failure event with the whole state tree: the history has them
         logging.getLogger("moto").setLevel(logging.CRITICAL)
+        self._reset_backends()  # a world starts from nothing, whatever used moto in this process before
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
@@ -190,33 +191,26 @@ class MotoWorld:
 
             return EC2ClientError(exc.code, exc.message)
 
-        original_start = InstanceBackend.start_instances
-        original_stop = InstanceBackend.stop_instances
+        def hooked(original: Any, before: str, after: str) -> Any:
+            """StartInstances/StopInstances with the rehearsal's hooks around moto's own."""
+            def call(backend: Any, instance_ids: list[str]) -> Any:
+                check = getattr(hooks, before)
+                if check:
+                    try:
+                        check(list(instance_ids))
+                    except AwsError as exc:
+                        raise ec2_error(exc) from exc
+                out = original(backend, instance_ids)
+                done = getattr(hooks, after)
+                if done:
+                    done([i.id for i, _ in out])
+                return out
+            return call
 
-        def start_instances(backend: Any, instance_ids: list[str]) -> Any:
-            if hooks.start_instances:
-                try:
-                    hooks.start_instances(list(instance_ids))
-                except AwsError as exc:
-                    raise ec2_error(exc) from exc
-            out = original_start(backend, instance_ids)
-            if hooks.instances_started:
-                hooks.instances_started([i.id for i, _ in out])
-            return out
-
-        def stop_instances(backend: Any, instance_ids: list[str]) -> Any:
-            if hooks.stop_instances:
-                try:
-                    hooks.stop_instances(list(instance_ids))
-                except AwsError as exc:
-                    raise ec2_error(exc) from exc
-            out = original_stop(backend, instance_ids)
-            if hooks.instances_stopped:
-                hooks.instances_stopped([i.id for i, _ in out])
-            return out
-
-        self._patch(InstanceBackend, "start_instances", start_instances)
-        self._patch(InstanceBackend, "stop_instances", stop_instances)
+        self._patch(InstanceBackend, "start_instances",
+                    hooked(InstanceBackend.start_instances, "start_instances", "instances_started"))
+        self._patch(InstanceBackend, "stop_instances",
+                    hooked(InstanceBackend.stop_instances, "stop_instances", "instances_stopped"))
 
         original_send = SimpleSystemManagerBackend.send_command
 

@@ -23,3 +23,14 @@ def cfn_assembly(tmp_path_factory: pytest.TempPathFactory):
     except SynthFailedError:  # cdk-nag findings are tests/infra's business; the templates are written
         pass
     return load_assembly(outdir)
+
+
+def real_resolver(assembly):
+    """A resolver over the real assembly, with the two box instances given physical ids (EC2 ids are not derived)."""
+    from infra.rehearsal.cfn import Resolver
+
+    res = Resolver(assembly)
+    for stack, iid in (("NeuronPipelinesTrainium", "i-0trn1"), ("NeuronPipelinesInferentia", "i-0inf2")):
+        (lid,) = assembly.template(stack).of_type("AWS::EC2::Instance")
+        res.set_physical_id(stack, lid, iid)
+    return res

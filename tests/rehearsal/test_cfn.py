@@ -10,6 +10,7 @@ import pytest
 
 from infra.rehearsal.cfn import (Assembly, AssemblyError, AwsEnv, Resolver, TemplateResolveError, assets,
                                  load_assembly)
+from tests.rehearsal.conftest import real_resolver
 
 ENV = AwsEnv(region="eu-west-1", account_id="111122223333")
 
@@ -204,17 +205,11 @@ def test_assets_with_destinations_resolved(tmp_path: Path) -> None:
 CP = "NeuronPipelinesControlPlane"
 
 
-def _real(cfn_assembly: Assembly) -> Resolver:
-    res = Resolver(cfn_assembly)
-    for stack, iid in (("NeuronPipelinesTrainium", "i-0trn1"), ("NeuronPipelinesInferentia", "i-0inf2")):
-        (lid,) = cfn_assembly.template(stack).of_type("AWS::EC2::Instance")
-        res.set_physical_id(stack, lid, iid)
-    return res
 
 
 @pytest.mark.slow
 def test_real_state_machine_substitutions_resolve(cfn_assembly: Assembly) -> None:
-    res = _real(cfn_assembly)
+    res = real_resolver(cfn_assembly)
     (lid,) = cfn_assembly.template(CP).of_type("AWS::StepFunctions::StateMachine")
     props = res.properties(CP, lid)
     subs = props["DefinitionSubstitutions"]
@@ -227,7 +222,7 @@ def test_real_state_machine_substitutions_resolve(cfn_assembly: Assembly) -> Non
 
 @pytest.mark.slow
 def test_real_lambdas_rules_and_policies_resolve(cfn_assembly: Assembly) -> None:
-    res = _real(cfn_assembly)
+    res = real_resolver(cfn_assembly)
     tpl = cfn_assembly.template(CP)
     for type_ in ("AWS::Lambda::Function", "AWS::Events::Rule", "AWS::IAM::Role", "AWS::IAM::Policy"):
         for lid in tpl.of_type(type_):
@@ -239,7 +234,7 @@ def test_real_lambdas_rules_and_policies_resolve(cfn_assembly: Assembly) -> None
 
 @pytest.mark.slow
 def test_real_box_policies_and_assets(cfn_assembly: Assembly) -> None:
-    res = _real(cfn_assembly)
+    res = real_resolver(cfn_assembly)
     for stack in ("NeuronPipelinesTrainium", "NeuronPipelinesInferentia"):
         tpl = cfn_assembly.template(stack)
         for lid in [*tpl.of_type("AWS::IAM::Role"), *tpl.of_type("AWS::IAM::Policy")]:

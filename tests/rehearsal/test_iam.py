@@ -14,6 +14,8 @@ from infra.rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, I
                                  PolicyDoc, asl_calls, aws_managed_policy, check_state_machine, evaluate,
                                  iam_model, provision, request_checks, state_machine_denials, statements,
                                  unchecked)
+from infra.rehearsal.world import MotoWorld
+from tests.rehearsal.conftest import real_resolver
 
 REGION, ACCOUNT = "us-west-2", "123456789012"
 BUCKET = "np-iam-test-bucket"
@@ -165,6 +167,7 @@ def moto_endpoint() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+    MotoWorld._reset_backends()  # the users it provisioned must not meet a later rehearsal in this process
 
 
 def _client(service: str, endpoint: str, key: AccessKey | None = None) -> Any:
@@ -256,17 +259,11 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
 CP = "NeuronPipelinesControlPlane"
 
 
-def _real(cfn_assembly: Assembly) -> Resolver:
-    res = Resolver(cfn_assembly)
-    for stack, iid in (("NeuronPipelinesTrainium", "i-0trn1"), ("NeuronPipelinesInferentia", "i-0inf2")):
-        (lid,) = cfn_assembly.template(stack).of_type("AWS::EC2::Instance")
-        res.set_physical_id(stack, lid, iid)
-    return res
 
 
 @pytest.mark.slow
 def test_real_actors_and_their_grants(cfn_assembly: Assembly) -> None:
-    model = iam_model(cfn_assembly, _real(cfn_assembly))
+    model = iam_model(cfn_assembly, real_resolver(cfn_assembly))
     names = set(model.actors)
     assert {"box:trn1", "box:inf2", "lambda:plan_run", "lambda:on_command_status", "lambda:finalize_run",
             "lambda:idle_reaper", "operator"} <= names
@@ -288,7 +285,7 @@ def test_real_actors_and_their_grants(cfn_assembly: Assembly) -> None:
 
 @pytest.mark.slow
 def test_real_state_machine_calls_are_all_granted(cfn_assembly: Assembly) -> None:
-    res = _real(cfn_assembly)
+    res = real_resolver(cfn_assembly)
     model = iam_model(cfn_assembly, res)
     (lid,) = cfn_assembly.template(CP).of_type("AWS::StepFunctions::StateMachine")
     props = res.properties(CP, lid)
