@@ -296,6 +296,28 @@ class MotoWorld:
             return EmptyResult()
 
         self._patch(StepFunctionResponse, "send_task_failure", send_task_failure)
+
+        # moto lets a task token be answered again after its task closed (the outcome is simply replaced); AWS
+        # refuses it (TaskTimedOut: "the task associated with the token has already been closed"), which is what
+        # tells on_command_status that the agent called back first.
+        # (moto's own TaskTimedOut is not an AWSError: its server would answer 500.)
+        from moto.core.exceptions import AWSError
+        from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackPoolManager
+
+        class TaskTimedOut(AWSError):
+            TYPE = "TaskTimedOut"
+            STATUS = 400
+
+        def closed_guard(original: Any) -> Any:
+            def call(pool: Any, callback_id: Any, *args: Any, **kwargs: Any) -> Any:
+                endpoint = pool.get(callback_id)
+                if endpoint is not None and endpoint.get_outcome() is not None:
+                    raise TaskTimedOut("Task Timed Out: the task associated with the token has already been closed")
+                return original(pool, callback_id, *args, **kwargs)
+            return call
+
+        self._patch(CallbackPoolManager, "notify", closed_guard(CallbackPoolManager.notify))
+        self._patch(CallbackPoolManager, "heartbeat", closed_guard(CallbackPoolManager.heartbeat))
         self._patch_stop_execution()
 
     def _patch_stop_execution(self) -> None:
