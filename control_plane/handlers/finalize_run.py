@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from control_plane.aws import ReportBucket
-from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.lean import describe_bad_event
-from control_plane.models import RUN_ID_PATTERN, RunStatus, describe_validation_error
+from control_plane.handlers.observability import logger, metrics, parse_event, tracer
+from control_plane.models import RUN_ID_PATTERN, RunStatus
 from control_plane.settings import get_settings
 
 ReportBuilder = Callable[[str, Sequence[str], str], Sequence[Any]]
@@ -67,13 +65,8 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
-    try:
-        event = parse(event=event, model=FinalizeRequest)
-    except (ValidationError, ValueError, TypeError) as exc:
-        cause = exc.__cause__ if isinstance(exc.__cause__, ValidationError) else exc
-        problem = describe_validation_error(cause) if isinstance(cause, ValidationError) else str(exc)
-        message = describe_bad_event(event, " | ".join(problem.splitlines()))
-        logger.warning(message)
+    event, message = parse_event(event, FinalizeRequest)
+    if event is None:
         return {"status": "refused", "error": "MalformedEventError", "message": message}
     settings = get_settings().require("results_uri")
     result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())

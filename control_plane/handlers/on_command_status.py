@@ -9,15 +9,13 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from control_plane.aws import Commands, TaskCallbacks
-from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.lean import describe_bad_event
-from control_plane.models import describe_validation_error, parse_lane_from_comment, parse_run_from_comment
+from control_plane.handlers.observability import logger, metrics, parse_event, tracer
+from control_plane.models import parse_lane_from_comment, parse_run_from_comment
 
 FAILING_STATUSES = frozenset({"Failed", "TimedOut", "Cancelled", "Undeliverable", "Terminated"})
 
@@ -57,13 +55,8 @@ def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callb
 @metrics.log_metrics
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     logger.set_correlation_id(None)
-    try:
-        parsed = parse(event=event, model=CommandStatusEvent)
-    except (ValidationError, ValueError, TypeError) as exc:
-        cause = exc.__cause__ if isinstance(exc.__cause__, ValidationError) else exc
-        problem = describe_validation_error(cause) if isinstance(cause, ValidationError) else str(exc)
-        message = describe_bad_event(event, " | ".join(problem.splitlines()))
-        logger.warning(message)
+    parsed, message = parse_event(event, CommandStatusEvent)
+    if parsed is None:
         return {"action": "refused", "error": "MalformedEventError", "message": message}
     outcome = fail_waiting_task(parsed.detail, Commands(), TaskCallbacks())
     if outcome["action"] == "failure_sent":

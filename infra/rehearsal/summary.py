@@ -58,7 +58,7 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
             lines.append(f"lambda {fn.handler}: {len(fn.invocations)} invocation(s)"
                          + (f", errors {errors}" if errors else ""))
     lines.extend(iam_lines(rehearsal))
-    lines.append(f"timings: " + ", ".join(f"{k}={v:.1f}" for k, v in rehearsal.timings.items()))
+    lines.append("timings: " + ", ".join(f"{k}={v:.1f}" for k, v in rehearsal.timings.items()))
     lines.append(f"boxes running: {len(running)}" + (f" ({', '.join(running)})" if running else ""))
     lines.append(f"wall time: {wall_s:.0f} s")
     return "\n".join(lines)
