@@ -118,8 +118,11 @@ class SsmAgents:
 
     def deregister(self, instance_id: str) -> None:
         with self._lock:
-            self._registered.discard(instance_id)
-            self.journal.append((time.time(), instance_id, "deregistered"))
+            self._deregister_locked(instance_id)
+
+    def _deregister_locked(self, instance_id: str) -> None:
+        self._registered.discard(instance_id)
+        self.journal.append((time.time(), instance_id, "deregistered"))
 
     def is_registered(self, instance_id: str) -> bool:
         with self._lock:
@@ -155,8 +158,8 @@ class SsmAgents:
     # -- stop / reboot -------------------------------------------------------------------------------
     def kill(self, instance_id: str, reason: str) -> bool:
         """The box went down: kill what runs on it (its invocation ends Failed). True when something ran."""
-        self.deregister(instance_id)
-        with self._lock:
+        with self._lock:  # one step with the worker's check-and-start (see _run)
+            self._deregister_locked(instance_id)
             proc = self._procs.get(instance_id)
             if proc is None:
                 return False
@@ -189,10 +192,6 @@ class SsmAgents:
                 self._finish(command, run, "Failed", -1)
 
     def _run(self, host: AgentHost, command: Any, run: CommandRun) -> None:
-        if not self.is_registered(host.instance_id):  # stopped between send and pick-up
-            run.stderr = f"instance is not running (agent journal: {self.journal[-4:]})"
-            self._finish(command, run, "Failed", -1)
-            return
         workdir = host.root / "var/lib/amazon/ssm" / host.instance_id / "document/orchestration" / \
             command.command_id / PLUGIN_DIR
         workdir.mkdir(parents=True, exist_ok=True)
@@ -200,13 +199,23 @@ class SsmAgents:
         script.write_text("\n".join(command.parameters.get("commands", [])))
         script.chmod(0o755)
         timeout_s = _execution_timeout(command.parameters)
-        run.status, run.started = "InProgress", time.time()
-        self._set(command, run, "InProgress", -1)
         with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
-            proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            # Registration is checked and the process recorded in one step, so a stop either comes first (the
+            # command never starts) or finds the process to kill: nothing runs on a box that has stopped.
             with self._lock:
-                self._procs[host.instance_id] = proc
+                if host.instance_id not in self._registered:  # stopped between send and pick-up
+                    proc = None
+                else:
+                    proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
+                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                            start_new_session=True)
+                    self._procs[host.instance_id] = proc
+            if proc is None:
+                run.stderr = f"instance is not running (agent journal: {self.journal[-4:]})"
+                self._finish(command, run, "Failed", -1)
+                return
+            run.status, run.started = "InProgress", time.time()
+            self._set(command, run, "InProgress", -1)
             try:
                 rc = proc.wait(timeout=timeout_s)
                 timed_out = False
