@@ -75,6 +75,7 @@ class MotoWorld:
     _server: Any = None
     _patches: list[tuple[Any, str, Any]] = field(default_factory=list)
     _saved_env: dict[str, str | None] = field(default_factory=dict)
+    _saved_config: list[tuple[str, str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -96,8 +97,9 @@ class MotoWorld:
         self.port = self._server.get_host_and_port()[1]
         self._setenv("MOTO_PORT", str(self.port))  # where moto's interpreter sends aws-sdk calls
         self._setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-        default_user_config["stepfunctions"]["execute_state_machine"] = True
-        default_user_config["lambda"]["use_docker"] = False
+        for service, key, value in (("stepfunctions", "execute_state_machine", True), ("lambda", "use_docker", False)):
+            self._saved_config.append((service, key, default_user_config[service][key]))
+            default_user_config[service][key] = value
         self._install_hooks()
         return self
 
@@ -114,6 +116,11 @@ class MotoWorld:
             else:
                 os.environ[key] = value
         self._saved_env.clear()
+        from moto.core.config import default_user_config
+
+        for service, key, value in reversed(self._saved_config):  # moto's process-wide config, as it was
+            default_user_config[service][key] = value
+        self._saved_config.clear()
         self._reset_backends()
 
     def __enter__(self) -> "MotoWorld":
