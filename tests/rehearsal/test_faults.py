@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -91,56 +90,6 @@ def test_fault_lanes_register_in_plan_order_and_import_from_a_staged_path(tmp_pa
 def test_wait_for_names_what_it_waited_for():
     with pytest.raises(TimeoutError, match="the moon: not within 0 s"):
         wait_for(lambda: False, "the moon", timeout_s=0.05, poll_s=0.01)
-
-
-@dataclass
-class Host:
-    instance_id: str
-    root: Path
-
-    def agent_env(self) -> dict[str, str]:
-        return {"PATH": "/usr/bin:/bin", "HOME": str(self.root)}
-
-    def credentials(self):
-        from infra.rehearsal.world import TEST_CREDENTIALS
-
-        return TEST_CREDENTIALS
-
-
-def test_agent_runs_a_command_again_after_a_reboot(tmp_path):
-    from infra.rehearsal.ssm_agent import SsmAgents
-    from infra.rehearsal.world import MotoWorld
-
-    with MotoWorld() as world:
-        events: list[dict] = []
-        agents = SsmAgents(world.region, lambda creds: world.client("s3", creds), events.append)
-        world.hooks.send_command = agents.check_send
-        world.hooks.command_sent = agents.accept
-        iid = world.client("ec2").run_instances(ImageId="ami-12345678", MinCount=1,
-                                                MaxCount=1)["Instances"][0]["InstanceId"]
-        agents.add_host(Host(iid, tmp_path / "box"))
-        agents.register(iid)
-        starts = tmp_path / "starts"
-        try:
-            ssm = world.client("ssm")
-            command_id = ssm.send_command(
-                InstanceIds=[iid], DocumentName="AWS-RunShellScript",
-                Parameters={"commands": [f"echo start >> {starts}", "sleep 1", "echo done"]})["Command"]["CommandId"]
-            wait_for(lambda: starts.exists(), "the command started", 30)
-            assert agents.reboot(iid)
-            time.sleep(0.3)
-            inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
-            assert inv["Status"] == "InProgress"  # no result while the box reboots
-            agents.register(iid)  # the agent is back after the boot
-            wait_for(lambda: ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)["Status"] != "InProgress",
-                     "the command to end", 30)
-            inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
-            assert inv["Status"] == "Success" and inv["StandardOutputContent"].strip() == "done"
-            assert starts.read_text().splitlines() == ["start", "start"]  # run again from the start
-            finals = [e["detail"]["status"] for e in events if e["detail-type"].startswith("EC2 Command Invocation")]
-            assert finals.count("Success") == 1 and "Failed" not in finals
-        finally:
-            agents.close()
 
 
 def test_stop_execution_aborts_at_once_while_a_task_waits_for_its_token():

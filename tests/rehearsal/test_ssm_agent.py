@@ -117,3 +117,27 @@ def test_stopping_the_instance_kills_the_running_command(agent):
     assert agent["agents"].kill(agent["iid"], "instance stopped")
     inv = wait(agent, cid, deadline_s=10)
     assert inv["Status"] == "Failed" and "instance stopped" in inv["StandardErrorContent"]
+
+
+def test_agent_runs_a_command_again_after_a_reboot(agent, tmp_path):
+    """A reboot kills the running command without a result; once the agent registers again it runs the command
+    again from the start (the real agent resumes in-progress documents after a restart)."""
+    from infra.rehearsal.faults import wait_for
+
+    ssm, agents, iid, starts = agent["ssm"], agent["agents"], agent["iid"], tmp_path / "starts"
+    command_id = ssm.send_command(
+        InstanceIds=[iid], DocumentName="AWS-RunShellScript",
+        Parameters={"commands": [f"echo start >> {starts}", "sleep 1", "echo done"]})["Command"]["CommandId"]
+    wait_for(lambda: starts.exists(), "the command started", 30)
+    assert agents.reboot(iid)
+    time.sleep(0.3)
+    inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
+    assert inv["Status"] == "InProgress"  # no result while the box reboots
+    agents.register(iid)  # the agent is back after the boot
+    wait_for(lambda: ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)["Status"] != "InProgress",
+             "the command to end", 30)
+    inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
+    assert inv["Status"] == "Success" and inv["StandardOutputContent"].strip() == "done"
+    assert starts.read_text().splitlines() == ["start", "start"]  # run again from the start
+    finals = [e["detail"]["status"] for e in agent["events"] if e["detail-type"].startswith("EC2 Command Invocation")]
+    assert finals.count("Success") == 1 and "Failed" not in finals
