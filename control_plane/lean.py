@@ -88,7 +88,7 @@ def describe_bad_event(event: Any, problem: str) -> str:
     return f"malformed event ({type(event).__name__}): {problem}"
 
 
-METRICS_NAMESPACE = "NeuronPipelines"  # control_plane.handlers.observability.NAMESPACE
+METRICS_NAMESPACE = "NeuronPipelines"  # the one service name and namespace: the powertools handlers use them too
 SERVICE = "neuronpipe"
 
 

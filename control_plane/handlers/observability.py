@@ -8,13 +8,11 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.parser import parse
 from pydantic import BaseModel, ValidationError
 
-from control_plane.lean import describe_bad_event
+from control_plane.lean import METRICS_NAMESPACE as NAMESPACE
+from control_plane.lean import SERVICE, describe_bad_event
 from control_plane.models import describe_validation_error
 
 Model = TypeVar("Model", bound=BaseModel)
-
-SERVICE = "neuronpipe"
-NAMESPACE = "NeuronPipelines"
 
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)

@@ -32,6 +32,7 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from control_plane.lean import METRICS_NAMESPACE, SERVICE
 from infra.config import ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn, results_bucket_name, retention
 from infra.stacks.box import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES, BoxStack
@@ -125,7 +126,7 @@ class ControlPlaneStack(Stack):
         role.add_to_policy(iam.PolicyStatement(sid="OwnLogs", actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                                                resources=[log_group.log_group_arn]))
         env = {
-            "POWERTOOLS_SERVICE_NAME": "neuronpipe", "POWERTOOLS_METRICS_NAMESPACE": "NeuronPipelines",
+            "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             # names read by control_plane.settings.ControlPlaneSettings (prefix NEURONPIPE_)
             "NEURONPIPE_RESULTS_URI": self.base.results_uri,
             "NEURONPIPE_STATE_MACHINE_ARN": self.state_machine_arn,
