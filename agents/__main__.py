@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=float(os.environ.get("NEURONPIPE_TELEMETRY_INTERVAL_S", "1.0")),
                    help="seconds between telemetry samples (env NEURONPIPE_TELEMETRY_INTERVAL_S)")
     r.add_argument("--progress-file", default=None, type=Path)
+    r.add_argument("--needs", default="", help="comma-separated result lanes that must have succeeded in this run "
+                   "(the planner's graph); when one has not, the lane is recorded skipped with the reason")
     sub.add_parser("lanes", help="list lanes")
     return p
 
@@ -58,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         request = LaneRequest(lane=args.lane, run_id=args.run_id, force=args.force, task_token=args.task_token,
                               profile=args.profile, config=_parse_config(args.config), backend=args.backend,
                               heartbeat_s=args.heartbeat_s, progress_path=args.progress_file,
-                              telemetry_interval_s=args.telemetry_interval_s)
+                              telemetry_interval_s=args.telemetry_interval_s,
+                              needs=tuple(n.strip() for n in args.needs.split(",") if n.strip()))
         result = run_lane(request, open_store(args.results))
     except (UnknownLaneError, LaneConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

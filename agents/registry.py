@@ -29,6 +29,11 @@ class LaneSpec:
     # before the runner stops heartbeating it; None: heartbeat_s. Longer where a lane is silent for
     # a long stretch on purpose (a Neuron compile, a server boot).
     stall_s: int | None = None
+    # Lanes whose committed output this lane consumes (it waits for them; when one does not succeed
+    # this lane is recorded skipped with the reason). See agents.graph for the rules.
+    needs: tuple[str, ...] = ()
+    # A gate: a failure stops the rest of its box (the lanes after it in order), and the run is failed.
+    gate: bool = False
 
     @property
     def stall_window_s(self) -> int:
@@ -55,23 +60,25 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
              "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600),
     LaneSpec("smoke", "agents.lanes.smoke", _BOTH, 30,
-             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600),
+             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600, gate=True),
     LaneSpec("precompile", "agents.lanes.precompile", ("trn1",), 40,
              "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600, stall_s=3600),
     LaneSpec("sft", "agents.lanes.sft", ("trn1",), 50,
              "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600, stall_s=3600),
     LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
-             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800),
+             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800,
+              needs=("sft",)),
     LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
              "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600,
              stall_s=3600),
     LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
              "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600),
     LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
-             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600),
+             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600,
+              needs=("merge",)),
     LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
              "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600,
-             stall_s=3600),
+             stall_s=3600, needs=("merge",)),
     LaneSpec("qwen3_attempt", "agents.lanes.qwen3_attempt", ("inf2",), 110,
              "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600,
              stall_s=3600),
@@ -79,20 +86,26 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
 
 
 def _extra_lanes() -> dict[str, LaneSpec]:
-    """Lanes added without editing this file: NEURONPIPE_EXTRA_LANES="name=module[:order],..." (plugins, tests)."""
+    """Lanes added without editing this file: NEURONPIPE_EXTRA_LANES="name=module[:order][:needs+needs],..."
+    (plugins, tests); e.g. ``boom=tests.fixtures.lanes:55`` or ``late=pkg.late:120:merge``."""
     out: dict[str, LaneSpec] = {}
     text = os.environ.get("NEURONPIPE_EXTRA_LANES", "").strip()
     for i, item in enumerate(x for x in text.split(",") if x.strip()):
         name, sep, rest = item.strip().partition("=")
         if not sep or not name or not rest:
             raise ValueError(f"NEURONPIPE_EXTRA_LANES entry {item!r}: expected name=module[:order]")
-        module, _, order = rest.partition(":")
-        out[name] = LaneSpec(name, module, _BOTH, int(order) if order else 1000 + i, f"extra lane from {module}")
+        module, _, tail = rest.partition(":")
+        order, _, needs = tail.partition(":")
+        out[name] = LaneSpec(name, module, _BOTH, int(order) if order else 1000 + i, f"extra lane from {module}",
+                             needs=tuple(n for n in needs.split("+") if n))
     return out
 
 
 def all_lanes() -> dict[str, LaneSpec]:
-    return {**LANES, **_extra_lanes()}
+    lanes = {**LANES, **_extra_lanes()}
+    if len(lanes) != len(LANES):
+        validate_graph(lanes)
+    return lanes
 
 
 def lane_names() -> list[str]:
@@ -130,3 +143,13 @@ def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
     specs = [get_lane(n) for n in names] if names else list(LANES.values())
     seen: dict[str, LaneSpec] = {s.name: s for s in specs}
     return sorted(seen.values(), key=lambda s: s.order)
+
+
+def validate_graph(specs: dict[str, LaneSpec]) -> None:
+    """No unknown needs, no cycles (checked at import for the built-in lanes, and for extra lanes)."""
+    from agents.graph import validate
+
+    validate(specs)
+
+
+validate_graph(LANES)

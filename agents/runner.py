@@ -4,6 +4,9 @@ Outcomes and exit codes:
 
 * already committed for this run (and not forced): a ``skipped`` lane_runs row that
   supersedes nothing, callback success, exit 0;
+* a lane it needs (``--needs``, from the plan's graph: ``agents.graph``) has not succeeded in this
+  run: a ``skipped`` row with the reason and ``blocked_by`` (supersedes nothing, so a resume runs the
+  lane once its need succeeds), callback success with that status, exit 0;
 * the lane raised :class:`LaneSkipped`: ``skipped`` with the reason, exit 0;
 * the lane returned: ``succeeded``, exit 0;
 * the lane raised: ``failed`` with the error class and verbatim message, only
@@ -64,6 +67,7 @@ class LaneRequest:
     telemetry_interval_s: float = 1.0
     progress_path: Path | None = None
     stall_s: float | None = None  # override of the lane's stall window (LaneSpec.stall_window_s)
+    needs: tuple[str, ...] = ()  # result lanes that must have succeeded in this run (agents.graph)
 
 
 @dataclass
@@ -76,6 +80,7 @@ class LaneResult:
     error_type: str | None = None
     error_message: str | None = None
     skip_reason: str | None = None
+    blocked_by: str | None = None
 
     def to_output(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -184,6 +189,13 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
     }
 
+    if request.needs:
+        blocked = blocked_by_needs(store, request.run_id, lane_name, request.needs)
+        if blocked is not None:
+            result = commit_blocked(store, request.run_id, lane_name, blocked[0], blocked[1], base_row, writer)
+            callback.success(result.to_output())
+            return result
+
     previous = store.latest_committed(request.run_id, lane_name)
     if previous is not None and previous.status in ("succeeded", "skipped") and not request.force:
         reason = f"already committed in attempt {previous.attempt} ({previous.status}); use --force to re-run"
@@ -270,6 +282,38 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
         log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
     return result
+
+
+def lane_statuses(store: ResultStore, run_id: str) -> dict[str, Any]:
+    """Every lane's standing in ``run_id`` (``agents.graph.statuses_from_rows`` over its lane_runs rows)."""
+    from agents.graph import statuses_from_rows
+
+    return statuses_from_rows(store.read_table("lane_runs", [run_id]).to_pylist())
+
+
+def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(blocked_by, reason)`` when a need has not succeeded in ``run_id``; None when the lane may run."""
+    from agents.graph import Node, blocked_reason
+
+    gates = tuple(n for n in needs if get_lane(n.split("@", 1)[0]).gate)
+    return blocked_reason(Node(lane.split("@", 1)[0], "", lane, 0, needs, gated_by=gates),
+                          lane_statuses(store, run_id))
+
+
+def commit_blocked(store: ResultStore, run_id: str, lane: str, blocked_by: str, reason: str,
+                   base_row: Mapping[str, Any] | None = None, writer: Any = None) -> LaneResult:
+    """Record that ``lane`` did not run because ``blocked_by`` did not succeed: a ``skipped`` attempt with the
+    reason that supersedes nothing (earlier data stays visible; a resume runs the lane once its need succeeds).
+    Used by the runner, the local scheduler and the AWS scheduler (for lanes that never reach a box)."""
+    now = datetime.now(timezone.utc)
+    writer = writer or store.begin_attempt(run_id, lane)
+    row = {"started_at": now, "backend": "none", "host": hostname(), **dict(base_row or {}),
+           "status": "skipped", "skip_reason": reason, "blocked_by": blocked_by, "supersedes": False,
+           "ended_at": now, "wall_s": 0.0}
+    writer.add_rows("lane_runs", [row])
+    writer.commit("skipped", supersedes=False)
+    log.warning("lane %s skipped: %s", lane, reason)
+    return LaneResult(run_id, lane, writer.attempt, "skipped", EXIT_OK, skip_reason=reason, blocked_by=blocked_by)
 
 
 def _discard_workdir(workdir: Path) -> None:

@@ -7,7 +7,8 @@ LANE_STATUSES = ("succeeded", "failed", "skipped")
 
 LANE_RUNS = table(
     f("status", pa.string(), False, "succeeded | failed | skipped"),
-    f("skip_reason", pa.string(), doc="why a skipped attempt did not run (already committed; not applicable on this backend)"),
+    f("skip_reason", pa.string(), doc="why a skipped attempt did not run (already committed; not applicable on this backend; a need did not succeed)"),
+    f("blocked_by", pa.string(), doc="the lane (or gate, or box:<role>) whose failure kept this lane from running; NULL when it ran or skipped itself"),
     f("supersedes", pa.bool_(), False, "true when this attempt's rows replace earlier attempts (false for resume skips)"),
     f("started_at", TS, False),
     f("ended_at", TS, False),

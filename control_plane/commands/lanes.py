@@ -1,4 +1,5 @@
-"""`neuronpipe lanes`: list lanes in plan order, with their boxes and (with -l) their config fields."""
+"""`neuronpipe lanes`: list lanes in plan order, with their boxes and (with -l) what each needs, the gate
+it runs behind and its config fields."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,14 @@ def run(args: argparse.Namespace) -> int:
     for spec in plan_order():
         print(f"{spec.name:<15} {','.join(spec.boxes):<10} {spec.summary}")
         if args.long:
+            deps = [f"needs {', '.join(spec.needs)}"] if spec.needs else []
+            if spec.gate:
+                deps.append("gate: a failure stops the rest of its box and fails the run")
+            gates = [g.name for g in plan_order() if g.gate and g.order < spec.order
+                     and set(g.boxes) & set(spec.boxes)]
+            if gates:
+                deps.append(f"runs behind gate {', '.join(gates)}")
+            print(f"    {'; '.join(deps) if deps else 'needs nothing'}")
             cfg = getattr(spec.load(), "Config", None)
             for name, help_text, default in describe(cfg) if cfg else []:
                 print(f"    {name:<24} {default!r:<20} {help_text}")
