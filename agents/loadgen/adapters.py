@@ -97,13 +97,47 @@ def get_adapter(name: str) -> ServerAdapter:
         raise UnknownServerKindError(name) from None
 
 
-def detect_server_kind(models_response: dict[str, Any]) -> str:
+class ServerResponseShapeError(ValueError):
+    """A server answered ``GET /v1/models`` with something that is not OpenAI's ``{"data": [...]}``."""
+
+
+class UnconfirmedExtensionError(ValueError):
+    """``--server-kind auto`` found a server whose support of ``ignore_eos`` / ``min_tokens`` it cannot confirm:
+    sending them anyway might be ignored, and dropping them quietly would unpin the output length."""
+
+
+def model_entries(models_response: Any) -> list[dict[str, Any]]:
+    """The ``data`` entries of a ``GET /v1/models`` answer; any other shape is a :class:`ServerResponseShapeError`."""
+    if not isinstance(models_response, dict):
+        raise ServerResponseShapeError(f"GET /v1/models returned a JSON {type(models_response).__name__}, "
+                                       "not an object with a 'data' list")
+    data = models_response.get("data", [])
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise ServerResponseShapeError("GET /v1/models: 'data' is not a list of model objects")
+    return data
+
+
+def detect_server_kind(models_response: Any) -> str:
     """The adapter for a server, from its ``GET /v1/models`` answer."""
     from agents.loadgen.synthetic_server import OWNED_BY
 
-    owners = {str(m.get("owned_by", "")).lower() for m in models_response.get("data", [])}
+    owners = {str(m.get("owned_by", "")).lower() for m in model_entries(models_response)}
     if OWNED_BY in owners:
         return "synthetic"
     if "vllm" in owners:
         return "vllm"
     return "openai"
+
+
+def confirm_auto_kind(models_response: Any, output_len: int) -> str:
+    """``--server-kind auto``: the detected kind, or :class:`UnconfirmedExtensionError` when the server is neither
+    vLLM nor ours and the output length would need ``ignore_eos``/``min_tokens`` to be pinned."""
+    kind = detect_server_kind(models_response)
+    if kind == "openai" and output_len > 0:
+        owners = sorted({str(m.get("owned_by", "")) for m in model_entries(models_response)}) or ["none listed"]
+        raise UnconfirmedExtensionError(
+            f"--server-kind auto: the server is neither vLLM nor neuronpipe's (owned_by: {', '.join(owners)}), so "
+            "ignore_eos/min_tokens cannot be confirmed and the output length would not be pinned; pass "
+            "--server-kind vllm if it honours vLLM's extensions, or --server-kind openai to send max_tokens only "
+            "(achieved lengths are still checked)")
+    return kind

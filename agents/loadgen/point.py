@@ -50,6 +50,7 @@ class SweepPoint:
     slo: dict[str, float] | None = None  # {"ttft_ms": ..., "tpot_ms": ..., "e2el_ms": ...}
     client_lag_bound_ms: float | None = 50.0
     rate_tolerance: float = 0.1
+    burst_bound: float | None = 2.0  # decode tokens per network read above this: TPOT/ITL are delivery rates
     timeouts: Timeouts = field(default_factory=Timeouts)
     grid: KvGrid | None = None
     point_id: str | None = None
@@ -81,6 +82,7 @@ class PointResult:
     requests: list[dict[str, Any]]  # rows for the `requests` table
     sweep_point: dict[str, Any]  # the row for the `sweep_points` table
     metrics: dict[str, Any]  # the serving_points view's row (vLLM field names)
+    texts: dict[str, str] = field(default_factory=dict)  # generated text by request id (for --save-vllm-json)
 
 
 def new_point_id(point: SweepPoint) -> str:
@@ -147,14 +149,15 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
     finally:
         pool.close()
     raws = sorted(dispatcher.results, key=lambda r: r.index)
+    texts: dict[str, str] = {}
     rows = [request_row(r, point_id=point_id, model=point.model, server_config=point.server_config,
                         endpoint=endpoint_path(point.endpoint), input_len=point.input_len,
-                        output_len=point.output_len, anchor=anchor, tokenizer=tok) for r in raws]
+                        output_len=point.output_len, anchor=anchor, tokenizer=tok, texts_out=texts) for r in raws]
     measured = [r.exchange for r in raws if not r.warmup]
     sweep = sweep_point_row(point, point_id, tok.name, arrival, anchor,
                             first_sent=min((e.t_sent for e in measured), default=t_start),
                             last_done=max((e.t_done for e in measured), default=t_start), note="; ".join(notes) or None)
-    return PointResult(point_id, rows, sweep, point_metrics(rows, sweep))
+    return PointResult(point_id, rows, sweep, point_metrics(rows, sweep), texts)
 
 
 def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arrival: ClosedLoop | OpenLoop,
@@ -173,7 +176,8 @@ def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arriv
         "window_start": anchor.wall_at(first_sent), "window_end": anchor.wall_at(last_done), "t_start_ns": first_sent,
         "grid_json": point.grid.to_json() if point.grid else None,
         "slo_json": json.dumps(point.slo, sort_keys=True) if point.slo else None,
-        "client_lag_bound_ms": point.client_lag_bound_ms, "rate_tolerance": point.rate_tolerance, "note": note,
+        "client_lag_bound_ms": point.client_lag_bound_ms, "rate_tolerance": point.rate_tolerance,
+        "burst_bound": point.burst_bound, "note": note,
     }
 
 

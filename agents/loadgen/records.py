@@ -22,6 +22,11 @@ class EmptyStreamError(Exception):
     """The stream ended without a single content chunk."""
 
 
+class TruncatedStreamError(Exception):
+    """The stream ended cleanly on the wire but without ``[DONE]`` or a finish reason: the answer may be cut,
+    so the request is not counted as completed (a truncated stream would flatter every latency)."""
+
+
 @dataclass
 class RawRequest:
     """One request as dispatched: its plan and the transport's record."""
@@ -62,14 +67,18 @@ def _event_data(event: bytes) -> bytes:
 
 def _chunk_text(choice: dict[str, Any]) -> str:
     if "text" in choice:
-        return choice.get("text") or ""
+        return str(choice.get("text") or "")
     delta = choice.get("delta") or {}
-    return delta.get("content") or delta.get("reasoning_content") or ""
+    if not isinstance(delta, dict):
+        raise TypeError(f"'delta' is a JSON {type(delta).__name__}, not an object")
+    return str(delta.get("content") or delta.get("reasoning_content") or "")
 
 
 def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: str | None, endpoint: str,
                 input_len: int | None, output_len: int | None, anchor: ClockAnchor,
-                tokenizer: PromptTokenizer | None) -> dict[str, Any]:
+                tokenizer: PromptTokenizer | None, texts_out: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``requests`` row of one request; its generated text goes to ``texts_out`` (not a table column: only
+    ``--save-vllm-json`` needs it)."""
     ex = raw.exchange
     t_sent = ex.t_sent
     row: dict[str, Any] = {
@@ -85,6 +94,7 @@ def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: st
     tokens: list[int] = []
     texts: list[str] = []
     per_chunk_usage = True
+    finished = False
     last_cum = 0
     usage: dict[str, Any] | None = None
     error: Exception | None = ex.error
@@ -101,21 +111,46 @@ def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: st
                 error = ServerErrorEventError(f"event {i}: {json.dumps(obj['error'])[:500]}")
                 break
             u = obj.get("usage")
-            if obj.get("choices"):
-                times.append((t - t_sent) / 1e9)
-                texts.append(_chunk_text(obj["choices"][0]))
-                if u and u.get("completion_tokens") is not None:
-                    tokens.append(int(u["completion_tokens"]) - last_cum)
-                    last_cum = int(u["completion_tokens"])
-                else:
-                    per_chunk_usage = False
-                    tokens.append(1)
-            if u:
-                usage = u
+            choices = obj.get("choices")
+            if choices is not None and not isinstance(choices, list):
+                error = MalformedEventError(f"event {i}: 'choices' is a JSON {type(choices).__name__}, not a list")
+                break
+            if u is not None and not isinstance(u, dict):
+                error = MalformedEventError(f"event {i}: 'usage' is a JSON {type(u).__name__}, not an object")
+                break
+            try:
+                if choices:
+                    choice = choices[0]
+                    if not isinstance(choice, dict):
+                        raise TypeError(f"choices[0] is a JSON {type(choice).__name__}, not an object")
+                    text = _chunk_text(choice)
+                    cum = int(u["completion_tokens"]) if u and u.get("completion_tokens") is not None else None
+                    times.append((t - t_sent) / 1e9)
+                    texts.append(text)
+                    finished = finished or choice.get("finish_reason") is not None
+                    if cum is not None:
+                        tokens.append(cum - last_cum)
+                        last_cum = cum
+                    else:
+                        per_chunk_usage = False
+                        tokens.append(1)
+                if u:
+                    for key in ("prompt_tokens", "completion_tokens"):
+                        if u.get(key) is not None:
+                            int(u[key])
+                    usage = u
+            except (TypeError, ValueError) as exc:
+                error = MalformedEventError(f"event {i}: {exc}")
+                break
         if error is None and not times:
             error = EmptyStreamError(f"the stream ended without a content chunk ({len(ex.events)} events)")
+        if error is None and not (ex.done_marker or finished):
+            error = TruncatedStreamError(f"the stream ended without [DONE] or a finish reason after {len(times)} "
+                                         "content chunks")
     if not per_chunk_usage:
         tokens = [1] * len(times)
+    if texts_out is not None:
+        texts_out[raw.request_id] = "".join(texts)
     row["chunk_times_s"] = times
     row["chunk_tokens"] = tokens
     row["chunk_tokens_source"] = "usage" if per_chunk_usage and times else "assumed_one"

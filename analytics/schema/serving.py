@@ -35,7 +35,8 @@ REQUESTS = table(
     f("http_status", pa.int32()),
     f("success", pa.bool_(), False),
     f("error_type", pa.string(), doc="HttpStatusError | StreamClosedError | MalformedEventError | NonSseBodyError | "
-                                     "StallTimeoutError | RequestTimeoutError | ConnectError | EmptyStreamError"),
+                                     "StallTimeoutError | RequestTimeoutError | ConnectError | EmptyStreamError | "
+                                     "TruncatedStreamError"),
     f("error", pa.string(), doc="verbatim error message"),
     f("sent_at", TS, doc="wall-clock time of t_sent (for telemetry joins)"),
     doc="One row per request, failed ones included.",
@@ -70,6 +71,8 @@ SWEEP_POINTS = table(
     f("slo_json", pa.string(), doc='declared SLOs for goodput, e.g. {"ttft_ms": 500, "tpot_ms": 50}'),
     f("client_lag_bound_ms", pa.float64(), doc="a point whose client_queue p99 exceeds this is invalid"),
     f("rate_tolerance", pa.float64(), doc="open loop: achieved dispatch rate may fall short of the offered by this fraction"),
+    f("burst_bound", pa.float64(), doc="decode tokens per network read above which the stream counts as coalesced "
+                                       "(TPOT/ITL then measure delivery, not decode); NULL: the views' default 2.0"),
     f("note", pa.string()),
     doc="One row per measurement point (its declaration); metrics come from the views over requests.",
 )

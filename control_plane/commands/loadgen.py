@@ -60,6 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", help="results root (directory or s3://): commit the rows as lane 'loadgen'")
     p.add_argument("--run-id", help="run id for --results (default: loadgen-<UTC time>)")
     p.add_argument("--save-vllm-json", help="write vllm bench serve --save-result fields (one file per point)")
+    p.add_argument("--save-detailed", action="store_true",
+                   help="with --save-vllm-json: per-request lists and p50/p90/p95 as vLLM's --save-detailed")
+    p.add_argument("--burst-bound", type=float, default=2.0,
+                   help="decode tokens per network read above which a stream counts as coalesced (docs/metrics.md)")
     p.set_defaults(func=run)
 
 
@@ -68,18 +72,23 @@ def probe(base_url: str) -> dict[str, Any]:
 
     from agents.loadgen.transport import Target
 
+    from agents.loadgen.adapters import model_entries
+
     resp = httpx.get(Target.from_url(base_url).url("/v1/models"), timeout=10.0)
     resp.raise_for_status()
-    return resp.json()
+    body = resp.json()
+    model_entries(body)  # a list, or 'data' not a list: ServerResponseShapeError (one clear line)
+    return body
 
 
 SHOWN = ("completed", "failed", "duration", "request_throughput", "output_throughput", "median_ttft_ms",
          "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2el_ms",
-         "p99_e2el_ms", "request_goodput", "client_queue_p99_ms", "valid", "invalid_reason", "first_error")
+         "p99_e2el_ms", "request_goodput", "client_queue_p99_ms", "decode_tokens_per_read", "zero_itl_gap_fraction",
+         "max_decode_burst_tokens", "coalesced", "burst_note", "valid", "invalid_reason", "first_error")
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.loadgen.adapters import detect_server_kind
+    from agents.loadgen.adapters import ServerResponseShapeError, UnconfirmedExtensionError, confirm_auto_kind
     from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
@@ -95,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - any failure to reach the server ends the command
             print(f"error: cannot list models at {args.base_url}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
-        kind = detect_server_kind(models) if kind == "auto" else kind
+        try:
+            kind = confirm_auto_kind(models, args.output_len) if kind == "auto" else kind
+        except (UnconfirmedExtensionError, ServerResponseShapeError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         model = model or (models.get("data") or [{}])[0].get("id")
         if not model:
             print("error: the server lists no model; pass --model", file=sys.stderr)
@@ -105,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 num_prompts=args.num_prompts, endpoint=args.endpoint, server_kind=kind, burstiness=args.burstiness,
                 max_concurrency=args.max_concurrency, duration_s=args.duration, slo=args.goodput,
                 prompt_source=args.prompt_source, sharegpt_path=args.sharegpt, warmup_requests=args.warmup,
-                seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
+                seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms, burst_bound=args.burst_bound,
                 timeouts=Timeouts(args.idle_timeout, args.request_timeout))
     points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
               else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
@@ -131,8 +144,10 @@ def run(args: argparse.Namespace) -> int:
             value = result.metrics.get(key)
             print(f"  {key:<22} {value:.3f}" if isinstance(value, float) else f"  {key:<22} {value}")
         if args.save_vllm_json:
-            path = save_vllm_json(result, point_file(args.save_vllm_json, i, len(points)), tokenizer.name)
+            path = save_vllm_json(result, point_file(args.save_vllm_json, i, len(points)), tokenizer.name,
+                                  detailed=args.save_detailed)
             print(f"  vllm json              {path}")
+    none_ok = [r.point_id for r in results if not r.metrics.get("completed")]
     if args.results:
         from analytics.store import open_store
 
@@ -143,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
             writer.add_rows("sweep_points", [r.sweep_point])
         if windows:
             writer.add_rows("sustained_windows", windows)
-        marker = writer.commit("succeeded")
-        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} to {args.results}")
+        marker = writer.commit("failed" if none_ok else "succeeded")
+        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} ({marker.status}) to {args.results}")
+    if none_ok:
+        print(f"error: no request succeeded in point(s) {', '.join(none_ok)}", file=sys.stderr)
+        return 1
     return 0

@@ -145,7 +145,7 @@ def test_cli_commits_rows_and_writes_vllm_json(server, tmp_path, capsys):
     out = tmp_path / "out.json"
     rc = main(["loadgen", "--base-url", server.url, "--concurrency", "1,4", "--input-len", "8", "--output-len", "6",
                "--num-prompts", "8", "--goodput", "ttft:1000,tpot:100", "--results", str(tmp_path / "res"),
-               "--run-id", "lg1", "--save-vllm-json", str(out)])
+               "--run-id", "lg1", "--save-vllm-json", str(out), "--save-detailed"])
     assert rc == 0
     printed = capsys.readouterr().out
     assert "median_ttft_ms" in printed and "committed run lg1" in printed

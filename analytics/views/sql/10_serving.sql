@@ -3,6 +3,8 @@
 --
 -- request_metrics          one row per measured (non-warm-up) request: TTFT, TPOT, E2EL, queue, length check
 -- request_itls             one row per gap between consecutive content chunks (ITL, ITL per token)
+-- request_reads            one row per network read that carried content (how the tokens arrived)
+-- point_peaks              vLLM's per-second peaks: max_output_tokens_per_s, max_concurrent_requests
 -- serving_points           one row per sweep point: vLLM-named aggregates, throughput, goodput, validity
 -- sustained_window_metrics one row per fixed window of a sustained point
 -- sustained_summary        retention vs first / peak K windows, drift slopes with 95% CI
@@ -37,6 +39,56 @@ SELECT
     -- ITL per token: the gap divided by the tokens the later chunk carried (NULL for an empty chunk)
     (chunk_times_s[i + 1] - chunk_times_s[i]) * 1000.0 / NULLIF(chunk_tokens[i + 1], 0) AS itl_per_token_ms
 FROM gaps;
+
+-- Chunks the client received in one network read share one receive stamp (the transport stamps each read
+-- once), so a read is a distinct chunk time. read_index 1 holds the first token; later reads are decode.
+CREATE OR REPLACE VIEW request_reads AS
+WITH chunks AS (
+    SELECT run_id, lane, point_id, request_id,
+           unnest(chunk_times_s) AS read_s, unnest(chunk_tokens) AS tokens
+    FROM requests
+    WHERE NOT warmup AND success AND len(chunk_times_s) > 0
+)
+SELECT run_id, lane, point_id, request_id, read_s, sum(tokens) AS tokens, count(*) AS chunks,
+       row_number() OVER (PARTITION BY run_id, lane, point_id, request_id ORDER BY read_s) AS read_index
+FROM chunks
+GROUP BY run_id, lane, point_id, request_id, read_s;
+
+-- vLLM's peaks (vllm bench serve, calculate_metrics): one-second buckets from the first successful request's
+-- start; a bucket counts the content chunks received in it (vLLM counts chunks as tokens) and the successful
+-- requests active during it; each peak is the largest bucket.
+CREATE OR REPLACE VIEW point_peaks AS
+WITH ok AS (
+    SELECT run_id, lane, point_id, request_id, t_sent_ns, e2el_s, chunk_times_s
+    FROM requests WHERE NOT warmup AND success
+),
+origin AS (
+    SELECT run_id, lane, point_id, min(t_sent_ns) AS t0_ns FROM ok GROUP BY ALL
+),
+chunk_buckets AS (
+    SELECT c.run_id, c.lane, c.point_id, CAST(floor((c.t_sent_ns + c.t_rel_s * 1e9 - o.t0_ns) / 1e9) AS BIGINT) AS sec,
+           count(*) AS chunks
+    FROM (SELECT run_id, lane, point_id, t_sent_ns, unnest(chunk_times_s) AS t_rel_s FROM ok) c
+    JOIN origin o USING (run_id, lane, point_id)
+    GROUP BY ALL
+),
+active AS (
+    SELECT run_id, lane, point_id,
+           unnest(range(CAST(floor((k.t_sent_ns - o.t0_ns) / 1e9) AS BIGINT),
+                        CAST(floor((k.t_sent_ns + k.e2el_s * 1e9 - o.t0_ns) / 1e9) AS BIGINT) + 1)) AS sec
+    FROM ok k JOIN origin o USING (run_id, lane, point_id)
+),
+active_buckets AS (
+    SELECT run_id, lane, point_id, sec, count(*) AS requests FROM active GROUP BY ALL
+)
+SELECT o.run_id, o.lane, o.point_id,
+       CAST(coalesce((SELECT max(chunks) FROM chunk_buckets b
+                      WHERE b.run_id = o.run_id AND b.lane = o.lane AND b.point_id = o.point_id), 0) AS DOUBLE)
+           AS max_output_tokens_per_s,
+       CAST(coalesce((SELECT max(requests) FROM active_buckets a
+                      WHERE a.run_id = o.run_id AND a.lane = o.lane AND a.point_id = o.point_id), 0) AS BIGINT)
+           AS max_concurrent_requests
+FROM origin o;
 
 CREATE OR REPLACE VIEW serving_points AS
 WITH per_request AS (
@@ -79,6 +131,13 @@ req AS (
     -- one sort per metric: the median is the linear-interpolated p50
     quantile_cont(e2el_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_e2el,
     quantile_cont(client_queue_ms, 0.99) AS client_queue_p99_ms,
+    -- vLLM's client_queue_time_* and e2el_including_client_queue_*: successful requests only
+    avg(client_queue_ms) FILTER (WHERE success) AS mean_client_queue_time_ms,
+    stddev_pop(client_queue_ms) FILTER (WHERE success) AS std_client_queue_time_ms,
+    quantile_cont(client_queue_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_cq,
+    avg(e2el_ms + client_queue_ms) FILTER (WHERE success) AS mean_e2el_including_client_queue_ms,
+    stddev_pop(e2el_ms + client_queue_ms) FILTER (WHERE success) AS std_e2el_including_client_queue_ms,
+    quantile_cont(e2el_ms + client_queue_ms, [0.5, 0.9, 0.95, 0.99]) FILTER (WHERE success) AS q_e2elq,
     max(client_queue_ms) AS client_queue_max_ms,
     count(*) FILTER (WHERE success AND length_mismatch) AS length_mismatches,
     count(*) FILTER (WHERE success AND prompt_tokens IS DISTINCT FROM input_len AND input_len IS NOT NULL)
@@ -97,8 +156,23 @@ itl AS (
     quantile_cont(itl_ms, [0.5, 0.9, 0.95, 0.99]) AS q_itl,
     avg(itl_per_token_ms) AS mean_itl_per_token_ms,
     stddev_pop(itl_per_token_ms) AS std_itl_per_token_ms,
-    quantile_cont(itl_per_token_ms, [0.5, 0.9, 0.95, 0.99]) AS q_itl_pt
+    quantile_cont(itl_per_token_ms, [0.5, 0.9, 0.95, 0.99]) AS q_itl_pt,
+    count(*) AS itl_gaps,
+    -- a gap of exactly zero: two chunks received in one network read
+    count(*) FILTER (WHERE itl_ms = 0) AS zero_itl_gaps
     FROM request_itls
+    GROUP BY run_id, lane, point_id
+),
+bursts AS (
+    SELECT run_id, lane, point_id,
+    count(*) AS network_reads,
+    sum(tokens) / count(*) AS tokens_per_read,
+    max(tokens) AS max_burst_tokens,
+    count(*) FILTER (WHERE read_index > 1) AS decode_reads,
+    sum(tokens) FILTER (WHERE read_index > 1) / NULLIF(count(*) FILTER (WHERE read_index > 1), 0)
+        AS decode_tokens_per_read,
+    max(tokens) FILTER (WHERE read_index > 1) AS max_decode_burst_tokens
+    FROM request_reads
     GROUP BY run_id, lane, point_id
 ),
 itl_named AS (
@@ -106,7 +180,8 @@ itl_named AS (
         q_itl[1] AS p50_itl_ms, q_itl[2] AS p90_itl_ms, q_itl[3] AS p95_itl_ms, q_itl[4] AS p99_itl_ms,
         mean_itl_per_token_ms, q_itl_pt[1] AS median_itl_per_token_ms, std_itl_per_token_ms,
         q_itl_pt[1] AS p50_itl_per_token_ms, q_itl_pt[2] AS p90_itl_per_token_ms,
-        q_itl_pt[3] AS p95_itl_per_token_ms, q_itl_pt[4] AS p99_itl_per_token_ms
+        q_itl_pt[3] AS p95_itl_per_token_ms, q_itl_pt[4] AS p99_itl_per_token_ms,
+        itl_gaps, zero_itl_gaps, zero_itl_gaps / NULLIF(itl_gaps, 0) AS zero_itl_gap_fraction
     FROM itl
 ),
 joined AS (
@@ -115,7 +190,14 @@ joined AS (
         s.input_len, s.output_len, s.max_concurrency, s.request_rate, s.burstiness, s.num_prompts,
         s.window_start, s.window_end, s.grid_json, s.slo_json, s.client_lag_bound_ms,
         coalesce(s.rate_tolerance, 0.1) AS rate_tolerance,
-        r.* EXCLUDE (run_id, lane, point_id, q_ttft, q_tpot, q_e2el),
+        coalesce(s.burst_bound, 2.0) AS burst_bound,
+        r.* EXCLUDE (run_id, lane, point_id, q_ttft, q_tpot, q_e2el, q_cq, q_e2elq),
+        r.q_cq[1] AS median_client_queue_time_ms, r.q_cq[1] AS p50_client_queue_time_ms,
+        r.q_cq[2] AS p90_client_queue_time_ms, r.q_cq[3] AS p95_client_queue_time_ms,
+        r.q_cq[4] AS p99_client_queue_time_ms,
+        r.q_e2elq[1] AS median_e2el_including_client_queue_ms, r.q_e2elq[1] AS p50_e2el_including_client_queue_ms,
+        r.q_e2elq[2] AS p90_e2el_including_client_queue_ms, r.q_e2elq[3] AS p95_e2el_including_client_queue_ms,
+        r.q_e2elq[4] AS p99_e2el_including_client_queue_ms,
         r.q_ttft[1] AS median_ttft_ms, r.q_ttft[1] AS p50_ttft_ms, r.q_ttft[2] AS p90_ttft_ms,
         r.q_ttft[3] AS p95_ttft_ms, r.q_ttft[4] AS p99_ttft_ms,
         r.q_tpot[1] AS median_tpot_ms, r.q_tpot[1] AS p50_tpot_ms, r.q_tpot[2] AS p90_tpot_ms,
@@ -123,11 +205,16 @@ joined AS (
         r.q_e2el[1] AS median_e2el_ms, r.q_e2el[1] AS p50_e2el_ms, r.q_e2el[2] AS p90_e2el_ms,
         r.q_e2el[3] AS p95_e2el_ms, r.q_e2el[4] AS p99_e2el_ms,
         i.* EXCLUDE (run_id, lane, point_id),
+        b.* EXCLUDE (run_id, lane, point_id),
+        coalesce(pk.max_output_tokens_per_s, 0.0) AS max_output_tokens_per_s,
+        coalesce(pk.max_concurrent_requests, 0) AS max_concurrent_requests,
         -- duration: first dispatch after warm-up -> last completion
         (r.last_done_ns - r.first_sent_ns) / 1e9 AS duration
     FROM sweep_points s
     JOIN req r USING (run_id, lane, point_id)
     LEFT JOIN itl_named i USING (run_id, lane, point_id)
+    LEFT JOIN bursts b USING (run_id, lane, point_id)
+    LEFT JOIN point_peaks pk USING (run_id, lane, point_id)
 )
 SELECT
     j.* EXCLUDE (rate_tolerance),
@@ -148,12 +235,24 @@ SELECT
            >= (1 - rate_tolerance) * (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0)
         AS rate_ok,
     length_mismatches = 0 AS lengths_ok,
+    -- coalesced: decode tokens arrived in bursts beyond the bound, so TPOT and ITL measure how the stream was
+    -- delivered (server flush, client reads), not how fast the server decoded; NULL when nothing was decoded
+    decode_tokens_per_read > burst_bound AS coalesced,
+    CASE WHEN decode_tokens_per_read > burst_bound THEN 'delivery rate'
+         WHEN decode_tokens_per_read IS NOT NULL THEN 'decode speed' END AS tpot_itl_meaning,
+    CASE WHEN decode_tokens_per_read > burst_bound
+         THEN printf('stream coalesced: %.1f decode tokens per network read (bound %.1f), %d of %d ITL gaps zero, '
+                     'largest burst %d tokens: TPOT/ITL are delivery rate, not decode speed',
+                     decode_tokens_per_read, burst_bound, zero_itl_gaps, itl_gaps, max_decode_burst_tokens) END
+        AS burst_note,
     (client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms)
     AND (request_rate IS NULL OR sent <= 1
         OR (sent - 1) / NULLIF((last_sent_ns - first_sent_ns) / 1e9, 0)
            >= (1 - rate_tolerance) * (sent - 1) / NULLIF((last_scheduled_ns - first_scheduled_ns) / 1e9, 0))
-    AND length_mismatches = 0 AS valid,
+    AND length_mismatches = 0 AND completed > 0 AS valid,
     NULLIF(concat_ws('; ',
+        CASE WHEN completed = 0 THEN printf('no request succeeded (%d failed; first: %s)', failed,
+                                            coalesce(first_error_type, '?')) END,
         CASE WHEN NOT (client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms)
              THEN printf('client queue p99 %.3f ms exceeds the bound %.3f ms', client_queue_p99_ms,
                          client_lag_bound_ms) END,
