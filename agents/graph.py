@@ -248,11 +248,11 @@ def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
                 else "did not run")
         if n.gate:
             gate_failed.append(n.result_lane)
-    if gate_failed:
-        out.status, out.why = "failed", f"gate {', '.join(gate_failed)} did not pass"
-    elif box_failures:
+    if box_failures:
         out.status = "failed"
         out.why = "; ".join(f"box {b} failed: {_short(e)}" for b, e in sorted(box_failures.items()))
+    elif gate_failed:
+        out.status, out.why = "failed", f"gate {', '.join(gate_failed)} did not pass"
     elif not any_ok and nodes:
         out.status, out.why = "failed", "no lane succeeded"
     elif out.failed or out.skipped:

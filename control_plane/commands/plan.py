@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="override the request's run id")
     p.add_argument("--results", default="s3://<results-bucket>/results", help="results root shown in commands")
     p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
+    p.add_argument("--history", default=None, metavar="URI",
+                   help="results store whose lane_runs give expected lane durations (default: ./results when it "
+                        "exists, else NEURONPIPE_RESULTS); without one the documented default table is used")
     p.set_defaults(func=plan_command)
 
 
@@ -58,8 +61,80 @@ def plan_command(args: argparse.Namespace) -> int:
     if args.json:
         print(plan.model_dump_json(indent=2))
         return 0
-    print_plan(plan, Console(), run_id)
+    console = Console()
+    print_plan(plan, console, run_id)
+    print_schedule(plan_schedules(request, load_history(args.history)), console)
     return 0
+
+
+def load_history(uri: str | None) -> list[dict]:
+    """lane_runs rows of the history store (empty when there is none); an unreadable store is said, not fatal."""
+    import os
+
+    from analytics.store import open_store
+
+    if uri is None:
+        uri = "results" if Path("results").is_dir() else os.environ.get("NEURONPIPE_RESULTS")
+        if not uri:
+            return []
+    elif not uri.startswith("s3://") and not Path(uri).is_dir():
+        print(f"history {uri}: not a results directory; using the default durations", file=sys.stderr)
+        return []
+    try:
+        return open_store(uri).read_table("lane_runs").to_pylist()
+    except Exception as exc:  # noqa: BLE001 - the plan is still useful with the default table
+        print(f"history {uri}: unreadable ({type(exc).__name__}: {exc}); using the default durations",
+              file=sys.stderr)
+        return []
+
+
+def plan_schedules(request, history_rows: list[dict]):
+    """(durations with sources per node, graph schedule, sequential schedule) for a request."""
+    from agents.graph import build_nodes
+    from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES, box_roles_for, selected_lanes
+    from control_plane.schedule import expected_duration, history_durations, schedule_graph, schedule_sequential
+
+    specs = selected_lanes(request)
+    nodes = build_nodes(specs, box_roles_for(specs))
+    history = history_durations(history_rows)
+    expected = {n.result_lane: (n, expected_duration(n.lane, request.profile, INSTANCE_TYPES.get(n.box), history))
+                for n in nodes}
+    durations = {name: e.seconds for name, (_, e) in expected.items()}
+    prices = {box: INSTANCE_PRICES_USD_PER_HOUR[it] for box, it in INSTANCE_TYPES.items()}
+    return (expected, schedule_graph(nodes, durations, prices, BOX_ORDER),
+            schedule_sequential(nodes, durations, prices, BOX_ORDER))
+
+
+def print_schedule(schedules, console) -> None:
+    from rich.table import Table
+
+    from control_plane.plan import INSTANCE_TYPES
+    from control_plane.schedule import SEGMENT_OVERHEAD_S, SOURCES, hms
+
+    expected, graph, sequential = schedules
+    console.print(f"expected schedule (lane durations below; {SEGMENT_OVERHEAD_S:.0f} s per box start "
+                  "+ sync + stop; the cost ceiling is checked against the timeouts above, not this):")
+    for sched in (graph, sequential):
+        console.print(f"  [bold]{sched.name}[/bold]: wall {hms(sched.wall_s)}, {sched.box_hours:.2f} box-hours, "
+                      f"${sched.cost_usd:.2f}")
+        for seg in sched.segments:
+            console.print(f"    {seg.box} ({INSTANCE_TYPES.get(seg.box, seg.box)}) wave {seg.wave}: "
+                          f"{hms(seg.start_s)} – {hms(seg.end_s)}: {', '.join(lane for lane, _, _ in seg.lanes)}")
+    console.print(f"  critical path: {' → '.join(graph.critical_path)}")
+    if sequential.wall_s > 0 and sequential.box_hours > 0:
+        console.print(f"  graph vs sequential: wall × {graph.wall_s / sequential.wall_s:.2f}, box-hours "
+                      f"{100 * (graph.box_hours / sequential.box_hours - 1):+.1f} %, "
+                      f"dollars {100 * (graph.cost_usd / sequential.cost_usd - 1):+.1f} %")
+    table = Table(title="expected lane durations")
+    for col in ("lane", "box", "expected", "source"):
+        table.add_column(col)
+    for name, (node, exp) in sorted(expected.items(), key=lambda kv: (kv[1][0].box != "trn1", kv[1][0].order)):
+        table.add_row(name, node.box, hms(exp.seconds), exp.source)
+    console.print(table)
+    used = {exp.source.split(":", 2)[1].strip() for _, exp in expected.values() if exp.source.startswith("default:")}
+    for key, text in SOURCES.items():
+        if key in used:
+            console.print(f"  {key}: {text}")
 
 
 def deploy_ceiling() -> float:

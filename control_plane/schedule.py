@@ -1,0 +1,188 @@
+"""The plan's expected schedule: per box when it runs which lanes, the critical path, wall time, box-hours and
+dollars — for the graph's schedule (boxes at once, waves) and for the sequential order (trn1's lanes, then
+inf2's), so the saving is visible before anything is spent.
+
+Expected lane durations, per lane, in this order of preference:
+
+1. **history**: the median ``wall_s`` of the same lane's succeeded attempts with the same profile on the same
+   instance type, from the results store's ``lane_runs``;
+2. **history, other host**: the same lane and profile on any host (a tiny-profile local run predicts a tiny
+   rehearsal); said so per lane;
+3. **default**: :data:`DEFAULT_DURATIONS_S` (documented in ``docs/architecture.md``, "Expected durations").
+
+The schedule is a model of the state machine: a wave starts when every segment of the previous wave has ended;
+in a wave every box runs its segment at once; a segment is start + registration + harness sync
+(:data:`SEGMENT_OVERHEAD_S`), its lanes one after another, then the stop. A box is billed only while one of its
+segments runs (it is stopped between segments). These are expectations, not bounds: the cost ceiling is checked
+against the timeouts (the plan's worst case), never against this schedule.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from agents.graph import Node
+
+# Start (about 1 min for trn1/inf2 from stopped), SSM agent registration (~1 min) and the harness sync
+# (~2 min: a zip from S3 and a pip install without dependencies), plus the stop: an estimate, to be replaced by
+# measured figures from the first paid runs.
+SEGMENT_OVERHEAD_S = 300.0
+
+ANCHOR = "anchor"  # the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge
+ESTIMATE = "estimate"  # no published timing: our estimate, to be replaced by the first paid run's history
+REHEARSAL = "rehearsal"  # the tiny-profile rehearsal on a 2-core CPU VM, 2026-11-29
+SOURCES = {ANCHOR: "the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge",
+           ESTIMATE: "no published timing: an estimate until a paid run's history replaces it",
+           REHEARSAL: "measured in the tiny-profile rehearsal on a 2-core CPU VM (2026-11-29)"}
+
+# (profile, lane) -> (expected seconds, source). Full profile: two 8B models (Llama 3.1, Qwen3), two server configs.
+DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
+    ("full", "provenance"): (60.0, ESTIMATE),
+    ("full", "host_cpu"): (300.0, ESTIMATE),
+    ("full", "smoke"): (900.0, ESTIMATE + ": tiny model, compile included"),
+    ("full", "precompile"): (2400.0, ESTIMATE + ": two training graphs, cold then warm"),
+    ("full", "sft"): (16920.0, ANCHOR + ": LoRA SFT 2.0 h (Llama 3.1 8B) + 2.7 h (Qwen3 8B)"),
+    ("full", "merge"): (1200.0, ESTIMATE + ": two merges, hashes, 2 x 16 GB upload"),
+    ("full", "serve_sweep"): (7144.0, ANCHOR + ": cold serving compile 2,372 s per config, + ~20 min sweep, x 2 configs"),
+    ("full", "sustained"): (2348.0, ANCHOR + ": warm boot 548 s + the 30 min closed loop"),
+    ("full", "quality"): (1396.0, ANCHOR + ": two warm boots of 548 s + ~5 min of prompts"),
+    ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
+    ("full", "qwen3_attempt"): (2672.0, ANCHOR + ": cold boot 2,372 s + ~5 min attempt"),
+    ("tiny", "provenance"): (0.4, REHEARSAL),
+    ("tiny", "host_cpu"): (4.5, REHEARSAL),
+    ("tiny", "smoke"): (12.0, REHEARSAL),
+    ("tiny", "precompile"): (0.1, REHEARSAL + " (skipped on CPU)"),
+    ("tiny", "sft"): (17.5, REHEARSAL),
+    ("tiny", "merge"): (7.5, REHEARSAL),
+    ("tiny", "serve_sweep"): (29.3, REHEARSAL),
+    ("tiny", "sustained"): (34.1, REHEARSAL),
+    ("tiny", "quality"): (18.5, REHEARSAL),
+    ("tiny", "finetune_serve"): (28.0, REHEARSAL),
+    ("tiny", "qwen3_attempt"): (24.0, REHEARSAL),
+}
+UNKNOWN_DURATION_S = 600.0  # a lane with no history and no default (an extra lane): said so
+
+
+@dataclass(frozen=True)
+class Expected:
+    seconds: float
+    source: str  # "history (n=3, trn1.2xlarge)" | "history, other host (n=1, local)" | "default: ..."
+
+
+@dataclass
+class Segment:
+    box: str
+    wave: int
+    start_s: float
+    end_s: float
+    lanes: list[tuple[str, float, float]]  # (result lane, start, end)
+
+    @property
+    def hours(self) -> float:
+        return (self.end_s - self.start_s) / 3600.0
+
+
+@dataclass
+class Schedule:
+    name: str
+    segments: list[Segment]
+    prices: Mapping[str, float]  # box -> USD per hour
+    critical_path: list[str] = field(default_factory=list)
+
+    @property
+    def wall_s(self) -> float:
+        return max((s.end_s for s in self.segments), default=0.0)
+
+    @property
+    def box_hours(self) -> float:
+        return sum(s.hours for s in self.segments)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(s.hours * self.prices.get(s.box, 0.0) for s in self.segments)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "wall_s": round(self.wall_s, 1), "box_hours": round(self.box_hours, 3),
+                "cost_usd": round(self.cost_usd, 2), "critical_path": self.critical_path,
+                "segments": [{"box": s.box, "wave": s.wave, "start_s": round(s.start_s, 1),
+                              "end_s": round(s.end_s, 1), "lanes": [lane for lane, _, _ in s.lanes]}
+                             for s in self.segments]}
+
+
+def history_durations(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str | None], list[float]]:
+    """(base lane, profile, instance type) -> wall seconds of succeeded attempts that ran (from lane_runs rows)."""
+    out: dict[tuple[str, str, str | None], list[float]] = {}
+    for r in rows:
+        if r.get("status") != "succeeded" or not r.get("supersedes") or r.get("wall_s") is None:
+            continue
+        key = (str(r["lane"]).split("@", 1)[0], str(r.get("profile") or ""), r.get("instance_type"))
+        out.setdefault(key, []).append(float(r["wall_s"]))
+    return out
+
+
+def expected_duration(lane: str, profile: str, instance_type: str | None,
+                      history: Mapping[tuple[str, str, str | None], list[float]]) -> Expected:
+    exact = history.get((lane, profile, instance_type))
+    if exact:
+        return Expected(statistics.median(exact), f"history (n={len(exact)}, {instance_type})")
+    other = [(it, w) for (name, prof, it), ws in history.items() if name == lane and prof == profile for w in ws]
+    if other:
+        hosts = sorted({str(it or "local") for it, _ in other})
+        return Expected(statistics.median(w for _, w in other),
+                        f"history, other host (n={len(other)}, {', '.join(hosts)})")
+    default = DEFAULT_DURATIONS_S.get((profile, lane))
+    if default:
+        return Expected(default[0], f"default: {default[1]}")
+    return Expected(UNKNOWN_DURATION_S, f"unknown: no history, no default (assumed {UNKNOWN_DURATION_S:.0f} s)")
+
+
+def schedule_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
+                   box_order: Sequence[str] = ("trn1", "inf2"), overhead_s: float = SEGMENT_OVERHEAD_S) -> Schedule:
+    """Waves in turn; in a wave each box runs its segment at once (the state machine's shape)."""
+    segments: list[Segment] = []
+    path: list[str] = []
+    t = 0.0
+    for wave in sorted({n.wave for n in nodes}):
+        longest: Segment | None = None
+        boxes = {n.box for n in nodes if n.wave == wave}
+        for box in sorted(boxes, key=lambda b: (list(box_order).index(b) if b in box_order else len(box_order), b)):
+            seg = _segment(box, wave, t, [n for n in nodes if n.wave == wave and n.box == box], durations, overhead_s)
+            segments.append(seg)
+            if longest is None or seg.end_s > longest.end_s:
+                longest = seg
+        if longest is not None:
+            path += [lane for lane, _, _ in longest.lanes]
+            t = longest.end_s
+    return Schedule("graph (boxes at once)", segments, prices, path)
+
+
+def schedule_sequential(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
+                        box_order: Sequence[str], overhead_s: float = SEGMENT_OVERHEAD_S) -> Schedule:
+    """The order before the graph: one box after the other, each box's lanes in registry order."""
+    segments: list[Segment] = []
+    t = 0.0
+    for box in [b for b in box_order if any(n.box == b for n in nodes)]:
+        seg = _segment(box, 0, t, sorted((n for n in nodes if n.box == box), key=lambda n: n.order), durations,
+                       overhead_s)
+        segments.append(seg)
+        t = seg.end_s
+    return Schedule("sequential (one box, then the other)", segments, prices,
+                    [lane for s in segments for lane, _, _ in s.lanes])
+
+
+def _segment(box: str, wave: int, start: float, nodes: Sequence[Node], durations: Mapping[str, float],
+             overhead_s: float) -> Segment:
+    t = start + overhead_s
+    lanes = []
+    for n in sorted(nodes, key=lambda n: n.order):
+        d = float(durations.get(n.result_lane, UNKNOWN_DURATION_S))
+        lanes.append((n.result_lane, t, t + d))
+        t += d
+    return Segment(box, wave, start, t, lanes)
+
+
+def hms(seconds: float) -> str:
+    h, rem = divmod(int(round(seconds)), 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}"

@@ -1,0 +1,89 @@
+"""The plan's expected schedule (control_plane.schedule): graph vs sequential, durations from history or defaults."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from agents.graph import Node, build_nodes
+from agents.registry import plan_order
+from control_plane.schedule import (DEFAULT_DURATIONS_S, expected_duration, history_durations, schedule_graph,
+                                    schedule_sequential)
+
+PRICES = {"trn1": 1.34, "inf2": 0.76}
+
+
+def test_default_table_covers_every_registry_lane_for_both_profiles():
+    for profile in ("full", "tiny"):
+        assert {lane for (p, lane) in DEFAULT_DURATIONS_S if p == profile} == {s.name for s in plan_order()}
+
+
+def test_full_default_schedule_meets_the_saving_targets():
+    nodes = build_nodes(plan_order(), ["trn1", "inf2"])
+    durations = {n.result_lane: expected_duration(n.lane, "full", None, {}).seconds for n in nodes}
+    graph = schedule_graph(nodes, durations, PRICES)
+    seq = schedule_sequential(nodes, durations, PRICES, ("trn1", "inf2"))
+    assert graph.wall_s <= 0.7 * seq.wall_s
+    assert graph.box_hours <= 1.05 * seq.box_hours
+    # the inf2 box works during trn1's training, and the merge consumers start after trn1's last lane
+    trn1, inf2_first, inf2_second = graph.segments
+    assert (trn1.box, inf2_first.box, inf2_second.box) == ("trn1", "inf2", "inf2")
+    assert inf2_first.start_s < trn1.end_s and inf2_second.start_s >= trn1.end_s
+    assert graph.critical_path[-2:] == ["quality", "finetune_serve"] and "sft" in graph.critical_path
+
+
+def test_schedule_arithmetic_on_a_small_graph():
+    nodes = [Node("a", "trn1", "a", 1), Node("b", "inf2", "b", 2),
+             Node("c", "inf2", "c", 3, needs=("a",), wave=1)]
+    g = schedule_graph(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, overhead_s=5)
+    assert g.wall_s == 105 + 15  # wave 0 ends with a (5 + 100); c's segment: 5 + 10
+    assert round(g.box_hours * 3600) == 105 + 35 + 15
+    s = schedule_sequential(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, ("trn1", "inf2"), overhead_s=5)
+    assert s.wall_s == 105 + 45 and round(s.box_hours * 3600) == 150
+    assert g.cost_usd == round(105 / 3600 * 1.34 + 50 / 3600 * 0.76, 12) or abs(
+        g.cost_usd - (105 / 3600 * 1.34 + 50 / 3600 * 0.76)) < 1e-9
+
+
+def test_history_wins_over_defaults_exact_host_first():
+    rows = [{"lane": "sft", "status": "succeeded", "supersedes": True, "wall_s": w, "profile": "full",
+             "instance_type": "trn1.2xlarge"} for w in (100.0, 300.0, 200.0)]
+    rows += [{"lane": "sft", "status": "failed", "supersedes": True, "wall_s": 5.0, "profile": "full",
+              "instance_type": "trn1.2xlarge"},
+             {"lane": "smoke@inf2", "status": "succeeded", "supersedes": True, "wall_s": 7.0, "profile": "tiny",
+              "instance_type": None}]
+    hist = history_durations(rows)
+    e = expected_duration("sft", "full", "trn1.2xlarge", hist)
+    assert (e.seconds, e.source) == (200.0, "history (n=3, trn1.2xlarge)")
+    e = expected_duration("smoke", "tiny", "trn1.2xlarge", hist)
+    assert (e.seconds, e.source) == (7.0, "history, other host (n=1, local)")
+    assert expected_duration("smoke", "full", "trn1.2xlarge", hist).source.startswith("default: estimate")
+
+
+def test_plan_switches_from_defaults_to_a_local_runs_history(tmp_path):
+    """A real `run --local` of one lane, then `plan` for the same profile: that lane's source is the history."""
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"lanes": ["provenance"], "profile": "tiny"}))
+    results = tmp_path / "results"
+
+    def plan() -> str:
+        out = subprocess.run([sys.executable, "-m", "control_plane.cli", "plan", "--input", str(req), "--history",
+                              str(results)], capture_output=True, text=True, env=_env(), timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    before = plan()
+    assert "default: rehearsal" in before and "history" not in before.split("expected lane durations")[1]
+    run = subprocess.run([sys.executable, "-m", "control_plane.cli", "run", "--local", "--lanes", "provenance",
+                          "--run-id", "hist-1", "--results", str(results), "--no-live"],
+                         capture_output=True, text=True, env=_env(), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    after = plan()
+    assert "history, other host (n=1, local)" in after
+
+
+def _env():
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONPIPE_")}
+    env.update(AWS_EC2_METADATA_DISABLED="true", COLUMNS="200")
+    return env
