@@ -19,14 +19,16 @@ Rules the base class enforces for both places:
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import logging
 import os
 import secrets
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
@@ -39,23 +41,16 @@ from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_s3 import S3Client
 
-COMMITS = "_commits"
+log = logging.getLogger("analytics.store")
+FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
+MULTIPART_BYTES = 4 * 2**30  # S3's single PUT takes up to 5 GiB; larger files go in parts of this size
+from analytics.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
+                               AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
+                               attempt_order, marker_key, parse_marker_key, schema_fingerprint, sequenced_attempt_id)
 
-
-class StoreError(Exception):
-    """Base class of result-store errors."""
-
-
-class AlreadyExistsError(StoreError):
-    """A create-only write found the key already there (nothing is overwritten)."""
-
-
-class AttemptClosedError(StoreError):
-    """A write or commit after the attempt was committed."""
-
-
-class ArtifactNotFoundError(StoreError):
-    """A file the caller asked for is not in the store."""
+__all__ = ["COMMITS", "QUARANTINE", "SEQUENCES", "AlreadyExistsError", "ArtifactNotFoundError", "AttemptClosedError",
+           "CommitMarker", "MarkerError", "StoreError", "StoreNotFoundError", "ResultStore", "LocalStore", "S3Store",
+           "AttemptWriter", "ObjectInfo", "open_store", "open_existing_store", "new_attempt_id", "attempt_order"]
 
 
 def new_attempt_id(now: datetime | None = None) -> str:
@@ -71,26 +66,20 @@ def _validate_component(name: str, value: str) -> str:
 
 
 @dataclass(frozen=True)
-class CommitMarker:
-    """What the marker file holds: the attempt's outcome and every file it wrote."""
+class ObjectInfo:
+    """One stored object as a listing sees it (``verify`` reports sizes and ages of leftovers)."""
 
-    run_id: str
-    lane: str
-    attempt: str
-    status: str
-    supersedes: bool
-    tables: dict[str, str] = field(default_factory=dict)  # table -> key of its parquet file
-    files: list[str] = field(default_factory=list)  # other keys written by the attempt
-    committed_at: str = ""
-    schema_version: int = 1
+    key: str
+    size: int
+    mtime: float  # seconds since the epoch
+    temp: bool = False  # an unfinished create (LocalStore's ``.tmp-*``)
 
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self), sort_keys=True, indent=1).encode()
 
-    @classmethod
-    def from_json(cls, data: bytes) -> "CommitMarker":
-        raw = json.loads(data)
-        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+def _sha256_stream(fh: Any) -> str:
+    h = hashlib.sha256()
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        h.update(block)
+    return h.hexdigest()
 
 
 class ResultStore(ABC):
@@ -126,32 +115,105 @@ class ResultStore(ABC):
     def uri(self, key: str) -> str:
         """A URI (local path or s3://) for ``key``."""
 
+    def objects(self, prefix: str = "") -> list[ObjectInfo]:
+        """Every object under ``prefix`` with its size and age (temp files included where the store has them)."""
+        raise NotImplementedError
+
+    def sha256(self, key: str) -> str:
+        """SHA-256 of ``key``'s bytes (streamed by subclasses that can)."""
+        return hashlib.sha256(self.get_bytes(key)).hexdigest()
+
     # ---- commit protocol -------------------------------------------------------------
     def begin_attempt(self, run_id: str, lane: str, attempt: str | None = None) -> "AttemptWriter":
-        return AttemptWriter(self, _validate_component("run_id", run_id), _validate_component("lane", lane),
-                             attempt or new_attempt_id())
+        """Start an attempt. Without an explicit id it claims the next sequence number of (run, lane)
+        from the store, so the attempt order never depends on a clock (see :func:`attempt_order`)."""
+        run_id, lane = _validate_component("run_id", run_id), _validate_component("lane", lane)
+        if attempt is not None:
+            return AttemptWriter(self, run_id, lane, attempt)
+        stamp = new_attempt_id()
+        seq = self._claim_sequence(run_id, lane, stamp)
+        return AttemptWriter(self, run_id, lane, sequenced_attempt_id(seq, stamp), sequence=seq)
+
+    def _claim_sequence(self, run_id: str, lane: str, stamp: str) -> int:
+        """The next free number under ``_seq/run_id=/lane=/``; a create-only key makes two claims distinct."""
+        prefix = f"{LAYOUT_PREFIX}/{SEQUENCES}/run_id={run_id}/lane={lane}/"
+        taken = [int(k[len(prefix):]) for k in self.list_keys(prefix) if k[len(prefix):].isdigit()]
+        seq = max(taken, default=0) + 1
+        body = json.dumps({"claimed_at": datetime.now(timezone.utc).isoformat(), "stamp": stamp}).encode()
+        while True:
+            try:
+                self.put_bytes(f"{prefix}{seq:08d}", body)
+                return seq
+            except AlreadyExistsError:
+                seq += 1
 
     def markers(self, run_id: str | None = None, lane: str | None = None) -> list[CommitMarker]:
+        """Every readable commit marker (in attempt order). An unreadable one is left out with one warning
+        line naming its key and why (see ``analytics.integrity``); it never stops the listing."""
+        from analytics.integrity import Exclusion, warn_excluded
+
         prefix = f"{LAYOUT_PREFIX}/{COMMITS}/"
         if run_id:
             prefix += f"run_id={run_id}/"
             if lane:
                 prefix += f"lane={lane}/"
         out = []
+        self.unreadable_markers: list[Exclusion] = []
         for key in self.list_keys(prefix):
-            if key.endswith(".json"):
-                out.append(CommitMarker.from_json(self.get_bytes(key)))
-        out.sort(key=lambda m: (m.run_id, m.lane, m.attempt))
+            if not key.endswith(".json"):
+                continue
+            try:
+                out.append(CommitMarker.from_json(self.get_bytes(key), key=key))
+            except (MarkerError, ArtifactNotFoundError) as exc:
+                run, ln, att = parse_marker_key(key) or ("?", "?", "?")
+                reason = str(exc).removeprefix(f"{key}: ")
+                ex = Exclusion(run, ln, att, key, f"unreadable marker: {reason}", kind="marker")
+                self.unreadable_markers.append(ex)
+                warn_excluded(ex)
+        out.sort(key=lambda m: (m.run_id, m.lane, attempt_order(m)))
+        return out
+
+    def quarantined(self) -> dict[tuple[str, str, str], str]:
+        """(run, lane, attempt) -> reason, for attempts ``verify --repair`` quarantined (readers skip them)."""
+        prefix = f"{LAYOUT_PREFIX}/{QUARANTINE}/"
+        out = {}
+        for key in self.list_keys(prefix):
+            parsed = parse_marker_key(key)
+            if parsed is None:
+                continue
+            try:
+                reason = str(json.loads(self.get_bytes(key)).get("reason", "quarantined"))
+            except (ValueError, AttributeError, ArtifactNotFoundError):
+                reason = "quarantined (record unreadable)"
+            out[parsed] = reason
+        return out
+
+    def usable_markers(self, markers: list[CommitMarker] | None = None) -> list[CommitMarker]:
+        """Readable markers less quarantined attempts (each skipped with one warning line, not re-checked)."""
+        from analytics.integrity import Exclusion, warn_excluded
+
+        every = self.markers() if markers is None else markers
+        quarantine = self.quarantined()
+        if not quarantine:
+            return every
+        out = []
+        for m in every:
+            reason = quarantine.get((m.run_id, m.lane, m.attempt))
+            if reason is None:
+                out.append(m)
+            else:
+                warn_excluded(Exclusion(m.run_id, m.lane, m.attempt, marker_key(m.run_id, m.lane, m.attempt),
+                                        f"quarantined: {reason}", kind="quarantined"))
         return out
 
     def effective_markers(self, run_ids: Iterable[str] | None = None) -> list[CommitMarker]:
         """For each (run, lane), the latest committed attempt that supersedes earlier ones."""
         wanted = set(run_ids) if run_ids else None
-        return _effective([m for m in self.markers() if wanted is None or m.run_id in wanted])
+        return _effective([m for m in self.usable_markers() if wanted is None or m.run_id in wanted])
 
     def latest_committed(self, run_id: str, lane: str) -> CommitMarker | None:
-        found = [m for m in self.markers(run_id, lane) if m.supersedes]
-        return max(found, key=lambda m: m.attempt) if found else None
+        found = [m for m in self.usable_markers(self.markers(run_id, lane)) if m.supersedes]
+        return max(found, key=attempt_order) if found else None
 
     def run_ids(self) -> list[str]:
         return sorted({m.run_id for m in self.markers()})
@@ -161,10 +223,11 @@ class ResultStore(ABC):
         """Parquet keys of ``table`` that readers see. ``lane_runs`` shows every committed attempt.
 
         Pass ``markers`` (from one :meth:`markers` call) to resolve many tables with one listing.
+        Files are not checked here; ``analytics.integrity.plan_reads`` checks them.
         """
         schema_for(table)
         wanted = set(run_ids) if run_ids else None
-        every = self.markers() if markers is None else markers
+        every = self.usable_markers() if markers is None else markers
         if wanted is not None:
             every = [m for m in every if m.run_id in wanted]
         chosen = every if table == "lane_runs" else _effective(every)
@@ -172,13 +235,17 @@ class ResultStore(ABC):
 
     def visible_keys_by_table(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
         """Every table's visible keys from a single listing of the commit markers."""
-        markers = self.markers()
+        markers = self.usable_markers()
         return {t: self.visible_keys(t, run_ids, markers) for t in sorted(TABLES)}
 
     def read_table(self, table: str, run_ids: Iterable[str] | None = None,
                    keys: list[str] | None = None) -> pa.Table:
-        keys = self.visible_keys(table, run_ids) if keys is None else keys
-        parts = [pq.read_table(io.BytesIO(self.get_bytes(k))) for k in keys]
+        """The visible rows of ``table``; without ``keys``, damaged attempts are left out (with a warning)."""
+        if keys is None:
+            from analytics.integrity import plan_reads
+
+            keys = plan_reads(self, run_ids).keys_by_table.get(table, [])
+        parts = [pq.read_table(io.BytesIO(self.get_bytes(k)), page_checksum_verification=True) for k in keys]
         if not parts:
             return empty_table(table)
         return pa.concat_tables([conform(table, p) for p in parts])
@@ -190,7 +257,7 @@ def _effective(markers: Iterable[CommitMarker]) -> list[CommitMarker]:
         if not m.supersedes:
             continue
         key = (m.run_id, m.lane)
-        if key not in latest or m.attempt > latest[key].attempt:
+        if key not in latest or attempt_order(m) > attempt_order(latest[key]):
             latest[key] = m
     return sorted(latest.values(), key=lambda m: (m.run_id, m.lane))
 
@@ -198,11 +265,13 @@ def _effective(markers: Iterable[CommitMarker]) -> list[CommitMarker]:
 class AttemptWriter:
     """Writes one attempt's rows and files, then commits them with a marker written last."""
 
-    def __init__(self, store: ResultStore, run_id: str, lane: str, attempt: str):
+    def __init__(self, store: ResultStore, run_id: str, lane: str, attempt: str, sequence: int | None = None):
         self.store = store
         self.run_id = run_id
         self.lane = lane
         self.attempt = attempt
+        self.sequence = sequence
+        self._checksums: dict[str, dict[str, Any]] = {}
         self._tables: dict[str, list[pa.Table]] = {}
         self._failure_records: dict[str, list[pa.Table]] = {}  # batches a failed attempt keeps
         self._files: list[str] = []
@@ -252,7 +321,11 @@ class AttemptWriter:
     def add_file(self, key: str, local_path: Path) -> str:
         """Upload a file now (create-only) and name it in the marker. Returns its URI."""
         self._check_open()
-        self.store.put_file(key, Path(local_path))
+        local_path = Path(local_path)
+        with local_path.open("rb") as fh:
+            digest = _sha256_stream(fh)
+        self.store.put_file(key, local_path)
+        self._checksums[key] = {"size": local_path.stat().st_size, "sha256": digest}
         self._files.append(key)
         return self.store.uri(key)
 
@@ -272,20 +345,30 @@ class AttemptWriter:
         if status not in ("succeeded", "failed", "skipped"):
             raise ValueError(f"invalid lane status {status!r}: succeeded | failed | skipped")
         written: dict[str, str] = {}
+        checksums = dict(self._checksums)
         for table in sorted(self._tables):
             data = pa.concat_tables(self._tables[table])
             buf = io.BytesIO()
-            pq.write_table(data, buf, compression="zstd")
+            pq.write_table(data, buf, compression="zstd", write_page_checksum=True)
+            body = buf.getvalue()
             key = self.table_key(table)
-            self.store.put_bytes(key, buf.getvalue())
+            self.store.put_bytes(key, body)
             written[table] = key
+            checksums[key] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                              "rows": data.num_rows, "schema": _stored_fingerprint(body)}
         marker = CommitMarker(run_id=self.run_id, lane=self.lane, attempt=self.attempt, status=status,
                               supersedes=supersedes, tables=written, files=list(self._files),
-                              committed_at=datetime.now(timezone.utc).isoformat())
-        self.store.put_bytes(f"{LAYOUT_PREFIX}/{COMMITS}/run_id={self.run_id}/lane={self.lane}/{self.attempt}.json",
-                             marker.to_json())
+                              committed_at=datetime.now(timezone.utc).isoformat(), sequence=self.sequence,
+                              checksums=checksums)
+        self.store.put_bytes(marker_key(self.run_id, self.lane, self.attempt, LAYOUT_PREFIX), marker.to_json())
         self._committed = True
         return marker
+
+
+def _stored_fingerprint(body: bytes) -> str:
+    """The schema fingerprint as a reader will see it (Parquet renames list items; compare like with like)."""
+    with pq.ParquetFile(io.BytesIO(body)) as pf:
+        return schema_fingerprint(pf.schema_arrow)
 
 
 class LocalStore(ResultStore):
@@ -307,6 +390,7 @@ class LocalStore(ResultStore):
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
         try:
+            os.fchmod(fd, FILE_MODE)  # mkstemp makes 0600; committed results are for the group to read
             with os.fdopen(fd, "wb") as fh:
                 write(fh)
                 fh.flush()
@@ -362,82 +446,51 @@ class LocalStore(ResultStore):
     def uri(self, key: str) -> str:
         return str(self._p(key))
 
-
-class S3Store(ResultStore):
-    """``s3://bucket/prefix`` through boto3 (client injected; created only when absent)."""
-
-    def __init__(self, uri: str, client: "S3Client | None" = None):
-        if not uri.startswith("s3://"):
-            raise ValueError(f"not an s3:// URI: {uri!r}")
-        rest = uri[5:]
-        self.bucket, _, prefix = rest.partition("/")
-        self.prefix = prefix.strip("/")
-        self.root = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
-        if client is None:
-            import boto3
-
-            client = boto3.client("s3")
-        self.client = client
-
-    def _k(self, key: str) -> str:
-        return f"{self.prefix}/{key}" if self.prefix else key
-
-    def put_bytes(self, key: str, data: bytes) -> None:
-        from botocore.exceptions import ClientError
-
-        try:
-            # Conditional create (S3 If-None-Match): the service refuses to overwrite.
-            self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data, IfNoneMatch="*")
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten") from exc
-            raise
-
-    def put_file(self, key: str, local_path: Path) -> None:
-        if self.exists(key):
-            raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten")
-        self.client.upload_file(str(local_path), self.bucket, self._k(key))
-
-    def get_bytes(self, key: str) -> bytes:
-        from botocore.exceptions import ClientError
-
-        try:
-            return self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise ArtifactNotFoundError(f"{self.uri(key)} not found") from exc
-            raise
-
-    def download(self, key: str, local_path: Path) -> None:
-        local_path = Path(local_path)
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.exists(key):
-            raise ArtifactNotFoundError(f"{self.uri(key)} not found")
-        self.client.download_file(self.bucket, self._k(key), str(local_path))
-
-    def list_keys(self, prefix: str) -> list[str]:
+    def objects(self, prefix: str = "") -> list[ObjectInfo]:
+        base = self.path / prefix
+        start = base if base.is_dir() else base.parent
+        if not start.exists():
+            return []
         out = []
-        strip = len(self.prefix) + 1 if self.prefix else 0
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._k(prefix)):
-            for obj in page.get("Contents", []):
-                out.append(obj["Key"][strip:])
-        return sorted(out)
+        for p in start.rglob("*"):
+            if not p.is_file():
+                continue
+            key = p.relative_to(self.path).as_posix()
+            if key.startswith(prefix):
+                st = p.stat()
+                out.append(ObjectInfo(key, st.st_size, st.st_mtime, temp=p.name.startswith(".tmp-")))
+        return sorted(out, key=lambda o: o.key)
 
-    def exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
-
+    def sha256(self, key: str) -> str:
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self._k(key))
-            return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
+            with self._p(key).open("rb") as fh:
+                return _sha256_stream(fh)
+        except FileNotFoundError:
+            raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
 
-    def uri(self, key: str) -> str:
-        return f"s3://{self.bucket}/{self._k(key)}"
+    def remove_leftover(self, key: str) -> None:
+        """Delete one uncommitted leftover (``verify --repair`` only; it checks no marker names the key)."""
+        self._p(key).unlink(missing_ok=True)
+
+
+def open_existing_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
+    """Like :func:`open_store`, for readers: a local root must exist and be a directory (a typo is not an
+    empty store). :class:`StoreNotFoundError` names the path."""
+    text = str(uri)
+    if not text.strip():
+        raise StoreNotFoundError("the results root is empty: give a directory or s3://bucket/prefix")
+    if text.startswith("s3://"):
+        if not text[5:].split("/", 1)[0]:
+            raise StoreNotFoundError(f"{text!r} names no bucket: use s3://bucket/prefix")
+        return S3Store(text, client=s3_client)
+    if "://" in text:
+        raise StoreNotFoundError(f"{text!r}: only local directories and s3:// URIs are results stores")
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise StoreNotFoundError(f"results store {text} does not exist")
+    if not path.is_dir():
+        raise StoreNotFoundError(f"results store {text} is not a directory")
+    return LocalStore(path)
 
 
 def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
@@ -446,3 +499,6 @@ def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStor
     if text.startswith("s3://"):
         return S3Store(text, client=s3_client)
     return LocalStore(text)
+
+
+from analytics.s3store import S3Store  # noqa: E402  (re-exported; it subclasses ResultStore above)

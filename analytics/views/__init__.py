@@ -5,6 +5,11 @@ latest committed attempt per (run, lane); every attempt for ``lane_runs``),
 then runs the derived-metric SQL files in ``sql/`` in name order. Each SQL file
 holds ``CREATE OR REPLACE VIEW`` statements only, over the table views and
 earlier files' views.
+
+Damage is isolated here (``analytics.integrity.plan_reads``): an attempt with a
+damaged, missing or foreign file, an unreadable marker, or a quarantine record is
+left out with one warning line, and listed in the ``store_exclusions`` table
+(run_id, lane, attempt, kind, subject, reason) that the report's exclusions read.
 """
 from __future__ import annotations
 
@@ -83,14 +88,22 @@ def _arrow_s3_dataset(store: S3Store, table: str, keys: list[str], filesystem: A
     return ds.dataset(paths, schema=schema_for(table), format="parquet", filesystem=filesystem)
 
 
+STORE_EXCLUSIONS = "store_exclusions"
+
+
 def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
-                    run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None) -> None:
+                    run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None,
+                    verify: bool | None = None) -> None:
+    from analytics.integrity import plan_reads
+
     run_ids = list(run_ids) if run_ids else None
     use_paths = isinstance(store, LocalStore) or (store.root.startswith("s3://") and _has_httpfs(con))
     filesystem = None
     if not use_paths and isinstance(store, S3Store) and resolve_s3_reader(store, s3_reader) == "arrow":
         filesystem = arrow_s3_filesystem(store.client)
-    visible = store.visible_keys_by_table(run_ids)  # one listing of the commit markers for every table
+    plan = plan_reads(store, run_ids, verify=verify)  # one listing of the markers; damaged attempts left out
+    visible = plan.keys_by_table
+    _register_exclusions(con, plan.exclusions)
     for table in sorted(TABLES):
         keys = visible[table]
         if not keys:
@@ -104,6 +117,22 @@ def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
             _register_arrow(con, table, _arrow_s3_dataset(store, table, keys, filesystem))
         else:
             _register_arrow(con, table, store.read_table(table, run_ids, keys=keys))
+
+
+def _register_exclusions(con: duckdb.DuckDBPyConnection, exclusions: list[Any]) -> None:
+    import pyarrow as pa
+
+    data = pa.table({
+        "run_id": pa.array([e.run_id for e in exclusions], pa.string()),
+        "lane": pa.array([e.lane for e in exclusions], pa.string()),
+        "attempt": pa.array([e.attempt for e in exclusions], pa.string()),
+        "kind": pa.array([f"attempt_{e.kind}" for e in exclusions], pa.string()),
+        "subject": pa.array([e.key for e in exclusions], pa.string()),
+        "reason": pa.array([e.reason for e in exclusions], pa.string()),
+    })
+    con.register(f"__arrow_{STORE_EXCLUSIONS}", data)
+    con.execute(f"CREATE OR REPLACE TABLE {STORE_EXCLUSIONS} AS SELECT * FROM __arrow_{STORE_EXCLUSIONS}")
+    con.unregister(f"__arrow_{STORE_EXCLUSIONS}")
 
 
 def _register_arrow(con: duckdb.DuckDBPyConnection, table: str, data: Any) -> None:
@@ -130,8 +159,10 @@ def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
-            database: str = ":memory:", s3_reader: S3Reader | None = None, **config: Any) -> duckdb.DuckDBPyConnection:
+            database: str = ":memory:", s3_reader: S3Reader | None = None, verify: bool | None = None,
+            **config: Any) -> duckdb.DuckDBPyConnection:
+    """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.integrity)."""
     con = duckdb.connect(database, config=dict(config))
-    register_tables(con, store, run_ids, s3_reader=s3_reader)
+    register_tables(con, store, run_ids, s3_reader=s3_reader, verify=verify)
     create_derived_views(con)
     return con

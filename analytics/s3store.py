@@ -1,0 +1,135 @@
+"""The result store on S3: create-only writes through S3's conditional PUT (If-None-Match)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analytics.store import (MULTIPART_BYTES, AlreadyExistsError, ArtifactNotFoundError, ObjectInfo, ResultStore,
+                             _sha256_stream)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mypy_boto3_s3 import S3Client
+
+
+class S3Store(ResultStore):
+    """``s3://bucket/prefix`` through boto3 (client injected; created only when absent)."""
+
+    def __init__(self, uri: str, client: "S3Client | None" = None):
+        if not uri.startswith("s3://"):
+            raise ValueError(f"not an s3:// URI: {uri!r}")
+        rest = uri[5:]
+        self.bucket, _, prefix = rest.partition("/")
+        self.prefix = prefix.strip("/")
+        self.root = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self.client = client
+
+    def _k(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            # Conditional create (S3 If-None-Match): the service refuses to overwrite.
+            self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data, IfNoneMatch="*")
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten") from exc
+            raise
+
+    def put_file(self, key: str, local_path: Path) -> None:
+        """Create-only like :meth:`put_bytes`: S3 refuses the write when the key exists (If-None-Match on the
+        single PUT, or on completing a multipart upload for files past :data:`MULTIPART_BYTES`)."""
+        from botocore.exceptions import ClientError
+
+        local_path = Path(local_path)
+        try:
+            if local_path.stat().st_size <= MULTIPART_BYTES:
+                with local_path.open("rb") as body:
+                    self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=body, IfNoneMatch="*")
+            else:
+                self._put_multipart(key, local_path)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten") from exc
+            raise
+
+    def _put_multipart(self, key: str, local_path: Path) -> None:
+        upload = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._k(key))
+        uid, parts = upload["UploadId"], []
+        try:
+            with local_path.open("rb") as fh:
+                for number, chunk in enumerate(iter(lambda: fh.read(MULTIPART_BYTES), b""), start=1):
+                    part = self.client.upload_part(Bucket=self.bucket, Key=self._k(key), UploadId=uid,
+                                                   PartNumber=number, Body=chunk)
+                    parts.append({"ETag": part["ETag"], "PartNumber": number})
+            self.client.complete_multipart_upload(Bucket=self.bucket, Key=self._k(key), UploadId=uid,
+                                                  MultipartUpload={"Parts": parts}, IfNoneMatch="*")
+        except BaseException:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._k(key), UploadId=uid)
+            raise
+
+    def objects(self, prefix: str = "") -> list[ObjectInfo]:
+        out = []
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._k(prefix)):
+            for obj in page.get("Contents", []):
+                out.append(ObjectInfo(obj["Key"][strip:], int(obj["Size"]), obj["LastModified"].timestamp()))
+        return sorted(out, key=lambda o: o.key)
+
+    def sha256(self, key: str) -> str:
+        from botocore.exceptions import ClientError
+
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise ArtifactNotFoundError(f"{self.uri(key)} not found") from exc
+            raise
+        return _sha256_stream(body)
+
+    def get_bytes(self, key: str) -> bytes:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise ArtifactNotFoundError(f"{self.uri(key)} not found") from exc
+            raise
+
+    def download(self, key: str, local_path: Path) -> None:
+        local_path = Path(local_path)
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.exists(key):
+            raise ArtifactNotFoundError(f"{self.uri(key)} not found")
+        self.client.download_file(self.bucket, self._k(key), str(local_path))
+
+    def list_keys(self, prefix: str) -> list[str]:
+        out = []
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._k(prefix)):
+            for obj in page.get("Contents", []):
+                out.append(obj["Key"][strip:])
+        return sorted(out)
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._k(key))
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self._k(key)}"
