@@ -331,3 +331,14 @@ class ReportBucket:
             self.client.upload_file(str(path), self.bucket, key)
             uris.append(f"s3://{self.bucket}/{key}")
         return uris
+
+
+def input_instance_ids(execution_input: Any) -> list[str]:
+    """The instance ids a run's execution input names: its ``boxes``, its waves' segments, and (executions
+    started before waves) its ``phases``; stdlib only (on_execution_status and idle_reaper use it)."""
+    if not isinstance(execution_input, dict):
+        return []
+    items: list[Any] = list(execution_input.get("boxes") or []) + list(execution_input.get("phases") or [])
+    for wave in execution_input.get("waves") or []:
+        items += list(wave.get("segments") or []) if isinstance(wave, dict) else []
+    return sorted({i["instance_id"] for i in items if isinstance(i, dict) and isinstance(i.get("instance_id"), str)})

@@ -8,7 +8,8 @@ DynamoDB transaction (``control_plane.aws.Leases``) for the plan's worst case pl
 :data:`LEASE_MARGIN_S`; a box another run holds refuses the launch with
 ``BoxesLeasedError`` naming that run. If the execution cannot start the leases are released
 (unless the execution name is taken by a run that is still going: those leases are its own).
-The state machine releases each box's lease after stopping it.
+The state machine releases each box's lease after stopping it for its last segment (or at the run's end);
+the lease is kept between a box's segments.
 """
 from __future__ import annotations
 
@@ -62,9 +63,7 @@ def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings,
                     ceiling_usd=settings.max_cost_usd_ceiling)
     if fleet is None:
         return plan
-    ids = fleet.resolve([p.box_role for p in plan.phases], settings.pinned_instances())
-    return plan.model_copy(update={"phases": [p.model_copy(update={"instance_id": ids[p.box_role]})
-                                              for p in plan.phases]})
+    return plan.with_instances(fleet.resolve(plan.box_roles, settings.pinned_instances()))
 
 
 def lease_ttl_s(plan: RunPlan) -> float:
@@ -85,7 +84,7 @@ def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, 
     plan = build_plan(request, run_id, settings, fleet, committed)
     execution_input = plan.execution_input()  # before the leases: a plan that cannot start takes none
     leases = leases if leases is not None else Leases(settings.lease_table)
-    boxes = [p.instance_id for p in plan.phases if p.instance_id]
+    boxes = [iid for iid in plan.instance_ids.values() if iid]
     leases.take(boxes, run_id, lease_ttl_s(plan))
     try:
         return LaunchedRun(plan, executions.start(arn, run_id, execution_input))

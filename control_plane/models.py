@@ -2,12 +2,17 @@
 
 A ``RunRequest`` is what a person, the console, a schedule or an S3 event hands in;
 it is validated before anything starts (an invalid one fails naming the field and
-the reason). ``control_plane.plan.plan_run`` turns it into a ``RunPlan``: phases by
-box role in order (trn1, then inf2), each with its ordered lanes, their timeouts and
-heartbeat intervals, and the most instance-hours (and dollars) the run can cost.
+the reason). ``control_plane.plan.plan_run`` turns it into a ``RunPlan``: the run's lane
+graph (``agents.graph`` nodes) grouped into **waves**; each wave holds per box a **segment**
+(the box's lanes of that wave, in order, with their needs, gates, timeouts and heartbeat
+intervals). Within a wave the boxes work at once; a wave starts when the one before it has
+ended (a lane that needs another box's output is in a later wave than its producer). The plan
+also carries the most instance-hours (and dollars) the run can cost.
 ``RunPlan.execution_input()`` is the Step Functions execution input the generic
-state machine in ``statemachine/`` iterates; it is capped at :data:`MAX_EXECUTION_INPUT_BYTES`
-(Step Functions refuses more than 256 KiB), checked at plan time with placeholder instance ids.
+state machine in ``statemachine/`` iterates (through the ``schedule_wave`` Lambda); it is capped
+at :data:`MAX_EXECUTION_INPUT_BYTES` together with its largest wave (the state machine holds the
+wave being run beside its state; Step Functions refuses more than 256 KiB), checked at plan time
+with placeholder instance ids.
 
 ``max_cost_usd`` is optional: the effective ceiling is the smaller of the request's and the
 deployment's (``ControlPlaneSettings.max_cost_usd_ceiling``); a request cannot raise it.
@@ -26,7 +31,7 @@ Preset = Literal["full", "smoke", "finetune_serve"]
 ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
 ServerConfigName = Literal["A", "B"]
 LaneProfile = Literal["tiny", "full"]
-RunStatus = Literal["succeeded", "failed"]
+RunStatus = Literal["succeeded", "partial", "failed"]
 
 DEFAULT_MODELS: tuple[ModelName, ...] = ("llama-3.1-8b-instruct", "qwen3-8b")
 DEFAULT_SERVER_CONFIGS: tuple[ServerConfigName, ...] = ("A", "B")
@@ -100,12 +105,19 @@ class RunRequest(BaseModel):
 
 
 class LaneStep(BaseModel):
-    """One lane on one box, as the state machine's RunLane state sees it (``$.lane``)."""
+    """One lane on one box, as the state machine's RunLane state sees it (``$.lane``).
+
+    ``result_lane`` is what the lane commits under (``smoke@trn1``), ``needs`` the result lanes it waits for
+    (its script passes them to ``run-lane --needs``), ``gate`` whether its failure ends its box's segment."""
 
     model_config = ConfigDict(extra="forbid")
 
     lane: str
     box_role: BoxRole
+    result_lane: str = ""
+    needs: list[str] = Field(default_factory=list)
+    gate: bool = False
+    wave: int = 0
     timeout_s: int = Field(gt=0)
     heartbeat_s: int = Field(gt=0)
     script: str
@@ -116,7 +128,7 @@ class LaneStep(BaseModel):
 
 
 class HarnessSync(BaseModel):
-    """The phase's first command: install or verify the harness, then call back."""
+    """The segment's first command: install or verify the harness, then call back."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -132,20 +144,42 @@ class SkippedLane(BaseModel):
     reason: str
 
 
-class Phase(BaseModel):
+class Segment(BaseModel):
+    """One box's lanes of one wave: start the box, sync the harness, its lanes in order, stop the box.
+
+    ``release_lease``: no later segment of this run uses the box, so its lease is released after the stop
+    (else the lease is kept between the box's segments and released at the run's end)."""
+
     model_config = ConfigDict(extra="forbid")
 
     box_role: BoxRole
     instance_type: str
     instance_id: str | None = None
+    wave: int = 0
+    release_lease: bool = True
     sync: HarnessSync
     lanes: list[LaneStep] = Field(min_length=1)
     max_instance_hours: float
     max_cost_usd: float
 
 
+Phase = Segment  # the name before waves (one segment per box, boxes one after the other)
+
+
+class Wave(BaseModel):
+    """Segments that run at once (one per box); the next wave starts when all of them have ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wave: int
+    segments: list[Segment] = Field(min_length=1)
+
+
 class PlanNotReadyError(Exception):
     """The plan cannot become an execution input yet (e.g. an instance id is unresolved)."""
+
+
+_COST_FIELDS = {"max_instance_hours", "max_cost_usd"}
 
 
 class RunPlan(BaseModel):
@@ -154,7 +188,9 @@ class RunPlan(BaseModel):
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     results_uri: str
     request: RunRequest
-    phases: list[Phase]
+    waves: list[Wave]
+    # the run's lane graph (agents.graph.Node.to_json()): the scheduler and the outcome decide over it
+    nodes: list[dict[str, Any]] = Field(default_factory=list)
     skipped: list[SkippedLane] = Field(default_factory=list)
     max_instance_hours: float
     max_cost_usd: float
@@ -162,33 +198,65 @@ class RunPlan(BaseModel):
     cost_ceiling_usd: float = DEFAULT_MAX_COST_USD
 
     @property
+    def segments(self) -> list[Segment]:
+        """Every segment, wave by wave (trn1 before inf2 within a wave)."""
+        return [seg for wave in self.waves for seg in wave.segments]
+
+    @property
+    def phases(self) -> list[Segment]:
+        """The segments (the name callers used before waves)."""
+        return self.segments
+
+    @property
+    def box_roles(self) -> list[str]:
+        return list(dict.fromkeys(seg.box_role for seg in self.segments))
+
+    @property
+    def instance_ids(self) -> dict[str, str | None]:
+        """box role -> instance id (None until resolved)."""
+        return {seg.box_role: seg.instance_id for seg in self.segments}
+
+    @property
     def lane_steps(self) -> list[LaneStep]:
-        return [step for phase in self.phases for step in phase.lanes]
+        return [step for seg in self.segments for step in seg.lanes]
+
+    def with_instances(self, ids: dict[str, str]) -> "RunPlan":
+        """The plan with every segment's instance id set from ``ids`` (box role -> instance id)."""
+        waves = [w.model_copy(update={"segments": [s.model_copy(update={"instance_id": ids.get(s.box_role,
+                                                                                                 s.instance_id)})
+                                                   for s in w.segments]}) for w in self.waves]
+        return self.model_copy(update={"waves": waves})
 
     def execution_input(self) -> dict[str, Any]:
         """The Step Functions input: what the generic state machine iterates."""
-        missing = [p.box_role for p in self.phases if not p.instance_id]
+        missing = [role for role, iid in self.instance_ids.items() if not iid]
         if missing:
             raise PlanNotReadyError(f"no instance id for box role(s) {', '.join(missing)}")
         if not self.results_uri.startswith("s3://"):
             raise PlanNotReadyError(f"results_uri must be s3:// for an AWS run, got {self.results_uri!r}")
         data = self._input()
-        check_input_size(data)
+        check_input_size(data, extra=self._largest_wave(data))
         return data
 
     def check_input_size(self) -> int:
-        """The execution input's size in bytes (placeholder ids where instances are not resolved yet);
-        :class:`ExecutionInputTooLargeError` above :data:`MAX_EXECUTION_INPUT_BYTES`."""
-        phases = [p if p.instance_id else p.model_copy(update={"instance_id": PLACEHOLDER_INSTANCE_ID})
-                  for p in self.phases]
-        return check_input_size(self.model_copy(update={"phases": phases})._input())
+        """The execution input's size plus its largest wave's, in bytes (placeholder ids where instances are not
+        resolved yet); :class:`ExecutionInputTooLargeError` above :data:`MAX_EXECUTION_INPUT_BYTES`."""
+        ids = {role: iid or PLACEHOLDER_INSTANCE_ID for role, iid in self.instance_ids.items()}
+        data = self.with_instances(ids)._input()
+        return check_input_size(data, extra=self._largest_wave(data))
+
+    @staticmethod
+    def _largest_wave(data: dict[str, Any]) -> int:
+        return max((_size(w) for w in data["waves"]), default=0)
 
     def _input(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "results_uri": self.results_uri,
-            "phases": [p.model_dump(mode="json", exclude={"max_instance_hours", "max_cost_usd"})
-                       for p in self.phases],
+            "boxes": [{"box_role": role, "instance_id": iid} for role, iid in self.instance_ids.items()],
+            "nodes": self.nodes,
+            "waves": [{"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=_COST_FIELDS)
+                                                    for s in w.segments]} for w in self.waves],
             "request": self.request.model_dump(mode="json"),
         }
 
@@ -205,11 +273,12 @@ def _size(data: dict[str, Any]) -> int:
     return len(json.dumps(data).encode())
 
 
-def check_input_size(data: dict[str, Any], what: str = "execution input") -> int:
-    size = _size(data)
+def check_input_size(data: dict[str, Any], what: str = "execution input", extra: int = 0) -> int:
+    """``data``'s size plus ``extra`` (the largest wave the state machine holds beside it) under the cap."""
+    size = _size(data) + extra
     if size > MAX_EXECUTION_INPUT_BYTES:
         raise ExecutionInputTooLargeError(
-            f"{what}: {size:,} bytes exceeds the cap of {MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
+            f"{what}{' with its largest wave' if extra else ''}: {size:,} bytes exceeds the cap of {MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
             "allows 256 KiB); shorten lane_config or run fewer lanes")
     return size
 

@@ -3,13 +3,20 @@
 Which boxes a run needs: every box role some selected lane needs specifically
 (``sft`` needs trn1, ``serve_sweep`` inf2); when every selected lane runs on every
 box (the ``smoke`` preset), every role. Each selected lane then runs on each
-included role it supports, in the registry's order, trn1 phase first.
+included role it supports.
 
-Cost: a phase can hold its instance at most for its lanes' timeouts plus the
+Waves (``agents.graph.build_nodes``): a lane that needs a lane on another box runs in a later wave
+than its producer; each wave holds per box a segment (the box's lanes of that wave, in registry
+order). The full preset: wave 0 = trn1 [provenance … merge] and inf2 [provenance … qwen3_attempt]
+at once; wave 1 = inf2 [quality, finetune_serve] (they need trn1's merge). Each lane's script
+passes its needs (``run-lane --needs``): a lane whose need did not succeed records itself skipped.
+
+Cost: a segment can hold its instance at most for its lanes' timeouts plus the
 state machine's own worst case around them (:data:`PHASE_ALLOWANCE_S`, derived from the
-Retry blocks and timeouts in ``statemachine.build``); that times the on-demand price is
-the worst case, which must stay under the effective ceiling: the request's
-``max_cost_usd`` when given, never above the deployment's ceiling (``ceiling_usd``).
+Retry blocks and timeouts in ``statemachine.build``: each segment starts, syncs and stops its box);
+that times the on-demand price, summed over segments, is the worst case, which must stay under the
+effective ceiling: the request's ``max_cost_usd`` when given, never above the deployment's ceiling
+(``ceiling_usd``).
 
 Checked before anything starts: every lane's config against its ``Config``
 (``control_plane.lane_configs``) and the execution input's size (``models.MAX_EXECUTION_INPUT_BYTES``).
@@ -28,11 +35,12 @@ from dataclasses import dataclass
 from typing import Any, Collection, Mapping
 from urllib.parse import urlparse
 
-from agents.registry import BoxRole, LaneSpec, get_lane, plan_order, result_lane
+from agents.graph import build_nodes
+from agents.registry import BoxRole, LaneSpec, base_lane, get_lane, plan_order, result_lane
 from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
-from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, HarnessSync, LaneStep, Phase, Preset,
-                                  ExecutionInputTooLargeError, RunPlan, RunRequest, RunRequestError, SkippedLane)
+from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
+                                  LaneStep, Preset, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
@@ -42,7 +50,7 @@ INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlar
 INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {"trn1.2xlarge": 1.34, "inf2.xlarge": 0.76}
 PRICE_SOURCE = "AWS EC2 on-demand pricing, us-west-2, Linux, as of July 2026 (trn1.2xlarge $1.34/h, inf2.xlarge $0.76/h)"
 
-# Per phase, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
+# Per segment, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
 # harness sync timeout + stop retries + lease release retries (the ASL's worst case, from its constants).
 PHASE_ALLOWANCE_S = int(phase_allowance_s() + 0.999)
 # Per lane, on top of its timeout: RunLane's SendCommand throttling retries.
@@ -146,13 +154,15 @@ def ssm_output_prefix(results_uri: str, *parts: str) -> str:
 
 
 def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunRequest, harness: Harness,
-                config: Mapping[str, Any] | None) -> str:
+                config: Mapping[str, Any] | None, needs: tuple[str, ...] = ()) -> str:
     """The shell script that runs one lane on the box (the token arrives as the line before it)."""
     argv = [".venv/bin/python", "-m", "agents", "run-lane", spec.name, "--run-id", run_id,
             "--results", results_uri, "--profile", request.profile,
             "--heartbeat-s", str(max(10, spec.heartbeat_s // 4))]
     if request.force:
         argv.append("--force")
+    if needs:
+        argv += ["--needs", ",".join(needs)]
     if config:
         argv += ["--config", json.dumps(config, sort_keys=True)]
     cmd = " ".join(shlex.quote(a) for a in argv)
@@ -206,41 +216,53 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
         specs.setdefault(name, get_lane(name))
     check_lane_configs({name: lane_config(request, name) for name in specs}, specs, request.profile)
     instance_ids = instance_ids or {}
-    phases: list[Phase] = []
+    roles = box_roles_for(lanes)
+    nodes = build_nodes(lanes, roles, in_run={base_lane(c) for c in committed})
     skipped: list[SkippedLane] = []
-    for role in box_roles_for(lanes):
-        steps: list[LaneStep] = []
-        for spec in (s for s in lanes if role in s.boxes):
-            if result_lane(spec.name, role) in committed and not request.force:
-                skipped.append(SkippedLane(lane=spec.name, box_role=role,
-                                           reason=f"already committed for run {run_id} (force to re-run)"))
-                continue
-            config = lane_config(request, spec.name)
-            steps.append(LaneStep(
-                lane=spec.name, box_role=role, timeout_s=spec.timeout_s, heartbeat_s=spec.heartbeat_s,
-                script=lane_script(spec, run_id, results_uri, request, harness, config),
-                comment=_comment(spec.name, run_id), execution_timeout=[str(spec.timeout_s)],
-                output_prefix=ssm_output_prefix(results_uri, run_id, spec.name, f"ssm-{role}"), config=config))
-        if not steps:
+    by_wave: dict[int, dict[str, list[LaneStep]]] = {}
+    for node in nodes:
+        spec = specs[node.lane]
+        role = node.box
+        if node.result_lane in committed and not request.force:
+            skipped.append(SkippedLane(lane=spec.name, box_role=role,
+                                       reason=f"already committed for run {run_id} (force to re-run)"))
             continue
-        instance_type = INSTANCE_TYPES[role]
-        hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
-        phases.append(Phase(
-            box_role=role, instance_type=instance_type, instance_id=instance_ids.get(role),
-            sync=HarnessSync(script=sync_script(harness), comment=_comment("sync-harness", run_id),
-                             execution_timeout=[str(SYNC_TIMEOUT_S)],
-                             output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{role}")),
-            lanes=steps, max_instance_hours=round(hours, 3),
-            max_cost_usd=round(hours * INSTANCE_PRICES_USD_PER_HOUR[instance_type], 2)))
-    if not phases:
+        config = lane_config(request, spec.name)
+        by_wave.setdefault(node.wave, {}).setdefault(role, []).append(LaneStep(
+            lane=spec.name, box_role=role, result_lane=node.result_lane, needs=list(node.needs), gate=node.gate,
+            wave=node.wave, timeout_s=spec.timeout_s, heartbeat_s=spec.heartbeat_s,
+            script=lane_script(spec, run_id, results_uri, request, harness, config, node.needs),
+            comment=_comment(spec.name, run_id), execution_timeout=[str(spec.timeout_s)],
+            output_prefix=ssm_output_prefix(results_uri, run_id, spec.name, f"ssm-{role}"), config=config))
+    if not by_wave:
         raise EmptyPlanError(f"nothing to run: every selected lane is already committed for run {run_id} "
                              "(set force to re-run)")
-    total_cost = round(sum(p.max_cost_usd for p in phases), 2)
+    last_wave = {role: max(w for w, boxes in by_wave.items() if role in boxes)
+                 for role in {r for boxes in by_wave.values() for r in boxes}}
+    waves: list[Wave] = []
+    for index, wave in enumerate(sorted(by_wave)):  # waves renumbered densely (a wave may be all committed)
+        segments = []
+        for role in (r for r in BOX_ORDER if r in by_wave[wave]):
+            steps = [s.model_copy(update={"wave": index}) for s in by_wave[wave][role]]
+            instance_type = INSTANCE_TYPES[role]
+            hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
+            segments.append(Segment(
+                box_role=role, instance_type=instance_type, instance_id=instance_ids.get(role), wave=index,
+                release_lease=wave == last_wave[role],
+                sync=HarnessSync(script=sync_script(harness), comment=_comment("sync-harness", run_id),
+                                 execution_timeout=[str(SYNC_TIMEOUT_S)],
+                                 output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{role}")),
+                lanes=steps, max_instance_hours=round(hours, 3),
+                max_cost_usd=round(hours * INSTANCE_PRICES_USD_PER_HOUR[instance_type], 2)))
+        waves.append(Wave(wave=index, segments=segments))
+    segments_all = [seg for w in waves for seg in w.segments]
+    total_cost = round(sum(p.max_cost_usd for p in segments_all), 2)
     if total_cost > ceiling:
         raise CostCeilingError(f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling "
                                f"${ceiling:.2f} ({PRICE_SOURCE})")
-    plan = RunPlan(run_id=run_id, results_uri=results_uri, request=request, phases=phases, skipped=skipped,
-                   max_instance_hours=round(sum(p.max_instance_hours for p in phases), 3),
+    plan = RunPlan(run_id=run_id, results_uri=results_uri, request=request, waves=waves,
+                   nodes=[n.to_json() for n in nodes], skipped=skipped,
+                   max_instance_hours=round(sum(p.max_instance_hours for p in segments_all), 3),
                    max_cost_usd=total_cost, price_source=PRICE_SOURCE, cost_ceiling_usd=ceiling)
     plan.check_input_size()  # placeholder instance ids: the same size as the real input
     return plan

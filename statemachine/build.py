@@ -1,34 +1,48 @@
 """The pipeline state machine, built in Python, written to ``pipeline.asl.json``.
 
 The definition is generic over the plan: the execution input is a ``RunPlan``
-(``control_plane.models.RunPlan.execution_input()``) and the machine iterates the
-phases and lanes it is given; no lane name appears here.
+(``control_plane.models.RunPlan.execution_input()``: ``waves`` of box ``segments``, the lane graph's
+``nodes``, the ``boxes``) and the machine iterates what it is given; no lane name appears here.
 
-Shape (``$`` is the execution input)::
+Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler's answer)::
 
-    Phases (Map over $.phases, one at a time)
-      StartInstance ─► SyncHarness (ssm:sendCommand .waitForTaskToken, retried while the
-      SSM agent has not registered) ─► Lanes (Map over the phase's lanes, one at a time:
-      RunLane = ssm:sendCommand .waitForTaskToken with HeartbeatSeconds/TimeoutSeconds
-      from the plan) ─► StopInstance ─► ReleaseLease
-      every failure ─► StopInstanceAfterFailure ─► ReleaseLeaseAfterFailure ─► PhaseFailed
-    ─► FinalizeRun (Lambda: DuckDB report to S3) ─► EmitRunSucceeded (events:putEvents)
-    on failure ─► ReleaseLeases (every phase's box) ─► FinalizeFailedRun ─► EmitRunFailed ─► RunFailed
+    Init ─► ScheduleWave (Lambda schedule_wave: fold the last wave's segment results, record the lanes
+            │              that cannot run as skipped, return the next wave's segments, or the outcome)
+            ├─ more ─► Segments (Map over the wave's segments, MaxConcurrency 0: both boxes at once)
+            │            StartInstance ─► SyncHarness ─► Lanes (Map, one lane at a time:
+            │              RunLane = ssm:sendCommand .waitForTaskToken; a lane's own failure
+            │              (Lane.* / Command.*) is recorded and the next lane runs; a gate's
+            │              failure or an infra failure ends the segment) ─► StopInstance
+            │              ─► ReleaseLease (the box's last segment) ─► SegmentCompleted
+            │            every failure ─► StopInstanceAfterFailure ─► ReleaseLeaseAfterFailure
+            │              ─► SegmentGateFailed | SegmentFailed   (a segment never fails the Map)
+            │          ─► ScheduleWave
+            └─ done ─► Outcome ─► ReleaseLeases (every box still leased) ─► FinalizeRun (report)
+                       ─► RunSucceeded / RunPartiallySucceeded event ─► Succeed (output $.outcome)
+                        | RunFailed event ─► Fail
+    the scheduler or a Map failing (never a lane or a box) ─► RunBroke ─► ReleaseLeases ─► … ─► Fail
+
+Why a scheduler between waves rather than a task token released by the producing lane: a lane that
+needs another box's output (``finetune_serve`` needs ``merge``) is in a later wave than its producer,
+so it starts only after the producer committed or failed, its box is started no earlier than needed
+(the inf2 box is stopped between its two segments: its lease is kept), and the wait costs no state
+transitions at all; a token hand-over would keep a box running idle while it waits. The price: a
+wave waits for its slowest box.
 
 Every exit stops the boxes: both stop states retry every error with backoff. When the
-stop still fails on the success path the phase fails with ``Instance.StopFailed`` (the
-execution-status rule's ``on_execution_status`` Lambda then stops the box); on the
-failure path the original failure stays the run's error and the stop error is kept at
-``$.stop_error``. Lease releases (``aws-sdk:dynamodb:deleteItem`` conditioned on this
-run holding the lease) never fail the run. A failed ``RunSucceeded`` event does not turn
-a good run FAILED: the run succeeds with the emit error at ``$.emit_error``. Exits no
+stop still fails the segment ends ``stop_failed`` (its lease kept and marked, see ``_keep_lease``),
+the scheduler counts the box failed and the run fails with ``Instance.StopFailed`` after the report
+(the execution-status rule's ``on_execution_status`` Lambda then stops the box). Lease releases
+(``aws-sdk:dynamodb:deleteItem`` conditioned on this run holding the lease) never fail the run. A
+failed run event does not change the outcome: the emit error lands at ``$.emit_error``. Exits no
 Catch can take (operator stop, execution timeout, ``States.Runtime``) are covered by the
 ``on_execution_status`` Lambda (ABORTED / FAILED / TIMED_OUT), and the idle reaper last.
 
 No Wait states: the on-box agent's callbacks (heartbeat, success, failure) and the
 SSM command-status events (``on_command_status`` Lambda → SendTaskFailure) drive
-progress. A lane is one state (``RunLane``): one state transition per lane, plus
-the phase's fixed five (start, sync, lanes map, stop, release).
+progress. A lane is one state (``RunLane``) when it succeeds, three when it fails (the
+failure's kind, then its record or the segment's end); a segment adds its fixed states (start,
+sync, lanes map, stop, lease, result), a wave one scheduler call.
 
 The SSM agent writes the ``commands`` list (joined by newlines) to a file and runs it
 with ``/bin/sh -c <file>``: the first line is therefore :data:`SHEBANG` (the kernel hands
@@ -48,7 +62,8 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 * ``${ResultsBucketName}`` — bucket for SSM command output (under each lane's ``logs/`` prefix).
 * ``${CommandLogGroupName}`` — CloudWatch log group for SSM command output.
 * ``${FinalizeRunFunctionArn}`` — the ``control_plane.handlers.finalize_run`` Lambda.
-* ``${EventBusName}`` — bus for ``RunSucceeded`` / ``RunFailed`` (``default``).
+* ``${ScheduleWaveFunctionArn}`` — the ``control_plane.handlers.schedule_wave`` Lambda.
+* ``${EventBusName}`` — bus for ``RunSucceeded`` / ``RunPartiallySucceeded`` / ``RunFailed`` (``default``).
 * ``${EventSource}`` — the events' ``Source`` (``neuronpipe``).
 * ``${LeaseTableName}`` — DynamoDB table of box leases (``<state machine name>-leases``).
 
@@ -68,6 +83,7 @@ SUBSTITUTIONS: dict[str, str] = {
     "ResultsBucketName": "bucket for SSM command output (lane logs prefix)",
     "CommandLogGroupName": "CloudWatch log group for SSM command output",
     "FinalizeRunFunctionArn": "ARN of the finalize_run Lambda",
+    "ScheduleWaveFunctionArn": "ARN of the schedule_wave Lambda (between waves: what runs next, the outcome)",
     "EventBusName": "event bus for RunSucceeded/RunFailed (default)",
     "EventSource": "Source of the run events (neuronpipe)",
     "LeaseTableName": "DynamoDB table of box leases (partition key instance_id)",
@@ -78,6 +94,7 @@ TOKEN_ENV = "NEURONPIPE_TASK_TOKEN"
 TOKEN_LINE_PREFIX = f"export {TOKEN_ENV}="
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
+EVENT_RUN_PARTIAL = "RunPartiallySucceeded"
 STOP_FAILED_ERROR = "Instance.StopFailed"
 STOP_FAILED_MARK = "stop_failed"  # lease attribute: a stop of this box failed (see _keep_lease)
 
@@ -131,7 +148,7 @@ def retry_wait_s(retriers: Iterable[dict[str, Any]]) -> float:
 
 
 def phase_allowance_s() -> float:
-    """Worst case a phase holds its box on top of its lanes' timeouts: StartInstance retries, SSM
+    """Worst case a segment holds its box on top of its lanes' timeouts: StartInstance retries, SSM
     registration and throttling retries, the sync timeout, the longer stop path's retries and the
     lease release's retries. ``lane_allowance_s`` is added per lane."""
     sync = retry_wait_s([SSM_REGISTRATION_RETRY, SSM_THROTTLE_RETRY]) + SYNC_TIMEOUT_S
@@ -220,28 +237,71 @@ def _keep_lease(instance_path: str, next_state: str) -> dict[str, Any]:
                         "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}, ":t": {"BOOL": True}}})
 
 
-def _phase_states() -> dict[str, Any]:
+LANE_FAILURE_PATTERNS = ("Lane.*", "Command.*")  # a lane's own failure (the agent's, or its command died)
+GATE_FAILED_ERROR = "Gate.Failed"
+SEGMENT_RESULT = {"box_role.$": "$.box_role", "instance_id.$": "$.instance_id", "wave.$": "$.wave"}
+
+
+def _run_lane_states() -> dict[str, Any]:
+    """One iteration of the Lanes map: RunLane, and on a failure its classification (at most 3 states).
+
+    A lane's own failure (``Lane.<Class>`` from the agent, ``Command.<Status>`` from on_command_status) is
+    recorded and the next lane runs (a lane that needs it records itself skipped); a gate's failure ends
+    the segment (``Gate.Failed``); anything else (SSM refused the command, the heartbeat timed out) is the
+    box's failure and ends the segment too."""
+    lane_failure = {"Or": [{"Variable": "$.failure.Error", "StringMatches": p} for p in LANE_FAILURE_PATTERNS]}
+    return {
+        "RunLane": {
+            "Type": "Task",
+            "Comment": "one lane on the box: the agent heartbeats and calls back with the token",
+            "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
+            "HeartbeatSecondsPath": "$.lane.heartbeat_s",
+            "TimeoutSecondsPath": "$.lane.timeout_s",
+            "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
+                                        "$.lane.output_prefix"),
+            "Retry": [SSM_THROTTLE_RETRY],
+            "ResultPath": None,
+            "OutputPath": "$.lane.result_lane",  # the iteration's result: the lane's name (its record is in S3)
+            # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
+            # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
+            "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
+                      {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"}],
+            "End": True,
+        },
+        "LaneFailureKind": {
+            "Type": "Choice",
+            "Choices": [{"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}],
+                         "Next": "GateFailed"},
+                        {**lane_failure, "Next": "LaneFailed"}],
+            "Default": "LaneInfraFailed",
+        },
+        "LaneFailed": {
+            "Type": "Pass",
+            "Comment": "recorded; the next lane runs (its runner skips it if it needed this one)",
+            "Parameters": {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error",
+                           "cause.$": "$.failure.Cause"},
+            "End": True,
+        },
+        "GateFailed": {
+            "Type": "Fail",
+            "Error": GATE_FAILED_ERROR,
+            "CausePath": "States.Format('gate {} failed: {}', $.lane.result_lane, $.failure.Error)",
+        },
+        "LaneInfraFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+        "LaneTimedOut": {
+            "Type": "Fail",
+            "Error": "Lane.TimedOut",
+            "CausePath": "States.Format('lane {} sent no heartbeat within {} s or ran past {} s ({})', "
+                         "$.lane.lane, $.lane.heartbeat_s, $.lane.timeout_s, $.failure.Error)",
+        },
+    }
+
+
+def _segment_states() -> dict[str, Any]:
+    """One box's segment of a wave: start, sync, its lanes one at a time, stop; it always ends in a Pass that
+    says how it went (completed / gate_failed / failed / stop_failed), never failing the wave's Map, so the
+    other box carries on."""
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "StopInstanceAfterFailure"}]
-    run_lane = {
-        "Type": "Task",
-        "Comment": "one lane on the box: the agent heartbeats and calls back with the token",
-        "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
-        "HeartbeatSecondsPath": "$.lane.heartbeat_s",
-        "TimeoutSecondsPath": "$.lane.timeout_s",
-        "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
-                                    "$.lane.output_prefix"),
-        "Retry": [SSM_THROTTLE_RETRY],
-        # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
-        # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
-        "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"}],
-        "End": True,
-    }
-    lane_timed_out = {
-        "Type": "Fail",
-        "Error": "Lane.TimedOut",
-        "CausePath": "States.Format('lane {} sent no heartbeat within {} s or ran past {} s ({})', "
-                     "$.lane.lane, $.lane.heartbeat_s, $.lane.timeout_s, $.failure.Error)",
-    }
     return {
         "StartInstance": {**_ec2("startInstances", EC2_START_RETRY), "Catch": catch, "Next": "SyncHarness"},
         "SyncHarness": {
@@ -270,46 +330,93 @@ def _phase_states() -> dict[str, Any]:
             "ItemsPath": "$.lanes",
             "MaxConcurrency": 1,
             "ItemSelector": {"instance_id.$": "$.instance_id", "lane.$": "$$.Map.Item.Value"},
-            "ItemProcessor": {
-                "ProcessorConfig": {"Mode": "INLINE"},
-                "StartAt": "RunLane",
-                "States": {"RunLane": run_lane, "LaneTimedOut": lane_timed_out},
-            },
-            "ResultPath": None,
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "RunLane",
+                              "States": _run_lane_states()},
+            "ResultPath": "$.lane_results",
             "Catch": catch,
             "Next": "StopInstance",
         },
         "StopInstance": {**_ec2("stopInstances", STOP_RETRY),
                          "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
                                     "Next": "KeepLease"}],
-                         "Next": "ReleaseLease"},
-        "ReleaseLease": _release_lease("$.instance_id", None, "LeaseReleaseFailed"),
-        "LeaseReleaseFailed": {"Type": "Pass", "Comment": "the lease expires on its own", "End": True},
-        "KeepLease": _keep_lease("$.instance_id", "StopFailed"),
-        "StopFailed": {
-            "Type": "Fail",
-            "Comment": "the lease stays: on_execution_status stops the box and releases it",
-            "Error": STOP_FAILED_ERROR,
-            "CausePath": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
-                         "$.stop_error.Error, $.stop_error.Cause)",
+                         "Next": "LastSegmentOfBox"},
+        "LastSegmentOfBox": {
+            "Type": "Choice",
+            "Comment": "the lease stays between a box's segments; the last one releases it",
+            "Choices": [{"Variable": "$.release_lease", "BooleanEquals": True, "Next": "ReleaseLease"}],
+            "Default": "SegmentCompleted",
+        },
+        "ReleaseLease": _release_lease("$.instance_id", "SegmentCompleted", "SegmentCompleted"),
+        "SegmentCompleted": {
+            "Type": "Pass",
+            "Parameters": {**SEGMENT_RESULT, "status": "completed", "lanes.$": "$.lane_results"},
+            "End": True,
+        },
+        "KeepLease": _keep_lease("$.instance_id", "SegmentStopFailed"),
+        "SegmentStopFailed": {
+            "Type": "Pass",
+            "Comment": "the lease stays: the run fails with Instance.StopFailed and on_execution_status stops the box",
+            "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
+                           "cause.$": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
+                                      "$.stop_error.Error, $.stop_error.Cause)"},
+            "End": True,
         },
         "StopInstanceAfterFailure": {
             **_ec2("stopInstances", STOP_RETRY),
-            "Comment": "every failure path stops the phase's instance first; the original failure stays",
+            "Comment": "every failure path stops the segment's instance first; the failure is the segment's result",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
                        "Next": "KeepLeaseAfterFailure"}],
             "Next": "ReleaseLeaseAfterFailure",
         },
-        "KeepLeaseAfterFailure": _keep_lease("$.instance_id", "PhaseFailed"),
-        "ReleaseLeaseAfterFailure": _release_lease("$.instance_id", "PhaseFailed", "PhaseFailed"),
-        "PhaseFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+        "KeepLeaseAfterFailure": _keep_lease("$.instance_id", "SegmentStopFailed"),
+        "ReleaseLeaseAfterFailure": _release_lease("$.instance_id", "FailureKind", "FailureKind"),
+        "FailureKind": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.failure.Error", "StringEquals": GATE_FAILED_ERROR,
+                         "Next": "SegmentGateFailed"}],
+            "Default": "SegmentFailed",
+        },
+        "SegmentGateFailed": {
+            "Type": "Pass",
+            "Comment": "a gate failed: the box's later lanes are recorded skipped by the scheduler",
+            "Parameters": {**SEGMENT_RESULT, "status": "gate_failed", "error.$": "$.failure.Error",
+                           "cause.$": "$.failure.Cause"},
+            "End": True,
+        },
+        "SegmentFailed": {
+            "Type": "Pass",
+            "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
+                           "cause.$": "$.failure.Cause"},
+            "End": True,
+        },
     }
 
 
-def _finalize(status: str, next_state: str) -> dict[str, Any]:
-    payload: dict[str, Any] = {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri", "status": status}
-    if status == "failed":
-        payload["failure.$"] = "$.failure"
+def _schedule_wave() -> dict[str, Any]:
+    return {
+        "Type": "Task",
+        "Comment": "fold the last wave's results, record what cannot run, pick the next wave (or the outcome)",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": _sub("ScheduleWaveFunctionArn"), "Payload": {
+            "run_id.$": "$.run_id", "results_uri.$": "$.results_uri", "schedule.$": "$.schedule.answer",
+            "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
+            "boxes.$": "$$.Execution.Input.boxes"}},
+        "ResultSelector": {"answer.$": "$.Payload"},
+        "ResultPath": "$.schedule",
+        "Retry": LAMBDA_RETRY,
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
+        "Next": "MoreWaves",
+    }
+
+
+LAMBDA_RETRY = [{"ErrorEquals": ["Lambda.ServiceException", "Lambda.AWSLambdaException",
+                                 "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
+                 "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}]
+
+
+def _finalize(next_state: str) -> dict[str, Any]:
+    payload: dict[str, Any] = {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                               "status.$": "$.outcome.status", "outcome.$": "$.outcome", "failure.$": "$.failure"}
     return {
         "Type": "Task",
         "Comment": "report with DuckDB: REPORT.md + comparison.json under reports/<run_id>/",
@@ -317,19 +424,18 @@ def _finalize(status: str, next_state: str) -> dict[str, Any]:
         "Parameters": {"FunctionName": _sub("FinalizeRunFunctionArn"), "Payload": payload},
         "ResultSelector": {"report.$": "$.Payload"},
         "ResultPath": "$.finalize",
-        "Retry": [{"ErrorEquals": ["Lambda.ServiceException", "Lambda.AWSLambdaException",
-                                   "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
-                   "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}],
+        "Retry": LAMBDA_RETRY,
         # A report that cannot be built does not change the run's outcome: its error travels in the event.
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.finalize", "Next": next_state}],
         "Next": next_state,
     }
 
 
-def _emit(detail_type: str, status: str, next_state: str, catch_next: str) -> dict[str, Any]:
-    detail: dict[str, Any] = {"run_id.$": "$.run_id", "status": status, "results_uri.$": "$.results_uri",
-                              "finalize.$": "$.finalize"}
-    if status == "failed":
+def _emit(detail_type: str, next_state: str) -> dict[str, Any]:
+    detail: dict[str, Any] = {"run_id.$": "$.run_id", "status.$": "$.outcome.status",
+                              "results_uri.$": "$.results_uri", "finalize.$": "$.finalize",
+                              "outcome.$": "$.outcome"}
+    if detail_type == EVENT_RUN_FAILED:
         detail["failure.$"] = "$.failure"
     return {
         "Type": "Task",
@@ -340,7 +446,7 @@ def _emit(detail_type: str, status: str, next_state: str, catch_next: str) -> di
         "Retry": [{"ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 2, "MaxAttempts": 3,
                    "BackoffRate": 2.0}],
         # The event is a notification: failing to send it never changes the run's outcome.
-        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.emit_error", "Next": catch_next}],
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.emit_error", "Next": next_state}],
         "Next": next_state,
     }
 
@@ -348,29 +454,57 @@ def _emit(detail_type: str, status: str, next_state: str, catch_next: str) -> di
 def build_definition() -> dict[str, Any]:
     """The whole definition as a dict (deterministic)."""
     return {
-        "Comment": "neuron-pipelines run: phases by box role, lanes on the box via SSM + task tokens "
-                   "(generated by statemachine/build.py; do not edit)",
-        "StartAt": "Phases",
+        "Comment": "neuron-pipelines run: waves of box segments (both boxes at once), lanes on each box via SSM + "
+                   "task tokens, a scheduler Lambda between waves (generated by statemachine/build.py; do not edit)",
+        "StartAt": "Init",
         "States": {
-            "Phases": {
-                "Type": "Map",
-                "ItemsPath": "$.phases",
-                "MaxConcurrency": 1,
-                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "StartInstance",
-                                  "States": _phase_states()},
-                "ResultPath": None,
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "ReleaseLeases"}],
-                "Next": "FinalizeRun",
+            "Init": {
+                "Type": "Pass",
+                "Comment": "the plan stays in the execution input ($$.Execution.Input); the state carries the "
+                           "scheduler's answer and the last wave's segment results",
+                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                               "schedule": {"answer": {"next_wave": 0}}, "results": []},
+                "Next": "ScheduleWave",
             },
-            "FinalizeRun": _finalize("succeeded", "EmitRunSucceeded"),
-            "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "succeeded", "RunSucceeded", "RunSucceeded"),
-            "RunSucceeded": {"Type": "Succeed"},
+            "ScheduleWave": _schedule_wave(),
+            "MoreWaves": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"}],
+                "Default": "Segments",
+            },
+            "Segments": {
+                "Type": "Map",
+                "Comment": "the wave's segments, one per box, all at once; a segment never fails the Map",
+                "ItemsPath": "$.schedule.answer.segments",
+                "MaxConcurrency": 0,
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "StartInstance",
+                                  "States": _segment_states()},
+                "ResultPath": "$.results",
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
+                "Next": "ScheduleWave",
+            },
+            "Outcome": {
+                "Type": "Pass",
+                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                               "outcome.$": "$.schedule.answer.outcome", "failure.$": "$.schedule.answer.failure",
+                               "boxes.$": "$$.Execution.Input.boxes"},
+                "Next": "ReleaseLeases",
+            },
+            "RunBroke": {
+                "Type": "Pass",
+                "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails",
+                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                               "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
+                                           "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
+                               "failure.$": "$.failure", "boxes.$": "$$.Execution.Input.boxes"},
+                "Next": "ReleaseLeases",
+            },
             "ReleaseLeases": {
                 "Type": "Map",
-                "Comment": "a failed run releases its leases on every phase's box (phases after the failure "
-                           "never started)",
-                "ItemsPath": "$.phases",
-                "MaxConcurrency": 1,
+                "Comment": "the run's end releases what leases it still holds (a box whose stop failed keeps its "
+                           "lease for on_execution_status)",
+                "ItemsPath": "$.boxes",
+                "MaxConcurrency": 0,
                 "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id"},
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
                                   "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
@@ -378,12 +512,21 @@ def build_definition() -> dict[str, Any]:
                                                                                unless_stop_failed=True),
                                              "RunLeaseReleaseFailed": {"Type": "Pass", "End": True}}},
                 "ResultPath": None,
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
-                           "Next": "FinalizeFailedRun"}],
-                "Next": "FinalizeFailedRun",
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": "FinalizeRun"}],
+                "Next": "FinalizeRun",
             },
-            "FinalizeFailedRun": _finalize("failed", "EmitRunFailed"),
-            "EmitRunFailed": _emit(EVENT_RUN_FAILED, "failed", "RunFailed", "RunFailed"),
+            "FinalizeRun": _finalize("EmitOutcome"),
+            "EmitOutcome": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
+                            {"Variable": "$.outcome.status", "StringEquals": "partial",
+                             "Next": "EmitRunPartiallySucceeded"}],
+                "Default": "EmitRunFailed",
+            },
+            "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "RunSucceeded"),
+            "EmitRunPartiallySucceeded": _emit(EVENT_RUN_PARTIAL, "RunSucceeded"),
+            "RunSucceeded": {"Type": "Succeed", "Comment": "succeeded or partial: the outcome is at $.outcome"},
+            "EmitRunFailed": _emit(EVENT_RUN_FAILED, "RunFailed"),
             "RunFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
         },
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from control_plane.aws import Executions, InstanceFleet, ProjectInstance
+from control_plane.aws import Executions, InstanceFleet, ProjectInstance, input_instance_ids
 from control_plane.lean import LeanSettings, LeanSettingsError, describe_bad_event, emit_metric, json_logger
 
 ACTIVE_STATES = ("pending", "running")
@@ -19,8 +19,7 @@ log = json_logger("neuronpipe.idle_reaper")
 
 
 def owned_instances(execution_inputs: Iterable[dict[str, Any]]) -> set[str]:
-    return {phase["instance_id"] for inp in execution_inputs for phase in inp.get("phases", [])
-            if phase.get("instance_id")}
+    return {iid for inp in execution_inputs for iid in input_instance_ids(inp)}
 
 
 def select_idle(instances: Iterable[ProjectInstance], owned: set[str], now: datetime,

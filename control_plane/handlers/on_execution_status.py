@@ -4,8 +4,8 @@ at once and release its leases.
 
 This covers the exits no Catch in the state machine can take (an operator's "Stop execution", the
 execution timeout, ``States.Runtime``/``States.DataLimitExceeded``) and a stop that failed after its
-retries (``Instance.StopFailed``); the idle reaper stays the last resort. For every box in the
-execution input's phases: stopped when its lease is held by that run, free, or expired — never a
+retries (``Instance.StopFailed``); the idle reaper stays the last resort. For every box the
+execution input names (its ``boxes``): stopped when its lease is held by that run, free, or expired — never a
 box another run has leased; then that run's leases are released. A stop that fails raises
 :class:`StopFailedError` (Lambda retries the asynchronous invocation) and keeps the leases.
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from control_plane.aws import Executions, ExecutionNotFoundError, InstanceFleet, Leases
+from control_plane.aws import Executions, ExecutionNotFoundError, InstanceFleet, Leases, input_instance_ids
 from control_plane.lean import LeanSettings, LeanSettingsError, describe_bad_event, emit_metric, json_logger
 
 ENDED_BADLY = frozenset({"ABORTED", "FAILED", "TIMED_OUT"})
@@ -77,8 +77,7 @@ def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, execu
             execution_input = json.loads(executions.describe(status["executionArn"]).get("input") or "{}")
         except (ExecutionNotFoundError, json.JSONDecodeError):
             execution_input = {}
-    boxes = sorted({p["instance_id"] for p in execution_input.get("phases", [])
-                    if isinstance(p, dict) and isinstance(p.get("instance_id"), str)})
+    boxes = input_instance_ids(execution_input)
     holders = leases.holders(boxes)
     spared = {i: h.run_id for i, h in holders.items() if h.run_id != run_id and h.live(now)}
     to_stop = [i for i in boxes if i not in spared]

@@ -1,0 +1,43 @@
+"""``schedule_wave``: called by the state machine before each wave of a run and once after the last.
+
+Thin over :func:`control_plane.waves.schedule` (read the run's lane statuses from the results store, record the
+lanes that cannot run, return the next wave's box segments or the run's outcome). Payload (the state machine's
+``ScheduleWave`` state): ``run_id``, ``results_uri``, ``waves`` and ``nodes`` and ``boxes`` (from the execution
+input), ``schedule`` (this function's previous answer), ``results`` (the last wave's segment results).
+
+Unlike the event-driven handlers, a payload it cannot read raises (``ScheduleInputError``): the state machine's
+Catch ends the run FAILED with that error, the boxes already stopped (it is called only between waves)."""
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from control_plane.handlers.observability import logger, metrics, tracer
+from control_plane.waves import ScheduleInputError, schedule
+
+
+def open_results(results_uri: Any) -> Any:
+    from analytics.store import open_store
+
+    if not isinstance(results_uri, str) or not results_uri.startswith("s3://"):
+        raise ScheduleInputError(f"schedule payload: results_uri must be s3://..., got {results_uri!r}")
+    return open_store(results_uri)
+
+
+@logger.inject_lambda_context(log_event=False, correlation_id_path="run_id")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+    if not isinstance(event, dict):
+        raise ScheduleInputError(f"schedule payload: expected a JSON object, got {type(event).__name__}")
+    result = schedule(event, open_results(event.get("results_uri")))
+    if result["recorded"]:
+        metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=len(result["recorded"]))
+    logger.info("run done" if result["done"] else f"wave {result['wave']} scheduled",
+                extra={"next_wave": result["next_wave"], "box_failures": result["box_failures"],
+                       "recorded": result["recorded"], "outcome": result.get("outcome"),
+                       "segments": [f"{s['box_role']}:{','.join(step['lane'] for step in s['lanes'])}"
+                                    for s in result.get("segments", [])]})
+    return result

@@ -1,0 +1,176 @@
+"""Between the waves of an AWS run: what the last wave left, what the next wave runs, and the run's outcome.
+
+The state machine calls this (through the ``schedule_wave`` Lambda) before each wave and once after the last:
+Lambda → Map over the wave's box segments (both boxes at once) → Lambda, a bounded number of times, no Wait
+state and no polling. Each call:
+
+1. folds the last wave's segment results: a segment that ``failed`` (start, sync, heartbeat timeout, SSM
+   errors) or whose stop failed (``stop_failed``) marks its box failed; ``gate_failed`` ends only that
+   segment (the gate's failure is in the store); a lane whose command died without committing (the
+   ``Command.*`` error of ``on_command_status``) is committed ``failed`` with that error;
+2. records every lane of the last wave that left no attempt: ``skipped``, blocked by the failed box
+   (``box:<role>``) or by the gate that ended its segment;
+3. picks the next wave that has work: a lane that cannot run — its box failed, or a need from an earlier
+   wave did not succeed (``agents.graph.blocked_reason``) — is committed ``skipped`` with the reason
+   (``agents.runner.commit_blocked``) and left out; a segment left empty is dropped, so a box is never
+   started just to skip (needs within the wave are left to the lane's runner, which checks them itself);
+4. when no wave is left: the run's outcome (``agents.graph.outcome``) and, for a failed run, the error the
+   execution fails with (a stop that failed first: ``Instance.StopFailed``, so ``on_execution_status`` stops
+   the box).
+
+Pure over a :class:`analytics.store.ResultStore` (S3 in the Lambda, a directory in tests).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from agents.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
+
+STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
+RUN_FAILED_ERROR = "Run.Failed"
+SEGMENT_STATUSES = ("completed", "gate_failed", "failed", "stop_failed")
+CAUSE_LIMIT = 2000
+
+
+class ScheduleInputError(ValueError):
+    """The scheduler's payload is not what the state machine sends (one line: what is wrong)."""
+
+
+def nodes_from_json(items: Sequence[Mapping[str, Any]]) -> list[Node]:
+    return [Node(n["lane"], n["box"], n["result_lane"], int(n["order"]), tuple(n.get("needs") or ()),
+                 bool(n.get("gate")), int(n.get("wave") or 0), tuple(n.get("gated_by") or ())) for n in items]
+
+
+def _short(text: str, limit: int = CAUSE_LIMIT) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _box_error(result: Mapping[str, Any]) -> str:
+    error, cause = result.get("error") or "Error", result.get("cause") or ""
+    return _short(f"{error}: {cause}".strip(": "), 400)
+
+
+def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str, box_role: str | None = None) -> LaneStatus:
+    """A lane whose command died before its runner committed (``on_command_status``'s ``Command.*``): a
+    ``failed`` attempt carrying that error, so the report and the outcome name it."""
+    now = datetime.now(timezone.utc)
+    writer = store.begin_attempt(run_id, lane)
+    from agents.backend import hostname
+
+    row = {"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "none", "host": hostname(),
+           "box_role": box_role, "status": "failed",
+           "error_type": error, "error_message": _short(cause), "supersedes": True}
+    writer.add_rows("lane_runs", [row])
+    writer.commit("failed", supersedes=True)
+    return LaneStatus("failed", writer.attempt, f"{error}: {_short(cause, 300)}")
+
+
+def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) -> dict[str, Any]:
+    """The next wave's segments, or the run's outcome (see the module's steps). ``statuses_of(store, run_id)``
+    reads the run's lane statuses (default ``agents.runner.lane_statuses``)."""
+    try:
+        run_id = str(payload["run_id"])
+        waves = list(payload["waves"])
+        nodes = nodes_from_json(payload["nodes"])
+        state = dict(payload.get("schedule") or {})
+        results = [r for r in (payload.get("results") or []) if isinstance(r, dict)]
+        next_wave = int(state.get("next_wave") or 0)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ScheduleInputError(f"schedule payload: {type(exc).__name__}: {exc}") from None
+    if statuses_of is None:
+        from agents.runner import lane_statuses as statuses_of
+    from agents.runner import commit_blocked
+
+    by_name = {n.result_lane: n for n in nodes}
+    box_failures: dict[str, str] = dict(state.get("box_failures") or {})
+    stop_failed: dict[str, str] = dict(state.get("stop_failed") or {})
+    ended_by_gate: dict[str, str] = {}  # box -> "" (the gate's own record explains the rest)
+    lane_failures: dict[str, tuple[str, str]] = {}
+    for res in results:
+        role, status = str(res.get("box_role")), res.get("status")
+        if status == "failed":
+            box_failures.setdefault(role, _box_error(res))
+        elif status == "stop_failed":
+            stop_failed.setdefault(role, _box_error(res))
+            box_failures.setdefault(role, _box_error(res))
+        elif status == "gate_failed":
+            ended_by_gate[role] = ""
+        for lane in res.get("lanes") or []:
+            if isinstance(lane, dict) and lane.get("result_lane"):
+                lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),
+                                                           str(lane.get("cause") or ""))
+
+    statuses: dict[str, LaneStatus] = dict(statuses_of(store, run_id))
+    recorded: list[dict[str, str]] = []
+
+    def block(node: Node, by: str, reason: str) -> None:
+        res = commit_blocked(store, run_id, node.result_lane, by, reason, {"box_role": node.box})
+        statuses[node.result_lane] = LaneStatus("blocked", res.attempt, reason, by)
+        recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by, "reason": reason})
+
+    # 1-2. what the last wave left without a record
+    ran = {str(step["result_lane"]) for w in waves[:next_wave] for seg in w["segments"] for step in seg["lanes"]}
+    for name in sorted(ran, key=lambda r: by_name[r].order if r in by_name else 0):
+        if statuses.get(name, LaneStatus("missing")).status != "missing":
+            continue
+        node = by_name.get(name) or Node(name.split("@", 1)[0], "", name, 0)
+        if name in lane_failures:
+            error, cause = lane_failures[name]
+            statuses[name] = commit_failed(store, run_id, name, error, cause, node.box or None)
+            recorded.append({"lane": name, "status": "failed", "reason": f"{error}: {_short(cause, 300)}"})
+        elif node.box in box_failures:
+            block(node, BOX_PREFIX + node.box, f"box {node.box} failed: {box_failures[node.box]}")
+        else:
+            why = blocked_reason(node, statuses)
+            if why is not None:
+                block(node, *why)
+            else:
+                block(node, BOX_PREFIX + node.box, f"did not run: its segment on {node.box} ended early")
+
+    # 3. the next wave with work
+    segments: list[dict[str, Any]] = []
+    wave = next_wave
+    while wave < len(waves) and not segments:
+        for seg in waves[wave]["segments"]:
+            role = str(seg["box_role"])
+            kept = []
+            pending: set[str] = set()  # this wave's lanes still to run: their runners check them
+            for step in seg["lanes"]:
+                node = by_name.get(str(step["result_lane"]))
+                if node is None:
+                    raise ScheduleInputError(f"lane {step['result_lane']} of wave {wave} is not a node of the plan")
+                if role in box_failures:
+                    block(node, BOX_PREFIX + role, f"box {role} failed earlier in this run: {box_failures[role]}")
+                    continue
+                why = blocked_reason(replace(node, needs=tuple(n for n in node.needs if n not in pending)), statuses)
+                if why is not None:
+                    block(node, *why)
+                    continue
+                kept.append(step)
+                pending.add(node.result_lane)
+            if kept:
+                segments.append({**seg, "lanes": kept})
+        wave += 1
+
+    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed, "recorded": recorded}
+    if segments:
+        return {**base, "done": False, "wave": wave - 1, "segments": segments}
+    result = outcome(nodes, statuses, box_failures)
+    out = result.to_json()
+    if stop_failed:
+        role = sorted(stop_failed)[0]
+        failure = {"Error": STOP_FAILED_ERROR, "Cause": stop_failed[role]}
+    elif result.status == "failed":
+        error = RUN_FAILED_ERROR
+        first_box = sorted(box_failures)[0] if box_failures else None
+        if first_box and not any(by_name[f].gate for f in result.failed if f in by_name):
+            error = box_failures[first_box].split(":", 1)[0] or RUN_FAILED_ERROR
+        failure = {"Error": error, "Cause": json.dumps({"why": result.why, "box_failures": box_failures,
+                                                        "outcome": out})}
+    else:
+        failure = {"Error": "", "Cause": ""}
+    return {**base, "done": True, "outcome": out, "failure": failure, "boxes": list(payload.get("boxes") or [])}
