@@ -8,6 +8,11 @@ the mirror is ever deleted or overwritten; a file that exists locally with
 different bytes is a conflict and stops the pull. Uncommitted files in the
 source (no marker names them) are never copied. Model weights (``models/``)
 are copied only when asked: they are large and the tables do not need them.
+
+Every file copied is checked against the SHA-256 (and size) its marker records
+before it is linked into the mirror. An attempt with a damaged or missing file,
+or an unreadable marker, is not mirrored: one warning line names the file and
+the reason, the pull goes on with the other attempts, and the summary counts it.
 """
 from __future__ import annotations
 
@@ -21,11 +26,16 @@ from typing import Iterable
 import duckdb
 
 from analytics.schema import LAYOUT_PREFIX, TABLES
-from analytics.store import COMMITS, CommitMarker, LocalStore, ResultStore
+from analytics.integrity import Exclusion, warn_excluded
+from analytics.store import COMMITS, FILE_MODE, ArtifactNotFoundError, CommitMarker, LocalStore, ResultStore
 
 
 class MirrorConflictError(RuntimeError):
     """A key exists in the mirror with bytes that differ from the source (the mirror never overwrites)."""
+
+
+class SourceDamageError(RuntimeError):
+    """A file of the source does not match what its marker records (its attempt is not mirrored)."""
 
 
 @dataclass
@@ -37,6 +47,7 @@ class PullSummary:
     bytes_copied: int = 0
     models_skipped: int = 0
     run_ids: list[str] = field(default_factory=list)
+    damaged: list[Exclusion] = field(default_factory=list)  # source attempts left out: damaged or unreadable
 
 
 def marker_key(m: CommitMarker) -> str:
@@ -51,15 +62,25 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _copy_create_only(source: ResultStore, key: str, dest_root: Path) -> int:
-    """Copy ``key`` into the mirror atomically and create-only; return bytes copied (0 if already identical)."""
+def _copy_create_only(source: ResultStore, key: str, dest_root: Path, record: dict | None = None) -> int:
+    """Copy ``key`` into the mirror atomically and create-only; return bytes copied (0 if already identical).
+
+    ``record`` (the marker's size and SHA-256 of the file): the copy is checked before it is linked in."""
     dest = dest_root / key
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
+    os.fchmod(fd, FILE_MODE)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        source.download(key, tmp)
+        try:
+            source.download(key, tmp)
+        except ArtifactNotFoundError:
+            raise SourceDamageError("missing") from None
+        if record and "size" in record and tmp.stat().st_size != record["size"]:
+            raise SourceDamageError(f"size {tmp.stat().st_size} bytes, the marker says {record['size']}")
+        if record and "sha256" in record and _sha256_file(tmp) != record["sha256"]:
+            raise SourceDamageError("SHA-256 differs from the marker (damaged bytes)")
         if dest.exists():
             if _sha256_file(dest) != _sha256_file(tmp):
                 raise MirrorConflictError(f"{dest} exists with different bytes than {source.uri(key)}; "
@@ -83,7 +104,10 @@ def pull(source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None 
     summary = PullSummary()
     root = Path(mirror.root)
     runs: set[str] = set()
-    for m in source.markers():
+    markers = source.markers()
+    summary.damaged += [e for e in getattr(source, "unreadable_markers", [])
+                        if wanted is None or e.run_id in wanted]
+    for m in markers:
         if wanted is not None and m.run_id not in wanted:
             continue
         runs.add(m.run_id)
@@ -91,16 +115,26 @@ def pull(source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None 
         if mirror.exists(mk):
             summary.markers_present += 1
             continue
-        for key in [*sorted(m.tables.values()), *m.files]:
-            if key.startswith("models/") and not with_models:
-                summary.models_skipped += 1
-                continue
-            n = _copy_create_only(source, key, root)
-            if n:
-                summary.files_copied += 1
-                summary.bytes_copied += n
-            else:
-                summary.files_present += 1
+        try:
+            for key in [*sorted(m.tables.values()), *m.files]:
+                if key.startswith("models/") and not with_models:
+                    summary.models_skipped += 1
+                    continue
+                try:
+                    n = _copy_create_only(source, key, root, m.checksums.get(key))
+                except SourceDamageError as exc:
+                    raise SourceDamageError(key, str(exc)) from None
+                if n:
+                    summary.files_copied += 1
+                    summary.bytes_copied += n
+                else:
+                    summary.files_present += 1
+        except SourceDamageError as exc:
+            key, reason = exc.args
+            ex = Exclusion(m.run_id, m.lane, m.attempt, key, reason)
+            warn_excluded(ex)
+            summary.damaged.append(ex)
+            continue  # the marker is not copied: the mirror never sees a damaged attempt
         _copy_create_only(source, mk, root)  # the marker last: only now does the mirror see the attempt
         summary.markers_copied += 1
     summary.run_ids = sorted(runs)
@@ -118,6 +152,8 @@ def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[st
     elsewhere (S3 without httpfs) the visible rows are copied into tables. The file is derived, not a
     result: it is rebuilt whole (written beside, then renamed) and reflects the commits at build time.
     """
+    from analytics.atomic import OUTPUT_MODE
+    from analytics.integrity import plan_reads
     from analytics.views import create_derived_views
 
     path = Path(path)
@@ -126,21 +162,26 @@ def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[st
     os.close(fd)
     os.unlink(tmp_name)  # duckdb creates the file itself
     run_ids = list(run_ids) if run_ids else None
+    plan = plan_reads(store, run_ids)  # damaged attempts left out, as every reader does
     con = duckdb.connect(tmp_name)
     try:
         for table in sorted(TABLES):
-            keys = store.visible_keys(table, run_ids)
+            keys = plan.keys_by_table[table]
             if keys and isinstance(store, LocalStore):
                 files = ", ".join(_quote(store.uri(k)) for k in keys)
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], union_by_name=true)")
             else:
-                data = store.read_table(table, run_ids)
+                data = store.read_table(table, run_ids, keys=keys)
                 con.register("__pull_data", data)
                 con.execute(f"CREATE TABLE {table} AS SELECT * FROM __pull_data")
                 con.unregister("__pull_data")
         create_derived_views(con)
         con.execute("CHECKPOINT")
-    finally:
         con.close()
+    except BaseException:
+        con.close()
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    os.chmod(tmp_name, OUTPUT_MODE)
     os.replace(tmp_name, path)
     return path

@@ -158,6 +158,7 @@ class ResultStore(ABC):
             if lane:
                 prefix += f"lane={lane}/"
         out = []
+        quarantine: dict[tuple[str, str, str], str] | None = None
         self.unreadable_markers: list[Exclusion] = []
         for key in self.list_keys(prefix):
             if not key.endswith(".json"):
@@ -166,8 +167,12 @@ class ResultStore(ABC):
                 out.append(CommitMarker.from_json(self.get_bytes(key), key=key))
             except (MarkerError, ArtifactNotFoundError) as exc:
                 run, ln, att = parse_marker_key(key) or ("?", "?", "?")
-                reason = str(exc).removeprefix(f"{key}: ")
-                ex = Exclusion(run, ln, att, key, f"unreadable marker: {reason}", kind="marker")
+                quarantine = self.quarantined() if quarantine is None else quarantine
+                if (run, ln, att) in quarantine:
+                    ex = Exclusion(run, ln, att, key, f"quarantined: {quarantine[run, ln, att]}", kind="quarantined")
+                else:
+                    ex = Exclusion(run, ln, att, key, f"unreadable marker: {str(exc).removeprefix(key + ': ')}",
+                                   kind="marker")
                 self.unreadable_markers.append(ex)
                 warn_excluded(ex)
         out.sort(key=lambda m: (m.run_id, m.lane, attempt_order(m)))

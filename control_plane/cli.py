@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "control_plane.commands.loadgen",
     "control_plane.commands.synthetic_server",
     "control_plane.commands.rehearse",
+    "control_plane.commands.verify",
 ]
 
 

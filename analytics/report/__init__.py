@@ -1,7 +1,10 @@
 """The report: comparison.json from the views, REPORT.md and PNG plots from comparison.json.
 
 ``write_report(con, run_ids, out_dir)`` is the whole pipeline; the same
-committed results give byte-identical files.
+committed results give byte-identical files. Every file is written to a temp
+name and renamed (``analytics.atomic``), so a failure (a full disk) leaves the
+previous report whole. Attempts the readers left out as damaged (the
+connection's ``store_exclusions`` table) are listed with the report's exclusions.
 """
 from __future__ import annotations
 
@@ -22,9 +25,14 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from analytics.atomic import write_atomic
+
     comparison = build_comparison(con, list(run_ids) if run_ids else None)
+    damaged = store_exclusions(con, list(run_ids) if run_ids else None)
+    if damaged:
+        comparison["exclusions"] = [*comparison.get("exclusions", []), *damaged]
     text = dumps(comparison)
-    (out / COMPARISON_FILE).write_text(text, encoding="utf-8")
+    write_atomic(out / COMPARISON_FILE, text)
     # The markdown and plots read the JSON as written, so they see exactly what a reader of the file sees.
     import json
 
@@ -37,8 +45,20 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
         markdown = without_plots(markdown, f"{exc.name or 'matplotlib'} is not installed here")
     else:
         plots = draw_all(written, out)
-    (out / REPORT_FILE).write_text(markdown, encoding="utf-8")
+    write_atomic(out / REPORT_FILE, markdown)
     return [out / COMPARISON_FILE, out / REPORT_FILE, *plots]
+
+
+def store_exclusions(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None) -> list[dict]:
+    """Attempts left out as damaged (rows shaped like ``report_exclusions``); none on a bare connection."""
+    try:
+        cur = con.execute("SELECT run_id, lane, attempt, kind, subject, reason FROM store_exclusions "
+                          "ORDER BY run_id, lane, attempt, subject")
+    except duckdb.Error:
+        return []
+    cols = [d[0] for d in cur.description]
+    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    return [r for r in rows if not run_ids or r["run_id"] in run_ids]
 
 
 _IMAGE_LINE = re.compile(r"^!\[([^\]]*)\]\([^)]+\.png\)$")

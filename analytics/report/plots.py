@@ -31,9 +31,13 @@ def _y(value: Any) -> Any:
 
 
 def _save(fig: Any, path: Path) -> Path:
+    from analytics.atomic import write_atomic_with
+
     fig.tight_layout()
-    fig.savefig(path, format="png", metadata=PNG_METADATA)
-    plt.close(fig)
+    try:  # temp name, then rename: a failure leaves the previous plot whole
+        write_atomic_with(path, lambda fh: fig.savefig(fh, format="png", metadata=PNG_METADATA))
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -1,4 +1,8 @@
-"""`neuronpipe pull --from s3://BUCKET/results --to DIR`: an append-only mirror of committed results."""
+"""`neuronpipe pull --from s3://BUCKET/results --to DIR`: an append-only mirror of committed results.
+
+Every file copied is checked against its marker's SHA-256; a damaged source attempt is not mirrored (one
+warning line each) and the command exits 1 after copying the rest.
+"""
 from __future__ import annotations
 
 import argparse
@@ -17,23 +21,41 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
-    from analytics.store import LocalStore, StoreError, open_store
+    from analytics.store import LocalStore, StoreError
+    from control_plane.commands._results import ResultsInputError, check_run_ids, open_results, read_errors
 
     if not str(args.mirror).strip() or str(args.mirror).startswith("s3://"):
         print("error: --to must be a local directory", file=sys.stderr)
         return 2
+    if os.path.exists(args.mirror) and not os.path.isdir(args.mirror):
+        print(f"error: --to {args.mirror} is a file, not a directory", file=sys.stderr)
+        return 2
+    try:
+        check_run_ids(args.run_id)
+        source = open_results(args.source)
+    except ResultsInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     mirror = LocalStore(args.mirror)
     try:
-        summary = pull(open_store(args.source), mirror, run_ids=args.run_id, with_models=args.with_models)
+        summary = pull(source, mirror, run_ids=args.run_id, with_models=args.with_models)
     except (MirrorConflictError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except read_errors() as exc:
+        print(f"error: pull stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"{summary.markers_copied} new attempt(s), {summary.markers_present} already mirrored; "
           f"{summary.files_copied} file(s), {summary.bytes_copied:,} bytes copied"
           + (f"; {summary.models_skipped} model file(s) left in the source (--with-models)"
              if summary.models_skipped else ""))
     print(f"runs: {', '.join(summary.run_ids) or 'none'}")
+    if summary.damaged:
+        print(f"{len(summary.damaged)} damaged attempt(s) in the source not mirrored (each named above); "
+              f"`neuronpipe verify --results {args.source}` lists them", file=sys.stderr)
     if args.duckdb:
         print(f"wrote {write_duckdb_file(mirror, args.duckdb, args.run_id)}")
-    return 0
+    return 1 if summary.damaged else 0

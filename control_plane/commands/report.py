@@ -1,4 +1,10 @@
-"""`neuronpipe report --results URI [--run-id ...] --out DIR`: comparison.json, REPORT.md and plots."""
+"""`neuronpipe report --results URI [--run-id ...] --out DIR`: comparison.json, REPORT.md and plots.
+
+Bad input gets one line and exit 2 (a results root that is missing or a file, an unknown or malformed run
+id, an --out that is a file or cannot be written), before anything is written. Every output is written to a
+temp name and renamed, so a failure leaves the previous report whole. Damaged attempts are left out with one
+warning line and listed in the report's exclusions.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +14,8 @@ from typing import Any
 
 
 def build_report_files(results_uri: str, run_ids: list[str] | None, out_dir: str | Path,
-                       s3_client: Any = None, duckdb_config: dict[str, Any] | None = None) -> list[Path]:
+                       s3_client: Any = None, duckdb_config: dict[str, Any] | None = None,
+                       verify: bool | None = None) -> list[Path]:
     """Build the report for ``run_ids`` (all runs when None) from a results root; return the files written.
 
     ``duckdb_config`` goes to ``duckdb.connect`` (e.g. ``{"memory_limit": "4GB"}`` on a shared machine).
@@ -18,7 +25,7 @@ def build_report_files(results_uri: str, run_ids: list[str] | None, out_dir: str
     from analytics.views import connect
 
     store = open_store(results_uri, s3_client=s3_client)
-    con = connect(store, run_ids=run_ids, **(duckdb_config or {}))
+    con = connect(store, run_ids=run_ids, verify=verify, **(duckdb_config or {}))
     try:
         return write_report(con, run_ids, out_dir)
     finally:
@@ -31,17 +38,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", action="append", default=None,
                    help="runs to report side by side (repeatable; the first is the baseline; default: all)")
     p.add_argument("--out", default="report", help="output directory")
+    p.add_argument("--verify", action="store_true",
+                   help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from analytics.report.comparison import ComparisonError
+    from control_plane.commands._results import ResultsInputError, check_out_dir, open_results, read_errors
 
     try:
-        paths = build_report_files(args.results, args.run_id, args.out)
+        open_results(args.results, args.run_id)
+        check_out_dir(args.out)
+    except ResultsInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        paths = build_report_files(args.results, args.run_id, args.out, verify=args.verify)
     except ComparisonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except read_errors() as exc:  # a full disk, a read-only --out, S3 access: one line; the old report stays
+        print(f"error: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     for p in paths:
         print(p)
     return 0
