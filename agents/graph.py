@@ -282,6 +282,21 @@ def nodes_from_statuses(statuses: Mapping[str, LaneStatus]) -> list[Node]:
     return out
 
 
+def outcome_text(result: RunOutcome | Mapping[str, Any]) -> str:
+    """``failed: quality (RuntimeError: boom); skipped: finetune_serve (needs merge, which failed …)``: the
+    one wording of an outcome's lanes and reasons (terminal, run summary and REPORT.md); "" when clean."""
+    data = result.to_json() if isinstance(result, RunOutcome) else result
+    reasons = data.get("reasons") or {}
+    parts = []
+    for key in ("failed", "skipped"):
+        if data.get(key):
+            parts.append(f"{key}: " + ", ".join(f"{lane} ({_short(reasons[lane])})" if reasons.get(lane) else lane
+                                                for lane in data[key]))
+    if data.get("why"):
+        parts.append(str(data["why"]))
+    return "; ".join(parts)
+
+
 def outcome_of_run(statuses: Mapping[str, LaneStatus]) -> RunOutcome:
     """The outcome over what the store holds for a run (the report's and ``status``'s view)."""
     return outcome(nodes_from_statuses(statuses), statuses)

@@ -1,23 +1,37 @@
-"""Run a plan's lanes here, each as its own process, with a live view of the lanes.
+"""Run a plan's lanes here as the run's dependency graph, each lane its own process, with a live view.
 
-Every lane is `python -m agents run-lane ...` in a child process: a crash or a
-kill of one lane cannot corrupt another, and a lane killed mid-way leaves
-nothing visible (its attempt has no commit marker). Ctrl-C interrupts the
-running lane (it stops its servers and commits nothing) and stops the run;
-running the same command again resumes at the first uncommitted lane.
+The graph is the one the AWS planner uses (``agents.graph``): a lane starts when every lane it needs
+has finished; when a need did not succeed (or a gate did not pass) the lane is not started but recorded
+``skipped`` with the reason (``agents.runner.commit_blocked``); a failed lane never stops the others.
+``parallel`` lanes may run at once (default one: a laptop runs one lane at a time).
+
+The CLI owns its children:
+
+* every lane is ``python -m agents run-lane ...`` in its own process group, started with a Linux death
+  signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``): when the CLI dies, even by SIGKILL, the lane is told to
+  stop, stops its servers and commits nothing;
+* Ctrl-C, SIGTERM and SIGHUP interrupt the running lanes (SIGINT to their groups; they commit nothing),
+  whatever is left of a group is killed, and the run exits 130; running the same command again resumes;
+* a lane's verdict is what the store holds — the attempt the child committed — never its exit code or
+  its stdout: a lane killed just after committing shows its committed status; a lane that committed
+  nothing failed, with the last line of its log as the error.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -25,8 +39,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from agents import graph
+
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "interrupted": "magenta"}
+EXIT_INTERRUPTED = 130
+INTERRUPT_GRACE_S = 60.0  # a lane stops its servers after SIGINT; then its group is killed
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass
@@ -37,8 +56,10 @@ class LaneState:
     ended: float | None = None
     detail: str = ""
     progress: dict[str, Any] = field(default_factory=dict)
-    result: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)  # the committed attempt: status, attempt, error_*, ...
     log_path: Path | None = None
+    error: str | None = None  # "Class: message" of a failed lane (committed row, else its log's last line)
+    pid: int | None = None
 
     @property
     def elapsed(self) -> float | None:
@@ -52,6 +73,7 @@ class LocalRunOutcome:
     run_id: str
     lanes: list[LaneState]
     interrupted: bool = False
+    run: graph.RunOutcome | None = None  # the run's outcome over its graph (None until the end)
 
     @property
     def failed(self) -> list[LaneState]:
@@ -60,8 +82,8 @@ class LocalRunOutcome:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130
-        return 1 if self.failed else 0
+            return EXIT_INTERRUPTED
+        return graph.exit_code(self.run.status) if self.run else 1
 
 
 def _fmt_elapsed(s: float | None) -> str:
@@ -112,14 +134,145 @@ def _read_progress(path: Path, offset: int, state: LaneState) -> int:
 
 
 def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool,
-                 config: Mapping[str, Any] | None, progress_file: Path) -> list[str]:
+                 config: Mapping[str, Any] | None, progress_file: Path, needs: tuple[str, ...] = ()) -> list[str]:
     cmd = [sys.executable, "-m", "agents", "run-lane", lane, "--run-id", run_id, "--results", results,
            "--profile", profile, "--progress-file", str(progress_file)]
     if force:
         cmd.append("--force")
     if config:
         cmd += ["--config", json.dumps(config)]
+    if needs:
+        cmd += ["--needs", ",".join(needs)]
     return cmd
+
+
+def last_log_line(path: Path | None, limit: int = 300) -> str | None:
+    """The last meaningful line of a lane's log (a traceback's last line is ``Class: message``)."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        line = line.strip()
+        if line and not line.startswith("{"):  # the runner's JSON result line is not an error
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return None
+
+
+# ---- children: death signal, process group, verdict from the store ---------------------------------
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _child_setup(parent_pid: int, libc: Any) -> Callable[[], None]:
+    """Runs in the child between fork and exec: die with the parent; default SIGINT/SIGTERM handling."""
+
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # an ignored SIGINT would be inherited across exec
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(EXIT_INTERRUPTED)
+
+    return setup
+
+
+@dataclass
+class _Child:
+    node: graph.Node
+    state: LaneState
+    proc: subprocess.Popen
+    log_fh: Any
+    progress_file: Path
+    before: set[str]  # the lane's committed attempts before this child started
+    offset: int = 0
+
+
+def _signal_group(child: _Child, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.proc.pid, sig)
+
+
+def _markers(store: Any, run_id: str, lane: str | None = None) -> list[Any]:
+    try:
+        return store.markers(run_id, lane)
+    except FileNotFoundError:
+        return []
+
+
+def committed_verdict(store: Any, run_id: str, lane: str, before: set[str]) -> dict[str, Any] | None:
+    """The attempt a child committed (the newest marker not in ``before``) with its lane_runs row; None when
+    it committed nothing."""
+    new = [m for m in _markers(store, run_id, lane) if m.attempt not in before]
+    if not new:
+        return None
+    marker = new[-1]
+    row: dict[str, Any] = {}
+    if "lane_runs" in marker.tables:
+        rows = store.read_table("lane_runs", keys=[marker.tables["lane_runs"]]).to_pylist()
+        row = rows[0] if rows else {}
+    return {"status": marker.status, "attempt": marker.attempt, "supersedes": marker.supersedes,
+            **{k: row.get(k) for k in ("error_type", "error_message", "skip_reason", "blocked_by", "log_uri")}}
+
+
+class _Signals:
+    """Ctrl-C, SIGTERM and SIGHUP become KeyboardInterrupt, but never inside a critical section (a child
+    being started and registered, a record being committed): there the interrupt waits for its end."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.requested: int | None = None
+        self.depth = 0
+        self.old: dict[int, Any] = {}
+
+    def _handler(self, signum: int, _frame: Any) -> None:
+        self.requested = signum
+        if not self.depth:
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def __enter__(self) -> "_Signals":
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                if signal.getsignal(s) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+                    self.old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if self.requested is not None and not self.depth:
+            raise KeyboardInterrupt(signal.Signals(self.requested).name)
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    log = logging.getLogger(logger)
+    old = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(old)
 
 
 class _PlainView:
@@ -131,71 +284,150 @@ class _PlainView:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def update(self, _renderable: Any) -> None:
+    def update(self, _renderable: Any, refresh: bool = False) -> None:
         return None
 
 
 def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny", force: bool = False,
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
-              stop_on_failure: bool = False) -> LocalRunOutcome:
+              parallel: int = 1, poll_s: float = 0.25) -> LocalRunOutcome:
+    """Run ``lanes`` (names; ordered and wired by the registry's graph) and return the run's outcome."""
+    from agents.registry import base_lane, plan_order
+    from agents.runner import commit_blocked, lane_statuses
+    from analytics.store import open_store
+
+    if not lanes:
+        raise ValueError("no lanes to run")
+    if parallel < 1:
+        raise ValueError(f"--parallel must be at least 1, got {parallel}")
     console = console or Console(stderr=True)
-    states = [LaneState(name) for name in lanes]
-    outcome = LocalRunOutcome(run_id, states)
+    store = open_store(results)
+    in_run = {base_lane(m.lane) for m in _markers(store, run_id)}
+    nodes = graph.topological(graph.build_nodes(plan_order(list(lanes)), [graph.LOCAL], in_run=in_run))
+    states = {n.result_lane: LaneState(n.result_lane) for n in nodes}
+    outcome = LocalRunOutcome(run_id, list(states.values()))
+    uncommitted: dict[str, graph.LaneStatus] = {}  # lanes whose child failed without committing anything
     tmp = Path(tempfile.mkdtemp(prefix=f"neuronpipe-run-{run_id}-"))
     live_enabled = console.is_terminal if live is None else live
-    view_cm = (Live(render(run_id, states), console=console, refresh_per_second=4, transient=False)
-               if live_enabled else _PlainView())
-    with view_cm as view:
-        for state in states:
-            progress_file = tmp / f"{state.name}.progress.jsonl"
-            state.log_path = tmp / f"{state.name}.log"
-            cmd = lane_command(state.name, run_id, results, profile, force, (configs or {}).get(state.name),
-                               progress_file)
-            state.status, state.started = "running", time.monotonic()
-            if not live_enabled:
-                console.print(f"[{run_id}] {state.name}: running")
-            with open(state.log_path, "wb") as log_fh:
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_fh,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-                offset = 0
-                try:
-                    while proc.poll() is None:
-                        offset = _read_progress(progress_file, offset, state)
-                        view.update(render(run_id, states))
-                        time.sleep(0.25)
-                except KeyboardInterrupt:
-                    outcome.interrupted = True
-                    proc.send_signal(signal.SIGINT)  # the lane stops its servers and commits nothing
-                    try:
-                        proc.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
-                stdout = proc.stdout.read().decode() if proc.stdout else ""
-            state.ended = time.monotonic()
-            try:
-                state.result = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
-            except json.JSONDecodeError:
-                state.result = {}
-            if outcome.interrupted or proc.returncode == 130:
-                state.status = "interrupted"
-                outcome.interrupted = True
-            elif state.result.get("status") in ("succeeded", "skipped", "failed"):
-                state.status = state.result["status"]
-            else:
-                state.status = "failed"
-                state.result.setdefault("error_message", f"lane process exited {proc.returncode}")
+    libc, parent = _libc(), os.getpid()
+    pending, running = list(nodes), {}  # type: list[graph.Node], dict[str, _Child]
+
+    def show() -> None:
+        view.update(render(run_id, outcome.lanes), refresh=True)
+
+    def announce(state: LaneState) -> None:
+        show()
+        if not live_enabled:
+            console.print(f"[{run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} "
+                          f"{state.detail}".rstrip(), highlight=False, markup=False, soft_wrap=True)
+        if on_lane_done and state.status != "running":
+            on_lane_done(state)
+
+    def statuses() -> dict[str, graph.LaneStatus]:
+        return {**lane_statuses(store, run_id), **uncommitted}
+
+    def start(node: graph.Node) -> None:
+        state = states[node.result_lane]
+        blocked = graph.blocked_reason(node, statuses())
+        if blocked is not None:  # recorded without a child process
+            with _quiet("agents.runner"):  # its warning would repeat the line announce() prints
+                result = commit_blocked(store, run_id, node.result_lane, blocked[0], blocked[1],
+                                        {"box_role": graph.LOCAL, "profile": profile, "forced": force})
+            state.status, state.detail, state.started = "skipped", blocked[1], time.monotonic()
+            state.ended, state.result = state.started, result.to_output()
+            announce(state)
+            return
+        progress_file = tmp / f"{state.name}.progress.jsonl"
+        state.log_path = tmp / f"{state.name}.log"
+        before = {m.attempt for m in _markers(store, run_id, state.name)}
+        cmd = lane_command(state.name, run_id, results, profile, force, (configs or {}).get(node.lane),
+                           progress_file, node.needs)
+        log_fh = open(state.log_path, "wb")
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, process_group=0,
+                                preexec_fn=_child_setup(parent, libc))
+        running[state.name] = _Child(node, state, proc, log_fh, progress_file, before)
+        state.status, state.started, state.pid = "running", time.monotonic(), proc.pid
+        announce(state)
+
+    def finish(child: _Child, interrupted: bool) -> None:
+        state = child.state
+        child.proc.wait()
+        _signal_group(child, signal.SIGKILL)  # whatever the lane left behind in its group
+        child.log_fh.close()
+        running.pop(state.name, None)
+        state.ended = time.monotonic()
+        child.offset = _read_progress(child.progress_file, child.offset, state)
+        verdict = committed_verdict(store, run_id, state.name, child.before)
+        if verdict is not None:
+            state.result, state.status = verdict, verdict["status"]
             if state.status == "failed":
-                state.detail = f"{state.result.get('error_type') or 'Error'}: {state.result.get('error_message') or ''}"
-                state.detail += f" (log: {state.log_path})"
+                state.error = f"{verdict.get('error_type') or 'Error'}: {verdict.get('error_message') or ''}"
             elif state.status == "skipped":
-                state.detail = state.result.get("skip_reason") or ""
-            view.update(render(run_id, states))
-            if not live_enabled:
-                console.print(f"[{run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} {state.detail}")
-            if on_lane_done:
-                on_lane_done(state)
-            if outcome.interrupted or (stop_on_failure and state.status == "failed"):
-                break
+                state.detail = verdict.get("skip_reason") or ""
+        elif interrupted:
+            state.status, state.detail = "interrupted", "nothing committed"
+        else:
+            rc = child.proc.returncode
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited {rc}"
+            state.status = "failed"
+            state.error = last_log_line(state.log_path) or f"lane process {how}"
+            state.result = {"status": "failed", "error_message": f"lane process {how}, nothing committed"}
+            uncommitted[state.name] = graph.LaneStatus("failed", None, f"{state.error} (process {how})")
+        if state.status == "failed":
+            state.detail = f"{state.error} (log: {state.log_path})"
+        announce(state)
+
+    def ready(node: graph.Node) -> bool:
+        waiting = {n.result_lane for n in pending} | set(running)
+        return not any(need in waiting for need in node.needs)
+
+    live_view = Live(render(run_id, outcome.lanes), console=console, auto_refresh=False, transient=False)
+    with _Signals() as sig, (live_view if live_enabled else _PlainView()) as view:
+        try:
+            while pending or running:
+                for child in [c for c in running.values() if c.proc.poll() is not None]:
+                    with sig.critical():
+                        finish(child, interrupted=False)
+                while len(running) < parallel:
+                    node = next((n for n in pending if ready(n)), None)
+                    if node is None:
+                        break
+                    with sig.critical():
+                        pending.remove(node)
+                        start(node)
+                for child in running.values():
+                    child.offset = _read_progress(child.progress_file, child.offset, child.state)
+                show()
+                if pending or running:
+                    time.sleep(poll_s)
+        except KeyboardInterrupt:
+            outcome.interrupted, sig.requested = True, None
+            _stop(list(running.values()))  # a second Ctrl-C ends the grace at once
+            sig.requested = None
+            with sig.critical():
+                for child in list(running.values()):
+                    finish(child, interrupted=True)
+        finally:
+            for child in list(running.values()):  # an unexpected error: never leave a lane behind
+                _signal_group(child, signal.SIGKILL)
+                child.proc.wait()
+                child.log_fh.close()
+    outcome.run = graph.outcome(nodes, statuses())
     return outcome
+
+
+def _stop(children: list[_Child]) -> None:
+    """SIGINT to every running lane's group (a lane stops its servers, commits nothing); SIGKILL after the grace."""
+    try:
+        for child in children:
+            _signal_group(child, signal.SIGINT)
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        for child in children:
+            child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass
+    for child in children:
+        _signal_group(child, signal.SIGKILL)
+        child.proc.wait()

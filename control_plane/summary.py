@@ -1,6 +1,7 @@
 """The headline numbers of one run, read from the views (never recomputed here), as tables for a terminal.
 
-Printed at the end of `neuronpipe run --local`; each section says plainly when its lanes left no rows.
+Printed at the end of `neuronpipe run --local`; each section says plainly when its lanes left no rows. Lanes
+that did not run because a lane they need failed are listed as skipped with that reason.
 """
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import duckdb
 
 # (title, SQL over the views with ? = run id). Serving probes of the Qwen3 attempt are outcomes, not points.
 SECTIONS: tuple[tuple[str, str], ...] = (
+    # Each lane's standing as agents.graph.statuses_from_rows decides it: the newest attempt that ran, or a
+    # newer record of the lane being blocked (a need failed: skipped, with the reason and the lane to blame).
     ("Lanes", """
-        select lane, status, round(wall_s, 1) as wall_s, coalesce(error_type || ': ' || error_message, skip_reason) as note
-        from lane_runs where run_id = ? and supersedes
+        select lane, status, round(wall_s, 1) as wall_s,
+               coalesce(error_type || ': ' || error_message, skip_reason) as note
+        from lane_runs where run_id = ? and (supersedes or blocked_by is not null)
         qualify row_number() over (partition by lane order by attempt desc) = 1
-        order by started_at"""),
+        order by started_at, lane"""),
     ("Host CPU (context)", """
         select bench, threads, round(value, 2) as best, unit from host_bench where run_id = ?
         order by bench, threads"""),

@@ -111,6 +111,18 @@ def runs_section(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     for r in lanes:
         run = out.setdefault(r["run_id"], {"run_id": r["run_id"], "lanes": []})
         run["lanes"].append({k: v for k, v in r.items() if k != "run_id"})
+    # The run's outcome (succeeded | partial | failed, with failed and skipped lanes and reasons), decided by
+    # agents.graph over every committed attempt, blocked records included: the same rule as `run --local`.
+    from agents.graph import outcome_of_run, statuses_from_rows
+
+    attempts: dict[str, list[dict[str, Any]]] = {}
+    for r in rows(con, """
+            SELECT run_id, lane, attempt, status, supersedes, blocked_by, skip_reason, error_type, error_message
+            FROM lane_runs ORDER BY run_id, lane, attempt"""):
+        attempts.setdefault(r["run_id"], []).append(r)
+    for run_id, rs in attempts.items():
+        run = out.setdefault(run_id, {"run_id": run_id, "lanes": []})
+        run["outcome"] = outcome_of_run(statuses_from_rows(rs)).to_json()
     return [out[k] for k in sorted(out)]
 
 

@@ -52,7 +52,7 @@ def _for_runs(c: dict[str, Any]) -> str:
 
 # ---- sections ----------------------------------------------------------------------------------
 def s_header(c: dict[str, Any]) -> list[str]:
-    lines = ["# neuron-pipelines report", "",
+    lines = ["# neuron-pipelines report", "", *outcome_lines(c["runs"]),
              f"Runs: {_for_runs(c)}. Generated from `comparison.json` ({c['schema']}); every number below "
              "comes from the DuckDB views over the committed results.", ""]
     if not c["runs"]:
@@ -61,6 +61,23 @@ def s_header(c: dict[str, Any]) -> list[str]:
         lanes = ", ".join(f"{l['lane']} ({l['status']})" for l in run["lanes"])
         lines.append(f"- `{run['run_id']}`: {lanes}")
     return lines + [""]
+
+
+def outcome_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """``**Outcome: partial** — failed: quality (Error: msg); skipped: finetune_serve (needs merge, …)`` per run
+    (agents.graph's rule, computed into comparison.json), first under the title: what a reader needs first."""
+    from agents.graph import outcome_text
+
+    out = []
+    for run in runs:
+        o = run.get("outcome")
+        if not o:
+            continue
+        who = f" of `{run['run_id']}`" if len(runs) > 1 else ""
+        text = outcome_text(o)
+        out.append(f"**Outcome{who}: {o['status']}**" + (f" — {fmt(text)}" if text else ""))
+        out.append("")
+    return out
 
 
 def s_machines(c: dict[str, Any]) -> list[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import secrets
 import sys
 from datetime import datetime, timezone
@@ -25,7 +26,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", default=None,
                    help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
+    p.add_argument("--parallel", type=_positive_int, default=1, metavar="N",
+                   help="--local: run up to N lanes at once, each when every lane it needs has finished "
+                        "(default 1)")
     p.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+class RunIdError(ValueError):
+    """A run id the control plane would refuse (control_plane.models.RUN_ID_PATTERN)."""
+
+
+def check_run_id(run_id: str) -> str:
+    """The one run id rule (``control_plane.models.RUN_ID_PATTERN``: Step Functions execution names, which the
+    store's key rule also accepts), applied at the CLI before anything is written."""
+    from control_plane.models import RUN_ID_PATTERN
+
+    if not re.fullmatch(RUN_ID_PATTERN, run_id):
+        raise RunIdError(f"invalid run id {run_id!r}: use 1-80 letters, digits, '-' and '_', "
+                         "starting with a letter or digit")
+    return run_id
+
+
+class EmptyLanesError(ValueError):
+    """``--lanes`` given but naming no lane (``--lanes ""`` must not mean the whole plan)."""
+
+
+def lane_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        from agents.registry import lane_names
+
+        raise EmptyLanesError(f"--lanes {text!r} names no lane; valid lanes: {', '.join(lane_names())}")
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,10 +82,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_local_command(args: argparse.Namespace) -> int:
+    """Refusals (exit 2, one line each, nothing written): a bad run id, ``--lanes`` naming no lane or an unknown
+    one, an invalid request file, a lane_config that does not fit its lane (``lane.field: reason``)."""
     from rich.console import Console
+    from rich.markup import escape
 
-    from agents.registry import UnknownLaneError, plan_order
+    from agents.graph import outcome_text
+    from agents.registry import UnknownLaneError, get_lane, plan_order
     from control_plane.commands.plan import load_request
+    from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
     from control_plane.local import run_local
     from control_plane.models import RunRequestError
 
@@ -51,27 +98,39 @@ def run_local_command(args: argparse.Namespace) -> int:
     configs: dict[str, dict] = {}
     profile, force, run_id = args.profile, args.force, args.run_id
     try:
+        if run_id is not None:
+            check_run_id(run_id)
         if args.input:
             request = load_request(args.input)
-            from control_plane.plan import selected_lanes
+            from control_plane.plan import lane_config, selected_lanes
 
-            lanes = [s.name for s in selected_lanes(request)]
-            configs = {k: v for k, v in request.lane_config.items() if v}
+            specs = {s.name: s for s in selected_lanes(request)}
+            lanes = list(specs)
             profile = request.profile if "profile" in request.model_fields_set else args.profile
+            for name in request.lane_config:  # a config for a lane not selected is still checked
+                specs.setdefault(name, get_lane(name))
+            configs = {name: cfg for name in specs if (cfg := lane_config(request, name))}
+            check_lane_configs(configs, specs, profile)
             force = force or request.force
             run_id = run_id or request.run_id
         else:
-            lanes = [s.name for s in plan_order([x.strip() for x in args.lanes.split(",") if x.strip()]
-                                                if args.lanes else None)]
-    except (UnknownLaneError, RunRequestError) as exc:
+            lanes = [s.name for s in plan_order(lane_list(args.lanes) if args.lanes is not None else None)]
+    except LaneConfigInvalidError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: lane_config {line}", file=sys.stderr)
+        return 2
+    except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run_id = run_id or new_run_id()
-    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {profile}")
+    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {profile}"
+                  + (f"  parallel: {args.parallel}" if args.parallel > 1 else ""))
     outcome = run_local(lanes, run_id, args.results, profile=profile, force=force, console=console,
-                        live=False if args.no_live else None, configs=configs)
-    for state in outcome.failed:
-        console.print(f"[red]lane {state.name} failed[/red]: {state.detail}")
+                        live=False if args.no_live else None, configs=configs, parallel=args.parallel)
+    for state in outcome.failed:  # the lane's own error, then where its whole log is
+        console.print(f"[red]lane {state.name} failed[/red]: {escape(state.error or '')}", highlight=False,
+                      soft_wrap=True)
+        console.print(f"  log: {escape(str(state.log_path))}", highlight=False, soft_wrap=True)
     if outcome.interrupted:
         console.print("interrupted: run the same command again to resume at the first uncommitted lane")
         return outcome.exit_code
@@ -83,6 +142,10 @@ def run_local_command(args: argparse.Namespace) -> int:
         report_md = next((p for p in paths if p.name == "REPORT.md"), None)
         plots = [p for p in paths if p.suffix == ".png"]
         console.print(f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})")
+    result = outcome.run
+    text = outcome_text(result) if result else ""
+    console.print(f"outcome: [bold]{result.status if result else 'failed'}[/bold]"
+                  + (f" — {escape(text)}" if text else ""), highlight=False, soft_wrap=True)
     print(run_id)
     return outcome.exit_code
 
