@@ -3,7 +3,8 @@
 * State machine: ``statemachine/pipeline.asl.json`` (generated, checked in) with its
   ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
   start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
-  to such instances, invoke finalize_run, release a box's lease, and put run events on the default bus.
+  to such instances, invoke schedule_wave and finalize_run, release a box's lease, and put run events on the
+  default bus.
 * Lambdas: ``control_plane/handlers/<name>.py`` for each of :data:`HANDLERS` (``handler(event,
   context)``), first-party code copied as is, third-party wheels in a layer (required at deploy).
 * Leases (INTERFACES B): a DynamoDB table ``<state_machine_name>-leases`` keyed by ``instance_id``;
@@ -68,6 +69,8 @@ HANDLERS = {h.name: h for h in [
     HandlerSpec("on_execution_status", 256, 120, "execution ABORTED/FAILED/TIMED_OUT -> stop its boxes, "
                 "release its leases"),
     HandlerSpec("finalize_run", 3008, 900, "DuckDB report -> REPORT.md + comparison.json in S3"),
+    HandlerSpec("schedule_wave", 1024, 300, "between waves: record lanes that cannot run, the next wave's "
+                "segments, the run's outcome"),
     HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
 ]}
 
@@ -220,6 +223,19 @@ class ControlPlaneStack(Stack):
                     "the run's report under reports/; keys are per run and attempt, not known in advance.",
                     [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
 
+        scheduler = f["schedule_wave"]
+        # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
+        # failed) attempt for lanes that cannot run: objects under results/ only, nothing else.
+        scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteResults", actions=["s3:GetObject",
+                                                                                         "s3:PutObject"],
+                                                         resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+        scheduler.add_to_role_policy(iam.PolicyStatement(
+            sid="ListResults", actions=["s3:ListBucket"], resources=[results_arn(s)],
+            conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}))
+        acknowledge(scheduler.role, "IAM5", "schedule_wave reads a run's committed results and commits attempts "
+                    "under results/ (keys per run, lane and attempt, not known in advance).",
+                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*")])
+
         reaper = f["idle_reaper"]
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
@@ -257,6 +273,8 @@ class ControlPlaneStack(Stack):
                                 conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
                                                              self.settings.project}}),
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
+            iam.PolicyStatement(sid="ScheduleWaves", actions=["lambda:InvokeFunction"],
+                                resources=[self.functions["schedule_wave"].function_arn]),
             # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run) and marks it
             # when the stop failed (updateItem), so the run-wide release leaves it for on_execution_status
             iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem", "dynamodb:UpdateItem"],
@@ -299,6 +317,7 @@ class ControlPlaneStack(Stack):
             "ResultsBucketName": results_bucket_name(self.settings),
             "CommandLogGroupName": self.base.command_log_group.log_group_name,
             "FinalizeRunFunctionArn": self.functions["finalize_run"].function_arn,
+            "ScheduleWaveFunctionArn": self.functions["schedule_wave"].function_arn,
             "EventBusName": "default",
             "EventSource": EVENT_SOURCE,
             "LeaseTableName": self.lease_table.table_name,

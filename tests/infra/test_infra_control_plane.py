@@ -35,7 +35,8 @@ def _function_ids(synthesized) -> dict[str, str]:
 def test_lambdas_by_handler_path(synthesized):
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
-    assert sorted(HANDLERS) == ["finalize_run", "idle_reaper", "on_command_status", "on_execution_status", "plan_run"]
+    assert sorted(HANDLERS) == ["finalize_run", "idle_reaper", "on_command_status", "on_execution_status", "plan_run",
+                                "schedule_wave"]
     assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
     for f in fns.values():
         p = f["Properties"]
@@ -73,6 +74,8 @@ def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized
     assert set(p["DefinitionSubstitutions"]) == set(SUBSTITUTIONS) == placeholders(ASL_PATH.read_text())
     assert p["DefinitionSubstitutions"]["FinalizeRunFunctionArn"] == {
         "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]}
+    assert p["DefinitionSubstitutions"]["ScheduleWaveFunctionArn"] == {
+        "Fn::GetAtt": [_function_ids(synthesized)["schedule_wave"], "Arn"]}
     if "LeaseTableName" in SUBSTITUTIONS:  # INTERFACES B: the ASL releases leases in this table
         assert p["DefinitionSubstitutions"]["LeaseTableName"] == {"Ref": _lease_table_id(synthesized)}
     assert p["StateMachineName"] == synthesized.settings.state_machine_name

@@ -53,7 +53,7 @@ def test_who_may_touch_the_leases(synthesized):
     assert lease_actions("StateMachinePolicy") == {"dynamodb:DeleteItem", "dynamodb:UpdateItem"}
     assert lease_actions("PlanRunRole") == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
     assert lease_actions("OnExecutionStatusRole") == {"dynamodb:GetItem", "dynamodb:DeleteItem"}
-    for prefix in ("FinalizeRunRole", "OnCommandStatusRole", "IdleReaperRole"):
+    for prefix in ("FinalizeRunRole", "OnCommandStatusRole", "IdleReaperRole", "ScheduleWaveRole"):
         assert not lease_actions(prefix), prefix
     # nothing anywhere holds a DynamoDB action on another resource
     for prefix in ("StateMachinePolicy", "PlanRunRole", "OnExecutionStatusRole"):
@@ -91,6 +91,24 @@ def test_narrowed_lambda_grants(synthesized):
     assert {"states:StartExecution", "states:DescribeExecution"} <= _actions(plan)
     (listing,) = [st for st in plan if "s3:ListBucket" in _as_list(st["Action"])]
     assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+
+
+def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_invoke_it(synthesized):
+    """Issue 14: the scheduler between waves reads a run's results and commits skipped attempts: results/ only."""
+    statements = _role_statements(synthesized, "ScheduleWaveRole")
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
+                                    "xray:PutTelemetryRecords", "s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+    for st in statements:
+        actions = _as_list(st["Action"])
+        if "s3:PutObject" in actions or "s3:GetObject" in actions:
+            assert "/results/*" in json.dumps(st["Resource"]) and "/reports/" not in json.dumps(st["Resource"]), st
+        if "s3:ListBucket" in actions:
+            assert st["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+    fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
+    scheduler = next(k for k, f in fns.items() if f["Properties"]["Handler"].endswith("schedule_wave.handler"))
+    invoke = [st for st in _role_statements(synthesized, "StateMachinePolicy")
+              if "lambda:InvokeFunction" in _as_list(st["Action"])]
+    assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in _as_list(st["Resource"])]
 
 
 @pytest.fixture(scope="module")
@@ -158,5 +176,5 @@ def test_cost_ceiling_setting_reaches_every_lambda(redeploy):
     cdk_json = _json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())
     assert cdk_json["context"]["neuronpipe"]["max_cost_usd_ceiling"] == 50
     fns = [r for r in redeploy[STACK_CONTROL_PLANE]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(fns) == 5
+    assert len(fns) == 6  # HANDLERS
     assert {f["Properties"]["Environment"]["Variables"]["NEURONPIPE_MAX_COST_USD_CEILING"] for f in fns} == {"12.5"}
