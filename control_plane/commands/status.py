@@ -1,4 +1,8 @@
-"""`neuronpipe status RUN_ID`: where a run is, read from its execution history (name = run id)."""
+"""`neuronpipe status RUN_ID`: where a run is, read from its execution history (name = run id).
+
+Once the run has ended it shows the run's outcome (succeeded / partial / failed, the failed and skipped lanes
+with their reasons: ``$.outcome`` of the execution's output, or the failed execution's cause) and exits as
+``run --aws`` does (0 succeeded, 3 partial, 1 failed)."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +16,7 @@ from control_plane.models import parse_lane_from_comment
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "timed_out": "bold red", "not run": "magenta"}
+OUTCOME_STYLE = {"succeeded": "bold green", "partial": "bold yellow", "failed": "bold red"}
 ENDED = {"ExecutionSucceeded": "SUCCEEDED", "ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT",
          "ExecutionAborted": "ABORTED"}
 
@@ -24,10 +29,14 @@ class LaneProgress:
     detail: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+    result_lane: str = ""
+    wave: int = 0
 
 
 @dataclass
 class PhaseProgress:
+    """One box of the run (its segments run wave by wave)."""
+
     box_role: str
     instance_id: str | None
     state: str = "waiting"
@@ -41,77 +50,151 @@ class RunProgress:
     lanes: list[LaneProgress] = field(default_factory=list)
     error: str | None = None
     cause: str | None = None
+    outcome: dict[str, Any] | None = None  # agents.graph.RunOutcome.to_json() once the run has ended
 
     @property
     def done(self) -> bool:
         return self.status != "RUNNING"
+
+    @property
+    def outcome_status(self) -> str | None:
+        return (self.outcome or {}).get("status")
 
 
 def _details(event: dict[str, Any], key: str) -> dict[str, Any]:
     return event.get(key) or {}
 
 
+def _plan_lanes(plan: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    """(box role, lane, result lane, wave) of an execution input (waves; or phases, before waves)."""
+    out = []
+    for wave in plan.get("waves") or []:
+        for seg in wave.get("segments", []):
+            out += [(seg["box_role"], st["lane"], st.get("result_lane") or st["lane"], int(wave.get("wave", 0)))
+                    for st in seg.get("lanes", [])]
+    for phase in plan.get("phases") or []:
+        out += [(phase["box_role"], st["lane"], st["lane"], 0) for st in phase.get("lanes", [])]
+    return out
+
+
+def _plan_boxes(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
+    boxes = [(b["box_role"], b.get("instance_id")) for b in plan.get("boxes") or []]
+    return boxes or list(dict.fromkeys((p["box_role"], p.get("instance_id")) for p in plan.get("phases") or []))
+
+
+def _outcome_from_end(kind: str, details: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's outcome: ``$.outcome`` of a succeeded execution's output, the cause of a failed one."""
+    if kind == "ExecutionSucceeded":
+        outcome = _json(details.get("output")).get("outcome")
+    else:
+        outcome = _json(details.get("cause")).get("outcome")
+    return outcome if isinstance(outcome, dict) and outcome.get("status") else None
+
+
 def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
-    """Fold an execution history into per-phase and per-lane state (phases and lanes run one at a time)."""
+    """Fold an execution history into per-box and per-lane state.
+
+    Both boxes work at once, so events interleave: a task's end is matched to its start by following
+    ``previousEventId`` (each Map iteration chains its own events) back to the ``TaskScheduled`` that opened it;
+    a command's box comes from its instance id."""
+    events = list(events)
     progress = RunProgress()
+    by_id = {ev.get("id"): ev for ev in events}
     by_key: dict[tuple[str, str], LaneProgress] = {}
-    phase: PhaseProgress | None = None
-    phase_idx = -1
-    current: LaneProgress | None = None
+    box_of: dict[str, PhaseProgress] = {}
+    opened: dict[Any, tuple[str, Any]] = {}  # TaskScheduled id -> ("lane", LaneProgress) | ("box", PhaseProgress)
+
+    last: list[tuple[str, Any]] = []  # a history without event ids (a hand-made one): tasks end in order
+
+    def opener(ev: dict[str, Any]) -> tuple[str, Any] | None:
+        prev, seen = ev.get("previousEventId"), 0
+        if prev is None:
+            return last.pop() if last else None
+        while prev is not None and seen < 50:
+            if prev in opened:
+                return opened[prev]
+            prev, seen = (by_id.get(prev) or {}).get("previousEventId"), seen + 1
+        return None
+
+    def open_task(ev: dict[str, Any], what: tuple[str, Any]) -> None:
+        opened[ev.get("id")] = what
+        last[:] = [what]
+
     for ev in events:
         kind, ts = ev["type"], ev.get("timestamp")
         if kind == "ExecutionStarted":
-            plan = json.loads(_details(ev, "executionStartedEventDetails").get("input") or "{}")
+            plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
             progress.run_id = plan.get("run_id")
-            for p in plan.get("phases", []):
-                progress.phases.append(PhaseProgress(p["box_role"], p.get("instance_id")))
-                for step in p.get("lanes", []):
-                    lp = LaneProgress(p["box_role"], step["lane"])
-                    progress.lanes.append(lp)
-                    by_key[(p["box_role"], step["lane"])] = lp
-        elif kind == "MapIterationStarted" and _details(ev, "mapIterationStartedEventDetails").get("name") == "Phases":
-            phase_idx += 1
-            phase = progress.phases[phase_idx] if phase_idx < len(progress.phases) else None
+            for role, iid in _plan_boxes(plan):
+                box = PhaseProgress(role, iid)
+                progress.phases.append(box)
+                if iid:
+                    box_of[iid] = box
+            for role, lane, result, wave in _plan_lanes(plan):
+                lp = LaneProgress(role, lane, result_lane=result, wave=wave)
+                progress.lanes.append(lp)
+                by_key[(role, lane)] = lp
         elif kind == "TaskScheduled":
             d = _details(ev, "taskScheduledEventDetails")
-            resource = d.get("resource", "")
-            if phase is not None and resource.startswith("startInstances"):
-                phase.state = "starting instance"
-            elif phase is not None and resource.startswith("stopInstances"):
-                phase.state = "stopping instance"
-            elif resource.startswith("sendCommand") and phase is not None:
-                what = parse_lane_from_comment(json.loads(d.get("parameters") or "{}").get("Comment"))
+            resource, params = d.get("resource", ""), _json(d.get("parameters"))
+            ids = params.get("InstanceIds") or []
+            box = box_of.get(ids[0]) if ids else None
+            if box is None and not ids and progress.phases:  # a hand-made history: the first box still working
+                box = next((b for b in progress.phases if b.state != "stopped"), progress.phases[0])
+            if box is None:
+                continue
+            if resource.startswith("startInstances"):
+                box.state = "starting instance"
+            elif resource.startswith("stopInstances"):
+                box.state = "stopping instance"
+                open_task(ev, ("box", box))
+            elif resource.startswith("sendCommand"):
+                what = parse_lane_from_comment(params.get("Comment"))
                 if what == "sync-harness":
-                    phase.state = "syncing harness"
+                    box.state = "syncing harness"
+                    open_task(ev, ("sync", box))
                 else:
-                    current = by_key.get((phase.box_role, what or ""))
-                    phase.state = "running lanes"
-                    if current is not None:
-                        current.status, current.started = "running", ts
-        elif kind == "TaskSucceeded":
-            d = _details(ev, "taskSucceededEventDetails")
-            if current is not None:
-                out = _json(d.get("output"))
-                current.status = out.get("status") if out.get("status") in ("succeeded", "skipped") else "succeeded"
-                current.detail, current.ended, current = out.get("skip_reason") or "", ts, None
-            elif phase is not None and d.get("resource", "").startswith("stopInstances"):
-                phase.state = "stopped"
-        elif kind in ("TaskFailed", "TaskTimedOut"):
-            d = _details(ev, "taskFailedEventDetails") or _details(ev, "taskTimedOutEventDetails")
-            if current is not None:
-                current.status = "failed" if kind == "TaskFailed" else "timed_out"
-                current.detail = f"{d.get('error', '')}: {d.get('cause', '')}".strip(": ")
-                current.ended, current = ts, None
-            elif phase is not None:
-                phase.state = f"failed ({d.get('error', '')})"
+                    box.state = "running lanes"
+                    lp = by_key.get((box.box_role, what or ""))
+                    if lp is not None:
+                        lp.status, lp.started = "running", ts
+                        open_task(ev, ("lane", lp))
+        elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
+            found = opener(ev)
+            if found is None:
+                continue
+            what, target = found
+            if what == "sync":
+                continue
+            if what == "box":
+                if kind == "TaskSucceeded":
+                    target.state = "stopped"
+                continue
+            lp = target
+            if lp.status != "running":
+                continue
+            if kind == "TaskSucceeded":
+                out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
+                lp.status = out.get("status") if out.get("status") in ("succeeded", "skipped") else "succeeded"
+                lp.detail = out.get("skip_reason") or ""
+            else:
+                d = _details(ev, "taskFailedEventDetails") or _details(ev, "taskTimedOutEventDetails")
+                lp.status = "failed" if kind == "TaskFailed" else "timed_out"
+                lp.detail = f"{d.get('error', '')}: {d.get('cause', '')}".strip(": ")
+            lp.ended = ts
         elif kind in ENDED:
             progress.status = ENDED[kind]
             d = _details(ev, "executionFailedEventDetails")
             progress.error, progress.cause = d.get("error"), d.get("cause")
+            progress.outcome = _outcome_from_end(kind, _details(ev, "executionSucceededEventDetails") or d)
     if progress.done:
+        reasons = (progress.outcome or {}).get("reasons") or {}
         for lp in progress.lanes:
             if lp.status in ("waiting", "running"):
-                lp.status = "not run" if lp.status == "waiting" else "failed"
+                reason = reasons.get(lp.result_lane)
+                lp.status = ("skipped" if reason and lp.status == "waiting" else
+                             "not run" if lp.status == "waiting" else "failed")
+                lp.detail = reason or lp.detail
     return progress
 
 
@@ -146,6 +229,16 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
                       _elapsed(lp, now), Text(lp.detail[:160], overflow="ellipsis"))
     phases = Text("  ".join(f"{p.box_role} {p.instance_id or ''}: {p.state}" for p in progress.phases))
     parts: list[Any] = [table, phases]
+    if progress.outcome:
+        oc = progress.outcome
+        line = f"outcome: {oc['status']}"
+        if oc.get("failed"):
+            line += f"; failed: {', '.join(oc['failed'])}"
+        if oc.get("skipped"):
+            line += f"; skipped: {', '.join(oc['skipped'])}"
+        if oc.get("why"):
+            line += f"; {oc['why']}"
+        parts.append(Text(line, style=OUTCOME_STYLE.get(oc["status"], "")))
     if progress.error:
         parts.append(Text(f"error: {progress.error}: {progress.cause or ''}", style="red"))
     return Group(*parts)
@@ -180,4 +273,8 @@ def status_command(args: argparse.Namespace) -> int:
     else:
         Console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
                                         if history else None))
+    if progress.outcome_status:
+        from agents.graph import exit_code
+
+        return exit_code(progress.outcome_status)
     return 0 if progress.status in ("RUNNING", "SUCCEEDED") else 1

@@ -31,7 +31,7 @@ def test_plan_json_is_the_plan(tmp_path, capsys):
     req.write_text(json.dumps({"preset": "smoke", "run_id": "abc"}))
     assert main(["plan", "--input", str(req), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["run_id"] == "abc" and [p["box_role"] for p in plan["phases"]] == ["trn1", "inf2"]
+    assert plan["run_id"] == "abc" and [s["box_role"] for w in plan["waves"] for s in w["segments"]] == ["trn1", "inf2"]
 
 
 def test_invalid_request_exits_2_with_field_and_reason(tmp_path, capsys):

@@ -9,7 +9,7 @@ from statemachine.build import (ASL_PATH, STOP_FAILED_ERROR, SUBSTITUTIONS, plac
 
 DEFINITION = json.loads(ASL_PATH.read_text())  # the checked-in file, as CloudFormation deploys it
 TOP = DEFINITION["States"]
-PHASE = TOP["Phases"]["ItemProcessor"]["States"]
+PHASE = TOP["Segments"]["ItemProcessor"]["States"]  # one box's segment of a wave
 LANE = PHASE["Lanes"]["ItemProcessor"]["States"]
 
 
@@ -32,14 +32,18 @@ def test_both_stops_retry_every_error_with_backoff_and_catch():
         assert retry["ErrorEquals"] == ["States.ALL"] and retry["MaxAttempts"] >= 3 and retry["BackoffRate"] > 1
         assert state["Catch"][0]["ErrorEquals"] == ["States.ALL"]
         assert state["Catch"][0]["ResultPath"] == "$.stop_error"  # never over $.failure
-    # a failed stop marks the box's lease (kept for on_execution_status), then fails the phase
+    # a failed stop marks the box's lease (kept for on_execution_status); the segment says stop_failed (the
+    # scheduler fails the run with Instance.StopFailed after the report)
     assert PHASE["StopInstance"]["Catch"][0]["Next"] == "KeepLease"
-    assert PHASE["KeepLease"]["Next"] == "StopFailed"
-    assert PHASE["StopFailed"]["Type"] == "Fail" and PHASE["StopFailed"]["Error"] == STOP_FAILED_ERROR
-    # the failure path keeps the original failure: PhaseFailed reads $.failure
+    assert PHASE["KeepLease"]["Next"] == "SegmentStopFailed"
+    stop_failed = PHASE["SegmentStopFailed"]
+    assert stop_failed["Type"] == "Pass" and stop_failed["Parameters"]["error"] == STOP_FAILED_ERROR
+    assert stop_failed["Parameters"]["status"] == "stop_failed" and stop_failed["End"]
+    # the failure path keeps the original failure: the segment's result reads $.failure
     assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "KeepLeaseAfterFailure"
-    assert PHASE["KeepLeaseAfterFailure"]["Next"] == "PhaseFailed"
-    assert PHASE["PhaseFailed"]["ErrorPath"] == "$.failure.Error"
+    assert PHASE["KeepLeaseAfterFailure"]["Next"] == "SegmentStopFailed"
+    assert PHASE["SegmentFailed"]["Parameters"]["error.$"] == "$.failure.Error"
+    assert TOP["RunFailed"]["ErrorPath"] == "$.failure.Error"
 
 
 def test_a_box_whose_stop_failed_keeps_its_lease_through_the_run_wide_release():
@@ -56,10 +60,13 @@ def test_a_box_whose_stop_failed_keeps_its_lease_through_the_run_wide_release():
     assert PHASE["ReleaseLease"]["Parameters"]["ConditionExpression"] == "run_id = :run"  # after a good stop
 
 
-def test_leases_are_released_after_each_stop_and_never_fail_the_run():
+def test_leases_are_released_after_a_box_s_last_stop_and_never_fail_the_run():
     releases = {"ReleaseLease": PHASE, "ReleaseLeaseAfterFailure": PHASE,
                 "ReleaseRunLease": TOP["ReleaseLeases"]["ItemProcessor"]["States"]}
-    assert PHASE["StopInstance"]["Next"] == "ReleaseLease"
+    # between a box's segments the lease stays; its last segment (release_lease) releases it
+    assert PHASE["StopInstance"]["Next"] == "LastSegmentOfBox"
+    assert PHASE["LastSegmentOfBox"]["Choices"] == [{"Variable": "$.release_lease", "BooleanEquals": True,
+                                                     "Next": "ReleaseLease"}]
     assert PHASE["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
     for name, states in releases.items():
         state = states[name]
@@ -70,15 +77,18 @@ def test_leases_are_released_after_each_stop_and_never_fail_the_run():
         assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
                                    "Next": state["Catch"][0]["Next"]}]
         target = states[state["Catch"][0]["Next"]]
-        assert target["Type"] in ("Pass", "Fail") and (target["Type"] == "Pass" or name.endswith("AfterFailure"))
-    assert TOP["Phases"]["Catch"][0]["Next"] == "ReleaseLeases"
+        assert target["Type"] in ("Pass", "Choice"), name  # never a Fail: a release does not fail anything
+    # every end of the run passes the run-wide release (the scheduler's answer, or the run breaking)
+    assert TOP["Outcome"]["Next"] == TOP["RunBroke"]["Next"] == "ReleaseLeases"
+    assert TOP["ScheduleWave"]["Catch"][0]["Next"] == TOP["Segments"]["Catch"][0]["Next"] == "RunBroke"
     assert "LeaseTableName" in SUBSTITUTIONS and placeholders(ASL_PATH.read_text()) == set(SUBSTITUTIONS)
 
 
 def test_a_failed_run_succeeded_event_does_not_fail_the_run():
-    emit = TOP["EmitRunSucceeded"]
-    assert emit["Catch"][0]["ErrorEquals"] == ["States.ALL"] and emit["Catch"][0]["ResultPath"] == "$.emit_error"
-    assert TOP[emit["Catch"][0]["Next"]]["Type"] == "Succeed"
+    for name in ("EmitRunSucceeded", "EmitRunPartiallySucceeded"):
+        emit = TOP[name]
+        assert emit["Catch"][0]["ErrorEquals"] == ["States.ALL"] and emit["Catch"][0]["ResultPath"] == "$.emit_error"
+        assert TOP[emit["Catch"][0]["Next"]]["Type"] == "Succeed"
     assert TOP["EmitRunFailed"]["Catch"][0]["Next"] == "RunFailed"  # the original failure stays the error
 
 

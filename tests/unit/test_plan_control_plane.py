@@ -14,14 +14,27 @@ RESULTS = "s3://bkt/results"
 
 
 def lanes_by_phase(plan):
-    return [(p.box_role, [s.lane for s in p.lanes]) for p in plan.phases]
+    """(box role, lanes) of every segment, wave by wave."""
+    return [(p.box_role, [s.lane for s in p.lanes]) for p in plan.segments]
 
 
-def test_full_preset_puts_every_lane_on_its_boxes_trn1_first():
+def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1():
     plan = plan_run(RunRequest(), run_id="r1", results_uri=RESULTS)
     assert plan.request.preset == "full"
-    expected = [(role, [s.name for s in plan_order(None) if role in s.boxes]) for role in ("trn1", "inf2")]
-    assert lanes_by_phase(plan) == expected
+    later = {"quality", "finetune_serve"}  # they need merge, on the other box
+    wave0 = [(role, [s.name for s in plan_order(None) if role in s.boxes and s.name not in later])
+             for role in ("trn1", "inf2")]
+    assert [[(seg.box_role, [s.lane for s in seg.lanes]) for seg in w.segments] for w in plan.waves] == [
+        wave0, [("inf2", ["quality", "finetune_serve"])]]
+    assert [seg.release_lease for seg in plan.segments] == [True, False, True]  # inf2 keeps its lease in between
+    steps = {s.result_lane: s for s in plan.lane_steps}
+    assert steps["finetune_serve"].needs == ["smoke@inf2", "merge"] and steps["finetune_serve"].wave == 1
+    assert "--needs smoke@inf2,merge" in steps["finetune_serve"].script
+    assert steps["smoke@trn1"].gate and not steps["smoke@trn1"].needs
+    assert [n["result_lane"] for n in plan.nodes] == sorted(steps, key=lambda r: (steps[r].wave, steps[r].box_role,
+                                                                                  LANES[steps[r].lane].order))
+    # the worst case is per segment (each starts, syncs and stops its box)
+    assert plan.max_cost_usd == round(sum(seg.max_cost_usd for seg in plan.segments), 2)
     for step in plan.lane_steps:
         assert (step.timeout_s, step.heartbeat_s) == (LANES[step.lane].timeout_s, LANES[step.lane].heartbeat_s)
 
@@ -141,17 +154,16 @@ def test_execution_input_needs_instances_and_s3_results():
     plan = plan_run(RunRequest(preset="smoke"), run_id="r", results_uri=RESULTS)
     with pytest.raises(PlanNotReadyError, match="trn1, inf2"):
         plan.execution_input()
-    ready = plan.model_copy(update={"phases": [p.model_copy(update={"instance_id": f"i-{p.box_role}"})
-                                               for p in plan.phases]})
+    ready = plan.with_instances({"trn1": "i-trn1", "inf2": "i-inf2"})
     data = ready.execution_input()
     assert json.loads(json.dumps(data)) == data
-    assert [p["instance_id"] for p in data["phases"]] == ["i-trn1", "i-inf2"]
-    assert set(data["phases"][0]["lanes"][0]) >= {"lane", "timeout_s", "heartbeat_s", "script", "comment",
+    assert [b["instance_id"] for b in data["boxes"]] == ["i-trn1", "i-inf2"]
+    assert [s["instance_id"] for w in data["waves"] for s in w["segments"]] == ["i-trn1", "i-inf2"]
+    assert set(data["waves"][0]["segments"][0]["lanes"][0]) >= {"lane", "timeout_s", "heartbeat_s", "script", "comment",
                                                  "execution_timeout", "output_prefix"}
     local = plan_run(RunRequest(lanes=["sft"]), run_id="r", results_uri="/tmp/results")
     with pytest.raises(PlanNotReadyError, match="s3://"):
-        local.model_copy(update={"phases": [local.phases[0].model_copy(update={"instance_id": "i"})]}
-                         ).execution_input()
+        local.with_instances({"trn1": "i"}).execution_input()
 
 
 def test_plan_is_deterministic():
