@@ -59,6 +59,11 @@ def warn_excluded(ex: Exclusion) -> None:
         log.warning("%s", ex.line())
 
 
+def reset_warnings() -> None:
+    """Forget which exclusions were announced (a long-lived process re-reading a changed store; tests)."""
+    _WARNED.clear()
+
+
 def hashes_wanted(store: Any, verify: bool | None = None) -> bool:
     """Whether readers check SHA-256 (see the module docstring)."""
     if verify:

@@ -21,6 +21,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import logging
+
+    quiet = logging.getLogger("analytics.integrity")  # findings are printed as findings, not as warnings
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return _verify(args)
+    finally:
+        quiet.setLevel(level)
+
+
+def _verify(args: argparse.Namespace) -> int:
     import math
 
     from analytics.store import StoreError, open_existing_store
@@ -29,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
     if not math.isfinite(args.min_age_hours) or args.min_age_hours < 0:
         print(f"error: --min-age-hours must be a number >= 0, not {args.min_age_hours}", file=sys.stderr)
         return 2
-    logging.getLogger("analytics.integrity").setLevel(logging.ERROR)  # findings are printed as findings
     try:
         store = open_existing_store(args.results)
         report = verify_store(store)
