@@ -14,24 +14,20 @@ The CLI owns its children:
   whatever is left of a group is killed, and the run exits 130; running the same command again resumes;
 * a lane's verdict is what the store holds — the attempt the child committed — never its exit code or
   its stdout: a lane killed just after committing shows its committed status; a lane that committed
-  nothing failed, with the last line of its log as the error.
+  nothing failed, with the last line of its log as the error (``control_plane.lane_process``).
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -40,12 +36,12 @@ from rich.table import Table
 from rich.text import Text
 
 from agents import graph
+from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LaneProcess, child_setup,
+                                        committed_verdict, last_log_line, libc, markers, quiet, signal_group,
+                                        stop_all)
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "interrupted": "magenta"}
-EXIT_INTERRUPTED = 130
-INTERRUPT_GRACE_S = 60.0  # a lane stops its servers after SIGINT; then its group is killed
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass
@@ -146,135 +142,6 @@ def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool
     return cmd
 
 
-def last_log_line(path: Path | None, limit: int = 300) -> str | None:
-    """The last meaningful line of a lane's log (a traceback's last line is ``Class: message``)."""
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 16384))
-            lines = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        line = line.strip()
-        if line and not line.startswith("{"):  # the runner's JSON result line is not an error
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return None
-
-
-# ---- children: death signal, process group, verdict from the store ---------------------------------
-def _libc() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-def _child_setup(parent_pid: int, libc: Any) -> Callable[[], None]:
-    """Runs in the child between fork and exec: die with the parent; default SIGINT/SIGTERM handling."""
-
-    def setup() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # an ignored SIGINT would be inherited across exec
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if libc is not None:
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(EXIT_INTERRUPTED)
-
-    return setup
-
-
-@dataclass
-class _Child:
-    node: graph.Node
-    state: LaneState
-    proc: subprocess.Popen
-    log_fh: Any
-    progress_file: Path
-    before: set[str]  # the lane's committed attempts before this child started
-    offset: int = 0
-
-
-def _signal_group(child: _Child, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.proc.pid, sig)
-
-
-def _markers(store: Any, run_id: str, lane: str | None = None) -> list[Any]:
-    try:
-        return store.markers(run_id, lane)
-    except FileNotFoundError:
-        return []
-
-
-def committed_verdict(store: Any, run_id: str, lane: str, before: set[str]) -> dict[str, Any] | None:
-    """The attempt a child committed (the newest marker not in ``before``) with its lane_runs row; None when
-    it committed nothing."""
-    new = [m for m in _markers(store, run_id, lane) if m.attempt not in before]
-    if not new:
-        return None
-    marker = new[-1]
-    row: dict[str, Any] = {}
-    if "lane_runs" in marker.tables:
-        rows = store.read_table("lane_runs", keys=[marker.tables["lane_runs"]]).to_pylist()
-        row = rows[0] if rows else {}
-    return {"status": marker.status, "attempt": marker.attempt, "supersedes": marker.supersedes,
-            **{k: row.get(k) for k in ("error_type", "error_message", "skip_reason", "blocked_by", "log_uri")}}
-
-
-class _Signals:
-    """Ctrl-C, SIGTERM and SIGHUP become KeyboardInterrupt, but never inside a critical section (a child
-    being started and registered, a record being committed): there the interrupt waits for its end."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.requested: int | None = None
-        self.depth = 0
-        self.old: dict[int, Any] = {}
-
-    def _handler(self, signum: int, _frame: Any) -> None:
-        self.requested = signum
-        if not self.depth:
-            raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    def __enter__(self) -> "_Signals":
-        if threading.current_thread() is threading.main_thread():
-            for s in self.SIGNALS:
-                if signal.getsignal(s) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
-                    self.old[s] = signal.signal(s, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for s, h in self.old.items():
-            signal.signal(s, h)
-
-    @contextlib.contextmanager
-    def critical(self) -> Iterator[None]:
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-        if self.requested is not None and not self.depth:
-            raise KeyboardInterrupt(signal.Signals(self.requested).name)
-
-
-@contextlib.contextmanager
-def _quiet(logger: str) -> Iterator[None]:
-    log = logging.getLogger(logger)
-    old = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(old)
-
-
 class _PlainView:
     """Stands in for rich's Live when the output is not a terminal: lines are printed instead."""
 
@@ -303,15 +170,16 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
         raise ValueError(f"--parallel must be at least 1, got {parallel}")
     console = console or Console(stderr=True)
     store = open_store(results)
-    in_run = {base_lane(m.lane) for m in _markers(store, run_id)}
+    in_run = {base_lane(m.lane) for m in markers(store, run_id)}
     nodes = graph.topological(graph.build_nodes(plan_order(list(lanes)), [graph.LOCAL], in_run=in_run))
     states = {n.result_lane: LaneState(n.result_lane) for n in nodes}
     outcome = LocalRunOutcome(run_id, list(states.values()))
     uncommitted: dict[str, graph.LaneStatus] = {}  # lanes whose child failed without committing anything
     tmp = Path(tempfile.mkdtemp(prefix=f"neuronpipe-run-{run_id}-"))
     live_enabled = console.is_terminal if live is None else live
-    libc, parent = _libc(), os.getpid()
-    pending, running = list(nodes), {}  # type: list[graph.Node], dict[str, _Child]
+    lib, parent = libc(), os.getpid()
+    pending: list[graph.Node] = list(nodes)
+    running: dict[str, LaneProcess] = {}
 
     def show() -> None:
         view.update(render(run_id, outcome.lanes), refresh=True)
@@ -331,7 +199,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
         state = states[node.result_lane]
         blocked = graph.blocked_reason(node, statuses())
         if blocked is not None:  # recorded without a child process
-            with _quiet("agents.runner"):  # its warning would repeat the line announce() prints
+            with quiet("agents.runner"):  # its warning would repeat the line announce() prints
                 result = commit_blocked(store, run_id, node.result_lane, blocked[0], blocked[1],
                                         {"box_role": graph.LOCAL, "profile": profile, "forced": force})
             state.status, state.detail, state.started = "skipped", blocked[1], time.monotonic()
@@ -340,21 +208,21 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
             return
         progress_file = tmp / f"{state.name}.progress.jsonl"
         state.log_path = tmp / f"{state.name}.log"
-        before = {m.attempt for m in _markers(store, run_id, state.name)}
+        before = {m.attempt for m in markers(store, run_id, state.name)}
         cmd = lane_command(state.name, run_id, results, profile, force, (configs or {}).get(node.lane),
                            progress_file, node.needs)
         log_fh = open(state.log_path, "wb")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"}, process_group=0,
-                                preexec_fn=_child_setup(parent, libc))
-        running[state.name] = _Child(node, state, proc, log_fh, progress_file, before)
+                                preexec_fn=child_setup(parent, lib))
+        running[state.name] = LaneProcess(node, state, proc, log_fh, progress_file, before)
         state.status, state.started, state.pid = "running", time.monotonic(), proc.pid
         announce(state)
 
-    def finish(child: _Child, interrupted: bool) -> None:
+    def finish(child: LaneProcess, interrupted: bool) -> None:
         state = child.state
         child.proc.wait()
-        _signal_group(child, signal.SIGKILL)  # whatever the lane left behind in its group
+        signal_group(child, signal.SIGKILL)  # whatever the lane left behind in its group
         child.log_fh.close()
         running.pop(state.name, None)
         state.ended = time.monotonic()
@@ -384,7 +252,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
         return not any(need in waiting for need in node.needs)
 
     live_view = Live(render(run_id, outcome.lanes), console=console, auto_refresh=False, transient=False)
-    with _Signals() as sig, (live_view if live_enabled else _PlainView()) as view:
+    with InterruptGuard() as sig, (live_view if live_enabled else _PlainView()) as view:
         try:
             while pending or running:
                 for child in [c for c in running.values() if c.proc.poll() is not None]:
@@ -404,30 +272,15 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
                     time.sleep(poll_s)
         except KeyboardInterrupt:
             outcome.interrupted, sig.requested = True, None
-            _stop(list(running.values()))  # a second Ctrl-C ends the grace at once
+            stop_all(list(running.values()))  # a second Ctrl-C ends the grace at once
             sig.requested = None
             with sig.critical():
                 for child in list(running.values()):
                     finish(child, interrupted=True)
         finally:
             for child in list(running.values()):  # an unexpected error: never leave a lane behind
-                _signal_group(child, signal.SIGKILL)
+                signal_group(child, signal.SIGKILL)
                 child.proc.wait()
                 child.log_fh.close()
     outcome.run = graph.outcome(nodes, statuses())
     return outcome
-
-
-def _stop(children: list[_Child]) -> None:
-    """SIGINT to every running lane's group (a lane stops its servers, commits nothing); SIGKILL after the grace."""
-    try:
-        for child in children:
-            _signal_group(child, signal.SIGINT)
-        deadline = time.monotonic() + INTERRUPT_GRACE_S
-        for child in children:
-            child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
-        pass
-    for child in children:
-        _signal_group(child, signal.SIGKILL)
-        child.proc.wait()
