@@ -87,7 +87,102 @@ SHOWN = ("completed", "failed", "duration", "request_throughput", "output_throug
          "max_decode_burst_tokens", "coalesced", "burst_note", "valid", "invalid_reason", "first_error")
 
 
+def invalid_argument(args: argparse.Namespace) -> str | None:
+    """The first bad argument as one line, or None: checked before any request is sent or file written."""
+    import math
+    import os
+    from urllib.parse import urlparse
+
+    from analytics.store import _validate_component
+
+    def num(name: str, value: float | None, low: float, strict: bool = False) -> str | None:
+        if value is None:
+            return None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            return f"--{name} must be {'>' if strict else '>='} {low:g}, not {value:g}"
+        return None
+
+    url = urlparse(args.base_url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        return f"--base-url {args.base_url!r}: expected http://HOST:PORT"
+    checks = [num("input-len", args.input_len, 1), num("output-len", args.output_len, 1),
+              num("num-prompts", args.num_prompts, 1), num("duration", args.duration, 0, strict=True),
+              num("window-s", args.window_s, 0, strict=True), num("warmup-windows", args.warmup_windows, 0),
+              num("retention-k", args.retention_k, 1), num("warmup", args.warmup, 0),
+              num("burstiness", args.burstiness, 0, strict=True), num("max-concurrency", args.max_concurrency, 1),
+              num("idle-timeout", args.idle_timeout, 0, strict=True),
+              num("request-timeout", args.request_timeout, 0, strict=True),
+              num("client-lag-bound-ms", args.client_lag_bound_ms, 0),
+              num("burst-bound", getattr(args, "burst_bound", None), 0, strict=True)]
+    if args.concurrency is not None:
+        checks += [f"--concurrency {args.concurrency!r}: give one or more values" if not args.concurrency else None]
+        checks += [num("concurrency", c, 1) for c in args.concurrency]
+    if args.request_rate is not None:
+        checks += [f"--request-rate {args.request_rate!r}: give one or more values" if not args.request_rate else None]
+        checks += [num("request-rate", r, 0, strict=True) for r in args.request_rate]
+    checks += [num(f"goodput {k}", v, 0, strict=True) for k, v in (args.goodput or {}).items()]
+    bad = next((c for c in checks if c), None)
+    if bad:
+        return bad
+    if args.num_prompts is None and args.duration is None:
+        return "give --num-prompts or --duration"
+    if args.window_s and (not args.duration or not args.concurrency):
+        return "--window-s needs --concurrency and --duration"
+    if args.run_id is not None:
+        try:
+            _validate_component("run_id", args.run_id)
+        except ValueError as exc:
+            return f"--run-id: {exc}"
+    if (args.prompt_source == "sharegpt") != bool(args.sharegpt):
+        return "--prompt-source sharegpt and --sharegpt FILE go together"
+    if args.sharegpt:
+        problem = _unreadable_text(args.sharegpt)
+        if problem:
+            return f"--sharegpt {args.sharegpt}: {problem}"
+    for flag, path in (("--results", args.results), ("--save-vllm-json", args.save_vllm_json)):
+        if path is None or str(path).startswith("s3://"):
+            if path is not None and not str(path)[5:].split("/")[0]:
+                return f"{flag} {path!r} names no bucket"
+            continue
+        if not str(path).strip():
+            return f"{flag} is empty"
+        want_dir = flag == "--results"
+        if os.path.exists(path) and os.path.isdir(path) != want_dir:
+            return f"{flag} {path} is {'a file' if want_dir else 'a directory'}"
+        probe = os.path.dirname(os.path.abspath(path)) if not os.path.exists(path) else os.path.abspath(path)
+        while not os.path.exists(probe):
+            probe = os.path.dirname(probe)
+        if not os.path.isdir(probe):
+            return f"{flag} {path}: {probe} is a file, not a directory"
+        if not os.access(probe, os.W_OK):
+            return f"{flag} {path}: {probe} is not writable"
+    return None
+
+
+def _unreadable_text(path: str) -> str | None:
+    """Why a text input file cannot be used (missing, a directory, not UTF-8), or None."""
+    import codecs
+
+    try:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    except IsADirectoryError:
+        return "is a directory"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start} of a block: {exc.reason})"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = invalid_argument(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     from agents.loadgen.adapters import ServerResponseShapeError, UnconfirmedExtensionError, confirm_auto_kind
     from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
