@@ -1,0 +1,143 @@
+"""Shapes shared by the importers: one lane's import, times, telemetry CSVs.
+
+An importer turns a tree of someone else's files into ``LaneImport`` values —
+our lane name, its lane_runs fields and its rows per table — and nothing else;
+``analytics.importers.commit`` writes them through the store API, so every
+imported row passes ``conform`` like a row any lane writes.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pyarrow as pa
+
+from analytics.importers.source import Tree
+
+
+class ImportInputError(ValueError):
+    """A source file that exists but cannot be read as the format says (one line, nothing written)."""
+
+
+@dataclass
+class LaneImport:
+    lane: str
+    box_role: str
+    status: str = "succeeded"
+    ended_at: datetime | None = None
+    wall_s: float | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tables: dict[str, list[pa.Table]] = field(default_factory=dict)  # columnar batches (telemetry)
+    paths: list[str] = field(default_factory=list)  # source files this lane read
+
+    def add(self, table: str, rows: list[dict[str, Any]] | dict[str, Any]) -> None:
+        self.rows.setdefault(table, []).extend([rows] if isinstance(rows, dict) else rows)
+
+    def add_table(self, table: str, data: pa.Table) -> None:
+        if data.num_rows:
+            self.tables.setdefault(table, []).append(data)
+
+    def row_count(self, table: str) -> int:
+        return len(self.rows.get(table, [])) + sum(t.num_rows for t in self.tables.get(table, []))
+
+
+def load_json(tree: Tree, path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(tree.read(path))
+    except ValueError as exc:
+        raise ImportInputError(f"{tree.uri(path)} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ImportInputError(f"{tree.uri(path)}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def parse_time(value: Any) -> datetime | None:
+    """The source's stamps: ISO 8601 ``...Z`` (captured) or ``YYYYmmdd-HHMMSS`` UTC (a point's date)."""
+    if not isinstance(value, str) or not value:
+        return None
+    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y%m%d-%H%M%S"):
+        try:
+            return datetime.strptime(value, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            pass
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        return None
+
+
+def num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def integer(value: Any) -> int | None:
+    x = num(value)
+    return int(x) if x is not None else None
+
+
+# source CSV column -> (telemetry source, metric, device, unit)
+TELEMETRY_COLUMNS: dict[str, tuple[str, str, str | None, str]] = {
+    "gpu_util_pct": ("neuron_monitor", "accel_util_pct", None, "pct"),
+    "mem_used_mib": ("neuron_monitor", "device_mem_used_mib", None, "MiB"),
+    "power_w": ("neuron_monitor", "power_w", None, "W"),
+    "temp_c": ("neuron_monitor", "temp_c", None, "C"),
+    "sclk_mhz": ("neuron_monitor", "sclk_mhz", None, "MHz"),
+    "mclk_mhz": ("neuron_monitor", "mclk_mhz", None, "MHz"),
+    "host_mem_used_mib": ("host", "host_mem_used_mib", None, "MiB"),
+}
+BLANK_NOTE = "blank in the source CSV: the sensor gave no value at this sample"
+
+
+def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Table:
+    """The source's wide 1 Hz CSV (``t_s`` since the sampler started) as long telemetry rows.
+
+    The source never wrote the sampler's start; ``ts`` is anchored so the last sample falls at ``ended_at``
+    (the paired JSON's capture time). A blank cell is a NULL value with a note, never zero.
+    """
+    if ended_at is None or not tree.telemetry:
+        return pa.table({})
+    reader = csv.DictReader(io.StringIO(tree.text(path)))
+    samples = [r for r in reader if r.get("t_s") not in (None, "")]
+    if not samples:
+        return pa.table({})
+    try:
+        last = max(float(r["t_s"]) for r in samples)
+    except ValueError as exc:
+        raise ImportInputError(f"{tree.uri(path)}: t_s is not a number: {exc}") from None
+    start = ended_at - timedelta(seconds=last)
+    cols: dict[str, list[Any]] = {k: [] for k in ("ts", "source", "metric", "device", "value", "unit", "note")}
+    for r in samples:
+        ts = start + timedelta(seconds=float(r["t_s"]))
+        for name, raw in r.items():
+            if name == "t_s" or name is None:
+                continue
+            spec = TELEMETRY_COLUMNS.get(name)
+            if spec is None and name.startswith("util_nc"):
+                spec = ("neuron_monitor", "accel_util_pct", "nc" + name[len("util_nc"):], "pct")
+            if spec is None:
+                continue
+            value = num(raw) if raw not in (None, "") else None
+            cols["ts"].append(ts)
+            cols["source"].append(spec[0])
+            cols["metric"].append(spec[1])
+            cols["device"].append(spec[2])
+            cols["value"].append(value)
+            cols["unit"].append(spec[3])
+            cols["note"].append(None if value is not None else BLANK_NOTE)
+    return pa.table(cols)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)

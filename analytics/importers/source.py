@@ -1,0 +1,185 @@
+"""Read a results repository as it stood at one commit, or as a plain directory.
+
+An importer reads files by path; it must not care whether they come from a
+checkout's working tree or from a bare git directory (the usual form of a
+mirror), and ``--history`` must read every earlier version of a file without
+checking anything out. ``GitTree`` answers from git objects through one
+``git cat-file --batch`` process; ``WorkTree`` from the file system.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class SourceError(ValueError):
+    """The SOURCE is not a readable results repository (one line, shown to the user)."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    committed_at: str  # ISO 8601 with offset, as git prints %cI
+
+
+class Tree:
+    """Files under a few top-level folders, read by repository-relative path."""
+
+    commit: str | None = None
+    committed_at: str | None = None
+    telemetry: bool = True  # False: skip telemetry CSVs (superseded versions under --history)
+
+    def fingerprint(self, paths: list[str]) -> str:
+        """Identity of these files' contents (equal fingerprints: nothing changed)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for p in sorted(paths):
+            h.update(p.encode() + b"\0" + self.oid(p).encode() + b"\n")
+        return h.hexdigest()
+
+    def oid(self, path: str) -> str:
+        import hashlib
+
+        return hashlib.sha1(self.read(path)).hexdigest()
+
+    def files(self, prefix: str) -> list[str]:
+        raise NotImplementedError
+
+    def read(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        return path in set(self.files(path.rsplit("/", 1)[0] + "/" if "/" in path else ""))
+
+    def text(self, path: str) -> str:
+        return self.read(path).decode("utf-8", errors="replace")
+
+    def uri(self, path: str) -> str:
+        return f"git:{self.commit}:{path}" if self.commit else path
+
+
+class WorkTree(Tree):
+    def __init__(self, root: Path):
+        self.root = root
+
+    def files(self, prefix: str) -> list[str]:
+        base = self.root / prefix
+        start = base if base.is_dir() else base.parent
+        if not start.exists():
+            return []
+        out = [p.relative_to(self.root).as_posix() for p in start.rglob("*") if p.is_file()]
+        return sorted(p for p in out if p.startswith(prefix))
+
+    def read(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+    def uri(self, path: str) -> str:
+        return str(self.root / path)
+
+
+class GitRepo:
+    """One git directory (bare, or a checkout's .git) and a long-lived object reader."""
+
+    def __init__(self, git_dir: Path):
+        self.git_dir = git_dir
+        self._batch: subprocess.Popen[bytes] | None = None
+        self._listing: dict[str, dict[str, str]] = {}
+
+    def git(self, *args: str) -> str:
+        try:
+            done = subprocess.run(["git", "--git-dir", str(self.git_dir), *args], capture_output=True, check=False)
+        except FileNotFoundError:
+            raise SourceError("git is not installed: it is needed to read a git SOURCE") from None
+        if done.returncode != 0:
+            msg = " ".join(done.stderr.decode(errors="replace").split()) or f"git {args[0]} failed"
+            raise SourceError(f"{self.git_dir}: {msg}")
+        return done.stdout.decode("utf-8", errors="replace")
+
+    def resolve(self, ref: str) -> Commit:
+        out = self.git("log", "-1", "--format=%H %cI", ref, "--").split()
+        if len(out) != 2:
+            raise SourceError(f"{self.git_dir}: {ref!r} names no commit")
+        return Commit(out[0], out[1])
+
+    def history(self, ref: str, paths: list[str]) -> list[Commit]:
+        """Commits reachable from ``ref`` that touched ``paths``, oldest first."""
+        text = self.git("log", "--reverse", "--format=%H %cI", ref, "--", *paths)
+        return [Commit(*line.split()) for line in text.splitlines() if line.strip()]
+
+    def listing(self, commit: str) -> dict[str, str]:
+        """path -> blob id of every file in ``commit``."""
+        if commit not in self._listing:
+            out: dict[str, str] = {}
+            for line in self.git("ls-tree", "-r", commit).splitlines():
+                meta, _, path = line.partition("\t")
+                parts = meta.split()
+                if len(parts) == 3 and parts[1] == "blob":
+                    out[path] = parts[2]
+            self._listing[commit] = dict(sorted(out.items()))
+        return self._listing[commit]
+
+    def read(self, commit: str, path: str) -> bytes:
+        if self._batch is None:
+            self._batch = subprocess.Popen(["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._batch.stdin and self._batch.stdout
+        self._batch.stdin.write(f"{commit}:{path}\n".encode())
+        self._batch.stdin.flush()
+        header = self._batch.stdout.readline().decode().split()
+        if len(header) != 3:
+            raise FileNotFoundError(f"{commit}:{path}")
+        body = self._batch.stdout.read(int(header[2]))
+        self._batch.stdout.read(1)  # the newline after each object
+        return body
+
+    def close(self) -> None:
+        if self._batch is not None:
+            if self._batch.stdin:
+                self._batch.stdin.close()
+            self._batch.wait(timeout=30)
+            self._batch = None
+
+
+class GitTree(Tree):
+    def __init__(self, repo: GitRepo, commit: Commit):
+        self.repo = repo
+        self.commit = commit.sha
+        self.committed_at = commit.committed_at
+
+    def files(self, prefix: str) -> list[str]:
+        return [p for p in self.repo.listing(self.commit) if p.startswith(prefix)]
+
+    def oid(self, path: str) -> str:
+        return self.repo.listing(self.commit)[path]
+
+    def read(self, path: str) -> bytes:
+        return self.repo.read(self.commit, path)
+
+
+def find_git_dir(path: Path) -> Path | None:
+    """``path`` itself when it is a bare git dir, ``path/.git`` for a checkout, else None."""
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        return path
+    dot = path / ".git"
+    if dot.is_dir() and (dot / "objects").is_dir():
+        return dot
+    return None
+
+
+def open_tree(source: str, ref: str | None = None) -> tuple[Tree, GitRepo | None]:
+    """The tree to import. A git dir (bare or a checkout's) is read at ``ref`` (default HEAD); a plain
+    directory is read as it is (and has no history)."""
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise SourceError(f"SOURCE {source} does not exist")
+    if not path.is_dir():
+        raise SourceError(f"SOURCE {source} is not a directory (give a checkout or a bare git dir)")
+    git_dir = find_git_dir(path)
+    if git_dir is None:
+        if ref:
+            raise SourceError(f"SOURCE {source} is not a git repository: --ref needs one")
+        return WorkTree(path.resolve()), None
+    repo = GitRepo(git_dir.resolve())
+    return GitTree(repo, repo.resolve(ref or "HEAD")), repo
