@@ -1,0 +1,234 @@
+"""Bad input, everywhere, gets one clear line and changes nothing (issue 15, point 7).
+
+Each case runs the CLI in-process (``control_plane.cli.main``) and must: exit non-zero, raise nothing
+(no traceback), print exactly one problem line on stderr that names the problem (argparse's usage lines
+aside), and leave the results directory and the input files byte-identical. Nothing reaches a server: the
+load generator points at a closed port, and ``run --local`` has its lane launcher replaced by one that fails
+the case (an accepted input would otherwise run lanes).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from analytics.store import LocalStore
+from control_plane.cli import main
+
+CLOSED = "http://127.0.0.1:9"
+T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
+LOAD = ["loadgen", "--base-url", CLOSED, "--input-len", "8", "--output-len", "4"]
+RUN_OWNER = "the run --local helper (issue 15 point 5/7: control_plane/commands/run.py)"
+PLAN_OWNER = "the scheduling/plan helper (issue 15 point 7: lane_config checked at plan time, control_plane/plan.py)"
+
+
+def _xfail(owner: str, why: str):
+    return pytest.mark.xfail(strict=False, reason=f"{why}; owner: {owner}")
+
+
+# (id, argv with {results} {file} {dir} {missing} {nonutf8} {cfg_bad} {list_json} {not_json} placeholders,
+#  fragment the one line must contain, marks)
+CASES = [
+    # ---- query
+    ("q-missing-store", ["query", "--results", "{missing}", "select 1"], "does not exist"),
+    ("q-file-store", ["query", "--results", "{file}", "select 1"], "not a directory"),
+    ("q-empty-results", ["query", "--results", "", "select 1"], "empty"),
+    ("q-http-results", ["query", "--results", "http://example/x", "select 1"], "only local directories"),
+    ("q-s3-no-bucket", ["query", "--results", "s3://", "select 1"], "names no bucket"),
+    ("q-unknown-run", ["query", "--results", "{results}", "--run-id", "nope", "select 1"], "unknown run id nope"),
+    ("q-unknown-run-mixed", ["query", "--results", "{results}", "--run-id", "r1", "--run-id", "zz", "select 1"],
+     "unknown run id zz"),
+    ("q-run-id-slash", ["query", "--results", "{results}", "--run-id", "a/b", "select 1"], "invalid run_id"),
+    ("q-run-id-space", ["query", "--results", "{results}", "--run-id", "a b", "select 1"], "invalid run_id"),
+    ("q-run-id-dot", ["query", "--results", "{results}", "--run-id", ".x", "select 1"], "invalid run_id"),
+    ("q-run-id-equals", ["query", "--results", "{results}", "--run-id", "a=b", "select 1"], "invalid run_id"),
+    ("q-run-id-not-utf8", ["query", "--results", "{results}", "--run-id", "r\udcff", "select 1"], "UTF-8"),
+    ("q-empty-sql", ["query", "--results", "{results}", ""], "SQL is empty"),
+    ("q-blank-sql", ["query", "--results", "{results}", "  \n "], "SQL is empty"),
+    ("q-sql-not-utf8", ["query", "--results", "{results}", "select '\udcff'"], "not valid UTF-8"),
+    ("q-syntax", ["query", "--results", "{results}", "selec 1"], "Parser"),
+    ("q-unknown-table", ["query", "--results", "{results}", "select * from nope"], "nope"),
+    ("q-unknown-column", ["query", "--results", "{results}", "select nope from host_bench"], "nope"),
+    ("q-runtime-table", ["query", "--results", "{results}", "select cast('x' as int)"], "Conversion"),
+    ("q-runtime-csv", ["query", "--results", "{results}", "--format", "csv", "select cast('x' as int)"],
+     "Conversion"),
+    ("q-runtime-json", ["query", "--results", "{results}", "--format", "json", "select cast('x' as int)"],
+     "Conversion"),
+    ("q-runtime-error-fn", ["query", "--results", "{results}", "select error('boom here')"], "boom here"),
+    ("q-bad-format", ["query", "--results", "{results}", "--format", "xml", "select 1"], "invalid choice"),
+    ("q-no-sql", ["query", "--results", "{results}"], "required: sql"),
+    # ---- report
+    ("r-missing-store", ["report", "--results", "{missing}", "--out", "{dir}/rep"], "does not exist"),
+    ("r-file-store", ["report", "--results", "{file}", "--out", "{dir}/rep"], "not a directory"),
+    ("r-http-results", ["report", "--results", "ftp://x", "--out", "{dir}/rep"], "only local directories"),
+    ("r-s3-no-bucket", ["report", "--results", "s3:///x", "--out", "{dir}/rep"], "names no bucket"),
+    ("r-unknown-run", ["report", "--results", "{results}", "--run-id", "nope", "--out", "{dir}/rep"],
+     "unknown run id nope"),
+    ("r-run-id-slash", ["report", "--results", "{results}", "--run-id", "../x", "--out", "{dir}/rep"],
+     "invalid run_id"),
+    ("r-out-is-file", ["report", "--results", "{results}", "--out", "{file}"], "is a file"),
+    ("r-out-under-file", ["report", "--results", "{results}", "--out", "{file}/sub"], "is a file"),
+    ("r-out-empty", ["report", "--results", "{results}", "--out", ""], "--out is empty"),
+    ("r-out-not-utf8", ["report", "--results", "{results}", "--out", "{dir}/r\udcff"], "UTF-8"),
+    ("r-unknown-flag", ["report", "--results", "{results}", "--outt", "x"], "unrecognized arguments"),
+    # ---- verify
+    ("v-missing-store", ["verify", "--results", "{missing}"], "does not exist"),
+    ("v-file-store", ["verify", "--results", "{file}"], "not a directory"),
+    ("v-empty-results", ["verify", "--results", ""], "empty"),
+    ("v-http-results", ["verify", "--results", "https://x/y"], "only local directories"),
+    ("v-s3-no-bucket", ["verify", "--results", "s3://"], "names no bucket"),
+    ("v-negative-age", ["verify", "--results", "{results}", "--repair", "--min-age-hours", "-1"],
+     "--min-age-hours"),
+    ("v-nan-age", ["verify", "--results", "{results}", "--repair", "--min-age-hours", "nan"], "--min-age-hours"),
+    ("v-inf-age", ["verify", "--results", "{results}", "--repair", "--min-age-hours", "inf"], "--min-age-hours"),
+    ("v-text-age", ["verify", "--results", "{results}", "--min-age-hours", "soon"], "invalid float value"),
+    ("v-unknown-flag", ["verify", "--results", "{results}", "--fix"], "unrecognized arguments"),
+    # ---- loadgen (validated before any request; the server is a closed port)
+    ("l-negative-input-len", ["loadgen", "--base-url", CLOSED, "--input-len", "-1", "--output-len", "4",
+                              "--concurrency", "1", "--num-prompts", "1"], "--input-len"),
+    ("l-zero-output-len", ["loadgen", "--base-url", CLOSED, "--input-len", "8", "--output-len", "0",
+                           "--concurrency", "1", "--num-prompts", "1"], "--output-len"),
+    ("l-zero-concurrency", [*LOAD, "--concurrency", "0", "--num-prompts", "1"], "--concurrency"),
+    ("l-negative-concurrency", [*LOAD, "--concurrency", "2,-1", "--num-prompts", "1"], "--concurrency"),
+    ("l-empty-concurrency", [*LOAD, "--concurrency", "", "--num-prompts", "1"], "--concurrency"),
+    ("l-text-concurrency", [*LOAD, "--concurrency", "many", "--num-prompts", "1"], "--concurrency"),
+    ("l-zero-rate", [*LOAD, "--request-rate", "0", "--num-prompts", "1"], "--request-rate"),
+    ("l-nan-rate", [*LOAD, "--request-rate", "nan", "--num-prompts", "1"], "--request-rate"),
+    ("l-zero-prompts", [*LOAD, "--concurrency", "1", "--num-prompts", "0"], "--num-prompts"),
+    ("l-no-prompts-no-duration", [*LOAD, "--concurrency", "1"], "--num-prompts or --duration"),
+    ("l-negative-duration", [*LOAD, "--concurrency", "1", "--duration", "-5"], "--duration"),
+    ("l-window-without-duration", [*LOAD, "--concurrency", "1", "--num-prompts", "2", "--window-s", "5"],
+     "--window-s"),
+    ("l-zero-burstiness", [*LOAD, "--request-rate", "1", "--num-prompts", "1", "--burstiness", "0"],
+     "--burstiness"),
+    ("l-zero-max-concurrency", [*LOAD, "--request-rate", "1", "--num-prompts", "1", "--max-concurrency", "0"],
+     "--max-concurrency"),
+    ("l-zero-idle-timeout", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--idle-timeout", "0"],
+     "--idle-timeout"),
+    ("l-goodput-negative", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--goodput", "ttft:-1"],
+     "goodput"),
+    ("l-goodput-unknown", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--goodput", "speed:1"],
+     "goodput"),
+    ("l-bad-run-id", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{dir}/lg",
+                      "--run-id", "a/b"], "--run-id"),
+    ("l-results-is-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{file}"],
+     "--results"),
+    ("l-results-under-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{file}/r"],
+     "--results"),
+    ("l-save-json-is-dir", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--save-vllm-json", "{dir}"],
+     "--save-vllm-json"),
+    ("l-save-json-under-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1",
+                                "--save-vllm-json", "{file}/out.json"], "--save-vllm-json"),
+    ("l-sharegpt-missing", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--prompt-source", "sharegpt",
+                            "--sharegpt", "{missing}"], "--sharegpt"),
+    ("l-sharegpt-not-utf8", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--prompt-source", "sharegpt",
+                             "--sharegpt", "{nonutf8}"], "UTF-8"),
+    ("l-sharegpt-is-dir", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--prompt-source", "sharegpt",
+                           "--sharegpt", "{dir}"], "directory"),
+    ("l-sharegpt-without-source", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--sharegpt", "{file}"],
+     "--sharegpt"),
+    ("l-source-without-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--prompt-source",
+                               "sharegpt"], "--sharegpt"),
+    ("l-bad-base-url", ["loadgen", "--base-url", "ftp://x", "--input-len", "8", "--output-len", "4",
+                        "--concurrency", "1", "--num-prompts", "1"], "--base-url"),
+    # ---- plan
+    ("p-missing-input", ["plan", "--input", "{missing}"], "cannot read"),
+    ("p-dir-input", ["plan", "--input", "{dir}"], "cannot read"),
+    ("p-not-json", ["plan", "--input", "{not_json}"], "cannot read"),
+    ("p-not-utf8", ["plan", "--input", "{nonutf8}"], "UTF-8",
+     _xfail(RUN_OWNER, "load_request does not catch UnicodeDecodeError (control_plane/commands/plan.py)")),
+    ("p-json-list", ["plan", "--input", "{list_json}"], "input"),
+    ("p-config-unknown-field", ["plan", "--input", "{cfg_bad}"], "bogus_field",
+     _xfail(PLAN_OWNER, "lane_config checked against the lane's Config at plan time")),
+    # ---- run --local (the lane launcher is replaced: an accepted input fails the case)
+    ("x-empty-lanes", ["run", "--local", "--results", "{results}", "--lanes", ""], "--lanes",
+     _xfail(RUN_OWNER, "--lanes '' must be refused, not run the whole plan")),
+    ("x-comma-lanes", ["run", "--local", "--results", "{results}", "--lanes", ","], "--lanes",
+     _xfail(RUN_OWNER, "--lanes ',' must be refused")),
+    ("x-unknown-lane", ["run", "--local", "--results", "{results}", "--lanes", "nope"], "nope"),
+    ("x-run-id-slash", ["run", "--local", "--results", "{results}", "--lanes", "host_cpu", "--run-id", "a/b"],
+     "'a/b'"),
+    ("x-missing-input", ["run", "--local", "--results", "{results}", "--input", "{missing}"], "cannot read"),
+    ("x-not-utf8-input", ["run", "--local", "--results", "{results}", "--input", "{nonutf8}"], "UTF-8",
+     _xfail(RUN_OWNER, "load_request does not catch UnicodeDecodeError")),
+    ("x-config-unknown-field", ["run", "--local", "--results", "{results}", "--input", "{cfg_bad}"],
+     "bogus_field", _xfail(PLAN_OWNER, "lane_config checked against the lane's Config before any lane runs")),
+    ("x-results-is-file", ["run", "--local", "--results", "{file}", "--lanes", "host_cpu"], "not a directory",
+     _xfail(RUN_OWNER, "a results root that is a file refused before lanes start")),
+]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            out[os.path.relpath(os.path.join(dirpath, name), root) + "/"] = ("dir", 0)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = (hashlib.sha256(fh.read()).hexdigest(), os.stat(p).st_mode)
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """One small results store and the bad input files, shared by every case (read-only for them)."""
+    root = tmp_path_factory.mktemp("bad-inputs")
+    store = LocalStore(root / "results")
+    w = store.begin_attempt("r1", "host_cpu")
+    w.add_rows("host_bench", [{"bench": "triad", "threads": 1, "value": 10.0, "unit": "GB/s"}])
+    w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0,
+                              "wall_s": 1.0, "backend": "cpu", "host": "h"}])
+    w.commit("succeeded")
+    (root / "a-file.txt").write_text("not a directory\n")
+    (root / "latin1.json").write_bytes('{"lanes": ["host_cpu"], "note": "caf\xe9"}'.encode("latin-1"))
+    (root / "list.json").write_text("[]")
+    (root / "not.json").write_text("{lanes: host_cpu")
+    (root / "cfg-bad.json").write_text(json.dumps({"lanes": ["host_cpu"],
+                                                   "lane_config": {"host_cpu": {"bogus_field": 1}}}))
+    (root / "dir").mkdir()
+    paths = {"results": str(root / "results"), "file": str(root / "a-file.txt"), "dir": str(root / "dir"),
+             "missing": str(root / "no-such"), "nonutf8": str(root / "latin1.json"),
+             "list_json": str(root / "list.json"), "not_json": str(root / "not.json"),
+             "cfg_bad": str(root / "cfg-bad.json")}
+    return root, paths
+
+
+def _problem_lines(stderr: str) -> list[str]:
+    """stderr less argparse's usage block (``usage:`` and its indented continuation lines)."""
+    return [line for line in stderr.splitlines()
+            if line.strip() and not line.startswith("usage:") and not line.startswith(" ")]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c[:3], id=c[0], marks=c[3:]) for c in CASES])
+def test_bad_input_gets_one_line_and_changes_nothing(case, world, capsys, monkeypatch):
+    import control_plane.local
+
+    def accepted(*args, **kwargs):
+        raise AssertionError("input accepted: lanes would have run")
+
+    monkeypatch.setattr(control_plane.local, "run_local", accepted)
+    _name, argv, fragment = case
+    root, paths = world
+    argv = [a.format(**paths) for a in argv]
+    before = _snapshot(root)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refusals
+        code = exc.code
+    captured = capsys.readouterr()
+    lines = _problem_lines(captured.err)
+    assert code not in (0, None), f"accepted (exit {code}); stdout: {captured.out[-300:]}"
+    assert "Traceback" not in captured.err
+    assert len(lines) == 1, lines
+    assert fragment in lines[0], lines[0]
+    assert _snapshot(root) == before
+
+
+def test_the_table_is_big_enough():
+    assert len(CASES) >= 60
+    assert {c[1][0] for c in CASES} >= {"plan", "run", "query", "report", "loadgen", "verify"}
