@@ -86,8 +86,9 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
 
 
 def _extra_lanes() -> dict[str, LaneSpec]:
-    """Lanes added without editing this file: NEURONPIPE_EXTRA_LANES="name=module[:order][:needs+needs],..."
-    (plugins, tests); e.g. ``boom=tests.fixtures.lanes:55`` or ``late=pkg.late:120:merge``."""
+    """Lanes added without editing this file: NEURONPIPE_EXTRA_LANES="name[!]=module[:order][:needs+needs][:boxes],..."
+    (plugins, tests); e.g. ``boom=tests.fixtures.lanes:55`` or ``late=pkg.late:120:merge``; ``!`` after the name
+    makes the lane a gate, ``boxes`` (``trn1``, ``inf2``, ``trn1+inf2``; default both) where it runs."""
     out: dict[str, LaneSpec] = {}
     text = os.environ.get("NEURONPIPE_EXTRA_LANES", "").strip()
     for i, item in enumerate(x for x in text.split(",") if x.strip()):
@@ -95,9 +96,13 @@ def _extra_lanes() -> dict[str, LaneSpec]:
         if not sep or not name or not rest:
             raise ValueError(f"NEURONPIPE_EXTRA_LANES entry {item!r}: expected name=module[:order]")
         module, _, tail = rest.partition(":")
-        order, _, needs = tail.partition(":")
-        out[name] = LaneSpec(name, module, _BOTH, int(order) if order else 1000 + i, f"extra lane from {module}",
-                             needs=tuple(n for n in needs.split("+") if n))
+        order, _, tail = tail.partition(":")
+        needs, _, boxes = tail.partition(":")
+        gate = name.endswith("!")
+        name = name.removesuffix("!")
+        roles = tuple(b for b in _BOTH if b in boxes.split("+")) if boxes else _BOTH
+        out[name] = LaneSpec(name, module, roles or _BOTH, int(order) if order else 1000 + i,
+                             f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n), gate=gate)
     return out
 
 

@@ -51,7 +51,7 @@ def _short(text: str, limit: int = CAUSE_LIMIT) -> str:
 
 def _box_error(result: Mapping[str, Any]) -> str:
     error, cause = result.get("error") or "Error", result.get("cause") or ""
-    return _short(f"{error}: {cause}".strip(": "), 400)
+    return _short(f"{error}: {cause}".strip(": "), CAUSE_LIMIT)
 
 
 def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str, box_role: str | None = None) -> LaneStatus:
@@ -88,7 +88,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     by_name = {n.result_lane: n for n in nodes}
     box_failures: dict[str, str] = dict(state.get("box_failures") or {})
     stop_failed: dict[str, str] = dict(state.get("stop_failed") or {})
-    ended_by_gate: dict[str, str] = {}  # box -> "" (the gate's own record explains the rest)
+    ended_by_gate: dict[str, str] = {}  # box -> the gate's failure (the gate's own record explains the rest)
     lane_failures: dict[str, tuple[str, str]] = {}
     for res in results:
         role, status = str(res.get("box_role")), res.get("status")
@@ -98,7 +98,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
             stop_failed.setdefault(role, _box_error(res))
             box_failures.setdefault(role, _box_error(res))
         elif status == "gate_failed":
-            ended_by_gate[role] = ""
+            ended_by_gate[role] = _box_error(res)
         for lane in res.get("lanes") or []:
             if isinstance(lane, dict) and lane.get("result_lane"):
                 lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),
@@ -124,6 +124,9 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
             recorded.append({"lane": name, "status": "failed", "reason": f"{error}: {_short(cause, 300)}"})
         elif node.box in box_failures:
             block(node, BOX_PREFIX + node.box, f"box {node.box} failed: {box_failures[node.box]}")
+        elif node.gate and node.box in ended_by_gate:  # the gate's command died before it committed
+            statuses[name] = commit_failed(store, run_id, name, "Gate.Failed", ended_by_gate[node.box], node.box)
+            recorded.append({"lane": name, "status": "failed", "reason": ended_by_gate[node.box]})
         else:
             why = blocked_reason(node, statuses)
             if why is not None:

@@ -235,10 +235,10 @@ def start_run(rehearsal: Any, request: Any, run_id: str,
 
 
 def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """An execution-input mutation: ``lane``'s HeartbeatSeconds (``$.lane.heartbeat_s``) in every phase."""
+    """An execution-input mutation: ``lane``'s HeartbeatSeconds (``$.lane.heartbeat_s``) in every segment."""
     def mutate(execution_input: dict[str, Any]) -> dict[str, Any]:
         hits = 0
-        for phase in execution_input["phases"]:
+        for phase in (seg for wave in execution_input["waves"] for seg in wave["segments"]):
             for step in phase["lanes"]:
                 if step["lane"] == lane:
                     step["heartbeat_s"] = heartbeat_s

@@ -10,8 +10,39 @@ def states_entered(history: list[dict[str, Any]]) -> Counter:
     return Counter(e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered"))
 
 
+MAP_ENDS = ("MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted", "MapStateSucceeded",
+            "MapStateFailed", "MapStateAborted", "MapStateExited")
+
+
 def transitions_per_lane(history: list[dict[str, Any]]) -> list[int]:
-    """States entered inside each iteration of the Lanes map."""
+    """States entered inside each iteration of the Lanes map, in the order the iterations started.
+
+    Both boxes' Lanes maps run at once, so their events interleave: an event belongs to the iteration its
+    ``previousEventId`` chain leads back to (each iteration chains its own events) without passing the end of a
+    map (after a map ends its parent's events chain on from the map's last events)."""
+    if any("previousEventId" not in e for e in history if e["type"].endswith("StateEntered")):
+        return _sequential_transitions(history)
+    by_id = {e.get("id"): e for e in history}
+    roots = [e["id"] for e in history if e["type"] == "MapIterationStarted"
+             and (e.get("mapIterationStartedEventDetails") or {}).get("name") == "Lanes"]
+    root_set, counts = set(roots), {r: 0 for r in roots}
+    for e in history:
+        if not e["type"].endswith("StateEntered"):
+            continue
+        prev, steps = e.get("previousEventId"), 0
+        while prev is not None and steps < 10_000:
+            if prev in root_set:
+                counts[prev] += 1
+                break
+            before = by_id.get(prev)
+            if before is None or before["type"] in MAP_ENDS:
+                break
+            prev, steps = before.get("previousEventId"), steps + 1
+    return [counts[r] for r in roots]
+
+
+def _sequential_transitions(history: list[dict[str, Any]]) -> list[int]:
+    """A history without event ids (one map iteration at a time)."""
     counts, current = [], None
     for e in history:
         t = e["type"]
@@ -28,12 +59,62 @@ def transitions_per_lane(history: list[dict[str, Any]]) -> list[int]:
     return counts
 
 
+def lane_intervals(history: list[dict[str, Any]], role_of: dict[str, str]) -> dict[str, tuple[Any, Any]]:
+    """``box:lane`` -> (the lane's command scheduled, its task ended): from RunLane's TaskScheduled (the command's
+    comment and instance) to the TaskSucceeded/TaskFailed chained to it."""
+    import json
+
+    by_id = {e.get("id"): e for e in history}
+    opened: dict[Any, str] = {}
+    out: dict[str, tuple[Any, Any]] = {}
+    for e in history:
+        if e["type"] == "TaskScheduled":
+            d = e.get("taskScheduledEventDetails") or {}
+            params = json.loads(d.get("parameters") or "{}")
+            words = str(params.get("Comment") or "").split()
+            ids = params.get("InstanceIds") or []
+            if d.get("resource", "").startswith("sendCommand") and len(words) > 1 and words[1] != "sync-harness":
+                key = f"{role_of.get(ids[0], ids[0]) if ids else '?'}:{words[1]}"
+                opened[e["id"]] = key
+                out[key] = (e.get("timestamp"), None)
+        elif e["type"] in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
+            prev, steps = e.get("previousEventId"), 0
+            while prev is not None and prev not in opened and steps < 50:
+                prev, steps = (by_id.get(prev) or {}).get("previousEventId"), steps + 1
+            if prev in opened:
+                key = opened.pop(prev)
+                out[key] = (out[key][0], e.get("timestamp"))
+    return out
+
+
+def overlap_s(intervals: dict[str, tuple[Any, Any]], a: str, b: str) -> float:
+    """Seconds during which a lane of box ``a`` and a lane of box ``b`` were both running."""
+    def spans(role: str) -> list[tuple[Any, Any]]:
+        return [(s, e) for k, (s, e) in intervals.items() if k.startswith(role + ":") and s and e]
+    total = 0.0
+    for s1, e1 in spans(a):
+        for s2, e2 in spans(b):
+            start, end = max(s1, s2), min(e1, e2)
+            if end > start:
+                total += (end - start).total_seconds()
+    return total
+
+
 def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]], final: Any,
               running: list[str], wall_s: float) -> str:
     lines = [f"rehearsal of {execution_arn.rsplit(':', 1)[-1]}: {final.status}"
              + (f" ({final.error}: {(final.cause or '')[:400]})" if final.error else "")]
     lines.append("states: " + ", ".join(f"{k}={v}" for k, v in sorted(states_entered(history).items())))
     lines.append(f"transitions per lane: {transitions_per_lane(history)}")
+    roles = {iid: box.identity.box_role for iid, box in getattr(rehearsal, "boxes", {}).items()}
+    intervals = lane_intervals(history, roles)
+    if intervals:
+        lines.append(f"lanes of trn1 and inf2 running at the same time: {overlap_s(intervals, 'trn1', 'inf2'):.1f} s")
+    outcome = getattr(final, "outcome", None)
+    if outcome:
+        lines.append(f"outcome: {outcome.get('status')}"
+                     + (f"; failed: {', '.join(outcome['failed'])}" if outcome.get("failed") else "")
+                     + (f"; skipped: {', '.join(outcome['skipped'])}" if outcome.get("skipped") else ""))
     runs = rehearsal.agents.runs if rehearsal.agents else []
     lines.append(f"commands sent: {len(runs)} (" + ", ".join(
         f"{s}={n}" for s, n in sorted(Counter(r.status for r in runs).items())) + ")")

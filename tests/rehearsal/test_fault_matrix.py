@@ -61,6 +61,7 @@ def faults(rehearsal):
     assert not boxes_left_running(rehearsal) and not leases_held(rehearsal), "a case started on a dirty world"
     with Faults(rehearsal) as f:
         yield f
+    (rehearsal.fault_markers / rehearsal_lanes.FAIL_FILE).unlink(missing_ok=True)
     rehearsal.settle()
     clean_slate(rehearsal)  # a failed case must not fail the next one
 
@@ -140,6 +141,34 @@ def committed(r, run_id: str) -> dict[str, str]:
     return {m.lane: m.status for m in store.effective_markers([run_id])}
 
 
+def standing(r, run_id: str) -> dict[str, str]:
+    """lane -> its standing in the run (agents.graph: succeeded, failed, blocked, ...), read through S3Store."""
+    from agents.runner import lane_statuses
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    return {lane: st.status for lane, st in lane_statuses(store, run_id).items()}
+
+
+def reasons(r, run_id: str) -> dict[str, str]:
+    from agents.runner import lane_statuses
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    return {lane: st.reason or "" for lane, st in lane_statuses(store, run_id).items()}
+
+
+def outcome_of(desc: dict[str, Any]) -> dict[str, Any]:
+    """The run's outcome: ``$.outcome`` of a SUCCEEDED execution's output, the cause of a FAILED one."""
+    return json.loads(desc["output"] if desc["status"] == "SUCCEEDED" else desc["cause"])["outcome"]
+
+
+def fail_lanes(r, *lanes: str) -> None:
+    """The graph fault lanes named here fail (``gate@trn1``, ``make``) until the case ends."""
+    r.fault_markers.mkdir(parents=True, exist_ok=True)
+    (r.fault_markers / rehearsal_lanes.FAIL_FILE).write_text("\n".join(lanes) + "\n")
+
+
 def view_rows(r, run_id: str, sql: str) -> list[tuple]:
     """Rows of a query over the DuckDB views of the run's committed results."""
     from analytics.store import S3Store
@@ -173,24 +202,76 @@ def starts(r, lane_result: str) -> int:
 
 # -- the cases ------------------------------------------------------------------------------------------------------
 
-def test_lane_failure_in_the_first_lane_of_a_phase(rehearsal, faults, say):
+def test_a_failed_lane_leaves_the_others_running_and_the_run_partial(rehearsal, faults, say):
+    """Issue 14: a lane's failure stays local (first lane of both boxes' segments fails, the next ones run)."""
     r = rehearsal
     launched = start_run(r, request("boom", "ok_late"), "fault-first-lane")
-    desc = conclude(r, say, "first-lane-fails", launched.execution_arn, "FAILED")
-    assert desc["error"] == "Lane.BoomError"
-    assert committed(r, "fault-first-lane") == {"boom@trn1": "failed"}  # ok_late never ran, inf2 never started
-    assert view_rows(r, "fault-first-lane", "SELECT lane, value FROM host_bench") == [("boom@trn1", 2.0)]
-    assert len(entered(r, launched.execution_arn, "StartInstance")) == 1
+    desc = conclude(r, say, "first-lane-fails", launched.execution_arn, "SUCCEEDED")
+    outcome = outcome_of(desc)
+    assert outcome["status"] == "partial" and sorted(outcome["failed"]) == ["boom@inf2", "boom@trn1"]
+    assert standing(r, "fault-first-lane") == {"boom@trn1": "failed", "ok_late@trn1": "succeeded",
+                                               "boom@inf2": "failed", "ok_late@inf2": "succeeded"}
+    assert ("boom@trn1", 2.0) in view_rows(r, "fault-first-lane", "SELECT lane, value FROM host_bench")
+    assert len(entered(r, launched.execution_arn, "StartInstance")) == 2
+    partial = [e for e in r.bus.of_type("RunPartiallySucceeded") if e["detail"]["run_id"] == "fault-first-lane"]
+    assert partial and partial[0]["detail"]["outcome"] == outcome
 
 
-def test_lane_failure_in_the_last_lane_of_a_phase(rehearsal, faults, say):
+def test_a_failed_gate_skips_its_box_s_later_lanes_and_fails_the_run_the_other_box_carries_on(rehearsal, faults,
+                                                                                                 say):
     r = rehearsal
-    launched = start_run(r, request("ok", "boom"), "fault-last-lane")
-    desc = conclude(r, say, "last-lane-fails", launched.execution_arn, "FAILED")
-    assert desc["error"] == "Lane.BoomError"
-    assert committed(r, "fault-last-lane") == {"ok@trn1": "succeeded", "boom@trn1": "failed"}
-    rows = view_rows(r, "fault-last-lane", "SELECT lane, status FROM lane_runs ORDER BY lane")
-    assert rows == [("boom@trn1", "failed"), ("ok@trn1", "succeeded")]
+    fail_lanes(r, "gate@trn1")
+    launched = start_run(r, request("gate", "ok", "ok_late"), "fault-gate")
+    desc = conclude(r, say, "gate-fails", launched.execution_arn, "FAILED")
+    outcome = outcome_of(desc)
+    assert outcome["status"] == "failed" and "gate gate@trn1" in outcome["why"]
+    assert standing(r, "fault-gate") == {"gate@trn1": "failed", "ok@trn1": "blocked", "ok_late@trn1": "blocked",
+                                         "gate@inf2": "succeeded", "ok@inf2": "succeeded", "ok_late@inf2": "succeeded"}
+    assert reasons(r, "fault-gate")["ok@trn1"].startswith("gate gate@trn1 did not pass: it failed")
+    # the segment ended at the gate: no command for trn1's later lanes
+    assert not [run for run in r.agents.runs if run.comment.startswith("neuronpipe ok fault-gate")
+                and run.instance_id == box(r, "trn1")]
+
+
+def test_a_failed_producer_skips_its_consumer_on_the_other_box_which_is_not_started_for_it(rehearsal, faults, say):
+    r = rehearsal
+    fail_lanes(r, "make")
+    launched = start_run(r, request("ok", "make", "use"), "fault-producer")
+    desc = conclude(r, say, "producer-fails", launched.execution_arn, "SUCCEEDED")
+    assert outcome_of(desc)["status"] == "partial"
+    assert standing(r, "fault-producer") == {"ok@trn1": "succeeded", "make": "failed", "ok@inf2": "succeeded",
+                                             "use": "blocked"}
+    assert reasons(r, "fault-producer")["use"].startswith("needs make, which failed in attempt")
+    # wave 1 (inf2: use) was dropped: inf2 started once (wave 0), not for the skip
+    started = [i["instance_id"] for i in entered(r, launched.execution_arn, "StartInstance")]
+    assert sorted(started) == sorted([box(r, "trn1"), box(r, "inf2")])
+
+
+def test_both_boxes_at_once_and_the_consumer_after_its_producer_committed(rehearsal, faults, say):
+    """Issue 14's rehearsal acceptance: the two boxes' lane intervals overlap, ``use`` (inf2) starts only after
+    ``make`` (trn1) has committed, no Wait state in the history, at most 6 state transitions per lane."""
+    from infra.rehearsal.summary import lane_intervals, overlap_s, transitions_per_lane
+
+    r = rehearsal
+    launched = start_run(r, request("nap", "make", "use"), "fault-graph")
+    desc = conclude(r, say, "graph", launched.execution_arn, "SUCCEEDED")
+    assert outcome_of(desc)["status"] == "succeeded"
+    assert standing(r, "fault-graph") == {"nap@trn1": "succeeded", "make": "succeeded", "nap@inf2": "succeeded",
+                                          "use": "succeeded"}
+    history = r.history(launched.execution_arn)
+    roles = {box(r, role): role for role in ("trn1", "inf2")}
+    intervals = lane_intervals(history, roles)
+    overlap = overlap_s(intervals, "trn1", "inf2")
+    assert overlap > 0, intervals
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    make = store.latest_committed("fault-graph", "make")
+    assert make is not None and intervals["inf2:use"][0] > intervals["trn1:make"][1]
+    assert not [e for e in history if e["type"] == "WaitStateEntered"]
+    transitions = transitions_per_lane(history)
+    assert len(transitions) == 4 and max(transitions) <= 6, transitions
+    say(f"graph: lanes of both boxes overlapped {overlap:.1f} s; transitions per lane {transitions}")
 
 
 def test_ssm_send_command_refused(rehearsal, faults, say):
@@ -199,9 +280,10 @@ def test_ssm_send_command_refused(rehearsal, faults, say):
                                             match=for_lane("ok_late")))
     launched = start_run(r, request("ok", "ok_late"), "fault-ssm-send")
     desc = conclude(r, say, "ssm-send-refused", launched.execution_arn, "FAILED")
-    assert "InvalidParameters" in desc["error"], desc["error"]
-    assert refused.failed == 1  # not retried: only the agent-not-registered and throttling errors are
-    assert committed(r, "fault-ssm-send") == {"ok@trn1": "succeeded"}
+    assert "InvalidParameters" in desc["error"], desc["error"]  # the box's failure is the run's error
+    assert refused.failed == 2  # once per box; not retried: only agent-not-registered and throttling errors are
+    assert standing(r, "fault-ssm-send") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded",
+                                             "ok_late@trn1": "blocked", "ok_late@inf2": "blocked"}
 
 
 def test_lane_hangs_until_the_heartbeat_timeout(rehearsal, faults, say):
@@ -213,9 +295,11 @@ def test_lane_hangs_until_the_heartbeat_timeout(rehearsal, faults, say):
     # 2 s heartbeat that ended it: the lane's TimeoutSeconds is an hour.
     assert "sent no heartbeat within 2 s" in desc["cause"], desc["cause"]
     assert "States.HeartbeatTimeout" in desc["cause"] or "States.Timeout" in desc["cause"]
-    assert committed(r, "fault-hang") == {"ok@trn1": "succeeded"}  # the hung attempt committed nothing
+    # the hung attempts committed nothing: the scheduler recorded them, blocked by their failed box
+    assert standing(r, "fault-hang") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded", "hang@trn1": "blocked",
+                                         "hang@inf2": "blocked"}
     hung = [run for run in r.agents.runs if run.comment.startswith("neuronpipe hang fault-hang")]
-    assert [run.status for run in hung] == ["Failed"]  # killed when StopInstanceAfterFailure stopped the box
+    assert [run.status for run in hung] == ["Failed", "Failed"]  # killed when StopInstanceAfterFailure stopped it
 
 
 def test_start_instances_refused_for_capacity(rehearsal, faults, say):
@@ -228,7 +312,8 @@ def test_start_instances_refused_for_capacity(rehearsal, faults, say):
     # EC2 has no modelled exceptions: Step Functions names every EC2 error Ec2.Ec2Exception, the message says why
     assert desc["error"] == "Ec2.Ec2Exception" and "sufficient trn1.2xlarge capacity" in desc["cause"], desc
     assert refused.calls == START_CALLS  # every retry of StartInstance was used
-    assert committed(r, "fault-capacity") == {}
+    # the other box carried on
+    assert standing(r, "fault-capacity") == {"ok@trn1": "blocked", "ok@inf2": "succeeded"}
 
 
 @pytest.mark.slow  # ~15-25 s: every one of the stop's retries, 1 s apart
@@ -249,7 +334,7 @@ def test_stop_instances_failing_on_the_success_path(rehearsal, faults, say):
     # on_execution_status released it only after stopping it
     assert trn1 in cleanups[0]["released"], cleanups
     assert "fault-stop-success" not in leases_held(r).values()
-    assert committed(r, "fault-stop-success") == {"ok@trn1": "succeeded"}
+    assert standing(r, "fault-stop-success") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
 
 
 @pytest.mark.slow  # ~15-25 s: every one of the stop's retries, 1 s apart
@@ -258,11 +343,12 @@ def test_stop_instances_failing_on_the_failure_path(rehearsal, faults, say):
     trn1 = box(r, "trn1")
     failing = faults.stop_instances(CallFault("InternalError", "An internal error has occurred.",
                                               times=STOP_CALLS, match=for_instance(trn1)))
-    launched = start_run(r, request("boom"), "fault-stop-failure")
+    launched = start_run(r, request("hang"), "fault-stop-failure", mutate=lane_heartbeat("hang", 2))
     desc = conclude(r, say, "stop-fails-failure-path", launched.execution_arn, "FAILED")
-    assert desc["error"] == "Lane.BoomError"  # the original error stays the run's error
-    phase_failed = entered(r, launched.execution_arn, "PhaseFailed")
-    assert phase_failed and "An internal error has occurred" in phase_failed[0]["stop_error"]["Cause"]
+    assert desc["error"] == STOP_FAILED_ERROR  # a box that may still run fails the run so it is stopped
+    stop_failed = entered(r, launched.execution_arn, "SegmentStopFailed")
+    assert stop_failed and "An internal error has occurred" in stop_failed[0]["stop_error"]["Cause"]
+    assert stop_failed[0]["failure"]["Error"] == "Lane.TimedOut"  # the segment's own failure came first
     assert failing.failed == STOP_CALLS
     cleanups = [o for o in handled(r, "on_execution_status", "fault-stop-failure") if o.get("outcome") == "cleaned_up"]
     assert cleanups and trn1 in cleanups[0]["stopped"], cleanups
@@ -270,7 +356,7 @@ def test_stop_instances_failing_on_the_failure_path(rehearsal, faults, say):
     # on_execution_status released it only after stopping it
     assert trn1 in cleanups[0]["released"], cleanups
     assert "fault-stop-failure" not in leases_held(r).values()
-    assert committed(r, "fault-stop-failure") == {"boom@trn1": "failed"}
+    assert standing(r, "fault-stop-failure") == {"hang@trn1": "blocked", "hang@inf2": "blocked"}
 
 
 def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
@@ -286,7 +372,7 @@ def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
                 if o.get("outcome") == "cleaned_up"]
     assert cleanups and trn1 in cleanups[0]["stopped"] and trn1 in cleanups[0]["released"], cleanups
     assert desc["name"] not in leases_held(r).values()
-    assert committed(r, "fault-operator-stop") == {"ok@trn1": "succeeded"}
+    assert standing(r, "fault-operator-stop")["ok@trn1"] == "succeeded"
 
 
 def test_finalize_failure_keeps_the_run_outcome(rehearsal, faults, say):
@@ -305,7 +391,7 @@ def test_finalize_failure_keeps_the_run_outcome(rehearsal, faults, say):
 
 def test_second_run_refused_while_one_runs(rehearsal, faults, say):
     r = rehearsal
-    first = start_run(r, request("boom"), "fault-lease-holder")  # a short run: one phase
+    first = start_run(r, request("boom"), "fault-lease-holder")  # a short run: one wave
     executions_before = len(sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"])
     # through plan_run, as the console or an event would ask
     fn = lambda_function(r, "plan_run")
@@ -319,7 +405,8 @@ def test_second_run_refused_while_one_runs(rehearsal, faults, say):
         start_run(r, request("ok"), "fault-second-cli")
     executions = sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"]
     assert len(executions) == executions_before  # 0 extra executions
-    assert conclude(r, say, "second-run-refused", first.execution_arn, "FAILED")["error"] == "Lane.BoomError"
+    ended = conclude(r, say, "second-run-refused", first.execution_arn, "FAILED")
+    assert ended["error"] == "Run.Failed" and outcome_of(ended)["why"] == "no lane succeeded"
 
 
 def test_adapter_event_delivered_twice(rehearsal, faults, say):
@@ -343,7 +430,7 @@ def test_adapter_event_delivered_twice(rehearsal, faults, say):
     conclude(r, say, "adapter-event-twice", outcomes[0]["execution_arn"], "ABORTED")
 
 
-@pytest.mark.slow  # ~18-28 s: two phases, the lane runs twice on trn1
+@pytest.mark.slow  # ~18-28 s: the lane runs twice on trn1
 def test_box_reboots_mid_lane(rehearsal, faults, say):
     r = rehearsal
     trn1 = box(r, "trn1")

@@ -45,10 +45,11 @@ def test_lane_match_reads_the_planners_comment():
 
 
 def test_lane_heartbeat_mutates_only_that_lane_and_refuses_an_absent_one():
-    execution_input = {"phases": [{"lanes": [{"lane": "ok", "heartbeat_s": 300}, {"lane": "hang", "heartbeat_s": 300}]},
-                                  {"lanes": [{"lane": "hang", "heartbeat_s": 300}]}]}
+    execution_input = {"waves": [{"segments": [
+        {"lanes": [{"lane": "ok", "heartbeat_s": 300}, {"lane": "hang", "heartbeat_s": 300}]},
+        {"lanes": [{"lane": "hang", "heartbeat_s": 300}]}]}]}
     out = lane_heartbeat("hang", 2)(execution_input)
-    assert [[s["heartbeat_s"] for s in p["lanes"]] for p in out["phases"]] == [[300, 2], [2]]
+    assert [[s["heartbeat_s"] for s in p["lanes"]] for p in out["waves"][0]["segments"]] == [[300, 2], [2]]
     with pytest.raises(FaultSetupError, match="'nap' is not in the execution input"):
         lane_heartbeat("nap", 2)(execution_input)
 

@@ -58,19 +58,20 @@ def test_reverting_the_shell_fix_fails_at_harness_sync_with_the_shells_own_messa
                           InstanceFleet(settings.project, r.world.client("ec2", op)),
                           committed_in_store(settings.results_uri, r.world.client("s3", op)))
         data = plan.execution_input()
-        for phase in data["phases"]:
+        for phase in (seg for wave in data["waves"] for seg in wave["segments"]):
             assert phase["sync"]["script"].startswith(BASH_GUARD + "\n")
             phase["sync"]["script"] = phase["sync"]["script"].removeprefix(BASH_GUARD + "\n")
         leases = Leases(settings.lease_table, r.world.client("dynamodb", op))
-        leases.take([p["instance_id"] for p in data["phases"]], "old-shell", 3600)
+        leases.take([b["instance_id"] for b in data["boxes"]], "old-shell", 3600)
         execution = Executions(sfn).start(arn, "old-shell", data)
         final = r.follow(execution, lambda _: None, deadline_s=300)
         r.settle()
-        assert final.status == "FAILED"
-        assert final.error == "Command.Failed"
+        assert final.status == "FAILED" and final.outcome_status == "failed"
+        assert final.error == "Command.Failed"  # the box's failure is the run's error
         cause = json.loads(final.cause)
-        assert cause["lane"] == "sync-harness"
-        assert "set: Illegal option -o pipefail" in cause["stderr_tail"]
+        (box_error,) = cause["box_failures"].values()
+        assert '"lane": "sync-harness"' in box_error and "set: Illegal option -o pipefail" in box_error
+        assert cause["outcome"]["skipped"] == ["provenance@trn1"]  # recorded: its box failed
         history = r.history(execution)
         entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
         assert "RunLane" not in entered  # no lane ever ran
