@@ -155,22 +155,28 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     console.print(f"run id: [bold]{run_id or plan.run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
     console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
-    table = Table(title="plan")
-    for col, justify in (("phase", "left"), ("box", "left"), ("lane", "left"), ("timeout", "right"),
+    table = Table(title="plan (waves run one after the other; in a wave the boxes work at once)")
+    for col, justify in (("wave", "left"), ("box", "left"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
                          ("heartbeat", "right"), ("config", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for i, phase in enumerate(plan.phases, 1):
-        for step in phase.lanes:
-            table.add_row(str(i), f"{phase.box_role} ({phase.instance_type})", step.lane, _hms(step.timeout_s),
-                          _hms(step.heartbeat_s), json.dumps(step.config) if step.config else "")
+    for wave in plan.waves:
+        for seg in wave.segments:
+            for step in seg.lanes:
+                needs = ", ".join(step.needs) + (" (a gate)" if step.gate else "")
+                needs = needs.strip()
+                table.add_row(str(wave.wave), f"{seg.box_role} ({seg.instance_type})", step.result_lane or step.lane,
+                              needs, _hms(step.timeout_s), _hms(step.heartbeat_s),
+                              json.dumps(step.config) if step.config else "")
     console.print(table)
-    for phase in plan.phases:
-        console.print(f"{phase.box_role}: at most {phase.max_instance_hours:.2f} instance-hours "
-                      f"= ${phase.max_cost_usd:.2f}")
+    for wave in plan.waves:
+        for seg in wave.segments:
+            console.print(f"wave {wave.wave} {seg.box_role}: at most {seg.max_instance_hours:.2f} instance-hours "
+                          f"= ${seg.max_cost_usd:.2f}")
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
-    console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours, [bold]${plan.max_cost_usd:.2f}[/bold] "
-                  f"(ceiling ${plan.cost_ceiling_usd:.2f}); prices: {plan.price_source}")
+    console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
+                  f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
+                  f"prices: {plan.price_source}")
 
 
 def _hms(seconds: int) -> str:
