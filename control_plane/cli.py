@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "control_plane.commands.synthetic_server",
     "control_plane.commands.rehearse",
     "control_plane.commands.verify",
+    "control_plane.commands.import_cmd",
 ]
 
 

@@ -163,3 +163,17 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
         writer.commit(p.lane.status)
         done.append((p.lane.lane, writer.attempt, p.lane.status, counts))
     return ImportSummary(run_id, tree.commit, done)
+
+
+def every_attempt(store: ResultStore, run_id: str, table: str) -> pa.Table:
+    """``table``'s rows from every committed attempt of ``run_id``, superseded ones included (the views
+    show only each lane's latest): how ``--history`` results are read back, e.g. the first cold boot."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    parts = []
+    for m in store.usable_markers(store.markers(run_id)):
+        if table in m.tables:
+            parts.append(conform(table, pq.read_table(io.BytesIO(store.get_bytes(m.tables[table])))))
+    return pa.concat_tables(parts) if parts else conform(table, [])

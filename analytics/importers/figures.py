@@ -1,0 +1,117 @@
+"""The predecessor's headline figures beside ours, after an import (issue 16's acceptance list).
+
+"Theirs" is read from the predecessor's own files (its JSON headline fields, as it printed them);
+"ours" from our views over the imported run — so a figure that matches means our tables, views and
+rules reproduce it, not that a number was copied. Nothing here is a hard-coded result.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from analytics.importers.source import GitRepo, Tree
+from analytics.importers.torchneuronx import every_attempt
+from analytics.store import ResultStore
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    theirs: float | str | None
+    ours: float | str | None
+    rel_tol: float | None  # None: must be equal
+
+    @property
+    def holds(self) -> bool:
+        if self.theirs is None or self.ours is None:
+            return False
+        if self.rel_tol is None or isinstance(self.theirs, str) or isinstance(self.ours, str):
+            return self.theirs == self.ours
+        return abs(float(self.ours) - float(self.theirs)) <= self.rel_tol * abs(float(self.theirs))
+
+
+def _json(tree: Tree, path: str) -> dict[str, Any]:
+    return json.loads(tree.read(path))
+
+
+def _one(con: Any, sql: str, *params: Any) -> Any:
+    row = con.execute(sql, list(params)).fetchone()
+    return row[0] if row else None
+
+
+def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo | None) -> list[Figure]:
+    lora = _json(tree, "trn1/results/train/llama31_lora.json")
+    base = "inf2/results/serve/llama31_base_short/"
+    c1, c32 = _json(tree, base + "isl1024_osl1024_c1.json"), _json(tree, base + "isl1024_osl1024_c32.json")
+    dolly_boot = _json(tree, "inf2/results/serve/llama31_dolly_short/boot.json")
+    sustained = _json(tree, "inf2/results/sustained/sustained.json")
+    qwen = [_json(tree, p) for p in tree.files("inf2/results/serve/qwen3_base_short/")
+            if p.rsplit("/", 1)[-1].startswith("isl") and p.endswith(".json")]
+    model = lora["model"]
+    out = [
+        Figure("Llama 3.1 8B LoRA tokens/s", lora["tokens_per_s"],
+               _one(con, "SELECT tokens_per_s FROM train_runs WHERE run_id = ? AND model = ?", run_id, model), 0.001),
+        Figure("MFU at 210 TFLOP/s (%)", lora["mfu_pct"],
+               _pct(_one(con, "SELECT mfu_alt FROM train_runs WHERE run_id = ? AND model = ?", run_id, model)),
+               0.001),
+        Figure("inf2 base c1 output tok/s", c1["output_throughput"], _point(con, run_id, "c1", "output_throughput"),
+               0.001),
+        Figure("inf2 base c1 TTFT p50 (ms)", c1["p50_ttft_ms"], _point(con, run_id, "c1", "p50_ttft_ms"), 0.0),
+        Figure("inf2 base c1 TPOT p50 (ms)", c1["p50_tpot_ms"], _point(con, run_id, "c1", "p50_tpot_ms"), 0.0),
+        Figure("inf2 base c32 output tok/s", c32["output_throughput"],
+               _point(con, run_id, "c32", "output_throughput"), 0.001),
+        Figure("fine-tune boot, shared cache warm (s)", dolly_boot["boot_wall_s"],
+               _one(con, "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'finetune_serve' AND cache = 'warm' "
+                         "AND succeeded", run_id), 0.0),
+        Figure("sustained retention, predecessor's rule (%)", sustained["retention_vs_first_pct"],
+               _pct(_one(con, "SELECT retention FROM sustained_iterations WHERE run_id = ? "
+                              "AND rule = 'tail3_mean_over_first'", run_id), 1), 0.0),
+        Figure("Qwen3 requests sent", sum(d["num_prompts"] for d in qwen),
+               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt'", run_id), None),
+        Figure("Qwen3 requests with one token", sum(d["completed"] for d in qwen if d["total_output_tokens"] == 1),
+               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND success "
+                         "AND output_tokens = 1", run_id), None),
+        Figure("Qwen3 requests failed", sum(d["failed"] for d in qwen),
+               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND NOT success",
+                    run_id), None),
+        Figure("Qwen3 failures' verbatim error", _qwen_log_error(tree),
+               _one(con, "SELECT string_agg(DISTINCT error, ' | ') FROM requests WHERE run_id = ? "
+                         "AND lane = 'qwen3_attempt' AND NOT success", run_id), None),
+    ]
+    if repo is not None and tree.commit:
+        first = _first_version(repo, tree.commit, base + "boot.json")
+        ours = None
+        boots = every_attempt(store, run_id, "compiles").to_pylist()
+        cold = sorted((b for b in boots if b["what"] == "serving_config" and b["cache"] == "cold" and b["succeeded"]
+                       and b["model"] == first.get("model_id") and b["ts"] is not None), key=lambda b: b["ts"])
+        if cold:
+            ours = cold[0]["wall_s"]
+        out.append(Figure("first cold boot, base model, --history (s)", first.get("boot_wall_s"), ours, 0.0))
+    return out
+
+
+def _pct(x: float | None, digits: int | None = None) -> float | None:
+    if x is None:
+        return None
+    return round(100.0 * x, digits) if digits is not None else 100.0 * x
+
+
+def _point(con: Any, run_id: str, conc: str, column: str) -> Any:
+    return _one(con, f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' "
+                     "AND point_id = ?", run_id, f"llama31_base_short/isl1024_osl1024_{conc}")
+
+
+def _qwen_log_error(tree: Tree) -> str | None:
+    from analytics.importers.tnx_inf2 import FAILED_RE
+
+    errors = set()
+    for p in tree.files("inf2/results/serve/qwen3_base_short/"):
+        if p.rsplit("/", 1)[-1].startswith("isl") and p.endswith(".log"):
+            errors |= {m.group(2).strip() for m in map(FAILED_RE.match, tree.text(p).splitlines()) if m}
+    return " | ".join(sorted(errors)) or None
+
+
+def _first_version(repo: GitRepo, ref: str, path: str) -> dict[str, Any]:
+    commits = repo.history(ref, [path])
+    return json.loads(repo.read(commits[0].sha, path)) if commits else {}
