@@ -186,7 +186,7 @@ def serve_lanes(tree: Tree) -> list[LaneImport]:
         if "roundtrip_hashes.json" in names:
             d = load_json(tree, names["roundtrip_hashes.json"])
             for fname, sha in sorted((d.get("inf2_hashes") or {}).items()):
-                li.add("artifacts", {"model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "merged",
+                li.add("artifacts", {"model": None, "kind": "merged",  # model: from the merge (collect)
                                      "stage": "after_copy", "path": fname, "sha256": sha,
                                      "expected_sha256": None, "roundtrip_verified": None})
             li.config["roundtrip"] = {k: d.get(k) for k in ("verified", "compared_files", "mismatches",

@@ -51,11 +51,13 @@ class ImportSummary:
 def collect(tree: Tree) -> list[LaneImport]:
     """Every lane found in ``tree`` (none: the tree is not this layout)."""
     lanes = tnx_trn1.lanes(tree) + tnx_inf2.lanes(tree)
-    merged = {r["path"]: r["sha256"] for li in lanes if li.lane == "merge" for r in li.rows.get("artifacts", [])}
+    merged = {r["path"]: r for li in lanes if li.lane == "merge" for r in li.rows.get("artifacts", [])}
     for li in lanes:
         for r in li.rows.get("artifacts", []):
-            if r.get("stage") == "after_copy":
-                r["expected_sha256"] = merged.get(r["path"])
+            if r.get("stage") == "after_copy":  # the copy is checked against the merge's manifest, file by file
+                source = merged.get(r["path"])
+                r["model"] = source["model"] if source else r.get("model")
+                r["expected_sha256"] = source["sha256"] if source else None
                 r["roundtrip_verified"] = (r["sha256"] == r["expected_sha256"]) if r["expected_sha256"] else None
     return lanes
 
@@ -143,7 +145,7 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
                         history: bool = False, force: bool = False) -> ImportSummary:
     tree, repo = open_tree(source, ref)
     try:
-        run_id = run_id or f"{SOURCE_NAME}-{(tree.commit or 'worktree')[:7]}"
+        run_id = run_id or f"{SOURCE_NAME}-{tree.commit[:7] if tree.commit else 'worktree'}"
         if store.markers(run_id) and not force:
             raise ImportExistsError(f"run {run_id} is already in {store.root}: importing twice is refused "
                                     "(--force adds new attempts; --run-id names another run)")

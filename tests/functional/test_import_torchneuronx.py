@@ -1,0 +1,180 @@
+"""`neuronpipe import torchneuronx`: small files in the predecessor's shape land in our tables and views.
+
+Expected values are computed from the fixture files themselves, never typed in twice.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analytics.importers.torchneuronx import every_attempt, import_torchneuronx
+from analytics.store import LocalStore
+from analytics.views import connect
+from control_plane.cli import main
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "torchneuronx"
+MIRROR = Path("/work/.mirror/alpharomercoma+torchneuronx/repo")
+
+
+def _json(rel: str) -> dict:
+    return json.loads((FIXTURE / rel).read_text())
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    store = LocalStore(root)
+    summary = import_torchneuronx(str(FIXTURE), store, run_id="tnx")
+    return store, summary, connect(store)
+
+
+def test_every_lane_is_an_ordinary_attempt_tagged_imported_with_null_reasons(imported):
+    store, summary, con = imported
+    rows = con.execute("SELECT lane, status, instance_id, instance_type, config_json FROM lane_runs").fetchall()
+    assert {r[0] for r in rows} == {a[0] for a in summary.attempts}
+    assert {"sft", "merge", "serve_sweep", "qwen3_attempt", "sustained", "quality", "precompile"} <= {r[0] for r in rows}
+    for lane, status, instance_id, instance_type, config_json in rows:
+        cfg = json.loads(config_json)
+        assert cfg["imported"]["source"] == "torchneuronx"
+        assert instance_id is None and cfg["null_reasons"]["instance_id"]
+    types = {r[0]: r[3] for r in rows}
+    assert types["sft"] == "trn1.2xlarge" and types["serve_sweep"] == "inf2.xlarge"
+
+
+def test_aggregate_only_point_sits_beside_request_points_without_gate_goodput_or_p95(imported):
+    _, _, con = imported
+    src = _json("inf2/results/serve/tiny_base_short/isl8_osl4_c1.json")
+    row = con.execute("SELECT metric_basis, output_throughput, p50_ttft_ms, p95_ttft_ms, goodput, valid, "
+                      "definitions_json, sent FROM serving_points_all WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
+                      ).fetchone()
+    assert row[0] == "aggregate"
+    assert row[1] == src["output_throughput"] and row[2] == src["p50_ttft_ms"]
+    assert row[3] is None and row[4] is None and row[5] is None
+    assert "non-empty SSE" in json.loads(row[6])["output_tokens"]
+    assert row[7] == src["completed"] + src["failed"]
+    # the point has no request rows, so the request-derived view does not invent one
+    assert con.execute("SELECT count(*) FROM serving_points WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
+                       ).fetchone()[0] == 0
+
+
+def test_qwen3_failures_become_request_rows_with_the_verbatim_error(imported):
+    _, _, con = imported
+    src = _json("inf2/results/serve/qwen3_base_short/isl8_osl4_c2.json")
+    log = (FIXTURE / "inf2/results/serve/qwen3_base_short/isl8_osl4_c2.log").read_text()
+    errors = [line.split("FAILED: ", 1)[1] for line in log.splitlines() if "FAILED: " in line]
+    rows = con.execute("SELECT success, output_tokens, error FROM requests WHERE lane = 'qwen3_attempt' "
+                       "ORDER BY request_index").fetchall()
+    assert len(rows) == src["num_prompts"]
+    assert [r[2] for r in rows if not r[0]] == errors
+    assert [r[1] for r in rows if r[0]] == [src["total_output_tokens"]]
+    point = con.execute("SELECT metric_basis, valid, first_error FROM serving_points_all "
+                        "WHERE lane = 'qwen3_attempt' AND point_id LIKE '%c2'").fetchone()
+    assert point[0] == "requests" and point[1] is False and point[2] == errors[0]
+
+
+def test_sustained_retention_from_iterations_names_its_rule(imported):
+    _, _, con = imported
+    tps = [_json(f"inf2/results/sustained/iter_00{i}.json")["output_throughput"] for i in range(1, 5)]
+    got = dict(con.execute("SELECT rule, retention FROM sustained_iterations").fetchall())
+    assert got["tail3_mean_over_first"] == pytest.approx(sum(tps[-3:]) / 3 / tps[0])
+    assert "median_last_k_over_first_k" in got
+
+
+def test_training_mfu_boots_and_step_clock(imported):
+    _, _, con = imported
+    src = _json("trn1/results/train/tiny_lora.json")
+    steps = [s["ms"] / 1000 for s in src["loss_trace"]]
+    cov, partial, clock = con.execute("SELECT step_clock_coverage, step_clock_partial, step_clock "
+                                      "FROM train_step_clock").fetchone()
+    assert cov == pytest.approx(sum(steps) / src["train_wall_s"]) and partial is (cov < 0.9) and clock
+    n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs").fetchone()
+    assert n_steps == len(steps) and formula == "lora_recompute_8t_6f"  # gradient checkpointing on
+    caches = dict(con.execute("SELECT lane, cache FROM compiles WHERE what = 'serving_config'").fetchall())
+    # the fine-tune's shared cache did not grow: warm, although the source says warm=false
+    assert caches["finetune_serve"] == "warm" and caches["serve_sweep"] == "cold"
+    assert {r[0] for r in con.execute("SELECT verified FROM weights_roundtrip").fetchall()} == {True}
+    nulls = con.execute("SELECT count(*) FROM telemetry WHERE value IS NULL AND note IS NOT NULL").fetchone()[0]
+    assert nulls > 0  # blank CSV cells are NULL with a note, never zero
+
+
+def test_importing_twice_is_refused_then_force_adds_attempts(tmp_path, capsys):
+    args = ["import", "torchneuronx", str(FIXTURE), "--results", str(tmp_path / "r"), "--run-id", "x"]
+    assert main(args) == 0
+    markers = sorted(p.name for p in (tmp_path / "r").rglob("*.json"))
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already" in err[0]
+    assert sorted(p.name for p in (tmp_path / "r").rglob("*.json")) == markers
+    assert main(args + ["--force"]) == 0
+    assert len(list((tmp_path / "r").rglob("*.json"))) == 2 * len(markers)
+
+
+@pytest.mark.parametrize("damage", ["not json", "missing"])
+def test_bad_input_gets_one_line_and_writes_nothing(tmp_path, capsys, damage):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    if damage == "not json":
+        (src / "inf2/results/serve/tiny_base_short/isl8_osl4_c1.json").write_text("{oops")
+        source = str(src)
+    else:
+        source = str(tmp_path / "nowhere")
+    results = tmp_path / "r"
+    assert main(["import", "torchneuronx", source, "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert not results.exists() or not any(p.is_file() for p in results.rglob("*"))
+
+
+def test_history_commits_superseded_versions_as_earlier_attempts(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    boot = repo / "inf2/results/serve/tiny_base_short/boot.json"
+    first = json.loads(boot.read_text())
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+
+    def git(*a: str, date: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
+                       env={**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+
+    git("init", "-q", date="2026-01-01T00:00:00Z")
+    git("add", "-A", date="2026-01-01T00:00:00Z")
+    git("commit", "-qm", "first", date="2026-01-01T00:00:00Z")
+    boot.write_text(json.dumps({**first, "boot_wall_s": first["boot_wall_s"] // 2,
+                                "cache_dir_size_mb_before": first["cache_dir_size_mb_after"]}))
+    git("commit", "-qam", "rerun", date="2026-01-02T00:00:00Z")
+    store = LocalStore(tmp_path / "r")
+    summary = import_torchneuronx(str(repo / ".git"), store, history=True)
+    sweeps = [a for a in summary.attempts if a[0] == "serve_sweep"]
+    assert len(sweeps) == 2  # the superseded version, then the latest
+    con = connect(store)
+    assert con.execute("SELECT cache, wall_s FROM compiles WHERE lane = 'serve_sweep'").fetchall() == [
+        ("warm", first["boot_wall_s"] // 2)]
+    every = [(r["cache"], r["wall_s"]) for r in every_attempt(store, summary.run_id, "compiles").to_pylist()
+             if r["lane"] == "serve_sweep"]
+    assert ("cold", first["boot_wall_s"]) in every
+    superseded = [json.loads(r[0])["imported"]["superseded"] for r in con.execute(
+        "SELECT config_json FROM lane_runs WHERE lane = 'serve_sweep' ORDER BY attempt").fetchall()]
+    assert superseded == [True, False]
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason=f"the predecessor's mirror is not at {MIRROR}")
+def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
+    from analytics.importers.figures import figures
+    from analytics.importers.source import open_tree
+
+    store = LocalStore(tmp_path)
+    summary = import_torchneuronx(str(MIRROR), store, ref="b245405")
+    tree, repo = open_tree(str(MIRROR), "b245405")
+    try:
+        rows = figures(connect(store), store, summary.run_id, tree, None)  # no --history: no first-boot figure
+    finally:
+        repo.close()
+    assert len(rows) >= 12
+    assert [f.name for f in rows if not f.holds] == []
