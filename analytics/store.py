@@ -16,32 +16,31 @@ Rules the base class enforces for both places:
   existing key raises :class:`AlreadyExistsError`.
 * Readers see, for each (run, lane), the latest committed attempt whose marker
   says ``supersedes`` (a resume "skip" is committed but supersedes nothing).
+  "Latest" is the attempt's sequence number claimed at begin, not a clock
+  (``analytics.markers.attempt_order``).
+* Each marker records every file's size and SHA-256 (Parquet: rows, schema);
+  readers leave a damaged attempt out with one warning (``analytics.integrity``),
+  and ``neuronpipe verify`` checks everything (``analytics.verify``).
+  See docs/results-store.md.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import logging
 import os
 import secrets
-import shutil
-import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema_for
 
-if TYPE_CHECKING:  # pragma: no cover
-    from mypy_boto3_s3 import S3Client
-
-log = logging.getLogger("analytics.store")
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
 MULTIPART_BYTES = 4 * 2**30  # S3's single PUT takes up to 5 GiB; larger files go in parts of this size
 from analytics.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
@@ -376,108 +375,6 @@ def _stored_fingerprint(body: bytes) -> str:
         return schema_fingerprint(pf.schema_arrow)
 
 
-class LocalStore(ResultStore):
-    """A directory on this machine."""
-
-    def __init__(self, root: str | os.PathLike[str]):
-        self.path = Path(root).expanduser().resolve()
-        self.root = str(self.path)
-
-    def _p(self, key: str) -> Path:
-        p = (self.path / key).resolve()
-        if self.path not in p.parents:
-            raise ValueError(f"key {key!r} escapes the store root")
-        return p
-
-    def _create(self, key: str, write: Callable[[Any], None]) -> None:
-        """Write into a temp file beside the destination, then link it into place: create-only and atomic."""
-        dest = self._p(key)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
-        try:
-            os.fchmod(fd, FILE_MODE)  # mkstemp makes 0600; committed results are for the group to read
-            with os.fdopen(fd, "wb") as fh:
-                write(fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, dest)  # fails if dest exists
-            except FileExistsError:
-                raise AlreadyExistsError(f"{dest} exists; results are never overwritten") from None
-        finally:
-            os.unlink(tmp)
-
-    def put_bytes(self, key: str, data: bytes) -> None:
-        self._create(key, lambda fh: fh.write(data))
-
-    def put_file(self, key: str, local_path: Path) -> None:
-        """Streamed, not read into memory: merged weights run to many GB."""
-        def copy(fh: Any) -> None:
-            with open(local_path, "rb") as src:
-                shutil.copyfileobj(src, fh, 16 * 2**20)
-
-        self._create(key, copy)
-
-    def get_bytes(self, key: str) -> bytes:
-        try:
-            return self._p(key).read_bytes()
-        except FileNotFoundError:
-            raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
-
-    def download(self, key: str, local_path: Path) -> None:
-        local_path = Path(local_path)
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copyfile(self._p(key), local_path)
-        except FileNotFoundError:
-            raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
-
-    def list_keys(self, prefix: str) -> list[str]:
-        base = self.path / prefix
-        start = base if base.is_dir() else base.parent
-        if not start.exists():
-            return []
-        out = []
-        for p in start.rglob("*"):
-            if p.is_file() and not p.name.startswith(".tmp-"):
-                key = p.relative_to(self.path).as_posix()
-                if key.startswith(prefix):
-                    out.append(key)
-        return sorted(out)
-
-    def exists(self, key: str) -> bool:
-        return self._p(key).exists()
-
-    def uri(self, key: str) -> str:
-        return str(self._p(key))
-
-    def objects(self, prefix: str = "") -> list[ObjectInfo]:
-        base = self.path / prefix
-        start = base if base.is_dir() else base.parent
-        if not start.exists():
-            return []
-        out = []
-        for p in start.rglob("*"):
-            if not p.is_file():
-                continue
-            key = p.relative_to(self.path).as_posix()
-            if key.startswith(prefix):
-                st = p.stat()
-                out.append(ObjectInfo(key, st.st_size, st.st_mtime, temp=p.name.startswith(".tmp-")))
-        return sorted(out, key=lambda o: o.key)
-
-    def sha256(self, key: str) -> str:
-        try:
-            with self._p(key).open("rb") as fh:
-                return _sha256_stream(fh)
-        except FileNotFoundError:
-            raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
-
-    def remove_leftover(self, key: str) -> None:
-        """Delete one uncommitted leftover (``verify --repair`` only; it checks no marker names the key)."""
-        self._p(key).unlink(missing_ok=True)
-
-
 def open_existing_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
     """Like :func:`open_store`, for readers: a local root must exist and be a directory (a typo is not an
     empty store). :class:`StoreNotFoundError` names the path."""
@@ -506,4 +403,5 @@ def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStor
     return LocalStore(text)
 
 
-from analytics.s3store import S3Store  # noqa: E402  (re-exported; it subclasses ResultStore above)
+from analytics.localstore import LocalStore  # noqa: E402  (re-exported; it subclasses ResultStore above)
+from analytics.s3store import S3Store  # noqa: E402
