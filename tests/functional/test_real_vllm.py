@@ -94,7 +94,7 @@ def test_quality_on_real_vllm(tmp_path, tiny_llama):
 def test_finetune_serve_on_real_vllm(tmp_path, tiny_llama):
     store = open_store(str(tmp_path / "results"))
     fake_merge_commit(store, "v1", {"tiny-llama": tiny_llama})
-    _run(store, "finetune_serve", {**SWEEP, "max_concurrency": 1})
+    _run(store, "finetune_serve", {**SWEEP, "max_concurrency": 1, "verify_models": ["tiny-llama"]})
     assert _served_by_vllm(store, "finetune_serve")
     points = _points(store, "finetune_serve")
     assert points and all(p["completed"] > 0 and p["lengths_ok"] for p in points)

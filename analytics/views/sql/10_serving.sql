@@ -45,11 +45,14 @@ FROM gaps;
 CREATE OR REPLACE VIEW request_reads AS
 WITH chunks AS (
     SELECT run_id, lane, point_id, request_id,
-           unnest(chunk_times_s) AS read_s, unnest(chunk_tokens) AS tokens
+           unnest(chunk_times_s) AS read_s, unnest(chunk_tokens) AS tokens,
+           unnest(range(1, len(chunk_times_s) + 1)) AS chunk_index
     FROM requests
     WHERE NOT warmup AND success AND len(chunk_times_s) > 0
 )
 SELECT run_id, lane, point_id, request_id, read_s, sum(tokens) AS tokens, count(*) AS chunks,
+       -- decode tokens: those after the first chunk (a first read holding the whole answer is all burst)
+       coalesce(sum(tokens) FILTER (WHERE chunk_index > 1), 0) AS decode_tokens,
        row_number() OVER (PARTITION BY run_id, lane, point_id, request_id ORDER BY read_s) AS read_index
 FROM chunks
 GROUP BY run_id, lane, point_id, request_id, read_s;
@@ -168,10 +171,9 @@ bursts AS (
     count(*) AS network_reads,
     sum(tokens) / count(*) AS tokens_per_read,
     max(tokens) AS max_burst_tokens,
-    count(*) FILTER (WHERE read_index > 1) AS decode_reads,
-    sum(tokens) FILTER (WHERE read_index > 1) / NULLIF(count(*) FILTER (WHERE read_index > 1), 0)
-        AS decode_tokens_per_read,
-    max(tokens) FILTER (WHERE read_index > 1) AS max_decode_burst_tokens
+    count(*) FILTER (WHERE decode_tokens > 0) AS decode_reads,
+    sum(decode_tokens) / NULLIF(count(*) FILTER (WHERE decode_tokens > 0), 0) AS decode_tokens_per_read,
+    max(decode_tokens) FILTER (WHERE decode_tokens > 0) AS max_decode_burst_tokens
     FROM request_reads
     GROUP BY run_id, lane, point_id
 ),
