@@ -98,7 +98,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
             stop_failed.setdefault(role, _box_error(res))
             box_failures.setdefault(role, _box_error(res))
         elif status == "gate_failed":
-            ended_by_gate[role] = _box_error(res)
+            ended_by_gate[role] = _short(str(res.get("cause") or "the gate failed"))
         for lane in res.get("lanes") or []:
             if isinstance(lane, dict) and lane.get("result_lane"):
                 lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),

@@ -22,6 +22,7 @@ REGION = "us-west-2"
 BUCKET = "np-results"
 SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "lg",
         "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:f",
+        "ScheduleWaveFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:s",
         "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
 CONTEXT = SimpleNamespace(function_name="fn", memory_limit_in_mb=256, aws_request_id="req-1",
                           invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn")
@@ -55,7 +56,7 @@ def test_plan_run_starts_an_execution_named_after_the_run(aws):
     out = plan_run.handler({"run_id": "nightly-1", "preset": "smoke", "trigger": "schedule"}, CONTEXT)
     assert out["run_id"] == "nightly-1" and out["execution_arn"].endswith(":nightly-1")
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
-    assert [(p["box_role"], p["instance_id"]) for p in execution_input["phases"]] == [
+    assert [(p["box_role"], p["instance_id"]) for p in execution_input["boxes"]] == [
         ("trn1", aws.ids["trn1"]), ("inf2", aws.ids["inf2"])]
     assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
 
@@ -80,7 +81,7 @@ def test_plan_run_s3_adapter_event_starts_a_finetune_serve_run(aws):
     assert out["run_id"] == plan_run.adapter_run_id(BUCKET, "adapters/llama/adapter.tar.gz", version)
     assert out["lanes"] == ["inf2:provenance", "inf2:finetune_serve"]
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
-    step = execution_input["phases"][0]["lanes"][1]
+    step = execution_input["waves"][0]["segments"][0]["lanes"][1]
     assert step["config"] == {"adapter_uri": f"s3://{BUCKET}/adapters/llama/adapter.tar.gz"}
 
 
