@@ -36,7 +36,9 @@ def load_request(path: str, run_id: str | None = None):
         if size > MAX_EXECUTION_INPUT_BYTES:
             raise RunRequestError(f"input: {path} is {size:,} bytes; a request is capped at "
                                   f"{MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions allows 256 KiB of input)")
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RunRequestError(f"input: {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
     except (OSError, json.JSONDecodeError) as exc:
         raise RunRequestError(f"input: cannot read {path}: {exc}") from exc
     if run_id is not None and isinstance(data, dict):

@@ -57,6 +57,21 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+class ResultsRootError(ValueError):
+    """``--results`` names something that cannot hold a results store (a file, a non-s3 URI)."""
+
+
+def check_results_root(uri: str) -> str:
+    """A local results root must be a directory or not exist yet (it is created); s3:// is checked when used."""
+    from pathlib import Path
+
+    if "://" in uri and not uri.startswith("s3://"):
+        raise ResultsRootError(f"--results {uri}: use a directory or s3://bucket/prefix")
+    if not uri.startswith("s3://") and Path(uri).exists() and not Path(uri).is_dir():
+        raise ResultsRootError(f"--results {uri}: is not a directory (a results root is a directory or s3://bucket/prefix)")
+    return uri
+
+
 class EmptyLanesError(ValueError):
     """``--lanes`` given but naming no lane (``--lanes ""`` must not mean the whole plan)."""
 
@@ -98,6 +113,7 @@ def run_local_command(args: argparse.Namespace) -> int:
     configs: dict[str, dict] = {}
     profile, force, run_id = args.profile, args.force, args.run_id
     try:
+        check_results_root(args.results)
         if run_id is not None:
             check_run_id(run_id)
         if args.input:
@@ -119,7 +135,7 @@ def run_local_command(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(f"error: lane_config {line}", file=sys.stderr)
         return 2
-    except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError) as exc:
+    except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError, ResultsRootError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run_id = run_id or new_run_id()

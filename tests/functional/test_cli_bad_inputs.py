@@ -22,12 +22,7 @@ from control_plane.cli import main
 CLOSED = "http://127.0.0.1:9"
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 LOAD = ["loadgen", "--base-url", CLOSED, "--input-len", "8", "--output-len", "4"]
-RUN_OWNER = "the run --local helper (issue 15 point 5/7: control_plane/commands/run.py)"
-PLAN_OWNER = "the scheduling/plan helper (issue 15 point 7: lane_config checked at plan time, control_plane/plan.py)"
 
-
-def _xfail(owner: str, why: str):
-    return pytest.mark.xfail(strict=False, reason=f"{why}; owner: {owner}")
 
 
 # (id, argv with {results} {file} {dir} {missing} {nonutf8} {cfg_bad} {list_json} {not_json} placeholders,
@@ -139,26 +134,20 @@ CASES = [
     ("p-missing-input", ["plan", "--input", "{missing}"], "cannot read"),
     ("p-dir-input", ["plan", "--input", "{dir}"], "cannot read"),
     ("p-not-json", ["plan", "--input", "{not_json}"], "cannot read"),
-    ("p-not-utf8", ["plan", "--input", "{nonutf8}"], "UTF-8",
-     _xfail(RUN_OWNER, "load_request does not catch UnicodeDecodeError (control_plane/commands/plan.py)")),
+    ("p-not-utf8", ["plan", "--input", "{nonutf8}"], "UTF-8"),
     ("p-json-list", ["plan", "--input", "{list_json}"], "input"),
-    ("p-config-unknown-field", ["plan", "--input", "{cfg_bad}"], "bogus_field",
-     _xfail(PLAN_OWNER, "lane_config checked against the lane's Config at plan time")),
+    ("p-config-unknown-field", ["plan", "--input", "{cfg_bad}"], "bogus_field"),
     # ---- run --local (the lane launcher is replaced: an accepted input fails the case)
-    ("x-empty-lanes", ["run", "--local", "--results", "{results}", "--lanes", ""], "--lanes",
-     _xfail(RUN_OWNER, "--lanes '' must be refused, not run the whole plan")),
-    ("x-comma-lanes", ["run", "--local", "--results", "{results}", "--lanes", ","], "--lanes",
-     _xfail(RUN_OWNER, "--lanes ',' must be refused")),
+    ("x-empty-lanes", ["run", "--local", "--results", "{results}", "--lanes", ""], "--lanes"),
+    ("x-comma-lanes", ["run", "--local", "--results", "{results}", "--lanes", ","], "--lanes"),
     ("x-unknown-lane", ["run", "--local", "--results", "{results}", "--lanes", "nope"], "nope"),
     ("x-run-id-slash", ["run", "--local", "--results", "{results}", "--lanes", "host_cpu", "--run-id", "a/b"],
      "'a/b'"),
     ("x-missing-input", ["run", "--local", "--results", "{results}", "--input", "{missing}"], "cannot read"),
-    ("x-not-utf8-input", ["run", "--local", "--results", "{results}", "--input", "{nonutf8}"], "UTF-8",
-     _xfail(RUN_OWNER, "load_request does not catch UnicodeDecodeError")),
+    ("x-not-utf8-input", ["run", "--local", "--results", "{results}", "--input", "{nonutf8}"], "UTF-8"),
     ("x-config-unknown-field", ["run", "--local", "--results", "{results}", "--input", "{cfg_bad}"],
-     "bogus_field", _xfail(PLAN_OWNER, "lane_config checked against the lane's Config before any lane runs")),
-    ("x-results-is-file", ["run", "--local", "--results", "{file}", "--lanes", "host_cpu"], "not a directory",
-     _xfail(RUN_OWNER, "a results root that is a file refused before lanes start")),
+     "bogus_field"),
+    ("x-results-is-file", ["run", "--local", "--results", "{file}", "--lanes", "host_cpu"], "not a directory"),
 ]
 
 
