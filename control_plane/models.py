@@ -278,7 +278,8 @@ def check_input_size(data: dict[str, Any], what: str = "execution input", extra:
     size = _size(data) + extra
     if size > MAX_EXECUTION_INPUT_BYTES:
         raise ExecutionInputTooLargeError(
-            f"{what}{' with its largest wave' if extra else ''}: {size:,} bytes exceeds the cap of {MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
+            f"{what}{' with its largest wave' if extra else ''}: {size:,} bytes exceeds the cap of "
+            f"{MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
             "allows 256 KiB); shorten lane_config or run fewer lanes")
     return size
 

@@ -54,7 +54,8 @@ def _box_error(result: Mapping[str, Any]) -> str:
     return _short(f"{error}: {cause}".strip(": "), CAUSE_LIMIT)
 
 
-def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str, box_role: str | None = None) -> LaneStatus:
+def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
+                  box_role: str | None = None) -> LaneStatus:
     """A lane whose command died before its runner committed (``on_command_status``'s ``Command.*``): a
     ``failed`` attempt carrying that error, so the report and the outcome name it."""
     now = datetime.now(timezone.utc)

@@ -88,7 +88,8 @@ def test_every_problem_of_every_lane_is_listed_and_a_valid_config_passes():
 def test_an_execution_input_over_the_cap_is_refused():
     big = "x" * (MAX_EXECUTION_INPUT_BYTES // 2)
     with pytest.raises(ExecutionInputTooLargeError, match=r"^execution input with its largest wave: [\d,]+ bytes "
-                                                          r"exceeds the cap of 204,800 bytes \(Step Functions allows 256 KiB\)"):
+                                                          r"exceeds the cap of 204,800 bytes "
+                                                          r"\(Step Functions allows 256 KiB\)"):
         plan_run(RunRequest(lanes=["smoke"], lane_config={"smoke": {"model": big}}), run_id="r", results_uri=RESULTS)
 
 

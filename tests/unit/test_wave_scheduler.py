@@ -142,7 +142,8 @@ def test_a_stop_failure_fails_the_run_with_instance_stop_failed(plan_input, stor
 def test_a_lane_whose_command_died_is_committed_failed_with_the_command_error(plan_input, store):
     first = call(plan_input, store)
     results = run_wave(plan_input, store, 0, skip={"sustained"})
-    results[1]["lanes"][4] = {"result_lane": "sustained", "error": "Command.Failed", "cause": '{"stderr_tail": "Killed"}'}
+    results[1]["lanes"][4] = {"result_lane": "sustained", "error": "Command.Failed",
+                              "cause": '{"stderr_tail": "Killed"}'}
     call(plan_input, store, first, results)
     status = lane_statuses(store, RUN)["sustained"]
     assert status.status == "failed" and status.reason.startswith("Command.Failed")
