@@ -154,7 +154,7 @@ def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[st
     """
     from analytics.atomic import OUTPUT_MODE
     from analytics.integrity import plan_reads
-    from analytics.views import create_derived_views
+    from analytics.views import create_derived_views, missing_columns
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,7 +169,8 @@ def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[st
             keys = plan.keys_by_table[table]
             if keys and isinstance(store, LocalStore):
                 files = ", ".join(_quote(store.uri(k)) for k in keys)
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], union_by_name=true)")
+                source = f"read_parquet([{files}], union_by_name=true)"
+                con.execute(f"CREATE VIEW {table} AS SELECT *{missing_columns(con, table, source)} FROM {source}")
             else:
                 data = store.read_table(table, run_ids, keys=keys)
                 con.register("__pull_data", data)

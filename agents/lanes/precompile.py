@@ -57,7 +57,10 @@ def run(ctx: LaneContext, config: Config) -> None:
         row = {"what": "training_graph", "model": model, "backend": ctx.backend,
                "config": f"tp=2 seq={config.max_seq_len} bs={config.batch_size} ga={config.grad_accum} "
                          f"lora_r={config.lora_r} steps={config.steps}",
-               "cache_bytes_before": bytes_before, "ts": datetime.now(timezone.utc)}
+               "cache_bytes_before": bytes_before, "ts": datetime.now(timezone.utc),
+               # the compile cache is neuronx-cc's shared one; NEFFs counted before and after (unknown on S3)
+               "cache_scope": "shared_compiler_cache", "cache_basis": "observed" if graphs_before is not None
+               else "inferred"}
         t0 = time.perf_counter()
         try:
             trainer(req, lambda done, total: ctx.progress(f"compile {model}", done, total, "steps"))

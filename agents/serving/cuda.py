@@ -14,6 +14,7 @@ class CudaLauncher(Launcher):
     backend = "cuda"
     server_kind = "vllm"
     artifact_suffixes = ("",)  # every file vLLM's compile cache writes counts as an artifact
+    cache_scope = "shared_compiler_cache"  # vLLM's torch.compile cache serves every model
 
     def __init__(self, cache_root: Path, python: str | None = None, gpu_memory_utilization: float = 0.9):
         self.cache_root = Path(cache_root)

@@ -81,6 +81,38 @@ class Launcher(ABC):
             return "none"
         return "warm" if count_artifacts(cache_dir, self.artifact_suffixes) > 0 else "cold"
 
+    # Which cache compile_cache_dir is (compiles.cache_scope): this model and config's own artifacts dir, or a
+    # compiler cache every model shares.
+    cache_scope: str = "artifacts_dir"
+
+    def shared_cache_dir(self) -> Path | None:
+        """The compiler cache every model shares, when compile_cache_dir is a per-model dir (None: no such cache).
+        A fresh artifacts dir whose graphs all hit this cache was not a cold boot (see :func:`cache_label`)."""
+        return None
+
+
+SHARED_GRAPH_SUFFIXES = (".neff",)
+
+
+def cache_label(state: CacheState, scope: str, shared_before: int | None, shared_after: int | None
+                ) -> tuple[CacheState, str | None, str | None]:
+    """(cache, cache_scope, cache_basis) of a boot, from artifacts counted before and after (observed).
+
+    ``state`` speaks of ``scope`` (the launcher's compile_cache_dir). A per-model artifacts dir that was empty
+    (``cold``) while the shared compiler cache already held graphs and gained none is a boot whose every graph hit
+    the shared cache: ``warm`` with scope ``shared_compiler_cache`` — a merged fine-tune always gets a fresh
+    artifacts dir, and labelling it cold would misreport its boot time as a compile.
+    """
+    if state == "none":
+        return state, None, None
+    if (state == "cold" and scope == "artifacts_dir" and shared_before and shared_after is not None
+            and shared_after == shared_before):
+        return "warm", "shared_compiler_cache", "observed"
+    if state == "cold" and scope == "artifacts_dir" and shared_after is not None and shared_before is not None \
+            and shared_after > shared_before:
+        return "cold", "shared_compiler_cache", "observed"
+    return state, scope, "observed"
+
 
 def dir_bytes(path: Path | None) -> int | None:
     if path is None:
@@ -134,6 +166,7 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.compile_row: dict[str, Any] | None = None
         self._log_start = 0
+        self._shared_before: int | None = None  # graphs in the launcher's shared compiler cache before boot
 
     @property
     def base_url(self) -> str:
@@ -158,6 +191,8 @@ class ServerProcess:
     def boot(self) -> dict[str, Any]:
         cache_dir = self.launcher.compile_cache_dir(self.model, self.config)
         state = self.launcher.cache_state(cache_dir)
+        shared = self.launcher.shared_cache_dir()
+        self._shared_before = count_artifacts(shared, SHARED_GRAPH_SUFFIXES) if shared is not None else None
         bytes_before = dir_bytes(cache_dir)
         artifacts_before = count_artifacts(cache_dir, self.launcher.artifact_suffixes)
         cmd = self.launcher.command(self.model, self.config, self.port)
@@ -211,7 +246,11 @@ class ServerProcess:
 
     def _row(self, ts: datetime, state: CacheState, wall: float | None, before: int | None, after: int | None,
              new: int | None, failure: BootFailure | None) -> dict[str, Any]:
+        shared = self.launcher.shared_cache_dir()
+        shared_after = count_artifacts(shared, SHARED_GRAPH_SUFFIXES) if shared is not None else None
+        state, scope, basis = cache_label(state, self.launcher.cache_scope, self._shared_before, shared_after)
         return {"what": "serving_config", "model": self.model.name, "config": self.config.name, "cache": state,
+                "cache_scope": scope, "cache_basis": basis,
                 "wall_s": wall, "cache_bytes_before": before, "cache_bytes_after": after, "new_artifacts": new,
                 "succeeded": failure is None, "error": None if failure is None else failure.message(),
                 "backend": self.launcher.backend, "ts": ts}

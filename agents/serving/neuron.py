@@ -41,6 +41,10 @@ class NeuronLauncher(Launcher):
     def compile_cache_dir(self, model: ServedModel, config: ServerConfig) -> Path:
         return self.cache_root / "compiled" / _slug(model.artifact_key) / f"{config.name}-{config.fingerprint()}"
 
+    def shared_cache_dir(self) -> Path:
+        """neuronx-cc's cache (NEURON_COMPILE_CACHE_URL): every model's compiled graphs, shared across boots."""
+        return self.cache_root / "neuronx-cc"
+
     def command(self, model: ServedModel, config: ServerConfig, port: int) -> list[str]:
         return vllm_command(self.python, model, config, port, tensor_parallel=config.tensor_parallel,
                             block_size=config.max_model_len if self.legacy_device_flag else None,
@@ -49,4 +53,4 @@ class NeuronLauncher(Launcher):
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
         return {"VLLM_NEURON_FRAMEWORK": NXDI_FRAMEWORK,
                 "NEURON_COMPILED_ARTIFACTS": str(self.compile_cache_dir(model, config)),
-                "NEURON_COMPILE_CACHE_URL": str(self.cache_root / "neuronx-cc")}
+                "NEURON_COMPILE_CACHE_URL": str(self.shared_cache_dir())}

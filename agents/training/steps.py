@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 
+# What step_s measures (train_runs.step_clock): every backend's step recorder times the same interval.
+STEP_CLOCK = "on_step_end interval (between consecutive optimizer-step ends; the first from the loop's start)"
+
+
 @dataclass(frozen=True)
 class StepRecord:
     step: int  # optimizer step, 1-based

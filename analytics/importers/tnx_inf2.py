@@ -9,6 +9,7 @@ failures (the point logs' ``request N FAILED: …`` lines) into ``requests``. su
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from analytics.importers.common import (LaneImport, integer, load_json, num, parse_time, telemetry_table)
@@ -53,6 +54,9 @@ def boot_row(tree: Tree, path: str) -> dict[str, Any]:
     cache = "cold" if (before is not None and after is not None and after > before) else (
         "warm" if before is not None and after is not None else "none")
     return {"what": "serving_config", "model": d.get("model_id"), "config": d.get("config"), "cache": cache,
+            # the shared compiler cache's size, not a count of its graphs: the state is inferred from a proxy
+            "cache_scope": "shared_compiler_cache" if cache != "none" else None,
+            "cache_basis": "inferred" if cache != "none" else None,
             "wall_s": num(d.get("boot_wall_s")),
             "cache_bytes_before": int(before * 2**20) if before is not None else None,
             "cache_bytes_after": int(after * 2**20) if after is not None else None,
@@ -165,7 +169,12 @@ def serve_lanes(tree: Tree) -> list[LaneImport]:
                 continue
             d = load_json(tree, path)
             point_id = f"{dirname}/{name[:-len('.json')]}"
+            captured = parse_time(d.get("date"))
+            duration = num(d.get("duration"))
             li.add("sweep_points", {
+                # the point's window, so its telemetry is counted per point: the source stamps the point's end
+                "window_end": captured,
+                "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
                 "point_id": point_id, "model": d.get("model_id"), "server_config": config,
                 "server_kind": "vllm", "backend": BACKEND, "endpoint": "/v1/completions", "mode": "closed",
                 "prompt_source": "random", "input_len": integer(m.group(1)), "output_len": integer(m.group(2)),
@@ -176,7 +185,6 @@ def serve_lanes(tree: Tree) -> list[LaneImport]:
             reqs = request_rows(tree, path[:-len(".json")] + ".log", d, point_id, config)
             if reqs:
                 li.add("requests", reqs)
-            captured = parse_time(d.get("date"))
             li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
             li.paths.append(path)
             csv_path = path[:-len(".json")] + ".telemetry.csv"

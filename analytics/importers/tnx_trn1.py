@@ -135,6 +135,8 @@ def precompile(tree: Tree) -> LaneImport | None:
             "what": "training_graph", "model": d.get("model"), "config": f"max_steps={d.get('max_steps')}",
             # observed: the shared compiler cache gained NEFFs (cold for those graphs); none gained: warm
             "cache": "cold" if (new or 0) > 0 else ("warm" if new == 0 else "none"),
+            "cache_scope": "shared_compiler_cache" if new is not None else None,
+            "cache_basis": "observed" if new is not None else None,  # NEFFs counted before and after
             "wall_s": num(d.get("wall_s")),
             "cache_bytes_before": _mb(d.get("cache_dir_size_mb_before")),
             "cache_bytes_after": _mb(d.get("cache_dir_size_mb")),
@@ -181,7 +183,8 @@ def train_run(tree: Tree, path: str, li: LaneImport) -> None:
         "median_step_s": summary.median_step_s, "flops_per_token": fpt.value,
         "flops_formula": fpt.formula, "activation_recompute": recompute,
         **mfu.as_row(), "peak_host_mem_mib": num(d.get("peak_host_mem_mib")), "final_loss": summary.final_loss,
-        "max_seq_len": integer(cfg.get("seq_len")), "adapter_uri": d.get("adapter_out")})
+        "max_seq_len": integer(cfg.get("seq_len")), "adapter_uri": d.get("adapter_out"),
+        "train_loop_s": num(d.get("train_wall_s")), "step_clock": STEP_CLOCK})
     loop = li.config.setdefault("train_loop_wall_s", {})
     loop[model] = num(d.get("train_wall_s"))
     li.config["step_clock"] = STEP_CLOCK

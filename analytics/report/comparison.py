@@ -24,6 +24,9 @@ COMPARISON_SCHEMA = "neuronpipe.comparison/1"
 # Views of 10_serving.sql (the load generator's; METRICS.md serving and sustained).
 SERVING_POINT_VIEWS = ("serving_points",)
 SUSTAINED_VIEWS = ("sustained_summary",)
+# Views of 70_aggregates.sql (issue 16): aggregate-only points, retention from iterations without request rows.
+AGGREGATE_POINTS_VIEW = "serving_points_all"
+ITERATION_RETENTION_VIEW = "sustained_iterations"
 # Views of 20_training.sql (the training lanes').
 LOSS_TREND_VIEWS = ("train_loss_trend",)
 WEIGHTS_VIEWS = ("weights_roundtrip",)
@@ -38,6 +41,8 @@ COST_NOTES = (
     "lanes are not counted) times the on-demand price of the instance type.",
     f"Prices: {PRICE_SOURCE}, {PRICE_REGION}, as of {PRICE_DATE}.",
     "A local run (box role 'local') has no instance cost: NULL, not zero.",
+    "An imported attempt (neuronpipe import) is not costed: its wall time was spent by another harness, not this "
+    "pipeline (NULL, with the source named).",
 )
 
 
@@ -134,8 +139,12 @@ def provenance_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
-def compile_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    return {"summary": rows(con, "SELECT * FROM report_compile ORDER BY run_id, lane, what, model, config, backend")}
+def compile_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    superseded = rows(con, """SELECT * FROM report_compile_attempts WHERE superseded
+                              ORDER BY run_id, ts NULLS FIRST, lane, attempt, what, model, config""") \
+        if "report_compile_attempts" in present else []
+    return {"summary": rows(con, "SELECT * FROM report_compile ORDER BY run_id, lane, what, model, config, backend"),
+            "superseded": superseded}
 
 
 def training_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
@@ -169,16 +178,36 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
         SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples
         FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id)
         ORDER BY {order}""")
-    return {"available": True, "view": view, "points": points, "grids": grids}
+    return {"available": True, "view": view, "points": points, "grids": grids,
+            "aggregate_points": aggregate_points(con, present)}
+
+
+def aggregate_points(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[dict[str, Any]]:
+    """Points kept only as the source's aggregates (70_aggregates' serving_points_all, metric_basis 'aggregate'):
+    no validity gate, no goodput, no p95; sustained iterations are under Sustained."""
+    if AGGREGATE_POINTS_VIEW not in present:
+        return []
+    order = _order_by(_columns(con, AGGREGATE_POINTS_VIEW), ("run_id", "lane", "model", "server_config", "input_len",
+                                                              "output_len", "max_concurrency", "point_id"))
+    return rows(con, f"""
+        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples, coalesce(t.telemetry_rows, 0) AS telemetry_rows
+        FROM {AGGREGATE_POINTS_VIEW} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id)
+        WHERE s.metric_basis = 'aggregate' AND coalesce(s.mode, '') NOT IN ('sustained', 'sustained_iteration')
+        ORDER BY {order}""")
 
 
 def sustained_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
     view = _first_present(SUSTAINED_VIEWS, present)
     retention = rows(con, f"SELECT * FROM {view} ORDER BY ALL") if view else []
+    iterations = rows(con, f"SELECT * FROM {ITERATION_RETENTION_VIEW} ORDER BY run_id, lane, point_id, rule") \
+        if ITERATION_RETENTION_VIEW in present else []
     return {
         "summary": rows(con, "SELECT * FROM report_sustained ORDER BY run_id, lane, point_id"),
         "retention_view": view,
         "retention": retention,
+        "iterations": iterations,
+        "lanes": rows(con, """SELECT run_id, lane, status FROM report_lane_attempts
+                              WHERE effective AND lane LIKE 'sustained%' ORDER BY run_id, lane"""),
         "windows": rows(con, """
             SELECT run_id, lane, point_id, model, server_config, "window", window_s, window_start,
                    output_tokens, output_throughput, completed, failed, p99_ttft_ms, warmup
@@ -231,7 +260,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "run_ids": list(dict.fromkeys([*(run_ids or []), *known])),
         "runs": runs,
         "provenance": provenance_section(con),
-        "compile": compile_section(con),
+        "compile": compile_section(con, present),
         "training": training_section(con, present),
         "serving": serving,
         "sustained": sustained_section(con, present),

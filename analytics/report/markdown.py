@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
+from analytics.report import addenda
 from analytics.report.compare import compare_runs, is_headline_point, metric_value
 from analytics.report.names import compile_rows, slug
 
@@ -106,13 +107,19 @@ def s_compile(c: dict[str, Any]) -> list[str]:
              "Compile time is a result: both cold and warm wall times are headline numbers, shown before any "
              "throughput.", ""]
     rows = c["compile"]["summary"]
-    if not rows:
+    if not rows and not c["compile"].get("superseded"):
         return lines + none_line("compiles (precompile and serving boots have not run)")
     lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("what", "what"), ("model", "model"),
                           ("config", "config"), ("cold_wall_s", "cold s"), ("warm_wall_s", "warm s"),
                           ("warm_over_cold", "warm/cold"), ("uncached_wall_s", "no-cache s"),
                           ("cold_new_artifacts", "new artifacts (cold)"), ("warm_new_artifacts", "new (warm)"),
-                          ("cache_bytes_after", "cache bytes after"), ("n_failed", "failed")])
+                          ("cache_bytes_after", "cache bytes after"), ("n_failed", "failed"),
+                          ("cache_scopes", "cache scope"), ("cache_bases", "basis"),
+                          ("superseded_cold_wall_s", "superseded cold s")])
+    lines += ["Cache scope: `shared_compiler_cache` = every model's compiled graphs; `artifacts_dir` = this model and "
+              "config's own artifacts. Basis: `observed` = artifacts counted before and after; `inferred` = from a "
+              "proxy (the cache's size, a source's flag).", ""]
+    lines += addenda.superseded_compiles(c, table)
     return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
 
 
@@ -137,6 +144,7 @@ def s_training(c: dict[str, Any]) -> list[str]:
                           ("peak_source", "peak source"), ("mfu_alt", "MFU (alt peak)"),
                           ("peak_alt_flops", "alt peak"), ("peak_alt_source", "alt source"),
                           ("mfu_null_reason", "why NULL")])
+    lines += addenda.step_clock(c, table, fmt)
     if c["training"].get("loss_trend"):
         lines += ["Loss trend (mean of the first vs the last quarter of the steps):", ""]
         lines += table(c["training"]["loss_trend"], [
@@ -171,11 +179,14 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         if p.get("mode") == "sustained":
             continue  # shown under Sustained retention
         groups[(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))].append(p)
+    aggregates: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in s.get("aggregate_points") or []:
+        aggregates[(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))].append(p)
     sustained = {(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))
                  for p in s["points"] if p.get("mode") == "sustained"}
     grids = {(g["run_id"], g["lane"], g["model"], g["server_config"]): g["grid"] for g in s["grids"]}
-    grids = {k: v for k, v in grids.items() if k not in sustained or k in groups}
-    if not groups and not grids:
+    grids = {k: v for k, v in grids.items() if k not in sustained or k in groups or k in aggregates}
+    if not groups and not grids and not aggregates:
         return lines + none_line("sweep points (serve_sweep and finetune_serve have not committed)")
 
     def get(r: dict[str, Any], k: str) -> Any:
@@ -187,7 +198,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             return f"{fmt(metric_value(r, k))} (delivery)"  # never shown as decode speed (docs/metrics.md)
         return metric_value(r, k)
 
-    for key in sorted(set(groups) | set(grids), key=lambda k: tuple(str(x) for x in k)):
+    for key in sorted(set(groups) | set(grids) | set(aggregates), key=lambda k: tuple(str(x) for x in k)):
         run_id, lane, model, config = key
         lines += [f"### `{config}` · {model} · {lane} · run `{run_id}`", ""]
         grid = grids.get(key)
@@ -197,7 +208,8 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             lines += ["Declared grid: NULL (the sweep wrote none)", ""]
         pts = [p for p in groups.get(key, []) if is_headline_point(p)]
         dropped = len(groups.get(key, [])) - len(pts)
-        lines += table(pts, SERVING_COLUMNS, get) if pts else none_line("headline points")
+        if pts or not aggregates.get(key):
+            lines += table(pts, SERVING_COLUMNS, get) if pts else none_line("headline points")
         notes = [p for p in pts if p.get("coalesced")]
         if notes:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
@@ -205,6 +217,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
+        lines += addenda.aggregate_points(aggregates.get(key, []), table, get)
     for config in sorted({str(p.get("server_config")) for p in s["points"]
                           if is_headline_point(p) and p.get("mode") != "sustained"}):
         lines += [f"![latency {config}](latency_vs_concurrency_{slug(config)}.png)", ""]
@@ -217,7 +230,9 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
     lines = ["## Sustained retention", ""]
     s = c["sustained"]
     if not s["summary"]:
-        return lines + none_line("sustained runs (the sustained lane has not committed)")
+        if s.get("iterations"):
+            return lines + addenda.sustained_iterations(c, table)
+        return lines + [addenda.sustained_without_rows(c), ""]
     lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
                                   ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
@@ -233,6 +248,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
             ("p99_ttft_slope_ms_per_min", "TTFT p99 ms per min")])
     else:
         lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
+    lines += addenda.sustained_iterations(c, table)
     return lines + ["![sustained timeline](sustained_timeline.png)", ""]
 
 
@@ -281,10 +297,11 @@ def s_roundtrip(c: dict[str, Any]) -> list[str]:
 def s_exclusions(c: dict[str, Any]) -> list[str]:
     lines = ["## Failures and exclusions", ""]
     if not c["exclusions"]:
-        return lines + ["_None: every lane attempt succeeded or was skipped on resume, and no point was "
-                        "excluded._", ""]
-    return lines + table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
-                                           ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
+        lines += ["_None: every lane attempt succeeded or was skipped on resume, and no point was excluded._", ""]
+    else:
+        lines += table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
+                                         ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
+    return lines + addenda.first_errors(c, table)
 
 
 def s_host(c: dict[str, Any]) -> list[str]:
@@ -314,7 +331,8 @@ def s_cost(c: dict[str, Any]) -> list[str]:
                                 ("instance_type", "instance"), ("attempts", "attempts"),
                                 ("instance_hours", "instance-hours"), ("usd", "$"), ("cost_note", "note")])
     return lines + table(k["runs"], [("run_id", "run"), ("attempts", "attempts"), ("instance_hours", "instance-hours"),
-                                     ("usd", "$ per run"), ("unpriced_attempts", "unpriced"), ("cost_note", "note")])
+                                     ("usd", "$ per run"), ("unpriced_attempts", "unpriced"),
+                                     ("imported_attempts", "imported (not costed)"), ("cost_note", "note")])
 
 
 def s_side_by_side(c: dict[str, Any]) -> list[str]:

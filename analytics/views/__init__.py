@@ -89,6 +89,10 @@ def _arrow_s3_dataset(store: S3Store, table: str, keys: list[str], filesystem: A
 
 
 STORE_EXCLUSIONS = "store_exclusions"
+# Tables also registered over every healthy committed attempt, superseded ones included, as <table>_every_attempt
+# (the plain view shows each lane's latest): a cold compile paid by an attempt a re-run superseded was still paid.
+EVERY_ATTEMPT_TABLES = ("compiles",)
+EVERY_ATTEMPT_SUFFIX = "_every_attempt"
 
 
 def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
@@ -106,17 +110,61 @@ def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
     _register_exclusions(con, plan.exclusions)
     for table in sorted(TABLES):
         keys = visible[table]
-        if not keys:
-            _register_arrow(con, table, empty_table(table))
+        _register_keys(con, store, table, table, keys, use_paths, filesystem, run_ids)
+    for table in EVERY_ATTEMPT_TABLES:
+        _register_keys(con, store, table, f"{table}{EVERY_ATTEMPT_SUFFIX}",
+                       _every_attempt_keys(store, plan, table, verify), use_paths, filesystem, run_ids)
+
+
+def _register_keys(con: duckdb.DuckDBPyConnection, store: ResultStore, table: str, name: str, keys: list[str],
+                   use_paths: bool, filesystem: Any, run_ids: list[str] | None) -> None:
+    if not keys:
+        _register_arrow(con, name, empty_table(table))
+    elif use_paths:
+        files = ", ".join(_quote(store.uri(k)) for k in keys)
+        source = f"read_parquet([{files}], union_by_name=true, hive_partitioning=false)"
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing_columns(con, table, source)} FROM {source}")
+    elif filesystem is not None:
+        _register_arrow(con, name, _arrow_s3_dataset(store, table, keys, filesystem))
+    else:
+        _register_arrow(con, name, store.read_table(table, run_ids, keys=keys))
+
+
+def missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
+    """``, CAST(NULL AS T) AS c`` for each column of ``table``'s schema that the files in ``source`` lack:
+    files written before a nullable column was added read it as NULL, as ``conform`` fills it (plain SQL, so a
+    view in a DuckDB file keeps working after the connection closes)."""
+    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    lacking = [c for c in schema_for(table).names if c not in have]
+    if not lacking:
+        return ""
+    con.register("__schema_probe", empty_table(table))
+    try:
+        types = {r[0]: r[1] for r in con.execute("DESCRIBE SELECT * FROM __schema_probe").fetchall()}
+    finally:
+        con.unregister("__schema_probe")
+    return "".join(f', CAST(NULL AS {types[c]}) AS "{c}"' for c in lacking)
+
+
+def _every_attempt_keys(store: ResultStore, plan: Any, table: str, verify: bool | None) -> list[str]:
+    """``table``'s files from every healthy committed attempt, superseded ones included; a superseded attempt's
+    file is checked here (plan_reads checks only the visible ones) and left out with one warning when damaged."""
+    from analytics.integrity import Exclusion, check_file, hashes_wanted, warn_excluded
+
+    visible = set(plan.keys_by_table[table])
+    hashes = hashes_wanted(store, verify)
+    out = []
+    for m in plan.markers:
+        key = m.tables.get(table)
+        if key is None:
             continue
-        if use_paths:
-            files = ", ".join(_quote(store.uri(k)) for k in keys)
-            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM "
-                        f"read_parquet([{files}], union_by_name=true, hive_partitioning=false)")
-        elif filesystem is not None:
-            _register_arrow(con, table, _arrow_s3_dataset(store, table, keys, filesystem))
-        else:
-            _register_arrow(con, table, store.read_table(table, run_ids, keys=keys))
+        if key not in visible:
+            why = check_file(store, key, m.checksums.get(key), hashes=hashes, table=True)
+            if why is not None:
+                warn_excluded(Exclusion(m.run_id, m.lane, m.attempt, key, why))
+                continue
+        out.append(key)
+    return sorted(out)
 
 
 def _register_exclusions(con: duckdb.DuckDBPyConnection, exclusions: list[Any]) -> None:

@@ -114,7 +114,9 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
         trainer.remove_callback(PrinterCallback)  # per-step dicts on stderr; the rows carry them
         trainable, frozen = count_params(trainer.model)
         try:
+            t_loop = time.perf_counter()
             result = trainer.train()
+            loop_s = time.perf_counter() - t_loop
         except Exception as exc:  # noqa: BLE001 - re-raised with the model named
             raise TrainingError(f"training {req.model} failed: {type(exc).__name__}: {exc}") from exc
     adapter_dir = req.output_dir / "adapter"
@@ -128,4 +130,5 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
                         adapter_dir=adapter_dir, device=device_key(backend, device_name),
                         num_devices=1, activation_recompute=req.gradient_checkpointing,
                         epochs=float(epochs) if epochs is not None else None, peak_host_mem_mib=mem.peak_mib,
-                        extra={"train_runtime_s": getattr(result, "metrics", {}).get("train_runtime")})
+                        extra={"train_runtime_s": getattr(result, "metrics", {}).get("train_runtime"),
+                               "train_loop_s": loop_s})

@@ -101,14 +101,27 @@ def parse_step_log(path: Path) -> list[StepRecord]:
         if not line.strip():
             continue
         r = json.loads(line)
+        if "step" not in r:  # the loop's wall time (loop_seconds)
+            continue
         out.append(StepRecord(step=int(r["step"]), loss=r.get("loss"), learning_rate=r.get("learning_rate"),
                               grad_norm=r.get("grad_norm"), tokens=r.get("tokens"), step_s=float(r["step_s"])))
     return out
 
 
-def last_epoch(path: Path) -> float | None:
+def _rows(path: Path) -> list[dict[str, Any]]:
     lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip()] if Path(path).exists() else []
-    return json.loads(lines[-1]).get("epoch") if lines else None
+    return [json.loads(ln) for ln in lines]
+
+
+def last_epoch(path: Path) -> float | None:
+    steps = [r for r in _rows(path) if "step" in r]
+    return steps[-1].get("epoch") if steps else None
+
+
+def loop_seconds(path: Path) -> float | None:
+    """The training loop's wall time the entry script wrote after trainer.train() (None: not written)."""
+    loops = [r["train_loop_s"] for r in _rows(path) if "train_loop_s" in r]
+    return float(loops[-1]) if loops else None
 
 
 def cache_stats(cache: str | Path) -> tuple[int | None, int | None]:
@@ -169,7 +182,8 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None, r
                         adapter_dir=None if req.precompile else adapter, device="trn1", num_devices=1,
                         activation_recompute=True,
                         epochs=None if req.precompile else last_epoch(work / STEP_LOG), peak_host_mem_mib=mem.peak_mib,
-                        extra={"wall_s": wall, "log_path": str(log_path)})
+                        extra={"wall_s": wall, "log_path": str(log_path),
+                               "train_loop_s": None if req.precompile else loop_seconds(work / STEP_LOG)})
 
 
 def _repo_root() -> Path:

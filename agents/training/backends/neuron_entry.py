@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
             self.step_s: dict[int, float] = {}
             self.seen = 0
 
+        def on_train_begin(self, args, state, control, **kw):
+            self.t_last = time.perf_counter()  # the first step is timed from the loop's start (steps.STEP_CLOCK)
+
         def on_step_end(self, args, state, control, **kw):
             now = time.perf_counter()
             self.step_s[state.global_step] = now - self.t_last
@@ -91,7 +94,11 @@ def main(argv: list[str] | None = None) -> None:
     params = inspect.signature(NeuronSFTTrainer.__init__).parameters
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
     trainer = NeuronSFTTrainer(**kwargs)
+    t_loop = time.perf_counter()
     trainer.train()
+    if _is_rank0():  # the loop's wall time, a row without "step" (neuron.parse_step_log reads it apart)
+        with open(step_log, "a") as fh:
+            fh.write(json.dumps({"train_loop_s": time.perf_counter() - t_loop}) + "\n")
     if not extracting:
         # Sharded adapter layout (adapter_default/adapter_shards); the merge lane consolidates it.
         trainer.save_model(spec["adapter_dir"])

@@ -1,7 +1,8 @@
 -- Report-side views (issue 6). Views defined here:
 --   report_machines            one row per (run, host, box role, instance): the machines a run used.
 --   report_telemetry_coverage  samples per (run, lane, source, metric); absent sensors (NULL values) with their note.
---   report_point_telemetry     samples inside each sweep point's window (a point without telemetry is excluded).
+--   report_point_telemetry     samples with a value inside each sweep point's window (telemetry_samples; a point
+--                              without one is excluded: NULL-only samples are no telemetry) and every row (telemetry_rows).
 --   report_sustained           per sustained point (10_serving's sustained_window_metrics): windows, warm-up
 --                              windows, tokens; retention and drift are 10_serving's sustained_summary.
 --   report_quality             per (run, lane, model, variant): prompts, deterministic answers, logprob coverage.
@@ -29,7 +30,8 @@ GROUP BY run_id, lane, source, metric;
 
 CREATE OR REPLACE VIEW report_point_telemetry AS
 SELECT p.run_id, p.lane, p.attempt, p.point_id, p.model, p.server_config,
-       count(t.ts) AS telemetry_samples
+       count(t.value) AS telemetry_samples,  -- a sample whose value is NULL (absent sensor, blank cell) is no telemetry
+       count(t.ts)    AS telemetry_rows      -- every row in the window, NULL-valued ones included
 FROM sweep_points p
 LEFT JOIN telemetry t
   ON t.run_id = p.run_id AND t.lane = p.lane AND t.attempt = p.attempt

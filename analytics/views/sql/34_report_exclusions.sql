@@ -1,5 +1,6 @@
 -- Report-side views (issue 6). Views defined here:
---   report_lane_attempts  every committed attempt of every lane, with `effective` = the attempt readers see.
+--   report_lane_attempts  every committed attempt of every lane, with `effective` = the attempt readers see and
+--                         `imported_from` = the source an imported attempt came from (NULL: run by this pipeline).
 --   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason).
 --     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions),
 --            compile_failed, point_without_telemetry, point_invalid (10_serving's serving_points.valid),
@@ -14,7 +15,8 @@ SELECT l.run_id, l.lane, l.attempt, l.status, l.skip_reason, l.supersedes,
        l.started_at, l.ended_at,
        coalesce(l.wall_s, epoch(l.ended_at) - epoch(l.started_at)) AS wall_s,
        l.error_type, l.error_message, l.backend, l.host, l.box_role, l.instance_type, l.profile,
-       l.forced, l.telemetry_samples
+       l.forced, l.telemetry_samples,
+       json_extract_string(l.config_json, '$.imported.source') AS imported_from  -- NULL: run by this pipeline
 FROM lane_runs l
 JOIN latest USING (run_id, lane);
 
@@ -33,7 +35,10 @@ SELECT run_id, lane, attempt, 'compile_failed',
 FROM compiles WHERE NOT succeeded
 UNION ALL
 SELECT run_id, lane, attempt, 'point_without_telemetry', point_id,
-       'no telemetry sample inside the point''s window: dropped from headline tables'
+       CASE WHEN telemetry_rows > 0
+            THEN 'no telemetry sample with a value inside the point''s window (' || telemetry_rows
+                 || ' samples, all NULL): dropped from headline tables'
+            ELSE 'no telemetry sample inside the point''s window: dropped from headline tables' END
 FROM report_point_telemetry WHERE telemetry_samples = 0
 UNION ALL
 SELECT s.run_id, s.lane, a.attempt, 'point_invalid', s.point_id, coalesce(s.invalid_reason, 'flagged invalid')

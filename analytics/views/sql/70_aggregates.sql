@@ -97,12 +97,16 @@ WITH steps AS (
 runs AS (
     SELECT run_id, lane, config_json FROM lane_runs
     QUALIFY row_number() OVER (PARTITION BY run_id, lane ORDER BY ended_at DESC, attempt DESC) = 1
+),
+j AS (  -- train_runs' columns first; an import made before they existed kept them in config_json
+    SELECT s.run_id, s.lane, s.model, s.steps, s.summed_step_s, s.median_step_s,
+           coalesce(t.train_loop_s,
+                    TRY_CAST(json_extract(r.config_json, '$.train_loop_wall_s') ->> s.model AS DOUBLE)) AS train_loop_wall_s,
+           coalesce(t.step_clock, json_extract_string(r.config_json, '$.step_clock')) AS step_clock
+    FROM steps s LEFT JOIN runs r USING (run_id, lane)
+    LEFT JOIN train_runs t ON t.run_id = s.run_id AND t.lane = s.lane AND t.model = s.model
 )
-SELECT s.run_id, s.lane, s.model, s.steps, s.summed_step_s, s.median_step_s,
-       TRY_CAST(json_extract(r.config_json, '$.train_loop_wall_s') ->> s.model AS DOUBLE) AS train_loop_wall_s,
-       json_extract_string(r.config_json, '$.step_clock') AS step_clock,
-       s.summed_step_s / NULLIF(TRY_CAST(json_extract(r.config_json, '$.train_loop_wall_s') ->> s.model AS DOUBLE), 0)
-           AS step_clock_coverage,
-       coalesce(s.summed_step_s / NULLIF(TRY_CAST(json_extract(r.config_json, '$.train_loop_wall_s') ->> s.model
-                                                  AS DOUBLE), 0) < 0.9, false) AS step_clock_partial
-FROM steps s LEFT JOIN runs r USING (run_id, lane);
+SELECT run_id, lane, model, steps, summed_step_s, median_step_s, train_loop_wall_s, step_clock,
+       summed_step_s / NULLIF(train_loop_wall_s, 0) AS step_clock_coverage,
+       coalesce(summed_step_s / NULLIF(train_loop_wall_s, 0) < 0.9, false) AS step_clock_partial
+FROM j;
