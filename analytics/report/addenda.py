@@ -113,13 +113,17 @@ def sustained_iterations(c: dict[str, Any], table: Table) -> list[str]:
                                 ("completed", "completed"), ("failed", "failed")], get)
 
 
-def sustained_without_rows(c: dict[str, Any]) -> str:
-    """The line for a Sustained section with nothing to show: committed-without-data is not 'has not committed'."""
-    committed = [f"`{r['lane']}` ({r['status']}, run `{r['run_id']}`)" for r in c["sustained"].get("lanes") or []]
-    if committed:
-        return (f"_The sustained lane committed ({', '.join(committed)}) but wrote no windows with request rows "
-                "and no iterations: nothing to compute retention from._")
-    return "_No sustained runs (the sustained lane has not committed) in these results._"
+def sustained_without_rows(c: dict[str, Any]) -> list[str]:
+    """Lines for sustained lanes that committed but left nothing to compute retention from (committed without
+    data is not "has not committed"); the old sentence only when no sustained lane committed at all."""
+    s = c["sustained"]
+    shown = {(r.get("run_id"), r.get("lane")) for r in [*s["summary"], *(s.get("iterations") or [])]}
+    lanes = s.get("lanes") or []
+    empty = [r for r in lanes if (r["run_id"], r["lane"]) not in shown]
+    if not lanes and not shown:
+        return ["_No sustained runs (the sustained lane has not committed) in these results._", ""]
+    return [f"_`{r['lane']}` of run `{r['run_id']}` committed ({r['status']}) but wrote no windows or iterations: "
+            "nothing to compute retention from._" for r in empty] + ([""] if empty else [])
 
 
 def first_errors(c: dict[str, Any], table: Table) -> list[str]:

@@ -230,9 +230,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
     lines = ["## Sustained retention", ""]
     s = c["sustained"]
     if not s["summary"]:
-        if s.get("iterations"):
-            return lines + addenda.sustained_iterations(c, table)
-        return lines + [addenda.sustained_without_rows(c), ""]
+        return lines + addenda.sustained_iterations(c, table) + addenda.sustained_without_rows(c)
     lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
                                   ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
@@ -248,7 +246,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
             ("p99_ttft_slope_ms_per_min", "TTFT p99 ms per min")])
     else:
         lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
-    lines += addenda.sustained_iterations(c, table)
+    lines += addenda.sustained_iterations(c, table) + addenda.sustained_without_rows(c)
     return lines + ["![sustained timeline](sustained_timeline.png)", ""]
 
 

@@ -178,3 +178,23 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         repo.close()
     assert len(rows) >= 12
     assert [f.name for f in rows if not f.holds] == []
+
+
+def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_and_no_cost(imported, tmp_path):
+    from analytics.report import write_report
+
+    store, summary, con = imported
+    write_report(connect(store), ["tnx"], tmp_path)
+    md = (tmp_path / "REPORT.md").read_text()
+    src = _json("trn1/results/train/tiny_lora.json")
+    coverage = sum(s["ms"] / 1000 for s in src["loss_trace"]) / src["train_wall_s"]
+    assert ("**Step clock flag**" in md) is (coverage < 0.9)
+    assert f"{100 * coverage:.1f} %" in md or coverage >= 0.9
+    assert "Aggregate-only points" in md and "`tail3_mean_over_first`" in md
+    assert "has not committed" not in md.split("## Sustained retention")[1].split("## Quality")[0]
+    scopes = con.execute("SELECT DISTINCT cache_scope, cache_basis FROM compiles WHERE lane = 'finetune_serve'"
+                         ).fetchall()
+    assert scopes == [("shared_compiler_cache", "inferred")]
+    assert con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft'").fetchone()[0] == src["train_wall_s"]
+    [run] = con.execute("SELECT usd, imported_attempts, attempts FROM report_run_cost").fetchall()
+    assert run[0] is None and run[1] == run[2] == len(summary.attempts)
