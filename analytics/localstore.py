@@ -68,17 +68,7 @@ class LocalStore(ResultStore):
             raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
 
     def list_keys(self, prefix: str) -> list[str]:
-        base = self.path / prefix
-        start = base if base.is_dir() else base.parent
-        if not start.exists():
-            return []
-        out = []
-        for p in start.rglob("*"):
-            if p.is_file() and not p.name.startswith(".tmp-"):
-                key = p.relative_to(self.path).as_posix()
-                if key.startswith(prefix):
-                    out.append(key)
-        return sorted(out)
+        return [o.key for o in self.objects(prefix) if not o.temp]
 
     def exists(self, key: str) -> bool:
         return self._p(key).exists()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analytics.store import (MULTIPART_BYTES, AlreadyExistsError, ArtifactNotFoundError, ObjectInfo, ResultStore,
                              _sha256_stream)
@@ -30,35 +30,35 @@ class S3Store(ResultStore):
     def _k(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def put_bytes(self, key: str, data: bytes) -> None:
+    def _create_only(self, key: str, write: Any) -> None:
+        """Run ``write()`` (a conditional create: S3 If-None-Match); the service's refusal is AlreadyExistsError."""
         from botocore.exceptions import ClientError
 
         try:
-            # Conditional create (S3 If-None-Match): the service refuses to overwrite.
-            self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data, IfNoneMatch="*")
+            write()
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten") from exc
             raise
 
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._create_only(key, lambda: self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data,
+                                                              IfNoneMatch="*"))
+
     def put_file(self, key: str, local_path: Path) -> None:
         """Create-only like :meth:`put_bytes`: S3 refuses the write when the key exists (If-None-Match on the
         single PUT, or on completing a multipart upload for files past :data:`MULTIPART_BYTES`)."""
-        from botocore.exceptions import ClientError
-
         local_path = Path(local_path)
-        try:
+
+        def write() -> None:
             if local_path.stat().st_size <= MULTIPART_BYTES:
                 with local_path.open("rb") as body:
                     self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=body, IfNoneMatch="*")
             else:
                 self._put_multipart(key, local_path)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise AlreadyExistsError(f"{self.uri(key)} exists; results are never overwritten") from exc
-            raise
+
+        self._create_only(key, write)
 
     def _put_multipart(self, key: str, local_path: Path) -> None:
         upload = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._k(key))
