@@ -57,6 +57,7 @@ def test_cold_then_warm_boot_rows(tmp_path):
     assert _dead(pid)
     assert cold["cache"] == "cold" and cold["new_artifacts"] == 1 and cold["succeeded"]
     assert cold["cache_bytes_before"] == 0 and cold["cache_bytes_after"] == 100
+    assert (cold["cache_scope"], cold["cache_basis"]) == ("artifacts_dir", "observed")
     with ServerProcess(launcher, MODEL, CONFIG, tmp_path / "2.log", health_timeout_s=60) as second:
         warm = second.compile_row
     assert warm["cache"] == "warm" and warm["new_artifacts"] == 0 and warm["cache_bytes_before"] == 100

@@ -59,6 +59,7 @@ def test_precompile_on_neuron_records_compiles_and_no_loss(tmp_path, shared_cach
     row = rows[0]
     assert row["what"] == "training_graph" and row["succeeded"] and row["cache"] == "cold"
     assert (row["cache_bytes_before"], row["cache_bytes_after"], row["new_artifacts"]) == (0, 300, 3)
+    assert (row["cache_scope"], row["cache_basis"]) == ("shared_compiler_cache", "observed")  # NEFFs counted
     assert row["wall_s"] is not None and row["wall_s"] >= 0
     assert _table(store, "train_steps", "r1") == [] and _table(store, "train_runs", "r1") == []
     marker = store.latest_committed("r1", "precompile")
