@@ -166,8 +166,10 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     result = outcome(nodes, statuses, box_failures)
     out = result.to_json()
     if stop_failed:
+        # the stop's message first (it names the instance), then the same JSON a failed run's cause carries
         role = sorted(stop_failed)[0]
-        failure = {"Error": STOP_FAILED_ERROR, "Cause": stop_failed[role]}
+        failure = {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": stop_failed[role],
+                                                                    "box_failures": box_failures, "outcome": out})}
     elif result.status == "failed":
         error = RUN_FAILED_ERROR
         first_box = sorted(box_failures)[0] if box_failures else None

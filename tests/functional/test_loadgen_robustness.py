@@ -173,5 +173,8 @@ def test_a_token_by_token_stream_is_not_flagged(server):
                              concurrency=2, server_kind="synthetic", warmup_requests=0))
     m = r.metrics
     assert m["coalesced"] is False and m["tpot_itl_meaning"] == "decode speed" and m["burst_note"] is None
-    assert m["decode_tokens_per_read"] == 1.0 and m["max_decode_burst_tokens"] == 1 and m["zero_itl_gaps"] == 0
-    assert m["network_reads"] == 4 * 9 and m["max_concurrent_requests"] >= 1 and m["max_output_tokens_per_s"] > 0
+    # token by token: about one token per read (a busy 2-core box may let two tokens share one read now and then,
+    # which is what the bound tolerates; the burst server's test shows a whole burst per read)
+    assert m["decode_tokens_per_read"] < 1.5 and m["max_decode_burst_tokens"] <= 2
+    assert m["zero_itl_gaps"] <= 4 and m["network_reads"] >= 4 * 9 - 4
+    assert m["max_concurrent_requests"] >= 1 and m["max_output_tokens_per_s"] > 0
