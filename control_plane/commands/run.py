@@ -57,6 +57,22 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def exit_now_if_cli(code: int) -> None:
+    """After an interrupt every lane is gone and nothing is left to write: when this process is the CLI, end it
+    here without the interpreter's finalization. A native library's worker thread (a reader's thread pool;
+    seen in the kill audit) can still be joinable when an interrupt lands mid-read, and its destructor then
+    aborts the process ("terminate called without an active exception", exit -6) instead of the promised 130.
+    In-process callers (tests) get the code returned as usual."""
+    import os
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if (spec is not None and spec.name == "control_plane.cli") or os.path.basename(sys.argv[0]) == "neuronpipe":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 class ResultsRootError(ValueError):
     """``--results`` names something that cannot hold a results store (a file, a non-s3 URI)."""
 
@@ -149,6 +165,7 @@ def run_local_command(args: argparse.Namespace) -> int:
         console.print(f"  log: {escape(str(state.log_path))}", highlight=False, soft_wrap=True)
     if outcome.interrupted:
         console.print("interrupted: run the same command again to resume at the first uncommitted lane")
+        exit_now_if_cli(outcome.exit_code)
         return outcome.exit_code
     print_summary(args.results, run_id, console)
     if args.report:
