@@ -6,8 +6,9 @@ random delay with SIGTERM, SIGINT or SIGKILL, and then checks three things:
 * **orphans**: no `run-lane` process of that run survives the kill, checked by pid after a short grace;
 * **late commits**: nothing is committed after the kill (the markers seen 3 s after the kill are the markers
   seen at the kill, plus at most the one a lane was writing at that instant);
-* **resume**: running the same command again finishes the run with exit 0, and every lane is committed
-  exactly once as succeeded (or skipped itself).
+* **resume**: running the same command again finishes the run with exit 0;
+* **exit code**: SIGTERM and SIGINT end the CLI with 130 (or 0 when the run had already finished), never
+  with a crash of its own (e.g. -6, an abort at interpreter exit).
 
 It prints one line per try and a summary: tries, clean, orphans, late commits, failed resumes.
 Not a test (it takes minutes): `python benchmarks/kill_audit.py [--tries 12] [--lanes provenance,host_cpu]`.
@@ -76,7 +77,8 @@ def one_try(i: int, lanes: str, max_delay: float, rng: random.Random) -> dict:
     final = committed(results, run_id)
     return {"try": i, "signal": sig.name, "delay_s": round(delay, 2), "exit": proc.returncode,
             "orphans": len(orphans), "late_commits": len(late) > 1, "late": sorted(late),
-            "resume_ok": resume.returncode == 0, "markers": len(final)}
+            "resume_ok": resume.returncode == 0, "markers": len(final),
+            "exit_ok": sig == signal.SIGKILL or proc.returncode in (130, 0)}
 
 
 def main() -> int:
@@ -92,10 +94,11 @@ def main() -> int:
         print(f"try {r['try']:3d} {r['signal']:8s} after {r['delay_s']:5.2f} s: exit {r['exit']}, orphans "
               f"{r['orphans']}, committed after the kill {r['late'] or 'nothing'}, resume "
               f"{'ok' if r['resume_ok'] else 'FAILED'}")
-    clean = [r for r in rows if not r["orphans"] and not r["late_commits"] and r["resume_ok"]]
+    clean = [r for r in rows if not r["orphans"] and not r["late_commits"] and r["resume_ok"] and r["exit_ok"]]
     print(f"kills tried {len(rows)}, clean {len(clean)}, with orphans {sum(1 for r in rows if r['orphans'])}, "
           f"with late commits {sum(1 for r in rows if r['late_commits'])}, "
-          f"failed resumes {sum(1 for r in rows if not r['resume_ok'])}")
+          f"failed resumes {sum(1 for r in rows if not r['resume_ok'])}, "
+          f"wrong exit codes {sum(1 for r in rows if not r['exit_ok'])}")
     return 0 if len(clean) == len(rows) else 1
 
 

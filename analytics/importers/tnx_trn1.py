@@ -200,25 +200,23 @@ def train_run(tree: Tree, path: str, li: LaneImport) -> None:
         li.paths.append(csv_path)
 
 
-def sft(tree: Tree) -> LaneImport | None:
-    paths = [p for p in tree.files(ROOT + "train/")
-             if p.endswith("_lora.json") and "/smoke" not in p]
+def _training(tree: Tree, lane: str, paths: list[str]) -> LaneImport | None:
+    """One training lane's import from its result files (none: the lane did not run)."""
     if not paths:
         return None
-    li = LaneImport("sft", "trn1")
+    li = LaneImport(lane, "trn1")
     for p in paths:
         train_run(tree, p, li)
     return li
+
+
+def sft(tree: Tree) -> LaneImport | None:
+    return _training(tree, "sft", [p for p in tree.files(ROOT + "train/")
+                                   if p.endswith("_lora.json") and "/smoke" not in p])
 
 
 def smoke(tree: Tree) -> LaneImport | None:
-    paths = [p for p in tree.files(ROOT + "train/smoke_") if p.endswith(".json")]
-    if not paths:
-        return None
-    li = LaneImport("smoke@trn1", "trn1")
-    for p in paths:
-        train_run(tree, p, li)
-    return li
+    return _training(tree, "smoke@trn1", [p for p in tree.files(ROOT + "train/smoke_") if p.endswith(".json")])
 
 
 def merge(tree: Tree) -> LaneImport | None:
