@@ -65,7 +65,7 @@ def plan_command(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     print_plan(plan, console, run_id)
-    print_schedule(plan_schedules(request, load_history(args.history)), console)
+    print_schedule(plan_schedules(plan, load_history(args.history)), console)
     return 0
 
 
@@ -90,17 +90,20 @@ def load_history(uri: str | None) -> list[dict]:
         return []
 
 
-def plan_schedules(request, history_rows: list[dict]):
-    """(durations with sources per node, graph schedule, sequential schedule) for a request."""
-    from agents.graph import build_nodes
-    from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES, box_roles_for, selected_lanes
+def plan_schedules(plan, history_rows: list[dict]):
+    """(durations with sources per lane, graph schedule, sequential schedule) for the lanes the plan will run, in
+    the plan's own waves (already-committed lanes are not in it)."""
+    from agents.graph import Node
+    from agents.registry import get_lane
+    from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
     from control_plane.schedule import expected_duration, history_durations, schedule_graph, schedule_sequential
 
-    specs = selected_lanes(request)
-    nodes = build_nodes(specs, box_roles_for(specs))
+    nodes = [Node(step.lane, step.box_role, step.result_lane or step.lane, get_lane(step.lane).order,
+                  tuple(step.needs), step.gate, wave.wave) for wave in plan.waves for seg in wave.segments
+             for step in seg.lanes]
     history = history_durations(history_rows)
-    expected = {n.result_lane: (n, expected_duration(n.lane, request.profile, INSTANCE_TYPES.get(n.box), history))
-                for n in nodes}
+    expected = {n.result_lane: (n, expected_duration(n.lane, plan.request.profile, INSTANCE_TYPES.get(n.box),
+                                                     history)) for n in nodes}
     durations = {name: e.seconds for name, (_, e) in expected.items()}
     prices = {box: INSTANCE_PRICES_USD_PER_HOUR[it] for box, it in INSTANCE_TYPES.items()}
     return (expected, schedule_graph(nodes, durations, prices, BOX_ORDER),
