@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 LOCAL = "local"
-OUTCOMES = ("succeeded", "partial", "failed")
 BOX_PREFIX = "box:"  # blocked_by value when a box's phase failed (the lane never reached the box)
 
 
@@ -207,7 +206,7 @@ def statuses_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, LaneStatu
     The standing is the newest attempt that counts: an attempt that supersedes (the lane ran), or a
     blocked record (``blocked_by`` set) newer than it. A resume's "already committed" record (does not
     supersede, nothing blocked it) never changes the standing."""
-    best: dict[str, tuple[tuple[int, str], LaneStatus]] = {}
+    best: dict[str, tuple[str, LaneStatus]] = {}
     for r in rows:
         blocked = r.get("blocked_by")
         if not r.get("supersedes") and not blocked:
@@ -219,7 +218,7 @@ def statuses_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, LaneStatu
             reason = f"{r.get('error_type') or 'Error'}: {r.get('error_message') or ''}".strip()
         else:
             reason = r.get("skip_reason")
-        key = (int(r.get("attempt_seq") or 0), str(r.get("attempt") or ""))
+        key = str(r.get("attempt") or "")  # attempt ids sort in the store's clock-proof sequence order
         lane = str(r["lane"])
         if lane not in best or key > best[lane][0]:
             best[lane] = (key, LaneStatus(status, r.get("attempt"), reason, blocked))

@@ -163,9 +163,6 @@ class Segment(BaseModel):
     max_cost_usd: float
 
 
-Phase = Segment  # the name before waves (one segment per box, boxes one after the other)
-
-
 class Wave(BaseModel):
     """Segments that run at once (one per box); the next wave starts when all of them have ended."""
 
@@ -201,11 +198,6 @@ class RunPlan(BaseModel):
     def segments(self) -> list[Segment]:
         """Every segment, wave by wave (trn1 before inf2 within a wave)."""
         return [seg for wave in self.waves for seg in wave.segments]
-
-    @property
-    def phases(self) -> list[Segment]:
-        """The segments (the name callers used before waves)."""
-        return self.segments
 
     @property
     def box_roles(self) -> list[str]:

@@ -30,7 +30,7 @@ def rendered_scripts() -> dict[str, str]:
     plan = plan_run(RunRequest(preset="full", force=True, lane_config={"sft": {"steps": 3}}), run_id="r-1",
                     results_uri="s3://b/results")
     scripts = {f"{s.box_role}:{s.lane}": s.script for s in plan.lane_steps}
-    scripts["sync"] = plan.phases[0].sync.script
+    scripts["sync"] = plan.segments[0].sync.script
     scripts["sync-package"] = sync_script(Harness(package_uri="s3://b/harness/pkg.tar.gz"))
     return scripts
 

@@ -136,13 +136,13 @@ def test_lane_script_runs_the_agent_with_the_token_from_the_environment():
     assert step.execution_timeout == [str(LANES["sft"].timeout_s)]
     assert step.output_prefix == "results/logs/r-7/sft/ssm-trn1"
     assert step.comment == "neuronpipe sft r-7"
-    assert plan.phases[0].sync.script.rstrip().endswith('--task-output "{\\"harness\\": \\"ready\\"}"')
+    assert plan.segments[0].sync.script.rstrip().endswith('--task-output "{\\"harness\\": \\"ready\\"}"')
 
 
 def test_harness_package_is_installed_at_sync_when_given():
     plan = plan_run(RunRequest(lanes=["sft"]), run_id="r", results_uri=RESULTS,
                     harness=Harness(package_uri="s3://bkt/harness/np.tar.gz"))
-    assert "aws s3 cp s3://bkt/harness/np.tar.gz" in plan.phases[0].sync.script
+    assert "aws s3 cp s3://bkt/harness/np.tar.gz" in plan.segments[0].sync.script
 
 
 def test_output_prefix_lives_under_the_results_root():
