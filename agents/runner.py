@@ -52,6 +52,8 @@ log = logging.getLogger("agents.runner")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+# run --local --price-as TYPE: the instance type that prices this host in the Decision table (lane_runs.priced_as)
+PRICED_AS_ENV = "NEURONPIPE_PRICED_AS"
 
 
 @dataclass
@@ -186,6 +188,8 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         "started_at": started, "backend": backend, "host": hostname(), "box_role": role,
         "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
         "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
+        # a local run's declared price basis (run --local --price-as), never on a box: an instance prices itself
+        "priced_as": os.environ.get(PRICED_AS_ENV) if role == "local" else None,
         "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
     }
 

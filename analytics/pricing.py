@@ -30,9 +30,18 @@ class InstancePrice:
     source: str
 
 
+# General-purpose CPU types that a local host may be priced as (run --local --price-as TYPE, recorded in
+# lane_runs.priced_as): the Decision table's $/M for a local run is "what this would cost on that instance",
+# a declaration, not a measurement of that instance. 2 vCPU each (the local CI box has 2 cores). The list prices
+# as known in 2025-01 (unchanged since the types' 2023 launch; us-west-2 equals us-east-1 for both); not re-read
+# from the page by this change: re-check the page before relying on them.
+CPU_PRICE_DATE = "2025-01"
+
 PRICES: tuple[InstancePrice, ...] = (
     InstancePrice("inf2.xlarge", PRICE_REGION, 0.76, PRICE_DATE, PRICE_SOURCE),
     InstancePrice("trn1.2xlarge", PRICE_REGION, 1.34, PRICE_DATE, PRICE_SOURCE),
+    InstancePrice("c7i.large", PRICE_REGION, 0.08925, CPU_PRICE_DATE, PRICE_SOURCE),
+    InstancePrice("m7i.large", PRICE_REGION, 0.1008, CPU_PRICE_DATE, PRICE_SOURCE),
 )
 
 

@@ -17,6 +17,26 @@ from agents.config import LaneConfigError, build_config
 from agents.registry import LaneSpec
 
 
+SLO_FIELD = "slo"  # the serving lanes' SLO field (agents.serving.slo): RunRequest.slo flows into it
+
+
+def takes_slo(lane: str) -> bool:
+    """Whether the lane's Config has the SLO field (serve_sweep, finetune_serve, qwen3_attempt, sustained)."""
+    from agents.registry import UnknownLaneError, get_lane
+
+    try:
+        config_cls = getattr(get_lane(lane).load(), "Config", None)
+    except UnknownLaneError:
+        return False
+    return config_cls is not None and SLO_FIELD in {f.name for f in dataclasses.fields(config_cls)}
+
+
+def slo_config(slo: Any, lane: str) -> dict[str, Any]:
+    """``{"slo": slo}`` for a lane that takes one and a request that sets one (a lane_config slo applied after
+    this still wins), else nothing: every serving lane's points carry the request's SLO, here and on AWS."""
+    return {SLO_FIELD: slo} if slo is not None and takes_slo(lane) else {}
+
+
 class LaneConfigInvalidError(ValueError):
     """One or more lane config overrides do not fit the lane's Config; one ``lane.field: reason`` per line."""
 

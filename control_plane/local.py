@@ -142,6 +142,16 @@ def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool
     return cmd
 
 
+def _child_env(priced_as: str | None) -> dict[str, str]:
+    from agents.runner import PRICED_AS_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != PRICED_AS_ENV}
+    env["PYTHONUNBUFFERED"] = "1"
+    if priced_as:
+        env[PRICED_AS_ENV] = priced_as
+    return env
+
+
 class _PlainView:
     """Stands in for rich's Live when the output is not a terminal: lines are printed instead."""
 
@@ -158,8 +168,11 @@ class _PlainView:
 def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny", force: bool = False,
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
-              parallel: int = 1, poll_s: float = 0.25) -> LocalRunOutcome:
-    """Run ``lanes`` (names; ordered and wired by the registry's graph) and return the run's outcome."""
+              parallel: int = 1, poll_s: float = 0.25, priced_as: str | None = None) -> LocalRunOutcome:
+    """Run ``lanes`` (names; ordered and wired by the registry's graph) and return the run's outcome.
+
+    ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);
+    every lane_runs row of the run records it (``PRICED_AS_ENV`` tells the lane processes)."""
     from agents.registry import base_lane, plan_order
     from agents.runner import commit_blocked, lane_statuses
     from analytics.store import open_store
@@ -201,7 +214,8 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
         if blocked is not None:  # recorded without a child process
             with quiet("agents.runner"):  # its warning would repeat the line announce() prints
                 result = commit_blocked(store, run_id, node.result_lane, blocked[0], blocked[1],
-                                        {"box_role": graph.LOCAL, "profile": profile, "forced": force})
+                                        {"box_role": graph.LOCAL, "profile": profile, "forced": force,
+                                         "priced_as": priced_as})
             state.status, state.detail, state.started = "skipped", blocked[1], time.monotonic()
             state.ended, state.result = state.started, result.to_output()
             announce(state)
@@ -213,7 +227,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
                            progress_file, node.needs)
         log_fh = open(state.log_path, "wb")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, process_group=0,
+                                env=_child_env(priced_as), process_group=0,
                                 preexec_fn=child_setup(parent, lib))
         running[state.name] = LaneProcess(node, state, proc, log_fh, progress_file, before)
         state.status, state.started, state.pid = "running", time.monotonic(), proc.pid

@@ -65,6 +65,10 @@ class RunRequest(BaseModel):
     lane_config: dict[str, dict[str, Any]] = Field(default_factory=dict,
                                                    description="per-lane config overrides (agents --config)")
     trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
+    slo: str | dict[str, Any] | None = Field(
+        None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
+                          "agents.serving.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
+                          "the profile's (docs/slo.md); a lane_config slo still wins")
 
     @field_validator("lanes")
     @classmethod
@@ -86,6 +90,18 @@ class RunRequest(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("listed twice: " + ", ".join(sorted({v for v in value if value.count(v) > 1})))
         return value
+
+    @field_validator("slo")
+    @classmethod
+    def _known_slo(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        from agents.serving.slo import SloError, parse_slo
+
+        if value is None:
+            return None
+        try:
+            return parse_slo(value).to_config()  # canonical: a set's name, else the whole object
+        except SloError as exc:
+            raise ValueError(str(exc).removeprefix("slo: ")) from None
 
     @field_validator("lane_config")
     @classmethod

@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 
 from agents.graph import build_nodes
 from agents.registry import BoxRole, LaneSpec, base_lane, get_lane, plan_order, result_lane
-from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
+from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, Preset, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
@@ -143,6 +143,7 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
         config[SERVER_CONFIGS_FIELD] = list(request.server_configs)
     if lane == "finetune_serve" and request.adapter_uri:
         config[ADAPTER_FIELD] = request.adapter_uri
+    config.update(slo_config(request.slo, lane))
     config.update(request.lane_config.get(lane, {}))
     return config or None
 

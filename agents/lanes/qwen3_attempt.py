@@ -74,7 +74,7 @@ def run(ctx: LaneContext, config: Config) -> None:
                 base_url=server.base_url, model=model.name, input_len=probe_shape.input_len,
                 output_len=probe_shape.output_len, num_prompts=1, concurrency=1, endpoint=config.endpoint,
                 server_kind=launcher.server_kind, server_config=first.name, backend=ctx.backend, warmup_requests=0,
-                point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}"), tok)
+                slo=settings.slo, point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}"), tok)
             req = probe.requests[0] if probe.requests else {}
             ctx.write("requests", probe.requests)
             if not req.get("success"):

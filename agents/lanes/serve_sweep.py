@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
+from agents.serving.slo import CPU_TINY, MLPERF_SERVER, Slo, parse_slo
 
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
@@ -27,17 +28,29 @@ class SweepFields:
         "help": "boot budget (a cold Neuron compile of an 8B config takes tens of minutes)"})
     device_mem_gib: float | None = field(default=None, metadata={
         "help": "device memory for the grid arithmetic; None: detected per backend"})
-    slo_ttft_ms: float | None = field(default=None, metadata={"help": "TTFT SLO for goodput"})
-    slo_tpot_ms: float | None = field(default=None, metadata={"help": "TPOT SLO for goodput"})
+    slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
+        "help": "the SLO every point carries (goodput, Decision): a set name from agents.serving.slo or "
+                "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/slo.md)"})
+    slo_ttft_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TTFT bound (ms)"})
+    slo_tpot_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TPOT bound (ms)"})
 
-    def slo(self) -> dict[str, float] | None:
-        slo = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
-        return slo or None
+    def __post_init__(self) -> None:
+        self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
+
+    def resolved_slo(self) -> Slo:
+        """The SLO in force: ``slo`` parsed, with ``slo_ttft_ms``/``slo_tpot_ms`` replacing its bounds."""
+        slo = parse_slo(self.slo)
+        bounds = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
+        return parse_slo({**slo.to_json(), **bounds}) if bounds else slo
+
+    def slo_json(self) -> dict[str, Any]:
+        return self.resolved_slo().to_json()
 
 
-# What the full profile measures on the boxes (shapes are per lane).
+# What the full profile measures on the boxes (shapes are per lane). Qwen3 8B is held to the same 8B-class
+# MLPerf server SLO as Llama 3.1 8B.
 FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
-                  slo_ttft_ms=2000.0, slo_tpot_ms=100.0)
+                  slo=MLPERF_SERVER.name)
 
 
 @dataclass
@@ -60,7 +73,7 @@ def settings_from(config: Any, extra_note: str | None = None):
 
     return SweepSettings(shapes=dict(config.shapes), prompts_per_stream=config.prompts_per_stream,
                          min_prompts=config.min_prompts, warmup_requests=config.warmup_requests,
-                         health_timeout_s=config.health_timeout_s, endpoint=config.endpoint, slo=config.slo(),
+                         health_timeout_s=config.health_timeout_s, endpoint=config.endpoint, slo=config.slo_json(),
                          device_mem_gib=config.device_mem_gib, max_concurrency=config.max_concurrency,
                          extra_note=extra_note)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from agents.context import LaneContext
+from agents.serving.slo import CPU_TINY, MLPERF_SERVER, parse_slo
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +28,20 @@ class Config:
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
     device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
+    slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
+        "help": "the SLO the point carries (goodput): a set name from agents.serving.slo or "
+                "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/slo.md)"})
+
+    def __post_init__(self) -> None:
+        parse_slo(self.slo)  # a bad SLO fails when the config is built, not after the boot
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
         if profile == "tiny":
             return cls()
         return cls(model="llama-3.1-8b-instruct", shape="512:256", concurrency=None, duration_s=1800.0,
-                   window_s=60.0, warmup_windows=2, retention_k=5, warmup_requests=8, health_timeout_s=5400.0)
+                   window_s=60.0, warmup_windows=2, retention_k=5, warmup_requests=8, health_timeout_s=5400.0,
+                   slo=MLPERF_SERVER.name)
 
 
 def run(ctx: LaneContext, config: Config) -> None:
@@ -68,7 +77,8 @@ def run(ctx: LaneContext, config: Config) -> None:
                            output_len=shape.output_len, num_prompts=None, concurrency=concurrency,
                            endpoint=config.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
                            backend=ctx.backend, warmup_requests=config.warmup_requests, grid=grid,
-                           timeouts=Timeouts(idle_s=120.0), note="; ".join(notes))
+                           slo=parse_slo(config.slo).to_json(), timeouts=Timeouts(idle_s=120.0),
+                           note="; ".join(notes))
         started = time.monotonic()
         last = [0.0]
 

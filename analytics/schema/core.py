@@ -21,6 +21,7 @@ LANE_RUNS = table(
     f("box_role", pa.string(), doc="trn1 | inf2 | local"),
     f("instance_type", pa.string()),
     f("instance_id", pa.string()),
+    f("priced_as", pa.string(), doc="local runs only: the on-demand instance type that prices this host in the Decision table (run --local --price-as; declared, not detected); NULL otherwise"),
     f("profile", pa.string(), doc="tiny | full"),
     f("forced", pa.bool_()),
     f("config_json", pa.string(), doc="the lane's resolved config"),

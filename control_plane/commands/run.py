@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", default=None, metavar="DIR", help="after the lanes, build the report into DIR")
     p.add_argument("--input", default=None,
                    help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
+    p.add_argument("--slo", default=None, metavar="NAME|ttft_ms=..,tpot_ms=..",
+                   help="the SLO every serving point carries (goodput, the report's Decision table): a set name "
+                        "(docs/slo.md) or ttft_ms=..,tpot_ms=..[,percentile=..]; default: the profile's; "
+                        "overrides the --input request's slo; a lane_config slo still wins")
+    p.add_argument("--price-as", default=None, metavar="TYPE",
+                   help="--local: the on-demand instance type (analytics/pricing.py) that prices this host in the "
+                        "report's Decision table (recorded as lane_runs.priced_as; a declaration, not detected); "
+                        "the cost section still shows a local run as no instance cost")
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
     p.add_argument("--parallel", type=_positive_int, default=1, metavar="N",
                    help="--local: run up to N lanes at once, each when every lane it needs has finished "
@@ -102,6 +110,9 @@ def lane_list(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.aws and getattr(args, "price_as", None):
+        print("error: --price-as prices a local host; an AWS run is priced by its instance types", file=sys.stderr)
+        return 2
     if args.aws:
         try:
             from control_plane.commands.run_aws import run_aws  # type: ignore[import-not-found]
@@ -122,8 +133,11 @@ def run_local_command(args: argparse.Namespace) -> int:
     from agents.registry import UnknownLaneError, get_lane, plan_order
     from control_plane.commands.plan import load_request
     from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
+    from analytics.pricing import UnknownInstancePriceError, price_for
+    from control_plane.lane_configs import slo_config
     from control_plane.local import run_local
     from control_plane.models import RunRequestError
+    from agents.serving.slo import SloError, parse_slo
 
     console = Console(stderr=True)
     configs: dict[str, dict] = {}
@@ -132,8 +146,15 @@ def run_local_command(args: argparse.Namespace) -> int:
         check_results_root(args.results)
         if run_id is not None:
             check_run_id(run_id)
+        slo = getattr(args, "slo", None)
+        slo = parse_slo(slo).to_config() if slo is not None else None
+        priced_as = getattr(args, "price_as", None)
+        if priced_as is not None:
+            price_for(priced_as)
         if args.input:
             request = load_request(args.input)
+            if slo is not None:
+                request = request.model_copy(update={"slo": slo})
             from control_plane.plan import lane_config, selected_lanes
 
             specs = {s.name: s for s in selected_lanes(request)}
@@ -147,18 +168,24 @@ def run_local_command(args: argparse.Namespace) -> int:
             run_id = run_id or request.run_id
         else:
             lanes = [s.name for s in plan_order(lane_list(args.lanes) if args.lanes is not None else None)]
+            configs = {name: cfg for name in lanes if (cfg := slo_config(slo, name))}
     except LaneConfigInvalidError as exc:
         for line in str(exc).splitlines():
             print(f"error: lane_config {line}", file=sys.stderr)
         return 2
-    except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError, ResultsRootError) as exc:
+    except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError, ResultsRootError, SloError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except UnknownInstancePriceError as exc:
+        print(f"error: --price-as: {exc}", file=sys.stderr)
         return 2
     run_id = run_id or new_run_id()
     console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {profile}"
-                  + (f"  parallel: {args.parallel}" if args.parallel > 1 else ""))
+                  + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")
+                  + (f"  priced as: {priced_as} (declared)" if priced_as else ""))
     outcome = run_local(lanes, run_id, args.results, profile=profile, force=force, console=console,
-                        live=False if args.no_live else None, configs=configs, parallel=args.parallel)
+                        live=False if args.no_live else None, configs=configs, parallel=args.parallel,
+                        priced_as=priced_as)
     for state in outcome.failed:  # the lane's own error, then where its whole log is
         console.print(f"[red]lane {state.name} failed[/red]: {escape(state.error or '')}", highlight=False,
                       soft_wrap=True)

@@ -2,6 +2,8 @@
 -- instance_prices: dated on-demand prices (context for the report's cost section, never a headline).
 CREATE OR REPLACE VIEW instance_prices AS
 SELECT * FROM (VALUES
+    ('c7i.large', 'us-west-2', CAST(0.08925 AS DOUBLE), '2025-01', 'AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/'),
     ('inf2.xlarge', 'us-west-2', CAST(0.76 AS DOUBLE), '2026-07', 'AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/'),
+    ('m7i.large', 'us-west-2', CAST(0.1008 AS DOUBLE), '2025-01', 'AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/'),
     ('trn1.2xlarge', 'us-west-2', CAST(1.34 AS DOUBLE), '2026-07', 'AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/')
 ) AS t(instance_type, region, usd_per_hour, price_date, source);
