@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import duckdb
 
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
+from analytics.report.compare import deltas_section
 from analytics.report.rules import MEASUREMENT_RULES
 
 COMPARISON_SCHEMA = "neuronpipe.comparison/1"
@@ -255,7 +256,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     runs = runs_section(con)
     serving = serving_section(con, present)
     known = [r["run_id"] for r in runs]
-    return {
+    c = {
         "schema": COMPARISON_SCHEMA,
         "run_ids": list(dict.fromkeys([*(run_ids or []), *known])),
         "runs": runs,
@@ -272,6 +273,9 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "cost": cost_section(con),
         "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)],
     }
+    # B against the first run, with intervals, tests and verdicts (reads per-request values: analytics.report.compare)
+    c["deltas"] = deltas_section(con, c)
+    return c
 
 
 def dumps(comparison: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
 from analytics.report import addenda
-from analytics.report.compare import compare_runs, is_headline_point, metric_value
+from analytics.report.compare import FAIL_PCT, is_headline_point, metric_value, pair_deltas, verdict_counts
 from analytics.report.names import compile_rows, slug
 
 Column = tuple[str, str]  # (key, header)
@@ -337,15 +337,41 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
     ids = c["run_ids"]
     if len(ids) < 2:
         return []
-    lines = ["## Runs side by side", "", f"Headline deltas against the first run, `{ids[0]}`.", ""]
-    for other in ids[1:]:
-        deltas, only_a, only_b = compare_runs(c, ids[0], other)
-        lines += [f"### `{other}` vs `{ids[0]}`", ""]
-        lines += table([{"metric": d.metric, "a": d.a, "b": d.b, "delta": d.delta, "pct": d.pct} for d in deltas],
-                       [("metric", "metric"), ("a", ids[0]), ("b", other), ("delta", "delta"), ("pct", "%")]) \
-            if deltas else none_line("shared headline metrics")
-        if only_a or only_b:
-            lines += [f"Only in `{ids[0]}`: {len(only_a)} metric(s); only in `{other}`: {len(only_b)}.", ""]
+    # comparison.json's deltas (tests and verdicts from the per-request values); a comparison built without
+    # them gets the plain deltas, every one "untested"
+    entries = c["deltas"] if "deltas" in c else [pair_deltas(c, ids[0], other) for other in ids[1:]]
+    lines = ["## Runs side by side", "",
+             f"Headline deltas against the first run, `{ids[0]}`, with a 95 % interval of the delta and a test: "
+             "Mann–Whitney U over the point's per-request values (latency; interval: bootstrap of the quantile "
+             "difference), Welch's t over its per-batch rates (throughput). A delta is `faster` or `slower` only "
+             "when the test rejects at α = 0.05 and the interval excludes 0, else `within noise`; `untested` "
+             "where no per-sample values exist. A regression is a `slower` delta of at least the fail threshold "
+             "(docs/compare.md).", ""]
+    cols = [("metric", "metric"), ("a", ids[0]), ("b", "run"), ("delta", "delta"), ("pct", "%"),
+            ("ci", "95 % CI of delta"), ("test", "test"), ("p_value", "p"), ("verdict", "verdict")]
+
+    def cell(r: dict[str, Any], k: str) -> Any:
+        if k == "ci":
+            return None if r.get("delta_ci_low") is None else f"[{fmt(r['delta_ci_low'])}, {fmt(r['delta_ci_high'])}]"
+        if k == "verdict":
+            return r["verdict"] + (" (regression)" if r.get("regression") else "")
+        if k == "test":
+            return r.get("test") or (f"— {r['note']}" if r.get("note") else None)
+        return r.get(k)
+
+    for e in entries:
+        rows = e["rows"]
+        lines += [f"### `{e['run']}` vs `{e['baseline']}`", ""]
+        lines += table(rows, [(k, e["run"] if k == "b" else h) for k, h in cols], cell) \
+            if rows else none_line("shared headline metrics")
+        if rows:
+            n = verdict_counts(rows)
+            lines += [f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, "
+                      f"{n['untested']} untested; {sum(bool(r.get('regression')) for r in rows)} regression(s) "
+                      f"beyond {e.get('fail_pct', FAIL_PCT):g} %.", ""]
+        if e["only_baseline"] or e["only_run"]:
+            lines += [f"Only in `{e['baseline']}`: {len(e['only_baseline'])} metric(s); "
+                      f"only in `{e['run']}`: {len(e['only_run'])}.", ""]
     return lines
 
 

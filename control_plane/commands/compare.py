@@ -1,4 +1,9 @@
-"""`neuronpipe compare RUN_A RUN_B --results URI`: deltas of the headline metrics, B against A."""
+"""`neuronpipe compare RUN_A RUN_B`: each headline delta of B against A, its 95 % interval, a test, a verdict.
+
+Exit 1 when a delta is a real regression (verdict "slower", |%| ≥ --fail-pct), so a scheduled run can
+alert; 0 otherwise; 2 on bad input (an unknown run, a negative threshold). The rule is in
+analytics/report/compare.py and docs/compare.md.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,49 +11,100 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="print headline-metric deltas of RUN_B against RUN_A")
+    from analytics.report.compare import FAIL_PCT
+
+    p = sub.add_parser("compare", help="headline deltas of RUN_B against RUN_A with intervals and verdicts "
+                                       "(exit 1 on a real regression)")
     p.add_argument("run_a", metavar="RUN_A", help="the baseline run")
     p.add_argument("run_b", metavar="RUN_B", help="the run compared against it")
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
+    p.add_argument("--fail-pct", type=float, default=FAIL_PCT,
+                   help=f"a real 'slower' delta at least this many percent is a regression: exit 1 "
+                        f"(default {FAIL_PCT:g})")
     p.add_argument("--all", action="store_true", help="also list metrics found in one run only")
+    p.add_argument("--json", action="store_true", help="print the comparison.json `deltas` entry instead of a table")
     p.set_defaults(func=run)
 
 
-def format_deltas(deltas: list, run_a: str, run_b: str) -> list[str]:
+def _ci(r: dict) -> str:
     from analytics.report.markdown import fmt
 
-    width = max([len(d.metric) for d in deltas] + [6])
-    lines = [f"{'metric':<{width}}  {run_a:>14}  {run_b:>14}  {'delta':>12}  {'%':>8}"]
-    for d in deltas:
-        lines.append(f"{d.metric:<{width}}  {fmt(d.a):>14}  {fmt(d.b):>14}  {fmt(d.delta):>12}  {fmt(d.pct):>8}")
+    if r.get("delta_ci_low") is None:
+        return "-"
+    return f"[{fmt(r['delta_ci_low'])}, {fmt(r['delta_ci_high'])}]"
+
+
+def _p(r: dict) -> str:
+    p = r.get("p_value")
+    return "-" if p is None else (f"{p:.3g}" if p >= 1e-4 else "<1e-4")
+
+
+def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
+    from analytics.report.markdown import fmt
+
+    width = max([len(r["metric"]) for r in rows] + [6])
+    head = (f"{'metric':<{width}}  {run_a:>12}  {run_b:>12}  {'delta':>10}  {'%':>7}  {'95% CI of delta':>22}  "
+            f"{'test':<14}  {'p':>7}  verdict")
+    lines = [head]
+    for r in rows:
+        verdict = r["verdict"] + (" REGRESSION" if r["regression"] else "")
+        if r["verdict"] == "untested" and r.get("note"):
+            verdict += f" ({r['note']})"
+        lines.append(f"{r['metric']:<{width}}  {fmt(r['a']):>12}  {fmt(r['b']):>12}  {fmt(r['delta']):>10}  "
+                     f"{fmt(r['pct']):>7}  {_ci(r):>22}  {r.get('test') or '-':<14}  {_p(r):>7}  {verdict}")
     return lines
 
 
+def summary_line(rows: list[dict], fail_pct: float) -> str:
+    from analytics.report.compare import verdict_counts
+
+    n = verdict_counts(rows)
+    regressions = sum(r["regression"] for r in rows)
+    return (f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, {n['untested']} untested; "
+            f"{regressions} regression(s) beyond {fail_pct:g} %")
+
+
 def run(args: argparse.Namespace) -> int:
-    from analytics.report.compare import UnknownRunError, compare_runs
+    import json
+
+    from analytics.report.compare import UnknownRunError, is_regression
     from analytics.report.comparison import build_comparison
     from analytics.store import open_store
     from analytics.views import connect
 
+    if not args.fail_pct >= 0:
+        print(f"error: --fail-pct must be a number ≥ 0, got {args.fail_pct}", file=sys.stderr)
+        return 2
+    if args.run_a == args.run_b:
+        print(f"error: RUN_A and RUN_B are the same run ({args.run_a!r}); compare needs two runs", file=sys.stderr)
+        return 2
     con = connect(open_store(args.results), run_ids=[args.run_a, args.run_b])
     try:
         comparison = build_comparison(con, [args.run_a, args.run_b])
     finally:
         con.close()
-    try:
-        deltas, only_a, only_b = compare_runs(comparison, args.run_a, args.run_b)
-    except UnknownRunError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not deltas:
+    known = {r["run_id"] for r in comparison["runs"]}
+    for rid in (args.run_a, args.run_b):
+        if rid not in known:
+            print(f"error: {UnknownRunError(rid, known)}", file=sys.stderr)
+            return 2
+    entry = next(d for d in comparison["deltas"] if d["baseline"] == args.run_a and d["run"] == args.run_b)
+    rows = entry["rows"]
+    for r in rows:
+        r["regression"] = is_regression(r, args.fail_pct)
+    if args.json:
+        print(json.dumps(entry, sort_keys=True, indent=1, ensure_ascii=False))
+    elif not rows:
         print("no headline metric is present in both runs")
     else:
-        print("\n".join(format_deltas(deltas, args.run_a, args.run_b)))
-    if only_a or only_b:
-        print(f"\nonly in {args.run_a}: {len(only_a)} metric(s); only in {args.run_b}: {len(only_b)}")
+        print("\n".join(format_rows(rows, args.run_a, args.run_b)))
+        print("\n" + summary_line(rows, args.fail_pct))
+    if not args.json and (entry["only_baseline"] or entry["only_run"]):
+        print(f"\nonly in {args.run_a}: {len(entry['only_baseline'])} metric(s); "
+              f"only in {args.run_b}: {len(entry['only_run'])}")
         if args.all:
-            for k in only_a:
+            for k in entry["only_baseline"]:
                 print(f"  < {k}")
-            for k in only_b:
+            for k in entry["only_run"]:
                 print(f"  > {k}")
-    return 0
+    return 1 if any(r["regression"] for r in rows) else 0
