@@ -22,6 +22,7 @@ from control_plane.cli import main
 CLOSED = "http://127.0.0.1:9"
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 LOAD = ["loadgen", "--base-url", CLOSED, "--input-len", "8", "--output-len", "4"]
+VB = ["import", "vllm-bench", "--results", "{results}", "--label", "x", "--instance-type", "t"]
 
 
 
@@ -148,6 +149,14 @@ CASES = [
     ("x-config-unknown-field", ["run", "--local", "--results", "{results}", "--input", "{cfg_bad}"],
      "bogus_field"),
     ("x-results-is-file", ["run", "--local", "--results", "{file}", "--lanes", "host_cpu"], "not a directory"),
+    # ---- import vllm-bench (every file read before the store is opened)
+    ("i-vllm-not-json", [*VB, "{not_json}"], "not JSON"),
+    ("i-vllm-list-json", [*VB, "{list_json}"], "expected a JSON object"),
+    ("i-vllm-not-vllm", [*VB, "{cfg_bad}"], "missing keys model_id"),
+    ("i-vllm-missing", [*VB, "{missing}"], "cannot read"),
+    ("i-vllm-dir", [*VB, "{dir}"], "is a directory"),
+    ("i-vllm-no-label", ["import", "vllm-bench", "--results", "{results}", "--instance-type", "t", "{file}"],
+     "--label"),
 ]
 
 
