@@ -18,6 +18,7 @@ import duckdb
 
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.compare import deltas_section
+from analytics.report.decision import decision_section
 from analytics.report.rules import MEASUREMENT_RULES
 
 COMPARISON_SCHEMA = "neuronpipe.comparison/1"
@@ -271,6 +272,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "host_cpu": rows(con, "SELECT * EXCLUDE (attempt) FROM host_bench ORDER BY run_id, lane, bench, threads, size"),
         "telemetry": rows(con, "SELECT * FROM report_telemetry_coverage ORDER BY ALL"),
         "cost": cost_section(con),
+        "decision": decision_section(con, present),
         "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)],
     }
     # B against the first run, with intervals, tests and verdicts (reads per-request values: analytics.report.compare)

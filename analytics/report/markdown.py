@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from analytics.report import addenda
 from analytics.report.compare import FAIL_PCT, is_headline_point, metric_value, pair_deltas, verdict_counts
+from analytics.report.decision import s_decision
 from analytics.report.names import compile_rows, slug
 
 Column = tuple[str, str]  # (key, header)
@@ -381,7 +382,7 @@ def s_rules(c: dict[str, Any]) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
-    s_header, s_machines, s_compile, s_training, s_serving, s_sustained, s_quality, s_roundtrip,
+    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_sustained, s_quality, s_roundtrip,
     s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 
