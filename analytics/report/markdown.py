@@ -166,6 +166,22 @@ SERVING_COLUMNS: list[Column] = [
     ("usd_per_million_output_tokens", "$/M out tok (context)"), ("tpot_itl_meaning", "TPOT/ITL are")]
 # Columns that measure delivery, not decode, when a point's stream was coalesced (serving_points.coalesced).
 DELIVERY_COLUMNS = ("p50_tpot_ms", "p99_tpot_ms", "p99_itl_ms")
+# Headline cells shown with their 95 % interval from the views (<key>_ci_low / <key>_ci_high).
+CI_COLUMNS = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "output_throughput", "goodput",
+              "retention_vs_first", "retention_vs_peak")
+CI_LEGEND = ("Brackets: the 95 % confidence interval the views computed from the point's own requests "
+             "(docs/metrics.md, Confidence intervals); `?` = that bound is not defined for this many requests.")
+
+
+def with_ci(r: dict[str, Any], k: str) -> Any:
+    """``12.3 [11.9–12.8]``: a value and its interval, compactly; the plain value where the row carries no
+    interval (an aggregate-only point, a comparison.json written before the intervals existed)."""
+    v = metric_value(r, k)
+    lo, hi = f"{k}_ci_low", f"{k}_ci_high"
+    if v is None or r.get("metric_basis") == "aggregate" or (lo not in r and hi not in r):
+        return v
+    bound = lambda x: "?" if x is None else fmt(x)  # noqa: E731
+    return f"{fmt(v)} [{bound(r.get(lo))}–{bound(r.get(hi))}]"
 
 
 def s_serving(c: dict[str, Any]) -> list[str]:
@@ -195,9 +211,10 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             return cost.get((r.get("run_id"), r.get("lane"), r.get("point_id")))
         if k == "tpot_itl_meaning":
             return "delivery rate (coalesced)" if r.get("coalesced") else r.get(k)
-        if r.get("coalesced") and k in DELIVERY_COLUMNS and metric_value(r, k) is not None:
-            return f"{fmt(metric_value(r, k))} (delivery)"  # never shown as decode speed (docs/metrics.md)
-        return metric_value(r, k)
+        value = with_ci(r, k) if k in CI_COLUMNS else metric_value(r, k)
+        if r.get("coalesced") and k in DELIVERY_COLUMNS and value is not None:
+            return f"{fmt(value)} (delivery)"  # never shown as decode speed (docs/metrics.md)
+        return value
 
     for key in sorted(set(groups) | set(grids) | set(aggregates), key=lambda k: tuple(str(x) for x in k)):
         run_id, lane, model, config = key
@@ -215,6 +232,9 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         if notes:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
             lines += [""]
+        if any(f"{k}_ci_low" in p for p in pts for k in CI_COLUMNS):
+            lines += [CI_LEGEND] + [f"- conc {fmt(p.get('max_concurrency'))}: {fmt(p['ci_note'])}"
+                                    for p in pts if p.get("ci_note")] + [""]
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
@@ -238,13 +258,16 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
                                   ("output_tokens", "output tokens"), ("completed", "completed")])
     if s["retention"]:
         lines += ["Retention: median output throughput of the last K windows over the first K "
-                  "(vs_first) and over the best K consecutive (vs_peak); drift slopes with 95% CI.", ""]
+                  "(vs_first) and over the best K consecutive (vs_peak), each with its 95% CI from the windows in "
+                  "brackets (`?`: not defined, e.g. K < 2; vs_peak's ignores the choice of the peak, so it is "
+                  "too narrow); drift slopes with 95% CI.", ""]
         lines += table(s["retention"], [
             ("run_id", "run"), ("lane", "lane"), ("point_id", "point"), ("windows", "windows"),
             ("retention_k", "K"), ("retention_vs_first", "retention vs first"),
             ("retention_vs_peak", "retention vs peak"), ("throughput_slope_per_min", "tok/s per min"),
             ("throughput_slope_ci_low", "CI low"), ("throughput_slope_ci_high", "CI high"),
-            ("p99_ttft_slope_ms_per_min", "TTFT p99 ms per min")])
+            ("p99_ttft_slope_ms_per_min", "TTFT p99 ms per min")],
+            lambda r, k: with_ci(r, k) if k in CI_COLUMNS else r.get(k))
     else:
         lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
     lines += addenda.sustained_iterations(c, table) + addenda.sustained_without_rows(c)

@@ -21,6 +21,10 @@ SELECT run_id, lane, point_id, model, server_config, mode, input_len, output_len
        mean_itl_ms, median_itl_ms, std_itl_ms, p50_itl_ms, p90_itl_ms, p95_itl_ms, p99_itl_ms,
        mean_e2el_ms, median_e2el_ms, std_e2el_ms, p50_e2el_ms, p90_e2el_ms, p95_e2el_ms, p99_e2el_ms,
        goodput, valid, invalid_reason, first_error,
+       p50_ttft_ms_ci_low, p50_ttft_ms_ci_high, p99_ttft_ms_ci_low, p99_ttft_ms_ci_high,
+       p50_tpot_ms_ci_low, p50_tpot_ms_ci_high, p99_tpot_ms_ci_low, p99_tpot_ms_ci_high,
+       output_throughput_ci_low, output_throughput_ci_high, request_throughput_ci_low, request_throughput_ci_high,
+       goodput_ci_low, goodput_ci_high, ci_note,
        CAST(NULL AS VARCHAR) AS definitions_json, CAST(NULL AS VARCHAR) AS source_uri
 FROM serving_points
 UNION ALL BY NAME
@@ -40,6 +44,14 @@ SELECT a.run_id, a.lane, a.point_id, a.model, a.server_config, a.mode, a.input_l
        CAST(NULL AS DOUBLE) AS goodput, CAST(NULL AS BOOLEAN) AS valid,
        'aggregate only: no per-request rows, so no validity gate, no goodput and no p95' AS invalid_reason,
        CAST(NULL AS VARCHAR) AS first_error,
+       CAST(NULL AS DOUBLE) AS p50_ttft_ms_ci_low, CAST(NULL AS DOUBLE) AS p50_ttft_ms_ci_high,
+       CAST(NULL AS DOUBLE) AS p99_ttft_ms_ci_low, CAST(NULL AS DOUBLE) AS p99_ttft_ms_ci_high,
+       CAST(NULL AS DOUBLE) AS p50_tpot_ms_ci_low, CAST(NULL AS DOUBLE) AS p50_tpot_ms_ci_high,
+       CAST(NULL AS DOUBLE) AS p99_tpot_ms_ci_low, CAST(NULL AS DOUBLE) AS p99_tpot_ms_ci_high,
+       CAST(NULL AS DOUBLE) AS output_throughput_ci_low, CAST(NULL AS DOUBLE) AS output_throughput_ci_high,
+       CAST(NULL AS DOUBLE) AS request_throughput_ci_low, CAST(NULL AS DOUBLE) AS request_throughput_ci_high,
+       CAST(NULL AS DOUBLE) AS goodput_ci_low, CAST(NULL AS DOUBLE) AS goodput_ci_high,
+       'aggregate only: the source kept no per-request values, so no interval' AS ci_note,
        a.definitions_json, a.source_uri
 FROM serving_aggregates a
 WHERE NOT EXISTS (SELECT 1 FROM requests r
