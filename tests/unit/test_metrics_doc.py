@@ -12,7 +12,7 @@ from analytics.views import derived_sql_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "metrics.md"
-METRIC_FILES = ("10_serving.sql", "20_training.sql", "32_report_training.sql")
+METRIC_FILES = ("10_serving.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql")
 
 
 def expand(token: str) -> list[str]:
