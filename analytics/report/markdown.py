@@ -371,7 +371,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
              "when the test rejects at α = 0.05 and the interval excludes 0, else `within noise`; `untested` "
              "where no per-sample values exist. A regression is a `slower` delta of at least the fail threshold "
              "(docs/compare.md).", ""]
-    cols = [("metric", "metric"), ("a", ids[0]), ("b", "run"), ("delta", "delta"), ("pct", "%"),
+    cols = [("metric", "metric"), ("a", "baseline"), ("b", "run"), ("delta", "delta"), ("pct", "%"),
             ("ci", "95 % CI of delta"), ("test", "test"), ("p_value", "p"), ("verdict", "verdict")]
 
     def cell(r: dict[str, Any], k: str) -> Any:
@@ -386,7 +386,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
     for e in entries:
         rows = e["rows"]
         lines += [f"### `{e['run']}` vs `{e['baseline']}`", ""]
-        lines += table(rows, [(k, e["run"] if k == "b" else h) for k, h in cols], cell) \
+        lines += table(rows, [(k, {"a": e["baseline"], "b": e["run"]}.get(k, h)) for k, h in cols], cell) \
             if rows else none_line("shared headline metrics")
         if rows:
             n = verdict_counts(rows)

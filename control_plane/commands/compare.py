@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {UnknownRunError(rid, known)}", file=sys.stderr)
             return 2
     entry = next(d for d in comparison["deltas"] if d["baseline"] == args.run_a and d["run"] == args.run_b)
-    rows = entry["rows"]
+    rows, entry["fail_pct"] = entry["rows"], args.fail_pct
     for r in rows:
         r["regression"] = is_regression(r, args.fail_pct)
     if args.json:
