@@ -265,17 +265,21 @@ def request_rows(f: ResultFile, point_id: str, label: str) -> list[dict[str, Any
     endpoint = _endpoint(d.get("backend"))
     rows = []
     for i in range(len(d["start_times"])):
-        (start,) = _floats(d["start_times"][i], "start_times", i, path)
-        (ttft,) = _floats(d["ttfts"][i], "ttfts", i, path)
-        (latency,) = _floats(d["latencies"][i], "latencies", i, path)
-        itls = _floats(d["itls"][i], "itls", i, path)
         error = d["errors"][i]
         if error is not None and not isinstance(error, str):
             raise ImportInputError(f"{path}: errors[{i}] is {error!r}, not text")
         success = not error
+
+        def unmeasured(v: Any) -> Any:  # a failed request's null is vLLM's 0.0: not measured
+            return 0.0 if v is None and not success else v
+
+        (start,) = _floats(d["start_times"][i], "start_times", i, path)
+        (ttft,) = _floats(unmeasured(d["ttfts"][i]), "ttfts", i, path)
+        (latency,) = _floats(unmeasured(d["latencies"][i]), "latencies", i, path)
+        itls = _floats(d["itls"][i] if d["itls"][i] is not None or success else [], "itls", i, path)
         out_len, in_len = d["output_lens"][i], d["input_lens"][i]
         for key, v in (("output_lens", out_len), ("input_lens", in_len)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            if (v is not None or success) and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ImportInputError(f"{path}: {key}[{i}] is {v!r}, not a token count")
         # chunk arrivals: TTFT, then each ITL gap added (a failed request keeps what arrived before it failed)
         chunks: list[float] = []
