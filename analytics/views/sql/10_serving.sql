@@ -444,16 +444,17 @@ SELECT
     mean_itl_ms - half_mean_itl AS mean_itl_ms_ci_low, mean_itl_ms + half_mean_itl AS mean_itl_ms_ci_high,
     mean_e2el_ms - half_mean_e2el AS mean_e2el_ms_ci_low, mean_e2el_ms + half_mean_e2el AS mean_e2el_ms_ci_high,
     -- rates: batch means (point_rate_batches); a rate is never negative, so the low side stops at 0
-    greatest(completed / NULLIF(duration, 0) - rate_t * se_request, 0) AS request_throughput_ci_low,
+    -- (0.0 * se: greatest() skips NULLs, and a missing interval must stay NULL, not 0)
+    greatest(completed / NULLIF(duration, 0) - rate_t * se_request, 0.0 * se_request) AS request_throughput_ci_low,
     completed / NULLIF(duration, 0) + rate_t * se_request AS request_throughput_ci_high,
-    greatest(total_output_tokens / NULLIF(duration, 0) - rate_t * se_output, 0) AS output_throughput_ci_low,
+    greatest(total_output_tokens / NULLIF(duration, 0) - rate_t * se_output, 0.0 * se_output) AS output_throughput_ci_low,
     total_output_tokens / NULLIF(duration, 0) + rate_t * se_output AS output_throughput_ci_high,
     greatest((coalesce(total_input_tokens, 0) + coalesce(total_output_tokens, 0)) / NULLIF(duration, 0)
-             - rate_t * se_total, 0) AS total_token_throughput_ci_low,
+             - rate_t * se_total, 0.0 * se_total) AS total_token_throughput_ci_low,
     (coalesce(total_input_tokens, 0) + coalesce(total_output_tokens, 0)) / NULLIF(duration, 0) + rate_t * se_total
         AS total_token_throughput_ci_high,
     CASE WHEN slo_json IS NOT NULL
-         THEN greatest(good_completed / NULLIF(duration, 0) - rate_t * se_good, 0) END AS goodput_ci_low,
+         THEN greatest(good_completed / NULLIF(duration, 0) - rate_t * se_good, 0.0 * se_good) END AS goodput_ci_low,
     CASE WHEN slo_json IS NOT NULL THEN good_completed / NULLIF(duration, 0) + rate_t * se_good END
         AS goodput_ci_high,
     NULLIF(concat_ws('; ', sample_gaps,
