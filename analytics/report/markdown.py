@@ -170,7 +170,8 @@ DELIVERY_COLUMNS = ("p50_tpot_ms", "p99_tpot_ms", "p99_itl_ms")
 CI_COLUMNS = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "output_throughput", "goodput",
               "retention_vs_first", "retention_vs_peak")
 CI_LEGEND = ("Brackets: the 95 % confidence interval the views computed from the point's own requests "
-             "(docs/metrics.md, Confidence intervals); `?` = that bound is not defined for this many requests.")
+             "(docs/metrics.md, Confidence intervals); `?` = that bound is not defined for this many requests "
+             "(the point's `ci_note` says which).")
 
 
 def with_ci(r: dict[str, Any], k: str) -> Any:
@@ -233,8 +234,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
             lines += [""]
         if any(f"{k}_ci_low" in p for p in pts for k in CI_COLUMNS):
-            lines += [CI_LEGEND] + [f"- conc {fmt(p.get('max_concurrency'))}: {fmt(p['ci_note'])}"
-                                    for p in pts if p.get("ci_note")] + [""]
+            lines += [CI_LEGEND, ""]  # which bounds are NULL and why: ci_note in comparison.json
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
