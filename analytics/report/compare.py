@@ -6,14 +6,17 @@ arithmetic on comparison.json values. :func:`deltas_section` (comparison.json ``
 serving headline of a point matched in both runs, a 95 % interval of the delta and a two-sample test
 over the point's per-request values (latency quantiles) or per-batch rates (throughput), and a verdict:
 
-    real  = test p < ALPHA (0.05)  and  the interval excludes 0  and  the delta has the interval's sign
+    real  = Holm-adjusted test p < ALPHA (0.05)  and  the interval excludes 0  and  the delta has the interval's sign
     verdict = "faster" | "slower" when real (by the sign and whether higher is better), else "within noise";
               "untested" when the metric has no per-sample values here (the note says why)
     regression = verdict "slower" and |pct| >= the fail threshold (FAIL_PCT = 5 %, `compare --fail-pct`)
 
 Latency (p50/p99 TTFT, TPOT, E2EL): Mann–Whitney U on the successful requests' values, percentile
 bootstrap of the quantile difference. Throughput (output tok/s): Welch's t on the point's per-batch rates
-(view point_rate_batches), Welch interval of the difference of means. docs/compare.md states the rule.
+(view point_rate_batches), Welch interval of the difference of means. The p-values of one comparison are
+adjusted together (Holm–Bonferroni over its distinct tests: a Mann–Whitney test shared by a metric's p50 and p99
+counts once), so a comparison of many points and metrics raises a false verdict with probability at most ALPHA.
+docs/compare.md states the rule.
 """
 from __future__ import annotations
 
@@ -161,7 +164,8 @@ def is_regression(row: dict[str, Any], fail_pct: float = FAIL_PCT) -> bool:
 def _row(metric: str, a: Any, b: Any) -> dict[str, Any]:
     d = Delta(metric, a, b)
     return {"metric": metric, "a": a, "b": b, "delta": d.delta, "pct": d.pct, "delta_ci_low": None,
-            "delta_ci_high": None, "test": None, "interval": None, "p_value": None, "n_a": None, "n_b": None,
+            "delta_ci_high": None, "test": None, "interval": None, "p_value": None, "p_adjusted": None,
+            "n_a": None, "n_b": None,
             "verdict": "untested", "better": better_of(metric), "regression": False, "note": None}
 
 
@@ -203,7 +207,7 @@ def _test_latency(row: dict[str, Any], va: list[float], vb: list[float], q: floa
         cache[key] = mann_whitney_u(va, vb).p_value, {0.5: ci[0], 0.99: ci[1]}
     p, cis = cache[key]
     row.update(test="mann-whitney U", interval="bootstrap quantile difference", p_value=p,
-               delta_ci_low=cis[q][0], delta_ci_high=cis[q][1])
+               delta_ci_low=cis[q][0], delta_ci_high=cis[q][1], _test_id=key)
 
 
 def _test_rate(row: dict[str, Any], ba: list[float], bb: list[float]) -> None:
@@ -218,7 +222,8 @@ def _test_rate(row: dict[str, Any], ba: list[float], bb: list[float]) -> None:
     except StatsInputError as exc:
         row["note"] = str(exc)
         return
-    row.update(test="welch t", interval="welch", p_value=w.p_value, delta_ci_low=w.ci_low, delta_ci_high=w.ci_high)
+    row.update(test="welch t", interval="welch", p_value=w.p_value, delta_ci_low=w.ci_low, delta_ci_high=w.ci_high,
+               _test_id=("welch", row["metric"]))
 
 
 def pair_deltas(c: dict[str, Any], run_a: str, run_b: str, con: Any = None,
@@ -266,12 +271,32 @@ def pair_deltas(c: dict[str, Any], run_a: str, run_b: str, con: Any = None,
         elif name in RATE_SOURCE:
             col = RATE_SOURCE[name]
             _test_rate(row, rates.get(ka, {}).get(col, []), rates.get(kb, {}).get(col, []))
-        row["verdict"] = decide(row["delta"], row["delta_ci_low"], row["delta_ci_high"], row["p_value"],
-                                row["better"])
-        row["regression"] = is_regression(row, fail_pct)
-    return {"baseline": run_a, "run": run_b, "alpha": ALPHA, "fail_pct": fail_pct,
+    tests = adjust_p_values(rows.values(), fail_pct)
+    return {"baseline": run_a, "run": run_b, "alpha": ALPHA, "fail_pct": fail_pct, "correction": "holm",
+            "tests": tests,
             "rows": [rows[k] for k in sorted(rows)],
             "only_baseline": sorted(set(ha) - set(hb)), "only_run": sorted(set(hb) - set(ha))}
+
+
+def adjust_p_values(rows: Iterable[dict[str, Any]], fail_pct: float = FAIL_PCT) -> int:
+    """Holm-adjust the comparison's distinct tests together, then decide each tested row; the number of tests."""
+    from analytics.report.stats import holm
+
+    rows = list(rows)
+    tests: dict[Any, float] = {}
+    for row in rows:
+        if row.get("_test_id") is not None:
+            tests.setdefault(row["_test_id"], row["p_value"])
+    adjusted = dict(zip(tests, holm(list(tests.values()))))
+    for row in rows:
+        test_id = row.pop("_test_id", None)
+        if test_id is None:
+            continue
+        row["p_adjusted"] = adjusted[test_id]
+        row["verdict"] = decide(row["delta"], row["delta_ci_low"], row["delta_ci_high"], row["p_adjusted"],
+                                row["better"])
+        row["regression"] = is_regression(row, fail_pct)
+    return len(tests)
 
 
 def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> list[dict[str, Any]]:

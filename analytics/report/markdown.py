@@ -367,12 +367,14 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
     lines = ["## Runs side by side", "",
              f"Headline deltas against the first run, `{ids[0]}`, with a 95 % interval of the delta and a test: "
              "Mann–Whitney U over the point's per-request values (latency; interval: bootstrap of the quantile "
-             "difference), Welch's t over its per-batch rates (throughput). A delta is `faster` or `slower` only "
-             "when the test rejects at α = 0.05 and the interval excludes 0, else `within noise`; `untested` "
+             "difference), Welch's t over its per-batch rates (throughput), p-values adjusted together by "
+             "Holm–Bonferroni (p Holm). A delta is `faster` or `slower` only when the adjusted test rejects at "
+             "α = 0.05 and the interval excludes 0, else `within noise`; `untested` "
              "where no per-sample values exist. A regression is a `slower` delta of at least the fail threshold "
              "(docs/compare.md).", ""]
     cols = [("metric", "metric"), ("a", "baseline"), ("b", "run"), ("delta", "delta"), ("pct", "%"),
-            ("ci", "95 % CI of delta"), ("test", "test"), ("p_value", "p"), ("verdict", "verdict")]
+            ("ci", "95 % CI of delta"), ("test", "test"), ("p_value", "p"), ("p_adjusted", "p Holm"),
+            ("verdict", "verdict")]
 
     def cell(r: dict[str, Any], k: str) -> Any:
         if k == "ci":

@@ -219,3 +219,20 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Welch:
     p = min(1.0, betainc(df / 2.0, 0.5, df / (df + t * t)))  # = 2·P(T_df > |t|), without 1 − cdf cancellation
     half = t_quantile((1.0 + level) / 2.0, df) * se
     return Welch(delta, se, df, t, p, delta - half, delta + half)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input order.
+
+    Sorted ascending, p_(i) becomes max over j ≤ i of min(1, (m − j + 1)·p_(j)); rejecting where the adjusted
+    value is below α keeps the chance of any false rejection among the m tests at most α, whatever their
+    dependence (Holm 1979). Used so that one comparison of many points and metrics does not alarm by chance.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out

@@ -34,8 +34,8 @@ def _ci(r: dict) -> str:
     return f"[{fmt(r['delta_ci_low'])}, {fmt(r['delta_ci_high'])}]"
 
 
-def _p(r: dict) -> str:
-    p = r.get("p_value")
+def _p(r: dict, key: str = "p_value") -> str:
+    p = r.get(key)
     return "-" if p is None else (f"{p:.3g}" if p >= 1e-4 else "<1e-4")
 
 
@@ -44,14 +44,14 @@ def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
 
     width = max([len(r["metric"]) for r in rows] + [6])
     head = (f"{'metric':<{width}}  {run_a:>12}  {run_b:>12}  {'delta':>10}  {'%':>7}  {'95% CI of delta':>22}  "
-            f"{'test':<14}  {'p':>7}  verdict")
+            f"{'test':<14}  {'p':>7}  {'p Holm':>7}  verdict")
     lines = [head]
     for r in rows:
         verdict = r["verdict"] + (" REGRESSION" if r["regression"] else "")
         if r["verdict"] == "untested" and r.get("note"):
             verdict += f" ({r['note']})"
         lines.append(f"{r['metric']:<{width}}  {fmt(r['a']):>12}  {fmt(r['b']):>12}  {fmt(r['delta']):>10}  "
-                     f"{fmt(r['pct']):>7}  {_ci(r):>22}  {r.get('test') or '-':<14}  {_p(r):>7}  {verdict}")
+                     f"{fmt(r['pct']):>7}  {_ci(r):>22}  {r.get('test') or '-':<14}  {_p(r):>7}  {_p(r, 'p_adjusted'):>7}  {verdict}")
     return lines
 
 
