@@ -189,6 +189,11 @@ def test_decision_picks_the_highest_meeting_concurrency_and_prices_it_with_an_in
     b = rows["B"]
     assert b["max_concurrency"] is None and b["usd_per_million_output_tokens"] is None
     assert b["note"] == "no point meets the SLO: lowest concurrency (c=1) p99 TTFT 812 ms > 100 ms"
+    # the boundary: the next measured concurrency above the chosen one that misses, and why
+    nxt = con.execute("SELECT next_miss_concurrency, next_miss_reason, highest_concurrency_measured "
+                      "FROM report_decision WHERE server_config = 'A'").fetchone()
+    assert nxt[0] == 4 and nxt[1].startswith("p99 TPOT 15.0 ms >") and nxt[2] == 8
+    assert a["note"].startswith("c=4 misses: p99 TPOT 15.0 ms >")
 
 
 def test_a_reference_row_appears_with_its_declared_price_and_says_it_has_no_interval():
@@ -204,7 +209,7 @@ def test_a_reference_row_appears_with_its_declared_price_and_says_it_has_no_inte
                          FROM report_decision ORDER BY instance""").fetchall()
     assert got[1][:6] == ("reference: H100 vllm", "H100 vllm", 16, 3.0, "declared at import",
                           pytest.approx(3.0 / (2000.0 * 3600) * 1e6))
-    assert got[1][6] is None and got[1][7] == "reference: no per-request data, no interval"
+    assert got[1][6] is None and "reference: no per-request data, no interval" in got[1][7]
     assert got[0][0] == "local (not priced)" and got[0][3] is None
     assert "local run not priced: run --local --price-as TYPE" in got[0][7]
 

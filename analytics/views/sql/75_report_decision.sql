@@ -99,7 +99,8 @@ WITH g AS (
            count(*) OVER w AS points,
            count(*) FILTER (WHERE slo_met) OVER w AS points_meeting,
            first_value(max_concurrency) OVER w_low AS lowest_concurrency,
-           first_value(slo_miss_reason) OVER w_low AS lowest_miss_reason
+           first_value(slo_miss_reason) OVER w_low AS lowest_miss_reason,
+           max(max_concurrency) OVER w AS highest_concurrency_measured
     FROM slo_points p
     -- an SLO in force (reference rows always appear); qwen3_attempt's first-token probe is one request, not a load point
     WHERE (slo_json IS NOT NULL OR is_reference) AND point_id NOT LIKE 'qwen3-probe%'
@@ -110,8 +111,21 @@ WITH g AS (
            w_low AS (w ORDER BY max_concurrency ASC NULLS LAST, point_id
                      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 ),
-c AS (
+c0 AS (
     SELECT g.*, points_meeting > 0 AS meets FROM g WHERE pick = 1
+),
+c AS (  -- the next measured concurrency above the chosen one that misses: where the answer's boundary lies
+    SELECT c0.*, nx.next_miss_concurrency, nx.next_miss_reason
+    FROM c0 LEFT JOIN LATERAL (
+        SELECT min(x.max_concurrency) AS next_miss_concurrency,
+               arg_min(x.slo_miss_reason, x.max_concurrency) AS next_miss_reason
+        FROM g x
+        WHERE x.run_id = c0.run_id AND x.instance = c0.instance AND x.lane = c0.lane
+          AND x.model IS NOT DISTINCT FROM c0.model AND x.server_config IS NOT DISTINCT FROM c0.server_config
+          AND x.input_len IS NOT DISTINCT FROM c0.input_len AND x.output_len IS NOT DISTINCT FROM c0.output_len
+          AND x.slo_name IS NOT DISTINCT FROM c0.slo_name
+          AND NOT coalesce(x.slo_met, false) AND x.max_concurrency > c0.max_concurrency
+    ) nx ON c0.meets
 ),
 priced AS (
     SELECT c.*, coalesce(c.reference_usd_per_hour, ip.usd_per_hour) AS usd_per_hour,
@@ -139,6 +153,9 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
        CASE WHEN meets THEN slo_ttft_value_ms END AS slo_ttft_value_ms,
        CASE WHEN meets THEN slo_tpot_value_ms END AS slo_tpot_value_ms,
        CASE WHEN meets THEN slo_met_ci END AS slo_met_ci,
+       CASE WHEN meets THEN next_miss_concurrency END AS next_miss_concurrency,
+       CASE WHEN meets THEN next_miss_reason END AS next_miss_reason,
+       highest_concurrency_measured,
        usd_per_hour, price_date, price_region, price_source,
        CASE WHEN meets THEN usd_per_hour / nullif(output_throughput * 3600.0, 0) * 1e6 END
            AS usd_per_million_output_tokens,
@@ -153,13 +170,19 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
                      || coalesce(lowest_miss_reason, 'has no latency at the SLO percentile') END,
            CASE WHEN is_reference AND NOT coalesce(reference_per_request, false)
                 THEN 'reference: no per-request data, no interval' END,
-           CASE WHEN meets AND slo_met_ci IS FALSE THEN 'meets the SLO, but not at the upper 95 % bounds' END,
+           CASE WHEN meets AND next_miss_concurrency IS NOT NULL
+                THEN printf('c=%d misses: %s', next_miss_concurrency, next_miss_reason)
+                WHEN meets AND max_concurrency = highest_concurrency_measured
+                THEN 'the highest concurrency measured: the SLO may hold beyond it' END,
+           CASE WHEN meets AND slo_met_ci IS FALSE THEN 'meets the SLO, but not at the upper 95 % bounds'
+                WHEN meets AND slo_met_ci IS NULL AND NOT (is_reference AND NOT coalesce(reference_per_request, false))
+                THEN printf('p%g upper 95 %% bounds undefined at n=%d: judged on the point estimate', slo_percentile,
+                            completed) END,
            CASE WHEN meets AND output_throughput_ci_low <= 0
                 THEN 'throughput interval reaches 0: no upper $/M bound' END,
            CASE WHEN price_basis = 'local' AND priced_instance_type IS NULL
                 THEN 'local run not priced: run --local --price-as TYPE declares the instance type'
                 WHEN priced_instance_type IS NULL THEN 'instance type not recorded: no price'
-                WHEN usd_per_hour IS NULL THEN 'no price for instance type ' || priced_instance_type END,
-           CASE WHEN meets AND NOT (is_reference AND NOT coalesce(reference_per_request, false)) THEN ci_note END),
+                WHEN usd_per_hour IS NULL THEN 'no price for instance type ' || priced_instance_type END),
          '') AS note
 FROM priced;
