@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -20,6 +21,7 @@ from analytics.store import LocalStore
 from analytics.views import connect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "sustained", "quality",
              "finetune_serve", "qwen3_attempt"]
@@ -56,7 +58,7 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     request.write_text(json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST}))
     results, report = tmp_path / "results", tmp_path / "report"
     first = neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e",
-                       "--report", str(report), "--no-live")
+                       "--report", str(report), "--no-live", "--price-as", "c7i.large")
     assert "REPORT.md" in first.stderr and "Serving (headline points)" in first.stderr
 
     con = connect(LocalStore(results))
@@ -81,8 +83,19 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
     assert con.execute("select count(*) from compiles where what = 'serving_config'").fetchone()[0] >= 6
 
-    # the report: every section, vLLM's key names, plots that open, byte-identical rebuild
+    # decision-grade: every point carries its SLO and goodput, headline intervals exist where n allows
+    assert con.execute("select count(*) from serving_points where slo_json is null or goodput is null"
+                       ).fetchone() == (0,)
+    assert con.execute("select count(*) from serving_points where p50_ttft_ms_ci_low is not null"
+                       ).fetchone()[0] > 0
+    decision = con.execute("select instance, slo_name, meets, usd_per_million_output_tokens, note "
+                           "from report_decision").fetchall()
+    assert decision and {d[0] for d in decision} == {"c7i.large"} and {d[1] for d in decision} == {"cpu-tiny"}
+    assert all((d[3] is not None) == bool(d[2]) and (d[2] or "no point meets" in d[4]) for d in decision)
+
+    # the report: the Decision first, then every section, vLLM's key names, plots that open, byte-identical rebuild
     text = (report / "REPORT.md").read_text()
+    assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
     for section in ("Machines and versions", "Compile", "Training", "Serving sweeps", "Sustained", "Quality",
                     "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
         assert f"## {section}" in text, section
@@ -93,6 +106,16 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--out", str(tmp_path / "again"))
     assert (tmp_path / "again" / "REPORT.md").read_bytes() == (report / "REPORT.md").read_bytes()
     assert (tmp_path / "again" / "comparison.json").read_bytes() == comparison.encode()
+
+    # a `vllm bench serve --save-result --save-detailed` file (tests/fixtures/vllm_bench) as a reference row
+    neuronpipe("import", "vllm-bench", str(FIXTURES / "vllm_bench" / "detailed.json"), "--label", "vllm-ref",
+               "--instance-type", "c7i.large", "--slo", "cpu-tiny", "--results", str(results))
+    neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--run-id", "ref-vllm-ref",
+               "--out", str(tmp_path / "with-ref"))
+    decision = json.loads((tmp_path / "with-ref" / "comparison.json").read_text())["decision"]
+    ref = [r for r in decision["rows"] if r["instance"] == "reference: vllm-ref"]
+    assert len(ref) == 1 and ref[0]["run_id"] == "ref-vllm-ref" and ref[0]["slo_name"] == "cpu-tiny"
+    assert "### reference: vllm-ref" in (tmp_path / "with-ref" / "REPORT.md").read_text()
 
     # resume: the same command commits nothing new
     neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e", "--no-live")
