@@ -41,7 +41,8 @@ MATERIALIZED_VIEWS = ("sustained_window_metrics", "sustained_summary", "serving_
 COST_NOTES = (
     "Cost is context, not a result: instance-hours are lane wall times (boot, SSM waits and idle between "
     "lanes are not counted) times the on-demand price of the instance type.",
-    f"Prices: {PRICE_SOURCE}, {PRICE_REGION}, as of {PRICE_DATE}.",
+    f"Prices: {PRICE_SOURCE}, {PRICE_REGION}; each row of the price table below carries the month it was read "
+    f"(the Neuron types as of {PRICE_DATE}).",
     "A local run (box role 'local') has no instance cost: NULL, not zero.",
     "An imported attempt (neuronpipe import) is not costed: its wall time was spent by another harness, not this "
     "pipeline (NULL, with the source named).",
