@@ -58,6 +58,10 @@ def test_points_land_with_their_basis_and_reference_facts(store):
     lanes = _rows(store, "SELECT lane, box_role, instance_type, imported_from, usd FROM report_lane_cost")
     assert {(r["lane"], r["box_role"], r["instance_type"], r["imported_from"], r["usd"]) for r in lanes} == \
         {("reference", "reference", "p5.48xlarge", "vllm-bench", None)}
+    # a reference has no telemetry of ours: kept out of the serving tables, said as a reference, not a failure
+    excl = _rows(store, "SELECT kind, reason FROM report_exclusions WHERE lane = 'reference'")
+    assert excl and all(r["kind"] == "point_without_telemetry" and r["reason"].startswith("imported reference")
+                        for r in excl)
 
 
 def test_aggregate_row_is_the_files_own_summary(store):

@@ -35,11 +35,15 @@ SELECT run_id, lane, attempt, 'compile_failed',
 FROM compiles WHERE NOT succeeded
 UNION ALL
 SELECT run_id, lane, attempt, 'point_without_telemetry', point_id,
-       CASE WHEN telemetry_rows > 0
+       CASE WHEN EXISTS (SELECT 1 FROM reference_runs r
+                         WHERE r.run_id = t.run_id AND r.lane = t.lane AND r.point_id = t.point_id)
+            THEN 'imported reference (neuronpipe import vllm-bench): measured elsewhere with no telemetry of ours, '
+                 || 'so kept out of the serving tables; it stands in the Decision table, labelled as a reference'
+            WHEN telemetry_rows > 0
             THEN 'no telemetry sample with a value inside the point''s window (' || telemetry_rows
                  || ' samples, all NULL): dropped from headline tables'
             ELSE 'no telemetry sample inside the point''s window: dropped from headline tables' END
-FROM report_point_telemetry WHERE telemetry_samples = 0
+FROM report_point_telemetry t WHERE telemetry_samples = 0
 UNION ALL
 SELECT s.run_id, s.lane, a.attempt, 'point_invalid', s.point_id, coalesce(s.invalid_reason, 'flagged invalid')
 FROM serving_points s
