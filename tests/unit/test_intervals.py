@@ -196,7 +196,10 @@ def test_serving_points_all_carries_the_intervals_and_aggregate_rows_say_why_not
     from analytics.views import derived_sql_files
 
     con = duckdb.connect(":memory:")
-    data = {"requests": latency_rows(40), "sweep_points": [{"point_id": "p"}],
+    # irregular dispatch (perfectly regular rows give every batch the same rate: no interval, see below)
+    rows = [req(i, ttft=0.05 + (i % 7) * 0.003, chunks=[0.05 + (i % 7) * 0.003, 0.08 + (i % 5) * 0.01],
+                sent=i * S // 4 + (i * i % 13) * S // 9) for i in range(40)]
+    data = {"requests": rows, "sweep_points": [{"point_id": "p"}],
             "serving_aggregates": [{"point_id": "agg", "completed": 10, "failed": 0, "p99_ttft_ms": 5.0}]}
     for name in TABLES:
         table = conform(name, data[name], defaults={"run_id": "r", "lane": "l", "attempt": "a"}) \
@@ -211,6 +214,14 @@ def test_serving_points_all_carries_the_intervals_and_aggregate_rows_say_why_not
     assert agg[:5] == ("agg", "aggregate", None, None, None)
     assert agg[5] == "aggregate only: the source kept no per-request values, so no interval"
     assert req_row[1] == "requests" and req_row[2] is not None and req_row[3] is None and req_row[4] is not None
+
+
+def test_a_rate_identical_in_every_batch_has_no_interval_and_says_so():
+    # 40 requests dispatched every S/4 with the same shape: every batch completes the same count and tokens
+    m = point_metrics(latency_rows(40), {"point_id": "p"})
+    assert m["request_throughput"] > 0 and m["request_throughput_ci_low"] is None
+    assert m["request_throughput_ci_high"] is None
+    assert "request" in m["ci_note"] and "identical in all 10 batches: no spread, no interval" in m["ci_note"]
 
 
 def test_report_shows_intervals_beside_the_headline_numbers():

@@ -320,10 +320,12 @@ sample_ci AS (
 rate_ci AS (
     SELECT b.*, t.t FROM (
         SELECT run_id, lane, point_id, any_value(batches) AS batches, any_value(batches) - 1 AS df,
-               stddev_samp(request_rate) / sqrt(count(*)) AS se_request,
-               stddev_samp(output_rate) / sqrt(count(*)) AS se_output,
-               stddev_samp(total_token_rate) / sqrt(count(*)) AS se_total,
-               stddev_samp(good_rate) / sqrt(count(*)) AS se_good
+               -- identical rates in every batch (few whole requests per batch) give no spread to estimate
+               -- from: no interval (NULL, said in ci_note), never a zero-width one
+               NULLIF(stddev_samp(request_rate), 0) / sqrt(count(*)) AS se_request,
+               NULLIF(stddev_samp(output_rate), 0) / sqrt(count(*)) AS se_output,
+               NULLIF(stddev_samp(total_token_rate), 0) / sqrt(count(*)) AS se_total,
+               NULLIF(stddev_samp(good_rate), 0) / sqrt(count(*)) AS se_good
         FROM point_rate_batches GROUP BY run_id, lane, point_id) b
     ASOF LEFT JOIN t_crit_95 t ON b.df >= t.df
 ),
@@ -460,7 +462,15 @@ SELECT
     NULLIF(concat_ws('; ', sample_gaps,
         CASE WHEN rate_batches IS NULL
              THEN CASE WHEN completed < 6 THEN printf('rates: %d completed, batch means need >= 6', completed)
-                       ELSE 'rates: zero-length span' END END), '') AS ci_note
+                       ELSE 'rates: zero-length span' END
+             WHEN se_request IS NULL OR se_output IS NULL OR se_total IS NULL
+                  OR (slo_json IS NOT NULL AND se_good IS NULL)
+             THEN 'rates: ' || concat_ws(', ', CASE WHEN se_request IS NULL THEN 'request' END,
+                                         CASE WHEN se_output IS NULL THEN 'output' END,
+                                         CASE WHEN se_total IS NULL THEN 'total token' END,
+                                         CASE WHEN slo_json IS NOT NULL AND se_good IS NULL THEN 'goodput' END)
+                  || printf(' rate identical in all %d batches: no spread, no interval', rate_batches) END), '')
+        AS ci_note
 FROM joined j;
 
 CREATE OR REPLACE VIEW sustained_window_metrics AS
