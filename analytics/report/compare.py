@@ -12,7 +12,8 @@ over the point's per-request values (latency quantiles) or per-batch rates (thro
     regression = verdict "slower" and |pct| >= the fail threshold (FAIL_PCT = 5 %, `compare --fail-pct`)
 
 Latency (p50/p99 TTFT, TPOT, E2EL): Mann–Whitney U on the successful requests' values, percentile
-bootstrap of the quantile difference. Throughput (output tok/s): Welch's t on the point's per-batch rates
+bootstrap of the quantile difference. Training tokens/s: Mann–Whitney U over the per-step tokens/s (steps after
+the first), bootstrap of the median difference. Throughput (output tok/s): Welch's t on the point's per-batch rates
 (view point_rate_batches), Welch interval of the difference of means. The p-values of one comparison are
 adjusted together (Holm–Bonferroni over its distinct tests: a Mann–Whitney test shared by a metric's p50 and p99
 counts once), so a comparison of many points and metrics raises a false verdict with probability at most ALPHA.
@@ -43,7 +44,7 @@ RATE_SOURCE = {"output_throughput": "output_rate", "request_throughput": "reques
 HIGHER_IS_BETTER = ("throughput", "goodput", "tokens_per_s", "mfu", "retention")
 UNTESTED_WHY = {
     "compile": "one wall time per compile and run: no per-sample values",
-    "training": "one value per training run: no per-sample values",
+    "training": "one value per training run: no per-sample values (tokens/s is tested over its steps)",
     "sustained": "a ratio of window medians: no per-sample test",
     "aggregate": "aggregate only: the source kept no per-request values",
 }
@@ -210,6 +211,31 @@ def _test_latency(row: dict[str, Any], va: list[float], vb: list[float], q: floa
                delta_ci_low=cis[q][0], delta_ci_high=cis[q][1], _test_id=key)
 
 
+def _step_rates(con: Any, run_ids: tuple[str, str]) -> dict[tuple[str, str, str], list[float]]:
+    """{(run, lane, model): per-step tokens/s} of the steps after the first (the headline's own steps:
+    tokens_per_s = tokens per step / median step time over the steps after the first)."""
+    rel = con.execute("""SELECT run_id, lane, model,
+                                list(tokens / step_s ORDER BY step) FILTER (WHERE step > 1 AND step_s > 0
+                                                                            AND tokens IS NOT NULL)
+                         FROM train_steps WHERE run_id IN (?, ?) AND lane <> 'precompile' GROUP BY ALL""",
+                      list(run_ids))
+    return {tuple(r[:3]): [v for v in (r[3] or []) if v is not None] for r in rel.fetchall()}
+
+
+def _test_steps(row: dict[str, Any], va: list[float], vb: list[float]) -> None:
+    """Training tokens/s: Mann–Whitney U over the per-step tokens/s, bootstrap interval of the median difference."""
+    from analytics.report.stats import bootstrap_quantile_diff, mann_whitney_u
+
+    row["n_a"], row["n_b"] = len(va), len(vb)
+    if min(len(va), len(vb)) < MIN_REQUESTS:
+        row["note"] = f"too few steps (A {len(va)}, B {len(vb)}; the test needs ≥ {MIN_REQUESTS} per run)"
+        return
+    (low, high), = bootstrap_quantile_diff(va, vb, (0.5,))
+    row.update(test="mann-whitney U", interval="bootstrap median difference (per-step tokens/s)",
+               p_value=mann_whitney_u(va, vb).p_value, delta_ci_low=low, delta_ci_high=high,
+               _test_id=("steps", row["metric"]))
+
+
 def _test_rate(row: dict[str, Any], ba: list[float], bb: list[float]) -> None:
     from analytics.report.stats import StatsInputError, welch
 
@@ -248,9 +274,17 @@ def pair_deltas(c: dict[str, Any], run_a: str, run_b: str, con: Any = None,
         ids = sorted({points[r][k]["point_id"] for r in (run_a, run_b) for k in matched})
         lat, rates = _latency_values(con, (run_a, run_b), ids), _batch_rates(con, (run_a, run_b), ids)
     rows, cache = {}, {}
+    steps = None
+    if con is not None and any(k.startswith("training · ") and k.endswith(" · tokens_per_s") for k in ha):
+        steps = _step_rates(con, (run_a, run_b))
+    trained = {(r["run_id"], f"{r['lane']} {r['model']}"): (r["lane"], r["model"]) for r in c["training"]["runs"]}
     for metric in sorted(set(ha) & set(hb)):
         row = rows[metric] = _row(metric, ha[metric], hb[metric])
         section, *rest = metric.split(" · ")
+        if section == "training" and rest[1] == "tokens_per_s" and steps is not None and row["delta"] is not None:
+            (la, ma), (lb, mb) = trained[(run_a, rest[0])], trained[(run_b, rest[0])]
+            _test_steps(row, steps.get((run_a, la, ma), []), steps.get((run_b, lb, mb), []))
+            continue
         if section != "serving":
             row["note"] = UNTESTED_WHY["aggregate" if "aggregate" in section else section]
             continue

@@ -229,3 +229,34 @@ def test_comparison_json_deltas_and_report_table(results):
     text = render(c)
     assert "### `slow` vs `base`" in text and "slower (regression)" in text
     assert "| mann-whitney U |" in text and "within noise, " in text
+
+
+def _training_comparison(step_scale_b: float, seed: int = 3):
+    import duckdb
+
+    from analytics.report.compare import pair_deltas
+
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE train_steps (run_id VARCHAR, lane VARCHAR, model VARCHAR, step INTEGER, "
+                "tokens BIGINT, step_s DOUBLE)")
+    rng = np.random.default_rng(seed)
+    runs = []
+    for run, scale in (("a", 1.0), ("b", step_scale_b)):
+        step_s = rng.normal(2.0, 0.1, 40) * scale
+        con.executemany("INSERT INTO train_steps VALUES (?, ?, ?, ?, ?, ?)",
+                        [(run, "sft", "m", i + 1, 4096, float(s)) for i, s in enumerate(step_s)])
+        runs.append({"run_id": run, "lane": "sft", "model": "m", "tokens_per_s": 4096 / float(np.median(step_s[1:])),
+                     "mfu": 0.1, "last_loss": 1.0})
+    c = {"runs": [{"run_id": "a"}, {"run_id": "b"}], "compile": {"summary": []}, "training": {"runs": runs},
+         "serving": {"points": [], "aggregate_points": []}, "sustained": {"retention": []}}
+    rows = {r["metric"]: r for r in pair_deltas(c, "a", "b", con)["rows"]}
+    return rows["training · sft m · tokens_per_s"], rows["training · sft m · mfu"]
+
+
+def test_training_tokens_per_s_is_tested_over_its_steps():
+    slow, mfu = _training_comparison(1.15)
+    assert slow["test"] == "mann-whitney U" and (slow["n_a"], slow["n_b"]) == (39, 39)
+    assert slow["delta"] < 0 and slow["delta_ci_high"] < 0 and slow["verdict"] == "slower" and slow["regression"]
+    assert mfu["verdict"] == "untested" and "no per-sample values" in mfu["note"]
+    same, _ = _training_comparison(1.0)
+    assert same["verdict"] == "within noise" and not same["regression"]
