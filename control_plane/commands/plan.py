@@ -160,6 +160,12 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     console.print(f"run id: [bold]{run_id or plan.run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
     console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
+    from agents.serving.slo import resolve_slo
+
+    slo = resolve_slo(req.slo, req.profile)
+    console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
+                  f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "
+                  f"{slo.tpot_ms:g} ms)", markup=False)
     table = Table(title="plan (waves run one after the other; in a wave the boxes work at once)")
     for col, justify in (("wave", "left"), ("box", "left"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
                          ("heartbeat", "right"), ("config", "left")):

@@ -78,3 +78,15 @@ def test_progress_from_a_history_in_flight():
         ("provenance", "skipped", "already committed"), ("sft", "running", "")]
     ended = progress_from_history(history + [{"type": "ExecutionAborted"}])
     assert ended.status == "ABORTED" and ended.lanes[1].status == "failed"
+
+
+def test_plan_states_the_slo_every_serving_point_will_carry(tmp_path, capsys):
+    req = tmp_path / "run.json"
+    req.write_text(json.dumps({"preset": "smoke"}))
+    assert main(["plan", "--input", str(req)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(the profile default): mlperf-v5.1-llama3.1-8b-server (p99 TTFT <= 2000 ms, p99 TPOT <= 100 ms)" in out
+    req.write_text(json.dumps({"preset": "smoke", "slo": {"ttft_ms": 500, "tpot_ms": 40}}))
+    assert main(["plan", "--input", str(req)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "SLO of every serving point: custom (p99 TTFT <= 500 ms, p99 TPOT <= 40 ms)" in out
