@@ -17,7 +17,7 @@ from agents.config import LaneConfigError, build_config
 from agents.registry import LaneSpec
 
 
-SLO_FIELD = "slo"  # the serving lanes' SLO field (agents.serving.slo): RunRequest.slo flows into it
+SLO_FIELD = "slo"  # the serving lanes' SLO field (agents.slo): RunRequest.slo flows into it
 
 
 def takes_slo(lane: str) -> bool:

@@ -67,7 +67,7 @@ class RunRequest(BaseModel):
     trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
     slo: str | dict[str, Any] | None = Field(
         None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
-                          "agents.serving.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
+                          "agents.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
                           "the profile's (docs/slo.md); a lane_config slo still wins")
 
     @field_validator("lanes")
@@ -94,7 +94,7 @@ class RunRequest(BaseModel):
     @field_validator("slo")
     @classmethod
     def _known_slo(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        from agents.serving.slo import SloError, parse_slo
+        from agents.slo import SloError, parse_slo
 
         if value is None:
             return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.serving.slo import CPU_TINY, MLPERF_SERVER, Slo, parse_slo
+from agents.slo import CPU_TINY, MLPERF_SERVER, Slo, parse_slo
 
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
@@ -29,7 +29,7 @@ class SweepFields:
     device_mem_gib: float | None = field(default=None, metadata={
         "help": "device memory for the grid arithmetic; None: detected per backend"})
     slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
-        "help": "the SLO every point carries (goodput, Decision): a set name from agents.serving.slo or "
+        "help": "the SLO every point carries (goodput, Decision): a set name from agents.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/slo.md)"})
     slo_ttft_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TTFT bound (ms)"})
     slo_tpot_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TPOT bound (ms)"})

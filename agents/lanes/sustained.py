@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.serving.slo import CPU_TINY, MLPERF_SERVER, parse_slo
+from agents.slo import CPU_TINY, MLPERF_SERVER, parse_slo
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Config:
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
     device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
     slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
-        "help": "the SLO the point carries (goodput): a set name from agents.serving.slo or "
+        "help": "the SLO the point carries (goodput): a set name from agents.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/slo.md)"})
 
     def __post_init__(self) -> None:

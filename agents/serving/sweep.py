@@ -58,7 +58,7 @@ class SweepSettings:
     warmup_requests: int
     health_timeout_s: float
     endpoint: str = "completions"
-    slo: dict[str, Any] | None = None  # agents.serving.slo.Slo.to_json(): every point's slo_json
+    slo: dict[str, Any] | None = None  # agents.slo.Slo.to_json(): every point's slo_json
     client_lag_bound_ms: float | None = 50.0
     device_mem_gib: float | None = None  # None: detect (neuron chip / nvidia-smi / cpu KV space)
     max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_vllm_bench(args: argparse.Namespace) -> int:
-    from agents.serving.slo import default_slo, parse_slo
+    from agents.slo import default_slo, parse_slo
     from analytics.importers.common import ImportInputError
     from analytics.importers.torchneuronx import ImportExistsError
     from analytics.importers.vllm_bench import import_vllm_bench

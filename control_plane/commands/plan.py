@@ -160,7 +160,7 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     console.print(f"run id: [bold]{run_id or plan.run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
     console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
-    from agents.serving.slo import resolve_slo
+    from agents.slo import resolve_slo
 
     slo = resolve_slo(req.slo, req.profile)
     console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "

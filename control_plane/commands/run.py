@@ -137,7 +137,7 @@ def run_local_command(args: argparse.Namespace) -> int:
     from control_plane.lane_configs import slo_config
     from control_plane.local import run_local
     from control_plane.models import RunRequestError
-    from agents.serving.slo import SloError, parse_slo
+    from agents.slo import SloError, parse_slo
 
     console = Console(stderr=True)
     configs: dict[str, dict] = {}

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import duckdb
 import pytest
 
-from agents.serving.slo import CPU_TINY, MLPERF_INTERACTIVE, MLPERF_SERVER, SloError, default_slo, parse_slo
+from agents.slo import CPU_TINY, MLPERF_INTERACTIVE, MLPERF_SERVER, SloError, default_slo, parse_slo
 
 DECISION_SQL = "75_report_decision.sql"
 
