@@ -19,8 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -32,33 +30,10 @@ from analytics.store import LocalStore  # noqa: E402
 from analytics.views import connect  # noqa: E402
 
 
-def ttft_scaled(factor: float):
-    """synthetic.request_rows with every TTFT × factor: each stream moves later, decode unchanged."""
-    original = synthetic.request_rows
-
-    def rows(*args, **kwargs):
-        t, span = original(*args, **kwargs)
-        ttft = t["ttft_s"].to_numpy()
-        extra = (factor - 1.0) * ttft
-        chunks = t["chunk_times_s"].combine_chunks()
-        moved = chunks.flatten().to_numpy() + np.repeat(extra, np.diff(chunks.offsets.to_numpy()))
-        for name, col in (("ttft_s", pa.array(ttft * factor)), ("e2el_s", pa.array(t["e2el_s"].to_numpy() + extra)),
-                          ("t_done_ns", pa.array(t["t_done_ns"].to_numpy() + (extra * 1e9).astype(np.int64))),
-                          ("chunk_times_s", pa.ListArray.from_arrays(chunks.offsets, pa.array(moved)))):
-            t = t.set_column(t.schema.get_field_index(name), name, col)
-        return t, span
-    return rows
-
-
 def write(store: LocalStore, run_id: str, seed: int, factor: float, requests: int) -> None:
-    saved = synthetic.request_rows
-    synthetic.request_rows = ttft_scaled(factor)
-    try:
-        synthetic.write_synthetic_run(store, synthetic.SyntheticRun(
-            run_id=run_id, seed=seed, lanes=("serve_sweep", "finetune_serve"), server_configs=("A", "B"),
-            concurrencies=(1, 2, 4, 8, 16), requests_per_point=requests, failure_rate=0.0))
-    finally:
-        synthetic.request_rows = saved
+    synthetic.write_synthetic_run(store, synthetic.SyntheticRun(
+        run_id=run_id, seed=seed, lanes=("serve_sweep", "finetune_serve"), server_configs=("A", "B"),
+        concurrencies=(1, 2, 4, 8, 16), requests_per_point=requests, failure_rate=0.0, ttft_factor=factor))
 
 
 def entry(store: LocalStore, a: str, b: str) -> dict:

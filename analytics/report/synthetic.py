@@ -36,6 +36,7 @@ class SyntheticRun:
     train_steps: int = 20
     sustained_windows: int = 8
     seed: int = 0
+    ttft_factor: float = 1.0  # every TTFT times this (compare's tests: the same draws, a known shift)
     lanes: tuple[str, ...] = ("provenance", "host_cpu", "precompile", "sft", "merge", "serve_sweep", "sustained",
                               "quality", "finetune_serve", "qwen3_attempt")
 
@@ -108,6 +109,21 @@ def request_rows(rng: np.random.Generator, n: int, input_len: int, output_len: i
     return table, float((t_sent_ns.max() - t0_ns) / 1e9 + e2el.max())
 
 
+def scale_ttft(t: pa.Table, factor: float) -> pa.Table:
+    """Request rows with every TTFT times ``factor``: each stream moves later (its chunks, E2EL and completion
+    with it); send times and decode stay, so a known TTFT shift leaves throughput's decode unchanged."""
+    ttft = t["ttft_s"].to_numpy(zero_copy_only=False)
+    extra = (factor - 1.0) * ttft
+    chunks = t["chunk_times_s"].combine_chunks()
+    moved = chunks.flatten().to_numpy() + np.repeat(extra, np.diff(chunks.offsets.to_numpy()))
+    for name, col in (("ttft_s", pa.array(ttft * factor)),
+                      ("e2el_s", pa.array(t["e2el_s"].to_numpy(zero_copy_only=False) + extra)),
+                      ("t_done_ns", pa.array(t["t_done_ns"].to_numpy() + (extra * 1e9).astype(np.int64))),
+                      ("chunk_times_s", pa.ListArray.from_arrays(chunks.offsets, pa.array(moved)))):
+        t = t.set_column(t.schema.get_field_index(name), name, col)
+    return t
+
+
 def _serve_points(spec: SyntheticRun, rng: np.random.Generator, w, start: datetime, lane: str,
                   mode: str = "closed") -> float:
     t = 0.0
@@ -122,6 +138,8 @@ def _serve_points(spec: SyntheticRun, rng: np.random.Generator, w, start: dateti
             n = spec.requests_per_point if mode == "closed" else spec.requests_per_point * 4
             reqs, span = request_rows(rng, n, spec.input_len, spec.output_len, conc, spec.failure_rate, pid, pstart,
                                       int(t * 1e9))
+            if spec.ttft_factor != 1.0:
+                reqs = scale_ttft(reqs, spec.ttft_factor)
             w.add_rows("requests", reqs.append_column("model", pa.array([spec.model] * n))
                        .append_column("server_config", pa.array([config] * n)))
             extra = ({"window_s": span / spec.sustained_windows, "warmup_windows": 1, "retention_k": 2,

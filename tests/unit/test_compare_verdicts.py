@@ -7,10 +7,8 @@ import math
 import re
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
-from analytics.report import synthetic
 from analytics.report.compare import decide, is_regression
 from analytics.report.stats import (StatsInputError, _resampled_quantiles, bootstrap_quantile_diff, mann_whitney_u,
                                     t_cdf, t_quantile, welch)
@@ -117,24 +115,6 @@ def test_verdict_rule():
 
 
 # ---- acceptance: synthetic runs through the store and the views ---------------------------------------
-def _ttft_scaled(factor: float):
-    """request_rows with every TTFT times ``factor``: the whole stream moves later, send times and decode stay."""
-    original = synthetic.request_rows
-
-    def rows(*args, **kwargs):
-        t, span = original(*args, **kwargs)
-        ttft = t["ttft_s"].to_numpy()
-        extra = (factor - 1.0) * ttft
-        chunks = t["chunk_times_s"].combine_chunks()
-        moved = chunks.flatten().to_numpy() + np.repeat(extra, np.diff(chunks.offsets.to_numpy()))
-        for name, col in (("ttft_s", pa.array(ttft * factor)), ("e2el_s", pa.array(t["e2el_s"].to_numpy() + extra)),
-                          ("t_done_ns", pa.array(t["t_done_ns"].to_numpy() + (extra * 1e9).astype(np.int64))),
-                          ("chunk_times_s", pa.ListArray.from_arrays(chunks.offsets, pa.array(moved)))):
-            t = t.set_column(t.schema.get_field_index(name), name, col)
-        return t, span
-    return rows
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """base and same: one distribution, seeds 1 and 2; slow: seed 2's draws with TTFT +10 %. 1,000 requests per
@@ -142,10 +122,8 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("verdicts")
     store = LocalStore(root)
     for run_id, seed, factor in (("base", 1, 1.0), ("same", 2, 1.0), ("slow", 2, 1.1)):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(synthetic, "request_rows", _ttft_scaled(factor))
-            write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=seed, lanes=("serve_sweep",),
-                                                    concurrencies=(1, 4), requests_per_point=1000, failure_rate=0.0))
+        write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=seed, lanes=("serve_sweep",), ttft_factor=factor,
+                                                concurrencies=(1, 4), requests_per_point=1000, failure_rate=0.0))
     return str(root)
 
 
