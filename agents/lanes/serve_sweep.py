@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.slo import CPU_TINY, MLPERF_SERVER, Slo, parse_slo
+from agents.slo import Slo, default_slo, parse_slo
 
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
@@ -28,7 +28,7 @@ class SweepFields:
         "help": "boot budget (a cold Neuron compile of an 8B config takes tens of minutes)"})
     device_mem_gib: float | None = field(default=None, metadata={
         "help": "device memory for the grid arithmetic; None: detected per backend"})
-    slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
+    slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
         "help": "the SLO every point carries (goodput, Decision): a set name from agents.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/slo.md)"})
     slo_ttft_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TTFT bound (ms)"})
@@ -50,7 +50,7 @@ class SweepFields:
 # What the full profile measures on the boxes (shapes are per lane). Qwen3 8B is held to the same 8B-class
 # MLPerf server SLO as Llama 3.1 8B.
 FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
-                  slo=MLPERF_SERVER.name)
+                  slo=default_slo("full").name)
 
 
 @dataclass

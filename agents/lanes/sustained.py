@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.slo import CPU_TINY, MLPERF_SERVER, parse_slo
+from agents.slo import default_slo, parse_slo
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ class Config:
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
     device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
-    slo: str | dict[str, Any] = field(default=CPU_TINY.name, metadata={
+    slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
         "help": "the SLO the point carries (goodput): a set name from agents.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/slo.md)"})
 
@@ -41,7 +41,7 @@ class Config:
             return cls()
         return cls(model="llama-3.1-8b-instruct", shape="512:256", concurrency=None, duration_s=1800.0,
                    window_s=60.0, warmup_windows=2, retention_k=5, warmup_requests=8, health_timeout_s=5400.0,
-                   slo=MLPERF_SERVER.name)
+                   slo=default_slo("full").name)
 
 
 def run(ctx: LaneContext, config: Config) -> None:

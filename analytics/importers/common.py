@@ -23,6 +23,10 @@ class ImportInputError(ValueError):
     """A source file that exists but cannot be read as the format says (one line, nothing written)."""
 
 
+class ImportExistsError(ValueError):
+    """The run was already imported (``--force`` adds new attempts instead)."""
+
+
 @dataclass
 class LaneImport:
     lane: str

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from analytics.importers import tnx_inf2, tnx_trn1
-from analytics.importers.common import ImportInputError, LaneImport, dumps, parse_time
+from analytics.importers.common import ImportExistsError, ImportInputError, LaneImport, dumps, parse_time
 from analytics.importers.source import GitRepo, GitTree, SourceError, Tree, open_tree
 from analytics.schema import SchemaMismatchError, conform
 from analytics.store import ResultStore
@@ -27,10 +27,6 @@ SOURCE_NAME = "torchneuronx"
 RESULT_ROOTS = ("trn1/results/", "inf2/results/")
 INSTANCE_NOTE = ("the source records no instance per lane; specs.txt names the box it was captured on, "
                  "which need not be the one this lane ran on")
-
-
-class ImportExistsError(ValueError):
-    """The run was already imported (``--force`` adds new attempts instead)."""
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.importers.common import ImportInputError, dumps, parse_time
+from analytics.importers.common import ImportExistsError, ImportInputError, dumps, parse_time
 from analytics.schema import SchemaMismatchError, conform
 from analytics.store import ResultStore, _validate_component
 
@@ -309,9 +309,9 @@ def request_rows(f: ResultFile, point_id: str, label: str) -> list[dict[str, Any
     return rows
 
 
-def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str) -> PlannedPoint:
+def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str, rate: float | None) -> PlannedPoint:
+    """``rate``: the file's request rate as :func:`_rate` reads it (None: closed loop, --request-rate inf)."""
     d, path = f.data, f.path
-    rate = _rate(d, path)
     mode = "closed" if rate is None else "open"
     p = PlannedPoint(point_id, f, measured_at=parse_time(d.get("date")), duration=_number(d, "duration", path))
     if d.get("date") is not None:
@@ -343,8 +343,6 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
                       slo: dict[str, Any], usd_per_hour: float | None = None, run_id: str | None = None,
                       force: bool = False) -> tuple[ResultStore, ReferenceSummary]:
     """Read and conform every file, then (and only then) open the store and commit one attempt."""
-    from analytics.importers.torchneuronx import ImportExistsError
-
     if not label.strip():
         raise ImportInputError("--label is empty")
     if not instance_type.strip() or any(c.isspace() for c in instance_type):
@@ -358,7 +356,10 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
     files = [rf for path in paths for rf in read_results(path)]
     slo_json = dumps(slo)
     taken: set[str] = set()
-    points = [plan_point(f, _point_id(f.data, _rate(f.data, f.path), taken), label, slo_json) for f in files]
+    points = []
+    for f in files:
+        rate = _rate(f.data, f.path)
+        points.append(plan_point(f, _point_id(f.data, rate, taken), label, slo_json, rate))
     for p in points:
         p.rows["reference_runs"] = [{
             "point_id": p.point_id, "label": label, "instance_type": instance_type, "usd_per_hour": usd_per_hour,

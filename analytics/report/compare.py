@@ -344,3 +344,19 @@ def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> l
 
 def verdict_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+
+
+def verdict_summary(rows: list[dict[str, Any]], fail_pct: float) -> str:
+    """``2 faster, 1 slower, 11 within noise, 2 untested; 1 regression(s) beyond 5 %`` (the CLI and REPORT.md)."""
+    n = verdict_counts(rows)
+    return (f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, {n['untested']} untested; "
+            f"{sum(bool(r.get('regression')) for r in rows)} regression(s) beyond {fail_pct:g} %")
+
+
+def delta_interval_text(row: dict[str, Any]) -> str | None:
+    """``[low, high]`` of a delta's 95 % interval; None when the row has none."""
+    from analytics.report.markdown import fmt
+
+    if row.get("delta_ci_low") is None:
+        return None
+    return f"[{fmt(row['delta_ci_low'])}, {fmt(row['delta_ci_high'])}]"

@@ -10,7 +10,8 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
 from analytics.report import addenda
-from analytics.report.compare import FAIL_PCT, is_headline_point, metric_value, pair_deltas, verdict_counts
+from analytics.report.compare import (FAIL_PCT, delta_interval_text, is_headline_point, metric_value, pair_deltas,
+                                      verdict_summary)
 from analytics.report.decision import s_decision
 from analytics.report.names import compile_rows, slug
 
@@ -378,7 +379,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
 
     def cell(r: dict[str, Any], k: str) -> Any:
         if k == "ci":
-            return None if r.get("delta_ci_low") is None else f"[{fmt(r['delta_ci_low'])}, {fmt(r['delta_ci_high'])}]"
+            return delta_interval_text(r)
         if k == "verdict":
             return r["verdict"] + (" (regression)" if r.get("regression") else "")
         if k == "test":
@@ -391,10 +392,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
         lines += table(rows, [(k, {"a": e["baseline"], "b": e["run"]}.get(k, h)) for k, h in cols], cell) \
             if rows else none_line("shared headline metrics")
         if rows:
-            n = verdict_counts(rows)
-            lines += [f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, "
-                      f"{n['untested']} untested; {sum(bool(r.get('regression')) for r in rows)} regression(s) "
-                      f"beyond {e.get('fail_pct', FAIL_PCT):g} %.", ""]
+            lines += [verdict_summary(rows, e.get("fail_pct", FAIL_PCT)) + ".", ""]
         if e["only_baseline"] or e["only_run"]:
             lines += [f"Only in `{e['baseline']}`: {len(e['only_baseline'])} metric(s); "
                       f"only in `{e['run']}`: {len(e['only_run'])}.", ""]

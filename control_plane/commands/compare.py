@@ -26,20 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _ci(r: dict) -> str:
-    from analytics.report.markdown import fmt
-
-    if r.get("delta_ci_low") is None:
-        return "-"
-    return f"[{fmt(r['delta_ci_low'])}, {fmt(r['delta_ci_high'])}]"
-
-
 def _p(r: dict, key: str = "p_value") -> str:
     p = r.get(key)
     return "-" if p is None else (f"{p:.3g}" if p >= 1e-4 else "<1e-4")
 
 
 def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
+    from analytics.report.compare import delta_interval_text
     from analytics.report.markdown import fmt
 
     width = max([len(r["metric"]) for r in rows] + [6])
@@ -51,23 +44,14 @@ def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
         if r["verdict"] == "untested" and r.get("note"):
             verdict += f" ({r['note']})"
         lines.append(f"{r['metric']:<{width}}  {fmt(r['a']):>12}  {fmt(r['b']):>12}  {fmt(r['delta']):>10}  "
-                     f"{fmt(r['pct']):>7}  {_ci(r):>22}  {r.get('test') or '-':<14}  {_p(r):>7}  {_p(r, 'p_adjusted'):>7}  {verdict}")
+                     f"{fmt(r['pct']):>7}  {delta_interval_text(r) or '-':>22}  {r.get('test') or '-':<14}  {_p(r):>7}  {_p(r, 'p_adjusted'):>7}  {verdict}")
     return lines
-
-
-def summary_line(rows: list[dict], fail_pct: float) -> str:
-    from analytics.report.compare import verdict_counts
-
-    n = verdict_counts(rows)
-    regressions = sum(r["regression"] for r in rows)
-    return (f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, {n['untested']} untested; "
-            f"{regressions} regression(s) beyond {fail_pct:g} %")
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from analytics.report.compare import UnknownRunError, is_regression
+    from analytics.report.compare import UnknownRunError, is_regression, verdict_summary
     from analytics.report.comparison import build_comparison
     from analytics.store import open_store
     from analytics.views import connect
@@ -98,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print("no headline metric is present in both runs")
     else:
         print("\n".join(format_rows(rows, args.run_a, args.run_b)))
-        print("\n" + summary_line(rows, args.fail_pct))
+        print("\n" + verdict_summary(rows, args.fail_pct))
     if not args.json and (entry["only_baseline"] or entry["only_run"]):
         print(f"\nonly in {args.run_a}: {len(entry['only_baseline'])} metric(s); "
               f"only in {args.run_b}: {len(entry['only_run'])}")

@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analytics.importers.common import ImportInputError
     from analytics.importers.source import SourceError
-    from analytics.importers.torchneuronx import ImportExistsError, import_torchneuronx
+    from analytics.importers.common import ImportExistsError, ImportInputError
+    from analytics.importers.torchneuronx import import_torchneuronx
     from analytics.store import StoreError, open_store
 
     try:
@@ -68,14 +68,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_vllm_bench(args: argparse.Namespace) -> int:
-    from agents.slo import default_slo, parse_slo
-    from analytics.importers.common import ImportInputError
-    from analytics.importers.torchneuronx import ImportExistsError
+    from agents.slo import resolve_slo
+    from analytics.importers.common import ImportExistsError, ImportInputError
     from analytics.importers.vllm_bench import import_vllm_bench
     from analytics.store import StoreError, open_store
 
     try:
-        slo = parse_slo(args.slo) if args.slo is not None else default_slo("full")
+        slo = resolve_slo(args.slo, "full")
         store, summary = import_vllm_bench(
             args.files, lambda: open_store(args.results), label=args.label, instance_type=args.instance_type,
             slo=slo.to_json(), usd_per_hour=args.price_usd_per_h, run_id=args.run_id, force=args.force)
