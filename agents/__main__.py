@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from agents.config import PROFILES, LaneConfigError
-from agents.registry import UnknownLaneError, lane_names
+from pipeline.config import PROFILES, LaneConfigError
+from pipeline.lanes import UnknownLaneError, lane_names
 
 
 def _parse_config(text: str | None) -> dict | None:

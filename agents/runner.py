@@ -4,7 +4,7 @@ Outcomes and exit codes:
 
 * already committed for this run (and not forced): a ``skipped`` lane_runs row that
   supersedes nothing, callback success, exit 0;
-* a lane it needs (``--needs``, from the plan's graph: ``agents.graph``) has not succeeded in this
+* a lane it needs (``--needs``, from the plan's graph: ``pipeline.graph``) has not succeeded in this
   run: a ``skipped`` row with the reason and ``blocked_by`` (supersedes nothing, so a resume runs the
   lane once its need succeeds), callback success with that status, exit 0;
 * the lane raised :class:`LaneSkipped`: ``skipped`` with the reason, exit 0;
@@ -41,9 +41,9 @@ from typing import Any, Callable, Mapping
 from agents.backend import box_role as detect_box_role
 from agents.backend import detect_backend, hostname
 from agents.callback import LaneCallback, make_callback
-from agents.config import build_config, config_to_json
+from pipeline.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
-from agents.registry import get_lane, result_lane
+from pipeline.lanes import get_lane, result_lane
 from agents.telemetry import TelemetrySampler, default_sensors
 from analytics.store import ResultStore
 
@@ -69,7 +69,7 @@ class LaneRequest:
     telemetry_interval_s: float = 1.0
     progress_path: Path | None = None
     stall_s: float | None = None  # override of the lane's stall window (LaneSpec.stall_window_s)
-    needs: tuple[str, ...] = ()  # result lanes that must have succeeded in this run (agents.graph)
+    needs: tuple[str, ...] = ()  # result lanes that must have succeeded in this run (pipeline.graph)
 
 
 @dataclass
@@ -289,15 +289,15 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
 
 
 def lane_statuses(store: ResultStore, run_id: str) -> dict[str, Any]:
-    """Every lane's standing in ``run_id`` (``agents.graph.statuses_from_rows`` over its lane_runs rows)."""
-    from agents.graph import statuses_from_rows
+    """Every lane's standing in ``run_id`` (``pipeline.graph.statuses_from_rows`` over its lane_runs rows)."""
+    from pipeline.graph import statuses_from_rows
 
     return statuses_from_rows(store.read_table("lane_runs", [run_id]).to_pylist())
 
 
 def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[str, ...]) -> tuple[str, str] | None:
     """``(blocked_by, reason)`` when a need has not succeeded in ``run_id``; None when the lane may run."""
-    from agents.graph import Node, blocked_reason
+    from pipeline.graph import Node, blocked_reason
 
     gates = tuple(n for n in needs if get_lane(n.split("@", 1)[0]).gate)
     return blocked_reason(Node(lane.split("@", 1)[0], "", lane, 0, needs, gated_by=gates),

@@ -26,7 +26,7 @@ from typing import Iterable
 import duckdb
 
 from analytics.schema import LAYOUT_PREFIX, TABLES
-from analytics.integrity import Exclusion, warn_excluded
+from analytics.store.integrity import Exclusion, warn_excluded
 from analytics.store import COMMITS, FILE_MODE, ArtifactNotFoundError, CommitMarker, LocalStore, ResultStore
 
 
@@ -153,7 +153,7 @@ def write_duckdb_file(store: ResultStore, path: str | Path, run_ids: Iterable[st
     result: it is rebuilt whole (written beside, then renamed) and reflects the commits at build time.
     """
     from analytics.atomic import OUTPUT_MODE
-    from analytics.integrity import plan_reads
+    from analytics.store.integrity import plan_reads
     from analytics.views import create_derived_views, missing_columns
 
     path = Path(path)

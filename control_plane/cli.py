@@ -23,9 +23,13 @@ COMMAND_MODULES = [
     "control_plane.commands.status",
     "control_plane.commands.loadgen",
     "control_plane.commands.synthetic_server",
-    "control_plane.commands.rehearse",
     "control_plane.commands.verify",
     "control_plane.commands.import_cmd",
+]
+# Commands that live with an optional package (registered when it is installed): the rehearsal is its own
+# top-level package, and its command lives inside it.
+OPTIONAL_COMMAND_MODULES = [
+    "rehearsal.command",
 ]
 
 
@@ -45,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
+    for module in OPTIONAL_COMMAND_MODULES:
+        if _optional(module):
+            importlib.import_module(module).register(sub)
     return parser
 
 

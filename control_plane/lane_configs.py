@@ -1,6 +1,6 @@
 """Lane config overrides checked at plan time, against each lane's ``Config`` dataclass.
 
-On the box ``agents.config.build_config`` applies the overrides; a bad one would fail only
+On the box ``pipeline.config.build_config`` applies the overrides; a bad one would fail only
 when the lane runs, after the lanes before it (and hours of instance time). Here every
 lane's config is checked before anything starts: unknown field, wrong type, negative
 number — each reported as ``lane.field: reason``. Lane modules are cheap to import
@@ -13,16 +13,16 @@ import types
 import typing
 from typing import Any, Mapping
 
-from agents.config import LaneConfigError, build_config
-from agents.registry import LaneSpec
+from pipeline.config import LaneConfigError, build_config
+from pipeline.lanes import LaneSpec
 
 
-SLO_FIELD = "slo"  # the serving lanes' SLO field (agents.slo): RunRequest.slo flows into it
+SLO_FIELD = "slo"  # the serving lanes' SLO field (pipeline.slo): RunRequest.slo flows into it
 
 
 def takes_slo(lane: str) -> bool:
     """Whether the lane's Config has the SLO field (serve_sweep, finetune_serve, qwen3_attempt, sustained)."""
-    from agents.registry import UnknownLaneError, get_lane
+    from pipeline.lanes import UnknownLaneError, get_lane
 
     try:
         config_cls = getattr(get_lane(lane).load(), "Config", None)

@@ -77,7 +77,7 @@ def child_setup(parent_pid: int, libc: Any) -> Callable[[], None]:
 
 @dataclass
 class LaneProcess:
-    node: Any  # agents.graph.Node
+    node: Any  # pipeline.graph.Node
     state: Any  # control_plane.local.LaneState
     proc: subprocess.Popen
     log_fh: Any

@@ -52,7 +52,7 @@ class LaunchedRun:
 def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings, fleet: InstanceFleet | None,
                committed: CommittedLookup | None) -> RunPlan:
     settings.require("results_uri")
-    from agents.registry import result_lane
+    from pipeline.lanes import result_lane
 
     # committed attempts are looked up under the names results are committed under (per box where a
     # lane runs on both boxes: provenance@trn1, provenance@inf2)

@@ -1,6 +1,6 @@
 """Run a plan's lanes here as the run's dependency graph, each lane its own process, with a live view.
 
-The graph is the one the AWS planner uses (``agents.graph``): a lane starts when every lane it needs
+The graph is the one the AWS planner uses (``pipeline.graph``): a lane starts when every lane it needs
 has finished; when a need did not succeed (or a gate did not pass) the lane is not started but recorded
 ``skipped`` with the reason (``agents.runner.commit_blocked``); a failed lane never stops the others.
 ``parallel`` lanes may run at once (default one: a laptop runs one lane at a time).
@@ -35,7 +35,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from agents import graph
+from pipeline import graph
 from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LaneProcess, child_setup,
                                         committed_verdict, last_log_line, libc, markers, quiet, signal_group,
                                         stop_all)
@@ -173,7 +173,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
 
     ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);
     every lane_runs row of the run records it (``PRICED_AS_ENV`` tells the lane processes)."""
-    from agents.registry import base_lane, plan_order
+    from pipeline.lanes import base_lane, plan_order
     from agents.runner import commit_blocked, lane_statuses
     from analytics.store import open_store
 

@@ -3,7 +3,7 @@
 A ``RunRequest`` is what a person, the console, a schedule or an S3 event hands in;
 it is validated before anything starts (an invalid one fails naming the field and
 the reason). ``control_plane.plan.plan_run`` turns it into a ``RunPlan``: the run's lane
-graph (``agents.graph`` nodes) grouped into **waves**; each wave holds per box a **segment**
+graph (``pipeline.graph`` nodes) grouped into **waves**; each wave holds per box a **segment**
 (the box's lanes of that wave, in order, with their needs, gates, timeouts and heartbeat
 intervals). Within a wave the boxes work at once; a wave starts when the one before it has
 ended (a lane that needs another box's output is in a later wave than its producer). The plan
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agents.registry import BoxRole, UnknownLaneError, get_lane, lane_names
+from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names
 
 Preset = Literal["full", "smoke", "finetune_serve"]
 ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
@@ -67,7 +67,7 @@ class RunRequest(BaseModel):
     trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
     slo: str | dict[str, Any] | None = Field(
         None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
-                          "agents.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
+                          "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
                           "the profile's (docs/slo.md); a lane_config slo still wins")
 
     @field_validator("lanes")
@@ -94,7 +94,7 @@ class RunRequest(BaseModel):
     @field_validator("slo")
     @classmethod
     def _known_slo(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        from agents.slo import SloError, parse_slo
+        from pipeline.slo import SloError, parse_slo
 
         if value is None:
             return None
@@ -202,7 +202,7 @@ class RunPlan(BaseModel):
     results_uri: str
     request: RunRequest
     waves: list[Wave]
-    # the run's lane graph (agents.graph.Node.to_json()): the scheduler and the outcome decide over it
+    # the run's lane graph (pipeline.graph.Node.to_json()): the scheduler and the outcome decide over it
     nodes: list[dict[str, Any]] = Field(default_factory=list)
     skipped: list[SkippedLane] = Field(default_factory=list)
     max_instance_hours: float

@@ -5,7 +5,7 @@ Which boxes a run needs: every box role some selected lane needs specifically
 box (the ``smoke`` preset), every role. Each selected lane then runs on each
 included role it supports.
 
-Waves (``agents.graph.build_nodes``): a lane that needs a lane on another box runs in a later wave
+Waves (``pipeline.graph.build_nodes``): a lane that needs a lane on another box runs in a later wave
 than its producer; each wave holds per box a segment (the box's lanes of that wave, in registry
 order). The full preset: wave 0 = trn1 [provenance … merge] and inf2 [provenance … qwen3_attempt]
 at once; wave 1 = inf2 [quality, finetune_serve] (they need trn1's merge). Each lane's script
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Collection, Mapping
 from urllib.parse import urlparse
 
-from agents.graph import build_nodes
-from agents.registry import BoxRole, LaneSpec, base_lane, get_lane, plan_order, result_lane
+from pipeline.graph import build_nodes
+from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, result_lane
 from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from agents.graph import Node
+from pipeline.graph import Node
 
 # Start (about 1 min for trn1/inf2 from stopped), SSM agent registration (~1 min) and the harness sync
 # (~2 min: a zip from S3 and a pip install without dependencies), plus the stop: an estimate, to be replaced by

@@ -12,7 +12,7 @@ import duckdb
 
 # (title, SQL over the views with ? = run id). Serving probes of the Qwen3 attempt are outcomes, not points.
 SECTIONS: tuple[tuple[str, str], ...] = (
-    # Each lane's standing as agents.graph.statuses_from_rows decides it: the newest attempt that ran, or a
+    # Each lane's standing as pipeline.graph.statuses_from_rows decides it: the newest attempt that ran, or a
     # newer record of the lane being blocked (a need failed: skipped, with the reason and the lane to blame).
     ("Lanes", """
         select lane, status, round(wall_s, 1) as wall_s,

@@ -11,10 +11,10 @@ state and no polling. Each call:
 2. records every lane of the last wave that left no attempt: ``skipped``, blocked by the failed box
    (``box:<role>``) or by the gate that ended its segment;
 3. picks the next wave that has work: a lane that cannot run — its box failed, or a need from an earlier
-   wave did not succeed (``agents.graph.blocked_reason``) — is committed ``skipped`` with the reason
+   wave did not succeed (``pipeline.graph.blocked_reason``) — is committed ``skipped`` with the reason
    (``agents.runner.commit_blocked``) and left out; a segment left empty is dropped, so a box is never
    started just to skip (needs within the wave are left to the lane's runner, which checks them itself);
-4. when no wave is left: the run's outcome (``agents.graph.outcome``) and, for a failed run, the error the
+4. when no wave is left: the run's outcome (``pipeline.graph.outcome``) and, for a failed run, the error the
    execution fails with (a stop that failed first: ``Instance.StopFailed``, so ``on_execution_status`` stops
    the box).
 
@@ -27,7 +27,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from agents.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
+from pipeline.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
 
 STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
 RUN_FAILED_ERROR = "Run.Failed"

@@ -87,7 +87,7 @@ def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path]
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
     from agents.training.catalog import model_names

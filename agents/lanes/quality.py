@@ -29,7 +29,7 @@ class Config:
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.lanes.finetune_serve import pull_verified
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.quality import load_prompts, quality_rows
     from agents.serving.session import serve

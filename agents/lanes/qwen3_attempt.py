@@ -55,7 +55,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model

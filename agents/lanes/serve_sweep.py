@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.slo import Slo, default_slo, parse_slo
+from pipeline.slo import Slo, default_slo, parse_slo
 
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
@@ -29,7 +29,7 @@ class SweepFields:
     device_mem_gib: float | None = field(default=None, metadata={
         "help": "device memory for the grid arithmetic; None: detected per backend"})
     slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
-        "help": "the SLO every point carries (goodput, Decision): a set name from agents.slo or "
+        "help": "the SLO every point carries (goodput, Decision): a set name from pipeline.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/slo.md)"})
     slo_ttft_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TTFT bound (ms)"})
     slo_tpot_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TPOT bound (ms)"})
@@ -58,7 +58,7 @@ class Config(SweepFields):
     models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
         "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
     server_configs: list[str] = field(default_factory=lambda: ["A", "B"], metadata={
-        "help": "server configs from agents.serving.configs (A: short x many, B: long x few)"})
+        "help": "server configs from pipeline.servers (A: short x many, B: long x few)"})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
@@ -80,7 +80,7 @@ def settings_from(config: Any, extra_note: str | None = None):
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
     from agents.training.catalog import resolve_model

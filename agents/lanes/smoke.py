@@ -18,7 +18,7 @@ from agents.training.catalog import artifact_rows, smoke_model
 from agents.training.data import load_instructions
 from agents.training.merge import generate_check, merge_adapter
 from agents.training.session import record_dataset, train_model
-from agents.training.steps import loss_falls
+from pipeline.steps import loss_falls
 
 PROMPTS = ["What is the capital of Australia?", "Suggest some names for a black and white cat."]
 
@@ -66,7 +66,7 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
     from agents.training.catalog import resolve_model

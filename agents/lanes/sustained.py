@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import LaneContext
-from agents.slo import default_slo, parse_slo
+from pipeline.slo import default_slo, parse_slo
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Config:
     model: str = field(default="tiny-llama", metadata={"help": "catalogue model to serve"})
-    server_config: str = field(default="A", metadata={"help": "server config (agents.serving.configs)"})
+    server_config: str = field(default="A", metadata={"help": "server config (pipeline.servers)"})
     shape: str = field(default="64:64", metadata={"help": "input:output lengths"})
     concurrency: int | None = field(default=2, metadata={
         "help": "fixed closed-loop concurrency; None: the top of the config's KV-derived grid"})
@@ -29,7 +29,7 @@ class Config:
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget"})
     device_mem_gib: float | None = field(default=None, metadata={"help": "grid arithmetic memory; None: detect"})
     slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
-        "help": "the SLO the point carries (goodput): a set name from agents.slo or "
+        "help": "the SLO the point carries (goodput): a set name from pipeline.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/slo.md)"})
 
     def __post_init__(self) -> None:
@@ -50,7 +50,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.prompts import load_tokenizer
     from agents.loadgen.sustained import run_sustained
     from agents.serving import get_launcher
-    from agents.serving.configs import get_server_config
+    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepSettings, plan

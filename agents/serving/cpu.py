@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Literal
 
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import httpx
 
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.failures import BootFailure, classify_log, tail_lines
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from agents.backend import accelerator_python
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from agents.context import LaneContext
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
 from agents.telemetry.prometheus import PrometheusSensor
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.context import LaneContext
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.session import model_config, serve, weight_bytes
 
@@ -58,7 +58,7 @@ class SweepSettings:
     warmup_requests: int
     health_timeout_s: float
     endpoint: str = "completions"
-    slo: dict[str, Any] | None = None  # agents.slo.Slo.to_json(): every point's slo_json
+    slo: dict[str, Any] | None = None  # pipeline.slo.Slo.to_json(): every point's slo_json
     client_lag_bound_ms: float | None = 50.0
     device_mem_gib: float | None = None  # None: detect (neuron chip / nvidia-smi / cpu KV space)
     max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)

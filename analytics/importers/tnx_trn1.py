@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agents.training.mfu import compute_mfu, flops_per_token
-from agents.training.steps import StepRecord, summarize
+from pipeline.mfu import compute_mfu, flops_per_token
+from pipeline.steps import StepRecord, summarize
 from analytics.importers.common import (LaneImport, dumps, integer, load_json, num, parse_time,
                                         telemetry_table)
 from analytics.importers.source import Tree

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from analytics.importers.common import ImportExistsError, ImportInputError, dumps, parse_time
 from analytics.schema import SchemaMismatchError, conform
-from analytics.store import ResultStore, _validate_component
+from analytics.store import ResultStore, validate_component
 
 SOURCE_NAME = "vllm-bench"
 LANE = "reference"
@@ -352,7 +352,7 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
     run_id = run_id or f"ref-{slugify(label)}"
     if run_id == "ref-":
         raise ImportInputError(f"--label {label!r} has no letters or digits to name the run (give --run-id)")
-    _validate_component("run_id", run_id)
+    validate_component("run_id", run_id)
     files = [rf for path in paths for rf in read_results(path)]
     slo_json = dumps(slo)
     taken: set[str] = set()

@@ -120,8 +120,8 @@ def runs_section(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         run = out.setdefault(r["run_id"], {"run_id": r["run_id"], "lanes": []})
         run["lanes"].append({k: v for k, v in r.items() if k != "run_id"})
     # The run's outcome (succeeded | partial | failed, with failed and skipped lanes and reasons), decided by
-    # agents.graph over every committed attempt, blocked records included: the same rule as `run --local`.
-    from agents.graph import outcome_of_run, statuses_from_rows
+    # pipeline.graph over every committed attempt, blocked records included: the same rule as `run --local`.
+    from pipeline.graph import outcome_of_run, statuses_from_rows
 
     attempts: dict[str, list[dict[str, Any]]] = {}
     for r in rows(con, """

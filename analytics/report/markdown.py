@@ -68,8 +68,8 @@ def s_header(c: dict[str, Any]) -> list[str]:
 
 def outcome_lines(runs: list[dict[str, Any]]) -> list[str]:
     """``**Outcome: partial** — failed: quality (Error: msg); skipped: finetune_serve (needs merge, …)`` per run
-    (agents.graph's rule, computed into comparison.json), first under the title: what a reader needs first."""
-    from agents.graph import outcome_text
+    (pipeline.graph's rule, computed into comparison.json), first under the title: what a reader needs first."""
+    from pipeline.graph import outcome_text
 
     out = []
     for run in runs:

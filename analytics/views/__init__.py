@@ -6,7 +6,7 @@ then runs the derived-metric SQL files in ``sql/`` in name order. Each SQL file
 holds ``CREATE OR REPLACE VIEW`` statements only, over the table views and
 earlier files' views.
 
-Damage is isolated here (``analytics.integrity.plan_reads``): an attempt with a
+Damage is isolated here (``analytics.store.integrity.plan_reads``): an attempt with a
 damaged, missing or foreign file, an unreadable marker, or a quarantine record is
 left out with one warning line, and listed in the ``store_exclusions`` table
 (run_id, lane, attempt, kind, subject, reason) that the report's exclusions read.
@@ -98,7 +98,7 @@ EVERY_ATTEMPT_SUFFIX = "_every_attempt"
 def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
                     run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None,
                     verify: bool | None = None) -> None:
-    from analytics.integrity import plan_reads
+    from analytics.store.integrity import plan_reads
 
     run_ids = list(run_ids) if run_ids else None
     use_paths = isinstance(store, LocalStore) or (store.root.startswith("s3://") and _has_httpfs(con))
@@ -149,7 +149,7 @@ def missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str) -> 
 def _every_attempt_keys(store: ResultStore, plan: Any, table: str, verify: bool | None) -> list[str]:
     """``table``'s files from every healthy committed attempt, superseded ones included; a superseded attempt's
     file is checked here (plan_reads checks only the visible ones) and left out with one warning when damaged."""
-    from analytics.integrity import Exclusion, check_file, hashes_wanted, warn_excluded
+    from analytics.store.integrity import Exclusion, check_file, hashes_wanted, warn_excluded
 
     visible = set(plan.keys_by_table[table])
     hashes = hashes_wanted(store, verify)
@@ -209,7 +209,7 @@ def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
 def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
             database: str = ":memory:", s3_reader: S3Reader | None = None, verify: bool | None = None,
             **config: Any) -> duckdb.DuckDBPyConnection:
-    """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.integrity)."""
+    """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.store.integrity)."""
     con = duckdb.connect(database, config=dict(config))
     register_tables(con, store, run_ids, s3_reader=s3_reader, verify=verify)
     create_derived_views(con)

@@ -43,12 +43,12 @@ def utf8_text(text: str, what: str) -> str:
 
 def check_run_ids(run_ids: list[str] | None) -> list[str] | None:
     """The store's naming rule (the one every writer applies), applied at the command line."""
-    from analytics.store import _validate_component
+    from analytics.store import validate_component
 
     for run_id in run_ids or []:
         utf8_text(run_id, "--run-id")
         try:
-            _validate_component("run_id", run_id)
+            validate_component("run_id", run_id)
         except ValueError as exc:
             raise ResultsInputError(str(exc)) from None
     return run_ids

@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.run_id is not None:
-            from analytics.store import _validate_component
+            from analytics.store import validate_component
 
-            _validate_component("run_id", args.run_id)
+            validate_component("run_id", args.run_id)
         store = open_store(args.results)
         summary = import_torchneuronx(args.source, store, run_id=args.run_id, ref=args.ref,
                                       history=args.history, force=args.force)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_vllm_bench(args: argparse.Namespace) -> int:
-    from agents.slo import resolve_slo
+    from pipeline.slo import resolve_slo
     from analytics.importers.common import ImportExistsError, ImportInputError
     from analytics.importers.vllm_bench import import_vllm_bench
     from analytics.store import StoreError, open_store

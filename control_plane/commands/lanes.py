@@ -12,8 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.config import describe
-    from agents.registry import plan_order
+    from pipeline.config import describe
+    from pipeline.lanes import plan_order
 
     for spec in plan_order():
         print(f"{spec.name:<15} {','.join(spec.boxes):<10} {spec.summary}")

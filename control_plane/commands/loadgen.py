@@ -93,7 +93,7 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
     import os
     from urllib.parse import urlparse
 
-    from analytics.store import _validate_component
+    from analytics.store import validate_component
 
     def num(name: str, value: float | None, low: float, strict: bool = False) -> str | None:
         if value is None:
@@ -130,7 +130,7 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
         return "--window-s needs --concurrency and --duration"
     if args.run_id is not None:
         try:
-            _validate_component("run_id", args.run_id)
+            validate_component("run_id", args.run_id)
         except ValueError as exc:
             return f"--run-id: {exc}"
     if (args.prompt_source == "sharegpt") != bool(args.sharegpt):

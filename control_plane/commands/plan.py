@@ -93,8 +93,8 @@ def load_history(uri: str | None) -> list[dict]:
 def plan_schedules(plan, history_rows: list[dict]):
     """(durations with sources per lane, graph schedule, sequential schedule) for the lanes the plan will run, in
     the plan's own waves (already-committed lanes are not in it)."""
-    from agents.graph import Node
-    from agents.registry import get_lane
+    from pipeline.graph import Node
+    from pipeline.lanes import get_lane
     from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
     from control_plane.schedule import expected_duration, history_durations, schedule_graph, schedule_sequential
 
@@ -160,7 +160,7 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     console.print(f"run id: [bold]{run_id or plan.run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
     console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
-    from agents.slo import resolve_slo
+    from pipeline.slo import resolve_slo
 
     slo = resolve_slo(req.slo, req.profile)
     console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "

@@ -103,7 +103,7 @@ class EmptyLanesError(ValueError):
 def lane_list(text: str) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
     if not names:
-        from agents.registry import lane_names
+        from pipeline.lanes import lane_names
 
         raise EmptyLanesError(f"--lanes {text!r} names no lane; valid lanes: {', '.join(lane_names())}")
     return names
@@ -129,15 +129,15 @@ def run_local_command(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from agents.graph import outcome_text
-    from agents.registry import UnknownLaneError, get_lane, plan_order
+    from pipeline.graph import outcome_text
+    from pipeline.lanes import UnknownLaneError, get_lane, plan_order
     from control_plane.commands.plan import load_request
     from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
     from analytics.pricing import UnknownInstancePriceError, price_for
     from control_plane.lane_configs import slo_config
     from control_plane.local import run_local
     from control_plane.models import RunRequestError
-    from agents.slo import SloError, parse_slo
+    from pipeline.slo import SloError, parse_slo
 
     console = Console(stderr=True)
     configs: dict[str, dict] = {}

@@ -50,7 +50,7 @@ class RunProgress:
     lanes: list[LaneProgress] = field(default_factory=list)
     error: str | None = None
     cause: str | None = None
-    outcome: dict[str, Any] | None = None  # agents.graph.RunOutcome.to_json() once the run has ended
+    outcome: dict[str, Any] | None = None  # pipeline.graph.RunOutcome.to_json() once the run has ended
 
     @property
     def done(self) -> bool:
@@ -274,7 +274,7 @@ def status_command(args: argparse.Namespace) -> int:
         Console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
                                         if history else None))
     if progress.outcome_status:
-        from agents.graph import exit_code
+        from pipeline.graph import exit_code
 
         return exit_code(progress.outcome_status)
     return 0 if progress.status in ("RUNNING", "SUCCEEDED") else 1

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    quiet = logging.getLogger("analytics.integrity")  # findings are printed as findings, not as warnings
+    quiet = logging.getLogger("analytics.store.integrity")  # findings are printed as findings, not as warnings
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
@@ -35,7 +35,7 @@ def _verify(args: argparse.Namespace) -> int:
     import math
 
     from analytics.store import StoreError, open_existing_store
-    from analytics.verify import repair, verify_store
+    from analytics.store.verify import repair, verify_store
 
     if not math.isfinite(args.min_age_hours) or args.min_age_hours < 0:
         print(f"error: --min-age-hours must be a number >= 0, not {args.min_age_hours}", file=sys.stderr)

@@ -32,7 +32,7 @@ class FinalizeRequest(BaseModel):
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     results_uri: str
     status: RunStatus  # the run's outcome status (succeeded | partial | failed)
-    outcome: dict[str, Any] | None = None  # agents.graph.RunOutcome.to_json(), from the scheduler
+    outcome: dict[str, Any] | None = None  # pipeline.graph.RunOutcome.to_json(), from the scheduler
     failure: dict[str, Any] | None = None
 
 

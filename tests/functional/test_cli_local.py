@@ -51,7 +51,7 @@ def test_run_resume_and_force(tmp_path):
 
 def test_failed_lane_leaves_the_run_partial(tmp_path):
     out = neuronpipe("run", "--local", "--lanes", "t_ok,t_boom", "--results", str(tmp_path), "--no-live", check=False)
-    assert out.returncode == 3  # partial: t_ok succeeded, t_boom failed (agents.graph.EXIT_PARTIAL)
+    assert out.returncode == 3  # partial: t_ok succeeded, t_boom failed (pipeline.graph.EXIT_PARTIAL)
     assert "t_boom failed" in out.stderr and "RuntimeError" in out.stderr
 
 

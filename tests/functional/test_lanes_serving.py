@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from agents.runner import LaneRequest, run_lane
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.cpu import CpuLauncher
 from agents.serving.launcher import ServedModel
 from analytics.store import open_store

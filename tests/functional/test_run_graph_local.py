@@ -85,7 +85,7 @@ def test_a_failed_lane_skips_its_consumer_the_rest_commit_the_run_is_partial_and
 
 
 def test_a_failed_gate_blocks_the_lanes_after_it_and_the_run_fails(tmp_path, monkeypatch):
-    from agents import registry
+    from pipeline import lanes as registry
     from control_plane.local import run_local
 
     env = lanes_env(tmp_path, "fail_gate:3,ok_x:9")

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from agents.registry import UnknownLaneError, get_lane
+from pipeline.lanes import UnknownLaneError, get_lane
 from agents.runner import LaneRequest, run_lane
 from analytics.store import LocalStore
 from analytics.views import connect

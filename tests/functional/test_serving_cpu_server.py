@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.cpu import CpuLauncher
 from agents.serving.failures import BootFailureKind
 from agents.serving.launcher import ServedModel, ServerBootError, ServerProcess
@@ -106,7 +106,7 @@ def test_server_dies_with_a_sigkilled_parent(tiny_llama, tmp_path):
     script.write_text(textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from agents.serving.configs import ServerConfig
+        from pipeline.servers import ServerConfig
         from agents.serving.cpu import CpuLauncher
         from agents.serving.launcher import ServedModel, ServerProcess
         p = ServerProcess(CpuLauncher(vllm_cpu_python=""), ServedModel("m", Path({str(tiny_llama)!r})),

@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from agents.context import LaneInterrupted
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.failures import BootFailureKind
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
 

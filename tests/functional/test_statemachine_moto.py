@@ -97,7 +97,7 @@ def commit(env: dict, cmd: dict, what: str, status: str) -> None:
         return
     from datetime import datetime, timezone
 
-    from agents.registry import result_lane
+    from pipeline.lanes import result_lane
 
     # the box from the command's output prefix (.../ssm-<role>): plain moto lists every instance in InstanceIds
     role = cmd["OutputS3KeyPrefix"].rsplit("ssm-", 1)[-1]
@@ -214,7 +214,7 @@ def instance_states(env: dict) -> dict[str, str]:
     return {i["InstanceId"]: i["State"]["Name"] for r in res for i in r["Instances"]}
 
 
-from infra.rehearsal.summary import transitions_per_lane  # noqa: E402  (both boxes' events interleave)
+from rehearsal.summary import transitions_per_lane  # noqa: E402  (both boxes' events interleave)
 
 
 def test_full_plan_runs_end_to_end_with_callbacks(env):
@@ -323,7 +323,7 @@ def test_command_failure_event_fails_the_waiting_lane(env):
 
 def test_rerun_skips_lanes_already_committed(env):
     store = S3Store(RESULTS, client=env["s3"])
-    # lanes that run on both boxes commit per box (agents.registry.result_lane)
+    # lanes that run on both boxes commit per box (pipeline.lanes.result_lane)
     for lane in ("provenance", "host_cpu"):
         for box in ("trn1", "inf2"):
             store.begin_attempt("run-again", f"{lane}@{box}").commit("succeeded")

@@ -17,11 +17,11 @@ import pytest
 from moto import mock_aws
 
 from agents.runner import LaneRequest, run_lane
-from analytics.integrity import plan_reads, reset_warnings
-from analytics.markers import CommitMarker, attempt_order
+from analytics.store.integrity import plan_reads, reset_warnings
+from analytics.store.markers import CommitMarker, attempt_order
 from analytics.mirror import pull
 from analytics.store import AlreadyExistsError, LocalStore, S3Store
-from analytics.verify import repair, verify_store
+from analytics.store.verify import repair, verify_store
 from analytics.views import connect
 from control_plane.cli import main
 
@@ -295,7 +295,7 @@ def test_readers_skip_a_quarantined_attempt_without_checking_it_again(run_store,
 # ---- 4. attempt order that survives clocks -------------------------------------------------------------------------
 
 def test_a_clock_stepped_back_does_not_hide_the_newer_attempt(tmp_path, monkeypatch):
-    import analytics.store as store_mod
+    import analytics.store.base as store_mod
 
     store = LocalStore(tmp_path / "clock")
     old = store.begin_attempt("r1", "host_cpu", attempt="20240101T000000000000Z-legacy")  # before sequences

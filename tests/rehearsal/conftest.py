@@ -13,7 +13,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 def cfn_assembly(tmp_path_factory: pytest.TempPathFactory):
     """The project's cloud assembly, synthesized once per session without the Lambda layer (~15-60 s)."""
     from infra.app import SynthFailedError, build_app, synth
-    from infra.rehearsal.cfn import load_assembly
+    from rehearsal.cfn import load_assembly
 
     os.environ.pop("CDK_CONTEXT_JSON", None)
     outdir: Path = tmp_path_factory.mktemp("rehearsal-cdk.out")
@@ -27,7 +27,7 @@ def cfn_assembly(tmp_path_factory: pytest.TempPathFactory):
 
 def real_resolver(assembly):
     """A resolver over the real assembly, with the two box instances given physical ids (EC2 ids are not derived)."""
-    from infra.rehearsal.cfn import Resolver
+    from rehearsal.cfn import Resolver
 
     res = Resolver(assembly)
     for stack, iid in (("NeuronPipelinesTrainium", "i-0trn1"), ("NeuronPipelinesInferentia", "i-0inf2")):

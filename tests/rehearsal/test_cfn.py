@@ -1,4 +1,4 @@
-"""infra.rehearsal.cfn: the assembly loader, each intrinsic on hand-written templates, the real assembly."""
+"""rehearsal.cfn: the assembly loader, each intrinsic on hand-written templates, the real assembly."""
 from __future__ import annotations
 
 import base64
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from infra.rehearsal.cfn import (Assembly, AssemblyError, AwsEnv, Resolver, TemplateResolveError, assets,
+from rehearsal.cfn import (Assembly, AssemblyError, AwsEnv, Resolver, TemplateResolveError, assets,
                                  load_assembly)
 from tests.rehearsal.conftest import real_resolver
 

@@ -1,4 +1,4 @@
-"""infra.rehearsal.events: EventBridge pattern matching, target inputs and rules as the synthesized templates deploy."""
+"""rehearsal.events: EventBridge pattern matching, target inputs and rules as the synthesized templates deploy."""
 from __future__ import annotations
 
 import copy
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from infra.rehearsal.cfn import Assembly, Resolver
-from infra.rehearsal.events import (EventPatternError, InputTransformerError, Rule, Target, apply_input_transformer,
+from rehearsal.cfn import Assembly, Resolver
+from rehearsal.events import (EventPatternError, InputTransformerError, Rule, Target, apply_input_transformer,
                                     deliver, envelope, json_path, matches, route, rules_from_template,
                                     scheduled_event)
 

@@ -2,16 +2,16 @@
 
 One rehearsal (moto server, the synthesized stacks deployed, two sandbox boxes with the emulated SSM agent,
 Lambda workers with only the layer, the bus with the deployed rules) serves every case; each case injects
-its fault (:mod:`infra.rehearsal.faults`), runs the smallest request (the fault lanes of
+its fault (:mod:`tests.support.faults`), runs the smallest request (the fault lanes of
 ``tests/fixtures/rehearsal_lanes.py``, on the boxes through ``PYTHONPATH``/``NEURONPIPE_EXTRA_LANES``), lets
 the end-of-run events reach their Lambdas, prints ``fault <name>: execution <STATUS>, boxes left running: N``
 and asserts N == 0, the recorded end state, and that results committed before the fault stay readable
 through ``S3Store`` and the DuckDB views.
 
 TEST-ONLY change of the deployed definition (never of ``statemachine/pipeline.asl.json``): every Retry waits
-1 s without backoff (:func:`infra.rehearsal.faults.shorten_retries`); MaxAttempts are the production ones, so
+1 s without backoff (:func:`tests.support.faults.shorten_retries`); MaxAttempts are the production ones, so
 "all retries" below means all of them. The hang case shortens one lane's HeartbeatSeconds in the execution
-input (:func:`infra.rehearsal.faults.lane_heartbeat`).
+input (:func:`tests.support.faults.lane_heartbeat`).
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ import pytest
 
 from control_plane.aws import BoxesLeasedError
 from control_plane.models import RunRequest
-from infra.rehearsal.bus import EXECUTION_STATUS_DETAIL_TYPE
-from infra.rehearsal.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
+from rehearsal.bus import EXECUTION_STATUS_DETAIL_TYPE
+from tests.support.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
                                     command_in_progress, for_instance, for_lane, lambda_function, lane_heartbeat,
                                     leases_held, reboot, set_lambda_env, shorten_retries, stage_modules, start_run,
                                     wait_for)
@@ -38,7 +38,7 @@ RUN_DEADLINE_S = 150.0
 
 @pytest.fixture(scope="module")
 def rehearsal(cfn_assembly, tmp_path_factory):
-    from infra.rehearsal.run import Rehearsal
+    from rehearsal.run import Rehearsal
 
     workdir = tmp_path_factory.mktemp("fault-matrix")
     extra_path = stage_modules(workdir / "extra-path",
@@ -142,7 +142,7 @@ def committed(r, run_id: str) -> dict[str, str]:
 
 
 def standing(r, run_id: str) -> dict[str, str]:
-    """lane -> its standing in the run (agents.graph: succeeded, failed, blocked, ...), read through S3Store."""
+    """lane -> its standing in the run (pipeline.graph: succeeded, failed, blocked, ...), read through S3Store."""
     from agents.runner import lane_statuses
     from analytics.store import S3Store
 
@@ -250,7 +250,7 @@ def test_a_failed_producer_skips_its_consumer_on_the_other_box_which_is_not_star
 def test_both_boxes_at_once_and_the_consumer_after_its_producer_committed(rehearsal, faults, say):
     """Issue 14's rehearsal acceptance: the two boxes' lane intervals overlap, ``use`` (inf2) starts only after
     ``make`` (trn1) has committed, no Wait state in the history, at most 6 state transitions per lane."""
-    from infra.rehearsal.summary import lane_intervals, overlap_s, transitions_per_lane
+    from rehearsal.summary import lane_intervals, overlap_s, transitions_per_lane
 
     r = rehearsal
     launched = start_run(r, request("nap", "make", "use"), "fault-graph")

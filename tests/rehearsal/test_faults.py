@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.rehearsal.faults import (CallFault, FaultSetupError, capacity_error, for_instance, for_lane,
+from tests.support.faults import (CallFault, FaultSetupError, capacity_error, for_instance, for_lane,
                                     lane_heartbeat, shortened_definition, stage_modules, wait_for)
-from infra.rehearsal.world import AwsError
+from rehearsal.world import AwsError
 from statemachine.build import render
 from tests.fixtures import rehearsal_lanes
 
@@ -74,7 +74,7 @@ def test_shortened_definition_keeps_attempts_and_errors():
 
 def test_fault_lanes_register_in_plan_order_and_import_from_a_staged_path(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)
-    from agents.registry import plan_order
+    from pipeline.lanes import plan_order
 
     assert [s.name for s in plan_order(["ok_late", "boom"])] == ["boom", "ok_late"]  # boom first
     assert [s.name for s in plan_order(["boom", "ok"])] == ["ok", "boom"]  # boom last
@@ -94,7 +94,7 @@ def test_wait_for_names_what_it_waited_for():
 
 
 def test_stop_execution_aborts_at_once_while_a_task_waits_for_its_token():
-    from infra.rehearsal.world import MotoWorld
+    from rehearsal.world import MotoWorld
 
     task = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
             "Parameters": {"QueueUrl.$": "$.q", "MessageBody.$": "$$.Task.Token"}, "HeartbeatSeconds": 300,

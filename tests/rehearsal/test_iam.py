@@ -1,4 +1,4 @@
-"""infra.rehearsal.iam: the evaluator, enforcement on a loopback moto server, the static ASL check, the real roles."""
+"""rehearsal.iam: the evaluator, enforcement on a loopback moto server, the static ASL check, the real roles."""
 from __future__ import annotations
 
 import json
@@ -9,12 +9,12 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from infra.rehearsal.cfn import Assembly, Resolver
-from infra.rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, IamDeniedError, IamEnforcement, IamModel,
+from rehearsal.cfn import Assembly, Resolver
+from rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, IamDeniedError, IamEnforcement, IamModel,
                                  PolicyDoc, asl_calls, aws_managed_policy, check_state_machine, evaluate,
                                  iam_model, provision, request_checks, state_machine_denials, statements,
                                  unchecked)
-from infra.rehearsal.world import MotoWorld
+from rehearsal.world import MotoWorld
 from tests.rehearsal.conftest import real_resolver
 
 REGION, ACCOUNT = "us-west-2", "123456789012"

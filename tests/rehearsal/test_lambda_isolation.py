@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.rehearsal.lambdas import LambdaFunction, build_layer, layer_distributions, path_is_isolated
+from rehearsal.lambdas import LambdaFunction, build_layer, layer_distributions, path_is_isolated
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ def test_reverting_the_shell_fix_fails_at_harness_sync_with_the_shells_own_messa
     from control_plane.aws import Executions, InstanceFleet, Leases
     from control_plane.launch import build_plan, committed_in_store
     from control_plane.plan import BASH_GUARD
-    from infra.rehearsal.run import Rehearsal
+    from rehearsal.run import Rehearsal
 
     with Rehearsal(tmp_path / "w", assembly=cfn_assembly, boot_delay_s=0.5, log=lambda _: None) as r:
         op = r.operator()

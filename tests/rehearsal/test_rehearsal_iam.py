@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from control_plane.models import RunRequest
-from infra.rehearsal.iam import (Actor, Call, IamDeniedError, IamModel, IamRecorder, PolicyDoc, evaluate,
+from rehearsal.iam import (Actor, Call, IamDeniedError, IamModel, IamRecorder, PolicyDoc, evaluate,
                                  request_checks, request_context, statements, unchecked)
 
 RUN_ID = "rehearsal-iam-1"
@@ -54,7 +54,7 @@ def test_a_condition_evaluated_on_every_call_is_not_listed_as_unchecked() -> Non
 
 
 def test_the_actor_table_names_each_request_and_the_actions_iam_checked() -> None:
-    from infra.rehearsal.summary import actor_table
+    from rehearsal.summary import actor_table
 
     rec = IamRecorder()
     rec.count_request("operator", "dynamodb:TransactWriteItems")
@@ -69,7 +69,7 @@ def test_the_actor_table_names_each_request_and_the_actions_iam_checked() -> Non
 
 
 def test_denials_fail_with_one_line_per_distinct_call() -> None:
-    from infra.rehearsal.run import IamDenialsError, RehearsalError
+    from rehearsal.run import IamDenialsError, RehearsalError
 
     d = IamDeniedError("box:trn1", "s3:PutObject", "arn:aws:s3:::b/reports/x", "S/Role")
     err = IamDenialsError([d, d, IamDeniedError("lambda:x", "ec2:StopInstances", None, "S/R2")])
@@ -80,7 +80,7 @@ def test_denials_fail_with_one_line_per_distinct_call() -> None:
 
 @pytest.fixture(scope="module")
 def rehearsed(cfn_assembly, tmp_path_factory) -> Any:
-    from infra.rehearsal.run import Rehearsal
+    from rehearsal.run import Rehearsal
 
     r = Rehearsal(tmp_path_factory.mktemp("rehearsal-iam"), assembly=cfn_assembly, boot_delay_s=0.5,
                   log=lambda _line: None)
@@ -96,7 +96,7 @@ def rehearsed(cfn_assembly, tmp_path_factory) -> Any:
 
 @pytest.mark.slow
 def test_the_run_passes_with_every_actor_on_its_own_policy(rehearsed: dict[str, Any], capsys) -> None:
-    from infra.rehearsal.summary import iam_lines
+    from rehearsal.summary import iam_lines
 
     r = rehearsed["r"]
     assert rehearsed["final"].status == "SUCCEEDED", rehearsed["final"]
@@ -131,7 +131,7 @@ def test_the_run_passes_with_every_actor_on_its_own_policy(rehearsed: dict[str, 
 
 @pytest.mark.slow
 def test_a_call_outside_the_box_policy_fails_the_rehearsal(rehearsed: dict[str, Any]) -> None:
-    from infra.rehearsal.run import IamDenialsError
+    from rehearsal.run import IamDenialsError
 
     r = rehearsed["r"]
     box = next(b for b in r.boxes.values() if b.identity.box_role == "trn1")

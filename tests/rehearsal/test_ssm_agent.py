@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from infra.rehearsal.ssm_agent import COMMAND_DETAIL_TYPE, INVOCATION_DETAIL_TYPE, SsmAgents
-from infra.rehearsal.world import TEST_CREDENTIALS, Credentials, MotoWorld
+from rehearsal.ssm_agent import COMMAND_DETAIL_TYPE, INVOCATION_DETAIL_TYPE, SsmAgents
+from rehearsal.world import TEST_CREDENTIALS, Credentials, MotoWorld
 
 BUCKET = "np-results"
 
@@ -122,7 +122,7 @@ def test_stopping_the_instance_kills_the_running_command(agent):
 def test_agent_runs_a_command_again_after_a_reboot(agent, tmp_path):
     """A reboot kills the running command without a result; once the agent registers again it runs the command
     again from the start (the real agent resumes in-progress documents after a restart)."""
-    from infra.rehearsal.faults import wait_for
+    from tests.support.faults import wait_for
 
     ssm, agents, iid, starts = agent["ssm"], agent["agents"], agent["iid"], tmp_path / "starts"
     command_id = ssm.send_command(

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agents.registry import lane_names
+from pipeline.lanes import lane_names
 from control_plane.aws import token_from_commands
 from statemachine.build import ASL_PATH, SUBSTITUTIONS, TOKEN_LINE_PREFIX, build_definition, placeholders, render, substitute
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import duckdb
 import pytest
 
-from agents.slo import CPU_TINY, MLPERF_INTERACTIVE, MLPERF_SERVER, SloError, default_slo, parse_slo
+from pipeline.slo import CPU_TINY, MLPERF_INTERACTIVE, MLPERF_SERVER, SloError, default_slo, parse_slo
 
 DECISION_SQL = "75_report_decision.sql"
 
@@ -71,7 +71,7 @@ def test_run_local_refuses_a_bad_slo_and_an_unpriced_price_as(tmp_path, capsys):
 
 # ---- slo_json on the points --------------------------------------------------------------------
 def test_profile_defaults_per_lane():
-    from agents.config import build_config
+    from pipeline.config import build_config
     from agents.lanes import finetune_serve, qwen3_attempt, serve_sweep, sustained
 
     for mod in (serve_sweep, finetune_serve, qwen3_attempt):

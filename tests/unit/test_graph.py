@@ -1,11 +1,11 @@
-"""The run as a graph (agents.graph): needs and gates from the registry, waves, blocked reasons, the outcome."""
+"""The run as a graph (pipeline.graph): needs and gates from the registry, waves, blocked reasons, the outcome."""
 from __future__ import annotations
 
 import pytest
 
-from agents.graph import (EXIT_PARTIAL, LaneGraphError, LaneStatus, Node, blocked_reason, build_nodes, exit_code,
+from pipeline.graph import (EXIT_PARTIAL, LaneGraphError, LaneStatus, Node, blocked_reason, build_nodes, exit_code,
                           outcome, outcome_of_run, statuses_from_rows, topological, validate)
-from agents.registry import LaneSpec, get_lane, plan_order
+from pipeline.lanes import LaneSpec, get_lane, plan_order
 
 
 def _by_name(nodes):
@@ -52,7 +52,7 @@ def test_graph_validation_names_unknown_lanes_and_cycles():
 
 
 def test_extra_lanes_declare_needs_and_are_validated(monkeypatch):
-    from agents.registry import all_lanes
+    from pipeline.lanes import all_lanes
 
     monkeypatch.setenv("NEURONPIPE_EXTRA_LANES", "late=tests.fixtures.x:120:merge")
     assert all_lanes()["late"].needs == ("merge",)

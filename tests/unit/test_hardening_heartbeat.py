@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agents.registry import LANES, get_lane
+from pipeline.lanes import LANES, get_lane
 from agents.runner import LaneRequest, ProgressWatch, _Heartbeater, run_lane
 from analytics.store import LocalStore
 from tests.conftest import ROOT, TEST_LANES

@@ -10,7 +10,7 @@ from agents.serving.neuron import NeuronLauncher
 from agents.training.backends.neuron import last_epoch, loop_seconds, parse_step_log
 from agents.training.data import InstructionSet
 from agents.training.session import run_row
-from agents.training.steps import STEP_CLOCK
+from pipeline.steps import STEP_CLOCK
 from analytics.schema import conform
 
 from tests.unit.test_training_rows import _outcome, _req

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.training.mfu import PEAKS, compute_mfu, device_key, flops_per_token
-from agents.training.steps import StepRecord, loss_falls, summarize
+from pipeline.mfu import PEAKS, compute_mfu, device_key, flops_per_token
+from pipeline.steps import StepRecord, loss_falls, summarize
 
 
 def test_flops_per_token_lora_without_recompute():

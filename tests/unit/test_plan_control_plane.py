@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agents.registry import LANES, plan_order
+from pipeline.lanes import LANES, plan_order
 from control_plane.models import PlanNotReadyError, RunRequest, RunRequestError, parse_request
 from control_plane.plan import (INSTANCE_PRICES_USD_PER_HOUR, LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S, CostCeilingError, EmptyPlanError,
                                 Harness, box_roles_for, plan_run, selected_lanes, ssm_output_prefix)
@@ -176,7 +176,7 @@ def test_lane_config_field_names_match_the_lanes_configs():
     """Every field the plan passes to a lane exists on that lane's Config (else the agent refuses it)."""
     import dataclasses
 
-    from agents.registry import get_lane
+    from pipeline.lanes import get_lane
     from control_plane.plan import lane_config
 
     request = RunRequest(models=["qwen3-8b"], server_configs=["B"], adapter_uri="s3://b/adapters/x.tar.gz",

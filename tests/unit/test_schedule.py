@@ -5,8 +5,8 @@ import json
 import subprocess
 import sys
 
-from agents.graph import Node, build_nodes
-from agents.registry import plan_order
+from pipeline.graph import Node, build_nodes
+from pipeline.lanes import plan_order
 from control_plane.schedule import (DEFAULT_DURATIONS_S, expected_duration, history_durations, schedule_graph,
                                     schedule_sequential)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agents.serving import UnknownServingBackendError, get_launcher
-from agents.serving.configs import UnknownServerConfigError, catalogue, get_server_config
+from pipeline.servers import UnknownServerConfigError, catalogue, get_server_config
 from agents.serving.cpu import CpuLauncher
 from agents.serving.cuda import CudaLauncher
 from agents.serving.failures import BootFailureKind, classify_log

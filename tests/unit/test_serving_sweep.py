@@ -7,7 +7,7 @@ import pytest
 
 from agents.lanes.finetune_serve import overall_row
 from agents.lanes.qwen3_attempt import boot_failure_point, outcome_note
-from agents.serving.configs import ServerConfig
+from pipeline.servers import ServerConfig
 from agents.serving.cpu import CpuLauncher
 from agents.serving.neuron import NeuronLauncher
 from agents.serving.sweep import Shape, ShapeError, SweepSettings, device_memory_bytes, dtype_bytes, plan

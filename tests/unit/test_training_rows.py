@@ -7,7 +7,7 @@ from agents.training.backends import TrainOutcome, TrainRequest
 from agents.training.backends.hf import sft_arguments
 from agents.training.data import InstructionSet
 from agents.training.session import run_row
-from agents.training.steps import StepRecord
+from pipeline.steps import StepRecord
 from analytics.schema import conform
 
 

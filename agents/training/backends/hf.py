@@ -8,8 +8,8 @@ from typing import Any
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.data import to_prompt_completion
 from agents.training.hostmem import PeakHostMemory
-from agents.training.mfu import device_key
-from agents.training.steps import StepRecord
+from pipeline.mfu import device_key
+from pipeline.steps import StepRecord
 
 
 def lora_config(req: TrainRequest):

@@ -19,7 +19,7 @@ from typing import Any
 from agents.backend import accelerator_python, harness_source_root
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
-from agents.training.steps import StepRecord
+from pipeline.steps import StepRecord
 
 NPROC_PER_NODE = 2  # trn1.2xlarge: one chip, two NeuronCores v2
 DEFAULT_CACHE = "/opt/neuronpipe/neuron-compile-cache"  # on the EBS volume

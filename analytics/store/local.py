@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from analytics.store import (FILE_MODE, AlreadyExistsError, ArtifactNotFoundError, ObjectInfo, ResultStore,
-                             _sha256_stream)
+from analytics.store.base import FILE_MODE, ObjectInfo, ResultStore, _sha256_stream
+from analytics.store.markers import AlreadyExistsError, ArtifactNotFoundError
 
 
 class LocalStore(ResultStore):

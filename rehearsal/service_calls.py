@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from infra.rehearsal.iam import Decision, IamModel, evaluate
+from rehearsal.iam import Decision, IamModel, evaluate
 
 LAMBDA_LOG_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 XRAY_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")

@@ -2,7 +2,7 @@
 
 Nothing here re-declares a resource: names, tags, values, the state machine's definition and substitutions,
 the Lambdas' handlers, environments and timeouts are all read from the templates and resolved the way
-CloudFormation would (:mod:`infra.rehearsal.cfn`). What is created: the S3 buckets (versioning and EventBridge
+CloudFormation would (:mod:`rehearsal.cfn`). What is created: the S3 buckets (versioning and EventBridge
 notifications as declared), the CDK bootstrap bucket with every file asset published as ``cdk deploy`` would
 (directories zipped; the harness zip is the one the boxes install), the SSM parameters, the DynamoDB tables, the
 log groups, the EBS volumes, the instances (from a stub image registered in moto, with the template's tags,
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.rehearsal.cfn import Assembly, AwsEnv, Resolver, Template, assets
-from infra.rehearsal.events import Rule, rules_from_template
-from infra.rehearsal.world import MotoWorld
+from rehearsal.cfn import Assembly, AwsEnv, Resolver, Template, assets
+from rehearsal.events import Rule, rules_from_template
+from rehearsal.world import MotoWorld
 
 CREATED_BY_ID = ("AWS::EC2::Instance", "AWS::EC2::Volume")
 PLACEHOLDER_PREFIX = {"AWS::EC2::VPC": "vpc", "AWS::EC2::Subnet": "subnet", "AWS::EC2::SecurityGroup": "sg",

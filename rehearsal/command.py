@@ -2,7 +2,7 @@
 
 moto is AWS, the resources come from the synthesized templates, boxes are sandbox directories whose SSM
 agent runs the state machine's commands through /bin/sh, Lambdas run with exactly the layer's packages
-(see ``infra/rehearsal``). Exit 0 only when the run succeeded and no box is left running.
+(see ``rehearsal``). Exit 0 only when the run succeeded and no box is left running.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def rehearse_command(args: argparse.Namespace) -> int:
 
     from control_plane.commands.plan import load_request
     from control_plane.models import RunRequest, RunRequestError
-    from infra.rehearsal.run import Rehearsal, RehearsalError
+    from rehearsal.run import Rehearsal, RehearsalError
 
     console = Console(stderr=True, soft_wrap=True)  # summary lines stay whole in logs and pipes
     try:
@@ -66,8 +66,8 @@ def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, s
     from control_plane.commands.status import render_progress
     from control_plane.aws import RunAlreadyStartedError
     from control_plane.launch import LAUNCH_ERRORS
-    from infra.rehearsal.report_check import ReportCheckError, pull_and_report
-    from infra.rehearsal.summary import summarize
+    from rehearsal.report_check import ReportCheckError, pull_and_report
+    from rehearsal.summary import summarize
 
     try:
         launched = rehearsal.start(request, args.run_id)

@@ -157,3 +157,15 @@ def sequenced_attempt_id(sequence: int, stamp: str) -> str:
     """``s<sequence>-<UTC time>-<random>``: sorts as text in sequence order, after every older
     timestamp-only id (digits sort before ``s``), so SQL's ``max(attempt)`` agrees with :func:`attempt_order`."""
     return f"s{sequence:08d}-{stamp}"
+
+
+def effective_markers(markers: Iterable[CommitMarker]) -> list[CommitMarker]:
+    """For each (run, lane), the latest committed attempt that supersedes (what readers see)."""
+    latest: dict[tuple[str, str], CommitMarker] = {}
+    for m in markers:
+        if not m.supersedes:
+            continue
+        key = (m.run_id, m.lane)
+        if key not in latest or attempt_order(m) > attempt_order(latest[key]):
+            latest[key] = m
+    return sorted(latest.values(), key=lambda m: (m.run_id, m.lane))

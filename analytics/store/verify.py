@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from analytics.integrity import check_file
-from analytics.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, CommitMarker, MarkerError,
+from analytics.store.integrity import check_file
+from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, CommitMarker, MarkerError,
                                marker_key, parse_marker_key)
 
 DEFAULT_SAFETY_AGE_S = 48 * 3600

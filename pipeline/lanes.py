@@ -30,7 +30,7 @@ class LaneSpec:
     # a long stretch on purpose (a Neuron compile, a server boot).
     stall_s: int | None = None
     # Lanes whose committed output this lane consumes (it waits for them; when one does not succeed
-    # this lane is recorded skipped with the reason). See agents.graph for the rules.
+    # this lane is recorded skipped with the reason). See pipeline.graph for the rules.
     needs: tuple[str, ...] = ()
     # A gate: a failure stops the rest of its box (the lanes after it in order), and the run is failed.
     gate: bool = False
@@ -152,7 +152,7 @@ def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
 
 def validate_graph(specs: dict[str, LaneSpec]) -> None:
     """No unknown needs, no cycles (checked at import for the built-in lanes, and for extra lanes)."""
-    from agents.graph import validate
+    from pipeline.graph import validate
 
     validate(specs)
 

@@ -4,11 +4,11 @@
 Fault tests drive a :class:`Rehearsal` directly (``hooks`` and ``box_env`` let them inject failures).
 
 IAM (``enforce_iam``, on by default): the deployment runs as the deployer (no enforcement); then every actor
-of the synthesized app gets a moto IAM user holding its role's policy documents (:mod:`infra.rehearsal.iam`)
+of the synthesized app gets a moto IAM user holding its role's policy documents (:mod:`rehearsal.iam`)
 and enforcement starts, before the boxes' first boot. Each actor calls AWS with its own key: a box through its
 loopback IMDS (``iam/security-credentials/<role>``, empty Token), the SSM agent's output upload with the box's
 key, each Lambda worker through its environment, the state machine with the key moto's ASL interpreter signs
-with (:data:`~infra.rehearsal.iam.MOTO_SFN_KEY`), ``operator`` (admin) for what the CLI does (``start``,
+with (:data:`~rehearsal.iam.MOTO_SFN_KEY`), ``operator`` (admin) for what the CLI does (``start``,
 ``follow``, ``pull``), and ``rehearsal`` (admin, the default key of :meth:`MotoWorld.client`) for the
 rehearsal's own inspection (execution watcher, history, instance states). Every call is recorded
 (``rehearsal.iam``); a denial fails the rehearsal: leaving the context raises :class:`IamDenialsError` naming
@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infra.rehearsal.boxes import Box, BoxIdentity
-from infra.rehearsal.bus import EventBus, ExecutionWatcher
-from infra.rehearsal.cfn import Assembly, load_assembly, synth_assembly
-from infra.rehearsal.deployment import Deployment, deploy
-from infra.rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, AslCall, Decision, IamDeniedError,
+from rehearsal.boxes import Box, BoxIdentity
+from rehearsal.bus import EventBus, ExecutionWatcher
+from rehearsal.cfn import Assembly, load_assembly, synth_assembly
+from rehearsal.deployment import Deployment, deploy
+from rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, AslCall, Decision, IamDeniedError,
                                  IamEnforcement, IamModel, IamRecorder, PolicyDoc, check_state_machine, iam_model,
                                  provision)
-from infra.rehearsal.lambdas import LambdaFleet, LambdaFunction, build_layer, environment_for
-from infra.rehearsal.service_calls import ServiceCall, check_service_calls, service_calls
-from infra.rehearsal.ssm_agent import SsmAgents
-from infra.rehearsal.world import ACCOUNT_ID, TEST_CREDENTIALS, Credentials, MotoWorld
+from rehearsal.lambdas import LambdaFleet, LambdaFunction, build_layer, environment_for
+from rehearsal.service_calls import ServiceCall, check_service_calls, service_calls
+from rehearsal.ssm_agent import SsmAgents
+from rehearsal.world import ACCOUNT_ID, TEST_CREDENTIALS, Credentials, MotoWorld
 
 DEFAULT_BUILD_DIR = Path("build") / "rehearsal"
 OPERATOR = "operator"

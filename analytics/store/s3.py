@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analytics.store import (MULTIPART_BYTES, AlreadyExistsError, ArtifactNotFoundError, ObjectInfo, ResultStore,
-                             _sha256_stream)
+from analytics.store.base import MULTIPART_BYTES, ObjectInfo, ResultStore, _sha256_stream
+from analytics.store.markers import AlreadyExistsError, ArtifactNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_s3 import S3Client

@@ -175,7 +175,7 @@ def actor_table(recorder: Any) -> dict[str, list[str]]:
 
 def iam_lines(rehearsal: Any) -> list[str]:
     """The per-actor table, the static check of the state machine's Tasks, denials, what is not checked."""
-    from infra.rehearsal.iam import unchecked
+    from rehearsal.iam import unchecked
 
     recorder = getattr(rehearsal, "iam", None)
     if recorder is None:

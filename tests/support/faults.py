@@ -1,7 +1,7 @@
 """Fault injection for the rehearsal: AWS calls that fail as AWS fails them, Lambdas that break, boxes that reboot.
 
-Everything here acts on a started :class:`infra.rehearsal.run.Rehearsal` through the hooks it already has (the
-moto world's :class:`~infra.rehearsal.world.Hooks`, the Lambda fleet, the SSM agents) and undoes itself:
+Everything here acts on a started :class:`rehearsal.run.Rehearsal` through the hooks it already has (the
+moto world's :class:`~rehearsal.world.Hooks`, the Lambda fleet, the SSM agents) and undoes itself:
 :class:`Faults` is a context manager; leaving it restores every hook it chained and every Lambda environment it
 changed.
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from infra.rehearsal.world import AwsError
+from rehearsal.world import AwsError
 
 HOOKS = ("start_instances", "stop_instances", "send_command")
 

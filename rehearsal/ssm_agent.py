@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from infra.rehearsal.world import ACCOUNT_ID, AwsError, Credentials
+from rehearsal.world import ACCOUNT_ID, AwsError, Credentials
 
 PLUGIN = "aws:runShellScript"
 PLUGIN_DIR = "awsrunShellScript/0.awsrunShellScript"

@@ -188,7 +188,7 @@ class LambdaFleet:
         return self.functions.get(name)
 
     def invoke_hook(self, name_or_arn: str, payload: bytes) -> tuple[bytes, str | None]:
-        from infra.rehearsal.world import AwsError
+        from rehearsal.world import AwsError
 
         fn = self.find(name_or_arn)
         if fn is None:

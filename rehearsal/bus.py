@@ -1,5 +1,5 @@
 """The default event bus as the deployed rules use it: every event recorded, routed through the rules'
-patterns and input transformers (:func:`infra.rehearsal.events.route`), Lambda targets invoked asynchronously
+patterns and input transformers (:func:`rehearsal.events.route`), Lambda targets invoked asynchronously
 (as EventBridge does, with the target's retry attempts). Also the source of "Step Functions Execution Status
 Change" events: a watcher turns each execution's status changes into the event AWS emits.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from infra.rehearsal.events import Rule, route
-from infra.rehearsal.world import ACCOUNT_ID
+from rehearsal.events import Rule, route
+from rehearsal.world import ACCOUNT_ID
 
 EXECUTION_STATUS_DETAIL_TYPE = "Step Functions Execution Status Change"
 

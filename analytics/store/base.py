@@ -17,10 +17,10 @@ Rules the base class enforces for both places:
 * Readers see, for each (run, lane), the latest committed attempt whose marker
   says ``supersedes`` (a resume "skip" is committed but supersedes nothing).
   "Latest" is the attempt's sequence number claimed at begin, not a clock
-  (``analytics.markers.attempt_order``).
+  (``analytics.store.markers.attempt_order``).
 * Each marker records every file's size and SHA-256 (Parquet: rows, schema);
-  readers leave a damaged attempt out with one warning (``analytics.integrity``),
-  and ``neuronpipe verify`` checks everything (``analytics.verify``).
+  readers leave a damaged attempt out with one warning (``analytics.store.integrity``),
+  and ``neuronpipe verify`` checks everything (``analytics.store.verify``).
   See docs/results-store.md.
 """
 from __future__ import annotations
@@ -43,13 +43,9 @@ from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema
 
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
 MULTIPART_BYTES = 4 * 2**30  # S3's single PUT takes up to 5 GiB; larger files go in parts of this size
-from analytics.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
+from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
                                AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
-                               attempt_order, marker_key, parse_marker_key, schema_fingerprint, sequenced_attempt_id)
-
-__all__ = ["COMMITS", "QUARANTINE", "SEQUENCES", "AlreadyExistsError", "ArtifactNotFoundError", "AttemptClosedError",
-           "CommitMarker", "MarkerError", "StoreError", "StoreNotFoundError", "ResultStore", "LocalStore", "S3Store",
-           "AttemptWriter", "ObjectInfo", "open_store", "open_existing_store", "new_attempt_id", "attempt_order"]
+                               attempt_order, effective_markers as _effective, marker_key, parse_marker_key, schema_fingerprint, sequenced_attempt_id)
 
 
 def new_attempt_id(now: datetime | None = None) -> str:
@@ -58,7 +54,7 @@ def new_attempt_id(now: datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
-def _validate_component(name: str, value: str) -> str:
+def validate_component(name: str, value: str) -> str:
     if not value or "/" in value or value.startswith(".") or "=" in value or any(c.isspace() for c in value):
         raise ValueError(f"invalid {name} {value!r}: use letters, digits, '-', '_' and '.' (no '/', '=', spaces)")
     return value
@@ -126,7 +122,7 @@ class ResultStore(ABC):
     def begin_attempt(self, run_id: str, lane: str, attempt: str | None = None) -> "AttemptWriter":
         """Start an attempt. Without an explicit id it claims the next sequence number of (run, lane)
         from the store, so the attempt order never depends on a clock (see :func:`attempt_order`)."""
-        run_id, lane = _validate_component("run_id", run_id), _validate_component("lane", lane)
+        run_id, lane = validate_component("run_id", run_id), validate_component("lane", lane)
         if attempt is not None:
             return AttemptWriter(self, run_id, lane, attempt)
         stamp = new_attempt_id()
@@ -148,8 +144,8 @@ class ResultStore(ABC):
 
     def markers(self, run_id: str | None = None, lane: str | None = None) -> list[CommitMarker]:
         """Every readable commit marker (in attempt order). An unreadable one is left out with one warning
-        line naming its key and why (see ``analytics.integrity``); it never stops the listing."""
-        from analytics.integrity import Exclusion, warn_excluded
+        line naming its key and why (see ``analytics.store.integrity``); it never stops the listing."""
+        from analytics.store.integrity import Exclusion, warn_excluded
 
         prefix = f"{LAYOUT_PREFIX}/{COMMITS}/"
         if run_id:
@@ -194,7 +190,7 @@ class ResultStore(ABC):
 
     def usable_markers(self, markers: list[CommitMarker] | None = None) -> list[CommitMarker]:
         """Readable markers less quarantined attempts (each skipped with one warning line, not re-checked)."""
-        from analytics.integrity import Exclusion, warn_excluded
+        from analytics.store.integrity import Exclusion, warn_excluded
 
         every = self.markers() if markers is None else markers
         quarantine = self.quarantined()
@@ -227,7 +223,7 @@ class ResultStore(ABC):
         """Parquet keys of ``table`` that readers see. ``lane_runs`` shows every committed attempt.
 
         Pass ``markers`` (from one :meth:`markers` call) to resolve many tables with one listing.
-        Files are not checked here; ``analytics.integrity.plan_reads`` checks them.
+        Files are not checked here; ``analytics.store.integrity.plan_reads`` checks them.
         """
         schema_for(table)
         wanted = set(run_ids) if run_ids else None
@@ -246,24 +242,13 @@ class ResultStore(ABC):
                    keys: list[str] | None = None) -> pa.Table:
         """The visible rows of ``table``; without ``keys``, damaged attempts are left out (with a warning)."""
         if keys is None:
-            from analytics.integrity import plan_reads
+            from analytics.store.integrity import plan_reads
 
             keys = plan_reads(self, run_ids).keys_by_table.get(table, [])
         parts = [pq.read_table(io.BytesIO(self.get_bytes(k)), page_checksum_verification=True) for k in keys]
         if not parts:
             return empty_table(table)
         return pa.concat_tables([conform(table, p) for p in parts])
-
-
-def _effective(markers: Iterable[CommitMarker]) -> list[CommitMarker]:
-    latest: dict[tuple[str, str], CommitMarker] = {}
-    for m in markers:
-        if not m.supersedes:
-            continue
-        key = (m.run_id, m.lane)
-        if key not in latest or attempt_order(m) > attempt_order(latest[key]):
-            latest[key] = m
-    return sorted(latest.values(), key=lambda m: (m.run_id, m.lane))
 
 
 class AttemptWriter:
@@ -373,35 +358,3 @@ def _stored_fingerprint(body: bytes) -> str:
     """The schema fingerprint as a reader will see it (Parquet renames list items; compare like with like)."""
     with pq.ParquetFile(io.BytesIO(body)) as pf:
         return schema_fingerprint(pf.schema_arrow)
-
-
-def open_existing_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
-    """Like :func:`open_store`, for readers: a local root must exist and be a directory (a typo is not an
-    empty store). :class:`StoreNotFoundError` names the path."""
-    text = str(uri)
-    if not text.strip():
-        raise StoreNotFoundError("the results root is empty: give a directory or s3://bucket/prefix")
-    if text.startswith("s3://"):
-        if not text[5:].split("/", 1)[0]:
-            raise StoreNotFoundError(f"{text!r} names no bucket: use s3://bucket/prefix")
-        return S3Store(text, client=s3_client)
-    if "://" in text:
-        raise StoreNotFoundError(f"{text!r}: only local directories and s3:// URIs are results stores")
-    path = Path(text).expanduser()
-    if not path.exists():
-        raise StoreNotFoundError(f"results store {text} does not exist")
-    if not path.is_dir():
-        raise StoreNotFoundError(f"results store {text} is not a directory")
-    return LocalStore(path)
-
-
-def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
-    """A local directory path or an ``s3://bucket/prefix`` URI."""
-    text = str(uri)
-    if text.startswith("s3://"):
-        return S3Store(text, client=s3_client)
-    return LocalStore(text)
-
-
-from analytics.localstore import LocalStore  # noqa: E402  (re-exported; it subclasses ResultStore above)
-from analytics.s3store import S3Store  # noqa: E402

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from infra.rehearsal.cfn import Resolver, Template
+from rehearsal.cfn import Resolver, Template
 
 RULE_TYPE = "AWS::Events::Rule"
 FUNCTION_TYPE = "AWS::Lambda::Function"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from infra.rehearsal.cfn import Assembly, Resolver, TemplateResolveError
+from rehearsal.cfn import Assembly, Resolver, TemplateResolveError
 
 ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Sid": "Admin", "Effect": "Allow", "Action": "*",
                                                         "Resource": "*"}]}
@@ -593,7 +593,7 @@ def unchecked(model: IamModel, recorder: IamRecorder | None = None,
         "EventBridge -> Lambda and Step Functions -> Lambda invocations: service paths, not evaluated by moto",
         "the real SSM agent's own calls (ssm:UpdateInstanceInformation, ssmmessages:*, ec2messages:*, CloudWatch "
         "output) and the Lambda runtime's (log delivery, X-Ray) are not made in the rehearsal: their grants are "
-        "checked statically against the roles (infra.rehearsal.service_calls), not enforced",
+        "checked statically against the roles (rehearsal.service_calls), not enforced",
         "SCPs, permission boundaries, session policies and KMS key policies: none modelled",
     ])
     return lines

@@ -270,7 +270,7 @@ EXIT_PARTIAL = 3
 def nodes_from_statuses(statuses: Mapping[str, LaneStatus]) -> list[Node]:
     """The nodes a run's store shows (every lane with an attempt), for readers that have no plan (the report,
     ``status``): gates from the registry, waves not needed."""
-    from agents.registry import all_lanes
+    from pipeline.lanes import all_lanes
 
     specs = all_lanes()
     out = []

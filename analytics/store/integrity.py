@@ -25,10 +25,10 @@ from typing import Any, Iterable
 
 import pyarrow.parquet as pq
 
-from analytics.markers import ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
+from analytics.store.markers import ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
 from analytics.schema import TABLES
 
-log = logging.getLogger("analytics.integrity")
+log = logging.getLogger("analytics.store.integrity")
 VERIFY_ENV = "NEURONPIPE_VERIFY_HASHES"
 _WARNED: set[tuple[str, str]] = set()
 
@@ -130,7 +130,7 @@ def plan_reads(store: Any, run_ids: Iterable[str] | None = None, verify: bool | 
     checked for the attempts that would be visible; an attempt with any damaged file is excluded whole and
     the choice of latest attempt is made again without it.
     """
-    from analytics.store import _effective
+    from analytics.store.markers import effective_markers as _effective
 
     hashes = hashes_wanted(store, verify)
     wanted = set(run_ids) if run_ids else None
