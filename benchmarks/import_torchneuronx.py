@@ -1,5 +1,5 @@
 """Import the torchneuronx predecessor's repository into a temporary store and print its headline figures
-beside ours (not a test; issue 16's acceptance list).
+beside ours (not a test).
 
     .venv/bin/python benchmarks/import_torchneuronx.py SOURCE [--ref b245405] [--no-history]
 

@@ -1,5 +1,5 @@
 """Each Lambda handler against moto clients: plan_run, on_command_status, finalize_run, idle_reaper
-(on_execution_status: tests/functional/test_hardening_handlers_moto.py)."""
+(on_execution_status: tests/functional/test_handlers_malformed_events_moto.py)."""
 from __future__ import annotations
 
 import json

@@ -4,7 +4,7 @@
 --                            labels speak of and whether observed or inferred; n_superseded_cold and
 --                            superseded_cold_wall_s count the cold compiles of superseded attempts (the time was spent).
 --   report_compile_attempts  every compile of every committed attempt (compiles_every_attempt), superseded ones
---                            included and marked `superseded` (issue 16).
+--                            included and marked `superseded`.
 -- Compile time is a result (RULES.md 3): cold and warm are both reported, before any throughput.
 -- compiles_every_attempt is registered by analytics.views.register_tables; a connection built otherwise (the
 -- load generator's, a mirror's DuckDB file) gets the visible rows instead.

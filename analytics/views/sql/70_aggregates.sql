@@ -1,4 +1,4 @@
--- Aggregate-only results beside request-derived ones (issue 16; owned by analytics/importers).
+-- Aggregate-only results beside request-derived ones (owned by analytics/importers).
 -- CREATE OR REPLACE VIEW statements only. Views defined here:
 --   serving_points_all       every serving point: request-derived (10_serving's serving_points, metric_basis
 --                            'requests') and aggregate-only (serving_aggregates rows whose point has no request

@@ -1,4 +1,4 @@
-"""The report defects the predecessor's import exposed (issue 16), each on a small store built through the store API.
+"""The report defects the predecessor's import exposed, each on a small store built through the store API.
 
 One store holds every case under its own run; it is read and rendered once (comparison.json, then REPORT.md).
 """
@@ -58,7 +58,7 @@ def _failed_request(pid, i, error):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    store = LocalStore(tmp_path_factory.mktemp("issue16") / "results")
+    store = LocalStore(tmp_path_factory.mktemp("imported_edge_cases") / "results")
     imported = lane_row(config_json=IMPORTED)
     # cost: one imported lane beside one of ours
     commit(store, "cost", "sft", "a1", lane_runs=imported)

@@ -1,4 +1,4 @@
-"""The lanes fill issue 16's new columns: compiles.cache_scope/cache_basis, train_runs.train_loop_s/step_clock."""
+"""The lanes fill the cache-scope and step-clock columns: compiles.cache_scope/cache_basis, train_runs.train_loop_s/step_clock."""
 from __future__ import annotations
 
 import json
