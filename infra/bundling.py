@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIRST_PARTY = ("analytics", "agents", "control_plane", "statemachine")
+FIRST_PARTY = ("pipeline", "analytics", "agents", "control_plane", "statemachine")
 LAMBDA_REQUIREMENTS = Path(__file__).with_name("lambda-requirements.txt")
 BOX_REQUIREMENTS = Path(__file__).parent / "user_data" / "box-requirements.txt"
 LAMBDA_PYTHON_VERSION = "3.14"  # must match the runtime in stacks/control.py

@@ -111,12 +111,12 @@ def test_fill_refuses_a_placeholder_without_value():
 
 def test_lambda_code_is_first_party_only_without_caches(tmp_path):
     src = tmp_path / "src"
-    for pkg in ("analytics", "agents", "control_plane", "statemachine"):
+    for pkg in ("pipeline", "analytics", "agents", "control_plane", "statemachine"):
         (src / pkg / "__pycache__").mkdir(parents=True)
         (src / pkg / "__init__.py").write_text("")
         (src / pkg / "__pycache__" / "x.pyc").write_bytes(b"")
     out = stage_lambda_code(tmp_path / "out", root=src)
-    assert sorted(p.name for p in out.iterdir()) == ["agents", "analytics", "control_plane", "statemachine"]
+    assert sorted(p.name for p in out.iterdir()) == ["agents", "analytics", "control_plane", "pipeline", "statemachine"]
     assert not list(out.rglob("*.pyc"))
     with pytest.raises(BundlingError, match="nope"):
         stage_packages(tmp_path / "x", ("nope",), root=src)
