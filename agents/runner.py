@@ -45,6 +45,7 @@ from pipeline.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
 from pipeline.lanes import get_lane, result_lane
 from agents.telemetry import TelemetrySampler, default_sensors
+from analytics.lane_records import commit_blocked_record, lane_statuses  # noqa: F401  (re-exported)
 from analytics.store import ResultStore
 
 log = logging.getLogger("agents.runner")
@@ -211,7 +212,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         callback.success(result.to_output())
         return result
 
-    config = build_config(getattr(spec.load(), "Config", None), request.profile, request.config)
+    config = build_config(spec.config_class(), request.profile, request.config)
     workdir = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{request.lane}-"))
     log_dir = workdir / "_logs"
     log_dir.mkdir()
@@ -288,13 +289,6 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     return result
 
 
-def lane_statuses(store: ResultStore, run_id: str) -> dict[str, Any]:
-    """Every lane's standing in ``run_id`` (``pipeline.graph.statuses_from_rows`` over its lane_runs rows)."""
-    from pipeline.graph import statuses_from_rows
-
-    return statuses_from_rows(store.read_table("lane_runs", [run_id]).to_pylist())
-
-
 def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[str, ...]) -> tuple[str, str] | None:
     """``(blocked_by, reason)`` when a need has not succeeded in ``run_id``; None when the lane may run."""
     from pipeline.graph import Node, blocked_reason
@@ -306,18 +300,10 @@ def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[st
 
 def commit_blocked(store: ResultStore, run_id: str, lane: str, blocked_by: str, reason: str,
                    base_row: Mapping[str, Any] | None = None, writer: Any = None) -> LaneResult:
-    """Record that ``lane`` did not run because ``blocked_by`` did not succeed: a ``skipped`` attempt with the
-    reason that supersedes nothing (earlier data stays visible; a resume runs the lane once its need succeeds).
-    Used by the runner, the local scheduler and the AWS scheduler (for lanes that never reach a box)."""
-    now = datetime.now(timezone.utc)
-    writer = writer or store.begin_attempt(run_id, lane)
-    row = {"started_at": now, "backend": "none", "host": hostname(), **dict(base_row or {}),
-           "status": "skipped", "skip_reason": reason, "blocked_by": blocked_by, "supersedes": False,
-           "ended_at": now, "wall_s": 0.0}
-    writer.add_rows("lane_runs", [row])
-    writer.commit("skipped", supersedes=False)
-    log.warning("lane %s skipped: %s", lane, reason)
-    return LaneResult(run_id, lane, writer.attempt, "skipped", EXIT_OK, skip_reason=reason, blocked_by=blocked_by)
+    """Record that ``lane`` did not run because ``blocked_by`` did not succeed (``analytics.lane_records``):
+    used by the runner and the local scheduler; the AWS scheduler calls the record directly."""
+    attempt = commit_blocked_record(store, run_id, lane, blocked_by, reason, base_row, writer)
+    return LaneResult(run_id, lane, attempt, "skipped", EXIT_OK, skip_reason=reason, blocked_by=blocked_by)
 
 
 def _discard_workdir(workdir: Path) -> None:

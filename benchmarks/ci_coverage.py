@@ -2,7 +2,7 @@
 
 For each n (default 32, 128, 1000) it draws --reps independent samples of n TTFTs from a lognormal,
 makes each sample one sweep point of a ``requests`` table, reads ``serving_points`` (the same SQL the
-pipeline uses: analytics/views/sql/10_serving.sql, through agents.loadgen.metrics.connect_rows) and
+pipeline uses: analytics/views/sql/1*_serving_*.sql, through agents.loadgen.metrics.connect_rows) and
 counts how often the interval holds the true quantile exp(mu + sigma·z_p):
 
 * ``both``: among points where both bounds exist, the share with low ≤ q ≤ high (target ≥ 0.95);

@@ -3,7 +3,8 @@
 Builds points shaped like the full profile (default 4 points × 1,000 requests × 256 output tokens, one
 token per chunk, so ~255 ITL gaps a request) in memory, loads them as the ``requests``/``sweep_points``
 tables (agents.loadgen.metrics.connect_rows), and times ``CREATE TABLE … AS SELECT * FROM serving_points``
-(best of --repeats) with this tree's 10_serving.sql and with the file at --baseline (a git revision).
+(best of --repeats) with this tree's serving views (analytics/views/sql/1*_serving_*.sql) and with those at
+--baseline (a git revision; before the split, its one 10_serving.sql).
 
     .venv/bin/python benchmarks/ci_view_timing.py                  # this tree only
     .venv/bin/python benchmarks/ci_view_timing.py --baseline b691f53
@@ -21,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
-SQL = "analytics/views/sql/10_serving.sql"
+SQL_DIR = "analytics/views/sql"
 S = 1_000_000_000
 
 
@@ -71,13 +72,27 @@ def time_view(sql_text: str, tables: dict, repeats: int) -> float:
     return best
 
 
+def serving_sql_at(revision: str) -> str:
+    """The serving views' SQL at a git revision: its one 10_serving.sql, or the family's files in their order."""
+    from analytics.views import SERVING_FILES
+
+    def show(name: str, check: bool) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "show", f"{revision}:{SQL_DIR}/{name}"], cwd=ROOT, check=check,
+                              capture_output=True, text=True)
+
+    single = show("10_serving.sql", check=False)
+    if single.returncode == 0:
+        return single.stdout
+    return "\n".join(show(name, check=True).stdout for name in SERVING_FILES)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=4)
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--baseline", default=None, help="git revision whose 10_serving.sql is the 'before'")
+    ap.add_argument("--baseline", default=None, help="git revision whose serving views are the 'before'")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
     tables = {"requests": requests_table(a.points, a.requests, a.tokens, a.seed),
@@ -86,10 +101,10 @@ def main() -> None:
     print(f"{a.points} points × {a.requests} requests × {a.tokens} tokens "
           f"({tables['requests'].num_rows} request rows, ~{a.points * a.requests * (a.tokens - 1):,} ITL gaps)")
     if a.baseline:
-        old = subprocess.run(["git", "show", f"{a.baseline}:{SQL}"], cwd=ROOT, check=True, capture_output=True,
-                             text=True).stdout
-        print(f"before ({a.baseline}): {time_view(old, tables, a.repeats):.3f} s")
-    print(f"after (this tree):  {time_view((ROOT / SQL).read_text(), tables, a.repeats):.3f} s")
+        print(f"before ({a.baseline}): {time_view(serving_sql_at(a.baseline), tables, a.repeats):.3f} s")
+    from agents.loadgen.metrics import serving_sql
+
+    print(f"after (this tree):  {time_view(serving_sql(), tables, a.repeats):.3f} s")
 
 
 if __name__ == "__main__":

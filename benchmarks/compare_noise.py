@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analytics.report import synthetic  # noqa: E402
 from analytics.report.compare import ALPHA, FAIL_PCT, pair_deltas  # noqa: E402
 from analytics.report.comparison import build_comparison  # noqa: E402
 from analytics.store import LocalStore  # noqa: E402
 from analytics.views import connect  # noqa: E402
+from tests.support import synthetic  # noqa: E402
 
 
 def write(store: LocalStore, run_id: str, seed: int, factor: float, requests: int) -> None:

@@ -1,7 +1,7 @@
 """How the views and the report build scale with the number of request rows.
 
 For each size (10^4 … --max, default 10^6) it commits one synthetic run
-(analytics.report.synthetic) into a temporary local store, then times:
+(tests/support/synthetic.py) into a temporary local store, then times:
 
 * ``connect``  — opening the views (table views over the committed files + every derived view),
 * ``views``    — materialising the heavy derived views once each (serving_points,
@@ -24,9 +24,13 @@ import argparse
 import os
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support.synthetic: the synthetic runs live with the tests
 
 VIEWS = ("serving_points", "sustained_summary", "report_point_cost", "report_exclusions")
 LANES = ("provenance", "host_cpu", "precompile", "sft", "serve_sweep", "sustained", "quality", "qwen3_attempt")
@@ -34,21 +38,21 @@ LANES = ("provenance", "host_cpu", "precompile", "sft", "serve_sweep", "sustaine
 
 def open_views(store, duckdb_config: dict[str, str], views_sql: Path | None):
     """The views; with ``views_sql``, that file replaces its namesake in analytics/views/sql (an experiment)."""
-    from analytics.views import connect, derived_sql_files
+    from analytics.views import VIEW_FILES, connect, derived_sql_files
 
     con = connect(store, **duckdb_config)
     if views_sql is not None:
         con.execute(views_sql.read_text())
-        for name, text in derived_sql_files():  # re-create the views that build on the replaced file
-            if name > views_sql.name:
-                con.execute(text)
+        later = VIEW_FILES[VIEW_FILES.index(views_sql.name) + 1:]
+        for _, text in derived_sql_files(later):  # re-create the views that build on the replaced file
+            con.execute(text)
     return con
 
 
 def run_size(n_requests: int, root: Path, output_len: int, rows_per_run: int,
              duckdb_config: dict[str, str], views_sql: Path | None = None) -> dict[str, float]:
     from analytics.report import write_report
-    from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+    from tests.support.synthetic import SyntheticRun, write_synthetic_run
     from analytics.store import LocalStore
 
     configs = ("tp2-bs8", "tp2-bs32")

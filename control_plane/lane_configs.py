@@ -3,8 +3,9 @@
 On the box ``pipeline.config.build_config`` applies the overrides; a bad one would fail only
 when the lane runs, after the lanes before it (and hours of instance time). Here every
 lane's config is checked before anything starts: unknown field, wrong type, negative
-number — each reported as ``lane.field: reason``. Lane modules are cheap to import
-(no torch: the registry keeps heavy imports inside ``run``).
+number, a number outside the field's stated bounds (``min``/``max`` in its metadata) — each
+reported as ``lane.field: reason``. The Configs are declared in ``pipeline.lane_configs``
+(``LaneSpec.config_class()``): planning imports nothing of ``agents``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import types
 import typing
 from typing import Any, Mapping
 
-from pipeline.config import LaneConfigError, build_config
+from pipeline.config import LaneConfigError, bound_problem, build_config
 from pipeline.lanes import LaneSpec
 
 
@@ -25,7 +26,7 @@ def takes_slo(lane: str) -> bool:
     from pipeline.lanes import UnknownLaneError, get_lane
 
     try:
-        config_cls = getattr(get_lane(lane).load(), "Config", None)
+        config_cls = get_lane(lane).config_class()
     except UnknownLaneError:
         return False
     return config_cls is not None and SLO_FIELD in {f.name for f in dataclasses.fields(config_cls)}
@@ -109,7 +110,7 @@ def config_problems(spec: LaneSpec, profile: str, overrides: Mapping[str, Any] |
         return []
     if not isinstance(overrides, Mapping):
         return [f"{spec.name}: lane_config must be an object of field -> value"]
-    config_cls = getattr(spec.load(), "Config", None)
+    config_cls = spec.config_class()
     if config_cls is None:
         return [f"{spec.name}.{name}: this lane takes no config" for name in sorted(overrides)]
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
@@ -124,6 +125,8 @@ def config_problems(spec: LaneSpec, profile: str, overrides: Mapping[str, Any] |
             problems.append(f"{spec.name}.{name}: {problem}")
         elif _negative(value):
             problems.append(f"{spec.name}.{name}: must not be negative, got {value!r}")
+        elif problem := bound_problem(fields[name], value):
+            problems.append(f"{spec.name}.{name}: {problem}")
     if not problems:
         try:  # what the box will do with them (profile defaults, the Config's own checks)
             build_config(config_cls, profile, overrides)

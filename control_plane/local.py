@@ -1,6 +1,7 @@
 """Run a plan's lanes here as the run's dependency graph, each lane its own process, with a live view.
 
-The graph is the one the AWS planner uses (``pipeline.graph``): a lane starts when every lane it needs
+The plan comes from ``control_plane.plan.plan_local``, the AWS planner's twin (the same lanes, configs,
+checks and ``pipeline.graph`` rules, every lane on this machine): a lane starts when every lane it needs
 has finished; when a need did not succeed (or a gate did not pass) the lane is not started but recorded
 ``skipped`` with the reason (``agents.runner.commit_blocked``); a failed lane never stops the others.
 ``parallel`` lanes may run at once (default one: a laptop runs one lane at a time).
@@ -25,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -36,9 +37,13 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline import graph
+from control_plane.console import make_console
 from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LaneProcess, child_setup,
                                         committed_verdict, last_log_line, libc, markers, quiet, signal_group,
                                         stop_all)
+
+if TYPE_CHECKING:
+    from control_plane.plan import LocalPlan
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "interrupted": "magenta"}
@@ -70,6 +75,7 @@ class LocalRunOutcome:
     lanes: list[LaneState]
     interrupted: bool = False
     run: graph.RunOutcome | None = None  # the run's outcome over its graph (None until the end)
+    signum: int | None = None  # the signal that interrupted the run: the exit code is 128 + it (SIGTERM 143)
 
     @property
     def failed(self) -> list[LaneState]:
@@ -78,7 +84,7 @@ class LocalRunOutcome:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return EXIT_INTERRUPTED
+            return 128 + self.signum if self.signum else EXIT_INTERRUPTED
         return graph.exit_code(self.run.status) if self.run else 1
 
 
@@ -165,26 +171,53 @@ class _PlainView:
         return None
 
 
+def lanes_in_store(results: str) -> Callable[[str], set[str]]:
+    """``plan_local``'s ``in_run``: the base lanes with an attempt committed (of any status) for a run."""
+    def lookup(run_id: str) -> set[str]:
+        from pipeline.lanes import base_lane
+        from analytics.store import open_store
+
+        return {base_lane(m.lane) for m in markers(open_store(results), run_id)}
+    return lookup
+
+
 def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny", force: bool = False,
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
               parallel: int = 1, poll_s: float = 0.25, priced_as: str | None = None) -> LocalRunOutcome:
-    """Run ``lanes`` (names; ordered and wired by the registry's graph) and return the run's outcome.
-
-    ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);
-    every lane_runs row of the run records it (``PRICED_AS_ENV`` tells the lane processes)."""
-    from pipeline.lanes import base_lane, plan_order
-    from agents.runner import commit_blocked, lane_statuses
-    from analytics.store import open_store
+    """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.plan.plan_local``; ``configs``
+    are the lanes' configs), then :func:`run_plan`."""
+    from control_plane.plan import local_request, plan_local
 
     if not lanes:
         raise ValueError("no lanes to run")
     if parallel < 1:
         raise ValueError(f"--parallel must be at least 1, got {parallel}")
-    console = console or Console(stderr=True)
+    plan = plan_local(local_request(None, lanes=list(lanes), profile=profile, force=force), run_id=run_id,
+                      results_uri=results, in_run=lanes_in_store(results))
+    return run_plan(replace(plan, configs=dict(configs or {})), console=console, live=live,
+                    on_lane_done=on_lane_done, parallel=parallel, poll_s=poll_s, priced_as=priced_as)
+
+
+def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None = None,
+             on_lane_done: Callable[[LaneState], None] | None = None, parallel: int = 1, poll_s: float = 0.25,
+             priced_as: str | None = None) -> LocalRunOutcome:
+    """Run a local plan (``control_plane.plan.plan_local``: its nodes in order, each with its config) and return
+    the run's outcome.
+
+    ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);
+    every lane_runs row of the run records it (``PRICED_AS_ENV`` tells the lane processes)."""
+    from agents.runner import commit_blocked, lane_statuses
+    from analytics.store import open_store
+
+    if not plan.nodes:
+        raise ValueError("no lanes to run")
+    if parallel < 1:
+        raise ValueError(f"--parallel must be at least 1, got {parallel}")
+    run_id, results, profile, force, configs = plan.run_id, plan.results_uri, plan.profile, plan.force, plan.configs
+    console = console or make_console(stderr=True)
     store = open_store(results)
-    in_run = {base_lane(m.lane) for m in markers(store, run_id)}
-    nodes = graph.topological(graph.build_nodes(plan_order(list(lanes)), [graph.LOCAL], in_run=in_run))
+    nodes = list(plan.nodes)
     states = {n.result_lane: LaneState(n.result_lane) for n in nodes}
     outcome = LocalRunOutcome(run_id, list(states.values()))
     uncommitted: dict[str, graph.LaneStatus] = {}  # lanes whose child failed without committing anything
@@ -285,7 +318,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
                 if pending or running:
                     time.sleep(poll_s)
         except KeyboardInterrupt:
-            outcome.interrupted, sig.requested = True, None
+            outcome.interrupted, outcome.signum, sig.requested = True, sig.requested, None
             stop_all(list(running.values()))  # a second Ctrl-C ends the grace at once
             sig.requested = None
             with sig.critical():

@@ -24,8 +24,9 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names
+from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names, request_lanes
 
 Preset = Literal["full", "smoke", "finetune_serve"]
 ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
@@ -68,7 +69,7 @@ class RunRequest(BaseModel):
     slo: str | dict[str, Any] | None = Field(
         None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
                           "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
-                          "the profile's (docs/slo.md); a lane_config slo still wins")
+                          "the profile's (docs/reference/slo.md); a lane_config slo still wins")
 
     @field_validator("lanes")
     @classmethod
@@ -117,6 +118,19 @@ class RunRequest(BaseModel):
             raise ValueError("give either preset or lanes, not both")
         if self.preset is None and self.lanes is None:
             self.preset = "full"
+        return self
+
+    @model_validator(mode="after")
+    def _configs_only_for_lanes_it_runs(self) -> "RunRequest":
+        """A lane_config entry for a lane the request does not run would be silently ignored: refused, one
+        ``lane_config.<lane>: ...`` line each (every planner parses the request, so each refuses it)."""
+        running = [s.name for s in request_lanes(self.lanes, self.preset)]
+        errors = [InitErrorDetails(type=PydanticCustomError(
+            "lane_not_in_request", "the request does not run lane {lane} (lanes: {lanes})",
+            {"lane": name, "lanes": ", ".join(running)}), loc=("lane_config", name), input=cfg)
+            for name, cfg in self.lane_config.items() if name not in running]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
 
 

@@ -32,15 +32,15 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping
 from urllib.parse import urlparse
 
-from pipeline.graph import build_nodes
-from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, result_lane
+from pipeline.graph import LOCAL, Node, build_nodes, topological
+from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, request_lanes, result_lane
 from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
-                                  LaneStep, Preset, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
+                                  LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
@@ -55,12 +55,6 @@ PRICE_SOURCE = "AWS EC2 on-demand pricing, us-west-2, Linux, as of July 2026 (tr
 PHASE_ALLOWANCE_S = int(phase_allowance_s() + 0.999)
 # Per lane, on top of its timeout: RunLane's SendCommand throttling retries.
 LANE_ALLOWANCE_S = int(lane_allowance_s() + 0.999)
-
-PRESETS: dict[Preset, tuple[str, ...] | None] = {
-    "full": None,  # every lane in the registry
-    "smoke": ("provenance", "host_cpu", "smoke"),
-    "finetune_serve": ("provenance", "finetune_serve"),
-}
 
 # Lane config fields the request's models / server configs / adapter map to (passed only when they
 # differ from the lanes' defaults, so a lane that does not take them is never handed them).
@@ -123,8 +117,7 @@ class Harness:
 
 
 def selected_lanes(request: RunRequest) -> list[LaneSpec]:
-    names = request.lanes if request.lanes is not None else PRESETS[request.preset or "full"]
-    return plan_order(list(names) if names else None)
+    return request_lanes(request.lanes, request.preset)
 
 
 def box_roles_for(lanes: list[LaneSpec]) -> list[BoxRole]:
@@ -146,6 +139,19 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
     config.update(slo_config(request.slo, lane))
     config.update(request.lane_config.get(lane, {}))
     return config or None
+
+
+def configured_lanes(request: RunRequest) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
+    """What both planners start from: the request's lanes in plan order, and the config of every selected lane
+    and of every lane ``lane_config`` names (a config for a lane not selected is still checked), each checked
+    against its lane's ``Config`` at the request's profile (``LaneConfigInvalidError``)."""
+    lanes = selected_lanes(request)
+    specs = {s.name: s for s in lanes}
+    for name in request.lane_config:
+        specs.setdefault(name, get_lane(name))
+    configs = {name: lane_config(request, name) for name in specs}
+    check_lane_configs(configs, specs, request.profile)
+    return lanes, configs
 
 
 def ssm_output_prefix(results_uri: str, *parts: str) -> str:
@@ -211,11 +217,8 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
     the effective ceiling (:class:`CostCeilingError`), a lane config that does not fit its lane
     (``LaneConfigInvalidError``), an execution input over the cap (``ExecutionInputTooLargeError``)."""
     ceiling = cost_ceiling(request, ceiling_usd)
-    lanes = selected_lanes(request)
+    lanes, _ = configured_lanes(request)
     specs = {s.name: s for s in lanes}
-    for name in request.lane_config:
-        specs.setdefault(name, get_lane(name))
-    check_lane_configs({name: lane_config(request, name) for name in specs}, specs, request.profile)
     instance_ids = instance_ids or {}
     roles = box_roles_for(lanes)
     nodes = build_nodes(lanes, roles, in_run={base_lane(c) for c in committed})
@@ -269,3 +272,64 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
     return plan
 
 
+# ---- the local plan: what `run --local` runs (`plan --local` prints it) -----------------------------------
+InRunLookup = Callable[[str], Collection[str]]  # run id -> base lanes with an attempt committed for that run
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    """The request's lane graph on this machine: every node on ``pipeline.graph.LOCAL``, in the order one machine
+    runs them (a need always first), with each lane's config (lanes without one absent). No boxes, no cost."""
+
+    run_id: str
+    results_uri: str
+    request: RunRequest
+    nodes: tuple[Node, ...]
+    configs: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def profile(self) -> str:
+        return self.request.profile
+
+    @property
+    def force(self) -> bool:
+        return self.request.force
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "results_uri": self.results_uri, "profile": self.profile,
+                "force": self.force, "nodes": [n.to_json() for n in self.nodes],
+                "configs": {lane: dict(cfg) for lane, cfg in self.configs.items()},
+                "request": self.request.model_dump(mode="json")}
+
+
+def local_request(request: RunRequest | None, *, lanes: list[str] | None = None, profile: str = "tiny",
+                  slo: str | dict[str, Any] | None = None, force: bool = False) -> RunRequest:
+    """The request a local run plans. From a request file: its profile when it sets one, else ``profile``; forced
+    when it or ``force`` says so. Without one: ``lanes`` (None: every lane; an unknown name fails listing the valid
+    ones) at ``profile``. ``slo`` (canonical, ``pipeline.slo.parse_slo(...).to_config()``) replaces the request's."""
+    from control_plane.models import parse_request
+
+    if request is None:
+        names = [s.name for s in plan_order(lanes)] if lanes is not None else None
+        return parse_request({"lanes": names, "profile": profile, "slo": slo, "force": force})
+    update: dict[str, Any] = {"force": force or request.force}
+    if "profile" not in request.model_fields_set:
+        update["profile"] = profile
+    if slo is not None:
+        update["slo"] = slo
+    return request.model_copy(update=update)
+
+
+def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: InRunLookup | None = None) -> LocalPlan:
+    """The local plan: the same lanes, lane configs (models, server configs, adapter, SLO, lane_config) and config
+    checks as :func:`plan_run`, on one machine. ``in_run`` (asked after the checks) names the lanes this run has
+    committed before, of any status: a need on one of them binds although the lane is not selected (a resume);
+    lanes already committed stay in the plan (the runner skips what succeeded unless forced)."""
+    from control_plane.run_ids import check_run_id
+
+    check_run_id(run_id)
+    lanes, configs = configured_lanes(request)
+    done = in_run(run_id) if in_run is not None else ()
+    nodes = topological(build_nodes(lanes, [LOCAL], in_run={base_lane(c) for c in done}))
+    return LocalPlan(run_id=run_id, results_uri=results_uri, request=request, nodes=tuple(nodes),
+                     configs={lane: cfg for lane, cfg in configs.items() if cfg})

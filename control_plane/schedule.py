@@ -8,7 +8,7 @@ Expected lane durations, per lane, in this order of preference:
    instance type, from the results store's ``lane_runs``;
 2. **history, other host**: the same lane and profile on any host (a tiny-profile local run predicts a tiny
    rehearsal); said so per lane;
-3. **default**: :data:`DEFAULT_DURATIONS_S` (documented in ``docs/architecture.md``, "Expected durations").
+3. **default**: :data:`DEFAULT_DURATIONS_S` (documented in ``docs/explanation/planning.md``, "Default durations").
 
 The schedule is a model of the state machine: a wave starts when every segment of the previous wave has ended;
 in a wave every box runs its segment at once; a segment is start + registration + harness sync

@@ -12,7 +12,7 @@ state and no polling. Each call:
    (``box:<role>``) or by the gate that ended its segment;
 3. picks the next wave that has work: a lane that cannot run — its box failed, or a need from an earlier
    wave did not succeed (``pipeline.graph.blocked_reason``) — is committed ``skipped`` with the reason
-   (``agents.runner.commit_blocked``) and left out; a segment left empty is dropped, so a box is never
+   (``analytics.lane_records.commit_blocked_record``) and left out; a segment left empty is dropped, so a box is never
    started just to skip (needs within the wave are left to the lane's runner, which checks them itself);
 4. when no wave is left: the run's outcome (``pipeline.graph.outcome``) and, for a failed run, the error the
    execution fails with (a stop that failed first: ``Instance.StopFailed``, so ``on_execution_status`` stops
@@ -60,7 +60,7 @@ def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
     ``failed`` attempt carrying that error, so the report and the outcome name it."""
     now = datetime.now(timezone.utc)
     writer = store.begin_attempt(run_id, lane)
-    from agents.backend import hostname
+    from analytics.lane_records import hostname
 
     row = {"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "none", "host": hostname(),
            "box_role": box_role, "status": "failed",
@@ -72,7 +72,7 @@ def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
 
 def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) -> dict[str, Any]:
     """The next wave's segments, or the run's outcome (see the module's steps). ``statuses_of(store, run_id)``
-    reads the run's lane statuses (default ``agents.runner.lane_statuses``)."""
+    reads the run's lane statuses (default ``analytics.lane_records.lane_statuses``)."""
     try:
         run_id = str(payload["run_id"])
         waves = list(payload["waves"])
@@ -83,8 +83,8 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     except (KeyError, TypeError, ValueError) as exc:
         raise ScheduleInputError(f"schedule payload: {type(exc).__name__}: {exc}") from None
     if statuses_of is None:
-        from agents.runner import lane_statuses as statuses_of
-    from agents.runner import commit_blocked
+        from analytics.lane_records import lane_statuses as statuses_of
+    from analytics.lane_records import commit_blocked_record
 
     by_name = {n.result_lane: n for n in nodes}
     box_failures: dict[str, str] = dict(state.get("box_failures") or {})
@@ -109,8 +109,8 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     recorded: list[dict[str, str]] = []
 
     def block(node: Node, by: str, reason: str) -> None:
-        res = commit_blocked(store, run_id, node.result_lane, by, reason, {"box_role": node.box})
-        statuses[node.result_lane] = LaneStatus("blocked", res.attempt, reason, by)
+        attempt = commit_blocked_record(store, run_id, node.result_lane, by, reason, {"box_role": node.box})
+        statuses[node.result_lane] = LaneStatus("blocked", attempt, reason, by)
         recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by, "reason": reason})
 
     # 1-2. what the last wave left without a record

@@ -1,9 +1,10 @@
-"""The lane registry: names, boxes, order, config classes — without importing the lanes.
+"""The lane registry: names, boxes, order, where each runner and config lives — without importing the lanes.
 
 Listing lanes must stay cheap (no torch), so each entry names the module that
 implements it; the module is imported only when the lane runs. A lane module
-defines ``Config`` (a dataclass with defaults and help text in field metadata)
-and ``run(ctx: LaneContext, config: Config) -> None``.
+defines ``run(ctx: LaneContext, config: Config) -> None``; its ``Config`` (a dataclass with
+defaults, help text and bounds in field metadata) is declared in ``pipeline.lane_configs.<lane>``
+and named by the entry (``config``), so the planner checks configs without importing ``agents``.
 """
 from __future__ import annotations
 
@@ -34,13 +35,23 @@ class LaneSpec:
     needs: tuple[str, ...] = ()
     # A gate: a failure stops the rest of its box (the lanes after it in order), and the run is failed.
     gate: bool = False
+    # Where the lane's Config is declared, "module:Class" (imported by config_class()); None: it takes no config.
+    config: str | None = None
 
     @property
     def stall_window_s(self) -> int:
         return self.stall_s if self.stall_s is not None else self.heartbeat_s
 
     def load(self) -> ModuleType:
+        """The runner's module (box-side: imports ``agents``)."""
         return importlib.import_module(self.module)
+
+    def config_class(self) -> type | None:
+        """The lane's Config dataclass, imported from where :attr:`config` says (None: the lane takes no config)."""
+        if self.config is None:
+            return None
+        module, _, name = self.config.partition(":")
+        return getattr(importlib.import_module(module), name or "Config", None)
 
 
 class UnknownLaneError(KeyError):
@@ -54,34 +65,42 @@ class UnknownLaneError(KeyError):
 
 _BOTH: tuple[BoxRole, ...] = ("trn1", "inf2")
 
+_CONFIGS = "pipeline.lane_configs"
+
 LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("provenance", "agents.lanes.provenance", _BOTH, 10,
-             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120, stall_s=300),
+             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120, stall_s=300,
+             config=f"{_CONFIGS}.provenance:Config"),
     LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
-             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600),
+             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600,
+             config=f"{_CONFIGS}.host_cpu:Config"),
     LaneSpec("smoke", "agents.lanes.smoke", _BOTH, 30,
-             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600, gate=True),
+             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600, gate=True,
+             config=f"{_CONFIGS}.smoke:Config"),
     LaneSpec("precompile", "agents.lanes.precompile", ("trn1",), 40,
-             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600, stall_s=3600),
+             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600, stall_s=3600,
+             config=f"{_CONFIGS}.precompile:Config"),
     LaneSpec("sft", "agents.lanes.sft", ("trn1",), 50,
-             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600, stall_s=3600),
+             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600, stall_s=3600,
+             config=f"{_CONFIGS}.sft:Config"),
     LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
              "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800,
-              needs=("sft",)),
+             needs=("sft",), config=f"{_CONFIGS}.merge:Config"),
     LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
              "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600,
-             stall_s=3600),
+             stall_s=3600, config=f"{_CONFIGS}.serve_sweep:Config"),
     LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
-             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600),
+             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600,
+             config=f"{_CONFIGS}.sustained:Config"),
     LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
              "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600,
-              needs=("merge",)),
+             needs=("merge",), config=f"{_CONFIGS}.quality:Config"),
     LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
              "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600,
-             stall_s=3600, needs=("merge",)),
+             stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.finetune_serve:Config"),
     LaneSpec("qwen3_attempt", "agents.lanes.qwen3_attempt", ("inf2",), 110,
              "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600,
-             stall_s=3600),
+             stall_s=3600, config=f"{_CONFIGS}.qwen3_attempt:Config"),
 ]}
 
 
@@ -102,7 +121,8 @@ def _extra_lanes() -> dict[str, LaneSpec]:
         name = name.removesuffix("!")
         roles = tuple(b for b in _BOTH if b in boxes.split("+")) if boxes else _BOTH
         out[name] = LaneSpec(name, module, roles or _BOTH, int(order) if order else 1000 + i,
-                             f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n), gate=gate)
+                             f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n), gate=gate,
+                             config=f"{module}:Config")  # its own module's Config, if it has one
     return out
 
 
@@ -148,6 +168,20 @@ def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
     specs = [get_lane(n) for n in names] if names else list(LANES.values())
     seen: dict[str, LaneSpec] = {s.name: s for s in specs}
     return sorted(seen.values(), key=lambda s: s.order)
+
+
+# What a request's ``preset`` runs (None: every lane of the catalogue).
+PRESETS: dict[str, tuple[str, ...] | None] = {
+    "full": None,
+    "smoke": ("provenance", "host_cpu", "smoke"),
+    "finetune_serve": ("provenance", "finetune_serve"),
+}
+
+
+def request_lanes(lanes: list[str] | None, preset: str | None) -> list[LaneSpec]:
+    """The lanes a request runs, in plan order: its lane list, else its preset's (default ``full``)."""
+    names = lanes if lanes is not None else PRESETS[preset or "full"]
+    return plan_order(list(names) if names else None)
 
 
 def validate_graph(specs: dict[str, LaneSpec]) -> None:

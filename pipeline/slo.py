@@ -3,25 +3,33 @@
 Every sweep point carries the SLO in force as ``sweep_points.slo_json``
 (``{"name", "ttft_ms", "tpot_ms", "percentile", "source"}``). Two readers use it:
 
-* goodput (10_serving.sql): a request is good when its TTFT <= ``ttft_ms`` and its TPOT <= ``tpot_ms``;
+* goodput (analytics/views/sql/10_serving_requests.sql's request_slo): a request is good when its TTFT <=
+  ``ttft_ms`` and its TPOT <= ``tpot_ms``;
 * the Decision views (analytics/views/sql/75_report_decision.sql): a point meets the SLO when its
   ``p{percentile}`` TTFT and TPOT are within the bounds.
 
 The defaults are sourced, not invented: the 8B-class bounds are MLPerf Inference's for Llama 3.1 8B
 (entered in v5.1, 2025; MLCommons ``loadgen/mlperf.conf``). The tiny profile's bounds are scaled to
 what a tiny model on a laptop CPU does, so the local pipeline shows points that meet and points that
-miss; they say nothing about production (docs/slo.md).
+miss; they say nothing about production (docs/reference/slo.md).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
+
+from pipeline.config import bound_problem
 
 MLPERF_CONF = "MLCommons inference loadgen/mlperf.conf (MLPerf Inference v5.1, 2025)"
 # Percentiles the views carry a column for (serving_points: p50/p90/p95/p99 of TTFT and TPOT).
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 SLO_KEYS = ("name", "ttft_ms", "tpot_ms", "percentile", "source")
+# Stated bounds of a latency bound (ms), inclusive: under 0.1 ms no server answers; a TTFT bound over 10 minutes
+# or a TPOT bound over a minute per token is no SLO. Lane configs' own bound fields reuse them.
+TTFT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 600_000.0}
+TPOT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 60_000.0}
 
 
 class SloError(ValueError):
@@ -31,13 +39,14 @@ class SloError(ValueError):
 @dataclass(frozen=True)
 class Slo:
     name: str
-    ttft_ms: float
-    tpot_ms: float
-    percentile: float
+    ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS_BOUNDS})
+    tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS_BOUNDS})
+    percentile: float = field(metadata={"help": f"the percentile judged, one of {PERCENTILES}",
+                                        "min": min(PERCENTILES), "max": max(PERCENTILES)})
     source: str
 
     def to_json(self) -> dict[str, Any]:
-        """The ``slo_json`` of a point (the keys ttft_ms/tpot_ms are goodput's bounds in 10_serving.sql)."""
+        """The ``slo_json`` of a point (the keys ttft_ms/tpot_ms are goodput's bounds in 10_serving_requests.sql)."""
         return {"name": self.name, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms,
                 "percentile": self.percentile, "source": self.source}
 
@@ -59,7 +68,7 @@ MLPERF_INTERACTIVE = Slo(
     f"{MLPERF_CONF}: llama3_1-8b-interactive.Server.ttft_latency = 500, "
     "llama3_1-8b-interactive.Server.tpot_latency = 30, *.Server.target_latency_percentile = 99")
 # One tenth of the 8B server bounds: on the tiny models at 64:64 on a 2-core CPU the sweep's lowest
-# concurrencies are within them and its highest is not (docs/slo.md). Not a production target.
+# concurrencies are within them and its highest is not (docs/reference/slo.md). Not a production target.
 CPU_TINY = Slo(
     "cpu-tiny", 200.0, 10.0, 99.0,
     "neuron-pipelines tiny profile: MLPerf v5.1 Llama 3.1 8B server bounds / 10, scaled for tiny models on a "
@@ -68,6 +77,9 @@ CPU_TINY = Slo(
 SLO_SETS: dict[str, Slo] = {s.name: s for s in (MLPERF_SERVER, MLPERF_INTERACTIVE, CPU_TINY)}
 # Qwen3 8B is measured against the same 8B-class server set as Llama 3.1 8B (MLPerf has no Qwen3 entry).
 PROFILE_DEFAULTS: dict[str, Slo] = {"full": MLPERF_SERVER, "tiny": CPU_TINY}
+
+
+_FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Slo)}
 
 
 def default_slo(profile: str) -> Slo:
@@ -86,6 +98,9 @@ def _number(key: str, value: Any) -> float:
         raise SloError(f"slo {key}: expected a number, got {value!r}") from None
     if not math.isfinite(x) or x <= 0:
         raise SloError(f"slo {key}: must be a positive number, got {value!r}")
+    problem = bound_problem(_FIELDS[key], x)
+    if problem:
+        raise SloError(f"slo {key}: {problem}")
     return x
 
 

@@ -29,13 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def rehearse_command(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from control_plane.commands.plan import load_request
+    from control_plane.console import make_console
     from control_plane.models import RunRequest, RunRequestError
     from rehearsal.run import Rehearsal, RehearsalError
 
-    console = Console(stderr=True, soft_wrap=True)  # summary lines stay whole in logs and pipes
+    console = make_console(stderr=True)  # summary lines and tables stay whole in logs and pipes
     try:
         request = load_request(args.input, args.run_id) if args.input else RunRequest(preset="full", profile="tiny")
         if "profile" not in request.model_fields_set:  # a rehearsal runs on this machine: tiny unless asked

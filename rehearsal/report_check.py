@@ -48,7 +48,7 @@ def pull_and_report(s3_client: Any, results_uri: str, reports_prefix: str, run_i
     """``neuronpipe pull`` then ``neuronpipe report`` on the mirror, as a user would after the run."""
     from analytics.mirror import pull
     from analytics.store import LocalStore, S3Store
-    from control_plane.commands.report import build_report_files
+    from analytics.report.files import build_report_files
 
     bucket = results_uri.removeprefix("s3://").split("/", 1)[0]
     key = f"{reports_prefix.strip('/')}/{run_id}/REPORT.md"

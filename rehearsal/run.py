@@ -288,7 +288,7 @@ class Rehearsal:
 
     def follow(self, execution_arn: str, on_progress: Callable[[Any], None], deadline_s: float = 3600) -> Any:
         from control_plane.aws import Executions
-        from control_plane.commands.run_aws import follow
+        from control_plane.progress import follow
 
         end = time.monotonic() + deadline_s
 

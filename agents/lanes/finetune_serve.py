@@ -4,34 +4,17 @@ points as the base model (serve_sweep's configs, shapes and grid arithmetic)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.context import LaneContext
-from agents.lanes.serve_sweep import HELP_SHAPES, settings_from
-from agents.lanes.serve_sweep import Config as SweepConfig
+from agents.lanes.serve_sweep import settings_from
+from pipeline.lane_configs.finetune_serve import Config
+from pipeline.lane_configs.serve_sweep import HELP_SHAPES
 
 
 class RoundTripError(RuntimeError):
     """A pulled artifact's SHA-256 differs from what the merge lane recorded: the model served is not
     the model trained."""
-
-
-@dataclass
-class Config(SweepConfig):
-    source_run_id: str | None = field(default=None, metadata={
-        "help": "run whose merge lane produced the model (default: this run)"})
-    verify_models: list[str] | None = field(default=None, metadata={
-        "help": "merged models pulled and hash-verified (default: every model of the profile); "
-                "`models` are also served and swept"})
-    adapter_uri: str | None = field(default=None, metadata={
-        "help": "an adapter from outside the run (s3:// or local; .tar.gz or a directory): merged into its "
-                "base model here, hashed, served and swept instead of the merge lane's output"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        base = SweepConfig.for_profile(profile)
-        return cls(**{k: getattr(base, k) for k in base.__dataclass_fields__})
 
 
 def overall_row(model: str, rows: list[dict]) -> dict:

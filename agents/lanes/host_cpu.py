@@ -12,27 +12,11 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from agents.context import LaneContext
-
-
-@dataclass
-class Config:
-    triad_elements: int = field(default=1 << 24, metadata={"help": "elements per triad array (float64)"})
-    matmul_n: int = field(default=1024, metadata={"help": "square fp32 matrix side for the GEMM"})
-    repeats: int = field(default=5, metadata={"help": "timed repeats per measurement (best and median kept)"})
-    thread_counts: tuple[int, ...] = field(default=(), metadata={"help": "GEMM thread counts; empty: 1, 2, 4, ... cores"})
-    tokenizer_path: str | None = field(default=None, metadata={"help": "tokenizer dir; default: the bundled tiny one"})
-    tokenizer_texts: int = field(default=2000, metadata={"help": "texts encoded per tokenizer repeat"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        if profile == "full":
-            return cls(triad_elements=1 << 26, matmul_n=2048, repeats=7, tokenizer_texts=20000)
-        return cls(triad_elements=1 << 23, matmul_n=768, repeats=3, tokenizer_texts=1000)
+from pipeline.lane_configs.host_cpu import Config
 
 
 def default_thread_counts() -> tuple[int, ...]:

@@ -8,30 +8,14 @@ checkpoint under ``models/<run_id>/<model>/merged/`` and one ``artifacts`` row p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from agents.context import LaneContext
-from agents.training.catalog import artifact_rows, model_names, resolve_model
+from agents.training.catalog import artifact_rows, resolve_model
 from agents.training.merge import MergeInputError, generate_check, merge_adapter
 from agents.training.session import store_prefix
+from pipeline.lane_configs.merge import Config
 
 VERIFY_PROMPTS = ["What is the capital of Australia?", "Give me some ideas for a rainy day with children."]
-
-
-@dataclass
-class Config:
-    models: list[str] = field(default_factory=lambda: model_names("tiny"),
-                              metadata={"help": "models whose sft adapters to merge"})
-    max_shard_size: str = field(default="5GB", metadata={"help": "safetensors shard size of the merged model"})
-    verify_generate: bool = field(default=True, metadata={
-        "help": "reload the merged model from disk and generate a few tokens before uploading"})
-    seed: int = field(default=0, metadata={"help": "seed of the tiny base models (must match sft)"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        if profile == "full":
-            return cls(models=model_names("full"), verify_generate=False)
-        return cls()
 
 
 def adapter_files(marker, run_id: str, model: str) -> tuple[str, list[str]]:

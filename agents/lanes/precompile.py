@@ -9,34 +9,14 @@ Backends without ahead-of-time compilation: skipped, with that reason.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from agents.context import LaneContext, LaneSkipped
 from agents.training.backends import TrainRequest, get_trainer
-from agents.training.backends.neuron import DEFAULT_CACHE, cache_stats
-from agents.training.catalog import model_names, resolve_model
+from agents.training.backends.neuron import cache_stats
+from agents.training.catalog import resolve_model
 from agents.training.data import load_instructions
-
-
-@dataclass
-class Config:
-    models: list[str] = field(default_factory=lambda: model_names("tiny"),
-                              metadata={"help": "models whose training graphs to compile"})
-    steps: int = field(default=5, metadata={"help": "optimizer steps of the short compile run"})
-    max_seq_len: int = field(default=256, metadata={"help": "packed sequence length (must match sft)"})
-    batch_size: int = field(default=4, metadata={"help": "per-device micro-batch (must match sft)"})
-    grad_accum: int = field(default=1, metadata={"help": "micro-batches per step (must match sft)"})
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank (must match sft)"})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (must match sft)"})
-    compile_cache: str = field(default=DEFAULT_CACHE, metadata={"help": "NEURON_COMPILE_CACHE_URL (EBS)"})
-    seed: int = field(default=0, metadata={"help": "seed"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        if profile == "full":
-            return cls(models=model_names("full"), max_seq_len=2048, batch_size=1, grad_accum=8)
-        return cls()
+from pipeline.lane_configs.precompile import Config
 
 
 def run(ctx: LaneContext, config: Config) -> None:

@@ -15,12 +15,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents.context import LaneContext
 from agents.runner import harness_sha
+from pipeline.lane_configs.provenance import Config
 
 PACKAGES = (
     # Neuron
@@ -46,15 +46,6 @@ DEVICE_COMMANDS = (
 
 IMDS = "http://169.254.169.254"
 IMDS_FIELDS = ("instance-id", "instance-type", "ami-id", "placement/region", "placement/availability-zone")
-
-
-@dataclass
-class Config:
-    imds_timeout_s: float = field(default=0.5, metadata={"help": "IMDSv2 timeout; short so off-EC2 runs are fast"})
-    query_imds: str = field(default="auto", metadata={
-        "help": "auto (only where /sys says this is EC2) | always | never"})
-    command_timeout_s: float = field(default=20.0, metadata={"help": "timeout for each device CLI"})
-    extra_packages: tuple[str, ...] = field(default=(), metadata={"help": "more distributions to record"})
 
 
 def _row(category: str, name: str, value: Any, source: str, note: str | None = None) -> dict[str, Any]:

@@ -12,30 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from agents.context import LaneContext
-from agents.lanes.serve_sweep import FULL_SWEEP, SweepFields, settings_from
+from agents.lanes.serve_sweep import settings_from
+from pipeline.lane_configs.qwen3_attempt import Config
 
 log = logging.getLogger(__name__)
 PROBE_PREFIX = "qwen3-probe"
-
-
-@dataclass
-class Config(SweepFields):
-    model: str = field(default="tiny-qwen3", metadata={"help": "the Qwen3 catalogue model"})
-    server_configs: list[str] = field(default_factory=lambda: ["A"], metadata={
-        "help": "server configs to sweep once Qwen3 boots and generates"})
-    probe_shape: str = field(default="16:8", metadata={"help": "input:output of the first-token probe"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        if profile == "tiny":
-            return cls()
-        return cls(model="qwen3-8b", server_configs=["A", "B"],
-                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256"]}, **FULL_SWEEP)
 
 
 def outcome_note(outcome: str, phase: str | None = None, error_kind: str | None = None,

@@ -11,46 +11,16 @@ merged model generates nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from agents.context import LaneContext
-from agents.training.catalog import artifact_rows, smoke_model
+from agents.training.catalog import artifact_rows
 from agents.training.data import load_instructions
 from agents.training.merge import generate_check, merge_adapter
 from agents.training.session import record_dataset, train_model
+from pipeline.lane_configs.smoke import Config
 from pipeline.steps import loss_falls
 
 PROMPTS = ["What is the capital of Australia?", "Suggest some names for a black and white cat."]
-
-
-@dataclass
-class Config:
-    model: str = field(default_factory=lambda: smoke_model("tiny"), metadata={"help": "catalog name"})
-    steps: int = field(default=10, metadata={"help": "optimizer steps"})
-    max_seq_len: int = field(default=256, metadata={"help": "max tokens per example"})
-    batch_size: int = field(default=4, metadata={"help": "examples per micro-batch"})
-    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
-    learning_rate: float = field(default=3e-3, metadata={"help": "learning rate"})
-    warmup_steps: int = field(default=0, metadata={"help": "warm-up steps"})
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank"})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
-    lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout"})
-    packing: bool = field(default=False, metadata={"help": "pack examples (always on for neuron)"})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "activation recompute"})
-    max_new_tokens: int = field(default=16, metadata={"help": "tokens generated per prompt after the merge"})
-    require_loss_fall: bool = field(default=True, metadata={"help": "fail when the loss does not fall"})
-    seed: int = field(default=0, metadata={"help": "seed"})
-    mode: str = field(default="auto", metadata={"help": "train | serve | auto (serve on inf2, train elsewhere)"})
-    server_config: str = field(default="A", metadata={"help": "server config for serve mode"})
-    health_timeout_s: float = field(default=300.0, metadata={"help": "server boot timeout in serve mode"})
-
-    @classmethod
-    def for_profile(cls, profile: str) -> "Config":
-        if profile == "full":
-            # 20 small steps of a pretrained model are too noisy to gate on; the trend is in train_loss_trend
-            return cls(model=smoke_model("full"), steps=20, max_seq_len=1024, batch_size=1, grad_accum=4,
-                       learning_rate=2e-4, require_loss_fall=False, health_timeout_s=3600.0)
-        return cls()
 
 
 def smoke_mode(config: Config, box_role: str) -> str:

@@ -1,7 +1,7 @@
-"""Point metrics through the one SQL implementation (analytics/views/sql/10_serving.sql).
+"""Point metrics through the one SQL implementation (the serving family of analytics/views/sql: 1*_serving_*.sql).
 
 Nothing here computes a metric: rows are loaded into an in-memory DuckDB as the
-``requests`` / ``sweep_points`` tables and the serving SQL file's views are read back.
+``requests`` / ``sweep_points`` tables and the serving SQL files' views are read back.
 """
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ import duckdb
 import pyarrow as pa
 
 from analytics.schema import TABLES, conform, empty_table
-from analytics.views import derived_sql_files
+from analytics.views import SERVING_FILES, ViewFilesError, derived_sql_files
 
-SERVING_SQL = "10_serving.sql"
 # Placeholder keys for rows not yet committed (the writer adds the real ones).
 LOCAL_KEYS = {"run_id": "local", "lane": "loadgen", "attempt": "local"}
 
 
 class ServingViewsError(RuntimeError):
-    """The serving SQL file could not be loaded or queried."""
+    """The serving SQL files could not be loaded or queried."""
 
 
 def serving_sql() -> str:
-    for name, text in derived_sql_files():
-        if name == SERVING_SQL:
-            return text
-    raise ServingViewsError(f"{SERVING_SQL} not found among the derived view files")
+    """The serving family's SQL (analytics.views.SERVING_FILES), in its declared order, as one script."""
+    try:
+        return "\n".join(text for _, text in derived_sql_files(SERVING_FILES))
+    except ViewFilesError as exc:
+        raise ServingViewsError(str(exc)) from exc
 
 
 def connect_rows(tables: Mapping[str, Iterable[Mapping[str, Any]] | pa.Table]) -> duckdb.DuckDBPyConnection:
@@ -41,7 +41,7 @@ def connect_rows(tables: Mapping[str, Iterable[Mapping[str, Any]] | pa.Table]) -
     try:
         con.execute(serving_sql())
     except duckdb.Error as exc:
-        raise ServingViewsError(f"{SERVING_SQL} failed: {exc}") from exc
+        raise ServingViewsError(f"the serving views ({', '.join(SERVING_FILES)}) failed: {exc}") from exc
     return con
 
 

@@ -1,4 +1,4 @@
-"""The models per profile and where their checkpoints come from.
+"""Where the catalogue's checkpoints come from (the names per profile are rules: ``pipeline.model_catalog``).
 
 ``tiny`` (local, tests): the tiny-model factory. ``full`` (the boxes): the
 Hugging Face hub, with a token read from Secrets Manager (gated models need
@@ -10,71 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from pipeline.model_catalog import (CATALOG, PROFILE_MODELS, SMOKE_MODEL, ModelEntry, Source,  # noqa: F401
+                                     UnknownModelError, get_model, model_names, smoke_model)
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
-Source = Literal["tiny", "hub"]
 HUB_TOKEN_SECRET_ENV = "NEURONPIPE_HF_TOKEN_SECRET"  # name/ARN of the Secrets Manager secret holding the token
 DEFAULT_HUB_TOKEN_SECRET = "neuronpipe/hf-token"
 
 
-@dataclass(frozen=True)
-class ModelEntry:
-    name: str
-    source: Source
-    ref: str  # tiny: the architecture; hub: the repo id
-    arch: str
-    gated: bool = False
-    revision: str | None = None
-
-
-CATALOG: dict[str, ModelEntry] = {e.name: e for e in [
-    ModelEntry("tiny-llama", "tiny", "llama", "llama"),
-    ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
-    ModelEntry("llama-3.1-8b-instruct", "hub", "meta-llama/Llama-3.1-8B-Instruct", "llama", gated=True),
-    ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3"),
-    ModelEntry("tinyllama-1.1b", "hub", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama"),
-]}
-
-PROFILE_MODELS: dict[str, tuple[str, ...]] = {
-    "tiny": ("tiny-llama", "tiny-qwen3"),
-    "full": ("llama-3.1-8b-instruct", "qwen3-8b"),
-}
-SMOKE_MODEL: dict[str, str] = {"tiny": "tiny-llama", "full": "tinyllama-1.1b"}
-
-
-class UnknownModelError(KeyError):
-    def __init__(self, name: str):
-        super().__init__(f"unknown model {name!r}; valid models: {', '.join(sorted(CATALOG))}")
-
-    def __str__(self) -> str:
-        return self.args[0]
-
-
 class HubAccessError(RuntimeError):
     """The hub refused the download: no token, a bad token, or a gated licence not accepted."""
-
-
-def model_names(profile: str) -> list[str]:
-    try:
-        return list(PROFILE_MODELS[profile])
-    except KeyError:
-        raise KeyError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILE_MODELS)}") from None
-
-
-def smoke_model(profile: str) -> str:
-    return SMOKE_MODEL[profile]
-
-
-def get_model(name: str) -> ModelEntry:
-    try:
-        return CATALOG[name]
-    except KeyError:
-        raise UnknownModelError(name) from None
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

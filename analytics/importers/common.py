@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pyarrow as pa
 
+from pipeline import jsonio
 from analytics.importers.source import Tree
 
 
@@ -54,12 +56,50 @@ class LaneImport:
 
 def load_json(tree: Tree, path: str) -> dict[str, Any]:
     try:
-        data = json.loads(tree.read(path))
+        data = jsonio.loads(tree.read(path), allow_nan=True)
     except ValueError as exc:
         raise ImportInputError(f"{tree.uri(path)} is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ImportInputError(f"{tree.uri(path)}: expected a JSON object, got {type(data).__name__}")
+    nulled = null_nan(data, tree.uri(path))
+    if nulled:
+        tree.nulled()[path] = nulled
     return data
+
+
+def non_finite(value: Any, name: str = "") -> list[tuple[str, float]]:
+    """(field, value) of every NaN or ±Infinity number in parsed JSON (``steps[3].loss``), in order."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(name, value)]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in non_finite(v, f"{name}.{k}" if name else str(k))]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value) for x in non_finite(v, f"{name}[{i}]")]
+    return []
+
+
+def null_nan(data: Any, where: str) -> list[str]:
+    """Imported numbers are finite or NULL: each NaN becomes None in place and its field is returned (the
+    caller names them in a note); an Infinity is refused with one line naming the field."""
+    found = non_finite(data)
+    inf = [(f, v) for f, v in found if math.isinf(v)]
+    if inf:
+        raise ImportInputError(f"{where}: field {inf[0][0]} is {inf[0][1]}, not a finite number")
+
+    def clear(value: Any) -> Any:
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clear(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clear(v) for v in value]
+        return value
+
+    if found:
+        cleared = clear(data)
+        data.clear()
+        data.update(cleared)
+    return [f for f, _ in found]
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -102,6 +142,7 @@ TELEMETRY_COLUMNS: dict[str, tuple[str, str, str | None, str]] = {
     "host_mem_used_mib": ("host", "host_mem_used_mib", None, "MiB"),
 }
 BLANK_NOTE = "blank in the source CSV: the sensor gave no value at this sample"
+NAN_NOTE = "NaN in the source CSV: stored NULL (not a measurement)"
 
 
 def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Table:
@@ -120,6 +161,8 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
         last = max(float(r["t_s"]) for r in samples)
     except ValueError as exc:
         raise ImportInputError(f"{tree.uri(path)}: t_s is not a number: {exc}") from None
+    if not all(math.isfinite(float(r["t_s"])) for r in samples):
+        raise ImportInputError(f"{tree.uri(path)}: column t_s holds a value that is not a finite number")
     start = ended_at - timedelta(seconds=last)
     cols: dict[str, list[Any]] = {k: [] for k in ("ts", "source", "metric", "device", "value", "unit", "note")}
     for r in samples:
@@ -133,13 +176,18 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
             if spec is None:
                 continue
             value = num(raw) if raw not in (None, "") else None
+            if value is not None and math.isinf(value):
+                raise ImportInputError(f"{tree.uri(path)}: column {name} at t_s={r['t_s']} is {raw!r}, not a "
+                                       "finite number")
+            nan = value is not None and math.isnan(value)
+            value = None if nan else value
             cols["ts"].append(ts)
             cols["source"].append(spec[0])
             cols["metric"].append(spec[1])
             cols["device"].append(spec[2])
             cols["value"].append(value)
             cols["unit"].append(spec[3])
-            cols["note"].append(None if value is not None else BLANK_NOTE)
+            cols["note"].append(NAN_NOTE if nan else None if value is not None else BLANK_NOTE)
     return pa.table(cols)
 
 

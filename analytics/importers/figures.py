@@ -6,10 +6,10 @@ rules reproduce it, not that a number was copied. Nothing here is a hard-coded r
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline import jsonio
 from analytics.importers.source import GitRepo, Tree
 from analytics.importers.torchneuronx import every_attempt
 from analytics.store import ResultStore
@@ -32,7 +32,7 @@ class Figure:
 
 
 def _json(tree: Tree, path: str) -> dict[str, Any]:
-    return json.loads(tree.read(path))
+    return jsonio.loads(tree.read(path), allow_nan=True)
 
 
 def _one(con: Any, sql: str, *params: Any) -> Any:
@@ -114,4 +114,4 @@ def _qwen_log_error(tree: Tree) -> str | None:
 
 def _first_version(repo: GitRepo, ref: str, path: str) -> dict[str, Any]:
     commits = repo.history(ref, [path])
-    return json.loads(repo.read(commits[0].sha, path)) if commits else {}
+    return jsonio.loads(repo.read(commits[0].sha, path), allow_nan=True) if commits else {}

@@ -30,6 +30,12 @@ class Tree:
     committed_at: str | None = None
     telemetry: bool = True  # False: skip telemetry CSVs (superseded versions under --history)
 
+    def nulled(self) -> dict[str, list[str]]:
+        """path -> fields whose NaN was read as NULL (``importers.common.load_json``; named in lane_runs)."""
+        if "_nulled" not in self.__dict__:
+            self._nulled: dict[str, list[str]] = {}
+        return self._nulled
+
     def fingerprint(self, paths: list[str]) -> str:
         """Identity of these files' contents (equal fingerprints: nothing changed)."""
         import hashlib

@@ -4,7 +4,7 @@ serve/<model>_<config>/ → serve_sweep (base models), finetune_serve (the merge
 (Qwen3) or smoke@inf2 (TinyLlama): boots into ``compiles``, grid + points into ``sweep_points``, each
 point's summary into ``serving_aggregates``, its telemetry CSV into ``telemetry``; Qwen3's per-request
 failures (the point logs' ``request N FAILED: …`` lines) into ``requests``. sustained/ → sustained
-(iterations as ``sustained_windows``), quality/ → quality. The mapping is written out in docs/import.md.
+(iterations as ``sustained_windows``), quality/ → quality. The mapping is written out in docs/guides/import.md.
 """
 from __future__ import annotations
 

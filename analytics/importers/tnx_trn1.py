@@ -2,7 +2,7 @@
 
 provenance@trn1 (specs.txt, model_hashes.txt), host_cpu@trn1 (cpu/cpu.json), precompile
 (compile/*.json), sft (train/<model>_lora.json + telemetry), smoke@trn1 (train/smoke_*.json),
-merge (train/merge_*.json). The mapping is written out in docs/import.md.
+merge (train/merge_*.json). The mapping is written out in docs/guides/import.md.
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def train_run(tree: Tree, path: str, li: LaneImport) -> None:
     cfg = d.get("config") or {}
     trainable, frozen = integer(d.get("params_trainable")), integer(d.get("params_frozen"))
     # Gradient checkpointing re-runs every forward: our rule counts 8T+6F. The source labels its value
-    # "6*params_trainable + 4*params_frozen" but its number is 8T+6F exactly (docs/import.md).
+    # "6*params_trainable + 4*params_frozen" but its number is 8T+6F exactly (docs/guides/import.md).
     recompute = bool(cfg.get("gradient_checkpointing"))
     fpt = flops_per_token(trainable, frozen, activation_recompute=recompute)
     mfu = compute_mfu(summary.tokens_per_s, fpt, "trn1", 1)

@@ -81,6 +81,10 @@ def lane_runs_row(p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], hi
         null_reasons["wall_s"] = "the source records no wall time for this lane; started_at = ended_at"
     if not box.get("host"):
         null_reasons["host"] = "no specs.txt for this box: the host is unknown (stored as 'unrecorded')"
+    nulled = {path: fields for path, fields in tree.nulled().items() if path in li.paths}
+    if nulled:  # a NaN in the source is no measurement: stored NULL, named here
+        null_reasons["source_nan"] = {path: f"NaN in the source, stored NULL: {', '.join(fields)}"
+                                      for path, fields in sorted(nulled.items())}
     config = {"imported": {"source": SOURCE_NAME, "commit": tree.commit, "committed_at": tree.committed_at,
                            "paths": sorted(set(li.paths)), "history": history, "superseded": p.superseded,
                            "host_from": f"specs.txt captured {box.get('specs_captured_at')}" if box else None},
@@ -124,7 +128,7 @@ def plan(tree: Tree, repo: GitRepo | None, history: bool) -> list[PlannedAttempt
             if commit.sha == tree.commit:
                 continue
             old = GitTree(repo, commit)
-            old.telemetry = False  # superseded versions: the JSON records only (docs/import.md)
+            old.telemetry = False  # superseded versions: the JSON records only (docs/guides/import.md)
             for li in collect(old):
                 fp = old.fingerprint(li.paths)
                 versions = earlier.setdefault(li.lane, [])

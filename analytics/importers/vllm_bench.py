@@ -13,7 +13,6 @@ Everything is read and conformed before the first write: bad input gets one line
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -23,7 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.importers.common import ImportExistsError, ImportInputError, dumps, parse_time
+from pipeline import jsonio
+from analytics.importers.common import ImportExistsError, ImportInputError, dumps, non_finite, parse_time
 from analytics.schema import SchemaMismatchError, conform
 from analytics.store import ResultStore, validate_component
 
@@ -112,12 +112,12 @@ def read_results(path: str) -> list[ResultFile]:
     except UnicodeDecodeError:
         raise ImportInputError(f"{path} is not UTF-8 text (a vLLM result file is JSON)") from None
     try:
-        objs = [json.loads(text)]
+        objs = [jsonio.loads(text, allow_nan=True)]  # vLLM writes NaN for an empty statistic
         uris = [uri]
     except ValueError as exc:
         lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
         try:
-            objs = [json.loads(ln) for _, ln in lines] if len(lines) > 1 else None
+            objs = [jsonio.loads(ln, allow_nan=True) for _, ln in lines] if len(lines) > 1 else None
         except ValueError:
             objs = None
         if not objs:
@@ -135,7 +135,8 @@ def read_results(path: str) -> list[ResultFile]:
 
 
 def _number(d: dict[str, Any], key: str, path: str, integer: bool = False, minimum: float = 0.0) -> Any:
-    """A top-level figure: absent/null -> None; NaN -> None (vLLM's empty statistic); else checked."""
+    """A top-level figure: absent/null -> None; NaN -> None (vLLM's empty statistic: the point's note names the
+    field, :func:`nan_note`); else checked."""
     v = d.get(key)
     if v is None:
         return None
@@ -150,6 +151,28 @@ def _number(d: dict[str, Any], key: str, path: str, integer: bool = False, minim
             raise ImportInputError(f"{path}: {key} = {v!r} is not a whole number")
         return int(v)
     return float(v)
+
+
+def nan_note(d: dict[str, Any], path: str) -> str | None:
+    """A NaN statistic is stored NULL and named in the point's note; Infinity (anywhere but ``request_rate``,
+    vLLM's 'all at once') is refused, naming the field: no non-finite number is stored as a number."""
+    bad = [(f, v) for f, v in non_finite(d) if math.isinf(v) and f != "request_rate"]
+    if bad:
+        raise ImportInputError(f"{path}: field {bad[0][0]} is {bad[0][1]}, not a finite number")
+    nan = sorted(k for k, v in d.items() if isinstance(v, float) and math.isnan(v))
+    return f"{', '.join(nan)}: NaN in the file (vLLM's empty statistic), stored NULL" if nan else None
+
+
+def refuse_duplicate_files(per_path: list[list[ResultFile]]) -> None:
+    """The same bytes given twice (by SHA-256, one path or two) would count one measurement as two points."""
+    first: dict[str, str] = {}
+    for found in per_path:
+        path, digest = found[0].path, found[0].source_uri.split(" sha256:", 1)[1].split(" ", 1)[0]
+        if digest in first:
+            raise ImportInputError(f"{path} has the same bytes as {first[digest]} (sha256 {digest[:12]}...): "
+                                   "importing one file twice counts one measurement as two points (--force "
+                                   "imports it anyway)")
+        first[digest] = path
 
 
 def _rate(d: dict[str, Any], path: str) -> float | None:
@@ -215,10 +238,10 @@ def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: flo
         if metric in METRICS and stat in COLUMN_STATS:
             row[key] = _number(d, key, path)
         else:
-            extra[key] = value
+            extra[key] = None if isinstance(value, float) and math.isnan(value) else value  # nan_note names it
     for key in ("request_goodput", "request_goodput:"):  # older files wrote the key with a colon
         if d.get(key) is not None:
-            extra[key.rstrip(":")] = d[key]
+            extra[key.rstrip(":")] = None if isinstance(d[key], float) and math.isnan(d[key]) else d[key]
     for key in ("burstiness", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps", "rtfx"):
         if d.get(key) is not None:
             extra[key] = d[key]
@@ -316,6 +339,8 @@ def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str, rate: fl
     p = PlannedPoint(point_id, f, measured_at=parse_time(d.get("date")), duration=_number(d, "duration", path))
     if d.get("date") is not None:
         p.notes.append(DATE_NOTE)
+    if note := nan_note(d, path):
+        p.notes.append(note)
     if d.get("ramp_up_strategy"):
         p.notes.append(f"request rate ramped ({d['ramp_up_strategy']}): request_rate is the file's, not constant")
     problem = _detail_problem(d)
@@ -353,7 +378,10 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
     if run_id == "ref-":
         raise ImportInputError(f"--label {label!r} has no letters or digits to name the run (give --run-id)")
     validate_component("run_id", run_id)
-    files = [rf for path in paths for rf in read_results(path)]
+    per_path = [read_results(path) for path in paths]
+    if not force:
+        refuse_duplicate_files(per_path)
+    files = [rf for found in per_path for rf in found]
     slo_json = dumps(slo)
     taken: set[str] = set()
     points = []

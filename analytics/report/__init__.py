@@ -5,6 +5,13 @@ committed results give byte-identical files. Every file is written to a temp
 name and renamed (``analytics.atomic``), so a failure (a full disk) leaves the
 previous report whole. Attempts the readers left out as damaged (the
 connection's ``store_exclusions`` table) are listed with the report's exclusions.
+
+Two stages, imports pointing one way (render → data, never back; tests/unit/test_analytics_imports.py):
+
+* data — the views to the comparison.json dict: ``comparison`` (the sections), ``compare`` (deltas, tests,
+  verdicts), ``decision`` (the Decision's rows), over the leaves ``rows`` (query → JSON values), ``stats``, ``rules``;
+* render — comparison.json to files: ``markdown`` (REPORT.md) with its sections ``decision_md``, ``deltas_md`` and
+  ``addenda``, ``plots`` (PNG), over the leaves ``format`` (one spelling of every value) and ``names``.
 """
 from __future__ import annotations
 

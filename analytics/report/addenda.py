@@ -7,7 +7,7 @@
 * sustained retention from iterations — when a sustained lane committed without request rows, with the rule named;
 * first verbatim errors — of every point that failed requests or was invalid.
 
-Kept apart from :mod:`analytics.report.markdown` (which calls these) so both stay small.
+Kept apart from :mod:`analytics.report.markdown` (which calls these) so both stay small; render stage, like it.
 """
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import json
 from typing import Any, Callable
 
 from analytics.report.compare import is_headline_point
-
-Table = Callable[..., list[str]]
+from analytics.report.format import fmt, table
 
 STEP_CLOCK_MIN_COVERAGE = 0.9  # the views' step_clock_partial threshold (32_report_training.sql)
 
@@ -36,7 +35,7 @@ RULES = {"tail3_mean_over_first": "mean of the last 3 iterations / the first (th
          "median_last_k_over_first_k": "median of the last K iterations / the first K (ours)"}
 
 
-def superseded_compiles(c: dict[str, Any], table: Table) -> list[str]:
+def superseded_compiles(c: dict[str, Any]) -> list[str]:
     rows = c["compile"].get("superseded") or []
     if not rows:
         return []
@@ -48,7 +47,7 @@ def superseded_compiles(c: dict[str, Any], table: Table) -> list[str]:
                                ("succeeded", "succeeded"), ("ts", "at"), ("superseded", "superseded")])
 
 
-def step_clock(c: dict[str, Any], table: Table, fmt: Callable[[Any], str]) -> list[str]:
+def step_clock(c: dict[str, Any]) -> list[str]:
     rows = [r for r in c["training"]["runs"] if r.get("train_loop_s") is not None or r.get("step_clock")]
     if not rows:
         return []
@@ -72,8 +71,7 @@ def _pct(x: Any) -> str:
     return "NULL" if x is None else f"{100.0 * x:.1f} %"
 
 
-def aggregate_points(points: list[dict[str, Any]], table: Table, get: Callable[[dict[str, Any], str], Any]
-                     ) -> list[str]:
+def aggregate_points(points: list[dict[str, Any]], get: Callable[[dict[str, Any], str], Any]) -> list[str]:
     """One group's aggregate-only points: headline ones (RULES.md 7's telemetry rule holds for them too)."""
     if not points:
         return []
@@ -94,7 +92,7 @@ def aggregate_points(points: list[dict[str, Any]], table: Table, get: Callable[[
     return lines
 
 
-def sustained_iterations(c: dict[str, Any], table: Table) -> list[str]:
+def sustained_iterations(c: dict[str, Any]) -> list[str]:
     rows = c["sustained"].get("iterations") or []
     if not rows:
         return []
@@ -126,7 +124,7 @@ def sustained_without_rows(c: dict[str, Any]) -> list[str]:
             "nothing to compute retention from._" for r in empty] + ([""] if empty else [])
 
 
-def first_errors(c: dict[str, Any], table: Table) -> list[str]:
+def first_errors(c: dict[str, Any]) -> list[str]:
     rows = [p for p in c["serving"]["points"]
             if p.get("first_error") and ((p.get("failed") or 0) > 0 or p.get("valid") is False)]
     if not rows:

@@ -17,12 +17,17 @@ the first), bootstrap of the median difference. Throughput (output tok/s): Welch
 (view point_rate_batches), Welch interval of the difference of means. The p-values of one comparison are
 adjusted together (Holm–Bonferroni over its distinct tests: a Mann–Whitney test shared by a metric's p50 and p99
 counts once), so a comparison of many points and metrics raises a false verdict with probability at most ALPHA.
-docs/compare.md states the rule.
+docs/explanation/compare.md states the rule.
+
+Part of the report's data stage: it imports no render module (a delta's text, the verdict summary line and
+REPORT.md's side-by-side section are :mod:`analytics.report.deltas_md`'s).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from analytics.report.rows import clean
 
 SERVING_HEADLINES = ("output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
 # tested in the deltas only (REPORT.md's serving tables and `compare_runs` keep the five headlines)
@@ -335,28 +340,10 @@ def adjust_p_values(rows: Iterable[dict[str, Any]], fail_pct: float = FAIL_PCT) 
 
 def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> list[dict[str, Any]]:
     """comparison.json ``deltas``: one entry per run after the first, against the first (runs found only)."""
-    from analytics.report.comparison import _clean
-
     known = {r["run_id"] for r in c["runs"]}
     ids = [r for r in c["run_ids"] if r in known]
-    return [_clean(pair_deltas(c, ids[0], other, con, fail_pct)) for other in ids[1:]]
+    return [clean(pair_deltas(c, ids[0], other, con, fail_pct)) for other in ids[1:]]
 
 
 def verdict_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-
-
-def verdict_summary(rows: list[dict[str, Any]], fail_pct: float) -> str:
-    """``2 faster, 1 slower, 11 within noise, 2 untested; 1 regression(s) beyond 5 %`` (the CLI and REPORT.md)."""
-    n = verdict_counts(rows)
-    return (f"{n['faster']} faster, {n['slower']} slower, {n['within noise']} within noise, {n['untested']} untested; "
-            f"{sum(bool(r.get('regression')) for r in rows)} regression(s) beyond {fail_pct:g} %")
-
-
-def delta_interval_text(row: dict[str, Any]) -> str | None:
-    """``[low, high]`` of a delta's 95 % interval; None when the row has none."""
-    from analytics.report.markdown import fmt
-
-    if row.get("delta_ci_low") is None:
-        return None
-    return f"[{fmt(row['delta_ci_low'])}, {fmt(row['delta_ci_high'])}]"

@@ -1,17 +1,16 @@
-"""comparison.json: every number the report shows, read from the DuckDB views.
+"""comparison.json: every number the report shows, read from the DuckDB views (the report's data stage).
 
 Nothing here computes a metric: each section is a query over the table views,
-the serving/training views (10_*, 20_*) and the report-side views (30_*).
-Python only shapes rows into JSON: stable ordering, floats rounded to 9
-significant digits (parallel float sums differ in the last bits between
-builds), timestamps as ISO strings, non-finite numbers as null.
+the serving/training views (1*_serving_*, 20_*) and the report-side views (3*_*, 7*_*).
+Python only shapes rows into JSON (:mod:`analytics.report.rows`): stable
+ordering, floats rounded to 9 significant digits, timestamps as ISO strings,
+non-finite numbers as null. The data stage (this module, ``compare``'s deltas,
+``decision``'s section) imports no render module; REPORT.md and the plots
+render what this builds.
 """
 from __future__ import annotations
 
 import json
-import math
-from datetime import date, datetime
-from decimal import Decimal
 from typing import Any, Iterable
 
 import duckdb
@@ -19,11 +18,12 @@ import duckdb
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.compare import deltas_section
 from analytics.report.decision import decision_section
+from analytics.report.rows import ComparisonError, rows  # noqa: F401 - ComparisonError: what a failed build raises
 from analytics.report.rules import MEASUREMENT_RULES
 
 COMPARISON_SCHEMA = "neuronpipe.comparison/1"
 
-# Views of 10_serving.sql (the load generator's; METRICS.md serving and sustained).
+# Views of the serving family (1*_serving_*.sql, the load generator's; METRICS.md serving and sustained).
 SERVING_POINT_VIEWS = ("serving_points",)
 SUSTAINED_VIEWS = ("sustained_summary",)
 # Views of 70_aggregates.sql (issue 16): aggregate-only points, retention from iterations without request rows.
@@ -47,37 +47,6 @@ COST_NOTES = (
     "An imported attempt (neuronpipe import) is not costed: its wall time was spent by another harness, not this "
     "pipeline (NULL, with the source named).",
 )
-
-
-class ComparisonError(RuntimeError):
-    """A view the report needs failed to query."""
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        return float(f"{value:.9g}") if math.isfinite(value) else None
-    if isinstance(value, Decimal):
-        return _clean(float(value))
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    return str(value)
-
-
-def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
-    try:
-        rel = con.execute(sql, list(params) if params else [])
-    except duckdb.Error as exc:
-        raise ComparisonError(f"query failed: {exc}\n{sql}") from exc
-    cols = [d[0] for d in rel.description]
-    return [{c: _clean(v) for c, v in zip(cols, r)} for r in rel.fetchall()]
 
 
 def existing_views(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -173,7 +142,7 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
     view = _first_present(SERVING_POINT_VIEWS, present)
     if view is None:
         return {"available": False, "view": None, "points": [], "grids": grids,
-                "note": "serving point metrics view (10_serving.sql) is not installed: no serving metrics"}
+                "note": "serving point metrics view (12_serving_points.sql) is not installed: no serving metrics"}
     cols = _columns(con, view)
     order = _order_by(cols, ("run_id", "lane", "model", "server_config", "input_len", "output_len",
                              "max_concurrency", "request_rate", "point_id"))

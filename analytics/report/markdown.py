@@ -2,51 +2,22 @@
 
 Every section is present; a section whose lane produced nothing says so. NULL
 stays visible as ``NULL`` (an absent value is not zero). Plots are linked by
-the file names :mod:`analytics.report.plots` writes.
+the file names :mod:`analytics.report.plots` writes. The render stage: it and
+its section modules (``addenda``, ``decision_md``, ``deltas_md``) import the
+data stage's point rules (``compare``) and the leaf ``format``; nothing of the
+data stage imports them.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 from analytics.report import addenda
-from analytics.report.compare import (FAIL_PCT, delta_interval_text, is_headline_point, metric_value, pair_deltas,
-                                      verdict_summary)
-from analytics.report.decision import s_decision
+from analytics.report.compare import is_headline_point, metric_value
+from analytics.report.decision_md import s_decision
+from analytics.report.deltas_md import s_side_by_side
+from analytics.report.format import Column, fmt, none_line, table
 from analytics.report.names import compile_rows, slug
-
-Column = tuple[str, str]  # (key, header)
-
-
-def fmt(v: Any) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        a = abs(v)
-        if a >= 1e7:
-            return f"{v:.4g}"
-        if a >= 1000:
-            return f"{v:,.0f}"
-        if a >= 1 or a == 0:
-            return f"{v:.2f}"
-        return f"{v:.3g}"
-    if isinstance(v, int):
-        return f"{v:,}" if abs(v) >= 10000 else str(v)
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
-def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column],
-          get: Callable[[dict[str, Any], str], Any] = lambda r, k: r.get(k)) -> list[str]:
-    out = ["| " + " | ".join(h for _, h in columns) + " |", "|" + "---|" * len(columns)]
-    for r in rows:
-        out.append("| " + " | ".join(fmt(get(r, k)) for k, _ in columns) + " |")
-    return out + [""]
-
-
-def none_line(what: str) -> list[str]:
-    return [f"_No {what} in these results._", ""]
 
 
 def _for_runs(c: dict[str, Any]) -> str:
@@ -121,7 +92,7 @@ def s_compile(c: dict[str, Any]) -> list[str]:
     lines += ["Cache scope: `shared_compiler_cache` = every model's compiled graphs; `artifacts_dir` = this model and "
               "config's own artifacts. Basis: `observed` = artifacts counted before and after; `inferred` = from a "
               "proxy (the cache's size, a source's flag).", ""]
-    lines += addenda.superseded_compiles(c, table)
+    lines += addenda.superseded_compiles(c)
     return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
 
 
@@ -146,7 +117,7 @@ def s_training(c: dict[str, Any]) -> list[str]:
                           ("peak_source", "peak source"), ("mfu_alt", "MFU (alt peak)"),
                           ("peak_alt_flops", "alt peak"), ("peak_alt_source", "alt source"),
                           ("mfu_null_reason", "why NULL")])
-    lines += addenda.step_clock(c, table, fmt)
+    lines += addenda.step_clock(c)
     if c["training"].get("loss_trend"):
         lines += ["Loss trend (mean of the first vs the last quarter of the steps):", ""]
         lines += table(c["training"]["loss_trend"], [
@@ -171,7 +142,7 @@ DELIVERY_COLUMNS = ("p50_tpot_ms", "p99_tpot_ms", "p99_itl_ms")
 CI_COLUMNS = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "output_throughput", "goodput",
               "retention_vs_first", "retention_vs_peak")
 CI_LEGEND = ("Brackets: the 95 % confidence interval the views computed from the point's own requests "
-             "(docs/metrics.md, Confidence intervals); `?` = that bound is not defined for this many requests "
+             "(docs/reference/metrics.md, Confidence intervals); `?` = that bound is not defined for this many requests "
              "(the point's `ci_note` says which).")
 
 
@@ -215,7 +186,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             return "delivery rate (coalesced)" if r.get("coalesced") else r.get(k)
         value = with_ci(r, k) if k in CI_COLUMNS else metric_value(r, k)
         if r.get("coalesced") and k in DELIVERY_COLUMNS and value is not None:
-            return f"{fmt(value)} (delivery)"  # never shown as decode speed (docs/metrics.md)
+            return f"{fmt(value)} (delivery)"  # never shown as decode speed (docs/reference/metrics.md)
         return value
 
     for key in sorted(set(groups) | set(grids) | set(aggregates), key=lambda k: tuple(str(x) for x in k)):
@@ -239,7 +210,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
-        lines += addenda.aggregate_points(aggregates.get(key, []), table, get)
+        lines += addenda.aggregate_points(aggregates.get(key, []), get)
     for config in sorted({str(p.get("server_config")) for p in s["points"]
                           if is_headline_point(p) and p.get("mode") != "sustained"}):
         lines += [f"![latency {config}](latency_vs_concurrency_{slug(config)}.png)", ""]
@@ -252,7 +223,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
     lines = ["## Sustained retention", ""]
     s = c["sustained"]
     if not s["summary"]:
-        return lines + addenda.sustained_iterations(c, table) + addenda.sustained_without_rows(c)
+        return lines + addenda.sustained_iterations(c) + addenda.sustained_without_rows(c)
     lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
                                   ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
@@ -271,7 +242,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
             lambda r, k: with_ci(r, k) if k in CI_COLUMNS else r.get(k))
     else:
         lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
-    lines += addenda.sustained_iterations(c, table) + addenda.sustained_without_rows(c)
+    lines += addenda.sustained_iterations(c) + addenda.sustained_without_rows(c)
     return lines + ["![sustained timeline](sustained_timeline.png)", ""]
 
 
@@ -324,7 +295,7 @@ def s_exclusions(c: dict[str, Any]) -> list[str]:
     else:
         lines += table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
                                          ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
-    return lines + addenda.first_errors(c, table)
+    return lines + addenda.first_errors(c)
 
 
 def s_host(c: dict[str, Any]) -> list[str]:
@@ -356,47 +327,6 @@ def s_cost(c: dict[str, Any]) -> list[str]:
     return lines + table(k["runs"], [("run_id", "run"), ("attempts", "attempts"), ("instance_hours", "instance-hours"),
                                      ("usd", "$ per run"), ("unpriced_attempts", "unpriced"),
                                      ("imported_attempts", "imported (not costed)"), ("cost_note", "note")])
-
-
-def s_side_by_side(c: dict[str, Any]) -> list[str]:
-    ids = c["run_ids"]
-    if len(ids) < 2:
-        return []
-    # comparison.json's deltas (tests and verdicts from the per-request values); a comparison built without
-    # them gets the plain deltas, every one "untested"
-    entries = c["deltas"] if "deltas" in c else [pair_deltas(c, ids[0], other) for other in ids[1:]]
-    lines = ["## Runs side by side", "",
-             f"Headline deltas against the first run, `{ids[0]}`, with a 95 % interval of the delta and a test: "
-             "Mann–Whitney U over the point's per-request values (latency; interval: bootstrap of the quantile "
-             "difference), Welch's t over its per-batch rates (throughput), p-values adjusted together by "
-             "Holm–Bonferroni (p Holm). A delta is `faster` or `slower` only when the adjusted test rejects at "
-             "α = 0.05 and the interval excludes 0, else `within noise`; `untested` "
-             "where no per-sample values exist. A regression is a `slower` delta of at least the fail threshold "
-             "(docs/compare.md).", ""]
-    cols = [("metric", "metric"), ("a", "baseline"), ("b", "run"), ("delta", "delta"), ("pct", "%"),
-            ("ci", "95 % CI of delta"), ("test", "test"), ("p_value", "p"), ("p_adjusted", "p Holm"),
-            ("verdict", "verdict")]
-
-    def cell(r: dict[str, Any], k: str) -> Any:
-        if k == "ci":
-            return delta_interval_text(r)
-        if k == "verdict":
-            return r["verdict"] + (" (regression)" if r.get("regression") else "")
-        if k == "test":
-            return r.get("test") or (f"— {r['note']}" if r.get("note") else None)
-        return r.get(k)
-
-    for e in entries:
-        rows = e["rows"]
-        lines += [f"### `{e['run']}` vs `{e['baseline']}`", ""]
-        lines += table(rows, [(k, {"a": e["baseline"], "b": e["run"]}.get(k, h)) for k, h in cols], cell) \
-            if rows else none_line("shared headline metrics")
-        if rows:
-            lines += [verdict_summary(rows, e.get("fail_pct", FAIL_PCT)) + ".", ""]
-        if e["only_baseline"] or e["only_run"]:
-            lines += [f"Only in `{e['baseline']}`: {len(e['only_baseline'])} metric(s); "
-                      f"only in `{e['run']}`: {len(e['only_run'])}.", ""]
-    return lines
 
 
 def s_rules(c: dict[str, Any]) -> list[str]:

@@ -1,6 +1,6 @@
 """The result store: one commit protocol (:mod:`.base`), two places (:mod:`.local`, :mod:`.s3`), the integrity
 checks readers apply (:mod:`.integrity`), commit markers (:mod:`.markers`) and ``neuronpipe verify``
-(:mod:`.verify`). The factory lives here; see docs/results-store.md."""
+(:mod:`.verify`). The factory lives here; see docs/reference/results-store.md."""
 from __future__ import annotations
 
 import os

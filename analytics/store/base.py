@@ -21,7 +21,7 @@ Rules the base class enforces for both places:
 * Each marker records every file's size and SHA-256 (Parquet: rows, schema);
   readers leave a damaged attempt out with one warning (``analytics.store.integrity``),
   and ``neuronpipe verify`` checks everything (``analytics.store.verify``).
-  See docs/results-store.md.
+  See docs/reference/results-store.md.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 import pyarrow.parquet as pq
 
-from analytics.store.markers import ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
+from analytics.store.markers import UNCHECKED, ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
 from analytics.schema import TABLES
 
 log = logging.getLogger("analytics.store.integrity")
@@ -50,6 +50,15 @@ class Exclusion:
 
     def line(self) -> str:
         return f"excluded attempt {self.run_id}/{self.lane}/{self.attempt}: {self.key}: {self.reason}"
+
+
+def warn_unchecked(m: CommitMarker) -> None:
+    """One warning line per legacy-format marker per process: read, but nothing of it could be checked."""
+    key = f"v1/_commits/run_id={m.run_id}/lane={m.lane}/{m.attempt}.json"
+    if (key, UNCHECKED) not in _WARNED:
+        _WARNED.add((key, UNCHECKED))
+        log.warning("attempt %s/%s/%s read %s: %s has no digest or checksums", m.run_id, m.lane, m.attempt,
+                    UNCHECKED, key)
 
 
 def warn_excluded(ex: Exclusion) -> None:
@@ -121,6 +130,7 @@ class ReadPlan:
     markers: list[CommitMarker]
     keys_by_table: dict[str, list[str]]
     exclusions: list[Exclusion] = field(default_factory=list)
+    unchecked: list[CommitMarker] = field(default_factory=list)  # legacy-format markers read without checks
 
 
 def plan_reads(store: Any, run_ids: Iterable[str] | None = None, verify: bool | None = None) -> ReadPlan:
@@ -168,4 +178,7 @@ def plan_reads(store: Any, run_ids: Iterable[str] | None = None, verify: bool | 
         exclusions.append(ex)
         healthy = [h for h in healthy if h is not m]
     keys = {t: store.visible_keys(t, None, healthy) for t in sorted(TABLES)}
-    return ReadPlan(healthy, keys, exclusions)
+    unchecked = [m for m in healthy if m.legacy]
+    for m in unchecked:
+        warn_unchecked(m)
+    return ReadPlan(healthy, keys, exclusions, unchecked)

@@ -17,6 +17,18 @@ class LocalStore(ResultStore):
     def __init__(self, root: str | os.PathLike[str]):
         self.path = Path(root).expanduser().resolve()
         self.root = str(self.path)
+        self._claimed = False  # the first write checks where the root is and marks it a store
+
+    def _claim_root(self) -> None:
+        """Before the first write: refuse a root inside or around another store (rule 16, one line naming
+        it), then lay down the identity file that marks this root a store (``analytics.store.locate``)."""
+        if self._claimed:
+            return
+        from analytics.store.locate import refuse_overlap, write_identity
+
+        refuse_overlap(self.path, "results root", "store")
+        write_identity(self.path)
+        self._claimed = True
 
     def _p(self, key: str) -> Path:
         p = (self.path / key).resolve()
@@ -27,6 +39,7 @@ class LocalStore(ResultStore):
     def _create(self, key: str, write: Callable[[Any], None]) -> None:
         """Write into a temp file beside the destination, then link it into place: create-only and atomic."""
         dest = self._p(key)
+        self._claim_root()
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
         try:
@@ -99,5 +112,12 @@ class LocalStore(ResultStore):
             raise ArtifactNotFoundError(f"{self._p(key)} not found") from None
 
     def remove_leftover(self, key: str) -> None:
-        """Delete one uncommitted leftover (``verify --repair`` only; it checks no marker names the key)."""
+        """Delete one uncommitted leftover (``verify --repair`` only; it checks no marker names the key).
+        Bookkeeping (markers, sequence claims, quarantine records, any store's) is never removed here."""
+        from analytics.store.locate import BOOKKEEPING, IDENTITY
+
+        parts = key.split("/")
+        temp = parts[-1].startswith(".tmp-")  # an unfinished create, wherever it is, is no one's record
+        if not temp and (any(part in BOOKKEEPING for part in parts) or parts[-1] == IDENTITY):
+            raise ValueError(f"{key!r} is store bookkeeping: verify --repair never removes it")
         self._p(key).unlink(missing_ok=True)

@@ -5,8 +5,12 @@ for each file its size and SHA-256 (and, for a table's Parquet file, its row cou
 and the table's schema fingerprint), so a reader can tell a damaged or foreign file
 from the one that was committed. The marker also carries a digest of its own fields
 (``digest``) and is written in one canonical form, so any change to its bytes is
-caught. Markers written before these fields existed still read: their checks are
-simply the ones their fields allow.
+caught. Each marker states its ``format``: :data:`MARKER_FORMAT` (2) is the checksummed one,
+and every file it names must have a checksum. A marker without a digest (written before these
+fields existed, or stripped of them) is read only as the named legacy format
+:data:`LEGACY_FORMAT` (1): it is reported ``unchecked (legacy marker format)``, never clean
+(``verify`` exits 3 unless ``--allow-legacy-markers``), so removing the checks cannot pass for
+passing them. A format-2 marker without its digest is damaged, not legacy.
 
 The attempt order (:func:`attempt_order`) does not trust clocks: a sequence number
 claimed from the store at begin (create-only keys make the claim race-safe) decides
@@ -22,10 +26,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipeline import jsonio
+
 COMMITS = "_commits"
 SEQUENCES = "_seq"
 QUARANTINE = "_quarantine"
 STATUSES = ("succeeded", "failed", "skipped")
+MARKER_FORMAT = 2  # digest + a size/SHA-256 checksum for every file named
+LEGACY_FORMAT = 1  # no digest, no checksums: readable, never checked (see the module docstring)
+UNCHECKED = "unchecked (legacy marker format)"
 
 
 class StoreError(Exception):
@@ -84,6 +93,12 @@ class CommitMarker:
     sequence: int | None = None  # per-(run, lane) order claimed at begin; None on older markers
     checksums: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> size, sha256[, rows, schema]
     digest: str = ""  # SHA-256 of the other fields; empty on older markers
+    format: int = MARKER_FORMAT  # LEGACY_FORMAT: a marker without digest and checksums
+
+    @property
+    def legacy(self) -> bool:
+        """A legacy-format marker: its files cannot be checked against it (:data:`UNCHECKED`)."""
+        return self.format < MARKER_FORMAT
 
     def keys(self) -> list[str]:
         """Every key the attempt committed (its tables' files first)."""
@@ -99,8 +114,8 @@ class CommitMarker:
         """Parse and check a marker; :class:`MarkerError` names what is wrong (and ``key`` when given)."""
         where = f"{key}: " if key else ""
         try:
-            raw = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = jsonio.loads(data)
+        except jsonio.JsonInputError as exc:
             raise MarkerError(f"{where}not a JSON marker ({len(data)} bytes): {exc}") from None
         if not isinstance(raw, dict):
             raise MarkerError(f"{where}not a JSON object")
@@ -119,12 +134,28 @@ class CommitMarker:
             raise MarkerError(f"{where}field 'sequence' is not a non-negative integer")
         if not isinstance(raw.get("checksums", {}), dict):
             raise MarkerError(f"{where}field 'checksums' is not a mapping")
+        fmt = raw.get("format", MARKER_FORMAT if raw.get("digest") else LEGACY_FORMAT)
+        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < LEGACY_FORMAT:
+            raise MarkerError(f"{where}field 'format' is not a marker format ({LEGACY_FORMAT} or {MARKER_FORMAT})")
+        if fmt > MARKER_FORMAT:
+            raise MarkerError(f"{where}marker format {fmt} is newer than this reader's ({MARKER_FORMAT})")
+        if fmt >= MARKER_FORMAT and not raw.get("digest"):
+            raise MarkerError(f"{where}format {fmt} marker without its digest (damaged, or stripped to pass as "
+                              "a legacy marker)")
         if raw.get("digest"):
             if raw["digest"] != _digest(raw):
                 raise MarkerError(f"{where}digest does not match the marker's content (damaged marker)")
             if _canonical(raw) != bytes(data):
                 raise MarkerError(f"{where}bytes differ from the marker's canonical form (damaged marker)")
-        marker = cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+        if fmt >= MARKER_FORMAT:
+            named = [*tables.values(), *files]
+            unsummed = [k for k in named if not isinstance(raw.get("checksums", {}).get(k), dict)]
+            if unsummed:
+                raise MarkerError(f"{where}names {unsummed[0]} without a checksum (a format {fmt} marker "
+                                  "checksums every file)")
+        fields = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
+        fields["format"] = fmt
+        marker = cls(**fields)
         if key is not None:
             expected = marker_key(marker.run_id, marker.lane, marker.attempt)
             if not key.endswith(expected):

@@ -2,7 +2,8 @@
 
 ``connect(store)`` creates one view per table over the visible attempts (the
 latest committed attempt per (run, lane); every attempt for ``lane_runs``),
-then runs the derived-metric SQL files in ``sql/`` in name order. Each SQL file
+then runs the derived-metric SQL files in ``sql/`` in the order
+:data:`VIEW_FILES` declares (one family of views per file). Each SQL file
 holds ``CREATE OR REPLACE VIEW`` statements only, over the table views and
 earlier files' views.
 
@@ -97,7 +98,8 @@ EVERY_ATTEMPT_SUFFIX = "_every_attempt"
 
 def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
                     run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None,
-                    verify: bool | None = None) -> None:
+                    verify: bool | None = None) -> list[str]:
+    """One view per table over the visible attempts; returns the files the views read by path (local stores)."""
     from analytics.store.integrity import plan_reads
 
     run_ids = list(run_ids) if run_ids else None
@@ -108,26 +110,30 @@ def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
     plan = plan_reads(store, run_ids, verify=verify)  # one listing of the markers; damaged attempts left out
     visible = plan.keys_by_table
     _register_exclusions(con, plan.exclusions)
+    paths: list[str] = []
     for table in sorted(TABLES):
         keys = visible[table]
-        _register_keys(con, store, table, table, keys, use_paths, filesystem, run_ids)
+        paths += _register_keys(con, store, table, table, keys, use_paths, filesystem, run_ids)
     for table in EVERY_ATTEMPT_TABLES:
-        _register_keys(con, store, table, f"{table}{EVERY_ATTEMPT_SUFFIX}",
-                       _every_attempt_keys(store, plan, table, verify), use_paths, filesystem, run_ids)
+        paths += _register_keys(con, store, table, f"{table}{EVERY_ATTEMPT_SUFFIX}",
+                                _every_attempt_keys(store, plan, table, verify), use_paths, filesystem, run_ids)
+    return paths
 
 
 def _register_keys(con: duckdb.DuckDBPyConnection, store: ResultStore, table: str, name: str, keys: list[str],
-                   use_paths: bool, filesystem: Any, run_ids: list[str] | None) -> None:
+                   use_paths: bool, filesystem: Any, run_ids: list[str] | None) -> list[str]:
     if not keys:
         _register_arrow(con, name, empty_table(table))
     elif use_paths:
-        files = ", ".join(_quote(store.uri(k)) for k in keys)
-        source = f"read_parquet([{files}], union_by_name=true, hive_partitioning=false)"
+        uris = [store.uri(k) for k in keys]
+        source = f"read_parquet([{', '.join(map(_quote, uris))}], union_by_name=true, hive_partitioning=false)"
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing_columns(con, table, source)} FROM {source}")
+        return uris
     elif filesystem is not None:
         _register_arrow(con, name, _arrow_s3_dataset(store, table, keys, filesystem))
     else:
         _register_arrow(con, name, store.read_table(table, run_ids, keys=keys))
+    return []
 
 
 def missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
@@ -189,13 +195,48 @@ def _register_arrow(con: duckdb.DuckDBPyConnection, table: str, data: Any) -> No
     con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {name}")
 
 
-def derived_sql_files() -> list[tuple[str, str]]:
+# The derived-view files in load order: each file's views read only the tables and the views of files above it.
+SERVING_FILES = (
+    "10_serving_requests.sql",   # per request: request_metrics, request_itls, request_reads, request_slo
+    "11_serving_intervals.sql",  # what the intervals come from: t_crit_95, point_rate_batches
+    "12_serving_points.sql",     # per sweep point: point_peaks, serving_points
+    "13_serving_sustained.sql",  # sustained points: sustained_window_metrics, sustained_summary
+)
+VIEW_FILES = (
+    *SERVING_FILES,              # the load generator's (agents.loadgen.metrics loads these alone)
+    "20_training.sql",           # training: train_loss_trend, weights_roundtrip
+    "30_prices.sql",             # instance_prices (generated: python -m analytics.pricing)
+    "31_report_compile.sql",     # the report's views: compiles cold vs warm,
+    "32_report_training.sql",    # training runs with MFU,
+    "33_report_context.sql",     # machines, telemetry, sustained, quality, round trip,
+    "34_report_exclusions.sql",  # lane attempts and every exclusion,
+    "35_report_cost.sql",        # cost per lane, run and point
+    "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
+    "75_report_decision.sql",    # the Decision: price-performance at an SLO
+)
+
+
+class ViewFilesError(RuntimeError):
+    """The SQL files in ``sql/`` and the declared :data:`VIEW_FILES` disagree."""
+
+
+def derived_sql_files(names: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """(file name, SQL text) of ``names`` (default :data:`VIEW_FILES`), in that order.
+
+    A ``.sql`` file that is not declared, or a declared one that is missing, raises :class:`ViewFilesError`:
+    a view must never go uncreated because its file was left out of the order.
+    """
     root = resources.files("analytics.views") / "sql"
-    out = []
-    for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql"):
-            out.append((entry.name, entry.read_text()))
-    return out
+    present = {entry.name for entry in root.iterdir() if entry.name.endswith(".sql")}
+    undeclared, missing = sorted(present - set(VIEW_FILES)), [n for n in VIEW_FILES if n not in present]
+    if undeclared or missing:
+        raise ViewFilesError(f"analytics/views/sql and VIEW_FILES disagree: not declared {undeclared or 'none'}, "
+                             f"missing {missing or 'none'}")
+    wanted = VIEW_FILES if names is None else tuple(names)
+    unknown = [n for n in wanted if n not in VIEW_FILES]
+    if unknown:
+        raise ViewFilesError(f"unknown view files {unknown}; declared: {', '.join(VIEW_FILES)}")
+    return [(name, (root / name).read_text()) for name in wanted]
 
 
 def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -208,9 +249,25 @@ def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
 
 def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
             database: str = ":memory:", s3_reader: S3Reader | None = None, verify: bool | None = None,
-            **config: Any) -> duckdb.DuckDBPyConnection:
-    """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.store.integrity)."""
+            sandbox: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
+    """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.store.integrity).
+    ``sandbox``: once the views exist, DuckDB may read only the files they read (:func:`sandbox_connection`)."""
     con = duckdb.connect(database, config=dict(config))
-    register_tables(con, store, run_ids, s3_reader=s3_reader, verify=verify)
+    paths = register_tables(con, store, run_ids, s3_reader=s3_reader, verify=verify)
     create_derived_views(con)
+    if sandbox:
+        sandbox_connection(con, paths)
     return con
+
+
+def sandbox_connection(con: duckdb.DuckDBPyConnection, paths: Iterable[str]) -> None:
+    """From now on the connection reaches no file but ``paths`` (the committed files its views read), and only to
+    read them: no other file, no COPY target, no ATTACH, no extension, no Python object by name; then the
+    configuration is locked, so no statement can undo it. Views over Arrow data (an S3 store read through
+    pyarrow) are registered objects and keep working. DuckDB would still write to an allowed path (``COPY ... TO``
+    a committed file with ``use_tmp_file false``), so ``neuronpipe query`` also refuses every statement that is
+    not a read (``control_plane.commands.query``)."""
+    allowed = ", ".join(_quote(p) for p in sorted(set(paths)))
+    con.execute(f"SET allowed_paths = [{allowed}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")

@@ -87,7 +87,18 @@ def check_out_dir(path: str) -> str:
         raise ResultsInputError(f"--out {path}: {probe} is a file, not a directory")
     if probe and not os.access(probe, os.W_OK):
         raise ResultsInputError(f"--out {path}: {probe} is not writable")
+    refuse_store_overlap(path, "--out", "directory")
     return path
+
+
+def refuse_store_overlap(path: str | None, flag: str, target: str, stores: tuple[str | None, ...] = ()) -> None:
+    """Rule 16 at the command line: a path inside, at or around a results store that is not the command's own
+    target store is refused with one line naming the store (``analytics.store.locate.overlap_problem``)."""
+    from analytics.store.locate import overlap_problem
+
+    problem = overlap_problem(path, flag, target, stores)  # type: ignore[arg-type]
+    if problem:
+        raise ResultsInputError(problem)
 
 
 @contextmanager

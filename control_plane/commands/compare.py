@@ -2,7 +2,7 @@
 
 Exit 1 when a delta is a real regression (verdict "slower", |%| ≥ --fail-pct), so a scheduled run can
 alert; 0 otherwise; 2 on bad input (an unknown run, a negative threshold). The rule is in
-analytics/report/compare.py and docs/compare.md.
+analytics/report/compare.py and docs/explanation/compare.md.
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def _p(r: dict, key: str = "p_value") -> str:
 
 
 def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
-    from analytics.report.compare import delta_interval_text
-    from analytics.report.markdown import fmt
+    from analytics.report.deltas_md import delta_interval_text
+    from analytics.report.format import fmt
 
     width = max([len(r["metric"]) for r in rows] + [6])
     head = (f"{'metric':<{width}}  {run_a:>12}  {run_b:>12}  {'delta':>10}  {'%':>7}  {'95% CI of delta':>22}  "
@@ -51,8 +51,9 @@ def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from analytics.report.compare import UnknownRunError, is_regression, verdict_summary
+    from analytics.report.compare import UnknownRunError, is_regression
     from analytics.report.comparison import build_comparison
+    from analytics.report.deltas_md import verdict_summary
     from analytics.store import open_store
     from analytics.views import connect
 

@@ -154,12 +154,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import httpx
-    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from control_plane.console import make_console
+
+    console = make_console()
     with httpx.Client(timeout=httpx.Timeout(args.timeout_s, connect=10.0)) as client:
         model = args.model
         try:

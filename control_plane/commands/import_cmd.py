@@ -1,8 +1,8 @@
 """`neuronpipe import KIND ...`: another harness's results as ordinary attempts in our store.
 
-* ``import torchneuronx SOURCE``: the hand-run predecessor's repository as one run (docs/import.md).
+* ``import torchneuronx SOURCE``: the hand-run predecessor's repository as one run (docs/guides/import.md).
 * ``import vllm-bench RESULT.json... --label NAME --instance-type TYPE``: ``vllm bench serve --save-result``
-  files from any machine as reference points of run ``ref-<label>``, lane ``reference`` (docs/import.md).
+  files from any machine as reference points of run ``ref-<label>``, lane ``reference`` (docs/guides/import.md).
 
 Everything is parsed and validated before the first write, so bad input gets one line, exit 2, and the
 store is untouched. Importing the same run twice is refused unless ``--force`` (new attempts).
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="its on-demand USD/hour (default: the price table's price for the instance type, if any)")
     v.add_argument("--slo", default=None,
                    help="SLO set name or ttft_ms=..,tpot_ms=..[,percentile=..] "
-                        "(default: mlperf-v5.1-llama3.1-8b-server; docs/slo.md)")
+                        "(default: mlperf-v5.1-llama3.1-8b-server; docs/reference/slo.md)")
     v.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     v.add_argument("--run-id", default=None, help="the run to commit into (default: ref-<label>)")
     v.add_argument("--force", action="store_true", help="import again into an existing run (a new attempt)")
@@ -47,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from analytics.importers.common import ImportExistsError, ImportInputError
     from analytics.importers.torchneuronx import import_torchneuronx
     from analytics.store import StoreError, open_store
+    from analytics.store.locate import refuse_overlap
 
     try:
+        refuse_overlap(args.results, "--results", "store")  # rule 16, before the source is read
         if args.run_id is not None:
             from analytics.store import validate_component
 
@@ -72,8 +74,10 @@ def run_vllm_bench(args: argparse.Namespace) -> int:
     from analytics.importers.common import ImportExistsError, ImportInputError
     from analytics.importers.vllm_bench import import_vllm_bench
     from analytics.store import StoreError, open_store
+    from analytics.store.locate import refuse_overlap
 
     try:
+        refuse_overlap(args.results, "--results", "store")  # rule 16, before any file is read
         slo = resolve_slo(args.slo, "full")
         store, summary = import_vllm_bench(
             args.files, lambda: open_store(args.results), label=args.label, instance_type=args.instance_type,

@@ -1,5 +1,5 @@
 """`neuronpipe lanes`: list lanes in plan order, with their boxes and (with -l) what each needs, the gate
-it runs behind and its config fields."""
+it runs behind and its config fields (default, help, [min..max] for numbers)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lanes", help="list the lanes in plan order")
-    p.add_argument("-l", "--long", action="store_true", help="also list each lane's config fields")
+    p.add_argument("-l", "--long", action="store_true", help="also list each lane's config fields (defaults, help, bounds)")
     p.set_defaults(func=run)
 
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
             if gates:
                 deps.append(f"runs behind gate {', '.join(gates)}")
             print(f"    {'; '.join(deps) if deps else 'needs nothing'}")
-            cfg = getattr(spec.load(), "Config", None)
-            for name, help_text, default in describe(cfg) if cfg else []:
-                print(f"    {name:<24} {default!r:<20} {help_text}")
+            cfg = spec.config_class()
+            for name, help_text, default, bounds in describe(cfg) if cfg else []:
+                print(f"    {name:<24} {default!r:<20} {help_text}" + (f" [{bounds}]" if bounds else ""))
     return 0

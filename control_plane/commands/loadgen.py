@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-detailed", action="store_true",
                    help="with --save-vllm-json: per-request lists and p50/p90/p95 as vLLM's --save-detailed")
     p.add_argument("--burst-bound", type=float, default=2.0,
-                   help="decode tokens per network read above which a stream counts as coalesced (docs/metrics.md)")
+                   help="decode tokens per network read above which a stream counts as coalesced (docs/reference/metrics.md)")
     p.set_defaults(func=run)
 
 
@@ -94,6 +94,7 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
     from urllib.parse import urlparse
 
     from analytics.store import validate_component
+    from analytics.store.locate import overlap_problem
 
     def num(name: str, value: float | None, low: float, strict: bool = False) -> str | None:
         if value is None:
@@ -156,6 +157,8 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
             return f"{flag} {path}: {probe} is a file, not a directory"
         if not os.access(probe, os.W_OK):
             return f"{flag} {path}: {probe} is not writable"
+        if problem := overlap_problem(path, flag, "store" if want_dir else "file", (args.results,)):
+            return problem  # rule 16: nothing but a store's own commit protocol writes inside it
     return None
 
 

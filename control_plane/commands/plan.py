@@ -1,4 +1,7 @@
-"""`neuronpipe plan --input run.json`: validate a request and print its plan; touches no AWS.
+"""`neuronpipe plan --input run.json [--local]`: validate a request and print its plan; touches no AWS.
+
+``--local`` prints what ``run --local --input run.json`` runs here (``control_plane.plan.plan_local``: the same
+lanes, configs and checks, every lane on this machine, no boxes, no cost).
 
 Refused (exit 2, one ``invalid request <file>: field: reason`` line per problem, nothing started):
 an invalid request, a ``max_cost_usd`` above the deployment's ceiling or a worst case above the
@@ -19,7 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="validate a RunRequest and print its plan and worst-case cost (no AWS)")
     p.add_argument("--input", required=True, help="RunRequest JSON file (see examples/run-*.json)")
     p.add_argument("--run-id", default=None, help="override the request's run id")
-    p.add_argument("--results", default="s3://<results-bucket>/results", help="results root shown in commands")
+    p.add_argument("--results", default=None,
+                   help="results root shown in commands (default s3://<results-bucket>/results); --local: the "
+                        "results directory run --local would use (default results), whose earlier attempts of "
+                        "the run bind needs as on a resume")
+    p.add_argument("--local", action="store_true",
+                   help="print what run --local runs here: the lane graph in run order, needs, configs")
+    p.add_argument("--profile", default="tiny", choices=("tiny", "full"),
+                   help="--local: the profile when the request sets none (as run --local --profile)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
     p.add_argument("--history", default=None, metavar="URI",
                    help="results store whose lane_runs give expected lane durations (default: ./results when it "
@@ -29,33 +39,29 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_request(path: str, run_id: str | None = None):
     """Read and validate a request file; RunRequestError names field and reason."""
+    from pipeline.jsonio import JsonInputError, read_json
     from control_plane.models import MAX_EXECUTION_INPUT_BYTES, RunRequestError, parse_request
 
-    try:
-        size = Path(path).stat().st_size
-        if size > MAX_EXECUTION_INPUT_BYTES:
-            raise RunRequestError(f"input: {path} is {size:,} bytes; a request is capped at "
-                                  f"{MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions allows 256 KiB of input)")
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise RunRequestError(f"input: {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunRequestError(f"input: cannot read {path}: {exc}") from exc
+    try:  # a regular file within the cap, UTF-8, no repeated key, bounded depth and numbers (pipeline.jsonio)
+        data = read_json(path, MAX_EXECUTION_INPUT_BYTES, why="a request; Step Functions allows 256 KiB of input")
+    except JsonInputError as exc:
+        raise RunRequestError(f"input: {exc}") from exc
     if run_id is not None and isinstance(data, dict):
         data["run_id"] = run_id
     return parse_request(data)
 
 
 def plan_command(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from control_plane.console import make_console
     from control_plane.plan import PLAN_ERRORS, plan_run
 
+    if args.local:
+        return plan_local_command(args)
     try:
         request = load_request(args.input, args.run_id)
         run_id = request.run_id or "<generated at start>"
-        plan = plan_run(request, run_id=request.run_id or "run-id", results_uri=args.results,
-                        ceiling_usd=deploy_ceiling())
+        plan = plan_run(request, run_id=request.run_id or "run-id",
+                        results_uri=args.results or "s3://<results-bucket>/results", ceiling_usd=deploy_ceiling())
     except PLAN_ERRORS as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)
@@ -63,10 +69,54 @@ def plan_command(args: argparse.Namespace) -> int:
     if args.json:
         print(plan.model_dump_json(indent=2))
         return 0
-    console = Console()
+    console = make_console()
     print_plan(plan, console, run_id)
     print_schedule(plan_schedules(plan, load_history(args.history)), console)
     return 0
+
+
+def plan_local_command(args: argparse.Namespace) -> int:
+    """``plan --local``: the plan ``run --local --input`` runs, refused as ``plan`` refuses (exit 2)."""
+    from control_plane.console import make_console
+    from control_plane.local import lanes_in_store
+    from control_plane.plan import PLAN_ERRORS, local_request, plan_local
+    from control_plane.run_ids import RunIdError
+
+    results = args.results or "results"
+    try:
+        request = local_request(load_request(args.input, args.run_id), profile=args.profile)
+        plan = plan_local(request, run_id=request.run_id or "run-id", results_uri=results,
+                          in_run=lanes_in_store(results) if Path(results).is_dir() else None)
+    except (*PLAN_ERRORS, RunIdError) as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"invalid request {args.input}: {line}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return 0
+    print_local_plan(plan, make_console(), request.run_id or "<generated at start>")
+    return 0
+
+
+def print_local_plan(plan, console, run_id: str | None = None) -> None:
+    from rich.table import Table
+
+    from pipeline.lanes import get_lane
+
+    _print_request(plan.request, run_id or plan.run_id, console)
+    table = Table(title="local plan (one lane process at a time unless --parallel; a lane starts when every lane "
+                        "it needs has finished)")
+    for col, justify in (("#", "right"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
+                         ("config", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for i, node in enumerate(plan.nodes, 1):
+        needs = (", ".join(node.needs) + (" (a gate)" if node.gate else "")).strip()
+        config = plan.configs.get(node.lane)
+        table.add_row(str(i), node.result_lane, needs, _hms(get_lane(node.lane).timeout_s),
+                      json.dumps(config) if config else "")
+    console.print(table)
+    console.print(f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
+                  "no instance cost)", markup=False)
 
 
 def load_history(uri: str | None) -> list[dict]:
@@ -156,16 +206,7 @@ def deploy_ceiling() -> float:
 def print_plan(plan, console, run_id: str | None = None) -> None:
     from rich.table import Table
 
-    req = plan.request
-    console.print(f"run id: [bold]{run_id or plan.run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
-                  f"profile: {req.profile}  force: {req.force}")
-    console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
-    from pipeline.slo import resolve_slo
-
-    slo = resolve_slo(req.slo, req.profile)
-    console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
-                  f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "
-                  f"{slo.tpot_ms:g} ms)", markup=False)
+    _print_request(plan.request, run_id or plan.run_id, console)
     table = Table(title="plan (waves run one after the other; in a wave the boxes work at once)")
     for col, justify in (("wave", "left"), ("box", "left"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
                          ("heartbeat", "right"), ("config", "left")):
@@ -188,6 +229,19 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
                   f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
                   f"prices: {plan.price_source}")
+
+
+def _print_request(req, run_id: str, console) -> None:
+    """The plan's first lines: run id, preset, profile, force; models, server configs; the SLO."""
+    from pipeline.slo import resolve_slo
+
+    console.print(f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
+                  f"profile: {req.profile}  force: {req.force}")
+    console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
+    slo = resolve_slo(req.slo, req.profile)
+    console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
+                  f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "
+                  f"{slo.tpot_ms:g} ms)", markup=False)
 
 
 def _hms(seconds: int) -> str:

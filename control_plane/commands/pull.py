@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
     from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
     from analytics.store import LocalStore, StoreError
-    from control_plane.commands._results import ResultsInputError, check_run_ids, open_results, read_errors
+    from control_plane.commands._results import (ResultsInputError, check_run_ids, open_results, read_errors,
+                                                 refuse_store_overlap)
 
     if not str(args.mirror).strip() or str(args.mirror).startswith("s3://"):
         print("error: --to must be a local directory", file=sys.stderr)
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --to {args.mirror} is a file, not a directory", file=sys.stderr)
         return 2
     try:
+        refuse_store_overlap(args.mirror, "--to", "store")  # rule 16: a mirror is a store of its own
+        refuse_store_overlap(args.duckdb, "--duckdb", "file", (args.mirror,))
         check_run_ids(args.run_id)
         source = open_results(args.source)
     except ResultsInputError as exc:

@@ -9,27 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
-
-
-def build_report_files(results_uri: str, run_ids: list[str] | None, out_dir: str | Path,
-                       s3_client: Any = None, duckdb_config: dict[str, Any] | None = None,
-                       verify: bool | None = None) -> list[Path]:
-    """Build the report for ``run_ids`` (all runs when None) from a results root; return the files written.
-
-    ``duckdb_config`` goes to ``duckdb.connect`` (e.g. ``{"memory_limit": "4GB"}`` on a shared machine).
-    """
-    from analytics.report import write_report
-    from analytics.store import open_store
-    from analytics.views import connect
-
-    store = open_store(results_uri, s3_client=s3_client)
-    con = connect(store, run_ids=run_ids, verify=verify, **(duckdb_config or {}))
-    try:
-        return write_report(con, run_ids, out_dir)
-    finally:
-        con.close()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analytics.report.comparison import ComparisonError
+    from analytics.report.files import build_report_files
     from control_plane.commands._results import ResultsInputError, check_out_dir, open_results, read_errors
 
     try:

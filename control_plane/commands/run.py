@@ -2,14 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import re
-import secrets
 import sys
-from datetime import datetime, timezone
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
     p.add_argument("--slo", default=None, metavar="NAME|ttft_ms=..,tpot_ms=..",
                    help="the SLO every serving point carries (goodput, the report's Decision table): a set name "
-                        "(docs/slo.md) or ttft_ms=..,tpot_ms=..[,percentile=..]; default: the profile's; "
+                        "(docs/reference/slo.md) or ttft_ms=..,tpot_ms=..[,percentile=..]; default: the profile's; "
                         "overrides the --input request's slo; a lane_config slo still wins")
     p.add_argument("--price-as", default=None, metavar="TYPE",
                    help="--local: the on-demand instance type (analytics/pricing.py) that prices this host in the "
@@ -48,21 +41,6 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
-
-
-class RunIdError(ValueError):
-    """A run id the control plane would refuse (control_plane.models.RUN_ID_PATTERN)."""
-
-
-def check_run_id(run_id: str) -> str:
-    """The one run id rule (``control_plane.models.RUN_ID_PATTERN``: Step Functions execution names, which the
-    store's key rule also accepts), applied at the CLI before anything is written."""
-    from control_plane.models import RUN_ID_PATTERN
-
-    if not re.fullmatch(RUN_ID_PATTERN, run_id):
-        raise RunIdError(f"invalid run id {run_id!r}: use 1-80 letters, digits, '-' and '_', "
-                         "starting with a letter or digit")
-    return run_id
 
 
 def exit_now_if_cli(code: int) -> None:
@@ -93,7 +71,19 @@ def check_results_root(uri: str) -> str:
         raise ResultsRootError(f"--results {uri}: use a directory or s3://bucket/prefix")
     if not uri.startswith("s3://") and Path(uri).exists() and not Path(uri).is_dir():
         raise ResultsRootError(f"--results {uri}: is not a directory (a results root is a directory or s3://bucket/prefix)")
+    from analytics.store.locate import overlap_problem
+
+    if problem := overlap_problem(uri, "--results", "store"):  # rule 16: not inside or around another store
+        raise ResultsRootError(problem)
     return uri
+
+
+def check_report_dir(report: str | None, results: str) -> None:
+    """``--report DIR`` outside every store, the run's own ``--results`` included (rule 16)."""
+    from analytics.store.locate import overlap_problem
+
+    if report and (problem := overlap_problem(report, "--report", "directory", (results,))):
+        raise ResultsRootError(problem)
 
 
 class EmptyLanesError(ValueError):
@@ -126,49 +116,38 @@ def run(args: argparse.Namespace) -> int:
 def run_local_command(args: argparse.Namespace) -> int:
     """Refusals (exit 2, one line each, nothing written): a bad run id, ``--lanes`` naming no lane or an unknown
     one, an invalid request file, a lane_config that does not fit its lane (``lane.field: reason``)."""
-    from rich.console import Console
     from rich.markup import escape
 
     from pipeline.graph import outcome_text
-    from pipeline.lanes import UnknownLaneError, get_lane, plan_order
+    from control_plane.console import make_console
+    from pipeline.lanes import UnknownLaneError
     from control_plane.commands.plan import load_request
-    from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs
+    from control_plane.lane_configs import LaneConfigInvalidError
     from analytics.pricing import UnknownInstancePriceError, price_for
-    from control_plane.lane_configs import slo_config
-    from control_plane.local import run_local
+    from control_plane.local import lanes_in_store, run_plan
     from control_plane.models import RunRequestError
+    from control_plane.plan import local_request, plan_local
+    from control_plane.run_ids import RunIdError, check_run_id, new_run_id
     from pipeline.slo import SloError, parse_slo
 
-    console = Console(stderr=True)
-    configs: dict[str, dict] = {}
-    profile, force, run_id = args.profile, args.force, args.run_id
+    console = make_console(stderr=True)
     try:
         check_results_root(args.results)
-        if run_id is not None:
-            check_run_id(run_id)
+        check_report_dir(args.report, args.results)
+        if args.run_id is not None:
+            check_run_id(args.run_id)
         slo = getattr(args, "slo", None)
         slo = parse_slo(slo).to_config() if slo is not None else None
         priced_as = getattr(args, "price_as", None)
         if priced_as is not None:
             price_for(priced_as)
         if args.input:
-            request = load_request(args.input)
-            if slo is not None:
-                request = request.model_copy(update={"slo": slo})
-            from control_plane.plan import lane_config, selected_lanes
-
-            specs = {s.name: s for s in selected_lanes(request)}
-            lanes = list(specs)
-            profile = request.profile if "profile" in request.model_fields_set else args.profile
-            for name in request.lane_config:  # a config for a lane not selected is still checked
-                specs.setdefault(name, get_lane(name))
-            configs = {name: cfg for name in specs if (cfg := lane_config(request, name))}
-            check_lane_configs(configs, specs, profile)
-            force = force or request.force
-            run_id = run_id or request.run_id
+            request = local_request(load_request(args.input), profile=args.profile, slo=slo, force=args.force)
         else:
-            lanes = [s.name for s in plan_order(lane_list(args.lanes) if args.lanes is not None else None)]
-            configs = {name: cfg for name in lanes if (cfg := slo_config(slo, name))}
+            request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
+                                    profile=args.profile, slo=slo, force=args.force)
+        plan = plan_local(request, run_id=args.run_id or request.run_id or new_run_id(), results_uri=args.results,
+                          in_run=lanes_in_store(args.results))
     except LaneConfigInvalidError as exc:
         for line in str(exc).splitlines():
             print(f"error: lane_config {line}", file=sys.stderr)
@@ -179,13 +158,12 @@ def run_local_command(args: argparse.Namespace) -> int:
     except UnknownInstancePriceError as exc:
         print(f"error: --price-as: {exc}", file=sys.stderr)
         return 2
-    run_id = run_id or new_run_id()
-    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {profile}"
+    run_id = plan.run_id
+    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {plan.profile}"
                   + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")
                   + (f"  priced as: {priced_as} (declared)" if priced_as else ""))
-    outcome = run_local(lanes, run_id, args.results, profile=profile, force=force, console=console,
-                        live=False if args.no_live else None, configs=configs, parallel=args.parallel,
-                        priced_as=priced_as)
+    outcome = run_plan(plan, console=console, live=False if args.no_live else None, parallel=args.parallel,
+                       priced_as=priced_as)
     for state in outcome.failed:  # the lane's own error, then where its whole log is
         console.print(f"[red]lane {state.name} failed[/red]: {escape(state.error or '')}", highlight=False,
                       soft_wrap=True)
@@ -196,7 +174,7 @@ def run_local_command(args: argparse.Namespace) -> int:
         return outcome.exit_code
     print_summary(args.results, run_id, console)
     if args.report:
-        from control_plane.commands.report import build_report_files
+        from analytics.report.files import build_report_files
 
         paths = build_report_files(args.results, [run_id], args.report)
         report_md = next((p for p in paths if p.name == "REPORT.md"), None)

@@ -4,43 +4,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from datetime import datetime, timezone
-from typing import Callable
 
 EXIT_INVALID = 2
 
 
-def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable, sleep=time.sleep):
-    """Poll the execution history until the execution ends; call ``on_progress`` on every change."""
-    from control_plane.commands.status import progress_from_history
-
-    seen = -1
-    while True:
-        history = executions.history(execution_arn)
-        progress = progress_from_history(history)
-        if len(history) != seen:
-            seen = len(history)
-            on_progress(progress)
-        if progress.done:
-            return progress
-        sleep(poll_s)
-
-
 def run_aws(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.live import Live
 
     from control_plane.aws import Executions, InstanceFleet, InstanceLookupError, RunAlreadyStartedError
     from control_plane.commands.plan import load_request, print_plan
-    from control_plane.commands.run import new_run_id
     from control_plane.commands.status import render_progress
+    from control_plane.console import make_console
     from control_plane.launch import LAUNCH_ERRORS, committed_in_store, launch
     from control_plane.models import PlanNotReadyError, RunRequestError
     from control_plane.plan import CostCeilingError, EmptyPlanError
+    from control_plane.progress import follow
+    from control_plane.run_ids import new_run_id
     from control_plane.settings import SettingsError, get_settings
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if not args.input:
         print("error: --aws needs --input run.json (a RunRequest; see examples/run-*.json)", file=sys.stderr)
         return EXIT_INVALID

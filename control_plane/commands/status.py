@@ -8,202 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
-from control_plane.models import parse_lane_from_comment
+from control_plane.progress import LaneProgress, RunProgress, progress_from_history
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "timed_out": "bold red", "not run": "magenta"}
 OUTCOME_STYLE = {"succeeded": "bold green", "partial": "bold yellow", "failed": "bold red"}
-ENDED = {"ExecutionSucceeded": "SUCCEEDED", "ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT",
-         "ExecutionAborted": "ABORTED"}
-
-
-@dataclass
-class LaneProgress:
-    box_role: str
-    lane: str
-    status: str = "waiting"
-    detail: str = ""
-    started: datetime | None = None
-    ended: datetime | None = None
-    result_lane: str = ""
-    wave: int = 0
-
-
-@dataclass
-class PhaseProgress:
-    """One box of the run (its segments run wave by wave)."""
-
-    box_role: str
-    instance_id: str | None
-    state: str = "waiting"
-
-
-@dataclass
-class RunProgress:
-    run_id: str | None = None
-    status: str = "RUNNING"
-    phases: list[PhaseProgress] = field(default_factory=list)
-    lanes: list[LaneProgress] = field(default_factory=list)
-    error: str | None = None
-    cause: str | None = None
-    outcome: dict[str, Any] | None = None  # pipeline.graph.RunOutcome.to_json() once the run has ended
-
-    @property
-    def done(self) -> bool:
-        return self.status != "RUNNING"
-
-    @property
-    def outcome_status(self) -> str | None:
-        return (self.outcome or {}).get("status")
-
-
-def _details(event: dict[str, Any], key: str) -> dict[str, Any]:
-    return event.get(key) or {}
-
-
-def _plan_lanes(plan: dict[str, Any]) -> list[tuple[str, str, str, int]]:
-    """(box role, lane, result lane, wave) of an execution input (waves; or phases, before waves)."""
-    out = []
-    for wave in plan.get("waves") or []:
-        for seg in wave.get("segments", []):
-            out += [(seg["box_role"], st["lane"], st.get("result_lane") or st["lane"], int(wave.get("wave", 0)))
-                    for st in seg.get("lanes", [])]
-    for phase in plan.get("phases") or []:
-        out += [(phase["box_role"], st["lane"], st["lane"], 0) for st in phase.get("lanes", [])]
-    return out
-
-
-def _plan_boxes(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
-    boxes = [(b["box_role"], b.get("instance_id")) for b in plan.get("boxes") or []]
-    return boxes or list(dict.fromkeys((p["box_role"], p.get("instance_id")) for p in plan.get("phases") or []))
-
-
-def _outcome_from_end(kind: str, details: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's outcome: ``$.outcome`` of a succeeded execution's output, the cause of a failed one."""
-    if kind == "ExecutionSucceeded":
-        outcome = _json(details.get("output")).get("outcome")
-    else:
-        outcome = _json(details.get("cause")).get("outcome")
-    return outcome if isinstance(outcome, dict) and outcome.get("status") else None
-
-
-def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
-    """Fold an execution history into per-box and per-lane state.
-
-    Both boxes work at once, so events interleave: a task's end is matched to its start by following
-    ``previousEventId`` (each Map iteration chains its own events) back to the ``TaskScheduled`` that opened it;
-    a command's box comes from its instance id."""
-    events = list(events)
-    progress = RunProgress()
-    by_id = {ev.get("id"): ev for ev in events}
-    by_key: dict[tuple[str, str], LaneProgress] = {}
-    box_of: dict[str, PhaseProgress] = {}
-    opened: dict[Any, tuple[str, Any]] = {}  # TaskScheduled id -> ("lane", LaneProgress) | ("box", PhaseProgress)
-
-    last: list[tuple[str, Any]] = []  # a history without event ids (a hand-made one): tasks end in order
-
-    def opener(ev: dict[str, Any]) -> tuple[str, Any] | None:
-        prev, seen = ev.get("previousEventId"), 0
-        if prev is None:
-            return last.pop() if last else None
-        while prev is not None and seen < 50:
-            if prev in opened:
-                return opened[prev]
-            prev, seen = (by_id.get(prev) or {}).get("previousEventId"), seen + 1
-        return None
-
-    def open_task(ev: dict[str, Any], what: tuple[str, Any]) -> None:
-        opened[ev.get("id")] = what
-        last[:] = [what]
-
-    for ev in events:
-        kind, ts = ev["type"], ev.get("timestamp")
-        if kind == "ExecutionStarted":
-            plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
-            progress.run_id = plan.get("run_id")
-            for role, iid in _plan_boxes(plan):
-                box = PhaseProgress(role, iid)
-                progress.phases.append(box)
-                if iid:
-                    box_of[iid] = box
-            for role, lane, result, wave in _plan_lanes(plan):
-                lp = LaneProgress(role, lane, result_lane=result, wave=wave)
-                progress.lanes.append(lp)
-                by_key[(role, lane)] = lp
-        elif kind == "TaskScheduled":
-            d = _details(ev, "taskScheduledEventDetails")
-            resource, params = d.get("resource", ""), _json(d.get("parameters"))
-            ids = params.get("InstanceIds") or []
-            box = box_of.get(ids[0]) if ids else None
-            if box is None and not ids and progress.phases:  # a hand-made history: the first box still working
-                box = next((b for b in progress.phases if b.state != "stopped"), progress.phases[0])
-            if box is None:
-                continue
-            if resource.startswith("startInstances"):
-                box.state = "starting instance"
-            elif resource.startswith("stopInstances"):
-                box.state = "stopping instance"
-                open_task(ev, ("box", box))
-            elif resource.startswith("sendCommand"):
-                what = parse_lane_from_comment(params.get("Comment"))
-                if what == "sync-harness":
-                    box.state = "syncing harness"
-                    open_task(ev, ("sync", box))
-                else:
-                    box.state = "running lanes"
-                    lp = by_key.get((box.box_role, what or ""))
-                    if lp is not None:
-                        lp.status, lp.started = "running", ts
-                        open_task(ev, ("lane", lp))
-        elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
-            found = opener(ev)
-            if found is None:
-                continue
-            what, target = found
-            if what == "sync":
-                continue
-            if what == "box":
-                if kind == "TaskSucceeded":
-                    target.state = "stopped"
-                continue
-            lp = target
-            if lp.status != "running":
-                continue
-            if kind == "TaskSucceeded":
-                out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
-                lp.status = out.get("status") if out.get("status") in ("succeeded", "skipped") else "succeeded"
-                lp.detail = out.get("skip_reason") or ""
-            else:
-                d = _details(ev, "taskFailedEventDetails") or _details(ev, "taskTimedOutEventDetails")
-                lp.status = "failed" if kind == "TaskFailed" else "timed_out"
-                lp.detail = f"{d.get('error', '')}: {d.get('cause', '')}".strip(": ")
-            lp.ended = ts
-        elif kind in ENDED:
-            progress.status = ENDED[kind]
-            d = _details(ev, "executionFailedEventDetails")
-            progress.error, progress.cause = d.get("error"), d.get("cause")
-            progress.outcome = _outcome_from_end(kind, _details(ev, "executionSucceededEventDetails") or d)
-    if progress.done:
-        reasons = (progress.outcome or {}).get("reasons") or {}
-        for lp in progress.lanes:
-            if lp.status in ("waiting", "running"):
-                reason = reasons.get(lp.result_lane)
-                lp.status = ("skipped" if reason and lp.status == "waiting" else
-                             "not run" if lp.status == "waiting" else "failed")
-                lp.detail = reason or lp.detail
-    return progress
-
-
-def _json(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _elapsed(lp: LaneProgress, now: datetime | None) -> str:
@@ -254,9 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def status_command(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from rich.console import Console
-
     from control_plane.aws import ExecutionNotFoundError, Executions
+    from control_plane.console import make_console
     from control_plane.settings import get_settings
 
     settings = get_settings()
@@ -271,8 +82,8 @@ def status_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(asdict(progress), default=str, indent=2))
     else:
-        Console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
-                                        if history else None))
+        make_console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
+                                             if history else None))
     if progress.outcome_status:
         from pipeline.graph import exit_code
 

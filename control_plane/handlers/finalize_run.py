@@ -37,11 +37,11 @@ class FinalizeRequest(BaseModel):
 
 
 def load_report_builder() -> ReportBuilder:
-    """The project's report builder (``control_plane.commands.report.build_report_files``)."""
+    """The project's report builder (``analytics.report.files.build_report_files``)."""
     try:
-        from control_plane.commands.report import build_report_files  # type: ignore[import-not-found]
+        from analytics.report.files import build_report_files  # type: ignore[import-not-found]
     except ModuleNotFoundError as exc:
-        raise ReportBuildError("the report builder (control_plane.commands.report) is not in this build") from exc
+        raise ReportBuildError("the report builder (analytics.report.files) is not in this build") from exc
     return build_report_files
 
 

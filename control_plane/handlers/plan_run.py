@@ -102,7 +102,7 @@ def request_from_event(event: Any) -> tuple[RunRequest, str]:
     request = parse_request(event)
     if request.run_id:
         return request, request.run_id
-    from control_plane.commands.run import new_run_id
+    from control_plane.run_ids import new_run_id
 
     return request, new_run_id()
 

@@ -8,7 +8,7 @@
   EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run). It is
   RETAINed by ``cdk destroy`` (results outlive the stacks); to deploy again over it, set
   ``existing_results_bucket: true``: the stack then imports it by name and (re)applies only its
-  TLS-only bucket policy (docs/runbook/README.md "Deploying again after cdk destroy").
+  TLS-only bucket policy (docs/guides/deploy-and-operate.md "Deploying again after cdk destroy").
 * Budget: monthly cost limit with alerts to an SNS topic (and an e-mail when set).
 * The harness zip (CDK asset) and the SSM parameters the boxes and the CLI read.
 """

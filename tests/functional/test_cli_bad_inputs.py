@@ -134,7 +134,7 @@ CASES = [
     # ---- plan
     ("p-missing-input", ["plan", "--input", "{missing}"], "cannot read"),
     ("p-dir-input", ["plan", "--input", "{dir}"], "cannot read"),
-    ("p-not-json", ["plan", "--input", "{not_json}"], "cannot read"),
+    ("p-not-json", ["plan", "--input", "{not_json}"], "not JSON"),
     ("p-not-utf8", ["plan", "--input", "{nonutf8}"], "UTF-8"),
     ("p-json-list", ["plan", "--input", "{list_json}"], "input"),
     ("p-config-unknown-field", ["plan", "--input", "{cfg_bad}"], "bogus_field"),
@@ -210,6 +210,7 @@ def test_bad_input_gets_one_line_and_changes_nothing(case, world, capsys, monkey
         raise AssertionError("input accepted: lanes would have run")
 
     monkeypatch.setattr(control_plane.local, "run_local", accepted)
+    monkeypatch.setattr(control_plane.local, "run_plan", accepted)
     _name, argv, fragment = case
     root, paths = world
     argv = [a.format(**paths) for a in argv]

@@ -88,7 +88,7 @@ def test_demo_command_prints_the_answer_and_says_when_no_report(server, tmp_path
 
 def test_headline_tables_come_from_a_real_report(tmp_path):
     from analytics.report import write_report
-    from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+    from tests.support.synthetic import SyntheticRun, write_synthetic_run
     from analytics.store import LocalStore
     from analytics.views import connect
     from control_plane.commands.demo import headline_tables

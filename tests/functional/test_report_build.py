@@ -8,10 +8,10 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 from analytics.store import LocalStore
 from control_plane.cli import main
-from control_plane.commands.report import build_report_files
+from analytics.report.files import build_report_files
 
 SECTIONS = ("## Machines and versions", "## Compile: cold vs warm cache", "## Training", "## Serving sweeps",
             "## Sustained retention", "## Quality", "## End-to-end loop", "## Failures and exclusions",

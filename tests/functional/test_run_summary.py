@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pyarrow as pa
 
-from analytics.report.synthetic import request_rows
+from tests.support.synthetic import request_rows
 from analytics.store import LocalStore
 from analytics.views import connect
 from control_plane.summary import summarize

@@ -20,9 +20,9 @@ from moto import mock_aws
 
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
-from control_plane.commands.run_aws import follow
+from control_plane.progress import follow
 from tests.fixtures.aws import LEASE_TABLE, create_lease_table, launch_project_instances
-from control_plane.commands.status import progress_from_history
+from control_plane.progress import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
 from control_plane.launch import committed_in_store, launch

@@ -12,10 +12,10 @@ import pytest
 from moto import mock_aws
 
 from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
-from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 from analytics.store import LocalStore, S3Store
 from analytics.views import connect
-from control_plane.commands.report import build_report_files
+from analytics.report.files import build_report_files
 
 SPEC = SyntheticRun(run_id="s3-run", concurrencies=(1, 2), requests_per_point=10,
                     lanes=("provenance", "precompile", "serve_sweep", "qwen3_attempt"))

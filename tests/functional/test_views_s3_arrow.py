@@ -6,10 +6,10 @@ import socket
 import boto3
 import pytest
 
-from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 from analytics.store import LocalStore, S3Store
 from analytics.views import S3ReaderError, connect, resolve_s3_reader
-from control_plane.commands.report import build_report_files
+from analytics.report.files import build_report_files
 
 SPEC = SyntheticRun(run_id="arrow-run", concurrencies=(1, 2), requests_per_point=10,
                     lanes=("provenance", "serve_sweep", "qwen3_attempt"))

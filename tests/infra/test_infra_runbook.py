@@ -1,10 +1,10 @@
-"""docs/runbook/README.md: the first-deploy checklist is there, in order, and names real things."""
+"""docs/guides/deploy-and-operate.md: the first-deploy checklist is there, in order, and names real things."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "runbook" / "README.md"
+RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "guides" / "deploy-and-operate.md"
 
 
 def _section(title: str) -> str:

@@ -334,7 +334,8 @@ def test_stop_instances_failing_on_the_success_path(rehearsal, faults, say):
     # on_execution_status released it only after stopping it
     assert trn1 in cleanups[0]["released"], cleanups
     assert "fault-stop-success" not in leases_held(r).values()
-    assert standing(r, "fault-stop-success") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
+    assert standing(r, "fault-stop-success") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}, \
+        f"{reasons(r, 'fault-stop-success')}\n{failures(r, launched.execution_arn)}"
 
 
 @pytest.mark.slow  # ~15-25 s: every one of the stop's retries, 1 s apart

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.cli import main
-from control_plane.commands.status import progress_from_history
+from control_plane.progress import progress_from_history
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("run-*.json"))
 

@@ -12,7 +12,7 @@ import pytest
 from analytics.report.compare import decide, is_regression
 from analytics.report.stats import (StatsInputError, _resampled_quantiles, bootstrap_quantile_diff, mann_whitney_u,
                                     t_cdf, t_quantile, welch)
-from analytics.report.synthetic import SyntheticRun, write_synthetic_run
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 from analytics.store import LocalStore
 from control_plane.cli import main
 

@@ -47,7 +47,7 @@ def test_request_slo_flows_into_every_serving_lane_and_lane_config_wins():
     from control_plane.models import RunRequestError, parse_request
     from control_plane.plan import lane_config
 
-    req = parse_request({"lanes": ["serve_sweep", "sft"], "slo": "ttft_ms=300,tpot_ms=20",
+    req = parse_request({"lanes": ["serve_sweep", "sft", "sustained"], "slo": "ttft_ms=300,tpot_ms=20",
                          "lane_config": {"sustained": {"slo": "cpu-tiny"}}})
     for lane in ("serve_sweep", "finetune_serve", "qwen3_attempt"):
         assert lane_config(req, lane)["slo"]["ttft_ms"] == 300.0

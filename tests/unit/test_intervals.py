@@ -1,6 +1,7 @@
-"""The 95 % intervals of analytics/views/sql/10_serving.sql against independent pure-Python computations.
+"""The 95 % intervals of the serving views (analytics/views/sql/1*_serving_*.sql) against independent pure-Python
+computations.
 
-docs/metrics.md "Confidence intervals" states the methods; each test recomputes one from the fixed rows.
+docs/reference/metrics.md "Confidence intervals" states the methods; each test recomputes one from the fixed rows.
 """
 from __future__ import annotations
 

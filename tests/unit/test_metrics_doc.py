@@ -1,4 +1,4 @@
-"""docs/metrics.md defines every column of the metric views and links the SQL file of each view."""
+"""docs/reference/metrics.md defines every column of the metric views and links the SQL file of each view."""
 from __future__ import annotations
 
 import itertools
@@ -11,8 +11,9 @@ from analytics.schema import TABLES, empty_table
 from analytics.views import derived_sql_files
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "metrics.md"
-METRIC_FILES = ("10_serving.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql")
+DOC = ROOT / "docs" / "reference" / "metrics.md"
+METRIC_FILES = ("10_serving_requests.sql", "11_serving_intervals.sql", "12_serving_points.sql",
+                "13_serving_sustained.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql")
 
 
 def expand(token: str) -> list[str]:
@@ -51,9 +52,9 @@ def test_every_view_column_has_an_entry_and_every_view_links_its_sql():
     views = metric_views()
     assert {"serving_points", "request_reads", "point_peaks", "sustained_summary", "report_training"} <= set(views)
     missing = {v: [c for c in cols if c not in names] for v, (_, cols) in views.items()}
-    assert not {v: m for v, m in missing.items() if m}, "columns without an entry in docs/metrics.md"
+    assert not {v: m for v, m in missing.items() if m}, "columns without an entry in docs/reference/metrics.md"
     for view, (fname, _) in views.items():
-        assert re.search(rf"\[`{view}`\]\(\.\./analytics/views/sql/{re.escape(fname)}\)", text), view
+        assert re.search(rf"\[`{view}`\]\(\.\./\.\./analytics/views/sql/{re.escape(fname)}\)", text), view
 
 
 def test_brace_expansion_and_a_missing_column_is_caught():
@@ -63,7 +64,7 @@ def test_brace_expansion_and_a_missing_column_is_caught():
 
 def test_readme_links_the_metrics_page_and_points_nowhere_outside_the_repo():
     readme = (ROOT / "README.md").read_text()
-    assert "docs/metrics.md" in readme
+    assert "docs/reference/metrics.md" in readme
     assert "../shared" not in readme and "/work/shared" not in readme and "METRICS.md" not in readme
 
 

@@ -4,20 +4,21 @@ import math
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from analytics.report.comparison import _clean, dumps
+from analytics.report.comparison import dumps
+from analytics.report.rows import clean
 
 
 def test_floats_round_to_nine_significant_digits_so_parallel_sums_agree():
     a, b = 0.1 + 0.2, 0.3
-    assert a != b and _clean(a) == _clean(b) == 0.3
-    assert _clean(123456789.123) == 123456789.0
-    assert _clean(Decimal("1.5")) == 1.5
+    assert a != b and clean(a) == clean(b) == 0.3
+    assert clean(123456789.123) == 123456789.0
+    assert clean(Decimal("1.5")) == 1.5
 
 
 def test_non_finite_numbers_become_null_and_nested_values_are_cleaned():
-    assert _clean(math.inf) is None and _clean(math.nan) is None
+    assert clean(math.inf) is None and clean(math.nan) is None
     stamp = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
-    assert _clean({"t": stamp, "xs": [1.0, math.nan, True]}) == {"t": "2026-07-01T12:00:00+00:00",
+    assert clean({"t": stamp, "xs": [1.0, math.nan, True]}) == {"t": "2026-07-01T12:00:00+00:00",
                                                                  "xs": [1.0, None, True]}
 
 

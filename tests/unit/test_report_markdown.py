@@ -2,7 +2,8 @@
 import pytest
 
 from analytics.report.compare import UnknownRunError, compare_runs, headline_metrics
-from analytics.report.markdown import fmt, render, table
+from analytics.report.format import fmt, table
+from analytics.report.markdown import render
 from analytics.report.rules import MEASUREMENT_RULES
 
 

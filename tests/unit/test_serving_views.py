@@ -1,4 +1,4 @@
-"""analytics/views/sql/10_serving.sql against hand-computed values (METRICS.md "Serving" and "Sustained")."""
+"""The serving views (analytics/views/sql/1*_serving_*.sql) against hand-computed values (METRICS.md serving, sustained)."""
 from __future__ import annotations
 
 import math

@@ -19,10 +19,11 @@ from typing import Any
 from agents.backend import accelerator_python, harness_source_root
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
+from pipeline.boxes import NEURON_COMPILE_CACHE
 from pipeline.steps import StepRecord
 
 NPROC_PER_NODE = 2  # trn1.2xlarge: one chip, two NeuronCores v2
-DEFAULT_CACHE = "/opt/neuronpipe/neuron-compile-cache"  # on the EBS volume
+DEFAULT_CACHE = NEURON_COMPILE_CACHE  # on the EBS volume
 STEP_LOG = "steps.jsonl"
 ARGS_FILE = "train_args.json"
 

@@ -3,8 +3,8 @@
 --   report_telemetry_coverage  samples per (run, lane, source, metric); absent sensors (NULL values) with their note.
 --   report_point_telemetry     samples with a value inside each sweep point's window (telemetry_samples; a point
 --                              without one is excluded: NULL-only samples are no telemetry) and every row (telemetry_rows).
---   report_sustained           per sustained point (10_serving's sustained_window_metrics): windows, warm-up
---                              windows, tokens; retention and drift are 10_serving's sustained_summary.
+--   report_sustained           per sustained point (13_serving_sustained's sustained_window_metrics): windows, warm-up
+--                              windows, tokens; retention and drift are 13_serving_sustained's sustained_summary.
 --   report_quality             per (run, lane, model, variant): prompts, deterministic answers, logprob coverage.
 --   report_quality_delta       base vs fine-tune on the same prompts: how many answers differ.
 --   report_roundtrip           per (run, model): artifacts hashed, verified, mismatched, unverifiable, merged files

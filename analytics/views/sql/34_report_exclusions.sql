@@ -3,7 +3,7 @@
 --                         `imported_from` = the source an imported attempt came from (NULL: run by this pipeline).
 --   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason).
 --     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions),
---            compile_failed, point_without_telemetry, point_invalid (10_serving's serving_points.valid),
+--            compile_failed, point_without_telemetry, point_invalid (12_serving_points' serving_points.valid),
 --            hash_mismatch, precompile_loss_recorded.
 CREATE OR REPLACE VIEW report_lane_attempts AS
 WITH latest AS (

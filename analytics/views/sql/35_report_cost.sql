@@ -2,7 +2,7 @@
 --   report_lane_cost   every committed attempt: instance-hours (lane wall time) x the dated on-demand price.
 --   report_cost_by_lane per (run, lane): all attempts summed (a failed attempt cost money too).
 --   report_run_cost    per run: the sum, with how many attempts could not be priced and how many were imported.
---   report_point_cost  per sweep point (10_serving's serving_points): $ per million output tokens at its
+--   report_point_cost  per sweep point (12_serving_points' serving_points): $ per million output tokens at its
 --                      output_throughput on the instance the point ran on.
 -- Lane wall time only: instance boot, SSM waits and idle time between lanes are not counted.
 -- A local run (box_role 'local') has no instance cost: NULL with a note, never zero.

@@ -1,6 +1,6 @@
 -- Aggregate-only results beside request-derived ones (owned by analytics/importers).
 -- CREATE OR REPLACE VIEW statements only. Views defined here:
---   serving_points_all       every serving point: request-derived (10_serving's serving_points, metric_basis
+--   serving_points_all       every serving point: request-derived (12_serving_points' serving_points, metric_basis
 --                            'requests') and aggregate-only (serving_aggregates rows whose point has no request
 --                            rows, metric_basis 'aggregate': no validity gate, no goodput, no p95 — NULL — and the
 --                            source's definitions in definitions_json)

@@ -1,4 +1,4 @@
--- Price-performance at an SLO (issue 18; docs/slo.md). CREATE OR REPLACE VIEW statements only. Runs after
+-- Price-performance at an SLO (issue 18; docs/reference/slo.md). CREATE OR REPLACE VIEW statements only. Runs after
 -- 70_aggregates.sql because it reads serving_points_all. Views defined here:
 --   slo_points       every serving point with the SLO in force (the point's sweep_points.slo_json; for an imported
 --                    reference point reference_runs.slo_json first), the point's latency at the SLO's percentile,

@@ -1,0 +1,74 @@
+"""serve_sweep's config, and the sweep fields finetune_serve and qwen3_attempt share with it.
+
+How every point of a sweep is measured (:class:`SweepFields`), what the full profile measures on the
+boxes (:data:`FULL_SWEEP`), and the lane's own models and server configs (:class:`Config`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, WARMUP_REQUESTS
+from pipeline.slo import TPOT_MS_BOUNDS, TTFT_MS_BOUNDS, Slo, default_slo, parse_slo
+
+HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
+
+
+@dataclass
+class SweepFields:
+    """How every point of a sweep is measured: shared by serve_sweep, finetune_serve and qwen3_attempt."""
+
+    shapes: dict[str, list[str]] = field(default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]},
+                                         metadata={"help": HELP_SHAPES})
+    prompts_per_stream: int = field(default=2, metadata={
+        "help": "measured prompts per concurrent stream", **PROMPTS})
+    min_prompts: int = field(default=8, metadata={"help": "at least this many measured prompts per point", **PROMPTS})
+    warmup_requests: int = field(default=2, metadata={
+        "help": "warm-up requests per point (excluded)", **WARMUP_REQUESTS})
+    max_concurrency: int | None = field(default=None, metadata={
+        "help": "cap the KV-derived grid (declared in each point's note); None: the full grid", **CONCURRENCY})
+    endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
+    health_timeout_s: float = field(default=180.0, metadata={
+        "help": "boot budget (a cold Neuron compile of an 8B config takes tens of minutes)", **BOOT_S})
+    device_mem_gib: float | None = field(default=None, metadata={
+        "help": "device memory for the grid arithmetic; None: detected per backend", **DEVICE_MEM_GIB})
+    slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
+        "help": "the SLO every point carries (goodput, Decision): a set name from pipeline.slo or "
+                "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/reference/slo.md)"})
+    slo_ttft_ms: float | None = field(default=None, metadata={
+        "help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS_BOUNDS})
+    slo_tpot_ms: float | None = field(default=None, metadata={
+        "help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS_BOUNDS})
+
+    def __post_init__(self) -> None:
+        self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
+
+    def resolved_slo(self) -> Slo:
+        """The SLO in force: ``slo`` parsed, with ``slo_ttft_ms``/``slo_tpot_ms`` replacing its bounds."""
+        slo = parse_slo(self.slo)
+        bounds = {k: v for k, v in (("ttft_ms", self.slo_ttft_ms), ("tpot_ms", self.slo_tpot_ms)) if v is not None}
+        return parse_slo({**slo.to_json(), **bounds}) if bounds else slo
+
+    def slo_json(self) -> dict[str, Any]:
+        return self.resolved_slo().to_json()
+
+
+# What the full profile measures on the boxes (shapes are per lane). Qwen3 8B is held to the same 8B-class
+# MLPerf server SLO as Llama 3.1 8B.
+FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
+                  slo=default_slo("full").name)
+
+
+@dataclass
+class Config(SweepFields):
+    models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
+        "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
+    server_configs: list[str] = field(default_factory=lambda: ["A", "B"], metadata={
+        "help": "server configs from pipeline.servers (A: short x many, B: long x few)"})
+
+    @classmethod
+    def for_profile(cls, profile: str) -> "Config":
+        if profile == "tiny":
+            return cls()
+        return cls(models=["llama-3.1-8b-instruct"],
+                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]}, **FULL_SWEEP)

@@ -1,0 +1,44 @@
+"""sustained's config: one model, a fixed closed-loop concurrency for a fixed duration, windows, retention."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DAY_S, DEVICE_MEM_GIB, WARMUP_REQUESTS
+from pipeline.slo import default_slo, parse_slo
+
+
+@dataclass
+class Config:
+    model: str = field(default="tiny-llama", metadata={"help": "catalogue model to serve"})
+    server_config: str = field(default="A", metadata={"help": "server config (pipeline.servers)"})
+    shape: str = field(default="64:64", metadata={"help": "input:output lengths"})
+    concurrency: int | None = field(default=2, metadata={
+        "help": "fixed closed-loop concurrency; None: the top of the config's KV-derived grid", **CONCURRENCY})
+    duration_s: float = field(default=24.0, metadata={
+        "help": "measured duration after warm-up requests", "min": 1.0, "max": DAY_S})
+    window_s: float = field(default=4.0, metadata={
+        "help": "window length (METRICS.md: 60 s on hardware)", "min": 0.1, "max": 3600.0})
+    warmup_windows: int = field(default=1, metadata={
+        "help": "leading windows excluded from retention", "min": 0, "max": 10_000})
+    retention_k: int = field(default=2, metadata={"help": "K windows compared for retention", "min": 1, "max": 10_000})
+    warmup_requests: int = field(default=2, metadata={
+        "help": "warm-up requests before the clock starts", **WARMUP_REQUESTS})
+    endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
+    health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget", **BOOT_S})
+    device_mem_gib: float | None = field(default=None, metadata={
+        "help": "grid arithmetic memory; None: detect", **DEVICE_MEM_GIB})
+    slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
+        "help": "the SLO the point carries (goodput): a set name from pipeline.slo or "
+                "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/reference/slo.md)"})
+
+    def __post_init__(self) -> None:
+        parse_slo(self.slo)  # a bad SLO fails when the config is built, not after the boot
+
+    @classmethod
+    def for_profile(cls, profile: str) -> "Config":
+        if profile == "tiny":
+            return cls()
+        return cls(model="llama-3.1-8b-instruct", shape="512:256", concurrency=None, duration_s=1800.0,
+                   window_s=60.0, warmup_windows=2, retention_k=5, warmup_requests=8, health_timeout_s=5400.0,
+                   slo=default_slo("full").name)
