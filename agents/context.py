@@ -32,7 +32,9 @@ class LaneSkipped(Exception):
 
 
 class LaneInterrupted(BaseException):
-    """SIGTERM/SIGINT while a lane ran: clean up (stop servers), commit nothing."""
+    """SIGTERM/SIGINT while a lane ran: clean up (stop servers), commit nothing, unless the lane staged rows
+    with ``keep_on_interrupt`` (then the runner commits the attempt as ``failed``, error ``LaneInterrupted``,
+    with only its failure-safe rows: what a resume continues from)."""
 
 
 @dataclass
@@ -53,11 +55,19 @@ class LaneContext:
     telemetry: TelemetrySampler | None = None
     progress_path: Path | None = None
     _last_heartbeat: float = 0.0
+    interrupt_rows: int = 0  # rows staged with keep_on_interrupt (the runner commits them on SIGTERM/SIGINT)
 
     # ---- results -------------------------------------------------------------------
-    def write(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]], keep_on_failure: bool = False) -> int:
-        """Stage rows for this attempt (validated now, visible only after commit)."""
-        return self.writer.add_rows(table, rows, failure_record=keep_on_failure)
+    def write(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]], keep_on_failure: bool = False,
+              keep_on_interrupt: bool = False) -> int:
+        """Stage rows for this attempt (validated now, visible only after commit). ``keep_on_failure``: the rows
+        stand even if the lane fails. ``keep_on_interrupt`` (implies it): they are committed even when the lane
+        is interrupted; a lane that stages any makes its interrupted attempt a committed ``failed`` one
+        (``LaneInterrupted``) instead of nothing, so its next attempt can continue from them."""
+        n = self.writer.add_rows(table, rows, failure_record=keep_on_failure or keep_on_interrupt)
+        if keep_on_interrupt:
+            self.interrupt_rows += n
+        return n
 
     def upload_file(self, key: str, local_path: Path) -> str:
         return self.writer.add_file(key, local_path)

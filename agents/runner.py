@@ -11,7 +11,10 @@ Outcomes and exit codes:
 * the lane returned: ``succeeded``, exit 0;
 * the lane raised: ``failed`` with the error class and verbatim message, only
   failure-safe rows kept, callback failure, exit 1;
-* SIGINT/SIGTERM: the lane's cleanup runs (servers stopped), nothing is committed, exit 130.
+* SIGINT/SIGTERM: the lane's cleanup runs (servers stopped), nothing is committed, exit 130; except when the
+  lane staged rows with ``keep_on_interrupt`` (the capacity search's points): then the attempt is committed as
+  ``failed`` with error ``LaneInterrupted`` and only its failure-safe rows (further SIGTERM/SIGINT are ignored
+  while it commits), so the lane's next attempt continues from them; still exit 130, no callback.
 
 Heartbeats mean progress: with a task token the runner heartbeats Step Functions every
 ``heartbeat_s`` only while the lane reports progress (``LaneContext.progress``, observed
@@ -177,6 +180,13 @@ def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise LaneInterrupted(f"signal {signal.Signals(signum).name}")
 
 
+def _hold_signals(old_term: Any) -> dict[int, Any]:
+    """Ignore SIGTERM/SIGINT while an interrupted attempt commits (a second signal would leave files without
+    their marker); returns the handlers to restore after (SIGTERM's from before the lane)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return {signal.SIGTERM: old_term, signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
+
+
 def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | None = None) -> LaneResult:
     spec = get_lane(request.lane)  # unknown lane: UnknownLaneError listing the valid ones
     callback = callback or make_callback(request.task_token)
@@ -227,6 +237,9 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                       callback=callback, telemetry=sampler, progress_path=request.progress_path, watch=watch)
 
     status, error_type, error_message, tb, skip_reason = "succeeded", None, None, None, None
+    telemetry_rows: list[dict[str, Any]] = []
+    interrupted: BaseException | None = None
+    held: dict[int, Any] = {}  # while an interrupted attempt commits: the handlers to restore after
     old_term = signal.getsignal(signal.SIGTERM)
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
@@ -249,13 +262,21 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
             finally:
                 telemetry_rows = sampler.stop()
     except (KeyboardInterrupt, LaneInterrupted) as exc:
-        log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
-        logging.getLogger().removeHandler(handler)
-        _discard_workdir(workdir)
-        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
-                          error_type=type(exc).__name__, error_message=str(exc))
+        if not ctx.interrupt_rows:
+            log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
+            logging.getLogger().removeHandler(handler)
+            _discard_workdir(workdir)
+            return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
+                              error_type=type(exc).__name__, error_message=str(exc))
+        interrupted = exc
+        held = _hold_signals(old_term) if in_main else {}
+        status, error_type = "failed", LaneInterrupted.__name__
+        error_message = (f"{str(exc) or 'signal SIGINT'}: interrupted; the {ctx.interrupt_rows} rows it kept for "
+                         "a resume are committed")
+        log.warning("lane %s interrupted (%s): committing the %d rows it kept for a resume", request.lane,
+                    str(exc) or "signal SIGINT", ctx.interrupt_rows)
     finally:
-        if in_main:
+        if in_main and not held:
             signal.signal(signal.SIGTERM, old_term)
 
     if status == "failed":
@@ -277,6 +298,11 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                                    "log_uri": log_uri}])
     writer.commit(status, supersedes=True)
     _discard_workdir(workdir)  # everything worth keeping is in the store now
+    for signum, handler_before in held.items():
+        signal.signal(signum, handler_before)
+    if interrupted is not None:
+        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED, error_type,
+                          error_message)
     result = LaneResult(request.run_id, lane_name, writer.attempt, status,
                         EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
     try:

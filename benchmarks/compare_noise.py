@@ -1,4 +1,6 @@
-"""How often `neuronpipe compare` calls noise real, and how often it finds a real shift (a benchmark, not a test).
+"""How often compare's per-request rule calls noise real, and how often it finds a real shift (a benchmark, not a
+test). Synthetic draws are independent requests by construction: this measures the per-request tests
+(``request_verdict``); the run-level verdict on real runs is benchmarks/compare_aa.py's.
 
 For each pair, three synthetic runs at a full sweep's size (2 serving lanes × 2 server configs × 5 concurrencies =
 20 points, REQUESTS requests each, through the real store and views): A and B drawn from one distribution
@@ -36,6 +38,12 @@ def write(store: LocalStore, run_id: str, seed: int, factor: float, requests: in
         concurrencies=(1, 2, 4, 8, 16), requests_per_point=requests, failure_rate=0.0, ttft_factor=factor))
 
 
+def request_regression(row: dict) -> bool:
+    """The per-request rule's regression (``request_verdict``): what this benchmark measures on independent draws.
+    One synthetic run per side has no run-level verdict (benchmarks/compare_aa.py measures that on real runs)."""
+    return row["request_verdict"] == "slower" and abs(row["pct"] or 0) >= FAIL_PCT
+
+
 def entry(store: LocalStore, a: str, b: str) -> dict:
     con = connect(store, run_ids=[a, b])
     try:
@@ -67,12 +75,12 @@ def main() -> int:
             # what would have alarmed without the adjustment: a raw-real delta in the worse direction beyond 5 %
             raw_alarm = any((r["delta"] > 0) == (r["better"] == "lower") and abs(r["pct"] or 0) >= FAIL_PCT
                             for r in raw_rows)
-            holm = sum(r["verdict"] in ("faster", "slower") for r in same)
-            regressions = sum(r["regression"] for r in same)
+            holm = sum(r["request_verdict"] in ("faster", "slower") for r in same)
+            regressions = sum(request_regression(r) for r in same)
             shifted = entry(store, a, s)["rows"]
             p50 = [r for r in shifted if r["metric"].endswith("· p50_ttft_ms")]
-            found = sum(r["verdict"] == "slower" for r in p50)
-            exit1 = any(r["regression"] for r in shifted)
+            found = sum(r["request_verdict"] == "slower" for r in p50)
+            exit1 = any(request_regression(r) for r in shifted)
             for k, v in dict(tested=len(same), raw=raw, raw_alarms=int(raw_alarm), holm=holm, regressions=regressions, alarms=int(regressions > 0),
                              p50=len(p50), found=found, exit1=int(exit1)).items():
                 totals[k] += v

@@ -7,7 +7,7 @@ random delay with SIGTERM, SIGINT or SIGKILL, and then checks three things:
 * **late commits**: nothing is committed after the kill (the markers seen 3 s after the kill are the markers
   seen at the kill, plus at most the one a lane was writing at that instant);
 * **resume**: running the same command again finishes the run with exit 0;
-* **exit code**: SIGTERM and SIGINT end the CLI with 130 (or 0 when the run had already finished), never
+* **exit code**: SIGINT and SIGTERM end the CLI with 128 + the signal, 130 and 143 (or 0 when the run had already finished), never
   with a crash of its own (e.g. -6, an abort at interpreter exit).
 
 It prints one line per try and a summary: tries, clean, orphans, late commits, failed resumes.
@@ -78,7 +78,7 @@ def one_try(i: int, lanes: str, max_delay: float, rng: random.Random) -> dict:
     return {"try": i, "signal": sig.name, "delay_s": round(delay, 2), "exit": proc.returncode,
             "orphans": len(orphans), "late_commits": len(late) > 1, "late": sorted(late),
             "resume_ok": resume.returncode == 0, "markers": len(final),
-            "exit_ok": sig == signal.SIGKILL or proc.returncode in (130, 0)}
+            "exit_ok": sig == signal.SIGKILL or proc.returncode in (128 + sig, 0)}
 
 
 def main() -> int:

@@ -12,7 +12,7 @@ The CLI owns its children:
   signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``): when the CLI dies, even by SIGKILL, the lane is told to
   stop, stops its servers and commits nothing;
 * Ctrl-C, SIGTERM and SIGHUP interrupt the running lanes (SIGINT to their groups; they commit nothing),
-  whatever is left of a group is killed, and the run exits 130; running the same command again resumes;
+  whatever is left of a group is killed, and the run exits 128 + the signal (130, 143, 129); running the same command again resumes;
 * a lane's verdict is what the store holds — the attempt the child committed — never its exit code or
   its stdout: a lane killed just after committing shows its committed status; a lane that committed
   nothing failed, with the last line of its log as the error (``control_plane.lane_process``).
@@ -281,6 +281,8 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
                 state.error = f"{verdict.get('error_type') or 'Error'}: {verdict.get('error_message') or ''}"
             elif state.status == "skipped":
                 state.detail = verdict.get("skip_reason") or ""
+            if interrupted and verdict.get("error_type") == "LaneInterrupted":  # it kept rows for a resume
+                state.status, state.detail = "interrupted", verdict.get("error_message") or ""
         elif interrupted:
             state.status, state.detail = "interrupted", "nothing committed"
         else:

@@ -267,20 +267,6 @@ def exit_code(status: str) -> int:
 EXIT_PARTIAL = 3
 
 
-def nodes_from_statuses(statuses: Mapping[str, LaneStatus]) -> list[Node]:
-    """The nodes a run's store shows (every lane with an attempt), for readers that have no plan (the report,
-    ``status``): gates from the registry, waves not needed."""
-    from pipeline.lanes import all_lanes
-
-    specs = all_lanes()
-    out = []
-    for name in sorted(statuses):
-        base, _, box = name.partition("@")
-        spec = specs.get(base)
-        out.append(Node(base, box or LOCAL, name, spec.order if spec else 10_000, gate=bool(spec and spec.gate)))
-    return out
-
-
 def outcome_text(result: RunOutcome | Mapping[str, Any]) -> str:
     """``failed: quality (RuntimeError: boom); skipped: finetune_serve (needs merge, which failed …)``: the
     one wording of an outcome's lanes and reasons (terminal, run summary and REPORT.md); "" when clean."""
@@ -294,8 +280,3 @@ def outcome_text(result: RunOutcome | Mapping[str, Any]) -> str:
     if data.get("why"):
         parts.append(str(data["why"]))
     return "; ".join(parts)
-
-
-def outcome_of_run(statuses: Mapping[str, LaneStatus]) -> RunOutcome:
-    """The outcome over what the store holds for a run (the report's and ``status``'s view)."""
-    return outcome(nodes_from_statuses(statuses), statuses)

@@ -68,6 +68,8 @@ def _kind(mode: int) -> str:
 def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES, why: str | None = None) -> bytes:
     """At most ``max_bytes`` from the regular file ``path``; ``why`` says where the cap comes from."""
     cap = f" ({why})" if why else ""
+    if not os.fspath(path):
+        raise JsonInputError("cannot read '': the path is empty (give a file)")
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:

@@ -30,6 +30,8 @@ from rehearsal.world import Credentials
 
 HARNESS_HOME = "opt/neuronpipe"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+IMDS_CLIENT_TIMEOUT_S = 10  # AWS_METADATA_SERVICE_TIMEOUT of the box's processes (botocore: whole seconds)
+IMDS_CLIENT_ATTEMPTS = 5    # AWS_METADATA_SERVICE_NUM_ATTEMPTS
 
 
 class BootError(RuntimeError):
@@ -180,6 +182,11 @@ class Box:
             "NEURONPIPE_IMDS_ENDPOINT": self.imds.endpoint,
             "AWS_EC2_METADATA_SERVICE_ENDPOINT": self.imds.endpoint,
             "AWS_ENDPOINT_URL": self.endpoint_url,
+            # this IMDS answers from the rehearsal's own (busy) process, not from the hypervisor: botocore's
+            # default (1 s, 1 attempt) gives up on it under CPU load and the box's `aws`/boto3 then fail with
+            # "Unable to locate credentials" (a sync or lane failing for the emulation, not for the pipeline)
+            "AWS_METADATA_SERVICE_TIMEOUT": str(IMDS_CLIENT_TIMEOUT_S),
+            "AWS_METADATA_SERVICE_NUM_ATTEMPTS": str(IMDS_CLIENT_ATTEMPTS),
             "NEURONPIPE_SYNC_SKIP_REQUIREMENTS": "1",
             # the box is this machine's CPU: lanes measure what a CPU can (the Neuron stack is not here)
             "NEURONPIPE_BACKEND": "cpu",

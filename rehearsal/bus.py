@@ -104,6 +104,7 @@ class ExecutionWatcher:
     _seen: dict[str, str] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _poll_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> "ExecutionWatcher":
         self._thread = threading.Thread(target=self._loop, daemon=True, name="execution-watcher")
@@ -124,6 +125,13 @@ class ExecutionWatcher:
                 pass
 
     def poll_once(self) -> None:
+        """Publish each status change since the last poll, once. Polls run one at a time (the watcher's thread and
+        ``Rehearsal.settle`` both poll): otherwise both could publish the same change, or settle's poll could skip a
+        change the thread has seen but not yet published and drain before its delivery exists."""
+        with self._poll_lock:
+            self._poll()
+
+    def _poll(self) -> None:
         for page in self.sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn):
             for ex in page["executions"]:
                 if self._seen.get(ex["executionArn"]) == ex["status"]:

@@ -36,7 +36,7 @@ def rehearse_command(args: argparse.Namespace) -> int:
 
     console = make_console(stderr=True)  # summary lines and tables stay whole in logs and pipes
     try:
-        request = load_request(args.input, args.run_id) if args.input else RunRequest(preset="full", profile="tiny")
+        request = load_request(args.input, args.run_id) if args.input is not None else RunRequest(preset="full", profile="tiny")
         if "profile" not in request.model_fields_set:  # a rehearsal runs on this machine: tiny unless asked
             request = request.model_copy(update={"profile": "tiny"})
     except (RunRequestError, OSError, ValueError) as exc:

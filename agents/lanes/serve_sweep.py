@@ -18,7 +18,7 @@ def settings_from(config: Any, extra_note: str | None = None):
                          min_prompts=config.min_prompts, warmup_requests=config.warmup_requests,
                          health_timeout_s=config.health_timeout_s, endpoint=config.endpoint, slo=config.slo_json(),
                          device_mem_gib=config.device_mem_gib, max_concurrency=config.max_concurrency,
-                         extra_note=extra_note)
+                         extra_note=extra_note, repeats=config.sweep_repeats, repeat_order=config.repeat_order)
 
 
 def run(ctx: LaneContext, config: Config) -> None:

@@ -49,16 +49,24 @@ class Dispatcher:
     """Runs one phase (warm-up or measured) of a point and collects :class:`RawRequest` records."""
 
     def __init__(self, pool: ConnectionPool, factory: RequestFactory, timeouts: Timeouts,
-                 progress: Callable[[int], None] | None = None):
+                 progress: Callable[[int], None] | None = None, phase_hook: Callable[[str], None] | None = None):
         self.pool = pool
+        self.phase_hook = phase_hook  # told "first_sent" once, as the first measured request goes out
+        self._first_sent = False
         self.factory = factory
         self.timeouts = timeouts
         self.results: list[RawRequest] = []
         self.progress = progress
+        self.stop_reason: str | None = None  # why a bounded open loop stopped dispatching early
+        self.aborted: set[int] = set()  # request indices still in flight when the grace ran out
 
     async def _one(self, index: int, warmup: bool, t_scheduled: int) -> int:
         f = self.factory
         rid = f.request_id(index, warmup)
+        if not warmup and not self._first_sent:
+            self._first_sent = True
+            if self.phase_hook is not None:
+                self.phase_hook("first_sent")
         ex = await self.pool.exchange(f.payload(index, rid), self.timeouts.idle_s, self.timeouts.total_s)
         self.results.append(RawRequest(index, rid, warmup, f.tokens(index), t_scheduled, ex))
         return ex.t_done
@@ -79,8 +87,17 @@ class Dispatcher:
 
         await self._with_progress(asyncio.gather(*(stream() for _ in range(concurrency))))
 
-    async def open_loop(self, offsets_s: list[float], max_concurrency: int | None, first_index: int = 0) -> None:
-        """Dispatch at precomputed absolute times; with a cap, a request waits for a free slot (client queue)."""
+    async def open_loop(self, offsets_s: list[float], max_concurrency: int | None, first_index: int = 0,
+                        saturation: Callable[[int, float], str | None] | None = None,
+                        grace_s: float | None = None) -> None:
+        """Dispatch at precomputed absolute times; with a cap, a request waits for a free slot (client queue).
+
+        ``saturation(in_flight, elapsed_s)`` is asked before each arrival: a reason ends the dispatch early
+        (:attr:`stop_reason`). ``grace_s``: after the last arrival, requests still in flight get this long, then
+        their connections are closed and they are recorded as not completed (:attr:`aborted`)."""
+        if saturation is not None or grace_s is not None:
+            await self._with_progress(self._bounded_open_loop(offsets_s, first_index, saturation, grace_s))
+            return
         loop = asyncio.get_running_loop()
         sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         tasks: list[asyncio.Task] = []
@@ -106,6 +123,31 @@ class Dispatcher:
             await asyncio.gather(*tasks)
 
         await self._with_progress(dispatch())
+
+    async def _bounded_open_loop(self, offsets_s: list[float], first_index: int,
+                                 saturation: Callable[[int, float], str | None] | None,
+                                 grace_s: float | None) -> None:
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task] = []
+        t0 = perf_counter_ns()
+        for k, off in enumerate(offsets_s):
+            t_sched = t0 + int(off * 1e9)
+            delay = (t_sched - perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if saturation is not None:
+                reason = saturation(len(tasks) - sum(t.done() for t in tasks), (perf_counter_ns() - t0) / 1e9)
+                if reason:
+                    self.stop_reason = reason
+                    break
+            tasks.append(loop.create_task(self._one(first_index + k, False, t_sched)))
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace_s)
+        if pending:
+            self.aborted = {first_index + i for i, t in enumerate(tasks) if t in pending}
+            self.pool.abort_busy()
+            await asyncio.gather(*pending)
 
     async def _with_progress(self, aw) -> None:
         if self.progress is None:

@@ -68,3 +68,25 @@ def sustained_metrics(request_rows: Iterable[Mapping[str, Any]], sweep_point_row
                             "ORDER BY \"window\"", [sweep_point_row["point_id"]])
     summary = _records(con, "SELECT * FROM sustained_summary WHERE point_id = ?", [sweep_point_row["point_id"]])
     return windows, (summary[0] if summary else {})
+
+
+def capacity_verdict(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]
+                     ) -> dict[str, Any]:
+    """The ``capacity_points`` row of one search point (76_report_capacity.sql: its pass rule, attainment and
+    fail reason), computed over every view file with only this point's rows ({} when it has no row)."""
+    from analytics.views import create_derived_views, _register_exclusions
+
+    con = duckdb.connect(":memory:")
+    given = {"requests": list(request_rows), "sweep_points": [dict(sweep_point_row)]}
+    for name in TABLES:
+        rows = given.get(name) or []
+        data = conform(name, rows, defaults=LOCAL_KEYS) if rows else empty_table(name)
+        con.register(f"__arrow_{name}", data)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM __arrow_{name}")
+    _register_exclusions(con, [])
+    try:
+        create_derived_views(con)
+    except RuntimeError as exc:
+        raise ServingViewsError(str(exc)) from exc
+    out = _records(con, "SELECT * FROM capacity_points WHERE point_id = ?", [sweep_point_row["point_id"]])
+    return out[0] if out else {}

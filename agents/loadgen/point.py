@@ -18,7 +18,11 @@ from agents.loadgen.prompts import PromptTokenizer, build_prompts, load_tokenize
 from agents.loadgen.records import ClockAnchor, request_row
 from agents.loadgen.runtime import quiet_gc, raise_fd_limit, run_async
 from agents.loadgen.pool import ConnectionPool
-from agents.loadgen.transport import Target
+from agents.loadgen.transport import Target, TransportError
+
+
+class NotCompletedError(TransportError):
+    """A request still in flight when an open-loop point's grace ran out: recorded, never dropped."""
 
 
 class PointSpecError(ValueError):
@@ -60,6 +64,10 @@ class SweepPoint:
     warmup_windows: int | None = None
     retention_k: int | None = None
     note: str | None = None
+    search_json: dict[str, Any] | None = None  # the search this point belongs to (pipeline.capacity)
+    # open loop: asked before each arrival, (in flight, elapsed s) -> a reason to stop (saturation), or None
+    saturation: Callable[[int, float], str | None] | None = field(default=None, compare=False, repr=False)
+    grace_s: float | None = None  # open loop: how long requests in flight may finish after the last arrival
 
     def arrival(self) -> ClosedLoop | OpenLoop:
         if (self.concurrency is None) == (self.request_rate is None):
@@ -95,7 +103,8 @@ def run_point(point: SweepPoint, tokenizer: PromptTokenizer | None = None,
               progress: Callable[[int], None] | None = None,
               phase_hook: Callable[[str], None] | None = None) -> PointResult:
     """Run one point on a fresh event loop (uvloop) and compute its metrics through the serving views.
-    ``phase_hook("measure_start" | "measure_end")`` brackets the measured dispatch (for CPU accounting)."""
+    ``phase_hook("measure_start" | "first_sent" | "measure_end")`` brackets the measured dispatch (CPU
+    accounting) and says when its first measured request goes out (the telemetry sampler's in-window sample)."""
     return run_async(run_point_async(point, tokenizer, progress, phase_hook))
 
 
@@ -110,8 +119,8 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
         notes.append(f"{adapter.name} serves {adapter.max_concurrency} at a time: concurrency "
                      f"{arrival.concurrency} reduced to {adapter.max_concurrency}")
         arrival = ClosedLoop(adapter.max_concurrency)
-    if point.num_prompts is None and not (isinstance(arrival, ClosedLoop) and point.duration_s):
-        raise PointSpecError("num_prompts None (unlimited) needs a closed loop with duration_s")
+    if point.num_prompts is None and not point.duration_s:
+        raise PointSpecError("num_prompts None (unlimited) needs duration_s")
     tok = tokenizer or load_tokenizer(None, point.server_kind)
     point_id = point.point_id or new_point_id(point)
     n_total = (point.num_prompts or point.prompt_pool) + point.warmup_requests
@@ -124,7 +133,7 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
                              point.api_key)
     pool = ConnectionPool(target)
     streams = arrival.concurrency if isinstance(arrival, ClosedLoop) else (arrival.max_concurrency or 0)
-    dispatcher = Dispatcher(pool, factory, point.timeouts, progress)
+    dispatcher = Dispatcher(pool, factory, point.timeouts, progress, phase_hook)
     try:
         if point.warmup_requests:
             await pool.prewarm(min(streams or 1, point.warmup_requests))
@@ -142,13 +151,17 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
                 await dispatcher.closed_loop(arrival.concurrency, point.num_prompts, stop_at_ns=stop,
                                              first_index=first)
             else:
-                await dispatcher.open_loop(arrival.schedule_s(point.num_prompts or 0), arrival.max_concurrency,
-                                           first)
+                await dispatcher.open_loop(open_schedule(arrival, point), arrival.max_concurrency, first,
+                                           point.saturation, point.grace_s)
             if phase_hook:
                 phase_hook("measure_end")
     finally:
         pool.close()
     raws = sorted(dispatcher.results, key=lambda r: r.index)
+    for r in raws:
+        if r.index in dispatcher.aborted:
+            r.exchange.error = NotCompletedError(
+                f"still in flight {point.grace_s:g} s after the point's last arrival: not completed")
     texts: dict[str, str] = {}
     rows = [request_row(r, point_id=point_id, model=point.model, server_config=point.server_config,
                         endpoint=endpoint_path(point.endpoint), input_len=point.input_len,
@@ -156,12 +169,14 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
     measured = [r.exchange for r in raws if not r.warmup]
     sweep = sweep_point_row(point, point_id, tok.name, arrival, anchor,
                             first_sent=min((e.t_sent for e in measured), default=t_start),
-                            last_done=max((e.t_done for e in measured), default=t_start), note="; ".join(notes) or None)
+                            last_done=max((e.t_done for e in measured), default=t_start), note="; ".join(notes) or None,
+                            stop_reason=dispatcher.stop_reason)
     return PointResult(point_id, rows, sweep, point_metrics(rows, sweep), texts)
 
 
 def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arrival: ClosedLoop | OpenLoop,
-                    anchor: ClockAnchor, first_sent: int, last_done: int, note: str | None) -> dict[str, Any]:
+                    anchor: ClockAnchor, first_sent: int, last_done: int, note: str | None,
+                    stop_reason: str | None = None) -> dict[str, Any]:
     closed = isinstance(arrival, ClosedLoop)
     return {
         "point_id": point_id, "model": point.model, "server_config": point.server_config,
@@ -178,7 +193,21 @@ def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arriv
         "slo_json": json.dumps(point.slo, sort_keys=True) if point.slo else None,
         "client_lag_bound_ms": point.client_lag_bound_ms, "rate_tolerance": point.rate_tolerance,
         "burst_bound": point.burst_bound, "note": note,
+        "search_json": json.dumps(point.search_json, sort_keys=True) if point.search_json else None,
+        "stop_reason": stop_reason,
     }
+
+
+def open_schedule(arrival: OpenLoop, point: SweepPoint) -> list[float]:
+    """The open loop's arrival offsets: ``num_prompts`` of them, or (``duration_s``) those before the duration."""
+    if not point.duration_s:
+        return arrival.schedule_s(point.num_prompts or 0)
+    n = point.num_prompts or int(arrival.rate * point.duration_s * 1.5) + 16
+    while True:
+        offsets = arrival.schedule_s(n)
+        if offsets[-1] >= point.duration_s or point.num_prompts:
+            return [o for o in offsets if o < point.duration_s]
+        n *= 2
 
 
 def with_changes(point: SweepPoint, **changes: Any) -> SweepPoint:

@@ -17,6 +17,7 @@ class ConnectionPool:
         self.loop = loop or asyncio.get_running_loop()
         self.connect_timeout_s = connect_timeout_s
         self._idle: list[StreamConnection] = []
+        self._busy: set[StreamConnection] = set()  # carrying an exchange now (abort_busy closes them)
         self._ssl = ssl_lib.create_default_context() if target.scheme == "https" else None
         self.opened = 0
 
@@ -57,7 +58,11 @@ class ConnectionPool:
                     ex.error = exc
                     return ex
             ex = conn.start(payload, idle_timeout_s, total_timeout_s)
-            await ex.future
+            self._busy.add(conn)
+            try:
+                await ex.future
+            finally:
+                self._busy.discard(conn)
             stale = reused and ex.bytes_seen == 0 and isinstance(ex.error, StreamClosedError)
             if stale and attempt == 0:
                 conn, reused = None, False
@@ -69,6 +74,13 @@ class ConnectionPool:
         else:
             conn.close()
         return ex
+
+    def abort_busy(self) -> int:
+        """Close every connection carrying an exchange (its request then ends as not completed); returns how many."""
+        busy = list(self._busy)
+        for c in busy:
+            c.close()
+        return len(busy)
 
     def close(self) -> None:
         for c in self._idle:

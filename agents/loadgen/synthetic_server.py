@@ -145,6 +145,7 @@ class SyntheticProtocol(asyncio.Protocol):
         self.buf = bytearray()
         self.arrival_ns = 0
         self.busy = False
+        self.holds_slot = False  # admitted to a batch slot (a request still queued holds none)
         self.timer: asyncio.TimerHandle | None = None
         self.stream: _Stream | None = None
 
@@ -155,8 +156,9 @@ class SyntheticProtocol(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        if self.busy:
-            self.busy = False
+        self.busy = False
+        if self.holds_slot:  # a queued request that lost its connection gives back no slot it never had
+            self.holds_slot = False
             self.state.release()
 
     def data_received(self, data: bytes) -> None:
@@ -245,6 +247,7 @@ class SyntheticProtocol(asyncio.Protocol):
             self.state.release()
             return
         cfg = self.config
+        self.holds_slot = True
         now_ns = perf_counter_ns()
         record["admit_ns"] = now_ns
         k = cfg.tokens_per_chunk
@@ -298,6 +301,7 @@ class SyntheticProtocol(asyncio.Protocol):
         s.record["chunk_write_ns"].extend([stamp] * (len(s.record["chunk_tokens"]) - len(s.record["chunk_write_ns"])))
         self.transport.write(data)
         if last:
+            self.holds_slot = False
             self.state.release()
             self._done_response()
         else:
@@ -306,6 +310,7 @@ class SyntheticProtocol(asyncio.Protocol):
     def _finish_stream(self) -> None:
         """The end of a stream with no chunk at all (max_tokens 0)."""
         self.transport.write(self._tail())
+        self.holds_slot = False
         self.state.release()
         self._done_response()
 

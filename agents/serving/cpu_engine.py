@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -60,8 +61,12 @@ class EngineStats:
 
 
 class CpuEngine:
-    def __init__(self, model: Any, eos_token_ids: set[int], max_num_seqs: int, max_model_len: int):
+    def __init__(self, model: Any, eos_token_ids: set[int], max_num_seqs: int, max_model_len: int,
+                 slowdown: float = 0.0):
         self.model = model
+        # injected slowdown (benchmarks/compare_aa.py): after each forward pass, wait ``slowdown`` times its
+        # duration, so every step takes (1 + slowdown) times as long and the run's own noise stays as it was
+        self.slowdown = slowdown
         self.eos_token_ids = frozenset(eos_token_ids)
         self.max_num_seqs = max_num_seqs
         self.max_model_len = max_model_len
@@ -142,7 +147,10 @@ class CpuEngine:
                 req.generator = torch.Generator().manual_seed(int(req.seed))
         else:
             ids = torch.tensor([[req.generated[-1]]], dtype=torch.long)
+        t0 = time.perf_counter()
         out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self._cache_arg: req.cache})
+        if self.slowdown > 0:
+            time.sleep(self.slowdown * (time.perf_counter() - t0))
         req.cache = getattr(out, self._cache_arg)
         logits = out.logits[0, -1].float()
         if len(req.generated) < req.min_tokens:

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import time
 import uuid
 from typing import Any
@@ -29,13 +30,15 @@ from agents.serving.openai_protocol import (ProtocolError, chat_chunk, completio
                                             parse_sampling, prometheus_text, usage)
 
 log = logging.getLogger("agents.serving.cpu_server")
+# a slowdown injected into every forward pass (benchmarks/compare_aa.py sets it between runs); unset: none
+SLOWDOWN_ENV = "NEURONPIPE_CPU_SERVER_SLOWDOWN"
 
 
 class ModelRuntime:
     """The loaded model, its tokenizer and the engine."""
 
     def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
-                 dtype: str = "float32", threads: int = 1):
+                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -49,7 +52,7 @@ class ModelRuntime:
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
-        self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len).start()
+        self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len, slowdown).start()
 
     def encode_prompt(self, prompt: Any) -> list[int]:
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -226,10 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--slowdown", type=float, default=float(os.environ.get(SLOWDOWN_ENV) or 0.0),
+                   help=f"make every forward pass this fraction slower (0.1: 10 %%), for measuring what compare "
+                        f"detects; default ${SLOWDOWN_ENV} or 0")
     args = p.parse_args(argv)
+    if not args.slowdown >= 0:
+        p.error(f"--slowdown must be a number ≥ 0, got {args.slowdown}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
-                      args.dtype, args.threads)
+                      args.dtype, args.threads, args.slowdown)
     from aiohttp import web
 
     log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d)", args.model, rt.served_name,

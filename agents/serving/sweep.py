@@ -63,6 +63,8 @@ class SweepSettings:
     device_mem_gib: float | None = None  # None: detect (neuron chip / nvidia-smi / cpu KV space)
     max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)
     extra_note: str | None = None
+    repeats: int = 1  # every point measured this many times (sweep_points.repeat_index when > 1)
+    repeat_order: str = "interleaved"  # interleaved: configs in turn per repeat (A, B, A, B); blocked: per config
 
 
 @dataclass
@@ -126,20 +128,29 @@ def concurrencies(grid: Any, cap: int | None) -> list[int]:
 
 def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, configs: list[ServerConfig],
                 settings: SweepSettings, tokenizer: Any = None) -> SweepOutcome:
-    """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops."""
+    """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops.
+
+    With ``repeats`` R > 1 every point is measured R times: interleaved, repeat r boots and sweeps every config
+    in turn before repeat r + 1 (A, B, A, B: a drift or a neighbour hits both configs alike, and the boot is
+    part of what a repeat varies); blocked, each config is booted once and its sweep repeated back to back."""
     from agents.loadgen.prompts import load_tokenizer
 
     tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
     outcome = SweepOutcome()
-    for cfg in configs:
+    if settings.repeats > 1 and settings.repeat_order == "interleaved":
+        order: list[tuple[ServerConfig, int | None]] = [(cfg, r) for r in range(settings.repeats) for cfg in configs]
+    else:
+        order = [(cfg, None) for cfg in configs]
+    for cfg, repeat in order:
         with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
-            sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome)
+            sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome, repeat)
     return outcome
 
 
 def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
-                 settings: SweepSettings, tok: Any, outcome: SweepOutcome) -> SweepOutcome:
-    """Every (shape, concurrency) point of one config against a running server."""
+                 settings: SweepSettings, tok: Any, outcome: SweepOutcome, repeat: int | None = None) -> SweepOutcome:
+    """Every (shape, concurrency) point of one config against a running server: for ``repeat`` r only that
+    repeat, else every repeat of the settings in turn (shapes × concurrencies interleaved within each)."""
     from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
 
@@ -150,22 +161,25 @@ def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: Ser
     if settings.extra_note:
         notes.append(settings.extra_note)
     log.info("%s/%s: grid %s (%s); shapes %s", model.name, cfg.name, values, grid.reason, [str(s) for s in shapes])
-    total = len(shapes) * len(values)
+    repeats = [repeat] if repeat is not None else list(range(settings.repeats))
+    total = len(shapes) * len(values) * len(repeats)
     done = 0
-    for shape in shapes:
-        for c in values:
-            point = SweepPoint(
-                base_url=base_url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
-                num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
-                endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
-                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
-                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
-                timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
-            result = run_point(point, tok)
-            ctx.write("requests", result.requests)
-            ctx.write("sweep_points", [result.sweep_point])
-            outcome.points.append(result.sweep_point)
-            outcome.metrics.append(result.metrics)
-            done += 1
-            ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}", done, total, "points")
+    for r, shape, c in ((r, shape, c) for r in repeats for shape in shapes for c in values):
+        point = SweepPoint(
+            base_url=base_url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
+            num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
+            endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
+            backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
+            client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
+            timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
+        result = run_point(point, tok, phase_hook=ctx.telemetry.point_phase if ctx.telemetry else None)
+        if settings.repeats > 1:
+            result.sweep_point["repeat_index"] = r
+        ctx.write("requests", result.requests)
+        ctx.write("sweep_points", [result.sweep_point])
+        outcome.points.append(result.sweep_point)
+        outcome.metrics.append(result.metrics)
+        done += 1
+        rep = f" repeat {r + 1}/{settings.repeats}" if settings.repeats > 1 else ""
+        ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}{rep}", done, total, "points")
     return outcome

@@ -4,6 +4,14 @@ A sensor returns rows ``{"source", "metric", "device", "value", "unit", "note"}`
 the sampler stamps ``ts`` and ``t_mono_ns``. A sensor the platform does not
 expose returns its metric with ``value=None`` and a ``note`` saying why: never
 zero, never interpolated.
+
+A load point shorter than the interval could fall between two samples and be left out of every table (no
+telemetry inside its window: RULES.md 7 and 15). So the lane passes :meth:`TelemetrySampler.point_phase` to
+``run_point`` as its phase hook: when a point's first measured request goes out, the sampler takes one extra
+sample :data:`POINT_SAMPLE_LEAD_S` later, inside the point's window (from the first request sent to the last
+completed) for any point longer than that; the regular samples go on as scheduled. One extra sample per point,
+not a faster sampler: the sensors (nvidia-smi, a server's /metrics) are not polled harder while the server is
+under test.
 """
 from __future__ import annotations
 
@@ -14,6 +22,8 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
+
+POINT_SAMPLE_LEAD_S = 0.05  # after a point's first measured request is sent: its in-window sample
 
 
 class Sensor(Protocol):
@@ -31,6 +41,8 @@ class TelemetrySampler:
         self.rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._extra_at: float | None = None  # monotonic time of a point's in-window sample, when one is due
         self._thread: threading.Thread | None = None
         self._failed: set[str] = set()
 
@@ -57,12 +69,28 @@ class TelemetrySampler:
         with self._lock:
             self.rows.extend(batch)
 
+    def point_phase(self, phase: str) -> None:
+        """``run_point``'s phase hook: on ``first_sent``, one sample :data:`POINT_SAMPLE_LEAD_S` from now."""
+        if phase == "first_sent":
+            self._extra_at = time.monotonic() + POINT_SAMPLE_LEAD_S
+            self._wake.set()
+
     def _loop(self) -> None:
         next_t = time.monotonic()
         while not self._stop.is_set():
             self.sample_once()
             next_t += self.interval_s
-            self._stop.wait(max(0.0, next_t - time.monotonic()))
+            while not self._stop.is_set():
+                extra = self._extra_at
+                due = next_t if extra is None else min(next_t, extra)
+                if time.monotonic() >= due:
+                    if extra is not None and due == extra:
+                        self._extra_at = None
+                        self.sample_once()  # the point's in-window sample; the regular schedule is unchanged
+                        continue
+                    break
+                if self._wake.wait(due - time.monotonic()):
+                    self._wake.clear()
 
     def start(self) -> "TelemetrySampler":
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
@@ -71,6 +99,7 @@ class TelemetrySampler:
 
     def stop(self) -> list[dict[str, Any]]:
         self._stop.set()
+        self._wake.set()
         if self._thread:
             self._thread.join(timeout=10)
         self.sample_once()  # one closing sample so short lanes still have a window end

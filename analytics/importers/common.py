@@ -102,6 +102,18 @@ def null_nan(data: Any, where: str) -> list[str]:
     return [f for f, _ in found]
 
 
+def refuse_same_bytes(files: list[tuple[str, str]]) -> None:
+    """(path, SHA-256) of each source file given: the same bytes twice (one path twice, or a copy) would
+    import one measurement as two (``--force`` skips this check)."""
+    first: dict[str, str] = {}
+    for path, digest in files:
+        if digest in first:
+            raise ImportInputError(f"{path} has the same bytes as {first[digest]} (sha256 {digest[:12]}...): "
+                                   "importing one file twice counts one measurement twice (--force imports it "
+                                   "anyway)")
+        first[digest] = path
+
+
 def parse_time(value: Any) -> datetime | None:
     """The source's stamps: ISO 8601 ``...Z`` (captured) or ``YYYYmmdd-HHMMSS`` UTC (a point's date)."""
     if not isinstance(value, str) or not value:

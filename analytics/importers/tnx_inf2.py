@@ -310,6 +310,8 @@ def quality(tree: Tree) -> LaneImport | None:
 
 
 def lanes(tree: Tree) -> list[LaneImport]:
+    from analytics.importers.tnx_knee import knee
+
     found = [provenance(tree, ROOT, "inf2"), host_cpu(tree, ROOT, "inf2"), *serve_lanes(tree), sustained(tree),
-             quality(tree)]
+             quality(tree), knee(tree, aggregate_row)]
     return [li for li in found if li is not None]

@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline import jsonio
-from analytics.importers.common import ImportExistsError, ImportInputError, dumps, non_finite, parse_time
+from analytics.importers.common import (ImportExistsError, ImportInputError, dumps, non_finite, parse_time,
+                                        refuse_same_bytes)
 from analytics.schema import SchemaMismatchError, conform
 from analytics.store import ResultStore, validate_component
 
@@ -98,13 +99,10 @@ def slugify(label: str) -> str:
 
 def read_results(path: str) -> list[ResultFile]:
     """The result objects in ``path``: one JSON object, or one per line (vLLM's --append-result)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except IsADirectoryError:
-        raise ImportInputError(f"{path} is a directory, not a vLLM result file") from None
-    except OSError as exc:
-        raise ImportInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:  # a regular file only (a pipe or a device would block or grow without end), within the cap
+        raw = jsonio.read_bytes(path, 512 * 1024 * 1024, why="a vllm bench serve result file")
+    except jsonio.JsonInputError as exc:
+        raise ImportInputError(str(exc)) from None
     digest = hashlib.sha256(raw).hexdigest()
     uri = f"{os.path.abspath(path)} sha256:{digest}"
     try:
@@ -161,18 +159,6 @@ def nan_note(d: dict[str, Any], path: str) -> str | None:
         raise ImportInputError(f"{path}: field {bad[0][0]} is {bad[0][1]}, not a finite number")
     nan = sorted(k for k, v in d.items() if isinstance(v, float) and math.isnan(v))
     return f"{', '.join(nan)}: NaN in the file (vLLM's empty statistic), stored NULL" if nan else None
-
-
-def refuse_duplicate_files(per_path: list[list[ResultFile]]) -> None:
-    """The same bytes given twice (by SHA-256, one path or two) would count one measurement as two points."""
-    first: dict[str, str] = {}
-    for found in per_path:
-        path, digest = found[0].path, found[0].source_uri.split(" sha256:", 1)[1].split(" ", 1)[0]
-        if digest in first:
-            raise ImportInputError(f"{path} has the same bytes as {first[digest]} (sha256 {digest[:12]}...): "
-                                   "importing one file twice counts one measurement as two points (--force "
-                                   "imports it anyway)")
-        first[digest] = path
 
 
 def _rate(d: dict[str, Any], path: str) -> float | None:
@@ -379,8 +365,9 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
         raise ImportInputError(f"--label {label!r} has no letters or digits to name the run (give --run-id)")
     validate_component("run_id", run_id)
     per_path = [read_results(path) for path in paths]
-    if not force:
-        refuse_duplicate_files(per_path)
+    if not force:  # by the SHA-256 each source_uri records
+        refuse_same_bytes([(found[0].path, found[0].source_uri.split(" sha256:", 1)[1].split()[0])
+                           for found in per_path])
     files = [rf for found in per_path for rf in found]
     slo_json = dumps(slo)
     taken: set[str] = set()

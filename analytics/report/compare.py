@@ -1,33 +1,35 @@
-"""Headline metrics of a comparison, their deltas between runs, and whether each delta is real.
+"""Headline metrics of a comparison, their deltas between two sides of runs, and whether each delta is real.
 
 Points match across runs on the measurement key (lane, model, server config, shape, concurrency, rate);
-what matches in one run only is listed, never dropped silently. :func:`compare_runs` is the plain
-arithmetic on comparison.json values. :func:`deltas_section` (comparison.json ``deltas``) adds, for each
-serving headline of a point matched in both runs, a 95 % interval of the delta and a two-sample test
-over the point's per-request values (latency quantiles) or per-batch rates (throughput), and a verdict:
+what matches on one side only is listed, never dropped silently. :func:`compare_runs` is the plain
+arithmetic on comparison.json values. :func:`side_deltas` (``compare A1,A2 B1,B2``; :func:`pair_deltas` for one
+run per side; comparison.json ``deltas`` through :func:`deltas_section`) gives, for each shared headline:
 
-    real  = Holm-adjusted test p < ALPHA (0.05)  and  the interval excludes 0  and  the delta has the interval's sign
-    verdict = "faster" | "slower" when real (by the sign and whether higher is better), else "within noise";
-              "untested" when the metric has no per-sample values here (the note says why)
-    regression = verdict "slower" and |pct| >= the fail threshold (FAIL_PCT = 5 %, `compare --fail-pct`)
+    a, b        each side's value: the geometric mean of its units (runs, or a run's repeats of the point)
+    run level   Welch's t on the log per-unit values when both sides hold ≥ 2 units, Holm-adjusted over the
+                comparison (analytics.report.run_level: the unit, the test, the noise floor, the verdict rule)
+    per request Mann–Whitney U / bootstrap (latency), Welch on per-batch rates (throughput), Mann–Whitney over
+                per-step tokens/s (training), pooled over each side's runs and repeats, Holm-adjusted
+                (analytics.report.request_tests): ``request_verdict``, context only
+    verdict     run_level.judge: faster | slower only when real at the run level and beyond the family's
+                noise floor; with one run per side, against a measured floor, else "untested: one run per side"
+    regression  verdict "slower" and |pct| >= the fail threshold (FAIL_PCT = 5 %, `compare --fail-pct`)
 
-Latency (p50/p99 TTFT, TPOT, E2EL): Mann–Whitney U on the successful requests' values, percentile
-bootstrap of the quantile difference. Training tokens/s: Mann–Whitney U over the per-step tokens/s (steps after
-the first), bootstrap of the median difference. Throughput (output tok/s): Welch's t on the point's per-batch rates
-(view point_rate_batches), Welch interval of the difference of means. The p-values of one comparison are
-adjusted together (Holm–Bonferroni over its distinct tests: a Mann–Whitney test shared by a metric's p50 and p99
-counts once), so a comparison of many points and metrics raises a false verdict with probability at most ALPHA.
-docs/explanation/compare.md states the rule.
-
-Part of the report's data stage: it imports no render module (a delta's text, the verdict summary line and
-REPORT.md's side-by-side section are :mod:`analytics.report.deltas_md`'s).
+docs/explanation/compare.md states the rule. Part of the report's data stage: it imports no render module
+(a delta's text, the verdict summary line and REPORT.md's side-by-side section are
+:mod:`analytics.report.deltas_md`'s).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from analytics.report.request_tests import (LATENCY_SOURCE, MIN_BATCHES, MIN_REQUESTS, RATE_SOURCE,  # noqa: F401
+                                            batch_rates, latency_test, latency_values, pooled, rate_test,
+                                            step_rates, steps_test)
 from analytics.report.rows import clean
+from analytics.report.run_level import (PRACTICAL_MARGIN_PCT, UNIT_TEST, NoiseFloor, center, choose_units, family_of,
+                                        judge, margin_floor, measure_floors, pair_units, unit_test)
 
 SERVING_HEADLINES = ("output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
 # tested in the deltas only (REPORT.md's serving tables and `compare_runs` keep the five headlines)
@@ -38,14 +40,7 @@ SUSTAINED_HEADLINES = ("retention_vs_first", "retention_vs_peak")
 
 ALPHA = 0.05
 FAIL_PCT = 5.0
-MIN_REQUESTS = 10  # per run and metric: the normal approximation of Mann-Whitney U needs ~10 per sample
-MIN_BATCHES = 2    # per run: Welch needs a variance from each side
 VERDICTS = ("faster", "slower", "within noise", "untested")
-# per-request column of request_metrics behind each latency headline, and its quantile
-LATENCY_SOURCE = {f"p{q}_{m}_ms": (f"{m}_ms", q / 100.0) for q in (50, 99) for m in ("ttft", "tpot", "e2el")}
-# per-batch column of point_rate_batches behind each throughput headline
-RATE_SOURCE = {"output_throughput": "output_rate", "request_throughput": "request_rate",
-               "total_token_throughput": "total_token_rate", "goodput": "good_rate"}
 HIGHER_IS_BETTER = ("throughput", "goodput", "tokens_per_s", "mfu", "retention")
 UNTESTED_WHY = {
     "compile": "one wall time per compile and run: no per-sample values",
@@ -175,150 +170,183 @@ def _row(metric: str, a: Any, b: Any) -> dict[str, Any]:
             "verdict": "untested", "better": better_of(metric), "regression": False, "note": None}
 
 
-def _samples(con: Any, table: str, columns: dict[str, str], run_ids: tuple[str, str],
-             point_ids: list[str]) -> dict[tuple[str, str, str], dict[str, list[float]]]:
-    """One query for the run pair: {(run, lane, point): {name: [values]}} of the matched points."""
-    sel = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
-    rel = con.execute(f"""SELECT run_id, lane, point_id, {sel} FROM {table}
-                          WHERE run_id IN (?, ?) AND list_contains(?, point_id) GROUP BY run_id, lane, point_id""",
-                      [*run_ids, point_ids])
-    names = [d[0] for d in rel.description]
-    return {tuple(r[:3]): {n: [v for v in (x or []) if v is not None] for n, x in zip(names[3:], r[3:])}
-            for r in rel.fetchall()}
+class SidesOverlapError(ValueError):
+    """A run named on both sides of a comparison (or twice on one side)."""
 
 
-def _latency_values(con: Any, run_ids: tuple[str, str], point_ids: list[str]) -> dict:
-    cols = {f"{m}_ms": f"list({m}_ms) FILTER (WHERE success AND {m}_ms IS NOT NULL)" for m in ("ttft", "tpot", "e2el")}
-    return _samples(con, "request_metrics", cols, run_ids, point_ids)
+def unit_headlines(c: dict[str, Any], run_id: str,
+                   serving: tuple[str, ...] = SERVING_HEADLINES + SERVING_TESTED_EXTRA) -> dict[str, list[Any]]:
+    """{metric key: [value per repeat]} of one run: one value per compile, training run and retention row; one per
+    repeat of a serving point (sweep_points.repeat_index; a point measured once gives one)."""
+    out: dict[str, list[Any]] = {k: [v] for k, v in headline_metrics(c, run_id, serving=()).items()}
+    for p in _run_points(c, run_id):
+        for m in serving:
+            out.setdefault(f"serving · {point_key(p)} · {metric_name(p, m)}", []).append(metric_value(p, m))
+    for p in c["serving"].get("aggregate_points") or []:
+        if p.get("run_id") == run_id:
+            for m in SERVING_HEADLINES:
+                out.setdefault(f"serving (aggregate only) · {point_key(p)} · {m}", []).append(metric_value(p, m))
+    return out
 
 
-def _batch_rates(con: Any, run_ids: tuple[str, str], point_ids: list[str]) -> dict | None:
-    present = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    if "point_rate_batches" not in present:
-        return None
-    cols = {c: f"list({c} ORDER BY batch)" for c in RATE_SOURCE.values()}
-    return _samples(con, "point_rate_batches", cols, run_ids, point_ids)
+def _run_points(c: dict[str, Any], run_id: str) -> list[dict[str, Any]]:
+    pts = [p for p in c["serving"]["points"] if p.get("run_id") == run_id and is_headline_point(p)]
+    return sorted(pts, key=lambda p: (p.get("repeat_index") is not None, p.get("repeat_index") or 0))
 
 
-def _test_latency(row: dict[str, Any], va: list[float], vb: list[float], q: float, cache: dict,
-                  key: tuple) -> None:
-    from analytics.report.stats import bootstrap_quantile_diff, mann_whitney_u
-
-    row["n_a"], row["n_b"] = len(va), len(vb)
-    if min(len(va), len(vb)) < MIN_REQUESTS:
-        row["note"] = f"too few requests (A {len(va)}, B {len(vb)}; the test needs ≥ {MIN_REQUESTS} per run)"
-        return
-    if key not in cache:  # one test and one set of resamples per metric, shared by its p50 and p99
-        ci = bootstrap_quantile_diff(va, vb, (0.5, 0.99))
-        cache[key] = mann_whitney_u(va, vb).p_value, {0.5: ci[0], 0.99: ci[1]}
-    p, cis = cache[key]
-    row.update(test="mann-whitney U", interval="bootstrap quantile difference", p_value=p,
-               delta_ci_low=cis[q][0], delta_ci_high=cis[q][1], _test_id=key)
+def _side_points(c: dict[str, Any], runs: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """{point key: [(run, lane, point_id) of every repeat in the side's runs]}."""
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for run in runs:
+        for p in _run_points(c, run):
+            out.setdefault(point_key(p), []).append((run, p["lane"], p["point_id"]))
+    return out
 
 
-def _step_rates(con: Any, run_ids: tuple[str, str]) -> dict[tuple[str, str, str], list[float]]:
-    """{(run, lane, model): per-step tokens/s} of the steps after the first (the headline's own steps:
-    tokens_per_s = tokens per step / median step time over the steps after the first)."""
-    rel = con.execute("""SELECT run_id, lane, model,
-                                list(tokens / step_s ORDER BY step) FILTER (WHERE step > 1 AND step_s > 0
-                                                                            AND tokens IS NOT NULL)
-                         FROM train_steps WHERE run_id IN (?, ?) AND lane <> 'precompile' GROUP BY ALL""",
-                      list(run_ids))
-    return {tuple(r[:3]): [v for v in (r[3] or []) if v is not None] for r in rel.fetchall()}
-
-
-def _test_steps(row: dict[str, Any], va: list[float], vb: list[float]) -> None:
-    """Training tokens/s: Mann–Whitney U over the per-step tokens/s, bootstrap interval of the median difference."""
-    from analytics.report.stats import bootstrap_quantile_diff, mann_whitney_u
-
-    row["n_a"], row["n_b"] = len(va), len(vb)
-    if min(len(va), len(vb)) < MIN_REQUESTS:
-        row["note"] = f"too few steps (A {len(va)}, B {len(vb)}; the test needs ≥ {MIN_REQUESTS} per run)"
-        return
-    (low, high), = bootstrap_quantile_diff(va, vb, (0.5,))
-    row.update(test="mann-whitney U", interval="bootstrap median difference (per-step tokens/s)",
-               p_value=mann_whitney_u(va, vb).p_value, delta_ci_low=low, delta_ci_high=high,
-               _test_id=("steps", row["metric"]))
-
-
-def _test_rate(row: dict[str, Any], ba: list[float], bb: list[float]) -> None:
-    from analytics.report.stats import StatsInputError, welch
-
-    row["n_a"], row["n_b"] = len(ba), len(bb)
-    if min(len(ba), len(bb)) < MIN_BATCHES:
-        row["note"] = f"too few batches (A {len(ba)}, B {len(bb)}; Welch needs ≥ {MIN_BATCHES} per run)"
-        return
-    try:
-        w = welch(ba, bb)
-    except StatsInputError as exc:
-        row["note"] = str(exc)
-        return
-    row.update(test="welch t", interval="welch", p_value=w.p_value, delta_ci_low=w.ci_low, delta_ci_high=w.ci_high,
-               _test_id=("welch", row["metric"]))
-
-
-def pair_deltas(c: dict[str, Any], run_a: str, run_b: str, con: Any = None,
-                fail_pct: float = FAIL_PCT) -> dict[str, Any]:
-    """The ``deltas`` entry of B against A. Without ``con`` no per-sample values are read: all untested."""
+def _check_sides(c: dict[str, Any], runs_a: list[str], runs_b: list[str], floor_runs: list[str]) -> None:
     known = {r["run_id"] for r in c["runs"]}
-    for rid in (run_a, run_b):
+    for rid in (*runs_a, *runs_b, *floor_runs):
         if rid not in known:
             raise UnknownRunError(rid, known)
+    if not runs_a or not runs_b:
+        raise SidesOverlapError("each side of a comparison needs at least one run")
+    seen = [*runs_a, *runs_b]
+    twice = sorted({r for r in seen if seen.count(r) > 1})
+    if twice:
+        raise SidesOverlapError(f"run(s) {', '.join(twice)} named twice: each run belongs to one side")
+
+
+def _floors(c: dict[str, Any], groups: dict[str, list], unit_of: dict[str, str], floor_runs: list[str],
+            tested: tuple[str, ...], margin_pct: float) -> dict[str, NoiseFloor]:
+    """The floor per family: from the --floor-from A/A runs where they measure it, else from the spread within
+    each side of this comparison, else the practical margin."""
+    own = measure_floors(groups, margin_pct, "A/A spread between units within each side of this comparison",
+                         unit_of)
+    if not floor_runs:
+        return own
+    heads = {r: unit_headlines(c, r, tested) for r in floor_runs}
+    fg: dict[str, list] = {}
+    fu: dict[str, str] = {}
+    for key in sorted(set().union(*heads.values())):
+        unit, vals = choose_units({r: h[key] for r, h in heads.items() if key in h})
+        if unit is not None:
+            fg.setdefault(family_of(key), []).append(vals)
+            fu[family_of(key)] = unit
+    aa = measure_floors(fg, margin_pct, f"A/A runs {', '.join(floor_runs)} (--floor-from)", fu)
+    return {f: aa[f] if f in aa and aa[f].measured else own.get(f) or aa[f] for f in sorted({*own, *aa})}
+
+
+def side_deltas(c: dict[str, Any], runs_a: Iterable[str], runs_b: Iterable[str], con: Any = None,
+                fail_pct: float = FAIL_PCT, floor_runs: Iterable[str] = (),
+                margin_pct: float = PRACTICAL_MARGIN_PCT) -> dict[str, Any]:
+    """The ``deltas`` entry of side B (one or more runs) against side A: every shared headline, its run-level
+    test where the sides hold ≥ 2 units, the per-request test as context, the noise floor and the verdict
+    (:func:`analytics.report.run_level.judge`). Without ``con`` no per-sample values are read."""
+    runs_a, runs_b, floor_runs = list(runs_a), list(runs_b), list(floor_runs)
+    _check_sides(c, runs_a, runs_b, floor_runs)
     tested = SERVING_HEADLINES + SERVING_TESTED_EXTRA
-    ha, hb = headline_metrics(c, run_a, tested), headline_metrics(c, run_b, tested)
-    for run, h in ((run_a, ha), (run_b, hb)):
-        for p in c["serving"].get("aggregate_points") or []:
-            if p.get("run_id") == run:
-                for m in SERVING_HEADLINES:
-                    h[f"serving (aggregate only) · {point_key(p)} · {m}"] = metric_value(p, m)
-    points = {run: {point_key(p): p for p in c["serving"]["points"] if p.get("run_id") == run and is_headline_point(p)}
-              for run in (run_a, run_b)}
-    matched = sorted(set(points[run_a]) & set(points[run_b]))
-    lat = rates = None
+    ha = {r: unit_headlines(c, r, tested) for r in runs_a}
+    hb = {r: unit_headlines(c, r, tested) for r in runs_b}
+    keys_a, keys_b = set().union(*ha.values()), set().union(*hb.values())
+    points = {"a": _side_points(c, runs_a), "b": _side_points(c, runs_b)}
+    matched = sorted(set(points["a"]) & set(points["b"]))
+    lat = rates = steps = None
     if con is not None and matched:
-        ids = sorted({points[r][k]["point_id"] for r in (run_a, run_b) for k in matched})
-        lat, rates = _latency_values(con, (run_a, run_b), ids), _batch_rates(con, (run_a, run_b), ids)
-    rows, cache = {}, {}
-    steps = None
-    if con is not None and any(k.startswith("training · ") and k.endswith(" · tokens_per_s") for k in ha):
-        steps = _step_rates(con, (run_a, run_b))
+        ids = sorted({k[2] for s in points.values() for pk in matched for k in s[pk]})
+        lat, rates = latency_values(con, runs_a + runs_b, ids), batch_rates(con, runs_a + runs_b, ids)
+    if con is not None and any(k.startswith("training · ") and k.endswith(" · tokens_per_s") for k in keys_a):
+        steps = step_rates(con, runs_a + runs_b)
     trained = {(r["run_id"], f"{r['lane']} {r['model']}"): (r["lane"], r["model"]) for r in c["training"]["runs"]}
-    for metric in sorted(set(ha) & set(hb)):
-        row = rows[metric] = _row(metric, ha[metric], hb[metric])
-        section, *rest = metric.split(" · ")
-        if section == "training" and rest[1] == "tokens_per_s" and steps is not None and row["delta"] is not None:
-            (la, ma), (lb, mb) = trained[(run_a, rest[0])], trained[(run_b, rest[0])]
-            _test_steps(row, steps.get((run_a, la, ma), []), steps.get((run_b, lb, mb), []))
-            continue
-        if section != "serving":
-            row["note"] = UNTESTED_WHY["aggregate" if "aggregate" in section else section]
-            continue
-        pk, name = rest[0], rest[1].split(" ")[0]
-        if row["delta"] is None:
-            row["note"] = "value missing in one run"
-            continue
-        if con is None:
-            row["note"] = "per-sample values not read (no results connection)"
-            continue
-        pa_, pb_ = (points[r][pk] for r in (run_a, run_b))
-        ka, kb = ((r, p["lane"], p["point_id"]) for r, p in ((run_a, pa_), (run_b, pb_)))
-        if name in LATENCY_SOURCE:
-            col, q = LATENCY_SOURCE[name]
-            _test_latency(row, lat.get(ka, {}).get(col, []), lat.get(kb, {}).get(col, []), q, cache, (pk, col))
-        elif name in RATE_SOURCE and rates is None:
-            row["note"] = "view point_rate_batches is not installed: no per-batch rates"
-        elif name in RATE_SOURCE:
-            col = RATE_SOURCE[name]
-            _test_rate(row, rates.get(ka, {}).get(col, []), rates.get(kb, {}).get(col, []))
+    rows: dict[str, dict[str, Any]] = {}
+    cache: dict = {}
+    groups: dict[str, list] = {}
+    unit_of: dict[str, str] = {}
+    for metric in sorted(keys_a & keys_b):
+        unit, va, vb = pair_units({r: h[metric] for r, h in ha.items() if metric in h},
+                                  {r: h[metric] for r, h in hb.items() if metric in h})
+        row = rows[metric] = _row(metric, center(va), center(vb))
+        row.update(unit=unit, units_a=len(va), units_b=len(vb), run_test=None, run_p_value=None,
+                   run_p_adjusted=None, run_ci_low=None, run_ci_high=None, floor_pct=None, basis=None,
+                   request_verdict="untested", _runs_a=sum(metric in h for h in ha.values()),
+                   _runs_b=sum(metric in h for h in hb.values()))
+        if unit is not None and row["delta"] is not None:
+            groups.setdefault(family_of(metric), []).extend([va, vb])
+            unit_of[family_of(metric)] = unit
+            t = unit_test(va, vb)
+            if isinstance(t, str):
+                row["run_note"] = t
+            else:
+                row.update(run_test=UNIT_TEST, run_p_value=t.p_value, run_ci_low=row["a"] * t.ci_low,
+                           run_ci_high=row["a"] * t.ci_high, _run_test_id=("run", metric))
+        _request_test(row, metric, points, lat, rates, steps, trained, runs_a, runs_b, con, cache)
     tests = adjust_p_values(rows.values(), fail_pct)
-    return {"baseline": run_a, "run": run_b, "alpha": ALPHA, "fail_pct": fail_pct, "correction": "holm",
-            "tests": tests,
+    run_tests = _adjust_run_p_values(rows.values())
+    floors = _floors(c, groups, unit_of, floor_runs, tested, margin_pct)
+    for row in rows.values():
+        fam = family_of(row["metric"])
+        floor = (floors.get(fam) or margin_floor(fam, margin_pct)).for_sides(row.pop("_runs_a"), row.pop("_runs_b"))
+        run_ci = None if row["run_ci_low"] is None else (row["run_ci_low"], row["run_ci_high"])
+        request_real = None if row["p_adjusted"] is None else row["request_verdict"] in ("faster", "slower")
+        j = judge(row["delta"], row["pct"], row["better"], floor, row["unit"], row["run_p_adjusted"], run_ci,
+                  request_real)
+        notes = [n for n in (j.note, row.pop("run_note", None), row["note"]) if n]
+        row.update(verdict=j.verdict, basis=j.basis, floor_pct=floor.floor_pct, note="; ".join(notes) or None)
+        row["regression"] = is_regression(row, fail_pct)
+    used = sorted({family_of(m) for m in rows})
+    units = [r["unit"] or "none" for r in rows.values()]
+    return {"baseline": ",".join(runs_a), "run": ",".join(runs_b), "baseline_runs": runs_a, "compared_runs": runs_b,
+            "floor_runs": floor_runs, "alpha": ALPHA, "fail_pct": fail_pct, "correction": "holm",
+            "tests": tests, "run_tests": run_tests, "run_test": UNIT_TEST, "margin_pct": margin_pct,
+            "units": {u: units.count(u) for u in ("run", "repeat", "none")},
+            "units_per_side": {"a": max([r["units_a"] for r in rows.values()] or [0]),
+                               "b": max([r["units_b"] for r in rows.values()] or [0])},
+            "noise_floor": [(floors.get(f) or margin_floor(f, margin_pct)).to_json() for f in used],
             "rows": [rows[k] for k in sorted(rows)],
-            "only_baseline": sorted(set(ha) - set(hb)), "only_run": sorted(set(hb) - set(ha))}
+            "only_baseline": sorted(keys_a - keys_b), "only_run": sorted(keys_b - keys_a)}
+
+
+def _request_test(row: dict[str, Any], metric: str, points: dict, lat: Any, rates: Any, steps: Any, trained: dict,
+                  runs_a: list[str], runs_b: list[str], con: Any, cache: dict) -> None:
+    """The per-request (per-batch, per-step) test of one row, pooled over each side's runs and repeats."""
+    section, *rest = metric.split(" · ")
+    if section == "training" and rest[1] == "tokens_per_s" and steps is not None and row["delta"] is not None:
+        side: list[list[float]] = [[], []]
+        for i, runs in enumerate((runs_a, runs_b)):
+            for r in runs:
+                if (r, rest[0]) in trained:
+                    side[i] += steps.get((r, *trained[(r, rest[0])]), [])
+        steps_test(row, *side)
+        return
+    if section != "serving":
+        row["note"] = UNTESTED_WHY["aggregate" if "aggregate" in section else section]
+        return
+    pk, name = rest[0], rest[1].split(" ")[0]
+    if row["delta"] is None:
+        row["note"] = "value missing in one run"
+        return
+    if con is None:
+        row["note"] = "per-sample values not read (no results connection)"
+        return
+    ka, kb = points["a"][pk], points["b"][pk]
+    if name in LATENCY_SOURCE:
+        col, q = LATENCY_SOURCE[name]
+        latency_test(row, pooled(lat, ka, col), pooled(lat, kb, col), q, cache, (pk, col))
+    elif name in RATE_SOURCE and rates is None:
+        row["note"] = "view point_rate_batches is not installed: no per-batch rates"
+    elif name in RATE_SOURCE:
+        col = RATE_SOURCE[name]
+        rate_test(row, pooled(rates, ka, col), pooled(rates, kb, col))
+
+
+def pair_deltas(c: dict[str, Any], run_a: str, run_b: str, con: Any = None, fail_pct: float = FAIL_PCT,
+                **kw: Any) -> dict[str, Any]:
+    """The ``deltas`` entry of run B against run A (:func:`side_deltas` with one run per side)."""
+    return side_deltas(c, [run_a], [run_b], con, fail_pct, **kw)
 
 
 def adjust_p_values(rows: Iterable[dict[str, Any]], fail_pct: float = FAIL_PCT) -> int:
-    """Holm-adjust the comparison's distinct tests together, then decide each tested row; the number of tests."""
+    """Holm-adjust the comparison's distinct per-request tests together, then decide each tested row by the
+    per-request rule (``request_verdict``, context for the verdict); the number of tests."""
     from analytics.report.stats import holm
 
     rows = list(rows)
@@ -332,10 +360,20 @@ def adjust_p_values(rows: Iterable[dict[str, Any]], fail_pct: float = FAIL_PCT) 
         if test_id is None:
             continue
         row["p_adjusted"] = adjusted[test_id]
-        row["verdict"] = decide(row["delta"], row["delta_ci_low"], row["delta_ci_high"], row["p_adjusted"],
-                                row["better"])
-        row["regression"] = is_regression(row, fail_pct)
+        row["request_verdict"] = decide(row["delta"], row["delta_ci_low"], row["delta_ci_high"], row["p_adjusted"],
+                                        row["better"])
     return len(tests)
+
+
+def _adjust_run_p_values(rows: Iterable[dict[str, Any]]) -> int:
+    """Holm over the comparison's run-level tests (one per row); the number of tests."""
+    from analytics.report.stats import holm
+
+    rows = [r for r in rows if r.get("_run_test_id") is not None]
+    for row, p in zip(rows, holm([r["run_p_value"] for r in rows])):
+        row.pop("_run_test_id")
+        row["run_p_adjusted"] = p
+    return len(rows)
 
 
 def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> list[dict[str, Any]]:
@@ -343,7 +381,6 @@ def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> l
     known = {r["run_id"] for r in c["runs"]}
     ids = [r for r in c["run_ids"] if r in known]
     return [clean(pair_deltas(c, ids[0], other, con, fail_pct)) for other in ids[1:]]
-
 
 def verdict_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}

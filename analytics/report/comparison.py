@@ -90,7 +90,8 @@ def runs_section(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         run["lanes"].append({k: v for k, v in r.items() if k != "run_id"})
     # The run's outcome (succeeded | partial | failed, with failed and skipped lanes and reasons), decided by
     # pipeline.graph over every committed attempt, blocked records included: the same rule as `run --local`.
-    from pipeline.graph import outcome_of_run, statuses_from_rows
+    from pipeline.graph import statuses_from_rows
+    from pipeline.run_outcome import outcome_of_run
 
     attempts: dict[str, list[dict[str, Any]]] = {}
     for r in rows(con, """
@@ -217,8 +218,10 @@ def cost_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
-def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """Every section of the report, from the views on ``con`` (already restricted to the runs).
+def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None = None,
+                     with_deltas: bool = True) -> dict[str, Any]:
+    """Every section of the report, from the views on ``con`` (already restricted to the runs); without
+    ``with_deltas`` the ``deltas`` section is left out (a caller that compares sides of its own).
 
     Leaves TEMP snapshots of :data:`MATERIALIZED_VIEWS` on ``con`` (see :func:`materialize_shared_views`).
     """
@@ -246,7 +249,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)],
     }
     # B against the first run, with intervals, tests and verdicts (reads per-request values: analytics.report.compare)
-    c["deltas"] = deltas_section(con, c)
+    if with_deltas:
+        c["deltas"] = deltas_section(con, c)
     return c
 
 

@@ -20,12 +20,31 @@ FORMULA = ("$/M output tokens = $/hour / (output tok/s x 3600) x 1e6 at that poi
            "output-throughput interval inverted.")
 
 
+# 76_report_capacity.sql: report_decision with the max sustainable rate at the SLO beside each row
+RATE_VIEW = "report_decision_at_rate"
+CAPACITY_VIEW = "report_capacity"
+RATE_RULE = ("Max sustainable rate: the highest open-loop offered rate (req/s) that passes, found by the capacity "
+             "search (pipeline/capacity.py: a geometric ladder, then bisection to the stated precision); a rate "
+             "passes when it is not saturated, meets the SLO by the rule above and at least the search's "
+             "attainment share of its requests are good. Where both answers exist the rate is the one to use: "
+             "closed loop never overloads the server, so it hides the queue production traffic builds.")
+
+
 def decision_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    view = RATE_VIEW if RATE_VIEW in present else DECISION_VIEW
+    capacity = rows(con, f"""SELECT * FROM {CAPACITY_VIEW} ORDER BY run_id, instance, lane, model,
+                              server_config NULLS FIRST, input_len NULLS FIRST, output_len NULLS FIRST,
+                              slo_name NULLS FIRST, search_id NULLS FIRST""") if CAPACITY_VIEW in present else []
+    knees = rows(con, """SELECT run_id, lane, search_id, model, server_config, offered_rate, achieved_rate, attained,
+                                goodput_tok_s, passed, fail_reason, excluded_reason
+                         FROM capacity_points WHERE offered_rate IS NOT NULL
+                         ORDER BY run_id, lane, search_id, offered_rate""") if CAPACITY_VIEW in present else []
     if DECISION_VIEW not in present:
         return {"available": False, "rule": RULE, "formula": FORMULA, "rows": [], "slos": [], "pricing": []}
     return {
         "available": True, "rule": RULE, "formula": FORMULA,
-        "rows": rows(con, f"""SELECT * FROM {DECISION_VIEW}
+        "rate_rule": RATE_RULE, "capacity": capacity, "capacity_points": knees,
+        "rows": rows(con, f"""SELECT * FROM {view}
                               ORDER BY instance, run_id, model, lane, server_config NULLS FIRST,
                                        input_len NULLS FIRST, output_len NULLS FIRST, slo_name NULLS FIRST"""),
         "slos": rows(con, f"""SELECT DISTINCT slo_name, slo_ttft_ms, slo_tpot_ms, slo_percentile, slo_source

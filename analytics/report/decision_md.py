@@ -38,6 +38,8 @@ def _pricing_line(p: dict[str, Any]) -> str:
 
 COLUMNS = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
            ("shape", "in:out"), ("slo_name", "SLO"), ("max_concurrency", "highest conc. meeting"),
+           ("max_rate_meeting_slo", "max sustainable rate req/s [bracket]"),
+           ("rate_usd_per_million_output_tokens", "$/M out tok at that rate"), ("decision_basis", "use"),
            ("output_throughput", "output tok/s [95 % CI]"), ("goodput", "goodput req/s [95 % CI]"),
            ("p99_ttft_ms", "p99 TTFT ms"), ("p99_tpot_ms", "p99 TPOT ms"),
            ("usd_per_million_output_tokens", "$/M output tokens [95 % CI]"), ("note", "note"))
@@ -63,6 +65,16 @@ def s_decision(c: dict[str, Any]) -> list[str]:
             return None if r.get("input_len") is None else f"{r['input_len']}:{r.get('output_len')}"
         if k in ("output_throughput", "goodput", "usd_per_million_output_tokens"):
             return _with_ci(r, k)
+        if k == "max_concurrency" and r.get("at_grid_top") and r.get(k) is not None:
+            return f">= {r[k]} (top of the grid: the SLO may hold beyond it)"
+        if k == "max_rate_meeting_slo":
+            lo, hi = r.get("max_rate_meeting_slo"), r.get("lowest_rate_missing_slo")
+            if lo is None and hi is None:
+                return None if r.get("capacity_lane") is None else "none meets"
+            return (fmt(lo) if lo is not None else "none") + " [" + (fmt(lo) if lo is not None else "-") + ", " \
+                + (fmt(hi) if hi is not None else "not reached") + ")"
+        if k == "rate_usd_per_million_output_tokens":
+            return fmt(r[k]) if r.get(k) is not None else None
         return r.get(k)
 
     by_instance: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -74,4 +86,27 @@ def s_decision(c: dict[str, Any]) -> list[str]:
         if instance in pricing:
             lines += [_pricing_line(pricing[instance]), ""]
         lines += table(by_instance[instance], COLUMNS, get)
-    return lines
+        lines += [f"- `{r.get('model')}` `{r.get('server_config')}`: {r['decision_basis_reason']}"
+                  for r in by_instance[instance] if r.get("decision_basis_reason")] + [""]
+    return lines + s_capacity(d)
+
+
+def s_capacity(d: dict[str, Any]) -> list[str]:
+    """The capacity searches (report_capacity) and the knee plot (plots.py: capacity_knee.png)."""
+    if not d.get("capacity"):
+        return []
+    lines = ["### Capacity at the SLO (open loop)", "", d.get("rate_rule", ""), ""]
+    cols = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
+            ("shape", "in:out"), ("slo_name", "SLO"), ("max_rate_meeting_slo", "max rate meeting"),
+            ("lowest_rate_missing_slo", "lowest rate missing"), ("goodput", "goodput req/s [95 % CI]"),
+            ("goodput_tok_s", "goodput tok/s [95 % CI]"), ("points", "points"), ("verdicts", "verdicts"),
+            ("stop_reasons", "stop reasons"), ("search_wall_s", "search s"), ("outcome", "outcome"))
+
+    def get(r: dict[str, Any], k: str) -> Any:
+        if k == "shape":
+            return None if r.get("input_len") is None else f"{r['input_len']}:{r.get('output_len')}"
+        if k in ("goodput", "goodput_tok_s"):
+            return _with_ci(r, k)
+        return r.get(k)
+
+    return lines + table(d["capacity"], cols, get) + ["![capacity knee](capacity_knee.png)", ""]

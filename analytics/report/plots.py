@@ -158,7 +158,37 @@ def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "compile_cold_warm.png")]
 
 
+def capacity_knee(c: dict[str, Any], out: Path) -> list[Path]:
+    """Attainment and goodput against offered rate per search, the knee (max rate meeting the SLO) marked."""
+    d = c.get("decision") or {}
+    pts, searches = d.get("capacity_points") or [], d.get("capacity") or []
+    if not pts:
+        return []
+    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in pts:
+        if p.get("excluded_reason") is None:
+            series[(p.get("run_id"), p.get("lane"), p.get("search_id"), p.get("model"), p.get("server_config"))].append(p)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for key in sorted(series, key=lambda k: tuple(str(x) for x in k)):
+        s = sorted(series[key], key=lambda p: p["offered_rate"])
+        label = f"{key[0]} · {key[1]} · {key[4]}"
+        x = [p["offered_rate"] for p in s]
+        ax1.plot(x, [_y(p.get("attained")) for p in s], "-o", label=label)
+        ax2.plot(x, [_y(p.get("goodput_tok_s")) for p in s], "-o", label=label)
+    for r in searches:
+        if r.get("max_rate_meeting_slo") is not None:
+            for ax in (ax1, ax2):
+                ax.axvline(r["max_rate_meeting_slo"], linestyle="--", linewidth=1, color="grey")
+    ax1.set_ylabel("SLO attainment")
+    ax2.set_ylabel("goodput output tok/s")
+    ax2.set_xlabel("offered rate (req/s)")
+    ax1.set_title("Capacity search: attainment and goodput against offered rate (dashed: the knee)")
+    ax1.legend(fontsize=7)
+    return [_save(fig, out / "capacity_knee.png")]
+
+
 PLOTS: dict[str, Plot] = {
+    "capacity_knee": capacity_knee,
     "compile_cold_warm": compile_cold_warm,
     "loss_curves": loss_curves,
     "latency_vs_concurrency": latency_vs_concurrency,

@@ -73,7 +73,14 @@ SWEEP_POINTS = table(
     f("rate_tolerance", pa.float64(), doc="open loop: achieved dispatch rate may fall short of the offered by this fraction"),
     f("burst_bound", pa.float64(), doc="decode tokens per network read above which the stream counts as coalesced "
                                        "(TPOT/ITL then measure delivery, not decode); NULL: the views' default 2.0"),
+    f("repeat_index", pa.int32(), doc="0-based repeat of this point within its run (lane config sweep_repeats > 1); "
+                                      "NULL: measured once. Repeats share the point's key and are the unit of "
+                                      "compare's run-level test"),
     f("note", pa.string()),
+    f("search_json", pa.string(), doc="the search this point belongs to (pipeline.capacity: kind, search_id, SLO, "
+                                       "attainment, precision, phase, step); NULL: not part of a search"),
+    f("stop_reason", pa.string(), doc="why the point was cut short (saturation rule, pipeline.capacity); NULL: it ran "
+                                      "its duration"),
     doc="One row per measurement point (its declaration); metrics come from the views over requests.",
 )
 

@@ -213,6 +213,7 @@ VIEW_FILES = (
     "35_report_cost.sql",        # cost per lane, run and point
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
+    "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
 )
 
 

@@ -55,13 +55,19 @@ def check_run_ids(run_ids: list[str] | None) -> list[str] | None:
 
 
 def open_results(uri: str, run_ids: list[str] | None = None, s3_client: Any = None) -> Any:
-    """An existing store; every run id given must have committed attempts in it."""
+    """An existing store; every run id given must have committed attempts in it. A path that is not a results store
+    (an empty or unrelated directory, a folder inside a store, a folder holding one) is refused naming what it is,
+    as ``verify`` refuses it: a typo is never read as an empty store."""
     from analytics.store import StoreError, open_existing_store
+    from analytics.store.locate import verify_target_problem
 
     utf8_text(str(uri), "--results")
     check_run_ids(run_ids)
     try:
         store = open_existing_store(uri, s3_client=s3_client)
+        problem, _ = verify_target_problem(store, str(uri))
+        if problem:
+            raise ResultsInputError(problem)
         known = store.run_ids() if run_ids else []
     except read_errors() as exc:
         raise ResultsInputError(str(exc) if isinstance(exc, StoreError) else

@@ -42,6 +42,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=_ints, help="closed loop; a comma list sweeps (1,4,8)")
     load.add_argument("--request-rate", type=_floats, help="open loop requests/s; a comma list sweeps")
+    load.add_argument("--search", choices=("capacity",),
+                      help="capacity: the highest open-loop rate meeting --slo (ladder, then bisection; "
+                           "docs/explanation/decisions.md)")
+    p.add_argument("--slo", help="--search: NAME (pipeline.slo) or ttft_ms=..,tpot_ms=..[,percentile=99]")
+    p.add_argument("--attainment", type=float, default=0.99,
+                   help="--search: share of requests that must be good for a rate to pass")
+    p.add_argument("--rate-min", type=float, help="--search: start rate R0 req/s (default: one stream's rate "
+                                                  "from a short closed-loop probe)")
+    p.add_argument("--rate-max", type=float, help="--search: the highest rate tried (default: no limit)")
+    p.add_argument("--precision", type=float, default=0.1,
+                   help="--search: stop when (fail - pass) / pass <= this")
+    p.add_argument("--point-duration", type=float, default=30.0, help="--search: seconds of arrivals per rate")
+    p.add_argument("--max-search-s", type=float, help="--search: time budget of the whole search")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = Poisson)")
     p.add_argument("--max-concurrency", type=int, help="open-loop cap on requests in flight")
     p.add_argument("--num-prompts", type=int, default=None, help="requests per point (required unless --duration)")
@@ -125,6 +138,8 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
     bad = next((c for c in checks if c), None)
     if bad:
         return bad
+    if getattr(args, "search", None):
+        return search_problem(args)
     if args.num_prompts is None and args.duration is None:
         return "give --num-prompts or --duration"
     if args.window_s and (not args.duration or not args.concurrency):
@@ -162,6 +177,33 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
     return None
 
 
+def capacity_spec(args: argparse.Namespace) -> Any:
+    """The search spec from the flags (pipeline.capacity.CapacitySpec); raises CapacitySpecError / SloError."""
+    from pipeline.capacity import CapacitySpec
+    from pipeline.slo import SloError, parse_slo
+
+    if not args.slo:
+        raise SloError("--search capacity needs --slo NAME or ttft_ms=..,tpot_ms=..[,percentile=..]")
+    slo = parse_slo(args.slo)
+    return CapacitySpec(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms, percentile=slo.percentile, slo_name=slo.name,
+                        attainment=args.attainment, rate_min=args.rate_min, rate_max=args.rate_max,
+                        precision=args.precision, point_duration_s=args.point_duration,
+                        max_search_s=args.max_search_s, output_len=max(args.output_len, 1))
+
+
+def search_problem(args: argparse.Namespace) -> str | None:
+    from pipeline.capacity import CapacitySpecError
+    from pipeline.slo import SloError
+
+    if args.window_s or args.duration or args.num_prompts:
+        return "--search sets each point's arrivals itself: drop --duration, --num-prompts and --window-s"
+    try:
+        capacity_spec(args)
+    except (CapacitySpecError, SloError) as exc:
+        return str(exc)
+    return None
+
+
 def _unreadable_text(path: str) -> str | None:
     """Why a text input file cannot be used (missing, a directory, not UTF-8), or None."""
     import codecs
@@ -192,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     from agents.loadgen.prompts import load_tokenizer
     from agents.loadgen.vllm_json import point_file, save_vllm_json
 
-    if args.num_prompts is None and args.duration is None:
+    if args.num_prompts is None and args.duration is None and not args.search:
         print("error: give --num-prompts or --duration", file=sys.stderr)
         return 2
     kind, model = args.server_kind, args.model
@@ -218,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
                 prompt_source=args.prompt_source, sharegpt_path=args.sharegpt, warmup_requests=args.warmup,
                 seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms, burst_bound=args.burst_bound,
                 timeouts=Timeouts(args.idle_timeout, args.request_timeout))
+    if args.search:
+        return run_search(args, SweepPoint(concurrency=1, **base), tokenizer)
     points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
               else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
     results, windows = [], []
@@ -260,5 +304,45 @@ def run(args: argparse.Namespace) -> int:
         print(f"committed run {run_id} lane loadgen attempt {marker.attempt} ({marker.status}) to {args.results}")
     if none_ok:
         print(f"error: no request succeeded in point(s) {', '.join(none_ok)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_search(args: argparse.Namespace, template: Any, tokenizer: Any) -> int:
+    """``--search capacity``: run the search, print each point and the bracket, commit points as they come."""
+    from agents.loadgen.capacity import run_capacity_search
+
+    spec = capacity_spec(args)
+    writer = None
+    run_id = args.run_id or "loadgen-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    if args.results:
+        from analytics.store import open_store
+
+        writer = open_store(args.results).begin_attempt(run_id, "loadgen")
+
+    staged = [0]
+
+    def on_point(result: Any, _verdict: Any) -> None:
+        if writer is not None:
+            writer.add_rows("requests", result.requests)
+            writer.add_rows("sweep_points", [result.sweep_point])
+            staged[0] += 1
+
+    try:
+        result = run_capacity_search(template, spec, tokenizer, on_point=on_point, log=lambda line: print(line))
+    except KeyboardInterrupt:  # SIGINT/SIGTERM/SIGHUP (control_plane.cli): the points measured so far stand
+        if writer is not None and staged[0]:
+            marker = writer.commit("failed")
+            print(f"interrupted: {staged[0]} points committed as run {run_id} lane loadgen attempt "
+                  f"{marker.attempt} (failed) to {args.results}", file=sys.stderr)
+        raise
+    print(f"search: {len(result.points)} points in {result.wall_s:.1f} s; {result.stop_reason}")
+    print(f"  max_rate_meeting_slo    {result.max_rate_meeting_slo}")
+    print(f"  lowest_rate_missing_slo {result.lowest_rate_missing_slo}")
+    if writer is not None:
+        marker = writer.commit("succeeded" if result.found else "failed")
+        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} ({marker.status}) to {args.results}")
+    if not result.found:
+        print(f"error: no rate meets the SLO: {result.stop_reason}", file=sys.stderr)
         return 1
     return 0

@@ -141,7 +141,7 @@ def run_local_command(args: argparse.Namespace) -> int:
         priced_as = getattr(args, "price_as", None)
         if priced_as is not None:
             price_for(priced_as)
-        if args.input:
+        if args.input is not None:  # `--input ""` is a missing file, never "no request"
             request = local_request(load_request(args.input), profile=args.profile, slo=slo, force=args.force)
         else:
             request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
@@ -153,7 +153,8 @@ def run_local_command(args: argparse.Namespace) -> int:
             print(f"error: lane_config {line}", file=sys.stderr)
         return 2
     except (UnknownLaneError, RunRequestError, RunIdError, EmptyLanesError, ResultsRootError, SloError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [type(exc).__name__]:  # one line per problem, each its own prefix
+            print(f"error: {line}", file=sys.stderr)
         return 2
     except UnknownInstancePriceError as exc:
         print(f"error: --price-as: {exc}", file=sys.stderr)

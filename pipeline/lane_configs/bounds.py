@@ -21,4 +21,5 @@ BOOT_S = {"min": 1.0, "max": DAY_S}  # a server's boot budget (a cold 8B Neuron 
 CONCURRENCY = {"min": 1, "max": 4096}
 PROMPTS = {"min": 1, "max": 100_000}
 WARMUP_REQUESTS = {"min": 0, "max": 10_000}
+REPEATS = {"min": 1, "max": 100}  # repeats of a sweep's points (A/A noise): a hundred already measures the spread
 DEVICE_MEM_GIB = {"min": 0.1, "max": 4096.0}

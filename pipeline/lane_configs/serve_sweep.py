@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, WARMUP_REQUESTS
+from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, REPEATS, WARMUP_REQUESTS
 from pipeline.slo import TPOT_MS_BOUNDS, TTFT_MS_BOUNDS, Slo, default_slo, parse_slo
 
+REPEAT_ORDERS = ("interleaved", "blocked")
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
 
@@ -39,9 +40,18 @@ class SweepFields:
         "help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS_BOUNDS})
     slo_tpot_ms: float | None = field(default=None, metadata={
         "help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS_BOUNDS})
+    sweep_repeats: int = field(default=1, metadata={
+        "help": "measure every point this many times (sweep_points.repeat_index): the between-repeat spread is "
+                "what compare's run-level test and noise floor rest on (docs/explanation/compare.md)", **REPEATS})
+    repeat_order: str = field(default="interleaved", metadata={
+        "help": "interleaved: each repeat runs every server config in turn (A, B, A, B; a config is booted once "
+                "per repeat) and every point of it; blocked: each config booted once, its sweep repeated back "
+                "to back"})
 
     def __post_init__(self) -> None:
         self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
+        if self.repeat_order not in REPEAT_ORDERS:
+            raise ValueError(f"repeat_order {self.repeat_order!r}; valid orders: {', '.join(REPEAT_ORDERS)}")
 
     def resolved_slo(self) -> Slo:
         """The SLO in force: ``slo`` parsed, with ``slo_ttft_ms``/``slo_tpot_ms`` replacing its bounds."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -57,6 +58,14 @@ CASES = [
     ("q-runtime-error-fn", ["query", "--results", "{results}", "select error('boom here')"], "boom here"),
     ("q-bad-format", ["query", "--results", "{results}", "--format", "xml", "select 1"], "invalid choice"),
     ("q-no-sql", ["query", "--results", "{results}"], "required: sql"),
+    ("q-copy-into-store", ["query", "--results", "{results}", "copy (select 1) to '{results}/v1/x.csv'"],
+     "is a COPY statement"),
+    ("q-attach", ["query", "--results", "{results}", "attach '{results}/x.duckdb'"], "is an ATTACH statement"),
+    ("q-read-other-file", ["query", "--results", "{results}", "select * from read_text('{file}')"],
+     "Permission Error"),
+    ("q-set", ["query", "--results", "{results}", "set enable_external_access = true"], "is a SET/RESET/USE"),
+    ("q-only-semicolons", ["query", "--results", "{results}", " ; ;"], "holds no statement"),
+    ("q-zero-timeout", ["query", "--results", "{results}", "--timeout", "0", "select 1"], "--timeout"),
     # ---- report
     ("r-missing-store", ["report", "--results", "{missing}", "--out", "{dir}/rep"], "does not exist"),
     ("r-file-store", ["report", "--results", "{file}", "--out", "{dir}/rep"], "not a directory"),
@@ -138,6 +147,13 @@ CASES = [
     ("p-not-utf8", ["plan", "--input", "{nonutf8}"], "UTF-8"),
     ("p-json-list", ["plan", "--input", "{list_json}"], "input"),
     ("p-config-unknown-field", ["plan", "--input", "{cfg_bad}"], "bogus_field"),
+    ("p-duplicate-key", ["plan", "--input", "{dup_json}"], 'duplicate key "steps" at $.lane_config.sft.steps'),
+    ("p-deep", ["plan", "--input", "{deep_json}"], "nested deeper than 64 levels"),
+    ("p-huge-int", ["plan", "--input", "{huge_json}"], "number literal of 6,000 characters"),
+    ("p-fifo", ["plan", "--input", "{fifo}"], "named pipe (FIFO), not a regular file"),
+    ("p-device", ["plan", "--input", "/dev/zero"], "character device"),
+    ("x-huge-int", ["run", "--local", "--results", "{results}", "--input", "{huge_json}"], "6,000 characters"),
+    ("x-empty-input", ["run", "--local", "--results", "{results}", "--input", ""], "the path is empty"),
     # ---- run --local (the lane launcher is replaced: an accepted input fails the case)
     ("x-empty-lanes", ["run", "--local", "--results", "{results}", "--lanes", ""], "--lanes"),
     ("x-comma-lanes", ["run", "--local", "--results", "{results}", "--lanes", ","], "--lanes"),
@@ -167,6 +183,9 @@ def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
             out[os.path.relpath(os.path.join(dirpath, name), root) + "/"] = ("dir", 0)
         for name in filenames:
             p = os.path.join(dirpath, name)
+            if not stat.S_ISREG(os.lstat(p).st_mode):  # the FIFO: never opened
+                out[os.path.relpath(p, root)] = ("special", os.lstat(p).st_mode)
+                continue
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = (hashlib.sha256(fh.read()).hexdigest(), os.stat(p).st_mode)
     return out
@@ -188,11 +207,16 @@ def world(tmp_path_factory):
     (root / "not.json").write_text("{lanes: host_cpu")
     (root / "cfg-bad.json").write_text(json.dumps({"lanes": ["host_cpu"],
                                                    "lane_config": {"host_cpu": {"bogus_field": 1}}}))
+    (root / "dup.json").write_text('{"lanes": ["sft"], "lane_config": {"sft": {"steps": 1,\n "steps": 2}}}')
+    (root / "deep.json").write_text("[" * 5000 + "]" * 5000)
+    (root / "huge.json").write_text('{"lanes": ["sft"], "lane_config": {"sft": {"steps": ' + "9" * 6000 + "}}}")
+    os.mkfifo(root / "fifo")  # opening it would block: never opened
     (root / "dir").mkdir()
     paths = {"results": str(root / "results"), "file": str(root / "a-file.txt"), "dir": str(root / "dir"),
              "missing": str(root / "no-such"), "nonutf8": str(root / "latin1.json"),
              "list_json": str(root / "list.json"), "not_json": str(root / "not.json"),
-             "cfg_bad": str(root / "cfg-bad.json")}
+             "cfg_bad": str(root / "cfg-bad.json"), "dup_json": str(root / "dup.json"),
+             "deep_json": str(root / "deep.json"), "huge_json": str(root / "huge.json"), "fifo": str(root / "fifo")}
     return root, paths
 
 

@@ -61,8 +61,20 @@ def test_unknown_lane_is_a_usage_error(tmp_path):
 
 
 def test_query_reports_sql_errors_clearly(tmp_path):
+    from analytics.store.locate import write_identity
+
+    write_identity(tmp_path)  # an empty results store: the SQL, not the path, is what is wrong
     out = neuronpipe("query", "--results", str(tmp_path), "select * from nope", check=False)
     assert out.returncode == 2 and "nope" in out.stderr
+
+
+def test_query_and_report_refuse_a_directory_that_is_not_a_store(tmp_path):
+    for args in (("query", "--results", str(tmp_path), "select 1"), ("report", "--results", str(tmp_path),
+                                                                       "--out", str(tmp_path / "out"))):
+        out = neuronpipe(*args, check=False)
+        assert out.returncode == 2 and "is not a results store" in out.stderr, args
+        assert out.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_provenance_lane_records_this_machine(tmp_path):

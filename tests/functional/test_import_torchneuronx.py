@@ -198,3 +198,28 @@ def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_an
     assert con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft'").fetchone()[0] == src["train_wall_s"]
     [run] = con.execute("SELECT usd, imported_attempts, attempts FROM report_run_cost").fetchall()
     assert run[0] is None and run[1] == run[2] == len(summary.attempts)
+
+
+def test_the_predecessors_knee_lands_as_open_loop_points_and_the_capacity_view_brackets_it(imported):
+    _, _, con = imported
+    src = {float(p.stem.split("_")[1]): json.loads(p.read_text())
+           for p in (FIXTURE / "inf2/results/extras/knee").glob("rate_*.json")}
+    rows = con.execute("SELECT offered_rate, attained, passed, excluded_reason FROM capacity_points "
+                       "ORDER BY offered_rate").fetchall()
+    assert [r[0] for r in rows] == sorted(src)
+    assert [r[1] for r in rows] == [src[r]["slo_attainment_pct"] / 100 for r in sorted(src)]
+    assert all(r[3] is None for r in rows)  # telemetry inside each point's window: kept
+    lo, hi, basis = con.execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo, metric_basis "
+                                "FROM report_capacity WHERE lane = 'capacity'").fetchone()
+    passing = [r for r in sorted(src) if src[r]["slo_attainment_pct"] >= 99 and src[r]["p99_tpot_ms"] <= 80]
+    assert lo == max(passing) and hi == min(r for r in src if r not in passing)
+    assert basis == "aggregate"
+
+
+@pytest.mark.skipif(not MIRROR.exists(), reason="no mirror of the predecessor's repository")
+def test_the_predecessors_own_knee_brackets_between_1_and_2_req_s(tmp_path):
+    store = LocalStore(tmp_path)
+    import_torchneuronx(str(MIRROR), store, run_id="tnx-real")
+    lo, hi = connect(store).execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo FROM report_capacity "
+                                    "WHERE lane = 'capacity'").fetchone()
+    assert (lo, hi) == (1.0, 2.0)

@@ -136,7 +136,7 @@ def test_killing_run_local_mid_lane_leaves_no_lane_process_and_nothing_committed
         assert "run-lane" in lane.cmdline()
         proc.send_signal(sig)  # the CLI only, not its group
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == (130 if sig == signal.SIGTERM else -signal.SIGKILL), err
+        assert proc.returncode == (143 if sig == signal.SIGTERM else -signal.SIGKILL), err  # 128 + SIGTERM
         lane.wait(timeout=30)  # psutil.TimeoutExpired if the lane survived its CLI
         assert not [p.pid for p in psutil.process_iter(["cmdline"])
                     if "run-lane" in (p.info["cmdline"] or []) and str(results) in p.info["cmdline"]]

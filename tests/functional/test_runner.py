@@ -148,10 +148,11 @@ def test_step_functions_callback_with_a_real_task_token(tmp_path):
         assert json.loads(desc["output"])["attempt"] == result.attempt
 
 
-def _start_hanging_lane(tmp_path: Path) -> tuple[subprocess.Popen, Path, dict]:
-    """`run-lane t_hang` in its own process, returned once it has staged rows and uploaded a file."""
+def _start_hanging_lane(tmp_path: Path, keep: bool = False) -> tuple[subprocess.Popen, Path, dict]:
+    """`run-lane t_hang` in its own process, returned once it has staged rows and uploaded a file (``keep``: and
+    a row staged with keep_on_interrupt)."""
     results, ready = tmp_path / "results", tmp_path / "ready"
-    env = {**os.environ, "NEURONPIPE_TEST_READY": str(ready)}
+    env = {**os.environ, "NEURONPIPE_TEST_READY": str(ready), "NEURONPIPE_TEST_KEEP": "1" if keep else "0"}
     proc = subprocess.Popen([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
                              str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for _ in range(600):
@@ -188,6 +189,27 @@ def test_sigterm_interrupts_without_committing(tmp_path):
     assert proc.returncode == 130
     assert json.loads(out)["status"] == "interrupted"
     assert LocalStore(results).markers() == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_lane_commits_the_rows_it_kept_for_a_resume_as_a_failed_attempt(tmp_path, sig):
+    proc, results, _ = _start_hanging_lane(tmp_path, keep=True)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert json.loads(out)["status"] == "interrupted"
+    store = LocalStore(results)
+    (marker,) = store.markers()
+    assert marker.status == "failed" and marker.supersedes
+    con = connect(store)
+    # only the kept row: the lane's other staged rows are not failure-safe (no success-shaped record)
+    assert con.execute("select bench, value from host_bench").fetchall() == [("kept", 9.0)]
+    status, error_type, message, samples = con.execute(
+        "select status, error_type, error_message, telemetry_samples from lane_runs").fetchone()
+    assert (status, error_type) == ("failed", "LaneInterrupted") and samples > 0
+    assert message.startswith(f"signal {sig.name}: interrupted")
+    # readers (and the lane's next attempt) see it: it supersedes, and failed is not "already committed"
+    assert store.latest_committed("r1", "t_hang").attempt == marker.attempt
 
 
 def test_lanes_on_both_boxes_commit_per_box(tmp_path, monkeypatch):

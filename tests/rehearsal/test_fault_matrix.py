@@ -363,8 +363,10 @@ def test_stop_instances_failing_on_the_failure_path(rehearsal, faults, say):
 def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
     r = rehearsal
     trn1 = box(r, "trn1")
+    before = starts(r, "hang@trn1")  # earlier cases ran it too: wait for this run's own start
     launched = start_run(r, request("ok", "hang"), "fault-operator-stop")
-    wait_for(lambda: starts(r, "hang@trn1") >= 1 and command_in_progress(r, trn1, "neuronpipe hang "),
+    wait_for(lambda: starts(r, "hang@trn1") > before
+             and command_in_progress(r, trn1, "neuronpipe hang fault-operator-stop"),
              "the hang lane running on trn1", RUN_DEADLINE_S)
     sfn(r).stop_execution(executionArn=launched.execution_arn, error="Operator.Stop",
                           cause="stopped from the console")
@@ -438,13 +440,14 @@ def test_adapter_event_delivered_twice(rehearsal, faults, say):
 def test_box_reboots_mid_lane(rehearsal, faults, say):
     r = rehearsal
     trn1 = box(r, "trn1")
+    before = starts(r, "nap@trn1")  # the graph case naps too: count this run's starts only
     launched = start_run(r, request("nap"), "fault-reboot")
-    wait_for(lambda: starts(r, "nap@trn1") >= 1 and command_in_progress(r, trn1, "neuronpipe nap "),
+    wait_for(lambda: starts(r, "nap@trn1") > before and command_in_progress(r, trn1, "neuronpipe nap fault-reboot"),
              "the nap lane running on trn1", RUN_DEADLINE_S)
     boot = reboot(r, trn1)
     desc = conclude(r, say, "box-reboot", launched.execution_arn, "SUCCEEDED")
     boot.join(timeout=30)
-    assert starts(r, "nap@trn1") == 2  # the agent ran the interrupted command again after the boot
+    assert starts(r, "nap@trn1") == before + 2  # the agent ran the interrupted command again after the boot
     naps = [run for run in r.agents.runs if run.comment.startswith("neuronpipe nap fault-reboot")
             and run.instance_id == trn1]
     assert len(naps) == 1, naps  # one invocation: the agent ran it again, SSM saw no second command

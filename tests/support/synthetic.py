@@ -37,6 +37,7 @@ class SyntheticRun:
     sustained_windows: int = 8
     seed: int = 0
     ttft_factor: float = 1.0  # every TTFT times this (compare's tests: the same draws, a known shift)
+    repeats: int = 1  # every serving point measured this many times (sweep_points.repeat_index when > 1)
     lanes: tuple[str, ...] = ("provenance", "host_cpu", "precompile", "sft", "merge", "serve_sweep", "sustained",
                               "quality", "finetune_serve", "qwen3_attempt")
 
@@ -131,27 +132,27 @@ def _serve_points(spec: SyntheticRun, rng: np.random.Generator, w, start: dateti
             "reason": "synthetic", "kv_bytes_per_token": 131072}
     configs = spec.server_configs if mode == "closed" else spec.server_configs[:1]
     concs = spec.concurrencies if mode == "closed" else (max(spec.concurrencies),)
-    for config in configs:
-        for conc in concs:
-            pid = f"{lane}-{config}-c{conc}"
-            pstart = start + timedelta(seconds=t)
-            n = spec.requests_per_point if mode == "closed" else spec.requests_per_point * 4
-            reqs, span = request_rows(rng, n, spec.input_len, spec.output_len, conc, spec.failure_rate, pid, pstart,
-                                      int(t * 1e9))
-            if spec.ttft_factor != 1.0:
-                reqs = scale_ttft(reqs, spec.ttft_factor)
-            w.add_rows("requests", reqs.append_column("model", pa.array([spec.model] * n))
-                       .append_column("server_config", pa.array([config] * n)))
-            extra = ({"window_s": span / spec.sustained_windows, "warmup_windows": 1, "retention_k": 2,
-                      "duration_limit_s": span} if mode == "sustained" else {})
-            w.add_rows("sweep_points", [{
-                "point_id": pid, "model": spec.model, "server_config": config, "backend": "synthetic",
-                "mode": mode, "input_len": spec.input_len, "output_len": spec.output_len, "max_concurrency": conc,
-                "num_prompts": n, "window_start": pstart, "window_end": pstart + timedelta(seconds=span),
-                "t_start_ns": int(t * 1e9), "grid_json": json.dumps(grid, sort_keys=True),
-                "client_lag_bound_ms": 50.0, "note": "synthetic", **extra}])
-            w.add_rows("telemetry", _telemetry(pstart, span))
-            t += span + 1.0
+    for repeat, config, conc in ((r, cfg, c) for r in range(spec.repeats) for cfg in configs for c in concs):
+        pid = f"{lane}-{config}-c{conc}" + (f"-r{repeat}" if spec.repeats > 1 else "")
+        pstart = start + timedelta(seconds=t)
+        n = spec.requests_per_point if mode == "closed" else spec.requests_per_point * 4
+        reqs, span = request_rows(rng, n, spec.input_len, spec.output_len, conc, spec.failure_rate, pid, pstart,
+                                  int(t * 1e9))
+        if spec.ttft_factor != 1.0:
+            reqs = scale_ttft(reqs, spec.ttft_factor)
+        w.add_rows("requests", reqs.append_column("model", pa.array([spec.model] * n))
+                   .append_column("server_config", pa.array([config] * n)))
+        extra = ({"window_s": span / spec.sustained_windows, "warmup_windows": 1, "retention_k": 2,
+                  "duration_limit_s": span} if mode == "sustained" else {})
+        w.add_rows("sweep_points", [{
+            "point_id": pid, "model": spec.model, "server_config": config, "backend": "synthetic",
+            "mode": mode, "input_len": spec.input_len, "output_len": spec.output_len, "max_concurrency": conc,
+            "num_prompts": n, "window_start": pstart, "window_end": pstart + timedelta(seconds=span),
+            "t_start_ns": int(t * 1e9), "grid_json": json.dumps(grid, sort_keys=True),
+            "client_lag_bound_ms": 50.0, "note": "synthetic", **extra,
+            **({"repeat_index": repeat} if spec.repeats > 1 else {})}])
+        w.add_rows("telemetry", _telemetry(pstart, span))
+        t += span + 1.0
     return t
 
 

@@ -117,11 +117,12 @@ def test_verdict_rule():
 # ---- acceptance: synthetic runs through the store and the views ---------------------------------------
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """base and same: one distribution, seeds 1 and 2; slow: seed 2's draws with TTFT +10 %. 1,000 requests per
-    point, concurrency 1 and 4."""
+    """base and same: one distribution, seeds 1 and 2; slow: seed 2's draws with TTFT +10 %; aa1..aa3: earlier A/A
+    runs of the same setup (seeds 11-13), the noise floor's source. 1,000 requests per point, concurrency 1 and 4."""
     root = tmp_path_factory.mktemp("verdicts")
     store = LocalStore(root)
-    for run_id, seed, factor in (("base", 1, 1.0), ("same", 2, 1.0), ("slow", 2, 1.1)):
+    for run_id, seed, factor in (("base", 1, 1.0), ("same", 2, 1.0), ("slow", 2, 1.1), ("aa1", 11, 1.0),
+                                 ("aa2", 12, 1.0), ("aa3", 13, 1.0)):
         write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=seed, lanes=("serve_sweep",), ttft_factor=factor,
                                                 concurrencies=(1, 4), requests_per_point=1000, failure_rate=0.0))
     return str(root)
@@ -137,12 +138,21 @@ def _serving(rows, metric):
     return [r for r in rows if r["metric"].startswith("serving · ") and r["metric"].endswith(f"· {metric}")]
 
 
+FLOOR = ("--floor-from", "aa1,aa2,aa3")
+
+
 def test_same_distribution_is_within_noise_and_exits_0(results, capsys):
     code, out, _ = _compare(capsys, "base", "same", "--results", results, "--json")
     rows = json.loads(out)["rows"]
     serving = [r for r in rows if r["metric"].startswith("serving · ")]
     assert len(serving) == 2 * 7 and code == 0
-    assert {r["verdict"] for r in serving} == {"within noise"}
+    # one run per side: no run-level verdict without a measured floor; the per-request rule is context
+    assert {r["verdict"] for r in serving} == {"untested"} and all("one run per side" in r["note"] for r in serving)
+    assert {r["request_verdict"] for r in serving} == {"within noise"}
+    code, out, _ = _compare(capsys, "base", "same", "--results", results, "--json", *FLOOR)
+    serving = [r for r in json.loads(out)["rows"] if r["metric"].startswith("serving · ")]
+    assert {r["verdict"] for r in serving} == {"within noise"} and code == 0
+    assert {r["basis"] for r in serving} == {"noise floor"}
     assert all(r["delta_ci_low"] < 0 < r["delta_ci_high"] or r["p_value"] >= 0.05 for r in serving)
     assert {r["test"] for r in _serving(rows, "output_throughput")} == {"welch t"}
     assert {r["test"] for r in _serving(rows, "p99_tpot_ms")} == {"mann-whitney U"}
@@ -153,22 +163,30 @@ def test_same_distribution_is_within_noise_and_exits_0(results, capsys):
 
 def test_ttft_shift_of_10_percent_is_slower_and_exits_1(results, capsys):
     code, out, _ = _compare(capsys, "base", "slow", "--results", results, "--json")
-    rows = json.loads(out)["rows"]
+    assert code == 0 and {r["verdict"] for r in json.loads(out)["rows"]} == {"untested"}  # one run per side
+    code, out, _ = _compare(capsys, "base", "slow", "--results", results, "--json", *FLOOR)
+    entry = json.loads(out)
+    rows = entry["rows"]
     assert code == 1
+    floor = next(f for f in entry["noise_floor"] if f["family"] == "p50_ttft_ms")
+    assert floor["measured"] and floor["unit"] == "run" and "aa1, aa2, aa3" in floor["source"]
     p50 = _serving(rows, "p50_ttft_ms")
     assert len(p50) == 2
     # conc=4: real after the Holm adjustment; conc=1 (more spread relative to the shift) may not survive it,
     # and a row is called slower exactly when its adjusted p rejects and its interval lies above 0
     conc4 = next(r for r in p50 if "conc=4" in r["metric"])
     assert conc4["verdict"] == "slower" and conc4["regression"] and conc4["p_adjusted"] < 0.05
+    assert conc4["pct"] >= conc4["floor_pct"] and conc4["basis"] == "noise floor"
     for r in rows:
         if r["p_adjusted"] is not None:
             assert r["p_adjusted"] >= r["p_value"]
             real = r["p_adjusted"] < 0.05 and (r["delta_ci_low"] > 0 or r["delta_ci_high"] < 0)
-            assert (r["verdict"] != "within noise") == real
+            assert (r["request_verdict"] != "within noise") == real
+            # against the floor: real per request and beyond the floor
+            assert (r["verdict"] != "within noise") == (real and abs(r["pct"]) >= r["floor_pct"])
     assert {r["verdict"] for r in _serving(rows, "output_throughput")} == {"within noise"}
     assert not any(r["regression"] for r in rows if r["verdict"] != "slower")
-    code, text, _ = _compare(capsys, "base", "slow", "--results", results)
+    code, text, _ = _compare(capsys, "base", "slow", "--results", results, *FLOOR)
     line = next(l for l in text.splitlines() if "conc=4 · p50_ttft_ms" in l)
     assert "mann-whitney U" in line and "slower REGRESSION" in line and "[" in line
     summary = re.search(r"(\d+) slower, \d+ within noise, \d+ untested; (\d+) regression\(s\) beyond 5 %", text)
@@ -176,7 +194,7 @@ def test_ttft_shift_of_10_percent_is_slower_and_exits_1(results, capsys):
 
 
 def test_fail_pct_above_the_shift_exits_0_with_the_verdict_kept(results, capsys):
-    code, text, _ = _compare(capsys, "base", "slow", "--results", results, "--fail-pct", "1000")
+    code, text, _ = _compare(capsys, "base", "slow", "--results", results, "--fail-pct", "1000", *FLOOR)
     assert code == 0
     assert "slower" in next(l for l in text.splitlines() if "conc=4 · p50_ttft_ms" in l)
     assert "0 regression(s) beyond 1000 %" in text
@@ -204,8 +222,10 @@ def test_comparison_json_deltas_and_report_table(results):
     assert {"metric", "a", "b", "delta", "pct", "delta_ci_low", "delta_ci_high", "test", "p_value", "verdict",
             "better", "regression"} <= set(row) and row["better"] == "lower"
     assert json.loads(dumps(c))["deltas"] == c["deltas"]
+    conc4 = next(r for r in _serving(c["deltas"][1]["rows"], "p50_ttft_ms") if "conc=4" in r["metric"])
+    assert conc4["request_verdict"] == "slower" and conc4["verdict"] == "untested" and conc4["unit"] is None
     text = render(c)
-    assert "### `slow` vs `base`" in text and "slower (regression)" in text
+    assert "### `slow` vs `base`" in text and "untested" in text and "one run" in text
     assert "| mann-whitney U |" in text and "within noise, " in text
 
 
@@ -234,7 +254,8 @@ def _training_comparison(step_scale_b: float, seed: int = 3):
 def test_training_tokens_per_s_is_tested_over_its_steps():
     slow, mfu = _training_comparison(1.15)
     assert slow["test"] == "mann-whitney U" and (slow["n_a"], slow["n_b"]) == (39, 39)
-    assert slow["delta"] < 0 and slow["delta_ci_high"] < 0 and slow["verdict"] == "slower" and slow["regression"]
+    assert slow["delta"] < 0 and slow["delta_ci_high"] < 0 and slow["request_verdict"] == "slower"
+    assert slow["verdict"] == "untested" and not slow["regression"]  # one training run per side: no run-level verdict
     assert mfu["verdict"] == "untested" and "no per-sample values" in mfu["note"]
     same, _ = _training_comparison(1.0)
-    assert same["verdict"] == "within noise" and not same["regression"]
+    assert same["request_verdict"] == "within noise" and not same["regression"]

@@ -143,7 +143,11 @@ def _decision_con(points, sweep_slo, lane_rows, refs):
     con = duckdb.connect()
     _table(con, "serving_points_all", points)
     _table(con, "sweep_points", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
-                                  "slo_json": sweep_slo.get(p["point_id"], SLO)} for p in points])
+                                  "slo_json": sweep_slo.get(p["point_id"], SLO), "search_json": None}
+                                 for p in points])
+    # RULES.md 15 (34_report_exclusions.sql's report_point_validity): every fixed point here is kept
+    _table(con, "report_point_validity", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
+                                           "excluded_reason": None} for p in points])
     _table(con, "lane_runs", lane_rows)
     _table(con, "report_lane_attempts", [{"run_id": r["run_id"], "lane": r["lane"], "attempt": r["attempt"],
                                           "effective": True} for r in lane_rows])
@@ -240,6 +244,8 @@ def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     w.add_rows("sweep_points", [{"point_id": "p1", "model": "m", "server_config": "A", "mode": "closed",
                                  "input_len": 8, "output_len": 4, "max_concurrency": 1,
                                  "slo_json": json.dumps(CPU_TINY.to_json())}])
+    # RULES.md 7 and 15: a point without telemetry is excluded from the Decision too; this one was sampled
+    w.add_rows("telemetry", [{"ts": now, "source": "host", "metric": "host_cpu_util_pct", "value": 50.0}])
     w.commit("succeeded")
     c = build_comparison(connect(store), ["r1"])
     row = c["decision"]["rows"][0]

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline.graph import (EXIT_PARTIAL, LaneGraphError, LaneStatus, Node, blocked_reason, build_nodes, exit_code,
-                          outcome, outcome_of_run, statuses_from_rows, topological, validate)
+                          outcome, statuses_from_rows, topological, validate)
 from pipeline.lanes import LaneSpec, get_lane, plan_order
+from pipeline.run_outcome import outcome_of_run
 
 
 def _by_name(nodes):

@@ -5,28 +5,17 @@ imports resolved against the file's package. Fixed rules the table may not loose
 """
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.imports import OURS, ROOT, Import, cycles, imports_in, module_graph, package_imports
+
 CONTRACTS = ROOT / "docs" / "dev" / "CONTRACTS.md"
-OURS = ("pipeline", "analytics", "agents", "statemachine", "control_plane", "rehearsal", "infra", "tests",
-        "benchmarks")
 NEVER_IMPORTED = ("tests", "benchmarks")
 BOX_ONLY = ("vllm", "torch_neuronx", "optimum", "neuronx_distributed", "libneuronxla")
-
-
-@dataclass(frozen=True)
-class Import:
-    source: str   # file, relative to the repository
-    line: int
-    module: str   # dotted, resolved
-    top_level: bool  # outside every function body
 
 
 @dataclass
@@ -61,43 +50,6 @@ def parse_rules(text: str) -> dict[str, Rule]:
 
 
 RULES = parse_rules(CONTRACTS.read_text())
-
-
-def imports_in(path: Path, root: Path = ROOT) -> list[Import]:
-    """Every import in ``path``, resolved to dotted module names (``from a import b`` is ``a.b`` when b is a module)."""
-    rel = path.relative_to(root)
-    parts = list(rel.with_suffix("").parts)
-    package = parts[:-1]  # for __init__.py too: its own package is parts[:-1]
-    tree = ast.parse(path.read_text(), str(rel))
-    in_function: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            in_function.update(id(n) for n in ast.walk(node) if n is not node)
-    out = []
-    for node in ast.walk(tree):
-        top = id(node) not in in_function
-        if isinstance(node, ast.Import):
-            out += [Import(str(rel), node.lineno, a.name, top) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            for alias in node.names:
-                sub = f"{module}.{alias.name}"
-                is_sub = alias.name != "*" and module.split(".")[0] in OURS and _is_module_under(root, sub)
-                out.append(Import(str(rel), node.lineno, sub if is_sub else module, top))
-    return out
-
-
-def _is_module_under(root: Path, dotted: str) -> bool:
-    path = root.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
-
-
-def package_imports(package: str) -> list[Import]:
-    return [imp for f in sorted((ROOT / package).rglob("*.py")) for imp in imports_in(f)]
 
 
 def violations(package: str, rule: Rule) -> list[str]:
@@ -149,6 +101,13 @@ def test_box_only_packages_are_never_imported_at_module_level(package: str):
     hits = [f"{i.source}:{i.line} {i.module}" for i in package_imports(package)
             if i.top_level and i.module.split(".")[0] in BOX_ONLY]
     assert hits == []
+
+
+def test_no_import_cycle_anywhere_in_the_product():
+    products = [p for p in OURS if p not in NEVER_IMPORTED]
+    edges = module_graph(*products)
+    assert len(edges) > 200 and "pipeline.graph" in edges
+    assert cycles(edges) == []
 
 
 def test_the_reader_resolves_relative_and_function_level_imports(tmp_path):

@@ -2,11 +2,12 @@
 (the Lambdas need only it), so an import of ``agents`` or torch from it would reach everywhere."""
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.imports import imports_in
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p for p in (ROOT / "pipeline").rglob("*.py"))
@@ -16,13 +17,7 @@ OURS = ("agents", "control_plane", "analytics", "rehearsal", "infra", "statemach
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, top-level module) of every import in the file, module level or inside a function."""
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name.split(".")[0]) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.append((node.lineno, node.module.split(".")[0]))
-    return out
+    return [(i.line, i.module.split(".")[0]) for i in imports_in(path)]
 
 
 def test_no_module_of_the_rules_imports_anything_but_the_stdlib_pydantic_and_itself():

@@ -119,3 +119,18 @@ def test_incremental_text_holds_back_partial_characters():
     assert text.push(euro[1], False) == ""
     assert text.push(euro[2], True) == "€"
     assert text.sent == "a€"
+
+
+def test_an_injected_slowdown_waits_its_fraction_of_every_forward_pass(monkeypatch):
+    import agents.serving.cpu_engine as engine_mod
+
+    ticks = iter(range(0, 10_000, 2))  # a fake clock: every forward pass "takes" 2 s
+    waits: list[float] = []
+    monkeypatch.setattr(engine_mod.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(engine_mod.time, "sleep", waits.append)
+    e = CpuEngine(EosLovingModel(), {EOS}, max_num_seqs=1, max_model_len=64, slowdown=0.1).start()
+    try:
+        events = _generate(e, max_tokens=3, ignore_eos=True, temperature=0.0)
+    finally:
+        e.shutdown()
+    assert len(events) == 3 and waits == [pytest.approx(0.2)] * 3  # one wait per token: 10 % of its 2 s pass

@@ -70,3 +70,69 @@ def test_qwen3_boot_failure_row_fits_the_schema():
                     "error": "ValueError: no Qwen3"}
     conform("sweep_points", [row], defaults={"run_id": "r", "lane": "qwen3_attempt", "attempt": "a"})
     assert json.loads(outcome_note("succeeded"))["phase"] is None
+
+
+def _fake_sweep(monkeypatch, repeats: int, order: str):
+    """sweep_model over configs A and B with every boot and point recorded in order (no server, no requests)."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from agents.lanes.serve_sweep import Config, settings_from
+    from agents.loadgen import point as point_mod
+    from agents.loadgen.records import ClockAnchor
+    from agents.serving import sweep
+    from agents.serving.launcher import ServedModel
+
+    events: list[tuple] = []
+    grid = SimpleNamespace(values=[1, 2], reason="fixed", to_json=lambda: "{}")
+    monkeypatch.setattr(sweep, "plan", lambda *a, **k: (grid, [sweep.Shape(8, 8)], []))
+
+    @contextmanager
+    def fake_serve(ctx, launcher, model, cfg, timeout):
+        events.append(("boot", cfg.name))
+        yield SimpleNamespace(base_url="http://127.0.0.1:1")
+
+    def fake_run_point(p, tok, **kw):
+        events.append(("point", p.server_config, p.concurrency))
+        row = point_mod.sweep_point_row(p, f"{p.server_config}{p.concurrency}-{len(events)}", "tok", p.arrival(),
+                                        ClockAnchor.now(), 0, 0, None)
+        return SimpleNamespace(requests=[], sweep_point=row, metrics={})
+
+    monkeypatch.setattr(sweep, "serve", fake_serve)
+    monkeypatch.setattr(point_mod, "run_point", fake_run_point)
+    written: dict[str, list] = {}
+    ctx = SimpleNamespace(backend="cpu", write=lambda t, rows: written.setdefault(t, []).extend(rows),
+                          progress=lambda *a: None, telemetry=None)
+    config = Config.for_profile("tiny")
+    config.sweep_repeats, config.repeat_order = repeats, order
+    configs = [SimpleNamespace(name="A"), SimpleNamespace(name="B")]
+    sweep.sweep_model(ctx, SimpleNamespace(server_kind="vllm"), ServedModel("m", None), configs,
+                      settings_from(config), tokenizer=object())
+    return events, written["sweep_points"]
+
+
+def test_repeats_interleave_server_configs_and_tag_each_point(monkeypatch):
+    events, points = _fake_sweep(monkeypatch, 2, "interleaved")
+    assert [e for e in events if e[0] == "boot"] == [("boot", "A"), ("boot", "B"), ("boot", "A"), ("boot", "B")]
+    assert [e[1:] for e in events if e[0] == "point"] == [("A", 1), ("A", 2), ("B", 1), ("B", 2)] * 2
+    assert [p["repeat_index"] for p in points] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert len({p["point_id"] for p in points}) == 8
+
+
+def test_blocked_repeats_boot_each_config_once_and_one_repeat_writes_no_index(monkeypatch):
+    events, points = _fake_sweep(monkeypatch, 2, "blocked")
+    assert [e for e in events if e[0] == "boot"] == [("boot", "A"), ("boot", "B")]
+    assert [e[1:] for e in events if e[0] == "point"] == [("A", 1), ("A", 2), ("A", 1), ("A", 2),
+                                                          ("B", 1), ("B", 2), ("B", 1), ("B", 2)]
+    assert [p["repeat_index"] for p in points] == [0, 0, 1, 1, 0, 0, 1, 1]
+    _, once = _fake_sweep(monkeypatch, 1, "interleaved")
+    assert len(once) == 4 and all("repeat_index" not in p for p in once)
+
+
+def test_an_unknown_repeat_order_is_refused_when_the_config_is_built():
+    from pipeline.config import LaneConfigError, build_config
+    from pipeline.lane_configs.serve_sweep import Config
+
+    with pytest.raises(LaneConfigError, match="repeat_order 'random'; valid orders: interleaved, blocked"):
+        build_config(Config, "tiny", {"repeat_order": "random"})
+    assert build_config(Config, "tiny", {"sweep_repeats": 3}).sweep_repeats == 3

@@ -59,3 +59,16 @@ SELECT run_id, lane, attempt, 'precompile_loss_recorded', model,
        count(*) || ' loss values from a precompile run (its numerics are garbage by design)'
 FROM train_steps WHERE lane = 'precompile' AND loss IS NOT NULL
 GROUP BY run_id, lane, attempt, model;
+
+-- RULES.md 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a
+-- telemetry sample with a value inside its window (RULES.md 7) and is not flagged invalid (serving_points.valid);
+-- an imported reference (reference_runs) has no telemetry of ours and stands in the Decision labelled as one.
+-- excluded_reason: NULL when kept, else the reason report_exclusions lists for it.
+CREATE OR REPLACE VIEW report_point_validity AS
+SELECT t.run_id, t.lane, t.point_id, t.telemetry_samples, s.valid,
+       t.telemetry_samples > 0 AND s.valid IS NOT FALSE AS headline,
+       CASE WHEN t.telemetry_samples = 0 THEN 'no telemetry sample inside the point''s window'
+            WHEN s.valid IS FALSE THEN 'invalid: ' || coalesce(s.invalid_reason, 'flagged invalid') END
+           AS excluded_reason
+FROM report_point_telemetry t
+LEFT JOIN serving_points s USING (run_id, lane, point_id);

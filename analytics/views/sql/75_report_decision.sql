@@ -21,7 +21,8 @@ WITH runs AS (  -- the lane's effective attempt: where the point ran and how it 
     WHERE a.effective
 ),
 sp AS (
-    SELECT run_id, lane, point_id, any_value(slo_json) AS slo_json FROM sweep_points GROUP BY ALL
+    SELECT run_id, lane, point_id, any_value(slo_json) AS slo_json, any_value(search_json) AS search_json
+    FROM sweep_points GROUP BY ALL
 ),
 j AS (
     SELECT s.*, r.point_id IS NOT NULL AS is_reference, r.label AS reference_label,
@@ -32,11 +33,13 @@ j AS (
            CASE WHEN r.point_id IS NOT NULL THEN r.instance_type
                 WHEN coalesce(lr.box_role, '') = 'local' THEN lr.priced_as ELSE lr.instance_type END AS priced_instance_type,
            lr.box_role, lr.instance_type AS lane_instance_type, lr.priced_as,
-           coalesce(r.slo_json, sp.slo_json) AS slo_json
+           coalesce(r.slo_json, sp.slo_json) AS slo_json, sp.search_json,
+           pv.excluded_reason
     FROM serving_points_all s
     LEFT JOIN reference_runs r USING (run_id, lane, point_id)
     LEFT JOIN sp USING (run_id, lane, point_id)
     LEFT JOIN runs lr USING (run_id, lane)
+    LEFT JOIN report_point_validity pv USING (run_id, lane, point_id)
 ),
 k AS (
     SELECT j.*,
@@ -65,7 +68,7 @@ m AS (
 SELECT run_id, lane, point_id, model, server_config, mode, input_len, output_len, max_concurrency, metric_basis,
        is_reference, reference_label, reference_per_request, reference_note, instance, price_basis,
        priced_instance_type, box_role, lane_instance_type, priced_as, reference_usd_per_hour, reference_price_source,
-       valid, invalid_reason, completed, failed,
+       valid, invalid_reason, completed, failed, search_json, excluded_reason,
        output_throughput, output_throughput_ci_low, output_throughput_ci_high,
        goodput, goodput_ci_low, goodput_ci_high,
        p50_ttft_ms, p99_ttft_ms, p50_tpot_ms, p99_tpot_ms,
@@ -102,8 +105,11 @@ WITH g AS (
            first_value(slo_miss_reason) OVER w_low AS lowest_miss_reason,
            max(max_concurrency) OVER w AS highest_concurrency_measured
     FROM slo_points p
-    -- an SLO in force (reference rows always appear); qwen3_attempt's first-token probe is one request, not a load point
+    -- an SLO in force (reference rows always appear); qwen3_attempt's first-token probe is one request, not a load point;
+    -- RULES.md 15: a point the serving tables exclude (report_point_validity) is excluded here too, a reference kept;
+    -- a capacity search's open-loop points answer in report_capacity (76_report_capacity.sql), not here
     WHERE (slo_json IS NOT NULL OR is_reference) AND point_id NOT LIKE 'qwen3-probe%'
+      AND (excluded_reason IS NULL OR is_reference) AND search_json IS NULL
     WINDOW w AS (PARTITION BY run_id, instance, lane, model, server_config, input_len, output_len, slo_name),
            w_best AS (w ORDER BY CASE WHEN slo_met THEN 0 ELSE 1 END,
                       CASE WHEN slo_met THEN max_concurrency END DESC NULLS LAST,
@@ -156,6 +162,8 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
        CASE WHEN meets THEN next_miss_concurrency END AS next_miss_concurrency,
        CASE WHEN meets THEN next_miss_reason END AS next_miss_reason,
        highest_concurrency_measured,
+       -- the answer is the top of the grid: nothing above it was measured, so the SLO may hold beyond it
+       meets AND next_miss_concurrency IS NULL AND max_concurrency = highest_concurrency_measured AS at_grid_top,
        usd_per_hour, price_date, price_region, price_source,
        CASE WHEN meets THEN usd_per_hour / nullif(output_throughput * 3600.0, 0) * 1e6 END
            AS usd_per_million_output_tokens,

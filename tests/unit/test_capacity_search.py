@@ -1,0 +1,154 @@
+"""The capacity search on fixed verdicts: ladder, bisection, stop rules, resume; the spec's bad inputs."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline.capacity import (CapacitySpec, CapacitySpecError, Done, Measure, Verdict, backlog_limit,
+                               backlog_reason, bracket, completion_reason, next_step, ttft_trend_reason)
+
+
+def spec(**kw) -> CapacitySpec:
+    base = dict(ttft_ms=1000.0, tpot_ms=50.0, output_len=16, point_duration_s=10.0, precision=0.1)
+    return CapacitySpec(**{**base, **kw})
+
+
+def drive(s: CapacitySpec, r0: float, capacity: float, history=None, limit: int = 60):
+    """Run the search against a perfect oracle: a rate passes exactly when it is at most ``capacity``."""
+    history = list(history or [])
+    while True:
+        step = next_step(s, r0, history)
+        if isinstance(step, Done):
+            return step, history
+        history.append(Verdict(step.rate, step.rate <= capacity))
+        assert len(history) < limit
+
+
+def test_ladder_climbs_geometrically_from_r0_until_a_failure():
+    s = spec()
+    step = next_step(s, 1.0, [])
+    assert isinstance(step, Measure) and step.rate == 1.0 and step.phase == "ladder"
+    step = next_step(s, 1.0, [Verdict(1.0, True)])
+    assert step.rate == pytest.approx(2.0) and step.phase == "ladder"
+    step = next_step(s, 1.0, [Verdict(1.0, True), Verdict(2.0, True)])
+    assert step.rate == pytest.approx(4.0)
+
+
+def test_bisection_is_the_geometric_midpoint_of_the_bracket():
+    step = next_step(spec(), 1.0, [Verdict(1.0, True), Verdict(2.0, False)])
+    assert isinstance(step, Measure) and step.phase == "bisect"
+    assert step.rate == pytest.approx(2 ** 0.5)
+
+
+@pytest.mark.parametrize("capacity", [0.37, 1.0, 3.3, 17.0, 250.0])
+def test_search_brackets_the_true_capacity_within_precision_never_above(capacity):
+    s = spec(precision=0.1)
+    done, history = drive(s, 1.0, capacity)
+    assert done.found
+    lo, hi = done.max_rate_meeting_slo, done.lowest_rate_missing_slo
+    assert lo <= capacity < hi
+    assert (hi - lo) / lo <= 0.1 + 1e-9
+    assert "precision" in done.stop_reason
+
+
+def test_fewer_points_than_a_fixed_ladder_at_the_same_precision():
+    from pipeline.capacity import ladder_points
+
+    s = spec(precision=0.05)
+    done, history = drive(s, 1.0, 37.0)
+    assert len(history) < ladder_points(s, 1.0, 37.0) / 2
+
+
+def test_rate_max_passing_stops_at_the_top_of_the_range():
+    done, history = drive(spec(rate_max=5.0), 1.0, 100.0)
+    assert done.found and done.lowest_rate_missing_slo is None and done.max_rate_meeting_slo == 5.0
+    assert "top of the search range" in done.stop_reason
+    assert max(v.rate for v in history) == 5.0
+
+
+def test_a_failing_floor_ends_with_no_rate_meets_the_slo():
+    done, history = drive(spec(rate_min=2.0), 2.0, 0.5)
+    assert not done.found and done.max_rate_meeting_slo is None
+    assert done.stop_reason.startswith("no rate meets the SLO")
+    assert [v.rate for v in history] == [2.0]
+
+
+def test_without_rate_min_a_failing_r0_walks_down_to_its_floor():
+    done, history = drive(spec(), 8.0, 0.01)
+    assert not done.found
+    assert [v.rate for v in history] == [8.0, 4.0, 2.0, 1.0]
+
+
+def test_a_pass_above_a_failure_does_not_raise_the_answer():
+    b = bracket([Verdict(1.0, True), Verdict(2.0, False), Verdict(3.0, True)])
+    assert (b.lo, b.hi) == (1.0, 2.0)
+
+
+def test_budget_stops_the_search_with_the_bracket_so_far():
+    s = spec(max_search_s=25.0)  # a point needs 10 s + grace
+    step = next_step(s, 1.0, [Verdict(1.0, True)], elapsed_s=12.0)
+    assert isinstance(step, Done) and "budget" in step.stop_reason and step.max_rate_meeting_slo == 1.0
+
+
+def test_resume_continues_the_bracket_from_committed_verdicts_in_any_order():
+    s = spec(precision=0.1)
+    full, history = drive(s, 1.0, 6.0)
+    first_three = history[:3]
+    resumed, rest = drive(s, 1.0, 6.0, history=list(reversed(first_three)))
+    assert (resumed.max_rate_meeting_slo, resumed.lowest_rate_missing_slo) == (
+        full.max_rate_meeting_slo, full.lowest_rate_missing_slo)
+    assert len(rest) == len(history)  # nothing re-measured
+
+
+def test_saturation_rules_state_their_reason():
+    s = spec()
+    limit = backlog_limit(s, 10.0)
+    assert backlog_reason(s, 10.0, limit, 1.0) is None
+    assert "saturated" in backlog_reason(s, 10.0, limit + 1, 1.0)
+    assert completion_reason(100, 95) is None
+    assert "50 of 100" in completion_reason(100, 50)
+
+
+def _requests(ttfts_ms: list[float], span_s: float = 2.0) -> list[tuple[float, float]]:
+    """(sent_s, ttft_s) pairs, sent evenly over ``span_s``."""
+    n = len(ttfts_ms)
+    return [(100.0 + span_s * i / (n - 1), ms / 1000) for i, ms in enumerate(ttfts_ms)]
+
+
+def test_ttft_rising_in_every_window_by_a_quarter_of_the_bound_is_saturation():
+    s = spec(ttft_ms=1000.0)
+    rising = _requests([50 + 20 * i for i in range(20)])  # a queue growing 20 ms per request: 50 -> 430 ms
+    reason = ttft_trend_reason(s, rising)
+    assert reason is not None and reason.startswith("saturated: median TTFT rose in every one of 4 windows")
+    assert ttft_trend_reason(s, list(reversed(rising))) == reason  # the order of the rows does not matter
+
+
+@pytest.mark.parametrize("ttfts_ms, why", [
+    ([100, 140, 90, 130, 110] * 4, "stationary: the medians do not rise window to window"),
+    ([100 + 3 * i for i in range(20)], "rising, but by 57 ms < a quarter of the 1000 ms bound"),
+    ([50 + 20 * i for i in range(10)] + [50 + 20 * i for i in range(10)], "a rise that falls back"),
+    ([50 + 40 * i for i in range(11)], "11 requests: fewer than 3 in some window"),
+])
+def test_ttft_without_a_sustained_rise_is_not_saturation(ttfts_ms, why):
+    assert ttft_trend_reason(spec(ttft_ms=1000.0), _requests(ttfts_ms)) is None, why
+
+
+def test_ttft_trend_needs_every_window_filled():
+    # 16 requests, but the first 13 in the first tenth of the span: windows 2 and 3 hold fewer than 3
+    samples = [(i * 0.01, 0.05 + 0.1 * i) for i in range(13)] + [(1.0 + i * 0.3, 2.0 + i) for i in range(3)]
+    assert ttft_trend_reason(spec(ttft_ms=1000.0), samples) is None
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(rate_min=0.0), "--rate-min must be > 0"),
+    (dict(rate_max=-1.0), "--rate-max must be > 0"),
+    (dict(rate_min=5.0, rate_max=1.0), "above --rate-max"),
+    (dict(precision=0.0), "--precision must be in (0, 1)"),
+    (dict(precision=1.0), "--precision must be in (0, 1)"),
+    (dict(attainment=1.5), "--attainment"),
+    (dict(max_search_s=5.0), "too small for one point"),
+    (dict(ttft_ms=0.0), "positive ttft_ms and tpot_ms"),
+])
+def test_bad_specs_fail_with_one_line(kw, words):
+    with pytest.raises(CapacitySpecError) as err:
+        spec(**kw)
+    assert words in str(err.value) and "\n" not in str(err.value)
