@@ -50,6 +50,16 @@ class LaneImport:
         if data.num_rows:
             self.tables.setdefault(table, []).append(data)
 
+    def add_point_file(self, tree: Any, files: Any, path: str, captured: Any) -> None:
+        """A point's JSON file read: the lane ends no earlier than its capture, and the telemetry CSV beside it
+        (``<point>.telemetry.csv``), where there is one, lands in ``telemetry``."""
+        self.ended_at = max(filter(None, [self.ended_at, captured]), default=None)
+        self.paths.append(path)
+        csv_path = path[:-len(".json")] + ".telemetry.csv"
+        if csv_path in files:
+            self.add_table("telemetry", telemetry_table(tree, csv_path, captured))
+            self.paths.append(csv_path)
+
     def row_count(self, table: str) -> int:
         return len(self.rows.get(table, [])) + sum(t.num_rows for t in self.tables.get(table, []))
 

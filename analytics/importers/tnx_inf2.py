@@ -12,7 +12,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from analytics.importers.common import (LaneImport, integer, load_json, num, parse_time, telemetry_table)
+from analytics.importers.common import LaneImport, integer, load_json, num, parse_time
 from analytics.importers.source import Tree
 from analytics.importers.tnx_trn1 import host_cpu, provenance
 
@@ -185,12 +185,7 @@ def serve_lanes(tree: Tree) -> list[LaneImport]:
             reqs = request_rows(tree, path[:-len(".json")] + ".log", d, point_id, config)
             if reqs:
                 li.add("requests", reqs)
-            li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
-            li.paths.append(path)
-            csv_path = path[:-len(".json")] + ".telemetry.csv"
-            if csv_path in files:
-                li.add_table("telemetry", telemetry_table(tree, csv_path, captured))
-                li.paths.append(csv_path)
+            li.add_point_file(tree, files, path, captured)
         if "roundtrip_hashes.json" in names:
             d = load_json(tree, names["roundtrip_hashes.json"])
             for fname, sha in sorted((d.get("inf2_hashes") or {}).items()):

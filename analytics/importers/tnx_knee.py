@@ -12,7 +12,7 @@ import json
 import re
 from datetime import timedelta
 
-from analytics.importers.common import LaneImport, integer, load_json, num, parse_time, telemetry_table
+from analytics.importers.common import LaneImport, integer, load_json, num, parse_time
 from analytics.importers.source import Tree
 
 KNEE = "inf2/results/extras/knee/"
@@ -55,10 +55,5 @@ def knee(tree: Tree, aggregate_row) -> LaneImport | None:
         row = aggregate_row(d, point_id, "short", "open", tree.uri(path))
         row["stats_json"] = json.dumps({k: d[k] for k in STATS if k in d}, sort_keys=True)
         li.add("serving_aggregates", row)
-        li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
-        li.paths.append(path)
-        csv_path = path[:-len(".json")] + ".telemetry.csv"
-        if csv_path in files:
-            li.add_table("telemetry", telemetry_table(tree, csv_path, captured))
-            li.paths.append(csv_path)
+        li.add_point_file(tree, files, path, captured)
     return li

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from analytics.report.compare import SidesOverlapError, UnknownRunError
     from analytics.report.deltas_md import floor_text, verdict_summary
     from analytics.report.sides import compare_sides, exit_code, parse_side
-    from analytics.store import open_store
+    from control_plane.commands._results import ResultsInputError, open_results
 
     for name in ("fail_pct", "margin_pct"):
         if not getattr(args, name) >= 0:
@@ -77,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: RUN_A and RUN_B are the same run ({args.run_a!r}); compare needs two runs", file=sys.stderr)
         return 2
     try:
-        entry = compare_sides(open_store(args.results), runs_a, runs_b, floor_runs, args.fail_pct, args.margin_pct)
-    except (UnknownRunError, SidesOverlapError) as exc:
+        store = open_results(args.results)
+        entry = compare_sides(store, runs_a, runs_b, floor_runs, args.fail_pct, args.margin_pct)
+    except (UnknownRunError, SidesOverlapError, ResultsInputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     rows = entry["rows"]

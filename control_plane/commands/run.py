@@ -71,6 +71,16 @@ def check_results_root(uri: str) -> str:
         raise ResultsRootError(f"--results {uri}: use a directory or s3://bucket/prefix")
     if not uri.startswith("s3://") and Path(uri).exists() and not Path(uri).is_dir():
         raise ResultsRootError(f"--results {uri}: is not a directory (a results root is a directory or s3://bucket/prefix)")
+    if not uri.startswith("s3://"):  # found before any lane starts, not by the first lane's first write
+        import os
+
+        probe = Path(uri).expanduser().absolute()
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            raise ResultsRootError(f"--results {uri}: {probe} is a file, so the results root cannot be created")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise ResultsRootError(f"--results {uri}: {probe} is not writable")
     from analytics.store.locate import overlap_problem
 
     if problem := overlap_problem(uri, "--results", "store"):  # rule 16: not inside or around another store

@@ -23,8 +23,8 @@ from analytics.views import connect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "sustained", "quality",
-             "finetune_serve", "qwen3_attempt"]
+ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "capacity", "sustained",
+             "quality", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2}
 SMALLEST = {
@@ -106,6 +106,10 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     assert '"median_ttft_ms"' in comparison and '"output_throughput"' in comparison
     pngs = sorted(report.glob("*.png"))
     assert len(pngs) >= 4 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    # the capacity lane's open-loop search: its rows, the Decision's rate column and the knee plot
+    searches = json.loads(comparison)["decision"]["capacity"]
+    assert searches and all(s["lane"] == "capacity" for s in searches), searches
+    assert "max sustainable rate req/s" in text and (report / "capacity_knee.png").is_file()
     neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--out", str(tmp_path / "again"))
     assert (tmp_path / "again" / "REPORT.md").read_bytes() == (report / "REPORT.md").read_bytes()
     assert (tmp_path / "again" / "comparison.json").read_bytes() == comparison.encode()

@@ -20,7 +20,7 @@ from pipeline.lane_configs.capacity import Config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-# rate_min: no probe (R0 fixed); an SLO loose enough (TPOT 100 ms: ten times the tiny model's on a busy CPU)
+# rate_min: no probe (R0 fixed); an SLO loose enough (TPOT 100 ms: some twenty times the tiny model's here)
 # that only the overload of a rate far up the ladder breaks it; precision 0.25: after the first failure at least
 # two bisections, so no search is over by its second point; a budget no search here reaches
 CONFIG = {"shape": "16:8", "slo": "ttft_ms=1000,tpot_ms=100,percentile=90", "rate_min": 16.0, "precision": 0.25,

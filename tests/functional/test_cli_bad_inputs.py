@@ -155,6 +155,8 @@ CASES = [
     ("x-huge-int", ["run", "--local", "--results", "{results}", "--input", "{huge_json}"], "6,000 characters"),
     ("x-empty-input", ["run", "--local", "--results", "{results}", "--input", ""], "the path is empty"),
     # ---- run --local (the lane launcher is replaced: an accepted input fails the case)
+    ("x-results-under-a-file", ["run", "--local", "--results", "{file}/sub", "--lanes", "provenance"],
+     "is a file, so the results root cannot be created"),
     ("x-empty-lanes", ["run", "--local", "--results", "{results}", "--lanes", ""], "--lanes"),
     ("x-comma-lanes", ["run", "--local", "--results", "{results}", "--lanes", ","], "--lanes"),
     ("x-unknown-lane", ["run", "--local", "--results", "{results}", "--lanes", "nope"], "nope"),

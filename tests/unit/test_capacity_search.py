@@ -152,3 +152,40 @@ def test_bad_specs_fail_with_one_line(kw, words):
     with pytest.raises(CapacitySpecError) as err:
         spec(**kw)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_resume_reads_the_newest_unfinished_attempt_back_to_the_last_success_and_only_the_same_search(tmp_path):
+    import json
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from agents.lanes.capacity import prior_points
+    from analytics.store import LocalStore
+
+    store = LocalStore(tmp_path)
+    s = spec(precision=0.2)
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def attempt(status: str, rates: list[float], declared: CapacitySpec = s) -> None:
+        w = store.begin_attempt("r1", "capacity")
+        sweeps = [{"point_id": f"p{w.sequence}-{i}", "model": "m", "server_config": "A", "request_rate": rate,
+                   "window_start": t0 + timedelta(seconds=10 * i), "window_end": t0 + timedelta(seconds=10 * i + 5),
+                   "search_json": json.dumps({**declared.to_json(), "search_id": f"s{w.sequence}"})}
+                  for i, rate in enumerate(rates)]
+        w.add_rows("sweep_points", sweeps)
+        w.add_rows("requests", [{"point_id": p["point_id"], "request_id": "q", "warmup": False, "success": True}
+                                for p in sweeps])
+        w.add_rows("telemetry", [{"ts": t0 + timedelta(seconds=2), "source": "host", "metric": "x", "value": 1.0},
+                                 {"ts": t0 + timedelta(seconds=7), "source": "host", "metric": "x", "value": 2.0}])
+        w.commit(status)
+
+    ctx = SimpleNamespace(store=store, run_id="r1", lane="capacity")
+    attempt("failed", [1.0, 2.0])
+    carried = prior_points(ctx, s)["m/A"]
+    assert [p["request_rate"] for p in carried.sweeps] == [1.0, 2.0] and len(carried.requests) == 2
+    assert [t["value"] for t in carried.telemetry] == [1.0]  # only samples inside a carried point's window
+    assert prior_points(ctx, spec(precision=0.3)) == {}  # another search declared: not continued
+    attempt("succeeded", [1.0])
+    assert prior_points(ctx, s) == {}  # a finished search is never continued
+    attempt("failed", [4.0])
+    assert [p["request_rate"] for p in prior_points(ctx, s)["m/A"].sweeps] == [4.0]  # not past the success

@@ -94,7 +94,7 @@ def test_every_point_the_sweep_writes_carries_slo_json(monkeypatch):
     grid = SimpleNamespace(values=[1, 2, 4], reason="fixed", to_json=lambda: "{}")
     monkeypatch.setattr(sweep, "plan", lambda *a, **k: (grid, [sweep.Shape(8, 8), sweep.Shape(16, 8)], []))
 
-    def fake_run_point(p, tok):
+    def fake_run_point(p, tok, phase_hook=None):
         row = point_mod.sweep_point_row(p, f"p{p.concurrency}-{p.input_len}", "tok", p.arrival(), ClockAnchor.now(),
                                         0, 0, None)
         return SimpleNamespace(requests=[], sweep_point=row, metrics={})
@@ -102,7 +102,7 @@ def test_every_point_the_sweep_writes_carries_slo_json(monkeypatch):
     monkeypatch.setattr(point_mod, "run_point", fake_run_point)
     written: dict[str, list] = {}
     ctx = SimpleNamespace(backend="cpu", write=lambda t, rows: written.setdefault(t, []).extend(rows),
-                          progress=lambda *a: None)
+                          progress=lambda *a: None, telemetry=None)
     settings = settings_from(Config.for_profile("tiny"))
     sweep.sweep_config(ctx, "http://127.0.0.1:1", SimpleNamespace(server_kind="vllm"), ServedModel("m", None),
                        SimpleNamespace(name="A"), settings, None, sweep.SweepOutcome())
