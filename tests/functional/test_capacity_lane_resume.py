@@ -72,7 +72,9 @@ def test_sigterm_keeps_the_measured_points_and_the_next_attempt_continues_the_br
     assert run["error_type"] == "LaneInterrupted" and run["error_message"].startswith("signal SIGTERM")
     before = _points(results)
     assert len(before) >= 2
-    assert all(excluded is None for *_, excluded in before)  # each with telemetry inside its window
+    # each with telemetry inside its window (a point may still be excluded on a busy machine by its own validity
+    # rule — the client fell behind its schedule — never for telemetry)
+    assert not any("telemetry" in (excluded or "") for *_, excluded in before)
     requests = store.read_table("requests", ["r1"]).to_pylist()
     assert all(any(r["point_id"] == p[0] and not r["warmup"] for r in requests) for p in before)
 
@@ -85,7 +87,10 @@ def test_sigterm_keeps_the_measured_points_and_the_next_attempt_continues_the_br
     assert len({p[3] for p in after}) == 1  # one search, continued
     new = after[len(before):]
     assert new and not {p[1] for p in new} & {p[1] for p in before}  # no rate measured again
-    assert all(excluded is None for *_, excluded in after)  # carried points keep their telemetry
+    assert [p[4] for p in after[:len(before)]] == [p[4] for p in before]  # carried points keep their telemetry
+    # the new ones have theirs too; on a busy machine one may still be excluded by its own validity rule (the
+    # client fell behind its schedule: "invalid: client queue p99 … exceeds the bound"), never for telemetry
+    assert not any("telemetry" in (excluded or "") for *_, excluded in new)
 
     # the rates are the search's own sequence over these verdicts: a fresh search would measure all of them,
     # the resume measured only those after the interruption
