@@ -57,6 +57,11 @@ loaded = {name.split('.')[0] for name, m in list(sys.modules.items())
           if (getattr(m, '__file__', None) or '').startswith(root + '/') and '/.venv/' not in m.__file__}
 print(json.dumps({'blocked': blocked, 'agents': sorted(m for m in sys.modules if m.split('.')[0] == 'agents'),
                   'first_party': sorted(loaded)}))
+sys.stdout.flush()
+# the answer is printed: leave without the interpreter's teardown, where a native thread pool (pyarrow's, after the
+# store read above) once aborted the process ("terminate called without an active exception") under load
+import os
+os._exit(0)
 """
 
 
