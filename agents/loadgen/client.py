@@ -111,10 +111,7 @@ class Dispatcher:
         async def dispatch() -> None:
             t0 = perf_counter_ns()
             for k, off in enumerate(offsets_s):
-                t_sched = t0 + int(off * 1e9)
-                delay = (t_sched - perf_counter_ns()) / 1e9
-                if delay > 0:
-                    await asyncio.sleep(delay)
+                t_sched = await _sleep_until(t0, off)
                 if sem is not None:
                     await sem.acquire()
                     tasks.append(loop.create_task(capped(first_index + k, t_sched)))
@@ -129,18 +126,22 @@ class Dispatcher:
                                  grace_s: float | None) -> None:
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task] = []
+        finished = 0  # tasks done, counted as they end: in flight = sent - finished, without a scan per arrival
+
+        def count_done(_: asyncio.Task) -> None:
+            nonlocal finished
+            finished += 1
+
         t0 = perf_counter_ns()
         for k, off in enumerate(offsets_s):
-            t_sched = t0 + int(off * 1e9)
-            delay = (t_sched - perf_counter_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
+            t_sched = await _sleep_until(t0, off)
             if saturation is not None:
-                reason = saturation(len(tasks) - sum(t.done() for t in tasks), (perf_counter_ns() - t0) / 1e9)
+                reason = saturation(len(tasks) - finished, (perf_counter_ns() - t0) / 1e9)
                 if reason:
                     self.stop_reason = reason
                     break
             tasks.append(loop.create_task(self._one(first_index + k, False, t_sched)))
+            tasks[-1].add_done_callback(count_done)
         if not tasks:
             return
         _, pending = await asyncio.wait(tasks, timeout=grace_s)
@@ -165,6 +166,15 @@ class Dispatcher:
         finally:
             ticker.cancel()
         self.progress(len(self.results))
+
+
+async def _sleep_until(t0: int, offset_s: float) -> int:
+    """Wait until ``offset_s`` after ``t0`` (perf_counter_ns) on the arrival schedule; return that scheduled time."""
+    t_sched = t0 + int(offset_s * 1e9)
+    delay = (t_sched - perf_counter_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return t_sched
 
 
 def _forever(start: int):
