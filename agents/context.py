@@ -31,10 +31,16 @@ class LaneSkipped(Exception):
         super().__init__(reason)
 
 
-class LaneInterrupted(BaseException):
+class LaneInterrupted(KeyboardInterrupt):
     """SIGTERM/SIGINT while a lane ran: clean up (stop servers), commit nothing, unless the lane staged rows
     with ``keep_on_interrupt`` (then the runner commits the attempt as ``failed``, error ``LaneInterrupted``,
-    with only its failure-safe rows: what a resume continues from)."""
+    with only its failure-safe rows: what a resume continues from).
+
+    A ``KeyboardInterrupt`` on purpose: an event loop (asyncio's and uvloop's) re-raises only
+    ``KeyboardInterrupt``/``SystemExit`` from a task step or a callback. Any other ``BaseException`` raised by
+    the signal handler while a request's task or a done-callback was running is stored on that task or handed
+    to the loop's exception handler, and the load generator carries on: a SIGTERM that lands mid-point would be
+    swallowed and the lane would run the sweep to its end."""
 
 
 @dataclass
