@@ -9,7 +9,6 @@ lane's ``artifacts`` rows.
 """
 from __future__ import annotations
 
-import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,12 +112,12 @@ def generate_check(model_dir: Path, prompts: list[str], max_new_tokens: int = 16
 
 
 def _merge_artifact_rows(store: Any, marker: Any, model: str) -> list[dict]:
-    import pyarrow.parquet as pq
+    from analytics.store.base import read_parquet_bytes
 
     key = marker.tables.get("artifacts")
     if not key:
         raise MergeInputError(f"merge attempt {marker.attempt} of run {marker.run_id} committed no artifacts rows")
-    rows = pq.read_table(io.BytesIO(store.get_bytes(key))).to_pylist()
+    rows = read_parquet_bytes(store.get_bytes(key)).to_pylist()
     return [r for r in rows if r["model"] == model and r["kind"] == "merged" and r["stage"] == "after_merge"]
 
 

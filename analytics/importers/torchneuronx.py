@@ -170,12 +170,10 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
 def every_attempt(store: ResultStore, run_id: str, table: str) -> pa.Table:
     """``table``'s rows from every committed attempt of ``run_id``, superseded ones included (the views
     show only each lane's latest): how ``--history`` results are read back, e.g. the first cold boot."""
-    import io
-
-    import pyarrow.parquet as pq
+    from analytics.store.base import read_parquet_bytes
 
     parts = []
     for m in store.usable_markers(store.markers(run_id)):
         if table in m.tables:
-            parts.append(conform(table, pq.read_table(io.BytesIO(store.get_bytes(m.tables[table])))))
+            parts.append(conform(table, read_parquet_bytes(store.get_bytes(m.tables[table]))))
     return pa.concat_tables(parts) if parts else conform(table, [])

@@ -245,10 +245,24 @@ class ResultStore(ABC):
             from analytics.store.integrity import plan_reads
 
             keys = plan_reads(self, run_ids).keys_by_table.get(table, [])
-        parts = [pq.read_table(io.BytesIO(self.get_bytes(k)), page_checksum_verification=True) for k in keys]
+        parts = [read_parquet_bytes(self.get_bytes(k), page_checksum_verification=True) for k in keys]
         if not parts:
             return empty_table(table)
         return pa.concat_tables([conform(table, p) for p in parts])
+
+
+def read_parquet_bytes(data: bytes, **kwargs: Any) -> pa.Table:
+    """Parquet bytes as a table, read from a buffer Arrow owns (one copy).
+
+    Not from ``io.BytesIO`` or the ``bytes`` object itself: Arrow would wrap a Python buffer, and its dataset
+    reader's read-ahead can drop the last reference to that buffer on one of Arrow's own threads after
+    ``read_table`` has returned. Releasing a Python buffer takes the GIL; at interpreter exit CPython ends any
+    thread that asks for it with ``pthread_exit``, which unwinds through Arrow's C++ frames and aborts the
+    process ("terminate called without an active exception", exit -6) after the command has done its work: a
+    ``neuronpipe plan --history`` did that about one run in eight on a loaded 2-core machine."""
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    return pq.read_table(pa.BufferReader(sink.getvalue()), **kwargs)
 
 
 class AttemptWriter:
@@ -356,5 +370,5 @@ class AttemptWriter:
 
 def _stored_fingerprint(body: bytes) -> str:
     """The schema fingerprint as a reader will see it (Parquet renames list items; compare like with like)."""
-    with pq.ParquetFile(io.BytesIO(body)) as pf:
+    with pq.ParquetFile(pa.BufferReader(body)) as pf:  # synchronous metadata read: no read-ahead thread
         return schema_fingerprint(pf.schema_arrow)

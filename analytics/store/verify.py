@@ -213,12 +213,10 @@ def _check_sequence(m: CommitMarker, key: str, size: int, committed: dict[tuple[
 
 
 def _read_whole_parquet(store: Any, key: str) -> str | None:
-    import io
-
-    import pyarrow.parquet as pq
+    from analytics.store.base import read_parquet_bytes
 
     try:
-        pq.read_table(io.BytesIO(store.get_bytes(key)), page_checksum_verification=True)
+        read_parquet_bytes(store.get_bytes(key), page_checksum_verification=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is damage
         return f"unreadable Parquet ({type(exc).__name__}: {exc})"
     return None

@@ -136,7 +136,24 @@ def test_markers_without_the_new_fields_still_read(tmp_path):
     assert not report.clean and report.exit_code() == 3 and report.exit_code(allow_legacy=True) == 0
 
 
-def test_s3_put_file_is_create_only_under_a_race(tmp_path):
+@pytest.fixture
+def atomic_moto_put(monkeypatch):
+    """S3 evaluates If-None-Match and stores the object as one step; moto checks, then stores, without a lock,
+    so two racing PUTs can both pass its check (a fresh-clone run saw ``['won', 'won']``). Serializing moto's
+    PUT handler gives the race S3's semantics, so what is left to test is ours: that both writes go out
+    conditional (a HEAD-then-PUT would let both through even here) and the refusal reaches the caller."""
+    from moto.s3.responses import S3Response
+
+    lock, original = threading.Lock(), S3Response.put_object
+
+    def put_object(self, *args, **kwargs):
+        with lock:
+            return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(S3Response, "put_object", put_object)
+
+
+def test_s3_put_file_is_create_only_under_a_race(tmp_path, atomic_moto_put):
     with mock_aws():
         client = boto3.client("s3", region_name="us-west-2")
         client.create_bucket(Bucket="np-race", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
