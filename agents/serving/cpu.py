@@ -50,7 +50,7 @@ class CpuLauncher(Launcher):
         return [sys.executable, "-m", "agents.serving.cpu_server", "--model", str(model.path),
                 "--served-model-name", model.name, "--host", "127.0.0.1", "--port", str(port),
                 "--max-model-len", str(config.max_model_len), "--max-num-seqs", str(config.max_num_seqs),
-                "--dtype", "float32", "--threads", str(self.threads)]
+                "--dtype", "float32", "--threads", str(self.threads), *config.extra_args]
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",

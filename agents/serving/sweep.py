@@ -64,7 +64,8 @@ class SweepSettings:
     max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)
     extra_note: str | None = None
     repeats: int = 1  # every point measured this many times (sweep_points.repeat_index when > 1)
-    repeat_order: str = "interleaved"  # interleaved: configs in turn per repeat (A, B, A, B); blocked: per config
+    repeat_order: str = "interleaved"  # interleaved: configs in turn per repeat (A, B, A, B); balanced: the turn
+    # reversed every other repeat (A, B, B, A: a position in the cycle favours no config); blocked: per config
 
 
 @dataclass
@@ -112,7 +113,10 @@ def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend
                        dtype_bytes=dtype_bytes(backend, config))
     notes = [f"device memory: {mem_source}"]
     shapes = []
-    for text in settings.shapes.get(config.name, []):
+    declared = settings.shapes.get(config.name)
+    if declared is None and config.base is not None:  # a variant without shapes of its own sweeps its base's
+        declared = settings.shapes.get(config.base)
+    for text in declared or []:
         shape = Shape.parse(text)
         if shape.fits(config):
             shapes.append(shape)
@@ -126,22 +130,29 @@ def concurrencies(grid: Any, cap: int | None) -> list[int]:
     return [c for c in grid.values if cap is None or c <= cap]
 
 
+def repeat_schedule(configs: list[Any], repeats: int, order: str) -> list[tuple[Any, int | None]]:
+    """The boots of a sweep in order, as (config, repeat): ``None`` for a boot that runs every repeat (blocked,
+    or one repeat). Interleaved A B A B; balanced A B B A A B (the turn reversed every other repeat); blocked A B."""
+    if repeats > 1 and order == "balanced":
+        return [(cfg, r) for r in range(repeats) for cfg in (configs if r % 2 == 0 else configs[::-1])]
+    if repeats > 1 and order == "interleaved":
+        return [(cfg, r) for r in range(repeats) for cfg in configs]
+    return [(cfg, None) for cfg in configs]
+
+
 def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, configs: list[ServerConfig],
                 settings: SweepSettings, tokenizer: Any = None) -> SweepOutcome:
     """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops.
 
     With ``repeats`` R > 1 every point is measured R times: interleaved, repeat r boots and sweeps every config
     in turn before repeat r + 1 (A, B, A, B: a drift or a neighbour hits both configs alike, and the boot is
-    part of what a repeat varies); blocked, each config is booted once and its sweep repeated back to back."""
+    part of what a repeat varies); balanced, the same with the turn reversed on every other repeat (A, B, B, A:
+    what a position in the cycle does, e.g. the first boot after a pause, falls on each config alike); blocked, each config is booted once and its sweep repeated back to back."""
     from agents.loadgen.prompts import load_tokenizer
 
     tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
     outcome = SweepOutcome()
-    if settings.repeats > 1 and settings.repeat_order == "interleaved":
-        order: list[tuple[ServerConfig, int | None]] = [(cfg, r) for r in range(settings.repeats) for cfg in configs]
-    else:
-        order = [(cfg, None) for cfg in configs]
-    for cfg, repeat in order:
+    for cfg, repeat in repeat_schedule(configs, settings.repeats, settings.repeat_order):
         with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
             sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome, repeat)
     return outcome

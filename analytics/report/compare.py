@@ -21,6 +21,7 @@ docs/explanation/compare.md states the rule. Part of the report's data stage: it
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -384,3 +385,135 @@ def deltas_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> l
 
 def verdict_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+
+
+# ---- two configurations of the same runs ------------------------------------------------------------------
+class UnknownConfigError(KeyError):
+    def __init__(self, config: str, known: Iterable[str], runs: Iterable[str]):
+        super().__init__(f"server config {config!r} has no headline point in run(s) {', '.join(runs)}; configs "
+                         f"found: {', '.join(sorted(known)) or 'none'}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _config_values(c: dict[str, Any], runs: list[str], config: str, label: str, tested: tuple[str, ...]):
+    """({metric key: {(run, repeat): value}}, {point key: [(run, lane, point_id)]}) of one config's points, keyed
+    with the server config replaced by ``label`` so both configs' points share their keys."""
+    values: dict[str, dict[tuple[str, int], Any]] = {}
+    points: dict[str, list[tuple[str, str, str]]] = {}
+    for run in runs:
+        for p in _run_points(c, run):
+            if p.get("server_config") != config:
+                continue
+            pk = point_key({**p, "server_config": label})
+            points.setdefault(pk, []).append((run, p["lane"], p["point_id"]))
+            rep = (run, int(p.get("repeat_index") or 0))
+            for m in tested:
+                values.setdefault(f"serving · {pk} · {metric_name(p, m)}", {})[rep] = metric_value(p, m)
+    return values, points
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_b: str, con: Any = None,
+                  fail_pct: float = FAIL_PCT, floor_config: str | None = None,
+                  margin_pct: float = PRACTICAL_MARGIN_PCT) -> dict[str, Any]:
+    """The ``deltas`` entry of server config B against config A measured in the same run(s) (a variant A/B,
+    ``compare RUN --config A --vs B``): points match on everything but the config, and each repeat of A pairs
+    with the same repeat of B in the same run. The run-level test is the **paired** t over those repeat pairs
+    (:func:`analytics.report.run_level.paired_test`): what the run shares cancels within a pair, which is why
+    an interleaved (better: balanced) sweep can find a change that runs measured apart cannot. The noise
+    floor is the A/A spread of ``floor_config`` (an identical copy of A declared in the same runs) against A,
+    else the practical margin. The verdict rule is :func:`run_level.judge`'s, the per-request test context."""
+    from analytics.report.run_level import PAIRED_TEST, paired_floor, paired_test
+
+    runs = list(runs)
+    known = {r["run_id"] for r in c["runs"]}
+    for rid in runs:
+        if rid not in known:
+            raise UnknownRunError(rid, known)
+    if len(set(runs)) != len(runs):
+        raise SidesOverlapError("a run named twice")
+    names = [x for x in (config_a, config_b, floor_config) if x is not None]
+    if len(set(names)) != len(names):
+        raise SidesOverlapError(f"--config, --vs and --floor-vs name three different configs, got {', '.join(names)}")
+    configs = {p.get("server_config") for r in runs for p in _run_points(c, r)}
+    for cfg in names:
+        if cfg not in configs:
+            raise UnknownConfigError(cfg, {x for x in configs if x}, runs)
+    tested = SERVING_HEADLINES + SERVING_TESTED_EXTRA
+    label = f"{config_a} vs {config_b}"
+    va, pa = _config_values(c, runs, config_a, label, tested)
+    vb, pb = _config_values(c, runs, config_b, label, tested)
+    vf = _config_values(c, runs, floor_config, label, tested)[0] if floor_config else {}
+    points = {"a": pa, "b": pb}
+    matched = sorted(set(pa) & set(pb))
+    lat = rates = None
+    if con is not None and matched:
+        ids = sorted({k[2] for s in points.values() for pk in matched for k in s[pk]})
+        lat, rates = latency_values(con, runs, ids), batch_rates(con, runs, ids)
+    rows: dict[str, dict[str, Any]] = {}
+    aa_diffs: dict[str, list[list[float]]] = {}
+    n_pairs: dict[str, int] = {}
+    cache: dict = {}
+    for metric in sorted(set(va) & set(vb)):
+        common = sorted(set(va[metric]) & set(vb[metric]))
+        pairs = [(float(va[metric][k]), float(vb[metric][k])) for k in common
+                 if _num(va[metric][k]) and _num(vb[metric][k])]
+        a_vals = [a for a, _ in pairs] or [v for v in va[metric].values() if _num(v)]
+        b_vals = [b for _, b in pairs] or [v for v in vb[metric].values() if _num(v)]
+        unit = "repeat pair" if len(pairs) >= 2 else None
+        row = rows[metric] = _row(metric, center(a_vals), center(b_vals))
+        row.update(unit=unit, units_a=len(pairs), units_b=len(pairs), run_test=None, run_p_value=None,
+                   run_p_adjusted=None, run_ci_low=None, run_ci_high=None, floor_pct=None, basis=None,
+                   request_verdict="untested")
+        if unit is not None and row["delta"] is not None:
+            t = paired_test(pairs)
+            if isinstance(t, str):
+                row["run_note"] = t
+            else:
+                row.update(run_test=PAIRED_TEST, run_p_value=t.p_value, run_ci_low=row["a"] * t.ci_low,
+                           run_ci_high=row["a"] * t.ci_high, _run_test_id=("paired", metric))
+        fam = family_of(metric)
+        n_pairs[metric] = len(pairs)
+        if metric in vf:
+            aa = [math.log(float(vf[metric][k]) / float(va[metric][k])) for k in sorted(set(va[metric]) & set(vf[metric]))
+                  if _num(va[metric][k]) and _num(vf[metric][k]) and va[metric][k] > 0 and vf[metric][k] > 0]
+            aa_diffs.setdefault(fam, []).append(aa)
+        _request_test(row, metric, points, lat, rates, None, {}, runs, runs, con, cache)
+    tests = adjust_p_values(rows.values(), fail_pct)
+    run_tests = _adjust_run_p_values(rows.values())
+    source = (f"A/A pairs of {floor_config} against {config_a} in the same repeats (--floor-vs)" if floor_config
+              else None)
+    used: dict[str, NoiseFloor] = {}
+    for metric, row in rows.items():
+        fam = family_of(metric)
+        floor = (paired_floor(fam, aa_diffs.get(fam, []), max(n_pairs[metric], 1), margin_pct, source)
+                 if source else margin_floor(fam, margin_pct))
+        used.setdefault(fam, paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
+                        else floor)
+        run_ci = None if row["run_ci_low"] is None else (row["run_ci_low"], row["run_ci_high"])
+        request_real = None if row["p_adjusted"] is None else row["request_verdict"] in ("faster", "slower")
+        j = judge(row["delta"], row["pct"], row["better"], floor, row["unit"], row["run_p_adjusted"], run_ci,
+                  request_real)
+        notes = [n for n in (j.note, row.pop("run_note", None), row["note"]) if n]
+        row.update(verdict=j.verdict, basis=j.basis, floor_pct=floor.floor_pct, note="; ".join(notes) or None)
+        row["regression"] = is_regression(row, fail_pct)
+    units = [r["unit"] or "none" for r in rows.values()]
+    return clean({
+        "kind": "configs", "baseline": config_a, "run": config_b, "runs": runs, "configs": [config_a, config_b],
+        "floor_config": floor_config, "baseline_runs": runs, "compared_runs": runs, "floor_runs": [],
+        "alpha": ALPHA, "fail_pct": fail_pct, "correction": "holm", "tests": tests, "run_tests": run_tests,
+        "run_test": PAIRED_TEST, "margin_pct": margin_pct,
+        "units": {u: units.count(u) for u in ("repeat pair", "none")},
+        "units_per_side": {"a": max([r["units_a"] for r in rows.values()] or [0]),
+                           "b": max([r["units_b"] for r in rows.values()] or [0])},
+        "noise_floor": [used[f].to_json() for f in sorted(used)],
+        "floor_heading": (f"noise floor (A/A spread of {floor_config} against {config_a} in the same repeats: the 95 % "
+                          f"band of one A/A pair; a row is held to the band of the mean of its pairs, its floor %; "
+                          f"at least the {margin_pct:g} % margin):" if floor_config else None),
+        "rows": [rows[k] for k in sorted(rows)],
+        "only_baseline": sorted(set(va) - set(vb)), "only_run": sorted(set(vb) - set(va))})

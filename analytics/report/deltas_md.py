@@ -38,7 +38,8 @@ def floor_text(entry: dict[str, Any]) -> str:
     """One line per measured floor family, and what the rest rests on (the CLI and REPORT.md)."""
     floors = entry.get("noise_floor") or []
     measured = [f for f in floors if f.get("measured")]
-    lines = [f"noise floor (run-to-run spread, 95 % band of one A/A unit against another, at least the "
+    lines = [entry.get("floor_heading") or
+             f"noise floor (run-to-run spread, 95 % band of one A/A unit against another, at least the "
              f"{fmt(entry.get('margin_pct'))} % margin; a row of several runs per side is held to the band of "
              f"their means, its floor %):"]
     lines += [f"  {f['family']}: {fmt(f['floor_pct'])} % (spread {fmt(f['spread_pct'])} % between {f['unit']}s, "

@@ -44,7 +44,8 @@ PRACTICAL_MARGIN_PCT = 2.0  # a change smaller than this is not worth a verdict,
 FLOOR_Z = 1.959963984540054  # two-sided 95 % normal quantile
 MIN_UNITS = 2  # per side: a variance needs two
 UNIT_TEST = "welch t (log per-unit values)"
-Unit = Literal["run", "repeat"]
+PAIRED_TEST = "paired t (log B/A per repeat pair)"
+Unit = Literal["run", "repeat", "repeat pair"]
 Basis = Literal["run-level", "noise floor", "none"]
 ONE_RUN_NOTE = ("untested: one run per side — no between-run variance and no measured noise floor (repeat the runs, "
                 "e.g. compare A1,A2,A3 B1,B2,B3, set the lane's sweep_repeats, or pass --floor-from A/A runs); the "
@@ -120,6 +121,51 @@ def unit_test(va: Sequence[float], vb: Sequence[float], level: float = 0.95) -> 
         d = sum(lb) / len(lb) - sum(la) / len(la)
         return UnitTest(math.expm1(d), math.expm1(d), math.expm1(d), 1.0 if d == 0 else 0.0, float("inf"))
     return UnitTest(math.expm1(w.delta), math.expm1(w.ci_low), math.expm1(w.ci_high), w.p_value, w.df)
+
+
+def paired_test(pairs: Sequence[tuple[float, float]], level: float = 0.95) -> UnitTest | str:
+    """Two configurations measured in the same repeats (interleaved in one run: ``compare --config A --vs B``):
+    the one-sample t on d = ln(b / a) per repeat pair, df = n − 1. A drift or a neighbour that hits both
+    members of a pair cancels in d, so what the test sees is the change plus what varies within one cycle of
+    the interleave. A string (the reason) when the pairs cannot be tested."""
+    from analytics.report.stats import t_cdf, t_quantile
+
+    if len(pairs) < MIN_UNITS:
+        return f"too few repeat pairs ({len(pairs)}; the paired test needs ≥ {MIN_UNITS})"
+    if any(a <= 0 or b <= 0 for a, b in pairs):
+        return "a non-positive per-repeat value: no log-scale test"
+    d = [math.log(b / a) for a, b in pairs]
+    n = len(d)
+    mean = sum(d) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    if sd == 0:
+        return UnitTest(math.expm1(mean), math.expm1(mean), math.expm1(mean), 1.0 if mean == 0 else 0.0,
+                        float("inf"))
+    se, df = sd / math.sqrt(n), float(n - 1)
+    half = t_quantile(0.5 + level / 2, df) * se
+    p = 2.0 * (1.0 - t_cdf(abs(mean) / se, df))
+    return UnitTest(math.expm1(mean), math.expm1(mean - half), math.expm1(mean + half), min(1.0, p), df)
+
+
+def paired_floor(family: str, diffs: Iterable[Sequence[float]], n_pairs: int, margin_pct: float,
+                 source: str) -> NoiseFloor:
+    """The floor of a paired comparison: the spread of A/A paired log differences (``diffs``, one sequence
+    per row: ln(a'/a) of two identical configs in the same repeats), as the 95 % band of the mean of
+    ``n_pairs`` new A/A differences, t_(0.975, df) · sd / √n (the pairs' own sd; df pooled over the rows)."""
+    from analytics.report.stats import t_quantile
+
+    ss, df = 0.0, 0
+    for d in diffs:
+        d = [x for x in d if _numeric(x)]
+        if len(d) >= MIN_UNITS:
+            m = sum(d) / len(d)
+            ss += sum((x - m) ** 2 for x in d)
+            df += len(d) - 1
+    if not df:
+        return margin_floor(family, margin_pct)
+    sd = math.sqrt(ss / df)
+    spread = 100.0 * math.expm1(t_quantile(0.975, df) * sd / math.sqrt(max(n_pairs, 1)))
+    return NoiseFloor(family, max(margin_pct, spread), spread, margin_pct, sd, df, "repeat pair", source)
 
 
 # ---- the noise floor ------------------------------------------------------------------------------------

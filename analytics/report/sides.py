@@ -34,6 +34,22 @@ def compare_sides(store: Any, runs_a: Iterable[str], runs_b: Iterable[str], floo
         con.close()
 
 
+def compare_configs(store: Any, runs: Iterable[str], config_a: str, config_b: str, floor_config: str | None = None,
+                    fail_pct: float = FAIL_PCT, margin_pct: float = PRACTICAL_MARGIN_PCT) -> dict[str, Any]:
+    """The deltas entry of server config B against A in the same run(s) (``compare RUN --config A --vs B``)."""
+    from analytics.report.compare import config_deltas
+    from analytics.report.comparison import build_comparison
+    from analytics.views import connect
+
+    runs = list(runs)
+    con = connect(store, run_ids=runs)
+    try:
+        comparison = build_comparison(con, runs, with_deltas=False)
+        return config_deltas(comparison, runs, config_a, config_b, con, fail_pct, floor_config, margin_pct)
+    finally:
+        con.close()
+
+
 def exit_code(entry: dict[str, Any], fail_pct: float = FAIL_PCT) -> int:
     """1 when a row is a regression at ``fail_pct`` (verdict slower by the run-level rule), else 0."""
     return 1 if any(is_regression(r, fail_pct) for r in entry["rows"]) else 0

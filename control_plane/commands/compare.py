@@ -18,7 +18,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="headline deltas of side B against side A (runs, comma-separated) with a "
                                        "run-level test, the noise floor and verdicts (exit 1 on a real regression)")
     p.add_argument("run_a", metavar="RUN_A", help="the baseline: a run, or A/A repeats of it as RUN_A1,RUN_A2,...")
-    p.add_argument("run_b", metavar="RUN_B", help="the run(s) compared against it: RUN_B or RUN_B1,RUN_B2,...")
+    p.add_argument("run_b", metavar="RUN_B", nargs="?",
+                   help="the run(s) compared against it: RUN_B or RUN_B1,RUN_B2,... (omitted with --config/--vs)")
+    p.add_argument("--config", metavar="CONFIG", dest="config_a",
+                   help="compare two server configs measured in the same run(s) RUN_A: this one is the baseline "
+                        "(each repeat pairs with the same repeat of --vs: a paired run-level test)")
+    p.add_argument("--vs", metavar="CONFIG", dest="config_b", help="the server config compared against --config")
+    p.add_argument("--floor-vs", metavar="CONFIG", dest="floor_config",
+                   help="with --config/--vs: an identical copy of --config declared in the same runs; its A/A "
+                        "spread against --config is the noise floor")
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     p.add_argument("--fail-pct", type=float, default=FAIL_PCT,
                    help=f"a real 'slower' delta at least this many percent is a regression: exit 1 "
@@ -60,11 +68,8 @@ def format_rows(rows: list[dict], run_a: str, run_b: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from analytics.report.compare import SidesOverlapError, UnknownRunError
-    from analytics.report.deltas_md import floor_text, verdict_summary
-    from analytics.report.sides import compare_sides, exit_code, parse_side
+    from analytics.report.sides import compare_sides, parse_side
     from control_plane.commands._results import ResultsInputError, open_results
 
     for name in ("fail_pct", "margin_pct"):
@@ -72,6 +77,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --{name.replace('_', '-')} must be a number ≥ 0, got {getattr(args, name)}",
                   file=sys.stderr)
             return 2
+    if args.config_a or args.config_b or args.floor_config:
+        return _run_configs(args)
+    if not args.run_b:
+        print("error: compare needs RUN_B (or --config A --vs B to compare two configs of RUN_A)", file=sys.stderr)
+        return 2
     runs_a, runs_b, floor_runs = parse_side(args.run_a), parse_side(args.run_b), parse_side(args.floor_from)
     if runs_a == runs_b:
         print(f"error: RUN_A and RUN_B are the same run ({args.run_a!r}); compare needs two runs", file=sys.stderr)
@@ -82,6 +92,37 @@ def run(args: argparse.Namespace) -> int:
     except (UnknownRunError, SidesOverlapError, ResultsInputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    return _print(entry, args)
+
+
+def _run_configs(args: argparse.Namespace) -> int:
+    from analytics.report.compare import SidesOverlapError, UnknownConfigError, UnknownRunError
+    from analytics.report.sides import compare_configs, parse_side
+    from control_plane.commands._results import ResultsInputError, open_results
+
+    if not (args.config_a and args.config_b):
+        print("error: --config and --vs go together (and --floor-vs needs both)", file=sys.stderr)
+        return 2
+    if args.run_b or args.floor_from:
+        print("error: with --config/--vs, name the run(s) once (RUN_A, comma-separated) and no --floor-from; "
+              "the floor comes from --floor-vs", file=sys.stderr)
+        return 2
+    try:
+        store = open_results(args.results)
+        entry = compare_configs(store, parse_side(args.run_a), args.config_a, args.config_b, args.floor_config,
+                                args.fail_pct, args.margin_pct)
+    except (UnknownRunError, UnknownConfigError, SidesOverlapError, ResultsInputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _print(entry, args)
+
+
+def _print(entry: dict, args: argparse.Namespace) -> int:
+    import json
+
+    from analytics.report.deltas_md import floor_text, verdict_summary
+    from analytics.report.sides import exit_code
+
     rows = entry["rows"]
     if args.json:
         print(json.dumps(entry, sort_keys=True, indent=1, ensure_ascii=False))

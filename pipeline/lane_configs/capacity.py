@@ -18,8 +18,8 @@ RATE = {"min": 1e-4, "max": 1e5}  # requests/s
 @dataclass
 class Config:
     models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={"help": "catalogue models"})
-    server_configs: list[str] = field(default_factory=lambda: ["A"], metadata={
-        "help": "server configs from pipeline.servers (one search per model x config)"})
+    server_configs: list[str] | dict[str, Any] = field(default_factory=lambda: ["A"], metadata={
+        "help": "server configs (names or a map of variants, as serve_sweep's; one search per model x config)"})
     shape: str = field(default="32:16", metadata={"help": "input:output lengths of every request"})
     slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
         "help": "the SLO the search holds rates to: a set name from pipeline.slo or ttft_ms=..,tpot_ms=..[,percentile=..]"})
@@ -43,7 +43,10 @@ class Config:
         "help": "grid arithmetic memory; None: detect", **DEVICE_MEM_GIB})
 
     def __post_init__(self) -> None:
+        from pipeline.servers import check_server_configs
+
         self.spec()  # a bad SLO or search fails when the config is built (plan time), not after the boot
+        check_server_configs(self.server_configs)
 
     def spec(self) -> CapacitySpec:
         slo = parse_slo(self.slo)

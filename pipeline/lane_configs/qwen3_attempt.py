@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.lane_configs.serve_sweep import FULL_SWEEP, SweepFields
 
@@ -9,8 +10,8 @@ from pipeline.lane_configs.serve_sweep import FULL_SWEEP, SweepFields
 @dataclass
 class Config(SweepFields):
     model: str = field(default="tiny-qwen3", metadata={"help": "the Qwen3 catalogue model"})
-    server_configs: list[str] = field(default_factory=lambda: ["A"], metadata={
-        "help": "server configs to sweep once Qwen3 boots and generates"})
+    server_configs: list[str] | dict[str, Any] = field(default_factory=lambda: ["A"], metadata={
+        "help": "server configs (names or a map of variants, as serve_sweep's) to sweep once Qwen3 boots and generates"})
     probe_shape: str = field(default="16:8", metadata={"help": "input:output of the first-token probe"})
 
     @classmethod

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, REPEATS, WARMUP_REQUESTS
 from pipeline.slo import TPOT_MS_BOUNDS, TTFT_MS_BOUNDS, Slo, default_slo, parse_slo
 
-REPEAT_ORDERS = ("interleaved", "blocked")
+REPEAT_ORDERS = ("interleaved", "balanced", "blocked")
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
 
 
@@ -45,11 +45,16 @@ class SweepFields:
                 "what compare's run-level test and noise floor rest on (docs/explanation/compare.md)", **REPEATS})
     repeat_order: str = field(default="interleaved", metadata={
         "help": "interleaved: each repeat runs every server config in turn (A, B, A, B; a config is booted once "
-                "per repeat) and every point of it; blocked: each config booted once, its sweep repeated back "
-                "to back"})
+                "per repeat) and every point of it; balanced: the same, the turn reversed every other repeat "
+                "(A, B, B, A: what compare --config/--vs pairs); blocked: each config booted once, its sweep "
+                "repeated back to back"})
 
     def __post_init__(self) -> None:
         self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
+        if hasattr(self, "server_configs"):  # the lanes that boot servers: a bad variant fails here too
+            from pipeline.servers import check_server_configs
+
+            check_server_configs(self.server_configs)
         if self.repeat_order not in REPEAT_ORDERS:
             raise ValueError(f"repeat_order {self.repeat_order!r}; valid orders: {', '.join(REPEAT_ORDERS)}")
 
@@ -73,8 +78,10 @@ FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, healt
 class Config(SweepFields):
     models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
         "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
-    server_configs: list[str] = field(default_factory=lambda: ["A", "B"], metadata={
-        "help": "server configs from pipeline.servers (A: short x many, B: long x few)"})
+    server_configs: list[str] | dict[str, Any] = field(default_factory=lambda: ["A", "B"], metadata={
+        "help": "server configs: names from pipeline.servers (A: short x many, B: long x few), or a map of "
+                "variants {NAME: {base, max_model_len, max_num_seqs, extra_args, description}}; a variant without "
+                "shapes of its own sweeps its base's"})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":

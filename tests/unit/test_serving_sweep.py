@@ -133,6 +133,6 @@ def test_an_unknown_repeat_order_is_refused_when_the_config_is_built():
     from pipeline.config import LaneConfigError, build_config
     from pipeline.lane_configs.serve_sweep import Config
 
-    with pytest.raises(LaneConfigError, match="repeat_order 'random'; valid orders: interleaved, blocked"):
+    with pytest.raises(LaneConfigError, match="repeat_order 'random'; valid orders: interleaved, balanced, blocked"):
         build_config(Config, "tiny", {"repeat_order": "random"})
     assert build_config(Config, "tiny", {"sweep_repeats": 3}).sweep_repeats == 3
