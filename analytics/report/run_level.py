@@ -25,6 +25,8 @@ future A/B table call it.
   from A/A runs named with ``--floor-from`` (the store keeps them; the unit there is the run), else from the
   spread within each side of the comparison itself. The floor in force is the larger of it and the practical
   margin (:data:`PRACTICAL_MARGIN_PCT`, ``--margin-pct``).
+- **two configs of one run** (:func:`paired_test`, :func:`paired_floor`; ``compare RUN --config A --vs B``):
+  the unit is the repeat pair, the test the paired t on ln(b/a), the floor the A/A pairs of a declared copy.
 - **verdict** (:func:`judge`): with units, ``faster``/``slower`` when the adjusted run-level test rejects, the
   interval excludes 0 on the delta's side, and |pct| ≥ the floor; else ``within noise``. With one value per
   side, a measured floor decides (the per-request test must reject too, where one exists, and |pct| ≥ the
@@ -48,8 +50,9 @@ PAIRED_TEST = "paired t (log B/A per repeat pair)"
 Unit = Literal["run", "repeat", "repeat pair"]
 Basis = Literal["run-level", "noise floor", "none"]
 ONE_RUN_NOTE = ("untested: one run per side — no between-run variance and no measured noise floor (repeat the runs, "
-                "e.g. compare A1,A2,A3 B1,B2,B3, set the lane's sweep_repeats, or pass --floor-from A/A runs); the "
-                "per-request test is context only")
+                "e.g. compare A1,A2,A3 B1,B2,B3, set the lane's sweep_repeats, pass --floor-from A/A runs, or "
+                "measure both in one interleaved run and compare RUN --config A --vs B); the per-request test is "
+                "context only")
 
 
 def family_of(metric: str) -> str:
