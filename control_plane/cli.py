@@ -89,8 +89,11 @@ class SignalExits:
         self._old: dict[int, Any] = {}
 
     def _raise(self, signum: int, _frame: FrameType | None) -> None:
+        from control_plane.interrupts import stop_registered_work
+
         if self.received is None:
             self.received = signum
+        stop_registered_work()  # native work told to stop too: the exception below may not reach it
         raise InterruptedBySignalError(signum)
 
     def __enter__(self) -> "SignalExits":

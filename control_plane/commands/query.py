@@ -206,15 +206,18 @@ def _with_timeout(con: Any, timeout_s: float, work: Callable[[], Any]) -> Any:
         fired.set()
         con.interrupt()
 
+    from control_plane.interrupts import on_interrupt
+
     timer = threading.Timer(timeout_s, interrupt)
     timer.daemon = True
     timer.start()
     try:
-        return work()
+        with on_interrupt(con.interrupt):  # a signal stops the statement even if its exception is dropped
+            return work()
     except duckdb.InterruptException as exc:
         if fired.is_set():
             raise QueryTimeoutError(f"interrupted after the timeout of {timeout_s:g} s (--timeout)") from exc
-        raise
+        raise KeyboardInterrupt("the statement was interrupted by a signal") from exc
     finally:
         timer.cancel()
 

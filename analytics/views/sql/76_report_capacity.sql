@@ -141,6 +141,10 @@ SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour),
                  AND a.max_rate_meeting_slo >= a.search_rate_max * (1 - 1e-9)
             THEN printf('no measured rate fails: capacity is at least %.4g req/s (the top of the range)',
                         a.max_rate_meeting_slo)
+            WHEN a.lowest_rate_missing_slo IS NULL AND a.max_rate_meeting_slo IS NOT NULL AND a.points_excluded > 0
+            THEN printf('no counted rate fails: capacity is at least %.4g req/s; %d of %d point(s) excluded by the '
+                        'validity rule count for neither side (see Failures and exclusions)',
+                        a.max_rate_meeting_slo, a.points_excluded, a.points)
             WHEN a.lowest_rate_missing_slo IS NULL AND a.max_rate_meeting_slo IS NOT NULL
             THEN printf('no measured rate fails yet: capacity is at least %.4g req/s; the search stopped before '
                         'a rate failed (budget, or killed: a resume continues it)', a.max_rate_meeting_slo)
@@ -150,6 +154,11 @@ SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour),
             WHEN (a.lowest_rate_missing_slo - a.max_rate_meeting_slo) / a.max_rate_meeting_slo
                  <= coalesce(a.search_precision, 0) * (1 + 1e-9)
             THEN printf('bracket within precision %g', a.search_precision)
+            WHEN a.points_excluded > 0
+            THEN printf('bracket [%.4g, %.4g] wider than the precision %s: %d of %d point(s) excluded by the '
+                        'validity rule count for neither side (see Failures and exclusions)',
+                        a.max_rate_meeting_slo, a.lowest_rate_missing_slo,
+                        coalesce(CAST(a.search_precision AS VARCHAR), 'declared'), a.points_excluded, a.points)
             ELSE printf('bracket [%.4g, %.4g] wider than the precision %s: the search stopped early (budget, or '
                         'killed: a resume continues it)', a.max_rate_meeting_slo, a.lowest_rate_missing_slo,
                         coalesce(CAST(a.search_precision AS VARCHAR), 'declared')) END AS outcome
