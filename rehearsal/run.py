@@ -63,16 +63,35 @@ def cached_assembly(build_dir: Path, log: Callable[[str], None] = lambda s: None
 
     sha = git_sha()
     outdir = build_dir / f"cdk.out-{sha[:12]}"
-    if sha.endswith("-dirty") or sha == "unknown" or not (outdir / "manifest.json").is_file():
+    dirty = sha.endswith("-dirty") or sha == "unknown"
+    if dirty or not (outdir / "manifest.json").is_file():
         log(f"synthesizing the CDK app ({sha[:12]}) ...")
         os.environ.pop("CDK_CONTEXT_JSON", None)
-        from infra.app import SynthFailedError
+        if dirty:
+            return _synth(outdir)
+        # A clean tree's assembly is shared by every process (two test workers of a fresh clone reach their
+        # first rehearsal together): synthesize privately and publish with one rename, so no process ever
+        # loads a template another is still writing (a half-written role policy read as a denial).
+        import shutil
+        import tempfile
 
+        build_dir.mkdir(parents=True, exist_ok=True)
+        private = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=build_dir))
+        _synth(private)
         try:
-            return synth_assembly(outdir)
-        except SynthFailedError:  # cdk-nag findings fail `make synth`; the templates are written all the same
-            return load_assembly(outdir)
+            os.rename(private, outdir)
+        except OSError:  # another process published it first: use theirs
+            shutil.rmtree(private, ignore_errors=True)
     return load_assembly(outdir)
+
+
+def _synth(outdir: Path) -> Assembly:
+    from infra.app import SynthFailedError
+
+    try:
+        return synth_assembly(outdir)
+    except SynthFailedError:  # cdk-nag findings fail `make synth`; the templates are written all the same
+        return load_assembly(outdir)
 
 
 @dataclass
