@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from analytics.report.sides import compare_configs  # noqa: E402
+from compare_aa import run as run_local  # noqa: E402  (one `run --local` per run id; slowdown 0: S sets its own)
 from analytics.store import open_store  # noqa: E402
 
 REAL = ("faster", "slower")
@@ -46,17 +46,6 @@ def request(repeats: int, prompts: int, slowdown: float) -> dict:
     return {"profile": "tiny", "lanes": ["serve_sweep"], "lane_config": {"serve_sweep": {
         "server_configs": variants, "shapes": {"A": ["16:8"]}, "min_prompts": prompts, "prompts_per_stream": 1,
         "warmup_requests": 2, "max_concurrency": 2, "sweep_repeats": repeats, "repeat_order": "balanced"}}}
-
-
-def run(results: str, run_id: str, req_file: str) -> float:
-    t0 = time.perf_counter()
-    env = {k: v for k, v in os.environ.items() if k != "NEURONPIPE_CPU_SERVER_SLOWDOWN"}
-    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "run", "--local", "--input", req_file,
-                           "--results", results, "--run-id", run_id, "--no-live"],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"run {run_id} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return time.perf_counter() - t0
 
 
 def tally(entry: dict, counted: tuple[str, ...], hits: Counter, judged: Counter) -> None:
@@ -86,7 +75,7 @@ def main() -> int:
         aa_exit = s_exit = s_faster = 0
         for i in range(args.runs):
             run_id = f"p{i}"
-            wall = 0.0 if args.analyse else run(results, run_id, req_file)
+            wall = 0.0 if args.analyse else run_local(results, run_id, req_file, 0.0)
             same = compare_configs(store, [run_id], "A", "A2", "A3")
             slow = compare_configs(store, [run_id], "A", "S", "A2")
             f, j, s, sj = Counter(), Counter(), Counter(), Counter()

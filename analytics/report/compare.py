@@ -286,13 +286,7 @@ def side_deltas(c: dict[str, Any], runs_a: Iterable[str], runs_b: Iterable[str],
     for row in rows.values():
         fam = family_of(row["metric"])
         floor = (floors.get(fam) or margin_floor(fam, margin_pct)).for_sides(row.pop("_runs_a"), row.pop("_runs_b"))
-        run_ci = None if row["run_ci_low"] is None else (row["run_ci_low"], row["run_ci_high"])
-        request_real = None if row["p_adjusted"] is None else row["request_verdict"] in ("faster", "slower")
-        j = judge(row["delta"], row["pct"], row["better"], floor, row["unit"], row["run_p_adjusted"], run_ci,
-                  request_real)
-        notes = [n for n in (j.note, row.pop("run_note", None), row["note"]) if n]
-        row.update(verdict=j.verdict, basis=j.basis, floor_pct=floor.floor_pct, note="; ".join(notes) or None)
-        row["regression"] = is_regression(row, fail_pct)
+        _decide(row, floor, fail_pct)
     used = sorted({family_of(m) for m in rows})
     units = [r["unit"] or "none" for r in rows.values()]
     return {"baseline": ",".join(runs_a), "run": ",".join(runs_b), "baseline_runs": runs_a, "compared_runs": runs_b,
@@ -304,6 +298,17 @@ def side_deltas(c: dict[str, Any], runs_a: Iterable[str], runs_b: Iterable[str],
             "noise_floor": [(floors.get(f) or margin_floor(f, margin_pct)).to_json() for f in used],
             "rows": [rows[k] for k in sorted(rows)],
             "only_baseline": sorted(keys_a - keys_b), "only_run": sorted(keys_b - keys_a)}
+
+
+def _decide(row: dict[str, Any], floor: NoiseFloor, fail_pct: float) -> None:
+    """A row's verdict by :func:`run_level.judge` against ``floor``, its notes and whether it is a regression."""
+    run_ci = None if row["run_ci_low"] is None else (row["run_ci_low"], row["run_ci_high"])
+    request_real = None if row["p_adjusted"] is None else row["request_verdict"] in ("faster", "slower")
+    j = judge(row["delta"], row["pct"], row["better"], floor, row["unit"], row["run_p_adjusted"], run_ci,
+              request_real)
+    notes = [n for n in (j.note, row.pop("run_note", None), row["note"]) if n]
+    row.update(verdict=j.verdict, basis=j.basis, floor_pct=floor.floor_pct, note="; ".join(notes) or None)
+    row["regression"] = is_regression(row, fail_pct)
 
 
 def _request_test(row: dict[str, Any], metric: str, points: dict, lat: Any, rates: Any, steps: Any, trained: dict,
@@ -488,20 +493,13 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
     run_tests = _adjust_run_p_values(rows.values())
     source = (f"A/A pairs of {floor_config} against {config_a} in the same repeats (--floor-vs)" if floor_config
               else None)
-    used: dict[str, NoiseFloor] = {}
+    used = {fam: paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
+            else margin_floor(fam, margin_pct) for fam in sorted({family_of(m) for m in rows})}
     for metric, row in rows.items():
         fam = family_of(metric)
         floor = (paired_floor(fam, aa_diffs.get(fam, []), max(n_pairs[metric], 1), margin_pct, source)
-                 if source else margin_floor(fam, margin_pct))
-        used.setdefault(fam, paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
-                        else floor)
-        run_ci = None if row["run_ci_low"] is None else (row["run_ci_low"], row["run_ci_high"])
-        request_real = None if row["p_adjusted"] is None else row["request_verdict"] in ("faster", "slower")
-        j = judge(row["delta"], row["pct"], row["better"], floor, row["unit"], row["run_p_adjusted"], run_ci,
-                  request_real)
-        notes = [n for n in (j.note, row.pop("run_note", None), row["note"]) if n]
-        row.update(verdict=j.verdict, basis=j.basis, floor_pct=floor.floor_pct, note="; ".join(notes) or None)
-        row["regression"] = is_regression(row, fail_pct)
+                 if source else used[fam])
+        _decide(row, floor, fail_pct)
     units = [r["unit"] or "none" for r in rows.values()]
     return clean({
         "kind": "configs", "baseline": config_a, "run": config_b, "runs": runs, "configs": [config_a, config_b],
