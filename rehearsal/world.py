@@ -91,7 +91,14 @@ class MotoWorld:
             logging.getLogger(name).setLevel(logging.ERROR)
         # moto's interpreter logs every failure event with the whole state tree: the history has them
         logging.getLogger("moto").setLevel(logging.CRITICAL)
-        self._reset_backends()  # a world starts from nothing, whatever used moto in this process before
+        # a world starts from nothing, whatever used moto in this process before: an execution another user of
+        # moto left running would send its aws-sdk calls here (moto's interpreter targets MOTO_PORT when it is
+        # not intercepting), signed with the key this world binds to its own state machine
+        left = stop_moto_executions()
+        if left:
+            raise RuntimeError(f"{len(left)} Step Functions execution(s) started before this world still run in "
+                               f"this process ({', '.join(left)}); their calls would reach this world")
+        self._reset_backends()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
@@ -121,6 +128,7 @@ class MotoWorld:
         for service, key, value in reversed(self._saved_config):  # moto's process-wide config, as it was
             default_user_config[service][key] = value
         self._saved_config.clear()
+        stop_moto_executions()  # the world leaves no execution of its own running in the process
         self._reset_backends()
 
     def __enter__(self) -> "MotoWorld":
@@ -353,3 +361,53 @@ class MotoWorld:
 
         self._patch(Execution, "stop", stop)
         self._patch(BaseExecutionWorkerCommunication, "_reflect_execution_status", reflect)
+
+
+def stop_moto_executions(timeout_s: float = 20.0) -> list[str]:
+    """Stop every Step Functions execution moto is still interpreting in this process and wait for its threads;
+    the names of the threads still alive after ``timeout_s`` (none: every execution ended).
+
+    moto runs each execution (and each Map iteration, Parallel branch and callback wait) in a daemon thread it
+    lists in ``TMP_THREADS``; a backend reset forgets the execution but not its threads, which run on and call
+    AWS through whatever moto serves by then. The interpreter environments are found on the threads' stacks
+    (an execution started a moment ago has none yet, and starts more threads as it goes: so in passes until
+    every thread has ended): each is marked stopped, and each task waiting for its token is woken (a stop alone
+    does not wake it: it would wait out its timeout), sees the stop and ends.
+    """
+    import datetime
+    import sys
+    import time
+
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        TMP_THREADS[:] = [t for t in TMP_THREADS if t.is_alive()]
+        if not TMP_THREADS or time.monotonic() > deadline:
+            return [t.name for t in TMP_THREADS]
+        now = datetime.datetime.now(datetime.timezone.utc)
+        frames = sys._current_frames()
+        found: dict[int, Any] = {}
+        for t in list(TMP_THREADS):
+            frame = frames.get(t.ident) if t.ident is not None else None
+            while frame is not None:
+                for value in list(frame.f_locals.values()):
+                    if isinstance(value, (Environment, CallbackEndpoint)):
+                        found[id(value)] = value
+                frame = frame.f_back
+        del frames
+        for value in found.values():
+            if isinstance(value, Environment):
+                try:
+                    value.set_stop(stop_date=now, error="Moto.Stopped", cause="stopped before moto's state was reset")
+                except Exception:  # noqa: BLE001  (an environment ending as it is stopped)
+                    pass
+                waiting = list(getattr(value.callback_pool_manager, "_pool", {}).values())
+            else:
+                waiting = [value]
+            for endpoint in waiting:
+                endpoint.interrupt_all()
+        for t in list(TMP_THREADS):
+            t.join(0.05)

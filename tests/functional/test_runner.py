@@ -11,12 +11,12 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from pipeline.lanes import UnknownLaneError, get_lane
 from agents.runner import LaneRequest, run_lane
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.fixtures.aws import executing_moto
 from tests.fixtures.lane_boom import MESSAGE
 
 pytestmark = pytest.mark.usefixtures("test_lanes")
@@ -117,7 +117,7 @@ def test_bad_config_override_names_the_field(tmp_path):
 
 
 def test_step_functions_callback_with_a_real_task_token(tmp_path):
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+    with executing_moto():
         sqs = boto3.client("sqs")
         queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
         role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]

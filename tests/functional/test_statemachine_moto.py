@@ -16,12 +16,11 @@ from typing import Any, Callable
 import boto3
 from botocore.exceptions import ClientError
 import pytest
-from moto import mock_aws
 
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
 from control_plane.progress import follow
-from tests.fixtures.aws import LEASE_TABLE, create_lease_table, launch_project_instances
+from tests.fixtures.aws import LEASE_TABLE, create_lease_table, executing_moto, launch_project_instances
 from control_plane.progress import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
@@ -47,7 +46,7 @@ def aws(monkeypatch):
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                  "AWS_DEFAULT_REGION": REGION, "MOTO_EC2_LOAD_DEFAULT_AMIS": "false", "AWS_SESSION_TOKEN": "testing"}.items():
         monkeypatch.setenv(k, v)
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}):
+    with executing_moto(**{"lambda": {"use_docker": False}}):
         yield
 
 
