@@ -55,8 +55,11 @@ class RunRequest(BaseModel):
     preset: Preset | None = Field(None, description="full | smoke | finetune_serve (default full)")
     lanes: list[str] | None = Field(None, min_length=1, description="an explicit lane list instead of a preset")
     models: list[ModelName] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1)
-    server_configs: list[ServerConfigName] = Field(default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
-                                                   min_length=1)
+    server_configs: list[str] | dict[str, dict[str, Any] | None] = Field(
+        default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
+        description="the server configs the serving lanes boot: catalogue names (A, B), or a map NAME -> the "
+                    "variant's fields on top of a catalogue config (docs/reference/lanes.md); a serving lane's "
+                    "lane_config server_configs picks names from these")
     force: bool = Field(False, description="re-run lanes already committed for this run id")
     profile: LaneProfile = "full"
     max_cost_usd: float | None = Field(None, gt=0,
@@ -85,7 +88,18 @@ class RunRequest(BaseModel):
             raise ValueError("a lane is listed twice")
         return value
 
-    @field_validator("models", "server_configs")
+    @field_validator("server_configs", mode="before")
+    @classmethod
+    def _known_server_configs(cls, value: Any) -> Any:
+        from pipeline.servers import ServerVariantError, catalogue, check_server_configs
+
+        try:
+            check_server_configs(value, sorted(catalogue("full", "neuron")))
+        except ServerVariantError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("models")
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
         if len(set(value)) != len(value):

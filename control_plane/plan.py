@@ -39,6 +39,7 @@ from pipeline.graph import LOCAL, Node, build_nodes, topological
 from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, request_lanes, result_lane
 from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
+from pipeline.servers import NEURON_BOX, ServingTarget, pick_server_configs
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
@@ -132,16 +133,23 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
         config[MODELS_FIELD] = list(request.models)
     if lane in SINGLE_MODEL_LANES and list(request.models) != list(DEFAULT_MODELS):
         config[SINGLE_MODEL_FIELD] = request.models[0]
-    if lane in SERVER_CONFIG_LANES and list(request.server_configs) != list(DEFAULT_SERVER_CONFIGS):
-        config[SERVER_CONFIGS_FIELD] = list(request.server_configs)
+    declared = request.server_configs
+    if lane in SERVER_CONFIG_LANES and (isinstance(declared, dict) or list(declared) != list(DEFAULT_SERVER_CONFIGS)):
+        config[SERVER_CONFIGS_FIELD] = declared if isinstance(declared, dict) else list(declared)
     if lane == "finetune_serve" and request.adapter_uri:
         config[ADAPTER_FIELD] = request.adapter_uri
     config.update(slo_config(request.slo, lane))
-    config.update(request.lane_config.get(lane, {}))
+    own = dict(request.lane_config.get(lane, {}))
+    picks = own.get(SERVER_CONFIGS_FIELD)
+    if isinstance(declared, dict) and isinstance(picks, list) and all(isinstance(n, str) for n in picks):
+        # the lane picks by name among the run's declared variants (and the catalogue)
+        own[SERVER_CONFIGS_FIELD] = pick_server_configs(declared, picks)
+    config.update(own)
     return config or None
 
 
-def configured_lanes(request: RunRequest) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
+def configured_lanes(request: RunRequest, target: ServingTarget | None = None,
+                     ) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
     """What both planners start from: the request's lanes in plan order, and the config of every selected lane
     and of every lane ``lane_config`` names (a config for a lane not selected is still checked), each checked
     against its lane's ``Config`` at the request's profile (``LaneConfigInvalidError``)."""
@@ -151,7 +159,29 @@ def configured_lanes(request: RunRequest) -> tuple[list[LaneSpec], dict[str, dic
         specs.setdefault(name, get_lane(name))
     configs = {name: lane_config(request, name) for name in specs}
     check_lane_configs(configs, specs, request.profile)
+    check_variants(configs, specs, request.profile, target)
     return lanes, configs
+
+
+def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
+                   target: ServingTarget | None) -> None:
+    """Every server config a lane will boot, against what the box's server can do (``target``: the AWS plan's
+    inf2 box, or a local run's backend; None: the lanes check on the box). One ``lane: server_configs.NAME.FIELD:
+    reason`` line per problem (``LaneConfigInvalidError``), before anything starts."""
+    if target is None:
+        return
+    from pipeline.config import build_config
+
+    problems = []
+    for lane, cfg in configs.items():
+        config_cls = specs[lane].config_class()
+        if config_cls is None or not hasattr(config_cls, "__dataclass_fields__") or \
+                SERVER_CONFIGS_FIELD not in config_cls.__dataclass_fields__:
+            continue
+        spec = getattr(build_config(config_cls, profile, cfg or {}), SERVER_CONFIGS_FIELD)
+        problems += [f"{lane}: {p}" for p in target.problems(spec, profile)]
+    if problems:
+        raise LaneConfigInvalidError("\n".join(problems))
 
 
 def ssm_output_prefix(results_uri: str, *parts: str) -> str:
@@ -217,7 +247,7 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
     the effective ceiling (:class:`CostCeilingError`), a lane config that does not fit its lane
     (``LaneConfigInvalidError``), an execution input over the cap (``ExecutionInputTooLargeError``)."""
     ceiling = cost_ceiling(request, ceiling_usd)
-    lanes, _ = configured_lanes(request)
+    lanes, _ = configured_lanes(request, NEURON_BOX)
     specs = {s.name: s for s in lanes}
     instance_ids = instance_ids or {}
     roles = box_roles_for(lanes)
@@ -320,7 +350,8 @@ def local_request(request: RunRequest | None, *, lanes: list[str] | None = None,
     return request.model_copy(update=update)
 
 
-def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: InRunLookup | None = None) -> LocalPlan:
+def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: InRunLookup | None = None,
+               target: ServingTarget | None = None) -> LocalPlan:
     """The local plan: the same lanes, lane configs (models, server configs, adapter, SLO, lane_config) and config
     checks as :func:`plan_run`, on one machine. ``in_run`` (asked after the checks) names the lanes this run has
     committed before, of any status: a need on one of them binds although the lane is not selected (a resume);
@@ -328,7 +359,7 @@ def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: In
     from control_plane.run_ids import check_run_id
 
     check_run_id(run_id)
-    lanes, configs = configured_lanes(request)
+    lanes, configs = configured_lanes(request, target)
     done = in_run(run_id) if in_run is not None else ()
     nodes = topological(build_nodes(lanes, [LOCAL], in_run={base_lane(c) for c in done}))
     return LocalPlan(run_id=run_id, results_uri=results_uri, request=request, nodes=tuple(nodes),

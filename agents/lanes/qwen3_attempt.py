@@ -40,14 +40,14 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
-    from pipeline.servers import resolve_server_configs
+    from agents.serving.variants import lane_server_configs
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model
     from agents.training.catalog import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
-    configs = resolve_server_configs(config.server_configs, ctx.profile, ctx.backend)
+    configs = lane_server_configs(ctx, launcher, config.server_configs)
     first = configs[0]
     model = ServedModel(config.model, resolve_model(config.model, ctx.cache_dir, ctx.profile))
     tok = load_tokenizer(str(model.path), launcher.server_kind)

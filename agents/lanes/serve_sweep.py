@@ -23,13 +23,13 @@ def settings_from(config: Any, extra_note: str | None = None):
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from pipeline.servers import resolve_server_configs
+    from agents.serving.variants import lane_server_configs
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
     from agents.training.catalog import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
-    configs = resolve_server_configs(config.server_configs, ctx.profile, ctx.backend)
+    configs = lane_server_configs(ctx, launcher, config.server_configs)
     for name in config.models:
         path = resolve_model(name, ctx.cache_dir, ctx.profile)
         sweep_model(ctx, launcher, ServedModel(name, path), configs, settings_from(config))

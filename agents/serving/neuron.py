@@ -48,7 +48,9 @@ class NeuronLauncher(Launcher):
     def command(self, model: ServedModel, config: ServerConfig, port: int) -> list[str]:
         return vllm_command(self.python, model, config, port, tensor_parallel=config.tensor_parallel,
                             block_size=config.max_model_len if self.legacy_device_flag else None,
-                            device="neuron" if self.legacy_device_flag else None)
+                            device="neuron" if self.legacy_device_flag else None,
+                            neuron_config_flag="--override-neuron-config" if self.legacy_device_flag
+                            else "--additional-config")
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
         return {"VLLM_NEURON_FRAMEWORK": NXDI_FRAMEWORK,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.context import LaneContext
-from pipeline.servers import ServerConfig
+from pipeline.servers import ServerConfig, kv_dtype_bytes
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.session import model_config, serve, weight_bytes
 
@@ -110,7 +110,7 @@ def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend
     weights = weight_bytes(model_dir)
     mem, mem_source = device_memory_bytes(backend, launcher, weights, settings.device_mem_gib)
     grid = derive_grid(model_config(model_dir), mem, weights, config.max_model_len, config.max_num_seqs,
-                       dtype_bytes=dtype_bytes(backend, config))
+                       dtype_bytes=kv_dtype_bytes(config, dtype_bytes(backend, config)))
     notes = [f"device memory: {mem_source}"]
     shapes = []
     declared = settings.shapes.get(config.name)
@@ -180,6 +180,7 @@ def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: Ser
             base_url=base_url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
             num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
             endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
+            server_config_fingerprint=cfg.fingerprint(),
             backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
             client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
             timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))

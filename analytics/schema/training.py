@@ -70,6 +70,11 @@ COMPILES = table(
                                       "config's own compiled-artifacts dir)"),
     f("cache_basis", pa.string(), doc="observed (artifacts counted in that cache before and after) | inferred (from a "
                                       "proxy: the cache's size, a flag of the source)"),
+    f("config_fingerprint", pa.string(), doc="serving: the server config's compile-cache fingerprint "
+                                             "(pipeline.servers.ServerConfig.fingerprint: every field that changes "
+                                             "the graphs); NULL for training and imported rows"),
+    f("config_json", pa.string(), doc="serving: what the server config sets (name, base, fingerprint, lengths, "
+                                      "tensor parallel, KV dtype, prefix caching, speculative, env, extra_args)"),
     doc="One row per compile or server boot.",
 )
 

@@ -80,13 +80,14 @@ def plan_local_command(args: argparse.Namespace) -> int:
     from control_plane.console import make_console
     from control_plane.local import lanes_in_store
     from control_plane.plan import PLAN_ERRORS, local_request, plan_local
+    from pipeline.servers import local_target
     from control_plane.run_ids import RunIdError
 
     results = args.results or "results"
     try:
         request = local_request(load_request(args.input, args.run_id), profile=args.profile)
         plan = plan_local(request, run_id=request.run_id or "run-id", results_uri=results,
-                          in_run=lanes_in_store(results) if Path(results).is_dir() else None)
+                          in_run=lanes_in_store(results) if Path(results).is_dir() else None, target=local_target())
     except (*PLAN_ERRORS, RunIdError) as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)

@@ -137,6 +137,7 @@ def run_local_command(args: argparse.Namespace) -> int:
     from control_plane.local import lanes_in_store, run_plan
     from control_plane.models import RunRequestError
     from control_plane.plan import local_request, plan_local
+    from pipeline.servers import local_target
     from control_plane.run_ids import RunIdError, check_run_id, new_run_id
     from pipeline.slo import SloError, parse_slo
 
@@ -157,7 +158,7 @@ def run_local_command(args: argparse.Namespace) -> int:
             request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
                                     profile=args.profile, slo=slo, force=args.force)
         plan = plan_local(request, run_id=args.run_id or request.run_id or new_run_id(), results_uri=args.results,
-                          in_run=lanes_in_store(args.results))
+                          in_run=lanes_in_store(args.results), target=local_target())
     except LaneConfigInvalidError as exc:
         for line in str(exc).splitlines():
             print(f"error: lane_config {line}", file=sys.stderr)

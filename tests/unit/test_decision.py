@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import duckdb
 import pytest
 
+from pipeline.servers import ServerConfig
 from pipeline.slo import CPU_TINY, MLPERF_INTERACTIVE, MLPERF_SERVER, SloError, default_slo, parse_slo
 
 DECISION_SQL = "75_report_decision.sql"
@@ -105,7 +106,7 @@ def test_every_point_the_sweep_writes_carries_slo_json(monkeypatch):
                           progress=lambda *a: None, telemetry=None)
     settings = settings_from(Config.for_profile("tiny"))
     sweep.sweep_config(ctx, "http://127.0.0.1:1", SimpleNamespace(server_kind="vllm"), ServedModel("m", None),
-                       SimpleNamespace(name="A"), settings, None, sweep.SweepOutcome())
+                       ServerConfig("A", 64, 2), settings, None, sweep.SweepOutcome())
     assert len(written["sweep_points"]) == 6
     assert all(json.loads(r["slo_json"]) == CPU_TINY.to_json() for r in written["sweep_points"])
 

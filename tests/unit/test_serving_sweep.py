@@ -105,7 +105,7 @@ def _fake_sweep(monkeypatch, repeats: int, order: str):
                           progress=lambda *a: None, telemetry=None)
     config = Config.for_profile("tiny")
     config.sweep_repeats, config.repeat_order = repeats, order
-    configs = [SimpleNamespace(name="A"), SimpleNamespace(name="B")]
+    configs = [ServerConfig("A", 64, 2), ServerConfig("B", 64, 2)]
     sweep.sweep_model(ctx, SimpleNamespace(server_kind="vllm"), ServedModel("m", None), configs,
                       settings_from(config), tokenizer=object())
     return events, written["sweep_points"]
