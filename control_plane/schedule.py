@@ -188,3 +188,53 @@ def hms(seconds: float) -> str:
     h, rem = divmod(int(round(seconds)), 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}"
+
+
+# ---- what each server config's boots are expected to cost ---------------------------------------------------
+# (profile) -> (cold compile s, warm boot s, uncached boot s, source). On a Neuron box a config's first boot
+# compiles its graphs (cold) unless a config with the same fingerprint compiled them before in the lane; every
+# later boot loads them (warm). The CPU servers compile nothing: every boot is uncached.
+BOOT_COSTS_S: dict[str, tuple[float, float, float, str]] = {
+    "full": (2372.0, 548.0, 548.0, ANCHOR + ": cold serving compile 2,372 s per config, warm boot 548 s "
+                                            "(Llama 3.1 8B, inf2.xlarge)"),
+    "tiny": (3.5, 3.5, 3.5, "measured: the CPU server boots in 3.3-3.6 s on the 2-core VM (2026-12-01)"),
+}
+
+
+@dataclass(frozen=True)
+class ConfigBoots:
+    lane: str
+    model: str
+    config: str
+    fingerprint: str
+    sets: str
+    boots: int
+    cold: int
+    expected_s: float
+    source: str
+
+
+def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[ConfigBoots]:
+    """Each (model, server config) of a serving lane's resolved ``Config``: its boots (one per repeat when the
+    sweep interleaves repeats, else one), how many compile cold, and their expected seconds."""
+    from pipeline.servers import resolve_server_configs
+
+    configs = resolve_server_configs(built.server_configs, profile, backend, check=False)
+    repeats = int(getattr(built, "sweep_repeats", 1) or 1)
+    per_config = repeats if repeats > 1 and getattr(built, "repeat_order", "interleaved") != "blocked" else 1
+    models = list(getattr(built, "models", None) or [m for m in [getattr(built, "model", None)] if m])
+    cold_s, warm_s, none_s, source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
+    out = []
+    for model in models:
+        compiled: set[str] = set()
+        for cfg in configs:
+            fp = cfg.fingerprint()
+            sets = ", ".join(f"{k}={v}" for k, v in cfg.to_config().items())
+            if backend != "neuron":
+                out.append(ConfigBoots(lane, model, cfg.name, fp, sets, per_config, 0, per_config * none_s, source))
+                continue
+            cold = 0 if fp in compiled else 1
+            compiled.add(fp)
+            seconds = cold * cold_s + (per_config - cold) * warm_s
+            out.append(ConfigBoots(lane, model, cfg.name, fp, sets, per_config, cold, seconds, source))
+    return out

@@ -14,6 +14,21 @@ Source = Literal["tiny", "hub"]
 
 
 @dataclass(frozen=True)
+class ModelFacts:
+    """What the plan's KV arithmetic needs of a model (its config.json; the box reads the real file)."""
+    layers: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    params: int              # parameters, for the weights' bytes
+    max_positions: int
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (METRICS.md "Serving grid")."""
+        return self.layers * self.kv_heads * self.head_dim * 2 * dtype_bytes
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     name: str
     source: Source
@@ -21,14 +36,19 @@ class ModelEntry:
     arch: str
     gated: bool = False
     revision: str | None = None
+    facts: ModelFacts | None = None  # None: known only from its files (the tiny factory builds them)
 
 
 CATALOG: dict[str, ModelEntry] = {e.name: e for e in [
     ModelEntry("tiny-llama", "tiny", "llama", "llama"),
     ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
-    ModelEntry("llama-3.1-8b-instruct", "hub", "meta-llama/Llama-3.1-8B-Instruct", "llama", gated=True),
-    ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3"),
-    ModelEntry("tinyllama-1.1b", "hub", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama"),
+    # facts from each repository's config.json (num_hidden_layers, num_attention_heads, num_key_value_heads,
+    # head_dim or hidden_size / heads, max_position_embeddings) and its model card's parameter count
+    ModelEntry("llama-3.1-8b-instruct", "hub", "meta-llama/Llama-3.1-8B-Instruct", "llama", gated=True,
+               facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072)),
+    ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3", facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960)),
+    ModelEntry("tinyllama-1.1b", "hub", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",
+               facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048)),
 ]}
 
 PROFILE_MODELS: dict[str, tuple[str, ...]] = {

@@ -416,14 +416,46 @@ class ServingTarget:
     devices: int | None = None
     device_mem_gib: float | None = None
 
-    def problems(self, spec: Any, profile: str) -> list[str]:
-        """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot."""
+    def problems(self, spec: Any, profile: str, models: list[str] | tuple[str, ...] = ()) -> list[str]:
+        """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot: what the
+        server cannot do, and (for each of ``models`` whose facts the catalogue knows) a KV budget in which not
+        one sequence of max_model_len fits."""
         try:
             configs = resolve_server_configs(spec, profile, self.backend, server=self.server, check=False)
         except ServerVariantError as exc:
             return [str(exc)]
-        return [p for cfg in configs for p in backend_problems(cfg, self.backend, server=self.server,
-                                                                  devices=self.devices)]
+        out = []
+        for cfg in configs:
+            found = backend_problems(cfg, self.backend, server=self.server, devices=self.devices)
+            if not found:
+                found = [p for m in models if (p := self.kv_problem(cfg, m)) is not None][:1]
+            out += found
+        return out
+
+    def kv_problem(self, cfg: ServerConfig, model: str) -> str | None:
+        """Why not one sequence of ``cfg.max_model_len`` tokens fits the KV budget of ``model`` on this target
+        (None: it fits, or the target's memory or the model's facts are unknown): the grid's own arithmetic."""
+        from pipeline.model_catalog import CATALOG
+
+        entry = CATALOG.get(model)
+        if entry is None or entry.facts is None or self.device_mem_gib is None:
+            return None
+        f = entry.facts
+        if cfg.max_model_len > f.max_positions:
+            return (f"server_configs.{cfg.name}.max_model_len: {model} has {f.max_positions} positions "
+                    f"(max_position_embeddings), got {cfg.max_model_len}")
+        share = min(cfg.tensor_parallel, self.devices or cfg.tensor_parallel) / (self.devices or 1)
+        mem = self.device_mem_gib * 2**30 * share
+        weights = f.params * (1 if cfg.quantization else 2)
+        per_token = f.kv_bytes_per_token(kv_dtype_bytes(cfg, 2))
+        per_seq = per_token * cfg.max_model_len
+        if mem - weights >= per_seq:
+            return None
+        gib = 2**30
+        return (f"server_configs.{cfg.name}.max_model_len: {model}: one sequence of {cfg.max_model_len} tokens needs "
+                f"{per_seq / gib:.2f} GiB of KV ({per_token} B/token), and {mem / gib:g} GiB of device memory "
+                f"(tensor parallel {cfg.tensor_parallel} of {self.devices or 1} devices) less {weights / gib:.2f} GiB "
+                f"of weights leaves {max(0.0, (mem - weights) / gib):.2f} GiB")
 
 
 # The boxes the CDK app creates: one chip of two NeuronCores, 32 GiB of HBM (16 GiB per core).

@@ -72,6 +72,7 @@ class SweepSettings:
 class SweepOutcome:
     points: list[dict[str, Any]] = field(default_factory=list)  # sweep_points rows written
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    failed_variants: dict[str, str] = field(default_factory=dict)  # declared variant -> why it did not boot
 
 
 def dtype_bytes(backend: str, config: ServerConfig) -> int:
@@ -150,11 +151,24 @@ def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, config
     what a position in the cycle does, e.g. the first boot after a pause, falls on each config alike); blocked, each config is booted once and its sweep repeated back to back."""
     from agents.loadgen.prompts import load_tokenizer
 
+    from agents.serving.launcher import ServerBootError
+
     tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
     outcome = SweepOutcome()
     for cfg, repeat in repeat_schedule(configs, settings.repeats, settings.repeat_order):
-        with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
-            sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome, repeat)
+        if cfg.name in outcome.failed_variants:
+            continue  # it did not boot once: its later repeats would not either
+        try:
+            with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
+                sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome, repeat)
+        except ServerBootError as exc:
+            if cfg.base is None:
+                raise  # a catalogue config that does not boot fails the lane, as it always has
+            # a declared variant that cannot boot is a result (its compiles row: succeeded false, the verbatim
+            # error); the other configs go on
+            outcome.failed_variants[cfg.name] = str(exc)
+            log.warning("%s/%s did not boot, the other configs go on: %s", model.name, cfg.name, exc)
+            ctx.progress(f"{model.name}/{cfg.name} did not boot: {exc}", 0, 0, "points")
     return outcome
 
 

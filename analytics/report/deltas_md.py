@@ -34,6 +34,19 @@ def unit_text(row: dict[str, Any]) -> str:
     return f"{row['unit']} {row.get('units_a')} v {row.get('units_b')}"
 
 
+def delta_cell(r: dict[str, Any], k: str) -> Any:
+    """A deltas row's cell as REPORT.md shows it: the interval, the unit, the test, the verdict (regressions said)."""
+    if k == "ci":
+        return delta_interval_text(r)
+    if k == "verdict":
+        return r["verdict"] + (" (regression)" if r.get("regression") else "")
+    if k == "test":
+        return r.get("test") or (f"— {r['note']}" if r.get("note") else None)
+    if k == "unit":
+        return unit_text(r)
+    return r.get(k)
+
+
 def floor_text(entry: dict[str, Any]) -> str:
     """One line per measured floor family, and what the rest rests on (the CLI and REPORT.md)."""
     floors = entry.get("noise_floor") or []
@@ -71,16 +84,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
             ("ci", "95 % CI of delta"), ("unit", "unit"), ("run_p_adjusted", "p run"), ("floor_pct", "floor %"),
             ("test", "per-request test"), ("p_adjusted", "p req"), ("verdict", "verdict")]
 
-    def cell(r: dict[str, Any], k: str) -> Any:
-        if k == "ci":
-            return delta_interval_text(r)
-        if k == "verdict":
-            return r["verdict"] + (" (regression)" if r.get("regression") else "")
-        if k == "test":
-            return r.get("test") or (f"— {r['note']}" if r.get("note") else None)
-        if k == "unit":
-            return unit_text(r)
-        return r.get(k)
+    cell = delta_cell
 
     for e in entries:
         rows = e["rows"]

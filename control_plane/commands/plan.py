@@ -116,6 +116,7 @@ def print_local_plan(plan, console, run_id: str | None = None) -> None:
         table.add_row(str(i), node.result_lane, needs, _hms(get_lane(node.lane).timeout_s),
                       json.dumps(config) if config else "")
     console.print(table)
+    print_server_configs(plan.request, [n.lane for n in plan.nodes], "cpu", console)
     console.print(f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
                   "no instance cost)", markup=False)
 
@@ -227,9 +228,41 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
                           f"= ${seg.max_cost_usd:.2f}")
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
+    print_server_configs(plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes],
+                         "neuron", console)
     console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
                   f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
                   f"prices: {plan.price_source}")
+
+
+def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
+    """Each serving lane's server configs: what each sets, its boots, how many compile cold, the expected cost."""
+    from rich.table import Table
+
+    from control_plane.plan import lane_config
+    from control_plane.schedule import config_boots
+    from pipeline.config import build_config
+    from pipeline.lanes import get_lane
+
+    rows = []
+    for lane in dict.fromkeys(lanes):
+        cls = get_lane(lane).config_class()
+        if cls is None or "server_configs" not in getattr(cls, "__dataclass_fields__", {}):
+            continue
+        rows += config_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile, backend)
+    if not rows:
+        return
+    table = Table(title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "
+                        "fingerprint did; later boots load them)")
+    for col, justify in (("lane", "left"), ("model", "left"), ("config", "left"), ("fingerprint", "left"),
+                         ("sets", "left"), ("boots", "right"), ("cold", "right"), ("expected", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(r.lane, r.model, r.config, r.fingerprint, r.sets, str(r.boots), str(r.cold),
+                      _hms(int(r.expected_s + 0.5)))
+    console.print(table)
+    console.print(f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all "
+                  f"({rows[0].source})", markup=False)
 
 
 def _print_request(req, run_id: str, console) -> None:
@@ -238,7 +271,8 @@ def _print_request(req, run_id: str, console) -> None:
 
     console.print(f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
-    console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}")
+    console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}"
+                  f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}")
     slo = resolve_slo(req.slo, req.profile)
     console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
                   f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "

@@ -74,18 +74,29 @@ FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, healt
                   slo=default_slo("full").name)
 
 
+TINY_VARIANTS: dict[str, Any] = {
+    "A": {},
+    "A-copy": {"base": "A", "description": "an identical copy of A: the A/A noise floor of the Variants verdicts"},
+    "A-seqs2": {"base": "A", "max_num_seqs": 2, "description": "A batching at most two sequences"},
+    "B": {},
+}
+
+
 @dataclass
 class Config(SweepFields):
     models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
         "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
     server_configs: list[str] | dict[str, Any] = field(default_factory=lambda: ["A", "B"], metadata={
-        "help": "server configs: names from pipeline.servers (A: short x many, B: long x few), or a map of "
-                "variants {NAME: {base, max_model_len, max_num_seqs, extra_args, description}}; a variant without "
-                "shapes of its own sweeps its base's"})
+        "help": "server configs: names from pipeline.servers (A: short x many, B: long x few), names the run "
+                "request declares, or a map of variants {NAME: {base, max_model_len, max_num_seqs, kv_cache_dtype, "
+                "...}} (docs/reference/lanes.md); a variant without shapes of its own sweeps its base's"})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
         if profile == "tiny":
-            return cls()
+            # the local pipeline runs an experiment, not one fixed measurement: A, an identical copy of A (the
+            # A/A noise floor the Variants verdicts are held to), A with fewer sequences, and B; each point
+            # twice, balanced (A, A-copy, A-seqs2, B, then the turn reversed)
+            return cls(server_configs=dict(TINY_VARIANTS), sweep_repeats=2, repeat_order="balanced")
         return cls(models=["llama-3.1-8b-instruct"],
                    shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]}, **FULL_SWEEP)

@@ -26,7 +26,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "capacity", "sustained",
              "quality", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
-               "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2}
+               "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
+               "sweep_repeats": 1}
 SMALLEST = {
     "host_cpu": {"triad_elements": 1 << 20, "matmul_n": 128, "repeats": 1, "tokenizer_texts": 100},
     "smoke": {"steps": 8, "max_seq_len": 128, "max_new_tokens": 4},

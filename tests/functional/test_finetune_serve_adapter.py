@@ -92,7 +92,7 @@ def test_lane_merges_an_external_adapter_and_sweeps_it(tmp_path, shared_cache):
     store = open_store(str(tmp_path / "results"))
     config = {"adapter_uri": str(archive), "models": ["tiny-llama"], "server_configs": ["A"],
               "shapes": {"A": ["16:4"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 0,
-              "max_concurrency": 1}
+              "max_concurrency": 1, "sweep_repeats": 1}
     result = run_lane(LaneRequest(lane="finetune_serve", run_id="r1", backend="cpu", profile="tiny", config=config,
                                   telemetry_interval_s=0.2), store)
     assert result.status == "succeeded", result.error_message

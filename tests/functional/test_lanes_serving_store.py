@@ -79,7 +79,7 @@ def test_finetune_serve_verifies_hashes_then_sweeps(tmp_path, tiny_llama, shared
     qwen3 = ensure_tiny_model("qwen3", shared_cache)
     fake_merge_commit(store, "r1", {"tiny-llama": tiny_llama, "tiny-qwen3": qwen3})
     config = {"server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1,
-              "warmup_requests": 1, "max_concurrency": 1}  # verify_models: default, every model of the profile
+              "warmup_requests": 1, "max_concurrency": 1, "sweep_repeats": 1}  # verify_models: default, every model of the profile
     result = _run(store, "finetune_serve", config)
     assert result.status == "succeeded", result.error_message
     arts = _rows(store, "artifacts", "finetune_serve")

@@ -30,7 +30,8 @@ pytestmark = [
 ]
 SWEEP = {"models": ["tiny-llama"], "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2,
          "health_timeout_s": 900.0,  # the first boot compiles (about 100 s here, more on a busy box)
-         "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2}
+         "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
+         "sweep_repeats": 1}
 
 
 @pytest.fixture(autouse=True)

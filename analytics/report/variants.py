@@ -1,0 +1,70 @@
+"""comparison.json ``variants``: the server configs each run booted, and each variant against its base.
+
+A variant is a server config declared on top of a catalogue config (its ``base``; ``pipeline.servers``). Within a
+run, every variant is compared with its base at the points both measured (same lane, model, shape and
+concurrency or rate) through :func:`analytics.report.compare.config_deltas`: the paired test over repeat pairs
+when the sweep repeats (balanced order best), the noise floor from an A/A copy of the base when the run declares
+one (a variant whose fingerprint equals its base's: same graphs, same server), else the practical margin.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from analytics.report.compare import FAIL_PCT, UnknownConfigError, config_deltas
+from analytics.report.rows import clean, rows
+
+
+def _sets(config_json: str | None) -> dict[str, Any] | None:
+    if not config_json:
+        return None
+    data = json.loads(config_json)
+    return {k: v for k, v in data.items() if k not in ("name", "base", "fingerprint")}
+
+
+def server_config_rows(con: Any) -> list[dict[str, Any]]:
+    present = {r["view_name"] for r in rows(con, "SELECT view_name FROM duckdb_views()")}
+    if "report_server_configs" not in present:
+        return []
+    out = rows(con, "SELECT * FROM report_server_configs ORDER BY run_id, lane, model, config")
+    for r in out:
+        r["sets"] = _sets(r.pop("config_json", None))
+    return out
+
+
+def _floor_copy(configs: dict[str, dict[str, Any]], base: str, variant: str) -> str | None:
+    """An A/A copy of ``base`` in the run (declared on it, the same fingerprint), other than ``variant``."""
+    fp = (configs.get(base) or {}).get("fingerprint")
+    if fp is None:
+        return None
+    return next((n for n, r in sorted(configs.items()) if n not in (base, variant) and r.get("base") == base
+                 and r.get("fingerprint") == fp), None)
+
+
+def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> dict[str, Any]:
+    """{"configs": every booted config per run, "comparisons": each variant against its base in its run}."""
+    configs = server_config_rows(con)
+    comparisons: list[dict[str, Any]] = []
+    runs = [r["run_id"] for r in c["runs"]]
+    for run in runs:
+        mine: dict[str, dict[str, Any]] = {}
+        for r in configs:
+            if r["run_id"] == run:
+                mine.setdefault(r["config"], r)  # one row per config suffices for base and fingerprint
+        for name, r in sorted(mine.items()):
+            base = r.get("base")
+            if not base or base == name:
+                continue
+            entry: dict[str, Any] = {"run_id": run, "baseline": base, "variant": name, "sets": r.get("sets"),
+                                     "aa_copy": r.get("fingerprint") is not None and
+                                     r.get("fingerprint") == (mine.get(base) or {}).get("fingerprint")}
+            floor = _floor_copy(mine, base, name)
+            try:
+                deltas = config_deltas(c, [run], base, name, con, fail_pct, floor_config=floor)
+            except UnknownConfigError as exc:
+                entry["note"] = str(exc)
+                comparisons.append(entry)
+                continue
+            entry["deltas"] = deltas
+            comparisons.append(entry)
+    return clean({"configs": configs, "comparisons": comparisons})

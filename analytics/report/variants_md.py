@@ -1,0 +1,66 @@
+"""REPORT.md's "Variants": the server configs each run booted, and each variant against its base with verdicts
+(comparison.json ``variants``, built by :mod:`analytics.report.variants`)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from analytics.report.compare import FAIL_PCT
+from analytics.report.deltas_md import delta_cell, floor_text, verdict_summary
+from analytics.report.format import table
+
+
+def _sets_text(sets: dict[str, Any] | None) -> str | None:
+    if not sets:
+        return None
+    return "; ".join(f"{k}={json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}"
+                     for k, v in sets.items())
+
+
+def s_variants(c: dict[str, Any]) -> list[str]:
+    v = c.get("variants") or {}
+    configs, comparisons = v.get("configs") or [], v.get("comparisons") or []
+    if not any(r.get("base") for r in configs):
+        return []  # only catalogue configs: the serving section says it all
+    lines = ["## Variants", "",
+             "Each server config a run booted: what it sets, what its boots cost, and the KV its grid holds at its "
+             "limit (bytes per token × max_model_len × resident sequences). Then each variant against its base in "
+             "the same run, at the points both measured: the paired test over repeat pairs (sweep_repeats ≥ 2, "
+             "balanced order best), Holm-adjusted per comparison, held to the noise floor of an A/A copy of the base "
+             "when the run declares one (a variant with the base's fingerprint), else the practical margin "
+             "(docs/explanation/compare.md). Rows that are neither faster nor slower are counted, not listed "
+             "(comparison.json has every row).", ""]
+    cols = [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("config", "config"), ("base", "base"),
+            ("sets", "sets"), ("fingerprint", "fingerprint"), ("boots", "boots"), ("failed_boots", "failed"),
+            ("boot_s", "boot s (cold / warm / uncached)"), ("grid_limit", "grid limit"),
+            ("kv_gib_at_limit", "KV GiB at limit"), ("boot_error", "boot error")]
+
+    def cell(r: dict[str, Any], k: str) -> Any:
+        if k == "sets":
+            return _sets_text(r.get("sets"))
+        if k == "boot_s":
+            parts = [r.get("cold_boot_s"), r.get("warm_boot_s"), r.get("uncached_boot_s")]
+            return " / ".join("—" if x is None else f"{x:.1f}" for x in parts)
+        return r.get(k)
+
+    lines += table(configs, cols, cell)
+    row_cols = [("metric", "metric"), ("a", "base"), ("b", "variant"), ("pct", "%"), ("ci", "95 % CI of delta"),
+                ("unit", "unit"), ("run_p_adjusted", "p run"), ("floor_pct", "floor %"), ("verdict", "verdict")]
+
+    for e in comparisons:
+        what = " (an A/A copy: the calibration)" if e.get("aa_copy") else ""
+        lines += [f"### `{e['run_id']}`: `{e['variant']}` vs `{e['baseline']}`{what}", ""]
+        if "deltas" not in e:
+            lines += [f"_Not compared: {e.get('note')}._", ""]
+            continue
+        d = e["deltas"]
+        rows = d.get("rows") or []
+        if not rows:
+            lines += ["_No point measured by both._", ""]
+            continue
+        lines += [verdict_summary(rows, d.get("fail_pct", FAIL_PCT)) + ".", ""]
+        decided = [r for r in rows if r["verdict"] in ("faster", "slower")]
+        if decided:
+            lines += table(decided, row_cols, delta_cell)
+        lines += [floor_text(d).replace("\n  ", "\n- "), ""]
+    return lines

@@ -1,0 +1,39 @@
+-- Report-side views (issue 26): the server configs a run booted, for the Variants section. Views defined here:
+--   report_server_configs  one row per (run, lane, model, config) that booted: what the config sets
+--                          (compiles.config_json: base, fingerprint, lengths, tensor parallel, KV dtype, prefix
+--                          caching, speculative, env, extra args), its boots (cold / warm / uncached, median wall
+--                          time, failures) and the KV its grid declares at the grid's limit (grid_json of its
+--                          points: bytes per token x max_model_len x the limit of resident sequences).
+-- A config without config_json (measured before variants were recorded, or imported) has NULL there.
+CREATE OR REPLACE VIEW report_server_configs AS
+WITH boots AS (
+    SELECT run_id, lane, model, config,
+           max(config_json) FILTER (WHERE config_json IS NOT NULL)            AS config_json,
+           max(config_fingerprint) FILTER (WHERE config_fingerprint IS NOT NULL) AS fingerprint,
+           count(*)                                                           AS boots,
+           count(*) FILTER (WHERE NOT succeeded)                              AS failed_boots,
+           median(wall_s) FILTER (WHERE cache = 'cold' AND succeeded)         AS cold_boot_s,
+           median(wall_s) FILTER (WHERE cache = 'warm' AND succeeded)         AS warm_boot_s,
+           median(wall_s) FILTER (WHERE cache = 'none' AND succeeded)         AS uncached_boot_s,
+           max(error) FILTER (WHERE NOT succeeded)                            AS boot_error
+    FROM compiles WHERE what = 'serving_config'
+    GROUP BY run_id, lane, model, config
+),
+grids AS (
+    SELECT run_id, lane, model, server_config AS config,
+           max(CAST(json_extract(grid_json, '$.kv_bytes_per_token') AS BIGINT)) AS kv_bytes_per_token,
+           max(CAST(json_extract(grid_json, '$.limit') AS BIGINT))              AS grid_limit,
+           max(CAST(json_extract(grid_json, '$.max_model_len') AS BIGINT))      AS max_model_len,
+           max(CAST(json_extract(grid_json, '$.free_kv_bytes') AS BIGINT))      AS free_kv_bytes,
+           count(*)                                                             AS points
+    FROM sweep_points WHERE grid_json IS NOT NULL
+    GROUP BY run_id, lane, model, server_config
+)
+SELECT b.run_id, b.lane, b.model, b.config,
+       json_extract_string(b.config_json, '$.base') AS base,
+       b.fingerprint, b.config_json, b.boots, b.failed_boots, b.cold_boot_s, b.warm_boot_s, b.uncached_boot_s,
+       b.boot_error, g.points, g.kv_bytes_per_token, g.grid_limit, g.max_model_len,
+       g.kv_bytes_per_token * g.max_model_len * g.grid_limit / 1073741824.0 AS kv_gib_at_limit,
+       g.free_kv_bytes / 1073741824.0 AS free_kv_gib
+FROM boots b
+LEFT JOIN grids g USING (run_id, lane, model, config);

@@ -1,0 +1,64 @@
+"""Server variants measured for real on the CPU backend (issue 26): a run request declares the run's variants,
+serve_sweep picks them by name, each boots with its own compiles row (what it sets, its fingerprint), its
+points carry that fingerprint, a variant that cannot boot is a recorded failure while the others go on, and
+REPORT.md's Variants section compares each with its base, the A/A copy as the floor."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+SWEEP = {"shapes": {"A": ["16:8"]}, "min_prompts": 4, "prompts_per_stream": 1, "warmup_requests": 1,
+         "max_concurrency": 2, "sweep_repeats": 2, "repeat_order": "balanced"}
+
+
+def neuronpipe(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
+                         timeout=900)
+    if check:
+        assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    return out
+
+
+def query(results: str, sql: str) -> list[dict]:
+    out = neuronpipe("query", "--results", results, "--format", "json", sql)
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+@pytest.mark.slow
+def test_declared_variants_boot_measure_and_compare(tmp_path):
+    request = {"lanes": ["serve_sweep"], "profile": "tiny",
+               "server_configs": {"A": {}, "A-copy": {"base": "A"},
+                                  "slow": {"base": "A", "extra_args": ["--slowdown", "0.3"]},
+                                  "broken": {"base": "A", "extra_args": ["--no-such-flag"]}},
+               "lane_config": {"serve_sweep": {**SWEEP, "server_configs": ["A", "A-copy", "slow", "broken"]}}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(request))
+    results, report = str(tmp_path / "results"), tmp_path / "report"
+    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
+               "--run-id", "var-1", "--no-live")  # a variant that does not boot is a result: the lane goes on
+    boots = query(results, "select config, succeeded, config_fingerprint, config_json, error from compiles "
+                           "order by ts")
+    by: dict[str, list[dict]] = {}
+    for b in boots:
+        by.setdefault(b["config"], []).append(b)
+    assert set(by) == {"A", "A-copy", "slow", "broken"}
+    assert [b["succeeded"] for b in by["broken"]] == [False]  # booted once, not again for the second repeat
+    assert "no-such-flag" in by["broken"][0]["error"] and all(b["succeeded"] for c in ("A", "slow") for b in by[c])
+    assert by["A"][0]["config_fingerprint"] == by["A-copy"][0]["config_fingerprint"] != \
+        by["slow"][0]["config_fingerprint"]
+    assert json.loads(by["slow"][0]["config_json"])["extra_args"] == ["--slowdown", "0.3"]
+    points = query(results, "select server_config, count(*) as n, min(server_config_fingerprint) as fp, "
+                            "count(distinct repeat_index) as repeats from sweep_points group by all order by all")
+    got = {p["server_config"]: p for p in points}
+    assert set(got) == {"A", "A-copy", "slow"} and {p["repeats"] for p in points} == {2}
+    assert got["slow"]["fp"] == by["slow"][0]["config_fingerprint"]
+    text = (report / "REPORT.md").read_text()
+    section = text[text.index("## Variants"):]
+    section = section[:section.index("\n## ", 5)]
+    assert "### `var-1`: `A-copy` vs `A` (an A/A copy: the calibration)" in section
+    assert "### `var-1`: `slow` vs `A`" in section and "A/A spread of A-copy against A" in section
+    assert "### `var-1`: `broken` vs `A`" in section and "_Not compared: server config 'broken'" in section
+    assert "no-such-flag" in section  # the verbatim boot error in the configs table
