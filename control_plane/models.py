@@ -54,7 +54,9 @@ class RunRequest(BaseModel):
                                description="execution name and results run id; generated when absent")
     preset: Preset | None = Field(None, description="full | smoke | finetune_serve (default full)")
     lanes: list[str] | None = Field(None, min_length=1, description="an explicit lane list instead of a preset")
-    models: list[ModelName] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1)
+    models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1,
+                              description="catalogue models, tiny-<family> (the tiny factory: llama, qwen3, mistral) "
+                                          "or any Hugging Face repository id org/name (downloaded on the box)")
     server_configs: list[str] | dict[str, dict[str, Any] | None] = Field(
         default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
         description="the server configs the serving lanes boot: catalogue names (A, B), or a map NAME -> the "
@@ -102,6 +104,13 @@ class RunRequest(BaseModel):
     @field_validator("models")
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
+        from pipeline.model_catalog import UnknownModelError, get_model
+
+        for name in value:
+            try:
+                get_model(name)
+            except UnknownModelError as exc:
+                raise ValueError(str(exc)) from None
         if len(set(value)) != len(value):
             raise ValueError("listed twice: " + ", ".join(sorted({v for v in value if value.count(v) > 1})))
         return value
@@ -325,7 +334,8 @@ def describe_validation_error(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err.get("loc", ())) or "request"
-        lines.append(f"{field}: {err.get('msg', 'invalid')}")
+        # a validator's own ValueError is the whole reason: pydantic's "Value error, " prefix says nothing
+        lines.append(f"{field}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}")
     return "\n".join(lines)
 
 

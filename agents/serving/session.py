@@ -30,6 +30,7 @@ def serve(ctx: LaneContext, launcher: Launcher, model: ServedModel, config: Serv
     The ``compiles`` row survives a failed lane (a failed boot is a result). A failed
     boot raises :class:`ServerBootError` after its row is written.
     """
+    check_family(model, launcher.backend)
     log_path = ctx.log_dir / f"server-{_slug(model.name)}-{config.name}-{next(_boots)}.log"
     server = ServerProcess(launcher, model, config, log_path, health_timeout_s=health_timeout_s)
     sensor: PrometheusSensor | None = None
@@ -48,6 +49,23 @@ def serve(ctx: LaneContext, launcher: Launcher, model: ServedModel, config: Serv
         if sensor is not None:
             sensor.detach()
         server.stop()
+
+
+class UnservedFamilyError(ValueError):
+    """The backend does not serve the model's family (its config.json's model_type)."""
+
+
+def check_family(model: ServedModel, backend: str) -> None:
+    """Refuse, before any boot, a model whose config.json names a family the backend does not serve."""
+    from pipeline.model_catalog import family_problem
+
+    path = Path(model.path) / "config.json" if model.path is not None else None
+    if path is None or not path.is_file():
+        return
+    family = json.loads(path.read_text()).get("model_type")
+    problem = family_problem(model.name, backend, family) if isinstance(family, str) else None
+    if problem:
+        raise UnservedFamilyError(f"{problem} (config.json model_type {family!r})")
 
 
 def weight_bytes(model_dir: Path) -> int:

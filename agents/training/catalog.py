@@ -109,6 +109,9 @@ def download_from_hub(entry: ModelEntry, cache_dir: Path, token: str, snapshot_d
                 f"the hub refused {entry.ref} ({name}: {exc}). "
                 + (f"It is a gated model: accept its licence at https://huggingface.co/{entry.ref} with the "
                    "account whose token is in Secrets Manager, then re-run." if entry.gated else
+                   f"Check that the token in Secrets Manager is valid; if {entry.ref} is gated (a model outside "
+                   f"the catalogue may be), accept its licence at https://huggingface.co/{entry.ref} with that "
+                   "token's account." if entry.name not in CATALOG else
                    "Check that the token in Secrets Manager is valid.")) from exc
         raise HubAccessError(f"downloading {entry.ref} failed: {name}: {exc}") from exc
     return Path(path)

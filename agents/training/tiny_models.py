@@ -1,4 +1,4 @@
-"""The tiny-model factory: a tokenizer trained on the bundled data and toy Llama/Qwen3 checkpoints.
+"""The tiny-model factory: a tokenizer trained on the bundled data and toy Llama/Qwen3/Mistral checkpoints.
 
 Every local lane and every test uses these; nothing is downloaded. A checkpoint
 is saved exactly like a hub checkpoint (``config.json``, ``model.safetensors``,
@@ -22,8 +22,8 @@ from typing import Callable, Literal
 
 from agents.training.data import BUNDLED_PATH, corpus_text, load_instructions
 
-TinyArch = Literal["llama", "qwen3"]
-ARCHS: tuple[str, ...] = ("llama", "qwen3")
+TinyArch = Literal["llama", "qwen3", "mistral"]
+ARCHS: tuple[str, ...] = ("llama", "qwen3", "mistral")  # pipeline.model_catalog.TINY_FAMILIES says the same
 FACTORY_VERSION = "1"
 
 BOS, EOS, PAD = "<|begin_of_text|>", "<|im_end|>", "<|pad|>"
@@ -140,7 +140,7 @@ def ensure_tokenizer(cache_dir: Path) -> Path:
 # ---- models ----------------------------------------------------------------------------------
 def model_config(arch: str, spec: TinySpec, token_ids: dict[str, int]):
     """The transformers config of a tiny model (no weights)."""
-    from transformers import LlamaConfig, Qwen3Config
+    from transformers import LlamaConfig, MistralConfig, Qwen3Config
 
     common = dict(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
                   intermediate_size=spec.intermediate_size, num_hidden_layers=spec.num_hidden_layers,
@@ -152,6 +152,8 @@ def model_config(arch: str, spec: TinySpec, token_ids: dict[str, int]):
         return LlamaConfig(**common)
     if arch == "qwen3":
         return Qwen3Config(**common)
+    if arch == "mistral":  # Mistral-style: sliding-window attention declared, no biases (the family's layout)
+        return MistralConfig(**common, sliding_window=spec.max_position_embeddings // 4)
     raise UnknownArchError(arch)
 
 

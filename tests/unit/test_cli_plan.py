@@ -39,7 +39,7 @@ def test_invalid_request_exits_2_with_field_and_reason(tmp_path, capsys):
     req.write_text(json.dumps({"lanes": ["sft", "warp"], "max_cost_usd": -3}))
     assert main(["plan", "--input", str(req)]) == 2
     err = capsys.readouterr().err
-    assert "lanes: Value error, unknown lane 'warp'" in err and "max_cost_usd: Input should be greater than 0" in err
+    assert "lanes: unknown lane 'warp'" in err and "max_cost_usd: Input should be greater than 0" in err
 
 
 def test_cost_ceiling_exits_2(tmp_path, capsys):
