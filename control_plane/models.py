@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names, request_lanes
@@ -45,6 +45,17 @@ PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a r
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$"
 
 
+def _known_model(name: str) -> str:
+    """A model a run may name (refused per item: ``models.0: unknown model ...``)."""
+    from pipeline.model_catalog import UnknownModelError, get_model
+
+    try:
+        get_model(name)
+    except UnknownModelError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
 class RunRequest(BaseModel):
     """A validated request for a run (``examples/run-*.json``)."""
 
@@ -54,9 +65,10 @@ class RunRequest(BaseModel):
                                description="execution name and results run id; generated when absent")
     preset: Preset | None = Field(None, description="full | smoke | finetune_serve (default full)")
     lanes: list[str] | None = Field(None, min_length=1, description="an explicit lane list instead of a preset")
-    models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS), min_length=1,
-                              description="catalogue models, tiny-<family> (the tiny factory: llama, qwen3, mistral) "
-                                          "or any Hugging Face repository id org/name (downloaded on the box)")
+    models: list[Annotated[str, AfterValidator(_known_model)]] = Field(
+        default_factory=lambda: list(DEFAULT_MODELS), min_length=1,
+        description="catalogue models, tiny-<family> (the tiny factory: llama, qwen3, mistral) or any Hugging Face "
+                    "repository id org/name (downloaded on the box)")
     server_configs: list[str] | dict[str, dict[str, Any] | None] = Field(
         default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
         description="the server configs the serving lanes boot: catalogue names (A, B), or a map NAME -> the "
@@ -104,13 +116,7 @@ class RunRequest(BaseModel):
     @field_validator("models")
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
-        from pipeline.model_catalog import UnknownModelError, get_model
 
-        for name in value:
-            try:
-                get_model(name)
-            except UnknownModelError as exc:
-                raise ValueError(str(exc)) from None
         if len(set(value)) != len(value):
             raise ValueError("listed twice: " + ", ".join(sorted({v for v in value if value.count(v) > 1})))
         return value

@@ -46,6 +46,8 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "merge"): (1200.0, ESTIMATE + ": two merges, hashes, 2 x 16 GB upload"),
     ("full", "serve_sweep"): (7144.0, ANCHOR + ": cold serving compile 2,372 s per config, + ~20 min sweep, x 2 configs"),
     ("full", "capacity"): (7748.0, ESTIMATE + ": warm boot 548 s + the 2 h search budget (max_search_s)"),
+    ("full", "limits"): (120.0, ESTIMATE + ": no search by default (skipped); a declared search costs its boot "
+                                          "budget, a cold compile per probe (the plan's server configs table)"),
     ("full", "sustained"): (2348.0, ANCHOR + ": warm boot 548 s + the 30 min closed loop"),
     ("full", "quality"): (1396.0, ANCHOR + ": two warm boots of 548 s + ~5 min of prompts"),
     ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
@@ -58,6 +60,7 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("tiny", "merge"): (7.5, REHEARSAL),
     ("tiny", "serve_sweep"): (29.3, REHEARSAL),
     ("tiny", "sustained"): (34.1, REHEARSAL),
+    ("tiny", "limits"): (47.0, "measured: eight probes of the CPU server under its memory cap (2026-12-01)"),
     ("tiny", "capacity"): (45.0, ESTIMATE + ": boot + a 30 s search budget"),
     ("tiny", "quality"): (18.5, REHEARSAL),
     ("tiny", "finetune_serve"): (28.0, REHEARSAL),
@@ -238,3 +241,16 @@ def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
             seconds = cold * cold_s + (per_config - cold) * warm_s
             out.append(ConfigBoots(lane, model, cfg.name, fp, sets, per_config, cold, seconds, source))
     return out
+
+
+def limits_boots(lane: str, built: Any, profile: str, backend: str) -> list[ConfigBoots]:
+    """The limits lane's boot budget: per search, at most ``max_boots`` boots, each a cold compile on a Neuron
+    box (every probe is a new fingerprint)."""
+    from pipeline.limits import OTHER, check_searches
+
+    cold_s, _, none_s, source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
+    each = cold_s if backend == "neuron" else none_s
+    return [ConfigBoots(lane, built.model, f"{built.server_config} ({s.kind} search)", "(one per probe)",
+                        f"{s.kind} in ({s.good}, {s.bad}] at {OTHER[s.kind]}={s.at if s.at is not None else 'base'}",
+                        s.max_boots, s.max_boots if backend == "neuron" else 0, s.max_boots * each, source)
+            for s in check_searches(built.searches, built.max_boots)]

@@ -92,6 +92,10 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("capacity", "agents.lanes.capacity", ("inf2",), 75,
              "per model and server config: open-loop search for the highest rate meeting the SLO (the knee)",
              4 * 3600, 600, stall_s=3600, config=f"{_CONFIGS}.capacity:Config"),
+    LaneSpec("limits", "agents.lanes.limits", ("inf2",), 77,
+             "per model: the largest max_model_len / max_num_seqs that boots and answers, bisected between a "
+             "known-good and a known-bad bound (each probe a boot)", 8 * 3600, 600, stall_s=7200,
+             config=f"{_CONFIGS}.limits:Config"),
     LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
              "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600,
              config=f"{_CONFIGS}.sustained:Config"),

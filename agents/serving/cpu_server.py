@@ -23,6 +23,7 @@ import logging
 import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from agents.serving.cpu_engine import CpuEngine, GenerationRequest, TokenEvent
@@ -34,11 +35,48 @@ log = logging.getLogger("agents.serving.cpu_server")
 SLOWDOWN_ENV = "NEURONPIPE_CPU_SERVER_SLOWDOWN"
 
 
+def _vm_size_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise OSError("no VmSize in /proc/self/status")
+
+
+def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib: float) -> Any:
+    """A device's limit on the CPU: cap the process's address space at what it uses now plus ``cap_mib`` and
+    reserve the whole KV cache a server of these settings holds (layers x KV heads x head_dim x K,V x float32 x
+    max_model_len x max_num_seqs), as vLLM reserves its cache on a device. A pool that does not fit the cap fails
+    the boot with an out-of-memory line (the boot classifier's OOM), exactly where a device would."""
+    import resource
+
+    import torch
+
+    cfg = getattr(config, "text_config", config)
+    heads = int(cfg.num_attention_heads)
+    kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(cfg, "head_dim", None) or int(cfg.hidden_size) // heads)
+    per_token = int(cfg.num_hidden_layers) * kv_heads * head_dim * 2 * 4
+    pool = per_token * max_model_len * max_num_seqs
+    cap = int(cap_mib * 2**20)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _vm_size_bytes() + cap
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    try:
+        tensor = torch.zeros(pool // 4, dtype=torch.float32)
+    except (RuntimeError, MemoryError) as exc:
+        log.error("out of memory: the KV pool of %.1f MiB (%d B/token x max_model_len %d x max_num_seqs %d) does "
+                  "not fit the memory cap of %g MiB: %s", pool / 2**20, per_token, max_model_len, max_num_seqs,
+                  cap_mib, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise SystemExit(1) from None
+    log.info("KV pool reserved: %.1f MiB of the %g MiB cap", pool / 2**20, cap_mib)
+    return tensor
+
+
 class ModelRuntime:
     """The loaded model, its tokenizer and the engine."""
 
     def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
-                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0):
+                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0, memory_cap_mib: float | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -52,6 +90,8 @@ class ModelRuntime:
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
+        self.kv_pool = reserve_kv_pool(model.config, max_model_len, max_num_seqs, memory_cap_mib) \
+            if memory_cap_mib else None
         self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len, slowdown).start()
 
     def encode_prompt(self, prompt: Any) -> list[int]:
@@ -232,12 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slowdown", type=float, default=float(os.environ.get(SLOWDOWN_ENV) or 0.0),
                    help=f"make every forward pass this fraction slower (0.1: 10 %%), for measuring what compare "
                         f"detects; default ${SLOWDOWN_ENV} or 0")
+    p.add_argument("--memory-cap-mib", type=float, default=None,
+                   help="a device's memory limit on the CPU: the address space may grow this much after the model "
+                        "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
+                        "(a pool that does not fit fails the boot: out of memory)")
     args = p.parse_args(argv)
+    if args.memory_cap_mib is not None and not args.memory_cap_mib > 0:
+        p.error(f"--memory-cap-mib must be a number > 0, got {args.memory_cap_mib}")
     if not args.slowdown >= 0:
         p.error(f"--slowdown must be a number ≥ 0, got {args.slowdown}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
-                      args.dtype, args.threads, args.slowdown)
+                      args.dtype, args.threads, args.slowdown, args.memory_cap_mib)
     from aiohttp import web
 
     log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d)", args.model, rt.served_name,

@@ -16,7 +16,7 @@ from analytics.report import addenda
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
 from analytics.report.deltas_md import s_side_by_side
-from analytics.report.variants_md import s_variants
+from analytics.report.variants_md import s_limits, s_variants
 from analytics.report.format import Column, fmt, none_line, table
 from analytics.report.names import compile_rows, slug
 
@@ -336,8 +336,8 @@ def s_rules(c: dict[str, Any]) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_variants, s_sustained, s_quality,
-    s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
+    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_variants, s_limits, s_sustained,
+    s_quality, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 
 def render(comparison: dict[str, Any]) -> str:

@@ -67,4 +67,12 @@ def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) ->
                 continue
             entry["deltas"] = deltas
             comparisons.append(entry)
-    return clean({"configs": configs, "comparisons": comparisons})
+    return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con)})
+
+
+def limits_rows(con: Any) -> list[dict[str, Any]]:
+    """report_limits: one row per bisection of the limits lane (empty without the view)."""
+    present = {r["view_name"] for r in rows(con, "SELECT view_name FROM duckdb_views()")}
+    if "report_limits" not in present:
+        return []
+    return rows(con, "SELECT * FROM report_limits ORDER BY run_id, lane, model, kind, at_value, search_id")

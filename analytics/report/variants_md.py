@@ -64,3 +64,26 @@ def s_variants(c: dict[str, Any]) -> list[str]:
             lines += table(decided, row_cols, delta_cell)
         lines += [floor_text(d).replace("\n  ", "\n- "), ""]
     return lines
+
+
+def s_limits(c: dict[str, Any]) -> list[str]:
+    rows = (c.get("variants") or {}).get("limits") or []
+    if not rows:
+        return []
+    lines = ["## Limits", "",
+             "The largest setting that booted and answered, bisected between a known-good and a known-bad bound "
+             "(the limits lane; each probe is a boot, a compile on a Neuron box): the bracket (low, high], the "
+             "classified error at high, every probe in order, and why the search stopped. On the CPU the lane's "
+             "memory cap plays the device's memory.", ""]
+    cols = [("run_id", "run"), ("model", "model"), ("search", "search"), ("bracket", "bracket"),
+            ("error", "error at high"), ("boots", "boots"), ("boot_wall_s", "boot s"), ("probes", "probes"),
+            ("stop_reason", "stopped")]
+
+    def cell(r: dict[str, Any], k: str) -> Any:
+        if k == "search":
+            return f"{r.get('kind')} at {r.get('at_field')}={r.get('at_value')}"
+        if k == "error":
+            return f"{r['error_kind_at_high']}: {r.get('error_at_high')}" if r.get("error_kind_at_high") else None
+        return r.get(k)
+
+    return lines + table(rows, cols, cell)

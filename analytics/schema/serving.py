@@ -128,9 +128,36 @@ QUALITY = table(
     doc="Fixed prompts, greedy, asked twice.",
 )
 
+LIMIT_PROBES = table(
+    f("search_id", pa.string(), False, "one bisection of the limits lane"),
+    f("model", pa.string()),
+    f("kind", pa.string(), False, "the searched setting: max_model_len | max_num_seqs"),
+    f("at_field", pa.string(), doc="the setting held fixed"),
+    f("at_value", pa.int64(), doc="its value"),
+    f("good", pa.int64(), doc="the search's known-good bound"),
+    f("bad", pa.int64(), doc="the search's known-bad bound"),
+    f("precision", pa.int64(), doc="the search stops when the bracket is this narrow"),
+    f("max_boots", pa.int64(), doc="the search's boot budget"),
+    f("probe", pa.int32(), doc="1-based order of the probe in its search; NULL on the outcome row"),
+    f("phase", pa.string(), False, "good | bad | bisect (a probe), outcome (the search's last row: its stop_reason)"),
+    f("value", pa.int64(), doc="the probed value"),
+    f("succeeded", pa.bool_(), doc="the server booted and answered one request; NULL on the outcome row"),
+    f("error_kind", pa.string(), doc="a failed probe's classified error: oom | compile_error | timeout | exited | "
+                                     "no_answer | ..."),
+    f("error", pa.string(), doc="its verbatim line"),
+    f("wall_s", pa.float64(), doc="boot and answer, seconds"),
+    f("config", pa.string(), doc="the probe's server config (its compiles row has the same name)"),
+    f("config_fingerprint", pa.string()),
+    f("backend", pa.string()),
+    f("stop_reason", pa.string(), doc="outcome row: why the search stopped (precision, budget, a bound that was not "
+                                      "what it said)"),
+    doc="One row per probe of the limits lane's bisections, and one outcome row per search.",
+)
+
 SERVING_TABLES = {
     "requests": REQUESTS,
     "sweep_points": SWEEP_POINTS,
     "sustained_windows": SUSTAINED_WINDOWS,
     "quality": QUALITY,
+    "limit_probes": LIMIT_PROBES,
 }

@@ -212,6 +212,7 @@ VIEW_FILES = (
     "34_report_exclusions.sql",  # lane attempts and every exclusion,
     "35_report_cost.sql",        # cost per lane, run and point
     "36_report_variants.sql",    # the server configs a run booted (the Variants section)
+    "37_report_limits.sql",      # the limits lane's brackets, with their probes
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
     "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision

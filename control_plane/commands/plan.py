@@ -240,16 +240,20 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     from rich.table import Table
 
     from control_plane.plan import lane_config
-    from control_plane.schedule import config_boots
+    from control_plane.schedule import config_boots, limits_boots
     from pipeline.config import build_config
     from pipeline.lanes import get_lane
 
     rows = []
     for lane in dict.fromkeys(lanes):
         cls = get_lane(lane).config_class()
-        if cls is None or "server_configs" not in getattr(cls, "__dataclass_fields__", {}):
-            continue
-        rows += config_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile, backend)
+        fields = getattr(cls, "__dataclass_fields__", {}) if cls is not None else {}
+        if "server_configs" in fields:
+            rows += config_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile,
+                                 backend)
+        elif "searches" in fields:  # the limits lane: its boot budget
+            rows += limits_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile,
+                                 backend)
     if not rows:
         return
     table = Table(title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "

@@ -23,8 +23,8 @@ from analytics.views import connect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "capacity", "sustained",
-             "quality", "finetune_serve", "qwen3_attempt"]
+ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "capacity", "limits",
+             "sustained", "quality", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
                "sweep_repeats": 1}
@@ -36,6 +36,8 @@ SMALLEST = {
     "finetune_serve": SMALL_SWEEP,
     "sustained": {"shape": "16:8", "duration_s": 6.0, "window_s": 2.0, "warmup_requests": 1, "retention_k": 1},
     "quality": {"max_tokens": 6},
+    "limits": {"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 3}],
+               "memory_cap_mib": 8.0},
     "qwen3_attempt": {"shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 1,
                       "max_concurrency": 1},
 }

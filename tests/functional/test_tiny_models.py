@@ -85,5 +85,5 @@ def test_cached_and_safe_against_concurrent_builders(tmp_path):
 def test_unknown_arch_lists_the_valid_ones(tmp_path):
     from agents.training.tiny_models import UnknownArchError
 
-    with pytest.raises(UnknownArchError, match="llama, qwen3"):
-        ensure_tiny_model("mistral", tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(UnknownArchError, match="llama, qwen3, mistral"):
+        ensure_tiny_model("gpt2", tmp_path)  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ def test_a_model_is_a_catalogue_name_a_tiny_family_or_a_hub_id():
 def test_a_request_takes_any_model_and_refuses_a_name_that_is_none_of_them():
     req = parse_request({"lanes": ["serve_sweep"], "models": ["tiny-mistral", "mistralai/Mistral-7B-v0.3"]})
     assert req.models == ["tiny-mistral", "mistralai/Mistral-7B-v0.3"]
-    with pytest.raises(RunRequestError, match=r"models: unknown model 'gpt-5'; valid models:"):
+    with pytest.raises(RunRequestError, match=r"models.0: unknown model 'gpt-5'; valid models:"):
         parse_request({"models": ["gpt-5"]})
 
 

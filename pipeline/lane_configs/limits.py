@@ -1,0 +1,50 @@
+"""limits' config: per model, the largest server setting that boots and answers, by bisection.
+
+The search rules are :mod:`pipeline.limits`; this is what the lane runs them on: the model, the server config the
+probes start from, the searches and their boot budgets (each boot is a compile on a Neuron box: the plan states
+what the budget costs), and, on the CPU, the memory cap that plays the device's memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.lane_configs.bounds import BOOT_S
+
+MEMORY_CAP_MIB = {"min": 1.0, "max": 1_048_576.0}
+
+
+@dataclass
+class Config:
+    model: str = field(default="tiny-llama", metadata={"help": "the model whose limits are searched"})
+    server_config: str = field(default="A", metadata={
+        "help": "the catalogue config the probes start from (each probe changes the searched setting, and the "
+                "other setting to the search's `at`)"})
+    searches: list[dict[str, Any]] = field(default_factory=list, metadata={
+        "help": "bisections: {kind: max_model_len | max_num_seqs, good, bad, at (the other setting), precision, "
+                "max_boots}; none: the lane has nothing to do (skipped)"})
+    max_boots: int = field(default=8, metadata={
+        "help": "boot budget of a search that does not set its own (each boot is a compile on a box)",
+        "min": 2, "max": 32})
+    memory_cap_mib: float | None = field(default=None, metadata={
+        "help": "CPU only: the server's memory may grow this much after the model loads, and it reserves its whole "
+                "KV cache at boot (a device's limit, played by the CPU); ignored elsewhere", **MEMORY_CAP_MIB})
+    answer_tokens: int = field(default=4, metadata={
+        "help": "a probe that booted must answer one request of this many output tokens", "min": 1, "max": 4096})
+    health_timeout_s: float = field(default=180.0, metadata={
+        "help": "boot budget of one probe (a cold 8B compile takes tens of minutes)", **BOOT_S})
+
+    def __post_init__(self) -> None:
+        from pipeline.limits import check_searches
+
+        check_searches(self.searches, self.max_boots)  # a bad search fails at plan time, not after a boot
+
+    @classmethod
+    def for_profile(cls, profile: str) -> "Config":
+        if profile == "tiny":
+            # the CPU's own limit: the most sequences of 1024 tokens whose whole KV cache (2 KiB per token of the
+            # tiny model) the server can reserve when its memory may grow by 48 MiB after loading (room the
+            # allocator already holds counts too: the bracket is measured, not computed)
+            return cls(searches=[{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 8}],
+                       memory_cap_mib=48.0)
+        return cls(model="llama-3.1-8b-instruct", health_timeout_s=7200.0)

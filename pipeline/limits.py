@@ -1,0 +1,128 @@
+"""Limits found by bisection (issue 26 item 4): the largest value of a server setting that boots and answers,
+bracketed between a known-good and a known-bad bound with the number of boots capped.
+
+A search names the setting (``max_model_len`` or ``max_num_seqs``), the other setting's value it holds (``at``;
+default the base config's), a known-good and a known-bad bound, the precision it stops at and its boot budget.
+It probes the good bound first (if that fails the search stops: the bound was not good), then the bad bound (if
+that boots the limit is above it: said so, no bracket), then bisects until ``bad - good <= precision`` or the
+budget is spent. Each probe is a server boot (a compile on Neuron: the plan states the budget's cost). The answer
+is a bracket ``(good, bad]`` with the bad bound's classified error, and every probe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("max_model_len", "max_num_seqs")
+OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len"}
+_FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
+MAX_BOOTS = 32
+
+
+class LimitSearchError(ValueError):
+    """A limits search that cannot run: ``searches[i].FIELD: reason``."""
+
+
+@dataclass(frozen=True)
+class LimitSearch:
+    kind: str
+    good: int
+    bad: int
+    at: int | None = None       # the other setting's value; None: the base config's
+    precision: int = 1          # stop when bad - good <= precision
+    max_boots: int = 8
+
+    def label(self, at: int) -> str:
+        return f"{self.kind} at {OTHER[self.kind]}={at}"
+
+
+def check_searches(spec: Any, default_max_boots: int = 8) -> list[LimitSearch]:
+    """The searches of a limits lane's config, each checked; LimitSearchError on the first thing wrong."""
+    if not isinstance(spec, list):
+        raise LimitSearchError(f"searches: a list of searches, got {type(spec).__name__}")
+    out = []
+    for i, s in enumerate(spec):
+        where = f"searches[{i}]"
+        if not isinstance(s, dict):
+            raise LimitSearchError(f"{where}: an object with {', '.join(_FIELDS)}, got {type(s).__name__}")
+        unknown = sorted(set(s) - set(_FIELDS))
+        if unknown:
+            raise LimitSearchError(f"{where}.{unknown[0]}: unknown field; a search takes {', '.join(_FIELDS)}")
+        if s.get("kind") not in KINDS:
+            raise LimitSearchError(f"{where}.kind: one of {', '.join(KINDS)}, got {s.get('kind')!r}")
+        values: dict[str, Any] = {"kind": s["kind"]}
+        for key, lo, default in (("good", 1, None), ("bad", 2, None), ("at", 1, None), ("precision", 1, 1),
+                                 ("max_boots", 2, default_max_boots)):
+            v = s.get(key, default)
+            if v is None and key in ("good", "bad"):
+                raise LimitSearchError(f"{where}.{key}: required (a known-{key} bound)")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+                raise LimitSearchError(f"{where}.{key}: an integer >= {lo}, got {v!r}")
+            values[key] = v
+        if values["bad"] <= values["good"]:
+            raise LimitSearchError(f"{where}.bad: the known-bad bound must be above the known-good one "
+                                   f"({values['good']}), got {values['bad']}")
+        if values["max_boots"] > MAX_BOOTS:
+            raise LimitSearchError(f"{where}.max_boots: at most {MAX_BOOTS} boots (each is a compile on a box), "
+                                   f"got {values['max_boots']}")
+        out.append(LimitSearch(**values))
+    return out
+
+
+@dataclass(frozen=True)
+class Probe:
+    value: int
+    phase: str              # good | bad | bisect
+    ok: bool
+    error_kind: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class Bisection:
+    """The search's state: ask :meth:`next` for the value to probe, :meth:`record` its outcome."""
+    search: LimitSearch
+    probes: list[Probe] = field(default_factory=list)
+    low: int | None = None    # the largest value that booted and answered
+    high: int | None = None   # the smallest value that did not
+    stop_reason: str | None = None
+
+    def next(self) -> int | None:
+        if self.stop_reason is not None:
+            return None
+        s = self.search
+        if not self.probes:
+            return s.good
+        if len(self.probes) == 1:
+            return s.bad
+        assert self.low is not None and self.high is not None
+        if self.high - self.low <= s.precision:
+            self.stop_reason = f"bracket within the precision {s.precision}"
+            return None
+        if len(self.probes) >= s.max_boots:
+            self.stop_reason = f"boot budget spent ({s.max_boots} boots)"
+            return None
+        mid = self.low + (self.high - self.low) // 2
+        if s.precision > 1:  # probe on the precision's grid, strictly inside the bracket
+            mid = max(self.low + 1, min(self.high - 1, mid - mid % s.precision or mid))
+        return mid
+
+    def record(self, value: int, ok: bool, error_kind: str | None = None, error: str | None = None) -> None:
+        phase = "good" if not self.probes else "bad" if len(self.probes) == 1 else "bisect"
+        self.probes.append(Probe(value, phase, ok, error_kind, error))
+        if phase == "good" and not ok:
+            self.stop_reason = f"the known-good bound {value} did not boot: no bracket"
+            return
+        if phase == "bad" and ok:
+            self.low = value
+            self.stop_reason = f"the known-bad bound {value} booted: the limit is above it"
+            return
+        if ok:
+            self.low = value if self.low is None else max(self.low, value)
+        else:
+            self.high = value if self.high is None else min(self.high, value)
+
+    @property
+    def failure(self) -> Probe | None:
+        """The probe at the bracket's upper end: the cliff's error."""
+        return next((p for p in self.probes if not p.ok and p.value == self.high), None)

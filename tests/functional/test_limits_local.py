@@ -1,0 +1,46 @@
+"""The limits lane for real on the CPU backend (issue 26 item 4): under the lane's memory cap the CPU server
+reserves its whole KV cache at boot, so too many sequences fail the boot with an out-of-memory line; the lane
+bisects to a one-sequence bracket, each probe a compiles row and a limit_probes row, and REPORT.md shows the
+bracket with its probes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def neuronpipe(*args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_lane_brackets_the_cpu_memory_limit(tmp_path):
+    request = {"lanes": ["limits"], "profile": "tiny", "lane_config": {"limits": {
+        "searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 8}],
+        "memory_cap_mib": 32.0}}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(request))
+    results, report = str(tmp_path / "results"), tmp_path / "report"
+    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
+               "--run-id", "lim-1", "--no-live")
+
+    def query(sql: str) -> list[dict]:
+        out = neuronpipe("query", "--results", results, "--format", "json", sql)
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    probes = query("select probe, phase, value, succeeded, error_kind, error from limit_probes "
+                   "where phase <> 'outcome' order by probe")
+    assert [p["phase"] for p in probes[:2]] == ["good", "bad"] and probes[0]["succeeded"]
+    assert probes[1]["error_kind"] == "oom" and "out of memory: the KV pool" in probes[1]["error"]
+    (row,) = query("select low, high, bracket, error_kind_at_high, boots, stop_reason from report_limits")
+    assert row["high"] == row["low"] + 1 and row["error_kind_at_high"] == "oom"  # within the precision of 1
+    assert row["boots"] == len(probes) <= 8 and row["stop_reason"] == "bracket within the precision 1"
+    boots = query("select count(*) as n, count(*) filter (where not succeeded) as failed from compiles")[0]
+    assert boots["n"] == len(probes) and boots["failed"] == sum(not p["succeeded"] for p in probes)
+    text = (report / "REPORT.md").read_text()
+    assert "## Limits" in text and f"| {row['bracket']} | oom: " in text
