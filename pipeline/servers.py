@@ -30,7 +30,7 @@ class Speculative:
 # Variables that place a server on the box's devices or threads without changing what it compiles: kept out of
 # the compile-cache fingerprint (two tenants pinned to different cores share one set of graphs).
 PLACEMENT_ENV = frozenset({"NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "CUDA_VISIBLE_DEVICES",
-                           "OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND"})
+                           "OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND", "NEURONPIPE_CPU_AFFINITY"})
 
 
 @dataclass(frozen=True)
@@ -50,16 +50,18 @@ class ServerConfig:
     quantization: str | None = None          # vLLM's --quantization (e.g. fp8, awq, gptq)
     override_neuron_config: str | None = None  # canonical JSON of the dict passed through to NxDI
     env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
+    tenants: int = 1  # servers of this config at once on disjoint device sets (placement: not in the fingerprint)
 
     # the fields a fingerprint leaves out when at their default: adding a field never renames existing caches
     _DEFAULTS = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
-                 "quantization": None, "override_neuron_config": None, "env": ()}
+                 "quantization": None, "override_neuron_config": None, "env": (), "tenants": 1}
 
     def fingerprint(self) -> str:
         """Stable short hash of what the compiled graphs depend on (for the compile-cache path): every field
         but the name, description and base; a field at its default is left out, and so are the placement
         variables of ``env`` and the draft model's path on the box."""
-        data = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("name", "description", "base")}
+        data = {k: v for k, v in dataclasses.asdict(self).items()
+                if k not in ("name", "description", "base", "tenants")}
         for k, default in self._DEFAULTS.items():
             if data.get(k) == default or (k == "env" and data.get(k) == []):
                 data.pop(k, None)
@@ -95,10 +97,13 @@ class ServerConfig:
             out["quantization"] = self.quantization
         if self.override_neuron_config:
             out["override_neuron_config"] = json.loads(self.override_neuron_config)
-        if self.env:
-            out["env"] = dict(self.env)
+        env = {k: v for k, v in self.env if not (self.tenants > 1 and k in PLACEMENT_ENV)}  # the lane's placement
+        if env:
+            out["env"] = env
         if self.extra_args:
             out["extra_args"] = list(self.extra_args)
+        if self.tenants > 1:
+            out["tenants"] = self.tenants
         return out
 
     def to_json(self) -> str:
@@ -161,6 +166,7 @@ VARIANT_FIELDS = {
     "override_neuron_config": "an object passed through to NxDI (neuron only)",
     "env": "extra environment of the server process (an object of strings; e.g. core pinning)",
     "extra_args": "arguments passed to the server verbatim (a list of strings; recorded in its fingerprint)",
+    "tenants": "servers of this variant at once, each on its own devices (cores), loaded together",
     "description": "what the variant is for",
 }
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -169,7 +175,7 @@ QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "ex
 _VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096), "block_size": (1, 1 << 20),
-           "tensor_parallel_size": (1, 64)}
+           "tensor_parallel_size": (1, 64), "tenants": (1, 64)}
 # what the launchers set themselves: a variant's env may not replace it (the compile cache, offline mode)
 RESERVED_ENV = frozenset({"NEURON_COMPILED_ARTIFACTS", "NEURON_COMPILE_CACHE_URL", "VLLM_NEURON_FRAMEWORK",
                           "VLLM_CACHE_ROOT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE"})
@@ -240,6 +246,8 @@ def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str
     for key in ("max_model_len", "max_num_seqs", "block_size"):
         if key in spec:
             out[key] = _int_field(where, key, spec[key])
+    if "tenants" in spec:
+        out["tenants"] = _int_field(where, "tenants", spec["tenants"])
     if "tensor_parallel_size" in spec:
         out["tensor_parallel"] = _int_field(where, "tensor_parallel_size", spec["tensor_parallel_size"])
     if "kv_cache_dtype" in spec:
@@ -397,9 +405,49 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
     if devices is not None and cfg.tensor_parallel > devices:
         problems.append(f"{where}.tensor_parallel_size: {cfg.tensor_parallel} is more than the box's {devices} "
                         "device(s)")
+    if cfg.tenants > 1:
+        if kind in ("neuron", "cuda") and devices is not None and cfg.tenants * cfg.tensor_parallel > devices:
+            problems.append(f"{where}.tenants: {cfg.tenants} tenants x tensor_parallel_size {cfg.tensor_parallel} "
+                            f"need {cfg.tenants * cfg.tensor_parallel} devices, the box has {devices}")
+        elif backend == "cpu" and cfg.tenants > _cpu_count():
+            problems.append(f"{where}.tenants: {cfg.tenants} tenants need a core each, this machine has "
+                            f"{_cpu_count()}")
+        if any(k in PLACEMENT_ENV for k, _ in cfg.env):
+            problems.append(f"{where}.env: a variant with tenants is placed by the lane (one device set each); it "
+                            "may not set " + ", ".join(k for k, _ in cfg.env if k in PLACEMENT_ENV))
     if cfg.block_size is not None and cfg.block_size > cfg.max_model_len:
         problems.append(f"{where}.block_size: {cfg.block_size} is more than max_model_len {cfg.max_model_len}")
     return problems
+
+
+def _cpu_count() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def tenant_placements(cfg: ServerConfig, backend: str, cores: int | None = None) -> list[dict[str, str]]:
+    """Each tenant's placement, as environment: disjoint device sets of ``tensor_parallel`` devices (NeuronCores,
+    GPUs), or on the CPU an equal share of the cores (the CPU server pins itself; vllm-cpu binds its threads)."""
+    n = cfg.tenants
+    if backend == "neuron":
+        tp = cfg.tensor_parallel
+        return [{"NEURON_RT_VISIBLE_CORES": str(i * tp) if tp == 1 else f"{i * tp}-{(i + 1) * tp - 1}"}
+                for i in range(n)]
+    if backend == "cuda":
+        tp = cfg.tensor_parallel
+        return [{"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in range(i * tp, (i + 1) * tp))} for i in range(n)]
+    total = cores if cores is not None else _cpu_count()
+    share = max(1, total // n)
+    out = []
+    for i in range(n):
+        first, last = i * share, i * share + share - 1
+        out.append({"NEURONPIPE_CPU_AFFINITY": ",".join(str(c) for c in range(first, last + 1)),
+                    "VLLM_CPU_OMP_THREADS_BIND": str(first) if first == last else f"{first}-{last}"})
+    return out
 
 
 def kv_dtype_bytes(cfg: ServerConfig, model_dtype_bytes: int) -> int:

@@ -35,6 +35,9 @@ log = logging.getLogger("agents.serving.cpu_server")
 SLOWDOWN_ENV = "NEURONPIPE_CPU_SERVER_SLOWDOWN"
 
 
+AFFINITY_ENV = "NEURONPIPE_CPU_AFFINITY"  # the cores this server runs on (a tenant's share)
+
+
 def _vm_size_bytes() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmSize:"):
@@ -277,11 +280,19 @@ def main(argv: list[str] | None = None) -> int:
                         "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
                         "(a pool that does not fit fails the boot: out of memory)")
     args = p.parse_args(argv)
+    affinity = os.environ.get(AFFINITY_ENV)
+    if affinity:  # a tenant's cores (pipeline.servers.tenant_placements): pinned before torch starts its threads
+        try:
+            os.sched_setaffinity(0, {int(c) for c in affinity.split(",")})
+        except (ValueError, OSError) as exc:
+            p.error(f"{AFFINITY_ENV}={affinity!r}: {exc}")
     if args.memory_cap_mib is not None and not args.memory_cap_mib > 0:
         p.error(f"--memory-cap-mib must be a number > 0, got {args.memory_cap_mib}")
     if not args.slowdown >= 0:
         p.error(f"--slowdown must be a number ≥ 0, got {args.slowdown}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if affinity:
+        log.info("pinned to cores %s", ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
     rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
                       args.dtype, args.threads, args.slowdown, args.memory_cap_mib)
     from aiohttp import web

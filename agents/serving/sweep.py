@@ -6,6 +6,8 @@ grid arithmetic produce the same (config, shape, concurrency) list.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +129,33 @@ def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend
     return grid, shapes, notes
 
 
+def _together(points: list[Any], tok: Any, hook: Any) -> list[Any]:
+    """Run the points at once, one thread each (each its own event loop); the telemetry hook follows the first.
+    A point that raises raises here, after the others have finished."""
+    import threading
+
+    from agents.loadgen.point import run_point
+
+    results: list[Any] = [None] * len(points)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            results[i] = run_point(points[i], tok, phase_hook=hook if i == 0 else None)
+        except BaseException as exc:  # noqa: BLE001  (re-raised below, in the lane's thread)
+            errors.append(exc)
+
+    # daemon: an interrupted lane (the signal lands in this thread's join) does not wait for its tenants' points
+    threads = [threading.Thread(target=one, args=(i,), name=f"tenant-{i}", daemon=True) for i in range(len(points))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
 def concurrencies(grid: Any, cap: int | None) -> list[int]:
     return [c for c in grid.values if cap is None or c <= cap]
 
@@ -159,8 +188,13 @@ def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, config
         if cfg.name in outcome.failed_variants:
             continue  # it did not boot once: its later repeats would not either
         try:
-            with serve(ctx, launcher, model, cfg, settings.health_timeout_s) as server:
-                sweep_config(ctx, server.base_url, launcher, model, cfg, settings, tok, outcome, repeat)
+            with contextlib.ExitStack() as stack:
+                # a variant with tenants boots one server per device set, one after another (the first compiles,
+                # the others load its graphs), then loads them together
+                urls = [stack.enter_context(serve(ctx, launcher, model, tenant, settings.health_timeout_s)).base_url
+                        for tenant in tenant_configs(cfg, ctx.backend)]
+                sweep_config(ctx, urls if cfg.tenants > 1 else urls[0], launcher, model, cfg, settings, tok, outcome,
+                             repeat)
         except ServerBootError as exc:
             if cfg.base is None:
                 raise  # a catalogue config that does not boot fails the lane, as it always has
@@ -172,10 +206,26 @@ def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, config
     return outcome
 
 
-def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
-                 settings: SweepSettings, tok: Any, outcome: SweepOutcome, repeat: int | None = None) -> SweepOutcome:
+def tenant_configs(cfg: ServerConfig, backend: str) -> list[ServerConfig]:
+    """The servers a config boots: itself, or one per tenant with its placement in the environment (same name
+    and fingerprint: the tenants share one set of compiled graphs)."""
+    if cfg.tenants <= 1:
+        return [cfg]
+    from pipeline.servers import tenant_placements
+
+    return [dataclasses.replace(cfg, env=tuple(sorted({**cfg.env_dict(), **place}.items())))
+            for place in tenant_placements(cfg, backend)]
+
+
+def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher, model: ServedModel,
+                 cfg: ServerConfig, settings: SweepSettings, tok: Any, outcome: SweepOutcome,
+                 repeat: int | None = None) -> SweepOutcome:
     """Every (shape, concurrency) point of one config against a running server: for ``repeat`` r only that
-    repeat, else every repeat of the settings in turn (shapes × concurrencies interleaved within each)."""
+    repeat, else every repeat of the settings in turn (shapes × concurrencies interleaved within each).
+
+    Against several servers (a variant's tenants) each point is measured twice: on the first tenant alone
+    (``server_config`` NAME.alone), then on every tenant at once, each at the point's concurrency (NAME.t0,
+    NAME.t1, ...): what a neighbour costs a tenant is t_i against alone, within the same boots."""
     from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
 
@@ -189,22 +239,31 @@ def sweep_config(ctx: LaneContext, base_url: str, launcher: Launcher, model: Ser
     repeats = [repeat] if repeat is not None else list(range(settings.repeats))
     total = len(shapes) * len(values) * len(repeats)
     done = 0
+    urls = base_url if isinstance(base_url, list) else [base_url]
+    hook = ctx.telemetry.point_phase if ctx.telemetry else None
     for r, shape, c in ((r, shape, c) for r in repeats for shape in shapes for c in values):
-        point = SweepPoint(
-            base_url=base_url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
-            num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
-            endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
-            server_config_fingerprint=cfg.fingerprint(),
-            backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
-            client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
-            timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
-        result = run_point(point, tok, phase_hook=ctx.telemetry.point_phase if ctx.telemetry else None)
-        if settings.repeats > 1:
-            result.sweep_point["repeat_index"] = r
-        ctx.write("requests", result.requests)
-        ctx.write("sweep_points", [result.sweep_point])
-        outcome.points.append(result.sweep_point)
-        outcome.metrics.append(result.metrics)
+        def point(url: str, label: str) -> Any:
+            return SweepPoint(
+                base_url=url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
+                num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
+                endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=label,
+                server_config_fingerprint=cfg.fingerprint(),
+                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
+                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
+                timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
+
+        if len(urls) == 1:
+            results = [run_point(point(urls[0], cfg.name), tok, phase_hook=hook)]
+        else:
+            results = [run_point(point(urls[0], f"{cfg.name}.alone"), tok, phase_hook=hook)]
+            results += _together([point(u, f"{cfg.name}.t{i}") for i, u in enumerate(urls)], tok, hook)
+        for result in results:
+            if settings.repeats > 1:
+                result.sweep_point["repeat_index"] = r
+            ctx.write("requests", result.requests)
+            ctx.write("sweep_points", [result.sweep_point])
+            outcome.points.append(result.sweep_point)
+            outcome.metrics.append(result.metrics)
         done += 1
         rep = f" repeat {r + 1}/{settings.repeats}" if settings.repeats > 1 else ""
         ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}{rep}", done, total, "points")

@@ -9,6 +9,7 @@ one (a variant whose fingerprint equals its base's: same graphs, same server), e
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from analytics.report.compare import FAIL_PCT, UnknownConfigError, config_deltas
@@ -38,7 +39,12 @@ def _floor_copy(configs: dict[str, dict[str, Any]], base: str, variant: str) -> 
     if fp is None:
         return None
     return next((n for n, r in sorted(configs.items()) if n not in (base, variant) and r.get("base") == base
-                 and r.get("fingerprint") == fp), None)
+                 and r.get("fingerprint") == fp and _tenants(r) == 1), None)
+
+
+def _tenants(row: dict[str, Any]) -> int:
+    """A booted config's tenants (its fingerprint leaves placement out: tenants of A share A's)."""
+    return int((row.get("sets") or {}).get("tenants") or 1)
 
 
 def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> dict[str, Any]:
@@ -55,8 +61,11 @@ def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) ->
             base = r.get("base")
             if not base or base == name:
                 continue
+            tenants = _tenants(r)
+            if tenants > 1:
+                name = f"{name}.alone"  # a multi-tenant variant against its base: its first tenant, alone
             entry: dict[str, Any] = {"run_id": run, "baseline": base, "variant": name, "sets": r.get("sets"),
-                                     "aa_copy": r.get("fingerprint") is not None and
+                                     "aa_copy": tenants == 1 and r.get("fingerprint") is not None and
                                      r.get("fingerprint") == (mine.get(base) or {}).get("fingerprint")}
             floor = _floor_copy(mine, base, name)
             try:
@@ -67,7 +76,30 @@ def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) ->
                 continue
             entry["deltas"] = deltas
             comparisons.append(entry)
+        comparisons += _isolation(c, con, run, fail_pct)
     return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con)})
+
+
+def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[dict[str, Any]]:
+    """Each tenant of a multi-tenant variant loaded with its neighbours (NAME.t<i>) against the first tenant
+    alone (NAME.alone), in the same boots: what sharing the box costs a tenant."""
+    from analytics.report.compare import _run_points
+
+    names = {p.get("server_config") for p in _run_points(c, run)}
+    out = []
+    for name in sorted(n for n in names if n and re.fullmatch(r".+\.t\d+", n)):
+        variant = name.rsplit(".t", 1)[0]
+        alone = f"{variant}.alone"
+        if alone not in names:
+            continue
+        entry: dict[str, Any] = {"run_id": run, "baseline": alone, "variant": name, "isolation": True,
+                                 "tenant_of": variant}
+        try:
+            entry["deltas"] = config_deltas(c, [run], alone, name, con, fail_pct)
+        except UnknownConfigError as exc:
+            entry["note"] = str(exc)
+        out.append(entry)
+    return out
 
 
 def limits_rows(con: Any) -> list[dict[str, Any]]:

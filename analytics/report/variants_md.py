@@ -48,7 +48,9 @@ def s_variants(c: dict[str, Any]) -> list[str]:
                 ("unit", "unit"), ("run_p_adjusted", "p run"), ("floor_pct", "floor %"), ("verdict", "verdict")]
 
     for e in comparisons:
-        what = " (an A/A copy: the calibration)" if e.get("aa_copy") else ""
+        what = " (an A/A copy: the calibration)" if e.get("aa_copy") else \
+            f" (isolation: a tenant of `{e['tenant_of']}` loaded with its neighbours, against the first tenant " \
+            "alone)" if e.get("isolation") else ""
         lines += [f"### `{e['run_id']}`: `{e['variant']}` vs `{e['baseline']}`{what}", ""]
         if "deltas" not in e:
             lines += [f"_Not compared: {e.get('note')}._", ""]

@@ -62,3 +62,33 @@ def test_declared_variants_boot_measure_and_compare(tmp_path):
     assert "### `var-1`: `slow` vs `A`" in section and "A/A spread of A-copy against A" in section
     assert "### `var-1`: `broken` vs `A`" in section and "_Not compared: server config 'broken'" in section
     assert "no-such-flag" in section  # the verbatim boot error in the configs table
+
+
+@pytest.mark.slow
+def test_two_tenants_each_on_its_own_core_are_measured_alone_and_together(tmp_path):
+    """A variant with tenants boots one server per core (each pinned), measures every point on the first tenant
+    alone, then on both at once; the report compares each tenant with the first alone (isolation)."""
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("two tenants need two cores")
+    request = {"lanes": ["serve_sweep"], "profile": "tiny",
+               "server_configs": {"A": {}, "A-2t": {"base": "A", "tenants": 2}},
+               "lane_config": {"serve_sweep": {**SWEEP, "server_configs": ["A", "A-2t"]}}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(request))
+    results, report = str(tmp_path / "results"), tmp_path / "report"
+    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
+               "--run-id", "ten-1", "--no-live")
+    points = query(results, "select server_config, count(*) as n from sweep_points group by all order by all")
+    # concurrency 1 and 2, two repeats, each on A, on the first tenant alone and on both tenants together
+    assert {p["server_config"]: p["n"] for p in points} == {"A": 4, "A-2t.alone": 4, "A-2t.t0": 4, "A-2t.t1": 4}
+    boots = query(results, "select config, count(*) as n from compiles group by all order by all")
+    assert {b["config"]: b["n"] for b in boots} == {"A": 2, "A-2t": 4}  # two tenants, two repeats
+    logs = sorted((tmp_path / "results" / "logs").rglob("server-tiny-llama-A-2t-*.log"))
+    pinned = {line.rsplit("pinned to cores ", 1)[1].strip() for f in logs for line in f.read_text().splitlines()
+              if "pinned to cores" in line}
+    assert pinned == {"0", "1"}
+    text = (report / "REPORT.md").read_text()
+    assert "### `ten-1`: `A-2t.alone` vs `A`" in text
+    assert "### `ten-1`: `A-2t.t1` vs `A-2t.alone` (isolation:" in text

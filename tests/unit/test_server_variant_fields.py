@@ -249,3 +249,36 @@ def test_the_plan_counts_each_configs_boots_and_cold_compiles():
     assert {r.cold for r in cpu} == {0} and [r.config for r in cpu] == ["A", "A-copy", "A-seqs2", "B"]
     blocked = build_config(Config, "full", {"sweep_repeats": 3, "repeat_order": "blocked"})
     assert {r.boots for r in config_boots("serve_sweep", blocked, "full", "neuron")} == {1}
+
+
+# ---- multi-tenancy -----------------------------------------------------------------------------------------
+def test_tenants_are_placement_on_disjoint_device_sets():
+    from agents.serving.sweep import tenant_configs
+    from pipeline.servers import tenant_placements
+
+    (t,) = resolve_server_configs({"T": {"tenants": 2, "tensor_parallel_size": 1}}, "full", "neuron")
+    assert t.tenants == 2 and t.fingerprint() == dataclasses.replace(t, tenants=1).fingerprint()  # shared graphs
+    assert tenant_placements(t, "neuron") == [{"NEURON_RT_VISIBLE_CORES": "0"}, {"NEURON_RT_VISIBLE_CORES": "1"}]
+    assert tenant_placements(dataclasses.replace(t, tensor_parallel=2), "cuda") == [
+        {"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}]
+    assert [p["NEURONPIPE_CPU_AFFINITY"] for p in tenant_placements(t, "cpu", cores=4)] == ["0,1", "2,3"]
+    servers = tenant_configs(t, "neuron")
+    assert [s.env_dict() for s in servers] == [{"NEURON_RT_VISIBLE_CORES": "0"}, {"NEURON_RT_VISIBLE_CORES": "1"}]
+    assert {s.name for s in servers} == {"T"} and {s.fingerprint() for s in servers} == {t.fingerprint()}
+    assert "env" not in json.loads(servers[1].to_json()) and json.loads(servers[1].to_json())["tenants"] == 2
+
+
+def test_tenants_that_do_not_fit_the_box_are_refused():
+    req = parse_request({"lanes": ["serve_sweep"], "server_configs": {"A": {}, "T": {"tenants": 2}}})
+    with pytest.raises(LaneConfigInvalidError, match=r"serve_sweep: server_configs\.T\.tenants: 2 tenants x "
+                                                     r"tensor_parallel_size 2 need 4 devices, the box has 2"):
+        plan_run(req, run_id="r1", results_uri="s3://b/results")
+    ok = parse_request({"lanes": ["serve_sweep"], "server_configs": {"A": {}, "T": {"tenants": 2,
+                                                                               "tensor_parallel_size": 1}}})
+    assert plan_run(ok, run_id="r1", results_uri="s3://b/results")
+    with pytest.raises(ServerVariantError, match=r"server_configs\.T\.env: a variant with tenants is placed by "
+                                                 r"the lane.*NEURON_RT_VISIBLE_CORES"):
+        resolve_server_configs({"T": {"tenants": 2, "tensor_parallel_size": 1,
+                                      "env": {"NEURON_RT_VISIBLE_CORES": "0"}}}, "full", "neuron")
+    with pytest.raises(ServerVariantError, match=r"server_configs\.T\.tenants: an integer in \[1, 64\]"):
+        resolve_server_configs({"T": {"tenants": 0}}, "tiny", "cpu")

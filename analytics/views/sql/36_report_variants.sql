@@ -20,14 +20,15 @@ WITH boots AS (
     GROUP BY run_id, lane, model, config
 ),
 grids AS (
-    SELECT run_id, lane, model, server_config AS config,
+    -- a multi-tenant variant's points are NAME.alone and NAME.t<i>: its grid is NAME's
+    SELECT run_id, lane, model, regexp_replace(server_config, '\.(alone|t[0-9]+)$', '') AS config,
            max(CAST(json_extract(grid_json, '$.kv_bytes_per_token') AS BIGINT)) AS kv_bytes_per_token,
            max(CAST(json_extract(grid_json, '$.limit') AS BIGINT))              AS grid_limit,
            max(CAST(json_extract(grid_json, '$.max_model_len') AS BIGINT))      AS max_model_len,
            max(CAST(json_extract(grid_json, '$.free_kv_bytes') AS BIGINT))      AS free_kv_bytes,
            count(*)                                                             AS points
     FROM sweep_points WHERE grid_json IS NOT NULL
-    GROUP BY run_id, lane, model, server_config
+    GROUP BY ALL
 )
 SELECT b.run_id, b.lane, b.model, b.config,
        json_extract_string(b.config_json, '$.base') AS base,
