@@ -6,6 +6,7 @@ rules reproduce it, not that a number was copied. Nothing here is a hard-coded r
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,7 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
                _one(con, "SELECT string_agg(DISTINCT error, ' | ') FROM requests WHERE run_id = ? "
                          "AND lane = 'qwen3_attempt' AND NOT success", run_id), None),
     ]
+    out += phase2_figures(con, run_id, tree)
     if repo is not None and tree.commit:
         first = _first_version(repo, tree.commit, base + "boot.json")
         ours = None
@@ -88,6 +90,60 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
         if cold:
             ours = cold[0]["wall_s"]
         out.append(Figure("first cold boot, base model, --history (s)", first.get("boot_wall_s"), ours, 0.0))
+    return out
+
+
+def phase2_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
+    """Its Phase-2 headlines (REPORT-EXTENSIONS): theirs from its extras' files, ours from our views over the
+    imported run (the Variants, Limits and tenant points). Empty when the source has no extras."""
+    from analytics.importers.tnx_extras import EXTRAS, LEN_RE
+
+    files = set(tree.files(EXTRAS))
+    if not files:
+        return []
+    out: list[Figure] = []
+
+    def agg(config: str, conc: int, column: str, model: str | None = None) -> Any:
+        return _one(con, f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' "
+                         "AND server_config = ? AND max_concurrency = ?" + (" AND model = ?" if model else ""),
+                    run_id, config, conc, *([model] if model else []))
+
+    if EXTRAS + "quant/fp8kv_c8.json" in files:
+        fp8 = _json(tree, EXTRAS + "quant/fp8kv_c8.json")
+        bf16 = _json(tree, "inf2/results/serve/llama31_base_short/isl1024_osl1024_c8.json")
+        out += [Figure("fp8 KV cache c8 output tok/s", fp8["output_throughput"],
+                       agg("fp8kv", 8, "output_throughput"), 0.001),
+                Figure("bf16 KV cache c8 output tok/s (the same points)", bf16["output_throughput"],
+                       agg("short", 8, "output_throughput", bf16["model_id"]), 0.001)]
+    mistral = EXTRAS + "serve/mistral7b_short/"
+    if mistral + "isl1024_osl1024_c32.json" in files:
+        c32 = _json(tree, mistral + "isl1024_osl1024_c32.json")
+        boot = _json(tree, mistral + "boot.json")
+        out += [Figure("Mistral-7B c32 output tok/s", c32["output_throughput"],
+                       agg("short", 32, "output_throughput", c32["model_id"]), 0.001),
+                Figure("Mistral-7B cold compile (s)", boot["boot_wall_s"],
+                       _one(con, "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'serve_sweep' AND model = ? "
+                                 "AND cache = 'cold' AND succeeded", run_id, boot["model_id"]), 0.0)]
+    lens = sorted(int(LEN_RE.search(f).group(1)) for f in files if LEN_RE.search(f))
+    if lens:
+        ok = [n for n in lens if _json(tree, EXTRAS + f"ctx_bisect/len_{n}.json").get("status") == "healthy"]
+        bad = [n for n in lens if n not in ok and (not ok or n > max(ok))]
+        theirs = f"({max(ok)}, {min(bad)}]" if ok and bad else None
+        out.append(Figure("serving context cliff at 8 sequences (max_model_len)", theirs,
+                          _one(con, "SELECT bracket FROM report_limits WHERE run_id = ?", run_id), None))
+        status = _json(tree, EXTRAS + f"ctx_bisect/len_{min(bad)}.json").get("status") if bad else None
+        code = re.search(r"NCC_[A-Z]+\d+", str(status)).group(0) if status and re.search(r"NCC_", str(status)) \
+            else None
+        ours = _one(con, "SELECT error_at_high FROM report_limits WHERE run_id = ?", run_id)
+        out.append(Figure("its compiler error at the cliff", code,
+                          re.search(r"NCC_[A-Z]+\d+", ours).group(0) if ours and re.search("NCC_", ours) else None,
+                          None))
+    for i in (0, 1):
+        path = EXTRAS + f"multitenant/tenant{i}_c4.json"
+        if path in files:
+            out.append(Figure(f"two tenants, one NeuronCore each: tenant {i} c4 output tok/s",
+                              _json(tree, path)["output_throughput"], agg(f"tenant.t{i}", 4, "output_throughput"),
+                              0.001))
     return out
 
 

@@ -153,55 +153,63 @@ def serve_lanes(tree: Tree) -> list[LaneImport]:
     for dirname, files in sorted(serve_dirs(tree).items()):
         key, _, config = dirname.rpartition("_")
         lane, _variant = lane_for(key or dirname)
-        role = "inf2"
-        li = by_lane.setdefault(lane, LaneImport(lane, role))
-        names = {p.rsplit("/", 1)[-1]: p for p in files}
-        grid = tree.text(names["grid.json"]) if "grid.json" in names else None
-        for name, row_of in (("boot.json", boot_row), ("load_failure.json", failure_row)):
-            if name in names:
-                row = row_of(tree, names[name])
-                li.add("compiles", row)
-                li.paths.append(names[name])
-                li.ended_at = max(filter(None, [li.ended_at, row["ts"]]), default=None)
-        for name, path in sorted(names.items()):
-            m = POINT_RE.match(name)
-            if not m:
-                continue
-            d = load_json(tree, path)
-            point_id = f"{dirname}/{name[:-len('.json')]}"
-            captured = parse_time(d.get("date"))
-            duration = num(d.get("duration"))
-            li.add("sweep_points", {
-                # the point's window, so its telemetry is counted per point: the source stamps the point's end
-                "window_end": captured,
-                "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
-                "point_id": point_id, "model": d.get("model_id"), "server_config": config,
-                "server_kind": "vllm", "backend": BACKEND, "endpoint": "/v1/completions", "mode": "closed",
-                "prompt_source": "random", "input_len": integer(m.group(1)), "output_len": integer(m.group(2)),
-                "max_concurrency": integer(m.group(3)), "num_prompts": integer(d.get("num_prompts")),
-                "warmup_requests": 0, "grid_json": grid,
-                "note": f"imported aggregate-only point ({d.get('backend')}); see serving_aggregates"})
-            li.add("serving_aggregates", aggregate_row(d, point_id, config, "closed", tree.uri(path)))
-            reqs = request_rows(tree, path[:-len(".json")] + ".log", d, point_id, config)
-            if reqs:
-                li.add("requests", reqs)
-            li.add_point_file(tree, files, path, captured)
-        if "roundtrip_hashes.json" in names:
-            d = load_json(tree, names["roundtrip_hashes.json"])
-            for fname, sha in sorted((d.get("inf2_hashes") or {}).items()):
-                li.add("artifacts", {"model": None, "kind": "merged",  # model: from the merge (collect)
-                                     "stage": "after_copy", "path": fname, "sha256": sha,
-                                     "expected_sha256": None, "roundtrip_verified": None})
-            li.config["roundtrip"] = {k: d.get(k) for k in ("verified", "compared_files", "mismatches",
-                                                            "trn1_source", "inf2_side")}
-            li.paths.append(names["roundtrip_hashes.json"])
-        if "generation_failure.json" in names:
-            g = load_json(tree, names["generation_failure.json"])
-            li.add("sweep_points", {"point_id": f"qwen3-probe/{dirname}", "model": _model_of(li),
-                                    "server_config": config, "mode": "closed", "backend": BACKEND,
-                                    "note": _probe_note(g)})
-            li.paths.append(names["generation_failure.json"])
+        li = by_lane.setdefault(lane, LaneImport(lane, "inf2"))
+        add_serve_dir(li, tree, dirname, files, config)
     return list(by_lane.values())
+
+
+def add_serve_dir(li: LaneImport, tree: Tree, dirname: str, files: list[str], config: str,
+                  point_config: Any = None) -> None:
+    """One serve/<dir>/ of the source into ``li``: its boot or load failure, its points (aggregate rows, the
+    Qwen3 failures' requests, telemetry), its round-trip hashes and generation probe. ``point_config(name)``
+    names a point's server config (default ``config``)."""
+    names = {p.rsplit("/", 1)[-1]: p for p in files}
+    grid = tree.text(names["grid.json"]) if "grid.json" in names else None
+    for name, row_of in (("boot.json", boot_row), ("load_failure.json", failure_row)):
+        if name in names:
+            row = row_of(tree, names[name])
+            li.add("compiles", row)
+            li.paths.append(names[name])
+            li.ended_at = max(filter(None, [li.ended_at, row["ts"]]), default=None)
+    for name, path in sorted(names.items()):
+        m = POINT_RE.match(name)
+        if not m:
+            continue
+        d = load_json(tree, path)
+        point_id = f"{dirname}/{name[:-len('.json')]}"
+        captured = parse_time(d.get("date"))
+        duration = num(d.get("duration"))
+        cfg = point_config(name) if point_config else config
+        li.add("sweep_points", {
+            # the point's window, so its telemetry is counted per point: the source stamps the point's end
+            "window_end": captured,
+            "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
+            "point_id": point_id, "model": d.get("model_id"), "server_config": cfg,
+            "server_kind": "vllm", "backend": BACKEND, "endpoint": "/v1/completions", "mode": "closed",
+            "prompt_source": "random", "input_len": integer(m.group(1)), "output_len": integer(m.group(2)),
+            "max_concurrency": integer(m.group(3)), "num_prompts": integer(d.get("num_prompts")),
+            "warmup_requests": 0, "grid_json": grid,
+            "note": f"imported aggregate-only point ({d.get('backend')}); see serving_aggregates"})
+        li.add("serving_aggregates", aggregate_row(d, point_id, cfg, "closed", tree.uri(path)))
+        reqs = request_rows(tree, path[:-len(".json")] + ".log", d, point_id, cfg)
+        if reqs:
+            li.add("requests", reqs)
+        li.add_point_file(tree, files, path, captured)
+    if "roundtrip_hashes.json" in names:
+        d = load_json(tree, names["roundtrip_hashes.json"])
+        for fname, sha in sorted((d.get("inf2_hashes") or {}).items()):
+            li.add("artifacts", {"model": None, "kind": "merged",  # model: from the merge (collect)
+                                 "stage": "after_copy", "path": fname, "sha256": sha,
+                                 "expected_sha256": None, "roundtrip_verified": None})
+        li.config["roundtrip"] = {k: d.get(k) for k in ("verified", "compared_files", "mismatches",
+                                                        "trn1_source", "inf2_side")}
+        li.paths.append(names["roundtrip_hashes.json"])
+    if "generation_failure.json" in names:
+        g = load_json(tree, names["generation_failure.json"])
+        li.add("sweep_points", {"point_id": f"qwen3-probe/{dirname}", "model": _model_of(li),
+                                "server_config": config, "mode": "closed", "backend": BACKEND,
+                                "note": _probe_note(g)})
+        li.paths.append(names["generation_failure.json"])
 
 
 def _model_of(li: LaneImport) -> str | None:
@@ -307,6 +315,9 @@ def quality(tree: Tree) -> LaneImport | None:
 def lanes(tree: Tree) -> list[LaneImport]:
     from analytics.importers.tnx_knee import knee
 
+    from analytics.importers.tnx_extras import extras
+
     found = [provenance(tree, ROOT, "inf2"), host_cpu(tree, ROOT, "inf2"), *serve_lanes(tree), sustained(tree),
              quality(tree), knee(tree, aggregate_row)]
-    return [li for li in found if li is not None]
+    out = [li for li in found if li is not None]
+    return extras(tree, out)

@@ -27,7 +27,8 @@ def server_config_rows(con: Any) -> list[dict[str, Any]]:
     present = {r["view_name"] for r in rows(con, "SELECT view_name FROM duckdb_views()")}
     if "report_server_configs" not in present:
         return []
-    out = rows(con, "SELECT * FROM report_server_configs ORDER BY run_id, lane, model, config")
+    # the limits lane's probes are boots, not variants: its own section shows them
+    out = rows(con, "SELECT * FROM report_server_configs WHERE lane <> 'limits' ORDER BY run_id, lane, model, config")
     for r in out:
         r["sets"] = _sets(r.pop("config_json", None))
     return out

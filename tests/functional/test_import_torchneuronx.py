@@ -176,8 +176,12 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         rows = figures(connect(store), store, summary.run_id, tree, None)  # no --history: no first-boot figure
     finally:
         repo.close()
-    assert len(rows) >= 12
+    assert len(rows) >= 20
     assert [f.name for f in rows if not f.holds] == []
+    names = {f.name for f in rows}  # its Phase 2: a variant, a new model, a limit, two tenants
+    assert {"fp8 KV cache c8 output tok/s", "Mistral-7B c32 output tok/s", "Mistral-7B cold compile (s)",
+            "serving context cliff at 8 sequences (max_model_len)", "its compiler error at the cliff",
+            "two tenants, one NeuronCore each: tenant 1 c4 output tok/s"} <= names
 
 
 def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_and_no_cost(imported, tmp_path):
