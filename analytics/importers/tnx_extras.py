@@ -23,6 +23,7 @@ from typing import Any
 
 from analytics.importers.common import LaneImport, load_json, num, parse_time
 from analytics.importers.source import Tree
+from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row
 
 EXTRAS = "inf2/results/extras/"
 LEN_RE = re.compile(r"ctx_bisect/len_(\d+)\.json$")
@@ -42,8 +43,6 @@ def _config_json(name: str, base: str | None, sets: dict[str, Any]) -> str:
 
 
 def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
-    from analytics.importers.tnx_inf2 import boot_row, failure_row
-
     lens = sorted((p for p in files if LEN_RE.search(p)), key=lambda p: int(LEN_RE.search(p).group(1)))
     if not lens:
         return None
@@ -97,8 +96,6 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
 
 
 def _into_serve_sweep(li: LaneImport, tree: Tree, files: list[str]) -> None:
-    from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row
-
     quant = [p for p in files if p.startswith(EXTRAS + "quant/")]
     if EXTRAS + "quant/fp8kv.boot.json" in quant:
         row = boot_row(tree, EXTRAS + "quant/fp8kv.boot.json")
@@ -112,14 +109,14 @@ def _into_serve_sweep(li: LaneImport, tree: Tree, files: list[str]) -> None:
         li.add("compiles", row)
         li.paths.append(EXTRAS + "quant/load_failure.json")
     if EXTRAS + "quant/fp8kv_c8.json" in quant:
-        _point(li, tree, quant, EXTRAS + "quant/fp8kv_c8.json", "quant/fp8kv_c8", "fp8kv", aggregate_row)
+        _point(li, tree, quant, EXTRAS + "quant/fp8kv_c8.json", "quant/fp8kv_c8", "fp8kv")
     mistral = [p for p in files if p.startswith(EXTRAS + "serve/mistral7b_short/")]
     if mistral:
         add_serve_dir(li, tree, "extras/mistral7b_short", mistral, "short")
     tenants = [p for p in files if p.startswith(EXTRAS + "multitenant/")]
     for path in sorted(p for p in tenants if re.search(r"/tenant(\d+)_c\d+\.json$", p)):
         i = re.search(r"/tenant(\d+)_c\d+\.json$", path).group(1)  # type: ignore[union-attr]
-        _point(li, tree, tenants, path, f"multitenant/{path.rsplit('/', 1)[-1][:-5]}", f"tenant.t{i}", aggregate_row)
+        _point(li, tree, tenants, path, f"multitenant/{path.rsplit('/', 1)[-1][:-5]}", f"tenant.t{i}")
     if EXTRAS + "multitenant/load_failure.json" in tenants:
         d = load_json(tree, EXTRAS + "multitenant/load_failure.json")
         li.add("compiles", {"what": "serving_config", "model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "config": "tenant",
@@ -131,7 +128,7 @@ def _into_serve_sweep(li: LaneImport, tree: Tree, files: list[str]) -> None:
         li.paths.append(EXTRAS + "multitenant/load_failure.json")
 
 
-def _point(li: LaneImport, tree: Tree, files: list[str], path: str, point_id: str, config: str, aggregate_row) -> None:
+def _point(li: LaneImport, tree: Tree, files: list[str], path: str, point_id: str, config: str) -> None:
     d = load_json(tree, path)
     captured, duration = parse_time(d.get("date")), num(d.get("duration"))
     li.add("sweep_points", {

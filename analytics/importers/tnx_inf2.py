@@ -315,9 +315,6 @@ def quality(tree: Tree) -> LaneImport | None:
 def lanes(tree: Tree) -> list[LaneImport]:
     from analytics.importers.tnx_knee import knee
 
-    from analytics.importers.tnx_extras import extras
-
     found = [provenance(tree, ROOT, "inf2"), host_cpu(tree, ROOT, "inf2"), *serve_lanes(tree), sustained(tree),
              quality(tree), knee(tree, aggregate_row)]
-    out = [li for li in found if li is not None]
-    return extras(tree, out)
+    return [li for li in found if li is not None]
