@@ -141,3 +141,15 @@ def check_lane_configs(configs: Mapping[str, Mapping[str, Any] | None], specs: M
     problems = [p for lane, cfg in configs.items() for p in config_problems(specs[lane], profile, cfg)]
     if problems:
         raise LaneConfigInvalidError("\n".join(problems))
+
+
+def built_config(spec: LaneSpec, profile: str, overrides: Mapping[str, Any] | None, field_name: str) -> Any | None:
+    """The lane's Config at ``profile`` with ``overrides`` applied, when the Config has ``field_name`` (None
+    otherwise, or when the lane's module does not import: that lane fails on its own, with its error)."""
+    try:
+        config_cls = spec.config_class()
+    except Exception:  # noqa: BLE001
+        return None
+    if config_cls is None or field_name not in getattr(config_cls, "__dataclass_fields__", {}):
+        return None
+    return build_config(config_cls, profile, overrides or {})

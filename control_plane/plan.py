@@ -37,9 +37,9 @@ from urllib.parse import urlparse
 
 from pipeline.graph import LOCAL, Node, build_nodes, topological
 from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, request_lanes, result_lane
-from control_plane.lane_configs import LaneConfigInvalidError, check_lane_configs, slo_config
+from control_plane.lane_configs import LaneConfigInvalidError, built_config, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
-from pipeline.servers import NEURON_BOX, ServingTarget, pick_server_configs
+from pipeline.servers import NEURON_BOX, ServingTarget, pick_server_configs, served_models
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
@@ -170,20 +170,12 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
     reason`` line per problem (``LaneConfigInvalidError``), before anything starts."""
     if target is None:
         return
-    from pipeline.config import build_config
-
     problems = []
     for lane, cfg in configs.items():
-        try:
-            config_cls = specs[lane].config_class()
-        except Exception:  # noqa: BLE001  (a lane whose module does not import fails on its own, with its error)
-            continue
-        if config_cls is None or not hasattr(config_cls, "__dataclass_fields__") or \
-                SERVER_CONFIGS_FIELD not in config_cls.__dataclass_fields__:
-            continue
-        built = build_config(config_cls, profile, cfg or {})
-        models = list(getattr(built, "models", None) or [m for m in [getattr(built, "model", None)] if m])
-        problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile, models)]
+        built = built_config(specs[lane], profile, cfg, SERVER_CONFIGS_FIELD)
+        if built is not None:
+            problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile,
+                                                                 served_models(built))]
     if problems:
         raise LaneConfigInvalidError("\n".join(problems))
 

@@ -220,12 +220,12 @@ class ConfigBoots:
 def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[ConfigBoots]:
     """Each (model, server config) of a serving lane's resolved ``Config``: its boots (one per repeat when the
     sweep interleaves repeats, else one), how many compile cold, and their expected seconds."""
-    from pipeline.servers import resolve_server_configs
+    from pipeline.servers import resolve_server_configs, served_models
 
     configs = resolve_server_configs(built.server_configs, profile, backend, check=False)
     repeats = int(getattr(built, "sweep_repeats", 1) or 1)
     per_config = repeats if repeats > 1 and getattr(built, "repeat_order", "interleaved") != "blocked" else 1
-    models = list(getattr(built, "models", None) or [m for m in [getattr(built, "model", None)] if m])
+    models = served_models(built)
     cold_s, warm_s, none_s, source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
     out = []
     for model in models:

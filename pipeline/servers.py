@@ -52,27 +52,22 @@ class ServerConfig:
     env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
     tenants: int = 1  # servers of this config at once on disjoint device sets (placement: not in the fingerprint)
 
-    # the fields a fingerprint leaves out when at their default: adding a field never renames existing caches
+    # the variant fields' defaults: a fingerprint leaves a field at its default out (adding a field never renames
+    # existing caches), and backend_problems says what a server cannot do when a field is not at its default
     _DEFAULTS = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
                  "quantization": None, "override_neuron_config": None, "env": (), "tenants": 1}
 
     def fingerprint(self) -> str:
         """Stable short hash of what the compiled graphs depend on (for the compile-cache path): every field
-        but the name, description and base; a field at its default is left out, and so are the placement
-        variables of ``env`` and the draft model's path on the box."""
+        but the name, description, base and tenants; a field at its default is left out, and so are the
+        placement variables of ``env`` and the draft model's path on the box."""
         data = {k: v for k, v in dataclasses.asdict(self).items()
                 if k not in ("name", "description", "base", "tenants")}
+        data["speculative"] = self.speculative.to_config() if self.speculative is not None else None
+        data["env"] = tuple((k, v) for k, v in self.env if k not in PLACEMENT_ENV)
         for k, default in self._DEFAULTS.items():
-            if data.get(k) == default or (k == "env" and data.get(k) == []):
+            if data.get(k) == default:
                 data.pop(k, None)
-        if self.speculative is not None:
-            data["speculative"] = self.speculative.to_config()
-        if "env" in data:
-            kept = [[k, v] for k, v in self.env if k not in PLACEMENT_ENV]
-            if kept:
-                data["env"] = kept
-            else:
-                data.pop("env")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
     def env_dict(self) -> dict[str, str]:
@@ -175,7 +170,7 @@ QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "ex
 _VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096), "block_size": (1, 1 << 20),
-           "tensor_parallel_size": (1, 64), "tenants": (1, 64)}
+           "tensor_parallel_size": (1, 64), "tenants": (1, 64), "num_speculative_tokens": (1, 16)}
 # what the launchers set themselves: a variant's env may not replace it (the compile cache, offline mode)
 RESERVED_ENV = frozenset({"NEURON_COMPILED_ARTIFACTS", "NEURON_COMPILE_CACHE_URL", "VLLM_NEURON_FRAMEWORK",
                           "VLLM_CACHE_ROOT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE"})
@@ -204,9 +199,7 @@ def _speculative(where: str, spec: Any) -> Speculative:
     method = spec.get("method", "draft_model" if spec.get("draft_model") else "ngram")
     if method not in SPECULATIVE_METHODS:
         raise ServerVariantError(f"{where}.method: one of {', '.join(SPECULATIVE_METHODS)}, got {method!r}")
-    n = spec.get("num_speculative_tokens", 4)
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
-        raise ServerVariantError(f"{where}.num_speculative_tokens: an integer in [1, 16], got {n!r}")
+    n = _int_field(where, "num_speculative_tokens", spec.get("num_speculative_tokens", 4))
     draft = spec.get("draft_model")
     if method == "ngram":
         if draft is not None:
@@ -349,6 +342,11 @@ def _short(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
+def served_models(config: Any) -> list[str]:
+    """The models a serving lane's resolved Config serves: its ``models`` list, else its one ``model``."""
+    return list(getattr(config, "models", None) or [m for m in [getattr(config, "model", None)] if m])
+
+
 def pick_server_configs(declared: Any, picks: list[str] | None) -> Any:
     """A lane's ``server_configs`` from the run's declarations (a request's list or map) and the lane's picks (a
     list of names; None: every declared config). A pick that is neither declared nor in the catalogue is
@@ -391,12 +389,11 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
     (``devices``: how many the box has for tensor parallelism; None: not checked here)."""
     kind = (server or "neuronpipe") if backend == "cpu" else backend
     where = f"server_configs.{cfg.name}"
-    defaults = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
-                "quantization": None, "override_neuron_config": None, "tensor_parallel": 1}
+    defaults = {**ServerConfig._DEFAULTS, "tensor_parallel": 1}
     problems = []
     for key, reason in _UNSUPPORTED.get(kind, {}).items():
         value = getattr(cfg, key)
-        if value != defaults[key] and not (key == "kv_cache_dtype" and value in _KV_DTYPES.get(kind, ())):
+        if value != defaults[key]:
             problems.append(f"{where}.{_FIELD_NAMES.get(key, key)}: {reason} (got {value!r})")
     if cfg.kv_cache_dtype not in _KV_DTYPES.get(kind, KV_CACHE_DTYPES) and not any(".kv_cache_dtype" in p
                                                                                     for p in problems):

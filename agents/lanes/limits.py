@@ -56,6 +56,9 @@ def run(ctx: LaneContext, config: Config) -> None:
         search_id = f"{search.kind}-{secrets.token_hex(3)}"
         label = search.label(at)
         b = Bisection(search)
+        row = {"search_id": search_id, "model": model.name, "kind": search.kind, "at_field": OTHER[search.kind],
+               "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
+               "max_boots": search.max_boots, "backend": ctx.backend}  # every row of the search: the rest NULL
         while (value := b.next()) is not None:
             cfg = dataclasses.replace(base, name=f"{base.name}-{search.kind}-{value}", base=base.name,
                                       description=f"limits probe: {label}, {search.kind}={value}",
@@ -75,17 +78,9 @@ def run(ctx: LaneContext, config: Config) -> None:
             ctx.progress(f"{model.name} {label}: {search.kind}={value} {'ok' if error is None else kind}", done,
                          total, "probes")
             ctx.write("limit_probes", [{
-                "search_id": search_id, "model": model.name, "kind": search.kind, "at_field": OTHER[search.kind],
-                "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
-                "max_boots": search.max_boots, "probe": len(b.probes), "phase": b.probes[-1].phase, "value": value,
-                "succeeded": error is None, "error_kind": kind, "error": error,
-                "wall_s": time.monotonic() - t0, "config": cfg.name, "config_fingerprint": cfg.fingerprint(),
-                "backend": ctx.backend, "stop_reason": None}])
-        ctx.write("limit_probes", [{
-            "search_id": search_id, "model": model.name, "kind": search.kind, "at_field": OTHER[search.kind],
-            "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
-            "max_boots": search.max_boots, "probe": None, "phase": "outcome", "value": None, "succeeded": None,
-            "error_kind": None, "error": None, "wall_s": None, "config": base.name, "config_fingerprint": None,
-            "backend": ctx.backend, "stop_reason": b.stop_reason}])
+                **row, "probe": len(b.probes), "phase": b.probes[-1].phase, "value": value,
+                "succeeded": error is None, "error_kind": kind, "error": error, "wall_s": time.monotonic() - t0,
+                "config": cfg.name, "config_fingerprint": cfg.fingerprint()}])
+        ctx.write("limit_probes", [{**row, "phase": "outcome", "config": base.name, "stop_reason": b.stop_reason}])
         log.info("%s %s: (%s, %s] after %d probes: %s", model.name, label, b.low, b.high, len(b.probes),
                  b.stop_reason)

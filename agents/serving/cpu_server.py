@@ -54,11 +54,9 @@ def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib:
 
     import torch
 
-    cfg = getattr(config, "text_config", config)
-    heads = int(cfg.num_attention_heads)
-    kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
-    head_dim = int(getattr(cfg, "head_dim", None) or int(cfg.hidden_size) // heads)
-    per_token = int(cfg.num_hidden_layers) * kv_heads * head_dim * 2 * 4
+    from agents.loadgen.grid import kv_bytes_per_token
+
+    per_token, _ = kv_bytes_per_token(config.to_dict(), dtype_bytes=4)  # the grid's arithmetic, float32
     pool = per_token * max_model_len * max_num_seqs
     cap = int(cap_mib * 2**20)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)

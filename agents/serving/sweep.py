@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from agents.context import LaneContext
 from pipeline.servers import ServerConfig, kv_dtype_bytes
-from agents.serving.launcher import Launcher, ServedModel
+from agents.serving.launcher import Launcher, ServedModel, ServerBootError
 from agents.serving.session import model_config, serve, weight_bytes
 
 log = logging.getLogger(__name__)
@@ -179,8 +179,6 @@ def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, config
     part of what a repeat varies); balanced, the same with the turn reversed on every other repeat (A, B, B, A:
     what a position in the cycle does, e.g. the first boot after a pause, falls on each config alike); blocked, each config is booted once and its sweep repeated back to back."""
     from agents.loadgen.prompts import load_tokenizer
-
-    from agents.serving.launcher import ServerBootError
 
     tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
     outcome = SweepOutcome()

@@ -74,17 +74,14 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
         li.add("compiles", row)
         li.paths += [p for p in (path, boot, tail) if p in files]
         li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
+    # every row of the search (no bounds, precision or budget recorded: NULL)
+    search = {"search_id": "torchneuronx-ctx-bisect", "model": "meta-llama/Llama-3.1-8B-Instruct",
+              "kind": "max_model_len", "at_field": "max_num_seqs", "at_value": probes[0][5], "backend": "neuron"}
     for i, (captured, value, ok, kind, error, seqs) in enumerate(sorted(probes, key=lambda p: (p[0] is None, p[0]))):
-        li.add("limit_probes", {
-            "search_id": "torchneuronx-ctx-bisect", "model": "meta-llama/Llama-3.1-8B-Instruct",
-            "kind": "max_model_len", "at_field": "max_num_seqs", "at_value": seqs, "good": None, "bad": None,
-            "precision": None, "max_boots": None, "probe": i + 1, "phase": "bisect", "value": value,
-            "succeeded": ok, "error_kind": kind, "error": error, "wall_s": None,
-            "config": f"short-max_model_len-{value}", "config_fingerprint": None, "backend": "neuron",
-            "stop_reason": None})
-    li.add("limit_probes", {"search_id": "torchneuronx-ctx-bisect", "model": "meta-llama/Llama-3.1-8B-Instruct",
-                            "kind": "max_model_len", "at_field": "max_num_seqs", "at_value": probes[0][5],
-                            "phase": "outcome", "backend": "neuron",
+        li.add("limit_probes", {**search, "at_value": seqs, "probe": i + 1, "phase": "bisect", "value": value,
+                                "succeeded": ok, "error_kind": kind, "error": error,
+                                "config": f"short-max_model_len-{value}"})
+    li.add("limit_probes", {**search, "phase": "outcome",
                             "stop_reason": "probed by hand (the source's ctx_bisect): no budget or precision recorded"})
     failure = EXTRAS + "ctx_bisect/load_failure.json"
     if failure in files:

@@ -17,7 +17,7 @@ import duckdb
 
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.compare import deltas_section
-from analytics.report.variants import limits_rows, server_config_rows, variants_section
+from analytics.report.variants import variants_section
 from analytics.report.decision import decision_section
 from analytics.report.rows import ComparisonError, rows  # noqa: F401 - ComparisonError: what a failed build raises
 from analytics.report.rules import MEASUREMENT_RULES
@@ -253,8 +253,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     if with_deltas:
         c["deltas"] = deltas_section(con, c)
     # each server-config variant against its base within its run (the paired test, an A/A copy's floor)
-    c["variants"] = variants_section(con, c) if with_deltas else {"configs": server_config_rows(con),
-                                                                  "comparisons": [], "limits": limits_rows(con)}
+    c["variants"] = variants_section(con, c, present, compare=with_deltas)
     return c
 
 

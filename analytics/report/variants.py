@@ -23,8 +23,8 @@ def _sets(config_json: str | None) -> dict[str, Any] | None:
     return {k: v for k, v in data.items() if k not in ("name", "base", "fingerprint")}
 
 
-def server_config_rows(con: Any) -> list[dict[str, Any]]:
-    present = {r["view_name"] for r in rows(con, "SELECT view_name FROM duckdb_views()")}
+def server_config_rows(con: Any, present: set[str]) -> list[dict[str, Any]]:
+    """report_server_configs (``present``: the connection's views; empty without it)."""
     if "report_server_configs" not in present:
         return []
     # the limits lane's probes are boots, not variants: its own section shows them
@@ -48,11 +48,13 @@ def _tenants(row: dict[str, Any]) -> int:
     return int((row.get("sets") or {}).get("tenants") or 1)
 
 
-def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) -> dict[str, Any]:
-    """{"configs": every booted config per run, "comparisons": each variant against its base in its run}."""
-    configs = server_config_rows(con)
+def variants_section(con: Any, c: dict[str, Any], present: set[str], fail_pct: float = FAIL_PCT,
+                     compare: bool = True) -> dict[str, Any]:
+    """{"configs": every booted config per run, "comparisons": each variant against its base in its run (none
+    without ``compare``), "limits": the limits lane's brackets}; ``present``: the connection's views."""
+    configs = server_config_rows(con, present)
     comparisons: list[dict[str, Any]] = []
-    runs = [r["run_id"] for r in c["runs"]]
+    runs = [r["run_id"] for r in c["runs"]] if compare else []
     for run in runs:
         mine: dict[str, dict[str, Any]] = {}
         for r in configs:
@@ -78,7 +80,7 @@ def variants_section(con: Any, c: dict[str, Any], fail_pct: float = FAIL_PCT) ->
             entry["deltas"] = deltas
             comparisons.append(entry)
         comparisons += _isolation(c, con, run, fail_pct)
-    return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con)})
+    return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con, present)})
 
 
 def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[dict[str, Any]]:
@@ -103,9 +105,8 @@ def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[d
     return out
 
 
-def limits_rows(con: Any) -> list[dict[str, Any]]:
+def limits_rows(con: Any, present: set[str]) -> list[dict[str, Any]]:
     """report_limits: one row per bisection of the limits lane (empty without the view)."""
-    present = {r["view_name"] for r in rows(con, "SELECT view_name FROM duckdb_views()")}
     if "report_limits" not in present:
         return []
     return rows(con, "SELECT * FROM report_limits ORDER BY run_id, lane, model, kind, at_value, search_id")

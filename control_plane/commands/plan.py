@@ -239,21 +239,18 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     """Each serving lane's server configs: what each sets, its boots, how many compile cold, the expected cost."""
     from rich.table import Table
 
-    from control_plane.plan import lane_config
+    from control_plane.lane_configs import built_config
+    from control_plane.plan import SERVER_CONFIGS_FIELD, lane_config
     from control_plane.schedule import config_boots, limits_boots
-    from pipeline.config import build_config
     from pipeline.lanes import get_lane
 
     rows = []
     for lane in dict.fromkeys(lanes):
-        cls = get_lane(lane).config_class()
-        fields = getattr(cls, "__dataclass_fields__", {}) if cls is not None else {}
-        if "server_configs" in fields:
-            rows += config_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile,
-                                 backend)
-        elif "searches" in fields:  # the limits lane: its boot budget
-            rows += limits_boots(lane, build_config(cls, req.profile, lane_config(req, lane) or {}), req.profile,
-                                 backend)
+        spec, config = get_lane(lane), lane_config(req, lane)
+        if (built := built_config(spec, req.profile, config, SERVER_CONFIGS_FIELD)) is not None:
+            rows += config_boots(lane, built, req.profile, backend)
+        elif (built := built_config(spec, req.profile, config, "searches")) is not None:  # limits: its boot budget
+            rows += limits_boots(lane, built, req.profile, backend)
     if not rows:
         return
     table = Table(title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "

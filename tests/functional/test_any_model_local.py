@@ -4,10 +4,10 @@ biases); it is fine-tuned, merged, served and swept, and reported like the catal
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+
+from tests.support.cli import neuronpipe, query
 
 REQUEST = {"lanes": ["sft", "merge", "serve_sweep"], "profile": "tiny", "models": ["tiny-mistral"],
            "lane_config": {"sft": {"steps": 4, "max_seq_len": 128},
@@ -15,12 +15,6 @@ REQUEST = {"lanes": ["sft", "merge", "serve_sweep"], "profile": "tiny", "models"
                                            "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
                                            "sweep_repeats": 1}}}
 
-
-def neuronpipe(*args: str) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
-    return out
 
 
 @pytest.mark.slow
@@ -31,15 +25,12 @@ def test_a_new_family_is_trained_merged_served_and_reported(tmp_path):
     neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
                "--run-id", "mistral-1", "--no-live")
 
-    def query(sql: str) -> list[dict]:
-        out = neuronpipe("query", "--results", results, "--format", "json", sql)
-        return [json.loads(line) for line in out.stdout.splitlines()]
 
-    assert {(r["lane"], r["status"]) for r in query("select lane, status from lane_runs")} == {
+    assert {(r["lane"], r["status"]) for r in query(results, "select lane, status from lane_runs")} == {
         ("sft", "succeeded"), ("merge", "succeeded"), ("serve_sweep", "succeeded")}
-    assert {r["model"] for r in query("select distinct model from sweep_points")} == {"tiny-mistral"}
-    assert query("select count(*) as n from train_steps where model = 'tiny-mistral'")[0]["n"] > 0
-    merged = query("select path from artifacts where kind = 'merged' and path like '%config.json'")
+    assert {r["model"] for r in query(results, "select distinct model from sweep_points")} == {"tiny-mistral"}
+    assert query(results, "select count(*) as n from train_steps where model = 'tiny-mistral'")[0]["n"] > 0
+    merged = query(results, "select path from artifacts where kind = 'merged' and path like '%config.json'")
     assert merged
     text = (report / "REPORT.md").read_text()
     assert "tiny-mistral" in text

@@ -5,17 +5,11 @@ bracket with its probes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import neuronpipe, query
 
-def neuronpipe(*args: str) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
-    return out
 
 
 @pytest.mark.slow
@@ -29,18 +23,15 @@ def test_the_lane_brackets_the_cpu_memory_limit(tmp_path):
     neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
                "--run-id", "lim-1", "--no-live")
 
-    def query(sql: str) -> list[dict]:
-        out = neuronpipe("query", "--results", results, "--format", "json", sql)
-        return [json.loads(line) for line in out.stdout.splitlines()]
 
-    probes = query("select probe, phase, value, succeeded, error_kind, error from limit_probes "
+    probes = query(results, "select probe, phase, value, succeeded, error_kind, error from limit_probes "
                    "where phase <> 'outcome' order by probe")
     assert [p["phase"] for p in probes[:2]] == ["good", "bad"] and probes[0]["succeeded"]
     assert probes[1]["error_kind"] == "oom" and "out of memory: the KV pool" in probes[1]["error"]
-    (row,) = query("select low, high, bracket, error_kind_at_high, boots, stop_reason from report_limits")
+    (row,) = query(results, "select low, high, bracket, error_kind_at_high, boots, stop_reason from report_limits")
     assert row["high"] == row["low"] + 1 and row["error_kind_at_high"] == "oom"  # within the precision of 1
     assert row["boots"] == len(probes) <= 8 and row["stop_reason"] == "bracket within the precision 1"
-    boots = query("select count(*) as n, count(*) filter (where not succeeded) as failed from compiles")[0]
+    boots = query(results, "select count(*) as n, count(*) filter (where not succeeded) as failed from compiles")[0]
     assert boots["n"] == len(probes) and boots["failed"] == sum(not p["succeeded"] for p in probes)
     text = (report / "REPORT.md").read_text()
     assert "## Limits" in text and f"| {row['bracket']} | oom: " in text

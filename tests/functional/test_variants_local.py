@@ -5,26 +5,15 @@ REPORT.md's Variants section compares each with its base, the A/A copy as the fl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+
+from tests.support.cli import neuronpipe, query
 
 SWEEP = {"shapes": {"A": ["16:8"]}, "min_prompts": 4, "prompts_per_stream": 1, "warmup_requests": 1,
          "max_concurrency": 2, "sweep_repeats": 2, "repeat_order": "balanced"}
 
 
-def neuronpipe(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=900)
-    if check:
-        assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
-    return out
-
-
-def query(results: str, sql: str) -> list[dict]:
-    out = neuronpipe("query", "--results", results, "--format", "json", sql)
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 @pytest.mark.slow
