@@ -74,6 +74,11 @@ class RunRequest(BaseModel):
         description="the server configs the serving lanes boot: catalogue names (A, B), or a map NAME -> the "
                     "variant's fields on top of a catalogue config (docs/reference/lanes.md); a serving lane's "
                     "lane_config server_configs picks names from these")
+    workloads: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="production-shaped workloads, NAME -> {input, output, prompts, prefix, turns, think_time_s, "
+                    "arrival, configs, seed} (docs/reference/workloads.md): serve_sweep and finetune_serve run every "
+                    "one after their shapes; a lane's lane_config workloads picks names")
     force: bool = Field(False, description="re-run lanes already committed for this run id")
     profile: LaneProfile = "full"
     max_cost_usd: float | None = Field(None, gt=0,
@@ -110,6 +115,17 @@ class RunRequest(BaseModel):
         try:
             check_server_configs(value, sorted(catalogue("full", "neuron")))
         except ServerVariantError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("workloads", mode="before")
+    @classmethod
+    def _known_workloads(cls, value: Any) -> Any:
+        from pipeline.workloads import WorkloadError, check_workloads
+
+        try:
+            check_workloads(value)
+        except WorkloadError as exc:
             raise ValueError(str(exc)) from None
         return value
 

@@ -39,7 +39,8 @@ from pipeline.graph import LOCAL, Node, build_nodes, topological
 from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, request_lanes, result_lane
 from control_plane.lane_configs import LaneConfigInvalidError, built_config, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
-from pipeline.servers import NEURON_BOX, ServingTarget, pick_server_configs, served_models
+from pipeline.workloads import WorkloadError, pick_workloads
+from pipeline.servers import LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServingTarget, pick_server_configs, served_models
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
@@ -61,6 +62,8 @@ LANE_ALLOWANCE_S = int(lane_allowance_s() + 0.999)
 # differ from the lanes' defaults, so a lane that does not take them is never handed them).
 MODELS_FIELD = "models"
 SERVER_CONFIGS_FIELD = "server_configs"
+WORKLOADS_FIELD = "workloads"
+WORKLOAD_FIELD = "workload"  # the lanes that run one workload in a loop of their own (sustained, capacity)
 ADAPTER_FIELD = "adapter_uri"
 MODEL_LANES = frozenset({"precompile", "sft", "merge", "serve_sweep", "finetune_serve"})
 # lanes that serve one model take the request's first model in their ``model`` field
@@ -138,8 +141,20 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
         config[SERVER_CONFIGS_FIELD] = declared if isinstance(declared, dict) else list(declared)
     if lane == "finetune_serve" and request.adapter_uri:
         config[ADAPTER_FIELD] = request.adapter_uri
+    if lane in SERVER_CONFIG_LANES and request.workloads:
+        config[WORKLOADS_FIELD] = dict(request.workloads)  # every declared workload, unless the lane picks
     config.update(slo_config(request.slo, lane))
     own = dict(request.lane_config.get(lane, {}))
+    if isinstance(own.get(WORKLOAD_FIELD), str):  # sustained, capacity: one of the run's declared workloads
+        try:
+            own[WORKLOAD_FIELD] = pick_workloads(request.workloads, [own[WORKLOAD_FIELD]])
+        except WorkloadError as exc:
+            raise LaneConfigInvalidError(f"{lane}: {exc}") from None
+    if isinstance(own.get(WORKLOADS_FIELD), list):  # the lane picks by name among the run's declared workloads
+        try:
+            own[WORKLOADS_FIELD] = pick_workloads(request.workloads, own[WORKLOADS_FIELD])
+        except WorkloadError as exc:
+            raise LaneConfigInvalidError(f"{lane}: {exc}") from None
     picks = own.get(SERVER_CONFIGS_FIELD)
     if isinstance(declared, dict) and isinstance(picks, list) and all(isinstance(n, str) for n in picks):
         # the lane picks by name among the run's declared variants (and the catalogue)
@@ -168,16 +183,93 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
     """Every server config a lane will boot, against what the box's server can do (``target``: the AWS plan's
     inf2 box, or a local run's backend; None: the lanes check on the box). One ``lane: server_configs.NAME.FIELD:
     reason`` line per problem (``LaneConfigInvalidError``), before anything starts."""
-    if target is None:
-        return
     problems = []
+    sft = built_config(specs["sft"], profile, configs["sft"], "lora_r") if "sft" in configs else None
     for lane, cfg in configs.items():
         built = built_config(specs[lane], profile, cfg, SERVER_CONFIGS_FIELD)
-        if built is not None:
+        if built is None:
+            continue
+        problems += [f"{lane}: {p}" for p in lora_problems(lane, built, profile, sft)]
+        problems += [f"{lane}: {p}" for p in workload_problems(built, profile)]
+        if target is not None:
             problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile,
                                                                  served_models(built))]
     if problems:
         raise LaneConfigInvalidError("\n".join(problems))
+
+
+def workload_problems(built: Any, profile: str) -> list[str]:
+    """``workloads.NAME.FIELD: reason`` for a workload this lane cannot run: a server config it names that the lane
+    does not boot, a longest request beyond a config's max_model_len."""
+    from pipeline.servers import ServerVariantError, resolve_server_configs
+    from pipeline.workloads import check_workloads, fit_problems
+
+    workloads = check_workloads(getattr(built, WORKLOADS_FIELD, None))
+    if not workloads:
+        return []
+    try:
+        configs = resolve_server_configs(getattr(built, SERVER_CONFIGS_FIELD), profile, "cpu", check=False)
+    except ServerVariantError:
+        return []
+    names = {c.name for c in configs}
+    out = []
+    for w in workloads:
+        unknown = [n for n in w.configs if n not in names]
+        if unknown:
+            out.append(f"workloads.{w.name}.configs: {unknown[0]!r} is not a server config of this lane "
+                       f"({', '.join(sorted(names))})")
+            continue
+        for cfg in configs:
+            if not w.configs or cfg.name in w.configs:
+                out += fit_problems(w, cfg.name, cfg.max_model_len)
+    return list(dict.fromkeys(out))
+
+
+# the lanes whose served model has a fine-tune adapter of its own: a multi-LoRA variant's ``sft`` source
+LORA_SFT_LANES = ("finetune_serve",)
+
+
+def lora_problems(lane: str, built: Any, profile: str, sft: Any | None) -> list[str]:
+    """``server_configs.NAME.lora...: reason`` for a multi-LoRA variant this lane cannot serve: an ``sft`` adapter
+    where the lane serves no fine-tune, an sft rank above the variant's ``max_lora_rank`` (``sft``: the run's sft
+    Config, when the run has one), an adapter named like the served model."""
+    from pipeline.servers import ServerVariantError, lora_name_problems, resolve_server_configs
+
+    try:
+        configs = resolve_server_configs(getattr(built, SERVER_CONFIGS_FIELD), profile, "cpu", check=False)
+    except ServerVariantError:
+        return []  # the target's check says what is wrong with the map
+    out = []
+    for cfg in configs:
+        if cfg.lora is None:
+            continue
+        out += lora_name_problems(cfg, served_models(built))
+        for a in cfg.lora.adapters:
+            if a.source != LORA_SOURCE_SFT:
+                continue
+            where = f"server_configs.{cfg.name}.lora.adapters.{a.name}"
+            if lane not in LORA_SFT_LANES:
+                out.append(f"{where}: source sft is the served model's fine-tune adapter, which only "
+                           f"{', '.join(LORA_SFT_LANES)} serves; give {lane} an adapter's path or s3:// URI")
+            elif sft is not None and sft.lora_r > cfg.lora.max_lora_rank:
+                enough = min(r for r in LORA_RANKS if r >= sft.lora_r)
+                out.append(f"{where}: the sft lane trains rank {sft.lora_r}, above max_lora_rank "
+                           f"{cfg.lora.max_lora_rank} (raise max_lora_rank to {enough})")
+    return out
+
+
+# A bisection lane with no search declared skips itself at once (LaneSkipped): its budget is a harness start, not
+# hours of boots, so a plan that does not ask for limits does not pay for their worst case.
+IDLE_LANE_TIMEOUT_S = 900
+
+
+def lane_timeout_s(spec: LaneSpec, profile: str, config: Mapping[str, Any] | None) -> int:
+    """The lane's timeout in this plan: its own, or :data:`IDLE_LANE_TIMEOUT_S` for a limits lane (limits,
+    train_limits) whose config declares no search."""
+    built = built_config(spec, profile, config, "searches")
+    if built is not None and not getattr(built, "searches", None):
+        return min(spec.timeout_s, IDLE_LANE_TIMEOUT_S)
+    return spec.timeout_s
 
 
 def ssm_output_prefix(results_uri: str, *parts: str) -> str:
@@ -258,11 +350,12 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
                                        reason=f"already committed for run {run_id} (force to re-run)"))
             continue
         config = lane_config(request, spec.name)
+        timeout_s = lane_timeout_s(spec, request.profile, config)
         by_wave.setdefault(node.wave, {}).setdefault(role, []).append(LaneStep(
             lane=spec.name, box_role=role, result_lane=node.result_lane, needs=list(node.needs), gate=node.gate,
-            wave=node.wave, timeout_s=spec.timeout_s, heartbeat_s=spec.heartbeat_s,
+            wave=node.wave, timeout_s=timeout_s, heartbeat_s=spec.heartbeat_s,
             script=lane_script(spec, run_id, results_uri, request, harness, config, node.needs),
-            comment=_comment(spec.name, run_id), execution_timeout=[str(spec.timeout_s)],
+            comment=_comment(spec.name, run_id), execution_timeout=[str(timeout_s)],
             output_prefix=ssm_output_prefix(results_uri, run_id, spec.name, f"ssm-{role}"), config=config))
     if not by_wave:
         raise EmptyPlanError(f"nothing to run: every selected lane is already committed for run {run_id} "

@@ -48,6 +48,8 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "capacity"): (7748.0, ESTIMATE + ": warm boot 548 s + the 2 h search budget (max_search_s)"),
     ("full", "limits"): (120.0, ESTIMATE + ": no search by default (skipped); a declared search costs its boot "
                                           "budget, a cold compile per probe (the plan's server configs table)"),
+    ("full", "train_limits"): (9000.0, ANCHOR + ": six probes of a Llama 3.1 8B training-graph compile, 1,500 s "
+                                                "each (TRAIN_PROBE_COSTS_S)"),
     ("full", "sustained"): (2348.0, ANCHOR + ": warm boot 548 s + the 30 min closed loop"),
     ("full", "quality"): (1396.0, ANCHOR + ": two warm boots of 548 s + ~5 min of prompts"),
     ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
@@ -61,6 +63,7 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("tiny", "serve_sweep"): (29.3, REHEARSAL),
     ("tiny", "sustained"): (34.1, REHEARSAL),
     ("tiny", "limits"): (47.0, "measured: eight probes of the CPU server under its memory cap (2026-12-01)"),
+    ("tiny", "train_limits"): (36.0, "measured: five CPU training probes under the lane's memory cap (2026-12-01)"),
     ("tiny", "capacity"): (45.0, ESTIMATE + ": boot + a 30 s search budget"),
     ("tiny", "quality"): (18.5, REHEARSAL),
     ("tiny", "finetune_serve"): (28.0, REHEARSAL),
@@ -204,6 +207,17 @@ BOOT_COSTS_S: dict[str, tuple[float, float, float, str]] = {
 }
 
 
+# (profile) -> (seconds per train_limits probe, source). A probe is a short LoRA SFT run; on trn1 its first step
+# compiles the training graph at the probed length (a new graph each probe), which is nearly all of its time.
+TRAIN_PROBE_COSTS_S: dict[str, tuple[float, str]] = {
+    "full": (1500.0, ANCHOR + ": a Llama 3.1 8B training-graph compile, 1,498 s in its precompile "
+                              "(trn1/results/compile/llama31_train.json); its seq-4096 probe's first step took "
+                              "1,159 s and its seq-8192 probe failed compiling after ~25 min (results/extras/)"),
+    "tiny": (7.0, "measured: a CPU probe (tiny-llama, 2 steps, its own process) takes 5-9 s on the 2-core VM "
+                  "(2026-12-01)"),
+}
+
+
 @dataclass(frozen=True)
 class ConfigBoots:
     lane: str
@@ -215,6 +229,7 @@ class ConfigBoots:
     cold: int
     expected_s: float
     source: str
+    unit: str = "boot"  # "training probe": a train_limits probe (a short training run), not a server boot
 
 
 def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[ConfigBoots]:
@@ -244,13 +259,22 @@ def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
 
 
 def limits_boots(lane: str, built: Any, profile: str, backend: str) -> list[ConfigBoots]:
-    """The limits lane's boot budget: per search, at most ``max_boots`` boots, each a cold compile on a Neuron
-    box (every probe is a new fingerprint)."""
-    from pipeline.limits import OTHER, check_searches
+    """A limits lane's probe budget: per search, at most ``max_boots`` probes, each a cold compile on a Neuron
+    box (every probe is a new fingerprint): a server boot (limits), or a short training run whose first step
+    compiles the training graph (train_limits, :data:`TRAIN_PROBE_COSTS_S`)."""
+    from pipeline.limits import KINDS, OTHER, TRAINING_KINDS, check_searches
 
-    cold_s, _, none_s, source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
-    each = cold_s if backend == "neuron" else none_s
-    return [ConfigBoots(lane, built.model, f"{built.server_config} ({s.kind} search)", "(one per probe)",
-                        f"{s.kind} in ({s.good}, {s.bad}] at {OTHER[s.kind]}={s.at if s.at is not None else 'base'}",
-                        s.max_boots, s.max_boots if backend == "neuron" else 0, s.max_boots * each, source)
-            for s in check_searches(built.searches, built.max_boots)]
+    cold_s, _, none_s, boot_source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
+    probe_s, probe_source = TRAIN_PROBE_COSTS_S.get(profile, TRAIN_PROBE_COSTS_S["full"])
+    out = []
+    for s in check_searches(built.searches, built.max_boots, KINDS):
+        training = s.kind in TRAINING_KINDS
+        each, source = (probe_s, probe_source) if training else (cold_s if backend == "neuron" else none_s,
+                                                                  boot_source)
+        at = s.at if s.at is not None else "the sft lane's" if training else "base"
+        out.append(ConfigBoots(lane, built.model, f"{'LoRA SFT' if training else built.server_config} "
+                                                  f"({s.kind} search)", "(one per probe)",
+                               f"{s.kind} in ({s.good}, {s.bad}] at {OTHER[s.kind]}={at}", s.max_boots,
+                               s.max_boots if backend == "neuron" else 0, s.max_boots * each, source,
+                               "training probe" if training else "boot"))
+    return out

@@ -86,6 +86,10 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
              "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800,
              needs=("sft",), config=f"{_CONFIGS}.merge:Config"),
+    LaneSpec("train_limits", "agents.lanes.train_limits", ("trn1",), 65,
+             "per model: the largest training sequence length that fits at a per-device batch size, bisected "
+             "between a known-good and a known-bad bound (each probe a short LoRA SFT run in its own process)",
+             4 * 3600, 600, stall_s=7200, config=f"{_CONFIGS}.train_limits:Config"),
     LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
              "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600,
              stall_s=3600, config=f"{_CONFIGS}.serve_sweep:Config"),

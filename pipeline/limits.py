@@ -7,20 +7,36 @@ It probes the good bound first (if that fails the search stops: the bound was no
 that boots the limit is above it: said so, no bracket), then bisects until ``bad - good <= precision`` or the
 budget is spent. Each probe is a server boot (a compile on Neuron: the plan states the budget's cost). The answer
 is a bracket ``(good, bad]`` with the bad bound's classified error, and every probe.
+
+One rule set serves both limits lanes: the ``limits`` lane searches the serving settings (:data:`SERVING_KINDS`:
+each probe a server boot), the ``train_limits`` lane the training sequence length (``train_seq_len`` at a
+per-device ``batch_size``: each probe a short training run, a compile of the training graph on trn1).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("max_model_len", "max_num_seqs")
-OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len"}
+SERVING_KINDS = ("max_model_len", "max_num_seqs")
+TRAINING_KINDS = ("train_seq_len",)
+KINDS = SERVING_KINDS + TRAINING_KINDS
+OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len", "train_seq_len": "batch_size"}
+# what a probe is, and what it did, per kind: (probe noun, it worked, it did not)
+WORDS = {"max_model_len": ("boot", "booted", "did not boot"), "max_num_seqs": ("boot", "booted", "did not boot"),
+         "train_seq_len": ("probe", "trained", "did not train")}
 _FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
 MAX_BOOTS = 32
 
 
 class LimitSearchError(ValueError):
     """A limits search that cannot run: ``searches[i].FIELD: reason``."""
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The most a searched value may be, and what says so (a model's ``max_position_embeddings``)."""
+    value: int
+    source: str
 
 
 @dataclass(frozen=True)
@@ -36,8 +52,10 @@ class LimitSearch:
         return f"{self.kind} at {OTHER[self.kind]}={at}"
 
 
-def check_searches(spec: Any, default_max_boots: int = 8) -> list[LimitSearch]:
-    """The searches of a limits lane's config, each checked; LimitSearchError on the first thing wrong."""
+def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...] = SERVING_KINDS,
+                   ceiling: Ceiling | None = None) -> list[LimitSearch]:
+    """The searches of a limits lane's config (of ``kinds``), each checked; LimitSearchError on the first thing
+    wrong. With a ``ceiling``, a bound above it is refused (a sequence longer than the model's positions)."""
     if not isinstance(spec, list):
         raise LimitSearchError(f"searches: a list of searches, got {type(spec).__name__}")
     out = []
@@ -48,8 +66,8 @@ def check_searches(spec: Any, default_max_boots: int = 8) -> list[LimitSearch]:
         unknown = sorted(set(s) - set(_FIELDS))
         if unknown:
             raise LimitSearchError(f"{where}.{unknown[0]}: unknown field; a search takes {', '.join(_FIELDS)}")
-        if s.get("kind") not in KINDS:
-            raise LimitSearchError(f"{where}.kind: one of {', '.join(KINDS)}, got {s.get('kind')!r}")
+        if s.get("kind") not in kinds:
+            raise LimitSearchError(f"{where}.kind: one of {', '.join(kinds)}, got {s.get('kind')!r}")
         values: dict[str, Any] = {"kind": s["kind"]}
         for key, lo, default in (("good", 1, None), ("bad", 2, None), ("at", 1, None), ("precision", 1, 1),
                                  ("max_boots", 2, default_max_boots)):
@@ -62,11 +80,21 @@ def check_searches(spec: Any, default_max_boots: int = 8) -> list[LimitSearch]:
         if values["bad"] <= values["good"]:
             raise LimitSearchError(f"{where}.bad: the known-bad bound must be above the known-good one "
                                    f"({values['good']}), got {values['bad']}")
+        for key in ("good", "bad"):
+            if ceiling is not None and values[key] > ceiling.value:
+                raise LimitSearchError(f"{where}.{key}: at most {ceiling.value} ({ceiling.source}), got {values[key]}")
         if values["max_boots"] > MAX_BOOTS:
-            raise LimitSearchError(f"{where}.max_boots: at most {MAX_BOOTS} boots (each is a compile on a box), "
-                                   f"got {values['max_boots']}")
+            raise LimitSearchError(f"{where}.max_boots: at most {MAX_BOOTS} {WORDS[s['kind']][0]}s (each is a compile "
+                                   f"on a box), got {values['max_boots']}")
         out.append(LimitSearch(**values))
     return out
+
+
+def search_columns(search: LimitSearch, search_id: str, model: str, at: int, backend: str) -> dict[str, Any]:
+    """The ``limit_probes`` columns every row of one search carries (the rest NULL on its outcome row)."""
+    return {"search_id": search_id, "model": model, "kind": search.kind, "at_field": OTHER[search.kind],
+            "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
+            "max_boots": search.max_boots, "backend": backend}
 
 
 @dataclass(frozen=True)
@@ -100,7 +128,8 @@ class Bisection:
             self.stop_reason = f"bracket within the precision {s.precision}"
             return None
         if len(self.probes) >= s.max_boots:
-            self.stop_reason = f"boot budget spent ({s.max_boots} boots)"
+            noun = WORDS[s.kind][0]
+            self.stop_reason = f"{noun} budget spent ({s.max_boots} {noun}s)"
             return None
         mid = self.low + (self.high - self.low) // 2
         if s.precision > 1:  # probe on the precision's grid, strictly inside the bracket
@@ -110,12 +139,13 @@ class Bisection:
     def record(self, value: int, ok: bool, error_kind: str | None = None, error: str | None = None) -> None:
         phase = "good" if not self.probes else "bad" if len(self.probes) == 1 else "bisect"
         self.probes.append(Probe(value, phase, ok, error_kind, error))
+        _, worked, failed = WORDS[self.search.kind]
         if phase == "good" and not ok:
-            self.stop_reason = f"the known-good bound {value} did not boot: no bracket"
+            self.stop_reason = f"the known-good bound {value} {failed}: no bracket"
             return
         if phase == "bad" and ok:
             self.low = value
-            self.stop_reason = f"the known-bad bound {value} booted: the limit is above it"
+            self.stop_reason = f"the known-bad bound {value} {worked}: the limit is above it"
             return
         if ok:
             self.low = value if self.low is None else max(self.low, value)

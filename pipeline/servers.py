@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -25,6 +26,38 @@ class Speculative:
 
     def to_config(self) -> dict[str, Any]:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != "draft_path"}
+
+
+@dataclass(frozen=True)
+class LoraAdapter:
+    """One LoRA adapter served unmerged: the name requests ask for, where its files come from, its traffic share."""
+    name: str
+    source: str                # "sft" (this run's fine-tune of the served model) | a local path | s3://...
+    weight: float = 1.0        # relative share of the variant's requests
+    path: str | None = None    # where the box holds its files (set by the lane; not fingerprinted)
+
+
+@dataclass(frozen=True)
+class LoraServing:
+    """Multi-LoRA serving: the base model with ``adapters`` loaded unmerged (vLLM's ``--enable-lora``), the traffic
+    split across them (and the base model, ``base_weight``) by the stated weights."""
+    adapters: tuple[LoraAdapter, ...]
+    base_weight: float = 0.0
+    max_lora_rank: int = 16
+    max_loras: int | None = None  # None: one slot per adapter
+
+    @property
+    def slots(self) -> int:
+        return self.max_loras if self.max_loras is not None else len(self.adapters)
+
+    def traffic(self, base_name: str) -> list[tuple[str, float]]:
+        """(the model name a request asks for, its weight): each adapter, then the base model where it has a share."""
+        out = [(a.name, a.weight) for a in self.adapters]
+        return out + ([(base_name, self.base_weight)] if self.base_weight > 0 else [])
+
+    def to_config(self) -> dict[str, Any]:
+        return {"adapters": {a.name: {"source": a.source, "weight": a.weight} for a in self.adapters},
+                "base_weight": self.base_weight, "max_lora_rank": self.max_lora_rank, "max_loras": self.slots}
 
 
 # Variables that place a server on the box's devices or threads without changing what it compiles: kept out of
@@ -51,11 +84,13 @@ class ServerConfig:
     override_neuron_config: str | None = None  # canonical JSON of the dict passed through to NxDI
     env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
     tenants: int = 1  # servers of this config at once on disjoint device sets (placement: not in the fingerprint)
+    lora: LoraServing | None = None  # adapters served unmerged on the base model (multi-LoRA)
 
     # the variant fields' defaults: a fingerprint leaves a field at its default out (adding a field never renames
     # existing caches), and backend_problems says what a server cannot do when a field is not at its default
     _DEFAULTS = {"block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
-                 "quantization": None, "override_neuron_config": None, "env": (), "tenants": 1}
+                 "quantization": None, "override_neuron_config": None, "env": (), "tenants": 1,
+                 "lora": None}
 
     def fingerprint(self) -> str:
         """Stable short hash of what the compiled graphs depend on (for the compile-cache path): every field
@@ -65,6 +100,9 @@ class ServerConfig:
                 if k not in ("name", "description", "base", "tenants")}
         data["speculative"] = self.speculative.to_config() if self.speculative is not None else None
         data["env"] = tuple((k, v) for k, v in self.env if k not in PLACEMENT_ENV)
+        # the whole adapter set and its traffic (conservative: vLLM Neuron's slots are graph inputs, so another set
+        # of adapters would not need a recompile, but a variant that serves other adapters is never an A/A copy)
+        data["lora"] = self.lora.to_config() if self.lora is not None else None
         for k, default in self._DEFAULTS.items():
             if data.get(k) == default:
                 data.pop(k, None)
@@ -72,6 +110,10 @@ class ServerConfig:
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
+
+    def model_mix(self, model: str) -> tuple[tuple[str, float], ...] | None:
+        """The traffic split of a multi-LoRA variant served as ``model`` (None: every request asks for the model)."""
+        return tuple(self.lora.traffic(model)) if self.lora is not None else None
 
     def neuron_overrides(self) -> dict[str, Any] | None:
         return json.loads(self.override_neuron_config) if self.override_neuron_config else None
@@ -99,6 +141,8 @@ class ServerConfig:
             out["extra_args"] = list(self.extra_args)
         if self.tenants > 1:
             out["tenants"] = self.tenants
+        if self.lora is not None:
+            out["lora"] = self.lora.to_config()
         return out
 
     def to_json(self) -> str:
@@ -162,6 +206,8 @@ VARIANT_FIELDS = {
     "env": "extra environment of the server process (an object of strings; e.g. core pinning)",
     "extra_args": "arguments passed to the server verbatim (a list of strings; recorded in its fingerprint)",
     "tenants": "servers of this variant at once, each on its own devices (cores), loaded together",
+    "lora": "LoRA adapters served unmerged on the base model: {adapters: {NAME: SOURCE | {source, weight}}, "
+            "base_weight, max_lora_rank, max_loras}",
     "description": "what the variant is for",
 }
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -170,7 +216,11 @@ QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "ex
 _VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096), "block_size": (1, 1 << 20),
-           "tensor_parallel_size": (1, 64), "tenants": (1, 64), "num_speculative_tokens": (1, 16)}
+           "tensor_parallel_size": (1, 64), "tenants": (1, 64), "num_speculative_tokens": (1, 16),
+           "max_loras": (1, 64)}
+# vLLM's accepted --max-lora-rank values
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+LORA_SOURCE_SFT = "sft"
 # what the launchers set themselves: a variant's env may not replace it (the compile cache, offline mode)
 RESERVED_ENV = frozenset({"NEURON_COMPILED_ARTIFACTS", "NEURON_COMPILE_CACHE_URL", "VLLM_NEURON_FRAMEWORK",
                           "VLLM_CACHE_ROOT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE"})
@@ -217,6 +267,59 @@ def _speculative(where: str, spec: Any) -> Speculative:
     return Speculative(method=method, num_speculative_tokens=n, draft_model=draft)
 
 
+def _weight(where: str, v: Any, *, zero: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (v == 0 and not zero):
+        raise ServerVariantError(f"{where}: a number {'>= 0' if zero else '> 0'} (a relative share of the requests), "
+                                 f"got {v!r}")
+    return float(v)
+
+
+def _lora_source(where: str, v: Any) -> str:
+    if not isinstance(v, str) or not v.strip() or "\x00" in v:
+        raise ServerVariantError(f"{where}: {LORA_SOURCE_SFT!r} (this run's fine-tune of the served model), a local "
+                                 f"adapter directory or .tar.gz, or an s3:// URI of one; got {v!r}")
+    if v.startswith("s3://") and len(v.split("/")) < 4:
+        raise ServerVariantError(f"{where}: an s3:// URI names a bucket and a key (s3://bucket/adapters/x.tar.gz or "
+                                 f"a prefix ending in /), got {v!r}")
+    return v
+
+
+def _lora(where: str, spec: Any) -> LoraServing:
+    where = f"{where}.lora"
+    fields = ("adapters", "base_weight", "max_lora_rank", "max_loras")
+    if not isinstance(spec, dict):
+        raise ServerVariantError(f"{where}: an object {{{', '.join(fields)}}}, got {type(spec).__name__}")
+    unknown = sorted(set(spec) - set(fields))
+    if unknown:
+        raise ServerVariantError(f"{where}.{unknown[0]}: unknown field; lora takes {', '.join(fields)}")
+    adapters = spec.get("adapters")
+    if not isinstance(adapters, dict) or not adapters:
+        raise ServerVariantError(f"{where}.adapters: a non-empty object {{NAME: SOURCE}} or {{NAME: {{source, "
+                                 f"weight}}}}, got {adapters!r}")
+    out = []
+    for name, entry in adapters.items():
+        at = f"{where}.adapters.{name}"
+        if not isinstance(name, str) or not _VARIANT_NAME.match(name):
+            raise ServerVariantError(f"{at}: an adapter name is a letter then up to 39 letters, digits, '_', '.', '-' "
+                                     "(requests ask for it as their model)")
+        if isinstance(entry, dict):
+            bad = sorted(set(entry) - {"source", "weight"})
+            if bad:
+                raise ServerVariantError(f"{at}.{bad[0]}: unknown field; an adapter takes source, weight")
+            source = _lora_source(f"{at}.source", entry.get("source"))
+            weight = _weight(f"{at}.weight", entry.get("weight", 1.0))
+        else:
+            source, weight = _lora_source(at, entry), 1.0
+        out.append(LoraAdapter(name=name, source=source, weight=weight))
+    base_weight = _weight(f"{where}.base_weight", spec.get("base_weight", 0.0), zero=True)
+    rank = spec.get("max_lora_rank", 16)
+    if isinstance(rank, bool) or rank not in LORA_RANKS:
+        raise ServerVariantError(f"{where}.max_lora_rank: one of {', '.join(map(str, LORA_RANKS))} (vLLM's), "
+                                 f"got {rank!r}")
+    slots = _int_field(where, "max_loras", spec["max_loras"]) if spec.get("max_loras") is not None else None
+    return LoraServing(adapters=tuple(out), base_weight=base_weight, max_lora_rank=rank, max_loras=slots)
+
+
 def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str, Any]:
     where = f"server_configs.{name}"
     if not isinstance(name, str) or not _VARIANT_NAME.match(name):
@@ -255,6 +358,8 @@ def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str
         out["enable_prefix_caching"] = spec["enable_prefix_caching"]
     if spec.get("speculative") is not None:
         out["speculative"] = _speculative(where, spec["speculative"])
+    if spec.get("lora") is not None:
+        out["lora"] = _lora(where, spec["lora"])
     if spec.get("quantization") is not None:
         if spec["quantization"] not in QUANTIZATIONS:
             raise ServerVariantError(f"{where}.quantization: one of {', '.join(QUANTIZATIONS)}, "
@@ -335,6 +440,9 @@ def resolve_server_configs(spec: Any, profile: str, backend: str, *, server: str
 
 def _short(v: Any) -> str:
     """A field's value as a variant's generated description shows it."""
+    if isinstance(v, LoraServing):
+        return "+".join(f"{a.name}:{a.weight:g}" for a in v.adapters) + (f"+base:{v.base_weight:g}"
+                                                                           if v.base_weight else "")
     if isinstance(v, Speculative):
         return f"{v.method}{'(' + v.draft_model + ')' if v.draft_model else ''}x{v.num_speculative_tokens}"
     if isinstance(v, tuple):  # env pairs or extra_args
@@ -412,9 +520,21 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
         if any(k in PLACEMENT_ENV for k, _ in cfg.env):
             problems.append(f"{where}.env: a variant with tenants is placed by the lane (one device set each); it "
                             "may not set " + ", ".join(k for k, _ in cfg.env if k in PLACEMENT_ENV))
+    if cfg.lora is not None and kind == "neuron" and len(cfg.lora.adapters) > cfg.lora.slots:
+        problems.append(f"{where}.lora.max_loras: vLLM Neuron loads every adapter into a slot at boot: "
+                        f"{len(cfg.lora.adapters)} adapters need max_loras >= {len(cfg.lora.adapters)}, "
+                        f"got {cfg.lora.slots}")
     if cfg.block_size is not None and cfg.block_size > cfg.max_model_len:
         problems.append(f"{where}.block_size: {cfg.block_size} is more than max_model_len {cfg.max_model_len}")
     return problems
+
+
+def lora_name_problems(cfg: ServerConfig, models: list[str] | tuple[str, ...]) -> list[str]:
+    """An adapter named like a model it is served on: a request for that name could not say which it means."""
+    if cfg.lora is None:
+        return []
+    return [f"server_configs.{cfg.name}.lora.adapters.{a.name}: the served model's own name; an adapter needs a "
+            "name of its own (requests ask for it as their model)" for a in cfg.lora.adapters if a.name in models]
 
 
 def _cpu_count() -> int:
@@ -474,6 +594,7 @@ class ServingTarget:
         out = [p for m in models if (p := family_problem(m, self.backend)) is not None]
         for cfg in configs:
             found = backend_problems(cfg, self.backend, server=self.server, devices=self.devices)
+            found += lora_name_problems(cfg, models)
             if not found:
                 found = [p for m in models if (p := self.kv_problem(cfg, m)) is not None][:1]
             out += found

@@ -60,9 +60,18 @@ def same_search(search_json: str | None, spec: CapacitySpec) -> bool:
     return declared.get("kind") == "capacity" and all(declared.get(k) == v for k, v in spec.to_json().items())
 
 
-def prior_points(ctx: LaneContext, spec: CapacitySpec) -> dict[str, CarriedSearch]:
-    """The committed points of the search ``spec`` declares, by search key ``model/config``, from the attempt
-    :func:`_resumable_attempt` finds (each attempt carries its predecessors' points, so the newest has all)."""
+def same_workload(point: dict[str, Any], workload: Any) -> bool:
+    """A committed point was measured on the workload the lane runs now (or both on the shape): a changed workload
+    starts a new search."""
+    mine = workload.fingerprint() if workload is not None else None
+    theirs = json.loads(point["workload_json"]).get("fingerprint") if point.get("workload_json") else None
+    return mine == theirs
+
+
+def prior_points(ctx: LaneContext, spec: CapacitySpec, workload: Any = None) -> dict[str, CarriedSearch]:
+    """The committed points of the search ``spec`` declares (on ``workload``), by search key ``model/config``, from
+    the attempt :func:`_resumable_attempt` finds (each attempt carries its predecessors' points, so the newest has
+    all)."""
     marker = _resumable_attempt(ctx)
     if marker is None:
         return {}
@@ -76,7 +85,7 @@ def prior_points(ctx: LaneContext, spec: CapacitySpec) -> dict[str, CarriedSearc
     owner: dict[str, str] = {}
     windows: list[tuple[Any, Any, str]] = []
     for s in rows("sweep_points"):
-        if same_search(s.get("search_json"), spec):
+        if same_search(s.get("search_json"), spec) and same_workload(s, workload):
             key = f"{s.get('model')}/{s.get('server_config')}"
             out[key].sweeps.append(s)
             owner[s["point_id"]] = key
@@ -144,10 +153,13 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.training.catalog import resolve_model
     from agents.serving.variants import lane_server_configs
 
+    from pipeline.workloads import lane_workload
+
     spec = config.spec()
     shape = Shape.parse(config.shape)
+    workload = lane_workload(config.workload, "capacity")
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
-    carried = prior_points(ctx, spec)
+    carried = prior_points(ctx, spec, workload)
     priors: dict[str, Any] = {}
     for key, search in carried.items():  # every carried search first: a boot that fails later loses none
         priors[key] = carry_forward(ctx, search)
@@ -160,11 +172,14 @@ def run(ctx: LaneContext, config: Config) -> None:
         tok = load_tokenizer(str(path), launcher.server_kind)
         for cfg in lane_server_configs(ctx, launcher, config.server_configs):
             with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
-                template = SweepPoint(base_url=server.base_url, model=name, input_len=shape.input_len,
-                                      output_len=shape.output_len, num_prompts=None, concurrency=1,
+                template = SweepPoint(base_url=server.base_url, model=name,
+                                      input_len=workload.input.nominal if workload else shape.input_len,
+                                      output_len=workload.output.nominal if workload else shape.output_len,
+                                      workload=workload, max_model_len=cfg.max_model_len,
+                                      num_prompts=None, concurrency=1,
                                       burstiness=config.burstiness, endpoint=config.endpoint,
                                       server_kind=launcher.server_kind, server_config=cfg.name, backend=ctx.backend,
-                                      server_config_fingerprint=cfg.fingerprint(),
+                                      server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(name),
                                       warmup_requests=2, timeouts=Timeouts(idle_s=120.0),
                                       note=f"capacity search ({spec.slo_name})")
                 done = [0]

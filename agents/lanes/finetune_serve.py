@@ -1,6 +1,8 @@
 """finetune_serve: the merged model the merge lane committed, pulled from the store, every artifact's
 SHA-256 checked against the merge lane's (``roundtrip_verified``), then served and swept at the same
-points as the base model (serve_sweep's configs, shapes and grid arithmetic)."""
+points as the base model (serve_sweep's configs, shapes and grid arithmetic). A multi-LoRA variant
+(``lora`` with ``sft`` adapters) serves the same fine-tune unmerged — the base model with the sft
+adapter loaded — at the same points: merge or serve adapters, A/B."""
 from __future__ import annotations
 
 import hashlib
@@ -47,7 +49,7 @@ def pull_verified(ctx: LaneContext, model: str, source_run: str):
     return path
 
 
-def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path]:
+def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path, Path]:
     """The S3 "new adapter" path: fetch, hash at download, merge into the base, hash after the merge."""
     from agents.serving.adapter_source import base_model_for, fetch_adapter
     from agents.training.catalog import artifact_rows, base_artifact_rows, model_names, resolve_model
@@ -65,12 +67,12 @@ def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path]
     merged = merge_adapter(base, adapter_dir, ctx.lane_dir(f"merged-{model}"))
     ctx.write("artifacts", artifact_rows(model, merged, kind="merged", stage="after_merge"))
     ctx.progress("merge adapter", 2, 2, "steps")
-    return model, merged
+    return model, merged, adapter_dir
 
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from agents.serving.variants import lane_server_configs
+    from agents.serving.variants import lane_server_configs, lora_served_models, with_adapters
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
     from agents.training.catalog import model_names
@@ -78,10 +80,12 @@ def run(ctx: LaneContext, config: Config) -> None:
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     configs = lane_server_configs(ctx, launcher, config.server_configs)
     if config.adapter_uri:
-        model, merged = merge_external_adapter(ctx, config)
+        model, merged, adapter_dir = merge_external_adapter(ctx, config)
         served = ServedModel(model, merged, cache_key=f"{model}-adapter-{ctx.run_id}")
-        sweep_model(ctx, launcher, served, configs,
-                    settings_from(config, extra_note=f"fine-tune of {model} from adapter {config.adapter_uri}"))
+        mine = [with_adapters(ctx, c, model, ctx.run_id, adapter_dir) for c in configs]
+        sweep_model(ctx, launcher, served, mine,
+                    settings_from(config, extra_note=f"fine-tune of {model} from adapter {config.adapter_uri}"),
+                    served_for=lora_served_models(ctx, mine, served))
         return
     source = config.source_run_id or ctx.run_id
     verify = config.verify_models if config.verify_models is not None else model_names(ctx.profile)
@@ -91,8 +95,11 @@ def run(ctx: LaneContext, config: Config) -> None:
         # served under the base model's name: the lane (finetune_serve vs serve_sweep) tells them apart,
         # so base and fine-tune join on (model, server_config, shape, concurrency)
         served = ServedModel(name, path, cache_key=f"{name}-finetune-{source}")
-        sweep_model(ctx, launcher, served, configs,
-                    settings_from(config, extra_note=f"fine-tune of {name} from run {source} (hashes verified)"))
+        # a multi-LoRA variant serves the same fine-tune unmerged: the base model with the sft adapter loaded
+        mine = [with_adapters(ctx, c, name, source) for c in configs]
+        sweep_model(ctx, launcher, served, mine,
+                    settings_from(config, extra_note=f"fine-tune of {name} from run {source} (hashes verified)"),
+                    served_for=lora_served_models(ctx, mine, served))
 
 
 __all__ = ["Config", "RoundTripError", "overall_row", "pull_verified", "run", "HELP_SHAPES"]

@@ -14,7 +14,7 @@ import time
 
 from agents.context import LaneContext, LaneSkipped
 from pipeline.lane_configs.limits import Config
-from pipeline.limits import OTHER, Bisection, check_searches
+from pipeline.limits import OTHER, Bisection, check_searches, search_columns
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,7 @@ def run(ctx: LaneContext, config: Config) -> None:
         search_id = f"{search.kind}-{secrets.token_hex(3)}"
         label = search.label(at)
         b = Bisection(search)
-        row = {"search_id": search_id, "model": model.name, "kind": search.kind, "at_field": OTHER[search.kind],
-               "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
-               "max_boots": search.max_boots, "backend": ctx.backend}  # every row of the search: the rest NULL
+        row = search_columns(search, search_id, model.name, at, ctx.backend)
         while (value := b.next()) is not None:
             cfg = dataclasses.replace(base, name=f"{base.name}-{search.kind}-{value}", base=base.name,
                                       description=f"limits probe: {label}, {search.kind}={value}",

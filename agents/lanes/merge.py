@@ -11,36 +11,17 @@ import json
 
 from agents.context import LaneContext
 from agents.training.catalog import artifact_rows, resolve_model
-from agents.training.merge import MergeInputError, generate_check, merge_adapter
+from agents.training.merge import fetch_sft_adapter, generate_check, merge_adapter
 from agents.training.session import store_prefix
 from pipeline.lane_configs.merge import Config
 
 VERIFY_PROMPTS = ["What is the capital of Australia?", "Give me some ideas for a rainy day with children."]
 
 
-def adapter_files(marker, run_id: str, model: str) -> tuple[str, list[str]]:
-    """(key prefix, keys) of ``model``'s adapter among the files the sft attempt committed."""
-    base = f"models/{run_id}/{model}/"
-    keys = [k for k in marker.files if k.startswith(base) and "/adapter/" in k[len(base) - 1:]]
-    if not keys:
-        return "", []
-    prefix = keys[0][:keys[0].index("/adapter/", len(base) - 1) + len("/adapter")]
-    return prefix, [k for k in keys if k.startswith(prefix + "/")]
-
-
 def run(ctx: LaneContext, config: Config) -> None:
-    marker = ctx.store.latest_committed(ctx.run_id, "sft")
-    if marker is None or marker.status != "succeeded":
-        raise MergeInputError(f"no succeeded sft attempt committed for run {ctx.run_id!r}"
-                              + (f" (latest: {marker.status})" if marker else "") + "; run the sft lane first")
     for i, model in enumerate(config.models):
         ctx.progress("merge", i, len(config.models), "models")
-        prefix, keys = adapter_files(marker, ctx.run_id, model)
-        if not keys:
-            raise MergeInputError(f"sft attempt {marker.attempt} committed no adapter for {model!r}")
-        adapter_dir = ctx.lane_dir(f"adapter-{model}")
-        for k in keys:
-            ctx.store.download(k, adapter_dir / k[len(prefix) + 1:])
+        adapter_dir = fetch_sft_adapter(ctx.store, ctx.run_id, model, ctx.lane_dir(f"adapter-{model}"))
         base_dir = resolve_model(model, ctx.cache_dir, ctx.profile, seed=config.seed)
         merged_dir = merge_adapter(base_dir, adapter_dir, ctx.lane_dir(f"merged-{model}"), config.max_shard_size)
         if config.verify_generate:

@@ -13,12 +13,14 @@ __all__ = ["Config", "run", "settings_from"]
 
 def settings_from(config: Any, extra_note: str | None = None):
     from agents.serving.sweep import SweepSettings
+    from pipeline.workloads import check_workloads
 
     return SweepSettings(shapes=dict(config.shapes), prompts_per_stream=config.prompts_per_stream,
                          min_prompts=config.min_prompts, warmup_requests=config.warmup_requests,
                          health_timeout_s=config.health_timeout_s, endpoint=config.endpoint, slo=config.slo_json(),
                          device_mem_gib=config.device_mem_gib, max_concurrency=config.max_concurrency,
-                         extra_note=extra_note, repeats=config.sweep_repeats, repeat_order=config.repeat_order)
+                         extra_note=extra_note, repeats=config.sweep_repeats, repeat_order=config.repeat_order,
+                         workloads=tuple(check_workloads(getattr(config, "workloads", None))))
 
 
 def run(ctx: LaneContext, config: Config) -> None:

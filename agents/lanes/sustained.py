@@ -40,12 +40,20 @@ def run(ctx: LaneContext, config: Config) -> None:
         raise ValueError(f"no concurrency to sustain: {grid.reason}")
     notes.append(f"fixed concurrency {concurrency}" + ("" if config.concurrency else " (top of the KV grid)"))
     tok = load_tokenizer(str(path), launcher.server_kind)
+    from pipeline.workloads import describe, lane_workload
+
+    workload = lane_workload(config.workload, "sustained")
+    if workload is not None:
+        notes.append(f"workload {workload.name}: {describe(workload)} (instead of the shape)")
     with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
-        point = SweepPoint(base_url=server.base_url, model=model.name, input_len=shape.input_len,
-                           output_len=shape.output_len, num_prompts=None, concurrency=concurrency,
+        point = SweepPoint(base_url=server.base_url, model=model.name,
+                           input_len=workload.input.nominal if workload else shape.input_len,
+                           output_len=workload.output.nominal if workload else shape.output_len,
+                           workload=workload, max_model_len=cfg.max_model_len, num_prompts=None,
+                           concurrency=concurrency,
                            endpoint=config.endpoint, server_kind=launcher.server_kind, server_config=cfg.name,
                            backend=ctx.backend, warmup_requests=config.warmup_requests, grid=grid,
-                           server_config_fingerprint=cfg.fingerprint(),
+                           server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(model.name),
                            slo=parse_slo(config.slo).to_json(), timeouts=Timeouts(idle_s=120.0),
                            note="; ".join(notes))
         started = time.monotonic()

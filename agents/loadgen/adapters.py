@@ -51,11 +51,14 @@ class ServerAdapter:
     per_chunk_usage: bool  # ask for usage on every chunk
     max_concurrency: int | None = None  # the server serves this many at once at most (None: no limit)
 
-    def body(self, endpoint: str, model: str, prompt: str, input_len: int | None, output_len: int) -> dict[str, Any]:
+    def body(self, endpoint: str, model: str, prompt: str, input_len: int | None, output_len: int,
+             messages: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """One request's body; ``messages``: a whole conversation (a multi-turn session's turn) instead of
+        ``prompt`` as its one user message (chat endpoint)."""
         body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": output_len,
                                 "stream_options": {"include_usage": True}}
         if endpoint_path(endpoint).endswith("chat/completions"):
-            body["messages"] = [{"role": "user", "content": prompt}]
+            body["messages"] = messages if messages is not None else [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt
         if self.per_chunk_usage:

@@ -1,4 +1,5 @@
-"""Arrival processes: closed loop at a fixed concurrency, or an open-loop gamma schedule."""
+"""Arrival processes: closed loop at a fixed concurrency, an open-loop gamma schedule, or a schedule of its own
+(a trace replayed, a rate ramp)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,4 +46,24 @@ class OpenLoop:
         return [0.0] + np.cumsum(gaps).tolist()
 
 
-Arrival = ClosedLoop | OpenLoop
+@dataclass(frozen=True)
+class Scheduled:
+    """An open loop on a schedule of its own: a trace's timestamps or a rate ramp (``kind``)."""
+
+    offsets: tuple[float, ...]
+    kind: str = "trace"
+    max_concurrency: int | None = None
+    burstiness: float | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """The schedule's mean rate (requests per second); None before it is known."""
+        if len(self.offsets) < 2 or self.offsets[-1] <= 0:
+            return None
+        return (len(self.offsets) - 1) / self.offsets[-1]
+
+    def schedule_s(self, n: int) -> list[float]:
+        return list(self.offsets[:n])
+
+
+Arrival = ClosedLoop | OpenLoop | Scheduled

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Callable
+from typing import Any, Callable
 
 from agents.loadgen.records import RawRequest
 from agents.loadgen.pool import ConnectionPool
@@ -41,6 +41,10 @@ class RequestFactory:
     def payload(self, index: int, request_id: str) -> bytes:
         return self.prefix + request_id.encode() + self.tails[index % len(self.tails)]
 
+    def payload_for(self, body: bytes, request_id: str) -> bytes:
+        """A request whose body is built at run time (a session's turn), with the same head."""
+        return self.prefix + request_id.encode() + b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
     def tokens(self, index: int) -> int:
         return self.prompt_tokens[index % len(self.prompt_tokens)]
 
@@ -60,32 +64,93 @@ class Dispatcher:
         self.stop_reason: str | None = None  # why a bounded open loop stopped dispatching early
         self.aborted: set[int] = set()  # request indices still in flight when the grace ran out
 
-    async def _one(self, index: int, warmup: bool, t_scheduled: int) -> int:
+    async def _one(self, index: int, warmup: bool, t_scheduled: int, body: bytes | None = None,
+                   tokens: int | None = None) -> int:
+        """Send request ``index`` (its pre-encoded body, or ``body`` built at run time: a session's turn)."""
         f = self.factory
         rid = f.request_id(index, warmup)
         if not warmup and not self._first_sent:
             self._first_sent = True
             if self.phase_hook is not None:
                 self.phase_hook("first_sent")
-        ex = await self.pool.exchange(f.payload(index, rid), self.timeouts.idle_s, self.timeouts.total_s)
-        self.results.append(RawRequest(index, rid, warmup, f.tokens(index), t_scheduled, ex))
+        payload = f.payload(index, rid) if body is None else f.payload_for(body, rid)
+        ex = await self.pool.exchange(payload, self.timeouts.idle_s, self.timeouts.total_s)
+        self.results.append(RawRequest(index, rid, warmup, f.tokens(index) if tokens is None else tokens,
+                                       t_scheduled, ex))
         return ex.t_done
 
+    async def sessions(self, sessions: list[Any], turn: Callable[[Any, int, list[str]], tuple[bytes, int] | None],
+                       reply: Callable[[Any], str | None], *, streams: int | None = None,
+                       offsets_s: list[float] | None = None, think_time_s: float = 0.0, warmup: bool = False,
+                       first_index: int = 0, on_request: Callable[[int, Any, int], None] | None = None) -> None:
+        """Multi-turn sessions: each runs its turns in order, a turn sent when the previous one has ended (plus
+        ``think_time_s``), its body built from the conversation so far (``turn(session, t, replies)``; None: the
+        session stops, e.g. its context is full). Closed loop: ``streams`` sessions at once, each stream taking
+        the next session when its own ends; open loop: a session starts at each of ``offsets_s``. A failed turn
+        ends its session. ``on_request(index, session, t)`` records which turn a request index carried."""
+        counter = iter(range(first_index, first_index + 10 ** 9))
+        loop = asyncio.get_running_loop()
+
+        async def run(session: Any, t_start: int) -> None:
+            replies: list[str] = []
+            t_sched = t_start
+            for t in range(len(session.user_texts)):
+                built = turn(session, t, replies)
+                if built is None:
+                    return
+                index = next(counter)
+                if on_request is not None:
+                    on_request(index, session, t)
+                await self._one(index, warmup, t_sched, built[0], built[1])
+                text = reply(next(r.exchange for r in reversed(self.results) if r.index == index))
+                if text is None:
+                    return  # the turn failed: its session ends here, recorded
+                replies.append(text)
+                if think_time_s:
+                    await asyncio.sleep(think_time_s)
+                t_sched = perf_counter_ns()
+
+        if offsets_s is None:
+            queue = iter(sessions)
+
+            async def stream() -> None:
+                while (s := next(queue, None)) is not None:
+                    await run(s, perf_counter_ns())
+
+            await self._with_progress(asyncio.gather(*(stream() for _ in range(max(1, streams or 1)))))
+            return
+
+        async def dispatch() -> None:
+            t0 = perf_counter_ns()
+            tasks = []
+            for s, off in zip(sessions, offsets_s):
+                t_sched = await _sleep_until(t0, off)
+                tasks.append(loop.create_task(run(s, t_sched)))
+            await asyncio.gather(*tasks)
+
+        await self._with_progress(dispatch())
+
     async def closed_loop(self, concurrency: int, count: int | None, warmup: bool = False,
-                          stop_at_ns: int | None = None, first_index: int = 0) -> None:
+                          stop_at_ns: int | None = None, first_index: int = 0,
+                          stream_starts_s: list[float] | None = None) -> None:
         """``concurrency`` streams; the next request is scheduled when a stream's previous one ends.
-        Stops after ``count`` requests (None: no limit) or, when ``stop_at_ns`` is set, sends none after it."""
+        Stops after ``count`` requests (None: no limit) or, when ``stop_at_ns`` is set, sends none after it.
+        ``stream_starts_s``: when each stream starts (a closed-loop ramp; one stream per entry), its first request
+        scheduled then."""
         counter = iter(range(first_index, first_index + count) if count is not None else _forever(first_index))
 
-        async def stream() -> None:
-            t_free = perf_counter_ns()
+        t0 = perf_counter_ns()
+
+        async def stream(start_s: float) -> None:
+            t_free = await _sleep_until(t0, start_s) if start_s else perf_counter_ns()
             while stop_at_ns is None or t_free < stop_at_ns:
                 index = next(counter, None)
                 if index is None:
                     return
                 t_free = await self._one(index, warmup, t_free)
 
-        await self._with_progress(asyncio.gather(*(stream() for _ in range(concurrency))))
+        starts = stream_starts_s if stream_starts_s is not None else [0.0] * concurrency
+        await self._with_progress(asyncio.gather(*(stream(s) for s in starts)))
 
     async def open_loop(self, offsets_s: list[float], max_concurrency: int | None, first_index: int = 0,
                         saturation: Callable[[int, float], str | None] | None = None,

@@ -10,12 +10,12 @@ from time import perf_counter_ns
 from typing import Any, Callable
 
 from agents.loadgen.adapters import endpoint_path, get_adapter
-from agents.loadgen.arrivals import ArrivalSpecError, ClosedLoop, OpenLoop
+from agents.loadgen.arrivals import ArrivalSpecError, ClosedLoop, OpenLoop, Scheduled
 from agents.loadgen.client import Dispatcher, RequestFactory, Timeouts
 from agents.loadgen.grid import KvGrid
 from agents.loadgen.metrics import point_metrics
-from agents.loadgen.prompts import PromptTokenizer, build_prompts, load_tokenizer
-from agents.loadgen.records import ClockAnchor, request_row
+from agents.loadgen.prompts import BuiltPrompt, PromptTokenizer, build_prompts, load_tokenizer
+from agents.loadgen.records import ClockAnchor, reply_text, request_row
 from agents.loadgen.runtime import quiet_gc, raise_fd_limit, run_async
 from agents.loadgen.pool import ConnectionPool
 from agents.loadgen.transport import Target, TransportError
@@ -69,8 +69,21 @@ class SweepPoint:
     # open loop: asked before each arrival, (in flight, elapsed s) -> a reason to stop (saturation), or None
     saturation: Callable[[int, float], str | None] | None = field(default=None, compare=False, repr=False)
     grace_s: float | None = None  # open loop: how long requests in flight may finish after the last arrival
+    # requests split across served names by weight (a multi-LoRA variant: its adapters and the base model); each
+    # request's ``model`` field is one of them, in an exact split of the measured requests (and of the warm-up)
+    model_mix: tuple[tuple[str, float], ...] | None = None
+    # a production-shaped workload (pipeline.workloads.Workload): drawn lengths, its prompt source, shared
+    # prefixes, sessions, a trace or a ramp; input_len/output_len then file the point under the spec's nominal
+    # lengths, and max_model_len (the server's) clips the draws
+    workload: Any = None
+    max_model_len: int | None = None
 
-    def arrival(self) -> ClosedLoop | OpenLoop:
+    def arrival(self) -> ClosedLoop | OpenLoop | Scheduled:
+        a = self.workload.arrival if self.workload is not None else None
+        if a is not None and a.kind == "ramp" and a.to_concurrency is not None:
+            return ClosedLoop(a.to_concurrency)
+        if a is not None and (a.kind == "trace" or a.kind == "ramp"):
+            return Scheduled((), a.kind)  # the schedule comes with the workload's plan (the trace, the ramp)
         if (self.concurrency is None) == (self.request_rate is None):
             raise PointSpecError("declare exactly one of concurrency (closed loop) or request_rate (open loop)")
         try:
@@ -82,7 +95,9 @@ class SweepPoint:
 
     @property
     def mode(self) -> str:
-        return "sustained" if self.window_s else ("closed" if self.concurrency is not None else "open")
+        if self.window_s:
+            return "sustained"
+        return "closed" if isinstance(self.arrival(), ClosedLoop) else "open"
 
 
 @dataclass
@@ -95,8 +110,11 @@ class PointResult:
 
 
 def new_point_id(point: SweepPoint) -> str:
-    shape = f"{point.mode}-i{point.input_len}-o{point.output_len}-" + (
-        f"c{point.concurrency}" if point.concurrency is not None else f"r{point.request_rate:g}")
+    arrival = (f"c{point.concurrency}" if point.concurrency is not None else
+               f"r{point.request_rate:g}" if point.request_rate is not None else point.workload.arrival.kind)
+    shape = f"{point.mode}-i{point.input_len}-o{point.output_len}-" + arrival
+    if point.workload is not None:
+        shape = f"{point.workload.name}-{shape}"
     return re.sub(r"[^A-Za-z0-9._-]", "_", shape) + "-" + secrets.token_hex(3)
 
 
@@ -120,42 +138,89 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
         notes.append(f"{adapter.name} serves {adapter.max_concurrency} at a time: concurrency "
                      f"{arrival.concurrency} reduced to {adapter.max_concurrency}")
         arrival = ClosedLoop(adapter.max_concurrency)
-    if point.num_prompts is None and not point.duration_s:
+    if point.num_prompts is None and not point.duration_s and not isinstance(arrival, Scheduled) and \
+            not (point.workload is not None and point.workload.arrival.kind == "ramp"):
         raise PointSpecError("num_prompts None (unlimited) needs duration_s")
     tok = tokenizer or load_tokenizer(None, point.server_kind)
     point_id = point.point_id or new_point_id(point)
     n_total = (point.num_prompts or point.prompt_pool) + point.warmup_requests
-    prompts = build_prompts(tok, min(n_total, point.prompt_pool), point.input_len, point.prompt_source, point.seed,
-                            point.sharegpt_path, chat=point.endpoint == "chat")
-    bodies = [json.dumps(adapter.body(point.endpoint, point.model, p.text, point.input_len, point.output_len),
-                         separators=(",", ":")).encode() for p in prompts]
+    plan = None
+    if point.workload is not None:
+        from agents.loadgen.workload import plan_workload
+
+        n_meas = point.num_prompts
+        if n_meas is None and point.workload.arrival.kind not in ("trace", "ramp"):
+            n_meas = min(point.prompt_pool, 512)  # a duration-bound point cycles through this many prompts
+        plan = plan_workload(point.workload, tok, point.warmup_requests, n_meas,
+                             endpoint=point.endpoint, max_model_len=point.max_model_len, seed=point.seed)
+        notes += plan.notes
+        if plan.offsets_s is not None and isinstance(arrival, Scheduled):
+            arrival = Scheduled(tuple(plan.offsets_s), arrival.kind)
+        prompts = plan.prompts or [BuiltPrompt("", 1)]  # sessions build their bodies as they go
+        n_total = len(plan.prompts) or n_total
+    else:
+        prompts = build_prompts(tok, min(n_total, point.prompt_pool), point.input_len, point.prompt_source,
+                                point.seed, point.sharegpt_path, chat=point.endpoint == "chat")
+    names = request_models(point.model_mix, point.warmup_requests, n_total - point.warmup_requests, point.seed) \
+        if point.model_mix else None
+    if names:  # one body per request: the prompts cycle, the model each request asks for does not
+        prompts = [prompts[i % len(prompts)] for i in range(len(names))]
+    metas = list(plan.metas) if plan is not None else []
+
+    def lengths(i: int) -> tuple[int, int]:
+        m = metas[i % len(metas)] if metas else None
+        return (m.input_len, m.output_len) if m else (point.input_len, point.output_len)
+
+    bodies = [json.dumps(adapter.body(point.endpoint, names[i] if names else point.model, p.text, *lengths(i)),
+                         separators=(",", ":")).encode() for i, p in enumerate(prompts)]
     target = Target.from_url(point.base_url)
     factory = RequestFactory(target, endpoint_path(point.endpoint), bodies, [p.tokens for p in prompts], point_id,
                              point.api_key)
     pool = ConnectionPool(target)
     streams = arrival.concurrency if isinstance(arrival, ClosedLoop) else (arrival.max_concurrency or 0)
     dispatcher = Dispatcher(pool, factory, point.timeouts, progress, phase_hook)
+    session_metas: dict[int, Any] = {}
+    counters: list[dict[str, float] | None] = [None, None]
+    sessions = plan is not None and bool(plan.sessions or plan.warmup_sessions)
+    if sessions:
+        turn, on_request = _session_builders(point, tok, adapter, names, session_metas, notes)
     try:
         if point.warmup_requests:
             await pool.prewarm(min(streams or 1, point.warmup_requests))
-            await dispatcher.closed_loop(min(streams or 1, point.warmup_requests), point.warmup_requests,
-                                         warmup=True)
+            if sessions:
+                await dispatcher.sessions(plan.warmup_sessions, turn, reply_text, warmup=True,  # type: ignore
+                                          streams=min(streams or 1, point.warmup_requests), on_request=on_request)
+            else:
+                await dispatcher.closed_loop(min(streams or 1, point.warmup_requests), point.warmup_requests,
+                                             warmup=True)
         await pool.prewarm(min(streams, point.num_prompts or streams) if streams else 0)
         first = point.warmup_requests
+        if plan is not None:
+            counters[0] = await server_counters(point.base_url)
         with quiet_gc():
             anchor = ClockAnchor.now()
             if phase_hook:
                 phase_hook("measure_start")
             t_start = perf_counter_ns()
-            if isinstance(arrival, ClosedLoop):
+            if sessions:
+                closed = isinstance(arrival, ClosedLoop)
+                await dispatcher.sessions(
+                    plan.sessions, turn, reply_text, streams=arrival.concurrency if closed else None,  # type: ignore
+                    offsets_s=None if closed else open_schedule(arrival, point, len(plan.sessions)),  # type: ignore
+                    think_time_s=point.workload.think_time_s, first_index=first, on_request=on_request)
+            elif isinstance(arrival, ClosedLoop):
                 stop = t_start + int(point.duration_s * 1e9) if point.duration_s else None
-                await dispatcher.closed_loop(arrival.concurrency, point.num_prompts, stop_at_ns=stop,
-                                             first_index=first)
+                starts = plan.stream_starts_s if plan is not None else None
+                count = n_total - first if plan is not None and not point.duration_s else point.num_prompts
+                await dispatcher.closed_loop(arrival.concurrency, count, stop_at_ns=stop, first_index=first,
+                                             stream_starts_s=starts)
             else:
                 await dispatcher.open_loop(open_schedule(arrival, point), arrival.max_concurrency, first,
                                            point.saturation, point.grace_s)
             if phase_hook:
                 phase_hook("measure_end")
+        if plan is not None:
+            counters[1] = await server_counters(point.base_url)
     finally:
         pool.close()
     raws = sorted(dispatcher.results, key=lambda r: r.index)
@@ -164,14 +229,24 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
             r.exchange.error = NotCompletedError(
                 f"still in flight {point.grace_s:g} s after the point's last arrival: not completed")
     texts: dict[str, str] = {}
+
+    def meta(i: int) -> Any:
+        if sessions:
+            return session_metas.get(i)
+        return metas[i % len(metas)] if metas else None
+
     rows = [request_row(r, point_id=point_id, model=point.model, server_config=point.server_config,
                         endpoint=endpoint_path(point.endpoint), input_len=point.input_len,
-                        output_len=point.output_len, anchor=anchor, tokenizer=tok, texts_out=texts) for r in raws]
+                        output_len=point.output_len, anchor=anchor, tokenizer=tok, texts_out=texts,
+                        request_model=(names[r.index % len(names)] if names else point.model),
+                        meta=meta(r.index)) for r in raws]
     measured = [r.exchange for r in raws if not r.warmup]
     sweep = sweep_point_row(point, point_id, tok.name, arrival, anchor,
                             first_sent=min((e.t_sent for e in measured), default=t_start),
                             last_done=max((e.t_done for e in measured), default=t_start), note="; ".join(notes) or None,
                             stop_reason=dispatcher.stop_reason)
+    if plan is not None:
+        sweep.update(workload_columns(point.workload, plan, counters))
     return PointResult(point_id, rows, sweep, point_metrics(rows, sweep), texts)
 
 
@@ -196,11 +271,54 @@ def sweep_point_row(point: SweepPoint, point_id: str, tokenizer_name: str, arriv
         "burst_bound": point.burst_bound, "note": note,
         "search_json": json.dumps(point.search_json, sort_keys=True) if point.search_json else None,
         "stop_reason": stop_reason, "server_config_fingerprint": point.server_config_fingerprint,
+        "model_mix_json": json.dumps(dict(point.model_mix), sort_keys=True) if point.model_mix else None,
     }
 
 
-def open_schedule(arrival: OpenLoop, point: SweepPoint) -> list[float]:
-    """The open loop's arrival offsets: ``num_prompts`` of them, or (``duration_s``) those before the duration."""
+class ModelMixError(PointSpecError):
+    """A model mix with no name, a repeated name, or a weight that is not a positive number."""
+
+
+def apportion(mix: tuple[tuple[str, float], ...] | list[tuple[str, float]], n: int) -> dict[str, int]:
+    """``n`` requests split by weight, exactly (largest remainder; ties to the earlier name)."""
+    if not mix:
+        raise ModelMixError("model mix: at least one (name, weight)")
+    names = [name for name, _ in mix]
+    if len(set(names)) != len(names):
+        raise ModelMixError(f"model mix: a name given twice in {names}")
+    bad = [(nm, w) for nm, w in mix if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0
+           or w == float("inf")]
+    if bad:
+        raise ModelMixError(f"model mix: {bad[0][0]}'s weight must be a number > 0, got {bad[0][1]!r}")
+    total = float(sum(w for _, w in mix))
+    quotas = [(nm, n * w / total) for nm, w in mix]
+    counts = {nm: int(q) for nm, q in quotas}
+    order = sorted(range(len(quotas)), key=lambda i: (-(quotas[i][1] - int(quotas[i][1])), i))
+    for i in order[:n - sum(counts.values())]:
+        counts[quotas[i][0]] += 1
+    return counts
+
+
+def request_models(mix: tuple[tuple[str, float], ...], warmup: int, measured: int, seed: int) -> list[str]:
+    """The model name of every request of a point, by request index: the warm-up and the measured requests each
+    split exactly by weight, in a seeded random order (no adapter's requests bunch together)."""
+    import random
+
+    out: list[str] = []
+    for phase, n in enumerate((warmup, measured)):
+        names = [nm for nm, k in apportion(mix, n).items() for _ in range(k)]
+        random.Random(f"{seed}-{phase}").shuffle(names)
+        out += names
+    return out
+
+
+def open_schedule(arrival: OpenLoop | Scheduled, point: SweepPoint, n: int | None = None) -> list[float]:
+    """The open loop's arrival offsets: ``num_prompts`` (or ``n``) of them, or (``duration_s``) those before the
+    duration; a schedule of its own (a trace, a ramp) as it is."""
+    if isinstance(arrival, Scheduled):
+        return arrival.schedule_s(len(arrival.offsets))
+    if n is not None:
+        return arrival.schedule_s(n)
     if not point.duration_s:
         return arrival.schedule_s(point.num_prompts or 0)
     n = point.num_prompts or int(arrival.rate * point.duration_s * 1.5) + 16
@@ -209,6 +327,97 @@ def open_schedule(arrival: OpenLoop, point: SweepPoint) -> list[float]:
         if offsets[-1] >= point.duration_s or point.num_prompts:
             return [o for o in offsets if o < point.duration_s]
         n *= 2
+
+
+# the server's own counters read before and after a workload's measured requests (vLLM's names; V1 first)
+SERVER_COUNTERS = {"prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"),
+                   "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits")}
+
+
+async def server_counters(base_url: str) -> dict[str, float] | None:
+    """The server's prefix-cache counters from its ``/metrics`` (None: no /metrics; a counter it does not export
+    is absent from the dict)."""
+    import httpx
+
+    from agents.telemetry.prometheus import parse_prometheus_text
+
+    try:
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            r = await client.get(base_url.rstrip("/") + "/metrics")
+        if r.status_code != 200:
+            return None
+        samples = parse_prometheus_text(r.text)
+    except (httpx.HTTPError, ValueError):
+        return None
+    out = {}
+    for ours, names in SERVER_COUNTERS.items():
+        found = next((n for n in names if n in samples), None)
+        if found is not None:
+            out[ours] = samples[found]
+    return out
+
+
+def workload_columns(w: Any, plan: Any, counters: list[dict[str, float] | None]) -> dict[str, Any]:
+    """A workload point's own sweep_points columns: the workload, what it declared and what was drawn, the hashes
+    of the files it read, and the server's prefix-cache counters over the measured requests (NULL with a note
+    where the server exports none)."""
+    before, after = counters
+    data = {"name": w.name, "spec": w.to_config(), "drawn": plan.stats(), "fingerprint": w.fingerprint()}
+    if plan.source_sha256:
+        data["source_sha256"] = plan.source_sha256
+    if plan.trace_sha256:
+        data["trace_sha256"] = plan.trace_sha256
+    measured = len(plan.sessions) if plan.sessions else len(plan.metas) - plan.warmup
+    row: dict[str, Any] = {"workload": w.name, "workload_json": json.dumps(data, sort_keys=True),
+                           "arrival": w.arrival.kind, "prompt_source": w.prompts.source,
+                           "num_prompts": measured, "prefix_cache_queries": None, "prefix_cache_hits": None,
+                           "prefix_cache_note": None}
+    if plan.trace_sha256 and plan.metas[plan.warmup:]:  # a trace's point is filed under its requests' mean lengths
+        traced = plan.metas[plan.warmup:]
+        row["input_len"] = round(sum(m.input_len for m in traced) / len(traced))
+        row["output_len"] = round(sum(m.output_len for m in traced) / len(traced))
+    if before is None or after is None:
+        row["prefix_cache_note"] = "the server has no /metrics"
+    elif "prefix_cache_queries" not in after:
+        row["prefix_cache_note"] = "the server does not export " + " or ".join(SERVER_COUNTERS["prefix_cache_queries"])
+    else:
+        for k in ("prefix_cache_queries", "prefix_cache_hits"):
+            if k in after:
+                row[k] = int(after[k] - before.get(k, 0.0))
+    return row
+
+
+def _session_builders(point: SweepPoint, tok: Any, adapter: Any, names: list[str] | None,
+                      metas: dict[int, Any], notes: list[str]) -> tuple[Any, Any]:
+    """(turn, on_request) for Dispatcher.sessions: a turn's body is the conversation so far through the chat
+    template, counted by the same template (None when it would pass max_model_len: the session ends there)."""
+    from agents.loadgen.workload import RequestMeta, conversation
+
+    built: dict[tuple[str, int], tuple[int, int]] = {}
+    full = [0]
+
+    def turn(session: Any, t: int, replies: list[str]) -> tuple[bytes, int] | None:
+        messages = conversation(session.user_texts, replies, t)
+        count = tok.conversation_count(messages)
+        if count is None:
+            raise PointSpecError(f"multi-turn sessions need the served model's chat template to count a turn; "
+                                 f"{tok.name} has none")
+        n_out = session.output_lens[t]
+        if point.max_model_len and count + n_out > point.max_model_len:
+            full[0] += 1
+            if full[0] == 1:
+                notes.append(f"sessions end early when a turn would pass max_model_len {point.max_model_len}")
+            return None
+        built[(session.session_id, t)] = (count, n_out)
+        body = adapter.body(point.endpoint, point.model, "", count, n_out, messages=messages)
+        return json.dumps(body, separators=(",", ":")).encode(), count
+
+    def on_request(index: int, session: Any, t: int) -> None:
+        count, n_out = built[(session.session_id, t)]
+        metas[index] = RequestMeta(count, n_out, session_id=session.session_id, turn_index=t,
+                                   session_turns=len(session.user_texts))
+
+    return turn, on_request
 
 
 def with_changes(point: SweepPoint, **changes: Any) -> SweepPoint:

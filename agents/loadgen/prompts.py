@@ -47,6 +47,10 @@ class PromptTokenizer(Protocol):
         """Tokens the server sees for ``text`` as one user message (None: no chat template known)."""
         ...
 
+    def conversation_count(self, messages: Sequence[Mapping[str, str]]) -> int | None:
+        """Tokens the server sees for a conversation through the chat template (None: no template known)."""
+        ...
+
 
 class HfTokenizer:
     """A ``tokenizers`` tokenizer.json (fast to load); AutoTokenizer only when there is none."""
@@ -87,6 +91,11 @@ class HfTokenizer:
         return self._content
 
     def chat_count(self, text: str) -> int | None:
+        return self.conversation_count([{"role": "user", "content": text}])
+
+    def conversation_count(self, messages: Sequence[Mapping[str, str]]) -> int | None:
+        """Tokens the server sees for ``messages`` through the model's chat template, the generation prompt
+        included (None: no chat template known)."""
         if self._chat is None:
             try:
                 from transformers import AutoTokenizer
@@ -97,7 +106,7 @@ class HfTokenizer:
                 self._chat = False
         if self._chat is False:
             return None
-        out = self._chat.apply_chat_template([{"role": "user", "content": text}], tokenize=True,  # type: ignore
+        out = self._chat.apply_chat_template([dict(m) for m in messages], tokenize=True,  # type: ignore
                                              add_generation_prompt=True)
         ids = out["input_ids"] if isinstance(out, Mapping) or hasattr(out, "keys") else out
         return len(ids)
@@ -128,6 +137,9 @@ class WhitespaceTokenizer:
 
     def chat_count(self, text: str) -> int | None:
         return len(text.split())  # the synthetic server counts the message's words
+
+    def conversation_count(self, messages: Sequence[Mapping[str, str]]) -> int | None:
+        return sum(len(str(m.get("content") or "").split()) for m in messages)  # the synthetic server's count
 
 
 def load_tokenizer(spec: str | Path | None, server_kind: str, cache_dir: Path | None = None) -> PromptTokenizer:

@@ -74,22 +74,46 @@ def _chunk_text(choice: dict[str, Any]) -> str:
     return str(delta.get("content") or delta.get("reasoning_content") or "")
 
 
+def reply_text(ex: Any) -> str | None:
+    """The text a successful streamed exchange carried (a session's reply, for its next turn); None when the
+    request failed or its stream does not parse."""
+    if ex.error is not None or (ex.status and ex.status != 200):
+        return None
+    parts = []
+    try:
+        for _t, event in ex.events:
+            data = _event_data(event)
+            if data.strip() == b"[DONE]":
+                continue
+            obj = json.loads(data)
+            for choice in (obj.get("choices") or []) if isinstance(obj, dict) else []:
+                parts.append(_chunk_text(choice))
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return "".join(parts)
+
+
 def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: str | None, endpoint: str,
                 input_len: int | None, output_len: int | None, anchor: ClockAnchor,
-                tokenizer: PromptTokenizer | None, texts_out: dict[str, str] | None = None) -> dict[str, Any]:
+                tokenizer: PromptTokenizer | None, texts_out: dict[str, str] | None = None,
+                request_model: str | None = None, meta: Any = None) -> dict[str, Any]:
     """The ``requests`` row of one request; its generated text goes to ``texts_out`` (not a table column: only
     ``--save-vllm-json`` needs it)."""
     ex = raw.exchange
     t_sent = ex.t_sent
     row: dict[str, Any] = {
         "point_id": point_id, "request_id": raw.request_id, "request_index": raw.index, "model": model,
-        "server_config": server_config, "endpoint": endpoint, "warmup": raw.warmup,
+        "request_model": request_model or model, "server_config": server_config, "endpoint": endpoint, "warmup": raw.warmup,
         "t_scheduled_ns": raw.t_scheduled, "t_sent_ns": t_sent, "t_done_ns": ex.t_done,
         "client_queue_s": (t_sent - raw.t_scheduled) / 1e9, "input_len": input_len, "output_len": output_len,
         "http_status": ex.status or None, "sent_at": anchor.wall_at(t_sent),
         "ttft_s": None, "e2el_s": None, "prompt_tokens": None, "prompt_tokens_source": None,
         "output_tokens": None, "tokens_source": None, "error_type": None, "error": None,
     }
+    if meta is not None:  # a workload's request: its own drawn lengths, prefix group, session and turn
+        row.update(input_len=meta.input_len, output_len=meta.output_len, prefix_group=meta.prefix_group,
+                   session_id=meta.session_id, turn_index=meta.turn_index, session_turns=meta.session_turns)
+        input_len, output_len = meta.input_len, meta.output_len
     times: list[float] = []
     tokens: list[int] = []
     texts: list[str] = []

@@ -99,6 +99,13 @@ def vllm_result(result: Any, tokenizer_id: str | None = None, detailed: bool = F
     if not detailed:
         for key in DETAILED_LISTS:
             del out[key]
+    if sp.get("workload"):  # what vLLM has no field for, under keys it does not use
+        out["neuronpipe_workload"] = json.loads(sp["workload_json"]) if sp.get("workload_json") else sp["workload"]
+        if detailed:
+            out["neuronpipe_requests"] = [{k: r.get(k) for k in ("input_len", "output_len", "prefix_group",
+                                                                 "session_id", "turn_index")} for r in measured]
+        if sp.get("prefix_cache_queries") is not None:
+            out["neuronpipe_prefix_cache"] = {"queries": sp["prefix_cache_queries"], "hits": sp["prefix_cache_hits"]}
     return out
 
 

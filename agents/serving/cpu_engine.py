@@ -41,6 +41,7 @@ class GenerationRequest:
     seed: int | None = None
     top_logprobs: int = 0
     stop_token_ids: frozenset[int] = frozenset()
+    adapter: str | None = None  # the LoRA adapter the request asked for (None: the base model)
     cancelled: threading.Event = field(default_factory=threading.Event)
     # scheduler state
     generated: list[int] = field(default_factory=list)
@@ -76,9 +77,14 @@ class CpuEngine:
         self._stop = False
         self._stats = EngineStats(kv_capacity_tokens=max_num_seqs * max_model_len)
         self._thread = threading.Thread(target=self._loop, name="cpu-engine", daemon=True)
-        # transformers >= 5.2x names the KV cache `cache`; older releases `past_key_values`.
-        params = inspect.signature(model.forward).parameters
+        # transformers >= 5.2x names the KV cache `cache`; older releases `past_key_values` (a PEFT model passes
+        # it through to its base model: the base's signature says which)
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        params = inspect.signature(base.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        # a PEFT model with adapters loaded unmerged: every step says whose weights it runs (PEFT's mixed-adapter
+        # inference; "__base__" is the base model alone)
+        self._lora = hasattr(model, "peft_config")
 
     def start(self) -> "CpuEngine":
         self._thread.start()
@@ -148,7 +154,10 @@ class CpuEngine:
         else:
             ids = torch.tensor([[req.generated[-1]]], dtype=torch.long)
         t0 = time.perf_counter()
-        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self._cache_arg: req.cache})
+        kwargs = {self._cache_arg: req.cache}
+        if self._lora:
+            kwargs["adapter_names"] = [req.adapter or "__base__"]
+        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **kwargs)
         if self.slowdown > 0:
             time.sleep(self.slowdown * (time.perf_counter() - t0))
         req.cache = getattr(out, self._cache_arg)

@@ -73,11 +73,38 @@ def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib:
     return tensor
 
 
+class AdapterLoadError(RuntimeError):
+    """A ``--lora-modules`` adapter that cannot be served: missing, not an adapter, or above ``--max-lora-rank``."""
+
+
+def load_adapters(model: Any, modules: list[tuple[str, str]], max_lora_rank: int) -> Any:
+    """``model`` with each adapter loaded unmerged under its name (PEFT); vLLM's refusals where vLLM refuses: an
+    adapter whose rank is above ``max_lora_rank``."""
+    from peft import PeftModel
+
+    for i, (name, path) in enumerate(modules):
+        cfg_file = Path(path) / "adapter_config.json"
+        try:
+            rank = int(json.loads(cfg_file.read_text())["r"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise AdapterLoadError(f"LoRA adapter {name!r} at {path}: no readable adapter_config.json with a rank "
+                                   f"({type(exc).__name__}: {exc})") from None
+        if rank > max_lora_rank:
+            raise AdapterLoadError(f"LoRA adapter {name!r}: its rank {rank} is greater than max_lora_rank "
+                                   f"{max_lora_rank}")
+        if i == 0:
+            model = PeftModel.from_pretrained(model, path, adapter_name=name)
+        else:
+            model.load_adapter(path, adapter_name=name)
+    return model
+
+
 class ModelRuntime:
-    """The loaded model, its tokenizer and the engine."""
+    """The loaded model, its tokenizer and the engine (and its LoRA adapters, served unmerged, by name)."""
 
     def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
-                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0, memory_cap_mib: float | None = None):
+                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0, memory_cap_mib: float | None = None,
+                 lora_modules: list[tuple[str, str]] | None = None, max_lora_rank: int = 16):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -93,6 +120,10 @@ class ModelRuntime:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.kv_pool = reserve_kv_pool(model.config, max_model_len, max_num_seqs, memory_cap_mib) \
             if memory_cap_mib else None
+        self.adapters = {name: path for name, path in lora_modules or []}
+        if self.adapters:
+            model = load_adapters(model, list(self.adapters.items()), max_lora_rank)
+            model.eval()
         self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len, slowdown).start()
 
     def encode_prompt(self, prompt: Any) -> list[int]:
@@ -143,8 +174,12 @@ def build_app(rt: ModelRuntime) -> Any:
         return web.json_response({"status": "ok"})
 
     async def models(_req: web.Request) -> web.Response:
-        card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len}
-        return web.json_response({"object": "list", "data": [card]})
+        card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
+                "root": rt.served_name, "parent": None}
+        # each adapter as vLLM lists it: its own id, its files as root, the base model as parent
+        cards = [card] + [{"id": name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
+                           "root": path, "parent": rt.served_name} for name, path in rt.adapters.items()]
+        return web.json_response({"object": "list", "data": cards})
 
     async def metrics(_req: web.Request) -> web.Response:
         return web.Response(text=prometheus_text(rt.engine.stats(), rt.served_name),
@@ -161,8 +196,9 @@ def build_app(rt: ModelRuntime) -> Any:
             body = await req.json()
             if not isinstance(body, dict):
                 raise ProtocolError(400, "request body must be a JSON object")
-            if body.get("model") not in (None, rt.served_name):
-                raise ProtocolError(404, f"The model `{body.get('model')}` does not exist.")
+            asked = body.get("model")
+            if asked not in (None, rt.served_name) and asked not in rt.adapters:
+                raise ProtocolError(404, f"The model `{asked}` does not exist.")
             prompt_ids = rt.encode_chat(body.get("messages")) if chat else rt.encode_prompt(body.get("prompt"))
             sp = parse_sampling(body, chat=chat, prompt_len=len(prompt_ids), max_model_len=rt.max_model_len)
         except ProtocolError as exc:
@@ -177,15 +213,17 @@ def build_app(rt: ModelRuntime) -> Any:
         gen = GenerationRequest(prompt_ids=prompt_ids, max_tokens=sp.max_tokens, min_tokens=sp.min_tokens,
                                 ignore_eos=sp.ignore_eos, temperature=sp.temperature, top_p=sp.top_p,
                                 seed=sp.seed, top_logprobs=sp.top_logprobs if sp.logprobs else 0,
+                                adapter=asked if asked in rt.adapters else None,
                                 emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
         rid = req.headers.get("X-Request-Id") or f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
         created = int(time.time())
+        name = gen.adapter or rt.served_name  # vLLM answers with the model the request asked for
         rt.engine.submit(gen)
         text = IncrementalText(rt.tokenizer)
         n_prompt = len(prompt_ids)
         try:
             if not sp.stream:
-                return await _collect(queue, gen, text, chat, rid, created, n_prompt, sp)
+                return await _collect(queue, gen, text, chat, rid, created, n_prompt, sp, name)
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await resp.prepare(req)
             n_out = 0
@@ -200,11 +238,11 @@ def build_app(rt: ModelRuntime) -> Any:
                 delta = text.push(ev.token_id, ev.finish_reason is not None)
                 lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
                 u = usage(n_prompt, n_out) if sp.continuous_usage else None
-                chunk = (chat_chunk(rid, created, rt.served_name, delta, ev.finish_reason, lp, u, first=n_out == 1)
-                         if chat else completion_chunk(rid, created, rt.served_name, delta, ev.finish_reason, lp, u))
+                chunk = (chat_chunk(rid, created, name, delta, ev.finish_reason, lp, u, first=n_out == 1)
+                         if chat else completion_chunk(rid, created, name, delta, ev.finish_reason, lp, u))
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             if sp.include_usage:
-                final = final_usage_chunk(rid, created, rt.served_name, chat, usage(n_prompt, n_out))
+                final = final_usage_chunk(rid, created, name, chat, usage(n_prompt, n_out))
                 await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
@@ -216,7 +254,7 @@ def build_app(rt: ModelRuntime) -> Any:
             gen.cancelled.set()  # no-op for a finished sequence; frees a slot when the client went away
 
     async def _collect(queue: asyncio.Queue, gen: GenerationRequest, text: IncrementalText, chat: bool, rid: str,
-                       created: int, n_prompt: int, sp: Any) -> web.Response:
+                       created: int, n_prompt: int, sp: Any, name: str) -> web.Response:
         events: list[TokenEvent] = []
         while True:
             ev = await queue.get()
@@ -233,14 +271,14 @@ def build_app(rt: ModelRuntime) -> Any:
             choice = {"index": 0, "message": {"role": "assistant", "content": text.sent}, "logprobs": lp,
                       "finish_reason": finish}
             return web.json_response({"id": rid, "object": "chat.completion", "created": created,
-                                      "model": rt.served_name, "choices": [choice], "usage": u})
+                                      "model": name, "choices": [choice], "usage": u})
         lp = None
         if sp.logprobs:
             entries = [_logprob_entry(rt, e, False) for e in events]
             lp = {k: [x for e in entries for x in e[k]] for k in ("tokens", "token_logprobs", "top_logprobs")}
         choice = {"index": 0, "text": text.sent, "logprobs": lp, "finish_reason": finish}
         return web.json_response({"id": rid, "object": "text_completion", "created": created,
-                                  "model": rt.served_name, "choices": [choice], "usage": u})
+                                  "model": name, "choices": [choice], "usage": u})
 
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_get("/health", health)
@@ -277,7 +315,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="a device's memory limit on the CPU: the address space may grow this much after the model "
                         "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
                         "(a pool that does not fit fails the boot: out of memory)")
+    p.add_argument("--enable-lora", action="store_true", help="serve --lora-modules adapters unmerged (vLLM's flag)")
+    p.add_argument("--lora-modules", nargs="+", default=[], metavar="NAME=PATH",
+                   help="LoRA adapters (PEFT directories) requests ask for by NAME as their model")
+    p.add_argument("--max-loras", type=int, default=1, help="vLLM's flag; every adapter stays loaded here")
+    p.add_argument("--max-lora-rank", type=int, default=16, help="an adapter of a higher rank fails the boot")
     args = p.parse_args(argv)
+    modules = []
+    for m in args.lora_modules:
+        name, sep, path = m.partition("=")
+        if not sep or not name or not path:
+            p.error(f"--lora-modules {m!r}: expected NAME=PATH")
+        modules.append((name, path))
+    if modules and not args.enable_lora:
+        p.error("--lora-modules needs --enable-lora")
+    if len({n for n, _ in modules}) != len(modules):
+        p.error("--lora-modules: an adapter name given twice")
     affinity = os.environ.get(AFFINITY_ENV)
     if affinity:  # a tenant's cores (pipeline.servers.tenant_placements): pinned before torch starts its threads
         try:
@@ -291,12 +344,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if affinity:
         log.info("pinned to cores %s", ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
-    rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
-                      args.dtype, args.threads, args.slowdown, args.memory_cap_mib)
+    try:
+        rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
+                          args.dtype, args.threads, args.slowdown, args.memory_cap_mib, modules, args.max_lora_rank)
+    except AdapterLoadError as exc:
+        log.error("%s", exc)
+        return 1
     from aiohttp import web
 
-    log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d)", args.model, rt.served_name,
-             args.host, args.port, args.max_model_len, args.max_num_seqs)
+    log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d%s)", args.model, rt.served_name,
+             args.host, args.port, args.max_model_len, args.max_num_seqs,
+             f"; LoRA adapters {', '.join(rt.adapters)} unmerged" if rt.adapters else "")
     web.run_app(build_app(rt), host=args.host, port=args.port, print=None, access_log=None)
     rt.engine.shutdown()
     return 0

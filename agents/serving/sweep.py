@@ -66,6 +66,7 @@ class SweepSettings:
     max_concurrency: int | None = None  # optional cap on the grid (declared in the point's note)
     extra_note: str | None = None
     repeats: int = 1  # every point measured this many times (sweep_points.repeat_index when > 1)
+    workloads: tuple[Any, ...] = ()  # pipeline.workloads.Workload: measured after the shapes, where they fit
     repeat_order: str = "interleaved"  # interleaved: configs in turn per repeat (A, B, A, B); balanced: the turn
     # reversed every other repeat (A, B, B, A: a position in the cycle favours no config); blocked: per config
 
@@ -171,27 +172,35 @@ def repeat_schedule(configs: list[Any], repeats: int, order: str) -> list[tuple[
 
 
 def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, configs: list[ServerConfig],
-                settings: SweepSettings, tokenizer: Any = None) -> SweepOutcome:
+                settings: SweepSettings, tokenizer: Any = None,
+                served_for: dict[str, ServedModel] | None = None) -> SweepOutcome:
     """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops.
 
     With ``repeats`` R > 1 every point is measured R times: interleaved, repeat r boots and sweeps every config
     in turn before repeat r + 1 (A, B, A, B: a drift or a neighbour hits both configs alike, and the boot is
     part of what a repeat varies); balanced, the same with the turn reversed on every other repeat (A, B, B, A:
-    what a position in the cycle does, e.g. the first boot after a pause, falls on each config alike); blocked, each config is booted once and its sweep repeated back to back."""
+    what a position in the cycle does, e.g. the first boot after a pause, falls on each config alike); blocked,
+    each config is booted once and its sweep repeated back to back. ``served_for``: the checkpoint a config
+    serves instead of ``model`` (a multi-LoRA variant: the base model its adapters load on), same name."""
     from agents.loadgen.prompts import load_tokenizer
 
+    if settings.workloads:  # their files read before any boot: a bad one fails here, nothing sent
+        from agents.loadgen.workload import preflight
+
+        preflight(settings.workloads)
     tok = tokenizer or load_tokenizer(str(model.path), launcher.server_kind)
     outcome = SweepOutcome()
     for cfg, repeat in repeat_schedule(configs, settings.repeats, settings.repeat_order):
         if cfg.name in outcome.failed_variants:
             continue  # it did not boot once: its later repeats would not either
+        served = (served_for or {}).get(cfg.name, model)
         try:
             with contextlib.ExitStack() as stack:
                 # a variant with tenants boots one server per device set, one after another (the first compiles,
                 # the others load its graphs), then loads them together
-                urls = [stack.enter_context(serve(ctx, launcher, model, tenant, settings.health_timeout_s)).base_url
+                urls = [stack.enter_context(serve(ctx, launcher, served, tenant, settings.health_timeout_s)).base_url
                         for tenant in tenant_configs(cfg, ctx.backend)]
-                sweep_config(ctx, urls if cfg.tenants > 1 else urls[0], launcher, model, cfg, settings, tok, outcome,
+                sweep_config(ctx, urls if cfg.tenants > 1 else urls[0], launcher, served, cfg, settings, tok, outcome,
                              repeat)
         except ServerBootError as exc:
             if cfg.base is None:
@@ -245,7 +254,7 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
                 base_url=url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
                 num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
                 endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=label,
-                server_config_fingerprint=cfg.fingerprint(),
+                server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(model.name),
                 backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
                 client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
                 timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
@@ -256,13 +265,66 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
             results = [run_point(point(urls[0], f"{cfg.name}.alone"), tok, phase_hook=hook)]
             results += _together([point(u, f"{cfg.name}.t{i}") for i, u in enumerate(urls)], tok, hook)
         for result in results:
-            if settings.repeats > 1:
-                result.sweep_point["repeat_index"] = r
-            ctx.write("requests", result.requests)
-            ctx.write("sweep_points", [result.sweep_point])
-            outcome.points.append(result.sweep_point)
-            outcome.metrics.append(result.metrics)
+            _record(ctx, result, settings, r, outcome)
         done += 1
         rep = f" repeat {r + 1}/{settings.repeats}" if settings.repeats > 1 else ""
         ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}{rep}", done, total, "points")
+    for r in repeats:
+        sweep_workloads(ctx, urls[0], launcher, model, cfg, settings, tok, outcome, grid, values, notes, r)
     return outcome
+
+
+def _record(ctx: LaneContext, result: Any, settings: SweepSettings, repeat: int, outcome: SweepOutcome) -> None:
+    """One measured point's rows written (its repeat tagged when the sweep repeats) and kept in the outcome."""
+    if settings.repeats > 1:
+        result.sweep_point["repeat_index"] = repeat
+    ctx.write("requests", result.requests)
+    ctx.write("sweep_points", [result.sweep_point])
+    outcome.points.append(result.sweep_point)
+    outcome.metrics.append(result.metrics)
+
+
+def workload_points(w: Any, cfg: ServerConfig, settings: SweepSettings, values: list[int]) -> list[dict[str, Any]]:
+    """The points of workload ``w`` on ``cfg`` (none when it names other configs): closed loop at each stream
+    count (its own list, else the config's grid), or one point for a rate, a trace or a ramp."""
+    if w.configs and cfg.name not in w.configs and (cfg.base or cfg.name) not in w.configs:
+        return []
+    a = w.arrival
+    if a.kind == "closed":
+        return [{"concurrency": c} for c in (a.concurrency or values)]
+    if a.kind in ("poisson", "gamma"):
+        return [{"request_rate": a.rate, "burstiness": a.burstiness, "duration_s": a.duration_s}]
+    return [{"duration_s": a.duration_s}]
+
+
+def sweep_workloads(ctx: LaneContext, base_url: str, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
+                    settings: SweepSettings, tok: Any, outcome: SweepOutcome, grid: Any, values: list[int],
+                    notes: list[str], repeat: int) -> None:
+    """Every workload point of one config (after its shapes, in the same boot and repeat; a variant with tenants:
+    on its first tenant alone)."""
+    from agents.loadgen.client import Timeouts
+    from agents.loadgen.point import SweepPoint, run_point
+
+    hook = ctx.telemetry.point_phase if ctx.telemetry else None
+    for w in settings.workloads:
+        for kw in workload_points(w, cfg, settings, values):
+            c = kw.get("concurrency")
+            sessions = max(settings.min_prompts, settings.prompts_per_stream * (c or 1))
+            n = None if kw.get("duration_s") or w.arrival.kind == "trace" else sessions
+            point = SweepPoint(
+                base_url=base_url, model=model.name, input_len=w.input.nominal, output_len=w.output.nominal,
+                num_prompts=n, endpoint="chat" if w.sessions else settings.endpoint,  # a session: a conversation
+                server_kind=launcher.server_kind, server_config=f"{cfg.name}.alone" if cfg.tenants > 1 else cfg.name,
+                server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(model.name),
+                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
+                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid, timeouts=Timeouts(idle_s=STREAM_IDLE_S),
+                note="; ".join(notes + [f"workload {w.name}: {describe_workload(w)}"]), workload=w,
+                max_model_len=cfg.max_model_len, **kw)
+            _record(ctx, run_point(point, tok, phase_hook=hook), settings, repeat, outcome)
+            ctx.progress(f"{model.name}/{cfg.name} workload {w.name}" + (f" c={c}" if c else ""), 0, 0, "points")
+
+
+def describe_workload(w: Any) -> str:
+    from pipeline.workloads import describe
+
+    return describe(w)

@@ -13,6 +13,24 @@ class DraftModelMissingError(ValueError):
     """A speculative variant reached the launcher without its draft model's files on the box."""
 
 
+class AdapterFilesMissingError(ValueError):
+    """A multi-LoRA variant reached the launcher without an adapter's files on the box."""
+
+
+def lora_args(config: ServerConfig) -> list[str]:
+    """vLLM's multi-LoRA flags (the project's CPU server takes the same): ``--enable-lora --max-loras N
+    --max-lora-rank R --lora-modules NAME=PATH ...``; none without adapters."""
+    lora = config.lora
+    if lora is None:
+        return []
+    missing = [a.name for a in lora.adapters if not a.path]
+    if missing:
+        raise AdapterFilesMissingError(f"server_configs.{config.name}.lora.adapters.{missing[0]}: its files are not "
+                                       "on this box")
+    return ["--enable-lora", "--max-loras", str(lora.slots), "--max-lora-rank", str(lora.max_lora_rank),
+            "--lora-modules", *(f"{a.name}={a.path}" for a in lora.adapters)]
+
+
 def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: int, *,
                  tensor_parallel: int | None = None, block_size: int | None = None, device: str | None = None,
                  dtype: str | None = None, extra: tuple[str, ...] = (), neuron_config_flag: str | None = None,
@@ -48,6 +66,7 @@ def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: in
                                              f"{spec.draft_model}'s files are not on this box")
             data["model"] = spec.draft_path
         cmd += ["--speculative-config", json.dumps(data, sort_keys=True)]
+    cmd += lora_args(config)
     overrides = config.neuron_overrides()
     if overrides:
         flag = neuron_config_flag or "--override-neuron-config"

@@ -69,6 +69,14 @@ class TelemetrySampler:
         with self._lock:
             self.rows.extend(batch)
 
+    def peak(self, metric: str, since_ns: int, until_ns: int) -> float | None:
+        """The highest value of ``metric`` sampled between two ``perf_counter_ns`` stamps (None: no sample in that
+        window had a value: the sensor is absent or said nothing)."""
+        with self._lock:
+            values = [r["value"] for r in self.rows if r.get("metric") == metric and r.get("value") is not None
+                      and since_ns <= r["t_mono_ns"] <= until_ns]
+        return max(values, default=None)
+
     def point_phase(self, phase: str) -> None:
         """``run_point``'s phase hook: on ``first_sent``, one sample :data:`POINT_SAMPLE_LEAD_S` from now."""
         if phase == "first_sent":

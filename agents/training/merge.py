@@ -69,15 +69,46 @@ def consolidate_neuron_adapter(sharded_dir: Path, out_dir: Path, run: Any = None
     return where
 
 
+def peft_adapter_dir(adapter_dir: Path, consolidated_dir: Path) -> Path:
+    """The PEFT adapter directory of what a training run saved (TP-sharded Neuron adapters consolidated first)."""
+    layout, where = detect_adapter_layout(adapter_dir)
+    if layout == "neuron_sharded":
+        where = consolidate_neuron_adapter(where, consolidated_dir)
+    return where
+
+
+def adapter_files(marker: Any, run_id: str, model: str) -> tuple[str, list[str]]:
+    """(key prefix, keys) of ``model``'s adapter among the files an sft attempt committed."""
+    base = f"models/{run_id}/{model}/"
+    keys = [k for k in marker.files if k.startswith(base) and "/adapter/" in k[len(base) - 1:]]
+    if not keys:
+        return "", []
+    prefix = keys[0][:keys[0].index("/adapter/", len(base) - 1) + len("/adapter")]
+    return prefix, [k for k in keys if k.startswith(prefix + "/")]
+
+
+def fetch_sft_adapter(store: Any, run_id: str, model: str, dest: Path) -> Path:
+    """``model``'s adapter from the latest succeeded sft attempt committed for ``run_id``, downloaded to ``dest``
+    (MergeInputError: no such attempt, or it committed no adapter for the model)."""
+    marker = store.latest_committed(run_id, "sft")
+    if marker is None or marker.status != "succeeded":
+        raise MergeInputError(f"no succeeded sft attempt committed for run {run_id!r}"
+                              + (f" (latest: {marker.status})" if marker else "") + "; run the sft lane first")
+    prefix, keys = adapter_files(marker, run_id, model)
+    if not keys:
+        raise MergeInputError(f"sft attempt {marker.attempt} committed no adapter for {model!r}")
+    for k in keys:
+        store.download(k, Path(dest) / k[len(prefix) + 1:])
+    return Path(dest)
+
+
 def merge_adapter(base_dir: Path, adapter_dir: Path, out_dir: Path, max_shard_size: str = "5GB") -> Path:
     """Load the base in bf16 (weights streamed, no fp32 copy), apply the adapter, merge, save safetensors."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    layout, where = detect_adapter_layout(adapter_dir)
-    if layout == "neuron_sharded":
-        where = consolidate_neuron_adapter(where, Path(out_dir).parent / "adapter-consolidated")
+    where = peft_adapter_dir(adapter_dir, Path(out_dir).parent / "adapter-consolidated")
     base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16, low_cpu_mem_usage=True)
     merged = PeftModel.from_pretrained(base, where).merge_and_unload()
     out = Path(out_dir)

@@ -63,19 +63,25 @@ def run_row(model: str, backend: str, req: TrainRequest, outcome: TrainOutcome, 
     }
 
 
-def train_model(ctx: Any, model: str, data: InstructionSet, cfg: Any) -> TrainedModel:
-    """Train ``model`` with the lane config ``cfg`` and stage every row; uploads the adapter."""
-    base_dir = resolve_model(model, ctx.cache_dir, ctx.profile, seed=cfg.seed)
-    record_base(ctx, model, base_dir)
-    out_dir = ctx.lane_dir(f"train-{model}")
-    neuron = ctx.backend == "neuron"
-    req = TrainRequest(
+def train_request(backend: str, model: str, base_dir: Path, data: InstructionSet, cfg: Any, out_dir: Path,
+                  log_dir: Path | None) -> TrainRequest:
+    """The trainer's request for ``model`` with a training lane's config ``cfg`` (sft's fields); on neuron packing
+    and gradient checkpointing are always on, TP=2."""
+    neuron = backend == "neuron"
+    return TrainRequest(
         model=model, model_dir=base_dir, output_dir=out_dir, records=list(data.records), max_steps=cfg.steps,
         max_seq_len=cfg.max_seq_len, learning_rate=cfg.learning_rate, lora_r=cfg.lora_r,
         lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout, batch_size=cfg.batch_size,
         grad_accum=cfg.grad_accum, packing=neuron or cfg.packing,
         gradient_checkpointing=neuron or cfg.gradient_checkpointing, warmup_steps=cfg.warmup_steps, seed=cfg.seed,
-        tensor_parallel=2 if neuron else 1, compile_cache=getattr(cfg, "compile_cache", None), log_dir=ctx.log_dir)
+        tensor_parallel=2 if neuron else 1, compile_cache=getattr(cfg, "compile_cache", None), log_dir=log_dir)
+
+
+def train_model(ctx: Any, model: str, data: InstructionSet, cfg: Any) -> TrainedModel:
+    """Train ``model`` with the lane config ``cfg`` and stage every row; uploads the adapter."""
+    base_dir = resolve_model(model, ctx.cache_dir, ctx.profile, seed=cfg.seed)
+    record_base(ctx, model, base_dir)
+    req = train_request(ctx.backend, model, base_dir, data, cfg, ctx.lane_dir(f"train-{model}"), ctx.log_dir)
     task = f"train {model}"
     outcome = get_trainer(ctx.backend)(req, lambda done, total: ctx.progress(task, done, total, "steps"))
     ctx.write("train_steps", [s.as_row(model) for s in outcome.steps])

@@ -52,9 +52,11 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
     model = lora["model"]
     out = [
         Figure("Llama 3.1 8B LoRA tokens/s", lora["tokens_per_s"],
-               _one(con, "SELECT tokens_per_s FROM train_runs WHERE run_id = ? AND model = ?", run_id, model), 0.001),
+               _one(con, "SELECT tokens_per_s FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?", run_id,
+                    model), 0.001),
         Figure("MFU at 210 TFLOP/s (%)", lora["mfu_pct"],
-               _pct(_one(con, "SELECT mfu_alt FROM train_runs WHERE run_id = ? AND model = ?", run_id, model)),
+               _pct(_one(con, "SELECT mfu_alt FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?", run_id,
+                         model)),
                0.001),
         Figure("inf2 base c1 output tok/s", c1["output_throughput"], _point(con, run_id, "c1", "output_throughput"),
                0.001),
@@ -80,7 +82,7 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
                _one(con, "SELECT string_agg(DISTINCT error, ' | ') FROM requests WHERE run_id = ? "
                          "AND lane = 'qwen3_attempt' AND NOT success", run_id), None),
     ]
-    out += phase2_figures(con, run_id, tree)
+    out += phase2_figures(con, run_id, tree) + train_limit_figures(con, run_id, tree)
     if repo is not None and tree.commit:
         first = _first_version(repo, tree.commit, base + "boot.json")
         ours = None
@@ -130,11 +132,12 @@ def phase2_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
         bad = [n for n in lens if n not in ok and (not ok or n > max(ok))]
         theirs = f"({max(ok)}, {min(bad)}]" if ok and bad else None
         out.append(Figure("serving context cliff at 8 sequences (max_model_len)", theirs,
-                          _one(con, "SELECT bracket FROM report_limits WHERE run_id = ?", run_id), None))
+                          _one(con, "SELECT bracket FROM report_limits WHERE run_id = ? AND lane = 'limits'", run_id),
+                          None))
         status = _json(tree, EXTRAS + f"ctx_bisect/len_{min(bad)}.json").get("status") if bad else None
         code = re.search(r"NCC_[A-Z]+\d+", str(status)).group(0) if status and re.search(r"NCC_", str(status)) \
             else None
-        ours = _one(con, "SELECT error_at_high FROM report_limits WHERE run_id = ?", run_id)
+        ours = _one(con, "SELECT error_at_high FROM report_limits WHERE run_id = ? AND lane = 'limits'", run_id)
         out.append(Figure("its compiler error at the cliff", code,
                           re.search(r"NCC_[A-Z]+\d+", ours).group(0) if ours and re.search("NCC_", ours) else None,
                           None))
@@ -145,6 +148,42 @@ def phase2_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
                               _json(tree, path)["output_throughput"], agg(f"tenant.t{i}", 4, "output_throughput"),
                               0.001))
     return out
+
+
+def train_limit_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
+    """Its trn1 Phase 2 (``trn1/results/extras/ctx_<N>``): theirs from its files, ours from the train_limits lane's
+    bracket (report_limits) and its training run at the longest length that trained (train_runs). Empty without."""
+    from analytics.importers.tnx_extras import CTX_RE, TRN1_EXTRAS
+
+    found = [(int(m.group(1)), p, bool(m.group(2))) for p in tree.files(TRN1_EXTRAS) if (m := CTX_RE.search(p))]
+    ok = [(n, p) for n, p, failed in found if not failed]
+    bad = sorted(n for n, _, failed in found if failed and (not ok or n > max(ok)[0]))
+    if not ok or not bad:
+        return []
+    n, path = max(ok)
+    theirs = _json(tree, path)
+    reason = str(_json(tree, TRN1_EXTRAS + f"ctx_{bad[0]}.failure.json").get("reason"))
+    limit = con.execute("SELECT bracket, error_at_high FROM report_limits WHERE run_id = ? AND lane = 'train_limits'",
+                        [run_id]).fetchone() or (None, None)
+
+    def code(text: str | None) -> str | None:
+        m = re.search(r"NCC_[A-Z]+\d+", text or "")
+        return m.group(0) if m else None
+
+    def hbm(text: str | None) -> str | None:  # "usage of 18.12GB exceeds HBM limit of 16.00GB"
+        m = re.search(r"usage of ([\d.]+)\s*GB exceeds HBM limit of ([\d.]+)\s*GB", text or "")
+        return f"{m.group(1)} GB vs {m.group(2)} GB" if m else None
+
+    def run(column: str) -> Any:
+        return _one(con, f"SELECT {column} FROM train_runs WHERE run_id = ? AND lane = 'train_limits' AND "
+                         "max_seq_len = ?", run_id, n)
+
+    return [Figure(f"training sequence cliff at batch {theirs['config']['micro_batch']} (train_seq_len)",
+                   f"({n}, {bad[0]}]", limit[0], None),
+            Figure("its compiler error at the training cliff", code(reason), code(limit[1]), None),
+            Figure("HBM needed vs the limit at the training cliff", hbm(reason), hbm(limit[1]), None),
+            Figure(f"LoRA tokens/s at sequence {n}", theirs["tokens_per_s"], run("tokens_per_s"), 0.001),
+            Figure(f"MFU at sequence {n}, 210 TFLOP/s (%)", theirs["mfu_pct"], _pct(run("mfu_alt")), 0.001)]
 
 
 def _pct(x: float | None, digits: int | None = None) -> float | None:

@@ -9,6 +9,11 @@
 * ``serve/mistral7b_short/`` → serve_sweep's Mistral-7B points and its cold compile, parsed like ``serve/``.
 * ``multitenant/tenant<i>_c4.json`` → serve_sweep's variant ``tenant`` (TinyLlama, one NeuronCore each, loaded
   together): points ``tenant.t0`` and ``tenant.t1``; its failed dual boot.
+* ``trn1/results/extras/ctx_<N>.json`` / ``ctx_<N>.failure.json`` (+ ``.log``, ``.telemetry.csv``) → the
+  ``train_limits`` lane: one ``limit_probes`` row per sequence length (``train_seq_len`` at the run's micro-batch;
+  the run that trained, or the compiler's verbatim ``[NCC_*]`` line from the log), its peak device memory from the
+  telemetry CSV's ``mem_used_mib`` (neuron-monitor), and the run that trained as a training run (``train_steps``,
+  ``train_runs``, ``telemetry``: read like ``train/<model>_lora.json``).
 
 Not imported, with the reason (:data:`NOT_IMPORTED`): the cold-start timing (deploy to first token: no lane of
 ours measures a deploy), the encoder models (CLIP, Whisper, SigLIP: not text generation), speculative decoding
@@ -16,18 +21,26 @@ ours measures a deploy), the encoder models (CLIP, Whisper, SigLIP: not text gen
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from datetime import timedelta
 from typing import Any
 
-from analytics.importers.common import LaneImport, load_json, num, parse_time
+from analytics.importers.common import LaneImport, load_json, num, parse_time, telemetry_table
 from analytics.importers.source import Tree
 from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row
+from analytics.importers.tnx_trn1 import train_run
 
 EXTRAS = "inf2/results/extras/"
 LEN_RE = re.compile(r"ctx_bisect/len_(\d+)\.json$")
 NCC_RE = re.compile(r"\[(NCC_[A-Z]+\d+)\][^\n]*")
+TRN1_EXTRAS = "trn1/results/extras/"
+CTX_RE = re.compile(r"extras/ctx_(\d+)(\.failure)?\.json$")
+MICRO_RE = re.compile(r"batch\s*:\s*micro=(\d+)")  # its log's run banner: "batch : micro=1 grad_accum=8"
+TRAIN_SEARCH = "torchneuronx-ctx-train"
+PEAK_SOURCE = "neuron-monitor mem_used_mib: the highest 1 Hz sample of the source's telemetry CSV during the run"
 NOT_IMPORTED = {
     "c3_cold_start.json": "deploy-to-first-token timing (cdk deploy, SSM, cache seed, boot): no lane of ours measures "
                           "a deploy yet (the real-box issue's cold-start measurement)",
@@ -92,6 +105,62 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
     return li
 
 
+def _csv_peak(tree: Tree, path: str, column: str) -> float | None:
+    """The largest value of ``column`` in the source's telemetry CSV (blank cells skipped; None: no value)."""
+    values = [num(r.get(column)) for r in csv.DictReader(io.StringIO(tree.text(path))) if r.get(column)]
+    return max((v for v in values if v is not None), default=None)
+
+
+def _train_limits(tree: Tree, files: list[str]) -> LaneImport | None:
+    found = sorted((int(m.group(1)), p, bool(m.group(2))) for p in files if (m := CTX_RE.search(p)))
+    if not found:
+        return None
+    li = LaneImport("train_limits", "trn1")
+    li.config["search"] = {"source": "torchneuronx extras: the training sequence length probed by hand (a LoRA SFT "
+                                     "run per length)", "search_id": TRAIN_SEARCH}
+    probes = []
+    for value, path, failed in found:
+        d = load_json(tree, path)
+        stem = path[:-len(".failure.json" if failed else ".json")]
+        log, csv_path = stem + ".log", stem + ".telemetry.csv"
+        text = tree.text(log) if log in files else ""
+        captured = parse_time(d.get("captured"))
+        kind = error = tokens = None
+        if failed:
+            m = NCC_RE.search(text) or NCC_RE.search("[" + str(d.get("reason")))  # its reason lost the "["
+            error = m.group(0).strip() if m else str(d.get("reason") or d.get("status"))
+            kind = "compile_error" if m else "exited"
+            micro = MICRO_RE.search(text)
+            batch = int(micro.group(1)) if micro else None
+            if csv_path in files:
+                li.add_table("telemetry", telemetry_table(tree, csv_path, captured))
+                li.paths.append(csv_path)
+            li.paths.append(path)
+        else:
+            train_run(tree, path, li)  # the run that trained: train_steps, train_runs, its telemetry
+            batch = (d.get("config") or {}).get("micro_batch")
+            tokens = li.rows["train_runs"][-1]["tokens_per_s"]  # ours, from its steps
+        peak = _csv_peak(tree, csv_path, "mem_used_mib") if csv_path in files else None
+        li.paths += [log] if log in files else []
+        li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
+        probes.append((captured, value, not failed, kind, error, batch, num(d.get("train_wall_s")), peak, tokens))
+    batches = {p[5] for p in probes if p[5] is not None}
+    search = {"search_id": TRAIN_SEARCH, "model": load_json(tree, found[0][1]).get("model") or
+              "meta-llama/Llama-3.1-8B-Instruct", "kind": "train_seq_len", "at_field": "batch_size",
+              "at_value": batches.pop() if len(batches) == 1 else None, "backend": "neuron"}
+    for i, (_, value, ok, kind, error, batch, wall, peak, tokens) in enumerate(
+            sorted(probes, key=lambda p: (p[0] is None, p[0]))):
+        li.add("limit_probes", {**search, "at_value": batch, "probe": i + 1, "phase": "bisect", "value": value,
+                                "succeeded": ok, "error_kind": kind, "error": error, "wall_s": wall,
+                                "config": f"train-seq-{value}-bs{batch}", "tokens_per_s": tokens,
+                                "peak_mem_bytes": int(peak * 2**20) if peak is not None else None,
+                                "peak_mem_source": PEAK_SOURCE if peak is not None else None})
+    li.add("limit_probes", {**search, "phase": "outcome",
+                            "stop_reason": "probed by hand (the source's extras/ctx_<N>): no budget or precision "
+                                           "recorded"})
+    return li
+
+
 def _into_serve_sweep(li: LaneImport, tree: Tree, files: list[str]) -> None:
     quant = [p for p in files if p.startswith(EXTRAS + "quant/")]
     if EXTRAS + "quant/fp8kv.boot.json" in quant:
@@ -141,11 +210,15 @@ def _point(li: LaneImport, tree: Tree, files: list[str], path: str, point_id: st
 
 
 def extras(tree: Tree, lanes: list[LaneImport]) -> list[LaneImport]:
-    """``lanes`` with the Phase-2 extras added: the limits lane, and serve_sweep's variants, Mistral and tenants."""
+    """``lanes`` with the Phase-2 extras added: the limits and train_limits lanes, and serve_sweep's variants,
+    Mistral and tenants."""
+    out = list(lanes)
+    train = _train_limits(tree, tree.files(TRN1_EXTRAS))
+    if train is not None:
+        out.append(train)
     files = tree.files(EXTRAS)
     if not files:
-        return lanes
-    out = list(lanes)
+        return out
     limits = _limits(tree, files)
     if limits is not None:
         out.append(limits)

@@ -77,6 +77,8 @@ def point_key(p: dict[str, Any]) -> str:
            f"out={p.get('output_len')} conc={p.get('max_concurrency')}")
     if p.get("request_rate") is not None:
         key += f" rate={p['request_rate']}"
+    if p.get("workload"):
+        key += f" workload={p['workload']}"
     return key
 
 

@@ -18,6 +18,7 @@ import duckdb
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.compare import deltas_section
 from analytics.report.variants import variants_section
+from analytics.report.workloads import workloads_section
 from analytics.report.decision import decision_section
 from analytics.report.rows import ComparisonError, rows  # noqa: F401 - ComparisonError: what a failed build raises
 from analytics.report.rules import MEASUREMENT_RULES
@@ -239,6 +240,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "compile": compile_section(con, present),
         "training": training_section(con, present),
         "serving": serving,
+        "workloads": workloads_section(con, present),
         "sustained": sustained_section(con, present),
         "quality": quality_section(con),
         "roundtrip": roundtrip_section(con, present),

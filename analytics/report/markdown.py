@@ -17,6 +17,7 @@ from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
 from analytics.report.deltas_md import s_side_by_side
 from analytics.report.variants_md import s_limits, s_variants
+from analytics.report.workloads_md import s_workloads
 from analytics.report.format import Column, fmt, none_line, table
 from analytics.report.names import compile_rows, slug
 
@@ -201,7 +202,10 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         pts = [p for p in groups.get(key, []) if is_headline_point(p)]
         dropped = len(groups.get(key, [])) - len(pts)
         if pts or not aggregates.get(key):
-            lines += table(pts, SERVING_COLUMNS, get) if pts else none_line("headline points")
+            # a point of a production-shaped workload says which (its own section slices it further)
+            cols = ([("workload", "workload")] + SERVING_COLUMNS) if any(p.get("workload") for p in pts) \
+                else SERVING_COLUMNS
+            lines += table(pts, cols, get) if pts else none_line("headline points")
         notes = [p for p in pts if p.get("coalesced")]
         if notes:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
@@ -336,7 +340,8 @@ def s_rules(c: dict[str, Any]) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_variants, s_limits, s_sustained,
+    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
+    s_sustained,
     s_quality, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 

@@ -1,4 +1,5 @@
-"""comparison.json ``variants``: the server configs each run booted, and each variant against its base.
+"""comparison.json ``variants``: the server configs each run booted, each variant against its base, and how each
+multi-LoRA variant's requests split across its adapters.
 
 A variant is a server config declared on top of a catalogue config (its ``base``; ``pipeline.servers``). Within a
 run, every variant is compared with its base at the points both measured (same lane, model, shape and
@@ -80,7 +81,8 @@ def variants_section(con: Any, c: dict[str, Any], present: set[str], fail_pct: f
             entry["deltas"] = deltas
             comparisons.append(entry)
         comparisons += _isolation(c, con, run, fail_pct)
-    return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con, present)})
+    return clean({"configs": configs, "comparisons": comparisons, "limits": limits_rows(con, present),
+                  "lora_traffic": lora_traffic_rows(con, present)})
 
 
 def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[dict[str, Any]]:
@@ -103,6 +105,13 @@ def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[d
             entry["note"] = str(exc)
         out.append(entry)
     return out
+
+
+def lora_traffic_rows(con: Any, present: set[str]) -> list[dict[str, Any]]:
+    """report_lora_traffic: each multi-LoRA variant's requests per adapter (empty without the view)."""
+    if "report_lora_traffic" not in present:
+        return []
+    return rows(con, "SELECT * FROM report_lora_traffic ORDER BY run_id, lane, model, config, request_model")
 
 
 def limits_rows(con: Any, present: set[str]) -> list[dict[str, Any]]:

@@ -44,6 +44,24 @@ def s_variants(c: dict[str, Any]) -> list[str]:
         return r.get(k)
 
     lines += table(configs, cols, cell)
+    traffic = v.get("lora_traffic") or []
+    if traffic:
+        lines += ["Multi-LoRA variants serve the base model with adapters loaded unmerged; each request asks for "
+                      "one adapter (or the base model) by name, in an exact split of the stated weights. Per name:", ""]
+        tcols = [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("config", "config"),
+                 ("request_model", "asked for"), ("requests", "requests"), ("share", "share %"),
+                 ("stated_share", "stated %"), ("succeeded", "succeeded"), ("p50_ttft_ms", "p50 TTFT ms"),
+                 ("p50_tpot_ms", "p50 TPOT ms")]
+
+        def tcell(r: dict[str, Any], k: str) -> Any:
+            x = r.get(k)
+            if k in ("share", "stated_share"):
+                return "—" if x is None else f"{100 * x:.1f}"
+            if k.endswith("_ms"):
+                return "—" if x is None else f"{x:.2f}"
+            return x
+
+        lines += table(traffic, tcols, tcell)
     row_cols = [("metric", "metric"), ("a", "base"), ("b", "variant"), ("pct", "%"), ("ci", "95 % CI of delta"),
                 ("unit", "unit"), ("run_p_adjusted", "p run"), ("floor_pct", "floor %"), ("verdict", "verdict")]
 
@@ -74,18 +92,26 @@ def s_limits(c: dict[str, Any]) -> list[str]:
         return []
     lines = ["## Limits", "",
              "The largest setting that booted and answered, bisected between a known-good and a known-bad bound "
-             "(the limits lane; each probe is a boot, a compile on a Neuron box): the bracket (low, high], the "
-             "classified error at high, every probe in order, and why the search stopped. On the CPU the lane's "
-             "memory cap plays the device's memory.", ""]
+             "(the limits lane; each probe is a boot, a compile on a Neuron box), and the longest training sequence "
+             "that trained at a per-device batch size (the train_limits lane, `train_seq_len`; each probe a short "
+             "LoRA SFT run, a compile of the training graph on trn1): the bracket (low, high], the classified error "
+             "at high, every probe in order (with its peak memory where a sensor measured one), and why the search "
+             "stopped. On the CPU the lane's memory cap plays the device's memory.", ""]
     cols = [("run_id", "run"), ("model", "model"), ("search", "search"), ("bracket", "bracket"),
-            ("error", "error at high"), ("boots", "boots"), ("boot_wall_s", "boot s"), ("probes", "probes"),
-            ("stop_reason", "stopped")]
+            ("error", "error at high"), ("boots", "probes run"), ("boot_wall_s", "probe s"), ("probes", "probes"),
+            ("peak", "peak memory at low"), ("stop_reason", "stopped")]
 
     def cell(r: dict[str, Any], k: str) -> Any:
         if k == "search":
             return f"{r.get('kind')} at {r.get('at_field')}={r.get('at_value')}"
         if k == "error":
             return f"{r['error_kind_at_high']}: {r.get('error_at_high')}" if r.get("error_kind_at_high") else None
+        if k == "peak":
+            x = r.get("peak_mem_at_low_bytes")
+            return None if x is None else f"{x / 2**20:,.0f} MiB"
         return r.get(k)
 
-    return lines + table(rows, cols, cell)
+    sources = sorted({str(r["peak_mem_source"]) for r in rows if r.get("peak_mem_source")})
+    notes = [f"Peak memory measured by {'; '.join(sources)}; a probe without a sensor's figure shows none.", ""] \
+        if sources else []
+    return lines + table(rows, cols, cell) + notes

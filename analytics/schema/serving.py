@@ -14,8 +14,16 @@ REQUESTS = table(
     f("request_id", pa.string(), False, "sent as the X-Request-Id header (the server logs it)"),
     f("request_index", pa.int32(), doc="order of dispatch within the point (warm-up first)"),
     f("model", pa.string()),
+    f("request_model", pa.string(), doc="the name the request asked the server for: the model's, or a LoRA "
+                                        "adapter's (a multi-LoRA variant's traffic split)"),
     f("server_config", pa.string()),
     f("endpoint", pa.string(), doc="/v1/completions | /v1/chat/completions"),
+    f("prefix_group", pa.int64(), doc="a shared-prefix workload's group of this request (a trace: its first "
+                                      "hash_ids block); NULL: no shared prefix"),
+    f("session_id", pa.string(), doc="a multi-turn workload's session (w<i>: a warm-up session)"),
+    f("turn_index", pa.int32(), doc="0-based turn of the session this request carried"),
+    f("session_turns", pa.int32(), doc="the turns its session was drawn to have (fewer are sent when a turn would "
+                                       "pass max_model_len or a turn fails)"),
     f("warmup", pa.bool_(), False, "warm-up requests are stored but excluded from every metric"),
     f("t_scheduled_ns", pa.int64(), doc="perf_counter_ns when the arrival process said to start"),
     f("t_sent_ns", pa.int64(), doc="perf_counter_ns when the request was written"),
@@ -84,6 +92,17 @@ SWEEP_POINTS = table(
     f("server_config_fingerprint", pa.string(), doc="the server config's fingerprint (every field that changes the "
                                                      "compiled graphs; compiles.config_json says what it sets); NULL: "
                                                      "imported, or measured before variants were recorded"),
+    f("workload", pa.string(), doc="the workload the point ran (pipeline.workloads); NULL: a fixed shape"),
+    f("workload_json", pa.string(), doc="its spec, what was drawn (lengths' mean, stdev, range; sessions), its "
+                                        "fingerprint and the SHA-256 of any dataset or trace file it read"),
+    f("arrival", pa.string(), doc="a workload point's arrivals: closed | poisson | gamma | trace | ramp"),
+    f("prefix_cache_queries", pa.int64(), doc="the server's prefix-cache lookups (tokens) over the measured "
+                                              "requests (vLLM's vllm:prefix_cache_queries counter); NULL: not exported"),
+    f("prefix_cache_hits", pa.int64(), doc="of those, the tokens found in the cache (vllm:prefix_cache_hits)"),
+    f("prefix_cache_note", pa.string(), doc="why the prefix-cache counters are NULL"),
+    f("model_mix_json", pa.string(), doc="a multi-LoRA variant's traffic split, {name: weight} (its adapters and, "
+                                         "where it has a share, the base model); requests.request_model says which "
+                                         "each request asked for; NULL: every request asked for the model"),
     doc="One row per measurement point (its declaration); metrics come from the views over requests.",
 )
 
@@ -129,29 +148,37 @@ QUALITY = table(
 )
 
 LIMIT_PROBES = table(
-    f("search_id", pa.string(), False, "one bisection of the limits lane"),
+    f("search_id", pa.string(), False, "one bisection of the limits or train_limits lane"),
     f("model", pa.string()),
-    f("kind", pa.string(), False, "the searched setting: max_model_len | max_num_seqs"),
-    f("at_field", pa.string(), doc="the setting held fixed"),
+    f("kind", pa.string(), False, "the searched setting: max_model_len | max_num_seqs (serving) | train_seq_len "
+                                  "(the training sequence length)"),
+    f("at_field", pa.string(), doc="the setting held fixed (train_seq_len: batch_size, per device)"),
     f("at_value", pa.int64(), doc="its value"),
     f("good", pa.int64(), doc="the search's known-good bound"),
     f("bad", pa.int64(), doc="the search's known-bad bound"),
     f("precision", pa.int64(), doc="the search stops when the bracket is this narrow"),
-    f("max_boots", pa.int64(), doc="the search's boot budget"),
+    f("max_boots", pa.int64(), doc="the search's boot budget (train_seq_len: its probe budget)"),
     f("probe", pa.int32(), doc="1-based order of the probe in its search; NULL on the outcome row"),
     f("phase", pa.string(), False, "good | bad | bisect (a probe), outcome (the search's last row: its stop_reason)"),
     f("value", pa.int64(), doc="the probed value"),
-    f("succeeded", pa.bool_(), doc="the server booted and answered one request; NULL on the outcome row"),
+    f("succeeded", pa.bool_(), doc="the server booted and answered one request (train_seq_len: the training run "
+                                   "finished its steps); NULL on the outcome row"),
     f("error_kind", pa.string(), doc="a failed probe's classified error: oom | compile_error | timeout | exited | "
                                      "no_answer | ..."),
     f("error", pa.string(), doc="its verbatim line"),
-    f("wall_s", pa.float64(), doc="boot and answer, seconds"),
-    f("config", pa.string(), doc="the probe's server config (its compiles row has the same name)"),
+    f("wall_s", pa.float64(), doc="boot and answer, seconds (train_seq_len: the probe's run, a trn1 compile "
+                                  "included)"),
+    f("config", pa.string(), doc="the probe's server config (its compiles row has the same name); train_seq_len: "
+                                 "train-seq-<L>-bs<batch>"),
     f("config_fingerprint", pa.string()),
     f("backend", pa.string()),
     f("stop_reason", pa.string(), doc="outcome row: why the search stopped (precision, budget, a bound that was not "
                                       "what it said)"),
-    doc="One row per probe of the limits lane's bisections, and one outcome row per search.",
+    f("peak_mem_bytes", pa.int64(), doc="train_seq_len: the probe's peak memory where a sensor exists (the "
+                                        "device's on neuron, the probe process's RSS on the CPU); NULL otherwise"),
+    f("peak_mem_source", pa.string(), doc="what measured peak_mem_bytes"),
+    f("tokens_per_s", pa.float64(), doc="train_seq_len: the probe's training tokens/s where it succeeded"),
+    doc="One row per probe of the limits and train_limits lanes' bisections, and one outcome row per search.",
 )
 
 SERVING_TABLES = {

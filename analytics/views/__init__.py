@@ -201,6 +201,7 @@ SERVING_FILES = (
     "11_serving_intervals.sql",  # what the intervals come from: t_crit_95, point_rate_batches
     "12_serving_points.sql",     # per sweep point: point_peaks, serving_points
     "13_serving_sustained.sql",  # sustained points: sustained_window_metrics, sustained_summary
+    "14_serving_workloads.sql",  # workload points: per point, input-length bucket, turn and session
 )
 VIEW_FILES = (
     *SERVING_FILES,              # the load generator's (agents.loadgen.metrics loads these alone)
@@ -213,6 +214,7 @@ VIEW_FILES = (
     "35_report_cost.sql",        # cost per lane, run and point
     "36_report_variants.sql",    # the server configs a run booted (the Variants section)
     "37_report_limits.sql",      # the limits lane's brackets, with their probes
+    "38_report_lora.sql",        # a multi-LoRA variant's requests per adapter
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
     "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision

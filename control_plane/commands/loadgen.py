@@ -37,9 +37,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "synthetic server)")
     p.add_argument("--server-kind", default="auto", help="vllm | transformers | synthetic | openai | auto")
     p.add_argument("--endpoint", default="completions", choices=("completions", "chat"))
-    p.add_argument("--input-len", type=int, required=True)
-    p.add_argument("--output-len", type=int, required=True)
-    load = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--input-len", type=int, help="input tokens per request (required unless --workload)")
+    p.add_argument("--output-len", type=int, help="output tokens per request (required unless --workload)")
+    p.add_argument("--workload", metavar="SPEC",
+                   help="a production-shaped workload (pipeline.workloads): a JSON object, or a .json file holding "
+                        "one or a map {NAME: workload}; replaces --input-len/--output-len/--prompt-source, and its "
+                        "arrival decides the loop unless --concurrency or --request-rate is given")
+    p.add_argument("--workload-name", metavar="NAME",
+                   help="--workload: the workload of the map to run (needed when it holds several); names a "
+                        "single workload (default 'workload')")
+    load = p.add_mutually_exclusive_group()  # one of them is required unless --workload (invalid_argument)
     load.add_argument("--concurrency", type=_ints, help="closed loop; a comma list sweeps (1,4,8)")
     load.add_argument("--request-rate", type=_floats, help="open loop requests/s; a comma list sweeps")
     load.add_argument("--search", choices=("capacity",),
@@ -63,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup-windows", type=int, default=1, help="sustained: leading windows left out")
     p.add_argument("--retention-k", type=int, default=3, help="sustained: windows compared for retention")
     p.add_argument("--goodput", type=parse_goodput, help="SLOs in ms, e.g. ttft:500,tpot:50")
-    p.add_argument("--prompt-source", default="random", choices=("random", "instructions", "sharegpt"))
+    p.add_argument("--prompt-source", choices=("random", "instructions", "sharegpt"), help="default: random")
     p.add_argument("--sharegpt", help="ShareGPT-format JSON file (with --prompt-source sharegpt)")
     p.add_argument("--warmup", type=int, default=4, help="warm-up requests per point (excluded)")
     p.add_argument("--seed", type=int, default=0)
@@ -119,6 +126,21 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
     url = urlparse(args.base_url)
     if url.scheme not in ("http", "https") or not url.netloc:
         return f"--base-url {args.base_url!r}: expected http://HOST:PORT"
+    if args.workload is not None:
+        given = [f for f, v in (("--input-len", args.input_len), ("--output-len", args.output_len),
+                                ("--prompt-source", args.prompt_source), ("--sharegpt", args.sharegpt)) if v is not None]
+        if given:
+            return f"--workload sets each request's lengths and prompts: drop {' and '.join(given)}"
+        if getattr(args, "search", None) or args.window_s:
+            return f"--workload with {'--search' if getattr(args, 'search', None) else '--window-s'}: not supported"
+    else:
+        missing = [f for f, v in (("--input-len", args.input_len), ("--output-len", args.output_len)) if v is None]
+        if missing:
+            return f"the following arguments are required: {', '.join(missing)} (or give --workload)"
+        if args.workload_name is not None:
+            return "--workload-name goes with --workload"
+        if args.concurrency is None and args.request_rate is None and not getattr(args, "search", None):
+            return "one of the arguments --concurrency --request-rate --search is required (or give --workload)"
     checks = [num("input-len", args.input_len, 1), num("output-len", args.output_len, 1),
               num("num-prompts", args.num_prompts, 1), num("duration", args.duration, 0, strict=True),
               num("window-s", args.window_s, 0, strict=True), num("warmup-windows", args.warmup_windows, 0),
@@ -140,7 +162,7 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
         return bad
     if getattr(args, "search", None):
         return search_problem(args)
-    if args.num_prompts is None and args.duration is None:
+    if args.num_prompts is None and args.duration is None and args.workload is None:
         return "give --num-prompts or --duration"
     if args.window_s and (not args.duration or not args.concurrency):
         return "--window-s needs --concurrency and --duration"
@@ -224,7 +246,12 @@ def _unreadable_text(path: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from control_plane.commands.loadgen_workload import plan_errors, workload_problem, workload_sweep
+
     problem = invalid_argument(args)
+    workload, workload_kw = None, []
+    if not problem and args.workload is not None:
+        workload, workload_kw, problem = workload_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -234,10 +261,11 @@ def run(args: argparse.Namespace) -> int:
     from agents.loadgen.prompts import load_tokenizer
     from agents.loadgen.vllm_json import point_file, save_vllm_json
 
-    if args.num_prompts is None and args.duration is None and not args.search:
+    if args.num_prompts is None and args.duration is None and not args.search and workload is None:
         print("error: give --num-prompts or --duration", file=sys.stderr)
         return 2
-    kind, model = args.server_kind, args.model
+    kind, model, models = args.server_kind, args.model, None
+    output_len = args.output_len if workload is None else workload.output.nominal
     if kind == "auto" or not model:
         try:
             models = probe(args.base_url)
@@ -245,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot list models at {args.base_url}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
         try:
-            kind = confirm_auto_kind(models, args.output_len) if kind == "auto" else kind
+            kind = confirm_auto_kind(models, output_len) if kind == "auto" else kind
         except (UnconfirmedExtensionError, ServerResponseShapeError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -257,13 +285,20 @@ def run(args: argparse.Namespace) -> int:
     base = dict(base_url=args.base_url, model=model, input_len=args.input_len, output_len=args.output_len,
                 num_prompts=args.num_prompts, endpoint=args.endpoint, server_kind=kind, burstiness=args.burstiness,
                 max_concurrency=args.max_concurrency, duration_s=args.duration, slo=args.goodput,
-                prompt_source=args.prompt_source, sharegpt_path=args.sharegpt, warmup_requests=args.warmup,
-                seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms, burst_bound=args.burst_bound,
-                timeouts=Timeouts(args.idle_timeout, args.request_timeout))
+                prompt_source=args.prompt_source or "random", sharegpt_path=args.sharegpt,
+                warmup_requests=args.warmup, seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
+                burst_bound=args.burst_bound, timeouts=Timeouts(args.idle_timeout, args.request_timeout))
     if args.search:
         return run_search(args, SweepPoint(concurrency=1, **base), tokenizer)
-    points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
-              else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
+    if workload is not None:
+        points, problem = workload_sweep(workload, workload_kw, base, models, args, probe)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    else:
+        points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
+                  else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
+    plan_errors = plan_errors() if workload is not None else ()
     results, windows = [], []
     for i, point in enumerate(points):
         if args.window_s:
@@ -279,7 +314,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"sustained {result.point_id}: " + ", ".join(f"{k}={v}" for k, v in s.summary.items()
                                                               if k not in ("run_id", "lane", "point_id")))
         else:
-            result = run_point(point, tokenizer)
+            try:
+                result = run_point(point, tokenizer)
+            except plan_errors as exc:  # raised while planning the point, before any request is sent
+                print(f"error: --workload: {exc}", file=sys.stderr)
+                return 2
         results.append(result)
         print(f"point {result.point_id} ({kind}, {args.endpoint}):")
         for key in SHOWN:

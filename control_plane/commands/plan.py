@@ -251,6 +251,12 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
             rows += config_boots(lane, built, req.profile, backend)
         elif (built := built_config(spec, req.profile, config, "searches")) is not None:  # limits: its boot budget
             rows += limits_boots(lane, built, req.profile, backend)
+    probes = [r for r in rows if r.unit == "training probe"]
+    rows = [r for r in rows if r.unit != "training probe"]
+    for r in probes:  # train_limits: no server config; each probe a short training run (a compile on trn1)
+        console.print(f"{r.lane} probe budget: {r.model} {r.sets}: at most {r.boots} training probes"
+                      f"{f', {r.cold} training-graph compiles' if r.cold else ''}, expected "
+                      f"{_hms(int(r.expected_s + 0.5))} ({r.source})", markup=False)
     if not rows:
         return
     table = Table(title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "
@@ -264,6 +270,23 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     console.print(table)
     console.print(f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all "
                   f"({rows[0].source})", markup=False)
+    print_workloads(req, lanes, console)
+
+
+def print_workloads(req, lanes: list[str], console) -> None:
+    """Each serving lane's workloads, one line each: what its requests look like and when they are sent."""
+    from control_plane.lane_configs import built_config
+    from control_plane.plan import WORKLOAD_FIELD, WORKLOADS_FIELD, lane_config
+    from pipeline.lanes import get_lane
+    from pipeline.workloads import check_workloads, describe
+
+    for lane in dict.fromkeys(lanes):
+        spec, config = get_lane(lane), lane_config(req, lane)
+        for field in (WORKLOADS_FIELD, WORKLOAD_FIELD):
+            built = built_config(spec, req.profile, config, field)
+            for w in check_workloads(getattr(built, field, None)) if built is not None else []:
+                on = f" on {', '.join(w.configs)}" if w.configs else ""
+                console.print(f"{lane} workload {w.name}{on}: {describe(w)}", markup=False)
 
 
 def _print_request(req, run_id: str, console) -> None:

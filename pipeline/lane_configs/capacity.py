@@ -42,11 +42,18 @@ class Config:
     device_mem_gib: float | None = field(default=None, metadata={
         "help": "grid arithmetic memory; None: detect", **DEVICE_MEM_GIB})
 
+    workload: dict[str, Any] | None = field(default=None, metadata={
+        "help": "a workload whose requests replace `shape` at every searched rate (drawn lengths, its prompt "
+                "source, shared prefixes; docs/reference/workloads.md): a map of one NAME -> workload, or a run "
+                "request's workload by name"})
+
     def __post_init__(self) -> None:
         from pipeline.servers import check_server_configs
+        from pipeline.workloads import lane_workload
 
         self.spec()  # a bad SLO or search fails when the config is built (plan time), not after the boot
         check_server_configs(self.server_configs)
+        lane_workload(self.workload, "capacity")
 
     def spec(self) -> CapacitySpec:
         slo = parse_slo(self.slo)

@@ -2,8 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from pipeline.lane_configs.serve_sweep import Config as SweepConfig
+from pipeline.lane_configs.serve_sweep import TINY_VARIANTS, Config as SweepConfig
+
+# The tiny profile measures "merge or serve adapters": the merged fine-tune as A (and its A/A copy, the noise
+# floor), B, and the same fine-tune unmerged — the sft adapter loaded on the base model, under two names that
+# take 3:1 of the requests (two adapter slots, mixed in every batch)
+TINY_FT_VARIANTS: dict[str, Any] = {
+    **{k: v for k, v in TINY_VARIANTS.items() if k != "A-seqs2"},
+    "lora": {"base": "A", "lora": {"adapters": {"ft": {"source": "sft", "weight": 3},
+                                                "ft-b": {"source": "sft", "weight": 1}}},
+             "description": "the fine-tune served unmerged: the sft adapter on the base model under two names (3:1)"},
+}
 
 
 @dataclass
@@ -20,4 +31,8 @@ class Config(SweepConfig):
     @classmethod
     def for_profile(cls, profile: str) -> "Config":
         base = SweepConfig.for_profile(profile)
-        return cls(**{k: getattr(base, k) for k in base.__dataclass_fields__})
+        fields = {k: getattr(base, k) for k in base.__dataclass_fields__}
+        if profile == "tiny":
+            fields["server_configs"] = dict(TINY_FT_VARIANTS)
+            fields["workloads"] = None  # serve_sweep measures the workloads; the fine-tune its shapes and adapters
+        return cls(**fields)

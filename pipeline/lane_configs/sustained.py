@@ -32,8 +32,15 @@ class Config:
         "help": "the SLO the point carries (goodput): a set name from pipeline.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..]; default per profile (docs/reference/slo.md)"})
 
+    workload: dict[str, Any] | None = field(default=None, metadata={
+        "help": "a workload whose requests replace `shape` (drawn lengths, its prompt source, shared prefixes; "
+                "docs/reference/workloads.md): a map of one NAME -> workload, or a run request's workload by name"})
+
     def __post_init__(self) -> None:
         parse_slo(self.slo)  # a bad SLO fails when the config is built, not after the boot
+        from pipeline.workloads import lane_workload
+
+        lane_workload(self.workload, "sustained")
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":

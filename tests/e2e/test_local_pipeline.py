@@ -23,8 +23,8 @@ from analytics.views import connect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "serve_sweep", "capacity", "limits",
-             "sustained", "quality", "finetune_serve", "qwen3_attempt"]
+ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "train_limits", "serve_sweep",
+             "capacity", "limits", "sustained", "quality", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
                "sweep_repeats": 1}
@@ -38,6 +38,8 @@ SMALLEST = {
     "quality": {"max_tokens": 6},
     "limits": {"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 3}],
                "memory_cap_mib": 8.0},
+    "train_limits": {"searches": [{"kind": "train_seq_len", "good": 256, "bad": 2048, "at": 1, "max_boots": 3}],
+                     "memory_cap_mib": 400.0},
     "qwen3_attempt": {"shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 1,
                       "max_concurrency": 1},
 }
@@ -102,7 +104,8 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     # the report: the Decision first, then every section, vLLM's key names, plots that open, byte-identical rebuild
     text = (report / "REPORT.md").read_text()
     assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
-    for section in ("Machines and versions", "Compile", "Training", "Serving sweeps", "Sustained", "Quality",
+    for section in ("Machines and versions", "Compile", "Training", "Serving sweeps", "Workloads", "Sustained",
+                    "Quality",
                     "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
         assert f"## {section}" in text, section
     comparison = (report / "comparison.json").read_text()

@@ -89,9 +89,9 @@ def test_training_mfu_boots_and_step_clock(imported):
     src = _json("trn1/results/train/tiny_lora.json")
     steps = [s["ms"] / 1000 for s in src["loss_trace"]]
     cov, partial, clock = con.execute("SELECT step_clock_coverage, step_clock_partial, step_clock "
-                                      "FROM train_step_clock").fetchone()
+                                      "FROM train_step_clock WHERE lane = 'sft'").fetchone()
     assert cov == pytest.approx(sum(steps) / src["train_wall_s"]) and partial is (cov < 0.9) and clock
-    n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs").fetchone()
+    n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft'").fetchone()
     assert n_steps == len(steps) and formula == "lora_recompute_8t_6f"  # gradient checkpointing on
     caches = dict(con.execute("SELECT lane, cache FROM compiles WHERE what = 'serving_config'").fetchall())
     # the fine-tune's shared cache did not grow: warm, although the source says warm=false
@@ -176,12 +176,34 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         rows = figures(connect(store), store, summary.run_id, tree, None)  # no --history: no first-boot figure
     finally:
         repo.close()
-    assert len(rows) >= 20
+    assert len(rows) >= 25
     assert [f.name for f in rows if not f.holds] == []
     names = {f.name for f in rows}  # its Phase 2: a variant, a new model, a limit, two tenants
     assert {"fp8 KV cache c8 output tok/s", "Mistral-7B c32 output tok/s", "Mistral-7B cold compile (s)",
             "serving context cliff at 8 sequences (max_model_len)", "its compiler error at the cliff",
             "two tenants, one NeuronCore each: tenant 1 c4 output tok/s"} <= names
+    assert {"training sequence cliff at batch 1 (train_seq_len)", "its compiler error at the training cliff",
+            "HBM needed vs the limit at the training cliff", "LoRA tokens/s at sequence 4096",
+            "MFU at sequence 4096, 210 TFLOP/s (%)"} <= names  # its trn1 Phase 2
+
+
+def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
+    _, _, con = imported
+    extras = FIXTURE / "trn1/results/extras"
+    ok, failure = _json("trn1/results/extras/ctx_128.json"), _json("trn1/results/extras/ctx_256.failure.json")
+    eoom = next(ln for ln in (extras / "ctx_256.log").read_text().splitlines() if ln.startswith("[ERROR] [NCC_"))
+    peak = max(float(r.split(",")[2]) for r in (extras / "ctx_128.telemetry.csv").read_text().splitlines()[1:]
+               if r.split(",")[2])
+    (row,) = con.execute("SELECT kind, at_field, at_value, bracket, error_kind_at_high, error_at_high, "
+                         "peak_mem_at_low_bytes, tokens_per_s_at_low, boots FROM report_limits "
+                         "WHERE lane = 'train_limits'").fetchall()
+    assert row[:6] == ("train_seq_len", "batch_size", ok["config"]["micro_batch"],
+                       f"({ok['config']['seq_len']}, {failure['seq_len']}]", "compile_error",
+                       eoom[len("[ERROR] "):])  # the log's verbatim line from its code on (the JSON's is cut short)
+    assert row[6] == int(peak * 2**20) and row[8] == 2
+    (run,) = con.execute("SELECT max_seq_len, tokens_per_s, steps FROM train_runs WHERE lane = 'train_limits'"
+                         ).fetchall()
+    assert run[0] == ok["config"]["seq_len"] and run[1] == row[7] and run[2] == len(ok["loss_trace"])
 
 
 def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_and_no_cost(imported, tmp_path):

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_SWEEP = {"models": ["tiny-llama"], "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
-               "sweep_repeats": 1}
+               "sweep_repeats": 1, "workloads": None}  # the shapes' points (the workloads': test_workloads_local)
 
 
 def _run(tmp_path: Path, lane: str, config: dict | None = None):

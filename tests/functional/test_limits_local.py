@@ -4,12 +4,9 @@ bisects to a one-sequence bracket, each probe a compiles row and a limit_probes 
 bracket with its probes."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.support.cli import neuronpipe, query
-
+from tests.support.cli import query, run_local
 
 
 @pytest.mark.slow
@@ -17,11 +14,7 @@ def test_the_lane_brackets_the_cpu_memory_limit(tmp_path):
     request = {"lanes": ["limits"], "profile": "tiny", "lane_config": {"limits": {
         "searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 8}],
         "memory_cap_mib": 32.0}}}
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(request))
-    results, report = str(tmp_path / "results"), tmp_path / "report"
-    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
-               "--run-id", "lim-1", "--no-live")
+    results, report = run_local(tmp_path, request, "lim-1")
 
 
     probes = query(results, "select probe, phase, value, succeeded, error_kind, error from limit_probes "

@@ -31,7 +31,7 @@ pytestmark = [
 SWEEP = {"models": ["tiny-llama"], "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2,
          "health_timeout_s": 900.0,  # the first boot compiles (about 100 s here, more on a busy box)
          "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
-         "sweep_repeats": 1}
+         "sweep_repeats": 1, "workloads": None}
 
 
 @pytest.fixture(autouse=True)
@@ -132,3 +132,33 @@ def test_vllms_own_reader_loads_our_json(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["request_rate"] == float("inf") and got["max_concurrency"] == 2 and got["completed"] > 0
+
+
+def test_prefix_caching_on_a_shared_prefix_workload_counts_hits_and_gets_a_verdict(tmp_path):
+    """Issue 27: the same shared-prefix workload on vLLM with prefix caching off and on: the hit rate comes from
+    vLLM's own counters, and the Variants section compares the two with verdicts."""
+    from tests.support.cli import neuronpipe, query
+
+    request = {"lanes": ["serve_sweep"], "profile": "tiny",
+               "server_configs": {"A": {"max_model_len": 640},  # A itself, longer: the baseline, caching off
+                                  "pc": {"base": "A", "max_model_len": 640, "enable_prefix_caching": True}},
+               "workloads": {"rag": {"input": 320, "output": 8, "prefix": {"tokens": 256, "groups": 2},
+                                     "arrival": {"concurrency": [2]}}},
+               "lane_config": {"serve_sweep": {"shapes": {"A": []}, "min_prompts": 12, "prompts_per_stream": 1,
+                                               "warmup_requests": 2, "health_timeout_s": 900.0,
+                                               "sweep_repeats": 1}}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(request))
+    results, report = str(tmp_path / "results"), tmp_path / "report"
+    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
+               "--run-id", "pc-1", "--no-live", timeout=1800)
+    got = {r["server_config"]: r for r in query(results, "select server_config, requests, failed, "
+                                                          "prefix_cache_queries, prefix_cache_hits, "
+                                                          "prefix_cache_hit_rate, prefix_cache_note "
+                                                          "from workload_points")}
+    assert set(got) == {"A", "pc"} and all(r["failed"] == 0 for r in got.values())
+    assert got["pc"]["prefix_cache_hits"] > 0 and got["pc"]["prefix_cache_hit_rate"] > 0.3  # 256 of 320 shared
+    assert not got["A"]["prefix_cache_hits"]  # caching off: no hit (or no counter, with its note)
+    section = (report / "REPORT.md").read_text().split("## Variants", 1)[1].split("\n## ", 1)[0]
+    assert "### `pc-1`: `pc` vs `A`" in section and "_Not compared" not in section
+    assert any(v in section for v in ("faster", "slower", "within noise"))

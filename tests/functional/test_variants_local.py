@@ -11,7 +11,8 @@ import pytest
 from tests.support.cli import neuronpipe, query
 
 SWEEP = {"shapes": {"A": ["16:8"]}, "min_prompts": 4, "prompts_per_stream": 1, "warmup_requests": 1,
-         "max_concurrency": 2, "sweep_repeats": 2, "repeat_order": "balanced"}
+         "max_concurrency": 2, "sweep_repeats": 2, "repeat_order": "balanced",
+         "workloads": None}  # the shapes' points only (a variant runs its base's workloads: test_workloads_local)
 
 
 

@@ -19,3 +19,13 @@ def query(results: str, sql: str) -> list[dict]:
     """Rows of ``neuronpipe query --format json`` over ``results``."""
     out = neuronpipe("query", "--results", results, "--format", "json", sql)
     return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def run_local(tmp_path, request: dict, run_id: str, check: bool = True) -> tuple[str, object]:
+    """``neuronpipe run --local`` of ``request`` (written to ``tmp_path/run.json``); (results dir, report dir)."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(request))
+    results, report = str(tmp_path / "results"), tmp_path / "report"
+    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
+               "--run-id", run_id, "--no-live", check=check)
+    return results, report

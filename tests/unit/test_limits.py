@@ -75,24 +75,44 @@ def test_the_plan_refuses_a_bad_search_naming_the_lane():
         plan_run(req, run_id="r1", results_uri="s3://b/results")
 
 
-def test_the_view_gives_the_bracket_its_error_and_the_probes():
+def _view(rows: list[dict]) -> duckdb.DuckDBPyConnection:
+    """report_limits over ``rows`` of limit_probes (every column of the table's schema; absent ones NULL)."""
+    from analytics.schema import conform
+
     con = duckdb.connect()
-    con.execute("""CREATE TABLE limit_probes (run_id VARCHAR, lane VARCHAR, search_id VARCHAR, model VARCHAR,
-                   kind VARCHAR, at_field VARCHAR, at_value BIGINT, probe INT, phase VARCHAR, value BIGINT,
-                   succeeded BOOLEAN, error_kind VARCHAR, error VARCHAR, wall_s DOUBLE, backend VARCHAR,
-                   stop_reason VARCHAR)""")
+    con.register("limit_probes", conform("limit_probes", [{"attempt": "a1", **r} for r in rows]))
+    (sql,) = [text for name, text in derived_sql_files() if name == "37_report_limits.sql"]
+    con.execute(sql)
+    return con
+
+
+def test_the_view_gives_the_bracket_its_error_and_the_probes():
+    search = {"run_id": "r1", "lane": "limits", "search_id": "s1", "model": "m", "kind": "max_model_len",
+              "at_field": "max_num_seqs", "at_value": 8, "backend": "neuron"}
     rows = [(1, "good", 2048, True, None, None), (2, "bad", 16384, False, "compile_error", "NCC_EOOM002"),
             (3, "bisect", 8192, False, "compile_error", "NCC_INLA001 at 8192"),
             (4, "bisect", 4096, False, "compile_error", "NCC_INLA001 at 4096"), (5, "bisect", 3072, True, None, None)]
-    for probe, phase, value, ok, kind, err in rows:
-        con.execute("INSERT INTO limit_probes VALUES ('r1', 'limits', 's1', 'm', 'max_model_len', 'max_num_seqs', 8, "
-                    "?, ?, ?, ?, ?, ?, 600.0, 'neuron', NULL)", [probe, phase, value, ok, kind, err])
-    con.execute("INSERT INTO limit_probes VALUES ('r1', 'limits', 's1', 'm', 'max_model_len', 'max_num_seqs', 8, "
-                "NULL, 'outcome', NULL, NULL, NULL, NULL, NULL, 'neuron', 'bracket within the precision 1024')")
-    (sql,) = [text for name, text in derived_sql_files() if name == "37_report_limits.sql"]
-    con.execute(sql)
+    con = _view([{**search, "probe": probe, "phase": phase, "value": value, "succeeded": ok, "error_kind": kind,
+                  "error": err, "wall_s": 600.0} for probe, phase, value, ok, kind, err in rows]
+                + [{**search, "phase": "outcome", "stop_reason": "bracket within the precision 1024"}])
     (r,) = con.execute("SELECT bracket, error_kind_at_high, error_at_high, boots, probes, stop_reason "
                        "FROM report_limits").fetchall()
     assert r == ("(3072, 4096]", "compile_error", "NCC_INLA001 at 4096", 5,
                  "2048 ok, 16384 compile_error, 8192 compile_error, 4096 compile_error, 3072 ok",
                  "bracket within the precision 1024")
+
+
+def test_a_limits_lane_without_a_search_is_planned_as_the_short_skip_it_is():
+    from control_plane.models import parse_request
+    from control_plane.plan import IDLE_LANE_TIMEOUT_S, plan_run
+    from pipeline.lanes import get_lane
+
+    def timeouts(request: dict) -> dict[str, int]:
+        plan = plan_run(parse_request(request), run_id="r1", results_uri="s3://b/results")
+        return {s.lane: s.timeout_s for w in plan.waves for seg in w.segments for s in seg.lanes}
+
+    idle = timeouts({"lanes": ["limits", "train_limits"], "profile": "full"})
+    assert idle == {"limits": IDLE_LANE_TIMEOUT_S, "train_limits": IDLE_LANE_TIMEOUT_S}  # the full profile asks none
+    search = {"searches": [{"kind": "max_model_len", "good": 2048, "bad": 8192, "at": 8, "max_boots": 4}]}
+    asked = timeouts({"lanes": ["limits"], "profile": "full", "lane_config": {"limits": search}})
+    assert asked == {"limits": get_lane("limits").timeout_s}  # a declared search keeps the lane's budget

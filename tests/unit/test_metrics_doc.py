@@ -13,7 +13,7 @@ from analytics.views import derived_sql_files
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reference" / "metrics.md"
 METRIC_FILES = ("10_serving_requests.sql", "11_serving_intervals.sql", "12_serving_points.sql",
-                "13_serving_sustained.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql",
+                "13_serving_sustained.sql", "14_serving_workloads.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql",
                 "76_report_capacity.sql")
 
 

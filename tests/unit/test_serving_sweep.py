@@ -105,6 +105,7 @@ def _fake_sweep(monkeypatch, repeats: int, order: str):
                           progress=lambda *a: None, telemetry=None)
     config = Config.for_profile("tiny")
     config.sweep_repeats, config.repeat_order = repeats, order
+    config.workloads = None  # the shapes' points only (the workloads' own: tests/unit/test_workloads.py)
     configs = [ServerConfig("A", 64, 2), ServerConfig("B", 64, 2)]
     sweep.sweep_model(ctx, SimpleNamespace(server_kind="vllm"), ServedModel("m", None), configs,
                       settings_from(config), tokenizer=object())

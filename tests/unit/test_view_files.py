@@ -53,7 +53,8 @@ def test_the_serving_family_loads_alone_for_the_load_generator():
     wanted = declared_views(SERVING_FILES)
     assert set(wanted) == {"request_metrics", "request_itls", "request_reads", "request_slo", "t_crit_95",
                            "point_rate_batches", "point_peaks", "serving_points", "sustained_window_metrics",
-                           "sustained_summary"}
+                           "sustained_summary", "workload_points", "workload_length_buckets", "workload_turns",
+                           "workload_sessions"}
     con = connect_rows({})
     created = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert set(wanted) <= created

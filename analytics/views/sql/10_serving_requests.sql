@@ -19,7 +19,8 @@ SELECT
     prompt_tokens, output_tokens, input_len, output_len, tokens_source,
     len(chunk_times_s) AS chunks,
     (input_len IS NOT NULL AND prompt_tokens IS DISTINCT FROM input_len)
-        OR (output_len IS NOT NULL AND output_tokens IS DISTINCT FROM output_len) AS length_mismatch
+        OR (output_len IS NOT NULL AND output_tokens IS DISTINCT FROM output_len) AS length_mismatch,
+    request_model, prefix_group, session_id, turn_index, session_turns
 FROM requests
 WHERE NOT warmup;
 

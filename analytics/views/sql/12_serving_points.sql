@@ -195,7 +195,7 @@ joined AS (
         s.run_id, s.lane, s.point_id, s.model, s.server_config, s.server_kind, s.backend, s.endpoint, s.mode,
         s.input_len, s.output_len, s.max_concurrency, s.request_rate, s.burstiness, s.num_prompts,
         s.window_start, s.window_end, s.grid_json, s.slo_json, s.client_lag_bound_ms, s.repeat_index,
-        s.server_config_fingerprint,
+        s.server_config_fingerprint, s.workload,
         coalesce(s.rate_tolerance, 0.1) AS rate_tolerance,
         coalesce(s.burst_bound, 2.0) AS burst_bound,
         r.* EXCLUDE (run_id, lane, point_id, q_ttft, q_tpot, q_e2el, q_cq, q_e2elq, s_ttft, s_tpot, s_e2el),
