@@ -35,8 +35,12 @@ def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1()
                                                                                   LANES[steps[r].lane].order))
     # the worst case is per segment (each starts, syncs and stops its box)
     assert plan.max_cost_usd == round(sum(seg.max_cost_usd for seg in plan.segments), 2)
+    from control_plane.plan import IDLE_LANE_TIMEOUT_S
+
+    idle = {"limits", "train_limits"}  # the full profile declares no bisection: they skip at once
     for step in plan.lane_steps:
-        assert (step.timeout_s, step.heartbeat_s) == (LANES[step.lane].timeout_s, LANES[step.lane].heartbeat_s)
+        timeout = IDLE_LANE_TIMEOUT_S if step.lane in idle else LANES[step.lane].timeout_s
+        assert (step.timeout_s, step.heartbeat_s) == (timeout, LANES[step.lane].heartbeat_s)
 
 
 def test_smoke_preset_runs_on_both_boxes():
