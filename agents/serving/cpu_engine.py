@@ -21,6 +21,10 @@ from typing import Any, Callable
 log = logging.getLogger(__name__)
 
 
+class EngineStartError(RuntimeError):
+    """The scheduler thread did not start (e.g. no address space left for its stack)."""
+
+
 @dataclass
 class TokenEvent:
     token_id: int
@@ -77,6 +81,7 @@ class CpuEngine:
         self._stop = False
         self._stats = EngineStats(kv_capacity_tokens=max_num_seqs * max_model_len)
         self._thread = threading.Thread(target=self._loop, name="cpu-engine", daemon=True)
+        self._running_event = threading.Event()  # set by the thread itself once it runs
         # transformers >= 5.2x names the KV cache `cache`; older releases `past_key_values` (a PEFT model passes
         # it through to its base model: the base's signature says which)
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -86,8 +91,13 @@ class CpuEngine:
         # inference; "__base__" is the base model alone)
         self._lora = hasattr(model, "peft_config")
 
-    def start(self) -> "CpuEngine":
+    def start(self, timeout_s: float = 30.0) -> "CpuEngine":
+        """Start the scheduler thread and wait until it runs: a thread that could not start (its stack did not
+        fit the address space) is an error here, not a server that never answers."""
         self._thread.start()
+        if not self._running_event.wait(timeout_s):
+            raise EngineStartError(f"the engine thread did not start within {timeout_s:g} s"
+                                   + (" (it died: out of memory?)" if not self._thread.is_alive() else ""))
         return self
 
     def shutdown(self) -> None:
@@ -113,6 +123,7 @@ class CpuEngine:
 
     # ---- scheduler ------------------------------------------------------------------
     def _loop(self) -> None:
+        self._running_event.set()
         import torch
 
         with torch.inference_mode():

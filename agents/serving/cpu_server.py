@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agents.serving.cpu_engine import CpuEngine, GenerationRequest, TokenEvent
+from agents.serving.cpu_engine import CpuEngine, EngineStartError, GenerationRequest, TokenEvent
 from agents.serving.openai_protocol import (ProtocolError, chat_chunk, completion_chunk, final_usage_chunk,
                                             parse_sampling, prometheus_text, usage)
 
@@ -45,11 +45,21 @@ def _vm_size_bytes() -> int:
     raise OSError("no VmSize in /proc/self/status")
 
 
+# Address space the server needs beside its KV pool once the model is loaded (the engine's and the event loop's
+# thread stacks, the HTTP server's buffers): outside the cap, so a pool that fits the cap boots and one that does
+# not fails at once, instead of a full address space failing a thread's start and hanging the boot.
+RUNTIME_HEADROOM_MIB = 64
+
+
 def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib: float) -> Any:
-    """A device's limit on the CPU: cap the process's address space at what it uses now plus ``cap_mib`` and
-    reserve the whole KV cache a server of these settings holds (layers x KV heads x head_dim x K,V x float32 x
-    max_model_len x max_num_seqs), as vLLM reserves its cache on a device. A pool that does not fit the cap fails
-    the boot with an out-of-memory line (the boot classifier's OOM), exactly where a device would."""
+    """A device's limit on the CPU: ``cap_mib`` is the memory the KV cache may take, as a device's free memory is
+    for vLLM. The whole cache a server of these settings holds (layers x KV heads x head_dim x K,V x float32 x
+    max_model_len x max_num_seqs, the grid's arithmetic) must fit it, as vLLM sizes its cache blocks against the
+    device; one that does not fails the boot with an out-of-memory line (the boot classifier's OOM), one that
+    does is reserved for real with the process's address space capped at what it uses now, plus the cap, plus
+    :data:`RUNTIME_HEADROOM_MIB` for the server's own threads and buffers. Decided by the arithmetic rather than
+    by where the allocator happens to hit the limit: the room glibc's arenas hold differs from boot to boot, so a
+    limit found by the allocator alone was not monotonic in max_num_seqs (a bisection needs it to be)."""
     import resource
 
     import torch
@@ -59,16 +69,22 @@ def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib:
     per_token, _ = kv_bytes_per_token(config.to_dict(), dtype_bytes=4)  # the grid's arithmetic, float32
     pool = per_token * max_model_len * max_num_seqs
     cap = int(cap_mib * 2**20)
+
+    def out_of_memory(why: str) -> None:
+        log.error("out of memory: the KV pool of %.1f MiB (%d B/token x max_model_len %d x max_num_seqs %d) does "
+                  "not fit the memory cap of %g MiB: %s", pool / 2**20, per_token, max_model_len, max_num_seqs,
+                  cap_mib, why)
+        raise SystemExit(1)
+
+    if pool > cap:
+        out_of_memory(f"{pool - cap} B over")
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = _vm_size_bytes() + cap
+    limit = _vm_size_bytes() + cap + RUNTIME_HEADROOM_MIB * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     try:
         tensor = torch.zeros(pool // 4, dtype=torch.float32)
     except (RuntimeError, MemoryError) as exc:
-        log.error("out of memory: the KV pool of %.1f MiB (%d B/token x max_model_len %d x max_num_seqs %d) does "
-                  "not fit the memory cap of %g MiB: %s", pool / 2**20, per_token, max_model_len, max_num_seqs,
-                  cap_mib, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        raise SystemExit(1) from None
+        out_of_memory(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     log.info("KV pool reserved: %.1f MiB of the %g MiB cap", pool / 2**20, cap_mib)
     return tensor
 
@@ -349,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
                           args.dtype, args.threads, args.slowdown, args.memory_cap_mib, modules, args.max_lora_rank)
     except AdapterLoadError as exc:
         log.error("%s", exc)
+        return 1
+    except (EngineStartError, MemoryError) as exc:  # at a memory cap: one line, the boot classifier's OOM
+        log.error("out of memory: the server could not start under its memory cap: %s",
+                  str(exc) or type(exc).__name__)
         return 1
     from aiohttp import web
 

@@ -27,8 +27,8 @@ class Config:
         "help": "boot budget of a search that does not set its own (each boot is a compile on a box)",
         "min": 2, "max": 32})
     memory_cap_mib: float | None = field(default=None, metadata={
-        "help": "CPU only: the server's memory may grow this much after the model loads, and it reserves its whole "
-                "KV cache at boot (a device's limit, played by the CPU); ignored elsewhere", **MEMORY_CAP_MIB})
+        "help": "CPU only: the memory the server's KV cache may take (a device's, played by the CPU): the whole cache "
+                "must fit it and is reserved at boot; ignored elsewhere", **MEMORY_CAP_MIB})
     answer_tokens: int = field(default=4, metadata={
         "help": "a probe that booted must answer one request of this many output tokens", "min": 1, "max": 4096})
     health_timeout_s: float = field(default=180.0, metadata={
@@ -43,8 +43,7 @@ class Config:
     def for_profile(cls, profile: str) -> "Config":
         if profile == "tiny":
             # the CPU's own limit: the most sequences of 1024 tokens whose whole KV cache (2 KiB per token of the
-            # tiny model) the server can reserve when its memory may grow by 48 MiB after loading (room the
-            # allocator already holds counts too: the bracket is measured, not computed)
+            # tiny model: 2 MiB a sequence) fits the server's 48 MiB cap, reserved for real at each boot
             return cls(searches=[{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 8}],
                        memory_cap_mib=48.0)
         return cls(model="llama-3.1-8b-instruct", health_timeout_s=7200.0)

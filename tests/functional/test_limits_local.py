@@ -23,6 +23,12 @@ def test_the_lane_brackets_the_cpu_memory_limit(tmp_path):
     assert probes[1]["error_kind"] == "oom" and "out of memory: the KV pool" in probes[1]["error"]
     (row,) = query(results, "select low, high, bracket, error_kind_at_high, boots, stop_reason from report_limits")
     assert row["high"] == row["low"] + 1 and row["error_kind_at_high"] == "oom"  # within the precision of 1
+    from agents.loadgen.grid import kv_bytes_per_token
+    from agents.serving.session import model_config
+    from agents.training.tiny_models import ensure_tiny_model
+
+    per_token, _ = kv_bytes_per_token(model_config(ensure_tiny_model("llama", tmp_path / "cache")), dtype_bytes=4)
+    assert row["low"] == int(32 * 2**20 // (per_token * 1024))  # the most whole caches of 1024 tokens in 32 MiB
     assert row["boots"] == len(probes) <= 8 and row["stop_reason"] == "bracket within the precision 1"
     boots = query(results, "select count(*) as n, count(*) filter (where not succeeded) as failed from compiles")[0]
     assert boots["n"] == len(probes) and boots["failed"] == sum(not p["succeeded"] for p in probes)
