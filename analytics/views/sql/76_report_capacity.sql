@@ -110,7 +110,8 @@ b AS (
                              CASE WHEN excluded_reason IS NOT NULL THEN 'excluded'
                                   WHEN passed THEN 'pass' ELSE 'fail' END), ', ' ORDER BY offered_rate)
                AS verdicts,
-           string_agg(DISTINCT stop_reason, '; ') AS stop_reasons,
+           -- ordered: the report is rebuilt byte for byte from the same rows (an unordered aggregate is not)
+           string_agg(DISTINCT stop_reason, '; ' ORDER BY stop_reason) AS stop_reasons,
            epoch(max(window_end)) - epoch(min(window_start)) AS search_wall_s,
            any_value(metric_basis) AS metric_basis
     FROM keyed GROUP BY ALL
