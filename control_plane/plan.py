@@ -40,7 +40,8 @@ from pipeline.lanes import BoxRole, LaneSpec, base_lane, get_lane, plan_order, r
 from control_plane.lane_configs import LaneConfigInvalidError, built_config, check_lane_configs, slo_config
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from pipeline.workloads import WorkloadError, pick_workloads
-from pipeline.servers import LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServingTarget, pick_server_configs, served_models
+from pipeline.servers import (LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServerVariantError, ServingTarget,
+                              pick_server_configs, resolve_server_configs, served_models)
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
@@ -189,8 +190,12 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
         built = built_config(specs[lane], profile, cfg, SERVER_CONFIGS_FIELD)
         if built is None:
             continue
-        problems += [f"{lane}: {p}" for p in lora_problems(lane, built, profile, sft)]
-        problems += [f"{lane}: {p}" for p in workload_problems(built, profile)]
+        try:  # the lane's configs, resolved once for the lora and workload checks
+            booted = resolve_server_configs(getattr(built, SERVER_CONFIGS_FIELD), profile, "cpu", check=False)
+        except ServerVariantError:
+            booted = []  # the target's check says what is wrong with the map
+        problems += [f"{lane}: {p}" for p in lora_problems(lane, built, booted, sft)]
+        problems += [f"{lane}: {p}" for p in workload_problems(built, booted)]
         if target is not None:
             problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile,
                                                                  served_models(built))]
@@ -198,18 +203,13 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
         raise LaneConfigInvalidError("\n".join(problems))
 
 
-def workload_problems(built: Any, profile: str) -> list[str]:
-    """``workloads.NAME.FIELD: reason`` for a workload this lane cannot run: a server config it names that the lane
-    does not boot, a longest request beyond a config's max_model_len."""
-    from pipeline.servers import ServerVariantError, resolve_server_configs
+def workload_problems(built: Any, configs: list[Any]) -> list[str]:
+    """``workloads.NAME.FIELD: reason`` for a workload this lane cannot run on the ``configs`` it boots: a server
+    config it names that the lane does not boot, a longest request beyond a config's max_model_len."""
     from pipeline.workloads import check_workloads, fit_problems
 
     workloads = check_workloads(getattr(built, WORKLOADS_FIELD, None))
-    if not workloads:
-        return []
-    try:
-        configs = resolve_server_configs(getattr(built, SERVER_CONFIGS_FIELD), profile, "cpu", check=False)
-    except ServerVariantError:
+    if not workloads or not configs:
         return []
     names = {c.name for c in configs}
     out = []
@@ -229,16 +229,12 @@ def workload_problems(built: Any, profile: str) -> list[str]:
 LORA_SFT_LANES = ("finetune_serve",)
 
 
-def lora_problems(lane: str, built: Any, profile: str, sft: Any | None) -> list[str]:
+def lora_problems(lane: str, built: Any, configs: list[Any], sft: Any | None) -> list[str]:
     """``server_configs.NAME.lora...: reason`` for a multi-LoRA variant this lane cannot serve: an ``sft`` adapter
     where the lane serves no fine-tune, an sft rank above the variant's ``max_lora_rank`` (``sft``: the run's sft
-    Config, when the run has one), an adapter named like the served model."""
-    from pipeline.servers import ServerVariantError, lora_name_problems, resolve_server_configs
+    Config, when the run has one), an adapter named like the served model; ``configs``: the lane's, resolved."""
+    from pipeline.servers import lora_name_problems
 
-    try:
-        configs = resolve_server_configs(getattr(built, SERVER_CONFIGS_FIELD), profile, "cpu", check=False)
-    except ServerVariantError:
-        return []  # the target's check says what is wrong with the map
     out = []
     for cfg in configs:
         if cfg.lora is None:

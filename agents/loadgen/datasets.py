@@ -58,6 +58,12 @@ class Dataset:
         """The first user message of each conversation."""
         return [c[0] for c in self.conversations]
 
+    def require(self, min_conversations: int, min_turns: int = 1) -> None:
+        """DatasetError unless ``min_conversations`` are usable (and that many have ``min_turns`` user turns): the
+        check :func:`read_dataset` makes, on a dataset already read."""
+        _check_counts(self.path, list(self.conversations), Counter({"no user message": self.skipped})
+                      if self.skipped else Counter(), min_conversations, min_turns)
+
 
 def read_dataset(source: str, kind: str | None = None, *, min_conversations: int = 1, min_turns: int = 1,
                  s3_client: S3Client | None = None, download_dir: Path | None = None,

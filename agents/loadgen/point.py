@@ -362,7 +362,8 @@ def workload_columns(w: Any, plan: Any, counters: list[dict[str, float] | None])
     of the files it read, and the server's prefix-cache counters over the measured requests (NULL with a note
     where the server exports none)."""
     before, after = counters
-    data = {"name": w.name, "spec": w.to_config(), "drawn": plan.stats(), "fingerprint": w.fingerprint()}
+    drawn = plan.stats()
+    data = {"name": w.name, "spec": w.to_config(), "drawn": drawn, "fingerprint": w.fingerprint()}
     if plan.source_sha256:
         data["source_sha256"] = plan.source_sha256
     if plan.trace_sha256:
@@ -372,10 +373,8 @@ def workload_columns(w: Any, plan: Any, counters: list[dict[str, float] | None])
                            "arrival": w.arrival.kind, "prompt_source": w.prompts.source,
                            "num_prompts": measured, "prefix_cache_queries": None, "prefix_cache_hits": None,
                            "prefix_cache_note": None}
-    if plan.trace_sha256 and plan.metas[plan.warmup:]:  # a trace's point is filed under its requests' mean lengths
-        traced = plan.metas[plan.warmup:]
-        row["input_len"] = round(sum(m.input_len for m in traced) / len(traced))
-        row["output_len"] = round(sum(m.output_len for m in traced) / len(traced))
+    if plan.trace_sha256 and "input_len" in drawn:  # a trace's point is filed under its requests' mean lengths
+        row["input_len"], row["output_len"] = (round(drawn[side]["mean"]) for side in ("input_len", "output_len"))
     if before is None or after is None:
         row["prefix_cache_note"] = "the server has no /metrics"
     elif "prefix_cache_queries" not in after:

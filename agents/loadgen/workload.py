@@ -8,6 +8,7 @@ through the model's chat template, its count taken by the same template the serv
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -88,6 +89,25 @@ def draw(lengths: Lengths, n: int, rng: np.random.Generator, cap: int | None = N
     return np.clip(x, lengths.lo, hi).astype(int).tolist()
 
 
+@functools.lru_cache(maxsize=16)
+def _dataset(path: str, source: str, split: str | None) -> Any:
+    """A workload's prompt file, read once per process (the lane's preflight, then every point and repeat: an
+    s3:// file is not downloaded again per point)."""
+    from agents.loadgen.datasets import read_dataset
+
+    return read_dataset(path, source, split=split)
+
+
+@functools.lru_cache(maxsize=16)
+def _trace(path: str, time_scale: float, timestamp_unit: str | None, max_model_len: int | None,
+           limit: int | None) -> Any:
+    """A workload's trace, read once per process and server length (see :func:`_dataset`)."""
+    from agents.loadgen.traces import read_trace
+
+    return read_trace(path, time_scale=time_scale, timestamp_unit=timestamp_unit, max_model_len=max_model_len,
+                      limit=limit)
+
+
 def _texts(w: Workload, min_conversations: int, min_turns: int) -> tuple[list[tuple[str, ...]], str | None]:
     """The source's conversations (each: user messages in order) and the file's hash; random: none."""
     src = w.prompts
@@ -95,10 +115,8 @@ def _texts(w: Workload, min_conversations: int, min_turns: int) -> tuple[list[tu
         return [], None
     if src.source == "instructions":
         return [(t,) for t in _instruction_texts()], None
-    from agents.loadgen.datasets import read_dataset
-
-    data = read_dataset(src.path, src.source, min_conversations=min_conversations, min_turns=min_turns,
-                        split=src.split)
+    data = _dataset(src.path, src.source, src.split)
+    data.require(min_conversations, min_turns)
     return [tuple(c) for c in data.conversations], data.sha256
 
 
@@ -169,10 +187,8 @@ def plan_workload(w: Workload, tok: PromptTokenizer, n_warmup: int, n_measured: 
     plan = WorkloadPlan()
     trace = None
     if w.arrival.kind == "trace":
-        from agents.loadgen.traces import read_trace
-
-        trace = read_trace(w.arrival.path, time_scale=w.arrival.time_scale, timestamp_unit=w.arrival.timestamp_unit,
-                           max_model_len=max_model_len, limit=w.arrival.limit)
+        a = w.arrival
+        trace = _trace(a.path, a.time_scale, a.timestamp_unit, max_model_len, a.limit)
         plan.trace_sha256 = trace.sha256
         n_measured = len(trace.requests)
         plan.offsets_s = [r.t_s for r in trace.requests]
@@ -288,16 +304,14 @@ def _sessions(w: Workload, tok: PromptTokenizer, material: _Material, n: int, rn
 
 def preflight(workloads: Sequence[Workload], max_model_len: int | None = None) -> None:
     """Read every file the workloads name (datasets, traces) before a lane boots anything: a missing, unreadable
-    or malformed file fails here with its one line (DatasetError, TraceError), nothing sent."""
-    from agents.loadgen.datasets import read_dataset
-    from agents.loadgen.traces import read_trace
-
+    or malformed file fails here with its one line (DatasetError, TraceError), nothing sent; what it read is kept
+    for the points."""
     for w in workloads:
         if w.prompts.path:
-            read_dataset(w.prompts.path, w.prompts.source, split=w.prompts.split)
+            _dataset(w.prompts.path, w.prompts.source, w.prompts.split)
         if w.arrival.kind == "trace":
-            read_trace(w.arrival.path, time_scale=w.arrival.time_scale, timestamp_unit=w.arrival.timestamp_unit,
-                       max_model_len=max_model_len, limit=w.arrival.limit)
+            a = w.arrival
+            _trace(a.path, a.time_scale, a.timestamp_unit, max_model_len, a.limit)
 
 
 def ramp_schedule(from_rate: float, to_rate: float, over_s: float, duration_s: float, rng: np.random.Generator,

@@ -233,7 +233,6 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
     Against several servers (a variant's tenants) each point is measured twice: on the first tenant alone
     (``server_config`` NAME.alone), then on every tenant at once, each at the point's concurrency (NAME.t0,
     NAME.t1, ...): what a neighbour costs a tenant is t_i against alone, within the same boots."""
-    from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
 
     grid, shapes, notes = plan(model.path, cfg, settings, ctx.backend, launcher)
@@ -250,14 +249,10 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
     hook = ctx.telemetry.point_phase if ctx.telemetry else None
     for r, shape, c in ((r, shape, c) for r in repeats for shape in shapes for c in values):
         def point(url: str, label: str) -> Any:
-            return SweepPoint(
-                base_url=url, model=model.name, input_len=shape.input_len, output_len=shape.output_len,
-                num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
-                endpoint=settings.endpoint, server_kind=launcher.server_kind, server_config=label,
-                server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(model.name),
-                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
-                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
-                timeouts=Timeouts(idle_s=STREAM_IDLE_S), note="; ".join(notes))
+            return SweepPoint(**point_fields(ctx, launcher, model, cfg, settings, grid), base_url=url,
+                              input_len=shape.input_len, output_len=shape.output_len,
+                              num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
+                              endpoint=settings.endpoint, server_config=label, note="; ".join(notes))
 
         if len(urls) == 1:
             results = [run_point(point(urls[0], cfg.name), tok, phase_hook=hook)]
@@ -272,6 +267,18 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
     for r in repeats:
         sweep_workloads(ctx, urls[0], launcher, model, cfg, settings, tok, outcome, grid, values, notes, r)
     return outcome
+
+
+def point_fields(ctx: LaneContext, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
+                 settings: SweepSettings, grid: Any) -> dict[str, Any]:
+    """What every point of a config's sweep shares, a shape's or a workload's: the model, the server it runs on
+    (kind, fingerprint, a multi-LoRA variant's traffic split), the SLO and lag bound, the grid, the timeouts."""
+    from agents.loadgen.client import Timeouts
+
+    return dict(model=model.name, server_kind=launcher.server_kind, server_config_fingerprint=cfg.fingerprint(),
+                model_mix=cfg.model_mix(model.name), backend=ctx.backend, warmup_requests=settings.warmup_requests,
+                slo=settings.slo, client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
+                timeouts=Timeouts(idle_s=STREAM_IDLE_S))
 
 
 def _record(ctx: LaneContext, result: Any, settings: SweepSettings, repeat: int, outcome: SweepOutcome) -> None:
@@ -302,7 +309,6 @@ def sweep_workloads(ctx: LaneContext, base_url: str, launcher: Launcher, model: 
                     notes: list[str], repeat: int) -> None:
     """Every workload point of one config (after its shapes, in the same boot and repeat; a variant with tenants:
     on its first tenant alone)."""
-    from agents.loadgen.client import Timeouts
     from agents.loadgen.point import SweepPoint, run_point
 
     hook = ctx.telemetry.point_phase if ctx.telemetry else None
@@ -312,12 +318,10 @@ def sweep_workloads(ctx: LaneContext, base_url: str, launcher: Launcher, model: 
             sessions = max(settings.min_prompts, settings.prompts_per_stream * (c or 1))
             n = None if kw.get("duration_s") or w.arrival.kind == "trace" else sessions
             point = SweepPoint(
-                base_url=base_url, model=model.name, input_len=w.input.nominal, output_len=w.output.nominal,
-                num_prompts=n, endpoint="chat" if w.sessions else settings.endpoint,  # a session: a conversation
-                server_kind=launcher.server_kind, server_config=f"{cfg.name}.alone" if cfg.tenants > 1 else cfg.name,
-                server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(model.name),
-                backend=ctx.backend, warmup_requests=settings.warmup_requests, slo=settings.slo,
-                client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid, timeouts=Timeouts(idle_s=STREAM_IDLE_S),
+                **point_fields(ctx, launcher, model, cfg, settings, grid), base_url=base_url,
+                input_len=w.input.nominal, output_len=w.output.nominal, num_prompts=n,
+                endpoint="chat" if w.sessions else settings.endpoint,  # a session: a conversation
+                server_config=f"{cfg.name}.alone" if cfg.tenants > 1 else cfg.name,
                 note="; ".join(notes + [f"workload {w.name}: {describe_workload(w)}"]), workload=w,
                 max_model_len=cfg.max_model_len, **kw)
             _record(ctx, run_point(point, tok, phase_hook=hook), settings, repeat, outcome)

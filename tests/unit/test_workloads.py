@@ -335,3 +335,21 @@ def test_a_file_with_too_few_prompts_is_refused_unless_they_may_repeat(tmp_path)
 
     with pytest.raises(TraceError, match=r"t.jsonl:2: timestamp 5 is before line 1's 10"):
         preflight([parse_workload("t", {"arrival": {"kind": "trace", "path": str(bad)}})])
+
+
+def test_a_prompt_file_is_read_once_for_the_lane_not_per_point(monkeypatch, tmp_path):
+    import shutil
+
+    from agents.loadgen import datasets
+    from agents.loadgen.workload import preflight
+
+    path = tmp_path / "p.jsonl"  # its own path: the process-wide cache starts empty for it
+    shutil.copy(FIXTURES / "prompts.jsonl", path)
+    reads = []
+    real = datasets.read_dataset
+    monkeypatch.setattr(datasets, "read_dataset", lambda *a, **k: reads.append(a) or real(*a, **k))
+    w = parse_workload("w", {"input": 12, "output": 2, "prompts": {"source": "jsonl", "path": str(path)}})
+    preflight([w])
+    for _ in range(3):  # three points (concurrencies, repeats) of the same workload
+        plan_workload(w, WhitespaceTokenizer(), 1, 6, endpoint="completions", max_model_len=64)
+    assert len(reads) == 1
