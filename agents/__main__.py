@@ -1,4 +1,5 @@
-"""``python -m agents run-lane LANE --run-id ID --results URI [--force] [--task-token TOKEN]``."""
+"""``python -m agents run-lane LANE --run-id ID --results URI [--force] [--task-token TOKEN]``;
+``python -m agents cache seed|push`` (:mod:`agents.cache_cli`)."""
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--needs", default="", help="comma-separated result lanes that must have succeeded in this run "
                    "(the planner's graph); when one has not, the lane is recorded skipped with the reason")
     sub.add_parser("lanes", help="list lanes")
+    from agents.cache_cli import add_parser as add_cache_parser
+
+    add_cache_parser(sub)
     return p
 
 
@@ -53,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "lanes":
         print("\n".join(lane_names()))
         return 0
+    if args.command == "cache":
+        from agents.cache_cli import main as cache_main
+
+        return cache_main(args)
     from agents.runner import LaneRequest, run_lane
     from analytics.store import open_store
 

@@ -14,7 +14,14 @@ Outcomes and exit codes:
 * SIGINT/SIGTERM: the lane's cleanup runs (servers stopped), nothing is committed, exit 130; except when the
   lane staged rows with ``keep_on_interrupt`` (the capacity search's points): then the attempt is committed as
   ``failed`` with error ``LaneInterrupted`` and only its failure-safe rows (further SIGTERM/SIGINT are ignored
-  while it commits), so the lane's next attempt continues from them; still exit 130, no callback.
+  while it commits), so the lane's next attempt continues from them; still exit 130, no callback;
+* a dead task token (a heartbeat answered ``TaskTimedOut`` / ``TaskDoesNotExist`` / ``InvalidToken``: the
+  state machine has given up on the lane, or this command ran late, e.g. again after its box was stopped and
+  started): the lane is interrupted as by SIGTERM, its reason ``task token dead: <answer>`` (the result's
+  message, and the committed row's when it kept rows for a resume); exit 130, no callback.
+
+A failure's callback cause carries the error message cut to :data:`CAUSE_MESSAGE_MAX` characters (it crosses
+Step Functions); the lane_runs row keeps it whole.
 
 Heartbeats mean progress: with a task token the runner heartbeats Step Functions every
 ``heartbeat_s`` only while the lane reports progress (``LaneContext.progress``, observed
@@ -43,7 +50,7 @@ from typing import Any, Callable, Mapping
 
 from agents.backend import box_role as detect_box_role
 from agents.backend import detect_backend, hostname
-from agents.callback import LaneCallback, make_callback
+from agents.callback import LaneCallback, TaskTokenDeadError, make_callback
 from pipeline.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
 from pipeline.lanes import get_lane, result_lane
@@ -56,6 +63,8 @@ log = logging.getLogger("agents.runner")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+CAUSE_MESSAGE_MAX = 1024  # characters of the error message in a failure's callback cause (the row has it whole)
+DEAD_TOKEN_REASON = "task token dead"
 # run --local --price-as TYPE: the instance type that prices this host in the Decision table (lane_runs.priced_as)
 PRICED_AS_ENV = "NEURONPIPE_PRICED_AS"
 
@@ -138,12 +147,18 @@ class _WatchedContext(LaneContext):
 
 
 class _Heartbeater:
-    """Heartbeats every ``interval_s`` while the watch sees progress; silent (and says so once) when stalled."""
+    """Heartbeats every ``interval_s`` while the watch sees progress; silent (and says so once) when stalled.
 
-    def __init__(self, callback: LaneCallback, interval_s: float, watch: ProgressWatch | None = None):
+    A heartbeat answered with a dead token (:class:`TaskTokenDeadError`) ends the loop: ``dead`` keeps the
+    answer and ``on_dead`` is called once (the runner interrupts the lane)."""
+
+    def __init__(self, callback: LaneCallback, interval_s: float, watch: ProgressWatch | None = None,
+                 on_dead: Callable[[TaskTokenDeadError], None] | None = None):
         self.callback = callback
         self.interval_s = interval_s
         self.watch = watch
+        self.on_dead = on_dead
+        self.dead: TaskTokenDeadError | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
 
@@ -164,6 +179,15 @@ class _Heartbeater:
         while not self._stop.wait(self.interval_s):
             try:
                 self.beat()
+            except TaskTokenDeadError as exc:
+                if self._stop.is_set():  # the lane has ended meanwhile: nothing left to stop
+                    return
+                self.dead = exc
+                log.error("%s (%s): Step Functions no longer waits for this lane; stopping it", DEAD_TOKEN_REASON,
+                          exc)
+                if self.on_dead is not None:
+                    self.on_dead(exc)
+                return
             except Exception as exc:  # noqa: BLE001
                 log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
 
@@ -178,6 +202,40 @@ class _Heartbeater:
 
 def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise LaneInterrupted(f"signal {signal.Signals(signum).name}")
+
+
+def _interrupter(thread: threading.Thread) -> Callable[[TaskTokenDeadError], None]:
+    """How the heartbeat thread stops the lane running in ``thread``: SIGTERM to the main thread (its handler
+    raises LaneInterrupted, waking a blocking call), else LaneInterrupted raised asynchronously in that thread
+    (seen at its next Python instruction)."""
+    def interrupt(_exc: TaskTokenDeadError) -> None:
+        if thread is threading.main_thread():
+            signal.pthread_kill(thread.ident, signal.SIGTERM)  # type: ignore[arg-type]
+        else:
+            import ctypes
+
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0),
+                                                       ctypes.py_object(LaneInterrupted))
+    return interrupt
+
+
+def _call_back(send: Callable[[], None]) -> None:
+    """A callback whose task is gone is logged, never raised: the lane's record is committed already."""
+    try:
+        send()
+    except TaskTokenDeadError as exc:
+        log.error("%s at the callback (%s): the result is committed; Step Functions no longer waits for it",
+                  DEAD_TOKEN_REASON, exc)
+
+
+def failure_cause(result: "LaneResult") -> str:
+    """The callback cause of a failed lane: its result, the error message cut to :data:`CAUSE_MESSAGE_MAX`."""
+    out = result.to_output()
+    message = out.get("error_message") or ""
+    if len(message) > CAUSE_MESSAGE_MAX:
+        out["error_message"] = (message[:CAUSE_MESSAGE_MAX] + f"… ({len(message)} characters; the whole text is "
+                                "in the lane's lane_runs row)")
+    return json.dumps(out)
 
 
 def _hold_signals(old_term: Any) -> dict[int, Any]:
@@ -208,7 +266,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         blocked = blocked_by_needs(store, request.run_id, lane_name, request.needs)
         if blocked is not None:
             result = commit_blocked(store, request.run_id, lane_name, blocked[0], blocked[1], base_row, writer)
-            callback.success(result.to_output())
+            _call_back(lambda: callback.success(result.to_output()))
             return result
 
     previous = store.latest_committed(request.run_id, lane_name)
@@ -219,7 +277,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                                        "ended_at": ended, "wall_s": (ended - started).total_seconds()}])
         writer.commit("skipped", supersedes=False)
         result = LaneResult(request.run_id, lane_name, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
-        callback.success(result.to_output())
+        _call_back(lambda: callback.success(result.to_output()))
         return result
 
     config = build_config(spec.config_class(), request.profile, request.config)
@@ -244,8 +302,9 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupt)
+    beats = _Heartbeater(callback, request.heartbeat_s, watch, on_dead=_interrupter(threading.current_thread()))
     try:
-        with _Heartbeater(callback, request.heartbeat_s, watch) if request.task_token else _nullcontext():
+        with beats if request.task_token else _nullcontext():
             sampler.start()
             try:
                 log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, writer.attempt,
@@ -262,6 +321,8 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
             finally:
                 telemetry_rows = sampler.stop()
     except (KeyboardInterrupt, LaneInterrupted) as exc:
+        if beats.dead is not None:  # the heartbeat found the token dead: that is why the lane stopped
+            exc = LaneInterrupted(f"{DEAD_TOKEN_REASON}: {beats.dead}")
         if not ctx.interrupt_rows:
             log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
             logging.getLogger().removeHandler(handler)
@@ -307,9 +368,9 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
                         EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
     try:
         if status == "failed":
-            callback.failure(f"Lane.{error_type}", json.dumps(result.to_output()))
+            _call_back(lambda: callback.failure(f"Lane.{error_type}", failure_cause(result)))
         else:
-            callback.success(result.to_output())
+            _call_back(lambda: callback.success(result.to_output()))
     except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
         log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
     return result

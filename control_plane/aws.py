@@ -13,8 +13,10 @@ after each stop (and by ``on_execution_status`` when an execution ends badly).
 from __future__ import annotations
 
 import json
+import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -32,12 +34,48 @@ if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_stepfunctions import SFNClient
 
 
-def _client(name: str, client: Any) -> Any:
+def _client(name: str, client: Any, region: str | None = None) -> Any:
     if client is not None:
         return client
     import boto3
 
-    return boto3.client(name)
+    return boto3.client(name, region_name=region) if region else boto3.client(name)
+
+
+REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
+CDK_JSON = "cdk.json"
+
+
+def default_region(environ: Mapping[str, str] | None = None, cdk_json: Path | None = None) -> str | None:
+    """The region the CLI's AWS commands talk to when ``--region`` is not given: ``AWS_REGION``, then
+    ``AWS_DEFAULT_REGION``, then the deployed app's ``context.neuronpipe.region`` in ``cdk.json`` (the
+    working directory's, else this checkout's); None leaves it to boto3's own chain (profile config)."""
+    env = os.environ if environ is None else environ
+    for name in REGION_ENV:
+        if env.get(name):
+            return env[name]
+    candidates = [cdk_json] if cdk_json is not None else [Path.cwd() / CDK_JSON,
+                                                          Path(__file__).resolve().parents[1] / CDK_JSON]
+    for path in candidates:
+        try:
+            context = json.loads(path.read_text()).get("context", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        settings = context.get("neuronpipe") if isinstance(context, dict) else None
+        if isinstance(settings, str):  # `cdk -c neuronpipe='{...}'` style: a JSON string
+            try:
+                settings = json.loads(settings)
+            except ValueError:
+                settings = None
+        region = settings.get("region") if isinstance(settings, dict) else None
+        if isinstance(region, str) and region:
+            return region
+    return None
+
+
+def aws_client(name: str, region: str | None = None) -> Any:
+    """A boto3 client for ``name`` in ``region`` (None: boto3's default chain)."""
+    return _client(name, None, region)
 
 
 def _code(exc: ClientError) -> str:
@@ -61,7 +99,8 @@ class ProjectInstance:
     instance_id: str
     box_role: str | None
     state: str
-    launch_time: datetime | None
+    launch_time: datetime | None  # EC2 LaunchTime: set again at every start of an EBS-backed instance
+    tags: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 class InstanceFleet:
@@ -83,7 +122,7 @@ class InstanceFleet:
                 for inst in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
                     out.append(ProjectInstance(inst["InstanceId"], tags.get(TAG_ROLE), inst["State"]["Name"],
-                                               inst.get("LaunchTime")))
+                                               inst.get("LaunchTime"), tags))
         return sorted(out, key=lambda i: i.instance_id)
 
     def instance_for(self, box_role: str) -> str:

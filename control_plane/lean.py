@@ -18,11 +18,17 @@ ENV_PREFIX = "NEURONPIPE_"
 # Tags the CDK stacks put on the project's instances (the state machine's role is scoped by them too).
 TAG_PROJECT = "neuronpipe:project"
 TAG_ROLE = "neuronpipe:role"
+# The first boot's user data tags its own instance with this when it has finished (infra/user_data/bootstrap.sh);
+# the idle reaper spares a box without it during its first boot.
+TAG_BOOTSTRAP = "neuronpipe:bootstrap"
+BOOTSTRAP_DONE = "done"
 
 DEFAULT_STATE_MACHINE_NAME = "neuron-pipelines"
 DEFAULT_PROJECT = "neuron-pipelines"
 DEFAULT_LEASE_TABLE = f"{DEFAULT_STATE_MACHINE_NAME}-leases"
-DEFAULT_REAPER_GRACE_S = 900
+# The idle reaper spares a box started less than this ago: longer than a first boot (10-15 min) and than the
+# minutes an operator needs after starting a box by hand (docs/guides/deploy-and-operate.md states it).
+DEFAULT_REAPER_GRACE_S = 30 * 60
 DEFAULT_MAX_COST_USD_CEILING = 50.0
 
 

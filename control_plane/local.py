@@ -300,6 +300,8 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
         waiting = {n.result_lane for n in pending} | set(running)
         return not any(need in waiting for need in node.needs)
 
+    stamps = {"NEURONPIPE_STAMP_DIR": str(tmp / "stamps")}
+    _cache_step(["seed", "--results", results], priced_as, stamps, console)
     live_view = Live(render(run_id, outcome.lanes), console=console, auto_refresh=False, transient=False)
     with InterruptGuard() as sig, (live_view if live_enabled else _PlainView()) as view:
         try:
@@ -331,5 +333,26 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
                 signal_group(child, signal.SIGKILL)
                 child.proc.wait()
                 child.log_fh.close()
+    if not outcome.interrupted:
+        _cache_step(["push", "--results", results, "--run-id", run_id, "--box-role", "local", "--segment", "0"],
+                    priced_as, stamps, console)
     outcome.run = graph.outcome(nodes, statuses())
     return outcome
+
+
+CACHE_STEP_TIMEOUT_S = 600
+
+
+def _cache_step(argv: list[str], priced_as: str | None, extra_env: dict[str, str], console: Console) -> None:
+    """``python -m agents cache seed|push`` as the boxes run it (the box's compile cache through the results
+    store, and the push's box_boots row); its failure is one line and never the run's."""
+    env = {**_child_env(priced_as), **extra_env}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "agents", "cache", *argv], env=env, capture_output=True,
+                              text=True, timeout=CACHE_STEP_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        console.print(f"compile cache {argv[0]}: {exc}", markup=False, highlight=False)
+        return
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        console.print(f"compile cache {argv[0]} failed: {last[0]}", markup=False, highlight=False)

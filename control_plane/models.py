@@ -220,7 +220,8 @@ class SkippedLane(BaseModel):
 
 
 class Segment(BaseModel):
-    """One box's lanes of one wave: start the box, sync the harness, its lanes in order, stop the box.
+    """One box's lanes of one wave: start the box, sync the harness, its lanes in order, push the compile cache,
+    stop the box.
 
     ``release_lease``: no later segment of this run uses the box, so its lease is released after the stop
     (else the lease is kept between the box's segments and released at the run's end)."""
@@ -233,6 +234,8 @@ class Segment(BaseModel):
     wave: int = 0
     release_lease: bool = True
     sync: HarnessSync
+    # the segment's last command, after its lanes (PushCompileCache): upload what the box compiled, record the boot
+    cache_push: HarnessSync
     lanes: list[LaneStep] = Field(min_length=1)
     max_instance_hours: float
     max_cost_usd: float

@@ -44,7 +44,7 @@ from pipeline.servers import (LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServerVar
                               pick_server_configs, resolve_server_configs, served_models)
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
-from statemachine.build import SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
+from statemachine.build import CACHE_PUSH_TIMEOUT_S, SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
 INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
@@ -54,7 +54,8 @@ INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {"trn1.2xlarge": 1.34, "inf2.xl
 PRICE_SOURCE = "AWS EC2 on-demand pricing, us-west-2, Linux, as of July 2026 (trn1.2xlarge $1.34/h, inf2.xlarge $0.76/h)"
 
 # Per segment, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
-# harness sync timeout + stop retries + lease release retries (the ASL's worst case, from its constants).
+# harness sync timeout + cache push throttling retries and timeout + stop retries + lease release retries (the
+# ASL's worst case, from its constants).
 PHASE_ALLOWANCE_S = int(phase_allowance_s() + 0.999)
 # Per lane, on top of its timeout: RunLane's SendCommand throttling retries.
 LANE_ALLOWANCE_S = int(lane_allowance_s() + 0.999)
@@ -291,8 +292,18 @@ def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunReque
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 
-def sync_script(harness: Harness) -> str:
-    lines = [_PROLOGUE.rstrip("\n"), _IMDS.rstrip("\n"), f"cd {box_path(harness.directory)}"]
+_STAMP = ('stamp() { mkdir -p "$stamps"; date -u +%Y-%m-%dT%H:%M:%S.%3N+00:00 > "$stamps/.$1.tmp" '
+          '&& mv "$stamps/.$1.tmp" "$stamps/$1"; }')
+
+
+def sync_script(harness: Harness, results_uri: str | None = None) -> str:
+    """Sync the harness, then seed the compile cache from the results store (a failed seed costs a cold compile,
+    never the segment), stamping each step for the boot's ``box_boots`` row (``agents.cache_cli``)."""
+    lines = [_PROLOGUE.rstrip("\n"), f'stamps={box_path("/run/neuronpipe/stamps")}', _STAMP, "stamp sync_started",
+             # Step Functions' time of the start request (the state machine exports it before this script)
+             'if [ -n "${NEURONPIPE_START_REQUESTED_AT:-}" ]; then '
+             'printf "%s" "$NEURONPIPE_START_REQUESTED_AT" > "$stamps/start_requested"; fi',
+             _IMDS.rstrip("\n"), f"cd {box_path(harness.directory)}"]
     if harness.package_uri:
         lines += ['pkg="$(mktemp -d)/neuronpipe-harness.tar.gz"',
                   f'aws s3 cp {shlex.quote(harness.package_uri)} "$pkg"',
@@ -302,10 +313,23 @@ def sync_script(harness: Harness) -> str:
         # zip named by the <prefix>/harness/uri SSM parameter has changed since the last sync.
         sync = box_path("/usr/local/bin/neuronpipe-sync")
         lines += [f"if [ -x {sync} ]; then {sync}; fi"]
-    lines += [".venv/bin/python -m agents lanes > /dev/null",
-              'aws stepfunctions send-task-success --region "$AWS_DEFAULT_REGION" '
+    lines += [".venv/bin/python -m agents lanes > /dev/null", "stamp harness_synced"]
+    if results_uri:
+        lines += [f".venv/bin/python -m agents cache seed --results {shlex.quote(results_uri)} "
+                  '|| echo "neuronpipe: compile-cache seed failed (this boot compiles cold)" >&2']
+    lines += ['aws stepfunctions send-task-success --region "$AWS_DEFAULT_REGION" '
               '--task-token "$NEURONPIPE_TASK_TOKEN" --task-output "{\\"harness\\": \\"ready\\"}"']
     return "\n".join(lines) + "\n"
+
+
+def cache_push_script(run_id: str, results_uri: str, box_role: str, wave: int, harness: Harness) -> str:
+    """The segment's last command (``PushCompileCache``): upload what the box compiled, record the boot; it calls
+    back with the token (the token arrives as the line before it)."""
+    argv = [".venv/bin/python", "-m", "agents", "cache", "push", "--results", results_uri, "--run-id", run_id,
+            "--box-role", box_role, "--segment", str(wave)]
+    cmd = " ".join(shlex.quote(a) for a in argv)
+    return (_PROLOGUE + _IMDS + f"cd {box_path(harness.directory)}\n"
+            + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 
 def _comment(what: str, run_id: str) -> str:
@@ -368,9 +392,13 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
             segments.append(Segment(
                 box_role=role, instance_type=instance_type, instance_id=instance_ids.get(role), wave=index,
                 release_lease=wave == last_wave[role],
-                sync=HarnessSync(script=sync_script(harness), comment=_comment("sync-harness", run_id),
+                sync=HarnessSync(script=sync_script(harness, results_uri), comment=_comment("sync-harness", run_id),
                                  execution_timeout=[str(SYNC_TIMEOUT_S)],
                                  output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{role}")),
+                cache_push=HarnessSync(script=cache_push_script(run_id, results_uri, role, index, harness),
+                                       comment=_comment("cache-push", run_id),
+                                       execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)],
+                                       output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{role}")),
                 lanes=steps, max_instance_hours=round(hours, 3),
                 max_cost_usd=round(hours * INSTANCE_PRICES_USD_PER_HOUR[instance_type], 2)))
         waves.append(Wave(wave=index, segments=segments))

@@ -28,6 +28,7 @@ from pipeline.graph import Node
 # (~2 min: a zip from S3 and a pip install without dependencies), plus the stop: an estimate, to be replaced by
 # measured figures from the first paid runs.
 SEGMENT_OVERHEAD_S = 300.0
+STOP_S = 30.0  # stopping a box (EBS-backed, from running): an estimate added to measured boots
 
 ANCHOR = "anchor"  # the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge
 ESTIMATE = "estimate"  # no published timing: our estimate, to be replaced by the first paid run's history
@@ -39,6 +40,7 @@ SOURCES = {ANCHOR: "the predecessor harness (torchneuronx): its published timing
 # (profile, lane) -> (expected seconds, source). Full profile: two 8B models (Llama 3.1, Qwen3), two server configs.
 DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "provenance"): (60.0, ESTIMATE),
+    ("full", "preflight"): (60.0, ESTIMATE + ": files, CLIs and two HEADs; a pinned install on trn1 adds minutes"),
     ("full", "host_cpu"): (300.0, ESTIMATE),
     ("full", "smoke"): (900.0, ESTIMATE + ": tiny model, compile included"),
     ("full", "precompile"): (2400.0, ESTIMATE + ": two training graphs, cold then warm"),
@@ -55,6 +57,7 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
     ("full", "qwen3_attempt"): (2672.0, ANCHOR + ": cold boot 2,372 s + ~5 min attempt"),
     ("tiny", "provenance"): (0.4, REHEARSAL),
+    ("tiny", "preflight"): (1.0, "measured: the CPU checks on a 2-core VM (2026-12-01)"),
     ("tiny", "host_cpu"): (4.5, REHEARSAL),
     ("tiny", "smoke"): (12.0, REHEARSAL),
     ("tiny", "precompile"): (0.1, REHEARSAL + " (skipped on CPU)"),
@@ -127,6 +130,23 @@ def history_durations(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str,
         key = (str(r["lane"]).split("@", 1)[0], str(r.get("profile") or ""), r.get("instance_type"))
         out.setdefault(key, []).append(float(r["wall_s"]))
     return out
+
+
+def segment_overhead(boots: Iterable[Mapping[str, Any]]) -> Expected:
+    """A segment's fixed cost: measured from ``box_boots`` rows where boots were recorded (median of start
+    requested → cache seeded, plus the median push), else :data:`SEGMENT_OVERHEAD_S`."""
+    spans, pushes = [], []
+    for r in boots:
+        start, seeded = r.get("start_requested_at"), r.get("cache_seeded_at")
+        if start is not None and seeded is not None and seeded >= start:
+            spans.append((seeded - start).total_seconds())
+        if r.get("push_s") is not None:
+            pushes.append(float(r["push_s"]))
+    if not spans:
+        return Expected(SEGMENT_OVERHEAD_S, "default: " + ESTIMATE + " (start, registration, sync, stop)")
+    push = statistics.median(pushes) if pushes else 0.0
+    return Expected(statistics.median(spans) + push + STOP_S,
+                    f"history: {len(spans)} boot(s), start → cache seeded + push + {STOP_S:.0f} s stop")
 
 
 def expected_duration(lane: str, profile: str, instance_type: str | None,

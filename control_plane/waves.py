@@ -18,6 +18,10 @@ state and no polling. Each call:
    execution fails with (a stop that failed first: ``Instance.StopFailed``, so ``on_execution_status`` stops
    the box).
 
+What it answers crosses Step Functions (256 KiB a state): every text it echoes is bounded — a box's failure
+:data:`CAUSE_LIMIT`, a recorded lane's reason and each reason of the outcome :data:`REASON_LIMIT` (the whole text is
+in the lane's record); ``tests/unit/test_asl_payload_bounds.py`` holds the worst case.
+
 Pure over a :class:`analytics.store.ResultStore` (S3 in the Lambda, a directory in tests).
 """
 from __future__ import annotations
@@ -32,7 +36,10 @@ from pipeline.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
 STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
 RUN_FAILED_ERROR = "Run.Failed"
 SEGMENT_STATUSES = ("completed", "gate_failed", "failed", "stop_failed")
-CAUSE_LIMIT = 2000
+CAUSE_LIMIT = 1000  # a box's failure, as the answer and the next call carry it
+STOP_FAILED_LIMIT = 200  # a failed stop's mark (its whole text is the box's failure)
+REASON_LIMIT = 300  # a recorded lane's reason, and each reason of the outcome (the record has the whole text)
+NO_CAUSE = "its cause is not in the state: see the execution history"
 
 
 class ScheduleInputError(ValueError):
@@ -45,8 +52,16 @@ def nodes_from_json(items: Sequence[Mapping[str, Any]]) -> list[Node]:
 
 
 def _short(text: str, limit: int = CAUSE_LIMIT) -> str:
-    text = " ".join(str(text or "").split())
+    """One line of at most ``limit`` printable characters (a control character would cost 6 bytes in JSON)."""
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in str(text or "")).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bounded_outcome(out: dict[str, Any]) -> dict[str, Any]:
+    """The outcome as it crosses Step Functions: each lane's reason shortened (a failed lane's reason is its
+    verbatim error, as long as the lane made it)."""
+    reasons = out.get("reasons") or {}
+    return {**out, "reasons": {lane: _short(str(r), REASON_LIMIT) for lane, r in reasons.items()}}
 
 
 def _box_error(result: Mapping[str, Any]) -> str:
@@ -96,7 +111,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
         if status == "failed":
             box_failures.setdefault(role, _box_error(res))
         elif status == "stop_failed":
-            stop_failed.setdefault(role, _box_error(res))
+            stop_failed.setdefault(role, _short(_box_error(res), STOP_FAILED_LIMIT))
             box_failures.setdefault(role, _box_error(res))
         elif status == "gate_failed":
             ended_by_gate[role] = _short(str(res.get("cause") or "the gate failed"))
@@ -111,7 +126,8 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     def block(node: Node, by: str, reason: str) -> None:
         attempt = commit_blocked_record(store, run_id, node.result_lane, by, reason, {"box_role": node.box})
         statuses[node.result_lane] = LaneStatus("blocked", attempt, reason, by)
-        recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by, "reason": reason})
+        recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by,
+                         "reason": _short(reason, REASON_LIMIT)})
 
     # 1-2. what the last wave left without a record
     ran = {str(step["result_lane"]) for w in waves[:next_wave] for seg in w["segments"] for step in seg["lanes"]}
@@ -121,13 +137,14 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
         node = by_name.get(name) or Node(name.split("@", 1)[0], "", name, 0)
         if name in lane_failures:
             error, cause = lane_failures[name]
-            statuses[name] = commit_failed(store, run_id, name, error, cause, node.box or None)
-            recorded.append({"lane": name, "status": "failed", "reason": f"{error}: {_short(cause, 300)}"})
+            statuses[name] = commit_failed(store, run_id, name, error, cause or NO_CAUSE, node.box or None)
+            recorded.append({"lane": name, "status": "failed",
+                             "reason": _short(f"{error}: {cause or NO_CAUSE}", REASON_LIMIT)})
         elif node.box in box_failures:
             block(node, BOX_PREFIX + node.box, f"box {node.box} failed: {box_failures[node.box]}")
         elif node.gate and node.box in ended_by_gate:  # the gate's command died before it committed
             statuses[name] = commit_failed(store, run_id, name, "Gate.Failed", ended_by_gate[node.box], node.box)
-            recorded.append({"lane": name, "status": "failed", "reason": ended_by_gate[node.box]})
+            recorded.append({"lane": name, "status": "failed", "reason": _short(ended_by_gate[node.box], REASON_LIMIT)})
         else:
             why = blocked_reason(node, statuses)
             if why is not None:
@@ -164,19 +181,21 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     if segments:
         return {**base, "done": False, "wave": wave - 1, "segments": segments}
     result = outcome(nodes, statuses, box_failures)
-    out = result.to_json()
+    out = _bounded_outcome(result.to_json())
     if stop_failed:
         # the stop's message first (it names the instance), then the same JSON a failed run's cause carries
         role = sorted(stop_failed)[0]
-        failure = {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": stop_failed[role],
-                                                                    "box_failures": box_failures, "outcome": out})}
+        failure = {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": box_failures.get(role, stop_failed[role]),
+                                                                    "box_failures": box_failures, "outcome": out},
+                                                                   ensure_ascii=False)}
     elif result.status == "failed":
         error = RUN_FAILED_ERROR
         first_box = sorted(box_failures)[0] if box_failures else None
         if first_box and not any(by_name[f].gate for f in result.failed if f in by_name):
             error = box_failures[first_box].split(":", 1)[0] or RUN_FAILED_ERROR
+        # not ASCII-escaped: Step Functions counts a cause's characters (32,768 at most), not its escapes
         failure = {"Error": error, "Cause": json.dumps({"why": result.why, "box_failures": box_failures,
-                                                        "outcome": out})}
+                                                        "outcome": out}, ensure_ascii=False)}
     else:
         failure = {"Error": "", "Cause": ""}
     return {**base, "done": True, "outcome": out, "failure": failure, "boxes": list(payload.get("boxes") or [])}

@@ -3,9 +3,11 @@
 ``cdk.json`` points the CDK CLI here too (``cdk deploy`` runs this module). Run directly, the app
 reads ``cdk.json``'s context itself (the CLI passes it through ``CDK_CONTEXT_JSON``); ``--setting``
 overrides one ``neuronpipe`` setting (value parsed as JSON when it is JSON). Nothing is looked up:
-AZs and sizes come from :mod:`infra.config`, the AMIs from public SSM parameters resolved at deploy.
+AZs and sizes come from :mod:`infra.config`, the AMIs are pins or public SSM parameters EC2 resolves at a box's launch.
 The Lambda layer must be built first (``make lambda-deps``): without it synth fails, unless
-``require_lambda_deps`` is false (offline synth and tests; such templates must not be deployed).
+``require_lambda_deps`` is false (offline synth and tests; such templates must not be deployed). The same
+deploy path refuses a deployment whose budget alerts would reach nobody: ``budget_alert_email`` must be an
+address, or ``"none"`` to opt out on purpose (recorded in the template).
 The AwsSolutions cdk-nag pack runs on every synth; an unacknowledged finding fails it (exit status 1,
 report in the outdir).
 """
@@ -29,8 +31,8 @@ import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
-from infra.config import (CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,  # noqa: E402
-                          STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings, SettingsError)
+from infra.config import (BUDGET_EMAIL_OPT_OUT, CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE,  # noqa: E402
+                          STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings, SettingsError)
 from infra.stacks.base import BaseStack  # noqa: E402
 from infra.stacks.box import BoxStack  # noqa: E402
 from infra.stacks.control import ControlPlaneStack  # noqa: E402
@@ -85,6 +87,8 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
         if settings.require_lambda_deps:
             raise LambdaLayerMissingError(deps_dir)
         deps_dir = None
+    if settings.require_lambda_deps and settings.budget_alert_email is None:
+        raise BudgetSubscriberMissingError()
     harness_dir = stage_harness(_staging_dir("harness"), sha=harness_sha)
     code_dir = stage_lambda_code(_staging_dir("lambda"))
 
@@ -109,6 +113,15 @@ class LambdaLayerMissingError(BundlingError):
     def __init__(self, deps_dir: Path):
         super().__init__(f"Lambda dependency layer missing at {deps_dir}: run `make lambda-deps` before synth/deploy "
                          "(offline synth only: setting require_lambda_deps=false)")
+
+
+class BudgetSubscriberMissingError(SettingsError):
+    """Deploy path without ``budget_alert_email``: the budget's SNS topic has no subscriber, alerts reach nobody."""
+
+    def __init__(self) -> None:
+        super().__init__("budget alerts would reach nobody: set cdk.json context.neuronpipe.budget_alert_email to "
+                         f"the address that gets them (or \"{BUDGET_EMAIL_OPT_OUT}\" to deploy without one, on "
+                         "purpose; recorded in the template)")
 
 
 def parse_settings(pairs: list[str]) -> dict[str, Any]:

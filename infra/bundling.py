@@ -13,7 +13,8 @@ Three things are packaged:
   a deploy without it would leave every handler failing at import); only offline synth and tests
   set it to false, and then the templates carry a warning and must not be deployed.
 * **The harness** (:func:`stage_harness`): the same packages plus ``pyproject.toml``, the box-side
-  pins and the git sha, zipped by CDK and installed on the boxes by ``neuronpipe-sync``.
+  pins, the git sha and the box scripts under ``box/`` (:mod:`infra.user_data`), zipped by CDK and
+  installed on the boxes by ``neuronpipe-sync``, which also reinstalls the box scripts from it.
 
 matplotlib/numpy are deliberately not in the Lambda layer (they do not fit beside pyarrow and
 duckdb): ``finalize_run`` writes REPORT.md and comparison.json; plots come from ``neuronpipe report``.
@@ -76,11 +77,14 @@ def git_sha(root: Path = ROOT) -> str:
 
 
 def stage_harness(dest: Path, root: Path = ROOT, sha: str | None = None) -> Path:
-    """The harness as installed on a box: packages, pyproject, README, box pins, HARNESS_SHA."""
+    """The harness as installed on a box: packages, pyproject, README, box pins, box scripts, HARNESS_SHA."""
+    from infra.user_data import stage_box_scripts
+
     stage_packages(dest, FIRST_PARTY, root)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(root / name, dest / name)
     shutil.copy2(BOX_REQUIREMENTS, dest / "box-requirements.txt")
+    stage_box_scripts(dest)
     (dest / "HARNESS_SHA").write_text((sha or git_sha(root)) + "\n")
     return dest
 

@@ -5,13 +5,21 @@ Nothing here is looked up at synth time. Settings come from ``cdk.json`` context
 name=value`` or by editing ``cdk.json``), validated by :class:`DeploymentSettings`; an unknown or bad
 setting fails with its name.
 
-AMIs (:func:`ami_source`): each box resolves the Neuron DLAMI at DEPLOY time from AWS's public SSM
-parameter (a template parameter of type ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``; no
-lookup at synth). The parameter paths are the ones the Neuron DLAMI user guide lists ("Using SSM
-parameters to find DLAMI id", awsdocs-neuron.readthedocs-hosted.com/en/latest/dlami, table "SSM
-Parameter Prefix", ``<prefix>/latest/image_id``). An explicit pin (``trainium_ami_id`` /
-``inferentia_ami_id``) overrides the parameter; inf2 in us-west-2 is pinned by default to the vLLM
-0.16 DLAMI, because the newer vLLM line cannot serve inf2 (RULES.md 2: stock stack, recorded).
+AMIs (:func:`ami_source`): the image id is fixed when the box is CREATED, never on a later deploy.
+Either a pinned id (``trainium_ami_id`` / ``inferentia_ami_id`` in cdk.json; inf2 in us-west-2 is
+pinned by default to the vLLM 0.16 DLAMI, the newer vLLM line cannot serve inf2), or an EC2
+``resolve:ssm:<parameter>`` image id, which EC2 resolves when it LAUNCHES the instance. The template
+holds that string as a literal: CloudFormation has nothing to re-resolve on a stack update, so a DLAMI
+AWS publishes later cannot replace the termination-protected box and its retained compile-cache volume
+(an ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>`` template parameter, what this module used
+before, is re-resolved on every update: CDK documents the same for ``GenericSSMParameterImage``).
+The default trn1 parameter names the framework line the lanes are built for: the "Deep Learning AMI
+Neuron PyTorch 2.9 (Ubuntu 24.04)" DLAMI (training venv ``/opt/aws_neuronx_venv_pytorch_2_9``, as the
+predecessor's box listed it beside ``..._nxd_inference``; ``..._nxd_training`` where a release names it so;
+torch-neuronx 2.9, Neuron SDK 2.27 era). AWS publishes Neuron DLAMI parameters per DLAMI type and
+framework version only (Neuron DLAMI user guide, "SSM Parameter Prefix"; no parameter per SDK
+release), so for an exact image pin the id (``trainium_ami_id``) or a parameter version
+(``<name>:<version>``); a newer stack arrives as a deliberate change of these settings (RULES.md 2).
 """
 from __future__ import annotations
 
@@ -37,17 +45,28 @@ STACK_NAMES = (STACK_BASE, STACK_TRAINIUM, STACK_INFERENTIA, STACK_CONTROL_PLANE
 
 RESULTS_PREFIX = "results"  # the store root: s3://<bucket>/results (ARCHITECTURE.md "Results")
 ADAPTERS_PREFIX = "adapters/"  # an object created here starts a finetune_serve run
+NEURON_CACHE_PREFIX = "neuron-cache/"  # shared compile cache: neuron-cache/<compiler version>/..., append-only
+# Keys the bucket policy keeps append-only (a PUT without If-None-Match is refused): the store's committed data
+# (analytics.store: v1/ rows and commit markers, models/, its compile cache neuron-cache/) and the bucket-level
+# compile cache. Not results/logs/: the SSM agent writes command output there, without If-None-Match.
+APPEND_ONLY_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/*", f"{RESULTS_PREFIX}/models/*",
+                            f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*", f"{NEURON_CACHE_PREFIX}*")
 REPORTS_PREFIX = "reports/"  # finalize_run writes REPORT.md + comparison.json here
 
-# Public SSM parameters of the Neuron DLAMIs (Neuron DLAMI user guide, "SSM Parameter Prefix").
-# trn1: the multi-framework DLAMI (Ubuntu 22.04), whose PyTorch NxD Training venv carries
-# torch-neuronx and neuronx-distributed (BoxSpec.dlami_venv_glob finds it).
-TRAINIUM_DLAMI_SSM_PARAMETER = "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"
+# Public SSM parameters of the Neuron DLAMIs (Neuron DLAMI user guide, "SSM Parameter Prefix"), resolved by EC2 at
+# instance launch (``resolve:ssm:``), never per deploy.
+# trn1: the PyTorch 2.9 DLAMI (Ubuntu 24.04): torch-neuronx 2.9 in its NxD Training venv, the lanes' training stack
+# (BoxSpec.dlami_venv_glob finds it). Not the multi-framework ".../multi-framework/ubuntu-22.04/latest" line this
+# project used before: that one moves with every SDK release and, on Ubuntu 22.04, carries PyTorch 2.8 only.
+TRAINIUM_DLAMI_SSM_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
 # inf2 outside the pinned regions: the single-framework "PyTorch Inference vLLM" DLAMI (Ubuntu 24.04),
 # venv /opt/aws_neuronx_venv_pytorch_inference_vllm. Its vLLM line must be checked for inf2 before use.
 INFERENTIA_DLAMI_SSM_PARAMETER = "/aws/service/neuron/dlami/pytorch-inference-vllm/ubuntu-24.04/latest/image_id"
+# EC2's launch-time form of an image id: resolve:ssm:<parameter name>[:<parameter version>]
+RESOLVE_SSM_PREFIX = "resolve:ssm:"
+BUDGET_EMAIL_OPT_OUT = "none"  # budget_alert_email "none": deploy without an e-mail subscriber, on purpose
 AMI_ID_PATTERN = r"^ami-[0-9a-f]{8,17}$"
-SSM_PARAMETER_PATTERN = r"^/[A-Za-z0-9_.\-/]+$"
+SSM_PARAMETER_PATTERN = r"^/[A-Za-z0-9_.\-/]+(:[0-9]+)?$"  # optional :<version>
 
 
 @dataclass(frozen=True)
@@ -75,11 +94,11 @@ INFERENTIA_PINNED_AMIS: dict[str, AmiPin] = {
 
 @dataclass(frozen=True)
 class AmiSource:
-    """Where a box's image comes from: a pinned id, or a public SSM parameter resolved at deploy."""
+    """Where a box's image comes from: a pinned id, or a public SSM parameter EC2 resolves at instance launch."""
 
     role: BoxRole
     ami_id: str | None  # set: the pin (from cdk.json or the default inf2 pin)
-    ssm_parameter: str | None  # set: resolved by CloudFormation at deploy time
+    ssm_parameter: str | None  # set: resolved by EC2 when it launches the instance (resolve:ssm:), once
     why: str
 
     @property
@@ -87,12 +106,19 @@ class AmiSource:
         return self.ami_id is not None
 
     @property
+    def image_id(self) -> str:
+        """What the instance's ImageId holds in the template: the pin, or ``resolve:ssm:<parameter>``."""
+        return self.ami_id or f"{RESOLVE_SSM_PREFIX}{self.ssm_parameter}"
+
+    @property
     def check(self) -> str:
         """The command a user runs before deploying, to see which image the box will get."""
         if self.ami_id:
             return (f"aws ec2 describe-images --image-ids {self.ami_id} --query 'Images[0].[Name,State]' "
                     "--output text")
-        return f"aws ssm get-parameter --name {self.ssm_parameter} --query Parameter.Value --output text"
+        name, _, version = str(self.ssm_parameter).partition(":")
+        return (f"aws ssm get-parameter --name {name}{':' + version if version else ''} --query Parameter.Value "
+                "--output text")
 
 
 class SettingsError(ValueError):
@@ -141,7 +167,10 @@ class DeploymentSettings(BaseModel):
                            "ENDPOINTS_REFUSED); nat_and_endpoints: NAT plus interface endpoints "
                            "(~$7.3/month each per AZ) so AWS API traffic stays off the NAT")
     monthly_budget_usd: float = Field(300.0, gt=0, description="AWS Budgets monthly cost limit")
-    budget_alert_email: str | None = Field(None, description="optional e-mail subscribed to the budget topic")
+    budget_alert_email: str | None = Field(
+        None, pattern=r"^(none|[^@\s]+@[^@\s]+\.[^@\s]+)$",
+        description="e-mail subscribed to the budget alerts; required to deploy (synth with require_lambda_deps "
+                    "refuses without it); \"none\" opts out on purpose (recorded in the template)")
     budget_alert_thresholds_pct: tuple[float, ...] = Field((50.0, 80.0, 100.0), description="actual-cost alerts")
     noncurrent_version_days: int = Field(90, ge=1, description="expire non-current object versions after N days")
     trainium_instance_type: str = "trn1.2xlarge"
@@ -166,13 +195,17 @@ class DeploymentSettings(BaseModel):
     max_cost_usd_ceiling: float = Field(50.0, gt=0, description="upper bound of a run's max_cost_usd; a request "
                                         "may lower it, never raise it (Lambda env NEURONPIPE_MAX_COST_USD_CEILING)")
     trainium_ami_id: str | None = Field(None, pattern=AMI_ID_PATTERN, description="pin the trn1 image (default: "
-                                        "the public SSM parameter trainium_ami_parameter, resolved at deploy)")
+                                        "trainium_ami_parameter, resolved by EC2 once, at the box's launch)")
     inferentia_ami_id: str | None = Field(None, pattern=AMI_ID_PATTERN, description="pin the inf2 image (default: "
                                           "the vLLM 0.16 pin in us-west-2, else inferentia_ami_parameter)")
     trainium_ami_parameter: str = Field(TRAINIUM_DLAMI_SSM_PARAMETER, pattern=SSM_PARAMETER_PATTERN,
-                                        description="public SSM parameter holding the trn1 DLAMI id")
+                                        description="public SSM parameter holding the trn1 DLAMI id "
+                                        "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
+                                        "instance launch")
     inferentia_ami_parameter: str = Field(INFERENTIA_DLAMI_SSM_PARAMETER, pattern=SSM_PARAMETER_PATTERN,
-                                          description="public SSM parameter holding the inf2 DLAMI id")
+                                          description="public SSM parameter holding the inf2 DLAMI id "
+                                          "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
+                                          "instance launch")
     existing_results_bucket: bool = Field(False, description="true: import the results bucket by name (it is "
                                           "RETAINed by `cdk destroy`) instead of creating it; set it to re-deploy")
     dataset_uri: str | None = Field(None, pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+$",
@@ -222,13 +255,18 @@ class DeploymentSettings(BaseModel):
         if role == "trn1":
             return BoxSpec("trn1", STACK_TRAINIUM, self.trainium_instance_type, self.trainium_root_gib,
                            self.trainium_compile_cache_gib, 0, self.trainium_nvme_swap_gib,
-                           "/opt/aws_neuronx_venv_pytorch_*_nxd_training")
+                           "/opt/aws_neuronx_venv_pytorch_2_9?(_nxd_training)")
         return BoxSpec("inf2", STACK_INFERENTIA, self.inferentia_instance_type, self.inferentia_root_gib,
                        self.inferentia_compile_cache_gib, self.inferentia_ebs_swap_gib, 0,
                        "/opt/aws_neuronx_venv_pytorch_*_vllm*")
 
     def az_of(self, role: BoxRole) -> str:
         return self.trainium_az if role == "trn1" else self.inferentia_az
+
+    @property
+    def nat_az(self) -> str:
+        """Where the one NAT gateway goes: the boxes' AZ (trn1's when they differ), so their egress stays in-zone."""
+        return self.trainium_az
 
     @property
     def lease_table(self) -> str:
@@ -258,12 +296,12 @@ def ami_source(role: BoxRole, settings: DeploymentSettings) -> AmiSource:
         if settings.trainium_ami_id:
             return AmiSource(role, settings.trainium_ami_id, None, "pinned by cdk.json trainium_ami_id")
         return AmiSource(role, None, settings.trainium_ami_parameter,
-                         "Neuron multi-framework DLAMI, resolved from its public SSM parameter at deploy")
+                         "Neuron PyTorch 2.9 DLAMI: public SSM parameter, resolved by EC2 at the box's launch")
     if settings.inferentia_ami_id:
         return AmiSource(role, settings.inferentia_ami_id, None, "pinned by cdk.json inferentia_ami_id")
     pin = INFERENTIA_PINNED_AMIS.get(settings.region)
     if pin is not None:
         return AmiSource(role, pin.ami_id, None, f"{pin.name}: the image vLLM serves inf2 from in this project")
     return AmiSource(role, None, settings.inferentia_ami_parameter,
-                     "Neuron vLLM DLAMI, resolved from its public SSM parameter at deploy; its vLLM line is "
-                     "not verified on inf2 in this project (pin inferentia_ami_id once one has served)")
+                     "Neuron vLLM DLAMI: public SSM parameter, resolved by EC2 at the box's launch; its vLLM line "
+                     "is not verified on inf2 in this project (pin inferentia_ami_id once one has served)")

@@ -71,6 +71,10 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("provenance", "agents.lanes.provenance", _BOTH, 10,
              "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120, stall_s=300,
              config=f"{_CONFIGS}.provenance:Config"),
+    LaneSpec("preflight", "agents.lanes.preflight", _BOTH, 15,
+             "the box's environment checked before compute is spent: venvs and pinned versions, CLIs on the lanes' "
+             "PATH, NeuronCores free, compile cache writable with room, hub token and licence, dataset, clock",
+             600, 120, stall_s=300, gate=True, config=f"{_CONFIGS}.preflight:Config"),
     LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
              "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600,
              config=f"{_CONFIGS}.host_cpu:Config"),
@@ -169,6 +173,15 @@ def result_lane(name: str, box_role: str) -> str:
     return name
 
 
+BOOT_RECORD_PREFIX = "boot@"
+
+
+def boot_record_lane(box_role: str, segment: int) -> str:
+    """The store "lane" a segment's boot record (``box_boots``, written by ``agents cache push``) commits under:
+    ``boot@inf2.w1``. Not a lane of the catalogue: nothing runs it, the planner never skips or waits for it."""
+    return f"{BOOT_RECORD_PREFIX}{box_role}.w{segment}"
+
+
 def base_lane(result_name: str) -> str:
     """Inverse of :func:`result_lane`: ``provenance@inf2`` -> ``provenance``."""
     return result_name.split("@", 1)[0]
@@ -184,8 +197,8 @@ def plan_order(names: list[str] | None = None) -> list[LaneSpec]:
 # What a request's ``preset`` runs (None: every lane of the catalogue).
 PRESETS: dict[str, tuple[str, ...] | None] = {
     "full": None,
-    "smoke": ("provenance", "host_cpu", "smoke"),
-    "finetune_serve": ("provenance", "finetune_serve"),
+    "smoke": ("provenance", "preflight", "host_cpu", "smoke"),
+    "finetune_serve": ("provenance", "preflight", "finetune_serve"),
 }
 
 

@@ -135,6 +135,7 @@ class Box:
     extra_env: dict[str, str] = field(default_factory=dict)
     imds: Imds | None = None
     boots: int = 0
+    fake_dlami: bool = True  # lay down rehearsal.dlami's fake Neuron DLAMI under the root (found by the per-boot setup)
 
     @property
     def instance_id(self) -> str:
@@ -148,7 +149,7 @@ class Box:
         return self.credentials_for()
 
     def prepare(self, python: str | None = None) -> "Box":
-        """Sandbox dirs, the harness venv (with the path line), the ``aws`` CLI, the IMDS."""
+        """Sandbox dirs, the harness venv (with the path line), the ``aws`` CLI, the fake DLAMI, the IMDS."""
         for d in ("etc", "opt", "run", "tmp", "root", "usr/local/bin", "var/lib/cloud/scripts/per-boot",
                   "var/log", "var/cache"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
@@ -166,6 +167,10 @@ class Box:
         aws.write_text(f"#!{self.venv / 'bin' / 'python'}\nimport sys\nfrom awscli.clidriver import main\n"
                        "sys.exit(main())\n")
         aws.chmod(0o755)
+        if self.fake_dlami:  # the DLAMI's venvs and CLIs as files: the preflight gate checks them for real
+            from rehearsal.dlami import build_dlami
+
+            build_dlami(self.root, self.identity.box_role, self.identity.instance_type)
         if self.imds is None:
             self.imds = Imds(self.identity, self.credentials_for)
         return self

@@ -6,7 +6,8 @@ CloudFormation would (:mod:`rehearsal.cfn`). What is created: the S3 buckets (ve
 notifications as declared), the CDK bootstrap bucket with every file asset published as ``cdk deploy`` would
 (directories zipped; the harness zip is the one the boxes install), the SSM parameters, the DynamoDB tables, the
 log groups, the EBS volumes, the instances (from a stub image registered in moto, with the template's tags,
-type, AZ and user data), the state machine and the Lambda functions (their code is the synthesized asset
+type, AZ and user data; an ImageId ``resolve:ssm:<parameter>``, which EC2 resolves at launch and moto does not,
+launches the stub too), the state machine and the Lambda functions (their code is the synthesized asset
 directory). Network plumbing (VPC, subnets, endpoints, NAT), budgets, SNS and custom resources get placeholder
 physical ids: the run does not touch them.
 """
@@ -30,6 +31,7 @@ PLACEHOLDER_PREFIX = {"AWS::EC2::VPC": "vpc", "AWS::EC2::Subnet": "subnet", "AWS
                       "AWS::EC2::RouteTable": "rtb", "AWS::EC2::InternetGateway": "igw", "AWS::EC2::NatGateway": "nat",
                       "AWS::EC2::EIP": "eipalloc", "AWS::EC2::VPCEndpoint": "vpce", "AWS::EC2::FlowLog": "fl"}
 STUB_AMI_NAME = "neuronpipe-rehearsal-dlami-stub"
+RESOLVE_SSM = "resolve:ssm:"  # EC2's launch-time image id (infra.config.RESOLVE_SSM_PREFIX)
 
 
 class DeployError(RuntimeError):
@@ -182,7 +184,7 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
                                                 VolumeType=props.get("VolumeType", "gp3"))
         resolver.set_physical_id(stack, lid, vol["VolumeId"])
     for lid in tpl.of_type("AWS::EC2::Instance"):
-        _create_instance(world, tpl, lid, resolver, dep)
+        _create_instance(world, tpl, lid, resolver, dep, ami_id)
     for lid in tpl.of_type("AWS::SSM::Parameter"):
         props = resolver.properties(stack, lid)
         ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"),
@@ -213,7 +215,8 @@ def _role_logical_id(tpl: Template, res_props: dict[str, Any], key: str) -> str:
     raise DeployError(f"{tpl.stack_name}: {key} is not a role of this template: {ref!r}")
 
 
-def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment) -> None:
+def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment,
+                     stub_ami: str) -> None:
     stack = tpl.stack_name
     props = resolver.properties(stack, lid)
     tags = [{"Key": t["Key"], "Value": str(t["Value"])} for t in props.get("Tags", [])]
@@ -223,8 +226,11 @@ def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolv
     user_data = base64.b64decode(props.get("UserData", "")).decode() if props.get("UserData") else ""
     profile_lid = tpl.resources[lid].properties["IamInstanceProfile"]["Ref"]
     role_lid = tpl.resources[profile_lid].properties["Roles"][0]["Ref"]
+    image_id = str(props["ImageId"])
+    if image_id.startswith(RESOLVE_SSM):  # EC2 resolves the public DLAMI parameter at launch: here, the stub
+        image_id = stub_ami
     out = world.client("ec2").run_instances(
-        ImageId=props["ImageId"], InstanceType=props["InstanceType"], MinCount=1, MaxCount=1,
+        ImageId=image_id, InstanceType=props["InstanceType"], MinCount=1, MaxCount=1,
         Placement={"AvailabilityZone": props["AvailabilityZone"]},
         DisableApiTermination=bool(props.get("DisableApiTermination", False)),
         InstanceInitiatedShutdownBehavior=props.get("InstanceInitiatedShutdownBehavior", "stop"),
@@ -234,7 +240,7 @@ def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolv
     iid = out["Instances"][0]["InstanceId"]
     resolver.set_physical_id(stack, lid, iid)
     dep.instances[role] = InstanceRecord(stack, lid, iid, role, props["InstanceType"], props["AvailabilityZone"],
-                                         props["ImageId"], resolver.physical_id(stack, role_lid), role_lid, user_data)
+                                         image_id, resolver.physical_id(stack, role_lid), role_lid, user_data)
 
 
 def _create_state_machine(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment) -> None:

@@ -11,7 +11,11 @@ and invocation records, and each change is published as the two events AWS sends
 ("EC2 Command Status-change Notification", "EC2 Command Invocation Status-change Notification").
 
 A command to an instance whose agent has not registered (stopped, pending, still booting) is refused the way
-SSM refuses it (``InvalidInstanceId``); stopping an instance kills the command running on it. A reboot
+SSM refuses it (``InvalidInstanceId``); stopping an instance kills the command running on it. A command accepted
+but not started yet when its box stopped stays Pending and runs if the agent registers again before the command's
+``TimeoutSeconds`` (SendCommand's delivery timeout: "if this time is reached and the command hasn't already started
+running, it won't run") has passed since it was sent; past it, it never runs and ends ``TimedOut``
+(``DeliveryTimedOut``). A reboot
 (:meth:`SsmAgents.reboot`) kills it too, but the agent runs it again from the start once it has registered
 after the boot (the real agent resumes in-progress documents after a restart: ``RunPlugins`` re-executes
 an ``InProgress`` plugin), the invocation staying ``InProgress`` meanwhile.
@@ -39,6 +43,7 @@ OUTPUT_CONTENT_LIMIT = 24000  # GetCommandInvocation returns at most this many c
 COMMAND_DETAIL_TYPE = "EC2 Command Status-change Notification"
 INVOCATION_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
 TERMINAL = ("Success", "Failed", "TimedOut", "Cancelled")
+DELIVERY_TIMED_OUT = "DeliveryTimedOut"  # StatusDetails of a command that was not started within its TimeoutSeconds
 REBOOTED = "instance rebooted"
 
 
@@ -202,14 +207,22 @@ class SsmAgents:
         with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
             # Registration is checked and the process recorded in one step, so a stop either comes first (the
             # command never starts) or finds the process to kill: nothing runs on a box that has stopped.
-            with self._lock:
-                if host.instance_id not in self._registered:  # stopped between send and pick-up
-                    proc = None
-                else:
-                    proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                            start_new_session=True)
-                    self._procs[host.instance_id] = proc
+            # A command not started yet waits for the agent (a box stopped between send and pick-up) until its
+            # delivery timeout; one run again after a reboot had started (no delivery timeout).
+            proc = None
+            while proc is None:
+                if run.started is None and not self._wait_for_delivery(host, command, run):
+                    return
+                with self._lock:
+                    if host.instance_id in self._registered:
+                        proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
+                                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                                start_new_session=True)
+                        self._procs[host.instance_id] = proc
+                if proc is None and (self._closed.is_set() or run.started is not None):
+                    break
+                if proc is None:
+                    time.sleep(0.1)  # stopped again meanwhile: back to waiting
             if proc is None:
                 run.stderr = f"instance is not running (agent journal: {self.journal[-4:]})"
                 self._finish(command, run, "Failed", -1)
@@ -241,6 +254,19 @@ class SsmAgents:
         else:
             self._finish(command, run, "Success" if rc == 0 else "Failed", rc)
 
+    def _wait_for_delivery(self, host: AgentHost, command: Any, run: CommandRun) -> bool:
+        """A command not started yet waits for its box's agent until its delivery timeout (TimeoutSeconds after it
+        was sent); False (and the invocation ended) when it may never run."""
+        while not self._closed.is_set():
+            if _delivery_expired(command):
+                run.stderr = f"not started within its TimeoutSeconds ({command.timeout_seconds} s): it never runs"
+                self._finish(command, run, "TimedOut", -1, details=DELIVERY_TIMED_OUT)
+                return False
+            if self.is_registered(host.instance_id):
+                return True
+            time.sleep(0.1)
+        return True  # the rehearsal ends: the registration check below fails the command
+
     def _upload(self, host: AgentHost, command: Any, run: CommandRun) -> None:
         bucket = command.output_s3_bucket_name
         if not bucket:
@@ -256,10 +282,10 @@ class SsmAgents:
     def _invocation(self, command: Any, instance_id: str) -> dict[str, Any]:
         return next(i for i in command.invocations if i["InstanceId"] == instance_id)
 
-    def _set(self, command: Any, run: CommandRun, status: str, rc: int) -> None:
+    def _set(self, command: Any, run: CommandRun, status: str, rc: int, details: str | None = None) -> None:
         inv = self._invocation(command, run.instance_id)
-        details = {"Success": "Success", "Failed": "Failed", "TimedOut": "ExecutionTimedOut",
-                   "InProgress": "InProgress", "Pending": "Pending"}.get(status, status)
+        details = details or {"Success": "Success", "Failed": "Failed", "TimedOut": "ExecutionTimedOut",
+                              "InProgress": "InProgress", "Pending": "Pending"}.get(status, status)
         inv.update({"Status": status, "StatusDetails": details, "ResponseCode": rc,
                     "StandardOutputContent": run.stdout[:OUTPUT_CONTENT_LIMIT],
                     "StandardErrorContent": run.stderr[:OUTPUT_CONTENT_LIMIT]})
@@ -286,9 +312,9 @@ class SsmAgents:
         if command.status != previous:
             self._publish(command, None, command.status)
 
-    def _finish(self, command: Any, run: CommandRun, status: str, rc: int) -> None:
+    def _finish(self, command: Any, run: CommandRun, status: str, rc: int, details: str | None = None) -> None:
         run.status, run.response_code, run.ended = status, rc, time.time()
-        self._set(command, run, status, rc)
+        self._set(command, run, status, rc, details)
 
     def _publish(self, command: Any, instance_id: str | None, status: str) -> None:
         now = datetime.now(timezone.utc)
@@ -310,6 +336,13 @@ class SsmAgents:
         self.publish({"version": "0", "id": str(uuid.uuid4()), "detail-type": detail_type, "source": "aws.ssm",
                       "account": ACCOUNT_ID, "time": _event_time(now), "region": self.region,
                       "resources": resources, "detail": detail})
+
+
+def _delivery_expired(command: Any) -> bool:
+    """SendCommand's TimeoutSeconds has passed since the command was sent (moto keeps both)."""
+    sent = command.requested_date_time
+    sent = sent.replace(tzinfo=timezone.utc) if sent.tzinfo is None else sent
+    return (datetime.now(timezone.utc) - sent).total_seconds() > float(command.timeout_seconds or 3600)
 
 
 def _execution_timeout(parameters: dict[str, Any]) -> float:

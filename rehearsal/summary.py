@@ -10,6 +10,8 @@ def states_entered(history: list[dict[str, Any]]) -> Counter:
     return Counter(e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered"))
 
 
+# a segment's own commands (their Comment's second word), not lanes: neuronpipe sync-harness|cache-push <run>
+SEGMENT_COMMANDS = ("sync-harness", "cache-push")
 MAP_ENDS = ("MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted", "MapStateSucceeded",
             "MapStateFailed", "MapStateAborted", "MapStateExited")
 
@@ -73,7 +75,8 @@ def lane_intervals(history: list[dict[str, Any]], role_of: dict[str, str]) -> di
             params = json.loads(d.get("parameters") or "{}")
             words = str(params.get("Comment") or "").split()
             ids = params.get("InstanceIds") or []
-            if d.get("resource", "").startswith("sendCommand") and len(words) > 1 and words[1] != "sync-harness":
+            lane_command = len(words) > 1 and words[1] not in SEGMENT_COMMANDS
+            if d.get("resource", "").startswith("sendCommand") and lane_command:
                 key = f"{role_of.get(ids[0], ids[0]) if ids else '?'}:{words[1]}"
                 opened[e["id"]] = key
                 out[key] = (e.get("timestamp"), None)

@@ -9,13 +9,16 @@ Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler'
     Init ─► ScheduleWave (Lambda schedule_wave: fold the last wave's segment results, record the lanes
             │              that cannot run as skipped, return the next wave's segments, or the outcome)
             ├─ more ─► Segments (Map over the wave's segments, MaxConcurrency 0: both boxes at once)
-            │            StartInstance ─► SyncHarness ─► Lanes (Map, one lane at a time:
+            │            MarkStart ($$.State.EnteredTime) ─► StartInstance ─► SyncHarness (exports the
+            │              start's time to the box) ─► Lanes (Map, one lane at a time:
             │              RunLane = ssm:sendCommand .waitForTaskToken; a lane's own failure
             │              (Lane.* / Command.*) is recorded and the next lane runs; a gate's
-            │              failure or an infra failure ends the segment) ─► StopInstance
+            │              failure or an infra failure ends the segment) ─► PushCompileCache
+            │              (agents cache push; any error ─► $.cache_push_error) ─► StopInstance
             │              ─► ReleaseLease (the box's last segment) ─► SegmentCompleted
             │            every failure ─► StopInstanceAfterFailure ─► ReleaseLeaseAfterFailure
-            │              ─► SegmentGateFailed | SegmentFailed   (a segment never fails the Map)
+            │              ─► SegmentGateFailed | SegmentFailed | SegmentFailedCauseInHistory
+            │              (a segment never fails the Map)
             │          ─► ScheduleWave
             └─ done ─► Outcome ─► ReleaseLeases (every box still leased) ─► FinalizeRun (report)
                        ─► RunSucceeded / RunPartiallySucceeded event ─► Succeed (output $.outcome)
@@ -38,16 +41,32 @@ failed run event does not change the outcome: the emit error lands at ``$.emit_e
 Catch can take (operator stop, execution timeout, ``States.Runtime``) are covered by the
 ``on_execution_status`` Lambda (ABORTED / FAILED / TIMED_OUT), and the idle reaper last.
 
+What a failure adds to the state is bounded, so that a wave of verbose failures cannot end the run with
+``States.DataLimitExceeded`` (256 KiB per state input/output, which no Catch takes): a ``Lane.*`` failure keeps its
+error only (its record holds the whole text), a ``Command.*`` failure and the segment failures we raise keep a cause
+bounded at its source, AWS's errors their (short) cause, any other segment failure (a callback from elsewhere) its
+error only (the cause is in the history); the scheduler is handed of its previous answer only what it reads
+(:data:`SCHEDULE_CARRIED`). ``tests/unit/test_asl_payload_bounds.py`` computes the worst case from the constants.
+
+Stale commands: every SendCommand carries ``TimeoutSeconds`` = :data:`SSM_DELIVERY_TIMEOUT_S` (SSM: a command not
+started by then never runs), below every heartbeat and timeout of the states that send commands, so a command the
+machine gave up on cannot start on the box's next start with a dead token. We do not cancel commands on the stop
+paths: CancelCommand needs the CommandId (a ``.waitForTaskToken`` task's result is the callback, not SendCommand's
+answer; finding it needs ListCommands per box), SSM guarantees nothing of a cancel, and a command already running
+when its box stops is the agent's to end (``agents.runner``: a lane whose token Step Functions answers dead is
+stopped).
+
 No Wait states: the on-box agent's callbacks (heartbeat, success, failure) and the
 SSM command-status events (``on_command_status`` Lambda → SendTaskFailure) drive
 progress. A lane is one state (``RunLane``) when it succeeds, three when it fails (the
-failure's kind, then its record or the segment's end); a segment adds its fixed states (start,
-sync, lanes map, stop, lease, result), a wave one scheduler call.
+failure's kind, then its record or the segment's end); a segment adds its fixed states (mark, start,
+sync, lanes map, cache push, stop, lease, result), a wave one scheduler call.
 
 The SSM agent writes the ``commands`` list (joined by newlines) to a file and runs it
 with ``/bin/sh -c <file>``: the first line is therefore :data:`SHEBANG` (the kernel hands
 the file to bash), then the task token (``export NEURONPIPE_TASK_TOKEN="<token>"``, see
-:data:`TOKEN_LINE_PREFIX`), then the script the planner rendered (which itself starts
+:data:`TOKEN_LINE_PREFIX`), for SyncHarness the start's time (``export NEURONPIPE_START_REQUESTED_AT="<iso>"``,
+:data:`START_REQUESTED_LINE_PREFIX`), then the script the planner rendered (which itself starts
 with a hand-over guard, ``control_plane.plan.BASH_GUARD``). The lane's script passes
 ``--task-token "$NEURONPIPE_TASK_TOKEN"`` to ``python -m agents run-lane``;
 ``on_command_status`` recovers the token from the command's parameters the same way.
@@ -92,6 +111,9 @@ SUBSTITUTIONS: dict[str, str] = {
 SHEBANG = "#!/bin/bash"
 TOKEN_ENV = "NEURONPIPE_TASK_TOKEN"
 TOKEN_LINE_PREFIX = f"export {TOKEN_ENV}="
+# SyncHarness only: when the segment asked EC2 to start the box ($$.State.EnteredTime of MarkStart, ISO-8601)
+START_REQUESTED_ENV = "NEURONPIPE_START_REQUESTED_AT"
+START_REQUESTED_LINE_PREFIX = f"export {START_REQUESTED_ENV}="
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
 EVENT_RUN_PARTIAL = "RunPartiallySucceeded"
@@ -114,9 +136,21 @@ def sdk_errors(service: str, *exceptions: str) -> list[str]:
 # stopped box) SendCommand fails with InvalidInstanceId.
 SSM_NOT_READY_ERRORS = sdk_errors("Ssm", "InvalidInstanceId")
 SSM_THROTTLING_ERRORS = sdk_errors("Ssm", "ThrottlingException", "TooManyUpdates")
-SSM_DELIVERY_TIMEOUT_S = 600  # how long a command may wait for the agent to pick it up
+# SendCommand's TimeoutSeconds: "If this time is reached and the command hasn't already started running, it won't
+# run" (the SSM API; 30 s at least). Every command is sent to a box whose agent has registered (SendCommand refuses
+# one that has not: InvalidInstanceId), so pick-up takes seconds; kept below every heartbeat and timeout of the
+# states that send commands, so a command the machine has given up on (and whose box it then stopped) can never
+# start later, on the box's next start, with a dead token. (A command already running when its box stopped is the
+# agent's to end: agents.runner stops a lane whose token Step Functions answers dead.)
+SSM_DELIVERY_TIMEOUT_S = 60
 SYNC_TIMEOUT_S = 1200  # harness sync: download + pip install
+CACHE_PUSH_TIMEOUT_S = 1800  # PushCompileCache: upload what the box compiled, write the boot's row
 TIMEOUT_ERRORS = ["States.HeartbeatTimeout", "States.Timeout"]
+# Step Functions' limits: an error name 256 characters, a state's input or output 256 KiB. What a failure adds to
+# the state is bounded at its source (the agent's cause, on_command_status's cause) and, where the source is not
+# ours, dropped here: a failure's full text stays in the lane's record, the command's output and the history.
+ERROR_MAX_CHARS = 256
+STATE_PAYLOAD_MAX_BYTES = 256 * 1024
 DDB_CONDITION_ERRORS = sdk_errors("DynamoDb", "ConditionalCheckFailed")
 
 # Retry blocks (the cost guard's per-phase allowance is derived from these: see phase_allowance_s).
@@ -149,10 +183,11 @@ def retry_wait_s(retriers: Iterable[dict[str, Any]]) -> float:
 
 def phase_allowance_s() -> float:
     """Worst case a segment holds its box on top of its lanes' timeouts: StartInstance retries, SSM
-    registration and throttling retries, the sync timeout, the longer stop path's retries and the
-    lease release's retries. ``lane_allowance_s`` is added per lane."""
+    registration and throttling retries, the sync timeout, the cache push's throttling retries and timeout,
+    the longer stop path's retries and the lease release's retries. ``lane_allowance_s`` is added per lane."""
     sync = retry_wait_s([SSM_REGISTRATION_RETRY, SSM_THROTTLE_RETRY]) + SYNC_TIMEOUT_S
-    return retry_wait_s(EC2_START_RETRY) + sync + retry_wait_s(STOP_RETRY) + retry_wait_s(LEASE_RETRY)
+    push = retry_wait_s([SSM_THROTTLE_RETRY]) + CACHE_PUSH_TIMEOUT_S
+    return retry_wait_s(EC2_START_RETRY) + sync + push + retry_wait_s(STOP_RETRY) + retry_wait_s(LEASE_RETRY)
 
 
 def lane_allowance_s() -> float:
@@ -166,16 +201,22 @@ def _sub(name: str) -> str:
     return "${" + name + "}"
 
 
-def _send_command(comment_path: str, script_path: str, timeout_path: str, prefix_path: str) -> dict[str, Any]:
-    """SendCommand parameters: shebang, token line, script; output to S3 and CloudWatch."""
-    token = f"States.Format('{TOKEN_LINE_PREFIX}\"{{}}\"', $$.Task.Token)"
+def _export_line(prefix: str, value_path: str) -> str:
+    return f"States.Format('{prefix}\"{{}}\"', {value_path})"
+
+
+def _send_command(comment_path: str, script_path: str, timeout_path: str, prefix_path: str,
+                  exports: tuple[str, ...] = ()) -> dict[str, Any]:
+    """SendCommand parameters: shebang, token line, ``exports`` (more ``export`` lines), script; output to S3
+    and CloudWatch."""
+    lines = ", ".join((f"'{SHEBANG}'", _export_line(TOKEN_LINE_PREFIX, "$$.Task.Token"), *exports, script_path))
     return {
         "DocumentName": "AWS-RunShellScript",
         "InstanceIds.$": "States.Array($.instance_id)",
         "Comment.$": comment_path,
         "TimeoutSeconds": SSM_DELIVERY_TIMEOUT_S,
         "Parameters": {
-            "commands.$": f"States.Array('{SHEBANG}', {token}, {script_path})",
+            "commands.$": f"States.Array({lines})",
             "executionTimeout.$": timeout_path,
         },
         "OutputS3BucketName": _sub("ResultsBucketName"),
@@ -237,7 +278,9 @@ def _keep_lease(instance_path: str, next_state: str) -> dict[str, Any]:
                         "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}, ":t": {"BOOL": True}}})
 
 
-LANE_FAILURE_PATTERNS = ("Lane.*", "Command.*")  # a lane's own failure (the agent's, or its command died)
+LANE_ERROR_PATTERN = "Lane.*"  # the agent's: the lane's record (with the whole text) is committed before it
+COMMAND_ERROR_PATTERN = "Command.*"  # on_command_status's: the command died before its runner committed
+LANE_FAILURE_PATTERNS = (LANE_ERROR_PATTERN, COMMAND_ERROR_PATTERN)  # a lane's own failure
 GATE_FAILED_ERROR = "Gate.Failed"
 SEGMENT_RESULT = {"box_role.$": "$.box_role", "instance_id.$": "$.instance_id", "wave.$": "$.wave"}
 
@@ -248,7 +291,12 @@ def _run_lane_states() -> dict[str, Any]:
     A lane's own failure (``Lane.<Class>`` from the agent, ``Command.<Status>`` from on_command_status) is
     recorded and the next lane runs (a lane that needs it records itself skipped); a gate's failure ends
     the segment (``Gate.Failed``); anything else (SSM refused the command, the heartbeat timed out) is the
-    box's failure and ends the segment too."""
+    box's failure and ends the segment too.
+
+    What a failed lane leaves in the Lanes map's result is bounded: ``Lane.*`` keeps its error only (the
+    runner committed the lane's record, whole text included, before it called back), ``Command.*`` its error
+    and on_command_status's cause (bounded there: ``on_command_status.COMMAND_CAUSE_MAX``), which the
+    scheduler commits as the lane's record."""
     lane_failure = {"Or": [{"Variable": "$.failure.Error", "StringMatches": p} for p in LANE_FAILURE_PATTERNS]}
     return {
         "RunLane": {
@@ -272,12 +320,22 @@ def _run_lane_states() -> dict[str, Any]:
             "Type": "Choice",
             "Choices": [{"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}],
                          "Next": "GateFailed"},
-                        {**lane_failure, "Next": "LaneFailed"}],
+                        {"Variable": "$.failure.Error", "StringMatches": COMMAND_ERROR_PATTERN,
+                         "Next": "CommandFailed"},
+                        {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN, "Next": "LaneFailed"}],
             "Default": "LaneInfraFailed",
         },
         "LaneFailed": {
             "Type": "Pass",
-            "Comment": "recorded; the next lane runs (its runner skips it if it needed this one)",
+            "Comment": "recorded by its runner (the cause stays out of the state: the record has the whole text); "
+                       "the next lane runs (its runner skips it if it needed this one)",
+            "Parameters": {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error"},
+            "End": True,
+        },
+        "CommandFailed": {
+            "Type": "Pass",
+            "Comment": "the command died before its runner committed: the scheduler records the lane failed with "
+                       "this (bounded) cause; the next lane runs",
             "Parameters": {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error",
                            "cause.$": "$.failure.Cause"},
             "End": True,
@@ -285,7 +343,10 @@ def _run_lane_states() -> dict[str, Any]:
         "GateFailed": {
             "Type": "Fail",
             "Error": GATE_FAILED_ERROR,
-            "CausePath": "States.Format('gate {} failed: {}', $.lane.result_lane, $.failure.Error)",
+            # the gate's reason travels with it (bounded at its source: the agent's FAILURE_CAUSE_MAX, or
+            # on_command_status's COMMAND_CAUSE_MAX), so the run's event says why the box stopped
+            "CausePath": "States.Format('gate {} failed: {}: {}', $.lane.result_lane, $.failure.Error, "
+                         "$.failure.Cause)",
         },
         "LaneInfraFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
         "LaneTimedOut": {
@@ -297,12 +358,33 @@ def _run_lane_states() -> dict[str, Any]:
     }
 
 
+# Segment failures whose cause is bounded by the state that raised it or by our own sender (LaneTimedOut,
+# HarnessSyncTimedOut, on_command_status), and AWS's own errors (the segment's EC2 and SSM calls, Step Functions'
+# States.*: a sentence or two, e.g. EC2's "insufficient capacity", the reason a report must give; assumed at most
+# AWS_CAUSE_MAX_ASSUMED characters): the segment's result carries the cause. Any other failure (a callback from
+# elsewhere) carries its error only; its cause is in the execution history.
+BOUNDED_CAUSE_ERRORS = ("Lane.TimedOut", "Harness.TimedOut")
+AWS_ERROR_PATTERNS = ("Ec2.*", "ec2.*", "Ssm.*", "ssm.*", "States.*")
+AWS_CAUSE_MAX_ASSUMED = 2048
+CAUSE_IN_HISTORY = "the cause is in the execution history (not carried: its size is not bounded)"
+
+
 def _segment_states() -> dict[str, Any]:
-    """One box's segment of a wave: start, sync, its lanes one at a time, stop; it always ends in a Pass that
-    says how it went (completed / gate_failed / failed / stop_failed), never failing the wave's Map, so the
-    other box carries on."""
+    """One box's segment of a wave: mark the start, start, sync, its lanes one at a time, push the compile
+    cache, stop; it always ends in a Pass that says how it went (completed / gate_failed / failed /
+    stop_failed), never failing the wave's Map, so the other box carries on."""
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "StopInstanceAfterFailure"}]
+    bounded = ([{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS]
+               + [{"Variable": "$.failure.Error", "StringMatches": p}
+                  for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)])
     return {
+        "MarkStart": {
+            "Type": "Pass",
+            "Comment": "when the box's start was requested: the harness sync exports it to the box (boot timing)",
+            "Parameters": {"requested_at.$": "$$.State.EnteredTime"},
+            "ResultPath": "$.start",
+            "Next": "StartInstance",
+        },
         "StartInstance": {**_ec2("startInstances", EC2_START_RETRY), "Catch": catch, "Next": "SyncHarness"},
         "SyncHarness": {
             "Type": "Task",
@@ -310,7 +392,8 @@ def _segment_states() -> dict[str, Any]:
             "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
             "TimeoutSeconds": SYNC_TIMEOUT_S,
             "Parameters": _send_command("$.sync.comment", "$.sync.script", "$.sync.execution_timeout",
-                                        "$.sync.output_prefix"),
+                                        "$.sync.output_prefix",
+                                        (_export_line(START_REQUESTED_LINE_PREFIX, "$.start.requested_at"),)),
             "ResultPath": None,
             "Retry": [SSM_REGISTRATION_RETRY, SSM_THROTTLE_RETRY],
             "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "HarnessSyncTimedOut"},
@@ -334,6 +417,19 @@ def _segment_states() -> dict[str, Any]:
                               "States": _run_lane_states()},
             "ResultPath": "$.lane_results",
             "Catch": catch,
+            "Next": "PushCompileCache",
+        },
+        "PushCompileCache": {
+            "Type": "Task",
+            "Comment": "upload what the box compiled and record the boot (agents cache push); never fails the "
+                       "segment: any error is kept at $.cache_push_error and the box stops",
+            "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
+            "TimeoutSeconds": CACHE_PUSH_TIMEOUT_S,
+            "Parameters": _send_command("$.cache_push.comment", "$.cache_push.script",
+                                        "$.cache_push.execution_timeout", "$.cache_push.output_prefix"),
+            "ResultPath": None,
+            "Retry": [SSM_THROTTLE_RETRY],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopInstance"}],
             "Next": "StopInstance",
         },
         "StopInstance": {**_ec2("stopInstances", STOP_RETRY),
@@ -373,8 +469,9 @@ def _segment_states() -> dict[str, Any]:
         "FailureKind": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.failure.Error", "StringEquals": GATE_FAILED_ERROR,
-                         "Next": "SegmentGateFailed"}],
-            "Default": "SegmentFailed",
+                         "Next": "SegmentGateFailed"},
+                        {"Or": bounded, "Next": "SegmentFailed"}],
+            "Default": "SegmentFailedCauseInHistory",
         },
         "SegmentGateFailed": {
             "Type": "Pass",
@@ -389,7 +486,17 @@ def _segment_states() -> dict[str, Any]:
                            "cause.$": "$.failure.Cause"},
             "End": True,
         },
+        "SegmentFailedCauseInHistory": {
+            "Type": "Pass",
+            "Comment": "an error whose cause nothing bounds (a callback from elsewhere): its name only",
+            "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
+                           "cause": CAUSE_IN_HISTORY},
+            "End": True,
+        },
     }
+
+
+SCHEDULE_CARRIED = ("next_wave", "box_failures", "stop_failed")  # control_plane.waves.schedule's state
 
 
 def _schedule_wave() -> dict[str, Any]:
@@ -398,7 +505,9 @@ def _schedule_wave() -> dict[str, Any]:
         "Comment": "fold the last wave's results, record what cannot run, pick the next wave (or the outcome)",
         "Resource": "arn:aws:states:::lambda:invoke",
         "Parameters": {"FunctionName": _sub("ScheduleWaveFunctionArn"), "Payload": {
-            "run_id.$": "$.run_id", "results_uri.$": "$.results_uri", "schedule.$": "$.schedule.answer",
+            "run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+            # of its previous answer only what it reads (the answer's segments and records stay out)
+            "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
             "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
             "boxes.$": "$$.Execution.Input.boxes"}},
         "ResultSelector": {"answer.$": "$.Payload"},
@@ -463,7 +572,8 @@ def build_definition() -> dict[str, Any]:
                 "Comment": "the plan stays in the execution input ($$.Execution.Input); the state carries the "
                            "scheduler's answer and the last wave's segment results",
                 "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "schedule": {"answer": {"next_wave": 0}}, "results": []},
+                               "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {}}},
+                               "results": []},
                 "Next": "ScheduleWave",
             },
             "ScheduleWave": _schedule_wave(),
@@ -477,7 +587,7 @@ def build_definition() -> dict[str, Any]:
                 "Comment": "the wave's segments, one per box, all at once; a segment never fails the Map",
                 "ItemsPath": "$.schedule.answer.segments",
                 "MaxConcurrency": 0,
-                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "StartInstance",
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "MarkStart",
                                   "States": _segment_states()},
                 "ResultPath": "$.results",
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],

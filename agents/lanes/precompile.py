@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
+from agents.box_env import compile_cache_dir
 from agents.context import LaneContext, LaneSkipped
 from agents.training.backends import TrainRequest, get_trainer
 from agents.training.backends.neuron import cache_stats
@@ -25,15 +26,16 @@ def run(ctx: LaneContext, config: Config) -> None:
                           "compilation (neuron_parallel_compile) exists only on neuron")
     data = load_instructions(limit=None)
     trainer = get_trainer("neuron")
+    cache = config.compile_cache or str(compile_cache_dir())  # the one cache sft and serving read
     for model in config.models:
         base_dir = resolve_model(model, ctx.cache_dir, ctx.profile, seed=config.seed)
         req = TrainRequest(model=model, model_dir=base_dir, output_dir=ctx.lane_dir(f"precompile-{model}"),
                            records=list(data.records), max_steps=config.steps, max_seq_len=config.max_seq_len,
                            batch_size=config.batch_size, grad_accum=config.grad_accum, lora_r=config.lora_r,
                            lora_alpha=config.lora_alpha, packing=True, gradient_checkpointing=True,
-                           tensor_parallel=2, compile_cache=config.compile_cache, precompile=True,
+                           tensor_parallel=2, compile_cache=cache, precompile=True,
                            seed=config.seed, log_dir=ctx.log_dir)
-        bytes_before, graphs_before = cache_stats(config.compile_cache)
+        bytes_before, graphs_before = cache_stats(cache)
         row = {"what": "training_graph", "model": model, "backend": ctx.backend,
                "config": f"tp=2 seq={config.max_seq_len} bs={config.batch_size} ga={config.grad_accum} "
                          f"lora_r={config.lora_r} steps={config.steps}",
@@ -45,14 +47,14 @@ def run(ctx: LaneContext, config: Config) -> None:
         try:
             trainer(req, lambda done, total: ctx.progress(f"compile {model}", done, total, "steps"))
         except Exception as exc:
-            bytes_after, graphs_after = cache_stats(config.compile_cache)
+            bytes_after, graphs_after = cache_stats(cache)
             ctx.write("compiles", [{**row, "cache": "cold" if graphs_after != graphs_before else "none",
                                     "wall_s": time.perf_counter() - t0, "cache_bytes_after": bytes_after,
                                     "new_artifacts": _delta(graphs_before, graphs_after), "succeeded": False,
                                     "error": f"{type(exc).__name__}: {exc}"}], keep_on_failure=True)
             raise
         wall = time.perf_counter() - t0
-        bytes_after, graphs_after = cache_stats(config.compile_cache)
+        bytes_after, graphs_after = cache_stats(cache)
         new = _delta(graphs_before, graphs_after)
         ctx.write("compiles", [{**row, "cache": "warm" if new == 0 else "cold", "wall_s": wall,
                                 "cache_bytes_after": bytes_after, "new_artifacts": new, "succeeded": True}])

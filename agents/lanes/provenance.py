@@ -3,10 +3,12 @@
 Python, OS, kernel, CPU, memory; versions of every relevant package (Neuron,
 CUDA, ML, AWS); `neuron-ls` / `nvidia-smi` output when present; instance
 id/type/AMI from IMDSv2 when on EC2 (fast timeout elsewhere); the harness's git
-commit. A fact that cannot be read is a row with value NULL and a note.
+commit; on a box, the SHA-256 of each box script the last harness sync installed (``box_script`` rows).
+A fact that cannot be read is a row with value NULL and a note.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -156,6 +158,37 @@ def imds_rows(timeout_s: float, base: str = IMDS) -> list[dict[str, Any]]:
     return rows
 
 
+BOX_SCRIPTS_MANIFEST_ENV = "NEURONPIPE_BOX_SCRIPTS_MANIFEST"  # set by neuronpipe-sync in harness.env
+
+
+def box_script_rows(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One ``box_script`` row per script the box's last sync installed (infra/user_data: per-boot setup,
+    neuronpipe-sync, the agent and CLI wrappers): its SHA-256 as the file is now, noted when it differs from
+    what the installer recorded. Off a box (no manifest named): one NULL row saying so."""
+    env = os.environ if environ is None else environ
+    manifest = env.get(BOX_SCRIPTS_MANIFEST_ENV)
+    if not manifest:
+        return [_row("box_script", "manifest", None, BOX_SCRIPTS_MANIFEST_ENV, "not a box synced by neuronpipe-sync")]
+    try:
+        lines = Path(manifest).read_text().splitlines()
+    except OSError as exc:
+        return [_row("box_script", "manifest", None, manifest, f"{type(exc).__name__}: {exc}")]
+    root = env.get("NEURONPIPE_BOX_ROOT", "")
+    rows = []
+    for line in lines:
+        recorded, _, path = line.strip().partition("  ")
+        if not path:
+            continue
+        try:
+            now = hashlib.sha256(Path(root + path).read_bytes()).hexdigest()
+        except OSError as exc:
+            rows.append(_row("box_script", path, None, manifest, f"{type(exc).__name__}: {exc}"))
+            continue
+        rows.append(_row("box_script", path, now, manifest,
+                         None if now == recorded else f"differs from the installed {recorded} (changed since sync)"))
+    return rows
+
+
 def run(ctx: LaneContext, config: Config) -> None:
     rows = system_rows()
     ctx.progress("provenance", 1, 4, "groups")
@@ -173,5 +206,6 @@ def run(ctx: LaneContext, config: Config) -> None:
                      None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset"))
     rows.append(_row("harness", "backend", ctx.backend, "agents.backend.detect_backend"))
     rows.append(_row("harness", "box_role", ctx.box_role, "NEURONPIPE_BOX_ROLE"))
+    rows += box_script_rows()
     ctx.write("provenance", rows)
     ctx.progress("provenance", 4, 4, "groups")

@@ -85,6 +85,10 @@ class Launcher(ABC):
     # compiler cache every model shares.
     cache_scope: str = "artifacts_dir"
 
+    def seeded_from_store(self, model: "ServedModel", config: ServerConfig) -> bool:
+        """Whether this boot's compiled artifacts came from the shared S3 cache this boot (``cache_basis = s3``)."""
+        return False
+
     def shared_cache_dir(self) -> Path | None:
         """The compiler cache every model shares, when compile_cache_dir is a per-model dir (None: no such cache).
         A fresh artifacts dir whose graphs all hit this cache was not a cold boot (see :func:`cache_label`)."""
@@ -250,6 +254,8 @@ class ServerProcess:
         shared = self.launcher.shared_cache_dir()
         shared_after = count_artifacts(shared, SHARED_GRAPH_SUFFIXES) if shared is not None else None
         state, scope, basis = cache_label(state, self.launcher.cache_scope, self._shared_before, shared_after)
+        if state == "warm" and self.launcher.seeded_from_store(self.model, self.config):
+            basis = "s3"  # the artifacts this warm boot loaded were fetched from the shared cache this boot
         return {"what": "serving_config", "model": self.model.name, "config": self.config.name, "cache": state,
                 "cache_scope": scope, "cache_basis": basis,
                 "wall_s": wall, "cache_bytes_before": before, "cache_bytes_after": after, "new_artifacts": new,

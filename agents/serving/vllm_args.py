@@ -31,6 +31,11 @@ def lora_args(config: ServerConfig) -> list[str]:
             "--lora-modules", *(f"{a.name}={a.path}" for a in lora.adapters)]
 
 
+# The engine's seed, fixed (the predecessor's working command passed --seed 0): sampling, speculative drafts and
+# any random init are the same on every boot, so two runs of one config differ only by what they measure.
+SERVER_SEED = 0
+
+
 def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: int, *,
                  tensor_parallel: int | None = None, block_size: int | None = None, device: str | None = None,
                  dtype: str | None = None, extra: tuple[str, ...] = (), neuron_config_flag: str | None = None,
@@ -47,6 +52,7 @@ def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: in
            "--tensor-parallel-size", str(tensor_parallel or config.tensor_parallel),
            "--dtype", dtype or config.dtype,
            "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
+           "--seed", str(SERVER_SEED),
            "--uvicorn-log-level", "warning"]
     size = config.block_size if config.block_size is not None else block_size
     if size is not None:

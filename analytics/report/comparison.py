@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import duckdb
 
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
+from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.compare import deltas_section
 from analytics.report.variants import variants_section
 from analytics.report.workloads import workloads_section
@@ -28,6 +29,8 @@ COMPARISON_SCHEMA = "neuronpipe.comparison/1"
 # Views of the serving family (1*_serving_*.sql, the load generator's; METRICS.md serving and sustained).
 SERVING_POINT_VIEWS = ("serving_points",)
 SUSTAINED_VIEWS = ("sustained_summary",)
+# The accelerator's utilisation inside each sweep point's span (39_report_saturation.sql), joined to the points.
+SATURATION_VIEW = "point_saturation"
 # Views of 70_aggregates.sql (issue 16): aggregate-only points, retention from iterations without request rows.
 AGGREGATE_POINTS_VIEW = "serving_points_all"
 ITERATION_RETENTION_VIEW = "sustained_iterations"
@@ -119,7 +122,7 @@ def compile_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
                               ORDER BY run_id, ts NULLS FIRST, lane, attempt, what, model, config""") \
         if "report_compile_attempts" in present else []
     return {"summary": rows(con, "SELECT * FROM report_compile ORDER BY run_id, lane, what, model, config, backend"),
-            "superseded": superseded}
+            "superseded": superseded, "cold_start": cold_start_section(con, present)}
 
 
 def training_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
@@ -149,9 +152,14 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
     cols = _columns(con, view)
     order = _order_by(cols, ("run_id", "lane", "model", "server_config", "input_len", "output_len",
                              "max_concurrency", "request_rate", "point_id"))
+    # saturation evidence beside throughput (39_report_saturation.sql): one row per point, keyed like serving_points
+    sat_cols, sat_join = "", ""
+    if SATURATION_VIEW in present:
+        sat_cols = ", a.* EXCLUDE (run_id, lane, attempt, point_id, model, server_config)"
+        sat_join = f"LEFT JOIN {SATURATION_VIEW} a USING (run_id, lane, point_id)"
     points = rows(con, f"""
-        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples
-        FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id)
+        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples{sat_cols}
+        FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id) {sat_join}
         ORDER BY {order}""")
     return {"available": True, "view": view, "points": points, "grids": grids,
             "aggregate_points": aggregate_points(con, present)}
@@ -237,6 +245,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "run_ids": list(dict.fromkeys([*(run_ids or []), *known])),
         "runs": runs,
         "provenance": provenance_section(con),
+        "preflight": preflight_section(con, present),
         "compile": compile_section(con, present),
         "training": training_section(con, present),
         "serving": serving,

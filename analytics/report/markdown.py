@@ -13,6 +13,8 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from analytics.report import addenda
+from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
+                                       saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
 from analytics.report.deltas_md import s_side_by_side
@@ -83,7 +85,7 @@ def s_compile(c: dict[str, Any]) -> list[str]:
              "throughput.", ""]
     rows = c["compile"]["summary"]
     if not rows and not c["compile"].get("superseded"):
-        return lines + none_line("compiles (precompile and serving boots have not run)")
+        return lines + none_line("compiles (precompile and serving boots have not run)") + cold_start_lines(c)
     lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("what", "what"), ("model", "model"),
                           ("config", "config"), ("cold_wall_s", "cold s"), ("warm_wall_s", "warm s"),
                           ("warm_over_cold", "warm/cold"), ("uncached_wall_s", "no-cache s"),
@@ -93,8 +95,9 @@ def s_compile(c: dict[str, Any]) -> list[str]:
                           ("superseded_cold_wall_s", "superseded cold s")])
     lines += ["Cache scope: `shared_compiler_cache` = every model's compiled graphs; `artifacts_dir` = this model and "
               "config's own artifacts. Basis: `observed` = artifacts counted before and after; `inferred` = from a "
-              "proxy (the cache's size, a source's flag).", ""]
-    lines += addenda.superseded_compiles(c)
+              "proxy (the cache's size, a source's flag); `s3` = the artifacts were seeded from the shared S3 compile "
+              "cache this boot.", ""]
+    lines += addenda.superseded_compiles(c) + cold_start_lines(c)
     return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
 
 
@@ -134,6 +137,7 @@ SERVING_COLUMNS: list[Column] = [
     ("max_concurrency", "conc"), ("request_rate", "rate"), ("input_len", "in"), ("output_len", "out"),
     ("completed", "completed"), ("failed", "failed"), ("duration", "duration s"),
     ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("total_token_throughput", "total tok/s"),
+    *SATURATION_COLUMNS,
     ("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
     ("p99_tpot_ms", "TPOT p99 ms"), ("p99_itl_ms", "ITL p99 ms"), ("p99_e2el_ms", "E2EL p99 ms"),
     ("goodput", "goodput"), ("client_queue_p99_ms", "client queue p99 ms"), ("telemetry_samples", "telemetry"),
@@ -186,6 +190,8 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             return cost.get((r.get("run_id"), r.get("lane"), r.get("point_id")))
         if k == "tpot_itl_meaning":
             return "delivery rate (coalesced)" if r.get("coalesced") else r.get(k)
+        if k in SATURATION_KEYS:
+            return saturation_cell(r, k)
         value = with_ci(r, k) if k in CI_COLUMNS else metric_value(r, k)
         if r.get("coalesced") and k in DELIVERY_COLUMNS and value is not None:
             return f"{fmt(value)} (delivery)"  # never shown as decode speed (docs/reference/metrics.md)
@@ -206,6 +212,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             cols = ([("workload", "workload")] + SERVING_COLUMNS) if any(p.get("workload") for p in pts) \
                 else SERVING_COLUMNS
             lines += table(pts, cols, get) if pts else none_line("headline points")
+        lines += saturation_notes(pts)
         notes = [p for p in pts if p.get("coalesced")]
         if notes:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]
@@ -340,7 +347,7 @@ def s_rules(c: dict[str, Any]) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
+    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
     s_sustained,
     s_quality, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 

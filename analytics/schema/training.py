@@ -69,7 +69,8 @@ COMPILES = table(
                                       "model's graphs, e.g. NEURON_COMPILE_CACHE_URL) | artifacts_dir (this model and "
                                       "config's own compiled-artifacts dir)"),
     f("cache_basis", pa.string(), doc="observed (artifacts counted in that cache before and after) | inferred (from a "
-                                      "proxy: the cache's size, a flag of the source)"),
+                                      "proxy: the cache's size, a flag of the source) | s3 (the artifacts the boot "
+                                      "used were seeded from the shared S3 compile cache this boot: box_boots)"),
     f("config_fingerprint", pa.string(), doc="serving: the server config's compile-cache fingerprint "
                                              "(pipeline.servers.ServerConfig.fingerprint: every field that changes "
                                              "the graphs); NULL for training and imported rows"),

@@ -215,6 +215,9 @@ VIEW_FILES = (
     "36_report_variants.sql",    # the server configs a run booted (the Variants section)
     "37_report_limits.sql",      # the limits lane's brackets, with their probes
     "38_report_lora.sql",        # a multi-LoRA variant's requests per adapter
+    "39_report_saturation.sql",  # saturation evidence: accelerator utilisation inside each sweep point's span
+    "40_report_cold_start.sql",  # cold start per box boot: start -> first token, and the S3 compile cache it used
+    "41_report_preflight.sql",   # the preflight gate's checks per box
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
     "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision

@@ -71,7 +71,8 @@ def plan_command(args: argparse.Namespace) -> int:
         return 0
     console = make_console()
     print_plan(plan, console, run_id)
-    print_schedule(plan_schedules(plan, load_history(args.history)), console)
+    print_schedule(plan_schedules(plan, load_history(args.history), load_history(args.history, "box_boots")),
+                   console)
     return 0
 
 
@@ -121,8 +122,8 @@ def print_local_plan(plan, console, run_id: str | None = None) -> None:
                   "no instance cost)", markup=False)
 
 
-def load_history(uri: str | None) -> list[dict]:
-    """lane_runs rows of the history store (empty when there is none); an unreadable store is said, not fatal."""
+def load_history(uri: str | None, table: str = "lane_runs") -> list[dict]:
+    """``table``'s rows of the history store (empty when there is none); an unreadable store is said, not fatal."""
     import os
 
     from analytics.store import open_store
@@ -135,20 +136,21 @@ def load_history(uri: str | None) -> list[dict]:
         print(f"history {uri}: not a results directory; using the default durations", file=sys.stderr)
         return []
     try:
-        return open_store(uri).read_table("lane_runs").to_pylist()
+        return open_store(uri).read_table(table).to_pylist()
     except Exception as exc:  # noqa: BLE001 - the plan is still useful with the default table
         print(f"history {uri}: unreadable ({type(exc).__name__}: {exc}); using the default durations",
               file=sys.stderr)
         return []
 
 
-def plan_schedules(plan, history_rows: list[dict]):
+def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None = None):
     """(durations with sources per lane, graph schedule, sequential schedule) for the lanes the plan will run, in
     the plan's own waves (already-committed lanes are not in it)."""
     from pipeline.graph import Node
     from pipeline.lanes import get_lane
     from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
-    from control_plane.schedule import expected_duration, history_durations, schedule_graph, schedule_sequential
+    from control_plane.schedule import (expected_duration, history_durations, schedule_graph, schedule_sequential,
+                                        segment_overhead)
 
     nodes = [Node(step.lane, step.box_role, step.result_lane or step.lane, get_lane(step.lane).order,
                   tuple(step.needs), step.gate, wave.wave) for wave in plan.waves for seg in wave.segments
@@ -158,19 +160,21 @@ def plan_schedules(plan, history_rows: list[dict]):
                                                      history)) for n in nodes}
     durations = {name: e.seconds for name, (_, e) in expected.items()}
     prices = {box: INSTANCE_PRICES_USD_PER_HOUR[it] for box, it in INSTANCE_TYPES.items()}
-    return (expected, schedule_graph(nodes, durations, prices, BOX_ORDER),
-            schedule_sequential(nodes, durations, prices, BOX_ORDER))
+    overhead = segment_overhead(boot_rows or [])
+    return (expected, schedule_graph(nodes, durations, prices, BOX_ORDER, overhead.seconds),
+            schedule_sequential(nodes, durations, prices, BOX_ORDER, overhead.seconds), overhead)
 
 
 def print_schedule(schedules, console) -> None:
     from rich.table import Table
 
     from control_plane.plan import INSTANCE_TYPES
-    from control_plane.schedule import SEGMENT_OVERHEAD_S, SOURCES, hms
+    from control_plane.schedule import SOURCES, hms
 
-    expected, graph, sequential = schedules
-    console.print(f"expected schedule (lane durations below; {SEGMENT_OVERHEAD_S:.0f} s per box start "
-                  "+ sync + stop; the cost ceiling is checked against the timeouts above, not this):")
+    expected, graph, sequential, overhead = schedules
+    console.print(f"expected schedule (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
+                  f"+ push + stop, {overhead.source}; the cost ceiling is checked against the timeouts above, not "
+                  "this):")
     for sched in (graph, sequential):
         console.print(f"  [bold]{sched.name}[/bold]: wall {hms(sched.wall_s)}, {sched.box_hours:.2f} box-hours, "
                       f"${sched.cost_usd:.2f}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from control_plane.commands import REGION_HELP
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pull", help="mirror committed results into a local directory (append-only)")
@@ -17,7 +19,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--with-models", action="store_true", help="also copy model weights under models/")
     p.add_argument("--duckdb", default=None, metavar="FILE",
                    help="after the pull, write a DuckDB file with every view over the mirror (for `duckdb FILE`)")
+    p.add_argument("--region", default=None, help="an s3:// --from: " + REGION_HELP)
     p.set_defaults(func=run)
+
+
+def _s3_client(args: argparse.Namespace):
+    """The S3 client of an s3:// source, in ``--region`` (else the default region); None for a directory."""
+    if not str(args.source).startswith("s3://"):
+        return None
+    from control_plane.aws import aws_client, default_region
+
+    return aws_client("s3", getattr(args, "region", None) or default_region())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_store_overlap(args.mirror, "--to", "store")  # rule 16: a mirror is a store of its own
         refuse_store_overlap(args.duckdb, "--duckdb", "file", (args.mirror,))
         check_run_ids(args.run_id)
-        source = open_results(args.source)
+        source = open_results(args.source, s3_client=_s3_client(args))
     except ResultsInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from control_plane.commands import REGION_HELP
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the pipeline here (--local) or on AWS (--aws)")
@@ -27,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "report's Decision table (recorded as lane_runs.priced_as; a declaration, not detected); "
                         "the cost section still shows a local run as no instance cost")
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
+    p.add_argument("--region", default=None, help="--aws: " + REGION_HELP)
     p.add_argument("--parallel", type=_positive_int, default=1, metavar="N",
                    help="--local: run up to N lanes at once, each when every lane it needs has finished "
                         "(default 1)")

@@ -12,7 +12,8 @@ EXIT_INVALID = 2
 def run_aws(args: argparse.Namespace) -> int:
     from rich.live import Live
 
-    from control_plane.aws import Executions, InstanceFleet, InstanceLookupError, RunAlreadyStartedError
+    from control_plane.aws import (Executions, InstanceFleet, InstanceLookupError, Leases, RunAlreadyStartedError,
+                                   aws_client, default_region)
     from control_plane.commands.plan import load_request, print_plan
     from control_plane.commands.status import render_progress
     from control_plane.console import make_console
@@ -36,9 +37,12 @@ def run_aws(args: argparse.Namespace) -> int:
             settings = settings.model_copy(update={"results_uri": args.results})
         settings.require("results_uri")
         run_id = request.run_id or new_run_id()
-        executions = Executions()
-        launched = launch(request, run_id, settings, fleet=InstanceFleet(settings.project), executions=executions,
-                          committed=committed_in_store(settings.results_uri or ""))
+        region = getattr(args, "region", None) or default_region()
+        executions = Executions(aws_client("stepfunctions", region))
+        launched = launch(request, run_id, settings, fleet=InstanceFleet(settings.project, aws_client("ec2", region)),
+                          executions=executions,
+                          committed=committed_in_store(settings.results_uri or "", aws_client("s3", region)),
+                          leases=Leases(settings.lease_table, aws_client("dynamodb", region)))
     except (RunRequestError, CostCeilingError, EmptyPlanError, SettingsError, PlanNotReadyError,
             InstanceLookupError, RunAlreadyStartedError, *LAUNCH_ERRORS) as exc:
         print(f"error: {exc}", file=sys.stderr)

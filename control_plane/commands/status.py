@@ -11,6 +11,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from control_plane.commands import REGION_HELP
 from control_plane.progress import LaneProgress, RunProgress, progress_from_history
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
@@ -60,18 +61,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", help="show where an AWS run is (phases, lanes, errors)")
     p.add_argument("run_id")
     p.add_argument("--json", action="store_true", help="print the progress as JSON")
+    p.add_argument("--region", default=None, help=REGION_HELP)
     p.set_defaults(func=status_command)
 
 
 def status_command(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from control_plane.aws import ExecutionNotFoundError, Executions
+    from control_plane.aws import ExecutionNotFoundError, Executions, aws_client, default_region
     from control_plane.console import make_console
     from control_plane.settings import get_settings
 
     settings = get_settings()
-    executions = Executions()
+    executions = Executions(aws_client("stepfunctions", args.region or default_region()))
     try:
         arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
         history = executions.history(Executions.execution_arn(arn, args.run_id))

@@ -5,6 +5,18 @@ only boto3, the standard library and first-party modules that do the same
 (``control_plane.lean``, ``control_plane.aws``), so it keeps working if the Lambda layer is
 missing. A malformed event (not a JSON object) is logged in one line and answered
 ``{"outcome": "refused", ...}``.
+
+What it spares, besides the boxes a running execution names:
+
+* a box started less than the grace ago (``NEURONPIPE_REAPER_GRACE_S``, default
+  :data:`~control_plane.lean.DEFAULT_REAPER_GRACE_S`, 30 min: longer than a first boot's 10-15 min, so a box
+  an operator just started by hand keeps it too). It is counted from ``LaunchTime``, which EC2 sets again at
+  every start of an EBS-backed instance: the last start, not the creation;
+* a box whose first bootstrap has not finished: the user data tags the instance
+  ``neuronpipe:bootstrap=done`` (:data:`BOOTSTRAP_TAG`) as its last step, so a box without the tag is still in
+  its first boot and is left alone for up to :data:`FIRST_BOOT_LIMIT_S` after its start. Past that it is
+  stopped like any other (a first boot that hangs must not run up the bill; the user data stops the box
+  itself when it ends, whatever its outcome).
 """
 from __future__ import annotations
 
@@ -12,9 +24,15 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 from control_plane.aws import Executions, InstanceFleet, ProjectInstance, input_instance_ids
-from control_plane.lean import LeanSettings, LeanSettingsError, describe_bad_event, emit_metric, json_logger
+from control_plane.lean import (BOOTSTRAP_DONE, TAG_BOOTSTRAP, LeanSettings, LeanSettingsError, describe_bad_event,
+                                emit_metric, json_logger)
 
 ACTIVE_STATES = ("pending", "running")
+# Set by the first boot's user data (infra/user_data/bootstrap.sh) on its own instance when it has finished.
+BOOTSTRAP_TAG = TAG_BOOTSTRAP
+# How long after its start a box without the bootstrap tag counts as in its first boot: three times the
+# 10-15 min a first boot takes (docs/guides/deploy-and-operate.md §3.4), and longer than the grace.
+FIRST_BOOT_LIMIT_S = 45 * 60
 log = json_logger("neuronpipe.idle_reaper")
 
 
@@ -22,12 +40,22 @@ def owned_instances(execution_inputs: Iterable[dict[str, Any]]) -> set[str]:
     return {iid for inp in execution_inputs for iid in input_instance_ids(inp)}
 
 
+def bootstrapped(instance: ProjectInstance) -> bool:
+    return instance.tags.get(BOOTSTRAP_TAG) == BOOTSTRAP_DONE
+
+
 def select_idle(instances: Iterable[ProjectInstance], owned: set[str], now: datetime,
                 grace_s: int) -> list[ProjectInstance]:
-    """Active instances no running execution names, started longer than the grace period ago."""
-    cutoff = now - timedelta(seconds=grace_s)
-    return [i for i in instances if i.state in ACTIVE_STATES and i.instance_id not in owned
-            and (i.launch_time is None or i.launch_time <= cutoff)]
+    """Active instances no running execution names, started (last start: ``LaunchTime``) longer than the grace
+    period ago; one still in its first bootstrap (no bootstrap tag) only once :data:`FIRST_BOOT_LIMIT_S` has
+    passed since its start."""
+    def past(instance: ProjectInstance) -> bool:
+        if instance.launch_time is None:
+            return True
+        spare_s = grace_s if bootstrapped(instance) else max(grace_s, FIRST_BOOT_LIMIT_S)
+        return instance.launch_time <= now - timedelta(seconds=spare_s)
+
+    return [i for i in instances if i.state in ACTIVE_STATES and i.instance_id not in owned and past(i)]
 
 
 def reap(fleet: InstanceFleet, executions: Executions, state_machine_arn: str, now: datetime,

@@ -2,6 +2,10 @@
 (EventBridge "EC2 Command Invocation Status-change Notification") -> SendTaskFailure with the
 token recovered from the command, so the execution does not wait for a heartbeat timeout.
 
+The failure's cause (the command, its status, where its output is, the end of its stderr) stays under
+:data:`COMMAND_CAUSE_MAX` characters, printable ASCII: it rides in the lane's result through both Maps of the
+state machine and the scheduler's payload (256 KiB a state); the whole output is in S3 at ``output_uri``.
+
 A malformed event is logged in one line and answered ``{"action": "refused", ...}`` (no traceback)."""
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from control_plane.handlers.observability import logger, metrics, parse_event, t
 from control_plane.models import parse_lane_from_comment, parse_run_from_comment
 
 FAILING_STATUSES = frozenset({"Failed", "TimedOut", "Cancelled", "Undeliverable", "Terminated"})
+COMMAND_CAUSE_MAX = 800  # characters of the SendTaskFailure cause (statemachine payload bound)
 
 
 class CommandInvocationStatus(BaseModel):
@@ -33,6 +38,22 @@ class CommandStatusEvent(EventBridgeModel):
     detail: CommandInvocationStatus
 
 
+def failure_cause(fields: dict[str, Any], stderr_tail: str, limit: int = COMMAND_CAUSE_MAX) -> str:
+    """JSON of ``fields`` and as much of the stderr's end as fits in ``limit`` characters (ASCII: ``json.dumps``
+    escapes the rest); fields too long on their own are cut too, so the result is always valid JSON."""
+    def dump(tail: str, extra: dict[str, Any]) -> str:
+        return json.dumps({**extra, "stderr_tail": tail})
+
+    room = limit - len(dump("", fields))
+    if room < 0:  # the fields alone are over: keep the short ones whole, cut the long ones
+        fields = {k: (v[:60] if isinstance(v, str) else v) for k, v in fields.items()}
+        room = max(0, limit - len(dump("", fields)))
+    tail = stderr_tail[-room:] if room else ""
+    while tail and len(dump(tail, fields)) > limit:  # escapes (quotes, newlines, non-ASCII) took more room
+        tail = tail[len(tail) - (len(tail) * 3) // 4:] if len(tail) > 8 else ""
+    return dump(tail, fields)
+
+
 def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callbacks: TaskCallbacks) -> dict[str, Any]:
     """The outcome: ignored (not failing / not ours), sent, or already closed by the agent."""
     out: dict[str, Any] = {"command_id": status.command_id, "status": status.status}
@@ -43,9 +64,9 @@ def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callb
         return {**out, "action": "ignored", "reason": "not a pipeline command (no task token)"}
     lane = parse_lane_from_comment(record.comment)
     logger.set_correlation_id(parse_run_from_comment(record.comment))
-    cause = json.dumps({"lane": lane, "command_id": status.command_id, "instance_id": status.instance_id,
-                        "status": status.status, "output_uri": record.output_uri,
-                        "stderr_tail": commands.error_tail(status.command_id, status.instance_id)})
+    cause = failure_cause({"lane": lane, "command_id": status.command_id, "instance_id": status.instance_id,
+                           "status": status.status, "output_uri": record.output_uri},
+                          commands.error_tail(status.command_id, status.instance_id))
     sent = callbacks.fail(record.task_token, f"Command.{status.status}", cause)
     return {**out, "lane": lane, "action": "failure_sent" if sent else "already_closed"}
 

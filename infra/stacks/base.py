@@ -1,22 +1,24 @@
 """NeuronPipelinesBase: network with zero ingress, the results bucket, the budget alarm, the harness.
 
-* VPC: private subnets only for the boxes; SSM reached through a NAT gateway or interface
+* VPC: private subnets only for the boxes; SSM reached through a NAT gateway (in the boxes' AZ) or interface
   endpoints (``ssm_connectivity``); an S3 gateway endpoint always (free, and keeps multi-GB weight
   transfers off the NAT's per-GB charge). The box security group has no inbound rule; the default
   security group is stripped of its rules. Flow logs go to the access-log bucket.
-* Results bucket: versioned, SSE-S3, public access blocked, TLS-only, non-current versions expire,
+* Results bucket: versioned, SSE-S3, public access blocked, TLS-only, append-only where results live (a PUT
+  without If-None-Match is refused under :data:`~infra.config.APPEND_ONLY_KEY_PATTERNS`), non-current versions expire,
   EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run). It is
   RETAINed by ``cdk destroy`` (results outlive the stacks); to deploy again over it, set
   ``existing_results_bucket: true``: the stack then imports it by name and (re)applies only its
   TLS-only bucket policy (docs/guides/deploy-and-operate.md "Deploying again after cdk destroy").
-* Budget: monthly cost limit with alerts to an SNS topic (and an e-mail when set).
+* Budget: monthly cost limit with alerts to an SNS topic and the ``budget_alert_email`` address (a deploy
+  refuses to synthesize without that setting; ``"none"`` opts out on purpose and says so in the template).
 * The harness zip (CDK asset) and the SSM parameters the boxes and the CLI read.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -27,7 +29,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.config import RESULTS_PREFIX, DeploymentSettings
+from infra.config import APPEND_ONLY_KEY_PATTERNS, BUDGET_EMAIL_OPT_OUT, RESULTS_PREFIX, DeploymentSettings
 from infra.stacks.nag import CDK_DEPENDS_ON, PINNED_AZ, acknowledge, cfn_lint_ignore
 
 RETENTION = {30: logs.RetentionDays.ONE_MONTH, 90: logs.RetentionDays.THREE_MONTHS,
@@ -53,6 +55,21 @@ def nag_results_arn(settings: DeploymentSettings, key_pattern: str) -> str:
     """The finding id cdk-nag uses for :func:`results_arn` (for acknowledgments)."""
     return (f"Resource::arn:<AWS::Partition>:s3:::{settings.project}-results-<AWS::AccountId>-{settings.region}"
             f"/{key_pattern}")
+
+
+def append_only_statement(bucket: s3.IBucket) -> iam.PolicyStatement:
+    """Deny a PUT that could overwrite: ``s3:PutObject`` without ``If-None-Match`` on the append-only keys.
+
+    S3's own condition keys (S3 user guide, "Enforce conditional writes on Amazon S3 buckets"): ``s3:if-none-match``
+    is absent (``Null`` true) when the request carries no If-None-Match header; ``s3:ObjectCreationOperation``
+    exempts CreateMultipartUpload and UploadPart (authorized as s3:PutObject, and they take no conditional
+    header), so only the PutObject and CompleteMultipartUpload that create the object must carry it (the store
+    sends it on both: analytics/store/s3.py). Whoever the caller is: the boxes, the Lambdas, an operator.
+    """
+    return iam.PolicyStatement(
+        sid="DenyOverwriteOfResults", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
+        actions=["s3:PutObject"], resources=[bucket.arn_for_objects(p) for p in APPEND_ONLY_KEY_PATTERNS],
+        conditions={"Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}})
 
 
 INTERFACE_ENDPOINTS = {
@@ -100,9 +117,17 @@ class BaseStack(Stack):
         self.vpc = ec2.Vpc(
             self, "Vpc", ip_addresses=ec2.IpAddresses.cidr("10.42.0.0/16"),
             availability_zones=list(settings.availability_zones), nat_gateways=1 if nat else 0,
+            # the one NAT gateway in the boxes' AZ (CDK's default is the first AZ's public subnet): their egress
+            # (pip, Hugging Face) then never crosses zones, and an outage of the other AZ cannot cut it
+            nat_gateway_subnets=ec2.SubnetSelection(subnet_group_name="nat", availability_zones=[settings.nat_az])
+            if nat else None,
             subnet_configuration=subnets, restrict_default_security_group=True,
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)})
         self.box_subnet_type = subnets[0].subnet_type
+        if nat and settings.trainium_az != settings.inferentia_az:
+            Annotations.of(self).add_warning_v2(
+                "neuronpipe:nat-other-az", f"the NAT gateway is in {settings.nat_az} (trn1's AZ); the inf2 box in "
+                f"{settings.inferentia_az} reaches it across zones (inter-AZ data charges)")
         self.box_security_group = ec2.SecurityGroup(
             self, "BoxSecurityGroup", vpc=self.vpc, allow_all_outbound=True,
             description="neuron-pipelines boxes: no inbound rule; reached only through SSM")
@@ -157,6 +182,7 @@ class BaseStack(Stack):
             assert isinstance(cfn_results, s3.CfnBucket)
             cfn_results.add_property_override(
                 "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
+            self.results_bucket.add_to_resource_policy(append_only_statement(self.results_bucket))
         self.vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_s3(self.log_bucket, "vpc-flow-logs/"),
                               traffic_type=ec2.FlowLogTrafficType.ALL)
 
@@ -175,6 +201,7 @@ class BaseStack(Stack):
             principals=[iam.AnyPrincipal()],
             resources=[self.results_bucket.bucket_arn, self.results_bucket.arn_for_objects("*")],
             conditions={"Bool": {"aws:SecureTransport": "false"}}))
+        policy.document.add_statements(append_only_statement(self.results_bucket))
         acknowledge(policy, "S10", "This policy does deny every non-TLS request (Deny s3:* on the bucket and its "
                     "objects when aws:SecureTransport is false); cdk-nag cannot match an imported bucket's name, "
                     "built with Fn::Join, to the statement's ARNs (tests/infra checks the statement).")
@@ -190,9 +217,19 @@ class BaseStack(Stack):
         acknowledge(self.alert_topic, "SNS2", "Budget alerts carry only cost figures; AWS Budgets cannot publish to "
                     "a topic encrypted with the AWS-managed SNS key, and a customer key costs more than it protects.")
         subscribers = [budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=self.alert_topic.topic_arn)]
-        if settings.budget_alert_email:
-            subscribers.append(budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL",
-                                                                    address=settings.budget_alert_email))
+        email = settings.budget_alert_email
+        if email and email != BUDGET_EMAIL_OPT_OUT:
+            subscribers.append(budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=email))
+            recorded = email
+        elif email == BUDGET_EMAIL_OPT_OUT:  # on purpose: recorded in the template, and said at synth
+            recorded = "none (opted out: cdk.json budget_alert_email = \"none\"; alerts reach only the SNS topic)"
+            Annotations.of(self).add_warning_v2("neuronpipe:budget-no-email", "budget alerts go to an SNS topic "
+                                                "with no subscriber: budget_alert_email is \"none\"")
+        else:  # offline synth only (require_lambda_deps=false): a deploy refuses this (infra.app)
+            recorded = "not set (offline synth: a deploy refuses this)"
+            Annotations.of(self).add_warning_v2("neuronpipe:budget-no-email", "budget_alert_email is not set: "
+                                                "budget alerts would reach nobody (a deploy refuses to synthesize)")
+        CfnOutput(self, "BudgetAlertEmail", value=recorded, description="who gets the monthly budget alerts")
         notifications = [
             budgets.CfnBudget.NotificationWithSubscribersProperty(
                 notification=budgets.CfnBudget.NotificationProperty(

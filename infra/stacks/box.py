@@ -1,7 +1,8 @@
 """NeuronPipelinesTrainium / NeuronPipelinesInferentia: one box each, same posture.
 
-The box is an ``AWS::EC2::Instance`` from a Neuron DLAMI (a template parameter resolving AWS's public
-SSM parameter at deploy time, or an explicit pin: :func:`infra.config.ami_source`), in a private subnet, with the
+The box is an ``AWS::EC2::Instance`` from a Neuron DLAMI (an explicit pin, or ``resolve:ssm:<public
+parameter>``, which EC2 resolves once, when it launches the instance; a later deploy finds the same literal
+and leaves the box alone: :func:`infra.config.ami_source`), in a private subnet, with the
 base stack's no-ingress security group, IMDSv2 required, encrypted gp3 volumes, termination
 protection and shutdown behaviour "stop": it is stopped, never terminated, between runs (the first
 boot installs the harness and stops it; the state machine starts and stops it; the idle reaper
@@ -9,21 +10,24 @@ catches strays). A gp3 volume holds the compile cache across stops; inf2 also ge
 swap volume, trn1 a swap file on its instance-store NVMe, re-made on every boot.
 
 Role: what the SSM agent needs (AmazonSSMManagedInstanceCore without its read of every SSM
-parameter), the results prefix of the bucket, the task callbacks, the harness zip and its one
-parameter, the HF token secret, the SSM command log group, and the dataset when one is configured.
+parameter), the results prefix of the bucket, the shared compile cache prefix ``neuron-cache/``, the
+adapters (inf2), the task callbacks, the harness zip and its one parameter, the HF token secret, the SSM
+command log group, the bootstrap tag on its own instance, and the dataset when one is configured.
 """
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Annotations, ArnFormat, CfnOutput, CfnParameter, RemovalPolicy, Size, Stack, Tags
+from aws_cdk import Annotations, ArnFormat, CfnOutput, RemovalPolicy, Size, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.config import ADAPTERS_PREFIX, RESULTS_PREFIX, ROLE_TAG_KEY, AmiSource, BoxRole, DeploymentSettings
+from control_plane.lean import TAG_BOOTSTRAP as BOOTSTRAP_TAG
+from infra.config import (ADAPTERS_PREFIX, NEURON_CACHE_PREFIX, PROJECT_TAG_KEY, RESULTS_PREFIX, ROLE_TAG_KEY,
+                          AmiSource, BoxRole, DeploymentSettings)
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn
-from infra.stacks.nag import PINNED_AMI, PINNED_AZ, acknowledge, cfn_lint_ignore
+from infra.stacks.nag import PINNED_AMI, PINNED_AZ, RESOLVE_SSM_AMI, acknowledge, cfn_lint_ignore
 from infra.user_data import BoxUserDataValues, render_box_user_data
 
 ROOT_DEVICE = "/dev/sda1"  # Ubuntu DLAMIs
@@ -61,7 +65,7 @@ TASK_CALLBACK_REASON = (
 
 @jsii.implements(ec2.IMachineImage)
 class _ImageId:
-    """An image id as is: the pin, or the deploy-time SSM parameter's value (no synth-time lookup)."""
+    """An image id as is: the pin, or EC2's launch-time ``resolve:ssm:<parameter>`` (no synth-time lookup)."""
 
     def __init__(self, image_id: str) -> None:
         self.image_id = image_id
@@ -125,7 +129,7 @@ class BoxStack(Stack):
                 spec.root_gib, volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, delete_on_termination=True))],
             user_data=ec2.UserData.custom(user_data), user_data_causes_replacement=False)
         Tags.of(self.instance).add(ROLE_TAG_KEY, role)
-        cfn_lint_ignore(self.instance, {**PINNED_AZ, **(PINNED_AMI if self.ami.pinned else {})})
+        cfn_lint_ignore(self.instance, {**PINNED_AZ, **(PINNED_AMI if self.ami.pinned else RESOLVE_SSM_AMI)})
         for volume in [self.compile_cache] + ([self.swap_volume] if self.swap_volume else []):
             cfn_lint_ignore(volume, PINNED_AZ)
         acknowledge(self.instance, "EC28", "Detailed monitoring adds CloudWatch cost without information: the "
@@ -143,35 +147,41 @@ class BoxStack(Stack):
         CfnOutput(self, "AmiId", value=image_id, description=f"{role} image: {self.ami.why}")
 
     def _image_id(self, source: AmiSource) -> str:
-        """The pin itself, or a template parameter that CloudFormation resolves at deploy time."""
-        if source.ami_id:
-            return source.ami_id
-        if source.role == "inf2":
+        """The pin itself, or ``resolve:ssm:<parameter>``: a literal, which EC2 resolves when it launches the
+        instance. Never a template parameter of type ``AWS::SSM::Parameter::Value<...>``: CloudFormation resolves
+        those again on every stack update, and a new DLAMI would then replace the box."""
+        if source.role == "inf2" and not source.ami_id:
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:unverified-ami",
-                f"inf2 image from {source.ssm_parameter} (latest vLLM DLAMI): not verified to serve inf2 in this "
-                "project; pin a known-good image with cdk.json inferentia_ami_id")
-        self.ami_parameter = CfnParameter(
-            self, "AmiParameter", type="AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
-            default=source.ssm_parameter,
-            description=f"{source.role} box image: public SSM parameter of the Neuron DLAMI, resolved at deploy")
-        return self.ami_parameter.value_as_string
+                f"inf2 image from {source.ssm_parameter} (the vLLM DLAMI when the box is created): not verified to "
+                "serve inf2 in this project; pin a known-good image with cdk.json inferentia_ami_id")
+        return source.image_id
 
     def _grant(self, role: BoxRole, settings: DeploymentSettings, base: BaseStack) -> None:
         results_objects = results_arn(settings, f"{RESULTS_PREFIX}/*")
+        cache_objects = results_arn(settings, f"{NEURON_CACHE_PREFIX}*")
+        # What the box may list: results/ (the store), neuron-cache/ (the shared compile cache), and on inf2
+        # adapters/ (a directory adapter URI s3://<bucket>/adapters/<prefix>/ is read by listing it).
+        list_prefixes = [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*", NEURON_CACHE_PREFIX.rstrip("/"),
+                         f"{NEURON_CACHE_PREFIX}*"]
+        if role == "inf2":
+            list_prefixes += [ADAPTERS_PREFIX.rstrip("/"), f"{ADAPTERS_PREFIX}*"]
         statements = [
             iam.PolicyStatement(sid="SsmAgent", actions=list(SSM_AGENT_ACTIONS), resources=["*"]),
             iam.PolicyStatement(sid="SsmAgentChannels", actions=[*SSM_MESSAGES_ACTIONS, *EC2_MESSAGES_ACTIONS],
                                 resources=["*"]),
             iam.PolicyStatement(sid="ResultsReadWrite", resources=[results_objects],
                                 actions=["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]),
-            # Listing is limited to results/. "IfExists": S3 answers HeadObject/GetObject on a missing
+            # The shared compile cache: read, and append (the bucket policy refuses a PUT without If-None-Match
+            # there as under results/); no delete.
+            iam.PolicyStatement(sid="NeuronCacheReadWrite", resources=[cache_objects],
+                                actions=["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"]),
+            # Listing is limited to list_prefixes. "IfExists": S3 answers HeadObject/GetObject on a missing
             # key with 404 only if the caller may s3:ListBucket, and that implicit check carries no
             # s3:prefix; a plain StringLike would fail it and turn the store's 404 (exists() -> False)
             # into a 403. A list request naming any other prefix is refused.
             iam.PolicyStatement(sid="ResultsList", resources=[results_arn(settings)], actions=["s3:ListBucket"],
-                                conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX,
-                                                                                 f"{RESULTS_PREFIX}/*"]}}),
+                                conditions={"StringLikeIfExists": {"s3:prefix": list_prefixes}}),
             iam.PolicyStatement(sid="ResultsEncryption", resources=[results_arn(settings)],
                                 actions=["s3:GetEncryptionConfiguration"]),
             iam.PolicyStatement(sid="TaskCallbacks", resources=list(TASK_CALLBACK_RESOURCES),
@@ -189,6 +199,13 @@ class BoxStack(Stack):
             iam.PolicyStatement(sid="CommandOutputLogGroups", actions=["logs:DescribeLogGroups"], resources=[
                 self.format_arn(service="logs", resource="log-group", resource_name="*",
                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
+            # The first boot's last step tags its own instance neuronpipe:bootstrap=done (the idle reaper spares
+            # an untagged box during its first boot): only that tag key, only on this project's box of this role.
+            iam.PolicyStatement(sid="BootstrapTag", actions=["ec2:CreateTags"], resources=[
+                self.format_arn(service="ec2", resource="instance", resource_name="*")],
+                conditions={"StringEquals": {f"aws:ResourceTag/{ROLE_TAG_KEY}": role,
+                                             f"aws:ResourceTag/{PROJECT_TAG_KEY}": settings.project},
+                            "ForAllValues:StringEquals": {"aws:TagKeys": [BOOTSTRAP_TAG]}}),
         ]
         if role == "inf2":
             statements.append(iam.PolicyStatement(sid="AdaptersRead", actions=["s3:GetObject"],
@@ -210,6 +227,13 @@ class BoxStack(Stack):
         acknowledge(policy, "IAM5", "Agents write results/models/logs under the results/ prefix only; keys are "
                     "per run, lane and attempt, so they cannot be listed in advance.",
                     [nag_results_arn(settings, f"{RESULTS_PREFIX}/*")])
+        acknowledge(policy, "IAM5", "The shared compile cache neuron-cache/<compiler version>/<entry> is keyed by "
+                    "the compiler's own graph hashes, not known in advance; read and create only (the bucket "
+                    "policy refuses an overwrite).", [nag_results_arn(settings, f"{NEURON_CACHE_PREFIX}*")])
+        acknowledge(policy, "IAM5", "ec2:CreateTags on instance/* is conditioned on the instance carrying this "
+                    "project's tag and this box's role tag, and on the one tag key neuronpipe:bootstrap: the box "
+                    "tags itself when its first boot is done (instance ids are not known before the stack).",
+                    [f"Resource::arn:<AWS::Partition>:ec2:{settings.region}:<AWS::AccountId>:instance/*"])
         acknowledge(policy, "IAM5", "The SSM agent writes command output into log streams it names per command, "
                     "inside the one command log group; DescribeLogGroups has no narrower resource.",
                     [f"Resource::arn:<AWS::Partition>:logs:{settings.region}:<AWS::AccountId>:log-group:*"])

@@ -301,8 +301,10 @@ class ControlPlaneStack(Stack):
             self, "RunStateMachine", state_machine_name=self.settings.state_machine_name,
             role_arn=role.role_arn, definition_string=json.dumps(definition, indent=1),
             definition_substitutions=self._substitutions(),
+            # Every event, without its data: with execution data the log would hold each task's input, and the
+            # SSM tasks' input carries their task token (whoever reads the log could complete the task).
             logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
-                level="ALL", include_execution_data=True,
+                level="ALL", include_execution_data=False,
                 destinations=[sfn.CfnStateMachine.LogDestinationProperty(
                     cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
                         log_group_arn=log_group.log_group_arn))]),

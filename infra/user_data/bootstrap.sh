@@ -1,9 +1,12 @@
 #!/bin/bash
-# neuron-pipelines @@BOX_ROLE@@ box, first boot only (user data). Installs the per-boot setup,
-# the harness in its own venv beside the DLAMI's, and the `neuronpipe-agent` entry point; then
-# stops the instance. Between runs the box stays stopped, never terminated (termination protection,
-# shutdown behaviour "stop"); Step Functions starts it for a run and stops it on every exit path.
-# Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box; a sandbox, where nothing shuts down).
+# neuron-pipelines @@BOX_ROLE@@ box, first boot only (user data). EC2 never runs user data again on this
+# instance, so this script holds only what is fixed for the box's life: it writes the box's values ONCE to
+# /@@BOX_CONF_PATH@@, installs the box scripts from the harness zip with the installer every later
+# neuronpipe-sync runs too (so they never stay at this boot's version), runs the per-boot setup and the first
+# harness sync, tags the instance @@BOOTSTRAP_TAG@@=@@BOOTSTRAP_DONE@@ (the idle reaper leaves a box without it
+# alone during its first boot), then stops it. Between runs the box stays stopped, never terminated
+# (termination protection, shutdown behaviour "stop"); Step Functions starts it for a run and stops it on every
+# exit path. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box; a sandbox, where nothing shuts down).
 [ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
 set -uo pipefail
 ROOT="${NEURONPIPE_BOX_ROOT:-}"
@@ -13,32 +16,26 @@ trap 'rc=$?; echo "bootstrap exit $rc"; echo "$rc" > "$ROOT/var/lib/neuronpipe-b
 set -e
 install -d -m 0755 "$ROOT/etc/neuronpipe" "$ROOT/opt/neuronpipe" "$ROOT/var/lib/cloud/scripts/per-boot" "$ROOT/usr/local/bin"
 
-cat > "$ROOT/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh" <<'NEURONPIPE_PER_BOOT'
-@@PER_BOOT_SCRIPT@@
-NEURONPIPE_PER_BOOT
-chmod 0755 "$ROOT/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh"
+cat > "$ROOT/@@BOX_CONF_PATH@@.new" <<'NEURONPIPE_BOX_CONF'
+# The box's values, written once by its first boot's user data; the box scripts read them.
+@@BOX_CONF@@
+NEURONPIPE_BOX_CONF
+mv "$ROOT/@@BOX_CONF_PATH@@.new" "$ROOT/@@BOX_CONF_PATH@@"
+. "$ROOT/@@BOX_CONF_PATH@@"
 
-cat > "$ROOT/usr/local/bin/neuronpipe-sync" <<'NEURONPIPE_SYNC'
-@@SYNC_SCRIPT@@
-NEURONPIPE_SYNC
+# The box scripts come from the harness zip (the first one installed here; every sync installs its own).
+uri=$(aws ssm get-parameter --region "$REGION" --name "$HARNESS_PARAM" --query Parameter.Value --output text)
+tmp=$(mktemp -d)
+aws s3 cp --region "$REGION" --only-show-errors "$uri" "$tmp/harness.zip"
+python3 -m zipfile -e "$tmp/harness.zip" "$tmp/harness"
+bash "$tmp/harness/@@HARNESS_BOX_DIR@@/@@INSTALLER@@" "$tmp/harness"
+rm -rf "$tmp"
 
-cat > "$ROOT/usr/local/bin/neuronpipe-agent" <<'NEURONPIPE_AGENT'
-#!/bin/bash
-# python -m agents with the box environment (what the state machine's SSM commands call).
-R="${NEURONPIPE_BOX_ROOT:-}"
-set -a; . "$R/etc/neuronpipe/env"; [ -f "$R/etc/neuronpipe/harness.env" ] && . "$R/etc/neuronpipe/harness.env"; set +a
-exec "$R/opt/neuronpipe/.venv/bin/python" -m agents "$@"
-NEURONPIPE_AGENT
-
-cat > "$ROOT/usr/local/bin/neuronpipe" <<'NEURONPIPE_CLI'
-#!/bin/bash
-R="${NEURONPIPE_BOX_ROOT:-}"
-set -a; . "$R/etc/neuronpipe/env"; [ -f "$R/etc/neuronpipe/harness.env" ] && . "$R/etc/neuronpipe/harness.env"; set +a
-exec "$R/opt/neuronpipe/.venv/bin/neuronpipe" "$@"
-NEURONPIPE_CLI
-chmod 0755 "$ROOT/usr/local/bin/neuronpipe-sync" "$ROOT/usr/local/bin/neuronpipe-agent" "$ROOT/usr/local/bin/neuronpipe"
-
-"$ROOT/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh"   # per-boot scripts run before user data on first boot
-"$ROOT/usr/local/bin/neuronpipe-sync" --force
-"$ROOT/usr/local/bin/neuronpipe-agent" --help >/dev/null
+"$ROOT/@@PER_BOOT_PATH@@"   # cloud-init runs per-boot scripts before user data: on this boot there were none yet
+"$ROOT/@@SYNC_PATH@@" --force
+"$ROOT/@@AGENT_PATH@@" --help >/dev/null
+. "$ROOT/etc/neuronpipe/env"   # NEURONPIPE_INSTANCE_ID (the per-boot setup read it from IMDS)
+aws ec2 create-tags --region "$REGION" --resources "$NEURONPIPE_INSTANCE_ID" \
+    --tags "Key=@@BOOTSTRAP_TAG@@,Value=@@BOOTSTRAP_DONE@@" \
+  || echo "bootstrap: could not tag $NEURONPIPE_INSTANCE_ID @@BOOTSTRAP_TAG@@=@@BOOTSTRAP_DONE@@: the idle reaper treats the box as still in its first boot for a while after each start"
 echo "bootstrap ok: $(cat "$ROOT/opt/neuronpipe/harness/HARNESS_SHA")"

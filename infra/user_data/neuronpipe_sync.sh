@@ -1,7 +1,9 @@
 #!/bin/bash
-# neuronpipe-sync [--force]: install the harness named by SSM parameter @@HARNESS_PARAM@@
-# (an s3:// zip published by `cdk deploy`) into /opt/neuronpipe/.venv, its own venv beside the
-# DLAMI's. Waits (NEURONPIPE_BOOT_WAIT_S, default 600 s) for the per-boot setup's marker first.
+# neuronpipe-sync [--force]: install the harness named by the SSM parameter HARNESS_PARAM of
+# /@@BOX_CONF_PATH@@ (an s3:// zip published by `cdk deploy`) into /opt/neuronpipe/.venv, its own venv
+# beside the DLAMI's, then the box scripts that harness ships (this one among them: box/@@INSTALLER@@
+# renames each into place, so this running copy is never rewritten under bash's feet). Waits
+# (NEURONPIPE_BOOT_WAIT_S, default 600 s) for the per-boot setup's marker first.
 # Box-side versions come from the harness's box-requirements.txt (exact pins, setuptools among them);
 # the harness itself is installed --no-deps --no-build-isolation --no-index (offline). Same URI as
 # last time: nothing to do. NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1 (the rehearsal only) skips the
@@ -9,11 +11,16 @@
 [ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
 set -euo pipefail
 ROOT="${NEURONPIPE_BOX_ROOT:-}"
-REGION=@@REGION@@
 HOME_DIR="$ROOT/opt/neuronpipe"
 VENV="$HOME_DIR/.venv"
 ETC="$ROOT/etc/neuronpipe"
-BOOT_DONE="$ROOT/run/neuronpipe/boot.done"
+CONF="$ROOT/@@BOX_CONF_PATH@@"
+BOOT_DONE="$ROOT/@@BOOT_DONE_PATH@@"
+if [ ! -f "$CONF" ]; then
+  echo "neuronpipe-sync: $CONF missing (the first boot's user data writes it)" >&2
+  exit 1
+fi
+. "$CONF"
 wait_s="${NEURONPIPE_BOOT_WAIT_S:-600}"
 waited=0
 until [ -f "$BOOT_DONE" ]; do
@@ -23,7 +30,7 @@ until [ -f "$BOOT_DONE" ]; do
   fi
   sleep 1; waited=$((waited + 1))
 done
-uri=$(aws ssm get-parameter --region "$REGION" --name "@@HARNESS_PARAM@@" --query Parameter.Value --output text)
+uri=$(aws ssm get-parameter --region "$REGION" --name "$HARNESS_PARAM" --query Parameter.Value --output text)
 if [ "${1:-}" != "--force" ] && [ -f "$HOME_DIR/installed-uri" ] && [ "$(cat "$HOME_DIR/installed-uri")" = "$uri" ]; then
   echo "harness up to date: $uri ($(cat "$HOME_DIR/harness/HARNESS_SHA" 2>/dev/null))"; exit 0
 fi
@@ -60,6 +67,12 @@ fi
   --force-reinstall "$tmp/harness"
 rm -rf "$HOME_DIR/harness.old"; [ -d "$HOME_DIR/harness" ] && mv "$HOME_DIR/harness" "$HOME_DIR/harness.old"
 mv "$tmp/harness" "$HOME_DIR/harness"
-echo "NEURONPIPE_HARNESS_SHA=$(cat "$HOME_DIR/harness/HARNESS_SHA")" > "$ETC/harness.env"
+# the box scripts of this harness (this script too: renamed into place, this running copy reads on unchanged)
+bash "$HOME_DIR/harness/@@HARNESS_BOX_DIR@@/@@INSTALLER@@" "$HOME_DIR/harness"
+cat > "$ETC/harness.env.new" <<HARNESS_ENV
+NEURONPIPE_HARNESS_SHA=$(cat "$HOME_DIR/harness/HARNESS_SHA")
+NEURONPIPE_BOX_SCRIPTS_MANIFEST=$ROOT/@@BOX_SCRIPTS_MANIFEST_PATH@@
+HARNESS_ENV
+mv -f "$ETC/harness.env.new" "$ETC/harness.env"
 echo "$uri" > "$HOME_DIR/installed-uri"
 echo "harness installed: $uri ($(cat "$HOME_DIR/harness/HARNESS_SHA"))"

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.boxes import NEURON_COMPILE_CACHE
 from pipeline.lane_configs.bounds import BATCH, LORA_ALPHA, LORA_RANK, SEED, SEQ_LEN, STEPS
 from pipeline.model_catalog import model_names
 
@@ -18,7 +17,9 @@ class Config:
     grad_accum: int = field(default=1, metadata={"help": "micro-batches per step (must match sft)", **BATCH})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (must match sft)", **LORA_RANK})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (must match sft)", **LORA_ALPHA})
-    compile_cache: str = field(default=NEURON_COMPILE_CACHE, metadata={"help": "NEURON_COMPILE_CACHE_URL (EBS)"})
+    compile_cache: str | None = field(default=None, metadata={
+        "help": "neuronx-cc's cache directory; None = the box's one compile cache ($NEURON_COMPILE_CACHE_URL), the "
+                "one sft and serving read"})
     seed: int = field(default=0, metadata={"help": "seed", **SEED})
 
     @classmethod

@@ -23,7 +23,7 @@ from analytics.views import connect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-ALL_LANES = ["provenance", "host_cpu", "smoke", "precompile", "sft", "merge", "train_limits", "serve_sweep",
+ALL_LANES = ["provenance", "preflight", "host_cpu", "smoke", "precompile", "sft", "merge", "train_limits", "serve_sweep",
              "capacity", "limits", "sustained", "quality", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
@@ -101,10 +101,14 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     assert decision and {d[0] for d in decision} == {"c7i.large"} and {d[1] for d in decision} == {"cpu-tiny"}
     assert all((d[3] is not None) == bool(d[2]) and (d[2] or "no point meets" in d[4]) for d in decision)
 
+    # the preflight gate passed on this machine, and the run's boot was recorded with the cache it pushed
+    assert con.execute("select sum(failed), sum(passed) > 0 from preflight_summary").fetchone() == (0, True)
+    boot = con.execute("select box_role, push_entries, start_requested_at, cache_seeded_at from box_boots").fetchall()
+    assert len(boot) == 1 and boot[0][0] == "local" and boot[0][1] > 0 and boot[0][2] is None and boot[0][3]
     # the report: the Decision first, then every section, vLLM's key names, plots that open, byte-identical rebuild
     text = (report / "REPORT.md").read_text()
     assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
-    for section in ("Machines and versions", "Compile", "Training", "Serving sweeps", "Workloads", "Sustained",
+    for section in ("Machines and versions", "Preflight", "Compile", "Training", "Serving sweeps", "Workloads", "Sustained",
                     "Quality",
                     "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
         assert f"## {section}" in text, section
@@ -135,6 +139,9 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     con = connect(LocalStore(results))
     resumed = con.execute("select count(*) from lane_runs where not supersedes and status = 'skipped'").fetchone()
     assert resumed == (len(ALL_LANES),)
+    # the resumed run's boot found the cache it pushed the first time on the box: nothing fetched, nothing new
+    assert con.execute("select seed_entries_fetched, seed_entries_present > 0, push_entries from box_boots"
+                       ).fetchone() == (0, True, 0)
 
 
 def _servers_of(root: psutil.Process) -> list[psutil.Process]:

@@ -21,7 +21,7 @@ def neuronpipe(*args, check=True):
 def test_lanes_lists_the_plan_in_order():
     out = neuronpipe("lanes").stdout.split("\n")
     names = [line.split()[0] for line in out if line.strip()]
-    assert names[:3] == ["provenance", "host_cpu", "smoke"]
+    assert names[:4] == ["provenance", "preflight", "host_cpu", "smoke"]
     assert names.index("sft") < names.index("merge") < names.index("serve_sweep")
 
 

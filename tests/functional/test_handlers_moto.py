@@ -58,7 +58,7 @@ def test_plan_run_starts_an_execution_named_after_the_run(aws):
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
     assert [(p["box_role"], p["instance_id"]) for p in execution_input["boxes"]] == [
         ("trn1", aws.ids["trn1"]), ("inf2", aws.ids["inf2"])]
-    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
+    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "preflight", "host_cpu", "smoke")]
 
 
 def test_plan_run_refuses_an_invalid_request_naming_the_field(aws):
@@ -79,9 +79,9 @@ def test_plan_run_s3_adapter_event_starts_a_finetune_serve_run(aws):
     assert out["outcome"] == "started"
     version = s3_event("x")["detail"]["object"]["version-id"]
     assert out["run_id"] == plan_run.adapter_run_id(BUCKET, "adapters/llama/adapter.tar.gz", version)
-    assert out["lanes"] == ["inf2:provenance", "inf2:finetune_serve"]
+    assert out["lanes"] == ["inf2:provenance", "inf2:preflight", "inf2:finetune_serve"]
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
-    step = execution_input["waves"][0]["segments"][0]["lanes"][1]
+    step = execution_input["waves"][0]["segments"][0]["lanes"][2]
     assert step["config"] == {"adapter_uri": f"s3://{BUCKET}/adapters/llama/adapter.tar.gz"}
 
 
@@ -127,6 +127,29 @@ def test_on_command_status_sends_failure_with_the_token_from_the_command(aws):
     cause = json.loads(cause)
     assert cause["output_uri"] == f"s3://{BUCKET}/results/logs/run-1/smoke/ssm-trn1/{cid}/"
     assert cause["instance_id"] == aws.ids["trn1"]
+
+
+def test_on_command_status_bounds_the_cause_and_keeps_the_end_of_the_stderr(aws, monkeypatch):
+    """Issue 28: the cause rides in the lane's result through both Maps and the scheduler's payload: under
+    COMMAND_CAUSE_MAX characters, ASCII, valid JSON, the stderr's last characters kept (the rest is in S3)."""
+    from moto.ssm.models import Command
+
+    stderr = "Traceback \"quoted\" é\n" * 20_000 + "FINAL LINE: the real error"
+    real = Command.invocation_response
+
+    def with_stderr(self, instance_id, plugin_name):
+        return {**real(self, instance_id, plugin_name), "StandardErrorContent": stderr}
+
+    monkeypatch.setattr(Command, "invocation_response", with_stderr)
+    cid = _send(aws, "tok-big")
+    callbacks = RecordingCallbacks()
+    detail = on_command_status.CommandInvocationStatus(command_id=cid, instance_id=aws.ids["trn1"], status="Failed")
+    assert on_command_status.fail_waiting_task(detail, Commands(aws.ssm), callbacks)["action"] == "failure_sent"
+    cause = callbacks.sent[0][2]
+    assert len(cause) <= on_command_status.COMMAND_CAUSE_MAX and cause.isascii()
+    data = json.loads(cause)
+    assert data["stderr_tail"].endswith("FINAL LINE: the real error") and data["lane"] == "smoke"
+    assert data["output_uri"].endswith(f"/{cid}/")  # where the whole output is
 
 
 def test_on_command_status_ignores_success_and_foreign_commands(aws):

@@ -103,7 +103,7 @@ def test_not_applicable_lane_is_skipped_with_its_reason(tmp_path):
 
 
 def test_unknown_lane_lists_the_valid_ones(tmp_path):
-    with pytest.raises(UnknownLaneError, match="valid lanes: provenance, host_cpu"):
+    with pytest.raises(UnknownLaneError, match="valid lanes: provenance, preflight, host_cpu"):
         get_lane("nope")
     out = subprocess.run([sys.executable, "-m", "agents", "run-lane", "nope", "--run-id", "r", "--results",
                           str(tmp_path)], capture_output=True, text=True)

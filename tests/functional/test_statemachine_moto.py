@@ -9,12 +9,15 @@ patched to call it) against moto S3.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Callable
 
 import boto3
 from botocore.exceptions import ClientError
+from moto.core.responses import EmptyResult
+from moto.stepfunctions.responses import StepFunctionResponse
 import pytest
 
 from analytics.store import S3Store
@@ -27,6 +30,7 @@ from control_plane.handlers.on_command_status import CommandInvocationStatus, fa
 from control_plane.launch import committed_in_store, launch
 from control_plane.models import RunRequest, parse_lane_from_comment
 from control_plane.settings import ControlPlaneSettings
+from pipeline.lanes import get_lane, request_lanes
 from statemachine.build import ASL_PATH, substitute
 
 REGION = "us-west-2"
@@ -38,7 +42,10 @@ SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "/neuronpipe/command
         "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
 DEADLINE_S = 60
 
-Decide = Callable[[str, str], Any]  # (what, token) -> "success" | ("fail", error) | None (stay silent)
+SMOKE = [s.name for s in request_lanes(None, "smoke")]  # the smoke preset's lanes, on each box
+SEGMENT_COMMANDS = ("sync-harness", "cache-push")  # a segment's own commands (not lanes: nothing to commit)
+# (what, token) -> "success" | ("fail", error[, cause[, the record's error message]]) | None (stay silent)
+Decide = Callable[[str, str], Any]
 
 
 @pytest.fixture
@@ -85,14 +92,23 @@ def env(aws, monkeypatch):
 
     from moto.awslambda_simple.models import LambdaSimpleBackend
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
+    monkeypatch.setattr(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause)
     settings = ControlPlaneSettings(results_uri=RESULTS, state_machine_arn=sm_arn)
     return {"sm_arn": sm_arn, "ids": ids, "settings": settings, "reports": reports, "ec2": ec2, "sfn": sfn,
             "ssm": boto3.client("ssm"), "s3": s3}
 
 
-def commit(env: dict, cmd: dict, what: str, status: str) -> None:
+def _send_task_failure_with_cause(response):
+    """moto's SendTaskFailure handler drops ``cause`` (as rehearsal.world notes): pass it, as AWS does."""
+    response.stepfunction_backend.send_task_failure(response._get_param("taskToken"),
+                                                    error=response._get_param("error"),
+                                                    cause=response._get_param("cause"))
+    return EmptyResult()
+
+
+def commit(env: dict, cmd: dict, what: str, status: str, message: str | None = None) -> None:
     """What the runner commits before it calls back (a lane's record under its result lane)."""
-    if what == "sync-harness":
+    if what in SEGMENT_COMMANDS:
         return
     from datetime import datetime, timezone
 
@@ -103,7 +119,8 @@ def commit(env: dict, cmd: dict, what: str, status: str) -> None:
     writer = S3Store(RESULTS, client=env["s3"]).begin_attempt(parse_run(cmd), result_lane(what, role))
     now = datetime.now(timezone.utc)
     writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu", "host": "fake",
-                                   "status": status, "supersedes": True}])
+                                   "status": status, "supersedes": True,
+                                   **({"error_type": "RuntimeError", "error_message": message} if message else {})}])
     writer.commit(status, supersedes=True)
 
 
@@ -136,8 +153,9 @@ def fake_agent(env: dict, decide: Decide, stop: threading.Event) -> threading.Th
                         commit(env, cmd, what, "succeeded")
                         sfn.send_task_success(taskToken=token, output=json.dumps({"lane": what, "status": "succeeded"}))
                     elif isinstance(action, tuple) and action[0] == "fail":
-                        commit(env, cmd, what, "failed")
-                        sfn.send_task_failure(taskToken=token, error=action[1], cause=f"{what} broke")
+                        commit(env, cmd, what, "failed", action[3] if len(action) > 3 else None)
+                        sfn.send_task_failure(taskToken=token, error=action[1],
+                                              cause=action[2] if len(action) > 2 else f"{what} broke")
                 except ClientError as exc:  # the task is not waiting yet: answer on the next pass
                     errors.append(exc)
                     continue
@@ -221,7 +239,7 @@ def test_full_plan_runs_end_to_end_with_callbacks(env):
     status, history = run_to_end(env, arn, lambda what, token: "success")
     assert status == "SUCCEEDED"
     names = states(history)
-    assert names.count("RunLane") == 6  # smoke: 3 lanes on each of the two boxes
+    assert names.count("RunLane") == 2 * len(SMOKE)  # smoke: its lanes on each of the two boxes
     assert names.count("StartInstance") == names.count("StopInstance") == 2
     assert "Wait" not in {e["type"].replace("StateEntered", "") for e in history}
     assert set(instance_states(env).values()) == {"stopped"}
@@ -236,7 +254,7 @@ def test_full_plan_runs_end_to_end_with_callbacks(env):
     assert [x["Entries"][0]["DetailType"] for x in emitted] == ["RunSucceeded"]
     progress = progress_from_history(history)
     assert [(lp.box_role, lp.lane, lp.status) for lp in progress.lanes] == [
-        (r, lane, "succeeded") for r in ("trn1", "inf2") for lane in ("provenance", "host_cpu", "smoke")]
+        (r, lane, "succeeded") for r in ("trn1", "inf2") for lane in SMOKE]
 
 
 def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
@@ -247,10 +265,10 @@ def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
     assert len(per_lane) == 4 and max(per_lane) <= 6
     assert not [e for e in history if e["type"] == "WaitStateEntered"]
     total = len(states(history))
-    # whole run: per-lane states + 7 per segment (start, sync, lanes map, stop, last-segment choice, lease release,
-    # result) + Init, 2 scheduler calls, 2 choices, the segments map, outcome, the run-wide release (map, the box's
-    # release refused as already released, its Pass), finalize, event choice, event, succeed
-    assert total == sum(per_lane) + 7 * 1 + 14
+    # whole run: per-lane states + 9 per segment (mark, start, sync, lanes map, cache push, stop, last-segment
+    # choice, lease release, result) + Init, 2 scheduler calls, 2 choices, the segments map, outcome, the run-wide
+    # release (map, the box's release refused as already released, its Pass), finalize, event choice, event, succeed
+    assert total == sum(per_lane) + 9 * 1 + 14
 
 
 def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env):
@@ -261,7 +279,7 @@ def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env
     status, history = run_to_end(env, arn, decide)
     assert status == "SUCCEEDED"
     names = states(history)
-    assert names.count("RunLane") == 6 and names.count("LaneFailed") == 2  # host_cpu on both boxes
+    assert names.count("RunLane") == 2 * len(SMOKE) and names.count("LaneFailed") == 2  # host_cpu on both boxes
     assert "StopInstanceAfterFailure" not in names and names.count("StartInstance") == 2
     assert set(instance_states(env).values()) == {"stopped"}
     output = json.loads([e for e in history if e["type"] == "ExecutionSucceeded"][0]
@@ -271,7 +289,7 @@ def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env
     progress = progress_from_history(history)
     assert progress.outcome_status == "partial"
     assert {lp.lane: lp.status for lp in progress.lanes if lp.box_role == "trn1"} == {
-        "provenance": "succeeded", "host_cpu": "failed", "smoke": "succeeded"}
+        lane: "failed" if lane == "host_cpu" else "succeeded" for lane in SMOKE}
     assert env["reports"][0]["status"] == "partial"
 
 
@@ -323,9 +341,15 @@ def test_command_failure_event_fails_the_waiting_lane(env):
 def test_rerun_skips_lanes_already_committed(env):
     store = S3Store(RESULTS, client=env["s3"])
     # lanes that run on both boxes commit per box (pipeline.lanes.result_lane)
-    for lane in ("provenance", "host_cpu"):
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    for lane in (n for n in SMOKE if n != "smoke"):
         for box in ("trn1", "inf2"):
-            store.begin_attempt("run-again", f"{lane}@{box}").commit("succeeded")
+            writer = store.begin_attempt("run-again", f"{lane}@{box}")
+            writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu",
+                                           "host": "fake", "status": "succeeded", "supersedes": True}])
+            writer.commit("succeeded", supersedes=True)  # with its row: a gate the next lane needs has passed
     for box in ("trn1", "inf2"):
         store.begin_attempt("run-again", f"smoke@{box}").commit("failed")  # a failed lane runs again
     arn = start(env, RunRequest(preset="smoke"), "run-again")
@@ -338,7 +362,7 @@ def test_rerun_skips_lanes_already_committed(env):
     status, history = run_to_end(env, arn, decide)
     assert status == "SUCCEEDED"
     assert states(history).count("RunLane") == 2
-    assert sorted(w for w in sent if w != "sync-harness") == ["smoke", "smoke"]
+    assert sorted(w for w in sent if w not in SEGMENT_COMMANDS) == ["smoke", "smoke"]
     plan = json.loads(history[0]["executionStartedEventDetails"]["input"])
     assert [[lane["lane"] for lane in p["lanes"]] for w in plan["waves"] for p in w["segments"]] == [["smoke"],
                                                                                                    ["smoke"]]
@@ -369,3 +393,107 @@ def test_cli_run_aws_starts_and_follows_until_done(env, monkeypatch, tmp_path, c
     captured = capsys.readouterr()
     assert captured.out.strip().endswith("cli-1")
     assert "trn1:sft=succeeded" in captured.err
+
+
+# ---- issue 28: what crosses Step Functions is bounded; the segment's start time and cache push --------------
+PAYLOAD_LIMIT = 256 * 1024
+VERBOSE_LANES = ["provenance", "host_cpu", "precompile", "sft", "merge", "train_limits", "serve_sweep", "capacity",
+                 "limits", "sustained", "qwen3_attempt"]
+
+
+def payload_sizes(history: list[dict]) -> list[tuple[int, str, str]]:
+    """(bytes, event type, state) of every input, output and parameters text in the history."""
+    out, state = [], ""
+    for e in history:
+        for key, details in e.items():
+            if not key.endswith("EventDetails") or not isinstance(details, dict):
+                continue
+            state = details.get("name", state)
+            for field in ("input", "output", "parameters"):
+                if isinstance(details.get(field), str):
+                    out.append((len(details[field].encode()), e["type"], state))
+    return out
+
+
+def test_a_wave_of_verbose_failures_stays_under_the_payload_limit(env, monkeypatch):
+    """Issue 28: a failed lane's cause may be 32 KiB (Step Functions' cause limit); nine of them in one wave were
+    over 256 KiB in the Lanes and Segments maps' results and the scheduler's payload (States.DataLimitExceeded,
+    which no Catch takes). Two more lanes' commands die with an endless stderr (on_command_status)."""
+    from control_plane.waves import REASON_LIMIT
+    from control_plane.handlers.on_command_status import COMMAND_CAUSE_MAX
+
+    ssm = env["ssm"]
+    cause = "Traceback (most recent call last):\n" + "x" * (32768 - 36)
+    message = "RuntimeError: " + "y" * 40_000  # what the runner records (the lane's verbatim error)
+    monkeypatch.setattr(Commands, "error_tail", lambda self, command_id, instance_id, limit=4000: "E" * 100_000)
+    dead = {"sustained", "limits"}
+
+    def decide(what, token):
+        if what in SEGMENT_COMMANDS or what == "provenance" or get_lane(what).gate:
+            return "success"
+        if what in dead:
+            cmd = next(c for c in ssm.list_commands()["Commands"] if token in json.dumps(c["Parameters"]))
+            fail_waiting_task(CommandInvocationStatus(command_id=cmd["CommandId"], instance_id=cmd["InstanceIds"][0],
+                                                      status="TimedOut"), Commands(ssm), TaskCallbacks(env["sfn"]))
+            return None
+        return ("fail", "Lane.RuntimeError", cause, message)
+
+    arn = start(env, RunRequest(lanes=VERBOSE_LANES), "run-verbose")
+    status, history = run_to_end(env, arn, decide)
+    assert status == "SUCCEEDED", [e for e in history if e["type"] == "ExecutionFailed"]
+    names = states(history)
+    assert names.count("LaneFailed") >= 8 and names.count("CommandFailed") == 2
+    biggest = max(payload_sizes(history))
+    assert biggest[0] < PAYLOAD_LIMIT, biggest
+    output = json.loads([e for e in history if e["type"] == "ExecutionSucceeded"][0]
+                        ["executionSucceededEventDetails"]["output"])
+    outcome = output["outcome"]
+    assert outcome["status"] == "partial" and "sft@trn1" in outcome["failed"] or "sft" in outcome["failed"]
+    assert all(len(r) <= REASON_LIMIT for r in outcome["reasons"].values())
+    # the whole text stays in the records: the runner's, and the scheduler's for a command that died
+    store = S3Store(RESULTS, client=env["s3"])
+    rows = {r["lane"]: r for r in store.read_table("lane_runs", ["run-verbose"]).to_pylist()}
+    sft = next(r for lane, r in rows.items() if lane.startswith("sft"))
+    assert sft["error_message"] == message
+    died = next(r for lane, r in rows.items() if lane.startswith("sustained"))
+    assert died["error_type"] == "Command.TimedOut" and len(died["error_message"]) <= COMMAND_CAUSE_MAX
+    assert json.loads(died["error_message"])["stderr_tail"].startswith("EEE")
+
+
+def test_the_sync_exports_when_the_start_was_requested_and_a_failed_cache_push_still_stops_the_box(env):
+    from datetime import datetime
+
+    from statemachine.build import SSM_DELIVERY_TIMEOUT_S
+
+    def decide(what, token):
+        return ("fail", "Cache.PushFailed", "no space left on device") if what == "cache-push" else "success"
+
+    arn = start(env, RunRequest(lanes=["provenance"]), "run-push")
+    status, history = run_to_end(env, arn, decide)
+    assert status == "SUCCEEDED"
+    names = states(history)
+    assert names.count("MarkStart") == names.count("PushCompileCache") == names.count("SegmentCompleted") == 2
+    assert "StopInstanceAfterFailure" not in names
+    entered = [e for e in history if e["type"].endswith("StateEntered")]
+    stop_inputs = [json.loads(e["stateEnteredEventDetails"]["input"]) for e in entered
+                   if e["stateEnteredEventDetails"]["name"] == "StopInstance"]
+    assert [i["cache_push_error"]["Error"] for i in stop_inputs] == ["Cache.PushFailed"] * 2
+    assert set(instance_states(env).values()) == {"stopped"}
+    marks = [e["timestamp"] for e in entered if e["stateEnteredEventDetails"]["name"] == "MarkStart"]
+    commands = env["ssm"].list_commands()["Commands"]
+    syncs = [c for c in commands if c["Comment"] == "neuronpipe sync-harness run-push"]
+    assert len(syncs) == 2
+    for cmd in syncs:
+        lines = cmd["Parameters"]["commands"]
+        assert lines[0] == "#!/bin/bash" and lines[1].startswith("export NEURONPIPE_TASK_TOKEN=")
+        m = re.fullmatch(r'export NEURONPIPE_START_REQUESTED_AT="([^"]+)"', lines[2])
+        assert m, lines[2]
+        at = datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
+        assert min(abs((at - mark).total_seconds()) for mark in marks) < 1.0  # MarkStart's entered time
+        assert lines[3].startswith("[ -n \"${BASH_VERSION:-}\" ]")  # then the sync script itself
+    pushes = [c for c in commands if c["Comment"] == "neuronpipe cache-push run-push"]
+    assert sorted(c["OutputS3KeyPrefix"].rsplit("-", 1)[-1] for c in pushes) == ["inf2", "trn1"]
+    for cmd in pushes:
+        assert "exec .venv/bin/python -m agents cache push --results" in cmd["Parameters"]["commands"][-1]
+        assert "START_REQUESTED" not in json.dumps(cmd["Parameters"])
+    assert {c["TimeoutSeconds"] for c in commands} == {SSM_DELIVERY_TIMEOUT_S}  # every command's delivery timeout

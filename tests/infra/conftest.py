@@ -75,3 +75,13 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def synth_variant():
     """``synth_variant(outdir, **settings)``: a separate offline synth with these settings (~15-30 s)."""
     return _synth_variant
+
+
+@pytest.fixture(scope="session")
+def redeploy(tmp_path_factory, synth_variant):
+    """Second synth: re-deploy over the retained bucket, a dataset outside results/, explicit AMI pins, a budget
+    e-mail, the boxes in different AZs."""
+    return synth_variant(tmp_path_factory.mktemp("cdk.out.redeploy"), existing_results_bucket=True,
+                         dataset_uri="s3://team-datasets/sft/alpaca/", trainium_ami_id="ami-0123456789abcdef0",
+                         inferentia_ami_id="ami-0fedcba9876543210", max_cost_usd_ceiling=12.5,
+                         budget_alert_email="ops@example.com", inferentia_az="us-west-2c")

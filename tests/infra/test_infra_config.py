@@ -67,27 +67,42 @@ def test_endpoints_only_networking_is_refused_with_the_reason():
         "nat_and_endpoints"
 
 
-def test_amis_come_from_public_ssm_parameters_unless_pinned():
+def test_amis_are_pinned_or_resolved_by_ec2_at_launch_from_a_framework_versioned_parameter():
     s = DeploymentSettings.from_context({})
     trn, inf = s.ami("trn1"), s.ami("inf2")
     assert trn.ami_id is None and trn.ssm_parameter == TRAINIUM_DLAMI_SSM_PARAMETER
-    assert TRAINIUM_DLAMI_SSM_PARAMETER == "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"
+    # the PyTorch 2.9 DLAMI (torch-neuronx 2.9, the lanes' stack), not the multi-framework line that moves with
+    # every SDK release; EC2 resolves it once, when it launches the box
+    assert TRAINIUM_DLAMI_SSM_PARAMETER == "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
+    assert trn.image_id == "resolve:ssm:" + TRAINIUM_DLAMI_SSM_PARAMETER
     assert "aws ssm get-parameter --name " + TRAINIUM_DLAMI_SSM_PARAMETER in trn.check
     # inf2 in us-west-2 keeps the vLLM 0.16 pin (the newer vLLM line cannot serve inf2)
-    assert inf.ami_id == INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
-    # a region without a pin: inf2 resolves the vLLM DLAMI parameter; no region is refused any more
+    assert inf.ami_id == INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665" == inf.image_id
+    # a region without a pin: inf2 resolves the vLLM DLAMI parameter at launch; no region is refused
     east = DeploymentSettings.from_context({"region": "us-east-2", "availability_zones": ["us-east-2b"],
                                             "trainium_az": "us-east-2b", "inferentia_az": "us-east-2b"})
     assert east.ami("inf2").ssm_parameter == INFERENTIA_DLAMI_SSM_PARAMETER and east.ami("inf2").ami_id is None
-    # an explicit pin wins for either box
+    # an explicit pin wins for either box; a parameter may name its version (an exact image)
     pinned = DeploymentSettings.from_context({"trainium_ami_id": "ami-0123456789abcdef0",
                                               "inferentia_ami_id": "ami-0fedcba9876543210"})
     assert pinned.ami("trn1").ami_id == "ami-0123456789abcdef0" and pinned.ami("trn1").ssm_parameter is None
     assert pinned.ami("inf2").ami_id == "ami-0fedcba9876543210"
+    versioned = DeploymentSettings.from_context({"trainium_ami_parameter": TRAINIUM_DLAMI_SSM_PARAMETER + ":7"})
+    assert versioned.ami("trn1").image_id == f"resolve:ssm:{TRAINIUM_DLAMI_SSM_PARAMETER}:7"
+    with pytest.raises(SettingsError, match="trainium_ami_parameter"):
+        DeploymentSettings.from_context({"trainium_ami_parameter": "resolve:ssm:/x"})
+
+
+def test_budget_alert_email_is_an_address_or_the_explicit_opt_out():
+    assert DeploymentSettings.from_context({"budget_alert_email": "ops@example.com"}).budget_alert_email
+    assert DeploymentSettings.from_context({"budget_alert_email": "none"}).budget_alert_email == "none"
+    with pytest.raises(SettingsError, match="budget_alert_email"):
+        DeploymentSettings.from_context({"budget_alert_email": "ops"})
 
 
 def _values(**kw) -> BoxUserDataValues:
-    base = dict(box_role="trn1", region="us-west-2", results_uri="s3://b/results", harness_param="/neuronpipe/harness/uri",
+    base = dict(box_role="trn1", region="us-west-2", results_uri="s3://b/results",
+                harness_param="/neuronpipe/harness/uri",
                 cache_volume_id="vol-0123456789abcdef0", swap_volume_id="", nvme_swap_gib=64,
                 dlami_venv_glob="/opt/aws_neuronx_venv_pytorch_*", hf_token_secret="neuronpipe/hf-token")
     base.update(kw)
@@ -98,15 +113,17 @@ def test_user_data_fills_every_placeholder_and_fits():
     text = render_box_user_data(_values())
     assert "@@" not in text
     assert text.startswith("#!/bin/bash")
-    assert "NEURONPIPE_BOX_ROLE=trn1" in text and "vol-0123456789abcdef0" in text
+    assert "BOX_ROLE='trn1'" in text and "CACHE_VOLUME_ID='vol-0123456789abcdef0'" in text
     assert len(text.encode()) < 16 * 1024
     inf = render_box_user_data(_values(box_role="inf2", swap_volume_id="vol-0fedcba9876543210", nvme_swap_gib=0))
-    assert "vol-0fedcba9876543210" in inf and "NEURONPIPE_BOX_ROLE=inf2" in inf
+    assert "SWAP_VOLUME_ID='vol-0fedcba9876543210'" in inf and "BOX_ROLE='inf2'" in inf
 
 
-def test_fill_refuses_a_placeholder_without_value():
+def test_fill_refuses_a_placeholder_without_value_and_a_value_without_placeholder():
     with pytest.raises(UserDataError, match="NOPE"):
         fill("echo @@NOPE@@", {"OTHER": "x"})
+    with pytest.raises(UserDataError, match="OTHER"):
+        fill("echo @@NOPE@@", {"NOPE": "x", "OTHER": "y"})
 
 
 def test_lambda_code_is_first_party_only_without_caches(tmp_path):
@@ -129,6 +146,7 @@ def test_harness_carries_pins_and_sha(tmp_path):
     reqs = [line for line in pins if line and not line.startswith(("#", "-"))]  # "-" lines: pip options
     assert reqs and all("==" in line for line in reqs)
     assert (out / "pyproject.toml").is_file() and (out / "agents" / "__init__.py").is_file()
+    assert (out / "box" / "install.sh").is_file() and (out / "box" / "usr/local/bin/neuronpipe-sync").is_file()
 
 
 def test_lambda_deps_are_built_for_the_lambda_platform_not_here(tmp_path):

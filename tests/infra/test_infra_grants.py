@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from infra.config import PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM
 
 
@@ -111,14 +109,6 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
     assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in _as_list(st["Resource"])]
 
 
-@pytest.fixture(scope="module")
-def redeploy(tmp_path_factory, synth_variant):
-    """Second synth: re-deploy over the retained bucket, a dataset outside results/, explicit AMI pins."""
-    return synth_variant(tmp_path_factory.mktemp("cdk.out.redeploy"), existing_results_bucket=True,
-                         dataset_uri="s3://team-datasets/sft/alpaca/", trainium_ami_id="ami-0123456789abcdef0",
-                         inferentia_ami_id="ami-0fedcba9876543210", max_cost_usd_ceiling=12.5)
-
-
 def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
     fresh = synthesized.templates[STACK_BASE]["Resources"]
     (bucket,) = [r for r in fresh.values() if r["Type"] == "AWS::S3::Bucket" and "BucketName" in r["Properties"]]
@@ -128,9 +118,10 @@ def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
     assert named == []  # imported by name, not created
     policies = [r["Properties"] for r in res.values() if r["Type"] == "AWS::S3::BucketPolicy"]
     results_policy = [p for p in policies if "neuron-pipelines-results-" in json.dumps(p["Bucket"])]
-    assert len(results_policy) == 1  # TLS-only is put back on the imported bucket
-    (deny,) = results_policy[0]["PolicyDocument"]["Statement"]
+    assert len(results_policy) == 1  # TLS-only (and append-only) is put back on the imported bucket
+    deny, append_only = results_policy[0]["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert append_only["Sid"] == "DenyOverwriteOfResults" and append_only["Effect"] == "Deny"
     # everything that names the bucket still does, by the same fixed name
     outputs = json.dumps(redeploy[STACK_BASE]["Outputs"])
     assert "neuron-pipelines-results-" in outputs

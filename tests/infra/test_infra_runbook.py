@@ -34,3 +34,53 @@ def test_before_the_first_paid_run_is_an_ordered_checklist_of_real_checks():
 def test_redeploy_after_destroy_is_documented():
     section = _section("8. Deploying again after `cdk destroy`")
     assert '"existing_results_bucket": true' in section and "RETAIN" in section
+
+
+def _code_blocks() -> list[str]:
+    return re.findall(r"```\n(.*?)```", RUNBOOK.read_text(), flags=re.S)
+
+
+def _commands(block: str) -> list[str]:
+    """Each shell command of a code block, its continuation lines joined."""
+    out, current = [], ""
+    for line in block.splitlines():
+        current += " " + line.strip().rstrip("\\")
+        if not line.rstrip().endswith("\\"):
+            out.append(current.strip())
+            current = ""
+    return [c for c in out if c]
+
+
+def test_every_aws_command_names_its_region():
+    """Issue 28: the runbook passed --region to some commands; `neuronpipe run --aws`, `status` and `pull` had no
+    such option and used boto3's default region. Every AWS CLI call and every neuronpipe command that calls AWS
+    says --region."""
+    seen = 0
+    for block in _code_blocks():
+        for command in _commands(block):
+            for part in re.split(r"\$\(|;|\|\||&&|\bdo\b", command):
+                part = part.strip()
+                if re.match(r"aws [a-z0-9-]+ [a-z0-9-]+", part) or re.search(
+                        r"neuronpipe (run --aws|status|pull)\b", part):
+                    seen += 1
+                    assert "--region" in part, part
+    assert seen >= 15
+
+
+def test_prerequisites_deploy_budget_amis_and_box_scripts_are_documented():
+    from infra.app import BudgetSubscriberMissingError
+    from infra.config import TRAINIUM_DLAMI_SSM_PARAMETER
+
+    text = RUNBOOK.read_text()
+    prerequisites = _section("1. Prerequisites")
+    assert "Session Manager plugin" in prerequisites and "session-manager-plugin --version" in prerequisites
+    assert TRAINIUM_DLAMI_SSM_PARAMETER in prerequisites and "resolve:ssm:" in prerequisites
+    assert "trainium_ami_id" in prerequisites and "per DLAMI and framework version" in prerequisites
+    # the refusal is quoted as the code prints it
+    message = " ".join(str(BudgetSubscriberMissingError()).split())
+    assert message in " ".join(_section("2. Configure").split()) and '"none"' in _section("2. Configure")
+    deploy = _section("3. Build, synth, deploy")
+    assert deploy.index("cdk diff --all") < deploy.index("cdk deploy --all")
+    assert "replace" in deploy and "new box" in deploy and "compile-cache volume" in deploy
+    assert "box-scripts.sha256" in deploy and "next harness sync" in deploy
+    assert "neuronpipe:bootstrap=done" in text

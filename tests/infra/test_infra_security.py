@@ -129,8 +129,9 @@ def test_box_roles_are_least_privilege(synthesized):
             actions = _as_list(st["Action"])
             if "*" in resources:  # only the SSM agent's own APIs and the task callbacks
                 assert sid in ("SsmAgent", "SsmAgentChannels", "TaskCallbacks"), st
-            if "s3:PutObject" in actions:
-                assert all(r.endswith("/results/*") for r in resources), resources
+            if "s3:PutObject" in actions:  # the results store, and the shared compile cache
+                assert all(r.endswith(("/results/*", "/neuron-cache/*")) for r in resources), resources
+            assert not any(a.startswith("s3:Delete") for a in actions), st
             if sid == "AdaptersRead":
                 assert role == "inf2"
         assert sorted(_as_list(by_sid["TaskCallbacks"]["Action"])) == [
@@ -155,12 +156,13 @@ def test_boxes_read_one_ssm_parameter_not_every_one(synthesized):
                 assert st["Resource"] != "*" and "HarnessUri" in json.dumps(st["Resource"])  # that one parameter
 
 
-def test_boxes_list_only_under_results(synthesized):
-    for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
+def test_boxes_list_only_their_prefixes(synthesized):
+    for stack, extra in ((STACK_TRAINIUM, []), (STACK_INFERENTIA, ["adapters", "adapters/*"])):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
         lists = [st for st in _statements(policy) if "s3:ListBucket" in _as_list(st["Action"])]
         assert [st["Sid"] for st in lists] == ["ResultsList"]  # no dataset configured by default
-        assert lists[0]["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+        assert lists[0]["Condition"] == {"StringLikeIfExists": {"s3:prefix": [
+            "results", "results/*", "neuron-cache", "neuron-cache/*", *extra]}}
 
 
 def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
@@ -206,20 +208,25 @@ def test_everything_taggable_carries_the_project_tag(synthesized):
             "Tags": Match.array_with([{"Key": PROJECT_TAG_KEY, "Value": synthesized.settings.project}])})
 
 
-def test_amis_resolve_at_deploy_time_or_are_pinned(synthesized):
-    """trn1: a template parameter resolving AWS's public DLAMI parameter at deploy; inf2 in us-west-2:
-    the vLLM 0.16 pin. No placeholder id anywhere, nothing looked up at synth."""
+def test_amis_are_resolved_by_ec2_at_launch_or_pinned(synthesized):
+    """trn1: EC2's launch-time resolve:ssm: of the PyTorch 2.9 DLAMI parameter, a literal in the template (no
+    template parameter CloudFormation would resolve again at every update); inf2 in us-west-2: the vLLM 0.16
+    pin. No placeholder id anywhere, nothing looked up at synth."""
     trn = synthesized.templates[STACK_TRAINIUM]
-    param = trn["Parameters"]["AmiParameter"]
-    assert (param["Type"], param["Default"]) == ("AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
-                                                 TRAINIUM_DLAMI_SSM_PARAMETER)
+    assert "AmiParameter" not in trn.get("Parameters", {})
     synthesized.template(STACK_TRAINIUM).has_resource_properties("AWS::EC2::Instance", {
-        "ImageId": {"Ref": "AmiParameter"}})
+        "ImageId": f"resolve:ssm:{TRAINIUM_DLAMI_SSM_PARAMETER}"})
     synthesized.template(STACK_INFERENTIA).has_resource_properties("AWS::EC2::Instance", {
         "ImageId": INFERENTIA_PINNED_AMIS["us-west-2"].ami_id})
     assert INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
     assert "AmiParameter" not in synthesized.templates[STACK_INFERENTIA].get("Parameters", {})
     assert not any("verified" in m for msgs in synthesized.messages.values() for m in msgs)
+
+
+def _box_conf(user_data: str) -> dict[str, str]:
+    """The NAME='value' lines the user data writes to /etc/neuronpipe/box.conf."""
+    body = user_data.split("<<'NEURONPIPE_BOX_CONF'\n", 1)[1].split("\nNEURONPIPE_BOX_CONF\n", 1)[0]
+    return dict(line.split("=", 1) for line in body.splitlines() if line and not line.startswith("#"))
 
 
 def test_disks_and_swap_per_box(synthesized):
@@ -230,21 +237,26 @@ def test_disks_and_swap_per_box(synthesized):
     assert inf_volumes == sorted([s.inferentia_compile_cache_gib, 48])
     synthesized.template(STACK_INFERENTIA).resource_count_is("AWS::EC2::VolumeAttachment", 2)
     synthesized.template(STACK_TRAINIUM).resource_count_is("AWS::EC2::VolumeAttachment", 1)
-    trn, inf = _user_data(synthesized, STACK_TRAINIUM), _user_data(synthesized, STACK_INFERENTIA)
-    assert "nvme-Amazon_EC2_NVMe_Instance_Storage_" in trn and f'"{s.trainium_nvme_swap_gib}" != "0"' in trn
-    assert 'if [ "0" != "0" ]' in inf  # no NVMe swap on inf2
-    assert "/var/lib/cloud/scripts/per-boot/" in trn  # re-created on every boot
+    trn, inf = _box_conf(_user_data(synthesized, STACK_TRAINIUM)), _box_conf(_user_data(synthesized, STACK_INFERENTIA))
+    assert trn["NVME_SWAP_GIB"] == f"'{s.trainium_nvme_swap_gib}'" and trn["SWAP_VOLUME_ID"] == "''"
+    assert inf["NVME_SWAP_GIB"] == "'0'" and inf["SWAP_VOLUME_ID"].startswith('\'{"Ref"')  # the swap volume's id
+    assert trn["CACHE_VOLUME_ID"].startswith('\'{"Ref"') and inf["CACHE_VOLUME_ID"].startswith('\'{"Ref"')
 
 
-def test_user_data_installs_the_harness_in_its_own_venv(synthesized):
+def test_user_data_writes_the_box_values_once_and_installs_the_box_scripts_from_the_harness(synthesized):
+    harness = next(p for p in synthesized.outdir.glob("asset.*") if (p / "HARNESS_SHA").is_file())
     for stack, role in ((STACK_TRAINIUM, "trn1"), (STACK_INFERENTIA, "inf2")):
         ud = _user_data(synthesized, stack)
-        assert f"NEURONPIPE_BOX_ROLE={role}" in ud
-        assert "NEURONPIPE_BACKEND=neuron" in ud
-        assert "/opt/neuronpipe/.venv" in ud and "box-requirements.txt" in ud and "--no-deps" in ud
-        assert "NEURONPIPE_DLAMI_VENV=" in ud
-        assert "@@" not in ud
-        assert len(ud.encode()) < 16 * 1024
+        conf = _box_conf(ud)
+        assert conf["BOX_ROLE"] == f"'{role}'" and conf["REGION"] == f"'{synthesized.settings.region}'"
+        assert conf["DLAMI_VENV_GLOB"] == f"'{synthesized.settings.box(role).dlami_venv_glob}'"
+        assert "box/install.sh" in ud and "@@" not in ud and len(ud.encode()) < 16 * 1024
+    # what the first boot and every sync install: the box scripts inside the harness asset
+    sync = (harness / "box/usr/local/bin/neuronpipe-sync").read_text()
+    assert "/opt/neuronpipe/.venv" in sync and "box-requirements.txt" in sync and "--no-deps" in sync
+    assert "NEURONPIPE_DLAMI_VENV=" in (harness / "box/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh").read_text()
+    assert "nvme-Amazon_EC2_NVMe_Instance_Storage_" in (
+        harness / "box/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh").read_text()
 
 
 def test_synth_needed_no_lookup(synthesized):

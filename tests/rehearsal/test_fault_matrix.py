@@ -134,11 +134,12 @@ def failures(r, execution_arn: str) -> str:
 
 
 def committed(r, run_id: str) -> dict[str, str]:
-    """lane -> status of the committed attempts, read back through S3Store."""
+    """lane -> status of the committed attempts, read back through S3Store (the segments' boot records aside)."""
     from analytics.store import S3Store
+    from pipeline.lanes import BOOT_RECORD_PREFIX
 
     store = S3Store(r.settings().results_uri, client=client(r, "s3"))
-    return {m.lane: m.status for m in store.effective_markers([run_id])}
+    return {m.lane: m.status for m in store.effective_markers([run_id]) if not m.lane.startswith(BOOT_RECORD_PREFIX)}
 
 
 def standing(r, run_id: str) -> dict[str, str]:

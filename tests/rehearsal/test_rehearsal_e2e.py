@@ -11,6 +11,7 @@ import pytest
 
 from control_plane.cli import main
 from control_plane.models import RunRequest
+from pipeline.lanes import request_lanes
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +25,10 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
     assert code == 0, err[-4000:]
     assert "rehearsal of rehearsal-1: SUCCEEDED" in err
     assert "boxes running: 0" in err
-    assert re.search(r"transitions per lane: \[(1, ){5}1\]", err), err[-2000:]  # 3 lanes on each of 2 boxes
+    smoke = len(request_lanes(None, "smoke"))  # the preset's lanes, on each of the 2 boxes: one state each
+    assert re.search(r"transitions per lane: \[(1, ){%d}1\]" % (2 * smoke - 1), err), err[-2000:]
+    # each segment marked its start and pushed its compile cache before its stop
+    assert re.search(r"states: .*MarkStart=2, .*PushCompileCache=2, ", err), err[-2000:]
     assert "run events on the bus: RunSucceeded" in err
     # pull + report from the mirror: the sections of the report the finalize Lambda wrote to the bucket
     assert re.search(r"report in the bucket: s3://\S+/reports/rehearsal-1/REPORT\.md; .*the same sections", err)

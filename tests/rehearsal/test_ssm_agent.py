@@ -141,3 +141,47 @@ def test_agent_runs_a_command_again_after_a_reboot(agent, tmp_path):
     assert starts.read_text().splitlines() == ["start", "start"]  # run again from the start
     finals = [e["detail"]["status"] for e in agent["events"] if e["detail-type"].startswith("EC2 Command Invocation")]
     assert finals.count("Success") == 1 and "Failed" not in finals
+
+
+def _queue_behind_a_running_command(agent, timeout_s: int) -> tuple[str, str]:
+    """A running command, and a second one queued behind it (not started) with ``TimeoutSeconds``."""
+    ssm, iid = agent["ssm"], agent["iid"]
+    first = send(agent, ["#!/bin/bash", "sleep 30"])
+    end = time.monotonic() + 10
+    while ssm.get_command_invocation(CommandId=first, InstanceId=iid)["Status"] != "InProgress":
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    second = ssm.send_command(InstanceIds=[iid], DocumentName="AWS-RunShellScript", TimeoutSeconds=timeout_s,
+                              Parameters={"commands": ["#!/bin/bash", "echo ran"]})["Command"]["CommandId"]
+    return first, second
+
+
+def test_a_command_pending_when_its_box_stopped_runs_when_the_agent_is_back_within_its_delivery_timeout(agent):
+    """SSM: a command that has not started keeps waiting for its instance until its TimeoutSeconds (it ran, in the
+    old emulation, only if the box never stopped: it failed at once instead)."""
+    first, second = _queue_behind_a_running_command(agent, 60)
+    assert agent["agents"].kill(agent["iid"], "instance stopped")  # the box stops: the first dies
+    assert wait(agent, first, deadline_s=10)["Status"] == "Failed"
+    time.sleep(0.5)
+    inv = agent["ssm"].get_command_invocation(CommandId=second, InstanceId=agent["iid"])
+    assert inv["Status"] == "Pending"  # waits for the agent
+    agent["agents"].register(agent["iid"])  # the box started again
+    inv = wait(agent, second, deadline_s=10)
+    assert inv["Status"] == "Success" and inv["StandardOutputContent"].strip() == "ran"
+
+
+def test_a_command_not_started_within_its_delivery_timeout_never_runs(agent):
+    """Why the state machine sends every command with a short TimeoutSeconds: a command it has given up on (its
+    box stopped) never starts on the box's next start, with a dead token."""
+    first, second = _queue_behind_a_running_command(agent, 30)
+    assert agent["agents"].kill(agent["iid"], "instance stopped")
+    moto_command = next(c for c in agent["world"].backend("ssm")._commands if c.command_id == second)
+    moto_command.timeout_seconds = 1  # (SSM's least is 30 s: shortened here, after the send)
+    time.sleep(1.5)
+    agent["agents"].register(agent["iid"])  # started again after the delivery timeout
+    inv = wait(agent, second, deadline_s=10)
+    assert (inv["Status"], inv["StatusDetails"]) == ("TimedOut", "DeliveryTimedOut")
+    assert inv["StandardOutputContent"] == ""  # it never ran
+    statuses = [e["detail"]["status"] for e in agent["events"]
+                if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == second]
+    assert statuses == ["Pending", "TimedOut"]  # what on_command_status hears (it fails the task, if any waits)

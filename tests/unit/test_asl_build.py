@@ -56,7 +56,8 @@ def test_every_segment_failure_path_stops_the_instance_and_never_fails_the_wave(
     assert not [n for n, s in segment.items() if s["Type"] == "Fail"]
     ends = {n: s["Parameters"]["status"] for n, s in segment.items() if s["Type"] == "Pass" and s.get("End")}
     assert ends == {"SegmentCompleted": "completed", "SegmentStopFailed": "stop_failed",
-                    "SegmentGateFailed": "gate_failed", "SegmentFailed": "failed"}
+                    "SegmentGateFailed": "gate_failed", "SegmentFailed": "failed",
+                    "SegmentFailedCauseInHistory": "failed"}
 
 
 def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
@@ -81,11 +82,14 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
 def test_a_lane_s_own_failure_is_recorded_a_gate_s_ends_the_segment_at_most_three_states():
     lane = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]["Lanes"]["ItemProcessor"]["States"]
     kind = lane["LaneFailureKind"]
-    (gate, own) = kind["Choices"]
+    (gate, command, own) = kind["Choices"]
     assert gate["Next"] == "GateFailed" and {"Variable": "$.lane.gate", "BooleanEquals": True} in gate["And"]
-    assert own["Next"] == "LaneFailed" and {o["StringMatches"] for o in own["Or"]} == {"Lane.*", "Command.*"}
+    assert {o["StringMatches"] for o in gate["And"][0]["Or"]} == {"Lane.*", "Command.*"}
+    assert (command["StringMatches"], command["Next"]) == ("Command.*", "CommandFailed")
+    assert (own["StringMatches"], own["Next"]) == ("Lane.*", "LaneFailed")
     assert kind["Default"] == "LaneInfraFailed" and lane["LaneInfraFailed"]["Type"] == "Fail"
-    assert lane["LaneFailed"]["Type"] == "Pass" and lane["LaneFailed"]["End"]
+    for name in ("LaneFailed", "CommandFailed"):
+        assert lane[name]["Type"] == "Pass" and lane[name]["End"]
     assert lane["GateFailed"]["Error"] == "Gate.Failed"
     # the longest path through a lane: RunLane -> LaneFailureKind -> LaneFailed | GateFailed | LaneInfraFailed
     assert lane["RunLane"]["Catch"][-1]["Next"] == "LaneFailureKind"
@@ -94,3 +98,88 @@ def test_a_lane_s_own_failure_is_recorded_a_gate_s_ends_the_segment_at_most_thre
 def test_token_line_round_trips_through_the_parser():
     assert token_from_commands([f'{TOKEN_LINE_PREFIX}"AAAA+/b=="', "set -e"]) == "AAAA+/b=="
     assert token_from_commands(["echo hi"]) is None
+
+
+def test_a_lane_s_own_failure_carries_no_cause_a_dead_command_s_its_bounded_one():
+    """Issue 28: a Lane.* failure's cause (the agent's, up to 32 KiB) stays out of the Lanes map's result (the
+    runner committed the record with the whole text); a Command.* failure keeps on_command_status's bounded cause,
+    which the scheduler commits as the lane's record."""
+    lane = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]["Lanes"]["ItemProcessor"]["States"]
+    assert lane["LaneFailed"]["Parameters"] == {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error"}
+    assert lane["CommandFailed"]["Parameters"]["cause.$"] == "$.failure.Cause"
+
+
+def test_a_segment_failure_carries_only_causes_whose_size_is_bounded():
+    segment = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]
+    kind = segment["FailureKind"]
+    assert kind["Default"] == "SegmentFailedCauseInHistory"
+    bounded = kind["Choices"][1]
+    assert bounded["Next"] == "SegmentFailed"
+    # ours (bounded where they are raised) and AWS's own (EC2's "insufficient capacity" is the reason a report gives)
+    assert {c.get("StringEquals") or c.get("StringMatches") for c in bounded["Or"]} == {
+        "Lane.TimedOut", "Harness.TimedOut", "Command.*", "Ec2.*", "ec2.*", "Ssm.*", "ssm.*", "States.*"}
+    other = segment["SegmentFailedCauseInHistory"]["Parameters"]
+    assert "cause.$" not in other and other["error.$"] == "$.failure.Error"  # e.g. Lane.* raised outside a lane
+
+
+def test_the_scheduler_is_handed_only_what_it_reads_of_its_previous_answer():
+    top = build_definition()["States"]
+    payload = top["ScheduleWave"]["Parameters"]["Payload"]
+    assert "schedule.$" not in payload  # not the whole answer: its segments and records would ride along
+    assert payload["schedule"] == {"next_wave.$": "$.schedule.answer.next_wave",
+                                   "box_failures.$": "$.schedule.answer.box_failures",
+                                   "stop_failed.$": "$.schedule.answer.stop_failed"}
+    assert top["Init"]["Parameters"]["schedule"]["answer"] == {"next_wave": 0, "box_failures": {}, "stop_failed": {}}
+
+
+def test_the_segment_marks_its_start_and_the_sync_exports_it_to_the_box():
+    segment = build_definition()["States"]["Segments"]
+    assert segment["ItemProcessor"]["StartAt"] == "MarkStart"
+    states = segment["ItemProcessor"]["States"]
+    mark = states["MarkStart"]
+    assert mark["Type"] == "Pass" and mark["Next"] == "StartInstance"
+    assert mark["Parameters"] == {"requested_at.$": "$$.State.EnteredTime"} and mark["ResultPath"] == "$.start"
+    commands = states["SyncHarness"]["Parameters"]["Parameters"]["commands.$"]
+    token = commands.index(TOKEN_LINE_PREFIX)
+    start = commands.index("export NEURONPIPE_START_REQUESTED_AT=")
+    assert token < start < commands.index("$.sync.script")  # before the script, after the token
+    assert """States.Format('export NEURONPIPE_START_REQUESTED_AT="{}"', $.start.requested_at)""" in commands
+    # only the sync exports it
+    assert "START_REQUESTED" not in states["PushCompileCache"]["Parameters"]["Parameters"]["commands.$"]
+
+
+def test_the_compile_cache_push_runs_after_the_lanes_and_never_fails_the_segment():
+    from statemachine.build import CACHE_PUSH_TIMEOUT_S
+
+    states = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]
+    assert states["Lanes"]["Next"] == "PushCompileCache"
+    push = states["PushCompileCache"]
+    assert push["Resource"].endswith("ssm:sendCommand.waitForTaskToken")
+    assert push["TimeoutSeconds"] == CACHE_PUSH_TIMEOUT_S == 1800
+    assert push["Next"] == "StopInstance"
+    assert push["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error",
+                              "Next": "StopInstance"}]
+    params = push["Parameters"]
+    assert params["Comment.$"] == "$.cache_push.comment"
+    assert params["Parameters"] == {"commands.$": params["Parameters"]["commands.$"],
+                                    "executionTimeout.$": "$.cache_push.execution_timeout"}
+    assert params["Parameters"]["commands.$"].endswith("$.cache_push.script)")
+    assert TOKEN_LINE_PREFIX in params["Parameters"]["commands.$"]
+    assert params["OutputS3KeyPrefix.$"] == "$.cache_push.output_prefix"
+
+
+def test_no_command_can_start_after_the_machine_has_given_up_on_it():
+    """Issue 28 item 5: SendCommand's TimeoutSeconds (SSM: a command not started by then never runs) is below every
+    heartbeat and timeout of the states that send commands, so a command whose task timed out (and whose box was
+    then stopped) cannot start on the box's next start with a dead token."""
+    from pipeline.lanes import get_lane
+    from statemachine.build import SSM_DELIVERY_TIMEOUT_S
+
+    sends = [s for _, s in all_states(build_definition())
+             if s.get("Resource", "").endswith("sendCommand.waitForTaskToken")]
+    assert len(sends) == 3  # SyncHarness, RunLane, PushCompileCache
+    shortest_heartbeat = min(get_lane(n).heartbeat_s for n in lane_names())
+    for state in sends:
+        assert state["Parameters"]["TimeoutSeconds"] == SSM_DELIVERY_TIMEOUT_S
+        assert state.get("TimeoutSeconds", shortest_heartbeat) > SSM_DELIVERY_TIMEOUT_S
+    assert 30 <= SSM_DELIVERY_TIMEOUT_S < shortest_heartbeat  # 30 s: SSM's minimum

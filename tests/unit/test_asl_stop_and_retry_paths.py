@@ -43,6 +43,7 @@ def test_both_stops_retry_every_error_with_backoff_and_catch():
     assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "KeepLeaseAfterFailure"
     assert PHASE["KeepLeaseAfterFailure"]["Next"] == "SegmentStopFailed"
     assert PHASE["SegmentFailed"]["Parameters"]["error.$"] == "$.failure.Error"
+    assert PHASE["SegmentFailedCauseInHistory"]["Parameters"]["error.$"] == "$.failure.Error"
     assert TOP["RunFailed"]["ErrorPath"] == "$.failure.Error"
 
 
@@ -113,11 +114,13 @@ def test_no_wait_states_anywhere():
 
 
 def test_phase_allowance_covers_the_definitions_worst_case():
-    """Start retries + SSM registration/throttling retries + sync timeout + the longer stop path + release."""
+    """Start retries + SSM registration/throttling retries + sync timeout + the cache push's retries and timeout
+    + the longer stop path + release."""
     stop = max(waits(PHASE["StopInstance"]["Retry"]), waits(PHASE["StopInstanceAfterFailure"]["Retry"]))
     release = max(waits(PHASE["ReleaseLease"]["Retry"]), waits(PHASE["ReleaseLeaseAfterFailure"]["Retry"]))
+    push = waits(PHASE["PushCompileCache"]["Retry"]) + PHASE["PushCompileCache"]["TimeoutSeconds"]
     worst = (waits(PHASE["StartInstance"]["Retry"]) + waits(PHASE["SyncHarness"]["Retry"])
-             + PHASE["SyncHarness"]["TimeoutSeconds"] + stop + release)
+             + PHASE["SyncHarness"]["TimeoutSeconds"] + push + stop + release)
     assert PHASE_ALLOWANCE_S >= worst
     assert LANE_ALLOWANCE_S >= waits(LANE["RunLane"]["Retry"])
     assert worst > 1800  # the old allowance (delivery timeout + sync timeout) was below the real worst case

@@ -63,7 +63,7 @@ def test_every_box_path_is_under_the_box_root_and_imds_is_configurable():
 def test_the_asl_sends_the_shebang_first_then_the_token_then_the_script():
     text = json.dumps(build_definition())
     arrays = [p for p in text.split('"commands.$": ')[1:]]
-    assert len(arrays) == 2  # SyncHarness and RunLane
+    assert len(arrays) >= 2  # SyncHarness, RunLane, and any other SSM task: each sends the shebang first
     for a in arrays:
         assert a.startswith(f'"States.Array(\'{SHEBANG}\', States.Format(\'{TOKEN_LINE_PREFIX}')
 

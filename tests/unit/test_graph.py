@@ -17,17 +17,20 @@ def test_registry_declares_the_data_needs_and_the_gate():
     assert get_lane("merge").needs == ("sft",)
     assert get_lane("finetune_serve").needs == ("merge",)
     assert get_lane("smoke").gate and not get_lane("sft").gate
+    assert get_lane("preflight").gate and get_lane("provenance").order < get_lane("preflight").order \
+        < get_lane("smoke").order
 
 
 def test_full_graph_on_both_boxes_puts_only_merge_consumers_in_a_later_wave():
     nodes = _by_name(build_nodes(plan_order(), ["trn1", "inf2"]))
-    assert nodes["finetune_serve"].needs == ("smoke@inf2", "merge")
+    assert nodes["finetune_serve"].needs == ("preflight@inf2", "smoke@inf2", "merge")
     assert nodes["finetune_serve"].wave == 1 and nodes["quality"].wave == 1
     assert {n.result_lane for n in nodes.values() if n.wave == 1} == {"finetune_serve", "quality"}
     # the gate precedes the lanes after it on its own box only; lanes before it are not gated
-    assert nodes["sft"].gated_by == ("smoke@trn1",)
-    assert nodes["serve_sweep"].gated_by == ("smoke@inf2",)
-    assert nodes["host_cpu@trn1"].needs == ()
+    assert nodes["sft"].gated_by == ("preflight@trn1", "smoke@trn1")
+    assert nodes["serve_sweep"].gated_by == ("preflight@inf2", "smoke@inf2")
+    assert nodes["host_cpu@trn1"].needs == ("preflight@trn1",)
+    assert nodes["provenance@trn1"].needs == ()  # provenance first: nothing runs on a box before its facts
 
 
 def test_a_need_outside_the_run_does_not_bind_unless_committed_before():
@@ -65,11 +68,13 @@ def test_extra_lanes_declare_needs_and_are_validated(monkeypatch):
 def test_blocked_reasons_name_the_lane_the_attempt_and_the_gate():
     nodes = _by_name(build_nodes(plan_order(), ["trn1", "inf2"]))
     statuses = {"smoke@inf2": LaneStatus("succeeded", "a0"), "smoke@trn1": LaneStatus("succeeded", "a1"),
+                "preflight@inf2": LaneStatus("succeeded", "a2"), "preflight@trn1": LaneStatus("succeeded", "a3"),
                 "merge": LaneStatus("failed", "20261130T0101-ab", "RuntimeError: disk full")}
     by, reason = blocked_reason(nodes["finetune_serve"], statuses)
     assert by == "merge"
     assert reason == "needs merge, which failed in attempt 20261130T0101-ab (RuntimeError: disk full)"
-    by, reason = blocked_reason(nodes["sft"], {"smoke@trn1": LaneStatus("failed", "a9", "AssertionError: loss")})
+    by, reason = blocked_reason(nodes["sft"], {"preflight@trn1": LaneStatus("succeeded", "a8"),
+                                               "smoke@trn1": LaneStatus("failed", "a9", "AssertionError: loss")})
     assert by == "smoke@trn1" and reason.startswith("gate smoke@trn1 did not pass: it failed in attempt a9")
     assert blocked_reason(nodes["serve_sweep"], statuses) is None
 

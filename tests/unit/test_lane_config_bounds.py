@@ -118,7 +118,7 @@ def test_a_lane_config_for_a_lane_the_request_does_not_run_is_refused_naming_it(
     with pytest.raises(RunRequestError) as err:
         parse_request({"preset": "smoke", "lane_config": {"quality": {"max_tokens": 8}, "smoke": {"steps": 2}}})
     assert str(err.value).splitlines() == [
-        "lane_config.quality: the request does not run lane quality (lanes: provenance, host_cpu, smoke)"]
+        "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)"]
     with pytest.raises(RunRequestError, match=r"^lane_config\.sft: the request does not run lane sft "
                                               r"\(lanes: serve_sweep\)$"):
         parse_request({"lanes": ["serve_sweep"], "lane_config": {"sft": {"steps": 2}}})
@@ -132,7 +132,7 @@ BAD_BODIES = [
     ({"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"repeats": 99999999999999999999}}},
      "host_cpu.repeats: must be between 1 and 1000, got 99999999999999999999"),
     ({"preset": "smoke", "lane_config": {"quality": {"max_tokens": 8}}},
-     "lane_config.quality: the request does not run lane quality (lanes: provenance, host_cpu, smoke)"),
+     "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)"),
 ]
 
 

@@ -27,8 +27,8 @@ def test_a_fresh_artifacts_dir_whose_graphs_all_hit_the_shared_cache_is_warm_not
 
 
 def test_neuron_launcher_names_its_shared_compiler_cache(tmp_path):
-    launcher = NeuronLauncher(tmp_path, python="python3")
-    assert launcher.cache_scope == "artifacts_dir" and launcher.shared_cache_dir() == tmp_path / "neuronx-cc"
+    launcher = NeuronLauncher(tmp_path, python="python3", compile_cache=tmp_path / "neuron-compile-cache")
+    assert launcher.cache_scope == "artifacts_dir" and launcher.shared_cache_dir() == tmp_path / "neuron-compile-cache"
 
 
 def test_run_row_carries_the_loop_wall_time_and_the_step_clock():

@@ -28,9 +28,11 @@ def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1()
         wave0, [("inf2", ["quality", "finetune_serve"])]]
     assert [seg.release_lease for seg in plan.segments] == [True, False, True]  # inf2 keeps its lease in between
     steps = {s.result_lane: s for s in plan.lane_steps}
-    assert steps["finetune_serve"].needs == ["smoke@inf2", "merge"] and steps["finetune_serve"].wave == 1
-    assert "--needs smoke@inf2,merge" in steps["finetune_serve"].script
-    assert steps["smoke@trn1"].gate and not steps["smoke@trn1"].needs
+    assert steps["finetune_serve"].needs == ["preflight@inf2", "smoke@inf2", "merge"]
+    assert steps["finetune_serve"].wave == 1
+    assert "--needs preflight@inf2,smoke@inf2,merge" in steps["finetune_serve"].script
+    assert steps["smoke@trn1"].gate and steps["smoke@trn1"].needs == ["preflight@trn1"]
+    assert steps["preflight@trn1"].gate and not steps["preflight@trn1"].needs
     assert [n["result_lane"] for n in plan.nodes] == sorted(steps, key=lambda r: (steps[r].wave, steps[r].box_role,
                                                                                   LANES[steps[r].lane].order))
     # the worst case is per segment (each starts, syncs and stops its box)
@@ -45,15 +47,15 @@ def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1()
 
 def test_smoke_preset_runs_on_both_boxes():
     plan = plan_run(RunRequest(preset="smoke"), run_id="r1", results_uri=RESULTS)
-    assert lanes_by_phase(plan) == [("trn1", ["provenance", "host_cpu", "smoke"]),
-                                    ("inf2", ["provenance", "host_cpu", "smoke"])]
+    assert lanes_by_phase(plan) == [("trn1", ["provenance", "preflight", "host_cpu", "smoke"]),
+                                    ("inf2", ["provenance", "preflight", "host_cpu", "smoke"])]
 
 
 def test_finetune_serve_preset_needs_only_the_inf2_box():
     plan = plan_run(RunRequest(preset="finetune_serve", adapter_uri="s3://b/adapters/a"), run_id="r1",
                     results_uri=RESULTS)
-    assert lanes_by_phase(plan) == [("inf2", ["provenance", "finetune_serve"])]
-    assert plan.lane_steps[1].config == {"adapter_uri": "s3://b/adapters/a"}
+    assert lanes_by_phase(plan) == [("inf2", ["provenance", "preflight", "finetune_serve"])]
+    assert plan.lane_steps[2].config == {"adapter_uri": "s3://b/adapters/a"}
 
 
 def test_explicit_lanes_are_ordered_by_the_registry_and_pick_their_boxes():
@@ -67,12 +69,13 @@ def test_explicit_lanes_are_ordered_by_the_registry_and_pick_their_boxes():
 def test_committed_lanes_are_skipped_unless_forced():
     # lanes that run on both boxes commit per box (provenance@trn1, provenance@inf2)
     plan = plan_run(RunRequest(preset="smoke"), run_id="r1", results_uri=RESULTS, committed={"provenance@trn1"})
-    assert lanes_by_phase(plan) == [("trn1", ["host_cpu", "smoke"]), ("inf2", ["provenance", "host_cpu", "smoke"])]
+    assert lanes_by_phase(plan) == [("trn1", ["preflight", "host_cpu", "smoke"]),
+                                    ("inf2", ["provenance", "preflight", "host_cpu", "smoke"])]
     assert [(s.box_role, s.lane) for s in plan.skipped] == [("trn1", "provenance")]
     forced = plan_run(RunRequest(preset="smoke", force=True), run_id="r1", results_uri=RESULTS,
                       committed={"provenance@trn1"})
     assert forced.skipped == [] and "--force" in forced.lane_steps[0].script
-    both = {f"{lane}@{box}" for lane in ("provenance", "host_cpu", "smoke") for box in ("trn1", "inf2")}
+    both = {f"{lane}@{box}" for lane in ("provenance", "preflight", "host_cpu", "smoke") for box in ("trn1", "inf2")}
     with pytest.raises(EmptyPlanError, match="already committed"):
         plan_run(RunRequest(preset="smoke"), run_id="r1", results_uri=RESULTS, committed=both)
     single = plan_run(RunRequest(lanes=["sft", "merge"]), run_id="r1", results_uri=RESULTS, committed={"sft"})
@@ -108,7 +111,7 @@ def test_invalid_requests_name_the_field(data, field):
 
 
 def test_unknown_lane_error_lists_the_valid_lanes():
-    with pytest.raises(RunRequestError, match="valid lanes: provenance, host_cpu"):
+    with pytest.raises(RunRequestError, match="valid lanes: provenance, preflight, host_cpu"):
         parse_request({"lanes": ["nope"]})
 
 
@@ -189,3 +192,34 @@ def test_lane_config_field_names_match_the_lanes_configs():
         config = lane_config(request, lane) or {}
         fields = {f.name for f in dataclasses.fields(get_lane(lane).load().Config)}
         assert set(config) <= fields, (lane, set(config) - fields)
+
+
+def test_every_segment_ends_with_a_cache_push_rendered_for_its_box_and_wave():
+    from control_plane.plan import BASH_GUARD, cache_push_script
+    from statemachine.build import CACHE_PUSH_TIMEOUT_S
+
+    plan = plan_run(RunRequest(preset="full"), run_id="r1", results_uri=RESULTS,
+                    harness=Harness(directory="/opt/np"))
+    assert len(plan.segments) >= 3  # inf2 runs in two waves: each segment pushes what it compiled
+    for seg in plan.segments:
+        push = seg.cache_push
+        assert push.script == cache_push_script("r1", RESULTS, seg.box_role, seg.wave, Harness(directory="/opt/np"))
+        assert push.comment == "neuronpipe cache-push r1"
+        assert push.execution_timeout == [str(CACHE_PUSH_TIMEOUT_S)]
+        assert push.output_prefix == ssm_output_prefix(RESULTS, "r1", f"_cache-push-{seg.box_role}")
+    script = cache_push_script("r1", RESULTS, "inf2", 1, Harness(directory="/opt/np"))
+    lines = script.splitlines()
+    assert lines[0] == BASH_GUARD and lines[1] == "set -euo pipefail"
+    assert 'cd "${NEURONPIPE_BOX_ROOT:-}"/opt/np' in lines  # the lane scripts' prologue, IMDS and cd
+    assert any(line.startswith("imds() {") for line in lines)
+    assert lines[-1] == (f'exec .venv/bin/python -m agents cache push --results {RESULTS} --run-id r1 '
+                         '--box-role inf2 --segment 1 --task-token "$NEURONPIPE_TASK_TOKEN"')
+    data = plan.with_instances({"trn1": "i-1", "inf2": "i-2"}).execution_input()
+    assert all(set(s["cache_push"]) == {"script", "comment", "execution_timeout", "output_prefix"}
+               for w in data["waves"] for s in w["segments"])
+
+
+def test_the_worst_case_cost_holds_the_cache_push_s_timeout():
+    from statemachine.build import CACHE_PUSH_TIMEOUT_S, SYNC_TIMEOUT_S
+
+    assert PHASE_ALLOWANCE_S >= SYNC_TIMEOUT_S + CACHE_PUSH_TIMEOUT_S

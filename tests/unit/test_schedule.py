@@ -87,3 +87,18 @@ def _env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONPIPE_")}
     env.update(AWS_EC2_METADATA_DISABLED="true", COLUMNS="200")
     return env
+
+
+def test_the_segment_overhead_comes_from_recorded_boots_when_there_are_any():
+    from datetime import datetime, timedelta, timezone
+
+    from control_plane.schedule import SEGMENT_OVERHEAD_S, STOP_S, segment_overhead
+
+    assert segment_overhead([]).seconds == SEGMENT_OVERHEAD_S
+    assert segment_overhead([]).source.startswith("default")
+    t0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    boots = [{"start_requested_at": t0, "cache_seeded_at": t0 + timedelta(seconds=s), "push_s": p}
+             for s, p in ((100, 4.0), (140, 6.0), (120, 5.0))]
+    boots.append({"start_requested_at": None, "cache_seeded_at": t0, "push_s": None})  # a local run: no start
+    got = segment_overhead(boots)
+    assert got.seconds == 120 + 5.0 + STOP_S and "3 boot(s)" in got.source

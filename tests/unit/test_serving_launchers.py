@@ -28,8 +28,12 @@ def test_neuron_command_and_env(tmp_path):
     assert _flag(cmd, "--tensor-parallel-size") == "2"
     assert _flag(cmd, "--max-model-len") == str(cfg.max_model_len)
     assert _flag(cmd, "--max-num-seqs") == str(cfg.max_num_seqs)
-    assert _flag(cmd, "--block-size") == str(cfg.max_model_len)
-    assert _flag(cmd, "--device") == "neuron"
+    # the predecessor's working vLLM 0.16 + vllm-neuron command: no --device, no --block-size=max_model_len, seed 0
+    assert "--device" not in cmd and "--block-size" not in cmd
+    assert _flag(cmd, "--seed") == "0"
+    assert (cfg.max_model_len, cfg.max_num_seqs) == (2048, 32)
+    assert (get_server_config("B", "full", "neuron").max_model_len,
+            get_server_config("B", "full", "neuron").max_num_seqs) == (3072, 8)
     assert _flag(cmd, "--served-model-name") == MODEL.name
     assert "--no-enable-prefix-caching" in cmd and "--enable-prefix-caching" not in cmd
     env = launcher.env(MODEL, cfg)
@@ -133,9 +137,13 @@ def test_unknown_exit_and_timeout():
     assert f.kind == BootFailureKind.TIMEOUT and "600" in f.line
 
 
-def test_neuron_plugin_mode_drops_the_legacy_flags(tmp_path, monkeypatch):
-    monkeypatch.setenv("NEURONPIPE_VLLM_NEURON_LEGACY", "0")
-    cmd = NeuronLauncher(tmp_path, python="py").command(MODEL, get_server_config("A", "full", "neuron"), 1)
+def test_the_pre_plugin_integration_brings_its_flags_back_only_when_asked(tmp_path, monkeypatch):
+    cfg = get_server_config("A", "full", "neuron")
+    monkeypatch.setenv("NEURONPIPE_VLLM_NEURON_LEGACY", "1")
+    cmd = NeuronLauncher(tmp_path, python="py").command(MODEL, cfg, 1)
+    assert _flag(cmd, "--device") == "neuron" and _flag(cmd, "--block-size") == str(cfg.max_model_len)
+    monkeypatch.delenv("NEURONPIPE_VLLM_NEURON_LEGACY")
+    cmd = NeuronLauncher(tmp_path, python="py").command(MODEL, cfg, 1)
     assert "--device" not in cmd and "--block-size" not in cmd and _flag(cmd, "--tensor-parallel-size") == "2"
 
 

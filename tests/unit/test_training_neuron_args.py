@@ -55,7 +55,7 @@ def test_environment_points_the_compile_cache_at_ebs(tmp_path):
     assert "--cache_dir=/ebs/cache" in env["NEURON_CC_FLAGS"]
     assert "--model-type transformer" in env["NEURON_CC_FLAGS"]
     assert env["PATH"] == "/bin"
-    default = neuron.environment(_req(tmp_path, compile_cache=None), base={})
+    default = neuron.environment(_req(tmp_path, compile_cache=None), base={"NEURONPIPE_CACHE": "/var/cache/neuronpipe"})
     assert default["NEURON_COMPILE_CACHE_URL"] == neuron.DEFAULT_CACHE
 
 

@@ -19,11 +19,12 @@ from typing import Any
 from agents.backend import accelerator_python, harness_source_root
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
+from agents.box_env import compile_cache_dir, lane_environment
 from pipeline.boxes import NEURON_COMPILE_CACHE
 from pipeline.steps import StepRecord
 
 NPROC_PER_NODE = 2  # trn1.2xlarge: one chip, two NeuronCores v2
-DEFAULT_CACHE = NEURON_COMPILE_CACHE  # on the EBS volume
+DEFAULT_CACHE = NEURON_COMPILE_CACHE  # the box path of the one cache (agents.box_env resolves the live one)
 STEP_LOG = "steps.jsonl"
 ARGS_FILE = "train_args.json"
 
@@ -59,8 +60,10 @@ def lora_arguments(req: TrainRequest) -> dict[str, Any]:
 
 
 def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    cache = req.compile_cache or env.get("NEURON_COMPILE_CACHE_URL") or DEFAULT_CACHE
+    """The training process's environment: the box's lane environment (PATH with the DLAMI venv's bin, HF_HOME,
+    the one compile cache), then neuronx-cc's flags pointing at the same cache."""
+    env = lane_environment("training", dict(os.environ if base is None else base))
+    cache = req.compile_cache or str(compile_cache_dir(env))
     env.update({
         "NEURON_COMPILE_CACHE_URL": cache,
         "NEURON_CC_FLAGS": f"--model-type transformer --retry_failed_compilation --cache_dir={cache}",

@@ -1,0 +1,92 @@
+"""A fake DLAMI for the rehearsal's boxes (and the preflight tests): the venvs, versions and CLIs a real Neuron
+DLAMI has, as files, so the preflight gate checks them for real on a machine without Neuron.
+
+What is faked, and from what:
+
+* the venvs: ``/opt/aws_neuronx_venv_pytorch_2_9`` (trn1, training) and
+  ``/opt/aws_neuronx_venv_pytorch_inference_vllm_0_16`` (inf2, vLLM) — the names the predecessor's boxes listed —
+  each with ``lib/python3.10/site-packages/<dist>.dist-info/METADATA`` for the versions their pip lists showed, and
+  ``bin/python`` pointing at this interpreter;
+* the CLIs in the venv's ``bin``: ``libneuronpjrt-path``, ``neuronx-cc --version``, ``torchrun`` (trn1) and
+  ``neuron-ls --json-output``, which prints one device with two free NeuronCores in the shape inf2.xlarge's
+  ``neuron-ls`` printed it (``neuron_device``, ``nc_count``, ``neuron_processes`` …).
+
+``Breakage`` puts one known fault in: optimum-neuron in the vLLM venv, a CLI missing, NeuronCores held by a
+process — each a failure the predecessor met on a real box.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+TRAINING_VENV = "opt/aws_neuronx_venv_pytorch_2_9"
+SERVING_VENV = "opt/aws_neuronx_venv_pytorch_inference_vllm_0_16"
+VENV_GLOB = {"trn1": "/opt/aws_neuronx_venv_pytorch_2_9", "inf2": "/opt/aws_neuronx_venv_pytorch_inference_vllm_*"}
+COMPILER_VERSION = "2.26.6360.0+6f180f47"
+
+COMMON = {"neuronx-cc": COMPILER_VERSION, "torch-neuronx": "2.9.0.2.15.32035+de43f57c", "torch": "2.9.1",
+          "torch-xla": "2.9.0", "libneuronxla": "2.2.17544.0+fb9962bf", "transformers": "4.57.6",
+          "neuronx-distributed": "0.19.28492+435aae2b"}
+TRAINING_DISTS = {**COMMON, "optimum-neuron": "0.4.3", "trl": "0.24.0", "peft": "0.17.0", "datasets": "5.0.1"}
+SERVING_DISTS = {**COMMON, "neuronx-distributed-inference": "0.10.18399", "vllm": "0.16.0"}
+
+
+@dataclass(frozen=True)
+class Breakage:
+    optimum_in_vllm: bool = False  # optimum-neuron installed into the vLLM venv
+    missing_cli: str | None = None  # e.g. "libneuronpjrt-path"
+    cores_busy: bool = False  # a process holds the NeuronCores
+    stale_compiler: str | None = None  # neuronx-cc at another version
+
+
+def neuron_ls_json(instance_type: str, busy: bool = False) -> str:
+    device = {"instance_type": instance_type, "instance_id": "i-0fake", "neuron_device": 0, "bdf": "0000:00:1f.0",
+              "cpu_affinity": "0-3", "numa_node": "-1", "connected_to": None, "nc_count": 2,
+              "memory_size": 34359738368, "neuroncore_ids": [0, 1],
+              "neuron_processes": [{"pid": 4242, "command": "python3 -m vllm.entrypoints.openai.api_server"}]
+              if busy else []}
+    return json.dumps([device], indent=4)
+
+
+def _dist(site: Path, name: str, version: str) -> None:
+    d = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def build_dlami(root: Path, box_role: str, instance_type: str, breakage: Breakage = Breakage()) -> Path:
+    """The role's DLAMI venv under ``root`` (a box root); returns the venv's path."""
+    venv = Path(root) / (TRAINING_VENV if box_role == "trn1" else SERVING_VENV)
+    site = venv / "lib" / "python3.10" / "site-packages"
+    site.mkdir(parents=True, exist_ok=True)
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    py = bin_dir / "python"
+    if not py.exists():
+        py.symlink_to(sys.executable)
+    dists = dict(TRAINING_DISTS if box_role == "trn1" else SERVING_DISTS)
+    if breakage.stale_compiler:
+        dists["neuronx-cc"] = breakage.stale_compiler
+    if breakage.optimum_in_vllm and box_role == "inf2":
+        dists["optimum-neuron"] = "0.4.3"
+    for name, version in dists.items():
+        _dist(site, name, version)
+    clis = {
+        "libneuronpjrt-path": f"echo {site}/libneuronxla/libneuronpjrt.so\n",
+        "neuronx-cc": f'[ "$1" = "--version" ] && echo "NeuronX Compiler version {dists["neuronx-cc"]}" && exit 0\n'
+                      'echo "neuronx-cc: the rehearsal compiles nothing" >&2; exit 2\n',
+        "neuron-ls": "cat <<'JSON'\n" + neuron_ls_json(instance_type, breakage.cores_busy) + "\nJSON\n",
+    }
+    if box_role == "trn1":
+        clis["torchrun"] = 'echo "torchrun: the rehearsal trains on the CPU backend" >&2; exit 2\n'
+    for name, body in clis.items():
+        if name != breakage.missing_cli:
+            _script(bin_dir / name, body)
+    return venv
