@@ -86,7 +86,7 @@ class AmiPin:
 # to latest. Only the us-west-2 id is known good (it has served in this project).
 INFERENTIA_PINNED_AMIS: dict[str, AmiPin] = {
     "us-west-2": AmiPin(
-        "ami-035c945d557065665", "Deep Learning AMI Neuron vLLM 0.16 (Ubuntu 22.04)",
+        "ami-035c945d557065665", "Deep Learning AMI Neuron PyTorch Inference vLLM 0.16 (Ubuntu 24.04)",
         "aws ec2 describe-images --region us-west-2 --owners amazon --image-ids ami-035c945d557065665 "
         "--query 'Images[0].[Name,State]' --output text"),
 }

@@ -53,6 +53,9 @@ def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: in
            "--dtype", dtype or config.dtype,
            "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
            "--seed", str(SERVER_SEED),
+           # vLLM's own sampling defaults, never the checkpoint's generation_config.json (Llama 3.1 ships
+           # temperature 0.6 / top_p 0.9): every model and fine-tune is measured under the same sampling
+           "--generation-config", "vllm",
            "--uvicorn-log-level", "warning"]
     size = config.block_size if config.block_size is not None else block_size
     if size is not None:

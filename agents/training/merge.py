@@ -59,8 +59,13 @@ def consolidate_command(sharded_dir: Path, out_dir: Path) -> list[str]:
 
 def consolidate_neuron_adapter(sharded_dir: Path, out_dir: Path, run: Any = None) -> Path:
     """optimum-neuron's consolidation of TP-sharded adapter weights into one PEFT adapter directory."""
+    from agents.box_env import lane_environment
+
     run = run or subprocess.run
-    proc = run(consolidate_command(sharded_dir, out_dir), capture_output=True, text=True)
+    # optimum-cli lives in the DLAMI's training venv: the lane environment puts its bin first on PATH (a bare SSM
+    # shell's PATH has no optimum-cli, the predecessor's "libneuronpjrt-path" lesson in another form)
+    proc = run(consolidate_command(sharded_dir, out_dir), capture_output=True, text=True,
+               env=lane_environment("training"))
     if proc.returncode != 0:
         raise AdapterLayoutError(f"consolidating {sharded_dir} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     layout, where = detect_adapter_layout(out_dir)

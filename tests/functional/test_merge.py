@@ -32,14 +32,16 @@ def test_unknown_layout_says_what_it_found(tmp_path):
         detect_adapter_layout(tmp_path)
 
 
-def test_consolidation_runs_optimum_cli_and_checks_its_output(tmp_path):
-    calls = []
+def test_consolidation_runs_optimum_cli_and_checks_its_output(tmp_path, monkeypatch):
+    calls, envs = [], []
+    monkeypatch.setenv("NEURONPIPE_DLAMI_VENV", "/opt/aws_neuronx_venv_pytorch_2_9")
 
     class Done:
         returncode, stderr = 0, ""
 
     def fake_run(cmd, **kw):
         calls.append(cmd)
+        envs.append(kw["env"])
         out = Path(cmd[-1])
         out.mkdir(parents=True)
         (out / "adapter_config.json").write_text("{}")
@@ -50,6 +52,8 @@ def test_consolidation_runs_optimum_cli_and_checks_its_output(tmp_path):
     assert where == tmp_path / "out"
     assert calls == [consolidate_command(tmp_path / "ckpt", tmp_path / "out")]
     assert calls[0][:3] == ["optimum-cli", "neuron", "consolidate"]
+    # run with the lanes' environment: optimum-cli is found in the DLAMI training venv's bin
+    assert envs[0]["PATH"].split(":")[0] == "/opt/aws_neuronx_venv_pytorch_2_9/bin"
 
 
 def _random_adapter(base: Path, out: Path) -> Path:

@@ -30,7 +30,7 @@ def test_neuron_command_and_env(tmp_path):
     assert _flag(cmd, "--max-num-seqs") == str(cfg.max_num_seqs)
     # the predecessor's working vLLM 0.16 + vllm-neuron command: no --device, no --block-size=max_model_len, seed 0
     assert "--device" not in cmd and "--block-size" not in cmd
-    assert _flag(cmd, "--seed") == "0"
+    assert _flag(cmd, "--seed") == "0" and _flag(cmd, "--generation-config") == "vllm"
     assert (cfg.max_model_len, cfg.max_num_seqs) == (2048, 32)
     assert (get_server_config("B", "full", "neuron").max_model_len,
             get_server_config("B", "full", "neuron").max_num_seqs) == (3072, 8)
