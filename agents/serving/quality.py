@@ -1,7 +1,7 @@
 """Fixed prompts asked greedily, twice: determinism, the texts, mean logprob where the server gives it.
 
 Each ask is a non-streaming chat completion at temperature 0 with seed 0 and
-``logprobs: true``. A server that refuses logprobs (an HTTP 4xx naming them) is asked
+``logprobs: true``. A server that refuses logprobs (an HTTP 4xx naming them, or a 5xx) is asked
 again without, and its verbatim refusal is kept as the note beside a NULL
 ``mean_logprob``; a server that answers but returns no logprobs gets a note saying so.
 """
@@ -75,7 +75,9 @@ def ask(client: httpx.Client, base_url: str, model: str, prompt: str, max_tokens
     refusal = None
     try:
         resp = client.post(base_url + CHAT_ENDPOINT, json=body)
-        if 400 <= resp.status_code < 500:
+        # a refusal naming logprobs (4xx), or a server that breaks on them (the predecessor's NxDI answered 500
+        # "list index out of range" to logprobs): asked again without them; a second failure is the answer's error
+        if 400 <= resp.status_code < 600:
             refusal = f"HTTP {resp.status_code}: {_error_text(resp)}"
             body.pop("logprobs")
             resp = client.post(base_url + CHAT_ENDPOINT, json=body)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analytics.store.base import (FILE_MODE, MULTIPART_BYTES, AttemptWriter, ObjectInfo, ResultStore, new_attempt_id,
+from analytics.store.base import (FILE_MODE, AttemptWriter, ObjectInfo, ResultStore, new_attempt_id,
                                   validate_component)
 from analytics.store.local import LocalStore
 from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
@@ -15,7 +15,7 @@ from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExis
                                      attempt_order)
 from analytics.store.s3 import S3Store
 
-__all__ = ["COMMITS", "QUARANTINE", "SEQUENCES", "FILE_MODE", "MULTIPART_BYTES", "AlreadyExistsError",
+__all__ = ["COMMITS", "QUARANTINE", "SEQUENCES", "FILE_MODE", "AlreadyExistsError",
            "ArtifactNotFoundError", "AttemptClosedError", "CommitMarker", "MarkerError", "StoreError",
            "StoreNotFoundError", "ResultStore", "LocalStore", "S3Store", "AttemptWriter", "ObjectInfo", "open_store",
            "open_existing_store", "new_attempt_id", "attempt_order", "validate_component"]

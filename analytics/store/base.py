@@ -42,7 +42,6 @@ import pyarrow.parquet as pq
 from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema_for
 
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
-MULTIPART_BYTES = 4 * 2**30  # S3's single PUT takes up to 5 GiB; larger files go in parts of this size
 from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
                                AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
                                attempt_order, effective_markers as _effective, marker_key, parse_marker_key, schema_fingerprint, sequenced_attempt_id)

@@ -4,11 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analytics.store.base import MULTIPART_BYTES, ObjectInfo, ResultStore, _sha256_stream
+from analytics.store.base import ObjectInfo, ResultStore, _sha256_stream
 from analytics.store.markers import AlreadyExistsError, ArtifactNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_s3 import S3Client
+
+
+# Transfers of big files (a merged 8B model is ~16 GB in 5 GB shards, a compile cache 1.2 GB): parts in parallel.
+# The predecessor measured the AWS CLI's defaults at 9 MB/s and 30 concurrent 64 MB parts at about 92 MB/s; eight
+# threads of 64 MiB parts keep a part buffer per thread (512 MiB) within an inf2.xlarge's 16 GiB.
+PART_BYTES = 64 * 2**20
+SINGLE_PUT_MAX_BYTES = 128 * 2**20  # above this a file goes as a multipart upload, its parts in parallel
+TRANSFER_THREADS = 8
 
 
 class S3Store(ResultStore):
@@ -48,11 +56,11 @@ class S3Store(ResultStore):
 
     def put_file(self, key: str, local_path: Path) -> None:
         """Create-only like :meth:`put_bytes`: S3 refuses the write when the key exists (If-None-Match on the
-        single PUT, or on completing a multipart upload for files past :data:`MULTIPART_BYTES`)."""
+        single PUT, or on completing a multipart upload for files past :data:`SINGLE_PUT_MAX_BYTES`)."""
         local_path = Path(local_path)
 
         def write() -> None:
-            if local_path.stat().st_size <= MULTIPART_BYTES:
+            if local_path.stat().st_size <= SINGLE_PUT_MAX_BYTES:
                 with local_path.open("rb") as body:
                     self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=body, IfNoneMatch="*")
             else:
@@ -61,14 +69,26 @@ class S3Store(ResultStore):
         self._create_only(key, write)
 
     def _put_multipart(self, key: str, local_path: Path) -> None:
+        """Parts of :data:`PART_BYTES` uploaded by :data:`TRANSFER_THREADS` threads, each reading its own slice;
+        the completion is the conditional create (If-None-Match), so a key that exists is never replaced."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        size = local_path.stat().st_size
         upload = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._k(key))
-        uid, parts = upload["UploadId"], []
-        try:
+        uid = upload["UploadId"]
+
+        def one(number: int) -> dict[str, Any]:
             with local_path.open("rb") as fh:
-                for number, chunk in enumerate(iter(lambda: fh.read(MULTIPART_BYTES), b""), start=1):
-                    part = self.client.upload_part(Bucket=self.bucket, Key=self._k(key), UploadId=uid,
-                                                   PartNumber=number, Body=chunk)
-                    parts.append({"ETag": part["ETag"], "PartNumber": number})
+                fh.seek((number - 1) * PART_BYTES)
+                chunk = fh.read(PART_BYTES)
+            part = self.client.upload_part(Bucket=self.bucket, Key=self._k(key), UploadId=uid, PartNumber=number,
+                                           Body=chunk)
+            return {"ETag": part["ETag"], "PartNumber": number}
+
+        try:
+            numbers = range(1, max(1, -(-size // PART_BYTES)) + 1)
+            with ThreadPoolExecutor(max_workers=TRANSFER_THREADS) as pool:
+                parts = list(pool.map(one, numbers))
             self.client.complete_multipart_upload(Bucket=self.bucket, Key=self._k(key), UploadId=uid,
                                                   MultipartUpload={"Parts": parts}, IfNoneMatch="*")
         except BaseException:
@@ -109,7 +129,12 @@ class S3Store(ResultStore):
         local_path.parent.mkdir(parents=True, exist_ok=True)
         if not self.exists(key):
             raise ArtifactNotFoundError(f"{self.uri(key)} not found")
-        self.client.download_file(self.bucket, self._k(key), str(local_path))
+        from boto3.s3.transfer import TransferConfig
+
+        self.client.download_file(self.bucket, self._k(key), str(local_path),
+                                  Config=TransferConfig(multipart_threshold=SINGLE_PUT_MAX_BYTES,
+                                                        multipart_chunksize=PART_BYTES,
+                                                        max_concurrency=TRANSFER_THREADS))
 
     def list_keys(self, prefix: str) -> list[str]:
         out = []

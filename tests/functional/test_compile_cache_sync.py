@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import boto3
+import pytest
 from moto import mock_aws
 
 from agents.box_env import compile_cache_dir
@@ -206,3 +207,24 @@ def test_a_failed_push_calls_back_failure_with_a_short_cause(tmp_path, monkeypat
     assert cache_cli.main(args) == 1
     assert sent["error"] == "Cache.PushFailed" and len(sent["cause"]) <= cache_cli.CAUSE_LIMIT
     assert "ok" not in sent  # no success-shaped callback for a failed push
+
+
+@mock_aws
+def test_a_big_file_goes_up_in_parallel_parts_and_is_still_create_only(tmp_path, monkeypatch):
+    from analytics.store import AlreadyExistsError
+    from analytics.store import s3 as s3_store
+
+    monkeypatch.setattr(s3_store, "PART_BYTES", 5 * 2**20)  # S3's smallest part (the last may be shorter)
+    monkeypatch.setattr(s3_store, "SINGLE_PUT_MAX_BYTES", 5 * 2**20)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="cache-bucket")
+    store = open_store("s3://cache-bucket/results", s3_client=s3)
+    big = tmp_path / "model.neff"
+    big.write_bytes(bytes(range(256)) * (4 * 2**20 * 3 // 256 + 1000))  # ~12 MiB: three parts
+    store.put_file("neuron-cache/x/model.neff", big)
+    head = s3.head_object(Bucket="cache-bucket", Key="results/neuron-cache/x/model.neff", PartNumber=1)
+    assert head["PartsCount"] == 3
+    store.download("neuron-cache/x/model.neff", tmp_path / "back.neff")
+    assert (tmp_path / "back.neff").read_bytes() == big.read_bytes()
+    with pytest.raises(AlreadyExistsError):
+        store.put_file("neuron-cache/x/model.neff", big)

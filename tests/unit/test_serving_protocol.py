@@ -99,3 +99,18 @@ def test_ask_failure_is_an_error_not_an_exception():
     with _client(lambda r: httpx.Response(503, text="overloaded")) as client:
         a = ask(client, "http://x", "m", "hi", 8)
     assert a.text is None and a.error == "HTTP 503: overloaded"
+
+
+def test_a_server_that_breaks_on_logprobs_is_asked_again_without_them():
+    """The predecessor's NxDI answered HTTP 500 ("list index out of range") to a logprobs request: the prompt is
+    asked again without logprobs, and the 500 is the logprob note, not the answer's error."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        import json
+        if json.loads(request.content).get("logprobs"):
+            return httpx.Response(500, json={"error": {"message": "list index out of range"}})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                                         "usage": {"completion_tokens": 1}})
+
+    with _client(handler) as client:
+        a = ask(client, "http://x", "m", "hi", 8)
+    assert a.text == "ok" and a.error is None and a.logprob_note == "HTTP 500: list index out of range"
