@@ -83,10 +83,14 @@ def test_preflight_and_the_shared_cache_across_three_runs(cfn_assembly, tmp_path
         failed = [c for c in _rows(r, "preflight_checks", "pf-3") if c["status"] == "fail"]
         assert [(c["box_role"], c["check"]) for c in failed] == [("inf2", "venv.vllm.no-optimum-neuron")]
         assert "Only one platform plugin can be activated" in failed[0]["reason"]
-        runs = {x["lane"]: x for x in _rows(r, "lane_runs", "pf-3") if x["supersedes"]}
+        rows = _rows(r, "lane_runs", "pf-3")
+        runs = {x["lane"]: x for x in rows if x["supersedes"]}
         assert runs["preflight@inf2"]["status"] == "failed"
         assert "venv.vllm.no-optimum-neuron" in runs["preflight@inf2"]["error_message"]
-        assert runs["host_cpu@trn1"]["status"] == "succeeded" and "host_cpu@inf2" not in runs  # never ran
+        assert runs["host_cpu@trn1"]["status"] == "succeeded"
+        # the lane behind the gate never ran: the scheduler recorded it skipped, blocked by the gate
+        blocked = [x for x in rows if x["lane"] == "host_cpu@inf2"]
+        assert [(x["status"], x["blocked_by"]) for x in blocked] == [("skipped", "preflight@inf2")]
         # the run's failure names the gate and carries the check's reason verbatim (bounded)
         outcome = json.loads(third.cause)["outcome"]
         assert outcome["failed"] == ["preflight@inf2"] and outcome["skipped"] == ["host_cpu@inf2"]
