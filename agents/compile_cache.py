@@ -26,7 +26,6 @@ Counts (entries fetched / already present / pushed, bytes, seconds) land in the 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from agents.training.catalog import sha256_file
 from analytics.store.base import AlreadyExistsError, ResultStore
 
 CACHE_PREFIX = "neuron-cache"
@@ -142,14 +142,6 @@ def _key(layout: CacheLayout, rel: str = "") -> str:
     return "/".join(p for p in (CACHE_PREFIX, layout.namespace, rel) if p)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def stored_entries(store: ResultStore, layout: CacheLayout) -> dict[str, str]:
     """Entries with a manifest in the store: relative path -> manifest key."""
     prefix = _key(layout) + "/"
@@ -180,7 +172,7 @@ def push(store: ResultStore, layout: CacheLayout, who: dict[str, Any] | None = N
             except AlreadyExistsError:
                 pass  # a push that died before its manifest: the same producer key, the same bytes
             size = f.stat().st_size
-            listing.append({"path": frel, "bytes": size, "sha256": _sha256(f)})
+            listing.append({"path": frel, "bytes": size, "sha256": sha256_file(f)})
             counts.bytes += size
         manifest = {"entry": rel, "namespace": layout.namespace, "files": listing,
                     "pushed_at": datetime.now(timezone.utc).isoformat(), "pushed_by": who or {}}
@@ -221,7 +213,7 @@ def seed(store: ResultStore, layout: CacheLayout, boot_id: str | None = None) ->
             for f in files:
                 target = stage / f["path"]
                 store.download(_key(layout, f"{rel}/{f['path']}"), target)
-                if _sha256(target) != f["sha256"]:
+                if sha256_file(target) != f["sha256"]:
                     raise ValueError(f"{f['path']}: SHA-256 differs from its manifest")
                 size += target.stat().st_size
             stage.rename(dest)

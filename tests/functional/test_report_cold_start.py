@@ -12,6 +12,7 @@ from analytics.report.markdown import render
 from analytics.schema import conform
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -57,12 +58,6 @@ def request(i: int, sent: float, ttft: float = 0.25, success=True, warmup=False)
     return {"point_id": "p1", "request_id": f"r{i}", "request_index": i, "warmup": warmup, "t_sent_ns": i,
             "t_scheduled_ns": i, "t_done_ns": i + 1, "ttft_s": ttft if success else None, "e2el_s": 1.0,
             "success": success, "sent_at": at(sent)}
-
-
-def q(con, sql):
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
 @pytest.fixture()

@@ -15,6 +15,7 @@ from analytics.report.comparison import build_comparison, dumps
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect, missing_columns
+from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 IMPORTED = json.dumps({"imported": {"source": "torchneuronx", "commit": "abc"}})
@@ -32,12 +33,6 @@ def commit(store, run_id, lane, attempt, lane_runs=None, **tables):
         w.add_rows(table, rows)
     w.add_rows("lane_runs", [lane_runs or lane_row()])
     w.commit("succeeded")
-
-
-def q(con, sql):
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
 def _point(pid, mode="closed"):

@@ -11,6 +11,7 @@ from analytics.report.comparison import build_comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 HF_REASON = ("hf.token: HF_TOKEN is not set and ~/.cache/huggingface/token is absent: export HF_TOKEN=<a token "
@@ -36,12 +37,6 @@ def commit(store, run_id, lane, box_role, status="succeeded", **tables):
 def check(name, status, box_role, reason=None, observed=None, expected=None, s=0.0):
     return {"check": name, "status": status, "box_role": box_role, "reason": reason, "observed": observed,
             "expected": expected, "duration_s": 0.25, "ts": T0 + timedelta(seconds=s)}
-
-
-def q(con, sql):
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
 @pytest.fixture()

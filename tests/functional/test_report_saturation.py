@@ -10,6 +10,7 @@ from analytics.report.comparison import build_comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -48,12 +49,6 @@ def util(second, value, core="nc0", note=None):
 
 def host(second):
     return {"ts": T0 + timedelta(seconds=second), "source": "host", "metric": "host_cpu_util_pct", "value": 5.0}
-
-
-def q(con, sql):
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
 @pytest.fixture()

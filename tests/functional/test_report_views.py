@@ -7,6 +7,7 @@ import pytest
 
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -24,12 +25,6 @@ def commit(store, run_id, lane, attempt, status="succeeded", lane_runs=None, sup
         w.add_rows(table, rows)
     w.add_rows("lane_runs", [lane_runs or lane_row(status=status, supersedes=supersedes)])
     w.commit(status, supersedes=supersedes)
-
-
-def q(con, sql):
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
 @pytest.fixture()
