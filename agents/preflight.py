@@ -4,9 +4,11 @@ Each check is one row (``preflight_checks``): ``pass``, ``fail`` with a verbatim
 with why it does not apply here. The checks look at the environment :mod:`agents.box_env` builds — the one the
 training and serving processes get — so what passes here is what the lanes will see.
 
-The Neuron checks run where the box names a DLAMI venv (``NEURONPIPE_DLAMI_VENV``) or the backend is neuron;
-everything they read is files, the lanes' PATH and CLI output, so fake DLAMI trees and fake CLIs exercise them
-for real (tests, the rehearsal's boxes).
+The CUDA checks (:mod:`agents.preflight_gpu`: GPUs, driver, CUDA, the vLLM venv and pin, nvidia-smi) run where the
+box role is ``cuda`` or the backend is cuda, and no Neuron check runs there. Otherwise the Neuron checks run where
+the box names a DLAMI venv (``NEURONPIPE_DLAMI_VENV``) or the backend is neuron. Everything either reads is files,
+the lanes' PATH and CLI output, so fake DLAMI trees and fake CLIs exercise them for real (tests, the rehearsal's
+boxes).
 """
 from __future__ import annotations
 
@@ -22,78 +24,34 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from agents.box_env import LaneEnvironment
+from agents.box_env import LaneEnvironment, cache_root
+from agents.preflight_results import CheckResult, PreflightInputs, Status, fail, ok, skip
 from agents.venvs import distributions
 from pipeline.box_stack import (FORBIDDEN_IN_SERVING, REQUIRED_CLIS, TRAINING_INSTALLS, pins_for,
                                 version_matches)
 
-Status = Literal["pass", "fail", "skip"]
 DEFAULT_HUB = "https://huggingface.co"
 # Packages whose installed version an install into the training venv must never change.
 PROTECTED_PREFIXES = ("torch", "neuronx", "libneuronxla", "jax", "numpy", "transformers")
 
 
-@dataclass
-class CheckResult:
-    check: str
-    status: Status
-    observed: str | None = None
-    expected: str | None = None
-    reason: str | None = None
-    duration_s: float = 0.0
-
-    def row(self, box_role: str) -> dict[str, Any]:
-        return {"box_role": box_role, "check": self.check, "status": self.status, "observed": self.observed,
-                "expected": self.expected, "reason": self.reason, "duration_s": round(self.duration_s, 6),
-                "ts": datetime.now(timezone.utc)}
-
-
-def ok(check: str, observed: Any = None, expected: Any = None) -> CheckResult:
-    return CheckResult(check, "pass", _s(observed), _s(expected))
-
-
-def fail(check: str, reason: str, observed: Any = None, expected: Any = None) -> CheckResult:
-    return CheckResult(check, "fail", _s(observed), _s(expected), reason)
-
-
-def skip(check: str, why: str) -> CheckResult:
-    return CheckResult(check, "skip", reason=why)
-
-
-def _s(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-@dataclass
-class PreflightInputs:
-    """Everything the checks read; tests pass fakes for the CLI runner, the hub and the clock."""
-
-    box_role: str
-    backend: str
-    lane_env: LaneEnvironment
-    models: list[tuple[str, str, str | None, bool]]  # (name, hub repo, revision, gated) of hub models only
-    dataset: str | None  # path or s3:// URI; None: the bundled set
-    cache_free_gib: float
-    max_clock_skew_s: float
-    install_missing: bool = True
-    timeout_s: float = 30.0
-    token: Callable[[], tuple[str, str]] | None = None  # -> (token, where it came from); raises with the reason
-    run: Callable[..., subprocess.CompletedProcess] = subprocess.run
-    http_head: Callable[[str, dict[str, str], float], tuple[int, dict[str, str]]] | None = None
-    s3_client: Any = None
-    store_clock: Callable[[], datetime | None] | None = None  # the store's Date header, when it has one
-    now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
-    reference_dates: list[datetime] = field(default_factory=list)  # Date headers seen by the checks
+def cuda_expected(inputs: PreflightInputs) -> bool:
+    return inputs.box_role == "cuda" or inputs.backend == "cuda"
 
 
 def neuron_expected(inputs: PreflightInputs) -> bool:
-    return inputs.lane_env.venv is not None or inputs.backend == "neuron"
+    """A GPU box names its CUDA venv in NEURONPIPE_DLAMI_VENV too: that is no Neuron box."""
+    return not cuda_expected(inputs) and (inputs.lane_env.venv is not None or inputs.backend == "neuron")
 
 
 def run_checks(inputs: PreflightInputs) -> list[CheckResult]:
     """Every check for this box, in a fixed order; each is timed; a check that raises is a failure, not a crash."""
     steps: list[Callable[[PreflightInputs], list[CheckResult]]] = [check_backend]
-    if neuron_expected(inputs):
+    if cuda_expected(inputs):
+        from agents.preflight_gpu import cuda_steps
+
+        steps += cuda_steps()
+    elif neuron_expected(inputs):
         steps += [check_venv, check_pins, check_forbidden, check_clis, check_neuron_cores]
     steps += [check_cache, check_hub, check_dataset, check_clock]
     out: list[CheckResult] = []
@@ -274,7 +232,11 @@ def parse_neuron_ls(text: str) -> list[dict[str, Any]]:
 
 
 def check_cache(inputs: PreflightInputs) -> list[CheckResult]:
-    cache = Path(inputs.lane_env.compile_cache)
+    """The compile cache: neuronx-cc's (the one cache of :mod:`agents.box_env`), or on a CUDA box vLLM's under the
+    cache volume (``VLLM_CACHE_ROOT`` of :mod:`agents.serving.cuda`), where no neuronx-cc leaves locks."""
+    gpu = cuda_expected(inputs)
+    cache = cache_root(inputs.lane_env.env) / "vllm" if gpu else Path(inputs.lane_env.compile_cache)
+    holds = "vLLM's torch.compile cache, weights, checkpoints" if gpu else "NEFFs, NxDI artifacts, checkpoints"
     out = []
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -285,12 +247,13 @@ def check_cache(inputs: PreflightInputs) -> list[CheckResult]:
     except OSError as exc:
         return [fail("cache.writable", f"the compile cache {cache} is not writable: {exc} (is the cache volume "
                                        "mounted? see /var/log/neuronpipe-boot.log)", observed=cache)]
-    out.append(clear_stale_locks(cache))
+    if not gpu:
+        out.append(clear_stale_locks(cache))
     free = shutil.disk_usage(cache).free / 2**30
     need = inputs.cache_free_gib
     if free < need:
         out.append(fail("cache.free_space", f"{free:.1f} GiB free under {cache}, the plan needs {need:g} GiB "
-                                            "(NEFFs, NxDI artifacts, checkpoints): grow the cache volume "
+                                            f"({holds}): grow the cache volume "
                                             "(cdk.json) or clear old entries", observed=f"{free:.1f} GiB",
                         expected=f">= {need:g} GiB"))
     else:

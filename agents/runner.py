@@ -53,7 +53,7 @@ from agents.backend import detect_backend, hostname
 from agents.callback import LaneCallback, TaskTokenDeadError, make_callback
 from pipeline.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
-from pipeline.lanes import get_lane, result_lane
+from pipeline.lanes import CELL_ENV, get_lane, result_lane
 from agents.telemetry import TelemetrySampler, default_sensors
 from analytics.lane_records import commit_blocked_record, lane_statuses  # noqa: F401  (re-exported)
 from analytics.store import ResultStore
@@ -251,7 +251,8 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     backend = request.backend or detect_backend()
     started = datetime.now(timezone.utc)
     role = detect_box_role()
-    lane_name = result_lane(spec.name, role)  # per-box name for lanes that run on both boxes
+    # per-box name for lanes that run on both boxes; a matrix cell's lanes: <lane>@<cell>
+    lane_name = result_lane(spec.name, role, os.environ.get(CELL_ENV) or None)
     writer = store.begin_attempt(request.run_id, lane_name)
     base_row: dict[str, Any] = {
         "started_at": started, "backend": backend, "host": hostname(), "box_role": role,

@@ -1,23 +1,34 @@
-"""The dated on-demand price table behind the report's cost context.
+"""The dated on-demand price table behind the report's cost context and the Decision's $/M.
 
-Prices are context, never a headline (RULES.md 1): instance-hours per lane
-times the hourly on-demand price of the instance it ran on. Every entry
-carries its region, the month it was read and where it was read from; a lane
-on an instance type that is not in the table, or a local run, costs NULL with
-a note (never a guess).
+One table: every instance type of the catalogue (``pipeline.instance_types.CATALOGUE``) in every region it has a
+price for, with the month it was read and where, plus the general-purpose CPU types a local host may be priced
+as. A type the catalogue lists without a price (trn2.48xlarge today) is not here: a lane on it costs NULL with a
+note, never a guess. The catalogue is the one place a price is recorded (``docs/reference/fleet.md`` says how
+to add a type or a region); this module only adds the local "price-as" types.
 
-The DuckDB view ``instance_prices`` is generated from this table into
-``analytics/views/sql/30_prices.sql`` (checked in, kept in sync by a test)::
+Prices are context, never a headline (RULES.md 1): instance-hours per lane times the hourly on-demand price of
+the instance it ran on. The report prices every lane in :data:`PRICE_REGION` (lane_runs records no region).
+
+The DuckDB views are generated from this table into ``analytics/views/sql/30_prices.sql`` (checked in, kept in
+sync by a test)::
 
     python -m analytics.pricing > analytics/views/sql/30_prices.sql
+
+- ``instance_price_regions``: every row of :data:`PRICES` (type, region, $/hour, month, source);
+- ``instance_prices``: the rows of :data:`PRICE_REGION`, one per type (what the cost and Decision views join);
+- ``instance_catalogue``: every type the report can name (catalogued, priced or not, and the local CPU types)
+  with its family, accelerator and accelerator count (the Decision across hardware shows them).
 """
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
 
-PRICE_SOURCE = "AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/"
-PRICE_DATE = "2026-07"
+from pipeline.instance_types import CATALOGUE, CATALOGUE_MONTH
+from pipeline.instance_types import PRICE_SOURCE as CATALOGUE_PRICE_SOURCE
+
+PRICE_SOURCE = CATALOGUE_PRICE_SOURCE
+PRICE_DATE = CATALOGUE_MONTH
 PRICE_REGION = "us-west-2"
 
 
@@ -30,56 +41,97 @@ class InstancePrice:
     source: str
 
 
+@dataclass(frozen=True)
+class InstanceKind:
+    """What the report says about an instance type beside its price."""
+
+    instance_type: str
+    family: str  # neuron-inf2 | neuron-trn1 | neuron-trn2 | cuda | cpu
+    accelerator: str | None  # None: a CPU type
+    accelerators: int  # chips or GPUs (0: a CPU type)
+
+
 # General-purpose CPU types that a local host may be priced as (run --local --price-as TYPE, recorded in
 # lane_runs.priced_as): the Decision table's $/M for a local run is "what this would cost on that instance",
 # a declaration, not a measurement of that instance. 2 vCPU each (the local CI box has 2 cores). The list prices
 # as known in 2025-01 (unchanged since the types' 2023 launch; us-west-2 equals us-east-1 for both); not re-read
-# from the page by this change: re-check the page before relying on them.
+# from the page by this change: re-check the page before relying on them. Priced in PRICE_REGION only, as before.
+# Not in the catalogue: no box of this project runs on them.
 CPU_PRICE_DATE = "2025-01"
+CPU_FAMILY = "cpu"
+_CPU_PRICES = {"c7i.large": 0.08925, "m7i.large": 0.1008}
 
-PRICES: tuple[InstancePrice, ...] = (
-    InstancePrice("inf2.xlarge", PRICE_REGION, 0.76, PRICE_DATE, PRICE_SOURCE),
-    InstancePrice("trn1.2xlarge", PRICE_REGION, 1.34, PRICE_DATE, PRICE_SOURCE),
-    InstancePrice("c7i.large", PRICE_REGION, 0.08925, CPU_PRICE_DATE, PRICE_SOURCE),
-    InstancePrice("m7i.large", PRICE_REGION, 0.1008, CPU_PRICE_DATE, PRICE_SOURCE),
-)
+
+def _prices() -> tuple[InstancePrice, ...]:
+    catalogued = [InstancePrice(t.name, region, usd, t.price_month, CATALOGUE_PRICE_SOURCE)
+                  for t in CATALOGUE.values() for region, usd in sorted(t.prices_usd_per_hour.items())]
+    local = [InstancePrice(name, PRICE_REGION, usd, CPU_PRICE_DATE, PRICE_SOURCE) for name, usd in _CPU_PRICES.items()]
+    return tuple(sorted(catalogued + local, key=lambda p: (p.instance_type, p.region)))
+
+
+def _kinds() -> tuple[InstanceKind, ...]:
+    out = [InstanceKind(t.name, t.family, t.accelerator, t.accelerators) for t in CATALOGUE.values()]
+    out += [InstanceKind(name, CPU_FAMILY, None, 0) for name in _CPU_PRICES]
+    return tuple(sorted(out, key=lambda k: k.instance_type))
+
+
+PRICES: tuple[InstancePrice, ...] = _prices()
+KINDS: tuple[InstanceKind, ...] = _kinds()
+
+
+def priced_types(region: str = PRICE_REGION) -> list[str]:
+    return sorted({p.instance_type for p in PRICES if p.region == region})
 
 
 class UnknownInstancePriceError(KeyError):
-    def __init__(self, instance_type: str):
+    def __init__(self, instance_type: str, region: str = PRICE_REGION):
         self.instance_type = instance_type
-        valid = ", ".join(p.instance_type for p in PRICES)
-        super().__init__(f"no on-demand price for {instance_type!r}; priced instance types: {valid}")
+        super().__init__(f"no on-demand price for {instance_type!r} in {region}; priced instance types: "
+                         f"{', '.join(priced_types(region))}")
 
     def __str__(self) -> str:
         return self.args[0]
 
 
-def price_for(instance_type: str) -> InstancePrice:
+def price_for(instance_type: str, region: str = PRICE_REGION) -> InstancePrice:
     for p in PRICES:
-        if p.instance_type == instance_type:
+        if p.instance_type == instance_type and p.region == region:
             return p
-    raise UnknownInstancePriceError(instance_type)
+    raise UnknownInstancePriceError(instance_type, region)
 
 
 def _lit(value: object) -> str:
+    if value is None:
+        return "NULL"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return repr(value)
 
 
 def render_sql() -> str:
-    """The ``instance_prices`` view as SQL (a VALUES list), deterministic."""
-    rows = ",\n    ".join(
+    """The price views as SQL (VALUES lists), deterministic."""
+    prices = ",\n    ".join(
         f"({_lit(p.instance_type)}, {_lit(p.region)}, CAST({p.usd_per_hour!r} AS DOUBLE), "
-        f"{_lit(p.price_date)}, {_lit(p.source)})"
-        for p in sorted(PRICES, key=lambda p: (p.instance_type, p.region)))
+        f"{_lit(p.price_date)}, {_lit(p.source)})" for p in PRICES)
+    kinds = ",\n    ".join(
+        f"({_lit(k.instance_type)}, {_lit(k.family)}, CAST({_lit(k.accelerator)} AS VARCHAR), "
+        f"CAST({k.accelerators} AS INTEGER))" for k in KINDS)
     return (
-        "-- GENERATED by `python -m analytics.pricing` from analytics/pricing.py; do not edit by hand.\n"
-        "-- instance_prices: dated on-demand prices (context for the report's cost section, never a headline).\n"
+        "-- GENERATED by `python -m analytics.pricing` from analytics/pricing.py (prices: the catalogue of\n"
+        "-- pipeline/instance_types.py, plus the local price-as CPU types); do not edit by hand.\n"
+        "-- instance_price_regions: every dated on-demand price, per instance type and region.\n"
+        "CREATE OR REPLACE VIEW instance_price_regions AS\n"
+        "SELECT * FROM (VALUES\n    " + prices + "\n"
+        ") AS t(instance_type, region, usd_per_hour, price_date, source);\n\n"
+        f"-- instance_prices: the prices the report applies, one row per type: the {PRICE_REGION} rows (context for\n"
+        "-- the cost section, never a headline; the Decision's $/M).\n"
         "CREATE OR REPLACE VIEW instance_prices AS\n"
-        "SELECT * FROM (VALUES\n    " + rows + "\n"
-        ") AS t(instance_type, region, usd_per_hour, price_date, source);\n")
+        "SELECT instance_type, region, usd_per_hour, price_date, source FROM instance_price_regions\n"
+        f"WHERE region = {_lit(PRICE_REGION)};\n\n"
+        "-- instance_catalogue: every type the report can name (priced or not), its family and accelerator.\n"
+        "CREATE OR REPLACE VIEW instance_catalogue AS\n"
+        "SELECT * FROM (VALUES\n    " + kinds + "\n"
+        ") AS t(instance_type, family, accelerator, accelerators);\n")
 
 
 if __name__ == "__main__":

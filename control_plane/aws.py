@@ -126,7 +126,10 @@ class InstanceFleet:
         return sorted(out, key=lambda i: i.instance_id)
 
     def instance_for(self, box_role: str) -> str:
-        found = self.instances(box_role=box_role)
+        """The pinned box of ``box_role`` (a matrix's ephemeral boxes are never it, whatever tags they carry)."""
+        from control_plane.lean import EPHEMERAL, TAG_EPHEMERAL
+
+        found = [i for i in self.instances(box_role=box_role) if i.tags.get(TAG_EPHEMERAL) != EPHEMERAL]
         if len(found) != 1:
             raise InstanceLookupError(
                 f"expected one instance tagged {TAG_PROJECT}={self.project}, {TAG_ROLE}={box_role}; "
@@ -140,6 +143,26 @@ class InstanceFleet:
     def stop(self, instance_ids: list[str]) -> None:
         if instance_ids:
             self.client.stop_instances(InstanceIds=instance_ids)
+
+    def ephemeral(self, run_id: str | None = None,
+                  states: Iterable[str] = ("pending", "running", "stopping", "stopped")) -> list[ProjectInstance]:
+        """The project's ephemeral boxes (a matrix's cells), of one run when ``run_id`` is given."""
+        from control_plane.lean import EPHEMERAL, TAG_EPHEMERAL, TAG_RUN
+
+        return [i for i in self.instances(states=states) if i.tags.get(TAG_EPHEMERAL) == EPHEMERAL
+                and (run_id is None or i.tags.get(TAG_RUN) == run_id)]
+
+    def terminate(self, instance_ids: list[str]) -> None:
+        """Terminate ephemeral boxes only (a pinned box is never terminated: its compile cache volume is kept)."""
+        from control_plane.lean import EPHEMERAL, TAG_EPHEMERAL
+
+        if not instance_ids:
+            return
+        known = {i.instance_id: i for i in self.instances()}
+        pinned = [i for i in instance_ids if i not in known or known[i].tags.get(TAG_EPHEMERAL) != EPHEMERAL]
+        if pinned:
+            raise ValueError(f"refusing to terminate {', '.join(pinned)}: not an ephemeral box of {self.project}")
+        self.client.terminate_instances(InstanceIds=instance_ids)
 
 
 class Executions:

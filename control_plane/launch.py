@@ -19,13 +19,26 @@ from typing import Callable, Collection, Iterable
 from control_plane.aws import (BoxesLeasedError, Executions, InstanceFleet, InstanceLookupError, Leases,
                                RunAlreadyStartedError)
 from control_plane.models import PlanNotReadyError, RunPlan, RunRequest
-from control_plane.plan import PLAN_ERRORS, Harness, plan_run, selected_lanes
+from control_plane.plan import DEFAULT_REGION, PLAN_ERRORS, Fleet, Harness, plan_run, selected_lanes
+from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from control_plane.settings import ControlPlaneSettings
 
 CommittedLookup = Callable[[str, Iterable[str]], Collection[str]]
 LEASE_MARGIN_S = 3600
 # Everything launch refuses with one clear message (the CLI prints it, plan_run returns it).
-LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (BoxesLeasedError, InstanceLookupError, PlanNotReadyError)
+class PlanStorageError(ValueError):
+    """A matrix's plan (too large for the execution input) could not be written to S3: nothing was started."""
+
+
+LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (BoxesLeasedError, InstanceLookupError, PlanNotReadyError,
+                                                            QuotaExceededError, QuotaUnreadableError,
+                                                            PlanStorageError)
+
+
+def region() -> str:
+    import os
+
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
 
 
 def committed_in_store(results_uri: str, s3_client=None) -> CommittedLookup:
@@ -57,10 +70,13 @@ def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings,
     # committed attempts are looked up under the names results are committed under (per box where a
     # lane runs on both boxes: provenance@trn1, provenance@inf2)
     lanes = sorted({result_lane(s.name, role) for s in selected_lanes(request) for role in s.boxes})
+    fleet_ = Fleet(tuple(settings.fleet_subnet_ids), settings.fleet_template_prefix, settings.project)
+    kwargs = dict(results_uri=settings.results_uri or "", harness=Harness(settings.harness_dir, settings.harness_uri),
+                  ceiling_usd=settings.max_cost_usd_ceiling, region=region(), fleet=fleet_)
+    if request.matrix:  # a cell's lanes commit as <lane>@<cell>: the plan names them
+        lanes = sorted({*lanes, *(st.result_lane for st in plan_run(request, run_id=run_id, **kwargs).lane_steps)})
     done = committed(run_id, lanes) if committed is not None else ()
-    plan = plan_run(request, run_id=run_id, results_uri=settings.results_uri or "", committed=done,
-                    harness=Harness(settings.harness_dir, settings.harness_uri),
-                    ceiling_usd=settings.max_cost_usd_ceiling)
+    plan = plan_run(request, run_id=run_id, committed=done, **kwargs)
     if fleet is None:
         return plan
     return plan.with_instances(fleet.resolve(plan.box_roles, settings.pinned_instances()))
@@ -71,18 +87,46 @@ def lease_ttl_s(plan: RunPlan) -> float:
     return plan.max_instance_hours * 3600 + LEASE_MARGIN_S
 
 
+def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object | None = None) -> str:
+    """Write a matrix's plan to ``<results root>/fleet/<run_id>/plan.json`` (create-only: a run's plan is written
+    once); its ``s3://`` URI. :class:`PlanStorageError` in one line when it cannot be written."""
+    import json
+
+    from control_plane.waves import fleet_key
+
+    bucket = settings.results_bucket
+    key = fleet_key(settings.results_uri or "", plan.run_id, "plan.json")
+    try:
+        if s3_client is None:
+            import boto3
+
+            s3_client = boto3.client("s3")
+        s3_client.put_object(Bucket=bucket, Key=key, Body=json.dumps(plan.plan_document()).encode(),  # type: ignore[attr-defined]
+                             ContentType="application/json")
+    except Exception as exc:  # noqa: BLE001 - one line, nothing started
+        raise PlanStorageError(f"matrix plan: cannot write s3://{bucket}/{key}: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    return f"s3://{bucket}/{key}"
+
+
 def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
-           executions: Executions, committed: CommittedLookup | None, leases: Leases | None = None) -> LaunchedRun:
-    """Plan, lease the boxes, start the execution (named after the run).
+           executions: Executions, committed: CommittedLookup | None, leases: Leases | None = None,
+           quotas: ServiceQuotas | None = None, s3_client: object | None = None) -> LaunchedRun:
+    """Plan, check the quotas (a matrix), lease the boxes, start the execution (named after the run).
 
     ``RunAlreadyStartedError`` when an execution with this name exists (a redelivered event), before
-    any lease is touched; ``BoxesLeasedError`` when another run holds a box."""
+    any lease is touched; ``BoxesLeasedError`` when another run holds a box; ``QuotaExceededError`` when a matrix
+    needs more vCPUs at once than a quota allows; ``PlanStorageError`` when a matrix's plan too large for the
+    execution input cannot be written to S3."""
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
     if executions.status(arn, run_id) is not None:
         raise RunAlreadyStartedError(f"run {run_id} was started already: follow it with "
                                      f"`neuronpipe status {run_id}`, or pick a new run id")
     plan = build_plan(request, run_id, settings, fleet, committed)
-    execution_input = plan.execution_input()  # before the leases: a plan that cannot start takes none
+    if plan.quota_needs:
+        check_quotas(plan.quota_needs, quotas or ServiceQuotas(region=plan.region))
+    plan_uri = store_plan(plan, settings, s3_client) if plan.needs_plan_in_s3 else None
+    execution_input = plan.execution_input(plan_uri)  # before the leases: a plan that cannot start takes none
     leases = leases if leases is not None else Leases(settings.lease_table)
     boxes = [iid for iid in plan.instance_ids.values() if iid]
     leases.take(boxes, run_id, lease_ttl_s(plan))

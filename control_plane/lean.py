@@ -22,6 +22,16 @@ TAG_ROLE = "neuronpipe:role"
 # the idle reaper spares a box without it during its first boot.
 TAG_BOOTSTRAP = "neuronpipe:bootstrap"
 BOOTSTRAP_DONE = "done"
+# Ephemeral boxes (a run matrix's cells, launched from the fleet's launch templates and terminated at the cell's
+# end): the launch template tags every one ephemeral; the state machine adds the run and the cell at launch. The
+# clean-up rule and the idle reaper terminate by these tags (a pinned box is stopped, never terminated).
+TAG_EPHEMERAL = "neuronpipe:ephemeral"
+EPHEMERAL = "true"
+TAG_RUN = "neuronpipe:run"
+TAG_CELL = "neuronpipe:cell"
+TAG_INSTANCE_TYPE = "neuronpipe:instance-type"
+DEFAULT_FLEET_TEMPLATE_PREFIX = "neuronpipe-fleet"  # launch template "<prefix>-<type slug>" (inf2-8xlarge)
+FLEET_PREFIX = "fleet"  # under the results root: fleet/<run_id>/plan.json, wave-<n>/items.json, results/<cell>.json
 
 DEFAULT_STATE_MACHINE_NAME = "neuron-pipelines"
 DEFAULT_PROJECT = "neuron-pipelines"

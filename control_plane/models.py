@@ -39,6 +39,9 @@ DEFAULT_SERVER_CONFIGS: tuple[ServerConfigName, ...] = ("A", "B")
 DEFAULT_MAX_COST_USD = 50.0  # the deploy ceiling's default (control_plane.lean.DEFAULT_MAX_COST_USD_CEILING)
 # Step Functions' execution input limit is 256 KiB; stay well under it.
 MAX_EXECUTION_INPUT_BYTES = 200 * 1024
+# A matrix keeps its plan in the execution input only while it is small: beside a wave of cells' results, the
+# carried failures and the answer, the state stays under 256 KiB (tests/unit/test_asl_payload_bounds.py).
+MATRIX_INLINE_INPUT_BYTES = 64 * 1024
 PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a real id
 
 # Step Functions execution names: 1-80 of [A-Za-z0-9-_]; the result store forbids '/', '=', spaces.
@@ -88,6 +91,10 @@ class RunRequest(BaseModel):
     lane_config: dict[str, dict[str, Any]] = Field(default_factory=dict,
                                                    description="per-lane config overrides (agents --config)")
     trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
+    matrix: dict[str, Any] | None = Field(
+        None, description="fan the serving lanes out over {instance_types, models, server_configs, workloads} "
+                          "(and exclude, lanes, max_concurrency): one ephemeral box per cell "
+                          "(docs/reference/fleet.md)")
     slo: str | dict[str, Any] | None = Field(
         None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
                           "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
@@ -128,6 +135,18 @@ class RunRequest(BaseModel):
         except WorkloadError as exc:
             raise ValueError(str(exc)) from None
         return value
+
+    @field_validator("matrix")
+    @classmethod
+    def _valid_matrix(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from pipeline.matrix import MatrixError, parse_matrix
+
+        if value is None:
+            return None
+        try:
+            return parse_matrix(value).model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        except MatrixError as exc:
+            raise ValueError(str(exc).removeprefix("matrix.").removeprefix("matrix: ")) from None
 
     @field_validator("models")
     @classmethod
@@ -219,18 +238,37 @@ class SkippedLane(BaseModel):
     reason: str
 
 
-class Segment(BaseModel):
-    """One box's lanes of one wave: start the box, sync the harness, its lanes in order, push the compile cache,
-    stop the box.
-
-    ``release_lease``: no later segment of this run uses the box, so its lease is released after the stop
-    (else the lease is kept between the box's segments and released at the run's end)."""
+class Launch(BaseModel):
+    """How a matrix cell's ephemeral box is launched (``RunInstances`` from the fleet's launch template for its type):
+    the subnets tried in order on a capacity error, the tags the run and the cell add."""
 
     model_config = ConfigDict(extra="forbid")
 
+    template: str = Field(max_length=128)
+    subnets: list[str] = Field(min_length=1)
+    subnet_count: int = Field(ge=1)
+    tags: list[dict[str, str]]
+
+
+class Segment(BaseModel):
+    """One box's lanes of one wave: start the box, sync the harness, its lanes in order, push the compile cache,
+    stop the box. A matrix cell's segment launches its ephemeral box instead (``launch``) and terminates it.
+
+    ``box``: the graph's box (``trn1``, ``inf2``, a cell ``c03``). ``release_lease``: no later segment of this run
+    uses the box, so its lease is released after the stop (else the lease is kept between the box's segments and
+    released at the run's end); a cell's box has no lease (its tags are its own). ``results_key``: where the
+    segment writes its result when its wave runs as a Distributed Map (the map's output is not read)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    box: str = ""
+    run_id: str = ""
     box_role: BoxRole
     instance_type: str
     instance_id: str | None = None
+    cell: dict[str, Any] | None = None
+    launch: Launch | None = None
+    results_key: str | None = None
     wave: int = 0
     release_lease: bool = True
     sync: HarnessSync
@@ -271,42 +309,70 @@ class RunPlan(BaseModel):
     max_cost_usd: float
     price_source: str
     cost_ceiling_usd: float = DEFAULT_MAX_COST_USD
+    # a run matrix: its cells (pipeline.matrix.Cell.to_json() + the cell's worst case), the boxes at once, the
+    # region its prices are for, and the vCPUs each EC2 quota must allow (control_plane.quotas)
+    cells: list[dict[str, Any]] = Field(default_factory=list)
+    max_concurrency: int = 0  # 0: every segment of a wave at once (the two pinned boxes)
+    region: str = "us-west-2"
+    quota_needs: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def segments(self) -> list[Segment]:
-        """Every segment, wave by wave (trn1 before inf2 within a wave)."""
+        """Every segment, wave by wave (trn1 before inf2 within a wave, then the cells)."""
         return [seg for wave in self.waves for seg in wave.segments]
 
     @property
+    def pinned_segments(self) -> list[Segment]:
+        return [seg for seg in self.segments if seg.launch is None]
+
+    @property
     def box_roles(self) -> list[str]:
-        return list(dict.fromkeys(seg.box_role for seg in self.segments))
+        return list(dict.fromkeys(seg.box_role for seg in self.pinned_segments))
 
     @property
     def instance_ids(self) -> dict[str, str | None]:
-        """box role -> instance id (None until resolved)."""
-        return {seg.box_role: seg.instance_id for seg in self.segments}
+        """pinned box role -> instance id (None until resolved); a cell's box is launched by the run."""
+        return {seg.box_role: seg.instance_id for seg in self.pinned_segments}
 
     @property
     def lane_steps(self) -> list[LaneStep]:
         return [step for seg in self.segments for step in seg.lanes]
 
     def with_instances(self, ids: dict[str, str]) -> "RunPlan":
-        """The plan with every segment's instance id set from ``ids`` (box role -> instance id)."""
-        waves = [w.model_copy(update={"segments": [s.model_copy(update={"instance_id": ids.get(s.box_role,
-                                                                                                 s.instance_id)})
-                                                   for s in w.segments]}) for w in self.waves]
+        """The plan with every pinned segment's instance id set from ``ids`` (box role -> instance id)."""
+        waves = [w.model_copy(update={"segments": [
+            s if s.launch is not None else s.model_copy(update={"instance_id": ids.get(s.box_role, s.instance_id)})
+            for s in w.segments]}) for w in self.waves]
         return self.model_copy(update={"waves": waves})
 
-    def execution_input(self) -> dict[str, Any]:
-        """The Step Functions input: what the generic state machine iterates."""
+    def execution_input(self, plan_uri: str | None = None) -> dict[str, Any]:
+        """The Step Functions input: what the generic state machine iterates. A matrix's plan too large for it
+        (``needs_plan_in_s3``) goes to ``plan_uri`` (written by the caller: :meth:`plan_document`), and the input
+        keeps only what the state machine reads from it itself (run, boxes, cells, concurrency)."""
         missing = [role for role, iid in self.instance_ids.items() if not iid]
         if missing:
             raise PlanNotReadyError(f"no instance id for box role(s) {', '.join(missing)}")
         if not self.results_uri.startswith("s3://"):
             raise PlanNotReadyError(f"results_uri must be s3:// for an AWS run, got {self.results_uri!r}")
         data = self._input()
+        if plan_uri is not None:
+            data = {**data, "waves": [], "nodes": [], "plan_uri": plan_uri}
+            check_input_size(data)
+            return data
         check_input_size(data, extra=self._largest_wave(data))
         return data
+
+    def plan_document(self) -> dict[str, Any]:
+        """What a plan kept in S3 holds (the scheduler reads ``waves`` and ``nodes`` from it)."""
+        data = self._input()
+        return {"run_id": self.run_id, "waves": data["waves"], "nodes": data["nodes"], "cells": self.cells}
+
+    @property
+    def needs_plan_in_s3(self) -> bool:
+        """A matrix whose execution input exceeds :data:`MATRIX_INLINE_INPUT_BYTES`."""
+        ids = {role: iid or PLACEHOLDER_INSTANCE_ID for role, iid in self.instance_ids.items()}
+        data = self.with_instances(ids)._input()
+        return bool(self.cells) and _size(data) > MATRIX_INLINE_INPUT_BYTES
 
     def check_input_size(self) -> int:
         """The execution input's size plus its largest wave's, in bytes (placeholder ids where instances are not
@@ -324,6 +390,9 @@ class RunPlan(BaseModel):
             "run_id": self.run_id,
             "results_uri": self.results_uri,
             "boxes": [{"box_role": role, "instance_id": iid} for role, iid in self.instance_ids.items()],
+            "cells": [c["cell"] for c in self.cells],
+            "max_concurrency": self.max_concurrency,
+            "plan_uri": None,
             "nodes": self.nodes,
             "waves": [{"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=_COST_FIELDS)
                                                     for s in w.segments]} for w in self.waves],

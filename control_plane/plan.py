@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping
 from urllib.parse import urlparse
 
@@ -45,13 +45,23 @@ from pipeline.servers import (LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServerVar
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import CACHE_PUSH_TIMEOUT_S, SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
+from pipeline.instance_types import CATALOGUE_MONTH, NoPriceError, get_instance_type
+from pipeline.matrix import (CELL_PRELUDE, Cell, MatrixError, cell_lanes, concurrency, expand_cells, parse_matrix)
+from pipeline.lanes import CELL_ENV, cell_result_lane
+from control_plane.models import Launch
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
 INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
 
-# On-demand Linux prices, USD per instance-hour, us-west-2. The one price table of the project.
-INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {"trn1.2xlarge": 1.34, "inf2.xlarge": 0.76}
-PRICE_SOURCE = "AWS EC2 on-demand pricing, us-west-2, Linux, as of July 2026 (trn1.2xlarge $1.34/h, inf2.xlarge $0.76/h)"
+DEFAULT_REGION = "us-west-2"
+# On-demand Linux prices, USD per instance-hour, of the pinned boxes in the default region: the catalogue's
+# (pipeline.instance_types, the one price table of the project).
+INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {t: get_instance_type(t).price(DEFAULT_REGION)
+                                                  for t in INSTANCE_TYPES.values()}
+_MONTH = __import__("datetime").datetime.strptime(CATALOGUE_MONTH, "%Y-%m").strftime("%B %Y")
+PRICE_SOURCE = (f"AWS EC2 on-demand pricing, {DEFAULT_REGION}, Linux, as of {_MONTH} ("
+                + ", ".join(f"{t} ${p:.2f}/h" for t, p in INSTANCE_PRICES_USD_PER_HOUR.items())
+                + "; pipeline/instance_types.py)")
 
 # Per segment, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
 # harness sync timeout + cache push throttling retries and timeout + stop retries + lease release retries (the
@@ -109,9 +119,32 @@ class EmptyPlanError(ValueError):
     """Nothing left to run (every selected lane already committed and not forced)."""
 
 
+class FleetPlanError(ValueError):
+    """A run matrix that cannot be planned: a type without a price in the region, a cell with no lane its type can
+    run, no subnets to launch in (one ``matrix...: reason`` line each)."""
+
+
 # Everything plan_run refuses a request with (one clear message each): callers catch these.
 PLAN_ERRORS: tuple[type[Exception], ...] = (RunRequestError, CostCeilingError, EmptyPlanError, EmptyRequestError,
-                                            LaneConfigInvalidError, ExecutionInputTooLargeError)
+                                            LaneConfigInvalidError, ExecutionInputTooLargeError, FleetPlanError,
+                                            MatrixError)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Where a matrix's cells launch: the subnets (tried in order on a capacity error; the deployment's box
+    subnets, ``NEURONPIPE_FLEET_SUBNETS``), the launch templates' name prefix, the project tag's value."""
+
+    subnets: tuple[str, ...] = ()
+    template_prefix: str = "neuronpipe-fleet"
+    project: str = "neuron-pipelines"
+
+    def template(self, instance_type: str) -> str:
+        return f"{self.template_prefix}-{get_instance_type(instance_type).slug}"
+
+
+# What `neuronpipe plan` shows for a matrix when no deployment is named: the plan is the same, the launch is not
+PLACEHOLDER_SUBNETS = ("subnet-<box subnet 1>", "subnet-<box subnet 2>")
 
 
 @dataclass(frozen=True)
@@ -275,9 +308,14 @@ def ssm_output_prefix(results_uri: str, *parts: str) -> str:
     return "/".join(p for p in (root, "logs", *parts) if p)
 
 
+def _cell_line(cell: str | None) -> str:
+    return f"export {CELL_ENV}={shlex.quote(cell)}\n" if cell else ""
+
+
 def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunRequest, harness: Harness,
-                config: Mapping[str, Any] | None, needs: tuple[str, ...] = ()) -> str:
-    """The shell script that runs one lane on the box (the token arrives as the line before it)."""
+                config: Mapping[str, Any] | None, needs: tuple[str, ...] = (), cell: str | None = None) -> str:
+    """The shell script that runs one lane on the box (the token arrives as the line before it); a matrix cell's
+    lanes commit as ``<lane>@<cell>`` (``NEURONPIPE_CELL``)."""
     argv = [".venv/bin/python", "-m", "agents", "run-lane", spec.name, "--run-id", run_id,
             "--results", results_uri, "--profile", request.profile,
             "--heartbeat-s", str(max(10, spec.heartbeat_s // 4))]
@@ -288,18 +326,33 @@ def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunReque
     if config:
         argv += ["--config", json.dumps(config, sort_keys=True)]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return (_PROLOGUE + _IMDS + f"cd {box_path(harness.directory)}\n"
+    return (_PROLOGUE + _IMDS + _cell_line(cell) + f"cd {box_path(harness.directory)}\n"
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
+
+
+# An ephemeral box's first boot (its user data) installs the harness while its SSM agent already answers: the
+# sync waits for the boot's marker (infra/user_data BOOT_DONE_PATH) before it touches the harness.
+BOOT_DONE_PATH = "/run/neuronpipe/boot.done"
+FIRST_BOOT_WAIT_S = 1500
 
 
 _STAMP = ('stamp() { mkdir -p "$stamps"; date -u +%Y-%m-%dT%H:%M:%S.%3N+00:00 > "$stamps/.$1.tmp" '
           '&& mv "$stamps/.$1.tmp" "$stamps/$1"; }')
 
 
-def sync_script(harness: Harness, results_uri: str | None = None) -> str:
+def sync_script(harness: Harness, results_uri: str | None = None, first_boot_wait_s: int = 0) -> str:
     """Sync the harness, then seed the compile cache from the results store (a failed seed costs a cold compile,
-    never the segment), stamping each step for the boot's ``box_boots`` row (``agents.cache_cli``)."""
-    lines = [_PROLOGUE.rstrip("\n"), f'stamps={box_path("/run/neuronpipe/stamps")}', _STAMP, "stamp sync_started",
+    never the segment), stamping each step for the boot's ``box_boots`` row (``agents.cache_cli``). On an ephemeral
+    box (``first_boot_wait_s``) it first waits for the first boot to finish installing the harness."""
+    wait = []
+    if first_boot_wait_s:
+        done = box_path(BOOT_DONE_PATH)
+        wait = [f"waited=0; while [ ! -f {done} ]; do "
+                f"if [ $waited -ge {first_boot_wait_s} ]; then "
+                f'echo "neuronpipe: the first boot did not finish within {first_boot_wait_s} s" >&2; exit 1; fi; '
+                "sleep 2; waited=$((waited + 2)); done"]
+    lines = [_PROLOGUE.rstrip("\n"), *wait, f'stamps={box_path("/run/neuronpipe/stamps")}', _STAMP,
+             "stamp sync_started",
              # Step Functions' time of the start request (the state machine exports it before this script)
              'if [ -n "${NEURONPIPE_START_REQUESTED_AT:-}" ]; then '
              'printf "%s" "$NEURONPIPE_START_REQUESTED_AT" > "$stamps/start_requested"; fi',
@@ -346,72 +399,213 @@ def cost_ceiling(request: RunRequest, ceiling_usd: float = DEFAULT_MAX_COST_USD_
     return request.max_cost_usd
 
 
+@dataclass(frozen=True)
+class _MatrixPlan:
+    cells: list[Cell]
+    lanes: list[str]  # what each cell runs (prelude, gates, matrix lanes)
+    matrix_lanes: set[str]
+    max_concurrency: int
+
+
+def _matrix(request: RunRequest) -> _MatrixPlan | None:
+    if not request.matrix:
+        return None
+    spec = parse_matrix(request.matrix)
+    cells = expand_cells(spec, models=request.models, server_configs=request.server_configs,
+                         workloads=request.workloads)
+    names = cell_lanes(spec, [s.name for s in selected_lanes(request)])
+    for cell in cells:
+        t = get_instance_type(cell.instance_type)
+        if not any(t.runs_lane(get_lane(n).boxes) for n in names if n not in CELL_PRELUDE):
+            raise FleetPlanError(f"matrix: cell {cell.cell} ({cell.label}): its type runs none of the cell's lanes "
+                                 f"({', '.join(n for n in names if n not in CELL_PRELUDE)})")
+    prelude = set(CELL_PRELUDE) | {"smoke"}
+    return _MatrixPlan(cells, names, {n for n in names if n not in prelude}, concurrency(spec, len(cells)))
+
+
+def cell_request(request: RunRequest, cell: Cell) -> RunRequest:
+    """The request as one cell sees it: its model, its server config (a declared variant keeps its fields), its
+    workload (or none: the lanes' own shapes)."""
+    from pipeline.model_catalog import PROFILE_MODELS
+
+    declared = request.server_configs
+    configs: Any = ({cell.server_config: declared[cell.server_config]} if isinstance(declared, dict)
+                    else [cell.server_config])
+    workloads = {cell.workload: request.workloads[cell.workload]} if cell.workload else {}
+    model = cell.model
+    if "models" not in request.model_fields_set and model in DEFAULT_MODELS:
+        # the request left its models at the default: a cell serves the profile's counterpart, as a run without a
+        # matrix does (the tiny profile: tiny-llama for Llama 3.1 8B)
+        model = PROFILE_MODELS[request.profile][DEFAULT_MODELS.index(model)]
+    return request.model_copy(update={"models": [model], "server_configs": configs, "workloads": workloads,
+                                      "matrix": None})
+
+
+def cell_tags(fleet: Fleet, run_id: str, cell: Cell) -> list[dict[str, str]]:
+    from control_plane.lean import EPHEMERAL, TAG_CELL, TAG_EPHEMERAL, TAG_INSTANCE_TYPE, TAG_PROJECT, TAG_RUN
+
+    return [{"Key": TAG_PROJECT, "Value": fleet.project}, {"Key": TAG_EPHEMERAL, "Value": EPHEMERAL},
+            {"Key": TAG_RUN, "Value": run_id}, {"Key": TAG_CELL, "Value": cell.cell},
+            {"Key": TAG_INSTANCE_TYPE, "Value": cell.instance_type},
+            {"Key": "Name", "Value": f"neuronpipe-{run_id}-{cell.cell}"[:255]}]
+
+
+def quota_needs(segments: list[Segment], max_concurrency: int, region: str) -> list[dict[str, Any]]:
+    """The vCPUs each EC2 On-Demand quota must allow at once: the pinned boxes (they may all run) plus the
+    ``max_concurrency`` largest cells of the quota's family (the most the Map runs at once)."""
+    from pipeline.instance_types import get_instance_type
+
+    pinned: dict[str, int] = {}
+    for seg in segments:
+        if seg.launch is None:
+            pinned[seg.box_role] = get_instance_type(seg.instance_type).vcpus
+    by_quota: dict[str, dict[str, Any]] = {}
+    for seg in {s.box_role: s for s in segments if s.launch is None}.values():
+        t = get_instance_type(seg.instance_type)
+        q = by_quota.setdefault(t.quota_code, {"quota_code": t.quota_code, "quota_name": t.quota_name,
+                                               "vcpus": 0, "types": []})
+        q["vcpus"] += t.vcpus
+        q["types"].append(t.name)
+    cells: dict[str, list[int]] = {}
+    for seg in segments:
+        if seg.launch is not None:
+            t = get_instance_type(seg.instance_type)
+            cells.setdefault(t.quota_code, []).append(t.vcpus)
+            q = by_quota.setdefault(t.quota_code, {"quota_code": t.quota_code, "quota_name": t.quota_name,
+                                                   "vcpus": 0, "types": []})
+            if t.name not in q["types"]:
+                q["types"].append(t.name)
+    for code, vcpus in cells.items():
+        by_quota[code]["vcpus"] += sum(sorted(vcpus, reverse=True)[:max_concurrency or len(vcpus)])
+    return [{**q, "region": region} for q in sorted(by_quota.values(), key=lambda q: q["quota_code"])]
+
+
 def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: Collection[str] = (),
              instance_ids: Mapping[str, str] | None = None, harness: Harness = Harness(),
-             ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING) -> RunPlan:
+             ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING, region: str = DEFAULT_REGION,
+             fleet: Fleet | None = None) -> RunPlan:
     """Build the plan; lanes committed for this run are skipped unless the request forces them.
+
+    A request with a ``matrix``: its serving lanes run in cells, each on an ephemeral box of its type launched in
+    ``fleet``'s subnets (:data:`PLACEHOLDER_SUBNETS` when none is given: what ``neuronpipe plan`` prints); the
+    other lanes stay on the pinned boxes (none when no lane left needs one).
 
     Refused before anything starts: a ``max_cost_usd`` above ``ceiling_usd`` or a worst case above
     the effective ceiling (:class:`CostCeilingError`), a lane config that does not fit its lane
-    (``LaneConfigInvalidError``), an execution input over the cap (``ExecutionInputTooLargeError``)."""
+    (``LaneConfigInvalidError``), a matrix that cannot be planned (``MatrixError``, :class:`FleetPlanError`), an
+    execution input over the cap (``ExecutionInputTooLargeError``; a matrix's plan goes to S3 instead, at launch)."""
     ceiling = cost_ceiling(request, ceiling_usd)
     lanes, _ = configured_lanes(request, NEURON_BOX)
+    matrix = _matrix(request)
+    fleet = fleet or Fleet(subnets=PLACEHOLDER_SUBNETS)
+    if matrix is not None and not fleet.subnets:
+        raise FleetPlanError("matrix: no subnets to launch cells in (the deployment's NEURONPIPE_FLEET_SUBNETS is "
+                             "empty)")
     specs = {s.name: s for s in lanes}
+    for name in (matrix.lanes if matrix else []):
+        specs.setdefault(name, get_lane(name))
     instance_ids = instance_ids or {}
-    roles = box_roles_for(lanes)
-    nodes = build_nodes(lanes, roles, in_run={base_lane(c) for c in committed})
+    cells = {c.cell: c for c in (matrix.cells if matrix else [])}
+    if matrix is None:
+        roles = box_roles_for(lanes)
+        nodes = build_nodes(lanes, roles, in_run={base_lane(c) for c in committed})
+    else:
+        pinned_lanes = [s for s in lanes if s.name not in matrix.matrix_lanes]
+        specific = any(len(s.boxes) < len(BOX_ORDER) for s in pinned_lanes)
+        roles = box_roles_for(pinned_lanes) if specific else []
+        cell_names = set(matrix.lanes)
+
+        def place(spec: LaneSpec, box: str) -> str | None:
+            if box in cells:
+                return cell_result_lane(spec.name, box) if spec.name in cell_names else None
+            if spec.name in matrix.matrix_lanes or box not in roles or box not in spec.boxes:
+                return None
+            return result_lane(spec.name, box)
+
+        nodes = build_nodes(sorted(specs.values(), key=lambda s: s.order), [*roles, *cells],
+                            in_run={base_lane(c) for c in committed}, place=place)
+        last = {box: max(n.wave for n in nodes if n.box == box) for box in cells}  # a cell runs in one segment
+        nodes = [replace(n, wave=last[n.box]) if n.box in cells else n for n in nodes]
     skipped: list[SkippedLane] = []
     by_wave: dict[int, dict[str, list[LaneStep]]] = {}
     for node in nodes:
         spec = specs[node.lane]
-        role = node.box
+        cell = cells.get(node.box)
+        role: BoxRole = "inf2" if cell is not None else node.box  # type: ignore[assignment]
         if node.result_lane in committed and not request.force:
-            skipped.append(SkippedLane(lane=spec.name, box_role=role,
+            skipped.append(SkippedLane(lane=node.result_lane if cell else spec.name, box_role=role,
                                        reason=f"already committed for run {run_id} (force to re-run)"))
             continue
-        config = lane_config(request, spec.name)
+        config = lane_config(cell_request(request, cell) if cell else request, spec.name)
         timeout_s = lane_timeout_s(spec, request.profile, config)
-        by_wave.setdefault(node.wave, {}).setdefault(role, []).append(LaneStep(
+        by_wave.setdefault(node.wave, {}).setdefault(node.box, []).append(LaneStep(
             lane=spec.name, box_role=role, result_lane=node.result_lane, needs=list(node.needs), gate=node.gate,
             wave=node.wave, timeout_s=timeout_s, heartbeat_s=spec.heartbeat_s,
-            script=lane_script(spec, run_id, results_uri, request, harness, config, node.needs),
+            script=lane_script(spec, run_id, results_uri, request, harness, config, node.needs,
+                               cell=node.box if cell else None),
             comment=_comment(spec.name, run_id), execution_timeout=[str(timeout_s)],
-            output_prefix=ssm_output_prefix(results_uri, run_id, spec.name, f"ssm-{role}"), config=config))
+            output_prefix=ssm_output_prefix(results_uri, run_id, node.result_lane if cell else spec.name,
+                                            f"ssm-{node.box}"), config=config))
     if not by_wave:
         raise EmptyPlanError(f"nothing to run: every selected lane is already committed for run {run_id} "
                              "(set force to re-run)")
-    last_wave = {role: max(w for w, boxes in by_wave.items() if role in boxes)
-                 for role in {r for boxes in by_wave.values() for r in boxes}}
+    last_wave = {box: max(w for w, boxes in by_wave.items() if box in boxes)
+                 for box in {r for boxes in by_wave.values() for r in boxes}}
     waves: list[Wave] = []
+    box_order = [*BOX_ORDER, *cells]
     for index, wave in enumerate(sorted(by_wave)):  # waves renumbered densely (a wave may be all committed)
         segments = []
-        for role in (r for r in BOX_ORDER if r in by_wave[wave]):
-            steps = [s.model_copy(update={"wave": index}) for s in by_wave[wave][role]]
-            instance_type = INSTANCE_TYPES[role]
+        for box in (b for b in box_order if b in by_wave[wave]):
+            steps = [s.model_copy(update={"wave": index}) for s in by_wave[wave][box]]
+            cell = cells.get(box)
+            instance_type = cell.instance_type if cell else INSTANCE_TYPES[box]  # type: ignore[index]
+            try:
+                price = get_instance_type(instance_type).price(region)
+            except NoPriceError as exc:
+                raise FleetPlanError(f"matrix: cell {box}: {exc}" if cell else str(exc)) from None
             hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
+            role: BoxRole = "inf2" if cell else box  # type: ignore[assignment]
             segments.append(Segment(
-                box_role=role, instance_type=instance_type, instance_id=instance_ids.get(role), wave=index,
-                release_lease=wave == last_wave[role],
-                sync=HarnessSync(script=sync_script(harness, results_uri), comment=_comment("sync-harness", run_id),
+                box=box, run_id=run_id, box_role=role, instance_type=instance_type,
+                instance_id=None if cell else instance_ids.get(box), wave=index,
+                cell=cell.to_json() if cell else None,
+                launch=Launch(template=fleet.template(instance_type), subnets=list(fleet.subnets),
+                              subnet_count=len(fleet.subnets), tags=cell_tags(fleet, run_id, cell)) if cell else None,
+                release_lease=(wave == last_wave[box]) and not cell,
+                sync=HarnessSync(script=sync_script(harness, results_uri, FIRST_BOOT_WAIT_S if cell else 0),
+                                 comment=_comment("sync-harness", run_id),
                                  execution_timeout=[str(SYNC_TIMEOUT_S)],
-                                 output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{role}")),
-                cache_push=HarnessSync(script=cache_push_script(run_id, results_uri, role, index, harness),
+                                 output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{box}")),
+                cache_push=HarnessSync(script=cache_push_script(run_id, results_uri, box, index, harness),
                                        comment=_comment("cache-push", run_id),
                                        execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)],
-                                       output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{role}")),
-                lanes=steps, max_instance_hours=round(hours, 3),
-                max_cost_usd=round(hours * INSTANCE_PRICES_USD_PER_HOUR[instance_type], 2)))
+                                       output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{box}")),
+                lanes=steps, max_instance_hours=round(hours, 3), max_cost_usd=round(hours * price, 2)))
         waves.append(Wave(wave=index, segments=segments))
     segments_all = [seg for w in waves for seg in w.segments]
     total_cost = round(sum(p.max_cost_usd for p in segments_all), 2)
     if total_cost > ceiling:
+        source = PRICE_SOURCE if not cells else f"AWS EC2 on-demand pricing, {region}, Linux, pipeline/instance_types.py"
         raise CostCeilingError(f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling "
-                               f"${ceiling:.2f} ({PRICE_SOURCE})")
+                               f"${ceiling:.2f} ({source})")
+    max_concurrency = 0
+    if matrix is not None:  # the pinned boxes never wait for a cell's slot
+        max_concurrency = matrix.max_concurrency + max(sum(1 for s in w.segments if s.launch is None) for w in waves)
+    cell_rows = []
+    for cell in cells.values():
+        segs = [s for s in segments_all if s.box == cell.cell]
+        cell_rows.append({**cell.to_json(), "max_instance_hours": round(sum(s.max_instance_hours for s in segs), 3),
+                          "max_cost_usd": round(sum(s.max_cost_usd for s in segs), 2),
+                          "lanes": [st.result_lane for s in segs for st in s.lanes]})
     plan = RunPlan(run_id=run_id, results_uri=results_uri, request=request, waves=waves,
                    nodes=[n.to_json() for n in nodes], skipped=skipped,
                    max_instance_hours=round(sum(p.max_instance_hours for p in segments_all), 3),
-                   max_cost_usd=total_cost, price_source=PRICE_SOURCE, cost_ceiling_usd=ceiling)
-    plan.check_input_size()  # placeholder instance ids: the same size as the real input
+                   max_cost_usd=total_cost, price_source=PRICE_SOURCE if not cells else
+                   f"AWS EC2 on-demand pricing, {region}, Linux, as of {_MONTH} (pipeline/instance_types.py)",
+                   cost_ceiling_usd=ceiling, cells=cell_rows, max_concurrency=max_concurrency, region=region,
+                   quota_needs=quota_needs(segments_all, matrix.max_concurrency, region) if matrix else [])
+    if not cells:
+        plan.check_input_size()  # placeholder instance ids: the same size as the real input
     return plan
 
 

@@ -13,6 +13,8 @@ from typing import Any, Callable, Iterable
 
 from control_plane.models import parse_lane_from_comment
 
+TAG_CELL = "neuronpipe:cell"  # control_plane.lean.TAG_CELL
+
 ENDED = {"ExecutionSucceeded": "SUCCEEDED", "ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT",
          "ExecutionAborted": "ABORTED"}
 
@@ -66,8 +68,8 @@ def _plan_lanes(plan: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     out = []
     for wave in plan.get("waves") or []:
         for seg in wave.get("segments", []):
-            out += [(seg["box_role"], st["lane"], st.get("result_lane") or st["lane"], int(wave.get("wave", 0)))
-                    for st in seg.get("lanes", [])]
+            out += [(seg.get("box") or seg["box_role"], st["lane"], st.get("result_lane") or st["lane"],
+                     int(wave.get("wave", 0))) for st in seg.get("lanes", [])]
     for phase in plan.get("phases") or []:
         out += [(phase["box_role"], st["lane"], st["lane"], 0) for st in phase.get("lanes", [])]
     return out
@@ -75,7 +77,17 @@ def _plan_lanes(plan: dict[str, Any]) -> list[tuple[str, str, str, int]]:
 
 def _plan_boxes(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
     boxes = [(b["box_role"], b.get("instance_id")) for b in plan.get("boxes") or []]
+    boxes += [(str(cell), None) for cell in plan.get("cells") or []]  # a matrix's cells: launched by the run
     return boxes or list(dict.fromkeys((p["box_role"], p.get("instance_id")) for p in plan.get("phases") or []))
+
+
+def _cell_of(params: dict[str, Any]) -> str | None:
+    """The cell a RunInstances call launches, from the tags the state machine put on the instance."""
+    for spec in params.get("TagSpecifications") or []:
+        for tag in spec.get("Tags") or []:
+            if isinstance(tag, dict) and tag.get("Key") == TAG_CELL:
+                return str(tag.get("Value"))
+    return None
 
 
 def _outcome_from_end(kind: str, details: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,6 +145,13 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
         elif kind == "TaskScheduled":
             d = _details(ev, "taskScheduledEventDetails")
             resource, params = d.get("resource", ""), _json(d.get("parameters"))
+            if resource.startswith("runInstances"):
+                cell = _cell_of(params)
+                box = next((b for b in progress.phases if b.box_role == cell), None)
+                if box is not None:
+                    box.state = "launching instance"
+                    open_task(ev, ("launch", box))
+                continue
             ids = params.get("InstanceIds") or []
             box = box_of.get(ids[0]) if ids else None
             if box is None and not ids and progress.phases:  # a hand-made history: the first box still working
@@ -141,8 +160,8 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
                 continue
             if resource.startswith("startInstances"):
                 box.state = "starting instance"
-            elif resource.startswith("stopInstances"):
-                box.state = "stopping instance"
+            elif resource.startswith("stopInstances") or resource.startswith("terminateInstances"):
+                box.state = "stopping instance" if resource.startswith("stop") else "terminating instance"
                 open_task(ev, ("box", box))
             elif resource.startswith("sendCommand"):
                 what = parse_lane_from_comment(params.get("Comment"))
@@ -162,9 +181,19 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
             what, target = found
             if what == "sync":
                 continue
+            if what == "launch":
+                if kind == "TaskSucceeded":
+                    out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
+                    iid = ((out.get("Instances") or [{}])[0] or {}).get("InstanceId")
+                    if iid:
+                        target.instance_id, box_of[iid] = iid, target
+                    target.state = "booting"
+                else:
+                    target.state = "launch refused"
+                continue
             if what == "box":
                 if kind == "TaskSucceeded":
-                    target.state = "stopped"
+                    target.state = "terminated" if target.box_role not in ("trn1", "inf2") else "stopped"
                 continue
             lp = target
             if lp.status != "running":

@@ -166,16 +166,26 @@ def expected_duration(lane: str, profile: str, instance_type: str | None,
 
 
 def schedule_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
-                   box_order: Sequence[str] = ("trn1", "inf2"), overhead_s: float = SEGMENT_OVERHEAD_S) -> Schedule:
-    """Waves in turn; in a wave each box runs its segment at once (the state machine's shape)."""
+                   box_order: Sequence[str] = ("trn1", "inf2"), overhead_s: float = SEGMENT_OVERHEAD_S,
+                   max_concurrency: int = 0) -> Schedule:
+    """Waves in turn; in a wave each box runs its segment at once (the state machine's shape), at most
+    ``max_concurrency`` at once when it is set (a matrix: the Map starts the next segment, in item order, when one
+    ends)."""
+    import heapq
+
     segments: list[Segment] = []
     path: list[str] = []
     t = 0.0
     for wave in sorted({n.wave for n in nodes}):
         longest: Segment | None = None
         boxes = {n.box for n in nodes if n.wave == wave}
+        slots = [t] * (max_concurrency or len(boxes))
+        heapq.heapify(slots)
         for box in sorted(boxes, key=lambda b: (list(box_order).index(b) if b in box_order else len(box_order), b)):
-            seg = _segment(box, wave, t, [n for n in nodes if n.wave == wave and n.box == box], durations, overhead_s)
+            start = heapq.heappop(slots)
+            seg = _segment(box, wave, start, [n for n in nodes if n.wave == wave and n.box == box], durations,
+                           overhead_s)
+            heapq.heappush(slots, seg.end_s)
             segments.append(seg)
             if longest is None or seg.end_s > longest.end_s:
                 longest = seg

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from control_plane.lean import (DEFAULT_LEASE_TABLE, DEFAULT_MAX_COST_USD_CEILING, DEFAULT_PROJECT,
+from control_plane.lean import (DEFAULT_FLEET_TEMPLATE_PREFIX, DEFAULT_LEASE_TABLE, DEFAULT_MAX_COST_USD_CEILING, DEFAULT_PROJECT,
                                 DEFAULT_REAPER_GRACE_S, DEFAULT_STATE_MACHINE_NAME, ENV_PREFIX, TAG_PROJECT,
                                 TAG_ROLE)
 
@@ -43,6 +43,10 @@ class ControlPlaneSettings(BaseSettings):
                                         description="deploy-time cap on a run's worst-case cost; a request "
                                                     "can lower it, never raise it (cdk.json "
                                                     "neuronpipe.max_cost_usd_ceiling)")
+    fleet_subnets: str = Field("", description="comma-separated subnet ids a matrix cell's ephemeral box may launch "
+                                               "in, tried in order on a capacity error (the box subnets)")
+    fleet_template_prefix: str = Field(DEFAULT_FLEET_TEMPLATE_PREFIX,
+                                       description="launch template names: <prefix>-<type slug> per catalogued type")
     poll_s: float = Field(5.0, gt=0, description="CLI: seconds between execution-history polls")
 
     def require(self, *names: str) -> "ControlPlaneSettings":
@@ -55,6 +59,10 @@ class ControlPlaneSettings(BaseSettings):
     def results_bucket(self) -> str:
         self.require("results_uri")
         return self.results_uri.removeprefix("s3://").split("/", 1)[0]  # type: ignore[union-attr]
+
+    @property
+    def fleet_subnet_ids(self) -> list[str]:
+        return [s.strip() for s in self.fleet_subnets.split(",") if s.strip()]
 
     def pinned_instances(self) -> dict[str, str]:
         return {role: iid for role, iid in (("trn1", self.trn1_instance_id), ("inf2", self.inf2_instance_id)) if iid}

@@ -29,17 +29,28 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from pipeline.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
 
 STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
 RUN_FAILED_ERROR = "Run.Failed"
-SEGMENT_STATUSES = ("completed", "gate_failed", "failed", "stop_failed")
+SEGMENT_STATUSES = ("completed", "gate_failed", "failed", "stop_failed", "capacity_unavailable")
 CAUSE_LIMIT = 1000  # a box's failure, as the answer and the next call carry it
 STOP_FAILED_LIMIT = 200  # a failed stop's mark (its whole text is the box's failure)
 REASON_LIMIT = 300  # a recorded lane's reason, and each reason of the outcome (the record has the whole text)
+# A matrix run has hundreds of lanes: what crosses the state is capped in count too (every lane's record is in the
+# store; the report lists them all): lanes and reasons of the outcome, the records echoed by one answer, and the
+# length of a cell's failure (carried from wave to wave for every failed cell).
+OUTCOME_LANES_MAX = 60
+OUTCOME_REASONS_MAX = 40
+RECORDED_ECHO_MAX = 20
+CELL_CAUSE_LIMIT = 240
 NO_CAUSE = "its cause is not in the state: see the execution history"
+# A wave whose segments exceed this runs as a Distributed Map (items in S3): the state holds the answer beside the
+# execution's own data, within Step Functions' 256 KiB.
+INLINE_SEGMENTS_MAX_BYTES = 48 * 1024
+FLEET_PREFIX = "fleet"  # control_plane.lean.FLEET_PREFIX (this module stays import-free of the Lambda settings)
 
 
 class ScheduleInputError(ValueError):
@@ -61,12 +72,37 @@ def _bounded_outcome(out: dict[str, Any]) -> dict[str, Any]:
     """The outcome as it crosses Step Functions: each lane's reason shortened (a failed lane's reason is its
     verbatim error, as long as the lane made it)."""
     reasons = out.get("reasons") or {}
-    return {**out, "reasons": {lane: _short(str(r), REASON_LIMIT) for lane, r in reasons.items()}}
+    kept = dict(list(reasons.items())[:OUTCOME_REASONS_MAX])
+    bounded = {**out, "reasons": {lane: _short(str(r), REASON_LIMIT) for lane, r in kept.items()}}
+    for key in ("failed", "skipped"):  # a matrix's hundreds of lanes: the first ones, and how many more
+        names = list(out.get(key) or [])
+        if len(names) > OUTCOME_LANES_MAX:
+            bounded[key] = names[:OUTCOME_LANES_MAX] + [f"… {len(names) - OUTCOME_LANES_MAX} more (see the report)"]
+    if len(reasons) > OUTCOME_REASONS_MAX:
+        bounded["why"] = _short(str(out.get("why") or ""), CAUSE_LIMIT * 4)
+    return bounded
 
 
 def _box_error(result: Mapping[str, Any]) -> str:
     error, cause = result.get("error") or "Error", result.get("cause") or ""
     return _short(f"{error}: {cause}".strip(": "), CAUSE_LIMIT)
+
+
+def _write_items(payload: Mapping[str, Any], run_id: str, wave: int, segments: list[dict[str, Any]],
+                 blobs: Blobs | None) -> dict[str, Any]:
+    """A wave too large for the state: its segments go to an items file the Distributed Map reads, each told where
+    to write its result; the answer carries the file and those keys (bounded: a key per segment)."""
+    if blobs is None:
+        raise ScheduleInputError(f"wave {wave}: {len(segments)} segments exceed the state's inline limit and no "
+                                 "bucket was given for a Distributed Map's items")
+    results_uri = str(payload.get("results_uri") or "")
+    keys = {str(seg.get("box") or seg["box_role"]): fleet_key(results_uri, run_id, f"wave-{wave}", "results",
+                                                              f"{seg.get('box') or seg['box_role']}.json")
+            for seg in segments}
+    items = [{**seg, "results_key": keys[str(seg.get("box") or seg["box_role"])]} for seg in segments]
+    key = fleet_key(results_uri, run_id, f"wave-{wave}", "items.json")
+    blobs.put(key, json.dumps(items).encode())
+    return {"bucket": blobs.bucket, "key": key, "wave": wave, "results": keys}
 
 
 def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
@@ -85,17 +121,75 @@ def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
     return LaneStatus("failed", writer.attempt, f"{error}: {_short(cause, 300)}")
 
 
-def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) -> dict[str, Any]:
+class Blobs(Protocol):
+    """The few S3 objects a matrix run keeps beside its results (``<root>/fleet/<run_id>/``): the plan when the
+    execution input cannot hold it, a Distributed Map wave's items file and its segments' results."""
+
+    bucket: str
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, body: bytes) -> None: ...
+
+
+def fleet_key(results_uri: str, run_id: str, *parts: str) -> str:
+    """``<results root>/fleet/<run_id>/<parts>``: a key in the results bucket (never under the append-only v1/)."""
+    root = results_uri.removeprefix("s3://").split("/", 1)[1].strip("/") if "/" in results_uri.removeprefix(
+        "s3://") else ""
+    return "/".join(p for p in (root, FLEET_PREFIX, run_id, *parts) if p)
+
+
+def load_plan(uri: str, blobs: Blobs) -> dict[str, Any]:
+    """The waves and nodes of a plan kept in S3 (``plan_uri``), refused in one line when absent or unreadable."""
+    key = uri.removeprefix("s3://").split("/", 1)[-1]
+    body = blobs.get(key)
+    if body is None:
+        raise ScheduleInputError(f"schedule payload: plan {uri} does not exist")
+    try:
+        data = json.loads(body)
+        return {"waves": list(data["waves"]), "nodes": list(data["nodes"])}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ScheduleInputError(f"schedule payload: plan {uri} is not a plan: {type(exc).__name__}: {exc}") from None
+
+
+def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None) -> list[dict[str, Any]]:
+    """A Distributed Map wave's segment results, from the keys the scheduler gave its segments; a segment that left
+    none (its child execution ended before writing it) is a failed box, said so."""
+    out = []
+    for box, key in dict(state.get("results") or {}).items():
+        body = blobs.get(key) if blobs is not None else None
+        try:
+            res = json.loads(body) if body is not None else None
+        except ValueError:
+            res = None
+        if not isinstance(res, dict):
+            res = {"box": box, "status": "failed", "error": "Segment.NoResult",
+                   "cause": f"the segment wrote no result to s3://{blobs.bucket if blobs else '?'}/{key}"}
+        out.append(res)
+    return out
+
+
+def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, blobs: Blobs | None = None,
+             inline_max_bytes: int = INLINE_SEGMENTS_MAX_BYTES) -> dict[str, Any]:
     """The next wave's segments, or the run's outcome (see the module's steps). ``statuses_of(store, run_id)``
-    reads the run's lane statuses (default ``analytics.lane_records.lane_statuses``)."""
+    reads the run's lane statuses (default ``analytics.lane_records.lane_statuses``); ``blobs``: the results
+    bucket's fleet/ objects (a plan kept in S3, a Distributed Map wave's items and results)."""
     try:
         run_id = str(payload["run_id"])
+        state = dict(payload.get("schedule") or {})
+        plan_uri = payload.get("plan_uri")
+        if plan_uri:
+            if blobs is None:
+                raise ScheduleInputError("schedule payload: the plan is in S3 but no bucket was given")
+            payload = {**payload, **load_plan(str(plan_uri), blobs)}
         waves = list(payload["waves"])
         nodes = nodes_from_json(payload["nodes"])
-        state = dict(payload.get("schedule") or {})
+        cells = [str(c) for c in (payload.get("cells") or [])]
         results = [r for r in (payload.get("results") or []) if isinstance(r, dict)]
+        if state.get("distributed"):
+            results = _distributed_results(state["distributed"], blobs)
         next_wave = int(state.get("next_wave") or 0)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ScheduleInputError(f"schedule payload: {type(exc).__name__}: {exc}") from None
     if statuses_of is None:
         from analytics.lane_records import lane_statuses as statuses_of
@@ -107,8 +201,8 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     ended_by_gate: dict[str, str] = {}  # box -> the gate's failure (the gate's own record explains the rest)
     lane_failures: dict[str, tuple[str, str]] = {}
     for res in results:
-        role, status = str(res.get("box_role")), res.get("status")
-        if status == "failed":
+        role, status = str(res.get("box") or res.get("box_role")), res.get("status")
+        if status in ("failed", "capacity_unavailable"):
             box_failures.setdefault(role, _box_error(res))
         elif status == "stop_failed":
             stop_failed.setdefault(role, _short(_box_error(res), STOP_FAILED_LIMIT))
@@ -157,7 +251,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
     wave = next_wave
     while wave < len(waves) and not segments:
         for seg in waves[wave]["segments"]:
-            role = str(seg["box_role"])
+            role = str(seg.get("box") or seg["box_role"])
             kept = []
             pending: set[str] = set()  # this wave's lanes still to run: their runners check them
             for step in seg["lanes"]:
@@ -177,10 +271,16 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None) ->
                 segments.append({**seg, "lanes": kept})
         wave += 1
 
-    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed, "recorded": recorded}
+    for box in [b for b in box_failures if b in cells]:
+        box_failures[box] = _short(box_failures[box], CELL_CAUSE_LIMIT)
+    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed,
+            "recorded": recorded[:RECORDED_ECHO_MAX], "recorded_count": len(recorded), "distributed": None}
     if segments:
+        if len(json.dumps(segments).encode()) > inline_max_bytes:
+            return {**base, "done": False, "wave": wave - 1, "segments": [],
+                    "distributed": _write_items(payload, run_id, wave - 1, segments, blobs)}
         return {**base, "done": False, "wave": wave - 1, "segments": segments}
-    result = outcome(nodes, statuses, box_failures)
+    result = outcome(nodes, statuses, box_failures, cells)
     out = _bounded_outcome(result.to_json())
     if stop_failed:
         # the stop's message first (it names the instance), then the same JSON a failed run's cause carries

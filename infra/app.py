@@ -1,4 +1,4 @@
-"""The CDK app: ``python -m infra.app [--outdir cdk.out] [--setting name=value ...]`` synthesizes the four stacks.
+"""The CDK app: ``python -m infra.app [--outdir cdk.out] [--setting name=value ...]`` synthesizes the five stacks.
 
 ``cdk.json`` points the CDK CLI here too (``cdk deploy`` runs this module). Run directly, the app
 reads ``cdk.json``'s context itself (the CLI passes it through ``CDK_CONTEXT_JSON``); ``--setting``
@@ -32,10 +32,12 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
 from infra.config import (BUDGET_EMAIL_OPT_OUT, CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE,  # noqa: E402
-                          STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings, SettingsError)
+                          STACK_CONTROL_PLANE, STACK_FLEET, STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings,
+                          SettingsError)
 from infra.stacks.base import BaseStack  # noqa: E402
 from infra.stacks.box import BoxStack  # noqa: E402
 from infra.stacks.control import ControlPlaneStack  # noqa: E402
+from infra.stacks.fleet import FleetStack  # noqa: E402
 
 CDK_JSON = ROOT / "cdk.json"
 ASL_PATH = ROOT / "statemachine" / "pipeline.asl.json"
@@ -48,11 +50,12 @@ class NeuronPipelinesApp:
     base: BaseStack
     trainium: BoxStack
     inferentia: BoxStack
+    fleet: FleetStack
     control_plane: ControlPlaneStack
 
     @property
     def stacks(self) -> dict[str, cdk.Stack]:
-        return {s.stack_name: s for s in (self.base, self.trainium, self.inferentia, self.control_plane)}
+        return {s.stack_name: s for s in (self.base, self.trainium, self.inferentia, self.fleet, self.control_plane)}
 
 
 def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
@@ -67,7 +70,7 @@ def _staging_dir(name: str) -> Path:
 
 def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, *,
               harness_sha: str | None = None) -> NeuronPipelinesApp:
-    """All four stacks in one app, the nag pack attached. ``context`` overrides cdk.json's."""
+    """All five stacks in one app, the nag pack attached. ``context`` overrides cdk.json's."""
     ctx: dict[str, Any] = {}
     if "CDK_CONTEXT_JSON" not in os.environ:  # run directly, not by the CDK CLI
         ctx.update(cdk_json_context())
@@ -99,12 +102,14 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
                         description=desc.format("trn1 box"))
     inferentia = BoxStack(app, STACK_INFERENTIA, role="inf2", settings=settings, base=base, env=env,
                           description=desc.format("inf2 box"))
+    fleet = FleetStack(app, STACK_FLEET, settings=settings, base=base, env=env,
+                       description=desc.format("fleet: launch templates of the ephemeral boxes, their role"))
     control = ControlPlaneStack(app, STACK_CONTROL_PLANE, settings=settings, base=base,
-                                boxes=[trainium, inferentia], code_dir=code_dir, deps_dir=deps_dir,
+                                boxes=[trainium, inferentia], fleet=fleet, code_dir=code_dir, deps_dir=deps_dir,
                                 asl_path=ASL_PATH, env=env, description=desc.format("state machine, Lambdas, rules"))
     cdk.Tags.of(app).add(PROJECT_TAG_KEY, settings.project)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
-    return NeuronPipelinesApp(app, settings, base, trainium, inferentia, control)
+    return NeuronPipelinesApp(app, settings, base, trainium, inferentia, fleet, control)
 
 
 class LambdaLayerMissingError(BundlingError):

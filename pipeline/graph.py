@@ -25,7 +25,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 LOCAL = "local"
 BOX_PREFIX = "box:"  # blocked_by value when a box's phase failed (the lane never reached the box)
@@ -120,15 +120,23 @@ def _result_name(spec: Any, box: str) -> str:
     return f"{spec.name}@{box}" if box in spec.boxes and len(spec.boxes) > 1 else spec.name
 
 
-def build_nodes(specs: Sequence[Any], boxes: Sequence[str], in_run: Iterable[str] = ()) -> list[Node]:
+def build_nodes(specs: Sequence[Any], boxes: Sequence[str], in_run: Iterable[str] = (),
+                place: Callable[[Any, str], str | None] | None = None) -> list[Node]:
     """The run's nodes: each selected lane on each selected box it supports (locally: ``boxes=["local"]``).
 
     ``in_run`` are base lane names committed for this run before (a resume): a need on one of them binds
-    (and is met or not by the store), although the lane itself is not re-run."""
+    (and is met or not by the store), although the lane itself is not re-run. ``place(spec, box)`` (a run matrix:
+    the pinned boxes and the cells) says where a lane goes instead of its boxes: the result lane it commits as on
+    that box, or None when it does not run there."""
     specs = sorted(specs, key=lambda s: s.order)
     local = list(boxes) == [LOCAL]
     placed: dict[str, list[tuple[str, str]]] = {}  # lane -> [(box, result lane)]
     for spec in specs:
+        if place is not None:
+            for box in boxes:
+                if (rname := place(spec, box)) is not None:
+                    placed.setdefault(spec.name, []).append((box, rname))
+            continue
         for box in ([LOCAL] if local else [b for b in boxes if b in spec.boxes]):
             placed.setdefault(spec.name, []).append((box, spec.name if local else _result_name(spec, box)))
     prior = set(in_run)
@@ -226,11 +234,16 @@ def statuses_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, LaneStatu
 
 
 def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
-            box_failures: Mapping[str, str] | None = None) -> RunOutcome:
-    """The run's outcome over its planned nodes (see the module's rules)."""
+            box_failures: Mapping[str, str] | None = None, cells: Collection[str] = ()) -> RunOutcome:
+    """The run's outcome over its planned nodes (see the module's rules). ``cells``: the boxes that are cells of
+    a run matrix: a cell's failure (its box refused for capacity, its gate, a hung lane) is contained: the run is
+    ``partial`` while another lane succeeded, and ``failed`` only when nothing did or a pinned box failed."""
     box_failures = dict(box_failures or {})
+    cell_failures = {b: e for b, e in box_failures.items() if b in cells}
+    box_failures = {b: e for b, e in box_failures.items() if b not in cells}
     out = RunOutcome("succeeded")
     gate_failed: list[str] = []
+    cell_gate_failed: set[str] = set()
     any_ok = False
     for n in nodes:
         st = statuses.get(n.result_lane, MISSING)
@@ -244,18 +257,28 @@ def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
             out.skipped.append(n.result_lane)
             out.reasons[n.result_lane] = st.reason or (
                 f"did not run (box {n.box} failed: {box_failures[n.box]})" if n.box in box_failures
+                else f"did not run (cell {n.box} failed: {cell_failures[n.box]})" if n.box in cell_failures
                 else "did not run")
-        if n.gate:
+        if n.gate and n.box not in cells:
             gate_failed.append(n.result_lane)
+        if n.gate and n.box in cells:
+            cell_gate_failed.add(n.box)
+    cell_why = "; ".join(f"cell {b} failed: {_short(e)}" for b, e in sorted(cell_failures.items()))
     if box_failures:
         out.status = "failed"
         out.why = "; ".join(f"box {b} failed: {_short(e)}" for b, e in sorted(box_failures.items()))
     elif gate_failed:
         out.status, out.why = "failed", f"gate {', '.join(gate_failed)} did not pass"
+    elif cells and not (set(cells) - set(cell_failures) - cell_gate_failed) and not any(
+            statuses.get(n.result_lane, MISSING).status == "succeeded" for n in nodes if n.box not in cells):
+        out.status = "failed"
+        out.why = "every cell of the matrix failed"
     elif not any_ok and nodes:
         out.status, out.why = "failed", "no lane succeeded"
-    elif out.failed or out.skipped:
+    elif out.failed or out.skipped or cell_failures:
         out.status = "partial"
+    if cell_why:
+        out.why = "; ".join(w for w in (out.why, cell_why) if w)
     return out
 
 

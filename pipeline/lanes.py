@@ -159,7 +159,15 @@ def get_lane(name: str) -> LaneSpec:
         raise UnknownLaneError(name) from None
 
 
-def result_lane(name: str, box_role: str) -> str:
+CELL_ENV = "NEURONPIPE_CELL"  # set by a matrix cell's scripts: its lanes commit as <lane>@<cell>
+
+
+def cell_result_lane(name: str, cell: str) -> str:
+    """A matrix cell's lane: ``serve_sweep@c03`` (every lane of a cell, whatever boxes it is declared for)."""
+    return f"{name}@{cell}"
+
+
+def result_lane(name: str, box_role: str, cell: str | None = None) -> str:
     """The lane name results are committed under.
 
     A lane that runs on both boxes (provenance, host_cpu, smoke) commits per box on AWS —
@@ -168,6 +176,8 @@ def result_lane(name: str, box_role: str) -> str:
     single-box lanes the name is the lane's own.
     """
     spec = get_lane(name)
+    if cell:
+        return cell_result_lane(spec.name, cell)
     if box_role in spec.boxes and len(spec.boxes) > 1:
         return f"{name}@{box_role}"
     return name

@@ -180,9 +180,18 @@ NAME_PROPERTY = {
     "AWS::Events::Rule": "Name", "AWS::Events::EventBus": "Name", "AWS::SNS::Topic": "TopicName",
     "AWS::SQS::Queue": "QueueName", "AWS::Lambda::LayerVersion": "LayerName",
 }
+# Types CloudFormation gives a generated id (their Ref): unless one is recorded (the deployment records moto's real
+# ids), the resolver answers a deterministic id of the same form, ``<prefix>-<17 hex digits>``.
+GENERATED_ID_PREFIX = {"AWS::EC2::VPC": "vpc", "AWS::EC2::Subnet": "subnet", "AWS::EC2::SecurityGroup": "sg",
+                       "AWS::EC2::LaunchTemplate": "lt"}
 # Types whose Ref (physical id) is an ARN rather than a name.
 REF_IS_ARN = {"AWS::StepFunctions::StateMachine", "AWS::SNS::Topic", "AWS::IAM::ManagedPolicy",
               "AWS::Lambda::LayerVersion"}
+
+
+def generated_id(stack: str, logical_id: str, type_: str) -> str:
+    """A CloudFormation-style generated id (``subnet-0123…``) for one of :data:`GENERATED_ID_PREFIX`'s types."""
+    return f"{GENERATED_ID_PREFIX[type_]}-{hashlib.sha256(f'{stack}/{logical_id}'.encode()).hexdigest()[:17]}"
 
 
 def generated_name(stack: str, logical_id: str, type_: str) -> str:
@@ -197,7 +206,8 @@ class Resolver:
 
     ``physical_ids[(stack, logical_id)]`` is what ``Ref`` of the resource returns (CloudFormation's physical id:
     a name for most types, an ARN for state machines/topics/managed policies, an id for EC2). Unset ids of
-    nameable types default to the ``Name``-like property or a generated name; others raise.
+    nameable types default to the ``Name``-like property or a generated name, those of VPCs, subnets, security
+    groups and launch templates to a generated id (:func:`generated_id`); others (instances, volumes) raise.
     ``attributes[(stack, logical_id, attribute)]`` overrides ``Fn::GetAtt`` (custom resources, EC2 attributes).
     """
 
@@ -230,6 +240,9 @@ class Resolver:
             return self.physical_ids[(stack, logical_id)]
         res = self.assembly.template(stack).resource(logical_id)
         prop = NAME_PROPERTY.get(res.type)
+        if prop is None and res.type in GENERATED_ID_PREFIX:
+            self.physical_ids[(stack, logical_id)] = generated_id(stack, logical_id, res.type)
+            return self.physical_ids[(stack, logical_id)]
         if prop is None:
             raise TemplateResolveError(stack, logical_id, "Ref", f"no physical id known for a {res.type} "
                                        "(create it first and record its id with set_physical_id)")
@@ -302,6 +315,9 @@ class Resolver:
             return self.properties(stack, lid).get("AvailabilityZone")
         if t == "AWS::EC2::SecurityGroup" and attribute == "GroupId":
             return self.physical_id(stack, lid)
+        if t == "AWS::EC2::LaunchTemplate":
+            return {"LaunchTemplateId": self.physical_id(stack, lid), "LatestVersionNumber": "1",
+                    "DefaultVersionNumber": "1"}.get(attribute)
         if t in REF_IS_ARN:
             arn = self.physical_id(stack, lid)
             return {"Arn": arn, "TopicArn": arn, "PolicyArn": arn, "LayerVersionArn": arn,

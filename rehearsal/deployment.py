@@ -7,9 +7,12 @@ notifications as declared), the CDK bootstrap bucket with every file asset publi
 (directories zipped; the harness zip is the one the boxes install), the SSM parameters, the DynamoDB tables, the
 log groups, the EBS volumes, the instances (from a stub image registered in moto, with the template's tags,
 type, AZ and user data; an ImageId ``resolve:ssm:<parameter>``, which EC2 resolves at launch and moto does not,
-launches the stub too), the state machine and the Lambda functions (their code is the synthesized asset
-directory). Network plumbing (VPC, subnets, endpoints, NAT), budgets, SNS and custom resources get placeholder
-physical ids: the run does not touch them.
+launches the stub too), the VPC with its subnets (CIDR and AZ as declared) and security groups (a launch into a
+box subnet needs them), the fleet's launch templates (their data as synthesized, a ``resolve:ssm:`` image replaced
+by the stub, recorded in :attr:`Deployment.launch_templates`) with the role and instance profile they name, the
+state machine and the Lambda functions (their code is the synthesized asset directory). The rest of the network
+plumbing (routes, endpoints, NAT), budgets, SNS and custom resources get placeholder physical ids: the run does
+not touch them.
 """
 from __future__ import annotations
 
@@ -22,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rehearsal.cfn import Assembly, AwsEnv, Resolver, Template, assets
+from pipeline.instance_types import CATALOGUE
+from rehearsal.cfn import Assembly, AwsEnv, Resolver, Template, assets, generated_name
 from rehearsal.events import Rule, rules_from_template
 from rehearsal.world import MotoWorld
 
 CREATED_BY_ID = ("AWS::EC2::Instance", "AWS::EC2::Volume")
-PLACEHOLDER_PREFIX = {"AWS::EC2::VPC": "vpc", "AWS::EC2::Subnet": "subnet", "AWS::EC2::SecurityGroup": "sg",
-                      "AWS::EC2::RouteTable": "rtb", "AWS::EC2::InternetGateway": "igw", "AWS::EC2::NatGateway": "nat",
+NETWORK_CREATED = ("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup")  # in this order, in moto
+PLACEHOLDER_PREFIX = {"AWS::EC2::RouteTable": "rtb", "AWS::EC2::InternetGateway": "igw", "AWS::EC2::NatGateway": "nat",
                       "AWS::EC2::EIP": "eipalloc", "AWS::EC2::VPCEndpoint": "vpce", "AWS::EC2::FlowLog": "fl"}
 STUB_AMI_NAME = "neuronpipe-rehearsal-dlami-stub"
 RESOLVE_SSM = "resolve:ssm:"  # EC2's launch-time image id (infra.config.RESOLVE_SSM_PREFIX)
@@ -53,6 +57,32 @@ class InstanceRecord:
 
 
 @dataclass(frozen=True)
+class LaunchTemplateRecord:
+    """One of the fleet's launch templates as created in moto (what an ephemeral box of its type boots with)."""
+
+    stack: str
+    logical_id: str
+    name: str
+    template_id: str  # moto's lt-... id
+    instance_type: str
+    family: str  # pipeline.instance_types family: neuron-inf2 | neuron-trn1 | neuron-trn2 | cuda
+    box_role: str  # its neuronpipe:role tag: inf2 | trn1 | cuda
+    image_id: str  # what moto launches: the template's pin, or the stub for resolve:ssm:<parameter>
+    template_image_id: str  # what the template holds
+    iam_role: str  # the physical name of the role behind its instance profile (IMDS serves it)
+    role_logical_id: str  # "<stack>/<this>" is rehearsal.iam's Actor.role of the box:fleet actor
+    instance_profile: str  # the instance profile's physical name
+    security_group_ids: tuple[str, ...]
+    tags: dict[str, str]  # the instance tags of its TagSpecifications
+    user_data: str  # decoded text
+
+    @property
+    def role_key(self) -> str:
+        """``<stack>/<role logical id>``: how :mod:`rehearsal.iam` names the role (``Actor.role``)."""
+        return f"{self.stack}/{self.role_logical_id}"
+
+
+@dataclass(frozen=True)
 class FunctionRecord:
     stack: str
     logical_id: str
@@ -74,6 +104,7 @@ class Deployment:
     parameters: dict[str, str] = field(default_factory=dict)      # name -> value
     tables: dict[str, str] = field(default_factory=dict)          # logical id -> name
     instances: dict[str, InstanceRecord] = field(default_factory=dict)  # box role -> record
+    launch_templates: dict[str, LaunchTemplateRecord] = field(default_factory=dict)  # template name -> record
     functions: dict[str, FunctionRecord] = field(default_factory=dict)  # handler module name -> record
     state_machine_arn: str = ""
     state_machine_role_logical_id: str = ""
@@ -111,6 +142,7 @@ def deploy(world: MotoWorld, assembly: Assembly, workdir: Path) -> Deployment:
               for t in assembly}
     resolver = Resolver(assembly, env, parameters=params)
     dep = Deployment(assembly, resolver)
+    _create_network(world, assembly, resolver)
     for tpl in assembly:
         for lid, res in tpl.resources.items():
             if res.type in PLACEHOLDER_PREFIX or (res.type.startswith("Custom::") or res.type in (
@@ -123,6 +155,30 @@ def deploy(world: MotoWorld, assembly: Assembly, workdir: Path) -> Deployment:
     control = _stack(assembly, "ControlPlane")
     dep.rules = rules_from_template(control, resolver)
     return dep
+
+
+def _create_network(world: MotoWorld, assembly: Assembly, resolver: Resolver) -> None:
+    """The VPCs, their subnets (CIDR, AZ) and security groups, created in moto: their ids are what the Lambdas'
+    NEURONPIPE_FLEET_SUBNETS and the launch templates' SecurityGroupIds resolve to."""
+    ec2 = world.client("ec2")
+    for type_ in NETWORK_CREATED:
+        for tpl in assembly:
+            stack = tpl.stack_name
+            for lid in tpl.of_type(type_):
+                props = resolver.properties(stack, lid)
+                if type_ == "AWS::EC2::VPC":
+                    made = ec2.create_vpc(CidrBlock=props["CidrBlock"])["Vpc"]["VpcId"]
+                elif type_ == "AWS::EC2::Subnet":
+                    made = ec2.create_subnet(VpcId=props["VpcId"], CidrBlock=props["CidrBlock"],
+                                             AvailabilityZone=props["AvailabilityZone"])["Subnet"]["SubnetId"]
+                    if props.get("MapPublicIpOnLaunch") is not None:
+                        ec2.modify_subnet_attribute(SubnetId=made, MapPublicIpOnLaunch={
+                            "Value": bool(props["MapPublicIpOnLaunch"])})
+                else:
+                    made = ec2.create_security_group(
+                        GroupName=props.get("GroupName") or generated_name(stack, lid, type_),
+                        Description=props.get("GroupDescription") or lid, VpcId=props["VpcId"])["GroupId"]
+                resolver.set_physical_id(stack, lid, made)
 
 
 def _publish_assets(world: MotoWorld, assembly: Assembly, env: AwsEnv, dep: Deployment, workdir: Path) -> None:
@@ -185,6 +241,8 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
         resolver.set_physical_id(stack, lid, vol["VolumeId"])
     for lid in tpl.of_type("AWS::EC2::Instance"):
         _create_instance(world, tpl, lid, resolver, dep, ami_id)
+    for lid in tpl.of_type("AWS::EC2::LaunchTemplate"):
+        _create_launch_template(world, tpl, lid, resolver, dep, ami_id)
     for lid in tpl.of_type("AWS::SSM::Parameter"):
         props = resolver.properties(stack, lid)
         ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"),
@@ -241,6 +299,62 @@ def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolv
     resolver.set_physical_id(stack, lid, iid)
     dep.instances[role] = InstanceRecord(stack, lid, iid, role, props["InstanceType"], props["AvailabilityZone"],
                                          image_id, resolver.physical_id(stack, role_lid), role_lid, user_data)
+
+
+def _create_launch_template(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment,
+                            stub_ami: str) -> None:
+    stack = tpl.stack_name
+    props = resolver.properties(stack, lid)
+    data = dict(props["LaunchTemplateData"])
+    template_image = str(data.get("ImageId", ""))
+    if template_image.startswith(RESOLVE_SSM):  # EC2 resolves the public DLAMI parameter at launch: here, the stub
+        data["ImageId"] = stub_ami
+    profile_lid, role_lid = _instance_profile_of(tpl, tpl.resources[lid].properties["LaunchTemplateData"])
+    profile, role = _create_instance_profile(world, tpl, profile_lid, role_lid, resolver)
+    name = str(props["LaunchTemplateName"])
+    made = world.client("ec2").create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData=data, VersionDescription=str(props.get("VersionDescription", "")),
+        TagSpecifications=props.get("TagSpecifications", []))["LaunchTemplate"]
+    resolver.set_physical_id(stack, lid, made["LaunchTemplateId"])
+    instance_tags = {t["Key"]: str(t["Value"]) for spec in data.get("TagSpecifications", [])
+                     if spec.get("ResourceType") == "instance" for t in spec.get("Tags", [])}
+    itype = str(data["InstanceType"])
+    if itype not in CATALOGUE:
+        raise DeployError(f"{stack}: {lid}: launch template {name} is for {itype}, not a catalogued type")
+    if "neuronpipe:role" not in instance_tags:
+        raise DeployError(f"{stack}: {lid}: launch template {name} tags its instances with no neuronpipe:role")
+    user_data = base64.b64decode(data["UserData"]).decode() if data.get("UserData") else ""
+    dep.launch_templates[name] = LaunchTemplateRecord(
+        stack, lid, name, made["LaunchTemplateId"], itype, CATALOGUE[itype].family, instance_tags["neuronpipe:role"],
+        str(data["ImageId"]), template_image, role, role_lid, profile,
+        tuple(str(g) for g in data.get("SecurityGroupIds", [])), instance_tags, user_data)
+
+
+def _instance_profile_of(tpl: Template, data: dict[str, Any]) -> tuple[str, str]:
+    """(instance profile, role) logical ids a launch template's IamInstanceProfile names (this template's)."""
+    ref = (data.get("IamInstanceProfile") or {})
+    ref = ref.get("Arn") or ref.get("Name")
+    lid = ref["Fn::GetAtt"][0] if isinstance(ref, dict) and "Fn::GetAtt" in ref else \
+        ref["Ref"] if isinstance(ref, dict) and "Ref" in ref else None
+    if lid is None or tpl.resources.get(lid) is None or tpl.resources[lid].type != "AWS::IAM::InstanceProfile":
+        raise DeployError(f"{tpl.stack_name}: a launch template's IamInstanceProfile is not an instance profile of "
+                          f"this template: {ref!r}")
+    return lid, _role_logical_id(tpl, {"Role": tpl.resources[lid].properties["Roles"][0]}, "Role")
+
+
+def _create_instance_profile(world: MotoWorld, tpl: Template, profile_lid: str, role_lid: str,
+                             resolver: Resolver) -> tuple[str, str]:
+    """The role and its instance profile in moto's IAM (once): RunInstances with the profile finds them."""
+    stack, iam = tpl.stack_name, world.client("iam")
+    profile, role = resolver.physical_id(stack, profile_lid), resolver.physical_id(stack, role_lid)
+    if not any(p["InstanceProfileName"] == profile for p in iam.list_instance_profiles()["InstanceProfiles"]):
+        role_props = resolver.properties(stack, role_lid)
+        iam.create_role(RoleName=role, Path=role_props.get("Path", "/"),
+                        AssumeRolePolicyDocument=json.dumps(role_props["AssumeRolePolicyDocument"]))
+        profile_props = resolver.properties(stack, profile_lid)
+        iam.create_instance_profile(InstanceProfileName=profile, Path=profile_props.get("Path", "/"))
+        iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role)
+    return profile, role
 
 
 def _create_state_machine(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment) -> None:

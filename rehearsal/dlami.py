@@ -11,6 +11,11 @@ What is faked, and from what:
   ``neuron-ls --json-output``, which prints one device with two free NeuronCores in the shape inf2.xlarge's
   ``neuron-ls`` printed it (``neuron_device``, ``nc_count``, ``neuron_processes`` …).
 
+A GPU box (box role ``cuda``) gets the CUDA venv its bootstrap would create (``pipeline.box_stack.CUDA_VENV`` with
+vLLM's dist-info at ``CUDA_SERVING_INSTALLS``) and an ``nvidia-smi`` in its ``bin`` that answers the queries the
+preflight gate and the telemetry send (``--query-gpu=...``, ``-L``, the plain header) for the type's GPUs from the
+catalogue, in the formats of a g5's driver 570 (A10G, 23028 MiB).
+
 ``Breakage`` puts one known fault in: optimum-neuron in the vLLM venv, a CLI missing, NeuronCores held by a
 process — each a failure the predecessor met on a real box.
 """
@@ -61,8 +66,52 @@ def _script(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+FAKE_DRIVER = "570.86.15"
+FAKE_CUDA = "12.8"
+
+
+def nvidia_smi_script(gpus: int, name: str = "NVIDIA A10G", memory_mib: int = 23028) -> str:
+    """A ``/bin/sh`` nvidia-smi for ``gpus`` GPUs: ``--query-gpu=<fields>`` (CSV, noheader, nounits), ``-L``, and
+    with no argument the header that carries the driver's CUDA version."""
+    values = {"index": "$i", "name": name, "driver_version": FAKE_DRIVER, "memory.total": str(memory_mib),
+              "memory.used": "0", "utilization.gpu": "0", "power.draw": "[N/A]"}
+    cases = " ".join(f'{field}) out="$out${{out:+, }}{value}";;' for field, value in values.items())
+    lines = [
+        f"n={gpus}",
+        'case "${1:-}" in',
+        '  --query-gpu=*) fields=$(echo "${1#--query-gpu=}" | tr "," " "); i=0',
+        '    while [ $i -lt $n ]; do out=""; for f in $fields; do case $f in ' + cases
+        + ' *) out="$out${out:+, }[N/A]";; esac; done; echo "$out"; i=$((i + 1)); done;;',
+        f'  -L) i=0; while [ $i -lt $n ]; do echo "GPU $i: {name} (UUID: GPU-fake-$i)"; i=$((i + 1)); done;;',
+        f'  *) echo "| NVIDIA-SMI {FAKE_DRIVER}   Driver Version: {FAKE_DRIVER}   CUDA Version: {FAKE_CUDA} |";;',
+        "esac",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def build_cuda_dlami(root: Path, instance_type: str) -> Path:
+    """The CUDA venv a GPU box's bootstrap creates, as files, with a fake nvidia-smi beside its python."""
+    from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
+    from pipeline.instance_types import CATALOGUE
+
+    venv = Path(root) / CUDA_VENV.lstrip("/")
+    site = venv / "lib" / "python3.10" / "site-packages"
+    site.mkdir(parents=True, exist_ok=True)
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    if not (bin_dir / "python").exists():
+        (bin_dir / "python").symlink_to(sys.executable)
+    for name, version in CUDA_SERVING_INSTALLS.items():
+        _dist(site, name, version)
+    t = CATALOGUE.get(instance_type)
+    _script(bin_dir / "nvidia-smi", nvidia_smi_script(t.accelerators if t else 1))
+    return venv
+
+
 def build_dlami(root: Path, box_role: str, instance_type: str, breakage: Breakage = Breakage()) -> Path:
     """The role's DLAMI venv under ``root`` (a box root); returns the venv's path."""
+    if box_role == "cuda":
+        return build_cuda_dlami(root, instance_type)
     venv = Path(root) / (TRAINING_VENV if box_role == "trn1" else SERVING_VENV)
     site = venv / "lib" / "python3.10" / "site-packages"
     site.mkdir(parents=True, exist_ok=True)

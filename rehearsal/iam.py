@@ -168,7 +168,8 @@ def request_context(action: str, path: str) -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class Actor:
-    name: str          # "box:trn1", "lambda:plan_run", "state-machine:<name>", "operator"
+    name: str          # "box:trn1", "box:fleet" (every ephemeral box), "lambda:plan_run", "state-machine:<name>",
+    #                    "operator"
     kind: str          # "box" | "lambda" | "state_machine" | "operator"
     role: str          # "<stack>/<role logical id>" ("operator" for the operator)
     policies: tuple[PolicyDoc, ...]
@@ -268,6 +269,15 @@ def iam_model(assembly: Assembly, resolver: Resolver, *, operator: bool = True) 
             role_names = resolver.properties(s, prof_lid).get("Roles", []) if prof_lid else []
             add(f"box:{tags.get('neuronpipe:role', s)}", "box", role_names[0] if role_names else profile,
                 f"{s}/{lid}")
+        for lid, res in tpl.of_type("AWS::EC2::LaunchTemplate").items():  # the fleet's ephemeral boxes: one role
+            profile = ((res.properties.get("LaunchTemplateData") or {}).get("IamInstanceProfile") or {}).get("Arn")
+            prof_lid = profile["Fn::GetAtt"][0] if isinstance(profile, dict) and "Fn::GetAtt" in profile else None
+            roles_of = tpl.resources[prof_lid].properties.get("Roles", []) if prof_lid in tpl.resources else []
+            role_lid = roles_of[0].get("Ref") if roles_of and isinstance(roles_of[0], dict) else None
+            if role_lid is None:
+                notes.append(f"launch template {s}/{lid}: no instance profile of its stack; its boxes not rehearsed")
+            elif "box:fleet" not in actors:
+                add("box:fleet", "box", resolver.physical_id(s, role_lid), f"{s}/{lid}")
         for lid, res in tpl.of_type("AWS::Lambda::Permission").items():
             notes.append(f"resource-based policy {s}/{lid} ({res.properties.get('Principal')} may invoke a "
                          "function): not evaluated, the rehearsal invokes Lambdas in-process")

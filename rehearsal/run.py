@@ -39,6 +39,7 @@ from rehearsal.world import ACCOUNT_ID, TEST_CREDENTIALS, Credentials, MotoWorld
 DEFAULT_BUILD_DIR = Path("build") / "rehearsal"
 OPERATOR = "operator"
 REHEARSAL_ACTOR = "rehearsal"  # the rehearsal's own inspection; its key is TEST_CREDENTIALS (world.client's default)
+FLEET_ACTOR = "box:fleet"  # every ephemeral box (rehearsal.iam)
 
 
 class RehearsalError(RuntimeError):
@@ -116,6 +117,15 @@ class Rehearsal:
     watcher: ExecutionWatcher | None = None
     timings: dict[str, float] = field(default_factory=dict)
     boot_errors: list[str] = field(default_factory=list)
+    # the fleet: instance types EC2 refuses for capacity in every AZ, and how many TerminateInstances calls fail
+    # before one succeeds (per instance); the boxes a matrix launched (instance id -> box), ended or not
+    refuse_capacity: set[str] = field(default_factory=set)
+    terminate_failures: int = 0
+    # Service Quotas, emulated (moto has no EC2 quotas): quota code -> vCPUs; absent codes answer the default
+    quota_vcpus: dict[str, float] = field(default_factory=dict)
+    launched: dict[str, Box] = field(default_factory=dict)
+    launch_log: list[dict[str, Any]] = field(default_factory=list)  # every RunInstances call, refused or not
+    _terminate_attempts: dict[str, int] = field(default_factory=dict)
     enforce_iam: bool = True
     iam: IamRecorder | None = None              # every call of every actor (enforce_iam)
     iam_model: IamModel | None = None
@@ -165,6 +175,10 @@ class Rehearsal:
         self.world.hooks.command_sent = self.agents.accept
         self.world.hooks.instances_started = self._started
         self.world.hooks.instances_stopped = self._stopped
+        self.world.hooks.run_instances = self._run_instances
+        self.world.hooks.instances_launched = self._launched
+        self.world.hooks.terminate_instances = self._terminate_check
+        self.world.hooks.instances_terminated = self._terminated
         for role, rec in dep.instances.items():
             box = Box(BoxIdentity(rec.instance_id, role, rec.instance_type, rec.ami_id, self.world.region,
                                   rec.availability_zone, rec.iam_role),
@@ -275,12 +289,92 @@ class Rehearsal:
             if iid in self.boxes:
                 self.agents.kill(iid, "instance stopped")  # type: ignore[union-attr]
 
+    # -- the fleet: ephemeral boxes launched by the state machine ----------------------------------
+    def _run_instances(self, call: dict[str, Any]) -> None:
+        from rehearsal.world import AwsError
+
+        az = self._subnet_az(call.get("subnet_id"))
+        refused = call.get("instance_type") in self.refuse_capacity
+        self.launch_log.append({**call, "availability_zone": az, "refused": refused, "at": time.time()})
+        if refused:
+            raise AwsError("InsufficientInstanceCapacity",
+                           f"We currently do not have sufficient {call.get('instance_type')} capacity in the "
+                           f"Availability Zone you requested ({az}).", status=500)
+
+    def _subnet_az(self, subnet_id: str | None) -> str | None:
+        if not subnet_id:
+            return None
+        try:
+            return self.world.client("ec2").describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]["AvailabilityZone"]
+        except Exception:  # noqa: BLE001 - a log field only
+            return None
+
+    def _template_for(self, instance_type: str) -> Any:
+        for rec in (getattr(self.deployment, "launch_templates", None) or {}).values():
+            if rec.instance_type == instance_type:
+                return rec
+        raise RehearsalError(f"no launch template deployed for {instance_type}")
+
+    def _fleet_actor(self, iam_role: str) -> str:
+        """Every ephemeral box calls AWS as ``box:fleet`` (rehearsal.iam: the fleet's one box role)."""
+        if self.enforce_iam and self.iam_model is not None and FLEET_ACTOR not in self.iam_model.actors:
+            raise RehearsalError(f"IAM: no modelled actor {FLEET_ACTOR} for the fleet box role {iam_role}")
+        return FLEET_ACTOR
+
+    def _launched(self, instance_ids: list[str]) -> None:
+        """A cell's box: a sandbox of its own, its SSM agent registered at once (as a DLAMI's registers while
+        cloud-init runs), then its first boot runs the launch template's user data in the background; the cell's
+        sync waits for the boot's marker."""
+        ec2 = self.world.backend("ec2")
+        for iid in instance_ids:
+            inst = ec2.get_instance(iid)
+            rec = self._template_for(inst.instance_type)
+            actor = self._fleet_actor(rec.iam_role)
+            box = Box(BoxIdentity(iid, rec.box_role, inst.instance_type, inst.image_id, self.world.region,
+                                  inst.availability_zone or "", rec.iam_role),
+                      root=self.workdir / "boxes" / f"fleet-{iid}", endpoint_url=self.world.endpoint,
+                      credentials_for=lambda actor=actor: self.credentials(actor), extra_env=dict(self.box_env))
+            self.launched[iid] = box
+            self.boxes[iid] = box
+            threading.Thread(target=self._first_boot_ephemeral, args=(box, rec.user_data), daemon=True,
+                             name=f"first-boot-{iid}").start()
+
+    def _first_boot_ephemeral(self, box: Box, user_data: str) -> None:
+        try:
+            box.prepare()
+            self.agents.add_host(box)  # type: ignore[union-attr]
+            self.agents.register(box.instance_id)  # type: ignore[union-attr]
+            out = box.first_boot(user_data)
+            (box.root / "var/log/rehearsal-first-boot.out").write_text(out)
+        except Exception as exc:  # noqa: BLE001 - the cell's sync fails waiting for the boot: it says so
+            self.boot_errors.append(f"{box.instance_id}: {exc}")
+
+    def _terminate_check(self, instance_ids: list[str]) -> None:
+        from rehearsal.world import AwsError
+
+        for iid in instance_ids:
+            n = self._terminate_attempts[iid] = self._terminate_attempts.get(iid, 0) + 1
+            if n <= self.terminate_failures:
+                raise AwsError("InternalError", f"rehearsal: TerminateInstances of {iid} fails ({n} of "
+                                                f"{self.terminate_failures})", status=500)
+
+    def _terminated(self, instance_ids: list[str]) -> None:
+        for iid in instance_ids:
+            if iid in self.boxes:
+                self.agents.kill(iid, "instance terminated")  # type: ignore[union-attr]
+                self.agents.deregister(iid)  # type: ignore[union-attr]
+
+    def fleet_running(self) -> list[str]:
+        """Ephemeral boxes not terminated (what the fault cases count: 0)."""
+        return [iid for iid in list(self.launched) if self._state(iid) not in ("terminated", "shutting-down")]
+
     def _state(self, instance_id: str) -> str:
         res = self.world.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
         return res[0]["Instances"][0]["State"]["Name"]
 
     def running_boxes(self) -> list[str]:
-        return [iid for iid in self.boxes if self._state(iid) in ("pending", "running", "stopping")]
+        """Every box, pinned or launched, left pending, running or stopping."""
+        return [iid for iid in list(self.boxes) if self._state(iid) in ("pending", "running", "stopping")]
 
     # -- a run -------------------------------------------------------------------------------------
     def operator(self) -> Credentials:
@@ -300,10 +394,14 @@ class Rehearsal:
 
         settings = self.settings()
         op = self.operator()
+        from control_plane.quotas import ServiceQuotas
+
         return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, self.world.client("ec2", op)),
                       executions=Executions(self.world.client("stepfunctions", op)),
                       committed=committed_in_store(settings.results_uri, self.world.client("s3", op)),
-                      leases=Leases(settings.lease_table, self.world.client("dynamodb", op)))
+                      leases=Leases(settings.lease_table, self.world.client("dynamodb", op)),
+                      quotas=ServiceQuotas(EmulatedQuotas(self.quota_vcpus)),
+                      s3_client=self.world.client("s3", op))
 
     def follow(self, execution_arn: str, on_progress: Callable[[Any], None], deadline_s: float = 3600) -> Any:
         from control_plane.aws import Executions
@@ -351,6 +449,21 @@ class Rehearsal:
             self._enforcement.__exit__(None, None, None)
             self._enforcement = None
         self.world.stop()
+
+
+class EmulatedQuotas:
+    """Service Quotas for EC2, as the rehearsal states them (moto implements none): every EC2 On-Demand vCPU quota
+    answers :data:`EMULATED_QUOTA_VCPUS` unless the rehearsal sets its code (``Rehearsal.quota_vcpus``)."""
+
+    def __init__(self, values: dict[str, float]):
+        self.values = values
+
+    def get_service_quota(self, ServiceCode: str, QuotaCode: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        return {"Quota": {"ServiceCode": ServiceCode, "QuotaCode": QuotaCode,
+                          "Value": float(self.values.get(QuotaCode, EMULATED_QUOTA_VCPUS))}}
+
+
+EMULATED_QUOTA_VCPUS = 256.0
 
 
 def read_object(rehearsal: Rehearsal, bucket: str, key: str) -> bytes:

@@ -57,6 +57,12 @@ class Hooks:
     stop_instances: Callable[[list[str]], None] | None = None    # before moto stops them (may raise AwsError)
     instances_started: Callable[[list[str]], None] | None = None  # after moto started them
     instances_stopped: Callable[[list[str]], None] | None = None  # after moto stopped them
+    # RunInstances: before moto launches (the call's template name, subnet and resolved instance type; may raise
+    # AwsError, e.g. InsufficientInstanceCapacity), then the new instance ids
+    run_instances: Callable[[dict[str, Any]], None] | None = None
+    instances_launched: Callable[[list[str]], None] | None = None
+    terminate_instances: Callable[[list[str]], None] | None = None  # before moto terminates them (may raise)
+    instances_terminated: Callable[[list[str]], None] | None = None
     send_command: Callable[[dict[str, Any]], None] | None = None  # validate (may raise AwsError)
     command_sent: Callable[[Any], None] | None = None             # the moto Command, after it was recorded
     # function name/ARN, payload -> (response payload, None or the FunctionError: "Unhandled")
@@ -226,6 +232,29 @@ class MotoWorld:
                     hooked(InstanceBackend.start_instances, "start_instances", "instances_started"))
         self._patch(InstanceBackend, "stop_instances",
                     hooked(InstanceBackend.stop_instances, "stop_instances", "instances_stopped"))
+
+        self._patch(InstanceBackend, "terminate_instances",
+                    hooked(InstanceBackend.terminate_instances, "terminate_instances", "instances_terminated"))
+        original_run = InstanceBackend.run_instances
+
+        def run_instances(backend: Any, image_id: Any, count: int, user_data: Any, security_group_names: Any,
+                          **kwargs: Any) -> Any:
+            template = kwargs.get("launch_template") or {}
+            if hooks.run_instances:
+                itype = kwargs.get("instance_type")
+                if template and kwargs.get("is_instance_type_default", True):
+                    itype = backend._get_template_from_args(template).data.get("InstanceType") or itype
+                try:
+                    hooks.run_instances({"template": template.get("LaunchTemplateName"),
+                                         "subnet_id": kwargs.get("subnet_id"), "instance_type": itype})
+                except AwsError as exc:
+                    raise ec2_error(exc) from exc
+            reservation = original_run(backend, image_id, count, user_data, security_group_names, **kwargs)
+            if hooks.instances_launched:
+                hooks.instances_launched([i.id for i in reservation.instances])
+            return reservation
+
+        self._patch(InstanceBackend, "run_instances", run_instances)
 
         original_send = SimpleSystemManagerBackend.send_command
 

@@ -238,8 +238,9 @@ def _ec2(action: str, retry: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _lease_task(action: str, comment: str, instance_path: str, next_state: str | None, catch_next: str,
                 condition: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A DynamoDB call on the box's lease, conditioned on this run (the execution's name) holding it; a failure
-    never fails the run (the lease expires on its own)."""
+    """A DynamoDB call on the box's lease, conditioned on this run (``$.run_id``: the execution's name, carried by
+    every segment so that a Distributed Map's child execution conditions on the run, not on itself) holding it; a
+    failure never fails the run (the lease expires on its own)."""
     state: dict[str, Any] = {
         "Type": "Task",
         "Comment": comment,
@@ -247,7 +248,7 @@ def _lease_task(action: str, comment: str, instance_path: str, next_state: str |
         "Parameters": {"TableName": _sub("LeaseTableName"),
                        "Key": {"instance_id": {"S.$": instance_path}},
                        "ConditionExpression": condition,
-                       "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}},
+                       "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}},
                        **(extra or {})},
         "ResultPath": None,
         "Retry": LEASE_RETRY,
@@ -275,14 +276,21 @@ def _keep_lease(instance_path: str, next_state: str) -> dict[str, Any]:
     return _lease_task("updateItem", "the stop failed: keep this box leased until on_execution_status stops it",
                        instance_path, next_state, next_state, "run_id = :run",
                        {"UpdateExpression": f"SET {STOP_FAILED_MARK} = :t",
-                        "ExpressionAttributeValues": {":run": {"S.$": "$$.Execution.Name"}, ":t": {"BOOL": True}}})
+                        "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}, ":t": {"BOOL": True}}})
 
 
 LANE_ERROR_PATTERN = "Lane.*"  # the agent's: the lane's record (with the whole text) is committed before it
 COMMAND_ERROR_PATTERN = "Command.*"  # on_command_status's: the command died before its runner committed
 LANE_FAILURE_PATTERNS = (LANE_ERROR_PATTERN, COMMAND_ERROR_PATTERN)  # a lane's own failure
 GATE_FAILED_ERROR = "Gate.Failed"
-SEGMENT_RESULT = {"box_role.$": "$.box_role", "instance_id.$": "$.instance_id", "wave.$": "$.wave"}
+SEGMENT_RESULT = {"box.$": "$.box", "box_role.$": "$.box_role", "instance_id.$": "$.instance_id", "wave.$": "$.wave",
+                  "results_key.$": "$.results_key"}
+CAPACITY_ERROR = "Capacity.Unavailable"
+# What EC2 answers when a type cannot be had in a subnet's AZ (RunInstances): the next subnet is tried. EC2's errors
+# reach Step Functions unmodelled, so the Choice matches the error and the cause (moto and AWS word them apart).
+CAPACITY_PATTERNS = ("*InsufficientInstanceCapacity*", "*InsufficientCapacity*", "*Unsupported*",
+                     "*do not have sufficient*capacity*", "*insufficient capacity*",
+                     "*not supported in your requested Availability Zone*")
 
 
 def _run_lane_states() -> dict[str, Any]:
@@ -370,22 +378,78 @@ CAUSE_IN_HISTORY = "the cause is in the execution history (not carried: its size
 
 
 def _segment_states() -> dict[str, Any]:
-    """One box's segment of a wave: mark the start, start, sync, its lanes one at a time, push the compile
-    cache, stop; it always ends in a Pass that says how it went (completed / gate_failed / failed /
-    stop_failed), never failing the wave's Map, so the other box carries on."""
-    catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "StopInstanceAfterFailure"}]
+    """One box's segment of a wave: mark the start, start the pinned box or launch the cell's ephemeral one, sync,
+    its lanes one at a time, push the compile cache, stop (pinned) or terminate (ephemeral); it always ends in a
+    Pass that says how it went (completed / gate_failed / failed / stop_failed / capacity_unavailable), never
+    failing the wave's Map, so the other boxes carry on; in a Distributed Map's wave the result is also written to
+    ``$.results_key`` (the scheduler reads it there)."""
+    catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "AfterFailure"}]
     bounded = ([{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS]
                + [{"Variable": "$.failure.Error", "StringMatches": p}
                   for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)])
+    ephemeral = {"Variable": "$.launch", "IsNull": False}
+    capacity = {"Or": [{"Variable": f"$.launch_error.{part}", "StringMatches": p}
+                       for part in ("Error", "Cause") for p in CAPACITY_PATTERNS]}
+    end = {"Next": "SegmentEnd"}
     return {
         "MarkStart": {
             "Type": "Pass",
             "Comment": "when the box's start was requested: the harness sync exports it to the box (boot timing)",
             "Parameters": {"requested_at.$": "$$.State.EnteredTime"},
             "ResultPath": "$.start",
-            "Next": "StartInstance",
+            "Next": "StartOrLaunch",
+        },
+        "StartOrLaunch": {
+            "Type": "Choice",
+            "Comment": "a pinned box is started; a matrix cell's ephemeral box is launched from its type's template",
+            "Choices": [{**ephemeral, "Next": "FirstSubnet"}],
+            "Default": "StartInstance",
         },
         "StartInstance": {**_ec2("startInstances", EC2_START_RETRY), "Catch": catch, "Next": "SyncHarness"},
+        "FirstSubnet": {"Type": "Pass", "Result": {"index": 0}, "ResultPath": "$.launch_try", "Next": "LaunchInstance"},
+        "LaunchInstance": {
+            "Type": "Task",
+            "Comment": "RunInstances from the type's launch template in the next subnet, tagged with the run and cell",
+            "Resource": "arn:aws:states:::aws-sdk:ec2:runInstances",
+            "Parameters": {"LaunchTemplate": {"LaunchTemplateName.$": "$.launch.template", "Version": "$Latest"},
+                           "MinCount": 1, "MaxCount": 1,
+                           "SubnetId.$": "States.ArrayGetItem($.launch.subnets, $.launch_try.index)",
+                           "TagSpecifications": [{"ResourceType": "instance", "Tags.$": "$.launch.tags"},
+                                                 {"ResourceType": "volume", "Tags.$": "$.launch.tags"}]},
+            # the one instance launched (an intrinsic over the list: moto evaluates "$.Instances[0].InstanceId" to a list)
+            "ResultSelector": {"instance_id.$": "States.ArrayGetItem($.Instances[*].InstanceId, 0)"},
+            "ResultPath": "$.launched",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.launch_error", "Next": "LaunchErrorKind"}],
+            "Next": "Launched",
+        },
+        "LaunchErrorKind": {
+            "Type": "Choice",
+            "Comment": "no capacity for the type in this subnet's AZ: try the next subnet; any other error fails the "
+                       "segment (no instance exists)",
+            "Choices": [{**capacity, "Next": "NextSubnet"}],
+            "Default": "LaunchFailed",
+        },
+        "NextSubnet": {"Type": "Pass", "Parameters": {"index.$": "States.MathAdd($.launch_try.index, 1)"},
+                       "ResultPath": "$.launch_try", "Next": "MoreSubnets"},
+        "MoreSubnets": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.launch_try.index", "NumericLessThanPath": "$.launch.subnet_count",
+                         "Next": "LaunchInstance"}],
+            "Default": "SegmentCapacityUnavailable",
+        },
+        "SegmentCapacityUnavailable": {
+            "Type": "Pass",
+            "Comment": "the type could not be had in any configured subnet: the cell's outcome; the other cells go on",
+            "Parameters": {**SEGMENT_RESULT, "status": "capacity_unavailable", "error": CAPACITY_ERROR,
+                           "cause.$": "States.Format('no capacity for {} in any of its {} subnet(s): {}: {}', "
+                                      "$.instance_type, $.launch.subnet_count, $.launch_error.Error, "
+                                      "$.launch_error.Cause)"},
+            **end,
+        },
+        "LaunchFailed": {"Type": "Pass", "InputPath": "$.launch_error", "ResultPath": "$.failure",
+                         "Next": "FailureKind"},
+        "Launched": {"Type": "Pass", "InputPath": "$.launched.instance_id", "ResultPath": "$.instance_id",
+                     "Next": "SyncHarness"},
         "SyncHarness": {
             "Type": "Task",
             "Comment": "install/verify the harness; retried while the instance's SSM agent has not registered",
@@ -406,7 +470,7 @@ def _segment_states() -> dict[str, Any]:
                            "Cause.$": "States.Format('harness sync on {} did not call back within "
                                       + str(SYNC_TIMEOUT_S) + " s', $.instance_id)"},
             "ResultPath": "$.failure",
-            "Next": "StopInstanceAfterFailure",
+            "Next": "AfterFailure",
         },
         "Lanes": {
             "Type": "Map",
@@ -429,9 +493,16 @@ def _segment_states() -> dict[str, Any]:
                                         "$.cache_push.execution_timeout", "$.cache_push.output_prefix"),
             "ResultPath": None,
             "Retry": [SSM_THROTTLE_RETRY],
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopInstance"}],
-            "Next": "StopInstance",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopOrTerminate"}],
+            "Next": "StopOrTerminate",
         },
+        "StopOrTerminate": {"Type": "Choice", "Choices": [{**ephemeral, "Next": "TerminateInstance"}],
+                            "Default": "StopInstance"},
+        "TerminateInstance": {**_ec2("terminateInstances", STOP_RETRY),
+                              "Comment": "the cell's ephemeral box is terminated (it has no lease)",
+                              "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
+                                         "Next": "SegmentTerminateFailed"}],
+                              "Next": "SegmentCompleted"},
         "StopInstance": {**_ec2("stopInstances", STOP_RETRY),
                          "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
                                     "Next": "KeepLease"}],
@@ -446,7 +517,7 @@ def _segment_states() -> dict[str, Any]:
         "SegmentCompleted": {
             "Type": "Pass",
             "Parameters": {**SEGMENT_RESULT, "status": "completed", "lanes.$": "$.lane_results"},
-            "End": True,
+            **end,
         },
         "KeepLease": _keep_lease("$.instance_id", "SegmentStopFailed"),
         "SegmentStopFailed": {
@@ -455,7 +526,25 @@ def _segment_states() -> dict[str, Any]:
             "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
                            "cause.$": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
                                       "$.stop_error.Error, $.stop_error.Cause)"},
-            "End": True,
+            **end,
+        },
+        "SegmentTerminateFailed": {
+            "Type": "Pass",
+            "Comment": "the run fails with Instance.StopFailed and on_execution_status terminates the run's "
+                       "ephemeral boxes by tag (the idle reaper last)",
+            "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
+                           "cause.$": "States.Format('terminating {} failed after retries: {} {}', $.instance_id, "
+                                      "$.stop_error.Error, $.stop_error.Cause)"},
+            **end,
+        },
+        "AfterFailure": {"Type": "Choice", "Choices": [{**ephemeral, "Next": "TerminateInstanceAfterFailure"}],
+                         "Default": "StopInstanceAfterFailure"},
+        "TerminateInstanceAfterFailure": {
+            **_ec2("terminateInstances", STOP_RETRY),
+            "Comment": "every failure path of a cell terminates its box first; the failure is the segment's result",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
+                       "Next": "SegmentTerminateFailed"}],
+            "Next": "FailureKind",
         },
         "StopInstanceAfterFailure": {
             **_ec2("stopInstances", STOP_RETRY),
@@ -478,25 +567,43 @@ def _segment_states() -> dict[str, Any]:
             "Comment": "a gate failed: the box's later lanes are recorded skipped by the scheduler",
             "Parameters": {**SEGMENT_RESULT, "status": "gate_failed", "error.$": "$.failure.Error",
                            "cause.$": "$.failure.Cause"},
-            "End": True,
+            **end,
         },
         "SegmentFailed": {
             "Type": "Pass",
             "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
                            "cause.$": "$.failure.Cause"},
-            "End": True,
+            **end,
         },
         "SegmentFailedCauseInHistory": {
             "Type": "Pass",
             "Comment": "an error whose cause nothing bounds (a callback from elsewhere): its name only",
             "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
                            "cause": CAUSE_IN_HISTORY},
-            "End": True,
+            **end,
         },
+        "SegmentEnd": {
+            "Type": "Choice",
+            "Comment": "in a Distributed Map's wave the result goes to S3 (the map's output is not read)",
+            "Choices": [{"Variable": "$.results_key", "IsNull": False, "Next": "WriteSegmentResult"}],
+            "Default": "SegmentDone",
+        },
+        "WriteSegmentResult": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:s3:putObject",
+            "Parameters": {"Bucket": _sub("ResultsBucketName"), "Key.$": "$.results_key",
+                           "Body.$": "States.JsonToString($)", "ContentType": "application/json"},
+            "ResultPath": None,
+            "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}],
+            # a result that cannot be written: the scheduler finds none and records the segment failed
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.write_error", "Next": "SegmentDone"}],
+            "Next": "SegmentDone",
+        },
+        "SegmentDone": {"Type": "Succeed"},
     }
 
 
-SCHEDULE_CARRIED = ("next_wave", "box_failures", "stop_failed")  # control_plane.waves.schedule's state
+SCHEDULE_CARRIED = ("next_wave", "box_failures", "stop_failed", "distributed")  # control_plane.waves.schedule's state
 
 
 def _schedule_wave() -> dict[str, Any]:
@@ -509,7 +616,8 @@ def _schedule_wave() -> dict[str, Any]:
             # of its previous answer only what it reads (the answer's segments and records stay out)
             "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
             "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
-            "boxes.$": "$$.Execution.Input.boxes"}},
+            "boxes.$": "$$.Execution.Input.boxes", "cells.$": "$$.Execution.Input.cells",
+            "plan_uri.$": "$$.Execution.Input.plan_uri"}},
         "ResultSelector": {"answer.$": "$.Payload"},
         "ResultPath": "$.schedule",
         "Retry": LAMBDA_RETRY,
@@ -572,27 +680,48 @@ def build_definition() -> dict[str, Any]:
                 "Comment": "the plan stays in the execution input ($$.Execution.Input); the state carries the "
                            "scheduler's answer and the last wave's segment results",
                 "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {}}},
+                               "max_concurrency.$": "$.max_concurrency",
+                               "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
+                                                       "distributed": None}},
                                "results": []},
                 "Next": "ScheduleWave",
             },
             "ScheduleWave": _schedule_wave(),
             "MoreWaves": {
                 "Type": "Choice",
-                "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"}],
+                "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
+                            {"Variable": "$.schedule.answer.distributed", "IsNull": False,
+                             "Next": "SegmentsDistributed"}],
                 "Default": "Segments",
             },
             "Segments": {
                 "Type": "Map",
-                "Comment": "the wave's segments, one per box, all at once; a segment never fails the Map",
+                "Comment": "the wave's segments, one per box, at most max_concurrency at once (0: all; a matrix's "
+                           "plan sets it); a segment never fails the Map",
                 "ItemsPath": "$.schedule.answer.segments",
-                "MaxConcurrency": 0,
+                "MaxConcurrencyPath": "$.max_concurrency",
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "MarkStart",
                                   "States": _segment_states()},
                 "ResultPath": "$.results",
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
                 "Next": "ScheduleWave",
             },
+            "SegmentsDistributed": {
+                "Type": "Map",
+                "Comment": "a wave too large for the state: its segments are read from the items file the scheduler "
+                           "wrote; each child execution writes its result to S3, where the scheduler reads it",
+                "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
+                               "Parameters": {"Bucket.$": "$.schedule.answer.distributed.bucket",
+                                              "Key.$": "$.schedule.answer.distributed.key"}},
+                "MaxConcurrencyPath": "$.max_concurrency",
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                  "StartAt": "MarkStart", "States": _segment_states()},
+                "ResultPath": None,
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
+                "Next": "ClearResults",
+            },
+            "ClearResults": {"Type": "Pass", "Comment": "the distributed wave's results are in S3",
+                             "Result": [], "ResultPath": "$.results", "Next": "ScheduleWave"},
             "Outcome": {
                 "Type": "Pass",
                 "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
@@ -615,7 +744,7 @@ def build_definition() -> dict[str, Any]:
                            "lease for on_execution_status)",
                 "ItemsPath": "$.boxes",
                 "MaxConcurrency": 0,
-                "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id"},
+                "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id", "run_id.$": "$.run_id"},
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
                                   "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
                                                                                "RunLeaseReleaseFailed",

@@ -1,7 +1,8 @@
 """preflight: the gate before compute is spent — every known failure mode of a box checked, one row each.
 
 Runs after provenance (rule 2: the box's facts are recorded first) and before smoke, on every box. It checks the
-environment :mod:`agents.box_env` builds for the lanes (see :mod:`agents.preflight` for the list). Every check
+environment :mod:`agents.box_env` builds for the lanes (see :mod:`agents.preflight` for the list, and
+:mod:`agents.preflight_gpu` for a GPU box's: GPUs, driver, CUDA, the vLLM venv and pin). Every check
 is a ``preflight_checks`` row, kept when the gate fails; a failed check fails the lane with the checks' reasons,
 verbatim, which is the gate's failure on the terminal, in the run's event and in REPORT.md, and the box is
 stopped with the rest of its lanes skipped.

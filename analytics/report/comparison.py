@@ -31,6 +31,8 @@ SERVING_POINT_VIEWS = ("serving_points",)
 SUSTAINED_VIEWS = ("sustained_summary",)
 # The accelerator's utilisation inside each sweep point's span (39_report_saturation.sql), joined to the points.
 SATURATION_VIEW = "point_saturation"
+# Energy per output token inside each sweep point's span (42_report_energy.sql), joined to the points likewise.
+ENERGY_VIEW = "point_energy"
 # Views of 70_aggregates.sql (issue 16): aggregate-only points, retention from iterations without request rows.
 AGGREGATE_POINTS_VIEW = "serving_points_all"
 ITERATION_RETENTION_VIEW = "sustained_iterations"
@@ -157,6 +159,9 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
     if SATURATION_VIEW in present:
         sat_cols = ", a.* EXCLUDE (run_id, lane, attempt, point_id, model, server_config)"
         sat_join = f"LEFT JOIN {SATURATION_VIEW} a USING (run_id, lane, point_id)"
+    if ENERGY_VIEW in present:
+        sat_cols += ", e.* EXCLUDE (run_id, lane, attempt, point_id, model, server_config)"
+        sat_join += f" LEFT JOIN {ENERGY_VIEW} e USING (run_id, lane, point_id)"
     points = rows(con, f"""
         SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples{sat_cols}
         FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id) {sat_join}

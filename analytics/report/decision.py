@@ -1,5 +1,7 @@
 """The Decision: per instance type, the highest measured concurrency that meets the SLO and what a million
-output tokens cost there (75_report_decision.sql's ``report_decision``; docs/reference/slo.md).
+output tokens cost there (75_report_decision.sql's ``report_decision``; docs/reference/slo.md), and across
+instance types, each type's capacity and $/M ranked per model, config, workload and SLO
+(77_report_decision_hardware.sql's ``report_decision_hardware``).
 
 :func:`decision_section` is comparison.json's ``decision`` (queries only: the report's data stage);
 :mod:`analytics.report.decision_md` renders it in REPORT.md.
@@ -30,11 +32,36 @@ RATE_RULE = ("Max sustainable rate: the highest open-loop offered rate (req/s) t
              "closed loop never overloads the server, so it hides the queue production traffic builds.")
 
 
+# 77_report_decision_hardware.sql: the Decision across instance types, one ranking per (model, config, workload, SLO)
+HARDWARE_VIEW = "report_decision_hardware"
+HARDWARE_RULE = ("For each model, server config, workload and SLO, every instance type's closed-loop "
+                 "answer (the highest concurrency meeting the SLO) and open-loop answer (the max sustainable rate), "
+                 "ranked by $/M output tokens on one basis for the group: the rate where any type here found one, "
+                 "else the concurrency. The lowest $/M is `cheapest` when every other type's 95 % interval is clear "
+                 "of its own; a type whose interval overlaps the cheapest's is `tied within noise` (and so is the "
+                 "cheapest); the rest are `ranked` by $/M; without an interval to compare, `untested`. A type with no "
+                 "$/M at the SLO is not ranked and says why (`SLO never met`, `closed loop only`, `not priced`); a "
+                 "reference is `measured elsewhere`, shown, never ranked. The intervals are each point's own (its "
+                 "requests' spread): clear intervals say two points differ beyond their own noise, not that a "
+                 "repeat on other boxes of the same types would order them the same (RULES.md 13).")
+# the table's order: the ranked types by $/M, then those not ranked, then the references
+HARDWARE_ORDER = """decision_section, is_reference, server_config NULLS FIRST,
+    CASE verdict WHEN 'not priced' THEN 1 WHEN 'closed loop only' THEN 2 WHEN 'SLO never met' THEN 3 ELSE 0 END,
+    ranked_usd_per_million_output_tokens NULLS LAST, instance, run_id, lane, decision_group"""
+
+
+def hardware_rows(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[dict[str, Any]]:
+    if HARDWARE_VIEW not in present:
+        return []
+    return rows(con, f"SELECT * FROM {HARDWARE_VIEW} ORDER BY {HARDWARE_ORDER}")
+
+
 def decision_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
     view = RATE_VIEW if RATE_VIEW in present else DECISION_VIEW
     capacity = rows(con, f"""SELECT * FROM {CAPACITY_VIEW} ORDER BY run_id, instance, lane, model,
-                              server_config NULLS FIRST, input_len NULLS FIRST, output_len NULLS FIRST,
-                              slo_name NULLS FIRST, search_id NULLS FIRST""") if CAPACITY_VIEW in present else []
+                              server_config NULLS FIRST, workload NULLS FIRST, input_len NULLS FIRST,
+                              output_len NULLS FIRST, slo_name NULLS FIRST, search_id NULLS FIRST""") \
+        if CAPACITY_VIEW in present else []
     knees = rows(con, """SELECT run_id, lane, search_id, model, server_config, offered_rate, achieved_rate, attained,
                                 goodput_tok_s, passed, fail_reason, excluded_reason
                          FROM capacity_points WHERE offered_rate IS NOT NULL
@@ -44,9 +71,11 @@ def decision_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[
     return {
         "available": True, "rule": RULE, "formula": FORMULA,
         "rate_rule": RATE_RULE, "capacity": capacity, "capacity_points": knees,
+        "hardware_rule": HARDWARE_RULE, "hardware": hardware_rows(con, present),
         "rows": rows(con, f"""SELECT * FROM {view}
                               ORDER BY instance, run_id, model, lane, server_config NULLS FIRST,
-                                       input_len NULLS FIRST, output_len NULLS FIRST, slo_name NULLS FIRST"""),
+                                       workload NULLS FIRST, input_len NULLS FIRST, output_len NULLS FIRST,
+                                       slo_name NULLS FIRST"""),
         "slos": rows(con, f"""SELECT DISTINCT slo_name, slo_ttft_ms, slo_tpot_ms, slo_percentile, slo_source
                               FROM {DECISION_VIEW} WHERE slo_name IS NOT NULL ORDER BY ALL"""),
         "pricing": rows(con, f"""SELECT DISTINCT instance, price_basis, instance_type, usd_per_hour, price_date,

@@ -1,7 +1,8 @@
 """REPORT.md's Decision section, rendered from comparison.json's ``decision`` (:mod:`analytics.report.decision`).
 
 It comes first after the title and outcome, because it is the answer the report exists for: can this box serve
-the model at the latency a user needs, and at what price per token.
+the model at the latency a user needs, and at what price per token. Its first table is the answer across instance
+types (:func:`s_hardware`, one table and one plot per model, workload and SLO); the tables per instance follow.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from analytics.report.format import fmt, none_line, table
+from analytics.report.names import slug
 
 
 def _g(v: Any) -> str:
@@ -34,6 +36,14 @@ def _pricing_line(p: dict[str, Any]) -> str:
     if p.get("price_basis") == "reference":
         return f"Reference measured elsewhere on {p.get('instance_type')}: {price}."
     return f"Instance {p.get('instance_type') or 'not recorded'}: {price}."
+
+
+def _shape(r: dict[str, Any]) -> str | None:
+    """``64:16``, or the workload with its nominal shape (``chat (512:128)``)."""
+    shape = None if r.get("input_len") is None else f"{r['input_len']}:{r.get('output_len')}"
+    if r.get("workload"):
+        return f"{r['workload']} ({shape})" if shape else str(r["workload"])
+    return shape
 
 
 COLUMNS = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
@@ -62,7 +72,7 @@ def s_decision(c: dict[str, Any]) -> list[str]:
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "shape":
-            return None if r.get("input_len") is None else f"{r['input_len']}:{r.get('output_len')}"
+            return _shape(r)
         if k in ("output_throughput", "goodput", "usd_per_million_output_tokens"):
             return _with_ci(r, k)
         if k == "max_concurrency" and r.get("at_grid_top") and r.get(k) is not None:
@@ -77,6 +87,7 @@ def s_decision(c: dict[str, Any]) -> list[str]:
             return fmt(r[k]) if r.get(k) is not None else None
         return r.get(k)
 
+    lines += s_hardware(d)
     by_instance: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in d["rows"]:
         by_instance[str(r.get("instance"))].append(r)
@@ -104,9 +115,100 @@ def s_capacity(d: dict[str, Any]) -> list[str]:
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "shape":
-            return None if r.get("input_len") is None else f"{r['input_len']}:{r.get('output_len')}"
+            return _shape(r)
         if k in ("goodput", "goodput_tok_s"):
             return _with_ci(r, k)
         return r.get(k)
 
     return lines + table(d["capacity"], cols, get) + ["![capacity knee](capacity_knee.png)", ""]
+
+
+# ---- across instance types (report_decision_hardware) -------------------------------------------------------------
+def hardware_sections(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The rows by the view's ``decision_section``, in the view's order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(str(r.get("decision_section")), []).append(r)
+    return out
+
+
+def hardware_plot_file(section: str) -> str:
+    """The PNG plots.py draws for one section (the same name in REPORT.md's link)."""
+    return f"decision_hardware_{slug(section)}.png"
+
+
+def hardware_plotted(rows: list[dict[str, Any]]) -> bool:
+    """Whether a section has a marker to draw: a capacity and a $/M on the row's basis."""
+    return any(r.get("capacity_tok_s") is not None and r.get("ranked_usd_per_million_output_tokens") is not None
+               for r in rows)
+
+
+def _family(r: dict[str, Any]) -> Any:
+    if r.get("family") is None:
+        return None
+    if not r.get("accelerator"):
+        return r["family"]
+    return f"{r['family']} · {r['accelerators']}× {r['accelerator']}"
+
+
+def _closed_loop(r: dict[str, Any]) -> str:
+    if r.get("meets") is None:
+        return "not measured"
+    if not r["meets"]:
+        return "none meets"
+    c = r.get("max_concurrency")
+    return f">= {c} (top of the grid)" if r.get("at_grid_top") else fmt(c)
+
+
+def _open_loop(r: dict[str, Any]) -> str:
+    if r.get("capacity_lane") is None:
+        return "no search"
+    lo, hi = r.get("max_rate_meeting_slo"), r.get("lowest_rate_missing_slo")
+    if lo is None:
+        return "none meets"
+    return f"{fmt(lo)} [{fmt(lo)}, {fmt(hi) if hi is not None else 'not reached'})"
+
+
+def s_hardware(d: dict[str, Any]) -> list[str]:
+    """The Decision across instance types: per section a table (ranked types by $/M, then those not ranked, then
+    references) and a plot of $/M against capacity. With one instance type measured there is nothing to rank and
+    the table leaves the verdict out."""
+    rows = d.get("hardware") or []
+    if not rows:
+        return []
+    measured = [r for r in rows if not r.get("is_reference")]
+    one_type = len({(r.get("run_id"), r.get("instance")) for r in measured}) <= 1  # one box's answers: no ranking
+    multi_run = len({r.get("run_id") for r in measured}) > 1
+    lines = ["### Across instance types", ""]
+    if one_type:
+        lines += ["One instance type measured here: nothing to rank. The table states its capacity and $/M at the "
+                  "SLO" + (" beside the references (measured elsewhere)." if len(measured) < len(rows) else "."), ""]
+    else:
+        lines += [d.get("hardware_rule", ""), ""]
+    cols = [("run_id", "run")] if multi_run else []
+    cols += [("server_config", "config"), ("instance", "instance"), ("family", "family · accelerator"),
+             ("closed", "highest conc. meeting"), ("output_throughput", "closed-loop output tok/s [95 % CI]"),
+             ("open", "max sustainable rate req/s [bracket)"),
+             ("rate_output_throughput", "open-loop output tok/s [95 % CI]"),
+             ("ranked_basis", "basis" if one_type else "ranked on"),
+             ("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]")]
+    cols += [("why", "why")] if one_type else [("verdict", "verdict"), ("verdict_note", "why")]
+
+    def get(r: dict[str, Any], k: str) -> Any:
+        if k == "family":
+            return _family(r)
+        if k == "closed":
+            return _closed_loop(r)
+        if k == "open":
+            return _open_loop(r)
+        if k in ("output_throughput", "rate_output_throughput", "ranked_usd_per_million_output_tokens"):
+            return _with_ci(r, k)
+        if k == "why":  # one type: only what keeps a row from an answer
+            return "" if r.get("verdict") == "only candidate" else r.get("verdict_note")
+        return r.get(k)
+
+    for section, section_rows in hardware_sections(rows).items():
+        lines += [f"#### `{section}`", ""] + table(section_rows, cols, get)
+        if hardware_plotted(section_rows):
+            lines += [f"![$/M against capacity · {section}]({hardware_plot_file(section)})", ""]
+    return lines

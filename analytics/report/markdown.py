@@ -17,6 +17,7 @@ from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
+from analytics.report.energy_md import energy_columns, energy_notes
 from analytics.report.deltas_md import s_side_by_side
 from analytics.report.variants_md import s_limits, s_variants
 from analytics.report.workloads_md import s_workloads
@@ -211,8 +212,9 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             # a point of a production-shaped workload says which (its own section slices it further)
             cols = ([("workload", "workload")] + SERVING_COLUMNS) if any(p.get("workload") for p in pts) \
                 else SERVING_COLUMNS
+            cols = cols + energy_columns(pts)  # J/token where some point measured power (RULES.md 7)
             lines += table(pts, cols, get) if pts else none_line("headline points")
-        lines += saturation_notes(pts)
+        lines += saturation_notes(pts) + energy_notes(pts)
         notes = [p for p in pts if p.get("coalesced")]
         if notes:
             lines += [f"Coalesced stream at conc {p.get('max_concurrency')}: {p.get('burst_note')}." for p in notes]

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from analytics.report.compare import is_headline_point, metric_value  # noqa: E402
+from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections  # noqa: E402
 from analytics.report.names import compile_rows, slug  # noqa: E402,F401
 
 PNG_METADATA = {"Software": None}
@@ -187,9 +188,55 @@ def capacity_knee(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "capacity_knee.png")]
 
 
+def _bar(value: float, low: Any, high: Any) -> tuple[float, float]:
+    """(below, above) the value of an interval bar; a missing bound draws no bar on its side."""
+    return (max(0.0, value - low) if low is not None else 0.0, max(0.0, high - value) if high is not None else 0.0)
+
+
+def decision_hardware(c: dict[str, Any], out: Path) -> list[Path]:
+    """$/M output tokens against capacity (output tok/s on the row's ranked basis), one marker per instance type
+    (and config, where a section has several) with its 95 % intervals on both axes; one figure per section of the
+    Decision across instance types. References (measured elsewhere) are hollow; the label carries the verdict."""
+    rows = (c.get("decision") or {}).get("hardware") or []
+    measured_runs = {r.get("run_id") for r in rows if not r.get("is_reference")}
+    paths = []
+    for section, section_rows in hardware_sections(rows).items():
+        if not hardware_plotted(section_rows):
+            continue
+        configs = {r.get("server_config") for r in section_rows if not r.get("is_reference")}
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        costs = []
+        for r in section_rows:  # the view's order: deterministic
+            x, y = r.get("capacity_tok_s"), r.get("ranked_usd_per_million_output_tokens")
+            if x is None or y is None:
+                continue
+            costs.append(y)
+            xlo, xhi = _bar(x, r.get("capacity_tok_s_ci_low"), r.get("capacity_tok_s_ci_high"))
+            ylo, yhi = _bar(y, r.get("ranked_usd_per_million_output_tokens_ci_low"),
+                            r.get("ranked_usd_per_million_output_tokens_ci_high"))
+            parts = [str(r.get("instance"))]
+            if len(configs) > 1 and not r.get("is_reference"):
+                parts.append(str(r.get("server_config")))
+            if len(measured_runs) > 1 and not r.get("is_reference"):
+                parts.insert(0, str(r.get("run_id")))
+            label = " · ".join(parts) + f" ({r.get('verdict')}, {r.get('ranked_basis')})"
+            ref = bool(r.get("is_reference"))
+            ax.errorbar([x], [y], xerr=[[xlo], [xhi]], yerr=[[ylo], [yhi]], fmt="D" if ref else "o",
+                        mfc="none" if ref else None, capsize=3, label=label)
+        if costs and min(costs) > 0 and max(costs) / min(costs) > 20:
+            ax.set_yscale("log")
+        ax.set_xlabel("capacity at the SLO: output tokens/s")
+        ax.set_ylabel("$ per million output tokens")
+        ax.set_title(f"$/M against capacity per instance type · {section}", fontsize=8)
+        ax.legend(fontsize=6)
+        paths.append(_save(fig, out / hardware_plot_file(section)))
+    return paths
+
+
 PLOTS: dict[str, Plot] = {
     "capacity_knee": capacity_knee,
     "compile_cold_warm": compile_cold_warm,
+    "decision_hardware": decision_hardware,
     "loss_curves": loss_curves,
     "latency_vs_concurrency": latency_vs_concurrency,
     "output_throughput_vs_concurrency": throughput_vs_concurrency,

@@ -218,9 +218,11 @@ VIEW_FILES = (
     "39_report_saturation.sql",  # saturation evidence: accelerator utilisation inside each sweep point's span
     "40_report_cold_start.sql",  # cold start per box boot: start -> first token, and the S3 compile cache it used
     "41_report_preflight.sql",   # the preflight gate's checks per box
+    "42_report_energy.sql",      # energy per output token where power is sampled (NULL with a note elsewhere)
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
     "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
+    "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group
 )
 
 

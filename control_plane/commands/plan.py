@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default="tiny", choices=("tiny", "full"),
                    help="--local: the profile when the request sets none (as run --local --profile)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
+    p.add_argument("--check-quotas", action="store_true",
+                   help="a matrix: read the account's EC2 vCPU quotas (Service Quotas API, AWS credentials) and refuse "
+                        "a plan that needs more at once (launch always checks)")
     p.add_argument("--history", default=None, metavar="URI",
                    help="results store whose lane_runs give expected lane durations (default: ./results when it "
                         "exists, else NEURONPIPE_RESULTS); without one the documented default table is used")
@@ -71,9 +74,55 @@ def plan_command(args: argparse.Namespace) -> int:
         return 0
     console = make_console()
     print_plan(plan, console, run_id)
-    print_schedule(plan_schedules(plan, load_history(args.history), load_history(args.history, "box_boots")),
-                   console)
+    schedules = plan_schedules(plan, load_history(args.history), load_history(args.history, "box_boots"))
+    print_schedule(schedules, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
+    if plan.cells:
+        print_matrix(plan, schedules, console)
+        if args.check_quotas:
+            from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
+
+            try:
+                for check in check_quotas(plan.quota_needs, ServiceQuotas(region=plan.region)):
+                    console.print(f"  quota ok: {check.line()}", markup=False)
+            except (QuotaExceededError, QuotaUnreadableError) as exc:
+                for line in str(exc).splitlines():
+                    print(f"invalid request {args.input}: {line}", file=sys.stderr)
+                return EXIT_INVALID
     return 0
+
+
+def print_matrix(plan, schedules, console) -> None:
+    """A matrix's cells (type, what each serves, worst case), the boxes at once, the expected wall time against the
+    sum of the cells, the box-hours against one cell after the other, the quotas it needs."""
+    from rich.table import Table
+
+    from control_plane.schedule import hms
+    from pipeline.instance_types import get_instance_type
+
+    expected, graph, sequential, _ = schedules
+    table = Table(title=f"matrix: {len(plan.cells)} cells, each on its own ephemeral box, at most "
+                        f"{plan.max_concurrency} boxes at once")
+    for col in ("cell", "instance type", "family", "model", "server config", "workload", "expected", "worst case"):
+        table.add_column(col)
+    by_box = {s.box: s for s in graph.segments}
+    for c in plan.cells:
+        seg = by_box.get(c["cell"])
+        table.add_row(c["cell"], c["instance_type"], get_instance_type(c["instance_type"]).family, c["model"],
+                      c["server_config"], c["workload"] or "-",
+                      f"{hms(seg.end_s - seg.start_s)} ${seg.hours * graph.prices.get(seg.box, 0):.2f}" if seg else "-",
+                      f"{c['max_instance_hours']:.2f} h ${c['max_cost_usd']:.2f}")
+    console.print(table)
+    cells = [s for s in graph.segments if s.box in {c["cell"] for c in plan.cells}]
+    cell_sum = sum(s.end_s - s.start_s for s in cells)
+    wall = max((s.end_s for s in cells), default=0.0) - min((s.start_s for s in cells), default=0.0)
+    console.print(f"  expected wall time of the cells {hms(wall)} vs their sum {hms(cell_sum)} "
+                  f"(× {wall / cell_sum if cell_sum else 0:.2f} with {plan.max_concurrency} boxes at once); "
+                  f"box-hours {graph.box_hours:.2f} vs {sequential.box_hours:.2f} one box after the other "
+                  f"(× {graph.box_hours / sequential.box_hours if sequential.box_hours else 0:.2f})", markup=False)
+    for q in plan.quota_needs:
+        console.print(f"  quota {q['quota_name']} (ec2/{q['quota_code']}, {q['region']}): needs {q['vcpus']} vCPUs "
+                      f"at once ({', '.join(q['types'])}); checked at launch (plan --check-quotas reads it now)",
+                      markup=False)
 
 
 def plan_local_command(args: argparse.Namespace) -> int:
@@ -152,26 +201,32 @@ def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None 
     from control_plane.schedule import (expected_duration, history_durations, schedule_graph, schedule_sequential,
                                         segment_overhead)
 
-    nodes = [Node(step.lane, step.box_role, step.result_lane or step.lane, get_lane(step.lane).order,
+    from pipeline.instance_types import get_instance_type
+
+    nodes = [Node(step.lane, seg.box or step.box_role, step.result_lane or step.lane, get_lane(step.lane).order,
                   tuple(step.needs), step.gate, wave.wave) for wave in plan.waves for seg in wave.segments
              for step in seg.lanes]
+    types = {**INSTANCE_TYPES, **{seg.box: seg.instance_type for seg in plan.segments if seg.box}}
     history = history_durations(history_rows)
-    expected = {n.result_lane: (n, expected_duration(n.lane, plan.request.profile, INSTANCE_TYPES.get(n.box),
-                                                     history)) for n in nodes}
+    expected = {n.result_lane: (n, expected_duration(n.lane, plan.request.profile, types.get(n.box), history))
+                for n in nodes}
     durations = {name: e.seconds for name, (_, e) in expected.items()}
-    prices = {box: INSTANCE_PRICES_USD_PER_HOUR[it] for box, it in INSTANCE_TYPES.items()}
+    prices = {box: (INSTANCE_PRICES_USD_PER_HOUR.get(it) or get_instance_type(it).price(plan.region))
+              for box, it in types.items()}
     overhead = segment_overhead(boot_rows or [])
-    return (expected, schedule_graph(nodes, durations, prices, BOX_ORDER, overhead.seconds),
-            schedule_sequential(nodes, durations, prices, BOX_ORDER, overhead.seconds), overhead)
+    order = [*BOX_ORDER, *(c["cell"] for c in plan.cells)]
+    return (expected, schedule_graph(nodes, durations, prices, order, overhead.seconds, plan.max_concurrency),
+            schedule_sequential(nodes, durations, prices, order, overhead.seconds), overhead)
 
 
-def print_schedule(schedules, console) -> None:
+def print_schedule(schedules, console, box_types: dict | None = None) -> None:
     from rich.table import Table
 
     from control_plane.plan import INSTANCE_TYPES
     from control_plane.schedule import SOURCES, hms
 
     expected, graph, sequential, overhead = schedules
+    box_types = dict(box_types or {})
     console.print(f"expected schedule (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
                   f"+ push + stop, {overhead.source}; the cost ceiling is checked against the timeouts above, not "
                   "this):")
@@ -179,7 +234,7 @@ def print_schedule(schedules, console) -> None:
         console.print(f"  [bold]{sched.name}[/bold]: wall {hms(sched.wall_s)}, {sched.box_hours:.2f} box-hours, "
                       f"${sched.cost_usd:.2f}")
         for seg in sched.segments:
-            console.print(f"    {seg.box} ({INSTANCE_TYPES.get(seg.box, seg.box)}) wave {seg.wave}: "
+            console.print(f"    {seg.box} ({box_types.get(seg.box, INSTANCE_TYPES.get(seg.box, seg.box))}) wave {seg.wave}: "
                           f"{hms(seg.start_s)} – {hms(seg.end_s)}: {', '.join(lane for lane, _, _ in seg.lanes)}")
     console.print(f"  critical path: {' → '.join(graph.critical_path)}")
     if sequential.wall_s > 0 and sequential.box_hours > 0:
@@ -222,13 +277,14 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
             for step in seg.lanes:
                 needs = ", ".join(step.needs) + (" (a gate)" if step.gate else "")
                 needs = needs.strip()
-                table.add_row(str(wave.wave), f"{seg.box_role} ({seg.instance_type})", step.result_lane or step.lane,
+                table.add_row(str(wave.wave), f"{seg.box or seg.box_role} ({seg.instance_type})",
+                              step.result_lane or step.lane,
                               needs, _hms(step.timeout_s), _hms(step.heartbeat_s),
                               json.dumps(step.config) if step.config else "")
     console.print(table)
     for wave in plan.waves:
         for seg in wave.segments:
-            console.print(f"wave {wave.wave} {seg.box_role}: at most {seg.max_instance_hours:.2f} instance-hours "
+            console.print(f"wave {wave.wave} {seg.box or seg.box_role}: at most {seg.max_instance_hours:.2f} instance-hours "
                           f"= ${seg.max_cost_usd:.2f}")
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 from control_plane.aws import Executions, InstanceFleet, ProjectInstance, input_instance_ids
-from control_plane.lean import (BOOTSTRAP_DONE, TAG_BOOTSTRAP, LeanSettings, LeanSettingsError, describe_bad_event,
+from control_plane.lean import (BOOTSTRAP_DONE, EPHEMERAL, TAG_BOOTSTRAP, TAG_EPHEMERAL, TAG_RUN, LeanSettings, LeanSettingsError, describe_bad_event,
                                 emit_metric, json_logger)
 
 ACTIVE_STATES = ("pending", "running")
@@ -41,6 +41,7 @@ def owned_instances(execution_inputs: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def bootstrapped(instance: ProjectInstance) -> bool:
+    """The first boot finished (an ephemeral box has no bootstrap tag: its grace is the first boot's limit)."""
     return instance.tags.get(BOOTSTRAP_TAG) == BOOTSTRAP_DONE
 
 
@@ -60,10 +61,17 @@ def select_idle(instances: Iterable[ProjectInstance], owned: set[str], now: date
 
 def reap(fleet: InstanceFleet, executions: Executions, state_machine_arn: str, now: datetime,
          grace_s: int) -> dict[str, Any]:
-    owned = owned_instances(executions.running_inputs(state_machine_arn))
+    inputs = list(executions.running_inputs(state_machine_arn))
+    owned = owned_instances(inputs)
+    running_runs = {str(inp.get("run_id")) for inp in inputs if isinstance(inp, dict) and inp.get("run_id")}
     idle = select_idle(fleet.instances(states=ACTIVE_STATES), owned, now, grace_s)
-    fleet.stop([i.instance_id for i in idle])
-    return {"stopped": [i.instance_id for i in idle], "owned": sorted(owned)}
+    # an ephemeral box (a matrix's cell) is terminated once no running execution is its run; a pinned one stopped
+    strays = [i for i in idle if i.tags.get(TAG_EPHEMERAL) == EPHEMERAL and i.tags.get(TAG_RUN) not in running_runs]
+    pinned = [i for i in idle if i.tags.get(TAG_EPHEMERAL) != EPHEMERAL]
+    fleet.stop([i.instance_id for i in pinned])
+    fleet.terminate([i.instance_id for i in strays])
+    return {"stopped": [i.instance_id for i in pinned], "terminated": [i.instance_id for i in strays],
+            "owned": sorted(owned)}
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
@@ -80,6 +88,6 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
     outcome = reap(InstanceFleet(settings.project), executions, arn, datetime.now(timezone.utc),
                    settings.reaper_grace_s)
-    emit_metric("InstancesReaped", len(outcome["stopped"]))
+    emit_metric("InstancesReaped", len(outcome["stopped"]) + len(outcome["terminated"]))
     log.info("idle reaper", extra={"fields": outcome})
     return outcome

@@ -1,6 +1,6 @@
 """``on_execution_status``: an execution of the pipeline ended ABORTED / FAILED / TIMED_OUT
 (EventBridge "Step Functions Execution Status Change", rule ExecutionEndedRule) -> stop its boxes
-at once and release its leases.
+at once, terminate its ephemeral boxes (a matrix's cells, found by the run's tag) and release its leases.
 
 This covers the exits no Catch in the state machine can take (an operator's "Stop execution", the
 execution timeout, ``States.Runtime``/``States.DataLimitExceeded``) and a stop that failed after its
@@ -85,8 +85,14 @@ def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, execu
         fleet.stop(to_stop)
     except (ClientError, BotoCoreError) as exc:
         raise StopFailedError(f"run {run_id}: stopping {', '.join(to_stop)} failed: {exc}") from exc
+    # a matrix's cells: every ephemeral box tagged with this run (its segment may have ended before terminating it)
+    ephemeral = [i.instance_id for i in fleet.ephemeral(run_id)]
+    try:
+        fleet.terminate(ephemeral)
+    except (ClientError, BotoCoreError) as exc:
+        raise StopFailedError(f"run {run_id}: terminating {', '.join(ephemeral)} failed: {exc}") from exc
     released = leases.release(boxes, run_id)
-    return {**out, "outcome": "cleaned_up", "stopped": to_stop, "released": released,
+    return {**out, "outcome": "cleaned_up", "stopped": to_stop, "terminated": ephemeral, "released": released,
             "spared": [f"{i} (leased by run {r})" for i, r in sorted(spared.items())]}
 
 
@@ -101,6 +107,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
                        state_machine_arn=settings.state_machine_arn)
     if outcome.get("stopped"):
         emit_metric("InstancesStoppedAfterBadEnd", len(outcome["stopped"]))
+    if outcome.get("terminated"):
+        emit_metric("InstancesTerminatedAfterBadEnd", len(outcome["terminated"]))
     log.info("execution ended badly: boxes stopped" if outcome["outcome"] == "cleaned_up" else "ignored",
              extra={"fields": outcome})
     return outcome

@@ -26,18 +26,40 @@ def open_results(results_uri: Any) -> Any:
     return open_store(results_uri)
 
 
+class S3Blobs:
+    """The results bucket's fleet/ objects, through boto3 (``control_plane.waves.Blobs``)."""
+
+    def __init__(self, bucket: str, client: Any = None):
+        import boto3
+
+        self.bucket = bucket
+        self._s3 = client or boto3.client("s3")
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
+            return None
+
+    def put(self, key: str, body: bytes) -> None:
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
+
+
 @logger.inject_lambda_context(log_event=False, correlation_id_path="run_id")
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise ScheduleInputError(f"schedule payload: expected a JSON object, got {type(event).__name__}")
-    result = schedule(event, open_results(event.get("results_uri")))
+    store = open_results(event.get("results_uri"))
+    blobs = S3Blobs(str(event["results_uri"]).removeprefix("s3://").split("/", 1)[0])
+    result = schedule(event, store, blobs=blobs)
     if result["recorded"]:
-        metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=len(result["recorded"]))
+        metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=result.get("recorded_count", len(result["recorded"])))
     logger.info("run done" if result["done"] else f"wave {result['wave']} scheduled",
                 extra={"next_wave": result["next_wave"], "box_failures": result["box_failures"],
                        "recorded": result["recorded"], "outcome": result.get("outcome"),
-                       "segments": [f"{s['box_role']}:{','.join(step['lane'] for step in s['lanes'])}"
+                       "distributed": result.get("distributed"),
+                       "segments": [f"{s.get('box') or s['box_role']}:{','.join(step['lane'] for step in s['lanes'])}"
                                     for s in result.get("segments", [])]})
     return result

@@ -154,6 +154,12 @@ class BaseStack(Stack):
                         "uses the AWS-managed Lambda basic execution policy for its own logs only.",
                         ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"])
 
+    def box_subnet_ids(self) -> list[str]:
+        """The box subnets (where the pinned boxes sit and the fleet's boxes launch), one per configured AZ, in the
+        order of ``availability_zones``: the state machine tries them in this order on a capacity error."""
+        return [sid for az in self.settings.availability_zones
+                for sid in self.vpc.select_subnets(subnet_type=self.box_subnet_type, availability_zones=[az]).subnet_ids]
+
     # -- storage ---------------------------------------------------------------------------------
     def _buckets(self, settings: DeploymentSettings) -> None:
         self.log_bucket = s3.Bucket(

@@ -4,9 +4,12 @@
   ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
   start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
   to such instances, invoke schedule_wave and finalize_run, release a box's lease, and put run events on the
-  default bus.
+  default bus; for a run matrix, launch a cell's box from the fleet's launch templates and terminate only
+  ephemeral boxes, and run a Distributed Map (:mod:`infra.stacks.fleet_grants`).
 * Lambdas: ``control_plane/handlers/<name>.py`` for each of :data:`HANDLERS` (``handler(event,
-  context)``), first-party code copied as is, third-party wheels in a layer (required at deploy).
+  context)``), first-party code copied as is, third-party wheels in a layer (required at deploy). Their
+  environment names the boxes, the box subnets (``NEURONPIPE_FLEET_SUBNETS``, in AZ order) and the fleet's
+  launch template prefix (``NEURONPIPE_FLEET_TEMPLATE_PREFIX``).
 * Leases (INTERFACES B): a DynamoDB table ``<state_machine_name>-leases`` keyed by ``instance_id``;
   plan_run takes every box of a plan in one transaction, the state machine and on_execution_status
   release them, ``expires_at`` is the TTL attribute.
@@ -22,7 +25,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, ArnFormat, CfnOutput, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -36,7 +39,11 @@ from constructs import Construct
 from control_plane.lean import METRICS_NAMESPACE, SERVICE
 from infra.config import ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn, results_bucket_name, retention
-from infra.stacks.box import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES, BoxStack
+from infra.stacks.box import BoxStack
+from infra.stacks.box_policy import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES
+from infra.stacks.fleet import FleetStack
+from infra.stacks.fleet_grants import (FLEET_OBJECTS, acknowledge_state_machine_fleet, ephemeral_condition,
+                                       quota_arns, state_machine_fleet_statements)
 from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
 
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # keep in step with infra.bundling.LAMBDA_PYTHON_VERSION
@@ -77,12 +84,14 @@ HANDLERS = {h.name: h for h in [
 
 class ControlPlaneStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack,
-                 boxes: list[BoxStack], code_dir: Path, deps_dir: Path | None, asl_path: Path,
+                 boxes: list[BoxStack], fleet: FleetStack, code_dir: Path, deps_dir: Path | None, asl_path: Path,
                  **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
         self.base = base
         self.boxes = boxes
+        self.fleet = fleet
+        self.box_subnet_ids = base.box_subnet_ids()
         self.state_machine_arn = self.format_arn(service="states", resource="stateMachine",
                                             resource_name=settings.state_machine_name,
                                             arn_format=ArnFormat.COLON_RESOURCE_NAME)
@@ -139,6 +148,9 @@ class ControlPlaneStack(Stack):
             "NEURONPIPE_EVENT_SOURCE": EVENT_SOURCE,
             "NEURONPIPE_LEASE_TABLE": self.lease_table.table_name,
             "NEURONPIPE_MAX_COST_USD_CEILING": f"{self.settings.max_cost_usd_ceiling:g}",
+            # a matrix cell's ephemeral box: its type's launch template, tried in these subnets in this order
+            "NEURONPIPE_FLEET_SUBNETS": Fn.join(",", self.box_subnet_ids),
+            "NEURONPIPE_FLEET_TEMPLATE_PREFIX": self.settings.fleet_template_prefix,
         }
         for box in self.boxes:
             env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
@@ -182,12 +194,19 @@ class ControlPlaneStack(Stack):
         # when the execution cannot start.
         plan.add_to_role_policy(iam.PolicyStatement(
             sid="Leases", resources=[leases], actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
+        # A matrix run: plan_run checks each family's On-Demand vCPU quota (Service Quotas, the codes of
+        # pipeline.instance_types.QUOTAS) and writes the run's fleet plan under results/fleet/<run_id>/.
+        plan.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
+                                                    resources=quota_arns(self)))
+        plan.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
+                                                    resources=[results_arn(s, FLEET_OBJECTS)]))
         # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
         # every function, so control_plane.launch resolves both boxes from the environment and the
         # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
         acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
-                    "lane) to skip committed lanes, and checks whether the run's execution (named after the "
-                    "run id, not known in advance) exists.", [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_executions])
+                    "lane) to skip committed lanes, writes a matrix run's plan under results/fleet/<run id>/, and "
+                    "checks whether the run's execution (named after the run id, not known in advance) exists.",
+                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, FLEET_OBJECTS), nag_executions])
 
         status = f["on_command_status"]
         # ssm:ListCommandInvocations is not called: the function reads the failed command
@@ -207,9 +226,17 @@ class ControlPlaneStack(Stack):
                                                      resources=[instances], conditions=tag_condition))
         ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[leases],
                                                      actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
+        # the ended run's ephemeral boxes are found by their run tag and terminated (tagged ephemeral only)
+        ended.add_to_role_policy(iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"],
+                                                     resources=["*"]))
+        ended.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
+                                                     actions=["ec2:TerminateInstances"], resources=[instances],
+                                                     conditions=ephemeral_condition(s)))
         acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
-                    "(the ended run's boxes come from its input); executions of the one state machine are "
-                    "named per run.", [nag_instances, nag_executions])
+                    "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
+                    "this project AND ephemeral (a pinned box is never terminated); DescribeInstances has no "
+                    "resource-level permissions; executions of the one state machine are named per run.",
+                    ["Resource::*", nag_instances, nag_executions])
 
         finalize = f["finalize_run"]
         # finalize_run reads committed results and writes the run's report: nothing more.
@@ -225,7 +252,8 @@ class ControlPlaneStack(Stack):
 
         scheduler = f["schedule_wave"]
         # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
-        # failed) attempt for lanes that cannot run: objects under results/ only, nothing else.
+        # failed) attempt for lanes that cannot run: objects under results/ only, nothing else. A matrix's wave items
+        # and its cells' results (results/fleet/<run id>/...) are under results/ too: the same grant covers them.
         scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteResults", actions=["s3:GetObject",
                                                                                          "s3:PutObject"],
                                                          resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
@@ -240,12 +268,16 @@ class ControlPlaneStack(Stack):
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
                                                       conditions=tag_condition))
+        reaper.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
+                                                      actions=["ec2:TerminateInstances"], resources=[instances],
+                                                      conditions=ephemeral_condition(s)))
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
                                                       resources=[self.state_machine_arn]))
         reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
         acknowledge(reaper.role, "IAM5", "DescribeInstances has no resource-level permissions; StopInstances is "
-                    "limited to instances tagged for this project; executions of the one state machine are "
-                    "named per run.", ["Resource::*", nag_instances, nag_executions])
+                    "limited to instances tagged for this project, TerminateInstances to instances tagged for this "
+                    "project AND ephemeral; executions of the one state machine are named per run.",
+                    ["Resource::*", nag_instances, nag_executions])
 
     # -- state machine ---------------------------------------------------------------------------
     def _state_machine(self, asl_path: Path) -> sfn.CfnStateMachine:
@@ -288,9 +320,12 @@ class ControlPlaneStack(Stack):
             iam.PolicyStatement(sid="Tracing", resources=["*"], actions=[
                 "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
                 "xray:GetSamplingTargets"]),
+            *state_machine_fleet_statements(self, s, fleet=self.fleet, base=self.base,
+                                            subnet_ids=self.box_subnet_ids, state_machine_arn=self.state_machine_arn),
         ]
         policy = iam.Policy(self, "StateMachinePolicy", statements=statements)
         policy.attach_to_role(role)
+        acknowledge_state_machine_fleet(policy, s)
         acknowledge(policy, "IAM5", "Start/Stop and SendCommand are allowed on any instance ARN only under the "
                     "condition that it carries the project tag; the plan decides which tagged box a phase uses. "
                     "Log delivery and X-Ray APIs accept only Resource '*'.",

@@ -8,6 +8,12 @@ do the work ship in the harness zip, where a redeploy changes them:
   may be CDK tokens (bucket name, volume ids: CDK resolves them into ``Fn::Join``). It writes them ONCE to
   ``/etc/neuronpipe/box.conf``, installs the box scripts from the harness zip, runs the per-boot setup and the
   first sync, tags the instance ``neuronpipe:bootstrap=done`` and stops it.
+* ``ephemeral.sh``, the user data of an EPHEMERAL box (a run matrix's cell, launched from the fleet's launch
+  template of its type and terminated at the cell's end): :class:`EphemeralBoxUserDataValues`. The same box.conf
+  (no volumes: the compile cache sits on the root disk; plus ``BACKEND``), the same box scripts; for a CUDA box it
+  first creates the serving venv and installs the pinned serving stack into it. It syncs the harness, then runs
+  the per-boot setup last, whose marker (:data:`BOOT_DONE_PATH`) tells the state machine's sync that the first
+  boot is done. It never stops or shuts the instance down (shutdown would terminate it) and never tags it.
 * the box scripts (:data:`BOX_SCRIPTS`: per-boot setup, ``neuronpipe-sync``, the agent and CLI wrappers):
   value-free templates that read ``box.conf`` when they run. :func:`render_box_scripts` renders them at BUNDLE
   time (only bundle-time constants: the uv version, the harness Python) and :func:`stage_box_scripts` puts
@@ -52,6 +58,7 @@ BOX_SCRIPTS = {
 }
 HARNESS_BOX_DIR = "box"  # inside the harness: box/<box path> and box/install.sh
 INSTALLER = "install.sh"
+EPHEMERAL_TEMPLATE = "ephemeral.sh"  # the user data of the fleet's ephemeral boxes
 
 
 class UserDataError(ValueError):
@@ -90,10 +97,11 @@ def _read(name: str) -> str:
     return (HERE / name).read_text()
 
 
-def box_conf(values: BoxUserDataValues) -> str:
-    """``/etc/neuronpipe/box.conf``: ``NAME='value'`` lines the box scripts source (values never hold a quote)."""
+def box_conf(values: BoxUserDataValues, **extra: str) -> str:
+    """``/etc/neuronpipe/box.conf``: ``NAME='value'`` lines the box scripts source (values never hold a quote);
+    ``extra`` adds names a pinned box's conf does not carry (an ephemeral box's ``backend``)."""
     lines = []
-    for name, value in asdict(values).items():
+    for name, value in {**asdict(values), **extra}.items():
         text = str(value)
         if "'" in text or "\n" in text:
             raise UserDataError(f"box.conf value {name}={text!r}: a quote or newline cannot be written there")
@@ -108,6 +116,80 @@ def render_box_user_data(values: BoxUserDataValues) -> str:
         "HARNESS_BOX_DIR": HARNESS_BOX_DIR, "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH,
         "SYNC_PATH": SYNC_PATH, "AGENT_PATH": AGENT_PATH, "BOOTSTRAP_TAG": BOOTSTRAP_TAG,
         "BOOTSTRAP_DONE": BOOTSTRAP_DONE})
+    if len(text.encode()) > USER_DATA_LIMIT_BYTES:
+        raise UserDataError(f"user data is {len(text.encode())} bytes; EC2 takes {USER_DATA_LIMIT_BYTES}")
+    return text
+
+
+@dataclass(frozen=True)
+class EphemeralBoxUserDataValues:
+    """An ephemeral box's values: no compile-cache or swap volume, its backend, and the serving stack its first boot
+    installs (a CUDA box: ``serving_installs`` into ``serving_venv``, which is then its ``dlami_venv_glob``)."""
+
+    box_role: str  # "inf2" | "trn1" | "cuda"
+    backend: str  # "neuron" | "cuda": NEURONPIPE_BACKEND of the box
+    region: str
+    results_uri: str
+    harness_param: str
+    dlami_venv_glob: str
+    hf_token_secret: str
+    serving_venv: str = ""  # created by the first boot when serving_installs is set
+    serving_installs: tuple[tuple[str, str], ...] = ()  # (distribution, exact version), pip-installed with ==
+    root_swap_gib: int = 0  # a swap file on the root disk (a small type: no swap volume of its own)
+
+    def box_values(self) -> BoxUserDataValues:
+        return BoxUserDataValues(box_role=self.box_role, region=self.region, results_uri=self.results_uri,
+                                 harness_param=self.harness_param, cache_volume_id="", swap_volume_id="",
+                                 nvme_swap_gib=0, dlami_venv_glob=self.dlami_venv_glob,
+                                 hf_token_secret=self.hf_token_secret)
+
+
+VENV_PATH = re.compile(r"^/[A-Za-z0-9._/-]+$")
+REQUIREMENT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def _serving_install(values: EphemeralBoxUserDataValues) -> tuple[str, str]:
+    """The CUDA serving stack's lines (a venv of its own, exact pins) and the header's summary of them."""
+    if not values.serving_installs:
+        return ("# No serving stack to install: the DLAMI's own venv holds it (DLAMI_VENV_GLOB of box.conf).",
+                "keeps the DLAMI's own venvs")
+    venv = values.serving_venv
+    if not VENV_PATH.fullmatch(venv) or venv != values.dlami_venv_glob:
+        raise UserDataError(f"serving venv {venv!r}: an absolute path without spaces or quotes, and the box's "
+                            f"dlami_venv_glob ({values.dlami_venv_glob!r}) so NEURONPIPE_DLAMI_VENV names it")
+    bad = [f"{n}=={v}" for n, v in values.serving_installs if not (REQUIREMENT_PART.fullmatch(n)
+                                                                     and REQUIREMENT_PART.fullmatch(v))]
+    if bad:
+        raise UserDataError(f"serving installs {bad}: expected a distribution name and an exact version")
+    pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in values.serving_installs)
+    lines = [
+        "# The serving stack: a venv of its own with exact pins (pipeline.box_stack CUDA_SERVING_INSTALLS); the",
+        "# per-boot setup finds it through DLAMI_VENV_GLOB and records it as NEURONPIPE_DLAMI_VENV. python3-venv comes",
+        "# from apt where the image lacks it (the harness venv needs it too).",
+        f'SERVING_VENV="$ROOT{venv}"',
+        'if [ -z "$ROOT" ] && ! python3 -c "import ensurepip" 2>/dev/null; then  # never in a sandbox',
+        "  apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 install -y "
+        "python3-venv",
+        "fi",
+        '[ -x "$SERVING_VENV/bin/python" ] || python3 -m venv "$SERVING_VENV"',
+        'if [ "${NEURONPIPE_SYNC_SKIP_REQUIREMENTS:-}" = "1" ]; then',
+        f'  echo "serving stack not installed (NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1, the rehearsal only): {pins}"',
+        "else",
+        f'  "$SERVING_VENV/bin/python" -m pip install -q --disable-pip-version-check {pins}',
+        "fi",
+    ]
+    return "\n".join(lines), f"creates {venv} and installs {pins} into it"
+
+
+def render_ephemeral_user_data(values: EphemeralBoxUserDataValues) -> str:
+    """The user data of an ephemeral box (the fleet's launch templates): see the module docstring."""
+    install, summary = _serving_install(values)
+    text = fill(_read(EPHEMERAL_TEMPLATE), {
+        "BOX_ROLE": values.box_role,
+        "BOX_CONF": box_conf(values.box_values(), backend=values.backend, root_swap_gib=str(values.root_swap_gib)),
+        "BOX_CONF_PATH": BOX_CONF_PATH, "BOOT_DONE_PATH": BOOT_DONE_PATH, "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
+        "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH, "SYNC_PATH": SYNC_PATH,
+        "SERVING_INSTALL": install, "SERVING_SUMMARY": summary})
     if len(text.encode()) > USER_DATA_LIMIT_BYTES:
         raise UserDataError(f"user data is {len(text.encode())} bytes; EC2 takes {USER_DATA_LIMIT_BYTES}")
     return text

@@ -23,7 +23,9 @@ fi
 . "$CONF"
 wait_s="${NEURONPIPE_BOOT_WAIT_S:-600}"
 waited=0
-until [ -f "$BOOT_DONE" ]; do
+# NEURONPIPE_SYNC_NO_BOOT_WAIT=1: an ephemeral box's first boot syncs BEFORE its per-boot setup (whose marker then
+# tells the state machine's sync that the whole first boot is done), so this one does not wait for it.
+until [ -f "$BOOT_DONE" ] || [ "${NEURONPIPE_SYNC_NO_BOOT_WAIT:-}" = "1" ]; do
   if [ "$waited" -ge "$wait_s" ]; then
     echo "neuronpipe-sync: per-boot setup not finished after ${wait_s}s (no $BOOT_DONE; see $ROOT/var/log/neuronpipe-boot.log)" >&2
     exit 1

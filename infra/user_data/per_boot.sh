@@ -41,11 +41,16 @@ ebs_device() {  # the block device of an EBS volume id, waiting up to 10 min for
 
 SCRATCH=""
 devices() {  # block devices: needs root and the instance's EBS/NVMe attachments
-  # Compile cache: a gp3 volume that survives stop/start (cold vs warm compile is a result).
-  dev=$(ebs_device "$CACHE_VOLUME_ID")
-  blkid "$dev" >/dev/null 2>&1 || mkfs.ext4 -q -L np-cache "$dev"
-  mkdir -p "$CACHE_DIR"
-  mountpoint -q "$CACHE_DIR" || mount -o noatime "$dev" "$CACHE_DIR"
+  # Compile cache: a gp3 volume that survives stop/start (cold vs warm compile is a result). An ephemeral box
+  # (CACHE_VOLUME_ID empty) has none: the same directories sit on its root disk, seeded from the S3 cache.
+  if [ -n "$CACHE_VOLUME_ID" ]; then
+    dev=$(ebs_device "$CACHE_VOLUME_ID")
+    blkid "$dev" >/dev/null 2>&1 || mkfs.ext4 -q -L np-cache "$dev"
+    mkdir -p "$CACHE_DIR"
+    mountpoint -q "$CACHE_DIR" || mount -o noatime "$dev" "$CACHE_DIR"
+  else
+    echo "no compile-cache volume (an ephemeral box): $CACHE_DIR is on the root disk"
+  fi
   mkdir -p "$CACHE_DIR/neuron-compile-cache" "$CACHE_DIR/hf"
 
   # EBS swap (inf2: 16 GiB host RAM cannot load an 8B model): persistent, formatted once.
@@ -71,6 +76,13 @@ devices() {  # block devices: needs root and the instance's EBS/NVMe attachments
     fi
   fi
 
+  # Root-disk swap (an ephemeral box of a small type: inf2.xlarge's 16 GiB host RAM cannot load an 8B model, and it
+  # has no swap volume): a swap file on the root volume, made once (the box lives for one cell).
+  if [ "${ROOT_SWAP_GIB:-0}" != "0" ] && ! swapon --show=NAME --noheadings | grep -qx /swapfile; then
+    [ -f /swapfile ] || { fallocate -l "${ROOT_SWAP_GIB}G" /swapfile && chmod 600 /swapfile && mkswap /swapfile; }
+    swapon /swapfile
+  fi
+
 }
 if [ -n "$ROOT" ]; then
   # A sandbox (the rehearsal): no block devices to format, mount or swap on. Everything else runs.
@@ -87,7 +99,7 @@ shopt -u extglob
 install -d -m 0755 "$ROOT/etc/neuronpipe"
 cat > "$ROOT/etc/neuronpipe/env.new" <<ENV
 NEURONPIPE_BOX_ROLE=$BOX_ROLE
-NEURONPIPE_BACKEND=neuron
+NEURONPIPE_BACKEND=${BACKEND:-neuron}
 NEURONPIPE_RESULTS=$RESULTS_URI
 NEURONPIPE_CACHE=$CACHE_DIR
 NEURON_COMPILE_CACHE_URL=$CACHE_DIR/neuron-compile-cache

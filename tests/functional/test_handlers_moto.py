@@ -240,7 +240,7 @@ def test_idle_reaper_stops_only_unowned_project_instances(aws):
         {"run_id": "busy", "phases": [{"box_role": "trn1", "instance_id": aws.ids["trn1"], "lanes": []}]}))
     later = datetime.now(timezone.utc) + timedelta(hours=1)
     out = idle_reaper.reap(fleet, executions, aws.sm, later, grace_s=900)
-    assert out == {"stopped": [aws.ids["inf2"]], "owned": [aws.ids["trn1"]]}
+    assert out == {"stopped": [aws.ids["inf2"]], "terminated": [], "owned": [aws.ids["trn1"]]}
     states = {i.instance_id: i.state for i in fleet.instances()}
     assert states[aws.ids["inf2"]] == "stopped" and states[aws.ids["trn1"]] == "running"
     stray = aws.ec2.describe_instances(InstanceIds=[aws.stray])["Reservations"][0]["Instances"][0]
@@ -257,4 +257,4 @@ def test_idle_reaper_spares_instances_inside_the_grace_period():
 
 def test_idle_reaper_handler(aws):
     out = idle_reaper.handler({"source": "aws.events"}, CONTEXT)
-    assert out == {"stopped": [], "owned": []}  # just launched: inside the default 15-min grace period
+    assert out == {"stopped": [], "terminated": [], "owned": []}  # just launched: inside the default 15-min grace period

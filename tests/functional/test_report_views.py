@@ -54,14 +54,14 @@ def test_cost_per_lane_and_run_from_price_table(store):
     commit(store, "r1", "serve_sweep", "a1",
            lane_runs=lane_row(wall_s=1800.0, box_role="inf2", instance_type="inf2.xlarge"))
     commit(store, "r2", "sft", "a1", lane_runs=lane_row(wall_s=3600.0, box_role="local", instance_type=None))
-    commit(store, "r3", "sft", "a1", lane_runs=lane_row(wall_s=3600.0, instance_type="p5.48xlarge"))
+    commit(store, "r3", "sft", "a1", lane_runs=lane_row(wall_s=3600.0, instance_type="trn2.48xlarge"))
     con = connect(store)
     lanes = {(r["run_id"], r["lane"]): r for r in q(con, "SELECT * FROM report_cost_by_lane")}
     assert lanes[("r1", "sft")]["usd"] == pytest.approx(1.34)
     assert lanes[("r1", "serve_sweep")]["usd"] == pytest.approx(0.38)
     assert lanes[("r2", "sft")]["usd"] is None
     assert lanes[("r2", "sft")]["cost_note"] == "local run: no instance cost"
-    assert lanes[("r3", "sft")]["usd"] is None and "p5.48xlarge" in lanes[("r3", "sft")]["cost_note"]
+    assert lanes[("r3", "sft")]["usd"] is None and "trn2.48xlarge" in lanes[("r3", "sft")]["cost_note"]
     runs = {r["run_id"]: r for r in q(con, "SELECT * FROM report_run_cost")}
     assert runs["r1"]["usd"] == pytest.approx(1.72) and runs["r1"]["instance_hours"] == pytest.approx(1.5)
     assert runs["r2"]["usd"] is None and runs["r2"]["unpriced_attempts"] == 1

@@ -64,7 +64,9 @@ def test_on_execution_status_stops_only_project_boxes(synthesized):
     statements = _role_statements(synthesized, "OnExecutionStatusRole")
     assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
                                     "xray:PutTelemetryRecords", "ec2:StopInstances", "states:DescribeExecution",
-                                    "dynamodb:GetItem", "dynamodb:DeleteItem"}
+                                    "dynamodb:GetItem", "dynamodb:DeleteItem",
+                                    # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
+                                    "ec2:DescribeInstances", "ec2:TerminateInstances"}
     (stop,) = [st for st in statements if "ec2:StopInstances" in _as_list(st["Action"])]
     assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": synthesized.settings.project}}
     (describe,) = [st for st in statements if "states:DescribeExecution" in _as_list(st["Action"])]

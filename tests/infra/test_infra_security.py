@@ -8,7 +8,7 @@ from aws_cdk.assertions import Match
 
 from infra.config import (INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,
                           STACK_INFERENTIA, STACK_NAMES, STACK_TRAINIUM, TRAINIUM_DLAMI_SSM_PARAMETER)
-from infra.stacks.box import EC2_MESSAGES_ACTIONS, SSM_AGENT_ACTIONS, SSM_MESSAGES_ACTIONS
+from infra.stacks.box_policy import EC2_MESSAGES_ACTIONS, SSM_AGENT_ACTIONS, SSM_MESSAGES_ACTIONS
 
 BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
 
@@ -167,7 +167,7 @@ def test_boxes_list_only_their_prefixes(synthesized):
 
 def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
     """SendTask* support no resource type (Service Authorization Reference): '*', with the reason."""
-    from infra.stacks.box import TASK_CALLBACK_REASON
+    from infra.stacks.box_policy import TASK_CALLBACK_REASON
 
     for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
@@ -193,9 +193,14 @@ def test_state_machine_touches_only_project_tagged_instances(synthesized):
     send = by_sid["SendCommandToProjectInstances"]
     assert send["Condition"] == {"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}": project}}
     assert _flat(by_sid["RunShellScriptDocument"]["Resource"]).endswith(":document/AWS-RunShellScript")
-    # nothing else in the state machine's policy can act on EC2 or SSM
+    # nothing else in the state machine's policy can act on EC2 or SSM, but the fleet's launch, tag-at-launch and
+    # terminate statements (tests/infra/test_infra_fleet.py checks each of their conditions)
+    fleet = {"FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes", "FleetLaunchNetwork",
+             "FleetLaunchImage", "FleetTagAtLaunch", "TerminateEphemeralInstances"}
     for sid, st in by_sid.items():
-        if sid not in ("StartStopProjectInstances", "SendCommandToProjectInstances", "RunShellScriptDocument"):
+        if sid in fleet:
+            assert set(_as_list(st["Action"])) <= {"ec2:RunInstances", "ec2:CreateTags", "ec2:TerminateInstances"}
+        elif sid not in ("StartStopProjectInstances", "SendCommandToProjectInstances", "RunShellScriptDocument"):
             assert not any(a.startswith(("ec2:", "ssm:")) for a in _as_list(st["Action"])), sid
     reaper = next(p for k, p in policies.items() if k.startswith("IdleReaperRole"))
     stop = next(s for s in _statements(reaper) if "ec2:StopInstances" in _as_list(s["Action"]))

@@ -19,7 +19,8 @@ import pytest
 from infra.bundling import stage_harness
 from infra.user_data import (AGENT_PATH, BOOT_DONE_PATH, BOX_CONF_PATH, BOX_SCRIPTS, BOX_SCRIPTS_MANIFEST_PATH,
                              CLI_PATH, HARNESS_BOX_DIR, INSTALLER, PER_BOOT_PATH, SYNC_PATH, BoxUserDataValues,
-                             UserDataError, box_conf, render_box_scripts, render_box_user_data)
+                             EphemeralBoxUserDataValues, UserDataError, box_conf, render_box_scripts,
+                             render_box_user_data, render_ephemeral_user_data)
 
 HARNESS_PARAM = "/neuronpipe/harness/uri"
 HARNESS_URI = "s3://cdk-assets-bucket/0123abcd.zip"
@@ -306,3 +307,69 @@ def test_first_boot_installs_from_the_zip_and_a_later_deploy_reaches_the_booted_
 def test_render_paths_are_the_box_paths():
     ud = render_box_user_data(_values())
     assert PER_BOOT_PATH in ud and SYNC_PATH in ud and AGENT_PATH in ud
+
+
+# --- the ephemeral (fleet) box's user data ---------------------------------------------------------------------------
+
+def _ephemeral_values(backend: str = "cuda") -> EphemeralBoxUserDataValues:
+    from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
+
+    cuda = backend == "cuda"
+    return EphemeralBoxUserDataValues(
+        box_role="cuda" if cuda else "inf2", backend=backend, region="us-west-2", results_uri="s3://b/results",
+        harness_param=HARNESS_PARAM, dlami_venv_glob=CUDA_VENV if cuda else "/opt/aws_neuronx_venv_pytorch_*_vllm*",
+        hf_token_secret="neuronpipe/hf-token", serving_venv=CUDA_VENV if cuda else "",
+        serving_installs=tuple(CUDA_SERVING_INSTALLS.items()) if cuda else ())
+
+
+@pytest.mark.parametrize("backend", ["cuda", "neuron"])
+def test_the_ephemeral_user_data_parses_and_keeps_box_paths_under_the_root(tmp_path, backend):
+    text = render_ephemeral_user_data(_ephemeral_values(backend))
+    assert text.startswith("#!/bin/bash\n") and "@@" not in text and len(text.encode()) < 16 * 1024
+    (tmp_path / "ud").write_text(text)
+    proc = subprocess.run(["bash", "-n", str(tmp_path / "ud")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    conf = text.split("<<'NEURONPIPE_BOX_CONF'\n", 1)[1].split("\nNEURONPIPE_BOX_CONF\n", 1)[0]
+    code = "\n".join(line for line in _code_lines(text) if line not in conf.splitlines())  # box.conf holds values
+    assert BARE_BOX_PATH.findall(code) == []
+    assert "shutdown" not in code and "create-tags" not in code
+
+
+def test_the_per_boot_setup_needs_no_compile_cache_volume():
+    """An ephemeral box has none (CACHE_VOLUME_ID empty): the cache directories sit on the root disk, at the same
+    path (agents.box_env finds the cache through NEURONPIPE_CACHE / NEURON_COMPILE_CACHE_URL either way)."""
+    lines = _code_lines(render_box_scripts()[PER_BOOT_PATH])
+    guard = lines.index('  if [ -n "$CACHE_VOLUME_ID" ]; then')
+    assert lines[guard + 1] == '    dev=$(ebs_device "$CACHE_VOLUME_ID")'
+    assert 'NEURONPIPE_BACKEND=${BACKEND:-neuron}' in lines  # a pinned box's box.conf has no BACKEND
+
+
+def test_an_ephemeral_first_boot_installs_everything_and_leaves_the_marker_last(tmp_path):
+    """The cuda variant run for real in a sandbox: box.conf with BACKEND, the serving venv created (its pip install
+    skipped offline, as the rehearsal does), the harness synced without waiting for the marker, then the per-boot
+    setup: /etc/neuronpipe/env names the serving venv as the DLAMI venv and the cuda backend, the cache dirs exist,
+    the marker is there. Nothing tags or stops the box; the state machine's sync then finds the harness installed."""
+    from pipeline.box_stack import CUDA_VENV
+
+    box = SandboxBox(tmp_path)
+    uri = box.deploy("v1", "3333" * 10)
+    box.venv()
+    user_data = box.root / "var/lib/cloud/instance/scripts/part-001"
+    user_data.parent.mkdir(parents=True)
+    user_data.write_text(render_ephemeral_user_data(_ephemeral_values("cuda")))
+    user_data.chmod(0o755)
+    first = subprocess.run([str(user_data)], env=box.env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "serving stack not installed (NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1" in first.stdout
+    assert f"harness installed: {uri}" in first.stdout and "bootstrap ok: " + "3333" * 10 in first.stdout
+    assert (box.root / CUDA_VENV.lstrip("/") / "bin/python").exists()
+    assert (box.root / BOOT_DONE_PATH).is_file()
+    env = dict(line.split("=", 1) for line in (box.root / "etc/neuronpipe/env").read_text().splitlines() if line)
+    assert env["NEURONPIPE_BACKEND"] == "cuda" and env["NEURONPIPE_BOX_ROLE"] == "cuda"
+    assert env["NEURONPIPE_DLAMI_VENV"] == f"{box.root}{CUDA_VENV}"
+    assert env["NEURON_COMPILE_CACHE_URL"] == f"{box.root}/var/cache/neuronpipe/neuron-compile-cache"
+    assert (box.root / "var/cache/neuronpipe/neuron-compile-cache").is_dir()
+    calls = box.calls.read_text()
+    assert "create-tags" not in calls and "stop-instances" not in calls
+    sync = box.run(SYNC_PATH, timeout=60)  # the state machine's SyncHarness: the marker is there, nothing to do
+    assert sync.returncode == 0 and sync.stdout.startswith(f"harness up to date: {uri}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -171,11 +172,30 @@ def test_unresolvable_names_stack_and_path(resolver: Resolver, value: Any, messa
 
 def test_unresolvable_resource_property_names_the_logical_id(tmp_path: Path) -> None:
     asm = _assembly(tmp_path, {"S": {"Resources": {
-        "Vpc": {"Type": "AWS::EC2::VPC"},
-        "Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"VpcId": {"Ref": "Vpc"}}}}}})
+        "Vol": {"Type": "AWS::EC2::Volume"},
+        "Att": {"Type": "AWS::EC2::VolumeAttachment", "Properties": {"VolumeId": {"Ref": "Vol"}}}}}})
     with pytest.raises(TemplateResolveError) as err:
-        Resolver(asm).properties("S", "Sg")
-    assert (err.value.stack, err.value.where, err.value.path) == ("S", "Sg", "Properties.VpcId.Ref")
+        Resolver(asm).properties("S", "Att")
+    assert (err.value.stack, err.value.where, err.value.path) == ("S", "Att", "Properties.VolumeId.Ref")
+
+
+def test_network_ids_and_launch_templates_get_cloudformation_style_generated_ids(tmp_path: Path) -> None:
+    """CloudFormation names these by a generated id; until the deployment records moto's, the resolver answers a
+    deterministic one of the same form (policies and environments naming them then resolve)."""
+    asm = _assembly(tmp_path, {"S": {"Resources": {
+        "Vpc": {"Type": "AWS::EC2::VPC"},
+        "Sn": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}}},
+        "Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"VpcId": {"Ref": "Vpc"}}},
+        "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateName": "np-x"}}}}})
+    res = Resolver(asm)
+    vpc = res.properties("S", "Sg")["VpcId"]
+    assert vpc == res.properties("S", "Sn")["VpcId"] and re.fullmatch(r"vpc-[0-9a-f]{17}", vpc)
+    assert re.fullmatch(r"sg-[0-9a-f]{17}", res.get_att("S", "Sg", "GroupId"))
+    assert re.fullmatch(r"subnet-[0-9a-f]{17}", res.resolve("S", {"Ref": "Sn"}))
+    lt = res.resolve("S", {"Ref": "Lt"})  # a launch template's Ref is its id, not its name
+    assert re.fullmatch(r"lt-[0-9a-f]{17}", lt) and res.get_att("S", "Lt", "LaunchTemplateId") == lt
+    res.set_physical_id("S", "Lt", "lt-0moto")
+    assert res.resolve("S", {"Ref": "Lt"}) == "lt-0moto"
 
 
 def test_no_parameter_value_is_an_error(tmp_path: Path) -> None:
@@ -242,3 +262,24 @@ def test_real_box_policies_and_assets(cfn_assembly: Assembly) -> None:
     names = {a.display_name: a for a in assets(cfn_assembly)}
     assert "Harness" in names and names["Harness"].source.is_dir()
     assert all(a.bucket_name == "cdk-hnb659fds-assets-123456789012-us-west-2" for a in names.values())
+
+
+@pytest.mark.slow
+def test_real_fleet_launch_templates_and_the_grants_naming_them_resolve(cfn_assembly: Assembly) -> None:
+    res = real_resolver(cfn_assembly)
+    fleet = cfn_assembly.template("NeuronPipelinesFleet")
+    ids = set()
+    for lid in fleet.of_type("AWS::EC2::LaunchTemplate"):
+        props = res.properties(fleet.stack_name, lid)
+        assert "Fn::" not in json.dumps(props) and props["LaunchTemplateName"].startswith("neuronpipe-fleet-")
+        assert base64.b64decode(props["LaunchTemplateData"]["UserData"]).decode().startswith("#!/bin/bash\n")
+        assert props["LaunchTemplateData"]["SecurityGroupIds"][0].startswith("sg-")
+        ids.add(res.physical_id(fleet.stack_name, lid))
+    policy = next(lid for lid in cfn_assembly.template(CP).of_type("AWS::IAM::Policy")
+                  if lid.startswith("StateMachinePolicy"))
+    statements = {st["Sid"]: st for st in res.properties(CP, policy)["PolicyDocument"]["Statement"]}
+    assert {r.rsplit("/", 1)[1] for r in statements["FleetLaunchTemplates"]["Resource"]} == ids
+    envs = [res.properties(CP, lid)["Environment"]["Variables"] for lid in cfn_assembly.template(CP).of_type(
+        "AWS::Lambda::Function")]
+    assert all(len(e["NEURONPIPE_FLEET_SUBNETS"].split(",")) == 2 for e in envs)
+    assert all(s.startswith("subnet-") for s in envs[0]["NEURONPIPE_FLEET_SUBNETS"].split(","))

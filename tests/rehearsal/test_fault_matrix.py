@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from control_plane.aws import BoxesLeasedError
-from control_plane.models import RunRequest
+from control_plane.models import RunRequest, parse_request
 from rehearsal.bus import EXECUTION_STATUS_DETAIL_TYPE
 from tests.support.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
                                     command_in_progress, for_instance, for_lane, lambda_function, lane_heartbeat,
@@ -454,3 +454,130 @@ def test_box_reboots_mid_lane(rehearsal, faults, say):
     assert len(naps) == 1, naps  # one invocation: the agent ran it again, SSM saw no second command
     assert committed(r, "fault-reboot") == {"nap@trn1": "succeeded", "nap@inf2": "succeeded"}
     assert json.loads(desc["output"]).get("finalize")
+
+
+# -- the fleet (issue 29): a matrix's cells on ephemeral boxes launched from the synthesized launch templates ----------
+FLEET_TYPES = ["inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"]
+
+
+def fleet_matrix(max_concurrency: int = 2, types=FLEET_TYPES, lane: str = "ok") -> Any:
+    return parse_request({"lanes": ["provenance", "preflight"], "models": ["tiny-llama"], "profile": "tiny",
+                          "server_configs": ["A"], "trigger": "rehearsal-fleet",
+                          "matrix": {"instance_types": types, "lanes": [lane], "max_concurrency": max_concurrency}})
+
+
+def fleet_ended(r, arn: str, deadline_s: float = 240) -> dict[str, Any]:
+    sfn = client(r, "stepfunctions")
+    wait_for(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", f"{arn} to end", deadline_s,
+             poll_s=0.25)
+    r.settle()
+    return sfn.describe_execution(executionArn=arn)
+
+
+def left_running(r, say, name: str) -> list[str]:
+    wait_for(lambda: not r.fleet_running(), "the clean-up to terminate the cells", 60, poll_s=0.25)
+    running = r.fleet_running() + [i for i in r.running_boxes() if i not in r.launched]
+    say(f"fleet {name}: {len(r.launched)} boxes launched, instances left running: {len(running)}")
+    return running
+
+
+def launched_types(r, run_id: str) -> list[str]:
+    ec2 = client(r, "ec2")
+    out = []
+    for res in ec2.describe_instances(Filters=[{"Name": "tag:neuronpipe:run", "Values": [run_id]}])["Reservations"]:
+        out += [i["InstanceType"] for i in res["Instances"]]
+    return sorted(out)
+
+
+def max_at_once(r, run_id: str) -> int:
+    """The most cells whose box was alive at once (from RunInstances/TerminateInstances in the history)."""
+    history = r.history(client(r, "stepfunctions").describe_execution(
+        executionArn=r.settings().state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + run_id)[
+        "executionArn"])
+    live = peak = 0
+    for e in history:
+        name = (e.get("stateEnteredEventDetails") or {}).get("name")
+        if name == "LaunchInstance":
+            live += 1
+            peak = max(peak, live)
+        elif name in ("TerminateInstance", "TerminateInstanceAfterFailure", "SegmentCapacityUnavailable"):
+            live -= 1
+    return peak
+
+
+def test_a_matrix_of_four_cells_of_three_families_runs_and_leaves_nothing_running(rehearsal, faults, say):
+    r = rehearsal
+    launched = r.start(fleet_matrix(2), "fleet-ok")
+    assert len(launched.plan.cells) == 4
+    desc = fleet_ended(r, launched.execution_arn)
+    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))
+    assert left_running(r, say, "ok") == []
+    assert launched_types(r, "fleet-ok") == sorted(FLEET_TYPES)
+    assert max_at_once(r, "fleet-ok") <= launched.plan.max_concurrency == 2
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    for cell in ("c01", "c02", "c03", "c04"):
+        marker = store.latest_committed("fleet-ok", f"preflight@{cell}")
+        assert marker is not None and marker.status == "succeeded", cell
+
+
+def test_a_type_refused_for_capacity_in_every_az_is_recorded_and_the_other_cells_finish(rehearsal, faults, say):
+    r = rehearsal
+    r.refuse_capacity = {"g6.xlarge"}  # every subnet, every AZ
+    try:
+        launched = r.start(fleet_matrix(4, ["inf2.xlarge", "g6.xlarge"]), "fleet-capacity")
+        desc = fleet_ended(r, launched.execution_arn)
+    finally:
+        r.refuse_capacity = set()
+    assert desc["status"] == "SUCCEEDED"  # partial: a cell's capacity is its own outcome
+    out = json.loads(desc["output"])["outcome"]
+    assert out["status"] == "partial" and "cell c02 failed: Capacity.Unavailable" in out["why"], out
+    tried = [c for c in r.launch_log if c["instance_type"] == "g6.xlarge" and c["refused"]]
+    assert len({c["subnet_id"] for c in tried}) == len(launched.plan.waves[0].segments[1].launch.subnets) >= 2
+    assert len({c["availability_zone"] for c in tried}) >= 2  # every configured AZ was tried
+    assert left_running(r, say, "capacity") == []
+    assert launched_types(r, "fleet-capacity") == ["inf2.xlarge"]
+
+
+def test_a_terminate_that_fails_is_retried_then_the_clean_up_rule_terminates_the_box(rehearsal, faults, say):
+    r = rehearsal
+    r.terminate_failures = STOP_CALLS  # every retry of the state machine's terminate fails, the clean-up's works
+    try:
+        launched = r.start(fleet_matrix(1, ["g5.xlarge"]), "fleet-terminate")
+        desc = fleet_ended(r, launched.execution_arn)
+        assert desc["status"] == "FAILED" and desc["error"] == STOP_FAILED_ERROR, desc.get("cause")
+        assert left_running(r, say, "terminate-fails") == []
+    finally:
+        r.terminate_failures = 0
+
+
+def test_the_operator_stopping_the_execution_mid_fan_out_terminates_every_cell(rehearsal, faults, say):
+    r = rehearsal
+    launched = r.start(fleet_matrix(2, lane="nap"), "fleet-abort")
+    wait_for(lambda: len(r.fleet_running()) == 2, "the first two cells' boxes to be up", 120, poll_s=0.2)
+    client(r, "stepfunctions").stop_execution(executionArn=launched.execution_arn, error="Operator.Stop",
+                                              cause="rehearsal: stopped mid-fan-out")
+    desc = fleet_ended(r, launched.execution_arn)
+    assert desc["status"] == "ABORTED"
+    assert len(launched_types(r, "fleet-abort")) == 2  # the other two cells were never launched
+    assert left_running(r, say, "operator-stop") == []
+
+
+def test_one_cell_s_lane_hangs_and_only_that_cell_fails(rehearsal, faults, say):
+    r = rehearsal
+    req = fleet_matrix(4, ["inf2.xlarge", "g5.xlarge"], lane="nap")
+
+    def one_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout is cut to 1 s
+        for seg in data["waves"][0]["segments"]:
+            for step in seg["lanes"]:
+                if step["result_lane"] == "nap@c01":
+                    step["timeout_s"] = 1
+        return data
+
+    launched = start_run(r, req, "fleet-hang", one_hangs)
+    desc = fleet_ended(r, launched.execution_arn)
+    out = json.loads(desc["output"])["outcome"] if desc.get("output") else {}
+    assert desc["status"] == "SUCCEEDED" and out.get("status") == "partial", (desc.get("error"), out)
+    assert "cell c01 failed: Lane.TimedOut" in out["why"] and "c02" not in out["why"], out
+    assert left_running(r, say, "lane-hangs") == []

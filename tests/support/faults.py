@@ -227,11 +227,16 @@ def start_run(rehearsal: Any, request: Any, run_id: str,
             changed = mutate(copy.deepcopy(execution_input)) if mutate else execution_input
             return super().start(state_machine_arn, run_id, changed)
 
+    from control_plane.quotas import ServiceQuotas
+    from rehearsal.run import EmulatedQuotas
+
     settings = rehearsal.settings()
     return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, client(rehearsal, "ec2")),
                   executions=MutatedExecutions(client(rehearsal, "stepfunctions")),
                   committed=committed_in_store(settings.results_uri, client(rehearsal, "s3")),
-                  leases=Leases(settings.lease_table, client(rehearsal, "dynamodb")))
+                  leases=Leases(settings.lease_table, client(rehearsal, "dynamodb")),
+                  quotas=ServiceQuotas(EmulatedQuotas(getattr(rehearsal, "quota_vcpus", {}))),
+                  s3_client=client(rehearsal, "s3"))
 
 
 def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], dict[str, Any]]:

@@ -48,27 +48,67 @@ def test_every_segment_failure_path_stops_the_instance_and_never_fails_the_wave(
     segment = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]
     for name in ("StartInstance", "SyncHarness", "Lanes"):
         targets = {c["Next"] for c in segment[name]["Catch"]}
-        assert targets <= {"StopInstanceAfterFailure", "HarnessSyncTimedOut"}, name
-    assert segment["HarnessSyncTimedOut"]["Next"] == "StopInstanceAfterFailure"
+        assert targets <= {"AfterFailure", "HarnessSyncTimedOut"}, name
+    assert segment["HarnessSyncTimedOut"]["Next"] == "AfterFailure"
+    # a pinned box is stopped, a cell's ephemeral box terminated, before the failure is the segment's result
+    assert segment["AfterFailure"]["Default"] == "StopInstanceAfterFailure"
+    assert segment["AfterFailure"]["Choices"] == [{"Variable": "$.launch", "IsNull": False,
+                                                   "Next": "TerminateInstanceAfterFailure"}]
     assert segment["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
+    assert segment["TerminateInstanceAfterFailure"]["Next"] == "FailureKind"
     assert segment["ReleaseLeaseAfterFailure"]["Next"] == "FailureKind"
-    # a segment ends in a Pass saying how it went: no Fail state in a segment (the other box carries on)
+    # a segment ends in a Pass saying how it went: no Fail state in a segment (the other boxes carry on)
     assert not [n for n, s in segment.items() if s["Type"] == "Fail"]
-    ends = {n: s["Parameters"]["status"] for n, s in segment.items() if s["Type"] == "Pass" and s.get("End")}
+    ends = {n: s["Parameters"]["status"] for n, s in segment.items()
+            if s["Type"] == "Pass" and s.get("Next") == "SegmentEnd"}
     assert ends == {"SegmentCompleted": "completed", "SegmentStopFailed": "stop_failed",
-                    "SegmentGateFailed": "gate_failed", "SegmentFailed": "failed",
-                    "SegmentFailedCauseInHistory": "failed"}
+                    "SegmentTerminateFailed": "stop_failed", "SegmentGateFailed": "gate_failed",
+                    "SegmentFailed": "failed", "SegmentFailedCauseInHistory": "failed",
+                    "SegmentCapacityUnavailable": "capacity_unavailable"}
+    assert segment["SegmentEnd"]["Default"] == "SegmentDone" and segment["SegmentDone"]["Type"] == "Succeed"
+    assert segment["WriteSegmentResult"]["Next"] == "SegmentDone"
+    assert [c["Next"] for c in segment["WriteSegmentResult"]["Catch"]] == ["SegmentDone"]
+
+
+def test_a_cell_launches_from_its_template_tries_the_next_subnet_on_capacity_and_is_terminated():
+    segment = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]
+    assert segment["StartOrLaunch"]["Choices"][0]["Next"] == "FirstSubnet"
+    launch = segment["LaunchInstance"]
+    assert launch["Resource"] == "arn:aws:states:::aws-sdk:ec2:runInstances"
+    assert launch["Parameters"]["LaunchTemplate"] == {"LaunchTemplateName.$": "$.launch.template", "Version": "$Latest"}
+    assert launch["Parameters"]["SubnetId.$"] == "States.ArrayGetItem($.launch.subnets, $.launch_try.index)"
+    assert {t["ResourceType"] for t in launch["Parameters"]["TagSpecifications"]} == {"instance", "volume"}
+    assert launch["Catch"][0]["Next"] == "LaunchErrorKind" and launch["Next"] == "Launched"
+    assert segment["LaunchErrorKind"]["Choices"][0]["Next"] == "NextSubnet"
+    assert segment["LaunchErrorKind"]["Default"] == "LaunchFailed"
+    more = segment["MoreSubnets"]
+    assert more["Choices"][0]["NumericLessThanPath"] == "$.launch.subnet_count"
+    assert more["Choices"][0]["Next"] == "LaunchInstance" and more["Default"] == "SegmentCapacityUnavailable"
+    assert segment["Launched"]["ResultPath"] == "$.instance_id" and segment["Launched"]["Next"] == "SyncHarness"
+    assert segment["StopOrTerminate"]["Choices"][0]["Next"] == "TerminateInstance"
+    assert segment["TerminateInstance"]["Resource"].endswith("ec2:terminateInstances")
+    assert segment["TerminateInstance"]["Retry"] == segment["StopInstance"]["Retry"]
+    # a cell has no lease: its normal end is terminate -> completed
+    assert segment["TerminateInstance"]["Next"] == "SegmentCompleted"
 
 
 def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     top = build_definition()["States"]
-    assert top["Segments"]["MaxConcurrency"] == 0 and top["Segments"]["ItemsPath"] == "$.schedule.answer.segments"
+    assert top["Segments"]["MaxConcurrencyPath"] == "$.max_concurrency"
+    assert top["Segments"]["ItemsPath"] == "$.schedule.answer.segments"
     assert top["Segments"]["ItemProcessor"]["States"]["Lanes"]["MaxConcurrency"] == 1
     assert top["Segments"]["Next"] == "ScheduleWave" and top["ScheduleWave"]["Next"] == "MoreWaves"
     assert top["ScheduleWave"]["Parameters"]["FunctionName"] == "${ScheduleWaveFunctionArn}"
     payload = top["ScheduleWave"]["Parameters"]["Payload"]
     assert payload["waves.$"] == "$$.Execution.Input.waves"  # the plan stays in the input, not in the state
-    assert {c["Next"] for c in top["MoreWaves"]["Choices"]} | {top["MoreWaves"]["Default"]} == {"Outcome", "Segments"}
+    assert {c["Next"] for c in top["MoreWaves"]["Choices"]} | {top["MoreWaves"]["Default"]} == {
+        "Outcome", "Segments", "SegmentsDistributed"}
+    # a wave too large for the state: a Distributed Map reading the scheduler's items file, the same segment
+    distributed = top["SegmentsDistributed"]
+    assert distributed["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    assert distributed["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
+    assert distributed["ItemProcessor"]["States"] == top["Segments"]["ItemProcessor"]["States"]
+    assert distributed["Next"] == "ClearResults" and top["ClearResults"]["Next"] == "ScheduleWave"
     # the outcome decides the event and the execution's status
     emit = top["EmitOutcome"]
     assert {c["StringEquals"]: c["Next"] for c in emit["Choices"]} == {
@@ -128,8 +168,10 @@ def test_the_scheduler_is_handed_only_what_it_reads_of_its_previous_answer():
     assert "schedule.$" not in payload  # not the whole answer: its segments and records would ride along
     assert payload["schedule"] == {"next_wave.$": "$.schedule.answer.next_wave",
                                    "box_failures.$": "$.schedule.answer.box_failures",
-                                   "stop_failed.$": "$.schedule.answer.stop_failed"}
-    assert top["Init"]["Parameters"]["schedule"]["answer"] == {"next_wave": 0, "box_failures": {}, "stop_failed": {}}
+                                   "stop_failed.$": "$.schedule.answer.stop_failed",
+                                   "distributed.$": "$.schedule.answer.distributed"}
+    assert top["Init"]["Parameters"]["schedule"]["answer"] == {"next_wave": 0, "box_failures": {}, "stop_failed": {},
+                                                               "distributed": None}
 
 
 def test_the_segment_marks_its_start_and_the_sync_exports_it_to_the_box():
@@ -137,7 +179,8 @@ def test_the_segment_marks_its_start_and_the_sync_exports_it_to_the_box():
     assert segment["ItemProcessor"]["StartAt"] == "MarkStart"
     states = segment["ItemProcessor"]["States"]
     mark = states["MarkStart"]
-    assert mark["Type"] == "Pass" and mark["Next"] == "StartInstance"
+    assert mark["Type"] == "Pass" and mark["Next"] == "StartOrLaunch"
+    assert states["StartOrLaunch"]["Default"] == "StartInstance"
     assert mark["Parameters"] == {"requested_at.$": "$$.State.EnteredTime"} and mark["ResultPath"] == "$.start"
     commands = states["SyncHarness"]["Parameters"]["Parameters"]["commands.$"]
     token = commands.index(TOKEN_LINE_PREFIX)
@@ -156,9 +199,9 @@ def test_the_compile_cache_push_runs_after_the_lanes_and_never_fails_the_segment
     push = states["PushCompileCache"]
     assert push["Resource"].endswith("ssm:sendCommand.waitForTaskToken")
     assert push["TimeoutSeconds"] == CACHE_PUSH_TIMEOUT_S == 1800
-    assert push["Next"] == "StopInstance"
+    assert push["Next"] == "StopOrTerminate" and states["StopOrTerminate"]["Default"] == "StopInstance"
     assert push["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error",
-                              "Next": "StopInstance"}]
+                              "Next": "StopOrTerminate"}]
     params = push["Parameters"]
     assert params["Comment.$"] == "$.cache_push.comment"
     assert params["Parameters"] == {"commands.$": params["Parameters"]["commands.$"],
@@ -177,7 +220,7 @@ def test_no_command_can_start_after_the_machine_has_given_up_on_it():
 
     sends = [s for _, s in all_states(build_definition())
              if s.get("Resource", "").endswith("sendCommand.waitForTaskToken")]
-    assert len(sends) == 3  # SyncHarness, RunLane, PushCompileCache
+    assert len(sends) == 6  # SyncHarness, RunLane, PushCompileCache: in the inline and the Distributed Map
     shortest_heartbeat = min(get_lane(n).heartbeat_s for n in lane_names())
     for state in sends:
         assert state["Parameters"]["TimeoutSeconds"] == SSM_DELIVERY_TIMEOUT_S

@@ -39,6 +39,7 @@ PATH_BYTES = {
     "$.stop_error.Error": ERROR_MAX_CHARS * OURS + 2,
     "$.stop_error.Cause": AWS_CAUSE_MAX_ASSUMED * FREE + 2,  # stopInstances' own error
     "$.box_role": 6, "$.instance_id": len(PLACEHOLDER_INSTANCE_ID) + 2, "$.wave": 4,
+    "$.box": 8, "$.results_key": 4,  # a pinned box's name; no results key outside a Distributed Map (null)
 }
 CAUSE_BYTES = {  # $.failure.Cause, by the error that reached the Pass
     "Command.*": COMMAND_CAUSE_MAX * OURS + 2,
@@ -113,13 +114,13 @@ def wave_results_bytes() -> int:
 def carried_bytes() -> int:
     """What the scheduler gets back of its previous answer (SCHEDULE_CARRIED): a box failure per box, its
     stop's mark."""
-    return 64 + len(ROLES) * ((CAUSE_LIMIT + STOP_FAILED_LIMIT) * FREE + 2 * 12)
+    return 64 + 20 + len(ROLES) * ((CAUSE_LIMIT + STOP_FAILED_LIMIT) * FREE + 2 * 12)  # "distributed": null
 
 
 def test_a_wave_of_failures_and_the_scheduler_s_state_fit_beside_the_largest_plan():
     """The ScheduleWave payload is the plan (its waves, nodes, boxes: at most MAX_EXECUTION_INPUT_BYTES with its
     largest wave counted twice) + the wave's results + the carried answer: under 256 KiB."""
-    assert SCHEDULE_CARRIED == ("next_wave", "box_failures", "stop_failed")
+    assert SCHEDULE_CARRIED == ("next_wave", "box_failures", "stop_failed", "distributed")
     envelope = 1024  # run_id, results_uri, the keys
     worst = MAX_EXECUTION_INPUT_BYTES + wave_results_bytes() + carried_bytes() + envelope
     assert worst <= STATE_PAYLOAD_MAX_BYTES, (worst, wave_results_bytes(), carried_bytes())

@@ -38,7 +38,7 @@ def test_both_stops_retry_every_error_with_backoff_and_catch():
     assert PHASE["KeepLease"]["Next"] == "SegmentStopFailed"
     stop_failed = PHASE["SegmentStopFailed"]
     assert stop_failed["Type"] == "Pass" and stop_failed["Parameters"]["error"] == STOP_FAILED_ERROR
-    assert stop_failed["Parameters"]["status"] == "stop_failed" and stop_failed["End"]
+    assert stop_failed["Parameters"]["status"] == "stop_failed" and stop_failed["Next"] == "SegmentEnd"
     # the failure path keeps the original failure: the segment's result reads $.failure
     assert PHASE["StopInstanceAfterFailure"]["Catch"][0]["Next"] == "KeepLeaseAfterFailure"
     assert PHASE["KeepLeaseAfterFailure"]["Next"] == "SegmentStopFailed"
@@ -74,7 +74,7 @@ def test_leases_are_released_after_a_box_s_last_stop_and_never_fail_the_run():
         assert state["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:deleteItem"
         assert state["Parameters"]["TableName"] == "${LeaseTableName}"
         assert state["Parameters"]["ConditionExpression"].startswith("run_id = :run")  # only this run's lease
-        assert state["Parameters"]["ExpressionAttributeValues"][":run"] == {"S.$": "$$.Execution.Name"}
+        assert state["Parameters"]["ExpressionAttributeValues"][":run"] == {"S.$": "$.run_id"}
         assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
                                    "Next": state["Catch"][0]["Next"]}]
         target = states[state["Catch"][0]["Next"]]

@@ -145,7 +145,8 @@ def _decision_con(points, sweep_slo, lane_rows, refs):
     con = duckdb.connect()
     _table(con, "serving_points_all", points)
     _table(con, "sweep_points", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
-                                  "slo_json": sweep_slo.get(p["point_id"], SLO), "search_json": None}
+                                  "slo_json": sweep_slo.get(p["point_id"], SLO), "search_json": None,
+                                  "workload": None}
                                  for p in points])
     # RULES.md 15 (34_report_exclusions.sql's report_point_validity): every fixed point here is kept
     _table(con, "report_point_validity", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],

@@ -3,9 +3,9 @@
 --   slo_points       every serving point with the SLO in force (the point's sweep_points.slo_json; for an imported
 --                    reference point reference_runs.slo_json first), the point's latency at the SLO's percentile,
 --                    whether it meets the SLO, the margins, and whether the upper 95 % bounds meet it too.
---   report_decision  per (run, instance, lane, model, server config, shape, SLO): the highest measured concurrency
---                    that meets the SLO, its output tok/s and goodput with intervals, and $ per million output
---                    tokens at that point from the dated price table (or the price declared at import).
+--   report_decision  per (run, instance, lane, model, server config, workload, shape, SLO): the highest measured
+--                    concurrency that meets the SLO, its output tok/s and goodput with intervals, and $ per million
+--                    output tokens at that point from the dated price table (or the price declared at import).
 -- The rule: a point meets the SLO when it is not invalid and its p{percentile} TTFT and p{percentile} TPOT are
 -- within the bounds. percentile 50/90/95/99 read the matching columns; intervals exist for p50 and p99 only (others:
 -- slo_met_ci NULL). A slo_json without a percentile (points written before the SLO sets) means p99.
@@ -21,7 +21,8 @@ WITH runs AS (  -- the lane's effective attempt: where the point ran and how it 
     WHERE a.effective
 ),
 sp AS (
-    SELECT run_id, lane, point_id, any_value(slo_json) AS slo_json, any_value(search_json) AS search_json
+    SELECT run_id, lane, point_id, any_value(slo_json) AS slo_json, any_value(search_json) AS search_json,
+           any_value(workload) AS workload  -- NULL: a fixed shape (a workload point: pipeline.workloads)
     FROM sweep_points GROUP BY ALL
 ),
 j AS (
@@ -33,7 +34,7 @@ j AS (
            CASE WHEN r.point_id IS NOT NULL THEN r.instance_type
                 WHEN coalesce(lr.box_role, '') = 'local' THEN lr.priced_as ELSE lr.instance_type END AS priced_instance_type,
            lr.box_role, lr.instance_type AS lane_instance_type, lr.priced_as,
-           coalesce(r.slo_json, sp.slo_json) AS slo_json, sp.search_json,
+           coalesce(r.slo_json, sp.slo_json) AS slo_json, sp.search_json, sp.workload,
            pv.excluded_reason
     FROM serving_points_all s
     LEFT JOIN reference_runs r USING (run_id, lane, point_id)
@@ -65,7 +66,8 @@ m AS (
            CASE slo_percentile WHEN 50 THEN p50_tpot_ms_ci_high WHEN 99 THEN p99_tpot_ms_ci_high END AS slo_tpot_ci_high_ms
     FROM k
 )
-SELECT run_id, lane, point_id, model, server_config, mode, input_len, output_len, max_concurrency, metric_basis,
+SELECT run_id, lane, point_id, model, server_config, workload, mode, input_len, output_len, max_concurrency,
+       metric_basis,
        is_reference, reference_label, reference_per_request, reference_note, instance, price_basis,
        priced_instance_type, box_role, lane_instance_type, priced_as, reference_usd_per_hour, reference_price_source,
        valid, invalid_reason, completed, failed, search_json, excluded_reason,
@@ -110,7 +112,7 @@ WITH g AS (
     -- a capacity search's open-loop points answer in report_capacity (76_report_capacity.sql), not here
     WHERE (slo_json IS NOT NULL OR is_reference) AND point_id NOT LIKE 'qwen3-probe%'
       AND (excluded_reason IS NULL OR is_reference) AND search_json IS NULL
-    WINDOW w AS (PARTITION BY run_id, instance, lane, model, server_config, input_len, output_len, slo_name),
+    WINDOW w AS (PARTITION BY run_id, instance, lane, model, server_config, workload, input_len, output_len, slo_name),
            w_best AS (w ORDER BY CASE WHEN slo_met THEN 0 ELSE 1 END,
                       CASE WHEN slo_met THEN max_concurrency END DESC NULLS LAST,
                       output_throughput DESC NULLS LAST, point_id),
@@ -128,6 +130,7 @@ c AS (  -- the next measured concurrency above the chosen one that misses: where
         FROM g x
         WHERE x.run_id = c0.run_id AND x.instance = c0.instance AND x.lane = c0.lane
           AND x.model IS NOT DISTINCT FROM c0.model AND x.server_config IS NOT DISTINCT FROM c0.server_config
+          AND x.workload IS NOT DISTINCT FROM c0.workload
           AND x.input_len IS NOT DISTINCT FROM c0.input_len AND x.output_len IS NOT DISTINCT FROM c0.output_len
           AND x.slo_name IS NOT DISTINCT FROM c0.slo_name
           AND NOT coalesce(x.slo_met, false) AND x.max_concurrency > c0.max_concurrency
@@ -142,7 +145,7 @@ priced AS (
     FROM c LEFT JOIN instance_prices ip ON ip.instance_type = c.priced_instance_type
 )
 SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box_role, lane, model,
-       coalesce(server_config, reference_label) AS server_config, input_len, output_len,
+       coalesce(server_config, reference_label) AS server_config, workload, input_len, output_len,
        slo_name, slo_ttft_ms, slo_tpot_ms, slo_percentile, slo_source,
        points, points_meeting, meets,
        CASE WHEN meets THEN max_concurrency END AS max_concurrency,

@@ -4,11 +4,13 @@
 --   capacity_points          every point of a capacity search (sweep_points.search_json kind 'capacity'): offered
 --                            and achieved rate, burstiness, arrival seed, duration, attainment, the point's
 --                            verdict and why it failed (the pass rule below), and the validity rule's exclusion.
---   report_capacity          per (run, instance, lane, model, server config, shape, SLO, search): the bracket
---                            (max_rate_meeting_slo, lowest_rate_missing_slo), goodput at the passing rate with
---                            intervals, the points and their verdicts, the stop reasons, the search's wall time.
+--   report_capacity          per (run, instance, lane, model, server config, workload, shape, SLO, search): the
+--                            bracket (max_rate_meeting_slo, lowest_rate_missing_slo), goodput at the passing rate
+--                            with intervals, the points and their verdicts, the stop reasons, the search's wall
+--                            time, and $ per million output tokens at the passing rate with its interval.
 --   report_decision_at_rate  report_decision with, beside each row's concurrency answer, the max sustainable rate
---                            at the SLO (its bracket, $/M output tokens at that rate) and which answer to use.
+--                            at the SLO (its bracket, $/M output tokens at that rate with its interval) and which
+--                            answer to use.
 -- The pass rule: a point passes when it was not cut short (stop_reason NULL: the saturation rules), it meets the
 -- SLO by the Decision's rule (slo_points.slo_met: not invalid, p{percentile} TTFT and TPOT within the bounds) and
 -- its attainment (good requests / requests sent; goodput's per-request rule, a request still in flight after the
@@ -47,7 +49,8 @@ j AS (
            coalesce(TRY_CAST(json_extract(sp.search_json, '$.attainment') AS DOUBLE), 0.99) AS attainment_target,
            TRY_CAST(json_extract(sp.search_json, '$.precision') AS DOUBLE) AS search_precision,
            TRY_CAST(json_extract(sp.search_json, '$.rate_max') AS DOUBLE) AS search_rate_max,
-           p.model, p.server_config, p.input_len, p.output_len, p.instance, p.price_basis, p.priced_instance_type,
+           p.model, p.server_config, p.workload, p.input_len, p.output_len, p.instance, p.price_basis,
+           p.priced_instance_type,
            p.reference_usd_per_hour, p.metric_basis, p.valid, p.invalid_reason, p.completed, p.failed,
            p.slo_name, p.slo_ttft_ms, p.slo_tpot_ms, p.slo_percentile, p.slo_met, p.slo_miss_reason,
            p.slo_ttft_value_ms, p.slo_tpot_value_ms, p.p50_ttft_ms, p.p99_ttft_ms, p.p99_tpot_ms,
@@ -91,14 +94,15 @@ keyed AS (
     SELECT c.*,
            min(offered_rate) FILTER (WHERE NOT passed AND excluded_reason IS NULL) OVER w AS hi
     FROM counted c
-    WINDOW w AS (PARTITION BY run_id, instance, lane, model, server_config, input_len, output_len, slo_name, search_id)
+    WINDOW w AS (PARTITION BY run_id, instance, lane, model, server_config, workload, input_len, output_len, slo_name,
+                              search_id)
 ),
 b AS (
-    SELECT run_id, instance, lane, model, server_config, input_len, output_len, slo_name, search_id,
+    SELECT run_id, instance, lane, model, server_config, workload, input_len, output_len, slo_name, search_id,
            any_value(slo_ttft_ms) AS slo_ttft_ms, any_value(slo_tpot_ms) AS slo_tpot_ms,
            any_value(slo_percentile) AS slo_percentile, any_value(attainment_target) AS attainment_target,
            any_value(search_precision) AS search_precision, any_value(search_rate_max) AS search_rate_max,
-           any_value(priced_instance_type) AS priced_instance_type,
+           any_value(priced_instance_type) AS priced_instance_type, any_value(price_basis) AS price_basis,
            any_value(reference_usd_per_hour) AS reference_usd_per_hour,
            any_value(hi) AS lowest_rate_missing_slo,
            max(offered_rate) FILTER (WHERE passed AND excluded_reason IS NULL AND (hi IS NULL OR offered_rate < hi))
@@ -126,16 +130,25 @@ at_rate AS (
         SELECT * FROM capacity_points x
         WHERE x.run_id = b.run_id AND x.lane = b.lane AND x.search_id IS NOT DISTINCT FROM b.search_id
           AND x.slo_name IS NOT DISTINCT FROM b.slo_name AND x.model IS NOT DISTINCT FROM b.model
-          AND x.server_config IS NOT DISTINCT FROM b.server_config
+          AND x.server_config IS NOT DISTINCT FROM b.server_config AND x.workload IS NOT DISTINCT FROM b.workload
           AND x.input_len IS NOT DISTINCT FROM b.input_len AND x.output_len IS NOT DISTINCT FROM b.output_len
           AND x.offered_rate = b.max_rate_meeting_slo AND x.passed AND x.excluded_reason IS NULL
         ORDER BY x.point_id LIMIT 1) p ON true
 )
 SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour),
+       a.priced_instance_type AS instance_type,
        a.max_rate_meeting_slo IS NOT NULL AS found,
        coalesce(a.reference_usd_per_hour, ip.usd_per_hour) AS usd_per_hour,
+       ip.price_date, ip.region AS price_region,
+       CASE WHEN a.reference_usd_per_hour IS NOT NULL THEN 'declared at import' ELSE ip.source END AS price_source,
        coalesce(a.reference_usd_per_hour, ip.usd_per_hour) / nullif(a.output_throughput * 3600.0, 0) * 1e6
            AS usd_per_million_output_tokens,
+       -- the throughput interval inverted, as report_decision's (the high throughput bound gives the low $/M bound)
+       coalesce(a.reference_usd_per_hour, ip.usd_per_hour) / nullif(a.output_throughput_ci_high * 3600.0, 0) * 1e6
+           AS usd_per_million_output_tokens_ci_low,
+       CASE WHEN a.output_throughput_ci_low > 0
+            THEN coalesce(a.reference_usd_per_hour, ip.usd_per_hour) / (a.output_throughput_ci_low * 3600.0) * 1e6 END
+           AS usd_per_million_output_tokens_ci_high,
        CASE WHEN a.max_rate_meeting_slo IS NULL AND a.lowest_rate_missing_slo IS NOT NULL
             THEN printf('no rate meets the SLO: %.4g req/s, the lowest measured, fails', a.lowest_rate_missing_slo)
             WHEN a.lowest_rate_missing_slo IS NULL AND a.max_rate_meeting_slo IS NOT NULL
@@ -168,31 +181,44 @@ LEFT JOIN instance_prices ip ON ip.instance_type = a.priced_instance_type AND a.
 
 CREATE OR REPLACE VIEW report_decision_at_rate AS
 WITH c AS (
-    SELECT run_id, instance, lane AS capacity_lane, model, server_config, input_len, output_len, slo_name,
+    SELECT run_id, instance, lane AS capacity_lane, model, server_config, workload, input_len, output_len, slo_name,
            max_rate_meeting_slo, lowest_rate_missing_slo, found AS rate_found, outcome AS rate_outcome,
            goodput AS rate_goodput, goodput_ci_low AS rate_goodput_ci_low, goodput_ci_high AS rate_goodput_ci_high,
            goodput_tok_s AS rate_goodput_tok_s, goodput_tok_s_ci_low AS rate_goodput_tok_s_ci_low,
            goodput_tok_s_ci_high AS rate_goodput_tok_s_ci_high,
-           output_throughput AS rate_output_throughput,
+           output_throughput AS rate_output_throughput, output_throughput_ci_low AS rate_output_throughput_ci_low,
+           output_throughput_ci_high AS rate_output_throughput_ci_high,
            usd_per_million_output_tokens AS rate_usd_per_million_output_tokens,
+           usd_per_million_output_tokens_ci_low AS rate_usd_per_million_output_tokens_ci_low,
+           usd_per_million_output_tokens_ci_high AS rate_usd_per_million_output_tokens_ci_high,
            usd_per_hour AS rate_usd_per_hour, slo_ttft_ms AS c_slo_ttft_ms, slo_tpot_ms AS c_slo_tpot_ms,
            slo_percentile AS c_slo_percentile, points AS rate_points,
-           row_number() OVER (PARTITION BY run_id, instance, model, server_config, input_len, output_len, slo_name
+           instance_type AS c_instance_type, price_basis AS c_price_basis, price_date AS c_price_date,
+           price_region AS c_price_region, price_source AS c_price_source,
+           row_number() OVER (PARTITION BY run_id, instance, model, server_config, workload, input_len, output_len,
+                                           slo_name
                               ORDER BY lane, search_id) AS k
     FROM report_capacity
 )
 SELECT coalesce(d.run_id, c.run_id) AS run_id, coalesce(d.instance, c.instance) AS instance,
-       d.* EXCLUDE (run_id, instance, model, server_config, input_len, output_len, slo_name, slo_ttft_ms,
-                    slo_tpot_ms, slo_percentile, lane, usd_per_hour),
+       d.* EXCLUDE (run_id, instance, model, server_config, workload, input_len, output_len, slo_name, slo_ttft_ms,
+                    slo_tpot_ms, slo_percentile, lane, usd_per_hour, instance_type, price_basis, price_date,
+                    price_region, price_source),
+       coalesce(d.instance_type, c.c_instance_type) AS instance_type,
+       coalesce(d.price_basis, c.c_price_basis) AS price_basis,
        coalesce(d.lane, c.capacity_lane) AS lane, coalesce(d.model, c.model) AS model,
-       coalesce(d.server_config, c.server_config) AS server_config,
+       coalesce(d.server_config, c.server_config) AS server_config, coalesce(d.workload, c.workload) AS workload,
        coalesce(d.input_len, c.input_len) AS input_len, coalesce(d.output_len, c.output_len) AS output_len,
        coalesce(d.slo_name, c.slo_name) AS slo_name, coalesce(d.slo_ttft_ms, c.c_slo_ttft_ms) AS slo_ttft_ms,
        coalesce(d.slo_tpot_ms, c.c_slo_tpot_ms) AS slo_tpot_ms,
        coalesce(d.slo_percentile, c.c_slo_percentile) AS slo_percentile,
        coalesce(d.usd_per_hour, c.rate_usd_per_hour) AS usd_per_hour,
-       c.* EXCLUDE (run_id, instance, model, server_config, input_len, output_len, slo_name, c_slo_ttft_ms,
-                    c_slo_tpot_ms, c_slo_percentile, rate_usd_per_hour, k),
+       CASE WHEN d.run_id IS NOT NULL THEN d.price_date ELSE c.c_price_date END AS price_date,
+       CASE WHEN d.run_id IS NOT NULL THEN d.price_region ELSE c.c_price_region END AS price_region,
+       CASE WHEN d.run_id IS NOT NULL THEN d.price_source ELSE c.c_price_source END AS price_source,
+       c.* EXCLUDE (run_id, instance, model, server_config, workload, input_len, output_len, slo_name, c_slo_ttft_ms,
+                    c_slo_tpot_ms, c_slo_percentile, rate_usd_per_hour, k, c_instance_type, c_price_basis,
+                    c_price_date, c_price_region, c_price_source),
        CASE WHEN c.rate_found THEN 'rate'
             WHEN coalesce(d.meets, false) THEN 'concurrency' END AS decision_basis,
        CASE WHEN c.rate_found AND coalesce(d.meets, false)
@@ -206,5 +232,6 @@ SELECT coalesce(d.run_id, c.run_id) AS run_id, coalesce(d.instance, c.instance) 
 FROM report_decision d
 FULL OUTER JOIN (SELECT * FROM c WHERE k = 1) c
   ON c.run_id = d.run_id AND c.instance = d.instance AND c.model IS NOT DISTINCT FROM d.model
- AND c.server_config IS NOT DISTINCT FROM d.server_config AND c.input_len IS NOT DISTINCT FROM d.input_len
+ AND c.server_config IS NOT DISTINCT FROM d.server_config AND c.workload IS NOT DISTINCT FROM d.workload
+ AND c.input_len IS NOT DISTINCT FROM d.input_len
  AND c.output_len IS NOT DISTINCT FROM d.output_len AND c.slo_name IS NOT DISTINCT FROM d.slo_name;

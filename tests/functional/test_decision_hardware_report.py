@@ -1,0 +1,202 @@
+"""The Decision across hardware end to end: a run matrix's cells committed through the store (serve_sweep@cNN on
+four instance types, per-request rows from tests/support/synthetic.py) and an imported `vllm bench serve`
+reference become report_decision_hardware's rows, comparison.json's decision.hardware, REPORT.md's "Across
+instance types" tables and a $/M-against-capacity plot per section; one instance type renders without a ranking."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from analytics.importers.vllm_bench import import_vllm_bench
+from analytics.report import write_report
+from analytics.store import LocalStore
+from analytics.views import connect
+from tests.support.synthetic import T0, request_rows, scale_ttft
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_bench"
+SLO = {"name": "test-slo", "ttft_ms": 1000.0, "tpot_ms": 100.0, "percentile": 99.0, "source": "test"}
+CONCURRENCIES = (1, 2, 4)
+# model llama, (cell, instance type, server config, TTFT factor): the same request draws on every type, so $/M
+# follows the price; p4d's TTFT is 50 times the others', so no point of it meets the SLO
+CELLS = (("c01", "inf2.xlarge", "A", 1.0), ("c02", "g6.xlarge", "A", 1.0), ("c03", "g5.12xlarge", "A", 1.0),
+         ("c04", "p4d.24xlarge", "A", 50.0), ("c05", "inf2.xlarge", "B", 1.0), ("c06", "g5.12xlarge", "B", 1.0))
+
+
+def commit_lane(store: LocalStore, run_id: str, lane: str, instance_type: str, config: str, model: str,
+                points: list[tuple[str, int, float | None, float]]) -> None:
+    """One cell's lane, committed as ``<lane>@<cell>``: points (id, streams, offered rate or None for closed
+    loop, TTFT factor) with the SLO, per-request rows (tests/support/synthetic.py), telemetry in each window.
+    An offered rate makes the point one of a capacity search (search_json kind 'capacity')."""
+    rng = np.random.default_rng(7)
+    w = store.begin_attempt(run_id, lane)
+    t = 0.0
+    for pid, conc, rate, ttft_factor in points:
+        start = T0 + timedelta(seconds=t)
+        reqs, span = request_rows(rng, 40, 64, 16, conc, 0.0, pid, start, int(t * 1e9))
+        if ttft_factor != 1.0:
+            reqs, span = scale_ttft(reqs, ttft_factor), span * ttft_factor
+        w.add_rows("requests", reqs.append_column("model", pa.array([model] * len(reqs)))
+                   .append_column("server_config", pa.array([config] * len(reqs))))
+        search = {"search_json": json.dumps({"kind": "capacity", "search_id": "s1", "attainment": 0.9,
+                                             "precision": 0.5}), "request_rate": rate} if rate else {}
+        w.add_rows("sweep_points", [{
+            "point_id": pid, "model": model, "server_config": config, "mode": "open" if rate else "closed",
+            "input_len": 64, "output_len": 16, "max_concurrency": conc, "num_prompts": 40, "window_start": start,
+            "window_end": start + timedelta(seconds=span), "t_start_ns": int(t * 1e9), "client_lag_bound_ms": 50.0,
+            "slo_json": json.dumps(SLO), **search}])
+        # RULES.md 7 and 15: a point without a telemetry sample in its window is excluded; these are sampled
+        w.add_rows("telemetry", [{"ts": start + timedelta(seconds=span * (i + 0.5) / 4), "source": "host",
+                                  "metric": "host_cpu_util_pct", "value": 50.0, "unit": "%"} for i in range(4)])
+        t += span + 1.0
+    w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": T0,
+                              "ended_at": T0 + timedelta(seconds=t), "wall_s": t,
+                              "backend": "cuda" if instance_type[0] in "gp" else "neuron", "host": f"box-{lane}",
+                              "box_role": "inf2", "instance_type": instance_type, "instance_id": f"i-{lane}"}])
+    w.commit("succeeded")
+
+
+def commit_cell(store: LocalStore, run_id: str, cell: str, instance_type: str, config: str, ttft_factor: float,
+                model: str = "llama") -> None:
+    """A cell's serve_sweep: the closed-loop grid, every point's TTFT times ``ttft_factor``."""
+    commit_lane(store, run_id, f"serve_sweep@{cell}", instance_type, config, model,
+                [(f"{config}-c{c}", c, None, ttft_factor) for c in CONCURRENCIES])
+
+
+def commit_capacity(store: LocalStore, run_id: str, cell: str, instance_type: str, config: str,
+                    passing: bool, model: str) -> None:
+    """A cell's capacity search: 1 req/s passes (unless not ``passing``), 2 req/s fails (TTFT 50 times)."""
+    commit_lane(store, run_id, f"capacity@{cell}", instance_type, config, model,
+                [("r1", 4, 1.0, 1.0 if passing else 50.0), ("r2", 4, 2.0, 50.0)])
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("matrix")
+    store = LocalStore(root / "results")
+    for cell in CELLS:
+        commit_cell(store, "m1", *cell)
+    # model qwen: inf2 and g5.12xlarge searched open loop (the group ranks on the rate), g6 closed loop only,
+    # trn1's search finds no rate meeting the SLO though its closed loop meets
+    for cell, itype, searched, passing in (("c07", "inf2.xlarge", True, True), ("c08", "g5.12xlarge", True, True),
+                                           ("c09", "g6.xlarge", False, False), ("c10", "trn1.2xlarge", True, False)):
+        commit_cell(store, "m1", cell, itype, "A", 1.0, model="qwen")
+        if searched:
+            commit_capacity(store, "m1", cell, itype, "A", passing, model="qwen")
+    import_vllm_bench([str(FIXTURES / "default.json")], lambda: store, "H100 vllm", "p5.48xlarge", SLO)
+    out = root / "report"
+    write_report(connect(store), ["m1", "ref-h100-vllm"], out)
+    return out
+
+
+def _rows(out: Path, model: str = "llama") -> dict[tuple[str, str], dict]:
+    c = json.loads((out / "comparison.json").read_text())
+    rows = [r for r in c["decision"]["hardware"] if r["model"] in (model, "synthetic")]
+    assert len({(r["server_config"], r["instance"]) for r in rows}) == len(rows)
+    return {(r["server_config"], r["instance"]): r for r in rows}
+
+
+def test_the_types_rank_by_price_per_token_with_ties_and_a_type_that_never_meets(matrix):
+    rows = _rows(matrix)
+    a = {k[1]: r for k, r in rows.items() if k[0] == "A"}
+    assert set(a) == {"inf2.xlarge", "g6.xlarge", "g5.12xlarge", "p4d.24xlarge"}
+    # the same draws on each type: $/M is the price over one throughput, so the order is the price order
+    assert a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"] < a["g6.xlarge"][
+        "ranked_usd_per_million_output_tokens"] < a["g5.12xlarge"]["ranked_usd_per_million_output_tokens"]
+    assert a["g5.12xlarge"]["ranked_usd_per_million_output_tokens"] == pytest.approx(
+        a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"] * 5.672 / 0.76)
+    # inf2 and g6 differ by 6 % in price, within their throughput intervals: tied; g5.12xlarge is 7.5 times dearer
+    assert (a["inf2.xlarge"]["verdict"], a["g6.xlarge"]["verdict"], a["g5.12xlarge"]["verdict"]) == \
+        ("tied within noise", "tied within noise", "ranked")
+    assert a["inf2.xlarge"]["verdict_note"] == \
+        "lowest $/M by point estimate, but the interval of g6.xlarge overlaps its own"
+    assert a["g5.12xlarge"]["price_rank"] == 3 and a["g5.12xlarge"]["cheapest_instance"] == "inf2.xlarge"
+    assert a["inf2.xlarge"]["ranked_basis"] == "concurrency" and a["inf2.xlarge"]["max_concurrency"] == 4
+    assert (a["g6.xlarge"]["family"], a["g6.xlarge"]["accelerator"], a["inf2.xlarge"]["family"]) == \
+        ("cuda", "L4", "neuron-inf2")
+    never = a["p4d.24xlarge"]
+    assert (never["verdict"], never["ranked_usd_per_million_output_tokens"], never["price_rank"]) == \
+        ("SLO never met", None, None)
+    assert never["verdict_note"].startswith("no $/M at the SLO: no point meets the SLO: lowest concurrency (c=1) "
+                                            "p99 TTFT")
+    b = {k[1]: r for k, r in rows.items() if k[0] == "B"}
+    assert (b["inf2.xlarge"]["verdict"], b["g5.12xlarge"]["verdict"]) == ("cheapest", "ranked")
+
+
+def test_the_reference_stays_marked_as_measured_elsewhere_and_unranked(matrix):
+    ref = _rows(matrix)[("H100 vllm", "reference: H100 vllm")]
+    assert (ref["verdict"], ref["is_reference"], ref["price_rank"], ref["instance_type"]) == \
+        ("measured elsewhere", True, None, "p5.48xlarge")
+    assert ref["ranked_usd_per_million_output_tokens"] == pytest.approx(55.04 / (783.2214898633107 * 3600) * 1e6,
+                                                                        rel=1e-6)
+
+
+def test_a_group_with_open_loop_searches_ranks_on_the_rate_with_its_interval(matrix):
+    q = {k[1]: r for k, r in _rows(matrix, "qwen").items() if k[0] == "A"}
+    assert {r["ranked_basis"] for r in q.values()} == {"rate"}
+    inf2, g5 = q["inf2.xlarge"], q["g5.12xlarge"]
+    assert (inf2["verdict"], g5["verdict"], g5["price_rank"]) == ("cheapest", "ranked", 2)
+    assert (inf2["max_rate_meeting_slo"], inf2["lowest_rate_missing_slo"], inf2["capacity_lane"]) == \
+        (1.0, 2.0, "capacity@c07")
+    # the $/M ranked is the one at the rate (report_capacity), with its interval: the throughput's inverted
+    assert inf2["ranked_usd_per_million_output_tokens"] == inf2["rate_usd_per_million_output_tokens"]
+    assert inf2["capacity_tok_s"] == inf2["rate_output_throughput"]
+    assert inf2["rate_usd_per_million_output_tokens_ci_low"] == pytest.approx(
+        0.76 / (inf2["rate_output_throughput_ci_high"] * 3600) * 1e6, rel=1e-6)
+    assert inf2["rate_usd_per_million_output_tokens_ci_low"] < inf2["rate_usd_per_million_output_tokens"] < \
+        inf2["rate_usd_per_million_output_tokens_ci_high"]
+    assert inf2["max_concurrency"] == 4 and inf2["usd_per_million_output_tokens"] is not None  # context, shown
+    assert q["g6.xlarge"]["verdict"] == "closed loop only" and q["g6.xlarge"]["price_rank"] is None
+    trn1 = q["trn1.2xlarge"]
+    assert trn1["verdict"] == "SLO never met" and trn1["ranked_usd_per_million_output_tokens"] is None
+    assert trn1["verdict_note"].startswith("open loop: no rate meets the SLO: 1 req/s, the lowest measured, fails")
+    assert trn1["verdict_note"].endswith("closed loop meets at c=4 (context, not the answer)")
+    assert (trn1["family"], trn1["accelerator"]) == ("neuron-trn1", "Trainium")
+
+
+def test_report_md_renders_the_tables_without_recomputing_and_links_the_plots(matrix):
+    text = (matrix / "REPORT.md").read_text()
+    decision = text[text.index("## Decision"):text.index("## Machines")]
+    assert "### Across instance types" in decision
+    assert decision.index("### Across instance types") < decision.index("### inf2.xlarge")
+    section = decision[decision.index("#### `llama · 64:16 · test-slo`"):]
+    section = section[:section.index("####", 5)]
+    lines = [l for l in section.splitlines() if l.startswith("| A ")]
+    # ranked types by $/M, then the one that never meets
+    assert [l.split(" | ")[1] for l in lines] == ["inf2.xlarge", "g6.xlarge", "g5.12xlarge", "p4d.24xlarge"]
+    assert "| tied within noise | its $/M interval overlaps the cheapest's (inf2.xlarge) |" in section
+    assert "| SLO never met | no $/M at the SLO: no point meets the SLO" in section
+    assert "| cuda · 1× L4 |" in section and "| neuron-inf2 · 1× Inferentia2 |" in section
+    assert "| measured elsewhere |" in decision
+    for name in ("decision_hardware_llama_64_16_test-slo.png", "decision_hardware_qwen_64_16_test-slo.png",
+                 "decision_hardware_synthetic_test-slo.png"):
+        assert f"]({name})" in decision
+        assert (matrix / name).stat().st_size > 1000
+    # the markdown's $/M is comparison.json's, as written
+    inf2 = _rows(matrix)[("A", "inf2.xlarge")]
+    assert f"| {inf2['ranked_usd_per_million_output_tokens']:.3g} [" in section or \
+        f"| {inf2['ranked_usd_per_million_output_tokens']:.2f} [" in section
+
+
+def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
+    store = LocalStore(tmp_path / "results")
+    commit_cell(store, "solo", "c01", "inf2.xlarge", "A", 1.0)
+    write_report(connect(store), ["solo"], tmp_path / "report")
+    text = (tmp_path / "report" / "REPORT.md").read_text()
+    section = text[text.index("### Across instance types"):text.index("### inf2.xlarge")]
+    assert "One instance type measured here: nothing to rank." in section
+    header, _, row_line = [l for l in section.splitlines() if l.startswith("|")]
+    assert header.split(" | ")[-1] == "why |" and "verdict" not in header
+    assert row_line.startswith("| A | inf2.xlarge | neuron-inf2 · 1× Inferentia2 | >= 4 (top of the grid) |")
+    assert row_line.endswith("| concurrency | " + row_line.split(" | ")[-2] + " |  |")  # nothing to explain
+    assert not {"tied", "cheapest", "ranked", "rank", "untested"} & set(section.replace("nothing to rank", "").split())
+    [row] = json.loads((tmp_path / "report" / "comparison.json").read_text())["decision"]["hardware"]
+    assert (row["verdict"], row["candidates"]) == ("only candidate", 1)
+    png = (tmp_path / "report" / "decision_hardware_llama_64_16_test-slo.png").read_bytes()
+    assert len(png) > 1000
+    write_report(connect(store), ["solo"], tmp_path / "again")  # the same rows draw the same bytes
+    assert (tmp_path / "again" / "decision_hardware_llama_64_16_test-slo.png").read_bytes() == png

@@ -1,0 +1,178 @@
+"""Issue 29: instance types as data, a run matrix expanded into cells, each cell a launched segment, priced, its
+quotas stated; refusals in one line, nothing started."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from control_plane.models import RunRequestError, parse_request
+from control_plane.plan import CostCeilingError, Fleet, FleetPlanError, plan_run
+from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
+from pipeline.instance_types import (CATALOGUE, NoPriceError, UnknownInstanceTypeError, get_instance_type,
+                                     instance_type_names)
+from pipeline.matrix import MatrixError, expand_cells, parse_matrix
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "run-matrix.json"
+FLEET = Fleet(("subnet-a", "subnet-b"), "neuronpipe-fleet", "neuron-pipelines")
+
+
+def request(**matrix):
+    return parse_request({"lanes": ["provenance", "preflight", "serve_sweep"], "models": ["llama-3.1-8b-instruct"],
+                          "server_configs": ["A", "B"], "profile": "tiny", "max_cost_usd": 50,
+                          "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge", "g5.xlarge"], **matrix}})
+
+
+def test_the_catalogue_states_each_type_and_refuses_an_unknown_one_listing_the_known():
+    assert {"inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge", "g5.xlarge",
+            "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge"} <= set(CATALOGUE)
+    inf2 = get_instance_type("inf2.8xlarge")
+    assert (inf2.family, inf2.backend, inf2.cores, inf2.vcpus, inf2.can_train) == ("neuron-inf2", "neuron", 2, 32,
+                                                                                   False)
+    assert inf2.ami.image_id.startswith("resolve:ssm:/aws/service/neuron/")
+    g6 = get_instance_type("g6.xlarge")
+    assert g6.backend == "cuda" and g6.quota_code == "L-DB2E81BA" and g6.box_kinds == ("trn1", "inf2")
+    assert get_instance_type("p5.48xlarge").quota_name == "Running On-Demand P instances"
+    with pytest.raises(UnknownInstanceTypeError) as err:
+        get_instance_type("x9.huge")
+    assert "catalogued types: " + ", ".join(instance_type_names()) in str(err.value)
+    with pytest.raises(NoPriceError, match="no on-demand price recorded for trn2.48xlarge in us-west-2"):
+        get_instance_type("trn2.48xlarge").price("us-west-2")
+
+
+def test_cells_are_every_combination_less_the_excluded_numbered_in_a_stable_order():
+    spec = parse_matrix({"instance_types": ["inf2.xlarge", "g6.xlarge"], "exclude": [{"instance_type": "g6.xlarge",
+                                                                                      "server_config": "B"}]})
+    cells = expand_cells(spec, models=["llama-3.1-8b-instruct"], server_configs=["A", "B"], workloads={})
+    assert [(c.cell, c.instance_type, c.server_config) for c in cells] == [
+        ("c01", "inf2.xlarge", "A"), ("c02", "inf2.xlarge", "B"), ("c03", "g6.xlarge", "A")]
+    with pytest.raises(MatrixError, match="every cell is excluded"):
+        expand_cells(parse_matrix({"instance_types": ["g6.xlarge"], "exclude": [{"instance_type": "g6.xlarge"}]}),
+                     models=["m"], server_configs=["A"], workloads={})
+    with pytest.raises(MatrixError, match="matrix.workloads: 'chat' is not a workload of the request"):
+        expand_cells(parse_matrix({"instance_types": ["g6.xlarge"], "workloads": ["chat"]}), models=["m"],
+                     server_configs=["A"], workloads={})
+
+
+@pytest.mark.parametrize("matrix, message", [
+    ({"instance_types": ["x9.huge"]}, "matrix: instance_types: unknown instance type 'x9.huge'; catalogued types: "),
+    ({"instance_types": ["g6.xlarge", "g6.xlarge"]}, "matrix: instance_types: listed twice: g6.xlarge"),
+    ({"instance_types": ["g6.xlarge"], "lanes": ["sft"]}, "'sft' is not a serving lane"),
+    ({"instance_types": ["g6.xlarge"], "colour": "red"}, "matrix: colour: Extra inputs are not permitted"),
+])
+def test_a_bad_matrix_is_refused_in_one_line(matrix, message):
+    with pytest.raises(RunRequestError) as err:
+        parse_request({"lanes": ["serve_sweep"], "matrix": matrix})
+    assert message in str(err.value) and len(str(err.value).splitlines()) == 1
+
+
+def test_each_cell_is_a_launched_segment_tagged_with_the_run_and_its_lanes_commit_per_cell():
+    plan = plan_run(request(), run_id="m1", results_uri="s3://bkt/results", fleet=FLEET)
+    assert plan.box_roles == [] and plan.instance_ids == {}  # no pinned box: every lane left is a cell's
+    [wave] = plan.waves
+    assert [s.box for s in wave.segments] == [f"c0{i}" for i in range(1, 7)]
+    seg = wave.segments[2]
+    assert seg.cell == {"cell": "c03", "instance_type": "g6.xlarge", "model": "llama-3.1-8b-instruct",
+                        "server_config": "A", "workload": None}
+    assert seg.launch.template == "neuronpipe-fleet-g6-xlarge" and seg.launch.subnets == ["subnet-a", "subnet-b"]
+    tags = {t["Key"]: t["Value"] for t in seg.launch.tags}
+    assert tags["neuronpipe:run"] == "m1" and tags["neuronpipe:cell"] == "c03" and tags["neuronpipe:ephemeral"] == "true"
+    assert not seg.release_lease and seg.instance_id is None and seg.run_id == "m1"
+    assert [st.result_lane for st in seg.lanes] == ["provenance@c03", "preflight@c03", "serve_sweep@c03"]
+    assert seg.lanes[2].needs == ["preflight@c03"]  # the cell's own gate
+    assert "export NEURONPIPE_CELL=c03" in seg.lanes[2].script
+    assert '"server_configs": ["A"]' in seg.lanes[2].script
+    assert "boot.done" in seg.sync.script  # the sync waits for the first boot to install the harness
+    # priced per type: inf2.xlarge $0.76/h, g6.xlarge $0.8048/h, for the same lanes' worst case
+    assert wave.segments[0].max_cost_usd < wave.segments[2].max_cost_usd
+    assert plan.max_concurrency == 4 and len(plan.cells) == 6
+    assert plan.execution_input()["max_concurrency"] == 4
+    assert plan.execution_input()["cells"] == [c["cell"] for c in plan.cells]
+
+
+def test_lanes_that_need_a_pinned_box_stay_on_it_and_a_cell_waits_for_its_producer():
+    req = parse_request({"lanes": ["provenance", "preflight", "sft", "merge", "quality"],
+                         "models": ["llama-3.1-8b-instruct"], "profile": "tiny", "max_cost_usd": 50,
+                         "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge"], "server_configs": ["A"]}})
+    plan = plan_run(req, run_id="m2", results_uri="s3://bkt/results", fleet=FLEET)
+    assert plan.box_roles == ["trn1"]
+    w0, w1 = plan.waves
+    assert [s.box for s in w0.segments] == ["trn1"] and [s.box for s in w1.segments] == ["c01", "c02"]
+    quality = w1.segments[0].lanes[-1]
+    assert quality.result_lane == "quality@c01" and "merge" in quality.needs
+    # one cell runs once: its prelude moves to the wave it runs in
+    assert [st.result_lane for st in w1.segments[0].lanes] == ["provenance@c01", "preflight@c01", "quality@c01"]
+    assert plan.max_concurrency == 2 + 1  # the pinned box never waits for a cell's slot
+
+
+def test_the_plan_states_the_quotas_it_needs_and_a_quota_too_small_refuses_it():
+    plan = plan_run(request(max_concurrency=2), run_id="m3", results_uri="s3://bkt/results", fleet=FLEET)
+    needs = {q["quota_code"]: q for q in plan.quota_needs}
+    # at most two cells at once: the two largest of each family
+    assert needs["L-1945791B"]["vcpus"] == 4 + 4 and needs["L-DB2E81BA"]["vcpus"] == 4 + 4
+
+    class Client:
+        def __init__(self, values):
+            self.values = values
+
+        def get_service_quota(self, ServiceCode, QuotaCode):  # noqa: N803
+            return {"Quota": {"Value": self.values[QuotaCode]}}
+
+    checks = check_quotas(plan.quota_needs, ServiceQuotas(Client({"L-1945791B": 8, "L-DB2E81BA": 64})))
+    assert all(c.ok for c in checks)
+    with pytest.raises(QuotaExceededError) as err:
+        check_quotas(plan.quota_needs, ServiceQuotas(Client({"L-1945791B": 4, "L-DB2E81BA": 64})))
+    assert str(err.value) == ("quota: Running On-Demand Inf instances (ec2/L-1945791B): needs 8 vCPUs at once, the "
+                              "quota allows 4 (applied); lower matrix.max_concurrency or ask AWS for more")
+
+    class Denied:
+        def get_service_quota(self, **_):
+            raise PermissionError("AccessDenied")
+
+    with pytest.raises(QuotaUnreadableError, match="quota ec2/L-1945791B: PermissionError: AccessDenied"):
+        check_quotas(plan.quota_needs, ServiceQuotas(Denied()))
+
+
+def test_a_matrix_over_the_ceiling_a_type_without_a_price_or_no_subnets_is_refused():
+    with pytest.raises(CostCeilingError, match=r"worst case \$\d+\.\d\d exceeds the ceiling \$20\.00"):
+        plan_run(parse_request({**request().model_dump(exclude_none=True), "max_cost_usd": 20}), run_id="m4",
+                 results_uri="s3://bkt/results", fleet=FLEET)
+    trn2 = parse_request({"lanes": ["serve_sweep"], "matrix": {"instance_types": ["trn2.48xlarge"]},
+                          "max_cost_usd": 50})
+    with pytest.raises(FleetPlanError, match="matrix: cell c01: no on-demand price recorded for trn2.48xlarge"):
+        plan_run(trn2, run_id="m5", results_uri="s3://bkt/results", fleet=FLEET)
+    with pytest.raises(FleetPlanError, match="no subnets to launch cells in"):
+        plan_run(request(), run_id="m6", results_uri="s3://bkt/results", fleet=Fleet(()))
+
+
+def test_a_cell_whose_type_runs_none_of_its_lanes_is_refused(monkeypatch):
+    import pipeline.instance_types as it
+
+    monkeypatch.setitem(it.CATALOGUE, "g6.xlarge", it.CATALOGUE["g6.xlarge"].model_copy(update={"can_serve": False,
+                                                                                                 "can_train": False}))
+    with pytest.raises(FleetPlanError, match=r"matrix: cell c03 \(g6.xlarge .*\): its type runs none of the cell's "
+                                             r"lanes \(serve_sweep\)"):
+        plan_run(request(), run_id="m7", results_uri="s3://bkt/results", fleet=FLEET)
+
+
+def test_a_large_matrix_keeps_its_plan_in_s3_and_the_input_small():
+    req = parse_request({"lanes": ["provenance", "preflight", "serve_sweep"], "profile": "tiny",
+                         "server_configs": ["A", "B"], "max_cost_usd": 50,
+                         "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge", "g5.xlarge", "g6.2xlarge",
+                                                       "g5.2xlarge", "inf2.8xlarge"]}})
+    plan = plan_run(req.model_copy(update={"max_cost_usd": None}), run_id="m8", results_uri="s3://bkt/results",
+                    fleet=FLEET, ceiling_usd=1000)
+    assert len(plan.cells) == 24 and plan.needs_plan_in_s3
+    data = plan.execution_input("s3://bkt/results/fleet/m8/plan.json")
+    assert data["waves"] == [] and data["nodes"] == [] and data["plan_uri"].endswith("/fleet/m8/plan.json")
+    assert len(json.dumps(data)) < 8 * 1024
+    doc = plan.plan_document()
+    assert len(doc["waves"][0]["segments"]) == 24 and doc["nodes"]
+
+
+def test_the_shipped_example_plans_four_cells_of_three_types():
+    plan = plan_run(parse_request(EXAMPLE.read_text()), run_id="matrix-demo", results_uri="s3://bkt/results",
+                    fleet=FLEET)
+    assert len(plan.cells) >= 4 and len({c["instance_type"] for c in plan.cells}) >= 3
+    assert {get_instance_type(c["instance_type"]).family for c in plan.cells} >= {"neuron-inf2", "cuda"}
