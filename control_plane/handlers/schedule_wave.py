@@ -26,6 +26,21 @@ def open_results(results_uri: Any) -> Any:
     return open_store(results_uri)
 
 
+def inline_max_bytes() -> int:
+    """A wave's segments above this run as a Distributed Map (``NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES``, default
+    :data:`control_plane.waves.INLINE_SEGMENTS_MAX_BYTES`; lower only, never above it: the state must hold them)."""
+    import os
+
+    from control_plane.waves import INLINE_SEGMENTS_MAX_BYTES
+
+    raw = os.environ.get("NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES", "")
+    try:
+        value = int(raw) if raw.strip() else INLINE_SEGMENTS_MAX_BYTES
+    except ValueError:
+        raise ScheduleInputError(f"NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES={raw!r}: expected a number of bytes") from None
+    return max(0, min(value, INLINE_SEGMENTS_MAX_BYTES))
+
+
 class S3Blobs:
     """The results bucket's fleet/ objects, through boto3 (``control_plane.waves.Blobs``)."""
 
@@ -53,7 +68,7 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         raise ScheduleInputError(f"schedule payload: expected a JSON object, got {type(event).__name__}")
     store = open_results(event.get("results_uri"))
     blobs = S3Blobs(str(event["results_uri"]).removeprefix("s3://").split("/", 1)[0])
-    result = schedule(event, store, blobs=blobs)
+    result = schedule(event, store, blobs=blobs, inline_max_bytes=inline_max_bytes())
     if result["recorded"]:
         metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=result.get("recorded_count", len(result["recorded"])))
     logger.info("run done" if result["done"] else f"wave {result['wave']} scheduled",

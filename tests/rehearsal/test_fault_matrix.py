@@ -489,55 +489,58 @@ def launched_types(r, run_id: str) -> list[str]:
     return sorted(out)
 
 
-def max_at_once(r, run_id: str) -> int:
-    """The most cells whose box was alive at once (from RunInstances/TerminateInstances in the history)."""
-    history = r.history(client(r, "stepfunctions").describe_execution(
-        executionArn=r.settings().state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + run_id)[
-        "executionArn"])
+def max_at_once(r, execution_arn: str) -> int:
+    """The most segments (a cell's box each) the Map ran at once: from each iteration's first state (MarkStart) to
+    its last (SegmentDone), in the execution's history."""
     live = peak = 0
-    for e in history:
+    for e in r.history(execution_arn):
         name = (e.get("stateEnteredEventDetails") or {}).get("name")
-        if name == "LaunchInstance":
+        if name == "MarkStart":
             live += 1
             peak = max(peak, live)
-        elif name in ("TerminateInstance", "TerminateInstanceAfterFailure", "SegmentCapacityUnavailable"):
+        elif name == "SegmentDone":
             live -= 1
     return peak
 
 
-def test_a_matrix_of_four_cells_of_three_families_runs_and_leaves_nothing_running(rehearsal, faults, say):
-    r = rehearsal
-    launched = r.start(fleet_matrix(2), "fleet-ok")
-    assert len(launched.plan.cells) == 4
-    desc = fleet_ended(r, launched.execution_arn)
-    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))
-    assert left_running(r, say, "ok") == []
-    assert launched_types(r, "fleet-ok") == sorted(FLEET_TYPES)
-    assert max_at_once(r, "fleet-ok") <= launched.plan.max_concurrency == 2
-    from analytics.store import S3Store
-
-    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
-    for cell in ("c01", "c02", "c03", "c04"):
-        marker = store.latest_committed("fleet-ok", f"preflight@{cell}")
-        assert marker is not None and marker.status == "succeeded", cell
-
-
-def test_a_type_refused_for_capacity_in_every_az_is_recorded_and_the_other_cells_finish(rehearsal, faults, say):
+def test_a_matrix_fans_out_two_at_once_a_type_refused_everywhere_and_a_hung_lane_stay_in_their_cells(
+        rehearsal, faults, say):
+    """One matrix run, four cells of four types and two families, at most two boxes at once: g6.xlarge refused for
+    capacity in every AZ (its cell recorded, never launched), c01's lane past its timeout (only that cell fails),
+    the other two cells' lanes committed; every box launched is terminated."""
     r = rehearsal
     r.refuse_capacity = {"g6.xlarge"}  # every subnet, every AZ
+
+    def c01_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout is cut to 1 s
+        for seg in data["waves"][0]["segments"]:
+            for step in seg["lanes"]:
+                if step["result_lane"] == "nap@c01":
+                    step["timeout_s"] = 1
+        return data
+
     try:
-        launched = r.start(fleet_matrix(4, ["inf2.xlarge", "g6.xlarge"]), "fleet-capacity")
+        launched = start_run(r, fleet_matrix(2, lane="nap"), "fleet-ok", c01_hangs)
         desc = fleet_ended(r, launched.execution_arn)
     finally:
         r.refuse_capacity = set()
-    assert desc["status"] == "SUCCEEDED"  # partial: a cell's capacity is its own outcome
+    assert len(launched.plan.cells) == 4 and launched.plan.max_concurrency == 2
+    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))  # partial: cells contain failures
     out = json.loads(desc["output"])["outcome"]
-    assert out["status"] == "partial" and "cell c02 failed: Capacity.Unavailable" in out["why"], out
+    assert out["status"] == "partial", out
+    assert "cell c01 failed: Lane.TimedOut" in out["why"] and "cell c03 failed: Capacity.Unavailable" in out["why"]
+    assert "c02" not in out["why"] and "c04" not in out["why"], out
     tried = [c for c in r.launch_log if c["instance_type"] == "g6.xlarge" and c["refused"]]
-    assert len({c["subnet_id"] for c in tried}) == len(launched.plan.waves[0].segments[1].launch.subnets) >= 2
+    assert len({c["subnet_id"] for c in tried}) == len(launched.plan.waves[0].segments[2].launch.subnets) >= 2
     assert len({c["availability_zone"] for c in tried}) >= 2  # every configured AZ was tried
-    assert left_running(r, say, "capacity") == []
-    assert launched_types(r, "fleet-capacity") == ["inf2.xlarge"]
+    assert left_running(r, say, "matrix") == []
+    assert launched_types(r, "fleet-ok") == sorted(t for t in FLEET_TYPES if t != "g6.xlarge")
+    assert max_at_once(r, launched.execution_arn) == 2
+    from analytics.store import S3Store
+
+    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
+    for cell in ("c02", "c04"):
+        marker = store.latest_committed("fleet-ok", f"nap@{cell}")
+        assert marker is not None and marker.status == "succeeded", cell
 
 
 def test_a_terminate_that_fails_is_retried_then_the_clean_up_rule_terminates_the_box(rehearsal, faults, say):
@@ -564,20 +567,22 @@ def test_the_operator_stopping_the_execution_mid_fan_out_terminates_every_cell(r
     assert left_running(r, say, "operator-stop") == []
 
 
-def test_one_cell_s_lane_hangs_and_only_that_cell_fails(rehearsal, faults, say):
+def test_a_wave_too_large_for_the_state_runs_as_a_distributed_map_and_its_results_come_back(rehearsal, faults, say):
     r = rehearsal
-    req = fleet_matrix(4, ["inf2.xlarge", "g5.xlarge"], lane="nap")
-
-    def one_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout is cut to 1 s
-        for seg in data["waves"][0]["segments"]:
-            for step in seg["lanes"]:
-                if step["result_lane"] == "nap@c01":
-                    step["timeout_s"] = 1
-        return data
-
-    launched = start_run(r, req, "fleet-hang", one_hangs)
+    # the scheduler's inline limit lowered to nothing: every wave goes through an items file in S3
+    faults.lambda_env("schedule_wave", {"NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES": "0"})
+    launched = r.start(fleet_matrix(2, ["g5.xlarge"]), "fleet-distributed")
     desc = fleet_ended(r, launched.execution_arn)
-    out = json.loads(desc["output"])["outcome"] if desc.get("output") else {}
-    assert desc["status"] == "SUCCEEDED" and out.get("status") == "partial", (desc.get("error"), out)
-    assert "cell c01 failed: Lane.TimedOut" in out["why"] and "c02" not in out["why"], out
-    assert left_running(r, say, "lane-hangs") == []
+    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))
+    history = r.history(launched.execution_arn)
+    entered = [(e.get("stateEnteredEventDetails") or {}).get("name") for e in history]
+    assert "SegmentsDistributed" in entered and "Segments" not in entered
+    s3 = client(r, "s3")
+    bucket = r.settings().results_bucket
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="results/fleet/fleet-distributed/")
+            .get("Contents", [])]
+    assert "results/fleet/fleet-distributed/wave-0/items.json" in keys
+    assert {k.rsplit("/", 1)[-1] for k in keys if "/results/" in k} == {"c01.json"}
+    out = json.loads(desc["output"])["outcome"]
+    assert out["status"] == "succeeded", out
+    assert left_running(r, say, "distributed-map") == []

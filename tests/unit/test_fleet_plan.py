@@ -176,3 +176,100 @@ def test_the_shipped_example_plans_four_cells_of_three_types():
                     fleet=FLEET)
     assert len(plan.cells) >= 4 and len({c["instance_type"] for c in plan.cells}) >= 3
     assert {get_instance_type(c["instance_type"]).family for c in plan.cells} >= {"neuron-inf2", "cuda"}
+
+
+def test_progress_follows_a_cell_from_its_launch_to_its_lanes_and_its_termination():
+    from control_plane.progress import progress_from_history
+
+    plan = plan_run(request(max_concurrency=2), run_id="m9", results_uri="s3://bkt/results", fleet=FLEET)
+    data = plan.execution_input()
+    seg = data["waves"][0]["segments"][0]
+    history = [
+        {"id": 1, "type": "ExecutionStarted", "executionStartedEventDetails": {"input": json.dumps(data)}},
+        {"id": 2, "previousEventId": 1, "type": "TaskScheduled", "taskScheduledEventDetails": {
+            "resource": "runInstances", "parameters": json.dumps({"TagSpecifications": [
+                {"ResourceType": "instance", "Tags": seg["launch"]["tags"]}]})}},
+        {"id": 3, "previousEventId": 2, "type": "TaskSucceeded", "taskSucceededEventDetails": {
+            "output": json.dumps({"Instances": [{"InstanceId": "i-0cell1"}]})}},
+        {"id": 4, "previousEventId": 3, "type": "TaskScheduled", "taskScheduledEventDetails": {
+            "resource": "sendCommand.waitForTaskToken", "parameters": json.dumps({
+                "InstanceIds": ["i-0cell1"], "Comment": "neuronpipe provenance m9"})}},
+    ]
+    progress = progress_from_history(history)
+    boxes = {p.box_role: p for p in progress.phases}
+    assert set(boxes) == {c["cell"] for c in plan.cells}
+    assert boxes["c01"].instance_id == "i-0cell1" and boxes["c01"].state == "running lanes"
+    lanes = {(lp.box_role, lp.lane): lp.status for lp in progress.lanes}
+    assert lanes[("c01", "provenance")] == "running" and lanes[("c02", "provenance")] == "waiting"
+    history += [{"id": 5, "previousEventId": 4, "type": "TaskScheduled", "taskScheduledEventDetails": {
+        "resource": "terminateInstances", "parameters": json.dumps({"InstanceIds": ["i-0cell1"]})}},
+        {"id": 6, "previousEventId": 5, "type": "TaskSucceeded", "taskSucceededEventDetails": {"output": "{}"}}]
+    assert {p.box_role: p.state for p in progress_from_history(history).phases}["c01"] == "terminated"
+
+
+def test_plan_prints_the_cells_the_wall_time_against_their_sum_and_the_quotas(capsys, monkeypatch):
+    from control_plane.cli import main
+
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(k, "none")
+    assert main(["plan", "--input", str(EXAMPLE)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "matrix: 4 cells, each on its own ephemeral box, at most 4 boxes at once" in out
+    assert "expected wall time of the cells" in out and "(× 0.25 with 4 boxes at once)" in out
+    assert "quota Running On-Demand Inf instances (ec2/L-1945791B, us-west-2): needs 36 vCPUs at once" in out
+    for t in ("inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"):
+        assert f"c0" in out and t in out
+
+
+def test_a_plan_that_cannot_be_written_to_s3_or_a_quota_too_small_starts_nothing_and_takes_no_lease():
+    from control_plane.launch import PlanStorageError, launch
+    from control_plane.settings import ControlPlaneSettings
+
+    class Executions:
+        started: list = []
+
+        def find_state_machine(self, name):
+            return "arn:aws:states:us-west-2:1:stateMachine:m"
+
+        def status(self, arn, run_id):
+            return None
+
+        def start(self, arn, run_id, data):
+            self.started.append(run_id)
+            return "arn:execution"
+
+    class Leases:
+        taken: list = []
+
+        def take(self, boxes, run_id, ttl):
+            self.taken.append(boxes)
+
+        def release(self, boxes, run_id):
+            pass
+
+    class DeniedS3:
+        def put_object(self, **_):
+            raise PermissionError("AccessDenied: s3:PutObject")
+
+    class Quotas:
+        def __init__(self, value):
+            self.value_ = value
+
+        def get_service_quota(self, ServiceCode, QuotaCode):  # noqa: N803
+            return {"Quota": {"Value": self.value_}}
+
+    settings = ControlPlaneSettings(results_uri="s3://bkt/results", fleet_subnets="subnet-a,subnet-b")
+    big = parse_request({"lanes": ["provenance", "preflight", "serve_sweep"], "server_configs": ["A", "B"],
+                         "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge", "g5.xlarge", "g6.2xlarge",
+                                                       "g5.2xlarge", "inf2.8xlarge"]}})
+    settings_big = settings.model_copy(update={"max_cost_usd_ceiling": 1000.0})
+    executions, leases = Executions(), Leases()
+    with pytest.raises(PlanStorageError) as err:
+        launch(big, "m10", settings_big, fleet=None, executions=executions, committed=None, leases=leases,
+               quotas=ServiceQuotas(Quotas(10_000)), s3_client=DeniedS3())
+    assert str(err.value).startswith("matrix plan: cannot write s3://bkt/results/fleet/m10/plan.json: "
+                                     "PermissionError: AccessDenied")
+    with pytest.raises(QuotaExceededError, match="needs 8 vCPUs at once, the quota allows 4"):
+        launch(request(max_concurrency=2), "m11", settings, fleet=None, executions=executions, committed=None,
+               leases=leases, quotas=ServiceQuotas(Quotas(4)))
+    assert executions.started == [] and leases.taken == []

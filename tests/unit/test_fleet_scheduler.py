@@ -118,3 +118,19 @@ def test_a_plan_kept_in_s3_is_read_from_there_and_a_missing_one_is_one_line(plan
     with pytest.raises(ScheduleInputError, match="plan s3://bkt/results/fleet/r-fleet/nope.json does not exist"):
         schedule({**data, "plan_uri": "s3://bkt/results/fleet/r-fleet/nope.json", "schedule": {"next_wave": 0},
                   "results": []}, store, blobs=blobs)
+
+
+def test_the_inline_limit_can_be_lowered_never_raised_and_a_bad_value_is_one_line(monkeypatch):
+    pytest.importorskip("aws_lambda_powertools")
+    from control_plane.handlers.schedule_wave import inline_max_bytes
+    from control_plane.waves import INLINE_SEGMENTS_MAX_BYTES
+
+    monkeypatch.delenv("NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES", raising=False)
+    assert inline_max_bytes() == INLINE_SEGMENTS_MAX_BYTES
+    monkeypatch.setenv("NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES", "0")
+    assert inline_max_bytes() == 0
+    monkeypatch.setenv("NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES", str(10 * INLINE_SEGMENTS_MAX_BYTES))
+    assert inline_max_bytes() == INLINE_SEGMENTS_MAX_BYTES
+    monkeypatch.setenv("NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES", "lots")
+    with pytest.raises(ScheduleInputError, match="NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES='lots': expected a number"):
+        inline_max_bytes()
