@@ -18,11 +18,10 @@ import shutil
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Mapping
 
 from agents.box_env import LaneEnvironment, cache_root
 from agents.preflight_results import CheckResult, PreflightInputs, Status, fail, ok, skip
