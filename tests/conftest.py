@@ -1,7 +1,9 @@
-"""Suite-wide settings: no hub downloads, fake AWS credentials, test lanes on the registry."""
+"""Suite-wide settings: no hub downloads, fake AWS credentials, test lanes on the registry, Ctrl-C as a terminal
+sends it."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# A suite started as a background job of a shell without job control (`make test &` in a script, `nohup`) inherits
+# SIGINT ignored, and every process it starts inherits that too: a Ctrl-C test's child would then sleep through
+# its SIGINT (the CLI keeps an inherited ignore on purpose, as nohup asks). The tests that send SIGINT test what
+# a terminal's Ctrl-C does, so the suite's processes, and through them their children, take SIGINT as Python does
+# by default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Never reach a real account from tests.
 for _k, _v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
                "AWS_DEFAULT_REGION": "us-west-2", "AWS_REGION": "us-west-2"}.items():

@@ -43,7 +43,10 @@ WEIGHTS_VIEWS = ("weights_roundtrip",)
 # Derived views that several sections read, in dependency order: each is computed once per build into a
 # temporary table of the same name, which shadows the view for every later query on this connection.
 MATERIALIZED_VIEWS = ("sustained_window_metrics", "sustained_summary", "serving_points", "report_point_telemetry",
-                      "report_lane_attempts")
+                      "report_lane_attempts",
+                      # the Decision: report_decision_at_rate reads report_decision and capacity_points, and the
+                      # Decision across hardware reads report_decision_at_rate again
+                      "report_decision", "capacity_points", "report_decision_at_rate")
 
 COST_NOTES = (
     "Cost is context, not a result: instance-hours are lane wall times (boot, SSM waits and idle between "

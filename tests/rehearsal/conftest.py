@@ -34,3 +34,27 @@ def real_resolver(assembly):
         (lid,) = assembly.template(stack).of_type("AWS::EC2::Instance")
         res.set_physical_id(stack, lid, iid)
     return res
+
+
+@pytest.fixture
+def faults(rehearsal):
+    """A fault case's injections (tests.support.faults.Faults) on its module's ``rehearsal`` (a world from
+    tests.support.faults.fault_rehearsal), undone after; the world is left clean for the next case."""
+    from tests.fixtures import rehearsal_lanes
+    from tests.support.faults import Faults, boxes_left_running, clean_slate, leases_held
+
+    assert not boxes_left_running(rehearsal) and not leases_held(rehearsal), "a case started on a dirty world"
+    with Faults(rehearsal) as f:
+        yield f
+    (rehearsal.fault_markers / rehearsal_lanes.FAIL_FILE).unlink(missing_ok=True)
+    rehearsal.settle()
+    clean_slate(rehearsal)  # a failed case must not fail the next one
+
+
+@pytest.fixture
+def say(capsys):
+    """Print a line past pytest's capture (a case's outcome line: instances left running)."""
+    def line(text: str) -> None:
+        with capsys.disabled():
+            print(f"\n{text}", flush=True)
+    return line

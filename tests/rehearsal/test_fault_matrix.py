@@ -16,18 +16,16 @@ input (:func:`tests.support.faults.lane_heartbeat`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from control_plane.aws import BoxesLeasedError
-from control_plane.models import RunRequest, parse_request
+from control_plane.models import RunRequest
 from rehearsal.bus import EXECUTION_STATUS_DETAIL_TYPE
-from tests.support.faults import (CallFault, Faults, boxes_left_running, capacity_error, clean_slate, client,
-                                    command_in_progress, for_instance, for_lane, lambda_function, lane_heartbeat,
-                                    leases_held, reboot, set_lambda_env, shorten_retries, stage_modules, start_run,
-                                    wait_for)
+from tests.support.faults import (CallFault, boxes_left_running, capacity_error, client, command_in_progress,
+                                    fault_rehearsal, for_instance, for_lane, lambda_function, lane_heartbeat,
+                                    leases_held, reboot, start_run, wait_for)
 from statemachine.build import EC2_START_RETRY, STOP_FAILED_ERROR, STOP_RETRY
 from tests.fixtures import rehearsal_lanes
 
@@ -38,40 +36,7 @@ RUN_DEADLINE_S = 150.0
 
 @pytest.fixture(scope="module")
 def rehearsal(cfn_assembly, tmp_path_factory):
-    from rehearsal.run import Rehearsal
-
-    workdir = tmp_path_factory.mktemp("fault-matrix")
-    extra_path = stage_modules(workdir / "extra-path",
-                               {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__)})
-    markers = workdir / "markers"
-    box_env = {"PYTHONPATH": str(extra_path), "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
-               rehearsal_lanes.MARKERS_ENV: str(markers)}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)  # the operator plans with them too
-        with Rehearsal(workdir, assembly=cfn_assembly, box_env=box_env, boot_delay_s=0.5,
-                       log=lambda _line: None) as r:
-            set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES})
-            shorten_retries(r)
-            r.fault_markers = markers  # type: ignore[attr-defined]
-            yield r
-
-
-@pytest.fixture
-def faults(rehearsal):
-    assert not boxes_left_running(rehearsal) and not leases_held(rehearsal), "a case started on a dirty world"
-    with Faults(rehearsal) as f:
-        yield f
-    (rehearsal.fault_markers / rehearsal_lanes.FAIL_FILE).unlink(missing_ok=True)
-    rehearsal.settle()
-    clean_slate(rehearsal)  # a failed case must not fail the next one
-
-
-@pytest.fixture
-def say(capsys):
-    def line(text: str) -> None:
-        with capsys.disabled():
-            print(f"\n{text}", flush=True)
-    return line
+    yield from fault_rehearsal(cfn_assembly, tmp_path_factory.mktemp("fault-matrix"))
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
@@ -454,135 +419,3 @@ def test_box_reboots_mid_lane(rehearsal, faults, say):
     assert len(naps) == 1, naps  # one invocation: the agent ran it again, SSM saw no second command
     assert committed(r, "fault-reboot") == {"nap@trn1": "succeeded", "nap@inf2": "succeeded"}
     assert json.loads(desc["output"]).get("finalize")
-
-
-# -- the fleet (issue 29): a matrix's cells on ephemeral boxes launched from the synthesized launch templates ----------
-FLEET_TYPES = ["inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"]
-
-
-def fleet_matrix(max_concurrency: int = 2, types=FLEET_TYPES, lane: str = "ok") -> Any:
-    return parse_request({"lanes": ["provenance", "preflight"], "models": ["tiny-llama"], "profile": "tiny",
-                          "server_configs": ["A"], "trigger": "rehearsal-fleet",
-                          "matrix": {"instance_types": types, "lanes": [lane], "max_concurrency": max_concurrency}})
-
-
-def fleet_ended(r, arn: str, deadline_s: float = 240) -> dict[str, Any]:
-    sfn = client(r, "stepfunctions")
-    wait_for(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", f"{arn} to end", deadline_s,
-             poll_s=0.25)
-    r.settle()
-    return sfn.describe_execution(executionArn=arn)
-
-
-def left_running(r, say, name: str) -> list[str]:
-    wait_for(lambda: not r.fleet_running(), "the clean-up to terminate the cells", 60, poll_s=0.25)
-    running = r.fleet_running() + [i for i in r.running_boxes() if i not in r.launched]
-    say(f"fleet {name}: {len(r.launched)} boxes launched, instances left running: {len(running)}")
-    return running
-
-
-def launched_types(r, run_id: str) -> list[str]:
-    ec2 = client(r, "ec2")
-    out = []
-    for res in ec2.describe_instances(Filters=[{"Name": "tag:neuronpipe:run", "Values": [run_id]}])["Reservations"]:
-        out += [i["InstanceType"] for i in res["Instances"]]
-    return sorted(out)
-
-
-def max_at_once(r, execution_arn: str) -> int:
-    """The most segments (a cell's box each) the Map ran at once: from each iteration's first state (MarkStart) to
-    its last (SegmentDone), in the execution's history."""
-    live = peak = 0
-    for e in r.history(execution_arn):
-        name = (e.get("stateEnteredEventDetails") or {}).get("name")
-        if name == "MarkStart":
-            live += 1
-            peak = max(peak, live)
-        elif name == "SegmentDone":
-            live -= 1
-    return peak
-
-
-def test_a_matrix_fans_out_two_at_once_a_type_refused_everywhere_and_a_hung_lane_stay_in_their_cells(
-        rehearsal, faults, say):
-    """One matrix run, four cells of four types and two families, at most two boxes at once: g6.xlarge refused for
-    capacity in every AZ (its cell recorded, never launched), c01's lane past its timeout (only that cell fails),
-    the other two cells' lanes committed; every box launched is terminated."""
-    r = rehearsal
-    r.refuse_capacity = {"g6.xlarge"}  # every subnet, every AZ
-
-    def c01_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout is cut to 1 s
-        for seg in data["waves"][0]["segments"]:
-            for step in seg["lanes"]:
-                if step["result_lane"] == "nap@c01":
-                    step["timeout_s"] = 1
-        return data
-
-    try:
-        launched = start_run(r, fleet_matrix(2, lane="nap"), "fleet-ok", c01_hangs)
-        desc = fleet_ended(r, launched.execution_arn)
-    finally:
-        r.refuse_capacity = set()
-    assert len(launched.plan.cells) == 4 and launched.plan.max_concurrency == 2
-    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))  # partial: cells contain failures
-    out = json.loads(desc["output"])["outcome"]
-    assert out["status"] == "partial", out
-    assert "cell c01 failed: Lane.TimedOut" in out["why"] and "cell c03 failed: Capacity.Unavailable" in out["why"]
-    assert "c02" not in out["why"] and "c04" not in out["why"], out
-    tried = [c for c in r.launch_log if c["instance_type"] == "g6.xlarge" and c["refused"]]
-    assert len({c["subnet_id"] for c in tried}) == len(launched.plan.waves[0].segments[2].launch.subnets) >= 2
-    assert len({c["availability_zone"] for c in tried}) >= 2  # every configured AZ was tried
-    assert left_running(r, say, "matrix") == []
-    assert launched_types(r, "fleet-ok") == sorted(t for t in FLEET_TYPES if t != "g6.xlarge")
-    assert max_at_once(r, launched.execution_arn) == 2
-    from analytics.store import S3Store
-
-    store = S3Store(r.settings().results_uri, client=client(r, "s3"))
-    for cell in ("c02", "c04"):
-        marker = store.latest_committed("fleet-ok", f"nap@{cell}")
-        assert marker is not None and marker.status == "succeeded", cell
-
-
-def test_a_terminate_that_fails_is_retried_then_the_clean_up_rule_terminates_the_box(rehearsal, faults, say):
-    r = rehearsal
-    r.terminate_failures = STOP_CALLS  # every retry of the state machine's terminate fails, the clean-up's works
-    try:
-        launched = r.start(fleet_matrix(1, ["g5.xlarge"]), "fleet-terminate")
-        desc = fleet_ended(r, launched.execution_arn)
-        assert desc["status"] == "FAILED" and desc["error"] == STOP_FAILED_ERROR, desc.get("cause")
-        assert left_running(r, say, "terminate-fails") == []
-    finally:
-        r.terminate_failures = 0
-
-
-def test_the_operator_stopping_the_execution_mid_fan_out_terminates_every_cell(rehearsal, faults, say):
-    r = rehearsal
-    launched = r.start(fleet_matrix(2, lane="nap"), "fleet-abort")
-    wait_for(lambda: len(r.fleet_running()) == 2, "the first two cells' boxes to be up", 120, poll_s=0.2)
-    client(r, "stepfunctions").stop_execution(executionArn=launched.execution_arn, error="Operator.Stop",
-                                              cause="rehearsal: stopped mid-fan-out")
-    desc = fleet_ended(r, launched.execution_arn)
-    assert desc["status"] == "ABORTED"
-    assert len(launched_types(r, "fleet-abort")) == 2  # the other two cells were never launched
-    assert left_running(r, say, "operator-stop") == []
-
-
-def test_a_wave_too_large_for_the_state_runs_as_a_distributed_map_and_its_results_come_back(rehearsal, faults, say):
-    r = rehearsal
-    # the scheduler's inline limit lowered to nothing: every wave goes through an items file in S3
-    faults.lambda_env("schedule_wave", {"NEURONPIPE_INLINE_SEGMENTS_MAX_BYTES": "0"})
-    launched = r.start(fleet_matrix(2, ["g5.xlarge"]), "fleet-distributed")
-    desc = fleet_ended(r, launched.execution_arn)
-    assert desc["status"] == "SUCCEEDED", (desc.get("error"), desc.get("cause"))
-    history = r.history(launched.execution_arn)
-    entered = [(e.get("stateEnteredEventDetails") or {}).get("name") for e in history]
-    assert "SegmentsDistributed" in entered and "Segments" not in entered
-    s3 = client(r, "s3")
-    bucket = r.settings().results_bucket
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="results/fleet/fleet-distributed/")
-            .get("Contents", [])]
-    assert "results/fleet/fleet-distributed/wave-0/items.json" in keys
-    assert {k.rsplit("/", 1)[-1] for k in keys if "/results/" in k} == {"c01.json"}
-    out = json.loads(desc["output"])["outcome"]
-    assert out["status"] == "succeeded", out
-    assert left_running(r, say, "distributed-map") == []

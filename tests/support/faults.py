@@ -21,6 +21,8 @@ changed.
   production ASL is never changed; the deployed one is, in the rehearsal's moto only.
 * :func:`stage_modules`: a directory holding given modules under their dotted names, for a box's
   ``PYTHONPATH`` (the fault lanes), so first-party code still comes only from the harness the box installed.
+* :func:`fault_rehearsal`: the world a module of fault cases shares (the fault lanes on its boxes, retries
+  shortened); ``tests/rehearsal/conftest.py`` holds the per-case ``faults`` and ``say`` fixtures over it.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from rehearsal.world import AwsError
 
@@ -314,6 +316,28 @@ def stage_modules(dest: Path, modules: Mapping[str, Path]) -> Path:
         shutil.copyfile(source, pkg / f"{parts[-1]}.py")
     dest.mkdir(parents=True, exist_ok=True)
     return dest
+
+
+def fault_rehearsal(assembly: Any, workdir: Path) -> Iterator[Any]:
+    """A started rehearsal for a module of fault cases (a module-scoped fixture yields from it): the fault lanes
+    (``tests/fixtures/rehearsal_lanes.py``) on the boxes and for the operator's plan, every deployed Retry
+    shortened (:func:`shorten_retries`), the lanes' marker directory at ``r.fault_markers``."""
+    import pytest
+
+    from rehearsal.run import Rehearsal
+    from tests.fixtures import rehearsal_lanes
+
+    extra_path = stage_modules(workdir / "extra-path", {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__)})
+    markers = workdir / "markers"
+    box_env = {"PYTHONPATH": str(extra_path), "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
+               rehearsal_lanes.MARKERS_ENV: str(markers)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)  # the operator plans with them too
+        with Rehearsal(workdir, assembly=assembly, box_env=box_env, boot_delay_s=0.5, log=lambda _line: None) as r:
+            set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES})
+            shorten_retries(r)
+            r.fault_markers = markers  # type: ignore[attr-defined]
+            yield r
 
 
 # -- outcomes --------------------------------------------------------------------------------------------------
