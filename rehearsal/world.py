@@ -441,7 +441,9 @@ def stop_moto_executions(timeout_s: float = 20.0) -> list[str]:
                     value.set_stop(stop_date=now, error="Moto.Stopped", cause="stopped before moto's state was reset")
                 except Exception:  # noqa: BLE001  (an environment ending as it is stopped)
                     pass
-                waiting = list(getattr(value.callback_pool_manager, "_pool", {}).values())
+                # an environment caught inside its own __init__ has no pool yet: a later pass finds it whole
+                pool = getattr(value, "callback_pool_manager", None)
+                waiting = list(getattr(pool, "_pool", {}).values())
             else:
                 waiting = [value]
             for endpoint in waiting:
