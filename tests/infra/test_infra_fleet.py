@@ -16,22 +16,11 @@ from infra.user_data import (BOOT_DONE_PATH, PER_BOOT_PATH, SYNC_PATH, USER_DATA
                              EphemeralBoxUserDataValues, UserDataError, render_ephemeral_user_data)
 from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
 from pipeline.instance_types import CATALOGUE, CUDA_DLAMI_PARAMETER, NEURON_TRAINING_DLAMI_PARAMETER, QUOTAS
+from tests.support.cfn import as_list, flat
 
 FAMILY_ROLE = {"neuron-inf2": "inf2", "neuron-trn1": "trn1", "neuron-trn2": "trn1", "cuda": "cuda"}
 
 
-def _as_list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else [x]
-
-
-def _flat(value: Any) -> str:
-    """A CloudFormation value as text (Fn::Join parts concatenated, other intrinsics as JSON)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        return sep.join(_flat(p) for p in parts)
-    return json.dumps(value, sort_keys=True)
 
 
 def _templates(synthesized) -> dict[str, dict[str, Any]]:
@@ -45,7 +34,7 @@ def _data(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def _user_data(template: dict[str, Any]) -> str:
-    return _flat(_data(template)["UserData"]["Fn::Base64"])
+    return flat(_data(template)["UserData"]["Fn::Base64"])
 
 
 def _exports(synthesized, stack: str) -> dict[str, Any]:
@@ -236,8 +225,8 @@ def test_the_fleet_role_has_the_box_grants_but_the_bootstrap_tag(synthesized):
     for sid, st in fleet.items():
         # the same actions, resources and conditions: the harness asset is the base stack's in both
         assert (st["Action"], st.get("Condition")) == (inf2[sid]["Action"], inf2[sid].get("Condition")), sid
-        assert _flat(st["Resource"]) == _flat(inf2[sid]["Resource"]), sid
-    assert not any("ec2:CreateTags" in _as_list(st["Action"]) for st in fleet.values())
+        assert flat(st["Resource"]) == flat(inf2[sid]["Resource"]), sid
+    assert not any("ec2:CreateTags" in as_list(st["Action"]) for st in fleet.values())
     assert {"ResultsReadWrite", "NeuronCacheReadWrite", "AdaptersRead", "TaskCallbacks", "HarnessZip",
             "HarnessParameter", "HfToken", "CommandOutputLogs", "SsmAgent", "SsmAgentChannels"} <= set(fleet)
 
@@ -267,27 +256,27 @@ def test_the_state_machine_launches_only_from_the_fleet_templates_tagged_ephemer
     sm = _policy_statements(synthesized, STACK_CONTROL_PLANE, "StateMachinePolicy")
     templates = sm["FleetLaunchTemplates"]
     assert templates["Action"] == "ec2:RunInstances" and "Condition" not in templates
-    assert all(":launch-template/" in _flat(r) for r in templates["Resource"])
+    assert all(":launch-template/" in flat(r) for r in templates["Resource"])
     assert {r["Ref"] for r in _fleet_refs(synthesized, templates["Resource"])} == _template_lids(synthesized)
     request_tags = {f"aws:RequestTag/{PROJECT_TAG_KEY}": project, f"aws:RequestTag/{TAG_EPHEMERAL}": EPHEMERAL}
     instance = sm["FleetLaunchInstance"]
-    assert _flat(instance["Resource"]).endswith(":instance/*")
+    assert flat(instance["Resource"]).endswith(":instance/*")
     assert instance["Condition"]["StringEquals"] == request_tags
     only_from = instance["Condition"]["ArnEquals"]["ec2:LaunchTemplate"]
     assert {r["Ref"] for r in _fleet_refs(synthesized, only_from)} == _template_lids(synthesized)
     volumes = sm["FleetLaunchVolumes"]
-    assert _flat(volumes["Resource"]).endswith(":volume/*") and volumes["Condition"] == {"StringEquals": request_tags}
+    assert flat(volumes["Resource"]).endswith(":volume/*") and volumes["Condition"] == {"StringEquals": request_tags}
     network = sm["FleetLaunchNetwork"]
-    flat = [_flat(r) for r in network["Resource"]]
-    assert sum(f.endswith(":network-interface/*") for f in flat) == 1 and "Condition" not in network
+    texts = [flat(r) for r in network["Resource"]]
+    assert sum(f.endswith(":network-interface/*") for f in texts) == 1 and "Condition" not in network
     base_refs = _imported(network["Resource"], _exports(synthesized, STACK_BASE))
     (sg_lid,) = [k for k in synthesized.templates[STACK_BASE]["Resources"] if k.startswith("BoxSecurityGroup")]
     assert base_refs.count({"Fn::GetAtt": [sg_lid, "GroupId"]}) == 1
     assert sorted(r["Ref"] for r in base_refs if "Ref" in r) == sorted(lid for lid, _ in _box_subnets(synthesized))
     image = sm["FleetLaunchImage"]
-    assert re.fullmatch(r"arn:\{.*\}:ec2:us-west-2::image/\*", _flat(image["Resource"])) and "Condition" not in image
+    assert re.fullmatch(r"arn:\{.*\}:ec2:us-west-2::image/\*", flat(image["Resource"])) and "Condition" not in image
     # RunInstances appears nowhere else
-    others = [sid for sid, st in sm.items() if "ec2:RunInstances" in _as_list(st["Action"])]
+    others = [sid for sid, st in sm.items() if "ec2:RunInstances" in as_list(st["Action"])]
     assert sorted(others) == sorted(["FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes",
                                      "FleetLaunchNetwork", "FleetLaunchImage"])
 
@@ -297,7 +286,7 @@ def test_the_state_machine_tags_at_launch_only_passes_only_the_fleet_role_termin
     sm = _policy_statements(synthesized, STACK_CONTROL_PLANE, "StateMachinePolicy")
     tag = sm["FleetTagAtLaunch"]
     assert tag["Action"] == "ec2:CreateTags"
-    assert sorted(_flat(r).rsplit(":", 1)[-1] for r in tag["Resource"]) == ["instance/*", "volume/*"]
+    assert sorted(flat(r).rsplit(":", 1)[-1] for r in tag["Resource"]) == ["instance/*", "volume/*"]
     assert tag["Condition"] == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
     passing = sm["FleetPassRole"]
     assert passing["Action"] == "iam:PassRole"
@@ -308,14 +297,14 @@ def test_the_state_machine_tags_at_launch_only_passes_only_the_fleet_role_termin
                                   f"ec2:ResourceTag/{TAG_EPHEMERAL}": EPHEMERAL}}
     for stack_policy in ("StateMachinePolicy", "OnExecutionStatusRole", "IdleReaperRole"):
         statements = _policy_statements(synthesized, STACK_CONTROL_PLANE, stack_policy)
-        (terminate,) = [st for st in statements.values() if "ec2:TerminateInstances" in _as_list(st["Action"])]
-        assert _as_list(terminate["Action"]) == ["ec2:TerminateInstances"], stack_policy
-        assert _flat(terminate["Resource"]).endswith(":instance/*") and terminate["Condition"] == ephemeral
+        (terminate,) = [st for st in statements.values() if "ec2:TerminateInstances" in as_list(st["Action"])]
+        assert as_list(terminate["Action"]) == ["ec2:TerminateInstances"], stack_policy
+        assert flat(terminate["Resource"]).endswith(":instance/*") and terminate["Condition"] == ephemeral
     # nothing else in the app may terminate or pass a role
     for stack in STACK_NAMES:
         for lid, policy in synthesized.resources(stack, "AWS::IAM::Policy").items():
             for st in policy["Properties"]["PolicyDocument"]["Statement"]:
-                actions = _as_list(st["Action"])
+                actions = as_list(st["Action"])
                 if "ec2:TerminateInstances" in actions:
                     assert st["Condition"] == ephemeral, (stack, lid)
                 if "iam:PassRole" in actions:
@@ -326,13 +315,13 @@ def test_the_state_machine_may_run_a_distributed_map_over_results_fleet(synthesi
     name = synthesized.settings.state_machine_name
     sm = _policy_statements(synthesized, STACK_CONTROL_PLANE, "StateMachinePolicy")
     start = sm["DistributedMapStart"]
-    assert start["Action"] == "states:StartExecution" and _flat(start["Resource"]).endswith(f":stateMachine:{name}")
+    assert start["Action"] == "states:StartExecution" and flat(start["Resource"]).endswith(f":stateMachine:{name}")
     children = sm["DistributedMapExecutions"]
-    assert sorted(_as_list(children["Action"])) == ["states:DescribeExecution", "states:StopExecution"]
-    assert sorted(_flat(r).rsplit(":execution:", 1)[1] for r in children["Resource"]) == [f"{name}/*", f"{name}:*"]
+    assert sorted(as_list(children["Action"])) == ["states:DescribeExecution", "states:StopExecution"]
+    assert sorted(flat(r).rsplit(":execution:", 1)[1] for r in children["Resource"]) == [f"{name}/*", f"{name}:*"]
     items = sm["FleetItemsAndResults"]
-    assert sorted(_as_list(items["Action"])) == ["s3:GetObject", "s3:PutObject"]
-    assert _flat(items["Resource"]).endswith("-us-west-2/results/fleet/*")
+    assert sorted(as_list(items["Action"])) == ["s3:GetObject", "s3:PutObject"]
+    assert flat(items["Resource"]).endswith("-us-west-2/results/fleet/*")
 
 
 def test_the_bucket_policy_leaves_results_fleet_writable_without_if_none_match(synthesized):
@@ -345,7 +334,7 @@ def test_the_bucket_policy_leaves_results_fleet_writable_without_if_none_match(s
                  if "DenyOverwriteOfResults" in json.dumps(p)]
     (deny,) = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
                if st.get("Sid") == "DenyOverwriteOfResults"]
-    assert not any("/results/fleet" in _flat(r) for r in _as_list(deny["Resource"]))
+    assert not any("/results/fleet" in flat(r) for r in as_list(deny["Resource"]))
 
 
 def test_lambdas_get_the_box_subnets_in_az_order_and_the_template_prefix(synthesized):
@@ -363,17 +352,17 @@ def test_plan_run_reads_the_fleet_quotas_and_writes_the_fleet_plan(synthesized):
     plan = _policy_statements(synthesized, STACK_CONTROL_PLANE, "PlanRunRole")
     quotas = plan["FleetQuotas"]
     assert quotas["Action"] == "servicequotas:GetServiceQuota"
-    assert sorted(_flat(r).rsplit(":", 1)[-1] for r in quotas["Resource"]) == sorted(f"ec2/{c}" for c in QUOTAS)
-    assert all(":servicequotas:us-west-2:" in _flat(r) for r in quotas["Resource"])
+    assert sorted(flat(r).rsplit(":", 1)[-1] for r in quotas["Resource"]) == sorted(f"ec2/{c}" for c in QUOTAS)
+    assert all(":servicequotas:us-west-2:" in flat(r) for r in quotas["Resource"])
     assert plan["FleetPlan"]["Action"] == "s3:PutObject"
-    assert _flat(plan["FleetPlan"]["Resource"]).endswith("/results/fleet/*")
+    assert flat(plan["FleetPlan"]["Resource"]).endswith("/results/fleet/*")
 
 
 def test_schedule_wave_reads_and_writes_results_fleet(synthesized):
     scheduler = _policy_statements(synthesized, STACK_CONTROL_PLANE, "ScheduleWaveRole")
     for action in ("s3:GetObject", "s3:PutObject"):
-        patterns = [_flat(r).split("-us-west-2/", 1)[1] for st in scheduler.values()
-                    if action in _as_list(st["Action"]) for r in _as_list(st["Resource"])]
+        patterns = [flat(r).split("-us-west-2/", 1)[1] for st in scheduler.values()
+                    if action in as_list(st["Action"]) for r in as_list(st["Resource"])]
         assert any(fnmatch.fnmatchcase("results/fleet/run-1/wave-0/items.json", p) for p in patterns), action
 
 

@@ -6,10 +6,8 @@ import json
 from typing import Any
 
 from infra.config import PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM
+from tests.support.cfn import as_list
 
-
-def _as_list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else [x]
 
 
 def _role_statements(synthesized, prefix: str) -> list[dict[str, Any]]:
@@ -19,7 +17,7 @@ def _role_statements(synthesized, prefix: str) -> list[dict[str, Any]]:
 
 
 def _actions(statements: list[dict[str, Any]]) -> set[str]:
-    return {a for st in statements for a in _as_list(st["Action"])}
+    return {a for st in statements for a in as_list(st["Action"])}
 
 
 def _table_arn(synthesized) -> dict[str, Any]:
@@ -45,7 +43,7 @@ def test_who_may_touch_the_leases(synthesized):
 
     def lease_actions(prefix: str) -> set[str]:
         return {a for st in _role_statements(synthesized, prefix) if st["Resource"] == table
-                for a in _as_list(st["Action"])}
+                for a in as_list(st["Action"])}
 
     # the ASL releases after stopping, and marks the lease of a box whose stop failed
     assert lease_actions("StateMachinePolicy") == {"dynamodb:DeleteItem", "dynamodb:UpdateItem"}
@@ -56,7 +54,7 @@ def test_who_may_touch_the_leases(synthesized):
     # nothing anywhere holds a DynamoDB action on another resource
     for prefix in ("StateMachinePolicy", "PlanRunRole", "OnExecutionStatusRole"):
         for st in _role_statements(synthesized, prefix):
-            if any(a.startswith("dynamodb:") for a in _as_list(st["Action"])):
+            if any(a.startswith("dynamodb:") for a in as_list(st["Action"])):
                 assert st["Resource"] == table, st
 
 
@@ -67,9 +65,9 @@ def test_on_execution_status_stops_only_project_boxes(synthesized):
                                     "dynamodb:GetItem", "dynamodb:DeleteItem",
                                     # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
                                     "ec2:DescribeInstances", "ec2:TerminateInstances"}
-    (stop,) = [st for st in statements if "ec2:StopInstances" in _as_list(st["Action"])]
+    (stop,) = [st for st in statements if "ec2:StopInstances" in as_list(st["Action"])]
     assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": synthesized.settings.project}}
-    (describe,) = [st for st in statements if "states:DescribeExecution" in _as_list(st["Action"])]
+    (describe,) = [st for st in statements if "states:DescribeExecution" in as_list(st["Action"])]
     assert f":execution:{synthesized.settings.state_machine_name}:*" in json.dumps(describe["Resource"])
 
 
@@ -78,9 +76,9 @@ def test_narrowed_lambda_grants(synthesized):
     finalize = _role_statements(synthesized, "FinalizeRunRole")
     for st in finalize:
         resources = json.dumps(st["Resource"])
-        if "s3:PutObject" in _as_list(st["Action"]):
+        if "s3:PutObject" in as_list(st["Action"]):
             assert "/reports/*" in resources and "/results/" not in resources, st  # writes reports only
-        if "s3:GetObject" in _as_list(st["Action"]):
+        if "s3:GetObject" in as_list(st["Action"]):
             assert "/results/*" in resources and "/reports/" not in resources, st  # reads results only
     assert {"s3:GetObject", "s3:PutObject"} <= _actions(finalize)
     assert "ssm:ListCommandInvocations" not in _actions(_role_statements(synthesized, "OnCommandStatusRole"))
@@ -89,7 +87,7 @@ def test_narrowed_lambda_grants(synthesized):
     plan = _role_statements(synthesized, "PlanRunRole")
     assert "ec2:DescribeInstances" not in _actions(plan)  # both instance ids come from the environment
     assert {"states:StartExecution", "states:DescribeExecution"} <= _actions(plan)
-    (listing,) = [st for st in plan if "s3:ListBucket" in _as_list(st["Action"])]
+    (listing,) = [st for st in plan if "s3:ListBucket" in as_list(st["Action"])]
     assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
 
 
@@ -99,7 +97,7 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
     assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
                                     "xray:PutTelemetryRecords", "s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     for st in statements:
-        actions = _as_list(st["Action"])
+        actions = as_list(st["Action"])
         if "s3:PutObject" in actions or "s3:GetObject" in actions:
             assert "/results/*" in json.dumps(st["Resource"]) and "/reports/" not in json.dumps(st["Resource"]), st
         if "s3:ListBucket" in actions:
@@ -107,8 +105,8 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     scheduler = next(k for k, f in fns.items() if f["Properties"]["Handler"].endswith("schedule_wave.handler"))
     invoke = [st for st in _role_statements(synthesized, "StateMachinePolicy")
-              if "lambda:InvokeFunction" in _as_list(st["Action"])]
-    assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in _as_list(st["Resource"])]
+              if "lambda:InvokeFunction" in as_list(st["Action"])]
+    assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in as_list(st["Resource"])]
 
 
 def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):

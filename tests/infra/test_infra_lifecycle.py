@@ -12,12 +12,10 @@ import pytest
 
 from infra.config import (APPEND_ONLY_KEY_PATTERNS, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM,
                           TRAINIUM_DLAMI_SSM_PARAMETER)
+from tests.support.cfn import as_list, flat
 
 BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
 
-
-def _as_list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else [x]
 
 
 def _resolver(outdir, parameters: dict[str, dict[str, str]] | None = None):
@@ -158,18 +156,12 @@ def _append_only_statement(template: dict[str, Any]) -> dict[str, Any]:
     return found[0]
 
 
-def _flat(value: Any) -> str:
-    if isinstance(value, dict) and "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        return sep.join(_flat(p) for p in parts)
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
 
 def _keys(statement: dict[str, Any]) -> list[str]:
     """The key patterns of the statement's resources (what follows the bucket's ARN or name)."""
     import re
 
-    return sorted(re.search(r"(?:\}|-results-[^/]+)/(.+)$", _flat(r)).group(1) for r in _as_list(statement["Resource"]))
+    return sorted(re.search(r"(?:\}|-results-[^/]+)/(.+)$", flat(r)).group(1) for r in as_list(statement["Resource"]))
 
 
 @pytest.mark.parametrize("variant", ["fresh", "imported"])

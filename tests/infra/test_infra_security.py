@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 from infra.config import (INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,
                           STACK_INFERENTIA, STACK_NAMES, STACK_TRAINIUM, TRAINIUM_DLAMI_SSM_PARAMETER)
 from infra.stacks.box_policy import EC2_MESSAGES_ACTIONS, SSM_AGENT_ACTIONS, SSM_MESSAGES_ACTIONS
+from tests.support.cfn import as_list, flat
 
 BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
 
@@ -17,23 +18,11 @@ def _statements(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return resource["Properties"]["PolicyDocument"]["Statement"]
 
 
-def _as_list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else [x]
-
-
-def _flat(value: Any) -> str:
-    """A CloudFormation value as text (Fn::Join parts concatenated, other intrinsics as JSON)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        return sep.join(_flat(p) for p in parts)
-    return json.dumps(value, sort_keys=True)
 
 
 def _user_data(synthesized, stack: str) -> str:
     (instance,) = synthesized.resources(stack, "AWS::EC2::Instance").values()
-    return _flat(instance["Properties"]["UserData"]["Fn::Base64"])
+    return flat(instance["Properties"]["UserData"]["Fn::Base64"])
 
 
 def test_no_inbound_rule_anywhere(synthesized):
@@ -125,8 +114,8 @@ def test_box_roles_are_least_privilege(synthesized):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
         by_sid = {st["Sid"]: st for st in _statements(policy)}
         for sid, st in by_sid.items():
-            resources = [_flat(r) for r in _as_list(st["Resource"])]
-            actions = _as_list(st["Action"])
+            resources = [flat(r) for r in as_list(st["Resource"])]
+            actions = as_list(st["Action"])
             if "*" in resources:  # only the SSM agent's own APIs and the task callbacks
                 assert sid in ("SsmAgent", "SsmAgentChannels", "TaskCallbacks"), st
             if "s3:PutObject" in actions:  # the results store, and the shared compile cache
@@ -134,7 +123,7 @@ def test_box_roles_are_least_privilege(synthesized):
             assert not any(a.startswith("s3:Delete") for a in actions), st
             if sid == "AdaptersRead":
                 assert role == "inf2"
-        assert sorted(_as_list(by_sid["TaskCallbacks"]["Action"])) == [
+        assert sorted(as_list(by_sid["TaskCallbacks"]["Action"])) == [
             "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"]
         (iam_role,) = synthesized.resources(stack, "AWS::IAM::Role").values()
         assert "ManagedPolicyArns" not in iam_role["Properties"]  # no AmazonSSMManagedInstanceCore
@@ -145,12 +134,12 @@ def test_boxes_read_one_ssm_parameter_not_every_one(synthesized):
     for stack in (STACK_TRAINIUM, STACK_INFERENTIA):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
         by_sid = {st["Sid"]: st for st in _statements(policy)}
-        agent = set(_as_list(by_sid["SsmAgent"]["Action"])) | set(_as_list(by_sid["SsmAgentChannels"]["Action"]))
+        agent = set(as_list(by_sid["SsmAgent"]["Action"])) | set(as_list(by_sid["SsmAgentChannels"]["Action"]))
         assert agent == {*SSM_AGENT_ACTIONS, *SSM_MESSAGES_ACTIONS, *EC2_MESSAGES_ACTIONS}
         assert {"ssm:UpdateInstanceInformation", "ssm:ListInstanceAssociations", "ssm:GetDocument",
                 "ec2messages:GetMessages", "ssmmessages:OpenControlChannel"} <= agent
         for st in by_sid.values():
-            actions = _as_list(st["Action"])
+            actions = as_list(st["Action"])
             if {"ssm:GetParameter", "ssm:GetParameters"} & set(actions):
                 assert st["Sid"] == "HarnessParameter" and actions == ["ssm:GetParameter"], st
                 assert st["Resource"] != "*" and "HarnessUri" in json.dumps(st["Resource"])  # that one parameter
@@ -159,7 +148,7 @@ def test_boxes_read_one_ssm_parameter_not_every_one(synthesized):
 def test_boxes_list_only_their_prefixes(synthesized):
     for stack, extra in ((STACK_TRAINIUM, []), (STACK_INFERENTIA, ["adapters", "adapters/*"])):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
-        lists = [st for st in _statements(policy) if "s3:ListBucket" in _as_list(st["Action"])]
+        lists = [st for st in _statements(policy) if "s3:ListBucket" in as_list(st["Action"])]
         assert [st["Sid"] for st in lists] == ["ResultsList"]  # no dataset configured by default
         assert lists[0]["Condition"] == {"StringLikeIfExists": {"s3:prefix": [
             "results", "results/*", "neuron-cache", "neuron-cache/*", *extra]}}
@@ -178,7 +167,7 @@ def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
         assert any(TASK_CALLBACK_REASON in r for r in reasons)
     policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
     status = next(p for k, p in policies.items() if k.startswith("OnCommandStatusRole"))
-    (fail,) = [st for st in _statements(status) if "states:SendTaskFailure" in _as_list(st["Action"])]
+    (fail,) = [st for st in _statements(status) if "states:SendTaskFailure" in as_list(st["Action"])]
     assert fail["Resource"] == "*"
 
 
@@ -188,22 +177,22 @@ def test_state_machine_touches_only_project_tagged_instances(synthesized):
     sm_policy = next(p for k, p in policies.items() if k.startswith("StateMachinePolicy"))
     by_sid = {s["Sid"]: s for s in _statements(sm_policy)}
     start_stop = by_sid["StartStopProjectInstances"]
-    assert sorted(_as_list(start_stop["Action"])) == ["ec2:StartInstances", "ec2:StopInstances"]
+    assert sorted(as_list(start_stop["Action"])) == ["ec2:StartInstances", "ec2:StopInstances"]
     assert start_stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": project}}
     send = by_sid["SendCommandToProjectInstances"]
     assert send["Condition"] == {"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}": project}}
-    assert _flat(by_sid["RunShellScriptDocument"]["Resource"]).endswith(":document/AWS-RunShellScript")
+    assert flat(by_sid["RunShellScriptDocument"]["Resource"]).endswith(":document/AWS-RunShellScript")
     # nothing else in the state machine's policy can act on EC2 or SSM, but the fleet's launch, tag-at-launch and
     # terminate statements (tests/infra/test_infra_fleet.py checks each of their conditions)
     fleet = {"FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes", "FleetLaunchNetwork",
              "FleetLaunchImage", "FleetTagAtLaunch", "TerminateEphemeralInstances"}
     for sid, st in by_sid.items():
         if sid in fleet:
-            assert set(_as_list(st["Action"])) <= {"ec2:RunInstances", "ec2:CreateTags", "ec2:TerminateInstances"}
+            assert set(as_list(st["Action"])) <= {"ec2:RunInstances", "ec2:CreateTags", "ec2:TerminateInstances"}
         elif sid not in ("StartStopProjectInstances", "SendCommandToProjectInstances", "RunShellScriptDocument"):
-            assert not any(a.startswith(("ec2:", "ssm:")) for a in _as_list(st["Action"])), sid
+            assert not any(a.startswith(("ec2:", "ssm:")) for a in as_list(st["Action"])), sid
     reaper = next(p for k, p in policies.items() if k.startswith("IdleReaperRole"))
-    stop = next(s for s in _statements(reaper) if "ec2:StopInstances" in _as_list(s["Action"]))
+    stop = next(s for s in _statements(reaper) if "ec2:StopInstances" in as_list(s["Action"]))
     assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": project}}
 
 
