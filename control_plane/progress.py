@@ -49,6 +49,7 @@ class RunProgress:
     error: str | None = None
     cause: str | None = None
     outcome: dict[str, Any] | None = None  # pipeline.graph.RunOutcome.to_json() once the run has ended
+    results_uri: str | None = None  # the execution input's results root (its bucket holds the run's report)
 
     @property
     def done(self) -> bool:
@@ -133,6 +134,7 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
         if kind == "ExecutionStarted":
             plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
             progress.run_id = plan.get("run_id")
+            progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
             for role, iid in _plan_boxes(plan):
                 box = PhaseProgress(role, iid)
                 progress.phases.append(box)

@@ -248,6 +248,23 @@ TRAIN_PROBE_COSTS_S: dict[str, tuple[float, str]] = {
 }
 
 
+def accuracy_default(profile: str) -> tuple[float, str]:
+    """accuracy's default duration: its profile's default Config, samples x expected latency + a warm boot per
+    evaluation (``pipeline.accuracy.expected_seconds``) on the profile's target (full: the inf2 box, whose server
+    serves no prompt logprobs, so the generation tasks only)."""
+    from pipeline.accuracy import expected_seconds
+    from pipeline.lane_configs.accuracy import Config
+    from pipeline.servers import NEURON_BOX, ServingTarget
+
+    warm = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])[1]
+    target = NEURON_BOX if profile == "full" else ServingTarget("cpu", "neuronpipe", 1)
+    cost = expected_seconds(Config.for_profile(profile), profile, target, boot_s=warm)
+    return round(cost.seconds, 1), f"samples x expected latency: {cost.basis}"
+
+
+DEFAULT_DURATIONS_S.update({(p, "accuracy"): accuracy_default(p) for p in ("full", "tiny")})
+
+
 @dataclass(frozen=True)
 class ConfigBoots:
     lane: str

@@ -10,6 +10,10 @@ from typing import Any
 
 import duckdb
 
+# The last view file this summary reads (report_exclusions); a run's closing summary creates no view after it
+# (tests/functional/test_run_summary.py checks it prints the same tables as with every view).
+SUMMARY_VIEWS_THROUGH = "34_report_exclusions.sql"
+
 # (title, SQL over the views with ? = run id). Serving probes of the Qwen3 attempt are outcomes, not points.
 SECTIONS: tuple[tuple[str, str], ...] = (
     # Each lane's standing as pipeline.graph.statuses_from_rows decides it: the newest attempt that ran, or a

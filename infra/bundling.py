@@ -17,7 +17,8 @@ Three things are packaged:
   installed on the boxes by ``neuronpipe-sync``, which also reinstalls the box scripts from it.
 
 matplotlib/numpy are deliberately not in the Lambda layer (they do not fit beside pyarrow and
-duckdb): ``finalize_run`` writes REPORT.md and comparison.json; plots come from ``neuronpipe report``.
+duckdb): ``finalize_run`` writes REPORT.md, comparison.json and REPORT.html (plotly's bundled plotly.min.js is
+the one file of the plotly package the layer keeps: :data:`KEEP_ONLY`); PNG plots come from ``neuronpipe report``.
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "d
 # must stay: pyarrow.lib links it (checked by importing the pruned layer).
 PRUNE_GLOBS = ("pyarrow/tests", "pyarrow/include", "pyarrow/*flight*",
                "pyarrow/_pyarrow_cpp_tests*", "**/*.pyx", "**/*.pxd", "**/__pycache__", "bin")
+# Packages of which the layer keeps only some files: plotly is there for plotly.min.js alone (REPORT.html inlines it;
+# its __init__.py stays so the package is found first on the path, never imported;
+# analytics.report.html_assets finds it without importing plotly), its Python side (~60 MB) and narwhals, which only
+# that side imports, are dropped.
+KEEP_ONLY = {"plotly": ("__init__.py", "package_data/plotly.min.js"), "narwhals": ()}
 LAMBDA_UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024
 CODE_HEADROOM_BYTES = 10 * 1024 * 1024  # first-party code beside the layer
 
@@ -108,6 +114,18 @@ def prune(site: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
             elif p.exists():
                 p.unlink()
+    for package, keep in KEEP_ONLY.items():
+        root = site / package
+        if not root.is_dir():
+            continue
+        for p in sorted(root.rglob("*"), reverse=True):  # deepest first: files, then the folders they leave empty
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and rel not in keep:
+                p.unlink()
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+        if not any(root.iterdir()):
+            root.rmdir()
 
 
 def pip_command(target: Path, requirements: Path = LAMBDA_REQUIREMENTS,

@@ -56,7 +56,7 @@ NEURON_CACHE_PREFIX = "neuron-cache/"  # shared compile cache: neuron-cache/<com
 # compile cache. Not results/logs/: the SSM agent writes command output there, without If-None-Match.
 APPEND_ONLY_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/*", f"{RESULTS_PREFIX}/models/*",
                             f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*", f"{NEURON_CACHE_PREFIX}*")
-REPORTS_PREFIX = "reports/"  # finalize_run writes REPORT.md + comparison.json here
+REPORTS_PREFIX = "reports/"  # finalize_run writes REPORT.md, REPORT.html and comparison.json here (not append-only)
 
 # Public SSM parameters of the Neuron DLAMIs (Neuron DLAMI user guide, "SSM Parameter Prefix"), resolved by EC2 at
 # instance launch (``resolve:ssm:``), never per deploy.

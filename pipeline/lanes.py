@@ -110,6 +110,10 @@ LANES: dict[str, LaneSpec] = {s.name: s for s in [
     LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
              "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600,
              needs=("merge",), config=f"{_CONFIGS}.quality:Config"),
+    LaneSpec("accuracy", "agents.lanes.accuracy", ("inf2",), 92,
+             "lm-eval tasks against the served endpoint: per-sample results of the base model, its fine-tune and "
+             "each server variant (log-likelihood tasks only where the server returns prompt logprobs)",
+             6 * 3600, 600, stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.accuracy:Config"),
     LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
              "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600,
              stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.finetune_serve:Config"),

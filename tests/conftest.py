@@ -43,3 +43,41 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(os.environ.get("NEURONPIPE_TEST_CACHE", tmp_path_factory.mktemp("neuronpipe-cache")))
     os.environ["NEURONPIPE_CACHE"] = str(path)
     return path
+
+
+# The heaviest test files first (longest-processing-time-first: with two workers the suite's wall time is set by
+# its tail, and xdist's default order, files with the most tests first, left the ~6-minute e2e file to the end).
+# Measured on the CI shape (2 cores, `--durations`); a stale entry only costs scheduling, never correctness.
+# `make test` passes --no-loadscope-reorder so xdist keeps this order.
+HEAVY_FIRST = (
+    "tests/e2e/test_local_pipeline.py",
+    "tests/rehearsal/test_fault_matrix.py",
+    "tests/rehearsal/test_fleet_faults.py",
+    "tests/rehearsal/test_rehearsal_e2e.py",
+    "tests/rehearsal/test_rehearsal_preflight_cache.py",
+    "tests/functional/test_train_limits_local.py",
+    "tests/functional/test_variants_local.py",
+    "tests/functional/test_lora_serving.py",
+    "tests/rehearsal/test_rehearsal_iam.py",
+    "tests/functional/test_limits_local.py",
+    "tests/functional/test_capacity_lane_resume.py",
+    "tests/functional/test_any_model_local.py",
+    "tests/functional/test_workloads_local.py",
+    "tests/functional/test_accuracy_lane.py",
+    "tests/functional/test_report_accuracy.py",
+    "tests/browser/test_report_page.py",
+    "tests/functional/test_training_lanes.py",
+    "tests/functional/test_lanes_serving_store.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in rank:
+            return rank[path]
+        return len(rank) + (0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=key)  # stable: within a file, and among the rest, collection order stays

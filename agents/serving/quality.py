@@ -39,7 +39,7 @@ def load_prompts() -> list[QualityPrompt]:
     return [QualityPrompt(p["id"], p["category"], p["prompt"]) for p in json.loads(text)["prompts"]]
 
 
-def _error_text(resp: httpx.Response) -> str:
+def error_text(resp: httpx.Response) -> str:
     """The server's own words: the error message field when JSON, else the body verbatim."""
     try:
         body = resp.json()
@@ -78,11 +78,11 @@ def ask(client: httpx.Client, base_url: str, model: str, prompt: str, max_tokens
         # a refusal naming logprobs (4xx), or a server that breaks on them (the predecessor's NxDI answered 500
         # "list index out of range" to logprobs): asked again without them; a second failure is the answer's error
         if 400 <= resp.status_code < 600:
-            refusal = f"HTTP {resp.status_code}: {_error_text(resp)}"
+            refusal = f"HTTP {resp.status_code}: {error_text(resp)}"
             body.pop("logprobs")
             resp = client.post(base_url + CHAT_ENDPOINT, json=body)
         if resp.status_code != 200:
-            return Answer(None, None, None, refusal, None, f"HTTP {resp.status_code}: {_error_text(resp)}")
+            return Answer(None, None, None, refusal, None, f"HTTP {resp.status_code}: {error_text(resp)}")
         data = resp.json()
         choice = data["choices"][0]
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:

@@ -1,4 +1,4 @@
-"""The report: comparison.json from the views, REPORT.md and PNG plots from comparison.json.
+"""The report: comparison.json from the views, REPORT.md, PNG plots and (asked for) REPORT.html from comparison.json.
 
 ``write_report(con, run_ids, out_dir)`` is the whole pipeline; the same
 committed results give byte-identical files. Every file is written to a temp
@@ -11,7 +11,9 @@ Two stages, imports pointing one way (render → data, never back; tests/unit/te
 * data — the views to the comparison.json dict: ``comparison`` (the sections), ``compare`` (deltas, tests,
   verdicts), ``decision`` (the Decision's rows), over the leaves ``rows`` (query → JSON values), ``stats``, ``rules``;
 * render — comparison.json to files: ``markdown`` (REPORT.md) with its sections ``decision_md``, ``deltas_md`` and
-  ``addenda``, ``plots`` (PNG), over the leaves ``format`` (one spelling of every value) and ``names``.
+  ``addenda``, ``plots`` (PNG), ``html`` (REPORT.html: comparison.json and ``html_data``'s per-point distributions
+  embedded, drawn by its ``assets/`` scripts with the vendored plotly.js of ``html_assets``), over the leaves
+  ``format`` (one spelling of every value) and ``names``.
 """
 from __future__ import annotations
 
@@ -25,11 +27,17 @@ COMPARISON_FILE = "comparison.json"
 REPORT_FILE = "REPORT.md"
 
 
-def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, out_dir: str | Path) -> list[Path]:
-    """Write comparison.json, REPORT.md and the plots into ``out_dir``; return their paths."""
+def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, out_dir: str | Path,
+                 html: bool = False) -> list[Path]:
+    """Write comparison.json, REPORT.md and the plots into ``out_dir`` (with ``html``, REPORT.html beside them);
+    return their paths. REPORT.html needs the plotly package (``html_assets.ChartLibraryMissingError`` without it)."""
     from analytics.report.comparison import build_comparison, dumps
     from analytics.report.markdown import render
 
+    if html:  # before anything is written: a missing chart library leaves the previous report whole
+        from analytics.report.html_assets import chart_library_path
+
+        chart_library_path()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     from analytics.atomic import write_atomic
@@ -53,7 +61,19 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
     else:
         plots = draw_all(written, out)
     write_atomic(out / REPORT_FILE, markdown)
-    return [out / COMPARISON_FILE, out / REPORT_FILE, *plots]
+    pages = [write_html(con, written, out)] if html else []
+    return [out / COMPARISON_FILE, out / REPORT_FILE, *pages, *plots]
+
+
+def write_html(con: duckdb.DuckDBPyConnection, comparison: dict, out: Path) -> Path:
+    """REPORT.html from comparison.json as written and the views' per-point distributions (``html_data``)."""
+    from analytics.atomic import write_atomic
+    from analytics.report.html import HTML_FILE, render_html
+    from analytics.report.html_data import html_data
+
+    page = render_html(comparison, html_data(con, comparison))
+    write_atomic(out / HTML_FILE, page)
+    return out / HTML_FILE
 
 
 def store_exclusions(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None) -> list[dict]:

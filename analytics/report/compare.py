@@ -14,6 +14,10 @@ run per side; comparison.json ``deltas`` through :func:`deltas_section`) gives, 
     verdict     run_level.judge: faster | slower only when real at the run level and beyond the family's
                 noise floor; with one run per side, against a measured floor, else "untested: one run per side"
     regression  verdict "slower" and |pct| >= the fail threshold (FAIL_PCT = 5 %, `compare --fail-pct`)
+    accuracy    per evaluation (lane, model, variant, config, task) both sides ran: each side's accuracy and the
+                paired exact McNemar test on the documents both scored (analytics.report.accuracy), Holm-adjusted
+                with the run-level tests; better | worse | within noise; a `worse` by |pct| >= the fail
+                threshold is a regression too (``accuracy`` in the entry)
 
 docs/explanation/compare.md states the rule. Part of the report's data stage: it imports no render module
 (a delta's text, the verdict summary line and REPORT.md's side-by-side section are
@@ -25,6 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from analytics.report import accuracy
 from analytics.report.request_tests import (LATENCY_SOURCE, MIN_BATCHES, MIN_REQUESTS, RATE_SOURCE,  # noqa: F401
                                             batch_rates, latency_test, latency_values, pooled, rate_test,
                                             step_rates, steps_test)
@@ -283,7 +288,9 @@ def side_deltas(c: dict[str, Any], runs_a: Iterable[str], runs_b: Iterable[str],
                            run_ci_high=row["a"] * t.ci_high, _run_test_id=("run", metric))
         _request_test(row, metric, points, lat, rates, steps, trained, runs_a, runs_b, con, cache)
     tests = adjust_p_values(rows.values(), fail_pct)
-    run_tests = _adjust_run_p_values(rows.values())
+    acc = accuracy.run_tests(con, runs_a, runs_b)
+    run_tests = _adjust_run_p_values(rows.values(), acc["rows"], f"{','.join(runs_b)} vs {','.join(runs_a)}")
+    accuracy.decide(acc["rows"], fail_pct)
     floors = _floors(c, groups, unit_of, floor_runs, tested, margin_pct)
     for row in rows.values():
         fam = family_of(row["metric"])
@@ -299,7 +306,10 @@ def side_deltas(c: dict[str, Any], runs_a: Iterable[str], runs_b: Iterable[str],
                                "b": max([r["units_b"] for r in rows.values()] or [0])},
             "noise_floor": [(floors.get(f) or margin_floor(f, margin_pct)).to_json() for f in used],
             "rows": [rows[k] for k in sorted(rows)],
-            "only_baseline": sorted(keys_a - keys_b), "only_run": sorted(keys_b - keys_a)}
+            "only_baseline": sorted(keys_a - keys_b) + acc["only_baseline"],
+            "only_run": sorted(keys_b - keys_a) + acc["only_run"],
+            "accuracy": acc["rows"], "accuracy_tests": len(accuracy.tested(acc["rows"])),
+            "accuracy_note": acc["note"]}
 
 
 def _decide(row: dict[str, Any], floor: NoiseFloor, fail_pct: float) -> None:
@@ -373,14 +383,27 @@ def adjust_p_values(rows: Iterable[dict[str, Any]], fail_pct: float = FAIL_PCT) 
     return len(tests)
 
 
-def _adjust_run_p_values(rows: Iterable[dict[str, Any]]) -> int:
-    """Holm over the comparison's run-level tests (one per row); the number of tests."""
+def _adjust_run_p_values(rows: Iterable[dict[str, Any]], accuracy_tests: Iterable[dict[str, Any]] = (),
+                         family: str = "") -> int:
+    """Holm over the comparison's run-level tests (one per row) and its accuracy tests together (each paired
+    McNemar test, analytics.report.accuracy: they decide their verdicts as the run-level tests do); the number of
+    run-level tests. Each accuracy test gets p_holm, holm_tests and holm_family."""
+    from analytics.report.accuracy import tested
     from analytics.report.stats import holm
 
     rows = [r for r in rows if r.get("_run_test_id") is not None]
-    for row, p in zip(rows, holm([r["run_p_value"] for r in rows])):
+    acc = list(accuracy_tests)
+    extra = tested(acc)
+    adjusted = holm([r["run_p_value"] for r in rows] + [t["mcnemar_p"] for t in extra])
+    for row, p in zip(rows, adjusted):
         row.pop("_run_test_id")
         row["run_p_adjusted"] = p
+    for t, p in zip(extra, adjusted[len(rows):]):
+        t["p_holm"] = p
+    for t in acc:
+        t.setdefault("p_holm", None)
+        t.update(holm_tests=len(adjusted), holm_family=f"{family} ({len(rows)} run-level test(s) and "
+                                                       f"{len(extra)} accuracy test(s))")
     return len(rows)
 
 
@@ -492,7 +515,9 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
             aa_diffs.setdefault(fam, []).append(aa)
         _request_test(row, metric, points, lat, rates, None, {}, runs, runs, con, cache)
     tests = adjust_p_values(rows.values(), fail_pct)
-    run_tests = _adjust_run_p_values(rows.values())
+    acc = accuracy.config_tests(con, runs, config_a, config_b)
+    run_tests = _adjust_run_p_values(rows.values(), acc, f"{config_b} vs {config_a} in {', '.join(runs)}")
+    accuracy.decide(acc, fail_pct)
     source = (f"A/A pairs of {floor_config} against {config_a} in the same repeats (--floor-vs)" if floor_config
               else None)
     used = {fam: paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
@@ -516,4 +541,5 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
                           f"band of one A/A pair; a row is held to the band of the mean of its pairs, its floor %; "
                           f"at least the {margin_pct:g} % margin):" if floor_config else None),
         "rows": [rows[k] for k in sorted(rows)],
-        "only_baseline": sorted(set(va) - set(vb)), "only_run": sorted(set(vb) - set(va))})
+        "only_baseline": sorted(set(va) - set(vb)), "only_run": sorted(set(vb) - set(va)),
+        "accuracy": acc, "accuracy_tests": len(accuracy.tested(acc))})

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import duckdb
 
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
+from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.compare import deltas_section
 from analytics.report.variants import variants_section
@@ -273,6 +274,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         c["deltas"] = deltas_section(con, c)
     # each server-config variant against its base within its run (the paired test, an A/A copy's floor)
     c["variants"] = variants_section(con, c, present, compare=with_deltas)
+    # accuracy per task and the paired verdicts (after variants: a variant's accuracy tests share its Holm family)
+    c["accuracy"] = accuracy_section(con, c, present)
     return c
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from analytics.report.accuracy_md import accuracy_cell
 from analytics.report.format import fmt, none_line, table
 from analytics.report.names import slug
 
@@ -55,6 +56,12 @@ COLUMNS = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_con
            ("usd_per_million_output_tokens", "$/M output tokens [95 % CI]"), ("note", "note"))
 
 
+ACCURACY_NOTE = ("Accuracy per task: the row's own evaluation (its run, model and server config; the fine-tune on a "
+                 "finetune_serve row), each task with its Wilson 95 % interval, never averaged across tasks, and its "
+                 "verdict where it is `better` or `worse` than what it is paired with; `⚠ faster but worse` marks a "
+                 "variant faster than its baseline and less accurate on some task (the Accuracy section).")
+
+
 def s_decision(c: dict[str, Any]) -> list[str]:
     lines = ["## Decision", ""]
     d = c.get("decision") or {}
@@ -70,9 +77,17 @@ def s_decision(c: dict[str, Any]) -> list[str]:
         return lines + none_line("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained "
                                  "or an imported reference)")
 
+    # the row's accuracy per task (comparison.json accuracy.configs), where the run evaluated any
+    cols = COLUMNS + ((("accuracy", "accuracy per task [95 % CI]"),) if (c.get("accuracy") or {}).get("available")
+                      else ())
+    if len(cols) > len(COLUMNS):
+        lines += [ACCURACY_NOTE, ""]
+
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "shape":
             return _shape(r)
+        if k == "accuracy":
+            return accuracy_cell(c, r.get("run_id"), r.get("lane"), r.get("model"), r.get("server_config"))
         if k in ("output_throughput", "goodput", "usd_per_million_output_tokens"):
             return _with_ci(r, k)
         if k == "max_concurrency" and r.get("at_grid_top") and r.get(k) is not None:
@@ -96,7 +111,7 @@ def s_decision(c: dict[str, Any]) -> list[str]:
         lines += [f"### {instance}", ""]
         if instance in pricing:
             lines += [_pricing_line(pricing[instance]), ""]
-        lines += table(by_instance[instance], COLUMNS, get)
+        lines += table(by_instance[instance], cols, get)
         lines += [f"- `{r.get('model')}` `{r.get('server_config')}`: {r['decision_basis_reason']}"
                   for r in by_instance[instance] if r.get("decision_basis_reason")] + [""]
     return lines + s_capacity(d)

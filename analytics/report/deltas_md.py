@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analytics.report.accuracy_md import delta_lines
 from analytics.report.compare import FAIL_PCT, pair_deltas, verdict_counts
 from analytics.report.format import fmt, none_line, table
 
@@ -95,6 +96,11 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
             lines += [verdict_summary(rows, e.get("fail_pct", FAIL_PCT)) + ".", ""]
             if "noise_floor" in e:
                 lines += [floor_text(e).replace("\n  ", "\n- "), ""]
+        if e.get("accuracy") or e.get("accuracy_note"):
+            lines += ["Accuracy per task (each run's own documents; the paired test and its delta on the documents "
+                      "both evaluated, exact McNemar, Holm-adjusted with the run-level tests above; `worse` by at "
+                      "least the fail threshold relative to the baseline's accuracy is a regression):", ""]
+            lines += delta_lines(e, e.get("fail_pct", FAIL_PCT))
         if e["only_baseline"] or e["only_run"]:
             lines += [f"Only in `{e['baseline']}`: {len(e['only_baseline'])} metric(s); "
                       f"only in `{e['run']}`: {len(e['only_run'])}.", ""]

@@ -11,8 +11,9 @@ from typing import Any
 
 def build_report_files(results_uri: str, run_ids: list[str] | None, out_dir: str | Path,
                        s3_client: Any = None, duckdb_config: dict[str, Any] | None = None,
-                       verify: bool | None = None) -> list[Path]:
-    """Build the report for ``run_ids`` (all runs when None) from a results root; return the files written.
+                       verify: bool | None = None, html: bool = False) -> list[Path]:
+    """Build the report for ``run_ids`` (all runs when None) from a results root; return the files written
+    (with ``html``, REPORT.html too).
 
     ``duckdb_config`` goes to ``duckdb.connect`` (e.g. ``{"memory_limit": "4GB"}`` on a shared machine).
     """
@@ -23,6 +24,6 @@ def build_report_files(results_uri: str, run_ids: list[str] | None, out_dir: str
     store = open_store(results_uri, s3_client=s3_client)
     con = connect(store, run_ids=run_ids, verify=verify, **(duckdb_config or {}))
     try:
-        return write_report(con, run_ids, out_dir)
+        return write_report(con, run_ids, out_dir, html=html)
     finally:
         con.close()

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from analytics.report import addenda
+from analytics.report.accuracy_md import s_accuracy
 from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
@@ -351,7 +352,7 @@ def s_rules(c: dict[str, Any]) -> list[str]:
 SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
     s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
     s_sustained,
-    s_quality, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
+    s_quality, s_accuracy, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 
 def render(comparison: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ sorted order, so the same comparison gives byte-identical PNGs.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -42,6 +43,30 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def concurrency_axis(ax: Any, values: list[Any]) -> None:
+    """Concurrency on a log2 axis with integer ticks at the powers of two the values span (1, 2, 4, ...): the
+    field's habit, and never a fractional tick such as 1.5 or 2.5."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    xs = [v for v in values if isinstance(v, (int, float)) and v > 0]
+    if not xs:
+        return
+    lo, hi = math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator([2.0 ** k for k in range(lo, hi + 1)]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    formatter = ScalarFormatter()
+    formatter.set_scientific(False)
+    ax.xaxis.set_major_formatter(formatter)
+    ax.set_xlim(2.0 ** lo / 1.15, 2.0 ** hi * 1.15)
+    ax.set_xlabel("max concurrency (log2)")
+
+
+def from_zero(ax: Any) -> None:
+    """A throughput (or any amount) axis starts at 0, so the eye reads ratios right."""
+    ax.set_ylim(bottom=0)
+
+
 def _series_label(p: dict[str, Any], multi_run: bool) -> str:
     parts = [str(p.get("model"))]
     if p.get("lane") not in (None, "serve_sweep"):
@@ -52,26 +77,39 @@ def _series_label(p: dict[str, Any], multi_run: bool) -> str:
 
 
 def _headline_points(c: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in c["serving"]["points"] if is_headline_point(p)
-            and p.get("max_concurrency") is not None and p.get("mode") != "sustained"]
+    """The closed-loop headline points: an open-loop point (an offered rate) is plotted against its rate, never on
+    the concurrency axis (capacity_knee; REPORT.html's rate chart)."""
+    return [p for p in c["serving"]["points"] if is_headline_point(p) and p.get("max_concurrency") is not None
+            and p.get("request_rate") is None and p.get("mode") != "sustained"]
 
 
 def latency_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
-    """TTFT and TPOT p50/p99 against concurrency, one figure per server config."""
+    """TTFT and TPOT p50/p99 against concurrency (log2, integer ticks), one figure per server config."""
     by_config: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     multi = len(c["run_ids"]) > 1
     for p in _headline_points(c):
         by_config[str(p.get("server_config"))][_series_label(p, multi)].append(p)
+    # one figure per config REPORT.md links (markdown.s_serving: every config with a headline point); a config
+    # measured only open loop says so on its figure instead of a broken link
+    linked = {str(p.get("server_config")) for p in c["serving"]["points"]
+              if is_headline_point(p) and p.get("mode") != "sustained"}
     paths = []
-    for config in sorted(by_config):
+    for config in sorted(set(by_config) | linked):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        if config not in by_config:
+            for ax in axes:
+                ax.text(0.5, 0.5, "no closed-loop points: open loop only (capacity_knee.png)", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=8)
+            paths.append(_save(fig, out / f"latency_vs_concurrency_{slug(config)}.png"))
+            continue
         for ax, metric in zip(axes, ("ttft", "tpot")):
             for label in sorted(by_config[config]):
                 pts = sorted(by_config[config][label], key=lambda p: p["max_concurrency"])
                 xs = [p["max_concurrency"] for p in pts]
                 for q, style in (("p50", "-o"), ("p99", "--s")):
                     ax.plot(xs, [_y(metric_value(p, f"{q}_{metric}_ms")) for p in pts], style, label=f"{label} {q}")
-            ax.set_xlabel("max concurrency")
+            concurrency_axis(ax, [p["max_concurrency"] for s in by_config[config].values() for p in s])
+            from_zero(ax)
             ax.set_ylabel(f"{metric.upper()} (ms)")
             ax.set_title(f"{metric.upper()} p50/p99 · {config}")
             ax.legend(fontsize=7)
@@ -85,14 +123,20 @@ def throughput_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
     for p in _headline_points(c):
         series[f"{_series_label(p, multi)} · {p.get('server_config')}"].append(p)
     if not series:
-        return []
+        if not any(is_headline_point(p) and p.get("mode") != "sustained" for p in c["serving"]["points"]):
+            return []
+        fig, ax = plt.subplots(figsize=(7, 4))  # REPORT.md links it: open loop only, said on the figure
+        ax.text(0.5, 0.5, "no closed-loop points: open loop only (capacity_knee.png)", ha="center", va="center",
+                transform=ax.transAxes, fontsize=8)
+        return [_save(fig, out / "output_throughput_vs_concurrency.png")]
     fig, ax = plt.subplots(figsize=(7, 4))
     for label in sorted(series):
         pts = sorted(series[label], key=lambda p: p["max_concurrency"])
         ax.plot([p["max_concurrency"] for p in pts],
                 [_y(p.get("output_throughput")) for p in pts],
                 "-o", label=label)
-    ax.set_xlabel("max concurrency")
+    concurrency_axis(ax, [p["max_concurrency"] for s in series.values() for p in s])
+    from_zero(ax)
     ax.set_ylabel("output tokens/s")
     ax.set_title("Output throughput against concurrency")
     ax.legend(fontsize=7)
@@ -130,6 +174,7 @@ def sustained_timeline(c: dict[str, Any], out: Path) -> list[Path]:
         warm = [w["window"] for w in ws if w["warmup"]]
         if warm:
             ax1.axvspan(min(warm) - 0.5, max(warm) + 0.5, color="grey", alpha=0.15)
+    from_zero(ax1)
     ax1.set_ylabel("output tokens/s")
     ax1.set_title("Sustained closed loop (grey: warm-up windows)")
     ax2.set_ylabel("TTFT p99 (ms)")
@@ -153,6 +198,7 @@ def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
                width=0.27, label=label)
     ax.set_xticks(xs)
     ax.set_xticklabels(labels, fontsize=6)
+    from_zero(ax)
     ax.set_ylabel("wall seconds")
     ax.set_title("Compile / server boot: cold vs warm cache")
     ax.legend(fontsize=7)
@@ -181,6 +227,8 @@ def capacity_knee(c: dict[str, Any], out: Path) -> list[Path]:
             for ax in (ax1, ax2):
                 ax.axvline(r["max_rate_meeting_slo"], linestyle="--", linewidth=1, color="grey")
     ax1.set_ylabel("SLO attainment")
+    ax1.set_ylim(0, 1.05)
+    from_zero(ax2)
     ax2.set_ylabel("goodput output tok/s")
     ax2.set_xlabel("offered rate (req/s)")
     ax1.set_title("Capacity search: attainment and goodput against offered rate (dashed: the knee)")
@@ -225,6 +273,7 @@ def decision_hardware(c: dict[str, Any], out: Path) -> list[Path]:
                         mfc="none" if ref else None, capsize=3, label=label)
         if costs and min(costs) > 0 and max(costs) / min(costs) > 20:
             ax.set_yscale("log")
+        ax.set_xlim(left=0)  # capacity is a throughput: from 0
         ax.set_xlabel("capacity at the SLO: output tokens/s")
         ax.set_ylabel("$ per million output tokens")
         ax.set_title(f"$/M against capacity per instance type · {section}", fontsize=8)

@@ -68,11 +68,15 @@ def latency_test(row: dict[str, Any], va: list[float], vb: list[float], q: float
                delta_ci_low=cis[q][0], delta_ci_high=cis[q][1], _test_id=key)
 
 
+# One optimizer step's tokens/s (train_steps): the per-step rate the tests and REPORT.html's step plot read.
+STEP_TOKENS_PER_S_SQL = "tokens / step_s"
+
+
 def step_rates(con: Any, run_ids: Iterable[str]) -> dict[tuple[str, str, str], list[float]]:
     """{(run, lane, model): per-step tokens/s} of the steps after the first (the headline's own steps:
     tokens_per_s = tokens per step / median step time over the steps after the first)."""
-    rel = con.execute("""SELECT run_id, lane, model,
-                                list(tokens / step_s ORDER BY step) FILTER (WHERE step > 1 AND step_s > 0
+    rel = con.execute(f"""SELECT run_id, lane, model,
+                                list({STEP_TOKENS_PER_S_SQL} ORDER BY step) FILTER (WHERE step > 1 AND step_s > 0
                                                                             AND tokens IS NOT NULL)
                          FROM train_steps WHERE list_contains(?, run_id) AND lane <> 'precompile' GROUP BY ALL""",
                       [sorted(run_ids)])

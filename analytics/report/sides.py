@@ -51,5 +51,9 @@ def compare_configs(store: Any, runs: Iterable[str], config_a: str, config_b: st
 
 
 def exit_code(entry: dict[str, Any], fail_pct: float = FAIL_PCT) -> int:
-    """1 when a row is a regression at ``fail_pct`` (verdict slower by the run-level rule), else 0."""
-    return 1 if any(is_regression(r, fail_pct) for r in entry["rows"]) else 0
+    """1 when a row is a regression at ``fail_pct`` (verdict slower by the run-level rule, or an accuracy `worse`
+    by at least ``fail_pct`` % of the baseline's accuracy: analytics.report.accuracy.is_regression), else 0."""
+    from analytics.report import accuracy
+
+    return 1 if any(is_regression(r, fail_pct) for r in entry["rows"]) or \
+        any(accuracy.is_regression(t, fail_pct) for t in entry.get("accuracy") or []) else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from analytics.report.accuracy_md import accuracy_cell, variant_lines
 from analytics.report.compare import FAIL_PCT
 from analytics.report.deltas_md import delta_cell, floor_text, verdict_summary
 from analytics.report.format import table
@@ -34,10 +35,14 @@ def s_variants(c: dict[str, Any]) -> list[str]:
             ("sets", "sets"), ("fingerprint", "fingerprint"), ("boots", "boots"), ("failed_boots", "failed"),
             ("boot_s", "boot s (cold / warm / uncached)"), ("grid_limit", "grid limit"),
             ("kv_gib_at_limit", "KV GiB at limit"), ("boot_error", "boot error")]
+    if (c.get("accuracy") or {}).get("available"):  # the config's accuracy per task (the Accuracy section)
+        cols.append(("accuracy", "accuracy per task [95 % CI]"))
 
     def cell(r: dict[str, Any], k: str) -> Any:
         if k == "sets":
             return _sets_text(r.get("sets"))
+        if k == "accuracy":
+            return accuracy_cell(c, r.get("run_id"), r.get("lane"), r.get("model"), r.get("config"))
         if k == "boot_s":
             parts = [r.get("cold_boot_s"), r.get("warm_boot_s"), r.get("uncached_boot_s")]
             return " / ".join("—" if x is None else f"{x:.1f}" for x in parts)
@@ -75,14 +80,15 @@ def s_variants(c: dict[str, Any]) -> list[str]:
             continue
         d = e["deltas"]
         rows = d.get("rows") or []
+        acc = variant_lines(d.get("accuracy") or [], any(r.get("verdict") == "faster" for r in rows))
         if not rows:
-            lines += ["_No point measured by both._", ""]
+            lines += ["_No point measured by both._", ""] + acc
             continue
         lines += [verdict_summary(rows, d.get("fail_pct", FAIL_PCT)) + ".", ""]
         decided = [r for r in rows if r["verdict"] in ("faster", "slower")]
         if decided:
             lines += table(decided, row_cols, delta_cell)
-        lines += [floor_text(d).replace("\n  ", "\n- "), ""]
+        lines += [floor_text(d).replace("\n  ", "\n- "), ""] + acc
     return lines
 
 

@@ -1,4 +1,4 @@
-"""Serving-side tables: requests, sweep_points, sustained_windows, quality.
+"""Serving-side tables: requests, sweep_points, sustained_windows, quality, limit_probes, accuracy.
 
 ``requests``, ``sweep_points`` and ``sustained_windows`` are owned by the load
 generator (agents/loadgen); ``quality`` by the serving lanes. Field names follow
@@ -181,10 +181,60 @@ LIMIT_PROBES = table(
     doc="One row per probe of the limits and train_limits lanes' bisections, and one outcome row per search.",
 )
 
+ACCURACY_SAMPLES = table(
+    f("eval_id", pa.string(), False, "one evaluation: (model, variant, server_config, task) in one lane attempt"),
+    f("model", pa.string()),
+    f("variant", pa.string(), doc="base | finetune (the quality pair), or the served variant's name"),
+    f("server_config", pa.string()),
+    f("backend", pa.string()),
+    f("task", pa.string(), False),
+    f("output_type", pa.string(), doc="generate_until | multiple_choice (lm-eval's output type)"),
+    f("doc_id", pa.int64(), False, "the task's document index (the pairing key across configurations)"),
+    f("target", pa.string(), doc="the expected answer, as the task renders it"),
+    f("prediction", pa.string(), doc="the filtered answer (multiple choice: the chosen index); NULL when longer "
+                                     "than 512 characters (prediction_hash and prediction_chars still kept)"),
+    f("prediction_hash", pa.string(), doc="sha256 of the raw completion (multiple choice: of the choice log-likelihoods "
+                                          "as printed to 6 significant digits): equal hashes, identical outputs"),
+    f("prediction_chars", pa.int32(), doc="length of the raw completion in characters"),
+    f("metric", pa.string(), doc="the task's primary metric (exact_match | acc)"),
+    f("correct", pa.bool_(), doc="metric_value == 1 for a 0/1 metric; NULL for a failed sample"),
+    f("metric_value", pa.float64(), doc="the metric's value for this sample; NULL for a failed sample"),
+    f("latency_s", pa.float64(), doc="wall seconds of this sample's request(s) to the server; NULL where not timed"),
+    f("requests", pa.int32(), doc="requests this sample took (multiple choice: one per choice)"),
+    f("error", pa.string(), doc="verbatim error of a failed sample (the row stays, excluded from accuracy)"),
+    doc="One row per (evaluation, task document): the accuracy lane's per-sample results (lm-eval, served endpoint).",
+)
+
+ACCURACY_TASKS = table(
+    f("eval_id", pa.string(), False),
+    f("model", pa.string()),
+    f("variant", pa.string()),
+    f("server_config", pa.string()),
+    f("backend", pa.string()),
+    f("task", pa.string(), False),
+    f("task_source", pa.string(), doc="shipped | path the task YAML and its data were read from"),
+    f("output_type", pa.string()),
+    f("metric", pa.string()),
+    f("sample_limit", pa.int32(), doc="the lane's per-task sample limit (NULL: every document)"),
+    f("n_docs", pa.int32(), doc="documents the task has"),
+    f("n_samples", pa.int32(), doc="samples evaluated (rows in accuracy_samples)"),
+    f("n_failed", pa.int32(), doc="of them, samples whose request failed"),
+    f("lm_eval_score", pa.float64(), doc="lm-eval's own aggregate of the metric (a cross-check of the views)"),
+    f("lm_eval_version", pa.string()),
+    f("num_fewshot", pa.int32()),
+    f("max_gen_toks", pa.int32(), doc="generation budget per sample (generation tasks)"),
+    f("wall_s", pa.float64(), doc="the task's evaluation wall time"),
+    f("status", pa.string(), False, "ok | refused | failed"),
+    f("reason", pa.string(), doc="one line: why refused or failed (verbatim cause)"),
+    doc="One row per evaluation (model, variant, server config, task): its settings and outcome.",
+)
+
 SERVING_TABLES = {
     "requests": REQUESTS,
     "sweep_points": SWEEP_POINTS,
     "sustained_windows": SUSTAINED_WINDOWS,
     "quality": QUALITY,
     "limit_probes": LIMIT_PROBES,
+    "accuracy_samples": ACCURACY_SAMPLES,
+    "accuracy_tasks": ACCURACY_TASKS,
 }

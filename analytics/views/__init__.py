@@ -219,6 +219,7 @@ VIEW_FILES = (
     "40_report_cold_start.sql",  # cold start per box boot: start -> first token, and the S3 compile cache it used
     "41_report_preflight.sql",   # the preflight gate's checks per box
     "42_report_energy.sql",      # energy per output token where power is sampled (NULL with a note elsewhere)
+    "43_report_accuracy.sql",    # accuracy per task (Wilson), paired tests between evaluations (Newcombe, McNemar)
     "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
     "75_report_decision.sql",    # the Decision: price-performance at an SLO
     "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
@@ -249,8 +250,17 @@ def derived_sql_files(names: Iterable[str] | None = None) -> list[tuple[str, str
     return [(name, (root / name).read_text()) for name in wanted]
 
 
-def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
-    for name, text in derived_sql_files():
+def view_files_through(last: str) -> tuple[str, ...]:
+    """:data:`VIEW_FILES` up to and including ``last``: a valid set on its own, since a file's views can read only
+    the files before it (every view is bound when it is created)."""
+    if last not in VIEW_FILES:
+        raise ViewFilesError(f"unknown view file {last!r}; declared: {', '.join(VIEW_FILES)}")
+    return VIEW_FILES[:VIEW_FILES.index(last) + 1]
+
+
+def create_derived_views(con: duckdb.DuckDBPyConnection, names: Iterable[str] | None = None) -> None:
+    """``names``: only these files (a prefix of :data:`VIEW_FILES`, see :func:`view_files_through`); default all."""
+    for name, text in derived_sql_files(names):
         try:
             con.execute(text)
         except duckdb.Error as exc:
@@ -259,12 +269,15 @@ def create_derived_views(con: duckdb.DuckDBPyConnection) -> None:
 
 def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
             database: str = ":memory:", s3_reader: S3Reader | None = None, verify: bool | None = None,
-            sandbox: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
+            sandbox: bool = False, view_files: Iterable[str] | None = None,
+            **config: Any) -> duckdb.DuckDBPyConnection:
     """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.store.integrity).
-    ``sandbox``: once the views exist, DuckDB may read only the files they read (:func:`sandbox_connection`)."""
+    ``sandbox``: once the views exist, DuckDB may read only the files they read (:func:`sandbox_connection`).
+    ``view_files``: create only these view files (a prefix, :func:`view_files_through`): binding every view costs
+    ~2-3 s of CPU, most of it in the Decision and capacity files, which a caller reading earlier views need not pay."""
     con = duckdb.connect(database, config=dict(config))
     paths = register_tables(con, store, run_ids, s3_reader=s3_reader, verify=verify)
-    create_derived_views(con)
+    create_derived_views(con, view_files)
     if sandbox:
         sandbox_connection(con, paths)
     return con

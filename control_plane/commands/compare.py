@@ -1,9 +1,10 @@
 """`neuronpipe compare A B` / `compare A1,A2,A3 B1,B2,B3`: each headline delta of side B against side A, a
 run-level test over the runs (or a run's repeats), the noise floor, and a verdict.
 
-Exit 1 when a delta is a real regression (verdict "slower", |%| ≥ --fail-pct), so a scheduled run can
-alert; 0 otherwise; 2 on bad input (an unknown run, a run on both sides, a negative threshold). The rule is in
-analytics/report/run_level.py and docs/explanation/compare.md.
+Exit 1 when a delta is a real regression (verdict "slower", |%| ≥ --fail-pct; or an accuracy `worse` by at least
+--fail-pct % of the baseline's accuracy), so a scheduled run can alert; 0 otherwise; 2 on bad input (an unknown
+run, a run on both sides, a negative threshold). The rule is in analytics/report/run_level.py,
+analytics/report/accuracy.py and docs/explanation/compare.md.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "spread against --config is the noise floor")
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     p.add_argument("--fail-pct", type=float, default=FAIL_PCT,
-                   help=f"a real 'slower' delta at least this many percent is a regression: exit 1 "
-                        f"(default {FAIL_PCT:g})")
+                   help=f"a real 'slower' delta at least this many percent (or a 'worse' accuracy at least this "
+                        f"many percent of the baseline's) is a regression: exit 1 (default {FAIL_PCT:g})")
     p.add_argument("--floor-from", default="", metavar="RUN1,RUN2,...",
                    help="earlier A/A runs (the same setup, the same instance type) whose run-to-run spread is the "
                         "noise floor; without it the floor is measured within each side (repeats), else only "
@@ -120,18 +121,23 @@ def _run_configs(args: argparse.Namespace) -> int:
 def _print(entry: dict, args: argparse.Namespace) -> int:
     import json
 
+    from analytics.report.accuracy_md import delta_lines
     from analytics.report.deltas_md import floor_text, verdict_summary
     from analytics.report.sides import exit_code
 
     rows = entry["rows"]
+    accuracy = delta_lines(entry, args.fail_pct, markdown=False)
     if args.json:
         print(json.dumps(entry, sort_keys=True, indent=1, ensure_ascii=False))
-    elif not rows:
+    elif not rows and not accuracy:
         print("no headline metric is present on both sides")
     else:
-        print("\n".join(format_rows(rows, entry["baseline"], entry["run"])))
-        print("\n" + verdict_summary(rows, args.fail_pct))
-        print(floor_text(entry))
+        if rows:
+            print("\n".join(format_rows(rows, entry["baseline"], entry["run"])))
+            print("\n" + verdict_summary(rows, args.fail_pct))
+            print(floor_text(entry))
+        if accuracy:
+            print(("\n" if rows else "") + "\n".join(accuracy))
     if not args.json and (entry["only_baseline"] or entry["only_run"]):
         print(f"\nonly in {entry['baseline']}: {len(entry['only_baseline'])} metric(s); "
               f"only in {entry['run']}: {len(entry['only_run'])}")

@@ -167,6 +167,7 @@ def print_local_plan(plan, console, run_id: str | None = None) -> None:
                       json.dumps(config) if config else "")
     console.print(table)
     print_server_configs(plan.request, [n.lane for n in plan.nodes], "cpu", console)
+    print_accuracy(plan.request, [n.lane for n in plan.nodes], "cpu", console)
     console.print(f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
                   "no instance cost)", markup=False)
 
@@ -290,6 +291,8 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
     print_server_configs(plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes],
                          "neuron", console)
+    print_accuracy(plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron",
+                   console)
     console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
                   f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
                   f"prices: {plan.price_source}")
@@ -331,6 +334,26 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     console.print(f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all "
                   f"({rows[0].source})", markup=False)
     print_workloads(req, lanes, console)
+
+
+def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
+    """The accuracy lane's cost, one line: evaluations x samples x expected per-sample latency + boots."""
+    from control_plane.lane_configs import built_config
+    from control_plane.plan import ACCURACY_LANE, lane_config
+    from control_plane.schedule import BOOT_COSTS_S
+    from pipeline.accuracy import expected_seconds
+    from pipeline.lanes import get_lane
+    from pipeline.servers import NEURON_BOX, local_target
+
+    if ACCURACY_LANE not in lanes:
+        return
+    built = built_config(get_lane(ACCURACY_LANE), req.profile, lane_config(req, ACCURACY_LANE), "tasks")
+    if built is None:
+        return
+    warm = BOOT_COSTS_S.get(req.profile, BOOT_COSTS_S["full"])[1]
+    cost = expected_seconds(built, req.profile, NEURON_BOX if backend == "neuron" else local_target(), boot_s=warm)
+    console.print(f"accuracy cost: expected {_hms(int(cost.seconds + 0.5))} = {cost.basis}; the lane's time budget "
+                  f"{_hms(int(built.time_budget_s))}", markup=False)
 
 
 def print_workloads(req, lanes: list[str], console) -> None:

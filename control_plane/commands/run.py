@@ -17,7 +17,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="default: generated and printed")
     p.add_argument("--force", action="store_true", help="re-run lanes already committed for this run")
     p.add_argument("--profile", default="tiny", choices=("tiny", "full"), help="scale: tiny locally, full on boxes")
-    p.add_argument("--report", default=None, metavar="DIR", help="after the lanes, build the report into DIR")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="after the lanes, build the report into DIR (comparison.json, REPORT.md, REPORT.html, plots)")
+    p.add_argument("--no-html", dest="html", action="store_false",
+                   help="--report: leave REPORT.html out (it needs the plotly package)")
     p.add_argument("--input", default=None,
                    help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
     p.add_argument("--slo", default=None, metavar="NAME|ttft_ms=..,tpot_ms=..",
@@ -173,6 +176,14 @@ def run_local_command(args: argparse.Namespace) -> int:
     except UnknownInstancePriceError as exc:
         print(f"error: --price-as: {exc}", file=sys.stderr)
         return 2
+    if args.report and getattr(args, "html", True):  # before any lane runs: the page is built at the end
+        from analytics.report.html_assets import ChartLibraryMissingError, chart_library_path
+
+        try:
+            chart_library_path()
+        except ChartLibraryMissingError as exc:
+            print(f"error: --report: {exc}; or pass --no-html", file=sys.stderr)
+            return 2
     run_id = plan.run_id
     console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {plan.profile}"
                   + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")
@@ -191,10 +202,12 @@ def run_local_command(args: argparse.Namespace) -> int:
     if args.report:
         from analytics.report.files import build_report_files
 
-        paths = build_report_files(args.results, [run_id], args.report)
+        paths = build_report_files(args.results, [run_id], args.report, html=getattr(args, "html", True))
         report_md = next((p for p in paths if p.name == "REPORT.md"), None)
+        page = next((p for p in paths if p.suffix == ".html"), None)
         plots = [p for p in paths if p.suffix == ".png"]
-        console.print(f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})")
+        console.print(f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})"
+                      + (f"  page: {page}" if page else ""), soft_wrap=True)
     result = outcome.run
     text = outcome_text(result) if result else ""
     console.print(f"outcome: [bold]{result.status if result else 'failed'}[/bold]"
@@ -206,8 +219,8 @@ def run_local_command(args: argparse.Namespace) -> int:
 def print_summary(results: str, run_id: str, console) -> None:
     """The run's headline numbers from the views (the report has the rest)."""
     from analytics.store import open_store
-    from analytics.views import connect
-    from control_plane.summary import render, summarize
+    from analytics.views import connect, view_files_through
+    from control_plane.summary import SUMMARY_VIEWS_THROUGH, render, summarize
 
-    con = connect(open_store(results), run_ids=[run_id])
+    con = connect(open_store(results), run_ids=[run_id], view_files=view_files_through(SUMMARY_VIEWS_THROUGH))
     render(summarize(con, run_id), console)

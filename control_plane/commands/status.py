@@ -1,8 +1,9 @@
 """`neuronpipe status RUN_ID`: where a run is, read from its execution history (name = run id).
 
 Once the run has ended it shows the run's outcome (succeeded / partial / failed, the failed and skipped lanes
-with their reasons: ``$.outcome`` of the execution's output, or the failed execution's cause) and exits as
-``run --aws`` does (0 succeeded, 3 partial, 1 failed)."""
+with their reasons: ``$.outcome`` of the execution's output, or the failed execution's cause) and a presigned link
+to the REPORT.html the finalize Lambda wrote (valid :data:`control_plane.aws.REPORT_URL_EXPIRY_S`, 1 h; in ``--json``
+as ``report_html``), and exits as ``run --aws`` does (0 succeeded, 3 partial, 1 failed)."""
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,31 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
     return Group(*parts)
 
 
+def report_page(progress: RunProgress, settings: Any, region: str | None, client: Any = None) -> tuple[Any, str]:
+    """A presigned link to the ended run's REPORT.html (``control_plane.aws.ReportBucket``: 1 h), or why there is
+    none: the run still going, no results bucket known, no page written yet, or the bucket refusing."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from control_plane.aws import REPORT_PAGE, ReportBucket
+
+    if not progress.done:
+        return None, ""
+    results = progress.results_uri or settings.results_uri
+    if not results or not str(results).startswith("s3://") or not progress.run_id:
+        return None, "no link to REPORT.html: the run's results bucket is not known (set NEURONPIPE_RESULTS_URI)"
+    bucket = ReportBucket.for_results(results, settings.reports_prefix, client=client, region=region)
+    try:
+        link = bucket.presigned(progress.run_id)
+    except (BotoCoreError, ClientError) as exc:
+        return None, f"no link to REPORT.html: {type(exc).__name__}: {exc}"
+    if link is None:
+        return None, f"no {REPORT_PAGE} at s3://{bucket.bucket}/{bucket.key(progress.run_id, REPORT_PAGE)} (yet)"
+    return link, ""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="show where an AWS run is (phases, lanes, errors)")
+    p = sub.add_parser("status", help="show where an AWS run is (phases, lanes, errors; once it has ended, a "
+                                      "presigned link to its REPORT.html, valid 1 h)")
     p.add_argument("run_id")
     p.add_argument("--json", action="store_true", help="print the progress as JSON")
     p.add_argument("--region", default=None, help=REGION_HELP)
@@ -81,11 +105,18 @@ def status_command(args: argparse.Namespace) -> int:
         print(f"error: no run {args.run_id}: {exc}", file=sys.stderr)
         return 2
     progress = progress_from_history(history)
+    link, why = report_page(progress, settings, args.region or default_region())
     if args.json:
-        print(json.dumps(asdict(progress), default=str, indent=2))
+        page = None if link is None else {"uri": link.uri, "url": link.url, "expires_in_s": link.expires_in_s,
+                                          "expires_at": link.expires_at.isoformat()}
+        print(json.dumps({**asdict(progress), "report_html": page}, default=str, indent=2))
     else:
         make_console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
                                              if history else None))
+        if link is not None:
+            print(f"report: {link.line()}")
+        elif why:
+            print(f"report: {why}", file=sys.stderr)
     if progress.outcome_status:
         from pipeline.graph import exit_code
 

@@ -1,5 +1,6 @@
-"""``finalize_run``: build the run's report with DuckDB (REPORT.md + comparison.json, plots) and
-write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``. The report builder is injected.
+"""``finalize_run``: build the run's report with DuckDB (REPORT.md, comparison.json and the self-contained
+REPORT.html; no PNGs: the layer has no matplotlib) and write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``.
+The report builder is injected; ``neuronpipe status`` and ``report --from`` link to the page (presigned, 1 h).
 
 A malformed payload is logged in one line and answered ``{"status": "refused", ...}`` (the state
 machine records it in ``$.finalize``; no traceback)."""
@@ -19,7 +20,7 @@ from control_plane.models import RUN_ID_PATTERN, RunStatus
 from control_plane.settings import get_settings
 
 ReportBuilder = Callable[[str, Sequence[str], str], Sequence[Any]]
-REQUIRED_FILES = ("REPORT.md", "comparison.json")
+REQUIRED_FILES = ("REPORT.md", "comparison.json", "REPORT.html")
 
 
 class ReportBuildError(RuntimeError):
@@ -37,12 +38,15 @@ class FinalizeRequest(BaseModel):
 
 
 def load_report_builder() -> ReportBuilder:
-    """The project's report builder (``analytics.report.files.build_report_files``)."""
+    """The project's report builder (``analytics.report.files.build_report_files``), REPORT.html included (the
+    layer carries plotly.min.js: ``infra.bundling``)."""
+    from functools import partial
+
     try:
         from analytics.report.files import build_report_files  # type: ignore[import-not-found]
     except ModuleNotFoundError as exc:
         raise ReportBuildError("the report builder (analytics.report.files) is not in this build") from exc
-    return build_report_files
+    return partial(build_report_files, html=True)
 
 
 def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: ReportBuilder) -> dict[str, Any]:
@@ -57,7 +61,9 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
             raise ReportBuildError(f"report for run {request.run_id} lacks {', '.join(missing)}")
         uris = reports.upload(request.run_id, [p for p in paths if p.is_file()])
     report_uri = next(u for u in uris if u.endswith("/REPORT.md"))
-    return {"run_id": request.run_id, "status": request.status, "report_uri": report_uri, "files": uris}
+    page_uri = next((u for u in uris if u.endswith("/REPORT.html")), None)
+    return {"run_id": request.run_id, "status": request.status, "report_uri": report_uri,
+            "report_html_uri": page_uri, "files": uris}
 
 
 # The correlation id comes from the event before the event is logged: a warm worker must not log a new run's

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 ALL_LANES = ["provenance", "preflight", "host_cpu", "smoke", "precompile", "sft", "merge", "train_limits", "serve_sweep",
-             "capacity", "limits", "sustained", "quality", "finetune_serve", "qwen3_attempt"]
+             "capacity", "limits", "sustained", "quality", "accuracy", "finetune_serve", "qwen3_attempt"]
 SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
                "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
                "sweep_repeats": 1}
@@ -36,6 +36,7 @@ SMALLEST = {
     "finetune_serve": SMALL_SWEEP,
     "sustained": {"shape": "16:8", "duration_s": 6.0, "window_s": 2.0, "warmup_requests": 1, "retention_k": 1},
     "quality": {"max_tokens": 6},
+    "accuracy": {"sample_limit": 4},
     "limits": {"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 3}],
                "memory_cap_mib": 8.0},
     "train_limits": {"searches": [{"kind": "train_seq_len", "good": 256, "bad": 2048, "at": 1, "max_boots": 3}],
@@ -88,6 +89,15 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
                        ).fetchone()[0] == 1
     variants = {v for (v,) in con.execute("select distinct variant from quality").fetchall()}
     assert variants == {"base", "finetune"}
+    # accuracy: the shipped generation tasks on the base and its fine-tune (np_choice refused: the CPU server gives no
+    # prompt logprobs), per-sample rows, one paired verdict per task (whatever it honestly is on tiny models)
+    tasks = con.execute("select variant, task, status, n_samples from accuracy_tasks order by all").fetchall()
+    assert {(v, t) for v, t, *_ in tasks} == {(v, t) for v in ("base", "finetune")
+                                              for t in ("np_arith", "np_classify", "np_facts", "np_choice")}, tasks
+    assert all(st == ("refused" if t == "np_choice" else "ok") for _, t, st, _ in tasks), tasks
+    assert all(n == 4 for _, t, _, n in tasks if t != "np_choice"), tasks
+    pairs = con.execute("select task, n from report_accuracy_pairs where kind = 'finetune' order by task").fetchall()
+    assert pairs == [("np_arith", 4), ("np_classify", 4), ("np_facts", 4)], pairs
     assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
     assert con.execute("select count(*) from compiles where what = 'serving_config'").fetchone()[0] >= 6
 
@@ -109,9 +119,16 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     text = (report / "REPORT.md").read_text()
     assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
     for section in ("Machines and versions", "Preflight", "Compile", "Training", "Serving sweeps", "Workloads", "Sustained",
-                    "Quality",
+                    "Quality", "Accuracy",
                     "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
         assert f"## {section}" in text, section
+    accuracy = text.split("## Accuracy", 1)[1].split("\n## ", 1)[0]
+    assert "### Paired verdicts: base vs fine-tune, variant vs baseline" in accuracy
+    assert "np_choice" in accuracy and "refused" in accuracy  # the refused task, with its reason
+    verdicts = {p["task"]: p["verdict"] for p in json.loads((report / "comparison.json").read_text())["accuracy"]["pairs"]
+                if p["kind"] == "finetune"}
+    assert set(verdicts) == {"np_arith", "np_classify", "np_facts"} and set(verdicts.values()) <= {
+        "better", "worse", "within noise"}, verdicts
     comparison = (report / "comparison.json").read_text()
     assert '"median_ttft_ms"' in comparison and '"output_throughput"' in comparison
     pngs = sorted(report.glob("*.png"))
@@ -120,6 +137,7 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     searches = json.loads(comparison)["decision"]["capacity"]
     assert searches and all(s["lane"] == "capacity" for s in searches), searches
     assert "max sustainable rate req/s" in text and (report / "capacity_knee.png").is_file()
+    check_report_page(report, json.loads(comparison))
     neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--out", str(tmp_path / "again"))
     assert (tmp_path / "again" / "REPORT.md").read_bytes() == (report / "REPORT.md").read_bytes()
     assert (tmp_path / "again" / "comparison.json").read_bytes() == comparison.encode()
@@ -142,6 +160,41 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     # the resumed run's boot found the cache it pushed the first time on the box: nothing fetched, nothing new
     assert con.execute("select seed_entries_fetched, seed_entries_present > 0, push_entries from box_boots"
                        ).fetchone() == (0, True, 0)
+
+
+def check_report_page(report: Path, comparison: dict) -> None:
+    """REPORT.html, written by default beside REPORT.md: comparison.json embedded exactly, nothing outside the file
+    referenced, under its size bound; and where Debian's Chromium is installed (`make chromium`), opened in it with
+    no console error, no request but the file, and the Decision table's rows those of comparison.json."""
+    import re
+
+    from analytics.report.html import embedded_json
+    from tests.support.browser import chromium_problem, launch, open_report
+
+    path = report / "REPORT.html"
+    page = path.read_text(encoding="utf-8")
+    assert embedded_json(page, "np-comparison") == comparison
+    markup = re.sub(r'(<script type="(?:application/json|text/plain)"[^>]*>).*?</script>', r"\1</script>", page,
+                    flags=re.S)
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=", markup, re.I)
+    assert not re.search(r"\b(src|href)\s*=\s*[\"']?(https?:)?//", markup, re.I)
+    assert path.stat().st_size < 8 * 2**20  # plotly.js 4.6 MiB + this run's data (docs/reference/report-html.md)
+    executable, _ = chromium_problem()
+    if executable is None:
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch(p, executable)
+        try:
+            tab, log, _ = open_report(browser, path)
+            tab.evaluate("window.npReport.drawAll()")
+            rows = tab.eval_on_selector_all('[data-table="decision"] tbody tr', "trs => trs.map(t => +t.dataset.row)")
+            assert log.console_errors() == [] and tab.evaluate("window.npReport.errors") == []
+            assert {u.split(":", 1)[0] for u in log.requests} <= {"file", "data", "blob"}
+            assert sorted(rows) == list(range(len(comparison["decision"]["rows"])))
+        finally:
+            browser.close()
 
 
 def _servers_of(root: psutil.Process) -> list[psutil.Process]:

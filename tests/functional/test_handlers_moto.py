@@ -189,7 +189,7 @@ def test_finalize_writes_report_files_under_reports_run_id(aws, tmp_path):
 
     def builder(results_uri, run_ids, out_dir):
         calls.append((results_uri, list(run_ids)))
-        files = {"REPORT.md": "# r\n", "comparison.json": "{}", "ttft.png": "png"}
+        files = {"REPORT.md": "# r\n", "comparison.json": "{}", "REPORT.html": "<!DOCTYPE html>", "ttft.png": "png"}
         for name, text in files.items():
             (Path(out_dir) / name).write_text(text)
         return [Path(out_dir) / n for n in files]
@@ -198,8 +198,10 @@ def test_finalize_writes_report_files_under_reports_run_id(aws, tmp_path):
     out = finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), builder)
     assert calls == [(f"s3://{BUCKET}/results", ["run-1"])]
     assert out["report_uri"] == f"s3://{BUCKET}/reports/run-1/REPORT.md"
+    assert out["report_html_uri"] == f"s3://{BUCKET}/reports/run-1/REPORT.html"
     keys = sorted(o["Key"] for o in aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/run-1/")["Contents"])
-    assert keys == ["reports/run-1/REPORT.md", "reports/run-1/comparison.json", "reports/run-1/ttft.png"]
+    assert keys == ["reports/run-1/REPORT.html", "reports/run-1/REPORT.md", "reports/run-1/comparison.json",
+                    "reports/run-1/ttft.png"]
 
 
 def test_finalize_fails_loudly_when_the_builder_fails_or_omits_a_file(aws):
@@ -216,20 +218,28 @@ def test_finalize_fails_loudly_when_the_builder_fails_or_omits_a_file(aws):
 
     with pytest.raises(finalize_run.ReportBuildError, match="RuntimeError: no rows"):
         finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), broken)
-    with pytest.raises(finalize_run.ReportBuildError, match="comparison.json"):
+    with pytest.raises(finalize_run.ReportBuildError, match="lacks comparison.json, REPORT.html"):
         finalize_run.finalize(request, ReportBucket(BUCKET, "reports", aws.s3), partial)
 
 
 def test_finalize_handler_uses_the_injected_builder(aws, monkeypatch):
+    names = ("REPORT.html", "REPORT.md", "comparison.json")
+
     def builder(results_uri, run_ids, out_dir):
-        for n in ("REPORT.md", "comparison.json"):
+        for n in names:
             (Path(out_dir) / n).write_text(n)
-        return [Path(out_dir) / n for n in ("REPORT.md", "comparison.json")]
+        return [Path(out_dir) / n for n in names]
 
     monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
     out = finalize_run.handler({"run_id": "run-2", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"},
                                CONTEXT)
-    assert out["files"] == [f"s3://{BUCKET}/reports/run-2/REPORT.md", f"s3://{BUCKET}/reports/run-2/comparison.json"]
+    assert out["files"] == [f"s3://{BUCKET}/reports/run-2/{n}" for n in names]
+
+
+def test_the_real_builder_asks_for_the_page():
+    """The Lambda's builder writes REPORT.html (the layer carries plotly.min.js), which finalize requires."""
+    builder = finalize_run.load_report_builder()
+    assert builder.keywords == {"html": True} and "REPORT.html" in finalize_run.REQUIRED_FILES
 
 
 # ---- idle_reaper --------------------------------------------------------------------------

@@ -162,3 +162,21 @@ def test_prefix_caching_on_a_shared_prefix_workload_counts_hits_and_gets_a_verdi
     section = (report / "REPORT.md").read_text().split("## Variants", 1)[1].split("\n## ", 1)[0]
     assert "### `pc-1`: `pc` vs `A`" in section and "_Not compared" not in section
     assert any(v in section for v in ("faster", "slower", "within noise"))
+
+
+def test_accuracy_runs_a_log_likelihood_task_through_real_vllm(tmp_path, tiny_llama):
+    """np_choice (multiple choice, scored from the prompt's logprobs: echo + logprobs) and a generation task, on the
+    base model; vLLM returns prompt logprobs, so nothing is refused and every sample is scored."""
+    store = open_store(str(tmp_path / "results"))
+    _run(store, "accuracy", {"tasks": ["np_choice", "np_arith"], "sample_limit": 8, "finetune": False,
+                             "health_timeout_s": 900.0})
+    tasks = {r["task"]: r for r in store.read_table("accuracy_tasks", ["v1"]).to_pylist() if r["lane"] == "accuracy"}
+    choice = tasks["np_choice"]
+    assert (choice["status"], choice["n_samples"], choice["n_failed"]) == ("ok", 8, 0), choice["reason"]
+    assert tasks["np_arith"]["status"] == "ok"
+    samples = [r for r in store.read_table("accuracy_samples", ["v1"]).to_pylist()
+               if r["lane"] == "accuracy" and r["task"] == "np_choice"]
+    assert sorted(r["doc_id"] for r in samples) == list(range(8))
+    assert all(r["error"] is None and r["correct"] is not None and r["requests"] == 4 and r["latency_s"] > 0
+               for r in samples)
+    assert choice["lm_eval_score"] == pytest.approx(sum(r["correct"] for r in samples) / 8)

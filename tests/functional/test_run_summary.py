@@ -8,8 +8,8 @@ import pyarrow as pa
 
 from tests.support.synthetic import request_rows
 from analytics.store import LocalStore
-from analytics.views import connect
-from control_plane.summary import summarize
+from analytics.views import connect, view_files_through
+from control_plane.summary import SUMMARY_VIEWS_THROUGH, summarize
 
 
 def test_points_without_telemetry_are_not_headline_points(tmp_path):
@@ -28,7 +28,13 @@ def test_points_without_telemetry_are_not_headline_points(tmp_path):
             w.add_rows("telemetry", [{"ts": pstart + timedelta(seconds=span / 2), "source": "host",
                                       "metric": "host_cpu_util_pct", "value": 40.0, "unit": "%"}])
     w.commit("succeeded")
-    (serving,) = [t for t in summarize(connect(store), "r1") if t.title.startswith("Serving")]
+    # the CLI's closing summary creates only the view files it reads: the same tables, none of them failing
+    full = summarize(connect(store), "r1")
+    prefix = summarize(connect(store, view_files=view_files_through(SUMMARY_VIEWS_THROUGH)), "r1")
+    assert [(t.title, t.columns, t.rows, t.error) for t in prefix] == [(t.title, t.columns, t.rows, t.error)
+                                                                      for t in full]
+    assert all(t.error is None for t in prefix), [t.error for t in prefix]
+    (serving,) = [t for t in full if t.title.startswith("Serving")]
     assert serving.error is None
     assert [row[serving.columns.index("conc")] for row in serving.rows] == [2]  # only the point with telemetry
     (excluded,) = [t for t in summarize(connect(store), "r1") if t.title == "Exclusions"]

@@ -86,6 +86,30 @@ def test_metrics_and_context_refusal(server):
     assert r.status_code == 400 and "maximum context length is 128" in r.json()["error"]["message"]
 
 
+def test_stop_strings_end_the_text_before_them_streamed_or_not(server):
+    """vLLM's ``stop``: the text ends before the first stop string and the choice finishes "stop" (lm-eval's
+    generation tasks stop at their ``until`` strings through it)."""
+    body = {"model": "tiny-llama", "prompt": "Write a poem about the sea.", "max_tokens": 16, "ignore_eos": True,
+            "temperature": 0}
+    full = httpx.post(server.base_url + "/v1/completions", json=body, timeout=60).json()["choices"][0]["text"]
+    k = len(full) // 2
+    stop = full[k:k + 3]
+    expected = full[:full.find(stop)]
+    got = httpx.post(server.base_url + "/v1/completions", json={**body, "stop": [stop, "never-there"]},
+                     timeout=60).json()["choices"][0]
+    assert (got["text"], got["finish_reason"]) == (expected, "stop")
+    with httpx.stream("POST", server.base_url + "/v1/completions", json={**body, "stop": stop, "stream": True},
+                      timeout=60) as resp:
+        chunks = [e["choices"][0] for e in _events(resp) if e["choices"]]
+    assert "".join(c["text"] for c in chunks) == expected and chunks[-1]["finish_reason"] == "stop"
+
+
+def test_echo_is_refused_with_the_reason(server):
+    r = httpx.post(server.base_url + "/v1/completions", json={"prompt": "hi", "max_tokens": 1, "echo": True,
+                                                               "logprobs": 1})
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith("echo is not supported")
+
+
 def test_boot_failure_is_classified_and_leaves_no_process(tmp_path):
     bad = tmp_path / "not-a-model"
     bad.mkdir()

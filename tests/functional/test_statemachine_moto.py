@@ -75,9 +75,10 @@ def env(aws, monkeypatch):
 
     def fake_builder(results_uri, run_ids, out_dir):
         from pathlib import Path
-        paths = [Path(out_dir) / "REPORT.md", Path(out_dir) / "comparison.json"]
+        paths = [Path(out_dir) / "REPORT.md", Path(out_dir) / "comparison.json", Path(out_dir) / "REPORT.html"]
         paths[0].write_text(f"# report {run_ids[0]}\n")
         paths[1].write_text(json.dumps({"run_ids": list(run_ids)}))
+        paths[2].write_text("<!DOCTYPE html>")
         return paths
 
     def invoke(self, function_name, qualifier, body, headers, response_headers):

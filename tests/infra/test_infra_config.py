@@ -166,6 +166,28 @@ def test_prune_drops_runtime_provided_and_unused_parts(tmp_path):
     assert left == ["duckdb/__init__.py", "pyarrow/lib.so"]
 
 
+def test_prune_keeps_only_plotly_js_of_the_plotly_package(tmp_path):
+    """The layer carries plotly for REPORT.html's plotly.min.js alone; the page's asset lookup still finds it."""
+    for rel in ("plotly/__init__.py", "plotly/graph_objs/_figure.py", "plotly/package_data/plotly.min.js",
+                "plotly/package_data/templates/plotly.json", "plotly-7.1.0.dist-info/METADATA",
+                "narwhals/__init__.py", "pyarrow/lib.so"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("/** plotly.js v9.9.9 */" if rel.endswith(".js") else "")
+    prune(tmp_path)
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["plotly-7.1.0.dist-info/METADATA", "plotly/__init__.py", "plotly/package_data/plotly.min.js",
+                    "pyarrow/lib.so"]
+    import subprocess
+    from pathlib import Path
+
+    probe = ("import sys; sys.path[:0] = sys.argv[1:3]; from analytics.report.html_assets import chart_library; "
+             "lib = chart_library(); print(lib.version, lib.path)")
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-I", "-c", probe, str(tmp_path), root], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "9.9.9" and out.stdout.split()[1].startswith(str(tmp_path))
+
+
 def test_synth_without_the_layer_fails_naming_make_lambda_deps(tmp_path, capsys):
     """The deploy path (require_lambda_deps defaults to true) refuses to synthesize without the layer."""
     from infra.app import main

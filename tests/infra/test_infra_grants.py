@@ -91,6 +91,23 @@ def test_narrowed_lambda_grants(synthesized):
     assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
 
 
+def test_finalize_may_write_every_report_file_it_uploads_the_page_included(synthesized):
+    """finalize_run uploads <reports>/<run id>/{REPORT.md, REPORT.html, comparison.json}: its PutObject grant matches
+    each key, and no append-only rule of the bucket (a PUT without If-None-Match denied) covers them."""
+    from fnmatch import fnmatch
+
+    from control_plane.handlers.finalize_run import REQUIRED_FILES
+    from infra.config import APPEND_ONLY_KEY_PATTERNS, REPORTS_PREFIX
+
+    (put,) = [st for st in _role_statements(synthesized, "FinalizeRunRole") if "s3:PutObject" in as_list(st["Action"])]
+    patterns = [json.dumps(r).split("/", 1)[1].rstrip('"]}') for r in as_list(put["Resource"])]
+    assert "REPORT.html" in REQUIRED_FILES
+    for name in REQUIRED_FILES:
+        key = f"{REPORTS_PREFIX}run-1/{name}"
+        assert any(fnmatch(key, p) for p in patterns), (key, patterns)
+        assert not any(fnmatch(key, p) for p in APPEND_ONLY_KEY_PATTERNS), key
+
+
 def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_invoke_it(synthesized):
     """Issue 14: the scheduler between waves reads a run's results and commits skipped attempts: results/ only."""
     statements = _role_statements(synthesized, "ScheduleWaveRole")

@@ -19,10 +19,13 @@ from control_plane.models import RunRequest
 pytestmark = pytest.mark.slow
 
 LANES = ["provenance", "preflight", "host_cpu"]
+# host_cpu at its smallest: the test is about the gate and the cache, not the host's bandwidth (its tiny-profile
+# sizes cost ~15 s of CPU a box, five times here)
+SMALL_HOST_CPU = {"host_cpu": {"triad_elements": 1 << 20, "matmul_n": 128, "repeats": 1, "tokenizer_texts": 100}}
 
 
 def _run(r: Any, run_id: str) -> Any:
-    launched = r.start(RunRequest(lanes=LANES, profile="tiny", trigger="rehearsal-preflight"), run_id)
+    launched = r.start(RunRequest(lanes=LANES, profile="tiny", trigger="rehearsal-preflight", lane_config=SMALL_HOST_CPU), run_id)
     final = r.follow(launched.execution_arn, lambda _p: None, deadline_s=600)
     r.settle()
     return final

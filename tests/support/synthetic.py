@@ -40,6 +40,9 @@ class SyntheticRun:
     repeats: int = 1  # every serving point measured this many times (sweep_points.repeat_index when > 1)
     lanes: tuple[str, ...] = ("provenance", "host_cpu", "precompile", "sft", "merge", "serve_sweep", "sustained",
                               "quality", "finetune_serve", "qwen3_attempt")
+    # (variant, base) pairs among server_configs: the variant's boots record config_json naming its base
+    # (report_server_configs; comparison.json's variants compares it with the base at the points both measured)
+    variants: tuple[tuple[str, str], ...] = ()
 
 
 def _box(spec: SyntheticRun, lane: str) -> tuple[str, str | None]:
@@ -57,6 +60,17 @@ def _lane_row(spec: SyntheticRun, lane: str, start: datetime, wall_s: float, sta
             "box_role": role, "instance_type": itype, "profile": "tiny", "forced": False,
             "harness_sha": "0" * 40, "error_type": error[0] if error else None,
             "error_message": error[1] if error else None}
+
+
+def _declared(spec: SyntheticRun, config: str) -> dict:
+    """A server config's declaration on its boots: config_json (name, base) and a fingerprint, where it has a base
+    in ``spec.variants`` or is one's base; nothing otherwise (as before variants were recorded)."""
+    base = dict(spec.variants).get(config)
+    if base is None and config not in dict(spec.variants).values():
+        return {}
+    fingerprint = f"synthetic-{config}"
+    return {"config_fingerprint": fingerprint,
+            "config_json": json.dumps({"name": config, "base": base, "fingerprint": fingerprint}, sort_keys=True)}
 
 
 def _telemetry(start: datetime, seconds: float, n: int = 4) -> list[dict]:
@@ -114,7 +128,7 @@ def scale_ttft(t: pa.Table, factor: float) -> pa.Table:
     """Request rows with every TTFT times ``factor``: each stream moves later (its chunks, E2EL and completion
     with it); send times and decode stay, so a known TTFT shift leaves throughput's decode unchanged."""
     ttft = t["ttft_s"].to_numpy(zero_copy_only=False)
-    extra = (factor - 1.0) * ttft
+    extra = np.nan_to_num((factor - 1.0) * ttft)  # a failed request has no TTFT: nothing moves
     chunks = t["chunk_times_s"].combine_chunks()
     moved = chunks.flatten().to_numpy() + np.repeat(extra, np.diff(chunks.offsets.to_numpy()))
     for name, col in (("ttft_s", pa.array(ttft * factor)),
@@ -202,7 +216,7 @@ def write_synthetic_run(store: ResultStore, spec: SyntheticRun = SyntheticRun())
                 wall = _serve_points(spec, rng, w, start, lane)
         elif lane == "serve_sweep":
             w.add_rows("compiles", [{"what": "serving_config", "model": spec.model, "config": c, "cache": k,
-                                     "wall_s": s, "succeeded": True, "backend": "neuron"}
+                                     "wall_s": s, "succeeded": True, "backend": "neuron", **_declared(spec, c)}
                                     for c in spec.server_configs for k, s in (("cold", 900.0), ("warm", 60.0))])
             wall = _serve_points(spec, rng, w, start, lane)
         elif lane == "sustained":

@@ -24,8 +24,8 @@ def test_registry_declares_the_data_needs_and_the_gate():
 def test_full_graph_on_both_boxes_puts_only_merge_consumers_in_a_later_wave():
     nodes = _by_name(build_nodes(plan_order(), ["trn1", "inf2"]))
     assert nodes["finetune_serve"].needs == ("preflight@inf2", "smoke@inf2", "merge")
-    assert nodes["finetune_serve"].wave == 1 and nodes["quality"].wave == 1
-    assert {n.result_lane for n in nodes.values() if n.wave == 1} == {"finetune_serve", "quality"}
+    assert nodes["finetune_serve"].wave == 1 and nodes["quality"].wave == 1 and nodes["accuracy"].wave == 1
+    assert {n.result_lane for n in nodes.values() if n.wave == 1} == {"finetune_serve", "quality", "accuracy"}
     # the gate precedes the lanes after it on its own box only; lanes before it are not gated
     assert nodes["sft"].gated_by == ("preflight@trn1", "smoke@trn1")
     assert nodes["serve_sweep"].gated_by == ("preflight@inf2", "smoke@inf2")

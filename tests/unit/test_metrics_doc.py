@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reference" / "metrics.md"
 METRIC_FILES = ("10_serving_requests.sql", "11_serving_intervals.sql", "12_serving_points.sql",
                 "13_serving_sustained.sql", "14_serving_workloads.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql",
-                "76_report_capacity.sql", "77_report_decision_hardware.sql", "39_report_saturation.sql", "40_report_cold_start.sql", "41_report_preflight.sql")
+                "76_report_capacity.sql", "77_report_decision_hardware.sql", "39_report_saturation.sql", "40_report_cold_start.sql", "41_report_preflight.sql",
+                "43_report_accuracy.sql")
 
 
 def expand(token: str) -> list[str]:

@@ -21,11 +21,11 @@ def lanes_by_phase(plan):
 def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1():
     plan = plan_run(RunRequest(), run_id="r1", results_uri=RESULTS)
     assert plan.request.preset == "full"
-    later = {"quality", "finetune_serve"}  # they need merge, on the other box
+    later = {"quality", "accuracy", "finetune_serve"}  # they need merge, on the other box
     wave0 = [(role, [s.name for s in plan_order(None) if role in s.boxes and s.name not in later])
              for role in ("trn1", "inf2")]
     assert [[(seg.box_role, [s.lane for s in seg.lanes]) for seg in w.segments] for w in plan.waves] == [
-        wave0, [("inf2", ["quality", "finetune_serve"])]]
+        wave0, [("inf2", ["quality", "accuracy", "finetune_serve"])]]
     assert [seg.release_lease for seg in plan.segments] == [True, False, True]  # inf2 keeps its lease in between
     steps = {s.result_lane: s for s in plan.lane_steps}
     assert steps["finetune_serve"].needs == ["preflight@inf2", "smoke@inf2", "merge"]
@@ -188,7 +188,7 @@ def test_lane_config_field_names_match_the_lanes_configs():
 
     request = RunRequest(models=["qwen3-8b"], server_configs=["B"], adapter_uri="s3://b/adapters/x.tar.gz",
                          preset="full")
-    for lane in ("precompile", "sft", "merge", "serve_sweep", "sustained", "quality", "finetune_serve"):
+    for lane in ("precompile", "sft", "merge", "serve_sweep", "sustained", "quality", "accuracy", "finetune_serve"):
         config = lane_config(request, lane) or {}
         fields = {f.name for f in dataclasses.fields(get_lane(lane).load().Config)}
         assert set(config) <= fields, (lane, set(config) - fields)

@@ -29,7 +29,7 @@ def test_full_default_schedule_meets_the_saving_targets():
     trn1, inf2_first, inf2_second = graph.segments
     assert (trn1.box, inf2_first.box, inf2_second.box) == ("trn1", "inf2", "inf2")
     assert inf2_first.start_s < trn1.end_s and inf2_second.start_s >= trn1.end_s
-    assert graph.critical_path[-2:] == ["quality", "finetune_serve"] and "sft" in graph.critical_path
+    assert graph.critical_path[-3:] == ["quality", "accuracy", "finetune_serve"] and "sft" in graph.critical_path
 
 
 def test_schedule_arithmetic_on_a_small_graph():

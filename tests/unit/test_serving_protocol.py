@@ -114,3 +114,17 @@ def test_a_server_that_breaks_on_logprobs_is_asked_again_without_them():
     with _client(handler) as client:
         a = ask(client, "http://x", "m", "hi", 8)
     assert a.text == "ok" and a.error is None and a.logprob_note == "HTTP 500: list index out of range"
+
+
+def test_echo_is_refused_and_stop_strings_are_parsed():
+    from agents.serving.openai_protocol import ECHO_REFUSAL, parse_stop, stop_index
+
+    with pytest.raises(ProtocolError) as info:
+        parse_sampling({"max_tokens": 1, "echo": True, "logprobs": 1}, chat=False, prompt_len=4, max_model_len=64)
+    assert info.value.status == 400 and info.value.message == ECHO_REFUSAL
+    sp = parse_sampling({"max_tokens": 4, "stop": ["\n", "", "Question:"]}, chat=False, prompt_len=4,
+                        max_model_len=64)
+    assert sp.stop == ("\n", "Question:") and parse_stop("x") == ("x",) and parse_stop(None) == ()
+    with pytest.raises(ProtocolError, match="stop must be a string or a list of strings"):
+        parse_stop([1])
+    assert stop_index("42\nQuestion: 7", ("Question:", "\n")) == 2 and stop_index("42", ("\n",)) is None

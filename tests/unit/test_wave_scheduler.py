@@ -65,10 +65,10 @@ def test_the_full_plan_runs_both_boxes_in_wave_0_and_merge_consumers_in_wave_1(p
     first = call(plan_input, store)
     assert not first["done"] and first["wave"] == 0 and first["next_wave"] == 1
     assert [s["box_role"] for s in first["segments"]] == ["trn1", "inf2"]
-    assert wave_lanes(plan_input, 1, "inf2") == ["quality", "finetune_serve"]
+    assert wave_lanes(plan_input, 1, "inf2") == ["quality", "accuracy", "finetune_serve"]
     second = call(plan_input, store, first, run_wave(plan_input, store, 0))
     assert [(s["box_role"], [x["lane"] for x in s["lanes"]]) for s in second["segments"]] == [
-        ("inf2", ["quality", "finetune_serve"])]
+        ("inf2", ["quality", "accuracy", "finetune_serve"])]
     done = call(plan_input, store, second, run_wave(plan_input, store, 1))
     assert done["done"] and done["outcome"]["status"] == "succeeded" and done["recorded"] == []
     assert done["failure"] == {"Error": "", "Cause": ""}
@@ -80,12 +80,12 @@ def test_a_failed_merge_skips_its_consumers_and_their_segment_is_not_started(pla
     done = call(plan_input, store, first, run_wave(plan_input, store, 0, failed={"merge"}))
     assert done["done"], "the inf2 segment of wave 1 has nothing left to run: no box is started for it"
     statuses = lane_statuses(store, RUN)
-    for lane in ("quality", "finetune_serve"):
+    for lane in ("quality", "accuracy", "finetune_serve"):
         assert statuses[lane].status == "blocked" and statuses[lane].blocked_by == "merge"
         assert statuses[lane].reason.startswith("needs merge, which failed in attempt")
     assert done["outcome"]["status"] == "partial"
     assert done["outcome"]["failed"] == ["merge"]
-    assert sorted(done["outcome"]["skipped"]) == ["finetune_serve", "quality"]
+    assert sorted(done["outcome"]["skipped"]) == ["accuracy", "finetune_serve", "quality"]
 
 
 def test_a_failed_non_gate_lane_leaves_the_run_partial(plan_input, store):
@@ -105,7 +105,7 @@ def test_a_gate_failure_skips_its_box_and_fails_the_run_the_other_box_is_unaffec
     done = call(plan_input, store, first, results)
     assert done["done"]
     statuses = lane_statuses(store, RUN)
-    for lane in inf2_rest + ["quality", "finetune_serve"]:
+    for lane in inf2_rest + ["quality", "accuracy", "finetune_serve"]:
         assert statuses[lane].status == "blocked" and statuses[lane].blocked_by == "smoke@inf2", lane
         assert statuses[lane].reason.startswith("gate smoke@inf2 did not pass"), statuses[lane].reason
     assert all(statuses[lane].status == "succeeded" for lane in wave_lanes(plan_input, 0, "trn1"))

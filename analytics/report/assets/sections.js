@@ -1,0 +1,353 @@
+/* REPORT.html, the sections other than the serving curves (serving.js): each renders rows comparison.json holds,
+   in the wording and spelling of REPORT.md (analytics/report/*_md.py), and returns false when it has nothing. */
+"use strict";
+
+const SECTION = {};
+
+function shapeText(r) {  // decision_md._shape: 64:16, or the workload with its nominal shape
+  const shape = r.input_len === null || r.input_len === undefined ? null : `${r.input_len}:${r.output_len}`;
+  if (r.workload) return shape ? `${r.workload} (${shape})` : String(r.workload);
+  return shape;
+}
+
+function instanceOf(runId, lane) {  // the lane's instance type (runs[].lanes), else its box role
+  const run = (NP.comparison.runs || []).find((r) => r.run_id === runId);
+  const l = run && (run.lanes || []).find((x) => x.lane === lane);
+  return l ? (l.instance_type || l.box_role || null) : null;
+}
+
+/* ---- outcome and exclusions ------------------------------------------------------------------------------- */
+SECTION.outcome = function (body) {
+  const ex = NP.comparison.exclusions || [];
+  body.append(h("h3", {}, `Exclusions (${ex.length})`));
+  if (!ex.length) {
+    body.append(note("None: every lane attempt succeeded or was skipped on resume, and no point was excluded.", "none"));
+    return true;
+  }
+  body.append(note("A point excluded from one table is excluded from every table, chart and the Decision (RULES.md 15)."));
+  body.append(dataTable({id: "exclusions", rows: ex, columns: [
+    textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("attempt", "attempt"),
+    badgeColumn("kind", "kind", {text: (r) => r.kind}), textColumn("subject", "subject"), textColumn("reason", "reason")],
+    filters: [{key: "run_id", label: "run"}, {key: "lane", label: "lane"}, {key: "kind", label: "kind"}]}));
+  return true;
+};
+
+/* ---- the Decision ----------------------------------------------------------------------------------------- */
+const DECISION_FILTERS = [{key: "model", label: "model"}, {key: "instance", label: "instance type"},
+  {key: "server_config", label: "config"}, {key: "workload", label: "workload", value: (r) => shapeText(r)},
+  {key: "slo_name", label: "SLO"}];
+
+function closedLoopCell(r) {  // decision_md: ">= 8 (top of the grid)"
+  if (r.max_concurrency === null || r.max_concurrency === undefined) return h("span", {class: "null"}, "NULL");
+  return r.at_grid_top ? `>= ${fmt(r.max_concurrency)} (top of the grid)` : fmt(r.max_concurrency);
+}
+
+function rateBracketCell(r) {  // decision_md: "1.50 [1.50, 2.00)"; the bracket from the search's points
+  const lo = r.max_rate_meeting_slo, hi = r.lowest_rate_missing_slo;
+  if ((lo === null || lo === undefined) && (hi === null || hi === undefined)) {
+    return r.capacity_lane ? "none meets" : h("span", {class: "null"}, "no search");
+  }
+  return `${lo === null ? "none" : fmt(lo)} [${lo === null ? "-" : fmt(lo)}, ${hi === null || hi === undefined ? "not reached" : fmt(hi)})`;
+}
+
+SECTION.decision = function (body) {
+  const d = NP.comparison.decision || {};
+  if (!d.available) { body.append(note("The decision view (75_report_decision.sql) is not installed.", "none")); return true; }
+  body.append(note(d.rule), note(d.formula));
+  if ((d.slos || []).length) {
+    body.append(h("ul", {class: "slos"}, d.slos.map((s) => h("li", {},
+      h("code", {}, s.slo_name), `: p${fmt(s.slo_percentile)} TTFT <= ${fmt(s.slo_ttft_ms)} ms, `
+      + `p${fmt(s.slo_percentile)} TPOT <= ${fmt(s.slo_tpot_ms)} ms — source: ${fmt(s.slo_source)}`))));
+  }
+  const hw = d.hardware || [];
+  if (hw.length) {
+    body.append(h("h3", {}, "Across instance types"), note(d.hardware_rule));
+    body.append(dataTable({id: "decision-hardware", rows: hw, filters: DECISION_FILTERS.concat([{key: "verdict", label: "verdict"}]),
+      columns: [textColumn("decision_section", "section"), textColumn("instance", "instance"),
+        textColumn("server_config", "config"), badgeColumn("verdict", "verdict"),
+        ciColumn("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]"),
+        textColumn("ranked_basis", "ranked on"),
+        {key: "max_concurrency", label: "highest conc. meeting", cls: "n", cell: (r) => (r.meets === null || r.meets === undefined ? "not measured" : !r.meets ? "none meets" : closedLoopCell(r))},
+        ciColumn("output_throughput", "closed-loop output tok/s [95 % CI]"),
+        {key: "max_rate_meeting_slo", label: "max sustainable rate req/s [bracket)", cls: "n", cell: rateBracketCell},
+        ciColumn("rate_output_throughput", "open-loop output tok/s [95 % CI]"),
+        textColumn("family", "family · accelerator", {cell: (r) => (r.family ? (r.accelerator ? `${r.family} · ${r.accelerators}× ${r.accelerator}` : r.family) : "NULL")}),
+        textColumn("verdict_note", "why")]}));
+  }
+  body.append(h("h3", {}, "Per instance type: the highest concurrency and the max rate meeting the SLO"));
+  if (!(d.rows || []).length) {
+    body.append(noneLine("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained or an imported reference)"));
+    return true;
+  }
+  body.append(dataTable({id: "decision", rows: d.rows, filters: DECISION_FILTERS.concat([{key: "run_id", label: "run"}]),
+    columns: [textColumn("instance", "instance"), textColumn("model", "model"), textColumn("server_config", "config"),
+      textColumn("shape", "in:out", {value: (r) => shapeText(r), cell: (r) => fmt(shapeText(r))}),
+      textColumn("slo_name", "SLO"),
+      badgeColumn("meets", "meets", {value: (r) => (r.meets ? 1 : 0), text: (r) => (r.meets ? "meets SLO" : "no point meets")}),
+      {key: "max_concurrency", label: "highest conc. meeting", cls: "n", cell: closedLoopCell},
+      ciColumn("output_throughput", "output tok/s [95 % CI]"),
+      ciColumn("usd_per_million_output_tokens", "$/M output tokens [95 % CI]"),
+      {key: "max_rate_meeting_slo", label: "max sustainable rate req/s [bracket)", cls: "n", cell: rateBracketCell},
+      numColumn("rate_usd_per_million_output_tokens", "$/M out tok at that rate"),
+      textColumn("decision_basis", "use"), ciColumn("goodput", "goodput req/s [95 % CI]"),
+      numColumn("p99_ttft_ms", "p99 TTFT ms"), numColumn("p99_tpot_ms", "p99 TPOT ms"),
+      textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("note", "note")]}));
+  const priced = (d.pricing || []).filter((p) => p.usd_per_hour !== null && p.usd_per_hour !== undefined);
+  if (priced.length) {
+    body.append(note("Prices: " + priced.map((p) => `${p.instance}: $${fmt(p.usd_per_hour)}/hour`
+      + (p.price_date ? ` as of ${p.price_date}` : "") + (p.price_basis === "local" ? " (declared by the run)" : "")).join("; ") + "."));
+  }
+  return true;
+};
+
+/* ---- compile and cold start (RULES.md 3: before any throughput) -------------------------------------------- */
+const COLD_START_PHASES = [["instance_start_s", "instance start"], ["os_setup_s", "OS setup"],
+  ["agent_registered_s", "agent registered"], ["harness_sync_s", "harness sync"], ["cache_seed_s", "cache seed"],
+  ["server_healthy_s", "server healthy"], ["first_token_s", "first token"]];
+
+SECTION.compile = function (body) {
+  const comp = NP.comparison.compile || {};
+  const rows = (comp.summary || []).filter((r) => ["cold_wall_s", "warm_wall_s", "uncached_wall_s"].some((k) => r[k] !== null && r[k] !== undefined));
+  const boots = ((comp.cold_start || {}).boots || []);
+  if (!rows.length && !boots.length) { body.append(noneLine("compiles (precompile and serving boots have not run)")); return true; }
+  const multi = multiRun();
+  if (rows.length) {
+    const labels = rows.map((r) => (multi ? r.run_id + " · " : "") + [r.lane, r.model, r.config].filter(Boolean).join(" · "));
+    body.append(chart("compile-cold-warm", () => ({
+      data: [["cold_wall_s", "cold cache"], ["warm_wall_s", "warm cache"], ["uncached_wall_s", "no cache (JIT backend)"]]
+        .map(([k, name], i) => ({type: "bar", name, x: labels, y: rows.map((r) => r[k]), marker: {color: colorOf(i)},
+          hovertemplate: "%{x}<br>" + name + ": %{y:.2f} s<extra></extra>"})),
+      layout: baseLayout("Compile / server boot: cold vs warm cache (wall seconds)",
+        {barmode: "group", yaxis: zeroAxis("wall seconds"), xaxis: {automargin: true, tickfont: {size: 9}}}),
+    }), {wide: true}));
+    body.append(dataTable({id: "compile", rows, filters: [{key: "run_id", label: "run"}, {key: "what", label: "what"}, {key: "model", label: "model"}],
+      columns: [textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("what", "what"), textColumn("model", "model"),
+        textColumn("config", "config"), numColumn("cold_wall_s", "cold s"), numColumn("warm_wall_s", "warm s"),
+        numColumn("warm_over_cold", "warm/cold"), numColumn("uncached_wall_s", "no-cache s"),
+        numColumn("cold_new_artifacts", "new artifacts (cold)"), numColumn("n_failed", "failed")]}));
+  }
+  if (boots.length) {
+    body.append(h("h3", {}, "Cold start"), note("Per box boot, the phases from the start request to the first token (seconds); NULL where a mark is missing."));
+    const labels = boots.map((b) => [multi ? b.run_id : null, b.box_role, b.segment, b.instance_type].filter((x) => x !== null && x !== undefined).join(" · "));
+    body.append(chart("cold-start", () => ({
+      data: COLD_START_PHASES.map(([k, name], i) => ({type: "bar", orientation: "h", name, y: labels,
+        x: boots.map((b) => b[k]), marker: {color: colorOf(i)}, hovertemplate: "%{y}<br>" + name + ": %{x:.2f} s<extra></extra>"})),
+      layout: baseLayout("Cold start phases per boot (seconds)", {barmode: "stack", xaxis: zeroAxis("seconds"),
+        yaxis: {automargin: true}, height: Math.max(220, 90 + 36 * boots.length)}),
+    }), {wide: true}));
+  }
+  return true;
+};
+
+/* ---- capacity search: attainment and goodput against offered rate, the knee ------------------------------- */
+SECTION.capacity = function (body) {
+  const d = NP.comparison.decision || {};
+  const pts = (d.capacity_points || []).filter((p) => p.excluded_reason === null || p.excluded_reason === undefined);
+  const searches = d.capacity || [];
+  if (!pts.length && !searches.length) return false;
+  body.append(note(d.rate_rule || ""));
+  const key = (p) => [p.run_id, p.lane, p.search_id, p.model, p.server_config].join(" · ");
+  const groups = new Map();
+  for (const p of pts.slice().sort((a, b) => a.offered_rate - b.offered_rate)) {
+    if (!groups.has(key(p))) groups.set(key(p), []);
+    groups.get(key(p)).push(p);
+  }
+  const keys = [...groups.keys()].sort();
+  const knees = (search) => searches.filter((s) => key(s) === search);
+  const traces = (y, label, fmtY) => keys.map((k, i) => {
+    const g = groups.get(k);
+    return {type: "scatter", mode: "lines+markers", name: k, x: g.map((p) => p.offered_rate), y: g.map((p) => p[y]),
+      marker: {color: colorOf(i), size: 9, symbol: g.map((p) => (p.passed ? "circle" : "x")), line: {width: 1}},
+      line: {color: colorOf(i)},
+      text: g.map((p) => (p.passed ? "passes" : `fails${p.fail_reason ? ": " + p.fail_reason : ""}`)),
+      hovertemplate: `offered %{x} req/s<br>${label}: %{y${fmtY}}<br>%{text}<extra>${esc(k)}</extra>`};
+  });
+  const shapes = [];
+  keys.forEach((k, i) => {
+    for (const s of knees(k)) {
+      if (s.max_rate_meeting_slo !== null && s.max_rate_meeting_slo !== undefined) {
+        shapes.push(vline(s.max_rate_meeting_slo, colorOf(i)));
+        if (s.lowest_rate_missing_slo !== null && s.lowest_rate_missing_slo !== undefined) {
+          shapes.push(vband(s.max_rate_meeting_slo, s.lowest_rate_missing_slo, colorOf(i)));
+        }
+      }
+    }
+  });
+  const targets = distinct(searches.map((s) => s.attainment_target));
+  const attShapes = shapes.concat(targets.map((t) => ({type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: t, y1: t,
+                                                       line: {color: "#999", width: 1, dash: "dot"}})));
+  const rateAxis = linAxis("offered rate (req/s)", {rangemode: "tozero"});
+  if (pts.length) {
+    body.append(h("div", {class: "plots2"},
+      chart("capacity-attainment", () => ({data: traces("attained", "attainment", ":.3f"),
+        layout: baseLayout("SLO attainment against offered rate (dashed: the knee; band: the bracket; dotted: the target)",
+          {xaxis: rateAxis, yaxis: linAxis("SLO attainment", {range: [0, 1.05]}), shapes: attShapes})})),
+      chart("capacity-goodput", () => ({data: traces("goodput_tok_s", "goodput tok/s", ":.1f"),
+        layout: baseLayout("Goodput (output tok/s of good requests) against offered rate",
+          {xaxis: rateAxis, yaxis: zeroAxis("goodput output tok/s"), shapes})}))));
+  }
+  body.append(dataTable({id: "capacity", rows: searches, filters: [{key: "model", label: "model"}, {key: "instance", label: "instance type"},
+    {key: "server_config", label: "config"}, {key: "slo_name", label: "SLO"}],
+    columns: [textColumn("run_id", "run"), textColumn("instance", "instance"), textColumn("lane", "lane"), textColumn("model", "model"),
+      textColumn("server_config", "config"), textColumn("shape", "in:out", {value: shapeText, cell: (r) => fmt(shapeText(r))}),
+      textColumn("slo_name", "SLO"), numColumn("max_rate_meeting_slo", "max rate meeting"),
+      numColumn("lowest_rate_missing_slo", "lowest rate missing"), ciColumn("goodput", "goodput req/s [95 % CI]"),
+      ciColumn("goodput_tok_s", "goodput tok/s [95 % CI]"), numColumn("points", "points"),
+      textColumn("stop_reasons", "stop reasons"), badgeColumn("outcome", "outcome")]}));
+  return true;
+};
+
+/* ---- sustained windows and retention ----------------------------------------------------------------------- */
+SECTION.sustained = function (body) {
+  const s = NP.comparison.sustained || {};
+  const windows = s.windows || [];
+  if (!windows.length && !(s.retention || []).length) { body.append(noneLine("sustained runs (the sustained lane has not committed)")); return true; }
+  const series = new Map();
+  for (const w of windows) {
+    const k = [multiRun() ? w.run_id : null, w.model, w.server_config, w.point_id].filter(Boolean).join(" · ");
+    if (!series.has(k)) series.set(k, []);
+    series.get(k).push(w);
+  }
+  const keys = [...series.keys()].sort();
+  const shapes = [];
+  keys.forEach((k, i) => {
+    const warm = series.get(k).filter((w) => w.warmup).map((w) => w.window);
+    if (warm.length) shapes.push(vband(Math.min(...warm) - 0.5, Math.max(...warm) + 0.5, colorOf(i)));
+  });
+  const trace = (y, label) => keys.map((k, i) => ({type: "scatter", mode: "lines+markers", name: k,
+    x: series.get(k).map((w) => w.window), y: series.get(k).map((w) => w[y]), line: {color: colorOf(i)},
+    hovertemplate: `window %{x}<br>${label}: %{y:.2f}<extra>${esc(k)}</extra>`}));
+  if (windows.length) {
+    body.append(h("div", {class: "plots2"},
+      chart("sustained-throughput", () => ({data: trace("output_throughput", "output tok/s"),
+        layout: baseLayout("Output tok/s per window (shaded: warm-up)", {xaxis: linAxis("window", {dtick: 1}), yaxis: zeroAxis("output tokens/s"), shapes})})),
+      chart("sustained-ttft", () => ({data: trace("p99_ttft_ms", "p99 TTFT ms"),
+        layout: baseLayout("p99 TTFT per window (ms)", {xaxis: linAxis("window", {dtick: 1}), yaxis: zeroAxis("TTFT p99 (ms)"), shapes})}))));
+  }
+  if ((s.retention || []).length) {
+    body.append(note("Retention: median output throughput of the last K windows over the first K (vs first) and over the best K consecutive (vs peak), each with its 95 % interval from the windows."));
+    body.append(dataTable({id: "retention", rows: s.retention, filters: [{key: "run_id", label: "run"}],
+      columns: [textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("point_id", "point"),
+        numColumn("windows", "windows"), numColumn("retention_k", "K"),
+        ciColumn("retention_vs_first", "retention vs first [95 % CI]"), ciColumn("retention_vs_peak", "retention vs peak [95 % CI]"),
+        numColumn("first_k_throughput", "first K tok/s"), numColumn("last_k_throughput", "last K tok/s"),
+        ciColumn("throughput_slope_per_min", "tok/s slope per min [95 % CI]")]}));
+  }
+  return true;
+};
+
+/* ---- training: loss and tokens/s per step ------------------------------------------------------------------ */
+SECTION.training = function (body) {
+  const t = NP.comparison.training || {};
+  const curves = t.loss_curves || [], steps = NP.data.training_steps || [], runs = t.runs || [];
+  if (!curves.length && !runs.length) { body.append(noneLine("training runs (the sft lane has not committed)")); return true; }
+  const label = (r) => [multiRun() ? r.run_id : null, r.lane, r.model].filter(Boolean).join(" · ");
+  const plots = h("div", {class: "plots2"});
+  if (curves.length) {
+    plots.append(chart("training-loss", () => ({
+      data: curves.map((c, i) => ({type: "scatter", mode: "lines", name: label(c), x: c.step, y: c.loss, line: {color: colorOf(i)},
+        hovertemplate: "step %{x}<br>loss %{y:.4f}<extra>" + esc(label(c)) + "</extra>"})),
+      layout: baseLayout("Training loss per optimizer step", {xaxis: linAxis("optimizer step"), yaxis: linAxis("loss")})})));
+  }
+  const rated = steps.filter((s) => (s.tokens_per_s || []).some((v) => v !== null));
+  if (rated.length) {
+    plots.append(chart("training-tokens", () => {
+      const shapes = [];
+      const data = rated.map((s, i) => {
+        const run = runs.find((r) => r.run_id === s.run_id && r.lane === s.lane && r.model === s.model);
+        if (run && run.tokens_per_s !== null && run.tokens_per_s !== undefined) {
+          shapes.push({type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: run.tokens_per_s, y1: run.tokens_per_s,
+                       line: {color: colorOf(i), dash: "dash", width: 1}});
+        }
+        return {type: "scatter", mode: "lines+markers", marker: {size: 4}, name: label(s), x: s.step, y: s.tokens_per_s,
+          line: {color: colorOf(i)}, hovertemplate: "step %{x}<br>%{y:.1f} tokens/s<extra>" + esc(label(s)) + "</extra>"};
+      });
+      return {data, layout: baseLayout("Tokens/s per optimizer step (dashed: the run's headline tokens/s)",
+        {xaxis: linAxis("optimizer step"), yaxis: zeroAxis("tokens/s"), shapes})};
+    }));
+  }
+  body.append(plots);
+  body.append(dataTable({id: "training", rows: runs, filters: [{key: "run_id", label: "run"}, {key: "model", label: "model"}],
+    columns: [textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("model", "model"), textColumn("device", "device"),
+      numColumn("steps", "steps"), numColumn("tokens_per_s", "tokens/s"), numColumn("mfu", "MFU"), numColumn("mfu_alt", "MFU (alt peak)"),
+      numColumn("first_step_s", "first step s"), numColumn("median_step_s", "median step s"),
+      numColumn("first_loss", "first loss"), numColumn("last_loss", "last loss"), textColumn("mfu_null_reason", "why MFU is NULL")]}));
+  return true;
+};
+
+/* ---- deltas tables: variants against their base, runs against the first ----------------------------------- */
+function deltaInterval(r) {  // deltas_md.delta_interval_text: the run-level interval where the row has units
+  const [lo, hi] = r.run_ci_low !== null && r.run_ci_low !== undefined ? ["run_ci_low", "run_ci_high"] : ["delta_ci_low", "delta_ci_high"];
+  return r[lo] === null || r[lo] === undefined ? null : `[${fmt(r[lo])}, ${fmt(r[hi])}]`;
+}
+
+function deltaColumns(first) {
+  return first.concat([textColumn("metric", "metric"), numColumn("a", "baseline"), numColumn("b", "compared"),
+    numColumn("delta", "delta"), numColumn("pct", "%"),
+    {key: "ci", label: "95 % CI of delta", value: (r) => r.run_ci_low ?? r.delta_ci_low ?? null, cell: (r) => fmt(deltaInterval(r))},
+    textColumn("unit", "unit", {cell: (r) => (r.unit ? `${r.unit} ${r.units_a} v ${r.units_b}` : "one run")}),
+    numColumn("run_p_adjusted", "p run"), numColumn("floor_pct", "floor %"),
+    badgeColumn("verdict", "verdict", {text: (r) => r.verdict + (r.regression ? " (regression)" : "")})]);
+}
+
+const DELTA_FILTERS = [{key: "verdict", label: "verdict"}, {key: "section", label: "section", value: (r) => String(r.metric).split(" · ")[0]}];
+
+SECTION.variants = function (body) {
+  const v = NP.comparison.variants || {};
+  const rows = [];
+  for (const e of v.comparisons || []) {
+    for (const r of ((e.deltas || {}).rows || [])) {
+      rows.push(Object.assign({}, r, {_run: e.run_id, _pair: `${e.variant} vs ${e.baseline}` + (e.aa_copy ? " (A/A)" : "")}));
+    }
+  }
+  if (!rows.length && !(v.comparisons || []).length) return false;
+  body.append(note("Each variant against its base in the same run, at the points both measured: the paired test over repeat pairs, held to the noise floor of an A/A copy where the run declares one, else the practical margin (docs/explanation/compare.md)."));
+  const notCompared = (v.comparisons || []).filter((e) => !e.deltas);
+  for (const e of notCompared) body.append(note(`${e.run_id}: ${e.variant} vs ${e.baseline} not compared: ${e.note}`, "none"));
+  body.append(dataTable({id: "variants", rows, filters: [{key: "_run", label: "run"}, {key: "_pair", label: "A/B"}].concat(DELTA_FILTERS),
+    columns: deltaColumns([textColumn("_run", "run"), textColumn("_pair", "variant vs base")])}));
+  return true;
+};
+
+SECTION.deltas = function (body) {
+  const entries = NP.comparison.deltas || [];
+  if ((NP.comparison.run_ids || []).length < 2 || !entries.length) return false;
+  body.append(note(`Headline deltas against the first run, ${NP.comparison.run_ids[0]}. The verdict rests on what varies between runs (RULES.md 13): with one run per side there is no between-run variance, so a delta is untested unless a measured floor decides.`));
+  const rows = [];
+  for (const e of entries) for (const r of e.rows || []) rows.push(Object.assign({}, r, {_pair: `${e.run} vs ${e.baseline}`}));
+  body.append(dataTable({id: "deltas", rows, filters: [{key: "_pair", label: "runs"}].concat(DELTA_FILTERS),
+    columns: deltaColumns([textColumn("_pair", "runs")])}));
+  return true;
+};
+
+/* ---- accuracy (when comparison.json has it): every table it holds, generically ---------------------------- */
+function tablesIn(value, path, out) {
+  if (Array.isArray(value)) {
+    if (value.length && value.every((r) => r && typeof r === "object" && !Array.isArray(r))) out.push([path, value]);
+  } else if (value && typeof value === "object") {
+    for (const k of Object.keys(value).sort()) tablesIn(value[k], path ? `${path}.${k}` : k, out);
+  }
+  return out;
+}
+
+SECTION.accuracy = function (body) {
+  const keys = Object.keys(NP.comparison).filter((k) => /^accuracy/.test(k)).sort();
+  const tables = [];
+  for (const k of keys) tablesIn(NP.comparison[k], k, tables);
+  if (!tables.length) return false;
+  const notes = [];
+  const strings = (value, path, depth) => {  // the section's own wording: its text leaves (method, rules), 2 deep
+    if (typeof value === "string") notes.push(h("li", {}, h("b", {}, path + ": "), value));
+    else if (value && typeof value === "object" && !Array.isArray(value) && depth < 2) {
+      for (const k of Object.keys(value).sort()) strings(value[k], k, depth + 1);
+    }
+  };
+  for (const k of keys) strings(NP.comparison[k], k, 0);
+  if (notes.length) body.append(h("ul", {class: "note"}, notes));
+  for (const [path, rows] of tables) {
+    const cols = genericColumns(rows);
+    const filters = ["run_id", "model", "task", "variant", "verdict"].filter((f) => rows.some((r) => f in r)).map((f) => ({key: f, label: f}));
+    body.append(h("h3", {}, path), dataTable({id: path, rows, columns: cols, filters}));
+  }
+  return true;
+};

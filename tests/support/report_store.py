@@ -1,0 +1,34 @@
+"""A store with every part of the report filled, for REPORT.html's tests and benchmarks/html_report.py: two synthetic
+runs side by side (the second's TTFT 30 % higher: run-vs-run deltas), each with two server configs (one a declared
+variant of the other: the A/B table), training, compiles, a sustained loop and a failed lane (an exclusion); in the
+first run a capacity search (the knee) and the same model on a second instance type (the Decision across hardware).
+Seconds to write; numbers are synthetic shapes, not measurements (tests/support/synthetic.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analytics.store import LocalStore
+from tests.support.matrix import commit_cell, commit_lane
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
+
+RUNS = ("html-a", "html-b")
+MODEL = "tiny-llama"
+CONFIGS = ("tp2-bs8", "tp2-bs32")
+CONCURRENCIES = (1, 2, 4, 8, 16)
+# offered rates of the capacity search (req/s) and whether each meets the SLO: the knee lies between 1.5 and 2
+SEARCH = ((0.5, True), (1.0, True), (1.5, True), (2.0, False), (3.0, False))
+
+
+def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tuple[str, ...] = RUNS) -> LocalStore:
+    """Commit the runs into a local store at ``root``; return it."""
+    store = LocalStore(Path(root))
+    for i, run_id in enumerate(runs):
+        write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=i + 1, model=MODEL, server_configs=CONFIGS,
+                                                concurrencies=CONCURRENCIES, requests_per_point=requests_per_point,
+                                                ttft_factor=1.0 + 0.3 * i, variants=((CONFIGS[1], CONFIGS[0]),)))
+    first = runs[0]
+    commit_lane(store, first, "capacity", "inf2.xlarge", CONFIGS[0], MODEL,
+                [(f"rate-{rate:g}", 4, rate, 1.0 if ok else 50.0) for rate, ok in SEARCH])
+    for cell, itype in (("c01", "inf2.xlarge"), ("c02", "g6.xlarge"), ("c03", "g5.12xlarge")):
+        commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL)
+    return store
