@@ -206,18 +206,8 @@ def fetch_s3_dir(uri: str, dest: Path, client: "S3Client | None" = None) -> Path
         import boto3
 
         client = boto3.client("s3")
-    n = 0
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            rel = obj["Key"][len(prefix):]
-            if not rel or rel.endswith("/"):
-                continue
-            target = dest / rel
-            if ".." in Path(rel).parts:
-                raise ValueError(f"{uri}: key {obj['Key']!r} leaves the directory")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            client.download_file(bucket, obj["Key"], str(target))
-            n += 1
-    if n == 0:
+    from agents.s3_prefix import download_prefix
+
+    if download_prefix(client, bucket, prefix, dest) == 0:
         raise FileNotFoundError(f"{uri}: no objects under this prefix")
     return dest

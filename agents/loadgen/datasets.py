@@ -118,16 +118,12 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
                 raise DatasetError(f"{uri}: cannot download: {exc}{hint}") from exc
             return target
         root = dest / (key.rstrip("/").rsplit("/", 1)[-1] or bucket)
-        count = 0
-        for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(key):]
-                if not rel or rel.endswith("/"):
-                    continue  # the prefix's own "directory" marker
-                target = root / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                s3_client.download_file(bucket, obj["Key"], str(target))
-                count += 1
+        from agents.s3_prefix import download_prefix
+
+        try:
+            count = download_prefix(s3_client, bucket, key, root)
+        except ValueError as exc:  # a key with a `..` part
+            raise DatasetError(f"{uri}: {exc}") from exc
     except (ClientError, BotoCoreError) as exc:
         raise DatasetError(f"{uri}: cannot download: {exc}") from exc
     if not count:

@@ -29,17 +29,13 @@ def _s3_download(uri: str, dest: Path, client: Any = None) -> Path:
     parsed = urlparse(uri)
     bucket, key = parsed.netloc, parsed.path.lstrip("/")
     if key.endswith("/") or not key:
+        from agents.s3_prefix import download_prefix
+
         out = dest / "adapter"
-        found = 0
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(key):]
-                if not rel or rel.endswith("/"):
-                    continue
-                target = out / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(bucket, obj["Key"], str(target))
-                found += 1
+        try:
+            found = download_prefix(client, bucket, key, out)
+        except ValueError as exc:
+            raise AdapterSourceError(str(exc)) from exc
         if not found:
             raise AdapterSourceError(f"no objects under {uri}")
         return out
