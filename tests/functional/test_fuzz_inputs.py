@@ -259,7 +259,7 @@ def table_views_only(monkeypatch):
     a tenth of a query's time."""
     import analytics.views
 
-    monkeypatch.setattr(analytics.views, "create_derived_views", lambda con: None)
+    monkeypatch.setattr(analytics.views, "create_derived_views", lambda con, names=None: None)
 
 
 @settings(FUZZ, max_examples=400)
