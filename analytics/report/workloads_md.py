@@ -23,11 +23,15 @@ def s_workloads(c: dict[str, Any]) -> list[str]:
              "(for a trace or a ramp, how late the client kept the schedule; gated like the closed loop's lag); the "
              "prefix-cache hit rate is the server's own counters over the measured requests.", ""]
     sessions = {(s["run_id"], s["lane"], s["point_id"]): s for s in w.get("sessions") or []}
-    for p in points:
+
+    def turns_text(p: dict[str, Any]) -> str | None:
         s = sessions.get((p["run_id"], p["lane"], p["point_id"]))
-        p["turns_text"] = None if s is None else (
+        return None if s is None else (
             f"{s['sessions']} × {s['mean_turns_sent']:.1f} of {s['mean_turns_drawn']:.1f} turns "
             f"({s['turns_ok']}/{s['turns_sent']} ok)")
+
+    # copies: comparison.json's dict is read again after this (the plots, REPORT.html) and must stay as written
+    points = [{**p, "turns_text": turns_text(p)} for p in points]
     cols = [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
             ("workload", "workload"), ("arrival", "arrival"), ("nominal_input_len", "in"),
             ("nominal_output_len", "out"), ("max_concurrency", "conc"), ("request_rate", "rate"),
