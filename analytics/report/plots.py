@@ -6,25 +6,50 @@ sorted order, so the same comparison gives byte-identical PNGs.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-import matplotlib
+from analytics.report.compare import is_headline_point, metric_value
+from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections
+from analytics.report.names import compile_rows, slug  # noqa: F401
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from analytics.report.compare import is_headline_point, metric_value  # noqa: E402
-from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections  # noqa: E402
-from analytics.report.names import compile_rows, slug  # noqa: E402,F401
+if importlib.util.find_spec("matplotlib") is None:  # the report Lambda ships without it: write_report says so
+    raise ImportError("No module named 'matplotlib'", name="matplotlib")
 
 PNG_METADATA = {"Software": None}
 STYLE = {"svg.hashsalt": "neuronpipe", "figure.dpi": 100, "font.size": 9, "axes.grid": True,
          "grid.alpha": 0.3, "path.simplify": False}
 
 Plot = Callable[[dict[str, Any], Path], "list[Path]"]
+
+# pyplot is imported when the first figure is made, not with this module: importing it costs ~1.5 s of CPU, which a
+# report with nothing to plot (a preflight-only run, most finalize calls of a short run) need not pay
+_STYLED: list[contextlib.ExitStack] = []  # draw_all's: the style is entered into it on the first figure
+
+
+class _PyplotOnUse:
+    pyplot: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        pyplot = _PyplotOnUse.pyplot
+        if pyplot is None:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as pyplot
+
+            _PyplotOnUse.pyplot = pyplot
+        if _STYLED and not getattr(_STYLED[-1], "styled", False):
+            _STYLED[-1].enter_context(pyplot.rc_context(STYLE))
+            _STYLED[-1].styled = True  # type: ignore[attr-defined]
+        return getattr(pyplot, name)
+
+
+plt: Any = _PyplotOnUse()
 
 
 def _y(value: Any) -> Any:
@@ -297,7 +322,11 @@ def draw_all(comparison: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    with plt.rc_context(STYLE):
-        for name in PLOTS:
-            paths.extend(PLOTS[name](comparison, out_dir))
+    with contextlib.ExitStack() as styled:
+        _STYLED.append(styled)
+        try:
+            for name in PLOTS:
+                paths.extend(PLOTS[name](comparison, out_dir))
+        finally:
+            _STYLED.pop()
     return paths

@@ -1,5 +1,6 @@
 """`neuronpipe` as a person runs it, for the tests that drive whole local runs: the command in a subprocess, and
-`query` over the results it wrote."""
+`query` over the results it wrote (in this process: the tests read rows, `neuronpipe query` itself is tested in
+tests/functional/test_query_read_only.py and test_cli_output_off_tty.py)."""
 from __future__ import annotations
 
 import json
@@ -16,9 +17,23 @@ def neuronpipe(*args: str, check: bool = True, timeout: float = 900) -> subproce
 
 
 def query(results: str, sql: str) -> list[dict]:
-    """Rows of ``neuronpipe query --format json`` over ``results``."""
-    out = neuronpipe("query", "--results", results, "--format", "json", sql)
-    return [json.loads(line) for line in out.stdout.splitlines()]
+    """The rows ``neuronpipe query --format json`` prints for ``sql`` over ``results`` (values through JSON as it
+    writes them), read in this process: a query process costs ~4 s of CPU (imports and every view bound), and most
+    of these statements read views before the Decision files, which are bound only when a statement needs them."""
+    import duckdb
+
+    from analytics.store import open_store
+    from analytics.views import connect, view_files_through
+
+    store = open_store(results)
+    try:
+        con = connect(store, view_files=view_files_through("70_aggregates.sql"))
+        rel = con.sql(sql)
+    except duckdb.CatalogException:  # a Decision or capacity view
+        con = connect(store)
+        rel = con.sql(sql)
+    cols = rel.columns
+    return [json.loads(json.dumps(dict(zip(cols, row)), default=str)) for row in rel.fetchall()]
 
 
 def run_local(tmp_path, request: dict, run_id: str, check: bool = True) -> tuple[str, object]:
