@@ -26,14 +26,18 @@ def query(results: str, sql: str) -> list[dict]:
     from analytics.views import connect, view_files_through
 
     store = open_store(results)
-    try:
-        con = connect(store, view_files=view_files_through("70_aggregates.sql"))
-        rel = con.sql(sql)
-    except duckdb.CatalogException:  # a Decision or capacity view
-        con = connect(store)
-        rel = con.sql(sql)
-    cols = rel.columns
-    return [json.loads(json.dumps(dict(zip(cols, row)), default=str)) for row in rel.fetchall()]
+    for views in (view_files_through("70_aggregates.sql"), None):  # None: every view, for a Decision or capacity one
+        con = connect(store, view_files=views)
+        try:
+            rel = con.sql(sql)
+            cols = rel.columns
+            return [json.loads(json.dumps(dict(zip(cols, row)), default=str)) for row in rel.fetchall()]
+        except duckdb.CatalogException:
+            if views is None:
+                raise
+        finally:
+            con.close()
+    raise AssertionError("unreachable")
 
 
 def run_local(tmp_path, request: dict, run_id: str, check: bool = True) -> tuple[str, object]:
