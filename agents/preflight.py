@@ -49,7 +49,7 @@ def run_checks(inputs: PreflightInputs) -> list[CheckResult]:
     if cuda_expected(inputs):
         from agents.preflight_gpu import cuda_steps
 
-        steps += cuda_steps()
+        steps += cuda_steps(inputs)
     elif neuron_expected(inputs):
         steps += [check_venv, check_pins, check_forbidden, check_clis, check_neuron_cores]
     steps += [check_cache, check_hub, check_dataset, check_clock]

@@ -1,5 +1,8 @@
 """The preflight gate's checks on a CUDA box: the GPUs, the driver, CUDA, the vLLM venv and its pin, nvidia-smi.
 
+Where the lanes' server is the neuronpipe server (``NEURONPIPE_CUDA_SERVER=neuronpipe``), the vLLM venv and pin
+checks give way to ``torch.cuda``: the harness interpreter's torch, its CUDA build, and the GPUs it can use.
+
 They run where the box role is ``cuda`` or the backend is cuda (:func:`agents.preflight.cuda_expected`), in place
 of the Neuron checks (NeuronCores, neuronx-cc, stale compile locks), beside the backend-neutral ones (cache, hub,
 dataset, clock). Each is a ``preflight_checks`` row like the Neuron ones. Everything is read from nvidia-smi on the
@@ -9,6 +12,7 @@ CUDA checks then skip, naming it), never a crash.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -22,14 +26,51 @@ from agents.venvs import distributions
 from pipeline.box_stack import (CUDA_MIN_DRIVER, CUDA_MIN_VERSION, CUDA_SERVING_INSTALLS, CUDA_VENV, REQUIRED_CLIS,
                                 pins_for, version_matches)
 from pipeline.instance_types import CATALOGUE
+from pipeline.servers import cuda_server
 
 INSTANCE_TYPE_ENV = "NEURONPIPE_INSTANCE_TYPE"
 VLLM_PYTHON_ENV = "NEURONPIPE_VLLM_PYTHON"  # agents.serving.cuda's override of the interpreter vLLM runs under
 BOOT_LOG = "/var/log/neuronpipe-boot.log"
 
 
-def cuda_steps() -> list:
+def cuda_steps(inputs: PreflightInputs) -> list:
+    """The checks for the server the lanes will boot (:func:`pipeline.servers.cuda_server` of their environment)."""
+    if cuda_server(inputs.lane_env.env) == "neuronpipe":
+        return [check_torch_cuda, check_cuda_clis, check_gpus]
     return [check_cuda_venv, check_cuda_pins, check_cuda_clis, check_gpus]
+
+
+# ---- the neuronpipe server's torch ---------------------------------------------------------------------------
+_TORCH_PROBE = ("import json, torch; ok = torch.cuda.is_available(); "
+                "print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, 'available': ok, "
+                "'names': [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if ok else []}))")
+
+
+def check_torch_cuda(inputs: PreflightInputs) -> list[CheckResult]:
+    """The neuronpipe server runs in the harness interpreter: its torch must be a CUDA build that sees a GPU."""
+    shown = f"{sys.executable} -c 'import torch; torch.cuda.is_available()'"
+    try:
+        proc = inputs.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True,
+                          timeout=inputs.timeout_s, env=inputs.lane_env.env)
+    except subprocess.TimeoutExpired:
+        return [fail("torch.cuda", f"{shown} did not answer within {inputs.timeout_s:g} s (a hung driver?)")]
+    except OSError as exc:
+        return [fail("torch.cuda", f"{shown} could not be run: {exc}")]
+    try:
+        found = json.loads((proc.stdout or "").strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (ValueError, IndexError):
+        found = None
+    if not isinstance(found, dict):
+        said = " ".join(((proc.stderr or "") + " " + (proc.stdout or "")).split())[-300:] or "nothing"
+        return [fail("torch.cuda", f"{shown} exited {proc.returncode}: {said} (the neuronpipe server needs torch in "
+                                   "the harness interpreter)", expected="a CUDA build of torch")]
+    observed = f"torch {found.get('torch')}, CUDA {found.get('cuda') or 'none'}"
+    if not found.get("available"):
+        why = ("a CPU build of torch" if not found.get("cuda") else
+               "a CUDA build that sees no GPU (driver too old for it, or no device: see gpu.visible)")
+        return [fail("torch.cuda", f"{observed}: {why}; the neuronpipe server cannot use the GPU",
+                     observed=observed, expected="torch.cuda.is_available()")]
+    return [ok("torch.cuda", f"{observed}: {', '.join(found.get('names') or [])}", "torch.cuda.is_available()")]
 
 
 # ---- the venv vLLM runs from --------------------------------------------------------------------------------

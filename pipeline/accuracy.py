@@ -226,7 +226,10 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
 def _server_name(target: Any) -> str:
     if target is None:
         return "unknown"
-    return (target.server or "neuronpipe") if target.backend == "cpu" else f"{target.backend} vLLM"
+    from pipeline.servers import server_kind
+
+    kind = server_kind(target.backend, target.server)
+    return kind if kind in ("neuronpipe", "vllm-cpu") else f"{target.backend} vLLM"
 
 
 def _resolve_one(name: str, task_dir: str | None, found: Mapping[str, TaskFile], datasets: Mapping[str, str],

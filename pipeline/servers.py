@@ -474,14 +474,14 @@ def pick_server_configs(declared: Any, picks: list[str] | None) -> Any:
 # ---- what each backend's server can do --------------------------------------------------------------------
 # backend -> the fields it honours (a variant setting anything else is refused with the reason)
 _UNSUPPORTED: dict[str, dict[str, str]] = {
-    "neuronpipe": {  # the project's own CPU server (agents.serving.cpu_server)
-        "block_size": "the neuronpipe CPU server has no paged KV cache",
-        "kv_cache_dtype": "the neuronpipe CPU server keeps its KV cache in float32",
-        "enable_prefix_caching": "the neuronpipe CPU server has no prefix cache",
-        "speculative": "the neuronpipe CPU server has no speculative decoding",
-        "quantization": "the neuronpipe CPU server serves float32 weights",
+    "neuronpipe": {  # the project's own server (agents.serving.cpu_server; on the CPU, or a GPU on cuda)
+        "block_size": "the neuronpipe server has no paged KV cache",
+        "kv_cache_dtype": "the neuronpipe server keeps its KV cache in the model's dtype",
+        "enable_prefix_caching": "the neuronpipe server has no prefix cache",
+        "speculative": "the neuronpipe server has no speculative decoding",
+        "quantization": "the neuronpipe server serves unquantized weights",
         "override_neuron_config": "override_neuron_config is for the neuron backend (NxDI)",
-        "tensor_parallel": "the neuronpipe CPU server runs one process (tensor_parallel_size 1)",
+        "tensor_parallel": "the neuronpipe server runs one process on one device (tensor_parallel_size 1)",
     },
     "vllm-cpu": {
         "override_neuron_config": "override_neuron_config is for the neuron backend (NxDI)",
@@ -500,7 +500,7 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
                      ) -> list[str]:
     """``server_configs.NAME.FIELD: reason`` for each thing the backend's server cannot do with ``cfg``
     (``devices``: how many the box has for tensor parallelism; None: not checked here)."""
-    kind = (server or "neuronpipe") if backend == "cpu" else backend
+    kind = server_kind(backend, server)
     where = f"server_configs.{cfg.name}"
     defaults = {**ServerConfig._DEFAULTS, "tensor_parallel": 1}
     problems = []
@@ -600,8 +600,7 @@ class ServingTarget:
     def prompt_logprobs(self) -> bool:
         """Whether the target's server returns prompt logprobs (``echo`` with ``logprobs`` on /v1/completions), which
         a log-likelihood task (multiple choice) needs: :data:`PROMPT_LOGPROBS`, by the server it boots."""
-        kind = (self.server or "neuronpipe") if self.backend == "cpu" else self.backend
-        return PROMPT_LOGPROBS.get(kind, False)
+        return PROMPT_LOGPROBS.get(server_kind(self.backend, self.server), False)
 
     def problems(self, spec: Any, profile: str, models: list[str] | tuple[str, ...] = ()) -> list[str]:
         """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot: what the
@@ -654,6 +653,41 @@ NEURON_BOX = ServingTarget("neuron", devices=2, device_mem_gib=32.0)
 # How a local run picks its CPU server (agents.serving.cpu reads the same variables).
 VLLM_CPU_PYTHON_ENV = "NEURONPIPE_VLLM_CPU_PYTHON"
 CPU_SERVER_ENV = "NEURONPIPE_CPU_SERVER"
+# And the cuda backend its server (agents.serving.cuda): stock vLLM, or the neuronpipe server on the GPU.
+CUDA_SERVER_ENV = "NEURONPIPE_CUDA_SERVER"
+CUDA_SERVERS: tuple[str, ...] = ("vllm", "neuronpipe")
+
+
+class UnknownServerError(ValueError):
+    """A server setting that names no server of its backend (the message lists the valid ones)."""
+
+    def __init__(self, setting: str, value: str, valid: tuple[str, ...]):
+        super().__init__(f"{setting}={value!r}; valid servers: {', '.join(valid)}")
+
+
+def cuda_server(environ: Mapping[str, str]) -> str:
+    """The cuda backend's server by ``NEURONPIPE_CUDA_SERVER``: vllm unless it says neuronpipe."""
+    return environ.get(CUDA_SERVER_ENV) or "vllm"
+
+
+def serving_server(backend: str, environ: Mapping[str, str]) -> str:
+    """The server a serving lane boots on ``backend`` under ``environ``: vllm-cpu or neuronpipe on the CPU (as
+    :class:`agents.serving.cpu.CpuLauncher` picks), vllm or neuronpipe on cuda, vLLM with NxDI on neuron."""
+    if backend == "cpu":
+        return environ.get(CPU_SERVER_ENV) or ("vllm-cpu" if environ.get(VLLM_CPU_PYTHON_ENV) else "neuronpipe")
+    if backend == "cuda":
+        return cuda_server(environ)
+    return "vllm-neuron" if backend == "neuron" else backend
+
+
+def server_kind(backend: str, server: str | None) -> str:
+    """What boots on ``backend`` with ``server`` set, as :data:`PROMPT_LOGPROBS` and the variant refusals key it:
+    the neuronpipe server (the CPU's default, or asked for on cuda), vllm-cpu, or the backend's own vLLM."""
+    if backend == "cpu":
+        return server or "neuronpipe"
+    if backend == "cuda" and server == "neuronpipe":
+        return "neuronpipe"
+    return backend
 
 
 def local_target(environ: Mapping[str, str] | None = None) -> ServingTarget | None:
@@ -668,5 +702,4 @@ def local_target(environ: Mapping[str, str] | None = None) -> ServingTarget | No
     if forced not in (None, "", "cpu") or (not forced and (glob.glob("/dev/neuron[0-9]*") or
                                                           shutil.which("nvidia-smi"))):
         return None
-    server = env.get(CPU_SERVER_ENV) or ("vllm-cpu" if env.get(VLLM_CPU_PYTHON_ENV) else "neuronpipe")
-    return ServingTarget("cpu", server=server, devices=1)
+    return ServingTarget("cpu", server=serving_server("cpu", env), devices=1)

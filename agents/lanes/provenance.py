@@ -23,6 +23,7 @@ from typing import Any
 from agents.context import LaneContext
 from agents.runner import harness_sha
 from pipeline.lane_configs.provenance import Config
+from pipeline.servers import CPU_SERVER_ENV, CUDA_SERVER_ENV, serving_server
 
 PACKAGES = (
     # Neuron
@@ -206,6 +207,9 @@ def run(ctx: LaneContext, config: Config) -> None:
                      None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset"))
     rows.append(_row("harness", "backend", ctx.backend, "agents.backend.detect_backend"))
     rows.append(_row("harness", "box_role", ctx.box_role, "NEURONPIPE_BOX_ROLE"))
+    # which server the serving lanes boot: their figures measure it, not only the hardware
+    rows.append(_row("harness", "server", serving_server(ctx.backend, os.environ),
+                     f"{CPU_SERVER_ENV} / {CUDA_SERVER_ENV} (pipeline.servers.serving_server)"))
     rows += box_script_rows()
     ctx.write("provenance", rows)
     ctx.progress("provenance", 4, 4, "groups")

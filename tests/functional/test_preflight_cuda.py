@@ -247,3 +247,45 @@ def test_the_lane_on_a_gpu_box_keeps_its_rows_and_fails_with_the_drivers_reason(
     rows = store.read_table("preflight_checks", ["r1"]).to_pylist()
     assert sorted(r["check"] for r in rows if r["status"] == "fail") == ["gpu.cuda", "gpu.driver"]
     assert {r["box_role"] for r in rows} == {"cuda"} and not any(r["check"] == "neuron-cores" for r in rows)
+
+
+# ---- the neuronpipe server on the GPU (NEURONPIPE_CUDA_SERVER=neuronpipe) ------------------------------------
+def neuronpipe_inputs(tmp_path: Path, run=subprocess.run, **box) -> PreflightInputs:
+    inp = inputs(tmp_path, **box)
+    env = {**inp.lane_env.env, "NEURONPIPE_CUDA_SERVER": "neuronpipe"}
+    return PreflightInputs(box_role="cuda", backend="cuda", lane_env=build_lane_environment("preflight", base=env),
+                           models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0, timeout_s=30.0,
+                           run=run)
+
+
+def torch_answers(stdout: str, rc: int = 0):
+    """A runner whose ``python -c`` torch probe prints ``stdout``; nvidia-smi still runs for real (the fake one)."""
+    def run(cmd, **kw):
+        if cmd[0] == sys.executable:
+            return subprocess.CompletedProcess(cmd, rc, stdout, "Traceback ...\nModuleNotFoundError: torch" if rc else "")
+        return subprocess.run(cmd, **kw)
+    return run
+
+
+def test_the_neuronpipe_server_checks_torch_cuda_instead_of_the_vllm_venv(tmp_path):
+    probe = '{"torch": "2.11.0+cu130", "cuda": "13.0", "available": true, "names": ["NVIDIA H200"]}\n'
+    by = checks(neuronpipe_inputs(tmp_path, run=torch_answers(probe), vllm=None))
+    assert [(c, r.reason) for c, r in by.items() if r.status == "fail"] == []
+    assert by["torch.cuda"].observed == "torch 2.11.0+cu130, CUDA 13.0: NVIDIA H200"
+    assert "venv.vllm" not in by and "pins.vllm" not in by  # no vLLM is needed for this server
+    assert by["gpu.visible"].status == "pass" and by["gpu.driver"].status == "pass"
+
+
+def test_a_cpu_build_of_torch_fails_the_neuronpipe_servers_check(tmp_path):
+    """The harness interpreter here is a CPU build of torch: asked for real, it fails with that reason."""
+    by = checks(neuronpipe_inputs(tmp_path))
+    assert by["torch.cuda"].status == "fail"
+    assert by["torch.cuda"].reason.startswith("torch 2.13.0") and "a CPU build of torch" in by["torch.cuda"].reason
+
+
+def test_a_cuda_torch_that_sees_no_gpu_and_a_missing_torch_fail_with_their_reasons(tmp_path):
+    blind = '{"torch": "2.11.0+cu130", "cuda": "13.0", "available": false, "names": []}'
+    by = checks(neuronpipe_inputs(tmp_path / "a", run=torch_answers(blind)))
+    assert by["torch.cuda"].status == "fail" and "a CUDA build that sees no GPU" in by["torch.cuda"].reason
+    by = checks(neuronpipe_inputs(tmp_path / "b", run=torch_answers("", rc=1)))
+    assert by["torch.cuda"].status == "fail" and "ModuleNotFoundError: torch" in by["torch.cuda"].reason

@@ -124,6 +124,35 @@ def test_boot_failure_is_classified_and_leaves_no_process(tmp_path):
     assert not proc.alive()
 
 
+def test_the_cuda_launchers_neuronpipe_server_serves_the_same_protocol(tiny_llama, tmp_path):
+    """The cuda backend's neuronpipe server is this server with ``--device``: booted through CudaLauncher on the
+    CPU (no GPU here) it streams one event per token like the CPU launcher's."""
+    from agents.serving.cuda import CudaLauncher
+
+    launcher = CudaLauncher(tmp_path, server="neuronpipe", device="cpu")
+    with ServerProcess(launcher, ServedModel("tiny-llama", tiny_llama), CONFIG, tmp_path / "s.log",
+                       health_timeout_s=120) as proc:
+        assert proc.compile_row["backend"] == "cuda" and proc.compile_row["cache"] == "none"
+        body = {"model": "tiny-llama", "prompt": "Hello", "max_tokens": 5, "min_tokens": 5, "ignore_eos": True,
+                "temperature": 0, "stream": True}
+        with httpx.stream("POST", proc.base_url + "/v1/completions", json=body, timeout=60) as r:
+            assert len([e for e in _events(r) if e["choices"]]) == 5
+    assert not proc.alive()
+
+
+def test_a_gpu_this_machine_does_not_have_fails_the_boot_with_one_line(tiny_llama, tmp_path):
+    from agents.serving.cuda import CudaLauncher
+
+    proc = ServerProcess(CudaLauncher(tmp_path, server="neuronpipe"), ServedModel("tiny-llama", tiny_llama), CONFIG,
+                         tmp_path / "s.log", health_timeout_s=120)
+    with pytest.raises(ServerBootError) as exc:
+        proc.boot()
+    assert exc.value.failure.kind == BootFailureKind.EXITED
+    assert exc.value.failure.message().endswith("error: --device 'cuda': this torch (2.13.0+cpu, CUDA none) sees no "
+                                                "CUDA GPU (a CPU build of torch, or no driver: nvidia-smi says which)")
+    assert not proc.alive()
+
+
 def test_server_dies_with_a_sigkilled_parent(tiny_llama, tmp_path):
     """The lane process SIGKILLed mid-sweep: the server it started must not survive it."""
     script = tmp_path / "parent.py"

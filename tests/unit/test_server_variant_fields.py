@@ -82,9 +82,21 @@ def test_every_field_resolves():
     ({"override_neuron_config": {"a": 1}}, "override_neuron_config"),
 ])
 def test_the_neuronpipe_cpu_server_refuses_what_it_does_not_do(spec, field):
-    with pytest.raises(ServerVariantError, match=rf"^server_configs\.V\.{field}: (the neuronpipe CPU server|"
+    with pytest.raises(ServerVariantError, match=rf"^server_configs\.V\.{field}: (the neuronpipe server|"
                                                  "override_neuron_config is for the neuron)"):
         resolve_server_configs({"V": spec}, "tiny", "cpu", server="neuronpipe")
+
+
+@pytest.mark.parametrize("server, refused", [("neuronpipe", True), ("vllm", False), (None, False)])
+def test_the_cuda_backend_refuses_by_the_server_it_boots(server, refused):
+    """On cuda the neuronpipe server refuses what it does not do; vLLM for CUDA (the default) takes it."""
+    spec = {"V": {"enable_prefix_caching": True}}
+    if refused:
+        with pytest.raises(ServerVariantError, match=r"^server_configs\.V\.enable_prefix_caching: the neuronpipe "
+                                                     r"server has no prefix cache"):
+            resolve_server_configs(spec, "tiny", "cuda", server=server)
+    else:
+        assert resolve_server_configs(spec, "tiny", "cuda", server=server)[0].enable_prefix_caching
 
 
 def test_vllm_cpu_takes_prefix_caching_and_neuron_refuses_vllm_quantization():
@@ -219,7 +231,7 @@ def test_the_plan_refuses_what_the_box_cannot_boot():
     local = parse_request({"lanes": ["serve_sweep"], "profile": "tiny",
                            "server_configs": {"A": {}, "pc": {"enable_prefix_caching": True}}})
     with pytest.raises(LaneConfigInvalidError, match=r"^serve_sweep: server_configs\.pc\.enable_prefix_caching: "
-                                                     r"the neuronpipe CPU server has no prefix cache"):
+                                                     r"the neuronpipe server has no prefix cache"):
         plan_local(local, run_id="r1", results_uri="results", target=ServingTarget("cpu", "neuronpipe", 1))
     assert plan_local(local, run_id="r1", results_uri="results", target=ServingTarget("cpu", "vllm-cpu", 1))
 

