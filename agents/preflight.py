@@ -18,16 +18,14 @@ import shutil
 import subprocess
 import time
 import uuid
-from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from agents.box_env import LaneEnvironment, cache_root
-from agents.preflight_results import CheckResult, PreflightInputs, Status, fail, ok, skip
+from agents.box_env import cache_root
+from agents.preflight_results import CheckResult, PreflightInputs, fail, ok, pin_checks, skip
 from agents.venvs import distributions
-from pipeline.box_stack import (FORBIDDEN_IN_SERVING, REQUIRED_CLIS, TRAINING_INSTALLS, pins_for,
-                                version_matches)
+from pipeline.box_stack import FORBIDDEN_IN_SERVING, REQUIRED_CLIS, TRAINING_INSTALLS, pins_for
 
 DEFAULT_HUB = "https://huggingface.co"
 # Packages whose installed version an install into the training venv must never change.
@@ -100,20 +98,17 @@ def check_pins(inputs: PreflightInputs) -> list[CheckResult]:
         if missing and inputs.install_missing:
             out.append(install_training_pins(inputs, venv, missing, installed))
             installed = distributions(venv)
-    for pkg, pin in sorted(pins_for(inputs.box_role).items()):
-        have = installed.get(pkg)
-        check = f"pins.{pkg}"
-        if have is None:
-            out.append(fail(check, f"{pkg} is not installed in {venv}; the lanes need {pkg} {pin}.* "
-                                   f"({'install it: ' + str(venv) + '/bin/python -m pip install ' + pkg + '==' + pin if pkg in TRAINING_INSTALLS else 'this DLAMI is not the pinned one: use the AMI the stack pins'})",
-                            expected=pin))
-        elif not version_matches(have, pin):
-            out.append(fail(check, f"{pkg} {have} in {venv}, the plan is pinned to {pin}: a different Neuron "
-                                   "stack than the lanes were written for; pin the matching DLAMI or change the "
-                                   "pins deliberately (pipeline/box_stack.py)", observed=have, expected=pin))
-        else:
-            out.append(ok(check, have, pin))
-    return out
+
+    def not_installed(pkg: str, pin: str) -> str:
+        how = (f"install it: {venv}/bin/python -m pip install {pkg}=={pin}" if pkg in TRAINING_INSTALLS else
+               "this DLAMI is not the pinned one: use the AMI the stack pins")
+        return f"{pkg} is not installed in {venv}; the lanes need {pkg} {pin}.* ({how})"
+
+    return out + pin_checks(installed, pins_for(inputs.box_role), missing=not_installed,
+                            mismatched=lambda pkg, have, pin: (
+                                f"{pkg} {have} in {venv}, the plan is pinned to {pin}: a different Neuron stack than "
+                                "the lanes were written for; pin the matching DLAMI or change the pins deliberately "
+                                "(pipeline/box_stack.py)"))
 
 
 def install_training_pins(inputs: PreflightInputs, venv: Path, missing: Mapping[str, str],

@@ -19,12 +19,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.preflight_results import CheckResult, PreflightInputs, fail, ok, skip
+from agents.preflight_results import CheckResult, PreflightInputs, fail, ok, pin_checks, skip
 from agents.telemetry.nvidia import (Gpu, NvidiaSmiOutputError, inventory_command, parse_cuda_version,
                                      parse_gpu_inventory, version_tuple)
 from agents.venvs import distributions
 from pipeline.box_stack import (CUDA_MIN_DRIVER, CUDA_MIN_VERSION, CUDA_SERVING_INSTALLS, CUDA_VENV, REQUIRED_CLIS,
-                                pins_for, version_matches)
+                                pins_for)
 from pipeline.instance_types import CATALOGUE
 from pipeline.servers import cuda_server
 
@@ -110,23 +110,14 @@ def check_cuda_pins(inputs: PreflightInputs) -> list[CheckResult]:
     venv = serving_venv(inputs).path
     if venv is None or not (venv / "bin" / "python").exists():
         return [skip("pins", "no CUDA venv to read versions from (see venv.vllm)")]
-    installed = distributions(venv)
-    out = []
-    for pkg, pin in sorted(pins_for("cuda").items()):
-        have = installed.get(pkg)
-        check = f"pins.{pkg}"
+    def not_installed(pkg: str, pin: str) -> str:
         exact = CUDA_SERVING_INSTALLS.get(pkg, pin)
-        if have is None:
-            out.append(fail(check, f"{pkg} is not installed in {venv}; the lanes need {pkg} {pin}.* (the box's "
-                                   f"bootstrap installs {pkg}=={exact}: see {BOOT_LOG}, or install it: "
-                                   f"{venv}/bin/python -m pip install {pkg}=={exact})", expected=pin))
-        elif not version_matches(have, pin):
-            out.append(fail(check, f"{pkg} {have} in {venv}, the plan is pinned to {pin}: not the vLLM the lanes "
-                                   "were written for; reinstall the pinned one or change the pins deliberately "
-                                   "(pipeline/box_stack.py)", observed=have, expected=pin))
-        else:
-            out.append(ok(check, have, pin))
-    return out
+        return (f"{pkg} is not installed in {venv}; the lanes need {pkg} {pin}.* (the box's bootstrap installs "
+                f"{pkg}=={exact}: see {BOOT_LOG}, or install it: {venv}/bin/python -m pip install {pkg}=={exact})")
+
+    return pin_checks(distributions(venv), pins_for("cuda"), missing=not_installed, mismatched=lambda pkg, have, pin: (
+        f"{pkg} {have} in {venv}, the plan is pinned to {pin}: not the vLLM the lanes were written for; reinstall "
+        "the pinned one or change the pins deliberately (pipeline/box_stack.py)"))
 
 
 def check_cuda_clis(inputs: PreflightInputs) -> list[CheckResult]:

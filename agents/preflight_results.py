@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 from agents.box_env import LaneEnvironment
 
@@ -38,6 +38,25 @@ def fail(check: str, reason: str, observed: Any = None, expected: Any = None) ->
 
 def skip(check: str, why: str) -> CheckResult:
     return CheckResult(check, "skip", reason=why)
+
+
+def pin_checks(installed: Mapping[str, str], pins: Mapping[str, str], *, missing: Callable[[str, str], str],
+               mismatched: Callable[[str, str, str], str]) -> list[CheckResult]:
+    """One ``pins.<package>`` check per pin: pass where the installed version matches it, else fail with the
+    backend's own reason — ``missing(package, pin)`` for one not installed, ``mismatched(package, installed, pin)``
+    for another version."""
+    from pipeline.box_stack import version_matches
+
+    out = []
+    for pkg, pin in sorted(pins.items()):
+        have = installed.get(pkg)
+        if have is None:
+            out.append(fail(f"pins.{pkg}", missing(pkg, pin), expected=pin))
+        elif not version_matches(have, pin):
+            out.append(fail(f"pins.{pkg}", mismatched(pkg, have, pin), observed=have, expected=pin))
+        else:
+            out.append(ok(f"pins.{pkg}", have, pin))
+    return out
 
 
 def _s(value: Any) -> str | None:

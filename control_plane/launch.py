@@ -19,7 +19,7 @@ from typing import Callable, Collection, Iterable
 from control_plane.aws import (BoxesLeasedError, Executions, InstanceFleet, InstanceLookupError, Leases,
                                RunAlreadyStartedError)
 from control_plane.models import PlanNotReadyError, RunPlan, RunRequest
-from control_plane.plan import DEFAULT_REGION, PLAN_ERRORS, Fleet, Harness, plan_run, selected_lanes
+from control_plane.plan import DEFAULT_REGION, PLAN_ERRORS, Fleet, Harness, plan_run, result_lanes
 from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from control_plane.settings import ControlPlaneSettings
 
@@ -65,18 +65,12 @@ class LaunchedRun:
 def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings, fleet: InstanceFleet | None,
                committed: CommittedLookup | None) -> RunPlan:
     settings.require("results_uri")
-    from pipeline.lanes import result_lane
-
-    # committed attempts are looked up under the names results are committed under (per box where a
-    # lane runs on both boxes: provenance@trn1, provenance@inf2)
-    lanes = sorted({result_lane(s.name, role) for s in selected_lanes(request) for role in s.boxes})
-    fleet_ = Fleet(tuple(settings.fleet_subnet_ids), settings.fleet_template_prefix, settings.project)
-    kwargs = dict(results_uri=settings.results_uri or "", harness=Harness(settings.harness_dir, settings.harness_uri),
-                  ceiling_usd=settings.max_cost_usd_ceiling, region=region(), fleet=fleet_)
-    if request.matrix:  # a cell's lanes commit as <lane>@<cell>: the plan names them
-        lanes = sorted({*lanes, *(st.result_lane for st in plan_run(request, run_id=run_id, **kwargs).lane_steps)})
-    done = committed(run_id, lanes) if committed is not None else ()
-    plan = plan_run(request, run_id=run_id, committed=done, **kwargs)
+    # committed attempts are looked up under the names results are committed under (per box, per cell)
+    done = committed(run_id, result_lanes(request)) if committed is not None else ()
+    plan = plan_run(request, run_id=run_id, committed=done, results_uri=settings.results_uri or "",
+                    harness=Harness(settings.harness_dir, settings.harness_uri),
+                    ceiling_usd=settings.max_cost_usd_ceiling, region=region(),
+                    fleet=Fleet(tuple(settings.fleet_subnet_ids), settings.fleet_template_prefix, settings.project))
     if fleet is None:
         return plan
     return plan.with_instances(fleet.resolve(plan.box_roles, settings.pinned_instances()))

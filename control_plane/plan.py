@@ -460,6 +460,18 @@ def _matrix(request: RunRequest) -> _MatrixPlan | None:
     return _MatrixPlan(cells, names, {n for n in names if n not in prelude}, concurrency(spec, len(cells)))
 
 
+def result_lanes(request: RunRequest) -> list[str]:
+    """Every name this request's lanes may commit under, for the committed-attempt lookup before planning: per box
+    where a lane runs on both boxes (``provenance@trn1``, ``provenance@inf2``), and a matrix's ``<lane>@<cell>``
+    for every lane of every cell. A superset of the plan's own (a name nothing commits under is simply not found),
+    without planning the request a first time."""
+    names = {result_lane(s.name, role) for s in selected_lanes(request) for role in s.boxes}
+    matrix = _matrix(request)
+    if matrix is not None:
+        names |= {cell_result_lane(name, cell.cell) for cell in matrix.cells for name in matrix.lanes}
+    return sorted(names)
+
+
 def cell_request(request: RunRequest, cell: Cell) -> RunRequest:
     """The request as one cell sees it: its model, its server config (a declared variant keeps its fields), its
     workload (or none: the lanes' own shapes)."""

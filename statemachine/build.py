@@ -143,6 +143,7 @@ SSM_THROTTLING_ERRORS = sdk_errors("Ssm", "ThrottlingException", "TooManyUpdates
 # start later, on the box's next start, with a dead token. (A command already running when its box stopped is the
 # agent's to end: agents.runner stops a lane whose token Step Functions answers dead.)
 SSM_DELIVERY_TIMEOUT_S = 60
+SSM_DOCUMENT = "AWS-RunShellScript"  # the document of every command the state machine sends
 SYNC_TIMEOUT_S = 1200  # harness sync: download + pip install
 CACHE_PUSH_TIMEOUT_S = 1800  # PushCompileCache: upload what the box compiled, write the boot's row
 TIMEOUT_ERRORS = ["States.HeartbeatTimeout", "States.Timeout"]
@@ -211,7 +212,7 @@ def _send_command(comment_path: str, script_path: str, timeout_path: str, prefix
     and CloudWatch."""
     lines = ", ".join((f"'{SHEBANG}'", _export_line(TOKEN_LINE_PREFIX, "$$.Task.Token"), *exports, script_path))
     return {
-        "DocumentName": "AWS-RunShellScript",
+        "DocumentName": SSM_DOCUMENT,
         "InstanceIds.$": "States.Array($.instance_id)",
         "Comment.$": comment_path,
         "TimeoutSeconds": SSM_DELIVERY_TIMEOUT_S,

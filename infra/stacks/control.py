@@ -45,6 +45,7 @@ from infra.stacks.fleet import FleetStack
 from infra.stacks.fleet_grants import (FLEET_OBJECTS, acknowledge_state_machine_fleet, ephemeral_condition,
                                        quota_arns, state_machine_fleet_statements)
 from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
+from statemachine.build import SSM_DOCUMENT
 
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # keep in step with infra.bundling.LAMBDA_PYTHON_VERSION
 EVENT_SOURCE = "neuronpipe"
@@ -299,7 +300,7 @@ class ControlPlaneStack(Stack):
                                 resources=[instances], conditions=tag_condition),
             iam.PolicyStatement(sid="RunShellScriptDocument", actions=["ssm:SendCommand"], resources=[
                 self.format_arn(service="ssm", account="", resource="document",
-                           resource_name="AWS-RunShellScript")]),
+                           resource_name=SSM_DOCUMENT)]),
             iam.PolicyStatement(sid="SendCommandToProjectInstances", actions=["ssm:SendCommand"],
                                 resources=[instances, ssm_instances],
                                 conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
@@ -367,12 +368,14 @@ class ControlPlaneStack(Stack):
     # -- EventBridge -----------------------------------------------------------------------------
     def _rules(self) -> None:
         f = self.functions
+        # Any instance: a run matrix's ephemeral boxes are launched per run, so no instance id is known at deploy
+        # time. The document narrows it to the one the state machine sends; on_command_status ignores a command
+        # that carries no task token (not the pipeline's) after one ListCommands.
         events.Rule(self, "CommandFailedRule", description="SSM command Failed/TimedOut/Cancelled on a box -> "
                     "on_command_status (SendTaskFailure with the command's token)",
                     event_pattern=events.EventPattern(
                         source=["aws.ssm"], detail_type=[SSM_STATUS_DETAIL_TYPE],
-                        detail={"status": SSM_FAILED_STATUSES,
-                                "instance-id": [b.instance.instance_id for b in self.boxes]}),
+                        detail={"status": SSM_FAILED_STATUSES, "document-name": [SSM_DOCUMENT]}),
                     targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4)])
         events.Rule(self, "ExecutionEndedRule", description="a run ended ABORTED/FAILED/TIMED_OUT -> "
                     "on_execution_status (stop its boxes now, release its leases)",

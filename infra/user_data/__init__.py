@@ -59,6 +59,12 @@ BOX_SCRIPTS = {
 HARNESS_BOX_DIR = "box"  # inside the harness: box/<box path> and box/install.sh
 INSTALLER = "install.sh"
 EPHEMERAL_TEMPLATE = "ephemeral.sh"  # the user data of the fleet's ephemeral boxes
+# What both first-boot scripts share: a line @@NAME@@ in either is this file's text after its first blank line (the
+# fragment's own comment stays out of the user data)
+FRAGMENTS = {"FIRST_BOOT_HEAD": "first_boot_head.sh", "INSTALL_BOX_SCRIPTS": "install_box_scripts.sh"}
+# what a pinned box's EXIT trap does besides recording the exit: shut the box down after its first boot (a
+# sandbox never does); an ephemeral box's does nothing more (a shutdown would terminate it)
+PINNED_ON_EXIT = '; [ -n "$ROOT" ] || shutdown -h +1 "neuronpipe first boot done (rc=$rc)"'
 
 
 class UserDataError(ValueError):
@@ -97,6 +103,14 @@ def _read(name: str) -> str:
     return (HERE / name).read_text()
 
 
+def _first_boot_template(name: str) -> str:
+    """A first-boot script with its shared fragments (:data:`FRAGMENTS`) inlined, their own comments left out."""
+    text = _read(name)
+    for key, fragment in FRAGMENTS.items():
+        text = text.replace(f"@@{key}@@\n", _read(fragment).split("\n\n", 1)[1])
+    return text
+
+
 def box_conf(values: BoxUserDataValues, **extra: str) -> str:
     """``/etc/neuronpipe/box.conf``: ``NAME='value'`` lines the box scripts source (values never hold a quote);
     ``extra`` adds names a pinned box's conf does not carry (an ephemeral box's ``backend``)."""
@@ -111,8 +125,9 @@ def box_conf(values: BoxUserDataValues, **extra: str) -> str:
 
 def render_box_user_data(values: BoxUserDataValues) -> str:
     """The first-boot script: the box's values for ``box.conf``, and the steps that install the rest."""
-    text = fill(_read("bootstrap.sh"), {
+    text = fill(_first_boot_template("bootstrap.sh"), {
         "BOX_ROLE": values.box_role, "BOX_CONF": box_conf(values), "BOX_CONF_PATH": BOX_CONF_PATH,
+        "ON_EXIT": PINNED_ON_EXIT,
         "HARNESS_BOX_DIR": HARNESS_BOX_DIR, "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH,
         "SYNC_PATH": SYNC_PATH, "AGENT_PATH": AGENT_PATH, "BOOTSTRAP_TAG": BOOTSTRAP_TAG,
         "BOOTSTRAP_DONE": BOOTSTRAP_DONE})
@@ -184,8 +199,8 @@ def _serving_install(values: EphemeralBoxUserDataValues) -> tuple[str, str]:
 def render_ephemeral_user_data(values: EphemeralBoxUserDataValues) -> str:
     """The user data of an ephemeral box (the fleet's launch templates): see the module docstring."""
     install, summary = _serving_install(values)
-    text = fill(_read(EPHEMERAL_TEMPLATE), {
-        "BOX_ROLE": values.box_role,
+    text = fill(_first_boot_template(EPHEMERAL_TEMPLATE), {
+        "BOX_ROLE": values.box_role, "ON_EXIT": "",
         "BOX_CONF": box_conf(values.box_values(), backend=values.backend, root_swap_gib=str(values.root_swap_gib)),
         "BOX_CONF_PATH": BOX_CONF_PATH, "BOOT_DONE_PATH": BOOT_DONE_PATH, "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
         "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH, "SYNC_PATH": SYNC_PATH,

@@ -7,29 +7,9 @@
 # alone during its first boot), then stops it. Between runs the box stays stopped, never terminated
 # (termination protection, shutdown behaviour "stop"); Step Functions starts it for a run and stops it on every
 # exit path. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box; a sandbox, where nothing shuts down).
-[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
-set -uo pipefail
-ROOT="${NEURONPIPE_BOX_ROOT:-}"
-mkdir -p "$ROOT/var/log" "$ROOT/var/lib"
-exec > >(tee -a "$ROOT/var/log/neuronpipe-bootstrap.log") 2>&1
-trap 'rc=$?; echo "bootstrap exit $rc"; echo "$rc" > "$ROOT/var/lib/neuronpipe-bootstrap.rc"; [ -n "$ROOT" ] || shutdown -h +1 "neuronpipe first boot done (rc=$rc)"' EXIT
-set -e
-install -d -m 0755 "$ROOT/etc/neuronpipe" "$ROOT/opt/neuronpipe" "$ROOT/var/lib/cloud/scripts/per-boot" "$ROOT/usr/local/bin"
+@@FIRST_BOOT_HEAD@@
 
-cat > "$ROOT/@@BOX_CONF_PATH@@.new" <<'NEURONPIPE_BOX_CONF'
-# The box's values, written once by its first boot's user data; the box scripts read them.
-@@BOX_CONF@@
-NEURONPIPE_BOX_CONF
-mv "$ROOT/@@BOX_CONF_PATH@@.new" "$ROOT/@@BOX_CONF_PATH@@"
-. "$ROOT/@@BOX_CONF_PATH@@"
-
-# The box scripts come from the harness zip (the first one installed here; every sync installs its own).
-uri=$(aws ssm get-parameter --region "$REGION" --name "$HARNESS_PARAM" --query Parameter.Value --output text)
-tmp=$(mktemp -d)
-aws s3 cp --region "$REGION" --only-show-errors "$uri" "$tmp/harness.zip"
-python3 -m zipfile -e "$tmp/harness.zip" "$tmp/harness"
-bash "$tmp/harness/@@HARNESS_BOX_DIR@@/@@INSTALLER@@" "$tmp/harness"
-rm -rf "$tmp"
+@@INSTALL_BOX_SCRIPTS@@
 
 "$ROOT/@@PER_BOOT_PATH@@"   # cloud-init runs per-boot scripts before user data: on this boot there were none yet
 "$ROOT/@@SYNC_PATH@@" --force

@@ -9,31 +9,11 @@
 # done, and the state machine's sync waits for it. No compile-cache volume and no swap volume: the cache directory
 # sits on the root disk, seeded from the S3 compile cache. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on
 # a box; a sandbox dir in tests).
-[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
-set -uo pipefail
-ROOT="${NEURONPIPE_BOX_ROOT:-}"
-mkdir -p "$ROOT/var/log" "$ROOT/var/lib"
-exec > >(tee -a "$ROOT/var/log/neuronpipe-bootstrap.log") 2>&1
-trap 'rc=$?; echo "bootstrap exit $rc"; echo "$rc" > "$ROOT/var/lib/neuronpipe-bootstrap.rc"' EXIT
-set -e
-install -d -m 0755 "$ROOT/etc/neuronpipe" "$ROOT/opt/neuronpipe" "$ROOT/var/lib/cloud/scripts/per-boot" "$ROOT/usr/local/bin"
-
-cat > "$ROOT/@@BOX_CONF_PATH@@.new" <<'NEURONPIPE_BOX_CONF'
-# The box's values, written by its first boot's user data (an ephemeral box); the box scripts read them.
-@@BOX_CONF@@
-NEURONPIPE_BOX_CONF
-mv "$ROOT/@@BOX_CONF_PATH@@.new" "$ROOT/@@BOX_CONF_PATH@@"
-. "$ROOT/@@BOX_CONF_PATH@@"
+@@FIRST_BOOT_HEAD@@
 
 @@SERVING_INSTALL@@
 
-# The box scripts come from the harness zip (the first one installed here; every sync installs its own).
-uri=$(aws ssm get-parameter --region "$REGION" --name "$HARNESS_PARAM" --query Parameter.Value --output text)
-tmp=$(mktemp -d)
-aws s3 cp --region "$REGION" --only-show-errors "$uri" "$tmp/harness.zip"
-python3 -m zipfile -e "$tmp/harness.zip" "$tmp/harness"
-bash "$tmp/harness/@@HARNESS_BOX_DIR@@/@@INSTALLER@@" "$tmp/harness"
-rm -rf "$tmp"
+@@INSTALL_BOX_SCRIPTS@@
 
 NEURONPIPE_SYNC_NO_BOOT_WAIT=1 "$ROOT/@@SYNC_PATH@@" --force
 "$ROOT/@@PER_BOOT_PATH@@"   # last: the box env file, then the marker the state machine's sync waits for

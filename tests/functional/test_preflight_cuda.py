@@ -250,8 +250,9 @@ def test_the_lane_on_a_gpu_box_keeps_its_rows_and_fails_with_the_drivers_reason(
 
 
 # ---- the neuronpipe server on the GPU (NEURONPIPE_CUDA_SERVER=neuronpipe) ------------------------------------
-def neuronpipe_inputs(tmp_path: Path, run=subprocess.run, **box) -> PreflightInputs:
-    inp = inputs(tmp_path, **box)
+def neuronpipe_inputs(tmp_path: Path, run=subprocess.run, instance_type: str | None = "g5.xlarge",
+                      **box) -> PreflightInputs:
+    inp = inputs(tmp_path, instance_type, **box)
     env = {**inp.lane_env.env, "NEURONPIPE_CUDA_SERVER": "neuronpipe"}
     return PreflightInputs(box_role="cuda", backend="cuda", lane_env=build_lane_environment("preflight", base=env),
                            models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0, timeout_s=30.0,
@@ -268,12 +269,17 @@ def torch_answers(stdout: str, rc: int = 0):
 
 
 def test_the_neuronpipe_server_checks_torch_cuda_instead_of_the_vllm_venv(tmp_path):
+    """With what a real H200 machine printed (tests/fixtures/nvidia_smi) and its torch's answer."""
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_smi"
     probe = '{"torch": "2.11.0+cu130", "cuda": "13.0", "available": true, "names": ["NVIDIA H200"]}\n'
-    by = checks(neuronpipe_inputs(tmp_path, run=torch_answers(probe), vllm=None))
+    by = checks(neuronpipe_inputs(tmp_path, run=torch_answers(probe), vllm=None, instance_type=None,
+                                  query=(real / "h200-inventory.csv").read_text(),
+                                  header=(real / "h200-header.txt").read_text()))
     assert [(c, r.reason) for c, r in by.items() if r.status == "fail"] == []
     assert by["torch.cuda"].observed == "torch 2.11.0+cu130, CUDA 13.0: NVIDIA H200"
     assert "venv.vllm" not in by and "pins.vllm" not in by  # no vLLM is needed for this server
-    assert by["gpu.visible"].status == "pass" and by["gpu.driver"].status == "pass"
+    assert by["gpu.visible"].observed == "1 GPU(s): NVIDIA H200"
+    assert (by["gpu.driver"].observed, by["gpu.cuda"].observed) == ("580.159.04", "13.0")
 
 
 def test_a_cpu_build_of_torch_fails_the_neuronpipe_servers_check(tmp_path):

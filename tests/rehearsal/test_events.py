@@ -237,7 +237,12 @@ def test_real_command_failed_rule(real_rules: dict[str, Rule], shape: dict[str, 
         ev = _on_box(copy.deepcopy(shape), "i-0inf2")
         ev["detail"]["status"] = status
         assert bool(route(ev, [rule])) is hit, status
-    assert route(_on_box(copy.deepcopy(shape), "i-0someoneelse"), [rule]) == []
+    # an ephemeral cell's box (no id known at deploy time) is routed too; another document's command is not (the
+    # handler ignores a routed command without a task token: test_handlers_moto)
+    assert route(_on_box(copy.deepcopy(shape), "i-0ephemeralcell"), [rule])
+    other = _on_box(copy.deepcopy(shape), "i-0inf2")
+    other["detail"]["document-name"] = "AWS-RunPatchBaseline"
+    assert route(other, [rule]) == []
     ev = _on_box(copy.deepcopy(shape))
     ((_, _, payload),) = route(ev, [rule])
     assert payload == ev  # the native event, no transformer

@@ -273,3 +273,28 @@ def test_a_plan_that_cannot_be_written_to_s3_or_a_quota_too_small_starts_nothing
         launch(request(max_concurrency=2), "m11", settings, fleet=None, executions=executions, committed=None,
                leases=leases, quotas=ServiceQuotas(Quotas(4)))
     assert executions.started == [] and leases.taken == []
+
+
+def test_a_resumed_matrix_looks_its_cells_lanes_up_once_and_skips_those_committed():
+    """build_plan asks the store about every name a lane may commit under (the pinned boxes' and each cell's
+    ``<lane>@<cell>``), without planning the matrix twice; a cell lane committed already is skipped."""
+    from control_plane.launch import build_plan
+    from control_plane.plan import result_lanes
+    from control_plane.settings import ControlPlaneSettings
+
+    req = request()
+    asked: list[list[str]] = []
+
+    def committed(run_id, lanes):
+        asked.append(list(lanes))
+        return {"serve_sweep@c01"}
+
+    settings = ControlPlaneSettings(results_uri="s3://bkt/results", fleet_subnets="subnet-a,subnet-b")
+    plan = build_plan(req, "m12", settings, None, committed)
+    assert asked == [result_lanes(req)]
+    cells = [f"c0{i}" for i in range(1, 7)]  # 3 types x 2 configs
+    assert {f"{lane}@{c}" for lane in ("provenance", "preflight", "serve_sweep") for c in cells} <= set(asked[0])
+    planned = {st.result_lane for w in plan.waves for s in w.segments for st in s.lanes}
+    assert "serve_sweep@c01" not in planned and "serve_sweep@c02" in planned and "preflight@c01" in planned
+    assert [(s.lane, s.reason) for s in plan.skipped] == [("serve_sweep@c01",
+                                                          "already committed for run m12 (force to re-run)")]

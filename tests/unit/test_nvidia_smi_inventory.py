@@ -66,3 +66,21 @@ def test_point_energys_columns_are_documented_and_the_view_links_its_sql(monkeyp
     assert fname == "42_report_energy.sql"
     assert [c for c in cols if c not in doc.documented()] == []
     assert "[`point_energy`](../../analytics/views/sql/42_report_energy.sql)" in Path(doc.DOC).read_text()
+
+
+# ---- what a real GPU printed (tests/fixtures/nvidia_smi: an H200, captured by benchmarks/cuda_device_check.sh) ----
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_smi"
+
+
+def test_a_real_h200s_outputs_parse_as_the_gate_and_the_sensor_read_them():
+    from agents.telemetry.nvidia import parse_nvidia_smi_csv
+
+    header = (REAL / "h200-header.txt").read_text()
+    assert parse_cuda_version(header) == "13.0" and parse_driver_version(header) == "580.159.04"
+    assert parse_gpu_inventory((REAL / "h200-inventory.csv").read_text()) == [
+        Gpu(0, "NVIDIA H200", "580.159.04", 143771.0)]
+    assert at_least("580.159.04", "535") and at_least("13.0", "12.0")
+    rows = {r["metric"]: r for r in parse_nvidia_smi_csv((REAL / "h200-telemetry.csv").read_text())}
+    assert rows["device_mem_total_mib"]["value"] == 143771.0 and rows["accel_util_pct"]["value"] == 0.0
+    assert rows["power_w"]["value"] == 81.48 and rows["power_w"]["unit"] == "W" and rows["power_w"]["note"] is None
+    assert {r["device"] for r in rows.values()} == {"gpu0"}
