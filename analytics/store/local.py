@@ -100,7 +100,10 @@ class LocalStore(ResultStore):
                 continue
             key = p.relative_to(self.path).as_posix()
             if key.startswith(prefix):
-                st = p.stat()
+                try:
+                    st = p.stat()
+                except FileNotFoundError:  # a concurrent writer renamed its temp file (or a repair removed one)
+                    continue
                 out.append(ObjectInfo(key, st.st_size, st.st_mtime, temp=p.name.startswith(".tmp-")))
         return sorted(out, key=lambda o: o.key)
 

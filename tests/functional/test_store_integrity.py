@@ -351,6 +351,29 @@ def test_concurrent_begins_claim_distinct_sequences(tmp_path):
     assert sorted(seqs) == [1, 2, 3, 4]
 
 
+def test_a_listing_skips_a_file_renamed_away_between_the_walk_and_its_stat(tmp_path, monkeypatch):
+    """LocalStore.objects walks the tree, then stats each file: a concurrent writer's temp file renamed in
+    between (the race a threaded begin_attempt hit on CI) is skipped, not raised as FileNotFoundError."""
+    store = LocalStore(tmp_path / "s")
+    store.put_bytes("v1/_seq/run_id=r1/lane=l/00000001", b"{}")
+    gone = tmp_path / "s" / "v1" / "_seq" / "run_id=r1" / "lane=l" / ".tmp-renamed"
+    gone.write_bytes(b"{}")
+    real_stat, calls = Path.stat, []
+
+    def stat(self, *a, **kw):
+        if self == gone:
+            calls.append(self)
+            if len(calls) > 1:  # is_file() saw it; by the listing's own stat the writer had renamed it
+                raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_stat(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    assert store.list_keys("v1/_seq/") == ["v1/_seq/run_id=r1/lane=l/00000001"]
+    assert len(calls) == 2
+    monkeypatch.undo()
+    assert store.begin_attempt("r1", "l").sequence == 2
+
+
 def test_a_marker_for_another_attempt_is_foreign(run_store, caplog):
     a, b = run_store.markers()[0], run_store.markers()[1]
     src = run_store.path / f"v1/_commits/run_id=r1/lane={b.lane}/{b.attempt}.json"

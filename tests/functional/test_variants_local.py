@@ -82,3 +82,9 @@ def test_two_tenants_each_on_its_own_core_are_measured_alone_and_together(tmp_pa
     text = (report / "REPORT.md").read_text()
     assert "### `ten-1`: `A-2t.alone` vs `A`" in text
     assert "### `ten-1`: `A-2t.t1` vs `A-2t.alone` (isolation:" in text
+    # each tenant compared, or (a starved box flags every point of a tenant invalid) listed with the reason
+    comparisons = json.loads((report / "comparison.json").read_text())["variants"]["comparisons"]
+    tenants = {e["variant"]: e for e in comparisons if e.get("isolation")}
+    assert set(tenants) == {"A-2t.t0", "A-2t.t1"}
+    for e in tenants.values():
+        assert "deltas" in e or "kept out of the headline tables" in e["note"], e

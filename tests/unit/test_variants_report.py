@@ -81,3 +81,32 @@ def test_report_md_lists_the_configs_and_only_the_decided_rows():
 def test_no_section_without_a_declared_variant():
     assert s_variants({"variants": {"configs": [{"config": "A", "base": None}], "comparisons": []}}) == []
     assert s_variants({}) == []
+
+
+def test_a_tenant_whose_points_all_left_the_headline_tables_is_listed_as_not_compared_with_the_reason():
+    """A starved box (CI's two cores under two pinned tenants) can flag every point of a tenant invalid: the
+    isolation comparison still gets its heading, saying why there is nothing to compare, instead of vanishing."""
+    from analytics.report.variants import _isolation
+
+    def point(cfg, repeat, **kw):
+        return {"run_id": "r1", "lane": "serve_sweep", "model": "m", "server_config": cfg, "input_len": 8,
+                "output_len": 8, "max_concurrency": 1, "repeat_index": repeat, "point_id": f"{cfg}-{repeat}",
+                "telemetry_samples": 3, "valid": True, **kw}
+
+    bad = {"valid": False, "invalid_reason": "client queue p99 9.000 ms exceeds the bound 2.000 ms"}
+    c = {"runs": [{"run_id": "r1"}],
+         "serving": {"points": [point("T.alone", 0), point("T.alone", 1), point("T.t0", 0, telemetry_samples=0),
+                                point("T.t0", 1, telemetry_samples=0), point("T.t1", 0, **bad),
+                                point("T.t1", 1, **bad)]}}
+    got = {e["variant"]: e for e in _isolation(c, None, "r1", 5.0)}
+    assert set(got) == {"T.t0", "T.t1"}
+    assert all(e["baseline"] == "T.alone" and e["tenant_of"] == "T" and "deltas" not in e for e in got.values())
+    assert "'T.t1' has no headline point" in got["T.t1"]["note"]
+    assert "all 2 points of `T.t1` are kept out of the headline tables (first: invalid: client queue p99 9.000 ms" \
+        in got["T.t1"]["note"]
+    assert "all 2 points of `T.t0` are kept out of the headline tables (first: no telemetry sample inside its " \
+        "window" in got["T.t0"]["note"]
+    text = "\n".join(s_variants({"variants": {"configs": [{"run_id": "r1", "config": "T", "base": "A"}],
+                                              "comparisons": list(got.values())}}))
+    assert "### `r1`: `T.t1` vs `T.alone` (isolation: a tenant of `T`" in text
+    assert "_Not compared: server config 'T.t1' has no headline point" in text
