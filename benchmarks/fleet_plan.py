@@ -20,8 +20,11 @@ TYPES = ["inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"]
 
 
 def request(max_concurrency: int, lanes: list[str]) -> dict:
-    return {"run_id": "bench-fleet", "lanes": lanes, "models": ["llama-3.1-8b-instruct"], "server_configs": ["A", "B"],
-            "matrix": {"instance_types": TYPES, "max_concurrency": max_concurrency}}
+    # the model in the matrix, the request's own models left at their default: a tiny-profile rehearsal serves the
+    # profile's counterpart (tiny-llama), as examples/run-matrix.json does, where a declared model would be served
+    return {"run_id": "bench-fleet", "lanes": lanes, "server_configs": ["A", "B"],
+            "matrix": {"instance_types": TYPES, "models": ["llama-3.1-8b-instruct"],
+                       "max_concurrency": max_concurrency}}
 
 
 def transitions() -> dict[str, int]:
@@ -78,7 +81,11 @@ def rehearse(max_concurrency: int) -> int:
     from control_plane.models import parse_request
     from rehearsal.run import Rehearsal
 
-    req = parse_request({**request(max_concurrency, ["provenance", "preflight"]), "profile": "tiny"})
+    # each cell runs the quality lane (a matrix runs at least one matrix lane; quality's 1 h timeout keeps 8 cells'
+    # worst case under the deploy's $50 ceiling, which a sweep's 4 h would not), on the base model alone (no
+    # fine-tune in this run): the figures are the fan-out's
+    req = parse_request({**request(max_concurrency, ["provenance", "preflight", "quality"]), "profile": "tiny",
+                         "lane_config": {"quality": {"finetune": False}}})
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, Rehearsal(Path(tmp), log=lambda s: None) as r:
         setup = time.monotonic() - t0
@@ -88,32 +95,41 @@ def rehearse(max_concurrency: int) -> int:
         wall = time.monotonic() - t1
         r.settle()
         history = r.history(launched.execution_arn)
-        overheads = cell_overheads(history)
+        overheads = cell_overheads(r, "bench-fleet")
         print(f"rehearsal: setup {setup:.1f} s, run {wall:.1f} s, status {getattr(result, 'status', result)}, "
+              f"outcome {(result.outcome or {}).get('status')}, waves as a Distributed Map: {result.distributed}, "
               f"{len(r.launched)} boxes launched, {len(r.fleet_running())} left running")
+        lanes = sorted(lp.status for lp in result.lanes)
+        print(f"lanes shown: {len(lanes)}, " + ", ".join(f"{lanes.count(x)} {x}" for x in sorted(set(lanes))))
+        entered = [(e.get("stateEnteredEventDetails") or {}).get("name") for e in history]
+        print(f"states entered in the run's own history: {sum(1 for n in entered if n)}")
         if overheads:
-            xs = sorted(overheads)
-            print(f"overhead per cell, launch → first lane: median {xs[len(xs) // 2]:.1f} s, max {xs[-1]:.1f} s "
-                  f"(n={len(xs)})")
+            xs = sorted(overheads.values())
+            print(f"overhead per cell, instance launched → its first lane started: median {xs[len(xs) // 2]:.1f} s, "
+                  f"max {xs[-1]:.1f} s (n={len(xs)})")
     return 0
 
 
-def cell_overheads(history: list[dict]) -> list[float]:
-    """Per cell: from its LaunchInstance's entry to its first RunLane's entry (map iterations interleave: matched by
-    the order the Map ran them, good enough for a median)."""
-    launches, lanes = [], []
-    for e in history:
-        d = e.get("stateEnteredEventDetails") or {}
-        if d.get("name") == "LaunchInstance":
-            launches.append(e["timestamp"])
-        if d.get("name") == "RunLane" and len(lanes) < len(launches) * 1000:
-            lanes.append(e["timestamp"])
-    firsts = []
-    for start in launches:
-        later = [t for t in lanes if t >= start]
-        if later:
-            firsts.append((min(later) - start).total_seconds())
-    return firsts
+def cell_overheads(r, run_id: str) -> dict[str, float]:
+    """Per cell: from its instance's LaunchTime (EC2, by the run's tags) to the start of its first lane (lane_runs
+    in the results store): the same on the inline and the distributed path, whose iterations' events the run's
+    history does not hold."""
+    from analytics.store import open_store
+
+    ec2 = r.world.client("ec2")
+    launched = {}
+    for res in ec2.describe_instances(Filters=[{"Name": "tag:neuronpipe:run", "Values": [run_id]}])["Reservations"]:
+        for inst in res["Instances"]:
+            cell = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}.get("neuronpipe:cell")
+            if cell:
+                launched[cell] = inst["LaunchTime"]
+    store = open_store(r.settings().results_uri, r.world.client("s3"))
+    first: dict[str, object] = {}
+    for row in store.read_table("lane_runs", [run_id]).to_pylist():
+        cell = str(row["lane"]).rpartition("@")[2]
+        if row.get("started_at") is not None and (cell not in first or row["started_at"] < first[cell]):
+            first[cell] = row["started_at"]
+    return {c: (first[c] - launched[c]).total_seconds() for c in launched if c in first}
 
 
 if __name__ == "__main__":

@@ -1,19 +1,27 @@
 """An execution's history folded into where the run is (:func:`progress_from_history`), and :func:`follow`, which
 polls the history until the execution ends.
 
+A Distributed Map wave's lanes run in child executions whose events are not in the run's history: for those the
+run's results store says what each lane committed (:class:`CommittedLanes`, read by ``follow`` and ``status``).
+
 Used by ``neuronpipe status``, ``run --aws`` and the rehearsal; rendering is the commands' own
 (``control_plane.commands.status.render_progress``)."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from control_plane.models import parse_lane_from_comment
 
+log = logging.getLogger(__name__)
+
 TAG_CELL = "neuronpipe:cell"  # control_plane.lean.TAG_CELL
+DISTRIBUTED_MAP_STATE = "SegmentsDistributed"  # statemachine.build: a wave run as a Distributed Map
+STORE_POLL_S = 30.0  # follow(): how often the store is listed while a distributed wave runs (its history is quiet)
 
 ENDED = {"ExecutionSucceeded": "SUCCEEDED", "ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT",
          "ExecutionAborted": "ABORTED"}
@@ -50,6 +58,8 @@ class RunProgress:
     cause: str | None = None
     outcome: dict[str, Any] | None = None  # pipeline.graph.RunOutcome.to_json() once the run has ended
     results_uri: str | None = None  # the execution input's results root (its bucket holds the run's report)
+    distributed: bool = False  # a wave ran as a Distributed Map: its lanes' events are in child executions
+    started: datetime | None = None  # when the execution started
 
     @property
     def done(self) -> bool:
@@ -100,12 +110,14 @@ def _outcome_from_end(kind: str, details: dict[str, Any]) -> dict[str, Any] | No
     return outcome if isinstance(outcome, dict) and outcome.get("status") else None
 
 
-def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
+def progress_from_history(events: Iterable[dict[str, Any]],
+                          committed: Mapping[str, str] | None = None) -> RunProgress:
     """Fold an execution history into per-box and per-lane state.
 
     Both boxes work at once, so events interleave: a task's end is matched to its start by following
     ``previousEventId`` (each Map iteration chains its own events) back to the ``TaskScheduled`` that opened it;
-    a command's box comes from its instance id."""
+    a command's box comes from its instance id. ``committed``: result lane -> its latest committed status in the
+    store (:class:`CommittedLanes`), for the lanes the history does not show (a Distributed Map wave's)."""
     events = list(events)
     progress = RunProgress()
     by_id = {ev.get("id"): ev for ev in events}
@@ -131,7 +143,10 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
 
     for ev in events:
         kind, ts = ev["type"], ev.get("timestamp")
+        if kind == "MapRunStarted" or _details(ev, "stateEnteredEventDetails").get("name") == DISTRIBUTED_MAP_STATE:
+            progress.distributed = True
         if kind == "ExecutionStarted":
+            progress.started = ts if isinstance(ts, datetime) else None
             plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
             progress.run_id = plan.get("run_id")
             progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
@@ -214,11 +229,19 @@ def progress_from_history(events: Iterable[dict[str, Any]]) -> RunProgress:
             d = _details(ev, "executionFailedEventDetails")
             progress.error, progress.cause = d.get("error"), d.get("cause")
             progress.outcome = _outcome_from_end(kind, _details(ev, "executionSucceededEventDetails") or d)
+    reasons = (progress.outcome or {}).get("reasons") or {}
+    for lp in progress.lanes:  # what the history could not show, from the store
+        status = (committed or {}).get(lp.result_lane)
+        if lp.status in ("waiting", "running") and status in ("succeeded", "failed", "skipped"):
+            lp.status, lp.detail = status, str(reasons.get(lp.result_lane) or lp.detail)
     if progress.done:
-        reasons = (progress.outcome or {}).get("reasons") or {}
         for lp in progress.lanes:
             if lp.status in ("waiting", "running"):
                 reason = reasons.get(lp.result_lane)
+                if progress.distributed and lp.status == "waiting" and not reason and committed is None:
+                    lp.status, lp.detail = "unknown", "ran in a Distributed Map's child execution (the results " \
+                                                      "store says what it committed)"
+                    continue
                 lp.status = ("skipped" if reason and lp.status == "waiting" else
                              "not run" if lp.status == "waiting" else "failed")
                 lp.detail = reason or lp.detail
@@ -233,15 +256,71 @@ def _json(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+class CommittedLanes:
+    """Each lane's latest committed status in a run (result lane -> succeeded | failed | skipped), from the commit
+    markers in the run's results store; ``since``: only attempts committed from then on (this execution's, not an
+    earlier execution's of the same run id, resumed). A marker never changes once written, so each is read once: a
+    later call costs one listing and the new markers. An unreadable marker is left out (``neuronpipe verify``
+    names it)."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self._markers: dict[str, Any] = {}
+
+    def __call__(self, run_id: str, since: datetime | None = None) -> dict[str, str]:
+        from analytics.schema import LAYOUT_PREFIX
+        from analytics.store.markers import COMMITS, ArtifactNotFoundError, CommitMarker, MarkerError, attempt_order
+
+        for key in self.store.list_keys(f"{LAYOUT_PREFIX}/{COMMITS}/run_id={run_id}/"):
+            if key.endswith(".json") and key not in self._markers:
+                try:
+                    self._markers[key] = CommitMarker.from_json(self.store.get_bytes(key), key=key)
+                except (MarkerError, ArtifactNotFoundError):
+                    continue
+        latest: dict[str, Any] = {}
+        for m in self._markers.values():
+            if m.run_id != run_id or (since is not None and not _committed_since(m.committed_at, since)):
+                continue
+            if m.lane not in latest or attempt_order(m) > attempt_order(latest[m.lane]):
+                latest[m.lane] = m
+        return {lane: m.status for lane, m in latest.items()}
+
+
+def _committed_since(committed_at: str, since: datetime) -> bool:
+    try:
+        at = datetime.fromisoformat(committed_at.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return False  # no time on the marker: not known to be this execution's
+    if at.tzinfo is None or since.tzinfo is None:
+        at, since = at.replace(tzinfo=None), since.replace(tzinfo=None)
+    return at >= since
+
+
 def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable[[RunProgress], Any],
-           sleep: Callable[[float], Any] = time.sleep) -> RunProgress:
-    """Poll the execution history until the execution ends; call ``on_progress`` on every change."""
-    seen = -1
+           sleep: Callable[[float], Any] = time.sleep,
+           committed: Callable[[str, datetime | None], Mapping[str, str]] | None = None,
+           clock: Callable[[], float] = time.monotonic) -> RunProgress:
+    """Poll the execution history until the execution ends; call ``on_progress`` on every change. Once a wave runs
+    as a Distributed Map, ``committed(run_id, since)`` (a :class:`CommittedLanes`) fills in its lanes: at each change of
+    the history and every :data:`STORE_POLL_S` between (the run's own history is quiet while the wave runs)."""
+    seen, shown, store_read = -1, None, float("-inf")
+    known: Mapping[str, str] | None = None  # the store's statuses as last read (kept between reads)
     while True:
         history = executions.history(execution_arn)
-        progress = progress_from_history(history)
-        if len(history) != seen:
-            seen = len(history)
+        progress = progress_from_history(history, known)
+        if progress.distributed and committed is not None and progress.run_id and \
+                (len(history) != seen or progress.done or clock() - store_read >= STORE_POLL_S):
+            store_read = clock()
+            try:
+                known = committed(progress.run_id, progress.started)
+                progress = progress_from_history(history, known)
+            except Exception as exc:  # noqa: BLE001 - the store unreadable from here: the history's view stands
+                log.warning("the results store cannot be read from here (%s: %s): a distributed wave's lanes show "
+                            "as waiting until the run ends", type(exc).__name__, exc)
+                committed = None
+        state = (len(history), [(lp.result_lane, lp.status) for lp in progress.lanes])
+        if state != shown:
+            seen, shown = len(history), state
             on_progress(progress)
         if progress.done:
             return progress

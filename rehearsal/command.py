@@ -57,12 +57,8 @@ def rehearse_command(args: argparse.Namespace) -> int:
 
 def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, started: float) -> int:
     """Start the request as `run --aws` would, follow it live, then pull + report and summarize."""
-    from datetime import datetime, timezone
-
-    from rich.live import Live
-
     from control_plane.commands.plan import print_plan
-    from control_plane.commands.status import render_progress
+    from control_plane.commands.status import follow_shown, render_progress
     from control_plane.aws import RunAlreadyStartedError
     from control_plane.launch import LAUNCH_ERRORS
     from rehearsal.report_check import ReportCheckError, pull_and_report
@@ -75,16 +71,8 @@ def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, s
         return EXIT_INVALID
     print_plan(launched.plan, console)
     console.print(f"started {launched.execution_arn}")
-    if args.no_live:
-        def show(progress) -> None:
-            line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
-            console.print(f"[{progress.status}] {line}")
-        final = rehearsal.follow(launched.execution_arn, show, deadline_s=args.timeout_s)
-    else:
-        with Live(console=console, refresh_per_second=2) as live:
-            final = rehearsal.follow(launched.execution_arn,
-                                     lambda p: live.update(render_progress(p, datetime.now(timezone.utc))),
-                                     deadline_s=args.timeout_s)
+    final = follow_shown(console, lambda show: rehearsal.follow(launched.execution_arn, show,
+                                                               deadline_s=args.timeout_s), live=not args.no_live)
     console.print(render_progress(final))
     rehearsal.settle()
     history = rehearsal.history(launched.execution_arn)

@@ -68,16 +68,21 @@ def cached_assembly(build_dir: Path, log: Callable[[str], None] = lambda s: None
     if dirty or not (outdir / "manifest.json").is_file():
         log(f"synthesizing the CDK app ({sha[:12]}) ...")
         os.environ.pop("CDK_CONTEXT_JSON", None)
-        if dirty:
-            return _synth(outdir)
-        # A clean tree's assembly is shared by every process (two test workers of a fresh clone reach their
-        # first rehearsal together): synthesize privately and publish with one rename, so no process ever
-        # loads a template another is still writing (a half-written role policy read as a denial).
         import shutil
         import tempfile
 
+        # Every process synthesizes privately: two test workers reach their first rehearsal together, and one
+        # must never load a template or an asset another is still writing (a half-written role policy read as a
+        # denial). A clean tree's assembly is then published with one rename and shared; a dirty tree's stays this
+        # process's and goes with it (it was synthesized into the shared directory, where two workers on an edited
+        # tree rewrote each other's assets: a box's first boot failed once that way).
         build_dir.mkdir(parents=True, exist_ok=True)
         private = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=build_dir))
+        if dirty:
+            import atexit
+
+            atexit.register(shutil.rmtree, private, ignore_errors=True)
+            return _synth(private)
         _synth(private)
         try:
             os.rename(private, outdir)
@@ -404,8 +409,9 @@ class Rehearsal:
                       s3_client=self.world.client("s3", op))
 
     def follow(self, execution_arn: str, on_progress: Callable[[Any], None], deadline_s: float = 3600) -> Any:
+        from analytics.store import open_store
         from control_plane.aws import Executions
-        from control_plane.progress import follow
+        from control_plane.progress import CommittedLanes, follow
 
         end = time.monotonic() + deadline_s
 
@@ -414,8 +420,9 @@ class Rehearsal:
                 raise TimeoutError(f"execution {execution_arn} did not end within {deadline_s:.0f} s")
             time.sleep(s)
 
+        store = open_store(self.settings().results_uri or "", self.world.client("s3", self.operator()))
         return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, 0.5,
-                      on_progress, sleep=sleep)
+                      on_progress, sleep=sleep, committed=CommittedLanes(store))
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
         from control_plane.aws import Executions

@@ -378,8 +378,12 @@ def _print_request(req, run_id: str, console) -> None:
 
     console.print(f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
-    console.print(f"models: {', '.join(req.models)}  server configs: {', '.join(req.server_configs)}"
-                  f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}")
+    models, configs = req.models, req.server_configs
+    axes = (req.matrix or {}) if isinstance(req.matrix, dict) else {}
+    models, configs = axes.get("models") or models, axes.get("server_configs") or configs  # what the cells run
+    console.print(f"models: {', '.join(models)}  server configs: {', '.join(configs)}"
+                  f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}"
+                  f"{' (the matrix axes)' if axes else ''}")
     slo = resolve_slo(req.slo, req.profile)
     console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
                   f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "

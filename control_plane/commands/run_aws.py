@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
 
 EXIT_INVALID = 2
 
 
 def run_aws(args: argparse.Namespace) -> int:
-    from rich.live import Live
-
     from control_plane.aws import (Executions, InstanceFleet, InstanceLookupError, Leases, RunAlreadyStartedError,
                                    aws_client, default_region)
     from control_plane.commands.plan import load_request, print_plan
-    from control_plane.commands.status import render_progress
+    from control_plane.commands.status import follow_shown, render_progress
     from control_plane.console import make_console
     from control_plane.launch import LAUNCH_ERRORS, committed_in_store, launch
     from control_plane.models import PlanNotReadyError, RunRequestError
     from control_plane.plan import CostCeilingError, EmptyPlanError
-    from control_plane.progress import follow
+    from analytics.store import open_store
+    from control_plane.progress import CommittedLanes, follow
     from control_plane.run_ids import new_run_id
     from control_plane.settings import SettingsError, get_settings
 
@@ -49,15 +47,9 @@ def run_aws(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     print_plan(launched.plan, console)
     console.print(f"started {launched.execution_arn}")
-    if args.no_live:
-        def show(progress):
-            line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
-            console.print(f"[{progress.status}] {line}")
-        final = follow(executions, launched.execution_arn, settings.poll_s, show)
-    else:
-        with Live(console=console, refresh_per_second=2) as live:
-            final = follow(executions, launched.execution_arn, settings.poll_s,
-                           lambda p: live.update(render_progress(p, datetime.now(timezone.utc))))
+    lanes = CommittedLanes(open_store(settings.results_uri or "", aws_client("s3", region)))  # a distributed wave's
+    final = follow_shown(console, lambda show: follow(executions, launched.execution_arn, settings.poll_s, show,
+                                                      committed=lanes), live=not args.no_live)
     console.print(render_progress(final))
     print(run_id)
     if final.outcome_status:

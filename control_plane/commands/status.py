@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from control_plane.commands import REGION_HELP
@@ -58,6 +58,21 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
     return Group(*parts)
 
 
+def follow_shown(console: Any, follow: Any, live: bool) -> RunProgress:
+    """Follow an execution while showing it: ``follow(callback)`` calls back with each RunProgress and returns the
+    last. ``live``: a table redrawn in place and erased at the end (the caller prints the final one, once; on a pipe
+    or a log Live would print its last frame too, and the table came out twice); else one line per change."""
+    from rich.live import Live
+
+    if not live:
+        def show(progress: RunProgress) -> None:
+            line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
+            console.print(f"[{progress.status}] {line}")
+        return follow(show)
+    with Live(console=console, refresh_per_second=2, transient=True) as view:
+        return follow(lambda p: view.update(render_progress(p, datetime.now(timezone.utc))))
+
+
 def report_page(progress: RunProgress, settings: Any, region: str | None, client: Any = None) -> tuple[Any, str]:
     """A presigned link to the ended run's REPORT.html (``control_plane.aws.ReportBucket``: 1 h), or why there is
     none: the run still going, no results bucket known, no page written yet, or the bucket refusing."""
@@ -78,6 +93,22 @@ def report_page(progress: RunProgress, settings: Any, region: str | None, client
     if link is None:
         return None, f"no {REPORT_PAGE} at s3://{bucket.bucket}/{bucket.key(progress.run_id, REPORT_PAGE)} (yet)"
     return link, ""
+
+
+def _with_store(progress: RunProgress, history: list[dict[str, Any]], region: str | None) -> RunProgress:
+    """The progress with a Distributed Map wave's lanes filled in from the run's results store (one line on stderr
+    and the history's view where the store cannot be read from here)."""
+    from analytics.store import open_store
+    from control_plane.aws import aws_client
+    from control_plane.progress import CommittedLanes
+
+    try:
+        lanes = CommittedLanes(open_store(str(progress.results_uri), aws_client("s3", region)))
+        return progress_from_history(history, lanes(str(progress.run_id), progress.started))
+    except Exception as exc:  # noqa: BLE001 - credentials, network, a bucket refusing: the history's view stands
+        print(f"warning: the results store cannot be read ({type(exc).__name__}: {exc}): the distributed wave's "
+              "lanes show as the history has them", file=sys.stderr)
+        return progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,6 +136,8 @@ def status_command(args: argparse.Namespace) -> int:
         print(f"error: no run {args.run_id}: {exc}", file=sys.stderr)
         return 2
     progress = progress_from_history(history)
+    if progress.distributed and progress.run_id and progress.results_uri:  # its lanes' events are not in the history
+        progress = _with_store(progress, history, args.region or default_region())
     link, why = report_page(progress, settings, args.region or default_region())
     if args.json:
         page = None if link is None else {"uri": link.uri, "url": link.url, "expires_in_s": link.expires_in_s,

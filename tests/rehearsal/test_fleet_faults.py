@@ -156,4 +156,8 @@ def test_a_wave_too_large_for_the_state_runs_as_a_distributed_map_and_its_result
     assert {k.rsplit("/", 1)[-1] for k in keys if "/results/" in k} == {"c01.json"}
     out = json.loads(desc["output"])["outcome"]
     assert out["status"] == "succeeded", out
+    # what `run --aws` and `status` show: the wave's lanes ran in child executions, their statuses come from the store
+    shown = r.follow(launched.execution_arn, lambda p: None, deadline_s=30)
+    assert shown.distributed and {lp.result_lane: lp.status for lp in shown.lanes} == \
+        {"provenance@c01": "succeeded", "preflight@c01": "succeeded", "ok@c01": "succeeded"}
     assert left_running(r, say, "distributed-map") == []

@@ -215,6 +215,8 @@ def test_plan_prints_the_cells_the_wall_time_against_their_sum_and_the_quotas(ca
     assert main(["plan", "--input", str(EXAMPLE)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "matrix: 4 cells, each on its own ephemeral box, at most 4 boxes at once" in out
+    # the models and configs the cells run (the matrix's axes), not the request's defaults (both models)
+    assert "models: llama-3.1-8b-instruct server configs: A (the matrix axes)" in out
     assert "expected wall time of the cells" in out and "(× 0.25 with 4 boxes at once)" in out
     assert "quota Running On-Demand Inf instances (ec2/L-1945791B, us-west-2): needs 36 vCPUs at once" in out
     for t in ("inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"):
