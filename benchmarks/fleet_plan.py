@@ -115,12 +115,13 @@ def cell_overheads(r, run_id: str) -> dict[str, float]:
     in the results store): the same on the inline and the distributed path, whose iterations' events the run's
     history does not hold."""
     from analytics.store import open_store
+    from control_plane.lean import TAG_CELL, TAG_RUN
 
     ec2 = r.world.client("ec2")
     launched = {}
-    for res in ec2.describe_instances(Filters=[{"Name": "tag:neuronpipe:run", "Values": [run_id]}])["Reservations"]:
+    for res in ec2.describe_instances(Filters=[{"Name": f"tag:{TAG_RUN}", "Values": [run_id]}])["Reservations"]:
         for inst in res["Instances"]:
-            cell = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}.get("neuronpipe:cell")
+            cell = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}.get(TAG_CELL)
             if cell:
                 launched[cell] = inst["LaunchTime"]
     store = open_store(r.settings().results_uri, r.world.client("s3"))

@@ -296,6 +296,18 @@ def _committed_since(committed_at: str, since: datetime) -> bool:
     return at >= since
 
 
+def read_committed(committed: Callable[[str, datetime | None], Mapping[str, str]],
+                   progress: RunProgress) -> Mapping[str, str] | None:
+    """``committed(run_id, started)`` for a run's progress, or None with one warning line when the results store
+    cannot be read from here (credentials, network, a bucket refusing): the history's view stands."""
+    try:
+        return committed(str(progress.run_id), progress.started)
+    except Exception as exc:  # noqa: BLE001 - whatever the store or its client raises, the progress still shows
+        log.warning("the results store cannot be read from here (%s: %s): a distributed wave's lanes show as the "
+                    "run's history has them", type(exc).__name__, exc)
+        return None
+
+
 def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable[[RunProgress], Any],
            sleep: Callable[[float], Any] = time.sleep,
            committed: Callable[[str, datetime | None], Mapping[str, str]] | None = None,
@@ -311,13 +323,12 @@ def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable[
         if progress.distributed and committed is not None and progress.run_id and \
                 (len(history) != seen or progress.done or clock() - store_read >= STORE_POLL_S):
             store_read = clock()
-            try:
-                known = committed(progress.run_id, progress.started)
+            read = read_committed(committed, progress)
+            if read is None:
+                committed = None  # said once; the history's view stands from here on
+            else:
+                known = read
                 progress = progress_from_history(history, known)
-            except Exception as exc:  # noqa: BLE001 - the store unreadable from here: the history's view stands
-                log.warning("the results store cannot be read from here (%s: %s): a distributed wave's lanes show "
-                            "as waiting until the run ends", type(exc).__name__, exc)
-                committed = None
         state = (len(history), [(lp.result_lane, lp.status) for lp in progress.lanes])
         if state != shown:
             seen, shown = len(history), state

@@ -378,9 +378,8 @@ def _print_request(req, run_id: str, console) -> None:
 
     console.print(f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
                   f"profile: {req.profile}  force: {req.force}")
-    models, configs = req.models, req.server_configs
-    axes = (req.matrix or {}) if isinstance(req.matrix, dict) else {}
-    models, configs = axes.get("models") or models, axes.get("server_configs") or configs  # what the cells run
+    axes = req.matrix or {}  # a matrix's cells run its axes where it names them
+    models, configs = axes.get("models") or req.models, axes.get("server_configs") or req.server_configs
     console.print(f"models: {', '.join(models)}  server configs: {', '.join(configs)}"
                   f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}"
                   f"{' (the matrix axes)' if axes else ''}")

@@ -9,6 +9,7 @@ EXIT_INVALID = 2
 
 
 def run_aws(args: argparse.Namespace) -> int:
+    from analytics.store import open_store
     from control_plane.aws import (Executions, InstanceFleet, InstanceLookupError, Leases, RunAlreadyStartedError,
                                    aws_client, default_region)
     from control_plane.commands.plan import load_request, print_plan
@@ -17,7 +18,6 @@ def run_aws(args: argparse.Namespace) -> int:
     from control_plane.launch import LAUNCH_ERRORS, committed_in_store, launch
     from control_plane.models import PlanNotReadyError, RunRequestError
     from control_plane.plan import CostCeilingError, EmptyPlanError
-    from analytics.store import open_store
     from control_plane.progress import CommittedLanes, follow
     from control_plane.run_ids import new_run_id
     from control_plane.settings import SettingsError, get_settings

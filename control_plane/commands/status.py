@@ -96,19 +96,17 @@ def report_page(progress: RunProgress, settings: Any, region: str | None, client
 
 
 def _with_store(progress: RunProgress, history: list[dict[str, Any]], region: str | None) -> RunProgress:
-    """The progress with a Distributed Map wave's lanes filled in from the run's results store (one line on stderr
+    """The progress with a Distributed Map wave's lanes filled in from the run's results store (one warning line
     and the history's view where the store cannot be read from here)."""
     from analytics.store import open_store
     from control_plane.aws import aws_client
-    from control_plane.progress import CommittedLanes
+    from control_plane.progress import CommittedLanes, read_committed
 
-    try:
-        lanes = CommittedLanes(open_store(str(progress.results_uri), aws_client("s3", region)))
-        return progress_from_history(history, lanes(str(progress.run_id), progress.started))
-    except Exception as exc:  # noqa: BLE001 - credentials, network, a bucket refusing: the history's view stands
-        print(f"warning: the results store cannot be read ({type(exc).__name__}: {exc}): the distributed wave's "
-              "lanes show as the history has them", file=sys.stderr)
-        return progress
+    def committed(run_id: str, since: datetime | None) -> dict[str, str]:
+        return CommittedLanes(open_store(str(progress.results_uri), aws_client("s3", region)))(run_id, since)
+
+    known = read_committed(committed, progress)
+    return progress if known is None else progress_from_history(history, known)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -118,3 +118,26 @@ def test_follow_keeps_the_historys_view_when_the_store_cannot_be_read(caplog):
     assert {lp.result_lane: lp.status for lp in final.lanes}[lanes[0]] == "unknown"
     assert "the results store cannot be read from here (PermissionError: AccessDenied)" in caplog.text
     assert final.started == T0
+
+
+def test_status_fills_a_distributed_wave_from_the_store_and_keeps_the_historys_view_when_it_cannot(
+        tmp_path, monkeypatch, caplog):
+    import control_plane.aws
+    from control_plane.commands.status import _with_store
+
+    events, lanes = _history(ended=True)
+    events[0]["timestamp"] = datetime.now(timezone.utc)
+    store = LocalStore(tmp_path / "results")
+    progress = progress_from_history(events)
+    progress.results_uri = str(store.path)  # a local store stands in for the bucket
+    _commit(store, lanes[0], "succeeded")
+    shown = _with_store(progress, events, "us-west-2")
+    assert {lp.result_lane: lp.status for lp in shown.lanes}[lanes[0]] == "succeeded"
+
+    def refused(*a, **kw):
+        raise RuntimeError("no credentials")
+
+    monkeypatch.setattr(control_plane.aws, "aws_client", refused)
+    kept = _with_store(progress, events, "us-west-2")
+    assert kept is progress and {lp.result_lane: lp.status for lp in kept.lanes}[lanes[0]] == "unknown"
+    assert "the results store cannot be read from here (RuntimeError: no credentials)" in caplog.text
