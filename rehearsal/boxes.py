@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import sys
 import sysconfig
 import threading
@@ -26,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
+from rehearsal import spawn
 from rehearsal.world import Credentials
 
 HARNESS_HOME = "opt/neuronpipe"
@@ -155,18 +155,17 @@ class Box:
             (self.root / d).mkdir(parents=True, exist_ok=True)
         if not (self.venv / "bin" / "python").exists():
             base = python or getattr(sys, "_base_executable", sys.executable)
-            subprocess.run([base, "-m", "venv", "--without-pip", str(self.venv)], check=True,
+            spawn.run([base, "-m", "venv", "--without-pip", str(self.venv)], check=True,
                            capture_output=True, text=True, timeout=120)
-            site = subprocess.run([str(self.venv / "bin" / "python"), "-c",
+            site = spawn.run([str(self.venv / "bin" / "python"), "-c",
                                    "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   check=True, capture_output=True, text=True, timeout=60).stdout.strip()
             # the test venv's third-party packages (a path line: its .pth files, e.g. the editable
             # install of this repository, are NOT processed, so first-party code must come from the bucket)
             Path(site, "zz_rehearsal_third_party.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
         aws = self.root / "usr/local/bin/aws"
-        aws.write_text(f"#!{self.venv / 'bin' / 'python'}\nimport sys\nfrom awscli.clidriver import main\n"
-                       "sys.exit(main())\n")
-        aws.chmod(0o755)
+        spawn.write_executable(aws, f"#!{self.venv / 'bin' / 'python'}\nimport sys\n"
+                               "from awscli.clidriver import main\nsys.exit(main())\n")
         if self.fake_dlami:  # the DLAMI's venvs and CLIs as files: the preflight gate checks them for real
             from rehearsal.dlami import build_dlami
 
@@ -202,7 +201,7 @@ class Box:
 
     def run_boot_script(self, script: Path, timeout_s: float = 900) -> str:
         """Run one boot script as cloud-init would (exec'd: its shebang picks the shell)."""
-        proc = subprocess.run([str(script)], cwd=self.root, env=self.agent_env(), capture_output=True, text=True,
+        proc = spawn.run([str(script)], cwd=self.root, env=self.agent_env(), capture_output=True, text=True,
                               timeout=timeout_s, start_new_session=True)
         out = proc.stdout + proc.stderr
         if proc.returncode != 0:
@@ -214,8 +213,7 @@ class Box:
         """The user data (first boot only)."""
         path = self.root / "var/lib/cloud/instance/scripts/part-001"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(user_data)
-        path.chmod(0o755)
+        spawn.write_executable(path, user_data)
         self.boots += 1
         return self.run_boot_script(path, timeout_s)
 

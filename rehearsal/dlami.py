@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rehearsal import spawn
+
 TRAINING_VENV = "opt/aws_neuronx_venv_pytorch_2_9"
 SERVING_VENV = "opt/aws_neuronx_venv_pytorch_inference_vllm_0_16"
 VENV_GLOB = {"trn1": "/opt/aws_neuronx_venv_pytorch_2_9", "inf2": "/opt/aws_neuronx_venv_pytorch_inference_vllm_*"}
@@ -62,8 +64,7 @@ def _dist(site: Path, name: str, version: str) -> None:
 
 
 def _script(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
+    spawn.write_executable(path, "#!/bin/sh\n" + body)
 
 
 FAKE_DRIVER = "570.86.15"

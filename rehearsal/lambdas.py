@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.bundling import LAMBDA_REQUIREMENTS, RUNTIME_PROVIDED
+from rehearsal import spawn
 
 WORKER = Path(__file__).with_name("lambda_worker.py")
 RUNTIME_DISTRIBUTIONS = {"dateutil": "python-dateutil"}
@@ -123,7 +124,7 @@ class LambdaFunction:
                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST", "AWS_EXECUTION_ENV": "AWS_Lambda_python3.14",
                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.name}", **self.environment}
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        proc = subprocess.Popen([sys.executable, "-I", "-S", str(WORKER), str(self.code_dir), str(self.layer_dir),
+        proc = spawn.popen([sys.executable, "-I", "-S", str(WORKER), str(self.code_dir), str(self.layer_dir),
                                  self.handler], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                 env=env, text=True, bufsize=1, start_new_session=True)
         ready = json.loads(proc.stdout.readline() or "{}")  # type: ignore[union-attr]

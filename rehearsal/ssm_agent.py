@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from rehearsal import spawn
 from rehearsal.world import ACCOUNT_ID, AwsError, Credentials
 
 PLUGIN = "aws:runShellScript"
@@ -201,8 +202,7 @@ class SsmAgents:
             command.command_id / PLUGIN_DIR
         workdir.mkdir(parents=True, exist_ok=True)
         script = workdir / "_script.sh"
-        script.write_text("\n".join(command.parameters.get("commands", [])))
-        script.chmod(0o755)
+        spawn.write_executable(script, "\n".join(command.parameters.get("commands", [])))
         timeout_s = _execution_timeout(command.parameters)
         with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
             # Registration is checked and the process recorded in one step, so a stop either comes first (the
@@ -215,7 +215,7 @@ class SsmAgents:
                     return
                 with self._lock:
                     if host.instance_id in self._registered:
-                        proc = subprocess.Popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
+                        proc = spawn.popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
                                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                                 start_new_session=True)
                         self._procs[host.instance_id] = proc
