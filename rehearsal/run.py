@@ -421,7 +421,7 @@ class Rehearsal:
             time.sleep(s)
 
         store = open_store(self.settings().results_uri or "", self.world.client("s3", self.operator()))
-        return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, 0.5,
+        return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, 1.0,
                       on_progress, sleep=sleep, committed=CommittedLanes(store))
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
