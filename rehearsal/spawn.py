@@ -35,15 +35,17 @@ def popen(args: list[str], **kwargs: Any) -> subprocess.Popen:
         return subprocess.Popen(args, **kwargs)
 
 
-def run(args: list[str], *, timeout: float | None = None, check: bool = False, capture_output: bool = False,
-        **kwargs: Any) -> subprocess.CompletedProcess:
+def run(args: list[str], *, input: Any = None, timeout: float | None = None, check: bool = False,
+        capture_output: bool = False, **kwargs: Any) -> subprocess.CompletedProcess:
     """``subprocess.run`` (same results, same exceptions), the child started by :func:`popen`."""
     if capture_output:
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
     proc = popen(args, **kwargs)
     with proc:
         try:
-            stdout, stderr = proc.communicate(timeout=timeout)
+            stdout, stderr = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             proc.kill()
             exc.stdout, exc.stderr = proc.communicate()

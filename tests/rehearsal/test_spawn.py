@@ -85,6 +85,7 @@ def test_run_keeps_subprocess_run_results_and_errors(tmp_path):
     done = spawn.run(["/bin/sh", "-c", "echo out; echo err >&2"], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "out\n", "err\n")
     assert spawn.run(["/bin/sh", "-c", "exit 3"]).returncode == 3
+    assert spawn.run(["cat"], input="fed\n", capture_output=True, text=True).stdout == "fed\n"
     with pytest.raises(subprocess.CalledProcessError) as failed:
         spawn.run(["/bin/sh", "-c", "echo why >&2; exit 4"], check=True, capture_output=True, text=True)
     assert (failed.value.returncode, failed.value.stderr) == (4, "why\n")
