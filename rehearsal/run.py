@@ -75,7 +75,7 @@ def cached_assembly(build_dir: Path, log: Callable[[str], None] = lambda s: None
         # must never load a template or an asset another is still writing (a half-written role policy read as a
         # denial). A clean tree's assembly is then published with one rename and shared; a dirty tree's stays this
         # process's and goes with it (it was synthesized into the shared directory, where two workers on an edited
-        # tree rewrote each other's assets: a box's first boot failed once that way).
+        # tree could rewrite each other's assets).
         build_dir.mkdir(parents=True, exist_ok=True)
         private = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=build_dir))
         if dirty:
@@ -391,7 +391,7 @@ class Rehearsal:
         env = next(iter(self.deployment.functions.values())).environment  # type: ignore[union-attr]
         fields = {k.removeprefix("NEURONPIPE_").lower(): v for k, v in env.items() if k.startswith("NEURONPIPE_")}
         return ControlPlaneSettings(**{k: v for k, v in fields.items() if k in ControlPlaneSettings.model_fields},
-                                    poll_s=0.5)
+                                    poll_s=1.0)  # follow's: moto serializes the whole history at each poll
 
     def start(self, request: Any, run_id: str) -> Any:
         from control_plane.aws import Executions, InstanceFleet, Leases
@@ -420,8 +420,9 @@ class Rehearsal:
                 raise TimeoutError(f"execution {execution_arn} did not end within {deadline_s:.0f} s")
             time.sleep(s)
 
-        store = open_store(self.settings().results_uri or "", self.world.client("s3", self.operator()))
-        return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, 1.0,
+        settings = self.settings()
+        store = open_store(settings.results_uri or "", self.world.client("s3", self.operator()))
+        return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, settings.poll_s,
                       on_progress, sleep=sleep, committed=CommittedLanes(store))
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
