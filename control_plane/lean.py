@@ -31,7 +31,10 @@ TAG_RUN = "neuronpipe:run"
 TAG_CELL = "neuronpipe:cell"
 TAG_INSTANCE_TYPE = "neuronpipe:instance-type"
 DEFAULT_FLEET_TEMPLATE_PREFIX = "neuronpipe-fleet"  # launch template "<prefix>-<type slug>" (inf2-8xlarge)
-FLEET_PREFIX = "fleet"  # under the results root: fleet/<run_id>/plan.json, wave-<n>/items.json, results/<cell>.json
+# Control data: what only the control plane authors (a run's plan kept in S3, a Distributed Map wave's items and its
+# segments' results), at the results bucket's root: control/<run_id>/plan.json, wave-<n>/items.json,
+# wave-<n>/results/<box>.json. No box role may write there (docs/explanation/security.md).
+CONTROL_PREFIX = "control"
 
 DEFAULT_STATE_MACHINE_NAME = "neuron-pipelines"
 DEFAULT_PROJECT = "neuron-pipelines"

@@ -16,14 +16,14 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 
-from control_plane.lean import EPHEMERAL, FLEET_PREFIX, TAG_EPHEMERAL
+from control_plane.lean import CONTROL_PREFIX, EPHEMERAL, TAG_EPHEMERAL
 from infra.config import PROJECT_TAG_KEY, RESULTS_PREFIX, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn
 from infra.stacks.fleet import FleetStack
 from infra.stacks.nag import acknowledge
 from pipeline.instance_types import QUOTA_SERVICE_CODE, QUOTAS
 
-FLEET_OBJECTS = f"{RESULTS_PREFIX}/{FLEET_PREFIX}/*"  # a matrix's plan, wave items and cell results (not append-only)
+CONTROL_OBJECTS = f"{CONTROL_PREFIX}/*"  # control data: a matrix's plan, wave items and segment results (control plane only)
 
 
 def ephemeral_condition(settings: DeploymentSettings) -> dict[str, dict[str, str]]:
@@ -92,7 +92,7 @@ def state_machine_fleet_statements(stack: Stack, settings: DeploymentSettings, *
         # its ItemReader reads the wave's items and each cell's segment writes its result (aws-sdk:s3:putObject;
         # results/fleet/ is not append-only: the PUT carries no If-None-Match)
         iam.PolicyStatement(sid="FleetItemsAndResults", actions=["s3:GetObject", "s3:PutObject"],
-                            resources=[results_arn(settings, FLEET_OBJECTS)]),
+                            resources=[results_arn(settings, CONTROL_OBJECTS)]),
     ]
 
 
@@ -112,4 +112,4 @@ def acknowledge_state_machine_fleet(policy: iam.Policy, settings: DeploymentSett
     acknowledge(policy, "IAM5", "A Distributed Map's child executions are named by Step Functions per map run of "
                 "this one state machine; its items and its cells' results sit under results/fleet/<run id>/, keys "
                 "per run and wave not known in advance.",
-                [f"{executions}:*", f"{executions}/*", nag_results_arn(s, FLEET_OBJECTS)])
+                [f"{executions}:*", f"{executions}/*", nag_results_arn(s, CONTROL_OBJECTS)])
