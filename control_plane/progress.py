@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from control_plane.models import parse_lane_from_comment
 
+REPORT_FAILED_ERROR = "Report.Failed"  # statemachine.build.REPORT_FAILED_ERROR: the lanes ended, the report did not
+
 log = logging.getLogger(__name__)
 
 TAG_CELL = "neuronpipe:cell"  # control_plane.lean.TAG_CELL
@@ -68,6 +70,28 @@ class RunProgress:
     @property
     def outcome_status(self) -> str | None:
         return (self.outcome or {}).get("status")
+
+    @property
+    def report_failure(self) -> str | None:
+        """Why the run's report was not written (the run ended :data:`REPORT_FAILED_ERROR`), else None."""
+        if self.error != REPORT_FAILED_ERROR:
+            return None
+        cause = _json(self.cause)
+        err = cause.get("report_error") if isinstance(cause.get("report_error"), dict) else {}
+        text = f"{cause.get('why') or 'the report was not written'}: {err.get('message') or ''}".strip(": ")
+        return text
+
+    def exit_code(self) -> int:
+        """The command's exit code for the ended run: ``pipeline.graph.exit_code`` of its outcome (0 succeeded,
+        3 partial, 1 failed), 1 when its report was not written (the lanes' results are committed), 1 for an end
+        without an outcome (aborted, timed out); 0 while it runs."""
+        if self.report_failure is not None:
+            return 1
+        if self.outcome_status:
+            from pipeline.graph import exit_code
+
+            return exit_code(self.outcome_status)
+        return 0 if self.status in ("RUNNING", "SUCCEEDED") else 1
 
 
 def _details(event: dict[str, Any], key: str) -> dict[str, Any]:

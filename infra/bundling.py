@@ -16,9 +16,10 @@ Three things are packaged:
   pins, the git sha and the box scripts under ``box/`` (:mod:`infra.user_data`), zipped by CDK and
   installed on the boxes by ``neuronpipe-sync``, which also reinstalls the box scripts from it.
 
-matplotlib/numpy are deliberately not in the Lambda layer (they do not fit beside pyarrow and
-duckdb): ``finalize_run`` writes REPORT.md, comparison.json and REPORT.html (plotly's bundled plotly.min.js is
-the one file of the plotly package the layer keeps: :data:`KEEP_ONLY`); PNG plots come from ``neuronpipe report``.
+The layer carries numpy (the report's statistics: bootstraps and paired tests) but not matplotlib: ``finalize_run``
+writes REPORT.md, comparison.json and REPORT.html (plotly's bundled plotly.min.js is the one file of the plotly
+package the layer keeps: :data:`KEEP_ONLY`); PNG plots come from ``neuronpipe report``. ``tests/functional/
+test_report_in_lambda_layer.py`` builds a report with every section from the layer's packages alone.
 """
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+REPORT_FILES = ("REPORT.html", "comparison.json")  # besides REPORT.md: control_plane.handlers.finalize_run
 
 
 class ReportCheckError(RuntimeError):
@@ -56,6 +57,12 @@ def pull_and_report(s3_client: Any, results_uri: str, reports_prefix: str, run_i
         bucket_text = s3_client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
     except Exception as exc:  # noqa: BLE001 - any S3 error means the same: no report where it should be
         raise ReportCheckError(f"no report at s3://{bucket}/{key}: {type(exc).__name__}: {exc}") from exc
+    for name in REPORT_FILES:  # the page and the comparison beside REPORT.md, as finalize writes them
+        other = key.rsplit("/", 1)[0] + "/" + name
+        try:
+            s3_client.head_object(Bucket=bucket, Key=other)
+        except Exception as exc:  # noqa: BLE001 - any S3 error means the same: no such file
+            raise ReportCheckError(f"no {name} at s3://{bucket}/{other}: {type(exc).__name__}: {exc}") from exc
     mirror_dir, report_dir = workdir / "mirror", workdir / "report"
     try:
         summary = pull(S3Store(results_uri, client=s3_client), LocalStore(mirror_dir), run_ids=[run_id])

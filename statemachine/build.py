@@ -23,6 +23,7 @@ Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler'
             └─ done ─► Outcome ─► ReleaseLeases (every box still leased) ─► FinalizeRun (report)
                        ─► RunSucceeded / RunPartiallySucceeded event ─► Succeed (output $.outcome)
                         | RunFailed event ─► Fail
+                        | (lanes succeeded, report not written) RunReportFailed event ─► Fail Report.Failed
     the scheduler or a Map failing (never a lane or a box) ─► RunBroke ─► ReleaseLeases ─► … ─► Fail
 
 Why a scheduler between waves rather than a task token released by the producing lane: a lane that
@@ -82,7 +83,8 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 * ``${CommandLogGroupName}`` — CloudWatch log group for SSM command output.
 * ``${FinalizeRunFunctionArn}`` — the ``control_plane.handlers.finalize_run`` Lambda.
 * ``${ScheduleWaveFunctionArn}`` — the ``control_plane.handlers.schedule_wave`` Lambda.
-* ``${EventBusName}`` — bus for ``RunSucceeded`` / ``RunPartiallySucceeded`` / ``RunFailed`` (``default``).
+* ``${EventBusName}`` — bus for ``RunSucceeded`` / ``RunPartiallySucceeded`` / ``RunFailed`` / ``RunReportFailed``
+  (``default``).
 * ``${EventSource}`` — the events' ``Source`` (``neuronpipe``).
 * ``${LeaseTableName}`` — DynamoDB table of box leases (``<state machine name>-leases``).
 
@@ -117,6 +119,8 @@ START_REQUESTED_LINE_PREFIX = f"export {START_REQUESTED_ENV}="
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
 EVENT_RUN_PARTIAL = "RunPartiallySucceeded"
+EVENT_RUN_REPORT_FAILED = "RunReportFailed"
+REPORT_FAILED_ERROR = "Report.Failed"  # control_plane.progress.REPORT_FAILED_ERROR
 STOP_FAILED_ERROR = "Instance.StopFailed"
 STOP_FAILED_MARK = "stop_failed"  # lease attribute: a stop of this box failed (see _keep_lease)
 
@@ -643,9 +647,22 @@ def _finalize(next_state: str) -> dict[str, Any]:
         "ResultSelector": {"report.$": "$.Payload"},
         "ResultPath": "$.finalize",
         "Retry": LAMBDA_RETRY,
-        # A report that cannot be built does not change the run's outcome: its error travels in the event.
+        # A Lambda error (an import, a timeout) lands at $.finalize; ReportWritten turns it into the run's failure.
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.finalize", "Next": next_state}],
         "Next": next_state,
+    }
+
+
+def _report_error(error_path: str, message_path: str) -> dict[str, Any]:
+    """What a report that was not written adds to the state: why, the lanes' outcome, the report's error."""
+    return {
+        "Type": "Pass",
+        "Parameters": {"why.$": f"States.Format('the lanes ended {{}}, but the report was not written: {{}}', "
+                                f"$.outcome.status, {error_path})",
+                       "outcome.$": "$.outcome",
+                       "report_error": {"error.$": error_path, "message.$": message_path}},
+        "ResultPath": "$.report_failure",
+        "Next": "ReportFailed",
     }
 
 
@@ -653,7 +670,7 @@ def _emit(detail_type: str, next_state: str) -> dict[str, Any]:
     detail: dict[str, Any] = {"run_id.$": "$.run_id", "status.$": "$.outcome.status",
                               "results_uri.$": "$.results_uri", "finalize.$": "$.finalize",
                               "outcome.$": "$.outcome"}
-    if detail_type == EVENT_RUN_FAILED:
+    if detail_type in (EVENT_RUN_FAILED, EVENT_RUN_REPORT_FAILED):
         detail["failure.$"] = "$.failure"
     return {
         "Type": "Task",
@@ -755,7 +772,30 @@ def build_definition() -> dict[str, Any]:
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": "FinalizeRun"}],
                 "Next": "FinalizeRun",
             },
-            "FinalizeRun": _finalize("EmitOutcome"),
+            "FinalizeRun": _finalize("ReportWritten"),
+            "ReportWritten": {
+                "Type": "Choice",
+                "Comment": "a run whose lanes succeeded (or partly) without its report is not a success; a failed "
+                           "run keeps its own failure (the report's fate travels in its event's finalize)",
+                "Choices": [{"Variable": "$.outcome.status", "StringEquals": "failed", "Next": "EmitOutcome"},
+                            {"Variable": "$.finalize.Error", "IsPresent": True, "Next": "ReportErrorFromLambda"},
+                            {"And": [{"Variable": "$.finalize.report.report_status", "IsPresent": True},
+                                     {"Variable": "$.finalize.report.report_status", "StringEquals": "written"}],
+                             "Next": "EmitOutcome"}],
+                "Default": "ReportErrorFromAnswer",
+            },
+            "ReportErrorFromLambda": _report_error("$.finalize.Error", "$.finalize.Cause"),
+            "ReportErrorFromAnswer": _report_error("$.finalize.report.error", "$.finalize.report.message"),
+            "ReportFailed": {
+                "Type": "Pass",
+                "Comment": "the run's failure: the report's error, with the lanes' outcome (as a failed run's cause "
+                           "carries it)",
+                "Parameters": {"Error": REPORT_FAILED_ERROR, "Cause.$": "States.JsonToString($.report_failure)"},
+                "ResultPath": "$.failure",
+                "Next": "EmitRunReportFailed",
+            },
+            "EmitRunReportFailed": _emit(EVENT_RUN_REPORT_FAILED, "RunReportFailed"),
+            "RunReportFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
             "EmitOutcome": {
                 "Type": "Choice",
                 "Choices": [{"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},

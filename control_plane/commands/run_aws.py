@@ -1,5 +1,6 @@
 """`neuronpipe run --aws --input run.json`: plan, start the execution, follow it until it ends; the exit code is
-the run's outcome (``pipeline.graph.exit_code``: 0 succeeded, 3 partial, 1 failed; 2 refused)."""
+the run's outcome (``pipeline.graph.exit_code``: 0 succeeded, 3 partial, 1 failed or its report not written; 2
+refused)."""
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,4 @@ def run_aws(args: argparse.Namespace) -> int:
                                                       committed=lanes), live=not args.no_live)
     console.print(render_progress(final))
     print(run_id)
-    if final.outcome_status:
-        from pipeline.graph import exit_code
-
-        return exit_code(final.outcome_status)  # 0 succeeded, 3 partial, 1 failed
-    return 0 if final.status == "SUCCEEDED" else 1
+    return final.exit_code()  # 0 succeeded, 3 partial, 1 failed or its report not written

@@ -53,7 +53,12 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
         if oc.get("why"):
             line += f"; {oc['why']}"
         parts.append(Text(line, style=OUTCOME_STYLE.get(oc["status"], "")))
-    if progress.error:
+    if progress.report_failure is not None:
+        rebuild = (f"neuronpipe report --results {progress.results_uri} --run-id {progress.run_id}"
+                   if progress.results_uri else "neuronpipe report --run-id …")
+        parts.append(Text(f"error: {progress.error}: {progress.report_failure}; the lanes' results are committed: "
+                          f"`{rebuild}` builds the report", style="red"))
+    elif progress.error:
         parts.append(Text(f"error: {progress.error}: {progress.cause or ''}", style="red"))
     return Group(*parts)
 
@@ -148,8 +153,4 @@ def status_command(args: argparse.Namespace) -> int:
             print(f"report: {link.line()}")
         elif why:
             print(f"report: {why}", file=sys.stderr)
-    if progress.outcome_status:
-        from pipeline.graph import exit_code
-
-        return exit_code(progress.outcome_status)
-    return 0 if progress.status in ("RUNNING", "SUCCEEDED") else 1
+    return progress.exit_code()

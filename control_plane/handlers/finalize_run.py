@@ -2,8 +2,11 @@
 REPORT.html; no PNGs: the layer has no matplotlib) and write it to ``s3://<bucket>/<reports_prefix>/<run_id>/``.
 The report builder is injected; ``neuronpipe status`` and ``report --from`` link to the page (presigned, 1 h).
 
-A malformed payload is logged in one line and answered ``{"status": "refused", ...}`` (the state
-machine records it in ``$.finalize``; no traceback)."""
+The answer's ``report_status`` says what came of it: ``written`` (with the files' URIs), ``failed`` (the report could
+not be built or uploaded: ``error`` and a bounded ``message``; the run's results stay committed, so ``neuronpipe
+report`` can build it again) or ``refused`` (a malformed payload, logged in one line). The state machine ends a run
+whose report was not written ``Report.Failed`` (``statemachine.build``): a run without its report is not a success.
+Every failure of the build is answered, never raised, so its message crosses Step Functions bounded."""
 from __future__ import annotations
 
 import tempfile
@@ -21,6 +24,7 @@ from control_plane.settings import get_settings
 
 ReportBuilder = Callable[[str, Sequence[str], str], Sequence[Any]]
 REQUIRED_FILES = ("REPORT.md", "comparison.json", "REPORT.html")
+REPORT_MESSAGE_LIMIT = 2000  # characters of a failure's message in the answer (the log has it whole)
 
 
 class ReportBuildError(RuntimeError):
@@ -62,8 +66,13 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
         uris = reports.upload(request.run_id, [p for p in paths if p.is_file()])
     report_uri = next(u for u in uris if u.endswith("/REPORT.md"))
     page_uri = next((u for u in uris if u.endswith("/REPORT.html")), None)
-    return {"run_id": request.run_id, "status": request.status, "report_uri": report_uri,
-            "report_html_uri": page_uri, "files": uris}
+    return {"run_id": request.run_id, "status": request.status, "report_status": "written",
+            "report_uri": report_uri, "report_html_uri": page_uri, "files": uris}
+
+
+def _bounded(text: str, limit: int = REPORT_MESSAGE_LIMIT) -> str:
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # The correlation id comes from the event before the event is logged: a warm worker must not log a new run's
@@ -74,9 +83,17 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     event, message = parse_event(event, FinalizeRequest)
     if event is None:
-        return {"status": "refused", "error": "MalformedEventError", "message": message}
-    settings = get_settings().require("results_uri")
-    result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())
+        return {"status": "refused", "report_status": "refused", "error": "MalformedEventError", "message": message}
+    try:
+        settings = get_settings().require("results_uri")
+        result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix),
+                          load_report_builder())
+    except Exception as exc:  # noqa: BLE001 - every failure is answered (bounded), never a success
+        error = type(exc.__cause__ or exc).__name__ if isinstance(exc, ReportBuildError) else type(exc).__name__
+        logger.exception("report not written", extra={"run_status": event.status, "error": error})
+        metrics.add_metric(name="ReportsFailed", unit=MetricUnit.Count, value=1)
+        return {"run_id": event.run_id, "status": event.status, "report_status": "failed", "error": error,
+                "message": _bounded(f"{type(exc).__name__}: {exc}")}
     metrics.add_metric(name="ReportsWritten", unit=MetricUnit.Count, value=1)
     logger.info("report written", extra={"report_uri": result["report_uri"], "run_status": event.status})
     return result

@@ -268,3 +268,35 @@ def test_idle_reaper_spares_instances_inside_the_grace_period():
 def test_idle_reaper_handler(aws):
     out = idle_reaper.handler({"source": "aws.events"}, CONTEXT)
     assert out == {"stopped": [], "terminated": [], "owned": []}  # just launched: inside the default 15-min grace period
+
+
+def test_finalize_handler_answers_a_failed_build_bounded_never_as_written(aws, monkeypatch):
+    """A build that raises is answered ``report_status: failed`` with the underlying error and a bounded message;
+    the state machine then ends the run Report.Failed (its results stay committed)."""
+    def builder(results_uri, run_ids, out_dir):
+        raise ModuleNotFoundError("No module named 'numpy' " + "x" * 5000)
+
+    monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
+    out = finalize_run.handler({"run_id": "run-3", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"},
+                               CONTEXT)
+    assert out["report_status"] == "failed" and out["error"] == "ModuleNotFoundError"
+    assert "No module named 'numpy'" in out["message"]
+    assert len(out["message"]) <= finalize_run.REPORT_MESSAGE_LIMIT
+    listed = aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/run-3/").get("KeyCount", 0)
+    assert listed == 0  # nothing uploaded for a report that was not built
+
+
+def test_finalize_handler_answers_written_with_its_files(aws, monkeypatch):
+    names = ("REPORT.html", "REPORT.md", "comparison.json")
+
+    def builder(results_uri, run_ids, out_dir):
+        from pathlib import Path
+        paths = [Path(out_dir) / n for n in names]
+        for p in paths:
+            p.write_text("x")
+        return paths
+
+    monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
+    out = finalize_run.handler({"run_id": "run-4", "results_uri": f"s3://{BUCKET}/results", "status": "partial"},
+                               CONTEXT)
+    assert out["report_status"] == "written" and out["status"] == "partial"

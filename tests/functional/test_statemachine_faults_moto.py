@@ -202,3 +202,43 @@ def test_a_run_id_already_used_is_refused_before_any_lease(env):
     with pytest.raises(RunAlreadyStartedError):
         _launch(env, "run-once", RunRequest(lanes=["provenance"]))
     assert leases(env) == {}
+
+
+def test_a_report_not_written_fails_the_run_with_report_failed_and_keeps_the_lanes_outcome(fast, monkeypatch):
+    """The lanes succeed, the finalize Lambda answers that the report could not be built (as its handler answers
+    every build failure): the run ends Report.Failed, its event is RunReportFailed with the error, the outcome
+    still says what the lanes did, and ``neuronpipe status`` would exit 1 saying how to rebuild the report."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    from control_plane.progress import REPORT_FAILED_ERROR, progress_from_history
+
+    scheduler = LambdaSimpleBackend.invoke
+
+    def invoke(self, function_name, qualifier, body, headers, response_headers):
+        if "finalize-run" in function_name:
+            return json.dumps({"run_id": "run-noreport", "status": "succeeded", "report_status": "failed",
+                               "error": "ModuleNotFoundError",
+                               "message": "ReportBuildError: No module named 'numpy'"}).encode()
+        return scheduler(self, function_name, qualifier, body, headers, response_headers)
+
+    monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
+    arn = start(fast, RunRequest(preset="smoke"), "run-noreport")
+    status, history = run_to_end(fast, arn, lambda what, token: "success")
+    assert status == "FAILED"
+    details = failed_details(history)
+    assert details["error"] == REPORT_FAILED_ERROR
+    cause = json.loads(details["cause"])
+    assert cause["outcome"]["status"] == "succeeded"
+    assert cause["report_error"] == {"error": "ModuleNotFoundError",
+                                     "message": "ReportBuildError: No module named 'numpy'"}
+    emitted = [json.loads(e["taskScheduledEventDetails"]["parameters"]) for e in history
+               if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"]
+    assert [x["Entries"][0]["DetailType"] for x in emitted] == ["RunReportFailed"]
+    detail = emitted[0]["Entries"][0]["Detail"]
+    detail = json.loads(detail) if isinstance(detail, str) else detail
+    assert detail["failure"]["Error"] == REPORT_FAILED_ERROR and detail["status"] == "succeeded"
+    progress = progress_from_history(history)
+    assert progress.exit_code() == 1
+    assert "No module named 'numpy'" in progress.report_failure
+    assert {lp.status for lp in progress.lanes} == {"succeeded"}  # the lanes' results stand
+    assert set(instance_states(fast).values()) == {"stopped"} and leases(fast) == {}

@@ -269,8 +269,8 @@ def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
     # whole run: per-lane states + 13 per segment (mark, start-or-launch choice, start, sync, lanes map, cache push,
     # stop-or-terminate choice, stop, last-segment choice, lease release, result, its end choice and succeed) +
     # Init, 2 scheduler calls, 2 choices, the segments map, outcome, the run-wide release (map, the box's release
-    # refused as already released, its Pass), finalize, event choice, event, succeed
-    assert total == sum(per_lane) + 13 * 1 + 14
+    # refused as already released, its Pass), finalize, its report-written choice, event choice, event, succeed
+    assert total == sum(per_lane) + 13 * 1 + 15
 
 
 def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env):

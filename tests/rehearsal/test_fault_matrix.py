@@ -344,17 +344,20 @@ def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
     assert standing(r, "fault-operator-stop")["ok@trn1"] == "succeeded"
 
 
-def test_finalize_failure_keeps_the_run_outcome(rehearsal, faults, say):
+def test_a_report_that_fails_fails_the_run_and_keeps_its_results(rehearsal, faults, say):
     r = rehearsal
     faults.lambda_env("finalize_run", unset=["NEURONPIPE_RESULTS_URI"])  # a misconfigured report function
     launched = start_run(r, request("ok"), "fault-finalize")
-    desc = conclude(r, say, "finalize-fails", launched.execution_arn, "SUCCEEDED")
-    output = json.loads(desc["output"])
-    # the function's own error, recorded where the run's event carries it
-    assert output["finalize"]["Error"] == "SettingsError", output["finalize"]
-    assert "NEURONPIPE_RESULTS_URI" in output["finalize"]["Cause"]
-    succeeded = [e for e in r.bus.of_type("RunSucceeded") if e["detail"]["run_id"] == "fault-finalize"]
-    assert succeeded and succeeded[0]["detail"]["finalize"]["Error"] == output["finalize"]["Error"]
+    desc = conclude(r, say, "finalize-fails", launched.execution_arn, "FAILED")
+    # the run's failure is the report's, with the function's own error; the lanes' outcome stands beside it
+    assert desc["error"] == "Report.Failed", desc
+    cause = json.loads(desc["cause"])
+    assert cause["outcome"]["status"] == "succeeded"
+    assert cause["report_error"]["error"] == "SettingsError" and "NEURONPIPE_RESULTS_URI" in \
+        cause["report_error"]["message"], cause
+    events = [e for e in r.bus.of_type("RunReportFailed") if e["detail"]["run_id"] == "fault-finalize"]
+    assert events and events[0]["detail"]["failure"]["Error"] == "Report.Failed"
+    assert not [e for e in r.bus.of_type("RunSucceeded") if e["detail"]["run_id"] == "fault-finalize"]
     assert committed(r, "fault-finalize") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
 
 

@@ -19,7 +19,7 @@ from infra.bundling import FIRST_PARTY
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(p.stem for p in (ROOT / "control_plane" / "handlers").glob("*.py") if p.stem != "__init__")
 # importable in the Lambda: the layer's pins, their dependencies, the runtime's boto3/botocore, the stdlib
-BLOCKED = ("httpx", "aiohttp", "numpy", "torch", "transformers", "psutil", "rich", "matplotlib", "peft", "trl",
+BLOCKED = ("httpx", "aiohttp", "torch", "transformers", "psutil", "rich", "matplotlib", "peft", "trl",
            "uvloop", "vllm", "torch_neuronx", "optimum")
 
 PROBE = """
