@@ -13,8 +13,9 @@ Three things are packaged:
   a deploy without it would leave every handler failing at import); only offline synth and tests
   set it to false, and then the templates carry a warning and must not be deployed.
 * **The harness** (:func:`stage_harness`): the same packages plus ``pyproject.toml``, the box-side
-  pins, the git sha and the box scripts under ``box/`` (:mod:`infra.user_data`), zipped by CDK and
-  installed on the boxes by ``neuronpipe-sync``, which also reinstalls the box scripts from it.
+  pins and their hashed lock (:mod:`infra.box_lock`; a deploy refuses without a current one), the git sha and the
+  box scripts under ``box/`` (:mod:`infra.user_data`), zipped by CDK and installed on the boxes by
+  ``neuronpipe-sync``, which also reinstalls the box scripts from it.
 
 The layer carries numpy (the report's statistics: bootstraps and paired tests) but not matplotlib: ``finalize_run``
 writes REPORT.md, comparison.json and REPORT.html (plotly's bundled plotly.min.js is the one file of the plotly
@@ -33,14 +34,20 @@ ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = ("pipeline", "analytics", "agents", "control_plane", "statemachine")
 LAMBDA_REQUIREMENTS = Path(__file__).with_name("lambda-requirements.txt")
 BOX_REQUIREMENTS = Path(__file__).parent / "user_data" / "box-requirements.txt"
+BOX_LOCK = BOX_REQUIREMENTS.with_suffix(".lock")  # infra.box_lock writes it; neuronpipe-sync installs only from it
 LAMBDA_PYTHON_VERSION = "3.14"  # must match the runtime in stacks/control.py
 LAMBDA_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
 # Provided by the Lambda Python runtime (boto3 and its dependencies): never bundled.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six")
 # Parts of wheels nothing here imports (tests, headers, Flight, Cython sources). libarrow_substrait
 # must stay: pyarrow.lib links it (checked by importing the pruned layer).
+# Also gone: numpy's test suites, test-only extension modules and f2py, typing stubs, the data files plotly installs for
+# Jupyter (share/), and the copies pip makes of libraries' symlinked names (only the soname, .so.<major>, is loaded).
 PRUNE_GLOBS = ("pyarrow/tests", "pyarrow/include", "pyarrow/*flight*",
-               "pyarrow/_pyarrow_cpp_tests*", "**/*.pyx", "**/*.pxd", "**/__pycache__", "bin")
+               "pyarrow/_pyarrow_cpp_tests*", "**/*.pyx", "**/*.pxd", "**/__pycache__", "bin", "share",
+               "numpy/**/tests", "numpy/f2py", "numpy/_core/_simd*", "numpy/_core/_*_tests*", "**/*.pyi",
+               "pyarrow/libarrow_python.so", "pyarrow/libarrow_python.so.*.*.*",
+               "pyarrow/libarrow_python_parquet_encryption.so", "pyarrow/libarrow_python_parquet_encryption.so.*.*.*")
 # Packages of which the layer keeps only some files: plotly is there for plotly.min.js alone (REPORT.html inlines it;
 # its __init__.py stays so the package is found first on the path, never imported;
 # analytics.report.html_assets finds it without importing plotly), its Python side (~60 MB) and narwhals, which only
@@ -84,13 +91,16 @@ def git_sha(root: Path = ROOT) -> str:
 
 
 def stage_harness(dest: Path, root: Path = ROOT, sha: str | None = None) -> Path:
-    """The harness as installed on a box: packages, pyproject, README, box pins, box scripts, HARNESS_SHA."""
+    """The harness as installed on a box: packages, pyproject, README, box pins and their lock (when written),
+    box scripts, HARNESS_SHA."""
     from infra.user_data import stage_box_scripts
 
     stage_packages(dest, FIRST_PARTY, root)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(root / name, dest / name)
     shutil.copy2(BOX_REQUIREMENTS, dest / "box-requirements.txt")
+    if BOX_LOCK.is_file():
+        shutil.copy2(BOX_LOCK, dest / BOX_LOCK.name)
     stage_box_scripts(dest)
     (dest / "HARNESS_SHA").write_text((sha or git_sha(root)) + "\n")
     return dest
@@ -129,6 +139,24 @@ def prune(site: Path) -> None:
             root.rmdir()
 
 
+def strip_shared_objects(site: Path, strip: str | None = None) -> int:
+    """``strip --strip-unneeded`` every shared object of the layer that still has its symbol tables (pyarrow's
+    libraries ship unstripped: ~25 MiB), so the layer fits Lambda's limit beside numpy; the dynamic
+    symbols they link by are kept. Returns the bytes saved; :class:`BundlingError` without a ``strip`` binary."""
+    tool = strip or shutil.which("strip")
+    if tool is None:
+        raise BundlingError("no `strip` (binutils) on this machine: the Lambda layer does not fit unstripped")
+    before = _tree_bytes(site)
+    for p in sorted(site.rglob("*.so*")):
+        if p.parent.name.endswith(".libs"):  # auditwheel's vendored copies, patched by patchelf: strip breaks them
+            continue
+        if p.is_file() and not p.is_symlink() and p.read_bytes()[:4] == b"\x7fELF":
+            proc = subprocess.run([tool, "--strip-unneeded", str(p)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BundlingError(f"strip failed on {p.relative_to(site)}: {proc.stderr.strip()[:400]}")
+    return before - _tree_bytes(site)
+
+
 def pip_command(target: Path, requirements: Path = LAMBDA_REQUIREMENTS,
                 python_version: str = LAMBDA_PYTHON_VERSION) -> list[str]:
     cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
@@ -149,6 +177,7 @@ def install_lambda_deps(deps_dir: Path, requirements: Path = LAMBDA_REQUIREMENTS
     if proc.returncode != 0:
         raise BundlingError(f"pip could not build the Lambda layer (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     prune(site)
+    strip_shared_objects(site)
     size = _tree_bytes(site)
     budget = LAMBDA_UNZIPPED_LIMIT_BYTES - CODE_HEADROOM_BYTES
     if size > budget:
