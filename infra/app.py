@@ -7,7 +7,8 @@ AZs and sizes come from :mod:`infra.config`, the AMIs are pins or public SSM par
 The Lambda layer must be built first (``make lambda-deps``): without it synth fails, unless
 ``require_lambda_deps`` is false (offline synth and tests; such templates must not be deployed). The same
 deploy path refuses a deployment whose budget alerts would reach nobody: ``budget_alert_email`` must be an
-address, or ``"none"`` to opt out on purpose (recorded in the template).
+address, or ``"none"`` to opt out on purpose (recorded in the template); and one whose boxes would find no current
+hashed lock of their packages (``python -m infra.box_lock``).
 The AwsSolutions cdk-nag pack runs on every synth; an unacknowledged finding fails it (exit status 1,
 report in the outdir).
 """
@@ -30,6 +31,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from infra.box_lock import BoxLockError, check_lock  # noqa: E402
 from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
 from infra.config import (BUDGET_EMAIL_OPT_OUT, CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE,  # noqa: E402
                           STACK_CONTROL_PLANE, STACK_FLEET, STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings,
@@ -92,6 +94,8 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
         deps_dir = None
     if settings.require_lambda_deps and settings.budget_alert_email is None:
         raise BudgetSubscriberMissingError()
+    if settings.require_lambda_deps:
+        check_lock()  # the boxes install only from it
     harness_dir = stage_harness(_staging_dir("harness"), sha=harness_sha)
     code_dir = stage_lambda_code(_staging_dir("lambda"))
 
@@ -166,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_settings(args.setting)
         built = build_app(outdir=args.outdir, context={CONTEXT_KEY: overrides} if overrides else None)
         assembly = synth(built)
-    except (SynthFailedError, BundlingError, SettingsError) as exc:
+    except (SynthFailedError, BundlingError, SettingsError, BoxLockError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for stack in assembly.stacks:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from control_plane.lean import DEFAULT_FLEET_TEMPLATE_PREFIX
+from control_plane.lean import CONTROL_PREFIX, DEFAULT_FLEET_TEMPLATE_PREFIX
 from pipeline.instance_types import CATALOGUE
 
 BoxRole = Literal["trn1", "inf2"]
@@ -40,6 +40,10 @@ SsmConnectivity = Literal["nat", "endpoints", "nat_and_endpoints"]
 CONTEXT_KEY = "neuronpipe"
 PROJECT_TAG_KEY = "neuronpipe:project"
 ROLE_TAG_KEY = "neuronpipe:role"  # control_plane.settings.TAG_ROLE: the fleet finds boxes by it
+# Every box role (the pinned trn1/inf2 roles, the fleet's box role) carries PRINCIPAL_TAG_KEY=BOX_PRINCIPAL: the
+# results bucket's policy denies a caller with that principal tag the keys only the control plane writes.
+PRINCIPAL_TAG_KEY = "neuronpipe:principal"
+BOX_PRINCIPAL = "box"
 
 STACK_BASE = "NeuronPipelinesBase"
 STACK_TRAINIUM = "NeuronPipelinesTrainium"
@@ -50,12 +54,20 @@ STACK_NAMES = (STACK_BASE, STACK_TRAINIUM, STACK_INFERENTIA, STACK_FLEET, STACK_
 
 RESULTS_PREFIX = "results"  # the store root: s3://<bucket>/results (ARCHITECTURE.md "Results")
 ADAPTERS_PREFIX = "adapters/"  # an object created here starts a finetune_serve run
+ADAPTER_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")  # = control_plane.handlers.plan_run.ADAPTER_SUFFIXES
 NEURON_CACHE_PREFIX = "neuron-cache/"  # shared compile cache: neuron-cache/<compiler version>/..., append-only
+# Control data (control_plane.lean.CONTROL_PREFIX, at the bucket's root, outside results/): a matrix's plan, a
+# Distributed Map wave's items and its segments' results. Only the control plane writes there, create-only.
+CONTROL_KEY_PATTERN = f"{CONTROL_PREFIX}/*"
 # Keys the bucket policy keeps append-only (a PUT without If-None-Match is refused): the store's committed data
-# (analytics.store: v1/ rows and commit markers, models/, its compile cache neuron-cache/) and the bucket-level
-# compile cache. Not results/logs/: the SSM agent writes command output there, without If-None-Match.
+# (analytics.store: v1/ rows and commit markers, models/, its compile cache neuron-cache/), the bucket-level
+# compile cache and the control data. Not results/logs/: the SSM agent writes command output there, without
+# If-None-Match.
 APPEND_ONLY_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/*", f"{RESULTS_PREFIX}/models/*",
-                            f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*", f"{NEURON_CACHE_PREFIX}*")
+                            f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*", f"{NEURON_CACHE_PREFIX}*", CONTROL_KEY_PATTERN)
+# What only the control plane commits (analytics.store.markers): a lane's commit marker (commit_lane writes it after
+# checking the box's proposed marker under v1/_proposed/) and a quarantine record. No box role may put these.
+COMMIT_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/_commits/*", f"{RESULTS_PREFIX}/v1/_quarantine/*")
 REPORTS_PREFIX = "reports/"  # finalize_run writes REPORT.md, REPORT.html and comparison.json here (not append-only)
 
 # Public SSM parameters of the Neuron DLAMIs (Neuron DLAMI user guide, "SSM Parameter Prefix"), resolved by EC2 at
@@ -72,6 +84,10 @@ RESOLVE_SSM_PREFIX = "resolve:ssm:"
 BUDGET_EMAIL_OPT_OUT = "none"  # budget_alert_email "none": deploy without an e-mail subscriber, on purpose
 AMI_ID_PATTERN = r"^ami-[0-9a-f]{8,17}$"
 SSM_PARAMETER_PATTERN = r"^/[A-Za-z0-9_.\-/]+(:[0-9]+)?$"  # optional :<version>
+ACCOUNT_ID_PATTERN = r"^[0-9]{12}$"
+# ec2:Owner of the images the fleet may launch: the DLAMIs (and the inf2 vLLM pin) are Amazon's ("amazon" is how
+# IAM names that owner); a pin of an image of another owner names its account in ami_owner_accounts.
+AMAZON_IMAGE_OWNER = "amazon"
 # An EC2 launch template name is 3-128 of these; "<prefix>-<type slug>" must fit (the longest slug is ~13).
 LAUNCH_TEMPLATE_PREFIX_PATTERN = r"^[A-Za-z0-9().\-/_]{3,100}$"
 
@@ -134,7 +150,7 @@ class SettingsError(ValueError):
 
 ENDPOINTS_REFUSED = (
     "ssm_connectivity='endpoints' is refused: the boxes bootstrap from the internet (neuronpipe-sync "
-    "pip-installs box-requirements.txt from PyPI and download.pytorch.org, uv downloads CPython on "
+    "pip-installs box-requirements.lock from PyPI and download.pytorch.org, uv downloads CPython on "
     "Ubuntu 22.04, lanes download model weights from the Hugging Face Hub) and nothing stages these "
     "in S3 yet; use 'nat' or 'nat_and_endpoints'")
 
@@ -220,6 +236,9 @@ class DeploymentSettings(BaseModel):
     fleet_template_prefix: str = Field(DEFAULT_FLEET_TEMPLATE_PREFIX, pattern=LAUNCH_TEMPLATE_PREFIX_PATTERN,
                                        description="the fleet's launch templates are named <prefix>-<type slug> "
                                        "(Lambda env NEURONPIPE_FLEET_TEMPLATE_PREFIX)")
+    ami_owner_accounts: tuple[str, ...] = Field((), description="accounts, besides Amazon, whose images the fleet "
+                                                "may launch (ec2:Owner): the owner of every fleet_ami_pins image that "
+                                                "is not Amazon's")
     fleet_ami_pins: dict[str, str] = Field(default_factory=dict,
                                            description="{instance type: ami-id}: pin the image of that type's "
                                            "launch template (default: the catalogue's AMI source; inf2 types the "
@@ -242,6 +261,14 @@ class DeploymentSettings(BaseModel):
         bad = sorted(t for t, ami in v.items() if not re.fullmatch(AMI_ID_PATTERN, ami))
         if bad:
             raise ValueError(f"fleet_ami_pins: not an ami- id for {', '.join(bad)}")
+        return v
+
+    @field_validator("ami_owner_accounts")
+    @classmethod
+    def _owner_accounts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [a for a in v if not re.fullmatch(ACCOUNT_ID_PATTERN, a)]
+        if bad:
+            raise ValueError(f"not a 12-digit account id: {', '.join(bad)}")
         return v
 
     @model_validator(mode="after")
@@ -306,6 +333,11 @@ class DeploymentSettings(BaseModel):
             return None
         bucket, _, prefix = self.dataset_uri.removeprefix("s3://").partition("/")
         return bucket, prefix
+
+    @property
+    def image_owners(self) -> list[str]:
+        """What ``ec2:Owner`` the fleet's RunInstances requires of its image: Amazon, and ``ami_owner_accounts``."""
+        return [AMAZON_IMAGE_OWNER, *self.ami_owner_accounts]
 
     def ami(self, role: BoxRole) -> AmiSource:
         return ami_source(role, self)

@@ -2,16 +2,21 @@
 
 * VPC: private subnets only for the boxes; SSM reached through a NAT gateway (in the boxes' AZ) or interface
   endpoints (``ssm_connectivity``); an S3 gateway endpoint always (free, and keeps multi-GB weight
-  transfers off the NAT's per-GB charge). The box security group has no inbound rule; the default
-  security group is stripped of its rules. Flow logs go to the access-log bucket.
-* Results bucket: versioned, SSE-S3, public access blocked, TLS-only, append-only where results live (a PUT
-  without If-None-Match is refused under :data:`~infra.config.APPEND_ONLY_KEY_PATTERNS`), non-current versions expire,
-  EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run). It is
+  transfers off the NAT's per-GB charge), whose policy admits only this project's buckets and the AWS-owned ones
+  the SSM agent reads (:data:`AWS_OWNED_BUCKETS`). The box security group has no inbound rule and lets out HTTPS
+  only (:data:`BOX_EGRESS_PORTS`); the default security group is stripped of its rules. Flow logs go to the
+  access-log bucket.
+* Results bucket: versioned, SSE-S3, public access blocked, TLS 1.2 or later only, append-only where results and
+  control data live (a PUT without If-None-Match is refused under :data:`~infra.config.APPEND_ONLY_KEY_PATTERNS`),
+  the keys only the control plane writes refused to every box role (:func:`box_write_deny_statement`), non-current
+  versions expire, EventBridge notifications on (an object under ``adapters/`` starts a finetune_serve run). It is
   RETAINed by ``cdk destroy`` (results outlive the stacks); to deploy again over it, set
-  ``existing_results_bucket: true``: the stack then imports it by name and (re)applies only its
-  TLS-only bucket policy (docs/guides/deploy-and-operate.md "Deploying again after cdk destroy").
-* Budget: monthly cost limit with alerts to an SNS topic and the ``budget_alert_email`` address (a deploy
-  refuses to synthesize without that setting; ``"none"`` opts out on purpose and says so in the template).
+  ``existing_results_bucket: true``: the stack then imports it by name and (re)applies its bucket policy, the same
+  statements as a created bucket's (docs/guides/deploy-and-operate.md "Deploying again after cdk destroy").
+* Alerts: one SNS topic (:attr:`BaseStack.alert_topic`) for the budget and for every alarm of the control plane,
+  the ``budget_alert_email`` address subscribed to it (a deploy refuses to synthesize without that setting;
+  ``"none"`` opts out on purpose and says so in the template). The budget counts only what carries the project's
+  cost-allocation tag (the tag must be activated in the billing console).
 * The harness zip (CDK asset) and the SSM parameters the boxes and the CLI read.
 """
 from __future__ import annotations
@@ -26,10 +31,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.config import APPEND_ONLY_KEY_PATTERNS, BUDGET_EMAIL_OPT_OUT, RESULTS_PREFIX, DeploymentSettings
+from infra.config import (APPEND_ONLY_KEY_PATTERNS, BOX_PRINCIPAL, BUDGET_EMAIL_OPT_OUT, COMMIT_KEY_PATTERNS,
+                          CONTROL_KEY_PATTERN, PRINCIPAL_TAG_KEY, PROJECT_TAG_KEY, RESULTS_PREFIX, DeploymentSettings)
 from infra.stacks.nag import CDK_DEPENDS_ON, PINNED_AZ, acknowledge, cfn_lint_ignore
 
 RETENTION = {30: logs.RetentionDays.ONE_MONTH, 90: logs.RetentionDays.THREE_MONTHS,
@@ -38,6 +45,11 @@ RETENTION = {30: logs.RetentionDays.ONE_MONTH, 90: logs.RetentionDays.THREE_MONT
 
 def retention(days: int) -> logs.RetentionDays:
     return RETENTION[days]
+
+
+def budget_tag_filter(settings: DeploymentSettings) -> str:
+    """The budget's cost filter: AWS Budgets' ``TagKeyValue`` form of the project tag, ``user:<key>$<value>``."""
+    return f"user:{PROJECT_TAG_KEY}${settings.project}"
 
 
 def results_bucket_name(settings: DeploymentSettings) -> str:
@@ -72,6 +84,45 @@ def append_only_statement(bucket: s3.IBucket) -> iam.PolicyStatement:
         conditions={"Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}})
 
 
+def box_write_deny_statement(bucket: s3.IBucket) -> iam.PolicyStatement:
+    """Deny every box role (principal tag ``neuronpipe:principal=box``) what only the control plane writes: the
+    control data (put or delete) and the commit and quarantine markers. The box policy denies the same
+    (:mod:`infra.stacks.box_policy`); this holds whatever a box role is later granted."""
+    keys = [CONTROL_KEY_PATTERN, *COMMIT_KEY_PATTERNS]
+    return iam.PolicyStatement(
+        sid="DenyBoxWritesOfControlPlaneKeys", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
+        actions=["s3:PutObject", "s3:DeleteObject"], resources=[bucket.arn_for_objects(k) for k in keys],
+        conditions={"StringEquals": {f"aws:PrincipalTag/{PRINCIPAL_TAG_KEY}": BOX_PRINCIPAL}})
+
+
+def tls_statements(bucket: s3.IBucket) -> list[iam.PolicyStatement]:
+    """TLS only, 1.2 or later: the statements ``enforce_ssl`` and ``minimum_tls_version=1.2`` give a created bucket."""
+    resources = [bucket.bucket_arn, bucket.arn_for_objects("*")]
+    return [iam.PolicyStatement(sid="DenyInsecureTransport", effect=iam.Effect.DENY, actions=["s3:*"],
+                                principals=[iam.AnyPrincipal()], resources=resources,
+                                conditions={"Bool": {"aws:SecureTransport": "false"}}),
+            iam.PolicyStatement(sid="DenyOutdatedTls", effect=iam.Effect.DENY, actions=["s3:*"],
+                                principals=[iam.AnyPrincipal()], resources=resources,
+                                conditions={"NumericLessThan": {"s3:TlsVersion": 1.2}})]
+
+
+# What the boxes may reach through the S3 gateway endpoint besides this project's buckets: the AWS-owned buckets of
+# the region the SSM agent reads from (SSM user guide, "SSM Agent communications with AWS managed S3 buckets").
+# Not the Windows, Distributor, Patch Manager or macOS buckets of that list: these Ubuntu boxes use none of them.
+# The package mirrors the boxes use (Ubuntu's apt, PyPI, download.pytorch.org, the Neuron repository, the Hugging
+# Face Hub) are not S3 of the region: they leave through the NAT gateway over HTTPS.
+AWS_OWNED_BUCKETS = {
+    "amazon-ssm-{region}": "SSM agent updates (AWS-UpdateSSMAgent)",
+    "aws-ssm-{region}": "the scripts of AWS-owned SSM command documents",
+    "aws-ssm-document-attachments-{region}": "attachments of AWS-owned SSM documents (SSM agent 3)",
+}
+# The box security group lets out HTTPS only: every endpoint the boxes call (AWS APIs, S3, PyPI, the Hugging Face
+# Hub, GitHub for uv's CPython) is HTTPS. Ubuntu's apt mirrors are plain HTTP: apt on a box cannot reach them (the
+# boxes install nothing with apt; the DLAMI is the stack). DNS, IMDS and the time service are not filtered by
+# security groups.
+BOX_EGRESS_PORTS = (443,)
+
+
 INTERFACE_ENDPOINTS = {
     "Ssm": ec2.InterfaceVpcEndpointAwsService.SSM,
     "SsmMessages": ec2.InterfaceVpcEndpointAwsService.SSM_MESSAGES,
@@ -95,6 +146,7 @@ class BaseStack(Stack):
             retention=retention(settings.log_retention_days),
             removal_policy=RemovalPolicy.DESTROY)
         self.harness = s3_assets.Asset(self, "Harness", path=str(harness_dir))
+        self._s3_endpoint_policy(settings)
         prefix = settings.parameter_prefix
         self.results_uri = f"s3://{results_bucket_name(settings)}/{RESULTS_PREFIX}"
         self.harness_param = ssm.StringParameter(
@@ -123,14 +175,18 @@ class BaseStack(Stack):
             if nat else None,
             subnet_configuration=subnets, restrict_default_security_group=True,
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)})
+        self.s3_endpoint = self.vpc.node.find_child("S3")
         self.box_subnet_type = subnets[0].subnet_type
         if nat and settings.trainium_az != settings.inferentia_az:
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:nat-other-az", f"the NAT gateway is in {settings.nat_az} (trn1's AZ); the inf2 box in "
                 f"{settings.inferentia_az} reaches it across zones (inter-AZ data charges)")
         self.box_security_group = ec2.SecurityGroup(
-            self, "BoxSecurityGroup", vpc=self.vpc, allow_all_outbound=True,
+            self, "BoxSecurityGroup", vpc=self.vpc, allow_all_outbound=False,
             description="neuron-pipelines boxes: no inbound rule; reached only through SSM")
+        for port in BOX_EGRESS_PORTS:
+            self.box_security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(port),
+                                                    "HTTPS out: AWS APIs, S3, PyPI, the Hugging Face Hub")
         if settings.ssm_connectivity in ("endpoints", "nat_and_endpoints"):
             box_azs = sorted({settings.trainium_az, settings.inferentia_az})
             endpoint_sg = ec2.SecurityGroup(
@@ -188,54 +244,77 @@ class BaseStack(Stack):
             assert isinstance(cfn_results, s3.CfnBucket)
             cfn_results.add_property_override(
                 "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
-            self.results_bucket.add_to_resource_policy(append_only_statement(self.results_bucket))
+            for statement in self._results_statements():
+                self.results_bucket.add_to_resource_policy(statement)
         self.vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_s3(self.log_bucket, "vpc-flow-logs/"),
                               traffic_type=ec2.FlowLogTrafficType.ALL)
+
+    def _s3_endpoint_policy(self, settings: DeploymentSettings) -> None:
+        """The gateway endpoint admits this project's buckets (results, the harness asset's, the dataset's) and
+        :data:`AWS_OWNED_BUCKETS` (read only); a request through it for any other bucket of the region is refused."""
+        endpoint = self.s3_endpoint
+        assert isinstance(endpoint, ec2.GatewayVpcEndpoint)
+        own = [self.results_bucket, self.harness.bucket]
+        resources = [arn for b in own for arn in (b.bucket_arn, b.arn_for_objects("*"))]
+        dataset = settings.dataset_location
+        if dataset is not None:
+            resources += [f"arn:{self.partition}:s3:::{dataset[0]}", f"arn:{self.partition}:s3:::{dataset[0]}/*"]
+        endpoint.add_to_policy(iam.PolicyStatement(sid="ProjectBuckets", principals=[iam.AnyPrincipal()],
+                                                   actions=["s3:*"], resources=resources))
+        endpoint.add_to_policy(iam.PolicyStatement(
+            sid="AwsOwnedBuckets", principals=[iam.AnyPrincipal()], actions=["s3:GetObject"],
+            resources=[f"arn:{self.partition}:s3:::{name.format(region=settings.region)}/*"
+                       for name in AWS_OWNED_BUCKETS]))
+
+    def _results_statements(self) -> list[iam.PolicyStatement]:
+        """What the results bucket's policy holds besides TLS: append-only keys, and the box roles' denies."""
+        return [append_only_statement(self.results_bucket), box_write_deny_statement(self.results_bucket)]
 
     def _import_results_bucket(self, settings: DeploymentSettings) -> None:
         """The bucket a previous deploy created and `cdk destroy` kept: used by name, not created.
 
         Its encryption, versioning, lifecycle, access logging and EventBridge notifications were set
-        when it was created and stay with it; only the TLS-only policy is a separate resource, which
-        the destroy removed, so it is put back here.
+        when it was created and stay with it; its policy is a separate resource, which the destroy
+        removed, so it is put back here: the same statements a created bucket's policy holds.
         """
         name = results_bucket_name(settings)
         self.results_bucket = s3.Bucket.from_bucket_name(self, "Results", name)
         policy = s3.BucketPolicy(self, "ResultsPolicy", bucket=self.results_bucket)
-        policy.document.add_statements(iam.PolicyStatement(
-            sid="DenyInsecureTransport", effect=iam.Effect.DENY, actions=["s3:*"],
-            principals=[iam.AnyPrincipal()],
-            resources=[self.results_bucket.bucket_arn, self.results_bucket.arn_for_objects("*")],
-            conditions={"Bool": {"aws:SecureTransport": "false"}}))
-        policy.document.add_statements(append_only_statement(self.results_bucket))
+        policy.document.add_statements(*tls_statements(self.results_bucket), *self._results_statements())
         acknowledge(policy, "S10", "This policy does deny every non-TLS request (Deny s3:* on the bucket and its "
-                    "objects when aws:SecureTransport is false); cdk-nag cannot match an imported bucket's name, "
-                    "built with Fn::Join, to the statement's ARNs (tests/infra checks the statement).")
+                    "objects when aws:SecureTransport is false, and below TLS 1.2); cdk-nag cannot match an "
+                    "imported bucket's name, built with Fn::Join, to the statement's ARNs (tests/infra checks the "
+                    "statements).")
 
     # -- budget ----------------------------------------------------------------------------------
     def _budget(self, settings: DeploymentSettings) -> None:
-        self.alert_topic = sns.Topic(self, "BudgetAlerts", display_name="neuron-pipelines budget alerts",
+        # The deploy's one alert topic: the budget's notifications and every alarm of the control plane.
+        self.alert_topic = sns.Topic(self, "BudgetAlerts", display_name="neuron-pipelines alerts",
                                      enforce_ssl=True)
         self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
             sid="AllowBudgetsPublish", actions=["sns:Publish"], resources=[self.alert_topic.topic_arn],
             principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
             conditions={"StringEquals": {"aws:SourceAccount": self.account}}))
-        acknowledge(self.alert_topic, "SNS2", "Budget alerts carry only cost figures; AWS Budgets cannot publish to "
-                    "a topic encrypted with the AWS-managed SNS key, and a customer key costs more than it protects.")
+        acknowledge(self.alert_topic, "SNS2", "Budget alerts carry only cost figures and alarms only a metric's "
+                    "name and value; AWS Budgets cannot publish to a topic encrypted with the AWS-managed SNS key, "
+                    "and a customer key costs more than it protects.")
+        # the budget notifies the topic only: the address gets every alert, budget or alarm, from its subscription
         subscribers = [budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=self.alert_topic.topic_arn)]
         email = settings.budget_alert_email
         if email and email != BUDGET_EMAIL_OPT_OUT:
-            subscribers.append(budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=email))
+            self.alert_topic.add_subscription(subscriptions.EmailSubscription(email))
             recorded = email
         elif email == BUDGET_EMAIL_OPT_OUT:  # on purpose: recorded in the template, and said at synth
             recorded = "none (opted out: cdk.json budget_alert_email = \"none\"; alerts reach only the SNS topic)"
-            Annotations.of(self).add_warning_v2("neuronpipe:budget-no-email", "budget alerts go to an SNS topic "
-                                                "with no subscriber: budget_alert_email is \"none\"")
+            Annotations.of(self).add_warning_v2("neuronpipe:budget-no-email", "budget alerts and alarms go to an "
+                                                "SNS topic with no subscriber: budget_alert_email is \"none\"")
         else:  # offline synth only (require_lambda_deps=false): a deploy refuses this (infra.app)
             recorded = "not set (offline synth: a deploy refuses this)"
             Annotations.of(self).add_warning_v2("neuronpipe:budget-no-email", "budget_alert_email is not set: "
                                                 "budget alerts would reach nobody (a deploy refuses to synthesize)")
-        CfnOutput(self, "BudgetAlertEmail", value=recorded, description="who gets the monthly budget alerts")
+        CfnOutput(self, "BudgetAlertEmail", value=recorded, description="who gets the budget alerts and alarms "
+                  "(subscribed to the alert topic: confirm the e-mail AWS sends)")
+        CfnOutput(self, "AlertTopicArn", value=self.alert_topic.topic_arn)
         notifications = [
             budgets.CfnBudget.NotificationWithSubscribersProperty(
                 notification=budgets.CfnBudget.NotificationProperty(
@@ -247,5 +326,8 @@ class BaseStack(Stack):
             self, "MonthlyBudget",
             budget=budgets.CfnBudget.BudgetDataProperty(
                 budget_name=f"{settings.project}-monthly", budget_type="COST", time_unit="MONTHLY",
-                budget_limit=budgets.CfnBudget.SpendProperty(amount=settings.monthly_budget_usd, unit="USD")),
+                budget_limit=budgets.CfnBudget.SpendProperty(amount=settings.monthly_budget_usd, unit="USD"),
+                # only this project's spend: what carries its tag (a cost-allocation tag once activated in the
+                # billing console; before that the budget counts nothing)
+                cost_filters={"TagKeyValue": [budget_tag_filter(settings)]}),
             notifications_with_subscribers=notifications)

@@ -26,7 +26,7 @@ from constructs import Construct
 
 from infra.config import ROLE_TAG_KEY, AmiSource, BoxRole, DeploymentSettings
 from infra.stacks.base import BaseStack
-from infra.stacks.box_policy import box_policy
+from infra.stacks.box_policy import box_policy, mark_box_role
 from infra.stacks.nag import PINNED_AMI, PINNED_AZ, RESOLVE_SSM_AMI, acknowledge, cfn_lint_ignore
 from infra.user_data import BoxUserDataValues, render_box_user_data
 
@@ -133,3 +133,4 @@ class BoxStack(Stack):
         policy = box_policy(self, "BoxPolicy", settings=settings, base=base, adapters=role == "inf2",
                             bootstrap_tag_role=role)
         policy.attach_to_role(self.role)
+        mark_box_role(self.role)

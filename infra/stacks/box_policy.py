@@ -6,16 +6,21 @@ own APIs, the results prefix, the shared compile cache ``neuron-cache/``, the ad
 callbacks, the harness zip and its one parameter, the HF token secret, the SSM command log group, the dataset when
 one is configured, and, for a pinned box only, the bootstrap tag on its own instance (an ephemeral box's first boot
 never tags itself: the fleet's boxes are found by their launch tags).
+
+A box is not trusted with what the control plane decides: explicit Deny statements (:data:`BOX_DENIES`) keep it from
+the control data (``control/``) and from the commit and quarantine markers (a box proposes its commit under
+``results/v1/_proposed/``; ``commit_lane`` commits). :func:`mark_box_role` tags the role so the results bucket's
+policy denies the same whatever the role is granted.
 """
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, Stack, Tags
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from control_plane.lean import TAG_BOOTSTRAP as BOOTSTRAP_TAG
-from infra.config import (ADAPTERS_PREFIX, NEURON_CACHE_PREFIX, PROJECT_TAG_KEY, RESULTS_PREFIX, ROLE_TAG_KEY,
-                          DeploymentSettings)
+from infra.config import (ADAPTERS_PREFIX, BOX_PRINCIPAL, COMMIT_KEY_PATTERNS, CONTROL_KEY_PATTERN, NEURON_CACHE_PREFIX,
+                          PRINCIPAL_TAG_KEY, PROJECT_TAG_KEY, RESULTS_PREFIX, ROLE_TAG_KEY, DeploymentSettings)
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn
 from infra.stacks.nag import acknowledge
 
@@ -33,7 +38,7 @@ SSM_MESSAGES_ACTIONS = ("ssmmessages:CreateControlChannel", "ssmmessages:CreateD
 EC2_MESSAGES_ACTIONS = ("ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage", "ec2messages:FailMessage",
                         "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply")
 TASK_CALLBACK_ACTIONS = ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")
-# Why the task callbacks are granted on Resource '*' (issue 13, point 6). The Service Authorization
+# Why the task callbacks are granted on Resource '*'. The Service Authorization
 # Reference, "Actions, resources, and condition keys for AWS Step Functions"
 # (docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html), lists NO
 # resource type and no condition key for states:SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat:
@@ -47,6 +52,19 @@ TASK_CALLBACK_REASON = (
     "states:SendTaskSuccess/Failure/Heartbeat support no resource type and no condition key (Service "
     "Authorization Reference for AWS Step Functions), so they cannot be scoped to the state machine; the "
     "per-task token the caller must hold is what limits them.")
+
+
+# What a box may never do, whatever else it is granted: (sid, actions, key patterns of the results bucket).
+BOX_DENIES = (
+    ("DenyControlData", ("s3:PutObject", "s3:DeleteObject"), (CONTROL_KEY_PATTERN,)),
+    ("DenyCommitMarkers", ("s3:PutObject",), COMMIT_KEY_PATTERNS),
+)
+
+
+def mark_box_role(role: iam.IRole) -> None:
+    """Tag a box role ``neuronpipe:principal=box``: the results bucket's policy denies that principal tag the keys
+    only the control plane writes (:func:`infra.stacks.base.box_write_deny_statement`)."""
+    Tags.of(role).add(PRINCIPAL_TAG_KEY, BOX_PRINCIPAL)
 
 
 def box_policy(scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack,
@@ -99,6 +117,9 @@ def box_policy(scope: Construct, construct_id: str, *, settings: DeploymentSetti
             stack.format_arn(service="logs", resource="log-group", resource_name="*",
                              arn_format=ArnFormat.COLON_RESOURCE_NAME)]),
     ]
+    statements += [iam.PolicyStatement(sid=sid, effect=iam.Effect.DENY, actions=list(actions),
+                                       resources=[results_arn(settings, k) for k in keys])
+                   for sid, actions, keys in BOX_DENIES]
     if bootstrap_tag_role is not None:
         # The first boot's last step tags its own instance neuronpipe:bootstrap=done (the idle reaper spares
         # an untagged box during its first boot): only that tag key, only on this project's box of this role.
@@ -128,8 +149,12 @@ def _acknowledge(policy: iam.Policy, settings: DeploymentSettings, *, adapters: 
                 "inventory, message channels) are the actions of AWS's AmazonSSMManagedInstanceCore, which "
                 "grants them on Resource '*'; the agent is the only way into the box. " + TASK_CALLBACK_REASON,
                 ["Resource::*"])
-    acknowledge(policy, "IAM5", "Agents write results/models/logs under the results/ prefix only; keys are "
-                "per run, lane and attempt, so they cannot be listed in advance.",
+    acknowledge(policy, "IAM5", "A box reads and writes under results/ only: results/v1/ table rows, its proposed "
+                "commit markers under results/v1/_proposed/, sequence claims under results/v1/_seq/, merged models "
+                "under results/models/ and command logs under results/logs/, keyed per run, lane and attempt, not "
+                "known in advance. Explicit denies keep it from the commit and quarantine markers "
+                "(results/v1/_commits/, results/v1/_quarantine/: the control plane commits); the control data "
+                "lies outside results/ and is denied too.",
                 [nag_results_arn(settings, f"{RESULTS_PREFIX}/*")])
     acknowledge(policy, "IAM5", "The shared compile cache neuron-cache/<compiler version>/<entry> is keyed by "
                 "the compiler's own graph hashes, not known in advance; read and create only (the bucket "

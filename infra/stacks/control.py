@@ -3,13 +3,15 @@
 * State machine: ``statemachine/pipeline.asl.json`` (generated, checked in) with its
   ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
   start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
-  to such instances, invoke schedule_wave and finalize_run, release a box's lease, and put run events on the
-  default bus; for a run matrix, launch a cell's box from the fleet's launch templates and terminate only
+  to such instances, invoke schedule_wave, commit_lane and finalize_run, release a box's lease, and put run events
+  on the default bus; for a run matrix, launch a cell's box from the fleet's launch templates and terminate only
   ephemeral boxes, and run a Distributed Map (:mod:`infra.stacks.fleet_grants`).
 * Lambdas: ``control_plane/handlers/<name>.py`` for each of :data:`HANDLERS` (``handler(event,
   context)``), first-party code copied as is, third-party wheels in a layer (required at deploy). Their
   environment names the boxes, the box subnets (``NEURONPIPE_FLEET_SUBNETS``, in AZ order) and the fleet's
-  launch template prefix (``NEURONPIPE_FLEET_TEMPLATE_PREFIX``).
+  launch template prefix (``NEURONPIPE_FLEET_TEMPLATE_PREFIX``). Control data (``control/``) is written by
+  plan_run (a matrix's plan) and schedule_wave (a wave's items) and read by schedule_wave; a lane's commit marker
+  by commit_lane alone, after it checks the box's proposed marker.
 * Leases (INTERFACES B): a DynamoDB table ``<state_machine_name>-leases`` keyed by ``instance_id``;
   plan_run takes every box of a plan in one transaction, the state machine and on_execution_status
   release them, ``expires_at`` is the TTL attribute.
@@ -18,6 +20,9 @@
   nightly smoke schedule (disabled by default; its time becomes the run id) and an object under
   ``adapters/`` (the native event: its identity becomes the run id) → plan_run; the idle reaper
   schedule → idle_reaper.
+* Alarms and the failure queue (:mod:`infra.stacks.alarms`): the clean-up Lambdas' errors and throttles, runs
+  that failed, timed out or were aborted, boxes still running after a bad end, and a queue that keeps the
+  clean-up events EventBridge could not deliver or their Lambdas could not handle; every alarm to the alert topic.
 """
 from __future__ import annotations
 
@@ -31,19 +36,20 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from control_plane.lean import METRICS_NAMESPACE, SERVICE
-from infra.config import ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX, DeploymentSettings
-from infra.stacks.base import BaseStack, nag_results_arn, results_arn, results_bucket_name, retention
+from infra.config import ADAPTER_ARCHIVE_SUFFIXES, ADAPTERS_PREFIX, PROJECT_TAG_KEY, REPORTS_PREFIX, DeploymentSettings
+from infra.stacks.alarms import ASYNC_FUNCTIONS, add_alarms, failure_queue
+from infra.stacks.base import BaseStack, results_bucket_name, retention
 from infra.stacks.box import BoxStack
-from infra.stacks.box_policy import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES
 from infra.stacks.fleet import FleetStack
-from infra.stacks.fleet_grants import (FLEET_OBJECTS, acknowledge_state_machine_fleet, ephemeral_condition,
-                                       quota_arns, state_machine_fleet_statements)
+from infra.stacks.fleet_grants import acknowledge_state_machine_fleet, state_machine_fleet_statements
+from infra.stacks.lambda_grants import RESOURCE_STAR_REASONS, XRAY_REASON, grant_functions
 from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
 from statemachine.build import SSM_DOCUMENT
 
@@ -80,6 +86,8 @@ HANDLERS = {h.name: h for h in [
     HandlerSpec("schedule_wave", 1024, 300, "between waves: record lanes that cannot run, the next wave's "
                 "segments, the run's outcome"),
     HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
+    HandlerSpec("commit_lane", 512, 120, "a lane's callback -> check the box's proposed commit marker, write the "
+                "commit (the control plane alone commits)"),
 ]}
 
 
@@ -109,14 +117,19 @@ class ControlPlaneStack(Stack):
                 "neuronpipe:no-lambda-deps",
                 "Lambda dependency layer not built (require_lambda_deps=false): plan_run, on_command_status "
                 "and finalize_run will not import if these templates are deployed. Run `make lambda-deps`.")
+        self.failure_queue = failure_queue(self)
         self.functions = {name: self._function(spec, code, layers) for name, spec in HANDLERS.items()}
         self._grant_functions()
         self.state_machine = self._state_machine(asl_path)
         self._rules()
+        self.alarms = add_alarms(self, functions=self.functions, state_machine=self.state_machine,
+                                 queue=self.failure_queue, topic=base.alert_topic)
         ssm.StringParameter(self, "StateMachineArnParam", parameter_name=f"{settings.parameter_prefix}/state-machine-arn",
                             string_value=self.state_machine.attr_arn, description="the run state machine")
         CfnOutput(self, "StateMachineArn", value=self.state_machine.attr_arn)
         CfnOutput(self, "PlanRunFunctionName", value=self.functions["plan_run"].function_name)
+        CfnOutput(self, "CleanUpFailuresQueueUrl", value=self.failure_queue.queue_url,
+                  description="clean-up events not delivered or not handled (docs/guides/deploy-and-operate.md §5)")
 
     # -- leases ----------------------------------------------------------------------------------
     def _lease_table(self) -> dynamodb.Table:
@@ -159,126 +172,16 @@ class ControlPlaneStack(Stack):
             self, pascal, runtime=LAMBDA_RUNTIME, architecture=lambda_.Architecture.X86_64, code=code,
             handler=spec.handler, layers=layers, memory_size=spec.memory_mb, timeout=Duration.seconds(spec.timeout_s),
             role=role, log_group=log_group, tracing=lambda_.Tracing.ACTIVE, environment=env,
-            description=f"neuron-pipelines {spec.name}: {spec.summary}")
+            description=f"neuron-pipelines {spec.name}: {spec.summary}",
+            # an asynchronous invocation that still fails after Lambda's retries is kept, and pages
+            on_failure=destinations.SqsDestination(self.failure_queue) if spec.name in ASYNC_FUNCTIONS else None)
         cfn_lint_ignore(fn, CDK_DEPENDS_ON)
-        acknowledge(role, "IAM5", "X-Ray (active tracing) accepts trace segments only on Resource '*'.",
-                    ["Resource::*"])
+        star = RESOURCE_STAR_REASONS.get(spec.name)
+        acknowledge(role, "IAM5", f"{XRAY_REASON} {star}" if star else XRAY_REASON, ["Resource::*"])
         return fn
 
     def _grant_functions(self) -> None:
-        f = self.functions
-        s = self.settings
-        tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": self.settings.project}}
-        instances = self.format_arn(service="ec2", resource="instance", resource_name="*")
-        executions = self.format_arn(service="states", resource="execution",
-                                     resource_name=f"{self.settings.state_machine_name}:*",
-                                     arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        leases = self.lease_table.table_arn
-        nag_instances = f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*"
-        nag_executions = (f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
-                          f"{self.settings.state_machine_name}:*")
-
-        plan = f["plan_run"]
-        plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
-                                                    resources=[self.state_machine_arn]))
-        # plan_run skips lanes already committed for the run (reads commit markers under results/).
-        plan.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
-                                                    resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-        plan.add_to_role_policy(iam.PolicyStatement(
-            sid="CommitMarkersList", actions=["s3:ListBucket"], resources=[results_arn(s)],
-            conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}))
-        # A run id already used is refused before anything is leased (DescribeExecution by name).
-        plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
-                                                    resources=[executions]))
-        # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
-        # item's own action: PutItem), GetItem to name the holder on refusal, DeleteItem to release
-        # when the execution cannot start.
-        plan.add_to_role_policy(iam.PolicyStatement(
-            sid="Leases", resources=[leases], actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
-        # A matrix run: plan_run checks each family's On-Demand vCPU quota (Service Quotas, the codes of
-        # pipeline.instance_types.QUOTAS) and writes the run's fleet plan under results/fleet/<run_id>/.
-        plan.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
-                                                    resources=quota_arns(self)))
-        plan.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
-                                                    resources=[results_arn(s, FLEET_OBJECTS)]))
-        # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
-        # every function, so control_plane.launch resolves both boxes from the environment and the
-        # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
-        acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
-                    "lane) to skip committed lanes, writes a matrix run's plan under results/fleet/<run id>/, and "
-                    "checks whether the run's execution (named after the run id, not known in advance) exists.",
-                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, FLEET_OBJECTS), nag_executions])
-
-        status = f["on_command_status"]
-        # ssm:ListCommandInvocations is not called: the function reads the failed command
-        # (ListCommands / GetCommandInvocation) to recover its task token, then fails that task.
-        status.add_to_role_policy(iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"],
-                                                      resources=list(TASK_CALLBACK_RESOURCES)))
-        status.add_to_role_policy(iam.PolicyStatement(
-            sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]))
-        acknowledge(status.role, "IAM5", "ssm:ListCommands/GetCommandInvocation support no resource-level "
-                    "permissions; the function only reads the failed command to recover its token. "
-                    + TASK_CALLBACK_REASON, ["Resource::*"])
-
-        ended = f["on_execution_status"]
-        ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution"],
-                                                     resources=[executions]))
-        ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
-                                                     resources=[instances], conditions=tag_condition))
-        ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[leases],
-                                                     actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
-        # the ended run's ephemeral boxes are found by their run tag and terminated (tagged ephemeral only)
-        ended.add_to_role_policy(iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"],
-                                                     resources=["*"]))
-        ended.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                     actions=["ec2:TerminateInstances"], resources=[instances],
-                                                     conditions=ephemeral_condition(s)))
-        acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
-                    "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
-                    "this project AND ephemeral (a pinned box is never terminated); DescribeInstances has no "
-                    "resource-level permissions; executions of the one state machine are named per run.",
-                    ["Resource::*", nag_instances, nag_executions])
-
-        finalize = f["finalize_run"]
-        # finalize_run reads committed results and writes the run's report: nothing more.
-        finalize.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
-                                                        resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-        finalize.add_to_role_policy(iam.PolicyStatement(sid="WriteReports", actions=["s3:PutObject"],
-                                                        resources=[results_arn(s, f"{REPORTS_PREFIX}*")]))
-        finalize.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
-                                                        resources=[results_arn(s)]))
-        acknowledge(finalize.role, "IAM5", "finalize_run reads committed results under results/ and writes "
-                    "the run's report under reports/; keys are per run and attempt, not known in advance.",
-                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
-
-        scheduler = f["schedule_wave"]
-        # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
-        # failed) attempt for lanes that cannot run: objects under results/ only, nothing else. A matrix's wave items
-        # and its cells' results (results/fleet/<run id>/...) are under results/ too: the same grant covers them.
-        scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteResults", actions=["s3:GetObject",
-                                                                                         "s3:PutObject"],
-                                                         resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-        scheduler.add_to_role_policy(iam.PolicyStatement(
-            sid="ListResults", actions=["s3:ListBucket"], resources=[results_arn(s)],
-            conditions={"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}))
-        acknowledge(scheduler.role, "IAM5", "schedule_wave reads a run's committed results and commits attempts "
-                    "under results/ (keys per run, lane and attempt, not known in advance).",
-                    [nag_results_arn(s, f"{RESULTS_PREFIX}/*")])
-
-        reaper = f["idle_reaper"]
-        reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
-        reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
-                                                      conditions=tag_condition))
-        reaper.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                      actions=["ec2:TerminateInstances"], resources=[instances],
-                                                      conditions=ephemeral_condition(s)))
-        reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
-                                                      resources=[self.state_machine_arn]))
-        reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
-        acknowledge(reaper.role, "IAM5", "DescribeInstances has no resource-level permissions; StopInstances is "
-                    "limited to instances tagged for this project, TerminateInstances to instances tagged for this "
-                    "project AND ephemeral; executions of the one state machine are named per run.",
-                    ["Resource::*", nag_instances, nag_executions])
+        grant_functions(self)
 
     # -- state machine ---------------------------------------------------------------------------
     def _state_machine(self, asl_path: Path) -> sfn.CfnStateMachine:
@@ -308,6 +211,8 @@ class ControlPlaneStack(Stack):
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
             iam.PolicyStatement(sid="ScheduleWaves", actions=["lambda:InvokeFunction"],
                                 resources=[self.functions["schedule_wave"].function_arn]),
+            iam.PolicyStatement(sid="CommitLanes", actions=["lambda:InvokeFunction"],
+                                resources=[self.functions["commit_lane"].function_arn]),
             # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run) and marks it
             # when the stop failed (updateItem), so the run-wide release leaves it for on_execution_status
             iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem", "dynamodb:UpdateItem"],
@@ -348,18 +253,23 @@ class ControlPlaneStack(Stack):
         machine.node.add_dependency(policy)
         return machine
 
-    def _substitutions(self) -> dict[str, str]:
-        from statemachine.build import SUBSTITUTIONS
-
-        values = {
+    def substitution_values(self) -> dict[str, str]:
+        """Every value this stack can give the ASL's ``${Name}`` placeholders (a superset of what it uses)."""
+        return {
             "ResultsBucketName": results_bucket_name(self.settings),
             "CommandLogGroupName": self.base.command_log_group.log_group_name,
             "FinalizeRunFunctionArn": self.functions["finalize_run"].function_arn,
+            "CommitLaneFunctionArn": self.functions["commit_lane"].function_arn,
             "ScheduleWaveFunctionArn": self.functions["schedule_wave"].function_arn,
             "EventBusName": "default",
             "EventSource": EVENT_SOURCE,
             "LeaseTableName": self.lease_table.table_name,
         }
+
+    def _substitutions(self) -> dict[str, str]:
+        from statemachine.build import SUBSTITUTIONS
+
+        values = self.substitution_values()
         missing = set(SUBSTITUTIONS) - set(values)
         if missing:
             raise KeyError(f"the state machine needs substitutions this stack does not provide: {sorted(missing)}")
@@ -376,14 +286,16 @@ class ControlPlaneStack(Stack):
                     event_pattern=events.EventPattern(
                         source=["aws.ssm"], detail_type=[SSM_STATUS_DETAIL_TYPE],
                         detail={"status": SSM_FAILED_STATUSES, "document-name": [SSM_DOCUMENT]}),
-                    targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4)])
+                    targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4,
+                                                    dead_letter_queue=self.failure_queue)])
         events.Rule(self, "ExecutionEndedRule", description="a run ended ABORTED/FAILED/TIMED_OUT -> "
                     "on_execution_status (stop its boxes now, release its leases)",
                     event_pattern=events.EventPattern(
                         source=["aws.states"], detail_type=[EXECUTION_STATUS_DETAIL_TYPE],
                         detail={"status": EXECUTION_ENDED_STATUSES,
                                 "stateMachineArn": [self.state_machine.attr_arn]}),
-                    targets=[targets.LambdaFunction(f["on_execution_status"], retry_attempts=8)])
+                    targets=[targets.LambdaFunction(f["on_execution_status"], retry_attempts=8,
+                                                    dead_letter_queue=self.failure_queue)])
         # The schedule's time (same minute -> same run id) makes a redelivery a duplicate execution name.
         events.Rule(self, "NightlySmokeSchedule", description="nightly smoke run (disabled by default)",
                     enabled=self.settings.nightly_smoke_enabled,
@@ -396,13 +308,17 @@ class ControlPlaneStack(Stack):
         bucket_name = results_bucket_name(self.settings)
         # No input transformer: plan_run gets the native event and derives the run id from the
         # object's identity (bucket, key, version/etag), so a redelivered event cannot start a second run.
+        # The archives plan_run accepts (a directory adapter is named in a run request, never by an event).
         events.Rule(self, "AdapterUploadedRule",
-                    description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>.tar.gz -> a finetune_serve run",
+                    description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>"
+                                f"{{{','.join(ADAPTER_ARCHIVE_SUFFIXES)}}} -> a finetune_serve run",
                     event_pattern=events.EventPattern(
                         source=["aws.s3"], detail_type=["Object Created"],
                         detail={"bucket": {"name": [bucket_name]},
-                                "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}]}}),
+                                "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*{suffix}"}
+                                                   for suffix in ADAPTER_ARCHIVE_SUFFIXES]}}),
                     targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2)])
         events.Rule(self, "IdleReaperSchedule", description="stop project instances no running execution owns",
                     schedule=events.Schedule.rate(Duration.minutes(self.settings.idle_reaper_rate_minutes)),
-                    targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2)])
+                    targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2,
+                                                    dead_letter_queue=self.failure_queue)])

@@ -2,7 +2,9 @@
 
 A matrix cell runs on a box of its own that the state machine launches (``ec2:RunInstances`` with the cell's launch
 template, in the next of the box subnets, tagged with the run and the cell) and terminates at the cell's end. This
-stack holds, for every type of :data:`pipeline.instance_types.CATALOGUE`:
+stack holds, for every type of :data:`pipeline.instance_types.CATALOGUE` with a price in the deployment's region
+(the planner refuses an unpriced type, so none is launched: it gets no template, and recording its price is the one
+change a new type needs):
 
 * one ``AWS::EC2::LaunchTemplate`` named ``<fleet_template_prefix>-<type slug>`` (``neuronpipe-fleet-inf2-8xlarge``;
   the Lambdas get the prefix as ``NEURONPIPE_FLEET_TEMPLATE_PREFIX``): the type's image (a pin of
@@ -34,14 +36,13 @@ from constructs import Construct
 from control_plane.lean import EPHEMERAL, TAG_EPHEMERAL, TAG_INSTANCE_TYPE
 from infra.config import INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, RESOLVE_SSM_PREFIX, ROLE_TAG_KEY, DeploymentSettings
 from infra.stacks.base import BaseStack
-from infra.stacks.box_policy import box_policy
+from infra.stacks.box_policy import box_policy, mark_box_role
 from infra.stacks.nag import PINNED_AMI, RESOLVE_SSM_AMI, cfn_lint_ignore
 from infra.user_data import EphemeralBoxUserDataValues, render_ephemeral_user_data
 from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
 from pipeline.instance_types import CATALOGUE, InstanceType
 
 ROOT_DEVICE = "/dev/sda1"  # the Ubuntu DLAMIs (Neuron and the GPU base AMI)
-UNPRICED_TYPE = "E3628"  # cfn-lint: an instance type its data does not list for the region
 # The box role a family's boxes run as (the lanes' box kinds, and the user data's BOX_ROLE).
 FLEET_BOX_ROLES: dict[str, str] = {"neuron-inf2": "inf2", "neuron-trn1": "trn1", "neuron-trn2": "trn1",
                                    "cuda": "cuda"}
@@ -61,7 +62,6 @@ class FleetTypeSpec:
     image_why: str
     root_gib: int
     dlami_venv_glob: str
-    priced: bool  # the catalogue records a price in the deployment's region (the planner refuses it otherwise)
     root_swap_gib: int = 0  # a swap file on the root disk: a type whose host RAM cannot load an 8B model
 
     @property
@@ -91,16 +91,18 @@ def root_swap_gib(t: InstanceType) -> int:
 
 
 def fleet_specs(settings: DeploymentSettings) -> list[FleetTypeSpec]:
-    """Every catalogued type's launch template, in catalogue order."""
+    """The launch template of every catalogued type priced in the deployment's region, in catalogue order."""
     venvs = {"inf2": settings.box("inf2").dlami_venv_glob, "trn1": settings.box("trn1").dlami_venv_glob,
              "cuda": CUDA_VENV}
     out = []
     for t in CATALOGUE.values():
+        if settings.region not in t.prices_usd_per_hour:
+            continue
         role = FLEET_BOX_ROLES[t.family]
         image_id, why = fleet_image(t, settings)
         out.append(FleetTypeSpec(t.name, t.slug, t.family, role, t.backend,
                                  f"{settings.fleet_template_prefix}-{t.slug}", image_id, why, t.root_gib,
-                                 venvs[role], settings.region in t.prices_usd_per_hour, root_swap_gib(t)))
+                                 venvs[role], root_swap_gib(t)))
     return out
 
 
@@ -114,6 +116,7 @@ class FleetStack(Stack):
                                          "task callbacks")
         box_policy(self, "BoxPolicy", settings=settings, base=base, adapters=True,
                    bootstrap_tag_role=None).attach_to_role(self.role)
+        mark_box_role(self.role)
         self.instance_profile = iam.InstanceProfile(self, "BoxInstanceProfile", role=self.role)
         self.specs = {s.instance_type: s for s in fleet_specs(settings)}
         self.launch_templates = {name: self._launch_template(spec, settings, base)
@@ -174,12 +177,5 @@ class FleetStack(Stack):
                 user_data=Fn.base64(user_data),
                 tag_specifications=[ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=r, tags=tags)
                                     for r in ("instance", "volume")]))
-        ignore = dict(PINNED_AMI if spec.pinned else RESOLVE_SSM_AMI)
-        if not spec.priced:
-            ignore[UNPRICED_TYPE] = (f"{spec.instance_type} has no recorded price in {settings.region} "
-                                     "(pipeline.instance_types): the planner refuses it, so no box is launched from "
-                                     "this template; EC2 does not validate a launch template's parameters when it "
-                                     "creates it (EC2 user guide, restrictions for launch templates), and recording "
-                                     "a price is then the only change a new type needs")
-        cfn_lint_ignore(template, ignore)
+        cfn_lint_ignore(template, dict(PINNED_AMI if spec.pinned else RESOLVE_SSM_AMI))
         return template

@@ -6,10 +6,12 @@ Least privilege, scoped by resource or by tag:
   launch templates, only tagged for this project and ``neuronpipe:ephemeral=true`` in the request, only into the box
   subnets with the box security group; tags only as part of the launch; passes only the fleet box role, only to
   EC2; terminates only instances tagged for this project AND ephemeral (a pinned box has no ephemeral tag, so it can
-  never be terminated); runs a wave too large for the state as a Distributed Map (child executions of itself; its
-  items and its cells' results under ``results/fleet/``, which the bucket policy does not make append-only);
+  never be terminated); launches only images Amazon owns or an account of ``ami_owner_accounts`` (``ec2:Owner``);
+  runs a wave too large for the state as a Distributed Map (child executions of itself; its items and its cells'
+  results under the control data's ``control/``, create-only in the bucket policy);
 * on_execution_status and the idle reaper terminate under the same two tag conditions (:func:`ephemeral_condition`);
-* plan_run reads the EC2 On-Demand vCPU quotas of the catalogue (:func:`quota_arns`) and writes the fleet plan.
+* plan_run reads the EC2 On-Demand vCPU quotas of the catalogue (:func:`quota_arns`) and writes the fleet plan
+  under ``control/``.
 """
 from __future__ import annotations
 
@@ -17,13 +19,14 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 
 from control_plane.lean import CONTROL_PREFIX, EPHEMERAL, TAG_EPHEMERAL
-from infra.config import PROJECT_TAG_KEY, RESULTS_PREFIX, DeploymentSettings
+from infra.config import PROJECT_TAG_KEY, DeploymentSettings
 from infra.stacks.base import BaseStack, nag_results_arn, results_arn
 from infra.stacks.fleet import FleetStack
 from infra.stacks.nag import acknowledge
 from pipeline.instance_types import QUOTA_SERVICE_CODE, QUOTAS
 
-CONTROL_OBJECTS = f"{CONTROL_PREFIX}/*"  # control data: a matrix's plan, wave items and segment results (control plane only)
+# control data: a matrix's plan, a wave's items and its segments' results (the control plane's only)
+CONTROL_OBJECTS = f"{CONTROL_PREFIX}/*"
 
 
 def ephemeral_condition(settings: DeploymentSettings) -> dict[str, dict[str, str]]:
@@ -55,7 +58,8 @@ def state_machine_fleet_statements(stack: Stack, settings: DeploymentSettings, *
     has a statement of its own: the launch template (by id: IAM names a launch template by its id, never by its
     name), the instance (only from one of the fleet's templates, only tagged project + ephemeral in the request),
     its volumes (tagged the same), the network interface, the box subnets, the box security group, the image (the
-    type's public DLAMI, or a pin: its id is resolved by EC2 at the launch).
+    type's public DLAMI, or a pin: its id is resolved by EC2 at the launch; only an image Amazon owns or an account
+    of ``ami_owner_accounts``, ``ec2:Owner``).
     """
     arn = stack.format_arn
     instances = arn(service="ec2", resource="instance", resource_name="*")
@@ -75,7 +79,8 @@ def state_machine_fleet_statements(stack: Stack, settings: DeploymentSettings, *
             *[arn(service="ec2", resource="subnet", resource_name=sid) for sid in subnet_ids],
             arn(service="ec2", resource="security-group", resource_name=base.box_security_group.security_group_id)]),
         iam.PolicyStatement(sid="FleetLaunchImage", actions=["ec2:RunInstances"],
-                            resources=[arn(service="ec2", account="", resource="image", resource_name="*")]),
+                            resources=[arn(service="ec2", account="", resource="image", resource_name="*")],
+                            conditions={"StringEquals": {"ec2:Owner": settings.image_owners}}),
         iam.PolicyStatement(sid="FleetTagAtLaunch", actions=["ec2:CreateTags"], resources=[instances, volumes],
                             conditions={"StringEquals": {"ec2:CreateAction": "RunInstances"}}),
         iam.PolicyStatement(sid="FleetPassRole", actions=["iam:PassRole"], resources=[fleet.role.role_arn],
@@ -89,8 +94,8 @@ def state_machine_fleet_statements(stack: Stack, settings: DeploymentSettings, *
                             resources=[state_machine_arn]),
         iam.PolicyStatement(sid="DistributedMapExecutions",
                             actions=["states:DescribeExecution", "states:StopExecution"], resources=executions),
-        # its ItemReader reads the wave's items and each cell's segment writes its result (aws-sdk:s3:putObject;
-        # results/fleet/ is not append-only: the PUT carries no If-None-Match)
+        # its ItemReader reads the wave's items (s3:getObject) and each cell's segment writes its result
+        # (aws-sdk:s3:putObject): control data, create-only in the bucket policy (the PUT must carry If-None-Match)
         iam.PolicyStatement(sid="FleetItemsAndResults", actions=["s3:GetObject", "s3:PutObject"],
                             resources=[results_arn(settings, CONTROL_OBJECTS)]),
     ]
@@ -106,10 +111,11 @@ def acknowledge_state_machine_fleet(policy: iam.Policy, settings: DeploymentSett
                 "and, with the volumes, only tagged for this project and ephemeral in the request; CreateTags only "
                 "as part of RunInstances; TerminateInstances only on instances tagged for this project and "
                 "ephemeral. The image is the type's public DLAMI (resolve:ssm, resolved by EC2 at launch) or a pin: "
-                "its id is not known at synth.",
+                "its id is not known at synth; only an image of Amazon or of an account of ami_owner_accounts "
+                "(ec2:Owner).",
                 [f"{ec2_arn}:instance/*", f"{ec2_arn}:volume/*", f"{ec2_arn}:network-interface/*",
                  f"Resource::arn:<AWS::Partition>:ec2:{s.region}::image/*"])
     acknowledge(policy, "IAM5", "A Distributed Map's child executions are named by Step Functions per map run of "
-                "this one state machine; its items and its cells' results sit under results/fleet/<run id>/, keys "
-                "per run and wave not known in advance.",
+                "this one state machine; its items and its cells' results are control data under "
+                "control/<run id>/wave-<n>/, keys per run and wave not known in advance.",
                 [f"{executions}:*", f"{executions}/*", nag_results_arn(s, CONTROL_OBJECTS)])

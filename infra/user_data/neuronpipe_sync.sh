@@ -4,10 +4,11 @@
 # beside the DLAMI's, then the box scripts that harness ships (this one among them: box/@@INSTALLER@@
 # renames each into place, so this running copy is never rewritten under bash's feet). Waits
 # (NEURONPIPE_BOOT_WAIT_S, default 600 s) for the per-boot setup's marker first.
-# Box-side versions come from the harness's box-requirements.txt (exact pins, setuptools among them);
-# the harness itself is installed --no-deps --no-build-isolation --no-index (offline). Same URI as
-# last time: nothing to do. NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1 (the rehearsal only) skips the
-# box-requirements install. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box).
+# Box-side versions come from the harness's box-requirements.lock (every package pinned with its hashes,
+# setuptools among them: pip install --require-hashes, config and environment ignored, the lock's one index);
+# without the lock it refuses. The harness itself is installed --no-deps --no-build-isolation --no-index
+# (offline). Same URI as last time: nothing to do. NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1 (the rehearsal only)
+# skips the box package install. Box paths are under ${NEURONPIPE_BOX_ROOT:-} (empty on a box).
 [ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"
 set -euo pipefail
 ROOT="${NEURONPIPE_BOX_ROOT:-}"
@@ -56,13 +57,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 aws s3 cp --region "$REGION" --only-show-errors "$uri" "$tmp/harness.zip"
 python3 -m zipfile -e "$tmp/harness.zip" "$tmp/harness"
+lock="$tmp/harness/box-requirements.lock"
 if [ "${NEURONPIPE_SYNC_SKIP_REQUIREMENTS:-}" = "1" ]; then
-  echo "neuronpipe-sync: NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1: box-requirements.txt not installed (rehearsal)"
+  echo "neuronpipe-sync: NEURONPIPE_SYNC_SKIP_REQUIREMENTS=1: box-requirements.lock not installed (rehearsal)"
+elif [ ! -f "$lock" ]; then
+  echo "neuronpipe-sync: the harness $uri has no box-requirements.lock: the box installs only hash-checked packages (python -m infra.box_lock writes the lock; a deploy refuses without it)" >&2
+  exit 1
 else
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$tmp/harness/box-requirements.txt"
+  "$VENV/bin/python" -m pip install -q --isolated --disable-pip-version-check --require-hashes -r "$lock"
 fi
 if ! "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("setuptools") and (u.find_spec("setuptools.command.bdist_wheel") or u.find_spec("wheel")) else 1)'; then
-  echo "neuronpipe-sync: $VENV has no setuptools that builds wheels; the harness installs offline (--no-build-isolation) and needs it (box-requirements.txt pins setuptools)" >&2
+  echo "neuronpipe-sync: $VENV has no setuptools that builds wheels; the harness installs offline (--no-build-isolation) and needs it (box-requirements.lock pins setuptools)" >&2
   exit 1
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-index \

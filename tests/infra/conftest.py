@@ -33,6 +33,7 @@ class Synthesized:
     report: dict[str, Any] | None
     error: Exception | None
     messages: dict[str, list[str]]
+    app: Any = None  # infra.app.NeuronPipelinesApp: the constructs themselves
 
     def template(self, stack: str):
         from aws_cdk.assertions import Template
@@ -68,7 +69,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in STACK_NAMES}
     report_path = outdir / "policy-validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else None
-    return Synthesized(outdir, built.settings, templates, report, error, messages)
+    return Synthesized(outdir, built.settings, templates, report, error, messages, built)
 
 
 @pytest.fixture(scope="session")

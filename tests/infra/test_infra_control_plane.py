@@ -35,8 +35,8 @@ def _function_ids(synthesized) -> dict[str, str]:
 def test_lambdas_by_handler_path(synthesized):
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
-    assert sorted(HANDLERS) == ["finalize_run", "idle_reaper", "on_command_status", "on_execution_status", "plan_run",
-                                "schedule_wave"]
+    assert sorted(HANDLERS) == ["commit_lane", "finalize_run", "idle_reaper", "on_command_status",
+                                "on_execution_status", "plan_run", "schedule_wave"]
     assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
     for f in fns.values():
         p = f["Properties"]
@@ -116,7 +116,8 @@ def test_adapter_upload_reaches_plan_run_as_the_native_event(synthesized):
     synthesized.template(STACK_CONTROL_PLANE).has_resource_properties("AWS::Events::Rule", {
         "EventPattern": {"source": ["aws.s3"], "detail-type": ["Object Created"],
                          "detail": {"bucket": {"name": Match.any_value()},
-                                    "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}]}}}})
+                                    "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"},
+                                                       {"wildcard": f"{ADAPTERS_PREFIX}*.tgz"}]}}}})
     rule = next(r for r in _rules(synthesized).values()
                 if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"])
     assert _target_logical_id(rule) == ids["plan_run"]

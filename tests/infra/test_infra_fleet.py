@@ -69,13 +69,19 @@ def _box_subnets(synthesized) -> list[tuple[str, str]]:
 
 # --- the launch templates ------------------------------------------------------------------------------------------
 
-def test_one_launch_template_per_catalogued_type_named_by_prefix_and_slug(synthesized):
+def _priced(region: str) -> list:
+    """The catalogued types with a price in ``region``: those that get a launch template."""
+    return [t for t in CATALOGUE.values() if region in t.prices_usd_per_hour]
+
+
+def test_one_launch_template_per_priced_type_named_by_prefix_and_slug(synthesized):
     templates = _templates(synthesized)
+    priced = _priced(synthesized.settings.region)
     assert synthesized.settings.fleet_template_prefix == DEFAULT_FLEET_TEMPLATE_PREFIX
-    assert set(templates) == {f"{DEFAULT_FLEET_TEMPLATE_PREFIX}-{t.slug}" for t in CATALOGUE.values()}
-    for t in CATALOGUE.values():
+    assert set(templates) == {f"{DEFAULT_FLEET_TEMPLATE_PREFIX}-{t.slug}" for t in priced}
+    for t in priced:
         assert _data(templates[f"{DEFAULT_FLEET_TEMPLATE_PREFIX}-{t.slug}"])["InstanceType"] == t.name
-    assert "neuronpipe-fleet-inf2-8xlarge" in templates and len(templates) == len(CATALOGUE)
+    assert "neuronpipe-fleet-inf2-8xlarge" in templates and len(templates) == len(priced) < len(CATALOGUE)
 
 
 def test_every_launch_template_is_hardened(synthesized):
@@ -134,7 +140,7 @@ def pinned_fleet(tmp_path_factory, synth_variant):
 def test_fleet_pins_and_prefix_are_settings(pinned_fleet):
     templates = {t["Properties"]["LaunchTemplateName"]: t["Properties"]["LaunchTemplateData"]
                  for t in pinned_fleet[STACK_FLEET]["Resources"].values() if t["Type"] == "AWS::EC2::LaunchTemplate"}
-    assert set(templates) == {f"np-cells-{t.slug}" for t in CATALOGUE.values()}
+    assert set(templates) == {f"np-cells-{t.slug}" for t in _priced("us-west-2")}
     assert templates["np-cells-inf2-8xlarge"]["ImageId"] == "ami-0aaaaaaaaaaaaaaa1"
     assert templates["np-cells-g6-xlarge"]["ImageId"] == "ami-0bbbbbbbbbbbbbbb2"
     assert templates["np-cells-g5-xlarge"]["ImageId"] == f"resolve:ssm:{CUDA_DLAMI_PARAMETER}"
@@ -274,7 +280,8 @@ def test_the_state_machine_launches_only_from_the_fleet_templates_tagged_ephemer
     assert base_refs.count({"Fn::GetAtt": [sg_lid, "GroupId"]}) == 1
     assert sorted(r["Ref"] for r in base_refs if "Ref" in r) == sorted(lid for lid, _ in _box_subnets(synthesized))
     image = sm["FleetLaunchImage"]
-    assert re.fullmatch(r"arn:\{.*\}:ec2:us-west-2::image/\*", flat(image["Resource"])) and "Condition" not in image
+    assert re.fullmatch(r"arn:\{.*\}:ec2:us-west-2::image/\*", flat(image["Resource"]))
+    assert image["Condition"] == {"StringEquals": {"ec2:Owner": ["amazon"]}}  # Amazon's images (the DLAMIs) only
     # RunInstances appears nowhere else
     others = [sid for sid, st in sm.items() if "ec2:RunInstances" in as_list(st["Action"])]
     assert sorted(others) == sorted(["FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes",
@@ -311,7 +318,7 @@ def test_the_state_machine_tags_at_launch_only_passes_only_the_fleet_role_termin
                     assert lid.startswith("StateMachinePolicy"), (stack, lid)
 
 
-def test_the_state_machine_may_run_a_distributed_map_over_results_fleet(synthesized):
+def test_the_state_machine_may_run_a_distributed_map_over_the_control_data(synthesized):
     name = synthesized.settings.state_machine_name
     sm = _policy_statements(synthesized, STACK_CONTROL_PLANE, "StateMachinePolicy")
     start = sm["DistributedMapStart"]
@@ -321,20 +328,19 @@ def test_the_state_machine_may_run_a_distributed_map_over_results_fleet(synthesi
     assert sorted(flat(r).rsplit(":execution:", 1)[1] for r in children["Resource"]) == [f"{name}/*", f"{name}:*"]
     items = sm["FleetItemsAndResults"]
     assert sorted(as_list(items["Action"])) == ["s3:GetObject", "s3:PutObject"]
-    assert flat(items["Resource"]).endswith("-us-west-2/results/fleet/*")
+    assert flat(items["Resource"]).endswith("-us-west-2/control/*")
 
 
-def test_the_bucket_policy_leaves_results_fleet_writable_without_if_none_match(synthesized):
-    """fleet/ is deliberately not append-only: the scheduler rewrites a wave's items and the map's segments PUT their
-    results with aws-sdk:s3:putObject, which sends no If-None-Match."""
-    for key in ("results/fleet/run-1/plan.json", "results/fleet/run-1/wave-0/items.json",
-                "results/fleet/run-1/results/c01.json"):
-        assert not any(fnmatch.fnmatchcase(key, p) for p in APPEND_ONLY_KEY_PATTERNS), key
+def test_the_control_data_is_create_only_in_the_bucket_policy(synthesized):
+    """control/ is create-only: a matrix's plan, a wave's items and each segment's result are written once, each PUT
+    with If-None-Match (the state machine's aws-sdk:s3:putObject and the Lambdas' writes alike)."""
+    for key in ("control/run-1/plan.json", "control/run-1/wave-0/items.json", "control/run-1/wave-0/results/c01.json"):
+        assert any(fnmatch.fnmatchcase(key, p) for p in APPEND_ONLY_KEY_PATTERNS), key
     (policy,) = [p for p in synthesized.resources(STACK_BASE, "AWS::S3::BucketPolicy").values()
                  if "DenyOverwriteOfResults" in json.dumps(p)]
     (deny,) = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
                if st.get("Sid") == "DenyOverwriteOfResults"]
-    assert not any("/results/fleet" in flat(r) for r in as_list(deny["Resource"]))
+    assert any(flat(r).endswith("/control/*") for r in as_list(deny["Resource"]))
 
 
 def test_lambdas_get_the_box_subnets_in_az_order_and_the_template_prefix(synthesized):
@@ -355,15 +361,15 @@ def test_plan_run_reads_the_fleet_quotas_and_writes_the_fleet_plan(synthesized):
     assert sorted(flat(r).rsplit(":", 1)[-1] for r in quotas["Resource"]) == sorted(f"ec2/{c}" for c in QUOTAS)
     assert all(":servicequotas:us-west-2:" in flat(r) for r in quotas["Resource"])
     assert plan["FleetPlan"]["Action"] == "s3:PutObject"
-    assert flat(plan["FleetPlan"]["Resource"]).endswith("/results/fleet/*")
+    assert flat(plan["FleetPlan"]["Resource"]).endswith("-us-west-2/control/*")
 
 
-def test_schedule_wave_reads_and_writes_results_fleet(synthesized):
+def test_schedule_wave_reads_and_writes_the_control_data(synthesized):
     scheduler = _policy_statements(synthesized, STACK_CONTROL_PLANE, "ScheduleWaveRole")
     for action in ("s3:GetObject", "s3:PutObject"):
         patterns = [flat(r).split("-us-west-2/", 1)[1] for st in scheduler.values()
                     if action in as_list(st["Action"]) for r in as_list(st["Resource"])]
-        assert any(fnmatch.fnmatchcase("results/fleet/run-1/wave-0/items.json", p) for p in patterns), action
+        assert any(fnmatch.fnmatchcase("control/run-1/wave-0/items.json", p) for p in patterns), action
 
 
 def test_the_resolved_inline_policies_fit_iam_s_role_limit(synthesized):

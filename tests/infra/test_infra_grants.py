@@ -1,4 +1,4 @@
-"""Issue 13's grants: the lease table and who may touch it, on_execution_status, and the narrowed
+"""The Lambdas' grants: the lease table and who may touch it, on_execution_status, and the narrowed
 Lambda grants; plus a second synth with the re-deploy / dataset / AMI-pin settings."""
 from __future__ import annotations
 
@@ -64,7 +64,9 @@ def test_on_execution_status_stops_only_project_boxes(synthesized):
                                     "xray:PutTelemetryRecords", "ec2:StopInstances", "states:DescribeExecution",
                                     "dynamodb:GetItem", "dynamodb:DeleteItem",
                                     # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
-                                    "ec2:DescribeInstances", "ec2:TerminateInstances"}
+                                    "ec2:DescribeInstances", "ec2:TerminateInstances",
+                                    # its on-failure destination (tests/infra/test_infra_security_review.py)
+                                    "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
     (stop,) = [st for st in statements if "ec2:StopInstances" in as_list(st["Action"])]
     assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": synthesized.settings.project}}
     (describe,) = [st for st in statements if "states:DescribeExecution" in as_list(st["Action"])]
@@ -72,7 +74,7 @@ def test_on_execution_status_stops_only_project_boxes(synthesized):
 
 
 def test_narrowed_lambda_grants(synthesized):
-    """Issue 13, "The over-broad grants": each one gone, or scoped to what the code calls."""
+    """The over-broad grants: each one gone, or scoped to what the code calls."""
     finalize = _role_statements(synthesized, "FinalizeRunRole")
     for st in finalize:
         resources = json.dumps(st["Resource"])
@@ -109,14 +111,16 @@ def test_finalize_may_write_every_report_file_it_uploads_the_page_included(synth
 
 
 def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_invoke_it(synthesized):
-    """Issue 14: the scheduler between waves reads a run's results and commits skipped attempts: results/ only."""
+    """The scheduler between waves reads a run's results and commits skipped attempts under results/, and reads and
+    writes a matrix's control data under control/: nothing else."""
     statements = _role_statements(synthesized, "ScheduleWaveRole")
     assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
                                     "xray:PutTelemetryRecords", "s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     for st in statements:
         actions = as_list(st["Action"])
         if "s3:PutObject" in actions or "s3:GetObject" in actions:
-            assert "/results/*" in json.dumps(st["Resource"]) and "/reports/" not in json.dumps(st["Resource"]), st
+            resource = json.dumps(st["Resource"])
+            assert ("/results/*" in resource or "/control/*" in resource) and "/reports/" not in resource, st
         if "s3:ListBucket" in actions:
             assert st["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
@@ -136,9 +140,11 @@ def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
     policies = [r["Properties"] for r in res.values() if r["Type"] == "AWS::S3::BucketPolicy"]
     results_policy = [p for p in policies if "neuron-pipelines-results-" in json.dumps(p["Bucket"])]
     assert len(results_policy) == 1  # TLS-only (and append-only) is put back on the imported bucket
-    deny, append_only = results_policy[0]["PolicyDocument"]["Statement"]
+    deny, tls, append_only, box_deny = results_policy[0]["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert tls["Sid"] == "DenyOutdatedTls" and tls["Effect"] == "Deny"
     assert append_only["Sid"] == "DenyOverwriteOfResults" and append_only["Effect"] == "Deny"
+    assert box_deny["Sid"] == "DenyBoxWritesOfControlPlaneKeys" and box_deny["Effect"] == "Deny"
     # everything that names the bucket still does, by the same fixed name
     outputs = json.dumps(redeploy[STACK_BASE]["Outputs"])
     assert "neuron-pipelines-results-" in outputs
@@ -184,5 +190,5 @@ def test_cost_ceiling_setting_reaches_every_lambda(redeploy):
     cdk_json = _json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())
     assert cdk_json["context"]["neuronpipe"]["max_cost_usd_ceiling"] == 50
     fns = [r for r in redeploy[STACK_CONTROL_PLANE]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(fns) == 6  # HANDLERS
+    assert len(fns) == 7  # HANDLERS
     assert {f["Properties"]["Environment"]["Variables"]["NEURONPIPE_MAX_COST_USD_CEILING"] for f in fns} == {"12.5"}

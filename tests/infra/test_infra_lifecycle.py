@@ -1,4 +1,4 @@
-"""Issue 28, the deploy lifecycle: what a second `cdk deploy` and the months between deploys do to a deployment.
+"""The deploy lifecycle: what a second `cdk deploy` and the months between deploys do to a deployment.
 
 The image id survives a new DLAMI; a deploy without a budget subscriber refuses; a box may list what it reads
 (adapter directories, the shared compile cache); the bucket refuses an overwrite whoever sends it; the NAT gateway
@@ -94,7 +94,34 @@ def _budget(built) -> tuple[list[str], str]:
     return kinds, str(output.value)
 
 
-def test_the_explicit_opt_out_deploys_and_is_recorded(layer, monkeypatch):
+@pytest.fixture
+def current_lock(tmp_path, monkeypatch):
+    """A box lock written from box-requirements.txt as it is (its packages are not what this test checks)."""
+    from infra import bundling
+    from infra.box_lock import DIGEST_LINE, requirements_digest
+
+    lock = tmp_path / "box-requirements.lock"
+    lock.write_text(f"{DIGEST_LINE}{requirements_digest(bundling.BOX_REQUIREMENTS.read_text())}\n")
+    monkeypatch.setattr(bundling, "BOX_LOCK", lock)
+    return lock
+
+
+def test_a_deploy_without_a_current_box_lock_refuses_in_one_line_naming_the_command(tmp_path, capsys, layer,
+                                                                                   monkeypatch):
+    """The boxes install only from the hashed lock: the deploy path refuses to synthesize without a current one."""
+    from infra import bundling
+    from infra.app import main
+
+    monkeypatch.setattr(bundling, "BOX_LOCK", tmp_path / "no.lock")
+    rc = main(["--outdir", str(tmp_path / "out"), "--setting", f"lambda_deps_dir={layer}",
+               "--setting", "budget_alert_email=none"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1, err
+    assert err[0].startswith("error: box lock missing at") and "python -m infra.box_lock" in err[0]
+    assert not list((tmp_path / "out").glob("*.template.json"))
+
+
+def test_the_explicit_opt_out_deploys_and_is_recorded(layer, monkeypatch, current_lock):
     import os
 
     from infra.app import build_app
@@ -108,9 +135,14 @@ def test_the_explicit_opt_out_deploys_and_is_recorded(layer, monkeypatch):
 
 
 def test_a_budget_email_is_subscribed_to_every_alert(redeploy):
-    (budget,) = [r for r in redeploy[STACK_BASE]["Resources"].values() if r["Type"] == "AWS::Budgets::Budget"]
+    """The budget notifies the alert topic (every alarm does too); the address is the topic's subscriber."""
+    res = redeploy[STACK_BASE]["Resources"]
+    (topic,) = [k for k, r in res.items() if r["Type"] == "AWS::SNS::Topic"]
+    (budget,) = [r for r in res.values() if r["Type"] == "AWS::Budgets::Budget"]
     for n in budget["Properties"]["NotificationsWithSubscribers"]:
-        assert {"SubscriptionType": "EMAIL", "Address": "ops@example.com"} in n["Subscribers"]
+        assert n["Subscribers"] == [{"SubscriptionType": "SNS", "Address": {"Ref": topic}}]
+    (subscription,) = [r["Properties"] for r in res.values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert subscription == {"Protocol": "email", "TopicArn": {"Ref": topic}, "Endpoint": "ops@example.com"}
     assert redeploy[STACK_BASE]["Outputs"]["BudgetAlertEmail"]["Value"] == "ops@example.com"
 
 
@@ -175,7 +207,7 @@ def test_a_put_without_if_none_match_is_denied_on_results_and_the_compile_cache(
     assert st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} and st["Action"] == "s3:PutObject"
     assert st["Condition"] == {"Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}}
     assert _keys(st) == sorted(APPEND_ONLY_KEY_PATTERNS) == sorted(
-        ["results/v1/*", "results/models/*", "results/neuron-cache/*", "neuron-cache/*"])
+        ["results/v1/*", "results/models/*", "results/neuron-cache/*", "neuron-cache/*", "control/*"])
 
 
 def test_every_store_data_prefix_but_the_ssm_logs_is_append_only():

@@ -238,6 +238,57 @@ def test_sync_installs_the_harness_into_the_box_venv_offline(tmp_path):
     assert again.returncode == 0 and again.stdout.startswith(f"harness up to date: {uri}")
 
 
+def test_sync_refuses_a_harness_without_the_box_lock(tmp_path):
+    """The box installs only hash-checked packages: a harness without box-requirements.lock is refused."""
+    box = _sync_only_box(tmp_path)
+    box.deploy("first", "feedface" * 5, edit=lambda staged: (staged / "box-requirements.lock").unlink(missing_ok=True))
+    (box.root / BOOT_DONE_PATH).parent.mkdir(parents=True)
+    (box.root / BOOT_DONE_PATH).write_text("boot-id\n")
+    box.venv()
+    proc = box.run(SYNC_PATH, "--force", NEURONPIPE_SYNC_SKIP_REQUIREMENTS="")
+    assert proc.returncode == 1
+    assert "has no box-requirements.lock: the box installs only hash-checked packages" in proc.stderr
+    assert not (box.root / "opt/neuronpipe/installed-uri").exists()
+
+
+def test_sync_installs_the_box_lock_with_require_hashes_from_its_index(tmp_path):
+    """The lock (infra.box_lock, from a file:// index here) installed into the box venv by neuronpipe-sync; a lock
+    whose hash does not match the index's file fails the sync."""
+    from infra.box_lock import Target, write_lock
+    from tests.infra.fake_index import simple_index, wheel
+
+    files = tmp_path / "index" / "files"
+    index = simple_index(tmp_path / "index", [wheel(files, "alpha", "1.0", ("beta",)), wheel(files, "beta", "2.0")])
+    reqs, lock = tmp_path / "box-requirements.txt", tmp_path / "box-requirements.lock"
+    reqs.write_text("alpha==1.0\n")
+    here = "%d.%d" % sys.version_info[:2]
+    write_lock(sys.executable, requirements=reqs, lock=lock, target=Target(sys.executable, version=here),
+               default_index=index, package_indexes={})
+    box = _sync_only_box(tmp_path)
+    box.deploy("locked", "feedface" * 5, edit=lambda staged: shutil.copy2(lock, staged / "box-requirements.lock"))
+    (box.root / BOOT_DONE_PATH).parent.mkdir(parents=True)
+    (box.root / BOOT_DONE_PATH).write_text("boot-id\n")
+    venv = box.venv()
+    proc = box.run(SYNC_PATH, "--force", NEURONPIPE_SYNC_SKIP_REQUIREMENTS="", PIP_NO_CACHE_DIR="1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    site = Path(subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    assert (site / "alpha" / "__init__.py").is_file() and (site / "beta" / "__init__.py").is_file()
+    # another box, whose lock holds a hash no file of the index has
+    first = re.search(r"--hash=sha256:([0-9a-f]{64})", lock.read_text()).group(1)
+    tampered = lock.read_text().replace(first, "0" * 64)
+    (tmp_path / "other").mkdir()
+    other = _sync_only_box(tmp_path / "other")
+    other.deploy("tampered", "beefcafe" * 5,
+                 edit=lambda staged: (staged / "box-requirements.lock").write_text(tampered))
+    (other.root / BOOT_DONE_PATH).parent.mkdir(parents=True)
+    (other.root / BOOT_DONE_PATH).write_text("boot-id\n")
+    other.venv()
+    bad = other.run(SYNC_PATH, "--force", NEURONPIPE_SYNC_SKIP_REQUIREMENTS="", PIP_NO_CACHE_DIR="1")
+    assert bad.returncode != 0 and "DO NOT MATCH THE HASHES" in bad.stderr
+    assert not (other.root / "opt/neuronpipe/installed-uri").exists()
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

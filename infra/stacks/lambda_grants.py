@@ -1,0 +1,180 @@
+"""What each control-plane Lambda's role may do, besides its own log group and X-Ray (:mod:`infra.stacks.control`).
+
+Each grant is scoped to what the function calls: plan_run starts and looks up the run's execution, takes the leases,
+reads the commit markers and the EC2 quotas, writes a matrix's plan (control data); on_command_status reads the
+failed command and fails its task; on_execution_status and the idle reaper stop project boxes and terminate
+ephemeral ones; finalize_run reads results and writes reports; schedule_wave reads results, commits skipped attempts
+and reads and writes control data; commit_lane reads results and alone writes the commit markers. Every finding
+cdk-nag reports is acknowledged here with what the grant covers (the Resource '*' ones: :data:`RESOURCE_STAR_REASONS`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import ArnFormat
+from aws_cdk import aws_iam as iam
+
+from infra.config import COMMIT_KEY_PATTERNS, PROJECT_TAG_KEY, REPORTS_PREFIX, RESULTS_PREFIX
+from infra.stacks.base import nag_results_arn, results_arn
+from infra.stacks.box_policy import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES
+from infra.stacks.fleet_grants import CONTROL_OBJECTS, ephemeral_condition, quota_arns
+from infra.stacks.nag import acknowledge
+
+if TYPE_CHECKING:
+    from infra.stacks.control import ControlPlaneStack
+
+# Why a function's role holds an action on Resource '*' (one acknowledgment per role and finding: cdk-nag keeps the
+# first): X-Ray for every function, and what the function itself calls that has no narrower resource.
+XRAY_REASON = "X-Ray (active tracing) accepts trace segments only on Resource '*'."
+RESOURCE_STAR_REASONS = {
+    "plan_run": "servicequotas:GetAWSDefaultServiceQuota (the fallback where a quota has no applied value) names "
+                "an AWS default, no resource of the account: granted on '*', read only.",
+    "on_command_status": "ssm:ListCommands/GetCommandInvocation support no resource-level permissions; the "
+                         "function only reads the failed command to recover its token. " + TASK_CALLBACK_REASON,
+    "on_execution_status": "ec2:DescribeInstances has no resource-level permissions.",
+    "idle_reaper": "ec2:DescribeInstances has no resource-level permissions.",
+}
+
+
+def results_list_condition() -> dict[str, dict[str, list[str]]]:
+    """ListBucket under results/ only ("IfExists": a HEAD/GET of a missing key checks ListBucket without a prefix)."""
+    return {"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}
+
+
+def grant_functions(stack: ControlPlaneStack) -> None:
+    """Every function's grants and their acknowledgments (the functions exist: ``stack.functions``)."""
+    f = stack.functions
+    s = stack.settings
+    tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": stack.settings.project}}
+    instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
+    executions = stack.format_arn(service="states", resource="execution",
+                                 resource_name=f"{stack.settings.state_machine_name}:*",
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    leases = stack.lease_table.table_arn
+    nag_instances = f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*"
+    nag_executions = (f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
+                      f"{stack.settings.state_machine_name}:*")
+
+    plan = f["plan_run"]
+    plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
+                                                resources=[stack.state_machine_arn]))
+    # plan_run skips lanes already committed for the run (reads commit markers under results/).
+    plan.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
+                                                resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+    plan.add_to_role_policy(iam.PolicyStatement(
+        sid="CommitMarkersList", actions=["s3:ListBucket"], resources=[results_arn(s)],
+        conditions=results_list_condition()))
+    # A run id already used is refused before anything is leased (DescribeExecution by name).
+    plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
+                                                resources=[executions]))
+    # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
+    # item's own action: PutItem), GetItem to name the holder on refusal, DeleteItem to release
+    # when the execution cannot start.
+    plan.add_to_role_policy(iam.PolicyStatement(
+        sid="Leases", resources=[leases], actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
+    # A matrix run: plan_run checks each family's On-Demand vCPU quota (Service Quotas, the codes of
+    # pipeline.instance_types.QUOTAS; AWS's default where the quota has no applied value, control_plane.quotas)
+    # and writes the run's plan as control data, control/<run_id>/plan.json.
+    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
+                                                resources=quota_arns(stack)))
+    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetDefaultQuotas",
+                                                actions=["servicequotas:GetAWSDefaultServiceQuota"],
+                                                resources=["*"]))
+    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
+                                                resources=[results_arn(s, CONTROL_OBJECTS)]))
+    # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
+    # every function, so control_plane.launch resolves both boxes from the environment and the
+    # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
+    acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
+                "lane) to skip committed lanes, writes a matrix run's plan as control data under "
+                "control/<run id>/, and checks whether the run's execution (named after the run id, not known "
+                "in advance) exists.",
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), nag_executions])
+
+    status = f["on_command_status"]
+    # ssm:ListCommandInvocations is not called: the function reads the failed command
+    # (ListCommands / GetCommandInvocation) to recover its task token, then fails that task.
+    status.add_to_role_policy(iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"],
+                                                  resources=list(TASK_CALLBACK_RESOURCES)))
+    status.add_to_role_policy(iam.PolicyStatement(
+        sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]))
+
+    ended = f["on_execution_status"]
+    ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution"],
+                                                 resources=[executions]))
+    ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
+                                                 resources=[instances], conditions=tag_condition))
+    ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[leases],
+                                                 actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
+    # the ended run's ephemeral boxes are found by their run tag and terminated (tagged ephemeral only)
+    ended.add_to_role_policy(iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"],
+                                                 resources=["*"]))
+    ended.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
+                                                 actions=["ec2:TerminateInstances"], resources=[instances],
+                                                 conditions=ephemeral_condition(s)))
+    acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
+                "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
+                "this project AND ephemeral (a pinned box is never terminated); executions of the one state "
+                "machine are named per run.",
+                [nag_instances, nag_executions])
+
+    finalize = f["finalize_run"]
+    # finalize_run reads committed results and writes the run's report: nothing more.
+    finalize.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
+                                                    resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+    finalize.add_to_role_policy(iam.PolicyStatement(sid="WriteReports", actions=["s3:PutObject"],
+                                                    resources=[results_arn(s, f"{REPORTS_PREFIX}*")]))
+    finalize.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
+                                                    resources=[results_arn(s)],
+                                                    conditions=results_list_condition()))
+    acknowledge(finalize.role, "IAM5", "finalize_run reads committed results under results/ and writes "
+                "the run's report under reports/; keys are per run and attempt, not known in advance.",
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
+
+    scheduler = f["schedule_wave"]
+    # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
+    # failed) attempt for lanes that cannot run: objects under results/. A matrix's plan, its wave items and its
+    # cells' results are control data (control/<run id>/...): read and written under their own grant.
+    scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteResults", actions=["s3:GetObject",
+                                                                                     "s3:PutObject"],
+                                                     resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+    scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteControlData",
+                                                     actions=["s3:GetObject", "s3:PutObject"],
+                                                     resources=[results_arn(s, CONTROL_OBJECTS)]))
+    scheduler.add_to_role_policy(iam.PolicyStatement(
+        sid="ListResults", actions=["s3:ListBucket"], resources=[results_arn(s)],
+        conditions=results_list_condition()))
+    acknowledge(scheduler.role, "IAM5", "schedule_wave reads a run's committed results and commits attempts "
+                "under results/ (keys per run, lane and attempt, not known in advance), and reads and writes "
+                "a matrix's control data under control/<run id>/ (its plan, a wave's items and results).",
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)])
+
+    committer = f["commit_lane"]
+    # commit_lane reads the box's proposed commit marker and what it names (results/v1/_proposed/, the rows),
+    # lists to check them, and writes the commit marker itself: the only writer of results/v1/_commits/.
+    committer.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
+                                                     resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+    committer.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
+                                                     resources=[results_arn(s)],
+                                                     conditions=results_list_condition()))
+    committer.add_to_role_policy(iam.PolicyStatement(sid="WriteCommits", actions=["s3:PutObject"],
+                                                     resources=[results_arn(s, COMMIT_KEY_PATTERNS[0])]))
+    acknowledge(committer.role, "IAM5", "commit_lane reads a lane's proposed commit marker and the rows it "
+                "names under results/, and writes the commit marker under results/v1/_commits/ only (create-"
+                "only in the bucket policy); keys per run, lane and attempt, not known in advance.",
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, COMMIT_KEY_PATTERNS[0])])
+
+    reaper = f["idle_reaper"]
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
+                                                  conditions=tag_condition))
+    reaper.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
+                                                  actions=["ec2:TerminateInstances"], resources=[instances],
+                                                  conditions=ephemeral_condition(s)))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
+                                                  resources=[stack.state_machine_arn]))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
+    acknowledge(reaper.role, "IAM5", "StopInstances is limited to instances tagged for this project, "
+                "TerminateInstances to instances tagged for this project AND ephemeral; executions of the one state "
+                "machine are named per run.",
+                [nag_instances, nag_executions])
