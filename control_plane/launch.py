@@ -81,26 +81,23 @@ def lease_ttl_s(plan: RunPlan) -> float:
     return plan.max_instance_hours * 3600 + LEASE_MARGIN_S
 
 
-def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object | None = None) -> str:
-    """Write a matrix's plan to ``<results root>/fleet/<run_id>/plan.json`` (create-only: a run's plan is written
-    once); its ``s3://`` URI. :class:`PlanStorageError` in one line when it cannot be written."""
-    import json
-
-    from control_plane.waves import fleet_key
+def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object | None = None) -> tuple[str, str]:
+    """Write a matrix's plan as control data, ``s3://<results bucket>/control/<run_id>/plan.json``, create-only (a
+    run's plan is written once; the same bytes again are this launch's own retry, anything else is refused); its
+    ``s3://`` URI and digest, which the execution input carries and the scheduler checks. :class:`PlanStorageError`
+    in one line when it cannot be written."""
+    from control_plane.control_data import ControlDataError, S3ControlBlobs, canonical, control_key, write_new
 
     bucket = settings.results_bucket
-    key = fleet_key(settings.results_uri or "", plan.run_id, "plan.json")
+    key = control_key(plan.run_id, "plan.json")
     try:
-        if s3_client is None:
-            import boto3
-
-            s3_client = boto3.client("s3")
-        s3_client.put_object(Bucket=bucket, Key=key, Body=json.dumps(plan.plan_document()).encode(),  # type: ignore[attr-defined]
-                             ContentType="application/json")
+        plan_digest = write_new(S3ControlBlobs(str(bucket), s3_client), key, canonical(plan.plan_document()))
+    except ControlDataError as exc:
+        raise PlanStorageError(f"matrix plan: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - one line, nothing started
         raise PlanStorageError(f"matrix plan: cannot write s3://{bucket}/{key}: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
-    return f"s3://{bucket}/{key}"
+    return f"s3://{bucket}/{key}", plan_digest
 
 
 def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
@@ -119,8 +116,9 @@ def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, 
     plan = build_plan(request, run_id, settings, fleet, committed)
     if plan.quota_needs:
         check_quotas(plan.quota_needs, quotas or ServiceQuotas(region=plan.region))
-    plan_uri = store_plan(plan, settings, s3_client) if plan.needs_plan_in_s3 else None
-    execution_input = plan.execution_input(plan_uri)  # before the leases: a plan that cannot start takes none
+    plan_uri, plan_digest = store_plan(plan, settings, s3_client) if plan.needs_plan_in_s3 else (None, None)
+    execution_input = plan.execution_input(plan_uri, plan_digest)  # before the leases: a plan that cannot start
+    # takes none
     leases = leases if leases is not None else Leases(settings.lease_table)
     boxes = [iid for iid in plan.instance_ids.values() if iid]
     leases.take(boxes, run_id, lease_ttl_s(plan))

@@ -222,7 +222,9 @@ class LaneStep(BaseModel):
 
 
 class HarnessSync(BaseModel):
-    """The segment's first command: install or verify the harness, then call back."""
+    """The segment's first command: install or verify the harness, then call back (also the shape of its last one,
+    the cache push). ``timeout_s``: how long the state machine waits for the sync's callback — an ephemeral box's
+    sync first waits for its first boot, so its timeout is that wait plus the sync's own."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -230,6 +232,7 @@ class HarnessSync(BaseModel):
     comment: str = Field(max_length=100)
     execution_timeout: list[str]
     output_prefix: str
+    timeout_s: int | None = Field(default=None, gt=0)
 
 
 class SkippedLane(BaseModel):
@@ -292,7 +295,7 @@ class PlanNotReadyError(Exception):
     """The plan cannot become an execution input yet (e.g. an instance id is unresolved)."""
 
 
-_COST_FIELDS = {"max_instance_hours", "max_cost_usd"}
+COST_FIELDS = {"max_instance_hours", "max_cost_usd"}
 
 
 class RunPlan(BaseModel):
@@ -345,10 +348,11 @@ class RunPlan(BaseModel):
             for s in w.segments]}) for w in self.waves]
         return self.model_copy(update={"waves": waves})
 
-    def execution_input(self, plan_uri: str | None = None) -> dict[str, Any]:
+    def execution_input(self, plan_uri: str | None = None, plan_digest: str | None = None) -> dict[str, Any]:
         """The Step Functions input: what the generic state machine iterates. A matrix's plan too large for it
         (``needs_plan_in_s3``) goes to ``plan_uri`` (written by the caller: :meth:`plan_document`), and the input
-        keeps only what the state machine reads from it itself (run, boxes, cells, concurrency)."""
+        keeps only what the state machine reads from it itself (run, boxes, cells, concurrency) and the plan's
+        ``plan_digest``, which the scheduler checks (``control_plane.control_data``)."""
         missing = [role for role, iid in self.instance_ids.items() if not iid]
         if missing:
             raise PlanNotReadyError(f"no instance id for box role(s) {', '.join(missing)}")
@@ -356,7 +360,9 @@ class RunPlan(BaseModel):
             raise PlanNotReadyError(f"results_uri must be s3:// for an AWS run, got {self.results_uri!r}")
         data = self._input()
         if plan_uri is not None:
-            data = {**data, "waves": [], "nodes": [], "plan_uri": plan_uri}
+            if not plan_digest:
+                raise PlanNotReadyError(f"the plan kept at {plan_uri} needs its digest in the execution input")
+            data = {**data, "waves": [], "nodes": [], "plan_uri": plan_uri, "plan_digest": plan_digest}
             check_input_size(data)
             return data
         check_input_size(data, extra=self._largest_wave(data))
@@ -393,8 +399,9 @@ class RunPlan(BaseModel):
             "cells": [c["cell"] for c in self.cells],
             "max_concurrency": self.max_concurrency,
             "plan_uri": None,
+            "plan_digest": None,
             "nodes": self.nodes,
-            "waves": [{"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=_COST_FIELDS)
+            "waves": [{"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=COST_FIELDS)
                                                     for s in w.segments]} for w in self.waves],
             "request": self.request.model_dump(mode="json"),
         }

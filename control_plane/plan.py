@@ -422,7 +422,8 @@ def cache_push_script(run_id: str, results_uri: str, box_role: str, wave: int, h
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 
-def _comment(what: str, run_id: str) -> str:
+def comment_for(what: str, run_id: str) -> str:
+    """The SSM command comment of a lane or a segment command (`neuronpipe <what> <run id>`, at most 100)."""
     return f"neuronpipe {what} {run_id}"[:100]
 
 
@@ -592,7 +593,7 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
             wave=node.wave, timeout_s=timeout_s, heartbeat_s=spec.heartbeat_s,
             script=lane_script(spec, run_id, results_uri, request, harness, config, node.needs,
                                cell=node.box if cell else None),
-            comment=_comment(spec.name, run_id), execution_timeout=[str(timeout_s)],
+            comment=comment_for(spec.name, run_id), execution_timeout=[str(timeout_s)],
             output_prefix=ssm_output_prefix(results_uri, run_id, node.result_lane if cell else spec.name,
                                             f"ssm-{node.box}"), config=config))
     if not by_wave:
@@ -612,7 +613,8 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
                 price = get_instance_type(instance_type).price(region)
             except NoPriceError as exc:
                 raise FleetPlanError(f"matrix: cell {box}: {exc}" if cell else str(exc)) from None
-            hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S) / 3600.0
+            boot_wait_s = FIRST_BOOT_WAIT_S if cell else 0  # an ephemeral box's sync waits for its first boot
+            hours = (sum(s.timeout_s + LANE_ALLOWANCE_S for s in steps) + PHASE_ALLOWANCE_S + boot_wait_s) / 3600.0
             role: BoxRole = "inf2" if cell else box  # type: ignore[assignment]
             segments.append(Segment(
                 box=box, run_id=run_id, box_role=role, instance_type=instance_type,
@@ -621,13 +623,14 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
                 launch=Launch(template=fleet.template(instance_type), subnets=list(fleet.subnets),
                               subnet_count=len(fleet.subnets), tags=cell_tags(fleet, run_id, cell)) if cell else None,
                 release_lease=(wave == last_wave[box]) and not cell,
-                sync=HarnessSync(script=sync_script(harness, results_uri, FIRST_BOOT_WAIT_S if cell else 0),
-                                 comment=_comment("sync-harness", run_id),
-                                 execution_timeout=[str(SYNC_TIMEOUT_S)],
+                sync=HarnessSync(script=sync_script(harness, results_uri, boot_wait_s),
+                                 comment=comment_for("sync-harness", run_id),
+                                 execution_timeout=[str(SYNC_TIMEOUT_S + boot_wait_s)],
+                                 timeout_s=SYNC_TIMEOUT_S + boot_wait_s,
                                  output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{box}")),
                 cache_push=HarnessSync(script=cache_push_script(run_id, results_uri, box, index, harness),
-                                       comment=_comment("cache-push", run_id),
-                                       execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)],
+                                       comment=comment_for("cache-push", run_id),
+                                       execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)], timeout_s=CACHE_PUSH_TIMEOUT_S,
                                        output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{box}")),
                 lanes=steps, max_instance_hours=round(hours, 3), max_cost_usd=round(hours * price, 2)))
         waves.append(Wave(wave=index, segments=segments))

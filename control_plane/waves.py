@@ -31,11 +31,12 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Mapping, Protocol, Sequence
 
+from control_plane.control_data import (SEGMENT_STATUSES, Blobs, ControlDataError, canonical, check_segment_result,
+                                       check_segments, control_key, read_verified, write_new)
 from pipeline.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
 
 STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
 RUN_FAILED_ERROR = "Run.Failed"
-SEGMENT_STATUSES = ("completed", "gate_failed", "failed", "stop_failed", "capacity_unavailable")
 CAUSE_LIMIT = 1000  # a box's failure, as the answer and the next call carry it
 STOP_FAILED_LIMIT = 200  # a failed stop's mark (its whole text is the box's failure)
 REASON_LIMIT = 300  # a recorded lane's reason, and each reason of the outcome (the record has the whole text)
@@ -50,7 +51,6 @@ NO_CAUSE = "its cause is not in the state: see the execution history"
 # A wave whose segments exceed this runs as a Distributed Map (items in S3): the state holds the answer beside the
 # execution's own data, within Step Functions' 256 KiB.
 INLINE_SEGMENTS_MAX_BYTES = 48 * 1024
-FLEET_PREFIX = "fleet"  # control_plane.lean.FLEET_PREFIX (this module stays import-free of the Lambda settings)
 
 
 class ScheduleInputError(ValueError):
@@ -88,21 +88,20 @@ def _box_error(result: Mapping[str, Any]) -> str:
     return _short(f"{error}: {cause}".strip(": "), CAUSE_LIMIT)
 
 
-def _write_items(payload: Mapping[str, Any], run_id: str, wave: int, segments: list[dict[str, Any]],
-                 blobs: Blobs | None) -> dict[str, Any]:
-    """A wave too large for the state: its segments go to an items file the Distributed Map reads, each told where
-    to write its result; the answer carries the file and those keys (bounded: a key per segment)."""
+def _write_items(run_id: str, wave: int, segments: list[dict[str, Any]], blobs: Blobs | None) -> dict[str, Any]:
+    """A wave too large for the state: its segments go to an items file the Distributed Map reads (control data,
+    create-only), each told where to write its result; the answer carries the file, its digest and those keys
+    (bounded: a key per segment)."""
     if blobs is None:
         raise ScheduleInputError(f"wave {wave}: {len(segments)} segments exceed the state's inline limit and no "
                                  "bucket was given for a Distributed Map's items")
-    results_uri = str(payload.get("results_uri") or "")
-    keys = {str(seg.get("box") or seg["box_role"]): fleet_key(results_uri, run_id, f"wave-{wave}", "results",
-                                                              f"{seg.get('box') or seg['box_role']}.json")
+    keys = {str(seg.get("box") or seg["box_role"]): control_key(run_id, f"wave-{wave}", "results",
+                                                                f"{seg.get('box') or seg['box_role']}.json")
             for seg in segments}
     items = [{**seg, "results_key": keys[str(seg.get("box") or seg["box_role"])]} for seg in segments]
-    key = fleet_key(results_uri, run_id, f"wave-{wave}", "items.json")
-    blobs.put(key, json.dumps(items).encode())
-    return {"bucket": blobs.bucket, "key": key, "wave": wave, "results": keys}
+    key = control_key(run_id, f"wave-{wave}", "items.json")
+    items_digest = write_new(blobs, key, canonical(items))
+    return {"bucket": blobs.bucket, "key": key, "digest": items_digest, "wave": wave, "results": keys}
 
 
 def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
@@ -121,30 +120,14 @@ def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
     return LaneStatus("failed", writer.attempt, f"{error}: {_short(cause, 300)}")
 
 
-class Blobs(Protocol):
-    """The few S3 objects a matrix run keeps beside its results (``<root>/fleet/<run_id>/``): the plan when the
-    execution input cannot hold it, a Distributed Map wave's items file and its segments' results."""
-
-    bucket: str
-
-    def get(self, key: str) -> bytes | None: ...
-
-    def put(self, key: str, body: bytes) -> None: ...
-
-
-def fleet_key(results_uri: str, run_id: str, *parts: str) -> str:
-    """``<results root>/fleet/<run_id>/<parts>``: a key in the results bucket (never under the append-only v1/)."""
-    root = results_uri.removeprefix("s3://").split("/", 1)[1].strip("/") if "/" in results_uri.removeprefix(
-        "s3://") else ""
-    return "/".join(p for p in (root, FLEET_PREFIX, run_id, *parts) if p)
-
-
-def load_plan(uri: str, blobs: Blobs) -> dict[str, Any]:
-    """The waves and nodes of a plan kept in S3 (``plan_uri``), refused in one line when absent or unreadable."""
-    key = uri.removeprefix("s3://").split("/", 1)[-1]
-    body = blobs.get(key)
-    if body is None:
-        raise ScheduleInputError(f"schedule payload: plan {uri} does not exist")
+def load_plan(uri: str, expected_digest: str | None, blobs: Blobs, run_id: str) -> dict[str, Any]:
+    """The waves and nodes of a plan kept in S3 (``plan_uri``): the control object of this run, its digest the one
+    the execution input carries (:class:`ControlDataError` naming both otherwise)."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    if bucket != blobs.bucket or key != control_key(run_id, "plan.json"):
+        raise ControlDataError(f"plan {uri}: not this run's control object s3://{blobs.bucket}/"
+                               f"{control_key(run_id, 'plan.json')}")
+    body = read_verified(blobs, key, expected_digest, "plan")
     try:
         data = json.loads(body)
         return {"waves": list(data["waves"]), "nodes": list(data["nodes"])}
@@ -152,20 +135,31 @@ def load_plan(uri: str, blobs: Blobs) -> dict[str, Any]:
         raise ScheduleInputError(f"schedule payload: plan {uri} is not a plan: {type(exc).__name__}: {exc}") from None
 
 
-def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None) -> list[dict[str, Any]]:
-    """A Distributed Map wave's segment results, from the keys the scheduler gave its segments; a segment that left
-    none (its child execution ended before writing it) is a failed box, said so."""
+def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None, run_id: str) -> list[dict[str, Any]]:
+    """A Distributed Map wave's segment results, from the keys the scheduler gave its segments. The items file is
+    read again and must still have the digest the scheduler wrote it with; each result must be its own box's (its
+    status known, its lanes that box's). A segment that left none (its child execution ended before writing it) is
+    a failed box, said so."""
+    if blobs is None:
+        raise ScheduleInputError("schedule payload: a distributed wave's results are in S3 but no bucket was given")
+    items = json.loads(read_verified(blobs, str(state.get("key")), state.get("digest"), "wave items"))
+    lanes_of = {str(i.get("box") or i.get("box_role")): [str(st.get("result_lane")) for st in i.get("lanes") or []]
+                for i in items if isinstance(i, dict)}
     out = []
     for box, key in dict(state.get("results") or {}).items():
-        body = blobs.get(key) if blobs is not None else None
+        if key != control_key(run_id, f"wave-{state.get('wave')}", "results", f"{box}.json"):
+            raise ControlDataError(f"wave {state.get('wave')}: the result key {key!r} of {box} is not this run's")
+        body = blobs.get(key)
+        uri = f"s3://{blobs.bucket}/{key}"
+        if body is None:
+            out.append({"box": box, "status": "failed", "error": "Segment.NoResult",
+                        "cause": f"the segment wrote no result to {uri}"})
+            continue
         try:
-            res = json.loads(body) if body is not None else None
+            res = json.loads(body)
         except ValueError:
-            res = None
-        if not isinstance(res, dict):
-            res = {"box": box, "status": "failed", "error": "Segment.NoResult",
-                   "cause": f"the segment wrote no result to s3://{blobs.bucket if blobs else '?'}/{key}"}
-        out.append(res)
+            raise ControlDataError(f"segment result {uri}: not JSON") from None
+        out.append(check_segment_result(res, box, lanes_of.get(box, []), uri))
     return out
 
 
@@ -173,22 +167,32 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
              inline_max_bytes: int = INLINE_SEGMENTS_MAX_BYTES) -> dict[str, Any]:
     """The next wave's segments, or the run's outcome (see the module's steps). ``statuses_of(store, run_id)``
     reads the run's lane statuses (default ``analytics.lane_records.lane_statuses``); ``blobs``: the results
-    bucket's fleet/ objects (a plan kept in S3, a Distributed Map wave's items and results)."""
+    bucket's control objects (a plan kept in S3, a Distributed Map wave's items and results: ``control_data``).
+
+    Nothing read is trusted: a plan in S3 must have the execution input's digest, every segment is checked against
+    the plan's models and bounds (``control_data.check_segments``), a distributed wave's items must still have their
+    digest and its results must be their own boxes'. A refusal raises :class:`ControlDataError` (the run breaks,
+    nothing more is started)."""
     try:
         run_id = str(payload["run_id"])
         state = dict(payload.get("schedule") or {})
         plan_uri = payload.get("plan_uri")
+        source = "the execution input"
         if plan_uri:
             if blobs is None:
                 raise ScheduleInputError("schedule payload: the plan is in S3 but no bucket was given")
-            payload = {**payload, **load_plan(str(plan_uri), blobs)}
+            payload = {**payload, **load_plan(str(plan_uri), payload.get("plan_digest"), blobs, run_id)}
+            source = f"plan {plan_uri} ({payload.get('plan_digest')})"
         waves = list(payload["waves"])
+        check_segments(waves, run_id, list(payload.get("boxes") or []), source)
         nodes = nodes_from_json(payload["nodes"])
         cells = [str(c) for c in (payload.get("cells") or [])]
         results = [r for r in (payload.get("results") or []) if isinstance(r, dict)]
         if state.get("distributed"):
-            results = _distributed_results(state["distributed"], blobs)
+            results = _distributed_results(state["distributed"], blobs, run_id)
         next_wave = int(state.get("next_wave") or 0)
+    except ControlDataError:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ScheduleInputError(f"schedule payload: {type(exc).__name__}: {exc}") from None
     if statuses_of is None:
@@ -278,7 +282,7 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
     if segments:
         if len(json.dumps(segments).encode()) > inline_max_bytes:
             return {**base, "done": False, "wave": wave - 1, "segments": [],
-                    "distributed": _write_items(payload, run_id, wave - 1, segments, blobs)}
+                    "distributed": _write_items(run_id, wave - 1, segments, blobs)}
         return {**base, "done": False, "wave": wave - 1, "segments": segments}
     result = outcome(nodes, statuses, box_failures, cells)
     out = _bounded_outcome(result.to_json())

@@ -148,7 +148,7 @@ SSM_THROTTLING_ERRORS = sdk_errors("Ssm", "ThrottlingException", "TooManyUpdates
 # agent's to end: agents.runner stops a lane whose token Step Functions answers dead.)
 SSM_DELIVERY_TIMEOUT_S = 60
 SSM_DOCUMENT = "AWS-RunShellScript"  # the document of every command the state machine sends
-SYNC_TIMEOUT_S = 1200  # harness sync: download + pip install
+SYNC_TIMEOUT_S = 1200  # harness sync: download + pip install (a launched box's sync adds its first-boot wait)
 CACHE_PUSH_TIMEOUT_S = 1800  # PushCompileCache: upload what the box compiled, write the boot's row
 TIMEOUT_ERRORS = ["States.HeartbeatTimeout", "States.Timeout"]
 # Step Functions' limits: an error name 256 characters, a state's input or output 256 KiB. What a failure adds to
@@ -459,7 +459,8 @@ def _segment_states() -> dict[str, Any]:
             "Type": "Task",
             "Comment": "install/verify the harness; retried while the instance's SSM agent has not registered",
             "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
-            "TimeoutSeconds": SYNC_TIMEOUT_S,
+            # the plan's: SYNC_TIMEOUT_S, plus the first-boot wait for an ephemeral box (control_plane.plan)
+            "TimeoutSecondsPath": "$.sync.timeout_s",
             "Parameters": _send_command("$.sync.comment", "$.sync.script", "$.sync.execution_timeout",
                                         "$.sync.output_prefix",
                                         (_export_line(START_REQUESTED_LINE_PREFIX, "$.start.requested_at"),)),
@@ -472,8 +473,8 @@ def _segment_states() -> dict[str, Any]:
         "HarnessSyncTimedOut": {
             "Type": "Pass",
             "Parameters": {"Error": "Harness.TimedOut",
-                           "Cause.$": "States.Format('harness sync on {} did not call back within "
-                                      + str(SYNC_TIMEOUT_S) + " s', $.instance_id)"},
+                           "Cause.$": "States.Format('harness sync on {} did not call back within {} s', "
+                                      "$.instance_id, $.sync.timeout_s)"},
             "ResultPath": "$.failure",
             "Next": "AfterFailure",
         },
@@ -597,7 +598,8 @@ def _segment_states() -> dict[str, Any]:
             "Type": "Task",
             "Resource": "arn:aws:states:::aws-sdk:s3:putObject",
             "Parameters": {"Bucket": _sub("ResultsBucketName"), "Key.$": "$.results_key",
-                           "Body.$": "States.JsonToString($)", "ContentType": "application/json"},
+                           "Body.$": "States.JsonToString($)", "ContentType": "application/json",
+                           "IfNoneMatch": "*"},  # control data: create-only (a retry after a write finds it there)
             "ResultPath": None,
             "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}],
             # a result that cannot be written: the scheduler finds none and records the segment failed
@@ -622,7 +624,7 @@ def _schedule_wave() -> dict[str, Any]:
             "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
             "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
             "boxes.$": "$$.Execution.Input.boxes", "cells.$": "$$.Execution.Input.cells",
-            "plan_uri.$": "$$.Execution.Input.plan_uri"}},
+            "plan_uri.$": "$$.Execution.Input.plan_uri", "plan_digest.$": "$$.Execution.Input.plan_digest"}},
         "ResultSelector": {"answer.$": "$.Payload"},
         "ResultPath": "$.schedule",
         "Retry": LAMBDA_RETRY,

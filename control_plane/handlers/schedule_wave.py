@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from control_plane.handlers.observability import logger, metrics, tracer
+from control_plane.control_data import S3ControlBlobs
 from control_plane.waves import ScheduleInputError, schedule
 
 
@@ -41,25 +42,6 @@ def inline_max_bytes() -> int:
     return max(0, min(value, INLINE_SEGMENTS_MAX_BYTES))
 
 
-class S3Blobs:
-    """The results bucket's fleet/ objects, through boto3 (``control_plane.waves.Blobs``)."""
-
-    def __init__(self, bucket: str, client: Any = None):
-        import boto3
-
-        self.bucket = bucket
-        self._s3 = client or boto3.client("s3")
-
-    def get(self, key: str) -> bytes | None:
-        try:
-            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except self._s3.exceptions.NoSuchKey:
-            return None
-
-    def put(self, key: str, body: bytes) -> None:
-        self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
-
-
 @logger.inject_lambda_context(log_event=False, correlation_id_path="run_id")
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -67,7 +49,7 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise ScheduleInputError(f"schedule payload: expected a JSON object, got {type(event).__name__}")
     store = open_results(event.get("results_uri"))
-    blobs = S3Blobs(str(event["results_uri"]).removeprefix("s3://").split("/", 1)[0])
+    blobs = S3ControlBlobs(str(event["results_uri"]).removeprefix("s3://").split("/", 1)[0])
     result = schedule(event, store, blobs=blobs, inline_max_bytes=inline_max_bytes())
     if result["recorded"]:
         metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=result.get("recorded_count", len(result["recorded"])))

@@ -150,9 +150,9 @@ def test_a_wave_too_large_for_the_state_runs_as_a_distributed_map_and_its_result
     assert "SegmentsDistributed" in entered and "Segments" not in entered
     s3 = client(r, "s3")
     bucket = r.settings().results_bucket
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="results/fleet/fleet-distributed/")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="control/fleet-distributed/")
             .get("Contents", [])]
-    assert "results/fleet/fleet-distributed/wave-0/items.json" in keys
+    assert "control/fleet-distributed/wave-0/items.json" in keys  # control data, outside the boxes' results/
     assert {k.rsplit("/", 1)[-1] for k in keys if "/results/" in k} == {"c01.json"}
     out = json.loads(desc["output"])["outcome"]
     assert out["status"] == "succeeded", out

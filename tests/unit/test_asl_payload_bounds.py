@@ -34,7 +34,7 @@ LANE = SEGMENT["Lanes"]["ItemProcessor"]["States"]
 # the most bytes each path a Pass reads can hold (a JSON value's own encoding: quotes included)
 PATH_BYTES = {
     "$.lane.result_lane": MAX_RESULT_LANE + 2, "$.lane.lane": MAX_RESULT_LANE + 2,
-    "$.lane.heartbeat_s": 6, "$.lane.timeout_s": 6,
+    "$.lane.heartbeat_s": 6, "$.lane.timeout_s": 6, "$.sync.timeout_s": 6,
     "$.failure.Error": ERROR_MAX_CHARS * OURS + 2,
     "$.stop_error.Error": ERROR_MAX_CHARS * OURS + 2,
     "$.stop_error.Cause": AWS_CAUSE_MAX_ASSUMED * FREE + 2,  # stopInstances' own error

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.models import RunRequestError, parse_request
+from control_plane.models import RunRequest, RunRequestError, parse_request
 from control_plane.plan import CostCeilingError, Fleet, FleetPlanError, plan_run
 from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from pipeline.instance_types import (CATALOGUE, NoPriceError, UnknownInstanceTypeError, get_instance_type,
@@ -164,8 +164,9 @@ def test_a_large_matrix_keeps_its_plan_in_s3_and_the_input_small():
     plan = plan_run(req.model_copy(update={"max_cost_usd": None}), run_id="m8", results_uri="s3://bkt/results",
                     fleet=FLEET, ceiling_usd=1000)
     assert len(plan.cells) == 24 and plan.needs_plan_in_s3
-    data = plan.execution_input("s3://bkt/results/fleet/m8/plan.json")
-    assert data["waves"] == [] and data["nodes"] == [] and data["plan_uri"].endswith("/fleet/m8/plan.json")
+    data = plan.execution_input("s3://bkt/control/m8/plan.json", "sha256:" + "0" * 64)
+    assert data["waves"] == [] and data["nodes"] == [] and data["plan_uri"].endswith("/control/m8/plan.json")
+    assert data["plan_digest"] == "sha256:" + "0" * 64
     assert len(json.dumps(data)) < 8 * 1024
     doc = plan.plan_document()
     assert len(doc["waves"][0]["segments"]) == 24 and doc["nodes"]
@@ -269,7 +270,7 @@ def test_a_plan_that_cannot_be_written_to_s3_or_a_quota_too_small_starts_nothing
     with pytest.raises(PlanStorageError) as err:
         launch(big, "m10", settings_big, fleet=None, executions=executions, committed=None, leases=leases,
                quotas=ServiceQuotas(Quotas(10_000)), s3_client=DeniedS3())
-    assert str(err.value).startswith("matrix plan: cannot write s3://bkt/results/fleet/m10/plan.json: "
+    assert str(err.value).startswith("matrix plan: cannot write s3://bkt/control/m10/plan.json: "
                                      "PermissionError: AccessDenied")
     with pytest.raises(QuotaExceededError, match="needs 8 vCPUs at once, the quota allows 4"):
         launch(request(max_concurrency=2), "m11", settings, fleet=None, executions=executions, committed=None,
@@ -300,3 +301,21 @@ def test_a_resumed_matrix_looks_its_cells_lanes_up_once_and_skips_those_committe
     assert "serve_sweep@c01" not in planned and "serve_sweep@c02" in planned and "preflight@c01" in planned
     assert [(s.lane, s.reason) for s in plan.skipped] == [("serve_sweep@c01",
                                                           "already committed for run m12 (force to re-run)")]
+
+
+def test_a_launched_boxs_sync_waits_for_its_first_boot_and_is_paid_for():
+    """The sync of an ephemeral box first waits for its first boot (up to FIRST_BOOT_WAIT_S), so the state machine
+    waits that plus the sync's own time for its callback, the SSM command runs as long, and the segment's worst-case
+    hours include the wait; a pinned box's sync keeps SYNC_TIMEOUT_S."""
+    from control_plane.plan import FIRST_BOOT_WAIT_S
+    from statemachine.build import SYNC_TIMEOUT_S
+
+    plan = plan_run(request(), run_id="m-sync", results_uri="s3://bkt/results", fleet=FLEET)
+    for seg in plan.segments:
+        assert seg.launch is not None
+        assert seg.sync.timeout_s == SYNC_TIMEOUT_S + FIRST_BOOT_WAIT_S > FIRST_BOOT_WAIT_S
+        assert seg.sync.execution_timeout == [str(SYNC_TIMEOUT_S + FIRST_BOOT_WAIT_S)]
+        lanes_s = sum(st.timeout_s for st in seg.lanes)
+        assert seg.max_instance_hours * 3600 >= lanes_s + SYNC_TIMEOUT_S + FIRST_BOOT_WAIT_S
+    pinned = plan_run(RunRequest(preset="smoke"), run_id="p-sync", results_uri="s3://bkt/results")
+    assert {seg.sync.timeout_s for seg in pinned.segments} == {SYNC_TIMEOUT_S}

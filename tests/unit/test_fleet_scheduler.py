@@ -1,6 +1,6 @@
-"""Issue 29: the scheduler over a matrix's cells: a cell refused for capacity or failed is contained (the run is
-partial, its lanes recorded skipped), a wave too large for the state goes to a Distributed Map's items file and
-its results come back from S3, a plan kept in S3 is read from there."""
+"""The scheduler over a matrix's cells: a cell refused for capacity or failed is contained (the run is partial, its
+lanes recorded skipped), a wave too large for the state goes to a Distributed Map's items file and its results come
+back from S3, a plan kept in S3 is read from there (its digest checked)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,8 @@ import pytest
 from analytics.store import LocalStore
 from control_plane.models import parse_request
 from control_plane.plan import Fleet, plan_run
-from control_plane.waves import ScheduleInputError, fleet_key, schedule
+from control_plane.control_data import ControlDataError, canonical, control_key, digest
+from control_plane.waves import ScheduleInputError, schedule
 
 RUN = "r-fleet"
 FLEET = Fleet(("subnet-a", "subnet-b"))
@@ -27,6 +28,11 @@ class Blobs:
         return self.objects.get(key)
 
     def put(self, key, body):
+        self.objects[key] = body
+
+    def put_new(self, key, body):
+        if key in self.objects:
+            raise FileExistsError(key)
         self.objects[key] = body
 
 
@@ -89,11 +95,11 @@ def test_a_wave_too_large_for_the_state_runs_from_an_items_file_and_its_results_
     first = schedule({**data, "schedule": {"next_wave": 0}, "results": []}, store, blobs=blobs, inline_max_bytes=1024)
     dist = first["distributed"]
     assert first["segments"] == [] and dist["bucket"] == "bkt"
-    assert dist["key"] == "results/fleet/r-fleet/wave-0/items.json" == fleet_key("s3://bkt/results", RUN,
-                                                                                 "wave-0", "items.json")
+    assert dist["key"] == "control/r-fleet/wave-0/items.json" == control_key(RUN, "wave-0", "items.json")
+    assert dist["digest"] == digest(blobs.objects[dist["key"]])
     items = json.loads(blobs.objects[dist["key"]])
     assert [i["box"] for i in items] == ["c01", "c02", "c03"]
-    assert items[1]["results_key"] == dist["results"]["c02"] == "results/fleet/r-fleet/wave-0/results/c02.json"
+    assert items[1]["results_key"] == dist["results"]["c02"] == "control/r-fleet/wave-0/results/c02.json"
     # the segments wrote their results (c03's child execution wrote none)
     for lane in ("provenance@c01", "preflight@c01", "serve_sweep@c01", "provenance@c02", "preflight@c02",
                  "serve_sweep@c02"):
@@ -110,14 +116,15 @@ def test_a_wave_too_large_for_the_state_runs_from_an_items_file_and_its_results_
 
 def test_a_plan_kept_in_s3_is_read_from_there_and_a_missing_one_is_one_line(plan, store):
     blobs = Blobs()
-    key = fleet_key("s3://bkt/results", RUN, "plan.json")
-    blobs.put(key, json.dumps(plan.plan_document()).encode())
-    data = plan.execution_input(f"s3://bkt/{key}")
+    key = control_key(RUN, "plan.json")
+    body = canonical(plan.plan_document())
+    blobs.put(key, body)
+    data = plan.execution_input(f"s3://bkt/{key}", digest(body))
     answer = schedule({**data, "schedule": {"next_wave": 0}, "results": []}, store, blobs=blobs)
     assert [s["box"] for s in answer["segments"]] == ["c01", "c02", "c03"]
-    with pytest.raises(ScheduleInputError, match="plan s3://bkt/results/fleet/r-fleet/nope.json does not exist"):
-        schedule({**data, "plan_uri": "s3://bkt/results/fleet/r-fleet/nope.json", "schedule": {"next_wave": 0},
-                  "results": []}, store, blobs=blobs)
+    del blobs.objects[key]
+    with pytest.raises(ControlDataError, match=f"plan s3://bkt/{key} does not exist"):
+        schedule({**data, "schedule": {"next_wave": 0}, "results": []}, store, blobs=blobs)
 
 
 def test_the_inline_limit_can_be_lowered_never_raised_and_a_bad_value_is_one_line(monkeypatch):

@@ -215,7 +215,8 @@ def test_every_segment_ends_with_a_cache_push_rendered_for_its_box_and_wave():
     assert lines[-1] == (f'exec .venv/bin/python -m agents cache push --results {RESULTS} --run-id r1 '
                          '--box-role inf2 --segment 1 --task-token "$NEURONPIPE_TASK_TOKEN"')
     data = plan.with_instances({"trn1": "i-1", "inf2": "i-2"}).execution_input()
-    assert all(set(s["cache_push"]) == {"script", "comment", "execution_timeout", "output_prefix"}
+    assert all(set(s["cache_push"]) == {"script", "comment", "execution_timeout", "output_prefix",
+                                          "timeout_s"}
                for w in data["waves"] for s in w["segments"])
 
 
