@@ -160,7 +160,8 @@ def cmd_push(args: argparse.Namespace) -> int:
         print(f"cache push failed: {message}", file=sys.stderr)
         callback.failure("Cache.PushFailed", message[:CAUSE_LIMIT])
         return 1
-    callback.success({"pushed": pushed["entries"] if pushed else 0})
+    # the attempt it proposed: the state machine's commit_lane commits it (a box never commits itself on AWS)
+    callback.success({"pushed": pushed["entries"] if pushed else 0, "lane": lane, "attempt": writer.attempt})
     return 0
 
 

@@ -100,6 +100,9 @@ _IMDS = (
     "AWS_DEFAULT_REGION=\"$(imds placement/region)\"\n"
 )
 _PROLOGUE = f"{BASH_GUARD}\nset -euo pipefail\n"
+# A box commits by proposal (analytics.store.S3Store): its markers go to v1/_proposed/, the control plane's
+# commit_lane writes the commit after the callback (its role may not write v1/_commits/).
+_PROPOSE = "export NEURONPIPE_COMMITS=propose\n"
 
 
 def box_path(path: str) -> str:
@@ -363,7 +366,7 @@ def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunReque
     if config:
         argv += ["--config", json.dumps(config, sort_keys=True)]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return (_PROLOGUE + _IMDS + _cell_line(cell) + f"cd {box_path(harness.directory)}\n"
+    return (_PROLOGUE + _IMDS + _PROPOSE + _cell_line(cell) + f"cd {box_path(harness.directory)}\n"
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 
@@ -418,7 +421,7 @@ def cache_push_script(run_id: str, results_uri: str, box_role: str, wave: int, h
     argv = [".venv/bin/python", "-m", "agents", "cache", "push", "--results", results_uri, "--run-id", run_id,
             "--box-role", box_role, "--segment", str(wave)]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return (_PROLOGUE + _IMDS + f"cd {box_path(harness.directory)}\n"
+    return (_PROLOGUE + _IMDS + _PROPOSE + f"cd {box_path(harness.directory)}\n"
             + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
 
 

@@ -82,6 +82,7 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 * ``${ResultsBucketName}`` — bucket for SSM command output (under each lane's ``logs/`` prefix).
 * ``${CommandLogGroupName}`` — CloudWatch log group for SSM command output.
 * ``${FinalizeRunFunctionArn}`` — the ``control_plane.handlers.finalize_run`` Lambda.
+* ``${CommitLaneFunctionArn}`` — the ``control_plane.handlers.commit_lane`` Lambda (commits what a box proposed).
 * ``${ScheduleWaveFunctionArn}`` — the ``control_plane.handlers.schedule_wave`` Lambda.
 * ``${EventBusName}`` — bus for ``RunSucceeded`` / ``RunPartiallySucceeded`` / ``RunFailed`` / ``RunReportFailed``
   (``default``).
@@ -104,6 +105,7 @@ SUBSTITUTIONS: dict[str, str] = {
     "ResultsBucketName": "bucket for SSM command output (lane logs prefix)",
     "CommandLogGroupName": "CloudWatch log group for SSM command output",
     "FinalizeRunFunctionArn": "ARN of the finalize_run Lambda",
+    "CommitLaneFunctionArn": "ARN of the commit_lane Lambda",
     "ScheduleWaveFunctionArn": "ARN of the schedule_wave Lambda (between waves: what runs next, the outcome)",
     "EventBusName": "event bus for RunSucceeded/RunFailed (default)",
     "EventSource": "Source of the run events (neuronpipe)",
@@ -116,6 +118,7 @@ TOKEN_LINE_PREFIX = f"export {TOKEN_ENV}="
 # SyncHarness only: when the segment asked EC2 to start the box ($$.State.EnteredTime of MarkStart, ISO-8601)
 START_REQUESTED_ENV = "NEURONPIPE_START_REQUESTED_AT"
 START_REQUESTED_LINE_PREFIX = f"export {START_REQUESTED_ENV}="
+BOOT_RECORD_PREFIX = "boot@"  # pipeline.lanes.BOOT_RECORD_PREFIX (this module stays import-free of pipeline)
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
 EVENT_RUN_PARTIAL = "RunPartiallySucceeded"
@@ -298,6 +301,21 @@ CAPACITY_PATTERNS = ("*InsufficientInstanceCapacity*", "*InsufficientCapacity*",
                      "*not supported in your requested Availability Zone*")
 
 
+COMMIT_REFUSED_ERROR = "Commit.Refused"
+COMMIT_FAILED_ERROR = "Commit.Failed"
+
+
+def _commit_lane(callback_path: str, lane_path: str = "$.lane.result_lane") -> dict[str, Any]:
+    """The commit_lane Lambda over a lane's callback (``control_plane.handlers.commit_lane``)."""
+    return {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": _sub("CommitLaneFunctionArn"),
+                       "Payload": {"run_id.$": "$.run_id", "lane.$": lane_path, "callback.$": callback_path}},
+        "Retry": LAMBDA_RETRY,
+    }
+
+
 def _run_lane_states() -> dict[str, Any]:
     """One iteration of the Lanes map: RunLane, and on a failure its classification (at most 3 states).
 
@@ -321,21 +339,67 @@ def _run_lane_states() -> dict[str, Any]:
             "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
                                         "$.lane.output_prefix"),
             "Retry": [SSM_THROTTLE_RETRY],
-            "ResultPath": None,
-            "OutputPath": "$.lane.result_lane",  # the iteration's result: the lane's name (its record is in S3)
+            "ResultPath": "$.callback",  # what the box answered through the lane's token: it names its attempt
             # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
             # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
             "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
                       {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"}],
+            "Next": "CommitLane",
+        },
+        "CommitLane": {
+            **_commit_lane("$.callback"),
+            "Comment": "the control plane commits the attempt the box proposed (run and lane from the plan, the "
+                       "attempt from the callback): a box cannot commit for another lane or run",
+            "ResultSelector": {"answer.$": "$.Payload"},
+            "ResultPath": "$.commit",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.commit_error", "Next": "LaneCommitFailed"}],
+            "Next": "LaneCommitted",
+        },
+        "LaneCommitted": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.commit.answer.committed", "BooleanEquals": True, "Next": "LaneDone"}],
+            "Default": "LaneCommitRefused",
+        },
+        "LaneDone": {"Type": "Pass", "Comment": "the iteration's result: the lane's name (its record is in S3)",
+                     "OutputPath": "$.lane.result_lane", "End": True},
+        "LaneCommitRefused": {
+            "Type": "Pass",
+            "Comment": "the proposal was not this lane's own attempt: the scheduler records the lane failed with why",
+            "Parameters": {"result_lane.$": "$.lane.result_lane", "error": COMMIT_REFUSED_ERROR,
+                           "cause.$": "$.commit.answer.message"},
             "End": True,
+        },
+        "LaneCommitFailed": {
+            "Type": "Pass",
+            "Comment": "commit_lane itself failed (its error is in the history): the lane is recorded failed",
+            "Parameters": {"result_lane.$": "$.lane.result_lane", "error": COMMIT_FAILED_ERROR,
+                           "cause.$": "$.commit_error.Error"},
+            "End": True,
+        },
+        "CommitFailedLane": {
+            **_commit_lane("$.failure"),
+            "Comment": "the runner proposed its failed attempt (the record with the whole error): commit it",
+            "ResultPath": None,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "LaneFailed"}],
+            "Next": "LaneFailed",
+        },
+        "CommitFailedGate": {
+            **_commit_lane("$.failure"),
+            "Comment": "the gate's runner proposed its failed attempt: commit it, then end the segment",
+            "ResultPath": None,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "GateFailed"}],
+            "Next": "GateFailed",
         },
         "LaneFailureKind": {
             "Type": "Choice",
-            "Choices": [{"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}],
+            "Choices": [{"And": [{"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN},
+                                 {"Variable": "$.lane.gate", "BooleanEquals": True}], "Next": "CommitFailedGate"},
+                        {"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}],
                          "Next": "GateFailed"},
                         {"Variable": "$.failure.Error", "StringMatches": COMMAND_ERROR_PATTERN,
                          "Next": "CommandFailed"},
-                        {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN, "Next": "LaneFailed"}],
+                        {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN,
+                         "Next": "CommitFailedLane"}],
             "Default": "LaneInfraFailed",
         },
         "LaneFailed": {
@@ -482,7 +546,7 @@ def _segment_states() -> dict[str, Any]:
             "Type": "Map",
             "ItemsPath": "$.lanes",
             "MaxConcurrency": 1,
-            "ItemSelector": {"instance_id.$": "$.instance_id", "lane.$": "$$.Map.Item.Value"},
+            "ItemSelector": {"instance_id.$": "$.instance_id", "run_id.$": "$.run_id", "lane.$": "$$.Map.Item.Value"},
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "RunLane",
                               "States": _run_lane_states()},
             "ResultPath": "$.lane_results",
@@ -497,9 +561,17 @@ def _segment_states() -> dict[str, Any]:
             "TimeoutSeconds": CACHE_PUSH_TIMEOUT_S,
             "Parameters": _send_command("$.cache_push.comment", "$.cache_push.script",
                                         "$.cache_push.execution_timeout", "$.cache_push.output_prefix"),
-            "ResultPath": None,
+            "ResultPath": "$.cache_push_result",  # names the boot record's attempt
             "Retry": [SSM_THROTTLE_RETRY],
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopOrTerminate"}],
+            "Next": "CommitBootRecord",
+        },
+        "CommitBootRecord": {
+            **_commit_lane("$.cache_push_result",
+                           f"States.Format('{BOOT_RECORD_PREFIX}{{}}.w{{}}', $.box_role, $.wave)"),
+            "Comment": "commit the boot record the cache push proposed (pipeline.lanes.boot_record_lane)",
+            "ResultPath": None,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.boot_commit_error", "Next": "StopOrTerminate"}],
             "Next": "StopOrTerminate",
         },
         "StopOrTerminate": {"Type": "Choice", "Choices": [{**ephemeral, "Next": "TerminateInstance"}],

@@ -44,7 +44,7 @@ from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
 from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
                                AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
-                               attempt_order, effective_markers as _effective, marker_key, parse_marker_key, schema_fingerprint, sequenced_attempt_id)
+                               attempt_order, effective_markers as _effective, marker_key, parse_marker_key, proposal_key, schema_fingerprint, sequenced_attempt_id)
 
 
 def new_attempt_id(now: datetime | None = None) -> str:
@@ -77,9 +77,14 @@ def _sha256_stream(fh: Any) -> str:
 
 
 class ResultStore(ABC):
-    """All commit logic; subclasses implement create-only byte I/O on keys."""
+    """All commit logic; subclasses implement create-only byte I/O on keys.
+
+    ``proposes``: this writer may not commit (a box on AWS: ``NEURONPIPE_COMMITS=propose``, which the plan's
+    scripts export); its attempts' markers go to ``v1/_proposed/`` and the control plane commits them after the
+    lane's callback (``control_plane.commits``). Everything else of the protocol is the same."""
 
     root: str
+    proposes: bool = False
 
     # ---- I/O primitives (subclasses) -------------------------------------------------
     @abstractmethod
@@ -104,6 +109,10 @@ class ResultStore(ABC):
 
     @abstractmethod
     def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def size_of(self, key: str) -> int | None:
+        """The object's size in bytes; None when it does not exist."""
 
     @abstractmethod
     def uri(self, key: str) -> str:
@@ -362,7 +371,9 @@ class AttemptWriter:
                               supersedes=supersedes, tables=written, files=list(self._files),
                               committed_at=datetime.now(timezone.utc).isoformat(), sequence=self.sequence,
                               checksums=checksums)
-        self.store.put_bytes(marker_key(self.run_id, self.lane, self.attempt, LAYOUT_PREFIX), marker.to_json())
+        key = (proposal_key if self.store.proposes else marker_key)(self.run_id, self.lane, self.attempt,
+                                                                   LAYOUT_PREFIX)
+        self.store.put_bytes(key, marker.to_json())
         self._committed = True
         return marker
 

@@ -86,6 +86,10 @@ class LocalStore(ResultStore):
     def exists(self, key: str) -> bool:
         return self._p(key).exists()
 
+    def size_of(self, key: str) -> int | None:
+        p = self._p(key)
+        return p.stat().st_size if p.is_file() else None
+
     def uri(self, key: str) -> str:
         return str(self._p(key))
 

@@ -31,6 +31,9 @@ from pipeline import jsonio
 COMMITS = "_commits"
 SEQUENCES = "_seq"
 QUARANTINE = "_quarantine"
+# Where an untrusted writer (a box) puts its marker: the control plane checks it and writes the commit
+# (control_plane.commits); readers never read proposals.
+PROPOSED = "_proposed"
 STATUSES = ("succeeded", "failed", "skipped")
 MARKER_FORMAT = 2  # digest + a size/SHA-256 checksum for every file named
 LEGACY_FORMAT = 1  # no digest, no checksums: readable, never checked (see the module docstring)
@@ -166,6 +169,11 @@ class CommitMarker:
 
 def marker_key(run_id: str, lane: str, attempt: str, layout: str = "v1") -> str:
     return f"{layout}/{COMMITS}/run_id={run_id}/lane={lane}/{attempt}.json"
+
+
+def proposal_key(run_id: str, lane: str, attempt: str, layout: str = "v1") -> str:
+    """Where a box proposes the marker of its attempt (``v1/_proposed/…``): nothing reads it but the promotion."""
+    return f"{layout}/{PROPOSED}/run_id={run_id}/lane={lane}/{attempt}.json"
 
 
 def parse_marker_key(key: str) -> tuple[str, str, str] | None:

@@ -19,10 +19,14 @@ SINGLE_PUT_MAX_BYTES = 128 * 2**20  # above this a file goes as a multipart uplo
 TRANSFER_THREADS = 8
 
 
+COMMITS_ENV = "NEURONPIPE_COMMITS"  # "propose" on a box: its markers are proposals the control plane commits
+
+
 class S3Store(ResultStore):
     """``s3://bucket/prefix`` through boto3 (client injected; created only when absent)."""
 
-    def __init__(self, uri: str, client: "S3Client | None" = None):
+    def __init__(self, uri: str, client: "S3Client | None" = None, proposes: bool | None = None):
+        """``proposes``: commit by proposal (see :class:`ResultStore`); default from ``NEURONPIPE_COMMITS``."""
         if not uri.startswith("s3://"):
             raise ValueError(f"not an s3:// URI: {uri!r}")
         rest = uri[5:]
@@ -34,6 +38,11 @@ class S3Store(ResultStore):
 
             client = boto3.client("s3")
         self.client = client
+        if proposes is None:
+            import os
+
+            proposes = os.environ.get(COMMITS_ENV, "") == "propose"
+        self.proposes = proposes
 
     def _k(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -154,6 +163,16 @@ class S3Store(ResultStore):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return False
+            raise
+
+    def size_of(self, key: str) -> int | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=self._k(key))["ContentLength"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
             raise
 
     def uri(self, key: str) -> str:

@@ -39,6 +39,7 @@ RESULTS = f"s3://{BUCKET}/results"
 SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "/neuronpipe/commands",
         "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:finalize-run",
         "ScheduleWaveFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:schedule-wave",
+        "CommitLaneFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:commit-lane",
         "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
 DEADLINE_S = 60
 
@@ -86,6 +87,12 @@ def env(aws, monkeypatch):
             from control_plane.waves import schedule
 
             return json.dumps(schedule(json.loads(body), S3Store(RESULTS, client=boto3.client("s3")))).encode()
+        if "commit-lane" in function_name:  # the control plane commits what the box proposed
+            from control_plane.commits import commit_lane
+
+            payload = json.loads(body)
+            return json.dumps(commit_lane(S3Store(RESULTS, client=boto3.client("s3")), payload["run_id"],
+                                          payload["lane"], payload.get("callback"))).encode()
         request = FinalizeRequest.model_validate_json(body)
         result = finalize(request, ReportBucket(BUCKET, "reports", client=boto3.client("s3")), fake_builder)
         reports.append(result)
@@ -107,22 +114,24 @@ def _send_task_failure_with_cause(response):
     return EmptyResult()
 
 
-def commit(env: dict, cmd: dict, what: str, status: str, message: str | None = None) -> None:
-    """What the runner commits before it calls back (a lane's record under its result lane)."""
+def commit(env: dict, cmd: dict, what: str, status: str, message: str | None = None) -> str | None:
+    """What the runner commits before it calls back (a lane's record under its result lane), proposed as a box
+    does (the state machine's commit_lane commits it); the attempt id."""
     if what in SEGMENT_COMMANDS:
-        return
+        return None
     from datetime import datetime, timezone
 
     from pipeline.lanes import result_lane
 
     # the box from the command's output prefix (.../ssm-<role>): plain moto lists every instance in InstanceIds
     role = cmd["OutputS3KeyPrefix"].rsplit("ssm-", 1)[-1]
-    writer = S3Store(RESULTS, client=env["s3"]).begin_attempt(parse_run(cmd), result_lane(what, role))
+    writer = S3Store(RESULTS, client=env["s3"], proposes=True).begin_attempt(parse_run(cmd), result_lane(what, role))
     now = datetime.now(timezone.utc)
     writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu", "host": "fake",
                                    "status": status, "supersedes": True,
                                    **({"error_type": "RuntimeError", "error_message": message} if message else {})}])
     writer.commit(status, supersedes=True)
+    return writer.attempt
 
 
 def parse_run(cmd: dict) -> str:
@@ -151,12 +160,15 @@ def fake_agent(env: dict, decide: Decide, stop: threading.Event) -> threading.Th
                 action = actions[cmd["CommandId"]]
                 try:
                     if action == "success":
-                        commit(env, cmd, what, "succeeded")
-                        sfn.send_task_success(taskToken=token, output=json.dumps({"lane": what, "status": "succeeded"}))
+                        attempt = commit(env, cmd, what, "succeeded")
+                        sfn.send_task_success(taskToken=token, output=json.dumps({"lane": what, "status": "succeeded",
+                                                                                  "attempt": attempt}))
                     elif isinstance(action, tuple) and action[0] == "fail":
-                        commit(env, cmd, what, "failed", action[3] if len(action) > 3 else None)
-                        sfn.send_task_failure(taskToken=token, error=action[1],
-                                              cause=action[2] if len(action) > 2 else f"{what} broke")
+                        attempt = commit(env, cmd, what, "failed", action[3] if len(action) > 3 else None)
+                        cause = action[2] if len(action) > 2 else f"{what} broke"
+                        if action[1].startswith("Lane."):  # the runner's cause: its result, naming its attempt
+                            cause = json.dumps({"lane": what, "attempt": attempt, "error_message": cause})
+                        sfn.send_task_failure(taskToken=token, error=action[1], cause=cause)
                 except ClientError as exc:  # the task is not waiting yet: answer on the next pass
                     errors.append(exc)
                     continue
@@ -266,11 +278,12 @@ def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
     assert len(per_lane) == 4 and max(per_lane) <= 6
     assert not [e for e in history if e["type"] == "WaitStateEntered"]
     total = len(states(history))
-    # whole run: per-lane states + 13 per segment (mark, start-or-launch choice, start, sync, lanes map, cache push,
-    # stop-or-terminate choice, stop, last-segment choice, lease release, result, its end choice and succeed) +
+    # whole run: per-lane states + 14 per segment (mark, start-or-launch choice, start, sync, lanes map, cache push,
+    # its boot record's commit, stop-or-terminate choice, stop, last-segment choice, lease release, result, its end
+    # choice and succeed) +
     # Init, 2 scheduler calls, 2 choices, the segments map, outcome, the run-wide release (map, the box's release
     # refused as already released, its Pass), finalize, its report-written choice, event choice, event, succeed
-    assert total == sum(per_lane) + 13 * 1 + 15
+    assert total == sum(per_lane) + 14 * 1 + 15
 
 
 def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env):

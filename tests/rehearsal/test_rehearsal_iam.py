@@ -130,6 +130,39 @@ def test_the_run_passes_with_every_actor_on_its_own_policy(rehearsed: dict[str, 
 
 
 @pytest.mark.slow
+def test_a_box_cannot_commit_for_another_lane_or_run_nor_write_control_data(rehearsed: dict[str, Any]) -> None:
+    """With a box's own credentials: a commit marker for another run or another lane of its run, and a control
+    object, are denied by its policy; a proposal it may write for another lane never becomes an attempt (only the
+    control plane commits, and only what a lane's own callback names). The run's own results stand."""
+    from botocore.exceptions import ClientError
+
+    from analytics.store import S3Store
+
+    r = rehearsed["r"]
+    box = next(b for b in r.boxes.values() if b.identity.box_role == "trn1")
+    results = r.settings().results_uri
+    bucket, _, root = results.removeprefix("s3://").partition("/")
+    s3 = r.world.client("s3", box.credentials())
+    marker = b'{"forged": true}'
+    for key in (f"{root}/v1/_commits/run_id=another-run/lane=smoke@trn1/s00000001-forged.json",
+                f"{root}/v1/_commits/run_id={RUN_ID}/lane=provenance@inf2/s00000009-forged.json",
+                f"{root}/v1/_quarantine/run_id={RUN_ID}/lane=provenance@trn1/s00000001-x.json",
+                f"control/{RUN_ID}/plan.json", f"control/another-run/wave-0/items.json"):
+        with pytest.raises(ClientError, match="AccessDenied"):
+            s3.put_object(Bucket=bucket, Key=key, Body=marker, IfNoneMatch="*")
+    # a proposal is the box's to write; it commits nothing
+    s3.put_object(Bucket=bucket, Key=f"{root}/v1/_proposed/run_id={RUN_ID}/lane=provenance@inf2/s00000009-f.json",
+                  Body=marker, IfNoneMatch="*")
+    store = S3Store(results, client=r.world.client("s3", r.operator()))
+    attempts = {(m.lane, m.attempt) for m in store.usable_markers() if m.run_id == RUN_ID}
+    assert {lane for lane, _ in attempts} >= {"provenance@trn1", "provenance@inf2"}
+    assert not any(a.endswith("-f") or "forged" in a for _, a in attempts)
+    assert not [m for m in store.usable_markers() if m.run_id == "another-run"]
+    denied = {(d.actor, d.resource.rsplit("/", 3)[-3] if d.resource else "") for d in r.iam_denials()}
+    assert all(actor == "box:trn1" for actor, _ in denied) and len(r.iam_denials()) >= 5
+
+
+@pytest.mark.slow
 def test_a_call_outside_the_box_policy_fails_the_rehearsal(rehearsed: dict[str, Any]) -> None:
     from rehearsal.run import IamDenialsError
 

@@ -119,20 +119,30 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     assert top["EmitRunSucceeded"]["Parameters"]["Entries"][0]["Detail"]["outcome.$"] == "$.outcome"
 
 
-def test_a_lane_s_own_failure_is_recorded_a_gate_s_ends_the_segment_at_most_three_states():
+def test_a_lane_s_own_failure_is_recorded_a_gate_s_ends_the_segment_at_most_four_states():
     lane = build_definition()["States"]["Segments"]["ItemProcessor"]["States"]["Lanes"]["ItemProcessor"]["States"]
     kind = lane["LaneFailureKind"]
-    (gate, command, own) = kind["Choices"]
+    (gate_own, gate, command, own) = kind["Choices"]
+    # a gate's own failure: its proposed record is committed, then the segment ends
+    assert gate_own["Next"] == "CommitFailedGate" and lane["CommitFailedGate"]["Next"] == "GateFailed"
+    assert {"Variable": "$.failure.Error", "StringMatches": "Lane.*"} in gate_own["And"]
     assert gate["Next"] == "GateFailed" and {"Variable": "$.lane.gate", "BooleanEquals": True} in gate["And"]
     assert {o["StringMatches"] for o in gate["And"][0]["Or"]} == {"Lane.*", "Command.*"}
     assert (command["StringMatches"], command["Next"]) == ("Command.*", "CommandFailed")
-    assert (own["StringMatches"], own["Next"]) == ("Lane.*", "LaneFailed")
+    assert (own["StringMatches"], own["Next"]) == ("Lane.*", "CommitFailedLane")
+    assert lane["CommitFailedLane"]["Next"] == "LaneFailed"
     assert kind["Default"] == "LaneInfraFailed" and lane["LaneInfraFailed"]["Type"] == "Fail"
     for name in ("LaneFailed", "CommandFailed"):
         assert lane[name]["Type"] == "Pass" and lane[name]["End"]
     assert lane["GateFailed"]["Error"] == "Gate.Failed"
-    # the longest path through a lane: RunLane -> LaneFailureKind -> LaneFailed | GateFailed | LaneInfraFailed
+    # the longest path through a lane: RunLane -> LaneFailureKind -> CommitFailed* -> LaneFailed | GateFailed
     assert lane["RunLane"]["Catch"][-1]["Next"] == "LaneFailureKind"
+    # a lane's success: the control plane commits the attempt the callback names, before the next lane
+    assert lane["RunLane"]["Next"] == "CommitLane" and lane["CommitLane"]["Next"] == "LaneCommitted"
+    assert lane["CommitLane"]["Parameters"]["Payload"] == {"run_id.$": "$.run_id", "lane.$": "$.lane.result_lane",
+                                                           "callback.$": "$.callback"}
+    assert lane["LaneCommitted"]["Default"] == "LaneCommitRefused"
+    assert lane["LaneCommitRefused"]["Parameters"]["error"] == "Commit.Refused"
 
 
 def test_token_line_round_trips_through_the_parser():
@@ -199,7 +209,9 @@ def test_the_compile_cache_push_runs_after_the_lanes_and_never_fails_the_segment
     push = states["PushCompileCache"]
     assert push["Resource"].endswith("ssm:sendCommand.waitForTaskToken")
     assert push["TimeoutSeconds"] == CACHE_PUSH_TIMEOUT_S == 1800
-    assert push["Next"] == "StopOrTerminate" and states["StopOrTerminate"]["Default"] == "StopInstance"
+    assert push["Next"] == "CommitBootRecord" and states["CommitBootRecord"]["Next"] == "StopOrTerminate"
+    assert states["CommitBootRecord"]["Catch"][0]["Next"] == "StopOrTerminate"
+    assert states["StopOrTerminate"]["Default"] == "StopInstance"
     assert push["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error",
                               "Next": "StopOrTerminate"}]
     params = push["Parameters"]
