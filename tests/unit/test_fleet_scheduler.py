@@ -11,29 +11,12 @@ import pytest
 from analytics.store import LocalStore
 from control_plane.models import parse_request
 from control_plane.plan import Fleet, plan_run
+from tests.support.control_blobs import Blobs
 from control_plane.control_data import ControlDataError, canonical, control_key, digest
 from control_plane.waves import ScheduleInputError, schedule
 
 RUN = "r-fleet"
 FLEET = Fleet(("subnet-a", "subnet-b"))
-
-
-class Blobs:
-    bucket = "bkt"
-
-    def __init__(self):
-        self.objects: dict[str, bytes] = {}
-
-    def get(self, key):
-        return self.objects.get(key)
-
-    def put(self, key, body):
-        self.objects[key] = body
-
-    def put_new(self, key, body):
-        if key in self.objects:
-            raise FileExistsError(key)
-        self.objects[key] = body
 
 
 @pytest.fixture
