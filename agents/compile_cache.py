@@ -20,6 +20,11 @@ Layout in the store (``<results root>/neuron-cache/<namespace>/``, beside ``v1/`
 * **seed** downloads every manifested entry the box lacks and records them in ``.neuronpipe-seeded.json`` in the
   cache (so a compile row can say its artifacts came from S3: ``cache_basis = s3``); **push** uploads every
   complete local entry the store lacks, files first, the manifest last (a reader never sees half an entry).
+* **what a seed trusts**: nothing the store says until it is checked (:func:`entry_files`). Before anything is
+  written the entry's name is one of the layout's kinds inside the cache root, its manifest describes that entry in
+  this namespace, and every file it lists is a plain relative name inside the entry
+  (:func:`pipeline.containment.contained`); the files download into a ``.seed-*`` directory in the cache root,
+  and only when each has the manifest's size and SHA-256 is that directory renamed into place.
 
 Counts (entries fetched / already present / pushed, bytes, seconds) land in the segment's ``box_boots`` row.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -38,6 +44,7 @@ from typing import Any, Iterable
 
 from agents.training.catalog import sha256_file
 from analytics.store.base import AlreadyExistsError, ResultStore
+from pipeline.containment import PathEscapeError, contained
 
 CACHE_PREFIX = "neuron-cache"
 MANIFEST_SUFFIX = ".entry.json"
@@ -185,9 +192,62 @@ def push(store: ResultStore, layout: CacheLayout, who: dict[str, Any] | None = N
     return counts
 
 
+class ManifestError(ValueError):
+    """A stored entry's manifest does not describe the entry its key names, or a file differs from it."""
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    path: str  # relative to the entry, "/"-separated
+    bytes: int
+    sha256: str
+
+
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def entry_files(layout: CacheLayout, rel: str, manifest: Any) -> list[ManifestFile]:
+    """The files of stored entry ``rel`` as its manifest lists them, once every claim that decides where they land
+    is checked: ``rel`` is one of the layout's kinds and stays inside the cache root, the manifest names ``rel`` and
+    this namespace, and each file is a plain relative name inside the entry, listed once, with a size and a
+    SHA-256. :class:`ManifestError` names what is wrong."""
+    try:
+        contained(layout.root, rel)
+    except PathEscapeError as exc:
+        raise ManifestError(f"entry {exc}") from exc
+    if any(p.startswith(".") for p in rel.split("/")) or not any(
+            rel.count("/") == k.pattern.count("/") and fnmatch.fnmatchcase(rel, k.pattern) for k in layout.kinds):
+        raise ManifestError(f"entry {rel!r} is none of this cache's kinds "
+                            f"({', '.join(k.pattern for k in layout.kinds)})")
+    if not isinstance(manifest, dict):
+        raise ManifestError("the manifest is not a JSON object")
+    if manifest.get("entry") != rel:
+        raise ManifestError(f"the manifest describes entry {manifest.get('entry')!r}, its key names {rel!r}")
+    if manifest.get("namespace") != layout.namespace:
+        raise ManifestError(f"the manifest is for namespace {manifest.get('namespace')!r}, not {layout.namespace!r}")
+    listed = manifest.get("files")
+    if not isinstance(listed, list) or not listed:
+        raise ManifestError("the manifest lists no files")
+    out: dict[str, ManifestFile] = {}
+    for f in listed:
+        size, digest = (f.get("bytes"), f.get("sha256")) if isinstance(f, dict) else (None, None)
+        if (not isinstance(size, int) or isinstance(size, bool) or size < 0
+                or not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
+            raise ManifestError(f"manifest file {f!r}: needs path, bytes (an integer >= 0) and sha256 (64 hex)")
+        try:
+            contained(layout.root / rel, f.get("path"))
+        except PathEscapeError as exc:
+            raise ManifestError(f"file {exc}") from exc
+        if f["path"] in out:
+            raise ManifestError(f"file {f['path']!r} is listed twice")
+        out[f["path"]] = ManifestFile(f["path"], size, digest)
+    return list(out.values())
+
+
 def seed(store: ResultStore, layout: CacheLayout, boot_id: str | None = None) -> SyncCounts:
-    """Download every stored entry the box lacks (checked against its manifest's SHA-256s, then moved into place
-    whole); record what came from the store in :data:`SEEDED_FILE`."""
+    """Download every stored entry the box lacks and whose manifest holds (:func:`entry_files`), into a
+    ``.seed-*`` directory in the cache root; check every file's size and SHA-256 against the manifest, then move the
+    entry into place whole. Record what came from the store in :data:`SEEDED_FILE`."""
     t0 = time.perf_counter()
     counts = SyncCounts()
     local = set(layout.entries())
@@ -198,31 +258,37 @@ def seed(store: ResultStore, layout: CacheLayout, boot_id: str | None = None) ->
             continue
         try:
             manifest = json.loads(store.get_bytes(mkey))
-            files = manifest["files"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             counts.skipped.append(f"{rel}: unreadable manifest ({exc})")
             continue
-        dest = layout.root / rel
+        try:
+            files = entry_files(layout, rel, manifest)
+        except ManifestError as exc:
+            counts.skipped.append(f"{rel}: {exc}")
+            continue
+        dest = contained(layout.root, rel)
         if dest.exists():
             counts.skipped.append(f"{rel}: an incomplete local copy is in the way (left alone)")
             continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".seed-{dest.name}-", dir=dest.parent))
+        layout.root.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".seed-", dir=layout.root))
         try:
-            size = 0
             for f in files:
-                target = stage / f["path"]
-                store.download(_key(layout, f"{rel}/{f['path']}"), target)
-                if sha256_file(target) != f["sha256"]:
-                    raise ValueError(f"{f['path']}: SHA-256 differs from its manifest")
-                size += target.stat().st_size
+                target = contained(stage, f.path)
+                store.download(_key(layout, f"{rel}/{f.path}"), target)
+                size = target.stat().st_size
+                if size != f.bytes:
+                    raise ManifestError(f"{f.path}: {size} bytes, its manifest says {f.bytes}")
+                if sha256_file(target) != f.sha256:
+                    raise ManifestError(f"{f.path}: SHA-256 differs from its manifest")
+            dest.parent.mkdir(parents=True, exist_ok=True)
             stage.rename(dest)
         except Exception as exc:  # noqa: BLE001 - one entry's damage never stops the seed; it is reported
             shutil.rmtree(stage, ignore_errors=True)
             counts.skipped.append(f"{rel}: {type(exc).__name__}: {exc}")
             continue
         counts.entries += 1
-        counts.bytes += size
+        counts.bytes += sum(f.bytes for f in files)
         fetched.append(rel)
     if fetched or boot_id:
         record_seeded(layout, fetched, boot_id)

@@ -9,6 +9,10 @@ different bytes is a conflict and stops the pull. Uncommitted files in the
 source (no marker names them) are never copied. Model weights (``models/``)
 are copied only when asked: they are large and the tables do not need them.
 
+Every key an attempt names (its marker's own key included) becomes a mirror path only through
+:func:`pipeline.containment.contained`, all of them before the attempt's first copy: one that would land
+outside the mirror (absolute, a ``..``, an empty or ``.`` part) leaves the attempt out, as damage does.
+
 Every file copied is checked against the SHA-256 (and size) its marker records
 before it is linked into the mirror. An attempt with a damaged or missing file,
 or an unreadable marker, is not mirrored: one warning line names the file and
@@ -28,6 +32,7 @@ import duckdb
 from analytics.schema import LAYOUT_PREFIX, TABLES
 from analytics.store.integrity import Exclusion, warn_excluded
 from analytics.store import COMMITS, FILE_MODE, ArtifactNotFoundError, CommitMarker, LocalStore, ResultStore
+from pipeline.containment import PathEscapeError, contained
 
 
 class MirrorConflictError(RuntimeError):
@@ -62,11 +67,18 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _mirror_path(dest_root: Path, key: str) -> Path:
+    try:
+        return contained(dest_root, key)
+    except PathEscapeError as exc:
+        raise SourceDamageError(f"the key leaves the mirror ({exc})") from None
+
+
 def _copy_create_only(source: ResultStore, key: str, dest_root: Path, record: dict | None = None) -> int:
     """Copy ``key`` into the mirror atomically and create-only; return bytes copied (0 if already identical).
 
     ``record`` (the marker's size and SHA-256 of the file): the copy is checked before it is linked in."""
-    dest = dest_root / key
+    dest = _mirror_path(dest_root, key)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
     os.fchmod(fd, FILE_MODE)
@@ -112,11 +124,16 @@ def pull(source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None 
             continue
         runs.add(m.run_id)
         mk = marker_key(m)
-        if mirror.exists(mk):
-            summary.markers_present += 1
-            continue
         try:
-            for key in [*sorted(m.tables.values()), *m.files]:
+            for key in [mk, *m.keys()]:  # every key checked before the first copy
+                try:
+                    _mirror_path(root, key)
+                except SourceDamageError as exc:
+                    raise SourceDamageError(key, str(exc)) from None
+            if mirror.exists(mk):
+                summary.markers_present += 1
+                continue
+            for key in m.keys():
                 if key.startswith("models/") and not with_models:
                     summary.models_skipped += 1
                     continue

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 from agents.training.catalog import sha256_file as file_sha256  # one file hash for the project
+from pipeline.containment import PathEscapeError, contained
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -105,7 +106,10 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
     dest.mkdir(parents=True, exist_ok=True)
     try:
         if not key.endswith("/"):
-            target = dest / key.rsplit("/", 1)[-1]
+            try:
+                target = contained(dest, key.rsplit("/", 1)[-1])
+            except PathEscapeError as exc:
+                raise DatasetError(f"{uri}: the key names no file to download ({exc})") from exc
             try:
                 s3_client.download_file(bucket, key, str(target))
             except ClientError as exc:
@@ -122,7 +126,7 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
 
         try:
             count = download_prefix(s3_client, bucket, key, root)
-        except ValueError as exc:  # a key with a `..` part
+        except ValueError as exc:  # a key that would land outside the directory (PathEscapeError)
             raise DatasetError(f"{uri}: {exc}") from exc
     except (ClientError, BotoCoreError) as exc:
         raise DatasetError(f"{uri}: cannot download: {exc}") from exc

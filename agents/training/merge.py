@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agents.training.catalog import sha256_file
+from pipeline.containment import PathEscapeError, contained
 
 AdapterLayout = Literal["peft", "neuron_sharded"]
 NEURON_SHARDS = Path("adapter_default") / "adapter_shards"
@@ -102,9 +103,18 @@ def fetch_sft_adapter(store: Any, run_id: str, model: str, dest: Path) -> Path:
     prefix, keys = adapter_files(marker, run_id, model)
     if not keys:
         raise MergeInputError(f"sft attempt {marker.attempt} committed no adapter for {model!r}")
-    for k in keys:
-        store.download(k, Path(dest) / k[len(prefix) + 1:])
+    targets = [(k, _local(dest, k[len(prefix) + 1:], k)) for k in keys]  # every key checked before a download
+    for k, target in targets:
+        store.download(k, target)
     return Path(dest)
+
+
+def _local(dest: Path, relative: str, named_by: str) -> Path:
+    """Where a file the store names lands under ``dest``; MergeInputError when the name would leave it."""
+    try:
+        return contained(dest, relative)
+    except PathEscapeError as exc:
+        raise MergeInputError(f"{named_by}: the name leaves {dest} ({exc})") from exc
 
 
 def merge_adapter(base_dir: Path, adapter_dir: Path, out_dir: Path, max_shard_size: str = "5GB") -> Path:
@@ -174,12 +184,14 @@ def fetch_merged_model(store: Any, run_id: str, model: str, dest: Path,
                               f"model {model!r}")
     by_uri = {store.uri(k): k for k in marker.files}
     dest = Path(dest)
-    rows = []
-    for r in sorted(expected, key=lambda r: r["path"]):
+    planned = []
+    for r in sorted(expected, key=lambda r: r["path"]):  # every row checked before a download
         key = by_uri.get(r["uri"])
         if key is None:
             raise MergeInputError(f"{r['uri']} is recorded in artifacts but not among the merge attempt's files")
-        local = dest / r["path"]
+        planned.append((r, key, _local(dest, r["path"], f"artifacts row {r['uri']}")))
+    rows = []
+    for r, key, local in planned:
         store.download(key, local)
         sha = sha256_file(local)
         rows.append({"model": model, "kind": "merged", "stage": "after_copy", "path": r["path"],
