@@ -9,7 +9,7 @@ cdk-nag reports is acknowledged here with what the grant covers (the Resource '*
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from aws_cdk import ArnFormat
 from aws_cdk import aws_iam as iam
@@ -19,9 +19,6 @@ from infra.stacks.base import nag_results_arn, results_arn
 from infra.stacks.box_policy import TASK_CALLBACK_REASON, TASK_CALLBACK_RESOURCES
 from infra.stacks.fleet_grants import CONTROL_OBJECTS, ephemeral_condition, quota_arns
 from infra.stacks.nag import acknowledge
-
-if TYPE_CHECKING:
-    from infra.stacks.control import ControlPlaneStack
 
 # Why a function's role holds an action on Resource '*' (one acknowledgment per role and finding: cdk-nag keeps the
 # first): X-Ray for every function, and what the function itself calls that has no narrower resource.
@@ -41,7 +38,7 @@ def results_list_condition() -> dict[str, dict[str, list[str]]]:
     return {"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}
 
 
-def grant_functions(stack: ControlPlaneStack) -> None:
+def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneStack (no import: no cycle)
     """Every function's grants and their acknowledgments (the functions exist: ``stack.functions``)."""
     f = stack.functions
     s = stack.settings
