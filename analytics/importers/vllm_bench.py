@@ -94,7 +94,7 @@ class ReferenceSummary:
 
 
 def slugify(label: str) -> str:
-    return re.sub(r"[^a-z0-9._-]+", "-", label.strip().lower()).strip("-.")
+    return re.sub(r"[^a-z0-9_-]+", "-", label.strip().lower()).strip("-")  # a run id (pipeline.names)
 
 
 def read_results(path: str) -> list[ResultFile]:
@@ -114,12 +114,18 @@ def read_results(path: str) -> list[ResultFile]:
         uris = [uri]
     except ValueError as exc:
         lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
-        try:
-            objs = [jsonio.loads(ln, allow_nan=True) for _, ln in lines] if len(lines) > 1 else None
+        try:  # one JSON document per line when its first line is one; else the document's own error
+            objs = [jsonio.loads(lines[0][1], allow_nan=True)] if len(lines) > 1 else None
         except ValueError:
             objs = None
         if not objs:
-            raise ImportInputError(f"{path} is not JSON: {exc}") from None
+            raise ImportInputError(f"{path}: {exc}") from None
+        objs = []
+        for i, ln in lines:  # one result per line (--append-result): a bad line is named by its own number
+            try:
+                objs.append(jsonio.loads(ln, allow_nan=True))
+            except ValueError as line_exc:
+                raise ImportInputError(f"{path}:{i}: {str(line_exc).replace('(line 1, column', '(column')}") from None
         uris = [f"{uri} line:{i}" for i, _ in lines]
     out = []
     for obj, u in zip(objs, uris):
