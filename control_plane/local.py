@@ -137,15 +137,25 @@ def _read_progress(path: Path, offset: int, state: LaneState) -> int:
 
 def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool,
                  config: Mapping[str, Any] | None, progress_file: Path, needs: tuple[str, ...] = ()) -> list[str]:
-    cmd = [sys.executable, "-m", "agents", "run-lane", lane, "--run-id", run_id, "--results", results,
-           "--profile", profile, "--progress-file", str(progress_file)]
+    """``python -m agents run-lane ...``: each value joined to its option (``--results=-x``), so the child never
+    reads a value as an option of its own."""
+    cmd = [sys.executable, "-m", "agents", "run-lane", lane, f"--run-id={run_id}", f"--results={results}",
+           f"--profile={profile}", f"--progress-file={progress_file}"]
     if force:
         cmd.append("--force")
     if config:
-        cmd += ["--config", json.dumps(config)]
+        cmd.append(f"--config={json.dumps(config)}")
     if needs:
-        cmd += ["--needs", ",".join(needs)]
+        cmd.append(f"--needs={','.join(needs)}")
     return cmd
+
+
+def cache_step_argv(step: str, results: str, run_id: str | None = None) -> list[str]:
+    """``agents cache seed|push``'s arguments, each value joined to its option (as :func:`lane_command`)."""
+    argv = [step, f"--results={results}"]
+    if step == "push":
+        argv += [f"--run-id={run_id}", "--box-role=local", "--segment=0"]
+    return argv
 
 
 def _child_env(priced_as: str | None) -> dict[str, str]:
@@ -301,7 +311,7 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
         return not any(need in waiting for need in node.needs)
 
     stamps = {"NEURONPIPE_STAMP_DIR": str(tmp / "stamps")}
-    _cache_step(["seed", "--results", results], priced_as, stamps, console)
+    _cache_step(cache_step_argv("seed", results), priced_as, stamps, console)
     live_view = Live(render(run_id, outcome.lanes), console=console, auto_refresh=False, transient=False)
     with InterruptGuard() as sig, (live_view if live_enabled else _PlainView()) as view:
         try:
@@ -334,8 +344,7 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
                 child.proc.wait()
                 child.log_fh.close()
     if not outcome.interrupted:
-        _cache_step(["push", "--results", results, "--run-id", run_id, "--box-role", "local", "--segment", "0"],
-                    priced_as, stamps, console)
+        _cache_step(cache_step_argv("push", results, run_id), priced_as, stamps, console)
     outcome.run = graph.outcome(nodes, statuses())
     return outcome
 

@@ -8,6 +8,7 @@ checking anything out. ``GitTree`` answers from git objects through one
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,51 @@ from pathlib import Path
 
 class SourceError(ValueError):
     """The SOURCE is not a readable results repository (one line, shown to the user)."""
+
+
+class RefError(SourceError):
+    """A ``--ref`` that is not a ref name or a commit's hex id (one line, ``--ref: reason``)."""
+
+
+_HEX_SHA = re.compile(r"[0-9a-f]{4,64}")
+_ANCESTRY = re.compile(r"(?:[~^][0-9]{0,4})+$")  # HEAD~2, main^0: the commit's ancestors, after the name
+_FORBIDDEN = frozenset(" ~^:?*[\\")
+
+
+def _ref_name_problem(name: str) -> str | None:
+    """Why ``name`` breaks git check-ref-format's rules (one level allowed), or None."""
+    if not name.isascii() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        return "a control or non-ASCII character"
+    if bad := sorted({c for c in name if c in _FORBIDDEN}):
+        return "the character " + " ".join(repr(c) for c in bad)
+    for token in ("..", "@{", "//"):
+        if token in name:
+            return repr(token)
+    if name == "@" or name.startswith("/") or name.endswith(("/", ".")):
+        return "'@' alone, a leading or trailing '/', or a trailing '.'"
+    if any(part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "a part starting with '.' or ending in '.lock'"
+    return None
+
+
+def check_ref(ref: str) -> str:
+    """``ref`` itself when it is a ref name by git check-ref-format's rules (a branch, tag or HEAD; one level
+    allowed), optionally followed by ``~N`` / ``^N``, or a commit's hex id; else :class:`RefError`. It never
+    starts with '-', so git cannot read it as an option."""
+    if not ref:
+        raise RefError("--ref: the ref is empty")
+    if ref.startswith("-"):
+        raise RefError(f"--ref: {ref!r} starts with '-' (git would read it as an option)")
+    if len(ref) > 255:
+        raise RefError(f"--ref: a ref of {len(ref)} characters (at most 255)")
+    ancestry = _ANCESTRY.search(ref)
+    name = ref[:ancestry.start()] if ancestry else ref
+    problem = "nothing before the ~ or ^" if not name else None if _HEX_SHA.fullmatch(name) else \
+        _ref_name_problem(name)
+    if problem:
+        raise RefError(f"--ref: {ref!r} is not a ref name (a branch, tag or HEAD, optionally ~N or ^N) or a "
+                       f"commit's hex id: it holds {problem}")
+    return ref
 
 
 @dataclass(frozen=True)
@@ -85,6 +131,9 @@ class WorkTree(Tree):
         return str(self.root / path)
 
 
+REGULAR_MODES = ("100644", "100755")  # git's modes of a regular file (120000 is a symbolic link)
+
+
 class GitRepo:
     """One git directory (bare, or a checkout's .git) and a long-lived object reader."""
 
@@ -93,35 +142,45 @@ class GitRepo:
         self._batch: subprocess.Popen[bytes] | None = None
         self._listing: dict[str, dict[str, str]] = {}
 
-    def git(self, *args: str) -> str:
+    def git(self, *args: str, quiet_failure: bool = False) -> str:
+        """git's stdout; a failure is :class:`SourceError` with git's words (``quiet_failure``: "" instead)."""
         try:
             done = subprocess.run(["git", "--git-dir", str(self.git_dir), *args], capture_output=True, check=False)
         except FileNotFoundError:
             raise SourceError("git is not installed: it is needed to read a git SOURCE") from None
+        if done.returncode != 0 and quiet_failure:
+            return ""
         if done.returncode != 0:
             msg = " ".join(done.stderr.decode(errors="replace").split()) or f"git {args[0]} failed"
             raise SourceError(f"{self.git_dir}: {msg}")
         return done.stdout.decode("utf-8", errors="replace")
 
     def resolve(self, ref: str) -> Commit:
-        out = self.git("log", "-1", "--format=%H %cI", ref, "--").split()
+        """The commit ``ref`` names (:func:`check_ref` first; the ref reaches git after --end-of-options)."""
+        check_ref(ref)
+        sha = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
+                       quiet_failure=True).strip()
+        if not _HEX_SHA.fullmatch(sha):
+            raise SourceError(f"{self.git_dir}: {ref!r} names no commit")
+        out = self.git("log", "-1", "--format=%H %cI", "--end-of-options", sha, "--").split()
         if len(out) != 2:
             raise SourceError(f"{self.git_dir}: {ref!r} names no commit")
         return Commit(out[0], out[1])
 
     def history(self, ref: str, paths: list[str]) -> list[Commit]:
         """Commits reachable from ``ref`` that touched ``paths``, oldest first."""
-        text = self.git("log", "--reverse", "--format=%H %cI", ref, "--", *paths)
+        check_ref(ref)
+        text = self.git("log", "--reverse", "--format=%H %cI", "--end-of-options", ref, "--", *paths)
         return [Commit(*line.split()) for line in text.splitlines() if line.strip()]
 
     def listing(self, commit: str) -> dict[str, str]:
         """path -> blob id of every file in ``commit``."""
         if commit not in self._listing:
             out: dict[str, str] = {}
-            for line in self.git("ls-tree", "-r", commit).splitlines():
+            for line in self.git("ls-tree", "-r", "--end-of-options", commit).splitlines():
                 meta, _, path = line.partition("\t")
                 parts = meta.split()
-                if len(parts) == 3 and parts[1] == "blob":
+                if len(parts) == 3 and parts[1] == "blob" and parts[0] in REGULAR_MODES:  # a link is no file
                     out[path] = parts[2]
             self._listing[commit] = dict(sorted(out.items()))
         return self._listing[commit]
@@ -177,6 +236,8 @@ def find_git_dir(path: Path) -> Path | None:
 def open_tree(source: str, ref: str | None = None) -> tuple[Tree, GitRepo | None]:
     """The tree to import. A git dir (bare or a checkout's) is read at ``ref`` (default HEAD); a plain
     directory is read as it is (and has no history)."""
+    if ref is not None:
+        check_ref(ref)
     path = Path(source).expanduser()
     if not path.exists():
         raise SourceError(f"SOURCE {source} does not exist")
@@ -184,8 +245,8 @@ def open_tree(source: str, ref: str | None = None) -> tuple[Tree, GitRepo | None
         raise SourceError(f"SOURCE {source} is not a directory (give a checkout or a bare git dir)")
     git_dir = find_git_dir(path)
     if git_dir is None:
-        if ref:
+        if ref is not None:
             raise SourceError(f"SOURCE {source} is not a git repository: --ref needs one")
         return WorkTree(path.resolve()), None
     repo = GitRepo(git_dir.resolve())
-    return GitTree(repo, repo.resolve(ref or "HEAD")), repo
+    return GitTree(repo, repo.resolve("HEAD" if ref is None else ref)), repo

@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("source", help="a checkout or a bare git dir of the source repository")
     t.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     t.add_argument("--run-id", default=None, help="the run to commit into (default: torchneuronx-<commit>)")
-    t.add_argument("--ref", default=None, help="the commit to import from a git SOURCE (default: HEAD)")
+    t.add_argument("--ref", default=None,
+                   help="the commit to import from a git SOURCE: a branch, tag or HEAD (optionally ~N or ^N) or a "
+                        "commit's hex id; never read by git as an option (default: HEAD)")
     t.add_argument("--history", action="store_true",
                    help="also import superseded versions of each result file, as earlier attempts in commit order")
     t.add_argument("--force", action="store_true", help="import again into an existing run (new attempts)")
