@@ -13,6 +13,7 @@ Everything is read and conformed before the first write: bad input gets one line
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -39,7 +40,7 @@ REQUIRED_KEYS = ("model_id", "num_prompts", "request_rate", "duration", "complet
 DETAIL_LISTS = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens", "errors")
 METRICS = ("ttft", "tpot", "itl", "e2el")
 COLUMN_STATS = ("mean", "median", "std", "p50", "p90", "p99")
-STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z_]+)_ms$")
+STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z0-9_]+)_ms$")
 # vLLM's own definitions (vllm/benchmarks/serve.py, calculate_metrics), stored beside its numbers
 DEFINITIONS = {
     "client": "vllm bench serve (vllm/benchmarks/serve.py; benchmarks/benchmark_serving.py before 0.10)",
@@ -58,6 +59,7 @@ DEFINITIONS = {
     "client_queue_time": "request start - scheduled arrival (waiting for a --max-concurrency slot)",
 }
 DATE_NOTE = "vLLM writes 'date' in the client's local time without a zone; read as UTC"
+LATENCY_LISTS = ("ttfts", "latencies", "itls")  # seconds a request took: never below zero
 VERSION_KEYS = ("vllm_version", "version")  # what a user may have added with --metadata KEY=VALUE
 
 
@@ -157,6 +159,32 @@ def _number(d: dict[str, Any], key: str, path: str, integer: bool = False, minim
     return float(v)
 
 
+def measured_at(d: dict[str, Any]) -> tuple[datetime | None, str | None]:
+    """The file's ``date`` and its note: a date that cannot be read is no measurement time, stored NULL with a
+    note naming the field (as a NaN is); absent, (None, None)."""
+    if "date" not in d or d["date"] is None:
+        return None, None
+    at = parse_time(d["date"])
+    if at is None:
+        return None, f"date: {json.dumps(d['date'])} is not a date vLLM writes (YYYYmmdd-HHMMSS), stored NULL"
+    return at, DATE_NOTE
+
+
+def refuse_impossible(d: dict[str, Any], path: str) -> None:
+    """Counts no benchmark can produce, refused naming the fields: requests completed in no time, more completed
+    (or completed and failed) than prompts sent. Negative figures are :func:`_number`'s and :func:`_floats`'."""
+    duration, completed = _number(d, "duration", path), _number(d, "completed", path, integer=True)
+    prompts, failed = _number(d, "num_prompts", path, integer=True), _number(d, "failed", path, integer=True)
+    if duration == 0 and completed:
+        raise ImportInputError(f"{path}: duration = 0 s but completed = {completed}: requests cannot complete in "
+                               "no time")
+    if prompts is not None and completed is not None and completed > prompts:
+        raise ImportInputError(f"{path}: completed = {completed} is more than num_prompts = {prompts}")
+    if prompts is not None and completed is not None and failed is not None and completed + failed > prompts:
+        raise ImportInputError(f"{path}: completed + failed = {completed} + {failed} is more than "
+                               f"num_prompts = {prompts}")
+
+
 def nan_note(d: dict[str, Any], path: str) -> str | None:
     """A NaN statistic is stored NULL and named in the point's note; Infinity (anywhere but ``request_rate``,
     vLLM's 'all at once') is refused, naming the field: no non-finite number is stored as a number."""
@@ -218,7 +246,7 @@ def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: flo
         "total_token_throughput": _number(d, "total_token_throughput", path),
         "max_output_tokens_per_s": _number(d, "max_output_tokens_per_s", path),
         "max_concurrent_requests": _number(d, "max_concurrent_requests", path, integer=True),
-        "measured_at": parse_time(d.get("date")), "definitions_json": dumps(DEFINITIONS),
+        "measured_at": measured_at(d)[0], "definitions_json": dumps(DEFINITIONS),
         "source_uri": f.source_uri, "note": note,
     }
     extra: dict[str, Any] = {}
@@ -263,11 +291,14 @@ def _detail_problem(d: dict[str, Any]) -> str | None:
 
 
 def _floats(values: Any, key: str, i: int, path: str) -> list[float]:
+    """Entry ``i`` of a per-request list as finite numbers; a latency (:data:`LATENCY_LISTS`) is never below 0."""
     vals = values if isinstance(values, list) else [values]
     out = []
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ImportInputError(f"{path}: {key}[{i}] holds {v!r}, not a finite number")
+        if key in LATENCY_LISTS and v < 0:
+            raise ImportInputError(f"{path}: {key}[{i}] holds {v!r}: a latency below 0 s is impossible")
         out.append(float(v))
     return out
 
@@ -328,9 +359,11 @@ def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str, rate: fl
     """``rate``: the file's request rate as :func:`_rate` reads it (None: closed loop, --request-rate inf)."""
     d, path = f.data, f.path
     mode = "closed" if rate is None else "open"
-    p = PlannedPoint(point_id, f, measured_at=parse_time(d.get("date")), duration=_number(d, "duration", path))
-    if d.get("date") is not None:
-        p.notes.append(DATE_NOTE)
+    refuse_impossible(d, path)
+    at, date_note = measured_at(d)
+    p = PlannedPoint(point_id, f, measured_at=at, duration=_number(d, "duration", path))
+    if date_note:
+        p.notes.append(date_note)
     if note := nan_note(d, path):
         p.notes.append(note)
     if d.get("ramp_up_strategy"):
@@ -409,7 +442,7 @@ def lane_runs_row(points: list[PlannedPoint], label: str, instance_type: str, us
                     "wall_s": "the import's, not a lane's: the files' durations are in serving_aggregates"}
     now = datetime.now(timezone.utc)
     if not ends:
-        null_reasons["started_at"] = "no file has a 'date': started_at/ended_at are the import's time"
+        null_reasons["started_at"] = "no file has a readable 'date': started_at/ended_at are the import's time"
     config = {"imported": {"source": SOURCE_NAME, "paths": sorted({os.path.abspath(p.source.path) for p in points}),
                            "source_uris": [p.source.source_uri for p in points], "label": label},
               "price_usd_per_hour": usd_per_hour, "null_reasons": null_reasons}
