@@ -63,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         return cache_main(args)
     from agents.runner import LaneRequest, run_lane
     from analytics.store import open_store
+    from pipeline.names import run_id_problem
 
+    if (problem := run_id_problem(args.run_id)) is not None:  # before the store is opened: nothing written
+        print(f"error: invalid run_id {args.run_id!r}: {problem}", file=sys.stderr)
+        return 2
     try:
         request = LaneRequest(lane=args.lane, run_id=args.run_id, force=args.force, task_token=args.task_token,
                               profile=args.profile, config=_parse_config(args.config), backend=args.backend,

@@ -27,6 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names, request_lanes
+from pipeline.names import RUN_ID_PATTERN  # Step Functions execution names: the project's one run id rule
 
 Preset = Literal["full", "smoke", "finetune_serve"]
 ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
@@ -44,8 +45,6 @@ MAX_EXECUTION_INPUT_BYTES = 200 * 1024
 MATRIX_INLINE_INPUT_BYTES = 64 * 1024
 PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a real id
 
-# Step Functions execution names: 1-80 of [A-Za-z0-9-_]; the result store forbids '/', '=', spaces.
-RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$"
 
 
 def _known_model(name: str) -> str:

@@ -214,7 +214,7 @@ def configured_lanes(request: RunRequest, target: ServingTarget | None = None, *
         specs.setdefault(name, get_lane(name))
     configs = {name: lane_config(request, name) for name in specs}
     check_lane_configs(configs, specs, request.profile)
-    check_variants(configs, specs, request.profile, target)
+    check_variants(configs, specs, request.profile, target, local=local)
     check_accuracy(configs, specs, request.profile, target, local=local)
     return lanes, configs
 
@@ -250,13 +250,19 @@ def _task_dir_scanner() -> Any:
 
 
 def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
-                   target: ServingTarget | None) -> None:
+                   target: ServingTarget | None, *, local: bool = False) -> None:
     """Every server config a lane will boot, against what the box's server can do (``target``: the AWS plan's
-    inf2 box, or a local run's backend; None: the lanes check on the box). One ``lane: server_configs.NAME.FIELD:
-    reason`` line per problem (``LaneConfigInvalidError``), before anything starts."""
+    inf2 box, or a local run's backend; None: the lanes check on the box), and the workloads it runs on them
+    (``local``: their files are this machine's, checked here). One ``lane: server_configs.NAME.FIELD: reason`` or
+    ``lane: workloads.NAME.FIELD: reason`` line per problem (``LaneConfigInvalidError``), before anything starts."""
     problems = []
     sft = built_config(specs["sft"], profile, configs["sft"], "lora_r") if "sft" in configs else None
     for lane, cfg in configs.items():
+        if local:  # the files its workloads read, on this machine
+            for field in (WORKLOADS_FIELD, WORKLOAD_FIELD):
+                with_files = built_config(specs[lane], profile, cfg, field)
+                if with_files is not None:
+                    problems += [f"{lane}: {p}" for p in workload_file_problems(with_files)]
         built = built_config(specs[lane], profile, cfg, SERVER_CONFIGS_FIELD)
         if built is None:
             continue
@@ -265,7 +271,8 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
         except ServerVariantError:
             booted = []  # the target's check says what is wrong with the map
         problems += [f"{lane}: {p}" for p in lora_problems(lane, built, booted, sft)]
-        problems += [f"{lane}: {p}" for p in workload_problems(built, booted)]
+        written = bool(cfg) and WORKLOADS_FIELD in cfg  # else the profile's own
+        problems += [f"{lane}: {p}" for p in workload_problems(built, booted, written=written)]
         if target is not None:
             problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile,
                                                                  served_models(built))]
@@ -273,26 +280,52 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
         raise LaneConfigInvalidError("\n".join(problems))
 
 
-def workload_problems(built: Any, configs: list[Any]) -> list[str]:
+def workload_problems(built: Any, configs: list[Any], *, written: bool = True) -> list[str]:
     """``workloads.NAME.FIELD: reason`` for a workload this lane cannot run on the ``configs`` it boots: a server
-    config it names that the lane does not boot, a longest request beyond a config's max_model_len."""
-    from pipeline.workloads import check_workloads, fit_problems
+    config it names that the lane does not boot (a variant of a catalogue config it names runs it, as on the box),
+    a longest request beyond a config's max_model_len. ``written``: the request wrote the lane's workloads; a
+    profile's own workloads are never refused (the lane runs them where they fit, on the configs they name)."""
+    from pipeline.workloads import check_workloads, fit_problems, runs_on
 
     workloads = check_workloads(getattr(built, WORKLOADS_FIELD, None))
-    if not workloads or not configs:
+    if not workloads or not configs or not written:
         return []
-    names = {c.name for c in configs}
+    names = {c.name for c in configs} | {c.base for c in configs if c.base}
     out = []
     for w in workloads:
         unknown = [n for n in w.configs if n not in names]
         if unknown:
             out.append(f"workloads.{w.name}.configs: {unknown[0]!r} is not a server config of this lane "
-                       f"({', '.join(sorted(names))})")
+                       f"({', '.join(sorted(c.name for c in configs))})")
             continue
         for cfg in configs:
-            if not w.configs or cfg.name in w.configs:
+            if runs_on(w, cfg.name, cfg.base):
                 out += fit_problems(w, cfg.name, cfg.max_model_len)
     return list(dict.fromkeys(out))
+
+
+def workload_file_problems(built: Any) -> list[str]:
+    """``workloads.NAME.FIELD: reason`` for a local file a workload of this lane reads (a trace, a prompt file or
+    an HF directory) that is not there or not what it must be, in a plan whose lanes run on this machine; an s3://
+    path is read on the box (the lane's preflight reads every file before a boot)."""
+    from pipeline import jsonio
+    from pipeline.workloads import check_workloads
+
+    found = check_workloads(getattr(built, WORKLOADS_FIELD, None)) or check_workloads(getattr(built, WORKLOAD_FIELD,
+                                                                                                  None))
+    out = []
+    for w in found:
+        where = f"workloads.{w.name}"
+        files = [(f"{where}.arrival.path", w.arrival.path, False)] if w.arrival.kind == "trace" else []
+        if w.prompts.path is not None:
+            files.append((f"{where}.prompts.path", w.prompts.path, w.prompts.source == "hf"))
+        for field, path, directory in files:
+            if str(path).startswith("s3://"):
+                continue
+            problem = jsonio.directory_problem(path) if directory else jsonio.regular_file_problem(path)
+            if problem:
+                out.append(f"{field}: {problem}")
+    return out
 
 
 # the lanes whose served model has a fine-tune adapter of its own: a multi-LoRA variant's ``sft`` source

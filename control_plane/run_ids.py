@@ -1,20 +1,19 @@
 """Run ids: a new one (time-ordered, unique enough for one person's runs) and the one rule every id obeys.
 
-The rule is :data:`control_plane.models.RUN_ID_PATTERN` (Step Functions execution names, which the store's
+The rule is :data:`pipeline.names.RUN_ID_PATTERN` (Step Functions execution names, which the store's
 key rule also accepts); the CLI applies it before anything is written, the ``plan_run`` Lambda names the
 runs its events do not name with :func:`new_run_id`.
 """
 from __future__ import annotations
 
-import re
 import secrets
 from datetime import datetime, timezone
 
-from control_plane.models import RUN_ID_PATTERN
+from pipeline.names import run_id_problem
 
 
 class RunIdError(ValueError):
-    """A run id the control plane would refuse (control_plane.models.RUN_ID_PATTERN)."""
+    """A run id the control plane would refuse (pipeline.names.RUN_ID_PATTERN)."""
 
 
 def new_run_id() -> str:
@@ -24,7 +23,7 @@ def new_run_id() -> str:
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` itself when it obeys :data:`RUN_ID_PATTERN`; else :class:`RunIdError` saying what is allowed."""
-    if not re.fullmatch(RUN_ID_PATTERN, run_id):
-        raise RunIdError(f"invalid run id {run_id!r}: use 1-80 letters, digits, '-' and '_', "
-                         "starting with a letter or digit")
+    problem = run_id_problem(run_id)
+    if problem:
+        raise RunIdError(f"invalid run id {run_id!r}: {problem}")
     return run_id

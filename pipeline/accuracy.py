@@ -162,6 +162,24 @@ def is_s3(path: str | None) -> bool:
     return bool(path) and str(path).startswith("s3://")
 
 
+def s3_problem(uri: str) -> str | None:
+    """Why an s3:// URI names nothing to read (no bucket), else None."""
+    return f"{uri} names no bucket" if is_s3(uri) and not uri[len("s3://"):].split("/", 1)[0] else None
+
+
+def file_problem(path: str) -> str | None:
+    """Why a local dataset file cannot feed a task (missing, not a regular file, empty), else None."""
+    p = Path(path)
+    if not p.exists():
+        return f"{path} does not exist"
+    if not p.is_file():
+        return f"{path} is not a regular file"
+    size = p.stat().st_size
+    if size == 0 or (size < 1 << 16 and not p.read_bytes().strip()):
+        return f"{path} is empty"
+    return None
+
+
 def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | None = None,
                   local_paths: bool = True) -> Resolution:
     """The lane config's tasks (``config.tasks``, None: :func:`default_tasks`) resolved, or one line per problem.
@@ -187,12 +205,17 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
     datasets: Mapping[str, str] = getattr(config, "datasets", None) or {}
     found: dict[str, TaskFile] = {}
     dir_problems: list[str] = []
+    out.problems += [f"{field}: {p}" for field, uri in [("task_dir", task_dir), *((f"datasets.{k}", v)
+                                                                                 for k, v in datasets.items())]
+                     if isinstance(uri, str) and (p := s3_problem(uri))]
     if task_dir and not is_s3(task_dir) and local_paths:
         if not Path(task_dir).is_dir():
             dir_problems.append(f"task_dir: {task_dir} is not a directory")
         elif scan is not None:
             found, unparsable = scan(task_dir)
             dir_problems += [f"task_dir: {p}" for p in unparsable]
+            dir_problems += [f"task_dir: {f.path} defines {n}, the name of a shipped task (the shipped one would run, "
+                             "not this file): rename it" for n, f in found.items() if n in SHIPPED_TASKS]
     out.problems += dir_problems
     for name in dict.fromkeys(names):
         lines: list[str] = []
@@ -244,9 +267,9 @@ def _resolve_one(name: str, task_dir: str | None, found: Mapping[str, TaskFile],
                             t.choices, t.max_gen_toks)
     if name in found:
         f = found[name]
-        missing = [p for p in f.data_files if not is_s3(p) and not Path(p).exists()]
-        if missing:
-            problems.append(f"tasks: {name} ({f.path}): its dataset file {missing[0]} does not exist")
+        unusable = [q for p in f.data_files if (q := s3_problem(p) if is_s3(p) else file_problem(p))]
+        if unusable:
+            problems.append(f"tasks: {name} ({f.path}): its dataset file {unusable[0]}")
             return None
         return ResolvedTask(name, "task_dir", f.output_type, f.metric, None, f.path)
     if task_dir and (is_s3(task_dir) or not scanned or not local_paths) and name not in STANDARD_TASKS:
@@ -298,8 +321,11 @@ def standard_dataset_problem(task: StandardTask, directory: str, fewshot: bool) 
     dirs = [f"{directory.rstrip('/')}/{sub.removeprefix(task.name + '_')}" for sub in task.subtasks] or [directory]
     for d in dirs:
         for split in splits:
-            if find_split(d, split) is None:
+            found = find_split(d, split)
+            if found is None:
                 return f"{split_files(d, split)[0]} does not exist (expected {dataset_layout(task, directory)})"
+            if problem := file_problem(found):
+                return f"{problem} (expected {dataset_layout(task, directory)})"
     return None
 
 

@@ -9,7 +9,8 @@ the ``capacity`` lane and its resume, and is tested on fixed verdicts. What send
 The search (docs/explanation/decisions.md "Capacity is searched"):
 
 * **Phase 1, ladder**: offered rates ``R0, R0·g, R0·g², …`` (``g`` = :attr:`CapacitySpec.growth`, default 2)
-  until a point fails or ``rate_max`` passes. When ``R0`` itself fails the ladder walks down
+  until a point fails or the top passes (``rate_max``, and at most what one point may schedule:
+  :attr:`CapacitySpec.top_rate`). When ``R0`` itself fails the ladder walks down
   (``R0/g, R0/g², …``) to the floor (``rate_min`` when given, else ``R0 / g**3``).
 * **Phase 2, bisection**: the geometric midpoint of the last passing and the first failing rate, until
   ``(hi − lo) / lo <= precision``.
@@ -17,7 +18,7 @@ The search (docs/explanation/decisions.md "Capacity is searched"):
   beyond the backlog limit (checked before each arrival; the point is cut short), fewer than
   :data:`COMPLETION_SHARE` of the requests completed by the end of the grace, or TTFT trending up across the
   point's windows (:func:`ttft_trend_reason`: a queue growing while the point ran).
-* **Stops**: the bracket within precision; the top (``rate_max`` passes: the SLO holds at the top of the
+* **Stops**: the bracket within precision; the top (``top_rate`` passes: the SLO holds at the top of the
   range); the floor fails (no rate meets the SLO); the search budget (``max_search_s``) cannot fit one more
   point; :data:`MAX_POINTS` points.
 
@@ -30,6 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, RATE, shown
 
 MAX_POINTS = 40
 GROWTH = 2.0
@@ -68,7 +71,7 @@ class CapacitySpec:
     slo_name: str = "custom"
     attainment: float = 0.99
     rate_min: float | None = None  # None: R0 from a short closed-loop probe (one stream's rate)
-    rate_max: float | None = None  # None: unbounded (the ladder climbs until a point fails)
+    rate_max: float | None = None  # None: the ladder climbs until a point fails, at most to top_rate
     precision: float = 0.1
     point_duration_s: float = 30.0
     max_search_s: float | None = None  # None: no budget
@@ -79,6 +82,13 @@ class CapacitySpec:
         problem = spec_problem(self)
         if problem:
             raise CapacitySpecError(problem)
+
+    @property
+    def top_rate(self) -> float:
+        """The highest rate the search offers: ``rate_max``, and never more than a point may schedule
+        (:data:`~pipeline.lane_configs.bounds.POINT_ARRIVALS` over ``point_duration_s``, at most the rate bound)."""
+        most = min(RATE["max"], POINT_ARRIVALS / self.point_duration_s)
+        return most if self.rate_max is None else min(self.rate_max, most)
 
     @property
     def slo_latency_s(self) -> float:
@@ -118,12 +128,22 @@ def spec_problem(s: CapacitySpec) -> str | None:
         return f"--rate-min must be > 0, not {s.rate_min:g}"
     if s.rate_max is not None and s.rate_max <= 0:
         return f"--rate-max must be > 0, not {s.rate_max:g}"
+    for flag, rate in (("--rate-min", s.rate_min), ("--rate-max", s.rate_max)):
+        if rate is not None and rate > RATE["max"]:
+            return f"{flag}: at most {shown(RATE['max'])} req/s, not {rate:g}"
     if s.rate_min is not None and s.rate_max is not None and s.rate_min > s.rate_max:
         return f"--rate-min {s.rate_min:g} is above --rate-max {s.rate_max:g}"
     if not 0 < s.precision < 1:
         return f"--precision must be in (0, 1), not {s.precision:g}"
     if s.point_duration_s < MIN_POINT_S:
         return f"--point-duration must be >= {MIN_POINT_S:g} s, not {s.point_duration_s:g}"
+    for flag, seconds in (("--point-duration", s.point_duration_s), ("--max-search-s", s.max_search_s)):
+        if seconds is not None and seconds > DAY_S:
+            return f"{flag}: at most {shown(DAY_S)} s, not {seconds:g}"
+    for flag, rate in (("--rate-max", s.rate_max), ("--rate-min", s.rate_min)):
+        if rate is not None and rate * s.point_duration_s > POINT_ARRIVALS:
+            return (f"{flag} {rate:g} x --point-duration {s.point_duration_s:g} s is {rate * s.point_duration_s:,.0f} "
+                    f"arrivals in one point; at most {POINT_ARRIVALS:,}")
     if s.growth <= 1:
         return f"the ladder's growth must be > 1, not {s.growth:g}"
     if s.output_len < 1:
@@ -186,7 +206,7 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
     b = bracket(history)
     measured = {round(v.rate, 12) for v in history}
     floor = spec.rate_min if spec.rate_min is not None else r0 / spec.growth ** 3
-    top = spec.rate_max
+    top = spec.top_rate
 
     def done(reason: str) -> Done:
         return Done(reason, b.lo, b.hi, b.lo is not None)
@@ -203,11 +223,14 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
     elif b.hi is None:  # nothing failed yet: climb
         if b.lo is None:
             rate = _clamp(r0, spec)
-        elif top is not None and b.lo >= top * (1 - 1e-9):
-            return done(f"the SLO holds at --rate-max {top:g} req/s (the top of the search range): capacity is "
-                        "at least that")
+        elif b.lo >= top * (1 - 1e-9):
+            if spec.rate_max is not None and top == spec.rate_max:
+                return done(f"the SLO holds at --rate-max {top:g} req/s (the top of the search range): capacity is "
+                            "at least that")
+            return done(f"the SLO holds at {top:g} req/s, the most a point of {spec.point_duration_s:g} s may offer "
+                        f"({POINT_ARRIVALS:,} arrivals, at most {shown(RATE['max'])} req/s): capacity is at least that")
         else:
-            rate = b.lo * spec.growth if top is None else min(b.lo * spec.growth, top)
+            rate = min(b.lo * spec.growth, top)
         phase = "ladder"
     else:  # everything measured failed: walk down
         if b.hi <= floor * (1 + 1e-9):
@@ -223,9 +246,7 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
 def _clamp(rate: float, spec: CapacitySpec) -> float:
     if spec.rate_min is not None:
         rate = max(rate, spec.rate_min)
-    if spec.rate_max is not None:
-        rate = min(rate, spec.rate_max)
-    return rate
+    return min(rate, spec.top_rate)
 
 
 def backlog_limit(spec: CapacitySpec, rate: float) -> int:

@@ -6,6 +6,7 @@ Each refuses with one :class:`JsonInputError` whose message is one line naming t
 document's content the element's path (``$.lane_config.serve_sweep.repeats``) with line and column:
 
 * a path that is not a regular file (a directory, a named pipe, a device, a socket): checked with ``os.stat``
+  (:func:`regular_file_problem`, also for a plan naming a file it reads later)
   before opening, the file opened with ``O_NONBLOCK`` (a pipe swapped in meanwhile never blocks) and checked
   again on the open descriptor; more than ``max_bytes`` (never read past the cap, even when the file grows);
 * text that is not UTF-8, or not JSON;
@@ -65,17 +66,39 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def regular_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a regular file (missing, a directory, a pipe, a device), else None: the check
+    :func:`read_bytes` makes before it opens anything, for a plan that names a file it does not read yet."""
+    if not os.fspath(path):
+        return "cannot read '': the path is empty (give a file)"
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        return f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+    if not stat.S_ISREG(mode):
+        return f"cannot read {path}: it is {_kind(mode)}, not a regular file"
+    return None
+
+
+def directory_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not a directory that can be listed, else None."""
+    if not os.fspath(path):
+        return "cannot read '': the path is empty (give a directory)"
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:
+        return f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+    if not stat.S_ISDIR(mode):
+        return f"cannot read {path}: it is {'a regular file' if stat.S_ISREG(mode) else _kind(mode)}, not a directory"
+    return None
+
+
 def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES, why: str | None = None) -> bytes:
     """At most ``max_bytes`` from the regular file ``path``; ``why`` says where the cap comes from."""
     cap = f" ({why})" if why else ""
-    if not os.fspath(path):
-        raise JsonInputError("cannot read '': the path is empty (give a file)")
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise JsonInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(mode):
-        raise JsonInputError(f"cannot read {path}: it is {_kind(mode)}, not a regular file")
+    problem = regular_file_problem(path)
+    if problem:
+        raise JsonInputError(problem)
     try:
         fd = os.open(path, _NONBLOCK_READ)
     except OSError as exc:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.lane_configs.bounds import BATCH, MAX_NUM_SEQS, SEQ_LEN, TOKENS
+
 SERVING_KINDS = ("max_model_len", "max_num_seqs")
 TRAINING_KINDS = ("train_seq_len",)
 KINDS = SERVING_KINDS + TRAINING_KINDS
@@ -26,6 +28,9 @@ WORDS = {"max_model_len": ("boot", "booted", "did not boot"), "max_num_seqs": ("
          "train_seq_len": ("probe", "trained", "did not train")}
 _FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
 MAX_BOOTS = 32
+# the most each setting may be searched up to (a server config's own bounds; Llama 3.1's context for training)
+MOST = {"max_model_len": TOKENS["max"], "max_num_seqs": MAX_NUM_SEQS["max"], "train_seq_len": SEQ_LEN["max"],
+        "batch_size": BATCH["max"]}
 
 
 class LimitSearchError(ValueError):
@@ -83,10 +88,23 @@ def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...]
         for key in ("good", "bad"):
             if ceiling is not None and values[key] > ceiling.value:
                 raise LimitSearchError(f"{where}.{key}: at most {ceiling.value} ({ceiling.source}), got {values[key]}")
+        for key, setting in (("good", s["kind"]), ("bad", s["kind"]), ("at", OTHER[s["kind"]])):
+            if values[key] is not None and values[key] > MOST[setting]:
+                raise LimitSearchError(f"{where}.{key}: at most {MOST[setting]:,} (the most {setting} may be), got "
+                                       f"{values[key]:,}")
+        if values["precision"] > values["bad"] - values["good"]:
+            raise LimitSearchError(f"{where}.precision: at most {values['bad'] - values['good']:,} (bad - good: the "
+                                   f"bracket it starts from), got {values['precision']:,}")
         if values["max_boots"] > MAX_BOOTS:
             raise LimitSearchError(f"{where}.max_boots: at most {MAX_BOOTS} {WORDS[s['kind']][0]}s (each is a compile "
                                    f"on a box), got {values['max_boots']}")
-        out.append(LimitSearch(**values))
+        search = LimitSearch(**values)
+        same = next((j for j, o in enumerate(out) if (o.kind, o.at) == (search.kind, search.at)), None)
+        if same is not None:
+            at = f"{OTHER[search.kind]}={search.at}" if search.at is not None else \
+                f"the base config's {OTHER[search.kind]}"
+            raise LimitSearchError(f"{where}: searches {search.kind} at {at} again (searches[{same}])")
+        out.append(search)
     return out
 
 

@@ -34,7 +34,7 @@ class MatrixError(ValueError):
 
 
 class Exclusion(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     instance_type: str | None = None
     model: str | None = None
@@ -47,9 +47,10 @@ class Exclusion(BaseModel):
 
 
 class MatrixSpec(BaseModel):
-    """``matrix`` of a request (docs/reference/fleet.md)."""
+    """``matrix`` of a request (docs/reference/fleet.md). Strict: a number is a JSON number, a list a JSON list (a
+    string ``"4"`` is refused, not read as 4)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     instance_types: list[str] = Field(min_length=1, description="catalogued instance types (pipeline.instance_types)")
     models: list[str] | None = Field(None, min_length=1, description="default: the request's models")

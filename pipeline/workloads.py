@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.lane_configs import bounds
+
 
 class WorkloadError(ValueError):
     """A workload that cannot be run as declared: ``workloads.NAME.FIELD: reason``."""
@@ -29,7 +31,8 @@ PROMPT_SOURCES = ("random", "instructions", "sharegpt", "jsonl", "parquet", "hf"
 FILE_SOURCES = ("sharegpt", "jsonl", "parquet", "hf")
 ARRIVALS = ("closed", "poisson", "gamma", "trace", "ramp")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
-_MAX_LEN = 1 << 20
+_RATE = bounds.RATE["max"]
+_MAX_LEN = bounds.TOKENS["max"]
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,8 @@ _ARRIVAL_FIELDS = {"closed": ("concurrency",), "poisson": ("rate", "duration_s")
                    "ramp": ("from_rate", "to_rate", "from_concurrency", "to_concurrency", "over_s", "duration_s")}
 
 
-def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False, integer: bool = False) -> Any:
+def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False, integer: bool = False,
+         hi: float | None = None, unit: str = "") -> Any:
     ok = not isinstance(v, bool) and isinstance(v, (int,) if integer else (int, float)) and math.isfinite(v)
     if ok and lo is not None:
         ok = v > lo if lo_open else v >= lo
@@ -185,6 +189,8 @@ def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False, 
         what = "an integer" if integer else "a number"
         bound = "" if lo is None else f" {'>' if lo_open else '>='} {lo:g}"
         raise WorkloadError(f"{where}: {what}{bound}, got {v!r}")
+    if hi is not None and v > hi:
+        raise WorkloadError(f"{where}: at most {bounds.shown(hi)}{unit}, got {v!r}")
     return v
 
 
@@ -194,9 +200,10 @@ def _fields(where: str, spec: dict[str, Any], allowed: tuple[str, ...] | list[st
             raise WorkloadError(f"{where}.{k}: unknown field; {what} takes {', '.join(allowed)}")
 
 
-def parse_lengths(where: str, spec: Any, *, lo: int = 1) -> Lengths:
+def parse_lengths(where: str, spec: Any, *, lo: int = 1, hi: int = _MAX_LEN, unit: str = " tokens") -> Lengths:
+    """A length spec (``hi``: the most any of its numbers may be: tokens, or a session's turns)."""
     if not isinstance(spec, dict):
-        return Lengths(value=_num(where, spec, lo=lo, integer=True))
+        return Lengths(value=_num(where, spec, lo=lo, integer=True, hi=hi, unit=unit))
     dist = spec.get("dist", "exact")
     if dist not in DISTRIBUTIONS:
         raise WorkloadError(f"{where}.dist: one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
@@ -208,14 +215,14 @@ def parse_lengths(where: str, spec: Any, *, lo: int = 1) -> Lengths:
     out: dict[str, Any] = {"dist": dist}
     for k in ("low", "high"):
         if k in spec:
-            out[k] = _num(f"{where}.{k}", spec[k], lo=lo, integer=True)
+            out[k] = _num(f"{where}.{k}", spec[k], lo=lo, integer=True, hi=hi, unit=unit)
     if "low" in out and "high" in out and out["low"] > out["high"]:
         raise WorkloadError(f"{where}: empty support: low {out['low']} > high {out['high']}")
     if dist == "exact":
-        out["value"] = _num(f"{where}.value", spec["value"], lo=lo, integer=True)
+        out["value"] = _num(f"{where}.value", spec["value"], lo=lo, integer=True, hi=hi, unit=unit)
     elif dist in ("normal", "lognormal"):
-        out["mean"] = float(_num(f"{where}.mean", spec["mean"], lo=0, lo_open=True))
-        out["stdev"] = float(_num(f"{where}.stdev", spec["stdev"], lo=0))
+        out["mean"] = float(_num(f"{where}.mean", spec["mean"], lo=0, lo_open=True, hi=hi, unit=unit))
+        out["stdev"] = float(_num(f"{where}.stdev", spec["stdev"], lo=0, hi=hi, unit=unit))
         if dist == "lognormal" and out["stdev"] == 0:
             raise WorkloadError(f"{where}.stdev: a lognormal length needs a stdev > 0 (0: use an exact length)")
         if out.get("high") is not None and out.get("low", lo) > out["high"]:
@@ -224,13 +231,17 @@ def parse_lengths(where: str, spec: Any, *, lo: int = 1) -> Lengths:
         values = spec["values"]
         if not isinstance(values, list) or not values:
             raise WorkloadError(f"{where}.values: a non-empty list of lengths, got {values!r}")
-        out["values"] = tuple(_num(f"{where}.values[{i}]", v, lo=lo, integer=True) for i, v in enumerate(values))
+        if len(values) > bounds.EMPIRICAL_VALUES:
+            raise WorkloadError(f"{where}.values: at most {bounds.EMPIRICAL_VALUES:,} values, got {len(values):,}")
+        out["values"] = tuple(_num(f"{where}.values[{i}]", v, lo=lo, integer=True, hi=hi, unit=unit)
+                              for i, v in enumerate(values))
         if "weights" in spec:
             w = spec["weights"]
             if not isinstance(w, list) or len(w) != len(values):
                 raise WorkloadError(f"{where}.weights: one weight per value ({len(values)}), got {w!r}")
-            out["weights"] = tuple(float(_num(f"{where}.weights[{i}]", x, lo=0, lo_open=True)) for i, x in enumerate(w))
-        inside = [v for v in out["values"] if out.get("low", lo) <= v <= out.get("high", _MAX_LEN)]
+            out["weights"] = tuple(float(_num(f"{where}.weights[{i}]", x, lo=0, lo_open=True,
+                                              hi=bounds.WEIGHT["max"])) for i, x in enumerate(w))
+        inside = [v for v in out["values"] if out.get("low", lo) <= v <= out.get("high", hi)]
         if not inside:
             raise WorkloadError(f"{where}.values: empty support: no value inside [low, high]")
     return Lengths(**out)
@@ -273,32 +284,35 @@ def _arrival(where: str, spec: Any) -> Arrival:
     if "concurrency" in spec:
         c = spec["concurrency"]
         c = c if isinstance(c, list) else [c]
-        out["concurrency"] = tuple(_num(f"{where}.concurrency", x, lo=1, integer=True) for x in c)
+        out["concurrency"] = tuple(_num(f"{where}.concurrency", x, lo=1, integer=True,
+                                        hi=bounds.CONCURRENCY["max"], unit=" streams") for x in c)
         if not c:
             raise WorkloadError(f"{where}.concurrency: at least one")
     if kind in ("poisson", "gamma"):
         if "rate" not in spec:
             raise WorkloadError(f"{where}.rate: a {kind} arrival needs a rate (requests per second)")
-        out["rate"] = float(_num(f"{where}.rate", spec["rate"], lo=0, lo_open=True))
+        out["rate"] = float(_num(f"{where}.rate", spec["rate"], lo=0, lo_open=True, hi=_RATE, unit=" per s"))
         if "burstiness" in spec:
-            out["burstiness"] = float(_num(f"{where}.burstiness", spec["burstiness"], lo=0, lo_open=True))
+            out["burstiness"] = float(_num(f"{where}.burstiness", spec["burstiness"], lo=0, lo_open=True,
+                                           hi=bounds.BURSTINESS["max"]))
     for k in ("duration_s", "over_s"):
         if k in spec:
-            out[k] = float(_num(f"{where}.{k}", spec[k], lo=0, lo_open=True))
+            out[k] = float(_num(f"{where}.{k}", spec[k], lo=0, lo_open=True, hi=bounds.DAY_S, unit=" s"))
     if kind == "trace":
         if not isinstance(spec.get("path"), str) or not spec["path"].strip():
             raise WorkloadError(f"{where}.path: a trace arrival replays a file (JSONL with Mooncake's field names, or "
                                 "a BurstGPT CSV)")
         out["path"] = spec["path"]
         if "time_scale" in spec:
-            out["time_scale"] = float(_num(f"{where}.time_scale", spec["time_scale"], lo=0, lo_open=True))
+            out["time_scale"] = float(_num(f"{where}.time_scale", spec["time_scale"], lo=0, lo_open=True,
+                                           hi=bounds.TIME_SCALE["max"]))
         if spec.get("timestamp_unit") is not None:
             if spec["timestamp_unit"] not in ("ms", "s"):
                 raise WorkloadError(f"{where}.timestamp_unit: ms or s, got {spec['timestamp_unit']!r}")
             out["timestamp_unit"] = spec["timestamp_unit"]
-        for k in ("block_tokens", "limit"):
+        for k, most in (("block_tokens", _MAX_LEN), ("limit", bounds.POINT_ARRIVALS)):
             if k in spec:
-                out[k] = _num(f"{where}.{k}", spec[k], lo=1, integer=True)
+                out[k] = _num(f"{where}.{k}", spec[k], lo=1, integer=True, hi=most)
     if kind == "ramp":
         rates = [k for k in ("from_rate", "to_rate") if k in spec]
         streams = [k for k in ("from_concurrency", "to_concurrency") if k in spec]
@@ -308,13 +322,43 @@ def _arrival(where: str, spec: Any) -> Arrival:
         if "over_s" not in out:
             raise WorkloadError(f"{where}.over_s: a ramp needs the seconds it rises over")
         for k in rates:
-            out[k] = float(_num(f"{where}.{k}", spec[k], lo=0, lo_open=True))
+            out[k] = float(_num(f"{where}.{k}", spec[k], lo=0, lo_open=True, hi=_RATE, unit=" per s"))
         for k in streams:
-            out[k] = _num(f"{where}.{k}", spec[k], lo=1, integer=True)
+            out[k] = _num(f"{where}.{k}", spec[k], lo=1, integer=True, hi=bounds.CONCURRENCY["max"], unit=" streams")
         if streams and out["from_concurrency"] > out["to_concurrency"]:
             raise WorkloadError(f"{where}.to_concurrency: a ramp rises: {out['to_concurrency']} < from_concurrency "
                                 f"{out['from_concurrency']}")
-    return Arrival(**out)
+    arrival = Arrival(**out)
+    _check_arrivals(where, arrival)
+    return arrival
+
+
+def expected_arrivals(a: Arrival) -> float | None:
+    """Arrivals an open loop with a span of its own schedules (a rate over ``duration_s``, a rate ramp over its
+    span); None where the count is the point's (a closed loop, a trace, a rate without a duration)."""
+    if a.kind in ("poisson", "gamma") and a.duration_s:
+        return a.rate * a.duration_s  # type: ignore[operator]
+    if a.kind == "ramp" and a.to_rate is not None:
+        over, span = a.over_s, a.duration_s or a.over_s
+        lo, hi = a.from_rate, a.to_rate
+        rising = min(span, over)  # type: ignore[type-var]
+        count = lo * rising + (hi - lo) / over * rising ** 2 / 2  # type: ignore[operator]
+        return count + hi * max(span - over, 0.0)  # type: ignore[operator]
+    return None
+
+
+def _check_arrivals(where: str, a: Arrival) -> None:
+    n = expected_arrivals(a)
+    if n is None:
+        return
+    how = "rate x duration_s" if a.kind != "ramp" else "the ramp's rate over its span"
+    if n > bounds.POINT_ARRIVALS:
+        raise WorkloadError(f"{where}: {n:,.0f} arrivals ({how}) in one point; at most {bounds.POINT_ARRIVALS:,} "
+                            "(shorten the span or lower the rate)")
+    if a.kind == "ramp" and n < 1:
+        raise WorkloadError(f"{where}: the ramp expects {n:.3g} arrivals over its {a.duration_s or a.over_s:g} s "
+                            f"(from_rate {a.from_rate:g} -> to_rate {a.to_rate:g} over_s {a.over_s:g}): nothing would "
+                            "be sent; raise the rates or lengthen the span")
 
 
 def parse_workload(name: str, spec: Any) -> Workload:
@@ -337,12 +381,15 @@ def parse_workload(name: str, spec: Any) -> Workload:
         _fields(f"{where}.prefix", p, ("tokens", "groups"), "prefix")
         if "tokens" not in p:
             raise WorkloadError(f"{where}.prefix.tokens: the shared prefix's length in tokens")
-        out["prefix"] = Prefix(tokens=_num(f"{where}.prefix.tokens", p["tokens"], lo=1, integer=True),
-                               groups=_num(f"{where}.prefix.groups", p.get("groups", 1), lo=1, integer=True))
+        out["prefix"] = Prefix(tokens=_num(f"{where}.prefix.tokens", p["tokens"], lo=1, integer=True, hi=_MAX_LEN,
+                                           unit=" tokens"),
+                               groups=_num(f"{where}.prefix.groups", p.get("groups", 1), lo=1, integer=True,
+                                           hi=bounds.PREFIX_GROUPS["max"], unit=" groups"))
     if spec.get("turns") is not None:
-        out["turns"] = parse_lengths(f"{where}.turns", spec["turns"])
+        out["turns"] = parse_lengths(f"{where}.turns", spec["turns"], hi=bounds.TURNS["max"], unit=" turns")
     if "think_time_s" in spec:
-        out["think_time_s"] = float(_num(f"{where}.think_time_s", spec["think_time_s"], lo=0))
+        out["think_time_s"] = float(_num(f"{where}.think_time_s", spec["think_time_s"], lo=0,
+                                         hi=bounds.THINK_S["max"], unit=" s"))
     if "arrival" in spec:
         out["arrival"] = _arrival(f"{where}.arrival", spec["arrival"])
     if "configs" in spec:
@@ -351,7 +398,7 @@ def parse_workload(name: str, spec: Any) -> Workload:
             raise WorkloadError(f"{where}.configs: a non-empty list of server config names, got {c!r}")
         out["configs"] = tuple(c)
     if "seed" in spec:
-        out["seed"] = _num(f"{where}.seed", spec["seed"], lo=0, integer=True)
+        out["seed"] = _num(f"{where}.seed", spec["seed"], lo=0, integer=True, hi=bounds.SEED["max"])
     if "description" in spec:
         if not isinstance(spec["description"], str):
             raise WorkloadError(f"{where}.description: a string")
@@ -419,7 +466,16 @@ def pick_workloads(declared: Any, picks: Any) -> dict[str, Any] | None:
     if missing:
         raise WorkloadError(f"workloads: {missing[0]!r} is not declared; declared workloads: "
                             f"{', '.join(known) or 'none'} (declare it in the run request's workloads)")
+    twice = next((p for p in picks if picks.count(p) > 1), None)
+    if twice is not None:
+        raise WorkloadError(f"workloads: {twice!r} is picked twice")
     return {p: known[p] for p in picks}
+
+
+def runs_on(w: Workload, config: str, base: str | None = None) -> bool:
+    """Whether ``w`` runs on the server config named ``config`` (a variant of catalogue config ``base``): every
+    config when it names none, else a config it names or a variant of one it names."""
+    return not w.configs or config in w.configs or (base or config) in w.configs
 
 
 def fit_problems(w: Workload, config_name: str, max_model_len: int) -> list[str]:
@@ -470,4 +526,5 @@ def describe(w: Workload) -> str:
 
 
 __all__ = ["Arrival", "Lengths", "Prefix", "Prompts", "Workload", "WorkloadError", "check_workloads", "describe",
-           "fit_problems", "lane_workload", "parse_lengths", "parse_workload", "pick_workloads"]
+           "expected_arrivals", "fit_problems", "lane_workload", "parse_lengths", "parse_workload", "pick_workloads",
+           "runs_on"]

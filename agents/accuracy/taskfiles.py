@@ -90,6 +90,20 @@ def data_file_paths(cfg: dict[str, Any]) -> list[str]:
     return [str(x) for v in values for x in (v if isinstance(v, list) else [v])]
 
 
+def outside_files(cfg: dict[str, Any], base: Path, task_dir: Path) -> list[str]:
+    """The relative ``data_files`` of ``cfg`` (resolved against ``base``, the YAML's directory) that land outside
+    ``task_dir`` (``../../etc/passwd``); absolute paths and URIs are the YAML's own choice."""
+    root = task_dir.resolve()
+    out = []
+    for text in data_file_paths(cfg):
+        if text.startswith(("s3://", "/")) or "://" in text:
+            continue
+        resolved = (base / text).resolve()
+        if resolved != root and root not in resolved.parents:
+            out.append(text)
+    return out
+
+
 def _primary_metric(cfg: dict[str, Any]) -> str | None:
     metrics = cfg.get("metric_list") or []
     first = metrics[0] if metrics else None
@@ -110,6 +124,11 @@ def scan_task_dir(task_dir: str) -> tuple[dict[str, TaskFile], list[str]]:
         name = cfg.get("task")
         if not isinstance(name, str):
             continue  # a group, a tag list or an include-only fragment
+        outside = outside_files(cfg, path.parent, Path(task_dir))
+        if outside:
+            problems.append(f"{path}: data_files {outside[0]} resolves outside the task_dir {task_dir} (a task's data "
+                            "lives in its task_dir)")
+            continue
         cfg = local_data_files(cfg, path.parent)
         found[name] = TaskFile(name, str(path), cfg.get("output_type"), _primary_metric(cfg),
                                tuple(data_file_paths(cfg)))

@@ -9,7 +9,9 @@ HF dataset rows):
 * one prompt: ``{"prompt": "..."}`` or ``{"text": "..."}``.
 
 Sources are local paths or ``s3://bucket/key`` (an HF directory: a prefix ending in ``/``). Nothing here
-touches the Hugging Face hub: ``datasets.load_from_disk`` reads local files only.
+touches the Hugging Face hub: ``datasets.load_from_disk`` reads local files only. A file is a regular file of at
+most :data:`DATASET_MAX_BYTES`, read as the request reader reads (:func:`pipeline.jsonio.read_bytes`: never a pipe
+or a device).
 
 Every bad input raises one :class:`DatasetError` of one line, ``<source>[:<where>]: <what is wrong>``, where
 ``<where>`` is a line number (JSON, JSONL), ``record N`` (a JSON list's index, from 0) or ``row N`` (Parquet
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -26,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 from agents.training.catalog import sha256_file as file_sha256  # one file hash for the project
+from pipeline import jsonio
 from pipeline.containment import PathEscapeError, contained
+from pipeline.lane_configs.bounds import DATASET_MAX_BYTES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -137,16 +142,21 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
 
 def _read_local(source: str, path: Path, kind: str | None, min_conversations: int, min_turns: int,
                 split: str | None) -> Dataset:
-    if not path.exists():
+    if not os.path.lexists(path):
         raise DatasetError(f"{source}: no such file or directory")
-    kind = _check_kind(source, path, kind)
+    raw = None
+    if not path.is_dir():
+        try:  # a regular file only (a pipe or a device would block or never end), within the cap
+            raw = jsonio.read_bytes(path, DATASET_MAX_BYTES, why="a prompt file")
+        except jsonio.JsonInputError as exc:
+            raise DatasetError(f"{source}: {exc}") from None
+    kind = _check_kind(source, path, kind, raw)
     if split is not None and kind != "hf":
         raise DatasetError(f"{source}: split {split!r} given, but only kind hf (a DatasetDict) has splits")
     chosen = None
-    if kind == "hf":
+    if raw is None:  # kind hf: a save_to_disk directory
         sha, (rows, chosen) = directory_sha256(path), _hf_rows(source, path, split)
     else:
-        raw = path.read_bytes()
         sha = hashlib.sha256(raw).hexdigest()
         rows = {"sharegpt": _sharegpt_records, "jsonl": _jsonl_records, "parquet": _parquet_rows}[kind](source, raw)
     conversations, skipped = [], Counter[str]()
@@ -160,8 +170,8 @@ def _read_local(source: str, path: Path, kind: str | None, min_conversations: in
     return Dataset(source, kind, sha, tuple(conversations), sum(skipped.values()), chosen)
 
 
-def _check_kind(source: str, path: Path, kind: str | None) -> str:
-    if path.is_dir():
+def _check_kind(source: str, path: Path, kind: str | None, raw: bytes | None) -> str:
+    if raw is None:
         if not any((path / m).exists() for m in HF_MARKERS):
             raise DatasetError(f"{source}: a directory without {', '.join(HF_MARKERS)}: not an HF save_to_disk "
                                f"directory")
@@ -170,8 +180,7 @@ def _check_kind(source: str, path: Path, kind: str | None) -> str:
         return "hf"
     if kind == "hf":
         raise DatasetError(f"{source}: kind hf needs a save_to_disk directory, this is a file")
-    with path.open("rb") as f:
-        is_parquet = f.read(4) == PARQUET_MAGIC
+    is_parquet = raw[:4] == PARQUET_MAGIC
     if kind is None:
         inferred = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "sharegpt"}.get(path.suffix.lower())
         if inferred is None:

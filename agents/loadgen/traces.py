@@ -9,7 +9,10 @@
   columns (``Model``, ``Log Type``, ...) are ignored. Rows with 0 response tokens are BurstGPT's failed
   requests: they are skipped and counted in :attr:`Trace.skipped`.
 
-Times are re-based on the first request (its ``t_s`` is 0.0) and every gap is multiplied by ``time_scale``.
+Times are re-based on the first request (its ``t_s`` is 0.0) and every gap is multiplied by ``time_scale``; a
+request more than :data:`~pipeline.lane_configs.bounds.REPLAY_S` (a day) after the first, after scaling, is refused
+(a replay that long is a typo or a unit mistake). The file is a regular file of at most :data:`TRACE_MAX_BYTES`,
+read as the request reader reads (:func:`pipeline.jsonio.read_bytes`: never a pipe or a device).
 Every bad input raises one :class:`TraceError` of one line, ``<path>:<line>: <what>``.
 """
 from __future__ import annotations
@@ -18,9 +21,13 @@ import csv
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
+
+from pipeline import jsonio
+from pipeline.lane_configs.bounds import REPLAY_S, TRACE_MAX_BYTES, shown
 
 TraceFormat = Literal["mooncake", "burstgpt", "jsonl"]
 TRACE_FORMATS: tuple[str, ...] = ("mooncake", "burstgpt", "jsonl")
@@ -88,9 +95,12 @@ def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str
         raise TraceError(f"{name}: limit must be an integer >= 1, got {limit!r}")
     if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 2):
         raise TraceError(f"{name}: max_model_len must be an integer >= 2, got {max_model_len!r}")
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise TraceError(f"{name}: no such file")
-    raw = path.read_bytes()
+    try:  # a regular file only (a pipe or a device would block or never end), within the cap
+        raw = jsonio.read_bytes(path, TRACE_MAX_BYTES, why="a trace file")
+    except jsonio.JsonInputError as exc:
+        raise TraceError(str(exc)) from None
     lines = _decode_lines(name, raw)
     fmt = _detect_format(name, path, lines, timestamp_unit)
     if fmt == "burstgpt":
@@ -113,6 +123,12 @@ def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str
             raise TraceError(f"{name}:{row.line}: input_length + output_length = {row.input_length} + "
                              f"{row.output_length} = {row.input_length + row.output_length} > max_model_len "
                              f"{max_model_len}")
+        if kept:
+            after = (row.timestamp - kept[0].timestamp) * unit * time_scale
+            if not after <= REPLAY_S:  # also inf: timestamps at the ends of the float range
+                raise TraceError(f"{name}:{row.line}: timestamp {row.timestamp:g} is {after:g} s after the first "
+                                 f"request (after time_scale): a replay spans at most {shown(REPLAY_S)} s; scale it "
+                                 "(time_scale) or replay its head (limit)")
         kept.append(row)
         if limit is not None and len(kept) == limit:
             break
@@ -186,9 +202,22 @@ def _jsonl_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
 
 
 def _burstgpt_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
+    kept = [line for line in lines if line.strip()]
     numbers = [no for no, line in enumerate(lines, start=1) if line.strip()]  # file line of each CSV line
-    reader = csv.DictReader(line for line in lines if line.strip())
-    for record in reader:
+    reader = csv.DictReader(iter(kept), strict=True)
+    _ = reader.fieldnames  # the header, read first: line_num then counts the lines before each record
+    while True:
+        start = reader.line_num  # the index in ``kept`` of the record's first line
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            at = f"{name}:{numbers[min(start, len(numbers) - 1)]}"
+            if kept[min(start, len(kept) - 1)].count('"') % 2:
+                raise TraceError(f"{at}: unterminated quote: the quoted field opened on this line never closes") \
+                    from None
+            raise TraceError(f"{at}: not CSV ({exc})") from None
         where = f"{name}:{numbers[reader.line_num - 1]}"
         missing = [c for c in BURSTGPT_COLUMNS if record.get(c) in (None, "")]
         if missing:

@@ -18,7 +18,7 @@ import numpy as np
 
 from agents.loadgen.prompts import (BuiltPrompt, PromptLengthError, PromptTokenizer, _chat_text, _filler,
                                     _instruction_texts, exact_text)
-from pipeline.workloads import Lengths, Workload
+from pipeline.workloads import Lengths, Workload, WorkloadError
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,13 @@ def plan_workload(w: Workload, tok: PromptTokenizer, n_warmup: int, n_measured: 
     if w.arrival.kind == "ramp" and w.arrival.to_rate is not None:
         # a ramp with a duration sends until it ends; without one, the point's count (else until over_s)
         count = None if w.arrival.duration_s else n_measured
-        plan.offsets_s = ramp_schedule(w.arrival.from_rate, w.arrival.to_rate, w.arrival.over_s,  # type: ignore
-                                       w.arrival.duration_s or w.arrival.over_s, rng, count)  # type: ignore
+        a = w.arrival
+        span = a.duration_s or a.over_s
+        plan.offsets_s = ramp_schedule(a.from_rate, a.to_rate, a.over_s, span, rng, count)  # type: ignore[arg-type]
+        if not plan.offsets_s:
+            raise WorkloadError(f"workloads.{w.name}.arrival: nothing to send: the ramp's schedule (seed {w.seed}) "
+                                f"holds no arrival within its {span:g} s (from_rate {a.from_rate:g} -> to_rate "
+                                f"{a.to_rate:g} over_s {a.over_s:g}); raise the rates or lengthen the span")
         n = len(plan.offsets_s)
     if w.arrival.kind == "ramp" and w.arrival.to_concurrency is not None:
         plan.stream_starts_s = stream_starts(w.arrival.from_concurrency, w.arrival.to_concurrency,  # type: ignore

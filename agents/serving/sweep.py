@@ -292,9 +292,13 @@ def _record(ctx: LaneContext, result: Any, settings: SweepSettings, repeat: int,
 
 
 def workload_points(w: Any, cfg: ServerConfig, settings: SweepSettings, values: list[int]) -> list[dict[str, Any]]:
-    """The points of workload ``w`` on ``cfg`` (none when it names other configs): closed loop at each stream
-    count (its own list, else the config's grid), or one point for a rate, a trace or a ramp."""
-    if w.configs and cfg.name not in w.configs and (cfg.base or cfg.name) not in w.configs:
+    """The points of workload ``w`` on ``cfg`` (none when it names other configs, or where its requests do not fit
+    the config's max_model_len: the plan refuses that of a workload the request wrote, a profile's own workloads run
+    where they fit): closed loop at each stream count (its own list, else the config's grid), or one point for a
+    rate, a trace or a ramp."""
+    from pipeline.workloads import fit_problems, runs_on
+
+    if not runs_on(w, cfg.name, cfg.base) or fit_problems(w, cfg.name, cfg.max_model_len):
         return []
     a = w.arrival
     if a.kind == "closed":

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema_for
+from pipeline.names import run_id_problem
 
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
 from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
@@ -56,6 +57,8 @@ def new_attempt_id(now: datetime | None = None) -> str:
 def validate_component(name: str, value: str) -> str:
     if not value or "/" in value or value.startswith(".") or "=" in value or any(c.isspace() for c in value):
         raise ValueError(f"invalid {name} {value!r}: use letters, digits, '-', '_' and '.' (no '/', '=', spaces)")
+    if name == "run_id" and (problem := run_id_problem(value)):  # the control plane's rule (pipeline.names)
+        raise ValueError(f"invalid run_id {value!r}: {problem}")
     return value
 
 

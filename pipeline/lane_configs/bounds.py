@@ -1,11 +1,22 @@
-"""Bounds the lane configs share (inclusive ``min``/``max``, spread into a field's metadata next to its help).
+"""Bounds every user-written number shares (inclusive ``min``/``max``): spread into a lane config field's metadata
+next to its help, and read by the workload, trace, capacity-search and limits-search checks.
 
 At least 1 where zero means nothing; the upper bound is where a larger value would run for days, not
-hours, on one box (100k optimizer steps, a day of boot budget), or would not fit any model served here.
+hours, on one box (100k optimizer steps, a day of boot budget, a day of replayed trace), would allocate without
+limit (a million arrivals in one point), or would not fit any model served here (a million tokens).
+docs/reference/workloads.md states the workload and trace bounds.
 """
 from __future__ import annotations
 
 DAY_S = 86_400.0
+
+
+def shown(bound: float) -> str:
+    """A bound as a refusal shows it: ``1,048,576``, ``86,400``, ``1e+09``."""
+    if isinstance(bound, int):
+        return f"{bound:,}"
+    return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e8 else f"{bound:g}"
+
 
 STEPS = {"min": 1, "max": 100_000}  # optimizer steps
 WARMUP_STEPS = {"min": 0, "max": 100_000}
@@ -23,3 +34,19 @@ PROMPTS = {"min": 1, "max": 100_000}
 WARMUP_REQUESTS = {"min": 0, "max": 10_000}
 REPEATS = {"min": 1, "max": 100}  # repeats of a sweep's points (A/A noise): a hundred already measures the spread
 DEVICE_MEM_GIB = {"min": 0.1, "max": 4096.0}
+
+# ---- requests, workloads, traces, searches -------------------------------------------------------------------
+TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare
+MAX_NUM_SEQS = {"min": 1, "max": 4096}  # sequences a server batches at once
+RATE = {"min": 1e-4, "max": 1e5}  # requests (sessions) per second offered
+POINT_ARRIVALS = 1_000_000  # arrivals one point schedules (rate x duration): each an offset, a request and a row
+TURNS = {"min": 1, "max": 1000}  # user turns of one session
+THINK_S = {"min": 0.0, "max": 3600.0}  # seconds between a turn's answer and the next turn
+PREFIX_GROUPS = {"min": 1, "max": 100_000}
+BURSTINESS = {"min": 0.01, "max": 1000.0}  # gamma shape of the arrivals (1 = Poisson)
+TIME_SCALE = {"min": 1e-6, "max": 1e6}  # a trace's gaps times this
+REPLAY_S = DAY_S  # a replayed trace's span, after time_scale
+EMPIRICAL_VALUES = 10_000  # values of an empirical length distribution
+WEIGHT = {"min": 0.0, "max": 1e9}  # an empirical value's relative weight (> 0)
+TRACE_MAX_BYTES = 256 * 1024 * 1024  # a trace file (Mooncake's is a few MB, a BurstGPT month tens)
+DATASET_MAX_BYTES = 1024 * 1024 * 1024  # a prompt file (ShareGPT V3's JSON is 642 MB)

@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.capacity import CapacitySpec
-from pipeline.lane_configs.bounds import BOOT_S, DAY_S, DEVICE_MEM_GIB
+from pipeline.lane_configs.bounds import BOOT_S, DAY_S, DEVICE_MEM_GIB, RATE
 from pipeline.slo import default_slo, parse_slo
-
-RATE = {"min": 1e-4, "max": 1e5}  # requests/s
 
 
 @dataclass

@@ -23,6 +23,7 @@ from control_plane.cli import main
 CLOSED = "http://127.0.0.1:9"
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 LOAD = ["loadgen", "--base-url", CLOSED, "--input-len", "8", "--output-len", "4"]
+LOADW = ["loadgen", "--base-url", CLOSED]  # a workload sets the lengths
 VB = ["import", "vllm-bench", "--results", "{results}", "--label", "x", "--instance-type", "t"]
 
 
@@ -44,6 +45,8 @@ CASES = [
     ("q-run-id-dot", ["query", "--results", "{results}", "--run-id", ".x", "select 1"], "invalid run_id"),
     ("q-run-id-equals", ["query", "--results", "{results}", "--run-id", "a=b", "select 1"], "invalid run_id"),
     ("q-run-id-not-utf8", ["query", "--results", "{results}", "--run-id", "r\udcff", "select 1"], "UTF-8"),
+    ("q-run-id-81", ["query", "--results", "{results}", "--run-id", "a" * 81, "select 1"], "invalid run_id"),
+    ("q-run-id-non-ascii", ["query", "--results", "{results}", "--run-id", "caf\u00e9", "select 1"], "invalid run_id"),
     ("q-empty-sql", ["query", "--results", "{results}", ""], "SQL is empty"),
     ("q-blank-sql", ["query", "--results", "{results}", "  \n "], "SQL is empty"),
     ("q-sql-not-utf8", ["query", "--results", "{results}", "select '\udcff'"], "not valid UTF-8"),
@@ -74,6 +77,8 @@ CASES = [
     ("r-unknown-run", ["report", "--results", "{results}", "--run-id", "nope", "--out", "{dir}/rep"],
      "unknown run id nope"),
     ("r-run-id-slash", ["report", "--results", "{results}", "--run-id", "../x", "--out", "{dir}/rep"],
+     "invalid run_id"),
+    ("r-run-id-81", ["report", "--results", "{results}", "--run-id", "r" * 81, "--out", "{dir}/rep"],
      "invalid run_id"),
     ("r-out-is-file", ["report", "--results", "{results}", "--out", "{file}"], "is a file"),
     ("r-out-under-file", ["report", "--results", "{results}", "--out", "{file}/sub"], "is a file"),
@@ -120,6 +125,37 @@ CASES = [
      "goodput"),
     ("l-bad-run-id", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{dir}/lg",
                       "--run-id", "a/b"], "--run-id"),
+    ("l-run-id-81", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{dir}/lg",
+                     "--run-id", "a" * 81], "--run-id"),
+    ("l-run-id-non-ascii", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{dir}/lg",
+                            "--run-id", "r\u0663"], "--run-id"),
+    ("l-search-rate-max-1e9", [*LOAD, "--search", "capacity", "--slo", "ttft_ms=100,tpot_ms=10", "--rate-max", "1e9"],
+     "--rate-max: at most 100,000 req/s"),
+    ("l-search-rate-min-1e300", [*LOAD, "--search", "capacity", "--slo", "ttft_ms=100,tpot_ms=10",
+                                 "--rate-min", "1e300"], "--rate-min: at most 100,000 req/s"),
+    ("l-search-point-duration", [*LOAD, "--search", "capacity", "--slo", "ttft_ms=100,tpot_ms=10",
+                                 "--point-duration", "1e12"], "--point-duration: at most 86,400 s"),
+    ("l-workload-think-time", [*LOADW, "--num-prompts", "1", "--workload",
+                               '{{"turns": 2, "think_time_s": 1e9, "arrival": {{"concurrency": [1]}}}}'],
+     "workloads.workload.think_time_s: at most 3,600"),
+    ("l-workload-normal-mean", [*LOADW, "--num-prompts", "1", "--workload",
+                                '{{"input": {{"dist": "normal", "mean": 1e308, "stdev": 1}}, '
+                                '"arrival": {{"concurrency": [1]}}}}'], "workloads.workload.input.mean: at most"),
+    ("l-workload-weights", [*LOADW, "--num-prompts", "1", "--workload",
+                            '{{"input": {{"dist": "empirical", "values": [4, 8], "weights": [1e308, 1e308]}}, '
+                            '"arrival": {{"concurrency": [1]}}}}'], "workloads.workload.input.weights[0]: at most"),
+    ("l-workload-trace-dir", [*LOADW, "--workload", '{{"arrival": {{"kind": "trace", "path": "{dir}"}}}}'],
+     "is a directory"),
+    ("l-workload-trace-fifo", [*LOADW, "--workload", '{{"arrival": {{"kind": "trace", "path": "{fifo}"}}}}'],
+     "named pipe (FIFO), not a regular file"),
+    ("l-workload-trace-gap", [*LOADW, "--workload", '{{"arrival": {{"kind": "trace", "path": "{gap_trace}"}}}}'],
+     ":2: timestamp 1e+15 is 1e+12 s after the first request"),
+    ("l-workload-dataset-device", [*LOADW, "--num-prompts", "1", "--workload",
+                                   '{{"prompts": {{"source": "jsonl", "path": "/dev/zero"}}, '
+                                   '"arrival": {{"concurrency": [1]}}}}'], "character device, not a regular file"),
+    ("l-workload-ramp-sends-nothing", [*LOADW, "--workload", '{{"arrival": {{"kind": "ramp", "from_rate": 0.001, '
+                                                            '"to_rate": 0.001, "over_s": 5}}}}'],
+     "nothing would be sent"),
     ("l-results-is-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{file}"],
      "--results"),
     ("l-results-under-file", [*LOAD, "--concurrency", "1", "--num-prompts", "1", "--results", "{file}/r"],
@@ -173,6 +209,8 @@ CASES = [
     ("i-vllm-not-vllm", [*VB, "{cfg_bad}"], "missing keys model_id"),
     ("i-vllm-missing", [*VB, "{missing}"], "cannot read"),
     ("i-vllm-dir", [*VB, "{dir}"], "is a directory"),
+    ("i-vllm-jsonl-broken-line", [*VB, "{broken_jsonl}"], "broken.jsonl:3: not JSON: Expecting"),
+    ("i-vllm-not-json-once", [*VB, "{not_json}"], "not.json: not JSON: Expecting"),
     ("i-vllm-no-label", ["import", "vllm-bench", "--results", "{results}", "--instance-type", "t", "{file}"],
      "--label"),
 ]
@@ -212,13 +250,20 @@ def world(tmp_path_factory):
     (root / "dup.json").write_text('{"lanes": ["sft"], "lane_config": {"sft": {"steps": 1,\n "steps": 2}}}')
     (root / "deep.json").write_text("[" * 5000 + "]" * 5000)
     (root / "huge.json").write_text('{"lanes": ["sft"], "lane_config": {"sft": {"steps": ' + "9" * 6000 + "}}}")
+    good = {"model_id": "m", "num_prompts": 4, "request_rate": "inf", "duration": 2.0, "completed": 4,
+            "total_input_tokens": 64, "total_output_tokens": 32, "request_throughput": 2.0,
+            "output_throughput": 16.0, "mean_ttft_ms": 10.0}
+    (root / "broken.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n" + '{"model_id": "m", x\n')
+    (root / "gap.jsonl").write_text("".join(json.dumps({"timestamp": t, "input_length": 8, "output_length": 4}) + "\n"
+                                            for t in (0, 1e15)))
     os.mkfifo(root / "fifo")  # opening it would block: never opened
     (root / "dir").mkdir()
     paths = {"results": str(root / "results"), "file": str(root / "a-file.txt"), "dir": str(root / "dir"),
              "missing": str(root / "no-such"), "nonutf8": str(root / "latin1.json"),
              "list_json": str(root / "list.json"), "not_json": str(root / "not.json"),
              "cfg_bad": str(root / "cfg-bad.json"), "dup_json": str(root / "dup.json"),
-             "deep_json": str(root / "deep.json"), "huge_json": str(root / "huge.json"), "fifo": str(root / "fifo")}
+             "deep_json": str(root / "deep.json"), "huge_json": str(root / "huge.json"), "fifo": str(root / "fifo"),
+             "broken_jsonl": str(root / "broken.jsonl"), "gap_trace": str(root / "gap.jsonl")}
     return root, paths
 
 

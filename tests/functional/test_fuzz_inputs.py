@@ -37,7 +37,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.store import LocalStore
-from tests.support.fuzz_inputs import FIELDS, LANES, VALUES, VLLM, json_files, sql_cases
+from tests.support.fuzz_inputs import (FIELDS, LANES, RUN_IDS, VALUES, VLLM, json_files, sql_cases,
+                                       workload_numbers)
 
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 SECRET = "fuzz-secret-7d41c9"  # in a file beside the store: query must never print it
@@ -81,6 +82,9 @@ def world(tmp_path_factory):
     sock.bind(str(root / "sock"))
     (root / "inputs").mkdir()
     (root / "scratch").mkdir()
+    trace = root / "trace.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": t, "input_length": 16, "output_length": 8}) + "\n"
+                             for t in (0, 250, 500)))
     results = root / "results"
     parquet = next(results.rglob("*.parquet"))
     marker = next(results.rglob("_commits/**/*.json"))
@@ -101,7 +105,7 @@ def world(tmp_path_factory):
                 if hasattr(control_plane.local, name):
                     mp.setattr(control_plane.local, name, accepted)
             mp.setattr(agents.runner, "run_lane", accepted)
-            yield World(root=root, results=results, paths=paths, n=[0])
+            yield World(root=root, results=results, paths=paths, n=[0], trace=trace)
     finally:
         sock.close()
 
@@ -219,6 +223,42 @@ def test_generated_lane_configs_on_the_box_are_refused_in_one_line(world, config
           module="agents.__main__", scratch=scratch)
 
 
+# ---- workloads: a number beyond its field's bound is refused naming the field --------------------------------
+@settings(FUZZ, max_examples=120)
+@given(case=workload_numbers(), local=st.booleans())
+def test_a_workload_number_beyond_its_bound_is_refused_naming_its_field(world, case, local):
+    doc, field, hostile = case
+    doc = json.loads(json.dumps(doc).replace("{trace}", str(world["trace"])))
+    path = _write(world, json.dumps({"lanes": ["serve_sweep"], "profile": "tiny", "workloads": {"w": doc}}).encode())
+    argv = ["plan", "--local", "--input", path, "--results", world["results"]] if local else ["plan", "--input", path]
+    _code, _out, err = check(world, argv, {2} if hostile else {0, 2}, many_ok=True, files=(path,))
+    if hostile:
+        assert any(f"workloads.w.{field}" in ln for ln in problem_lines(err)), (field, err[-600:])
+
+
+# ---- run ids: every command that takes one applies the control plane's rule ---------------------------------
+@settings(FUZZ, max_examples=80)
+@given(run_id=RUN_IDS, command=st.sampled_from(["query", "report", "loadgen", "run"]))
+def test_every_command_taking_a_run_id_applies_the_control_planes_rule(world, run_id, command):
+    from control_plane.run_ids import RunIdError, check_run_id
+
+    try:
+        check_run_id(run_id)
+        valid = True
+    except RunIdError:
+        valid = False
+    results, scratch = world["results"], _scratch(world)
+    argv = {"query": ["query", "--results", results, "--run-id", run_id, "select 1"],
+            "report": ["report", "--results", results, "--run-id", run_id, "--out", scratch],
+            "loadgen": ["loadgen", "--base-url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "4",
+                        "--concurrency", "1", "--num-prompts", "1", "--results", scratch, "--run-id", run_id],
+            "run": ["run", "--local", "--results", scratch, "--lanes", "host_cpu", "--run-id", run_id,
+                    "--no-live"]}[command]
+    code, _out, err = check(world, argv, {0, 1, 2} if valid else {2}, scratch=scratch)
+    said = [ln for ln in problem_lines(err) if "invalid run" in ln or "--run-id" in ln]
+    assert bool(said) is not valid, (run_id, err[-400:])
+
+
 # ---- vllm bench result files ---------------------------------------------------------------------------------
 @settings(FUZZ, max_examples=80)
 @given(raw=json_files(VLLM), lines=st.integers(1, 3))
@@ -230,7 +270,10 @@ def test_generated_vllm_bench_files_are_imported_or_refused_in_one_line(world, r
 # ---- paths, for every command that takes one: every kind with every command (the product is small) ----------
 PATH_KINDS = ("missing", "dir", "fifo", "sock", "devnull", "devzero", "file", "under_file", "secret", "store",
               "in_store_dir", "in_store_new", "parquet", "marker", "empty", "not_utf8_name")
-PATH_COMMANDS = ("plan", "plan-local", "run", "import", "query", "verify", "report-results", "report-out", "compare")
+PATH_COMMANDS = ("plan", "plan-local", "run", "import", "query", "verify", "report-results", "report-out", "compare",
+                 "trace-local", "dataset-local")
+# a workload's file in a local plan: checked to be a regular file at plan time (read on the box, or by the lane)
+REGULAR = ("file", "secret", "parquet", "marker")
 # What is a fine input and would only do the command's work (a whole report built): the report tests' business.
 FINE = {("report-results", "store"), ("report-out", "missing"), ("report-out", "dir")}
 
@@ -238,6 +281,14 @@ FINE = {("report-results", "store"), ("report-out", "missing"), ("report-out", "
 @pytest.mark.parametrize("command, kind", [(c, k) for c in PATH_COMMANDS for k in PATH_KINDS if (c, k) not in FINE])
 def test_every_kind_of_path_is_refused_in_one_line_or_used_without_a_write(world, command, kind):
     p, results, scratch = world["paths"][kind], world["results"], _scratch(world)
+    if command in ("trace-local", "dataset-local"):
+        spec = {"arrival": {"kind": "trace", "path": str(p)}} if command == "trace-local" else \
+            {"prompts": {"source": "jsonl", "path": str(p)}}
+        request = _write(world, json.dumps({"lanes": ["serve_sweep"], "profile": "tiny", "workloads": {"w": spec}},
+                                           ensure_ascii=False).encode("utf-8", "surrogateescape"))
+        check(world, ["plan", "--local", "--input", request, "--results", results], {0} if kind in REGULAR else {2},
+              many_ok=True, files=(request,))
+        return
     store_ok = {0, 1} if kind == "store" else {0, 1, 2} if kind in ("dir", "in_store_dir") else set()
     argv, codes = {  # a directory that is not a store may be refused or read as holding nothing; never written
         "plan": (["plan", "--input", p], {2}),

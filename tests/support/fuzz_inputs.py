@@ -45,6 +45,74 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.di
     st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=3), max_leaves=10)
 LANE_CONFIG = st.dictionaries(st.sampled_from(LANES + ["nope", ""]),
                               st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=4) | VALUES, max_size=3)
+# ---- workloads: each numeric field, within its bounds or hostile (every HOSTILE number is beyond every bound a
+# workload field has: the largest is a seed's 2**32 - 1; the lowest any field takes is 0) --------------------------
+HOSTILE = (10 ** 15, 2 ** 64, 1e300, 1e308, -1e308, -(10 ** 15))
+# (path of fields, a valid value) for every numeric field of a workload, in a spec where the field is read
+WORKLOAD_NUMBERS = (
+    (("input",), 64), (("output", "high"), 48), (("input", "mean"), 48), (("input", "stdev"), 16),
+    (("input", "values", 0), 40), (("input", "weights", 0), 2.0), (("turns",), 3), (("think_time_s",), 0.5),
+    (("prefix", "tokens"), 8), (("prefix", "groups"), 2), (("seed",), 7), (("arrival", "concurrency", 0), 2),
+    (("arrival", "rate"), 2.0), (("arrival", "burstiness"), 1.5), (("arrival", "duration_s"), 5.0),
+    (("arrival", "time_scale"), 0.5), (("arrival", "limit"), 10), (("arrival", "block_tokens"), 16),
+    (("arrival", "from_rate"), 1.0), (("arrival", "to_rate"), 4.0), (("arrival", "over_s"), 5.0),
+    (("arrival", "from_concurrency"), 1), (("arrival", "to_concurrency"), 4),
+)
+
+
+def _workload_holding(path: tuple) -> dict:
+    """A valid workload in which the field at ``path`` is read."""
+    head = path[0]
+    if head == "input" and len(path) > 1 and path[1] in ("mean", "stdev"):
+        return {"input": {"dist": "normal", "mean": 48, "stdev": 16, "low": 8, "high": 160}, "output": 16}
+    if head == "input" and len(path) > 1:
+        return {"input": {"dist": "empirical", "values": [40, 80], "weights": [1.0, 2.0]}, "output": 16}
+    if head == "output":
+        return {"input": 32, "output": {"dist": "uniform", "low": 16, "high": 48}}
+    if head in ("turns", "think_time_s"):
+        return {"input": 24, "output": 16, "turns": 3, "think_time_s": 0.5}
+    if head == "prefix":
+        return {"input": 96, "output": 16, "prefix": {"tokens": 8, "groups": 2}}
+    if head == "arrival":
+        kind = {"concurrency": "closed", "rate": "gamma", "burstiness": "gamma", "duration_s": "gamma",
+                "time_scale": "trace", "limit": "trace", "block_tokens": "trace"}.get(path[1], "ramp")
+        arrival = {"closed": {"kind": "closed", "concurrency": [2]},
+                   "gamma": {"kind": "gamma", "rate": 2.0, "burstiness": 1.5, "duration_s": 5.0},
+                   "trace": {"kind": "trace", "path": "{trace}", "time_scale": 0.5, "limit": 10, "block_tokens": 16},
+                   "ramp": ({"kind": "ramp", "from_concurrency": 1, "to_concurrency": 4, "over_s": 5.0}
+                            if "concurrency" in path[1] else
+                            {"kind": "ramp", "from_rate": 1.0, "to_rate": 4.0, "over_s": 5.0})}[kind]
+        return {"input": 32, "output": 16, "arrival": arrival}
+    return {"input": 64, "output": 16, "seed": 7}
+
+
+def _set(doc: dict, path: tuple, value) -> dict:
+    at = doc
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return doc
+
+
+@st.composite
+def workload_numbers(draw) -> tuple[dict, str, bool]:
+    """(a workload, the dotted field drawn, whether its value is hostile): the field set to its valid value, a
+    value from HOSTILE, or a number drawn anywhere (huge, negative, fractional)."""
+    path, ok = draw(st.sampled_from(WORKLOAD_NUMBERS))
+    doc = _workload_holding(path)
+    how = draw(st.sampled_from(["ok", "hostile", "hostile", "drawn"]))
+    value = ok if how == "ok" else draw(st.sampled_from(HOSTILE)) if how == "hostile" else \
+        draw(st.integers(-(2 ** 70), 2 ** 70) | st.floats(allow_nan=False, allow_infinity=False, width=64))
+    hostile = how == "hostile" or (how == "drawn" and (value < 0 or abs(value) >= 10 ** 15))
+    return _set(doc, path, value), ".".join(str(p) for p in path if not isinstance(p, int)), hostile
+
+
+WORKLOADS = st.dictionaries(st.sampled_from(["w", "lengths", "A", "bad name", ""]),
+                            st.builds(lambda t: t[0], workload_numbers()) | VALUES, max_size=2)
+# run ids: the control plane's rule (1-80 ASCII letters, digits, '-', '_', a letter or digit first) at its edges
+RUN_IDS = st.sampled_from(["ok-1", "a" * 80, "a" * 81, "caf\u00e9", "r\u0663", "x.y", "-x", "_x", "a_b-c", "A1"]) | \
+    st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=90)
+
 REQUEST = st.fixed_dictionaries({}, optional={
     "lanes": st.lists(st.sampled_from(LANES + ["nope"]), max_size=3) | VALUES,
     "preset": st.sampled_from(["smoke", "full", "nope"]) | VALUES,
@@ -52,8 +120,8 @@ REQUEST = st.fixed_dictionaries({}, optional={
     "lane_config": LANE_CONFIG | VALUES,
     "max_cost_usd": st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2 ** 70), 2 ** 70) | VALUES,
     "slo": st.sampled_from(["interactive", "batch", "nope"]) | VALUES,
-    "run_id": st.sampled_from(["ok-1", "a/b", "", "x" * 90]) | VALUES,
-    "force": VALUES, "models": VALUES, "server_configs": VALUES, "trigger": VALUES,
+    "run_id": st.sampled_from(["ok-1", "a/b", "", "x" * 90]) | RUN_IDS | VALUES,
+    "force": VALUES, "models": VALUES, "server_configs": VALUES, "trigger": VALUES, "workloads": WORKLOADS,
 })
 MUTATIONS = ("as_is", "truncate", "duplicate_top", "duplicate_nested", "deep", "deep_nested", "huge_int",
              "huge_float", "nan", "non_utf8", "bom", "empty", "garbage", "trailing", "utf16")
