@@ -165,20 +165,43 @@ TELEMETRY_COLUMNS: dict[str, tuple[str, str, str | None, str]] = {
 }
 BLANK_NOTE = "blank in the source CSV: the sensor gave no value at this sample"
 NAN_NOTE = "NaN in the source CSV: stored NULL (not a measurement)"
+DROPPED = "telemetry CSV dropped"
+
+
+def not_a_number_note(raw: str) -> str:
+    return f"not a number in the source CSV ({raw[:40]!r}): stored NULL"
+
+
+def _drop(tree: Tree, path: str, why: str) -> pa.Table:
+    """No telemetry from ``path``: named in ``tree.dropped()`` (lane_runs' null_reasons, the import's output)."""
+    tree.dropped()[path] = f"{DROPPED}: {why}"
+    return pa.table({})
 
 
 def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Table:
     """The source's wide 1 Hz CSV (``t_s`` since the sampler started) as long telemetry rows.
 
     The source never wrote the sampler's start; ``ts`` is anchored so the last sample falls at ``ended_at``
-    (the paired JSON's capture time). A blank cell is a NULL value with a note, never zero.
+    (the paired JSON's capture time). A blank cell is a NULL value with a note, never zero, as is a cell that
+    is no number. A file that holds no telemetry (not CSV, no ``t_s`` column, no column we read, no capture
+    time to anchor it) is dropped with a note naming it (:func:`_drop`); a ``t_s`` that is no finite number is
+    refused.
     """
-    if ended_at is None or not tree.telemetry:
+    if not tree.telemetry:  # superseded versions: their JSON records only (docs/guides/import.md)
         return pa.table({})
-    reader = csv.DictReader(io.StringIO(tree.text(path)))
-    samples = [r for r in reader if r.get("t_s") not in (None, "")]
+    if ended_at is None:
+        return _drop(tree, path, "the paired JSON records no capture time to anchor its samples")
+    try:
+        reader = csv.DictReader(io.StringIO(tree.text(path)))
+        samples = [r for r in reader if r.get("t_s") not in (None, "")]
+    except csv.Error as exc:
+        return _drop(tree, path, f"not CSV ({exc})")
     if not samples:
-        return pa.table({})
+        return _drop(tree, path, "no sample with a t_s (seconds since the sampler started)")
+    known = [n for n in (reader.fieldnames or []) if n in TELEMETRY_COLUMNS or n.startswith("util_nc")]
+    if not known:
+        return _drop(tree, path, "none of its columns is one the import reads "
+                                 f"({', '.join(TELEMETRY_COLUMNS)}, util_nc<N>)")
     try:
         last = max(float(r["t_s"]) for r in samples)
     except ValueError as exc:
@@ -198,6 +221,7 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
             if spec is None:
                 continue
             value = num(raw) if raw not in (None, "") else None
+            garbage = value is None and raw not in (None, "")
             if value is not None and math.isinf(value):
                 raise ImportInputError(f"{tree.uri(path)}: column {name} at t_s={r['t_s']} is {raw!r}, not a "
                                        "finite number")
@@ -209,7 +233,8 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
             cols["device"].append(spec[2])
             cols["value"].append(value)
             cols["unit"].append(spec[3])
-            cols["note"].append(NAN_NOTE if nan else None if value is not None else BLANK_NOTE)
+            cols["note"].append(NAN_NOTE if nan else not_a_number_note(raw) if garbage else
+                                None if value is not None else BLANK_NOTE)
     return pa.table(cols)
 
 

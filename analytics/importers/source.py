@@ -8,6 +8,7 @@ checking anything out. ``GitTree`` answers from git objects through one
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -16,6 +17,10 @@ from pathlib import Path
 
 class SourceError(ValueError):
     """The SOURCE is not a readable results repository (one line, shown to the user)."""
+
+
+class OutsideSourceError(SourceError):
+    """A file to read that resolves outside the SOURCE (a symbolic link leaving it), or is no regular file."""
 
 
 class RefError(SourceError):
@@ -82,6 +87,19 @@ class Tree:
             self._nulled: dict[str, list[str]] = {}
         return self._nulled
 
+    def not_followed(self) -> dict[str, str]:
+        """path -> why no file was read through this link (named in lane_runs and printed by the import)."""
+        if "_links_not_followed" not in self.__dict__:
+            self._links_not_followed: dict[str, str] = {}
+        return self._links_not_followed
+
+    def dropped(self) -> dict[str, str]:
+        """path -> why a file read gave no rows (a telemetry CSV that holds no telemetry; named in lane_runs
+        and printed by the import)."""
+        if "_dropped" not in self.__dict__:
+            self._dropped: dict[str, str] = {}
+        return self._dropped
+
     def fingerprint(self, paths: list[str]) -> str:
         """Identity of these files' contents (equal fingerprints: nothing changed)."""
         import hashlib
@@ -113,19 +131,48 @@ class Tree:
 
 
 class WorkTree(Tree):
+    """A directory as it is. A symbolic link to a directory is never followed (it is named in :meth:`not_followed`);
+    a link to a file is read only when it resolves inside the root (:class:`OutsideSourceError` else)."""
+
     def __init__(self, root: Path):
         self.root = root
 
+    def _skip_link(self, link: str) -> None:
+        target = os.readlink(link)
+        rel = Path(link).relative_to(self.root).as_posix()
+        self.not_followed()[rel] = f"a symbolic link to a directory ({target}), not followed"
+
     def files(self, prefix: str) -> list[str]:
         base = self.root / prefix
-        start = base if base.is_dir() else base.parent
-        if not start.exists():
+        start = base if prefix.endswith("/") or base.is_dir() else base.parent
+        at = self.root
+        for part in start.relative_to(self.root).parts:
+            at = at / part
+            if at.is_symlink():
+                if at.is_dir():
+                    self._skip_link(str(at))
+                return []
+        if not start.is_dir():
             return []
-        out = [p.relative_to(self.root).as_posix() for p in start.rglob("*") if p.is_file()]
+        out = []
+        for dirpath, dirnames, filenames in os.walk(start):  # never into a linked directory
+            for name in dirnames:
+                if os.path.islink(os.path.join(dirpath, name)):
+                    self._skip_link(os.path.join(dirpath, name))
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                if os.path.isfile(path):  # a regular file, or a link to one (read() checks where it leads)
+                    out.append(Path(path).relative_to(self.root).as_posix())
         return sorted(p for p in out if p.startswith(prefix))
 
     def read(self, path: str) -> bytes:
-        return (self.root / path).read_bytes()
+        real = (self.root / path).resolve()
+        if not real.is_relative_to(self.root):
+            raise OutsideSourceError(f"{self.uri(path)}: a symbolic link to {real}, outside the SOURCE "
+                                     f"{self.root}: a result file must be inside the SOURCE")
+        if not real.is_file():
+            raise OutsideSourceError(f"{self.uri(path)}: not a regular file")
+        return real.read_bytes()
 
     def uri(self, path: str) -> str:
         return str(self.root / path)
@@ -141,6 +188,7 @@ class GitRepo:
         self.git_dir = git_dir
         self._batch: subprocess.Popen[bytes] | None = None
         self._listing: dict[str, dict[str, str]] = {}
+        self._links: dict[str, list[str]] = {}
 
     def git(self, *args: str, quiet_failure: bool = False) -> str:
         """git's stdout; a failure is :class:`SourceError` with git's words (``quiet_failure``: "" instead)."""
@@ -174,16 +222,25 @@ class GitRepo:
         return [Commit(*line.split()) for line in text.splitlines() if line.strip()]
 
     def listing(self, commit: str) -> dict[str, str]:
-        """path -> blob id of every file in ``commit``."""
+        """path -> blob id of every regular file in ``commit`` (its symbolic links: :meth:`links`)."""
         if commit not in self._listing:
             out: dict[str, str] = {}
+            links: list[str] = []
             for line in self.git("ls-tree", "-r", "--end-of-options", commit).splitlines():
                 meta, _, path = line.partition("\t")
                 parts = meta.split()
-                if len(parts) == 3 and parts[1] == "blob" and parts[0] in REGULAR_MODES:  # a link is no file
+                if len(parts) == 3 and parts[1] == "blob" and parts[0] in REGULAR_MODES:
                     out[path] = parts[2]
+                elif len(parts) == 3 and parts[1] == "blob":
+                    links.append(path)
             self._listing[commit] = dict(sorted(out.items()))
+            self._links[commit] = sorted(links)
         return self._listing[commit]
+
+    def links(self, commit: str) -> list[str]:
+        """The paths in ``commit`` that git holds as symbolic links: no file is read through them."""
+        self.listing(commit)
+        return self._links[commit]
 
     def read(self, commit: str, path: str) -> bytes:
         if self._batch is None:
@@ -214,6 +271,9 @@ class GitTree(Tree):
         self.committed_at = commit.committed_at
 
     def files(self, prefix: str) -> list[str]:
+        for link in self.repo.links(self.commit):
+            if link.startswith(prefix):
+                self.not_followed()[link] = "a symbolic link in git, not read"
         return [p for p in self.repo.listing(self.commit) if p.startswith(prefix)]
 
     def oid(self, path: str) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from datetime import timedelta
 from typing import Any
@@ -107,8 +108,11 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
 
 def _csv_peak(tree: Tree, path: str, column: str) -> float | None:
     """The largest value of ``column`` in the source's telemetry CSV (blank cells skipped; None: no value)."""
-    values = [num(r.get(column)) for r in csv.DictReader(io.StringIO(tree.text(path))) if r.get(column)]
-    return max((v for v in values if v is not None), default=None)
+    try:
+        values = [num(r.get(column)) for r in csv.DictReader(io.StringIO(tree.text(path))) if r.get(column)]
+    except csv.Error:  # telemetry_table drops the file with a note naming it
+        return None
+    return max((v for v in values if v is not None and math.isfinite(v)), default=None)
 
 
 def _train_limits(tree: Tree, files: list[str]) -> LaneImport | None:

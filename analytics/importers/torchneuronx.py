@@ -42,6 +42,7 @@ class ImportSummary:
     run_id: str
     commit: str | None
     attempts: list[tuple[str, str, str, dict[str, int]]]  # (lane, attempt, status, rows per table)
+    notes: list[str] = field(default_factory=list)  # "path: why": links not followed, files dropped
 
 
 def collect(tree: Tree) -> list[LaneImport]:
@@ -85,10 +86,15 @@ def lane_runs_row(p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], hi
     if nulled:  # a NaN in the source is no measurement: stored NULL, named here
         null_reasons["source_nan"] = {path: f"NaN in the source, stored NULL: {', '.join(fields)}"
                                       for path, fields in sorted(nulled.items())}
+    dropped = {path: why for path, why in sorted(tree.dropped().items()) if path in li.paths}
+    if dropped:  # a telemetry CSV that holds no telemetry: no rows, named here
+        null_reasons["telemetry_dropped"] = dropped
     config = {"imported": {"source": SOURCE_NAME, "commit": tree.commit, "committed_at": tree.committed_at,
                            "paths": sorted(set(li.paths)), "history": history, "superseded": p.superseded,
                            "host_from": f"specs.txt captured {box.get('specs_captured_at')}" if box else None},
               "null_reasons": null_reasons, **li.config}
+    if tree.not_followed():  # links in the SOURCE no file was read through: what no lane could read
+        config["imported"]["not_followed"] = [f"{path}: {why}" for path, why in sorted(tree.not_followed().items())]
     return {"status": li.status, "supersedes": True, "started_at": started, "ended_at": ended,
             "wall_s": li.wall_s or None, "error_type": li.error_type, "error_message": li.error_message,
             "backend": "neuron", "host": box.get("host") or "unrecorded", "box_role": li.box_role,
@@ -156,6 +162,8 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
     finally:
         if repo is not None:
             repo.close()
+    notes = sorted({f"{path}: {why}" for p in attempts
+                    for path, why in [*p.tree.not_followed().items(), *p.tree.dropped().items()]})
     done = []
     for p in attempts:
         writer = store.begin_attempt(run_id, p.lane.lane)
@@ -164,7 +172,7 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
             counts[table] = writer.add_rows(table, data.drop_columns(["run_id", "lane", "attempt"]))
         writer.commit(p.lane.status)
         done.append((p.lane.lane, writer.attempt, p.lane.status, counts))
-    return ImportSummary(run_id, tree.commit, done)
+    return ImportSummary(run_id, tree.commit, done, notes)
 
 
 def every_attempt(store: ResultStore, run_id: str, table: str) -> pa.Table:
