@@ -146,6 +146,11 @@ def _section(prog: str, parser: argparse.ArgumentParser, summary: str, depth: in
     yield "```"
     yield ""
     yield from _table(prog, parser)
+    if parser.epilog:  # e.g. a command's exit codes, as its --help prints them
+        yield "```"
+        yield parser.epilog.strip("\n")
+        yield "```"
+        yield ""
     sub = _subparsers(parser)
     if sub is None:
         return

@@ -2,14 +2,26 @@
 run-level test over the runs (or a run's repeats), the noise floor, and a verdict.
 
 Exit 1 when a delta is a real regression (verdict "slower", |%| ≥ --fail-pct; or an accuracy `worse` by at least
---fail-pct % of the baseline's accuracy), so a scheduled run can alert; 0 otherwise; 2 on bad input (an unknown
-run, a run on both sides, a negative threshold). The rule is in analytics/report/run_level.py,
-analytics/report/accuracy.py and docs/explanation/compare.md.
+--fail-pct % of the baseline's accuracy), so a scheduled run can alert; 2 on bad input (an unknown run, a run on
+both sides, a negative threshold); 4 when nothing was compared (no headline metric and no accuracy row on both
+sides: a comparison that saw nothing is no pass); 0 otherwise (:data:`EXIT_CODES`). The rule is in
+analytics/report/run_level.py, analytics/report/accuracy.py and docs/explanation/compare.md.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOTHING_COMPARED = 4
+EXIT_CODES = f"""exit codes:
+  0  no regression: every delta faster, within noise, untested, or slower by less than --fail-pct
+  {EXIT_REGRESSION}  a regression: a delta slower by at least --fail-pct %, or an accuracy worse by at least
+     --fail-pct % of the baseline's
+  {EXIT_BAD_INPUT}  bad input: an unknown run or config, RUN_A equal to RUN_B, a run on both sides, a negative threshold
+  {EXIT_NOTHING_COMPARED}  nothing compared: no headline metric and no accuracy row is present on both sides
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from analytics.report.run_level import PRACTICAL_MARGIN_PCT
 
     p = sub.add_parser("compare", help="headline deltas of side B against side A (runs, comma-separated) with a "
-                                       "run-level test, the noise floor and verdicts (exit 1 on a real regression)")
+                                       "run-level test, the noise floor and verdicts (exit 1 on a real regression)",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_a", metavar="RUN_A", help="the baseline: a run, or A/A repeats of it as RUN_A1,RUN_A2,...")
     p.add_argument("run_b", metavar="RUN_B", nargs="?",
                    help="the run(s) compared against it: RUN_B or RUN_B1,RUN_B2,... (omitted with --config/--vs)")
@@ -127,11 +140,10 @@ def _print(entry: dict, args: argparse.Namespace) -> int:
 
     rows = entry["rows"]
     accuracy = delta_lines(entry, args.fail_pct, markdown=False)
+    nothing = not rows and not entry.get("accuracy")
     if args.json:
         print(json.dumps(entry, sort_keys=True, indent=1, ensure_ascii=False))
-    elif not rows and not accuracy:
-        print("no headline metric is present on both sides")
-    else:
+    elif rows or accuracy:
         if rows:
             print("\n".join(format_rows(rows, entry["baseline"], entry["run"])))
             print("\n" + verdict_summary(rows, args.fail_pct))
@@ -146,4 +158,9 @@ def _print(entry: dict, args: argparse.Namespace) -> int:
                 print(f"  < {k}")
             for k in entry["only_run"]:
                 print(f"  > {k}")
+    if nothing:
+        print(f"nothing compared: no headline metric is present on both sides ({entry['baseline']} has "
+              f"{len(entry['only_baseline'])} of its own, {entry['run']} {len(entry['only_run'])}; --all lists "
+              f"them): exit {EXIT_NOTHING_COMPARED}", file=sys.stderr)
+        return EXIT_NOTHING_COMPARED
     return exit_code(entry, args.fail_pct)

@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--client-lag-bound-ms", type=float, default=50.0)
     p.add_argument("--idle-timeout", type=float, default=60.0, help="seconds without a byte before a request fails")
     p.add_argument("--request-timeout", type=float, default=1800.0)
-    p.add_argument("--results", help="results root (directory or s3://): commit the rows as lane 'loadgen'")
+    p.add_argument("--results", help="results root (directory or s3://): commit the run as lane 'loadgen' (its points, "
+                                     "requests, the client host's telemetry and a lane_runs row)")
     p.add_argument("--run-id", help="run id for --results (default: loadgen-<UTC time>)")
     p.add_argument("--save-vllm-json", help="write vllm bench serve --save-result fields (one file per point)")
     p.add_argument("--save-detailed", action="store_true",
@@ -257,9 +258,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from agents.loadgen.adapters import ServerResponseShapeError, UnconfirmedExtensionError, confirm_auto_kind
     from agents.loadgen.client import Timeouts
-    from agents.loadgen.point import SweepPoint, run_point
+    from agents.loadgen.point import SweepPoint
     from agents.loadgen.prompts import load_tokenizer
-    from agents.loadgen.vllm_json import point_file, save_vllm_json
 
     if args.num_prompts is None and args.duration is None and not args.search and workload is None:
         print("error: give --num-prompts or --duration", file=sys.stderr)
@@ -288,17 +288,34 @@ def run(args: argparse.Namespace) -> int:
                 prompt_source=args.prompt_source or "random", sharegpt_path=args.sharegpt,
                 warmup_requests=args.warmup, seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
                 burst_bound=args.burst_bound, timeouts=Timeouts(args.idle_timeout, args.request_timeout))
-    if args.search:
-        return run_search(args, SweepPoint(concurrency=1, **base), tokenizer)
-    if workload is not None:
-        points, problem = workload_sweep(workload, workload_kw, base, models, args, probe)
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-    else:
-        points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
-                  else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
-    plan_errors = plan_errors() if workload is not None else ()
+    from control_plane.commands._loadgen_record import HostTelemetry
+
+    telemetry = HostTelemetry() if args.results else None  # the run's telemetry, as a lane's sampler takes it
+    try:
+        if args.search:
+            return run_search(args, SweepPoint(concurrency=1, **base), tokenizer, telemetry)
+        if workload is not None:
+            points, problem = workload_sweep(workload, workload_kw, base, models, args, probe)
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
+        else:
+            points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
+                      else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
+        return run_points(args, points, kind, tokenizer, plan_errors() if workload is not None else (), telemetry)
+    finally:
+        if telemetry is not None:
+            telemetry.rows()  # stopped, whatever ended the command
+
+
+def run_points(args: argparse.Namespace, points: list[Any], kind: str, tokenizer: Any, plan_errors: Any,
+               telemetry: Any) -> int:
+    """Each point measured and printed; with ``--results`` the run committed (points, requests, telemetry and
+    its lane_runs row)."""
+    from agents.loadgen.point import run_point
+    from agents.loadgen.vllm_json import point_file, save_vllm_json
+
+    hook = telemetry.phase_hook if telemetry is not None else None
     results, windows = [], []
     for i, point in enumerate(points):
         if args.window_s:
@@ -315,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
                                                               if k not in ("run_id", "lane", "point_id")))
         else:
             try:
-                result = run_point(point, tokenizer)
+                result = run_point(point, tokenizer, phase_hook=hook)
             except plan_errors as exc:  # raised while planning the point, before any request is sent
                 print(f"error: --workload: {exc}", file=sys.stderr)
                 return 2
@@ -329,7 +346,8 @@ def run(args: argparse.Namespace) -> int:
                                   detailed=args.save_detailed)
             print(f"  vllm json              {path}")
     none_ok = [r.point_id for r in results if not r.metrics.get("completed")]
-    if args.results:
+    failure = f"no request succeeded in point(s) {', '.join(none_ok)}" if none_ok else None
+    if telemetry is not None:
         from analytics.store import open_store
 
         run_id = args.run_id or "loadgen-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -339,48 +357,54 @@ def run(args: argparse.Namespace) -> int:
             writer.add_rows("sweep_points", [r.sweep_point])
         if windows:
             writer.add_rows("sustained_windows", windows)
-        marker = writer.commit("failed" if none_ok else "succeeded")
-        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} ({marker.status}) to {args.results}")
-    if none_ok:
-        print(f"error: no request succeeded in point(s) {', '.join(none_ok)}", file=sys.stderr)
+        model = points[0].model if points else None
+        status = telemetry.commit(writer, args, model, [r.point_id for r in results],
+                                  "NoRequestSucceeded" if none_ok else None, failure)
+        print(f"committed run {run_id} lane loadgen attempt {writer.attempt} ({status}) to {args.results}")
+    if failure:
+        print(f"error: {failure}", file=sys.stderr)
         return 1
     return 0
 
 
-def run_search(args: argparse.Namespace, template: Any, tokenizer: Any) -> int:
+def run_search(args: argparse.Namespace, template: Any, tokenizer: Any, telemetry: Any) -> int:
     """``--search capacity``: run the search, print each point and the bracket, commit points as they come."""
     from agents.loadgen.capacity import run_capacity_search
 
     spec = capacity_spec(args)
     writer = None
     run_id = args.run_id or "loadgen-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    if args.results:
+    if telemetry is not None:
         from analytics.store import open_store
 
         writer = open_store(args.results).begin_attempt(run_id, "loadgen")
 
-    staged = [0]
+    staged: list[str] = []
 
     def on_point(result: Any, _verdict: Any) -> None:
         if writer is not None:
             writer.add_rows("requests", result.requests)
             writer.add_rows("sweep_points", [result.sweep_point])
-            staged[0] += 1
+            staged.append(result.point_id)
 
+    search = {"search": "capacity", "slo": spec.slo_name}
     try:
-        result = run_capacity_search(template, spec, tokenizer, on_point=on_point, log=lambda line: print(line))
+        result = run_capacity_search(template, spec, tokenizer, on_point=on_point, log=lambda line: print(line),
+                                     phase_hook=telemetry.phase_hook if telemetry is not None else None)
     except KeyboardInterrupt:  # SIGINT/SIGTERM/SIGHUP (control_plane.cli): the points measured so far stand
-        if writer is not None and staged[0]:
-            marker = writer.commit("failed")
-            print(f"interrupted: {staged[0]} points committed as run {run_id} lane loadgen attempt "
-                  f"{marker.attempt} (failed) to {args.results}", file=sys.stderr)
+        if writer is not None and staged:
+            telemetry.commit(writer, args, template.model, staged, "Interrupted", "the search was interrupted",
+                             search)
+            print(f"interrupted: {len(staged)} points committed as run {run_id} lane loadgen attempt "
+                  f"{writer.attempt} (failed) to {args.results}", file=sys.stderr)
         raise
     print(f"search: {len(result.points)} points in {result.wall_s:.1f} s; {result.stop_reason}")
     print(f"  max_rate_meeting_slo    {result.max_rate_meeting_slo}")
     print(f"  lowest_rate_missing_slo {result.lowest_rate_missing_slo}")
     if writer is not None:
-        marker = writer.commit("succeeded" if result.found else "failed")
-        print(f"committed run {run_id} lane loadgen attempt {marker.attempt} ({marker.status}) to {args.results}")
+        status = telemetry.commit(writer, args, template.model, staged, None if result.found else "NoRateMeetsSlo",
+                                  None if result.found else f"no rate meets the SLO: {result.stop_reason}", search)
+        print(f"committed run {run_id} lane loadgen attempt {writer.attempt} ({status}) to {args.results}")
     if not result.found:
         print(f"error: no rate meets the SLO: {result.stop_reason}", file=sys.stderr)
         return 1
