@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
                 prompt_source=args.prompt_source or "random", sharegpt_path=args.sharegpt,
                 warmup_requests=args.warmup, seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
                 burst_bound=args.burst_bound, timeouts=Timeouts(args.idle_timeout, args.request_timeout))
-    from control_plane.commands._loadgen_record import HostTelemetry
+    from agents.loadgen.run_record import HostTelemetry
 
     telemetry = HostTelemetry() if args.results else None  # the run's telemetry, as a lane's sampler takes it
     try:

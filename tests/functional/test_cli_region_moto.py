@@ -13,6 +13,7 @@ from control_plane.aws import default_region
 from control_plane.cli import main
 from control_plane.settings import get_settings
 from statemachine.build import ASL_PATH, substitute
+from tests.fixtures.aws import definition_substitutions
 
 DEPLOYED = "eu-west-1"  # where the stacks are
 SHELL = "us-west-2"  # the shell's AWS_DEFAULT_REGION
@@ -28,10 +29,7 @@ def deployed(monkeypatch):
     get_settings.cache_clear()
     with mock_aws():
         role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        subs = {"ResultsBucketName": "b", "CommandLogGroupName": "lg", "EventBusName": "default",
-                "FinalizeRunFunctionArn": f"arn:aws:lambda:{DEPLOYED}:123456789012:function:f",
-                "ScheduleWaveFunctionArn": f"arn:aws:lambda:{DEPLOYED}:123456789012:function:s",
-                "EventSource": "neuronpipe", "LeaseTableName": "neuron-pipelines-leases"}
+        subs = definition_substitutions("b", DEPLOYED)
         sfn = boto3.client("stepfunctions", region_name=DEPLOYED)
         sm = sfn.create_state_machine(name="neuron-pipelines", roleArn=role,
                                       definition=substitute(ASL_PATH.read_text(), subs))["stateMachineArn"]

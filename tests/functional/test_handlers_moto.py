@@ -15,15 +15,12 @@ from control_plane.aws import Commands, Executions, InstanceFleet, ProjectInstan
 from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_run
 from control_plane.settings import get_settings
 from statemachine.build import ASL_PATH, substitute
-from tests.fixtures.aws import AMI, LEASE_TABLE, create_lease_table, launch_project_instances
+from tests.fixtures.aws import AMI, LEASE_TABLE, create_lease_table, definition_substitutions, launch_project_instances
 from tests.fixtures.event_samples import load_event
 
 REGION = "us-west-2"
 BUCKET = "np-results"
-SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "lg",
-        "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:f",
-        "ScheduleWaveFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:s",
-        "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
+SUBS = definition_substitutions(BUCKET, REGION)
 CONTEXT = SimpleNamespace(function_name="fn", memory_limit_in_mb=256, aws_request_id="req-1",
                           invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn")
 

@@ -14,7 +14,7 @@ from control_plane.aws import Executions, InstanceFleet, ProjectInstance
 from control_plane.handlers import idle_reaper
 from control_plane.lean import DEFAULT_REAPER_GRACE_S, LeanSettings
 from statemachine.build import ASL_PATH, substitute
-from tests.fixtures.aws import launch_project_instances
+from tests.fixtures.aws import definition_substitutions, launch_project_instances
 
 REGION = "us-west-2"
 RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "guides" / "deploy-and-operate.md"
@@ -30,10 +30,7 @@ def aws(monkeypatch):
         ec2 = boto3.client("ec2")
         ids = launch_project_instances(ec2)
         role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        subs = {"ResultsBucketName": "b", "CommandLogGroupName": "lg", "EventBusName": "default",
-                "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:f",
-                "ScheduleWaveFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:s",
-                "EventSource": "neuronpipe", "LeaseTableName": "neuron-pipelines-leases"}
+        subs = definition_substitutions("b", REGION)
         sm = boto3.client("stepfunctions").create_state_machine(
             name="neuron-pipelines", roleArn=role, definition=substitute(ASL_PATH.read_text(), subs))["stateMachineArn"]
         yield ec2, ids, sm

@@ -23,7 +23,7 @@ import pytest
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
 from control_plane.progress import follow
-from tests.fixtures.aws import LEASE_TABLE, create_lease_table, executing_moto, launch_project_instances
+from tests.fixtures.aws import LEASE_TABLE, create_lease_table, definition_substitutions, executing_moto, launch_project_instances
 from control_plane.progress import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
@@ -36,11 +36,7 @@ from statemachine.build import ASL_PATH, substitute
 REGION = "us-west-2"
 BUCKET = "np-results"
 RESULTS = f"s3://{BUCKET}/results"
-SUBS = {"ResultsBucketName": BUCKET, "CommandLogGroupName": "/neuronpipe/commands",
-        "FinalizeRunFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:finalize-run",
-        "ScheduleWaveFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:schedule-wave",
-        "CommitLaneFunctionArn": f"arn:aws:lambda:{REGION}:123456789012:function:commit-lane",
-        "EventBusName": "default", "EventSource": "neuronpipe", "LeaseTableName": LEASE_TABLE}
+SUBS = definition_substitutions(BUCKET, REGION, log_group="/neuronpipe/commands")
 DEADLINE_S = 60
 
 SMOKE = [s.name for s in request_lanes(None, "smoke")]  # the smoke preset's lanes, on each box
