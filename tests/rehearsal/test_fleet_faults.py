@@ -82,11 +82,12 @@ def test_a_matrix_fans_out_two_at_once_a_type_refused_everywhere_and_a_hung_lane
     r = rehearsal
     r.refuse_capacity = {"g6.xlarge"}  # every subnet, every AZ
 
-    def c01_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout is cut to 1 s
+    def c01_hangs(data: dict) -> dict:  # nap takes 3 s, heartbeating; c01's timeout (and heartbeat) cut to 1 s
         for seg in data["waves"][0]["segments"]:
             for step in seg["lanes"]:
-                if step["result_lane"] == "nap@c01":
-                    step["timeout_s"] = 1
+                if step["result_lane"] == "nap@c01":  # a plan's own bounds: the heartbeat within the timeout
+                    step["timeout_s"] = step["heartbeat_s"] = 1
+                    step["execution_timeout"] = ["1"]
         return data
 
     try:
