@@ -24,7 +24,8 @@ Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler'
                        ─► RunSucceeded / RunPartiallySucceeded event ─► Succeed (output $.outcome)
                         | RunFailed event ─► Fail
                         | (lanes succeeded, report not written) RunReportFailed event ─► Fail Report.Failed
-    the scheduler or a Map failing (never a lane or a box) ─► RunBroke ─► ReleaseLeases ─► … ─► Fail
+    the scheduler or a Map failing (never a lane or a box) ─► RunBroke ─► FinalizeRun ─► … ─► Fail
+                       (leases kept: the failed execution's on_execution_status stops the boxes, then releases them)
 
 Why a scheduler between waves rather than a task token released by the producing lane: a lane that
 needs another box's output (``finetune_serve`` needs ``merge``) is in a later wave than its producer,
@@ -823,12 +824,14 @@ def build_definition() -> dict[str, Any]:
             },
             "RunBroke": {
                 "Type": "Pass",
-                "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails",
+                "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails "
+                           "and keeps its leases, since a box of the broken wave may still be running; "
+                           "on_execution_status stops the boxes, then releases them",
                 "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
                                "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
                                            "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
                                "failure.$": "$.failure", "boxes.$": "$$.Execution.Input.boxes"},
-                "Next": "ReleaseLeases",
+                "Next": "FinalizeRun",
             },
             "ReleaseLeases": {
                 "Type": "Map",

@@ -242,3 +242,43 @@ def test_a_report_not_written_fails_the_run_with_report_failed_and_keeps_the_lan
     assert "No module named 'numpy'" in progress.report_failure
     assert {lp.status for lp in progress.lanes} == {"succeeded"}  # the lanes' results stand
     assert set(instance_states(fast).values()) == {"stopped"} and leases(fast) == {}
+
+
+def test_a_run_that_breaks_keeps_its_leases_until_its_boxes_are_stopped(fast, monkeypatch):
+    """The scheduler refuses the run (a function error, as its ControlDataError answers a forged plan): the run
+    breaks (RunBroke) and fails without releasing a lease, since a box of a broken wave may still run and a released
+    box could be taken by another run; on_execution_status (the failed execution's rule) stops the boxes and only
+    then releases the leases."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    from control_plane.handlers import on_execution_status
+
+    invoke = LambdaSimpleBackend.invoke
+
+    def refusing_scheduler(self, function_name, qualifier, body, headers, response_headers):
+        if "schedule-wave" in function_name:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": "ControlDataError",
+                               "errorMessage": "the plan: injected refusal"}).encode()
+        return invoke(self, function_name, qualifier, body, headers, response_headers)
+
+    monkeypatch.setattr(LambdaSimpleBackend, "invoke", refusing_scheduler)
+    arn = start(fast, RunRequest(preset="smoke"), "run-broke")
+    status, history = run_to_end(fast, arn, lambda what, token: "success")
+    assert status == "FAILED" and failed_details(history)["error"] == "ControlDataError"
+    names = states(history)
+    assert "RunBroke" in names and "FinalizeRun" in names and "ReleaseLeases" not in names
+    assert "StartInstance" not in names  # the refusal comes before any box is started
+    assert {h.run_id for h in leases(fast).values()} == {"run-broke"}  # kept until the boxes are stopped
+    fast["ec2"].start_instances(InstanceIds=list(fast["ids"].values()))  # as if a broken wave's boxes still ran
+
+    execution = fast["sfn"].describe_execution(executionArn=arn)
+    event = {"detail-type": on_execution_status.DETAIL_TYPE, "source": "aws.states",
+             "detail": {"executionArn": arn, "stateMachineArn": fast["sm_arn"], "name": "run-broke",
+                        "status": "FAILED", "input": execution["input"], "inputDetails": {"included": True}}}
+    out = on_execution_status.clean_up(on_execution_status.parse_status_event(event),
+                                       InstanceFleet("neuron-pipelines", fast["ec2"]),
+                                       Leases(LEASE_TABLE, boto3.client("dynamodb")), Executions(fast["sfn"]))
+    assert sorted(out["stopped"]) == sorted(fast["ids"].values())
+    assert sorted(out["released"]) == sorted(fast["ids"].values())
+    assert set(instance_states(fast).values()) == {"stopped"} and leases(fast) == {}

@@ -25,8 +25,10 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
     assert code == 0, err[-4000:]
     assert "rehearsal of rehearsal-1: SUCCEEDED" in err
     assert "boxes running: 0" in err
-    smoke = len(request_lanes(None, "smoke"))  # the preset's lanes, on each of the 2 boxes: one state each
-    assert re.search(r"transitions per lane: \[(1, ){%d}1\]" % (2 * smoke - 1), err), err[-2000:]
+    smoke = len(request_lanes(None, "smoke"))  # the preset's lanes, on each of the 2 boxes
+    # a succeeded lane enters 4 states: RunLane, CommitLane (the control plane commits what the box proposed), the
+    # commit's answer checked (LaneCommitted), LaneDone
+    assert re.search(r"transitions per lane: \[(4, ){%d}4\]" % (2 * smoke - 1), err), err[-2000:]
     # each segment marked its start and pushed its compile cache before its stop
     assert re.search(r"states: .*MarkStart=2, .*PushCompileCache=2, ", err), err[-2000:]
     assert "run events on the bus: RunSucceeded" in err
@@ -40,10 +42,14 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
         assert "harness installed" in sync_log.read_text()
 
 
-def test_reverting_the_shell_fix_fails_at_harness_sync_with_the_shells_own_message(cfn_assembly, tmp_path):
-    """What the hardening fixed (issue 13 point 1), put back: the commands list without the bash shebang, the
-    script without the hand-over line. The SSM agent runs it through /bin/sh (dash) and the first phase fails at
-    SyncHarness with dash's own words, delivered by the command-status rule to on_command_status."""
+def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_line_alone_runs_it_under_bash(
+        cfn_assembly, tmp_path):
+    """The shell fix has two halves, the commands' bash shebang and each script's hand-over line. (1) An execution
+    input whose sync script lost its hand-over line is control data the plan did not make: the scheduler refuses it,
+    the run breaks (ControlDataError naming the segment and its script) before any box is started or sent a
+    command, and its leases stay until on_execution_status has stopped the boxes. (2) With the shebang taken out of
+    the state machine (an operator's edit), the SSM agent runs each file through /bin/sh (dash) and the hand-over
+    line alone moves it to bash: the run succeeds."""
     from control_plane.aws import Executions, InstanceFleet, Leases
     from control_plane.launch import build_plan, committed_in_store
     from control_plane.plan import BASH_GUARD
@@ -53,40 +59,46 @@ def test_reverting_the_shell_fix_fails_at_harness_sync_with_the_shells_own_messa
         op = r.operator()
         sfn = r.world.client("stepfunctions", op)
         arn = r.deployment.state_machine_arn
+        settings = r.settings()
+        leases = Leases(settings.lease_table, r.world.client("dynamodb", op))
+
+        def planned(run_id: str) -> dict:
+            plan = build_plan(RunRequest(lanes=["provenance"], profile="tiny"), run_id, settings,
+                              InstanceFleet(settings.project, r.world.client("ec2", op)),
+                              committed_in_store(settings.results_uri, r.world.client("s3", op)))
+            data = plan.execution_input()
+            leases.take([b["instance_id"] for b in data["boxes"]], run_id, 3600)
+            return data
+
+        data = planned("tampered-shell")
+        for phase in (seg for wave in data["waves"] for seg in wave["segments"]):
+            assert phase["sync"]["script"].startswith(BASH_GUARD + "\n")
+            phase["sync"]["script"] = phase["sync"]["script"].removeprefix(BASH_GUARD + "\n")
+        execution = Executions(sfn).start(arn, "tampered-shell", data)
+        final = r.follow(execution, lambda _: None, deadline_s=300)
+        r.settle()
+        assert final.status == "FAILED" and final.error == "ControlDataError", (final.error, final.cause)
+        assert "sync" in final.cause and "wave 0 segment" in final.cause, final.cause
+        entered = [e["stateEnteredEventDetails"]["name"] for e in r.history(execution)
+                   if e["type"].endswith("StateEntered")]
+        assert "RunBroke" in entered and "StartInstance" not in entered and "SyncHarness" not in entered
+        assert not [run for run in r.agents.runs if "tampered-shell" in run.comment]  # no command reached a box
+        assert r.running_boxes() == []
+        deadline = time.monotonic() + 30  # on_execution_status (the failed execution's rule) releases the leases
+        while leases.holders([b["instance_id"] for b in data["boxes"]]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert leases.holders([b["instance_id"] for b in data["boxes"]]) == {}
+
         definition = sfn.describe_state_machine(stateMachineArn=arn)["definition"]
         assert "States.Array('#!/bin/bash', " in definition
         sfn.update_state_machine(stateMachineArn=arn,
                                  definition=definition.replace("States.Array('#!/bin/bash', ", "States.Array("))
-        settings = r.settings()
-        plan = build_plan(RunRequest(lanes=["provenance"], profile="tiny"), "old-shell", settings,
-                          InstanceFleet(settings.project, r.world.client("ec2", op)),
-                          committed_in_store(settings.results_uri, r.world.client("s3", op)))
-        data = plan.execution_input()
-        for phase in (seg for wave in data["waves"] for seg in wave["segments"]):
-            assert phase["sync"]["script"].startswith(BASH_GUARD + "\n")
-            phase["sync"]["script"] = phase["sync"]["script"].removeprefix(BASH_GUARD + "\n")
-        leases = Leases(settings.lease_table, r.world.client("dynamodb", op))
-        leases.take([b["instance_id"] for b in data["boxes"]], "old-shell", 3600)
-        execution = Executions(sfn).start(arn, "old-shell", data)
+        execution = Executions(sfn).start(arn, "hand-over", planned("hand-over"))
         final = r.follow(execution, lambda _: None, deadline_s=300)
         r.settle()
-        assert final.status == "FAILED" and final.outcome_status == "failed"
-        assert final.error == "Command.Failed"  # the box's failure is the run's error
-        cause = json.loads(final.cause)
-        # both boxes work at once: each box's harness sync fails with dash's own message
-        assert sorted(cause["box_failures"]) == ["inf2", "trn1"]
-        for box_error in cause["box_failures"].values():
-            assert '"lane": "sync-harness"' in box_error and "set: Illegal option -o pipefail" in box_error
-        assert sorted(cause["outcome"]["skipped"]) == ["provenance@inf2", "provenance@trn1"]  # recorded: boxes failed
-        history = r.history(execution)
-        entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
-        assert "RunLane" not in entered  # no lane ever ran
-        assert "StopInstanceAfterFailure" in entered
-        deadline = time.monotonic() + 30
-        while r.running_boxes() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert r.running_boxes() == []
-        # the agent really ran the file through /bin/sh: its output is in the bucket under the command's prefix
-        run = next(run for run in r.agents.runs if run.comment.startswith("neuronpipe sync-harness"))
-        assert run.status == "Failed" and run.response_code == 2
-        assert Path(r.boxes[run.instance_id].root).is_dir()
+        assert final.status == "SUCCEEDED" and final.outcome_status == "succeeded", (final.error, final.cause)
+        syncs = [run for run in r.agents.runs if run.comment.startswith("neuronpipe sync-harness")]
+        assert len(syncs) == 2 and {run.status for run in syncs} == {"Success"}
+        for run in syncs:  # the file the agent ran through /bin/sh had no shebang: its hand-over line moved it to bash
+            script = next(Path(r.boxes[run.instance_id].root).rglob(f"{run.command_id}/**/_script.sh")).read_text()
+            assert not script.startswith("#!") and BASH_GUARD in script.splitlines()

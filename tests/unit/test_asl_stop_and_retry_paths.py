@@ -79,8 +79,10 @@ def test_leases_are_released_after_a_box_s_last_stop_and_never_fail_the_run():
                                    "Next": state["Catch"][0]["Next"]}]
         target = states[state["Catch"][0]["Next"]]
         assert target["Type"] in ("Pass", "Choice"), name  # never a Fail: a release does not fail anything
-    # every end of the run passes the run-wide release (the scheduler's answer, or the run breaking)
-    assert TOP["Outcome"]["Next"] == TOP["RunBroke"]["Next"] == "ReleaseLeases"
+    # the scheduler's answer passes the run-wide release (every box was stopped by its segment, or marked); a run
+    # that breaks keeps its leases (a box of the broken wave may still run): on_execution_status stops, then releases
+    assert TOP["Outcome"]["Next"] == "ReleaseLeases"
+    assert TOP["RunBroke"]["Next"] == "FinalizeRun"
     assert TOP["ScheduleWave"]["Catch"][0]["Next"] == TOP["Segments"]["Catch"][0]["Next"] == "RunBroke"
     assert "LeaseTableName" in SUBSTITUTIONS and placeholders(ASL_PATH.read_text()) == set(SUBSTITUTIONS)
 
