@@ -383,6 +383,17 @@ class Commands:
 # enough that a pasted link stops working the same day (the page holds every number of the run).
 REPORT_URL_EXPIRY_S = 3600
 REPORT_PAGE = "REPORT.html"
+# Each report file is stored with its type, so a presigned link opens the page (S3 answers a GET with the type the
+# object was stored with; without one it says binary/octet-stream and the browser downloads a file).
+REPORT_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".md": "text/markdown; charset=utf-8",
+                        ".json": "application/json", ".png": "image/png", ".csv": "text/csv; charset=utf-8",
+                        ".txt": "text/plain; charset=utf-8"}
+UNKNOWN_CONTENT_TYPE = "application/octet-stream"
+
+
+def report_content_type(name: str) -> str:
+    """The Content-Type a report file is stored with (by its suffix; an unknown one is a download)."""
+    return REPORT_CONTENT_TYPES.get(Path(name).suffix.lower(), UNKNOWN_CONTENT_TYPE)
 
 
 @dataclass(frozen=True)
@@ -441,7 +452,8 @@ class ReportBucket:
         uris = []
         for path in sorted(Path(p) for p in paths):
             key = self.key(run_id, path.name)
-            self.client.upload_file(str(path), self.bucket, key)
+            self.client.upload_file(str(path), self.bucket, key,
+                                    ExtraArgs={"ContentType": report_content_type(path.name)})
             uris.append(f"s3://{self.bucket}/{key}")
         return uris
 

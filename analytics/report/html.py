@@ -13,11 +13,20 @@ The file holds everything it needs, so it opens from a disk, an e-mail or a pres
   each chart when its section first scrolls into view (``window.npReport.drawAll()`` draws every one, for a
   screenshot or a print).
 
+The page carries its own Content-Security-Policy (:func:`content_security_policy`, a ``<meta>`` before anything
+that loads): no network at all, scripts only those the page was written with (each inline script, and the chart
+library's text that ``main.js`` evaluates, allowed by its SHA-256), no plugins, no forms, no ``<base>``. A string in
+comparison.json that smuggled a ``<script>`` past the escaping would still not run, and a script that ran could
+reach nothing. Styles stay ``'unsafe-inline'``: plotly.js styles its SVG nodes and adds rules at run time, and a
+style can load nothing under this policy (images only ``data:``/``blob:``, no fonts, no connections).
+
 The same inputs give the same bytes (no clock, keys sorted). The render stage: it imports the data stage's leaves
 and ``html_assets``; nothing of the data stage imports it.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from html import escape
 from typing import Any
@@ -48,8 +57,26 @@ def embed_json(value: Any) -> str:
 
 
 def inline_script(text: str) -> str:
-    """A script's text made safe inside ``<script>``: a literal ``</script`` (none in plotly.js today) cannot end it."""
+    """A script's text made safe inside ``<script>``: a literal ``</script`` (none in plotly.js today) cannot end it,
+    and its line ends are the ``\\n`` the HTML parser would make of them (so the text the browser hashes for the
+    policy is this text)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+
+
+def script_hash(text: str) -> str:
+    """A CSP hash source for a script whose text is exactly ``text``: ``'sha256-<base64>'``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def content_security_policy(script_texts: list[str]) -> str:
+    """The page's policy: nothing from a network, only these scripts (by hash), inline styles, data/blob images."""
+    scripts = " ".join(script_hash(t) for t in script_texts)
+    return ("default-src 'none'; "
+            f"script-src {scripts}; "
+            "style-src 'unsafe-inline'; img-src data: blob:; "
+            "connect-src 'none'; font-src 'none'; object-src 'none'; media-src 'none'; frame-src 'none'; "
+            "worker-src 'none'; base-uri 'none'; form-action 'none'")
 
 
 def outcome_html(comparison: dict[str, Any]) -> str:
@@ -85,12 +112,18 @@ def render_html(comparison: dict[str, Any], data: dict[str, Any]) -> str:
     sections = "\n".join(_section(sid, heading, outcome_html(comparison) if sid == "outcome" else "")
                          for sid, heading in SECTIONS)
     nav = "".join(f'<a href="#s-{sid}" data-nav="{sid}">{escape(heading)}</a>' for sid, heading in SECTIONS)
-    scripts = "\n".join(f"<script>/* {name} */\n{inline_script(text)}\n</script>" for name, text in app_scripts())
+    # each executed script's text exactly as it stands between its tags (what the browser hashes); the chart
+    # library's block is inert until main.js runs its text
+    own = [f"/* {name} */\n{inline_script(text)}\n" for name, text in app_scripts()]
+    library = f"\n{inline_script(lib.text)}\n"
+    scripts = "\n".join(f"<script>{text}</script>" for text in own)
+    policy = content_security_policy(own + [library])
     title = "neuron-pipelines report" + (f" · {', '.join(str(r) for r in run_ids)}" if run_ids else "")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{escape(policy)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="neuron-pipelines {escape(str(comparison.get("schema")))}; {lib.name} {lib.version}">
 <title>{escape(title)}</title>
@@ -115,9 +148,7 @@ numbers as text.</p></noscript>
 <footer class="np-footer">Generated from comparison.json by <code>neuronpipe report --html</code>.</footer>
 <script type="application/json" id="np-comparison">{embed_json(comparison)}</script>
 <script type="application/json" id="np-data">{embed_json(data)}</script>
-<script type="text/plain" id="np-chart-library" data-name="{lib.name}" data-version="{lib.version}">
-{inline_script(lib.text)}
-</script>
+<script type="text/plain" id="np-chart-library" data-name="{lib.name}" data-version="{lib.version}">{library}</script>
 {scripts}
 </body>
 </html>

@@ -173,3 +173,25 @@ def test_each_section_screenshot_is_not_blank(opened, artifacts):
             assert gray.size[0] > 600 and gray.size[1] > 100
         written.append(path)
     print("screenshots:\n" + "\n".join(str(p) for p in written))
+
+
+def test_the_pages_policy_refuses_a_script_it_was_not_written_with_and_any_request(opened):
+    """The policy is enforced, not only written: a script inserted at run time does not run, a fetch and an image
+    from elsewhere are refused (each a securitypolicyviolation event), and the page's own scripts ran (it drew)."""
+    page, _, _ = opened
+    refused = page.evaluate("""async () => {
+      const seen = [];
+      document.addEventListener("securitypolicyviolation", e => seen.push(e.violatedDirective));
+      const s = document.createElement("script");
+      s.textContent = "window.__injected = true";
+      document.body.append(s);
+      let fetched = "no";
+      try { await fetch("https://example.invalid/x"); fetched = "yes"; } catch (err) { fetched = "refused"; }
+      const img = new Image();
+      await new Promise(done => { img.onerror = img.onload = done; img.src = "https://example.invalid/i.png"; });
+      await new Promise(done => setTimeout(done, 50));
+      return {injected: window.__injected === true, fetched, seen};
+    }""")
+    assert refused["injected"] is False and refused["fetched"] == "refused"
+    assert {"script-src-elem", "connect-src", "img-src"} <= set(refused["seen"]), refused
+    assert page.evaluate("window.npReport.ready") is True

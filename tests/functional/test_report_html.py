@@ -117,6 +117,34 @@ def test_the_page_is_self_contained_and_bounded(built):
     assert page.count("<script") == 9  # two data blocks, the inert chart library, the page's six scripts
 
 
+def test_the_pages_policy_allows_its_own_scripts_by_hash_and_no_network(built):
+    """The Content-Security-Policy, a <meta> before anything loads: every script the page runs (its six inline
+    scripts and the chart library's text, which main.js evaluates) is allowed by its SHA-256 and nothing else is;
+    nothing may be fetched, framed, posted or based elsewhere."""
+    import base64
+    import hashlib
+    from html import unescape
+
+    page = _page(built)
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    assert meta and page.index(meta.group(0)) < page.index("<style>") < page.index("<script")
+    policy = dict((d.split()[0], d.split()[1:]) for d in unescape(meta.group(1)).split("; "))
+    assert policy["default-src"] == ["'none'"]
+    for directive in ("connect-src", "font-src", "object-src", "frame-src", "worker-src", "base-uri",
+                      "form-action"):
+        assert policy[directive] == ["'none'"], directive
+    assert policy["img-src"] == ["data:", "blob:"]
+    executed = re.findall(r"<script>(.*?)</script>", page, re.S)
+    library = re.search(r'<script type="text/plain" id="np-chart-library"[^>]*>(.*?)</script>', page, re.S).group(1)
+    assert len(executed) == 6
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    assert sorted(policy["script-src"]) == sorted(digest(t) for t in executed + [library])
+    assert not {"'unsafe-inline'", "'unsafe-eval'", "*", "data:", "blob:"} & set(policy["script-src"])
+
+
 def test_cli_report_html_rebuilds_it_byte_identically(built, tmp_path, capsys):
     from control_plane.cli import build_parser
 

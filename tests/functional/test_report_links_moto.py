@@ -116,3 +116,48 @@ def test_status_links_the_page_once_the_run_has_ended(s3, monkeypatch, capsys):
     assert page["uri"] == f"s3://{BUCKET}/reports/run-9/REPORT.html" and page["expires_in_s"] == 3600
     assert main(["status", "run-9", "--region", REGION]) == 0
     assert "report: REPORT.html (presigned, expires in 1 h, at " in capsys.readouterr().out
+
+
+@pytest.fixture()
+def s3_server():
+    """A moto server on loopback: a presigned URL is fetched over HTTP, as a browser fetches it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    client = boto3.client("s3", region_name=REGION, endpoint_url=f"http://{host}:{port}",
+                          aws_access_key_id="testing", aws_secret_access_key="testing",
+                          config=Config(signature_version="s3v4"))
+    client.create_bucket(Bucket=BUCKET)
+    try:
+        yield client
+    finally:
+        server.stop()
+
+
+def test_the_finalize_lambdas_page_opens_from_its_presigned_link_as_html(s3_server, tmp_path):
+    """The link opens the page, not a download: each report file is stored with its type and comes back with it."""
+    import urllib.request
+
+    from control_plane.handlers.finalize_run import FinalizeRequest, finalize
+
+    page = '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>report</body></html>'
+
+    def build(results_uri, run_ids, out):
+        files = {"REPORT.md": "# report\n", "comparison.json": "{}", "REPORT.html": page, "plot.png": "\x89PNG"}
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        return [tmp_path / name for name in files]
+
+    bucket = ReportBucket.for_results(RESULTS, "reports", client=s3_server)
+    finalize(FinalizeRequest(run_id="run-7", results_uri=RESULTS, status="succeeded"), bucket, build)
+    types = {name: s3_server.head_object(Bucket=BUCKET, Key=f"reports/run-7/{name}")["ContentType"]
+             for name in ("REPORT.html", "REPORT.md", "comparison.json", "plot.png")}
+    assert types == {"REPORT.html": "text/html; charset=utf-8", "REPORT.md": "text/markdown; charset=utf-8",
+                     "comparison.json": "application/json", "plot.png": "image/png"}
+    link = bucket.presigned("run-7")
+    with urllib.request.urlopen(link.url, timeout=10) as response:  # noqa: S310 - a loopback moto server
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "attachment" not in (response.headers.get("Content-Disposition") or "")
+        assert response.read().decode() == page
