@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+from pipeline.printable import visible
+
 Column = tuple[str, str]  # (key, header)
 
 
@@ -27,7 +29,7 @@ def fmt(v: Any) -> str:
         return f"{v:.3g}"
     if isinstance(v, int):
         return f"{v:,}" if abs(v) >= 10000 else str(v)
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return visible(str(v).replace("|", "\\|").replace("\n", " "))
 
 
 def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column],

@@ -23,6 +23,7 @@ from analytics.report.deltas_md import s_side_by_side
 from analytics.report.variants_md import s_limits, s_variants
 from analytics.report.workloads_md import s_workloads
 from analytics.report.format import Column, fmt, none_line, table
+from pipeline.printable import visible
 from analytics.report.names import compile_rows, slug
 
 
@@ -359,4 +360,4 @@ def render(comparison: dict[str, Any]) -> str:
     lines: list[str] = []
     for section in SECTIONS:
         lines += section(comparison)
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return visible("\n".join(lines).rstrip("\n") + "\n")  # a stored string acts on no viewer

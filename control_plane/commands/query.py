@@ -32,6 +32,8 @@ import sys
 import threading
 from typing import Any, Callable
 
+from pipeline.printable import visible
+
 DEFAULT_TIMEOUT_S = 60.0
 EXIT_REFUSED = 2
 EXIT_TIMED_OUT = 1
@@ -222,22 +224,43 @@ def _with_timeout(con: Any, timeout_s: float, work: Callable[[], Any]) -> Any:
         timer.cancel()
 
 
+def _shown(value: Any) -> Any:
+    """A value as printed: a string (or a string inside a list or a map) with its control characters escaped."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    return value
+
+
 def _print(rel, fmt: str) -> int:
+    """Print a result. Every string is shown as :func:`pipeline.printable.visible` shows it (a stored string's
+    control characters as escapes): what a box wrote never acts on the reader's terminal or spreadsheet."""
     if rel is None:
         return 0
+    cols = [visible(c) for c in rel.columns]
     if fmt == "table":
-        rel.show(max_rows=10_000, max_width=10_000)
+        import duckdb
+        import pyarrow as pa
+
+        table = rel.to_arrow_table()
+        table = pa.table([pa.array([_shown(v) for v in column.to_pylist()], type=pa.string())
+                          if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) else column
+                          for column in table.columns], names=cols)
+        duckdb.from_arrow(table).show(max_rows=10_000, max_width=10_000)
     elif fmt == "csv":
         import csv
 
         rows = rel.fetchall()  # fetched before the header: a run-time error prints nothing half-way
         writer = csv.writer(sys.stdout, lineterminator="\n")  # LF: survives pipes and `tail`
-        writer.writerow(rel.columns)
-        writer.writerows(rows)
+        writer.writerow(cols)
+        writer.writerows([_shown(v) for v in row] for row in rows)
     else:
         import json
 
-        cols, rows = rel.columns, rel.fetchall()
+        rows = rel.fetchall()
         for row in rows:
-            print(json.dumps(dict(zip(cols, row)), default=str))
+            print(json.dumps(dict(zip(cols, (_shown(v) for v in row))), default=str))
     return 0

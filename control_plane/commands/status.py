@@ -14,6 +14,7 @@ from typing import Any
 
 from control_plane.commands import REGION_HELP
 from control_plane.progress import LaneProgress, RunProgress, progress_from_history
+from pipeline.printable import visible
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "timed_out": "bold red", "not run": "magenta"}
@@ -40,7 +41,7 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
         table.add_column(col)
     for lp in progress.lanes:
         table.add_row(lp.box_role, lp.lane, Text(lp.status, style=STATUS_STYLE.get(lp.status, "")),
-                      _elapsed(lp, now), Text(lp.detail[:160], overflow="ellipsis"))
+                      _elapsed(lp, now), Text(visible(lp.detail[:160]), overflow="ellipsis"))
     phases = Text("  ".join(f"{p.box_role} {p.instance_id or ''}: {p.state}" for p in progress.phases))
     parts: list[Any] = [table, phases]
     if progress.outcome:
@@ -52,14 +53,14 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
             line += f"; skipped: {', '.join(oc['skipped'])}"
         if oc.get("why"):
             line += f"; {oc['why']}"
-        parts.append(Text(line, style=OUTCOME_STYLE.get(oc["status"], "")))
+        parts.append(Text(visible(line), style=OUTCOME_STYLE.get(oc["status"], "")))
     if progress.report_failure is not None:
         rebuild = (f"neuronpipe report --results {progress.results_uri} --run-id {progress.run_id}"
                    if progress.results_uri else "neuronpipe report --run-id …")
-        parts.append(Text(f"error: {progress.error}: {progress.report_failure}; the lanes' results are committed: "
-                          f"`{rebuild}` builds the report", style="red"))
+        parts.append(Text(visible(f"error: {progress.error}: {progress.report_failure}; the lanes' results are "
+                                  f"committed: `{rebuild}` builds the report"), style="red"))
     elif progress.error:
-        parts.append(Text(f"error: {progress.error}: {progress.cause or ''}", style="red"))
+        parts.append(Text(visible(f"error: {progress.error}: {progress.cause or ''}"), style="red"))
     return Group(*parts)
 
 

@@ -349,6 +349,22 @@ def test_arbitrary_text_as_sql_is_run_or_refused_in_one_line(world, table_views_
     check(world, ["query", "--results", world["results"], "--timeout", "20", sql], {0, 2})
 
 
+CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+
+
+@settings(FUZZ, max_examples=60)
+@given(text=st.text(st.characters(blacklist_characters="\x00"), max_size=24) | st.sampled_from(
+           ["\x1b[2J\x1b]0;t\x07", "\x9b31m", "a\u202eb", "\r\x08\x7f", "\u2066x\u2069"]),
+       fmt=st.sampled_from(["table", "csv", "json"]))
+def test_a_stored_string_is_printed_with_no_control_character(world, table_views_only, text, fmt):
+    """Whatever a string holds (a box wrote it), ``query`` prints its control characters as escapes."""
+    import re
+
+    literal = text.replace("'", "''")
+    _code, out, _err = check(world, ["query", "--results", world["results"], "--format", fmt,
+                                     f"select '{literal}' as s"], {0})
+    assert not re.search(CONTROLS, out), repr(out)
+
 # ---- a few as real processes: the same contract from a shell ------------------------------------------------
 @pytest.mark.parametrize("argv, fragment", [
     (["plan", "--input", "{fifo}"], "named pipe"),
