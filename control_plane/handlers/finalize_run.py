@@ -49,7 +49,8 @@ def load_report_builder() -> ReportBuilder:
     try:
         from analytics.report.files import build_report_files  # type: ignore[import-not-found]
     except ModuleNotFoundError as exc:
-        raise ReportBuildError("the report builder (analytics.report.files) is not in this build") from exc
+        raise ReportBuildError(f"the report builder (analytics.report.files) cannot be imported in this build: "
+                               f"{exc}") from exc
     return partial(build_report_files, html=True)
 
 

@@ -345,18 +345,22 @@ def test_operator_stops_the_execution_mid_lane(rehearsal, faults, say):
 
 
 def test_a_report_that_fails_fails_the_run_and_keeps_its_results(rehearsal, faults, say):
+    """The finalize Lambda's layer lacks a package the report needs (duckdb, which every report imports): the run's
+    failure is the report's (Report.Failed, the missing module named), its event is RunReportFailed, and the lanes'
+    results stay committed for ``neuronpipe report`` to build again."""
     r = rehearsal
-    faults.lambda_env("finalize_run", unset=["NEURONPIPE_RESULTS_URI"])  # a misconfigured report function
+    faults.lambda_layer_without("finalize_run", ["duckdb"])
     launched = start_run(r, request("ok"), "fault-finalize")
     desc = conclude(r, say, "finalize-fails", launched.execution_arn, "FAILED")
     # the run's failure is the report's, with the function's own error; the lanes' outcome stands beside it
     assert desc["error"] == "Report.Failed", desc
     cause = json.loads(desc["cause"])
     assert cause["outcome"]["status"] == "succeeded"
-    assert cause["report_error"]["error"] == "SettingsError" and "NEURONPIPE_RESULTS_URI" in \
+    assert cause["report_error"]["error"] == "ModuleNotFoundError" and "duckdb" in \
         cause["report_error"]["message"], cause
     events = [e for e in r.bus.of_type("RunReportFailed") if e["detail"]["run_id"] == "fault-finalize"]
     assert events and events[0]["detail"]["failure"]["Error"] == "Report.Failed"
+    assert "duckdb" in events[0]["detail"]["failure"]["Cause"]
     assert not [e for e in r.bus.of_type("RunSucceeded") if e["detail"]["run_id"] == "fault-finalize"]
     assert committed(r, "fault-finalize") == {"ok@trn1": "succeeded", "ok@inf2": "succeeded"}
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ class Faults:
         self.rehearsal = rehearsal
         self._hooks: list[tuple[str, Any]] = []
         self._envs: list[tuple[Any, dict[str, str]]] = []
+        self._layers: list[tuple[Any, Path]] = []
 
     def __enter__(self) -> "Faults":
         return self
@@ -118,6 +120,10 @@ class Faults:
             fn.close()
             fn.environment = env
         self._envs.clear()
+        for fn, layer in reversed(self._layers):
+            fn.close()
+            fn.layer_dir = layer
+        self._layers.clear()
 
     def inject(self, hook: str, fault: Callable[[Any], None]) -> Any:
         """Put ``fault`` in front of the world's ``hook`` (the rehearsal's own hook still runs after it)."""
@@ -143,6 +149,22 @@ class Faults:
 
     def send_command(self, fault: CallFault) -> CallFault:
         return self.inject("send_command", fault)
+
+    def lambda_layer_without(self, module: str, packages: Iterable[str]) -> Any:
+        """Restart the worker of the function whose handler module is ``module`` on its layer less ``packages``
+        (import names): the layer as a deploy that forgot them would ship it (the other entries linked, not copied)."""
+        fn = lambda_function(self.rehearsal, module)
+        names = {p.lower() for p in packages}
+        lacking = Path(tempfile.mkdtemp(prefix="layer-without-", dir=self.rehearsal.workdir)) / "python"
+        lacking.mkdir()
+        for entry in fn.layer_dir.iterdir():
+            top = entry.name.lower().lstrip("_").split(".")[0].split("-")[0]
+            if top not in names:
+                (lacking / entry.name).symlink_to(entry)
+        self._layers.append((fn, fn.layer_dir))
+        fn.close()  # the next invocation is a cold start on the new layer
+        fn.layer_dir = lacking
+        return fn
 
     def lambda_env(self, module: str, set_: Mapping[str, str] | None = None,
                    unset: Iterable[str] = ()) -> Any:
