@@ -6,7 +6,7 @@ as. A type the catalogue lists without a price (trn2.48xlarge today) is not here
 note, never a guess. The catalogue is the one place a price is recorded (``docs/reference/fleet.md`` says how
 to add a type or a region); this module only adds the local "price-as" types.
 
-Prices are context, never a headline (RULES.md 1): instance-hours per lane times the hourly on-demand price of
+Prices are context, never a headline (rule 1): instance-hours per lane times the hourly on-demand price of
 the instance it ran on. The report prices every lane in :data:`PRICE_REGION` (lane_runs records no region).
 
 The DuckDB views are generated from this table into ``analytics/views/sql/30_prices.sql`` (checked in, kept in

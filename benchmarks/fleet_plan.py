@@ -1,4 +1,4 @@
-"""Issue 29's benchmark: a 4-type × 2-config matrix, planned (and, with ``--rehearse``, rehearsed on this machine).
+"""The fleet's benchmark: a 4-type × 2-config matrix, planned (and, with ``--rehearse``, rehearsed on this machine).
 
 Prints: the plan's expected wall time against the sum of its cells (goal ≤ 0.3× with 4 boxes at once), its
 box-hours against the cells one after the other (goal ≤ 1.05×), the state transitions a lane and a cell cost

@@ -9,7 +9,7 @@ server write, first token and every chunk), ITL error (client gap - server gap);
 requests the server had in flight), client CPU seconds per 1,000 output tokens on the measured path (and
 including the after-point JSON parse and metrics), output tokens/s, and whether either process saturated
 (CPU >= 90% of one core over the measured phase). "wait%" is the time the process was runnable but had no
-CPU (/proc schedstat): a high value means the machine, not the client, set the numbers. Targets (issue 3): read lag and ITL error p99 <= 1 ms at
+CPU (/proc schedstat): a high value means the machine, not the client, set the numbers. Targets: read lag and ITL error p99 <= 1 ms at
 64 streams and <= 5 ms at 256; all 256 and 1,024 streams held open; client CPU <= 0.04 s per 1,000 tokens.
 """
 from __future__ import annotations

@@ -42,7 +42,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
                round(s.p99_ttft_ms, 1) as p99_ttft_ms, round(s.median_tpot_ms, 2) as med_tpot_ms,
                round(s.output_throughput, 1) as out_tok_s
         from serving_points s join report_point_telemetry t using (run_id, lane, point_id)
-        -- RULES.md 7 as the report applies it: no telemetry in the window, or flagged invalid -> not a headline
+        -- rule 7 as the report applies it: no telemetry in the window, or flagged invalid -> not a headline
         where s.run_id = ? and t.telemetry_samples > 0 and s.valid is not false
           and s.point_id not like 'qwen3-probe%' and s.point_id <> 'smoke-serve'
           and s.point_id not in (select point_id from sustained_summary where run_id = ?)

@@ -19,7 +19,7 @@ predecessor's box listed it beside ``..._nxd_inference``; ``..._nxd_training`` w
 torch-neuronx 2.9, Neuron SDK 2.27 era). AWS publishes Neuron DLAMI parameters per DLAMI type and
 framework version only (Neuron DLAMI user guide, "SSM Parameter Prefix"; no parameter per SDK
 release), so for an exact image pin the id (``trainium_ami_id``) or a parameter version
-(``<name>:<version>``); a newer stack arrives as a deliberate change of these settings (RULES.md 2).
+(``<name>:<version>``); a newer stack arrives as a deliberate change of these settings (rule 2).
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ STACK_CONTROL_PLANE = "NeuronPipelinesControlPlane"
 STACK_FLEET = "NeuronPipelinesFleet"
 STACK_NAMES = (STACK_BASE, STACK_TRAINIUM, STACK_INFERENTIA, STACK_FLEET, STACK_CONTROL_PLANE)
 
-RESULTS_PREFIX = "results"  # the store root: s3://<bucket>/results (ARCHITECTURE.md "Results")
+RESULTS_PREFIX = "results"  # the store root: s3://<bucket>/results (docs/reference/results-store.md)
 ADAPTERS_PREFIX = "adapters/"  # an object created here starts a finetune_serve run
 ADAPTER_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")  # = control_plane.handlers.plan_run.ADAPTER_SUFFIXES
 NEURON_CACHE_PREFIX = "neuron-cache/"  # shared compile cache: neuron-cache/<compiler version>/..., append-only

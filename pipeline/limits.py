@@ -1,4 +1,4 @@
-"""Limits found by bisection (issue 26 item 4): the largest value of a server setting that boots and answers,
+"""Limits found by bisection: the largest value of a server setting that boots and answers,
 bracketed between a known-good and a known-bad bound with the number of boots capped.
 
 A search names the setting (``max_model_len`` or ``max_num_seqs``), the other setting's value it holds (``at``;

@@ -1,4 +1,4 @@
-"""LoRA-aware FLOPs per token and MFU (METRICS.md "Training"), one implementation.
+"""LoRA-aware FLOPs per token and MFU (docs/reference/metrics.md, "Training"), one implementation.
 
 FLOPs per token, parameters counted after the LoRA wrap:
 

@@ -31,7 +31,7 @@ class ModelFacts:
     max_positions: int
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
-        """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (METRICS.md "Serving grid")."""
+        """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (docs/reference/metrics.md, "Serving grid")."""
         return self.layers * self.kv_heads * self.head_dim * 2 * dtype_bytes
 
 

@@ -1,4 +1,4 @@
-"""Per-step training records and their summary (METRICS.md "Training"), shared by every backend."""
+"""Per-step training records and their summary (docs/reference/metrics.md, "Training"), shared by every backend."""
 from __future__ import annotations
 
 import statistics

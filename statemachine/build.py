@@ -176,8 +176,6 @@ SSM_REGISTRATION_RETRY = {"ErrorEquals": SSM_NOT_READY_ERRORS, "IntervalSeconds"
                           "BackoffRate": 1.5, "MaxDelaySeconds": 60}
 LEASE_RETRY = [{"ErrorEquals": DDB_CONDITION_ERRORS, "MaxAttempts": 0},
                {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}]
-# Kept for callers of the old name.
-EC2_RETRY = EC2_START_RETRY
 
 
 def retry_wait_s(retriers: Iterable[dict[str, Any]]) -> float:

@@ -96,7 +96,7 @@ def prior_points(ctx: LaneContext, spec: CapacitySpec, workload: Any = None) -> 
     for r in rows("requests"):
         if r["point_id"] in owner:
             out[owner[r["point_id"]]].requests.append(r)
-    for t in rows("telemetry"):  # the samples inside a carried point's window travel with it (RULES.md 7)
+    for t in rows("telemetry"):  # the samples inside a carried point's window travel with it (rule 7)
         key = next((k for lo, hi, k in windows if t.get("ts") is not None and lo <= t["ts"] <= hi), None)
         if key is not None:
             out[key].telemetry.append(t)

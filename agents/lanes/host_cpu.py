@@ -1,4 +1,4 @@
-"""host_cpu: the client-side ceiling (RULES.md 10: context, never a headline).
+"""host_cpu: the client-side ceiling (rule 10: context, never a headline).
 
 * triad: STREAM-like ``a = b + s*c`` memory bandwidth, counted as STREAM does
   (24 bytes per element: two reads, one write), on 1 thread and on all threads;

@@ -2,7 +2,7 @@
 
 On neuron: ``neuron_parallel_compile`` over a short run of the same training command as sft,
 one ``compiles`` row per model (cold when it produced new graphs, warm when everything hit the
-cache). RULES.md 4: precompile numerics are garbage, so this lane writes no train_steps, no
+cache). rule 4: precompile numerics are garbage, so this lane writes no train_steps, no
 train_runs, no loss anywhere. A failed compile is a failure record (kept) and the lane fails.
 Backends without ahead-of-time compilation: skipped, with that reason.
 """

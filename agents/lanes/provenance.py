@@ -1,4 +1,4 @@
-"""provenance: what machine and stack this run used, recorded before anything is measured (RULES.md 2).
+"""provenance: what machine and stack this run used, recorded before anything is measured (rule 2).
 
 Python, OS, kernel, CPU, memory; versions of every relevant package (Neuron,
 CUDA, ML, AWS); `neuron-ls` / `nvidia-smi` output when present; instance

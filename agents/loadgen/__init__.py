@@ -1,4 +1,4 @@
-"""The load generator: OpenAI-compatible streaming load, measured the way METRICS.md defines it.
+"""The load generator: OpenAI-compatible streaming load, measured the way docs/reference/metrics.md defines it.
 
 API for lanes (import from the submodules; this package imports nothing heavy):
 

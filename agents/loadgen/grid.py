@@ -1,4 +1,4 @@
-"""The concurrency grid, derived from KV arithmetic (METRICS.md "Serving grid"; RULES.md 6)."""
+"""The concurrency grid, derived from KV arithmetic (docs/reference/metrics.md, "Serving grid"; rule 6)."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,7 @@
 """What a run ``neuronpipe loadgen --results`` commits beside its points: the ``lane_runs`` row a lane's runner
 would record (agents.runner's base row: status, started/ended, wall time, host, box role), so ``compare``,
 ``report --run-id`` and every reader that asks "which runs are there" see the run; and the client host's
-telemetry while it measured (:class:`HostTelemetry`), so its points are headline points like a lane's (RULES.md 7:
+telemetry while it measured (:class:`HostTelemetry`), so its points are headline points like a lane's (rule 7:
 a point without a telemetry sample inside its window stays out)."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The measured path: HTTP/1.1 streaming over a raw asyncio protocol, pre-encoded requests.
 
-Chosen by the measurements in issue 3: on this class of machine httpx fell
+Chosen by measurement (docs/dev/benchmarks.md, the load generator's fidelity): on this class of machine httpx fell
 behind at 64 streams and aiohttp added 1-6 ms of ITL error at 256, while a raw
 protocol with pre-built request bytes and uvloop kept read lag and ITL error
 well under a millisecond at 0.03 CPU s per 1,000 tokens. So the hot path does

@@ -6,7 +6,7 @@ expose returns its metric with ``value=None`` and a ``note`` saying why: never
 zero, never interpolated.
 
 A load point shorter than the interval could fall between two samples and be left out of every table (no
-telemetry inside its window: RULES.md 7 and 15). So the lane passes :meth:`TelemetrySampler.point_phase` to
+telemetry inside its window: rules 7 and 15). So the lane passes :meth:`TelemetrySampler.point_phase` to
 ``run_point`` as its phase hook: when a point's first measured request goes out, the sampler takes one extra
 sample :data:`POINT_SAMPLE_LEAD_S` later, inside the point's window (from the first request sent to the last
 completed) for any point longer than that; the regular samples go on as scheduled. One extra sample per point,

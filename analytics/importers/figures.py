@@ -1,4 +1,4 @@
-"""The predecessor's headline figures beside ours, after an import (issue 16's acceptance list).
+"""The predecessor's headline figures beside ours, after an import.
 
 "Theirs" is read from the predecessor's own files (its JSON headline fields, as it printed them);
 "ours" from our views over the imported run — so a figure that matches means our tables, views and

@@ -1,4 +1,4 @@
-"""torchneuronx ``inf2/results/extras/`` (its Phase 2) → our variants, limits and tenants (issue 26 item 7).
+"""torchneuronx ``inf2/results/extras/`` (its Phase 2) → our variants, limits and tenants.
 
 * ``ctx_bisect/len_<N>.json`` (+ ``.boot.json``, ``.boot.server.tail.log``) → the ``limits`` lane: one
   ``limit_probes`` row per length (``max_model_len`` at ``max_num_seqs`` 8; healthy or the compiler crash, its

@@ -11,7 +11,7 @@ Two stages, imports pointing one way (render → data, never back; tests/unit/te
 * data — the views to the comparison.json dict: ``comparison`` (the sections), ``compare`` (deltas, tests,
   verdicts), ``decision`` (the Decision's rows), over the leaves ``rows`` (query → JSON values), ``stats``, ``rules``;
 * render — comparison.json to files: ``markdown`` (REPORT.md) with its sections ``decision_md``, ``deltas_md`` and
-  ``addenda``, ``plots`` (PNG), ``html`` (REPORT.html: comparison.json and ``html_data``'s per-point distributions
+  ``notes_md``, ``plots`` (PNG), ``html`` (REPORT.html: comparison.json and ``html_data``'s per-point distributions
   embedded, drawn by its ``assets/`` scripts with the vendored plotly.js of ``html_assets``), over the leaves
   ``format`` (one spelling of every value) and ``names``.
 """

@@ -72,7 +72,7 @@ def metric_value(row: dict[str, Any], name: str) -> Any:
 
 
 def is_headline_point(p: dict[str, Any]) -> bool:
-    """RULES.md 7: a point without telemetry, or flagged invalid, stays out of headline tables."""
+    """rule 7: a point without telemetry, or flagged invalid, stays out of headline tables."""
     return (p.get("telemetry_samples") or 0) > 0 and p.get("valid") is not False
 
 

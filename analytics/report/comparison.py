@@ -27,14 +27,14 @@ from analytics.report.rules import MEASUREMENT_RULES
 
 COMPARISON_SCHEMA = "neuronpipe.comparison/1"
 
-# Views of the serving family (1*_serving_*.sql, the load generator's; METRICS.md serving and sustained).
+# Views of the serving family (1*_serving_*.sql, the load generator's; docs/reference/metrics.md serving and sustained).
 SERVING_POINT_VIEWS = ("serving_points",)
 SUSTAINED_VIEWS = ("sustained_summary",)
 # The accelerator's utilisation inside each sweep point's span (39_report_saturation.sql), joined to the points.
 SATURATION_VIEW = "point_saturation"
 # Energy per output token inside each sweep point's span (42_report_energy.sql), joined to the points likewise.
 ENERGY_VIEW = "point_energy"
-# Views of 70_aggregates.sql (issue 16): aggregate-only points, retention from iterations without request rows.
+# Views of 70_aggregates.sql: aggregate-only points, retention from iterations without request rows.
 AGGREGATE_POINTS_VIEW = "serving_points_all"
 ITERATION_RETENTION_VIEW = "sustained_iterations"
 # Views of 20_training.sql (the training lanes').

@@ -43,7 +43,7 @@ HARDWARE_RULE = ("For each model, server config, workload and SLO, every instanc
                  "$/M at the SLO is not ranked and says why (`SLO never met`, `closed loop only`, `not priced`); a "
                  "reference is `measured elsewhere`, shown, never ranked. The intervals are each point's own (its "
                  "requests' spread): clear intervals say two points differ beyond their own noise, not that a "
-                 "repeat on other boxes of the same types would order them the same (RULES.md 13).")
+                 "repeat on other boxes of the same types would order them the same (rule 13).")
 # the table's order: the ranked types by $/M, then those not ranked, then the references
 HARDWARE_ORDER = """decision_section, is_reference, server_config NULLS FIRST,
     CASE verdict WHEN 'not priced' THEN 1 WHEN 'closed loop only' THEN 2 WHEN 'SLO never met' THEN 3 ELSE 0 END,

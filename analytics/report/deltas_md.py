@@ -73,7 +73,7 @@ def s_side_by_side(c: dict[str, Any]) -> list[str]:
     entries = c["deltas"] if "deltas" in c else [pair_deltas(c, ids[0], other) for other in ids[1:]]
     lines = ["## Runs side by side", "",
              f"Headline deltas against the first run, `{ids[0]}`. The verdict rests on what varies between runs "
-             "(RULES.md 13): where both sides hold ≥ 2 units (runs, or a run's repeats of the point) a run-level "
+             "(rule 13): where both sides hold ≥ 2 units (runs, or a run's repeats of the point) a run-level "
              "test — Welch's t on the log per-unit values, Holm-adjusted over the comparison (p run) — must reject, "
              "its 95 % interval exclude 0, and |%| reach the metric family's noise floor (floor %: the measured "
              "A/A spread, at least the practical margin) for `faster` or `slower`, else `within noise`. With one "

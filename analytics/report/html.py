@@ -34,7 +34,7 @@ from typing import Any
 from analytics.report.html_assets import chart_library, app_scripts, app_style
 
 HTML_FILE = "REPORT.html"
-# (id, heading): the page's order — the outcome first, the Decision next, compile before any throughput (RULES.md 3)
+# (id, heading): the page's order — the outcome first, the Decision next, compile before any throughput (rule 3)
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("outcome", "Outcome and exclusions"),
     ("decision", "Decision"),

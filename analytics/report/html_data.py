@@ -6,12 +6,12 @@ Both are queries over the views every other number comes from; Python only shape
 
 * ``distributions`` — per point of ``request_metrics`` (the successful, non-warm-up requests: the rows
   serving_points aggregates), ``quantile_cont`` of TTFT, TPOT and E2EL at :data:`CDF_PROBABILITIES`. These are
-  the linear-interpolated percentiles METRICS.md defines, so the curve passes through the table's p50 and p99
+  the linear-interpolated percentiles docs/reference/metrics.md defines, so the curve passes through the table's p50 and p99
   exactly; a point of a million requests embeds the same 103 values per metric as one of ten (the size is bounded
   by the number of points, not of requests).
 * ``training_steps`` — per training run, every optimizer step's loss and tokens/s (``train_steps``: tokens / step_s,
   the per-step rate the run-level tests read too; the headline tokens/s stays the training lane's own, in
-  comparison.json; a precompile lane has no rows, RULES.md 4).
+  comparison.json; a precompile lane has no rows, rule 4).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Every section is present; a section whose lane produced nothing says so. NULL
 stays visible as ``NULL`` (an absent value is not zero). Plots are linked by
 the file names :mod:`analytics.report.plots` writes. The render stage: it and
-its section modules (``addenda``, ``decision_md``, ``deltas_md``) import the
+its section modules (``notes_md``, ``decision_md``, ``deltas_md``) import the
 data stage's point rules (``compare``) and the leaf ``format``; nothing of the
 data stage imports them.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable
 
-from analytics.report import addenda
+from analytics.report import notes_md
 from analytics.report.accuracy_md import s_accuracy
 from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
                                        saturation_cell, saturation_notes)
@@ -100,7 +100,7 @@ def s_compile(c: dict[str, Any]) -> list[str]:
               "config's own artifacts. Basis: `observed` = artifacts counted before and after; `inferred` = from a "
               "proxy (the cache's size, a source's flag); `s3` = the artifacts were seeded from the shared S3 compile "
               "cache this boot.", ""]
-    lines += addenda.superseded_compiles(c) + cold_start_lines(c)
+    lines += notes_md.superseded_compiles(c) + cold_start_lines(c)
     return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
 
 
@@ -125,7 +125,7 @@ def s_training(c: dict[str, Any]) -> list[str]:
                           ("peak_source", "peak source"), ("mfu_alt", "MFU (alt peak)"),
                           ("peak_alt_flops", "alt peak"), ("peak_alt_source", "alt source"),
                           ("mfu_null_reason", "why NULL")])
-    lines += addenda.step_clock(c)
+    lines += notes_md.step_clock(c)
     if c["training"].get("loss_trend"):
         lines += ["Loss trend (mean of the first vs the last quarter of the steps):", ""]
         lines += table(c["training"]["loss_trend"], [
@@ -214,7 +214,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             # a point of a production-shaped workload says which (its own section slices it further)
             cols = ([("workload", "workload")] + SERVING_COLUMNS) if any(p.get("workload") for p in pts) \
                 else SERVING_COLUMNS
-            cols = cols + energy_columns(pts)  # J/token where some point measured power (RULES.md 7)
+            cols = cols + energy_columns(pts)  # J/token where some point measured power (rule 7)
             lines += table(pts, cols, get) if pts else none_line("headline points")
         lines += saturation_notes(pts) + energy_notes(pts)
         notes = [p for p in pts if p.get("coalesced")]
@@ -226,7 +226,7 @@ def s_serving(c: dict[str, Any]) -> list[str]:
         if dropped:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
-        lines += addenda.aggregate_points(aggregates.get(key, []), get)
+        lines += notes_md.aggregate_points(aggregates.get(key, []), get)
     for config in sorted({str(p.get("server_config")) for p in s["points"]
                           if is_headline_point(p) and p.get("mode") != "sustained"}):
         lines += [f"![latency {config}](latency_vs_concurrency_{slug(config)}.png)", ""]
@@ -239,7 +239,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
     lines = ["## Sustained retention", ""]
     s = c["sustained"]
     if not s["summary"]:
-        return lines + addenda.sustained_iterations(c) + addenda.sustained_without_rows(c)
+        return lines + notes_md.sustained_iterations(c) + notes_md.sustained_without_rows(c)
     lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
                                   ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
@@ -258,7 +258,7 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
             lambda r, k: with_ci(r, k) if k in CI_COLUMNS else r.get(k))
     else:
         lines += ["Retention: NULL (the sustained retention view is not installed).", ""]
-    lines += addenda.sustained_iterations(c) + addenda.sustained_without_rows(c)
+    lines += notes_md.sustained_iterations(c) + notes_md.sustained_without_rows(c)
     return lines + ["![sustained timeline](sustained_timeline.png)", ""]
 
 
@@ -311,7 +311,7 @@ def s_exclusions(c: dict[str, Any]) -> list[str]:
     else:
         lines += table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
                                          ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
-    return lines + addenda.first_errors(c)
+    return lines + notes_md.first_errors(c)
 
 
 def s_host(c: dict[str, Any]) -> list[str]:

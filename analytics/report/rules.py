@@ -1,7 +1,7 @@
-"""The measurement rules (RULES.md), summarised for the generated report.
+"""The measurement rules (docs/reference/rules.md), summarised for the generated report.
 
 The report states the rules it was measured under; the wording here is a
-summary for readers of REPORT.md, RULES.md stays the authority.
+summary for readers of REPORT.md, docs/reference/rules.md stays the authority.
 """
 from __future__ import annotations
 
@@ -33,6 +33,6 @@ MEASUREMENT_RULES: tuple[tuple[str, str], ...] = (
     ("Results are append-only",
      "Nothing deletes or overwrites a committed result; a re-run is a new attempt."),
     ("One definition per metric",
-     "Every number is defined once (METRICS.md) and computed once, in the DuckDB views this report reads; "
+     "Every number is defined once (docs/reference/metrics.md) and computed once, in the DuckDB views this report reads; "
      "field names follow `vllm bench serve`."),
 )

@@ -1,4 +1,4 @@
-"""The run-level verdict: a delta is real only against what varies between runs (RULES.md 13).
+"""The run-level verdict: a delta is real only against what varies between runs (rule 13).
 
 Requests of one run share its machine state, neighbours, server boot and caches, so a test over per-request
 values answers "did these two runs differ?", not "did the change make a difference?". Here the unit of the test

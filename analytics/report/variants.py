@@ -109,7 +109,7 @@ def _isolation(c: dict[str, Any], con: Any, run: str, fail_pct: float) -> list[d
 
 def _not_compared(c: dict[str, Any], run: str, configs: tuple[str, ...], exc: UnknownConfigError) -> str:
     """Why a comparison has no side: the error, and for each side whose points all left the headline tables
-    (RULES.md 7 and 15) how many and the first reason (report_exclusions lists every one)."""
+    (rules 7 and 15) how many and the first reason (report_exclusions lists every one)."""
     from analytics.report.compare import is_headline_point
 
     parts = [str(exc)]

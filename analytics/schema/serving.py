@@ -3,7 +3,7 @@
 ``requests``, ``sweep_points`` and ``sustained_windows`` are owned by the load
 generator (agents/loadgen); ``quality`` by the serving lanes. Field names follow
 `vllm bench serve --save-result` where one exists. Metrics are never stored on
-these rows: the serving views (``analytics/views/sql/1*_serving_*.sql``) derive them (METRICS.md).
+these rows: the serving views (``analytics/views/sql/1*_serving_*.sql``) derive them (docs/reference/metrics.md).
 """
 import pyarrow as pa
 

@@ -1,4 +1,4 @@
-"""DuckDB views over the committed results: the one place METRICS.md becomes SQL.
+"""DuckDB views over the committed results: the one place docs/reference/metrics.md becomes SQL.
 
 ``connect(store)`` creates one view per table over the visible attempts (the
 latest committed attempt per (run, lane); every attempt for ``lane_runs``),

@@ -1,4 +1,4 @@
-"""`neuronpipe loadgen`: measure an OpenAI-compatible server (METRICS.md), optionally commit the rows."""
+"""`neuronpipe loadgen`: measure an OpenAI-compatible server (docs/reference/metrics.md), optionally commit the rows."""
 from __future__ import annotations
 
 import argparse

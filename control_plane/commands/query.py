@@ -1,7 +1,7 @@
 """`neuronpipe query "SQL"`: read-only SQL over the committed results (DuckDB: one view per table, and the derived
 views).
 
-Read-only and sandboxed (RULES.md 16: no query writes):
+Read-only and sandboxed (rule 16: no query writes):
 
 * every statement is classified by DuckDB's own parser before any of them runs. A read runs: ``SELECT`` (with
   ``WITH``, ``FROM``-first, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``), ``EXPLAIN [ANALYZE]`` of one,

@@ -39,7 +39,7 @@ def cfn_lint_ignore(resource: IConstruct, reasons: dict[str, str]) -> None:
 PINNED_AZ = {"W3010": "availability zones are pinned in cdk.json: synth is offline (no lookups) and trn1/inf2 "
                       "are offered only in some AZs"}
 PINNED_AMI = {"W9010": "the AMI id is pinned on purpose (cdk.json *_ami_id, or the inf2 vLLM 0.16 pin in "
-                       "infra/config.py): the recorded stock DLAMI (RULES.md 2)"}
+                       "infra/config.py): the recorded stock DLAMI (rule 2)"}
 RESOLVE_SSM_AMI = {"E1152": "the ImageId is EC2's launch-time form resolve:ssm:<public DLAMI parameter> (EC2 "
                              "user guide, launch an instance with a Systems Manager parameter; the Neuron DLAMI guide "
                              "launches with it): not an ami- id, on purpose, so no deploy re-resolves it"}

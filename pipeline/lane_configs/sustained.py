@@ -18,7 +18,7 @@ class Config:
     duration_s: float = field(default=24.0, metadata={
         "help": "measured duration after warm-up requests", "min": 1.0, "max": DAY_S})
     window_s: float = field(default=4.0, metadata={
-        "help": "window length (METRICS.md: 60 s on hardware)", "min": 0.1, "max": 3600.0})
+        "help": "window length (docs/reference/metrics.md: 60 s on hardware)", "min": 0.1, "max": 3600.0})
     warmup_windows: int = field(default=1, metadata={
         "help": "leading windows excluded from retention", "min": 0, "max": 10_000})
     retention_k: int = field(default=2, metadata={"help": "K windows compared for retention", "min": 1, "max": 10_000})

@@ -48,7 +48,7 @@ SMALLEST = {
 
 
 # points at these settings last well under a second: sample telemetry often enough that every point
-# has samples in its window (a point without telemetry is excluded from headline tables, RULES.md 7)
+# has samples in its window (a point without telemetry is excluded from headline tables, rule 7)
 ENV = {**os.environ, "NEURONPIPE_TELEMETRY_INTERVAL_S": "0.1"}
 
 

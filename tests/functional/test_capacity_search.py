@@ -115,7 +115,7 @@ def test_search_commits_a_well_formed_bracket_its_verdicts_follow_the_points_own
     points, excluded, outcome = con.execute("SELECT points, points_excluded, outcome FROM report_capacity").fetchone()
     assert points == len(rows)
     # loadgen --results samples the client host's telemetry: no point lacks it, so a point is left out of the
-    # capacity view only for its own validity (RULES.md 15: the one rule every table applies)
+    # capacity view only for its own validity (rule 15: the one rule every table applies)
     kinds = con.execute("SELECT kind, count(*) FROM report_exclusions WHERE kind LIKE 'point_%' GROUP BY kind").fetchall()
     assert "point_without_telemetry" not in dict(kinds), kinds
     invalid = con.execute("SELECT count(*) FROM serving_points WHERE request_rate IS NOT NULL AND valid IS FALSE"

@@ -105,7 +105,9 @@ def world(tmp_path_factory):
                 if hasattr(control_plane.local, name):
                     mp.setattr(control_plane.local, name, accepted)
             mp.setattr(agents.runner, "run_lane", accepted)
-            yield World(root=root, results=results, paths=paths, n=[0], trace=trace)
+            world = World(root=root, results=results, paths=paths, n=[0], trace=trace)
+            yield world
+            print(f"\nfuzz: {world['n'][0]} cases run through the CLI's contract")  # the closing figure (-s)
     finally:
         sock.close()
 

@@ -1,6 +1,6 @@
 """Every load point gets a telemetry sample inside its window, however short the point and however long the
 sampler's interval: the sampler, told by the point's phase hook that the first measured request went out, takes
-one extra sample then (agents.telemetry: point_phase), so the validity rule (RULES.md 7, 15) keeps the point."""
+one extra sample then (agents.telemetry: point_phase), so the validity rule (rules 7 and 15) keeps the point."""
 from __future__ import annotations
 
 import time

@@ -38,7 +38,7 @@ def commit_lane(store: LocalStore, run_id: str, lane: str, instance_type: str, c
             "input_len": 64, "output_len": 16, "max_concurrency": conc, "num_prompts": 40, "window_start": start,
             "window_end": start + timedelta(seconds=span), "t_start_ns": int(t * 1e9), "client_lag_bound_ms": 50.0,
             "slo_json": json.dumps(SLO), **search}])
-        # RULES.md 7 and 15: a point without a telemetry sample in its window is excluded; these are sampled
+        # rules 7 and 15: a point without a telemetry sample in its window is excluded; these are sampled
         w.add_rows("telemetry", [{"ts": start + timedelta(seconds=span * (i + 0.5) / 4), "source": "host",
                                   "metric": "host_cpu_util_pct", "value": 50.0, "unit": "%"} for i in range(4)])
         t += span + 1.0

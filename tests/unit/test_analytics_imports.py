@@ -8,7 +8,7 @@ from tests.support.imports import ROOT, cycles, imports_in, module_graph, reacha
 REPORT = "analytics.report"
 DATA_STAGE = {f"{REPORT}.{m}" for m in ("comparison", "compare", "decision", "rows", "rules", "stats", "run_level",
                                         "request_tests", "sides", "accuracy", "html_data")}
-RENDER_STAGE = {f"{REPORT}.{m}" for m in ("markdown", "plots", "addenda", "decision_md", "deltas_md", "accuracy_md",
+RENDER_STAGE = {f"{REPORT}.{m}" for m in ("markdown", "plots", "notes_md", "decision_md", "deltas_md", "accuracy_md",
                                           "html")}
 LEAVES = {f"{REPORT}.{m}" for m in ("format", "rows", "names", "rules", "stats", "html_assets")}
 ABOVE = {"agents", "control_plane", "rehearsal", "infra"}

@@ -41,7 +41,7 @@ def test_a_request_takes_any_model_and_refuses_a_name_that_is_none_of_them():
 def test_facts_come_from_the_config():
     f = facts_from_config(LLAMA_31_8B)
     assert (f.layers, f.kv_heads, f.head_dim, f.max_positions) == (32, 8, 128, 131072)
-    assert f.kv_bytes_per_token() == 131072  # METRICS.md: 128 KiB per token in bf16
+    assert f.kv_bytes_per_token() == 131072  # docs/reference/metrics.md: 128 KiB per token in bf16
     assert round(f.params / 1e9, 2) == 8.03  # Llama 3.1 8B's model card
     assert facts_from_config({"text_config": LLAMA_31_8B}) == f  # a multimodal config's text model
     with pytest.raises(KeyError):

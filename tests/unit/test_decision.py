@@ -148,7 +148,7 @@ def _decision_con(points, sweep_slo, lane_rows, refs):
                                   "slo_json": sweep_slo.get(p["point_id"], SLO), "search_json": None,
                                   "workload": None}
                                  for p in points])
-    # RULES.md 15 (34_report_exclusions.sql's report_point_validity): every fixed point here is kept
+    # rule 15 (34_report_exclusions.sql's report_point_validity): every fixed point here is kept
     _table(con, "report_point_validity", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
                                            "excluded_reason": None} for p in points])
     _table(con, "lane_runs", lane_rows)
@@ -247,7 +247,7 @@ def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     w.add_rows("sweep_points", [{"point_id": "p1", "model": "m", "server_config": "A", "mode": "closed",
                                  "input_len": 8, "output_len": 4, "max_concurrency": 1,
                                  "slo_json": json.dumps(CPU_TINY.to_json())}])
-    # RULES.md 7 and 15: a point without telemetry is excluded from the Decision too; this one was sampled
+    # rules 7 and 15: a point without telemetry is excluded from the Decision too; this one was sampled
     w.add_rows("telemetry", [{"ts": now, "source": "host", "metric": "host_cpu_util_pct", "value": 50.0}])
     w.commit("succeeded")
     c = build_comparison(connect(store), ["r1"])

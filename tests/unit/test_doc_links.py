@@ -25,6 +25,9 @@ LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\"
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
 DOC_MENTION = re.compile(r"(?<![\w./-])docs/[\w./-]*\.md\b")
+# A page named without its folder ("rules.md", "CONTRACTS.md"): some page of the repository must have that name.
+BARE_PAGE = re.compile(r"(?<![\w./-])([A-Za-z][\w-]*\.md)\b")
+OUTPUT_PAGES = {"REPORT.md"}  # what the product writes, not a page of the repository
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
@@ -56,6 +59,15 @@ def expand(path: str) -> list[str]:
     parts = re.split(r"(\{[^}]*\})", re.sub(r"<[^>]*>", "*", path))
     choices = [p[1:-1].split(",") if p.startswith("{") else [p] for p in parts]
     return ["".join(c) for c in itertools.product(*choices)]
+
+
+def page_names() -> set[str]:
+    return {p.name for p in doc_files()} | {p.name for folder in REPO_DIRS for p in (ROOT / folder).rglob("*.md")}
+
+
+def stale_bare_pages(text: str, names: set[str]) -> list[str]:
+    """Page names without a folder that name no page of the repository (nor a file the product writes)."""
+    return [m for m in BARE_PAGE.findall(text) if m not in names and m not in OUTPUT_PAGES]
 
 
 def exists(path: str) -> bool:
@@ -108,6 +120,8 @@ def broken_in(page: Path, text: str | None = None) -> list[str]:
     for mention in DOC_MENTION.findall(text):
         if not exists(mention):
             problems.append(f"{rel}: no such page: {mention}")
+    for name in stale_bare_pages(text, page_names()):
+        problems.append(f"{rel}: no page of that name: {name}")
     return problems
 
 
@@ -127,14 +141,17 @@ def source_files() -> list[Path]:
 
 def test_code_mentions_only_pages_that_exist():
     stale = []
+    names = page_names()
     sources = source_files()
     assert any(p.suffix == ".sql" for p in sources) and any(p.name == "Makefile" for p in sources)
     for source in sources:
         if source.resolve() == Path(__file__).resolve():
             continue  # its probe names a missing page on purpose
-        for mention in DOC_MENTION.findall(source.read_text(errors="replace")):
+        text = source.read_text(errors="replace")
+        for mention in DOC_MENTION.findall(text):
             if not exists(mention):
                 stale.append(f"{source.relative_to(ROOT)}: {mention}")
+        stale += [f"{source.relative_to(ROOT)}: {name}" for name in stale_bare_pages(text, names)]
     assert stale == []
 
 
@@ -149,8 +166,10 @@ def test_the_checker_catches_a_broken_link_a_stale_path_and_an_escape():
     problems = broken_in(page, "[gone](nowhere.md) [out](../../elsewhere/x.md) [web](https://example.com) "
                     "[bad anchor](#no-such-heading) `analytics/no_such_module.py` " + "docs/" + "no/such/page.md\n"
                     "[ok](../README.md) `analytics/views/sql/*.sql` `analytics/schema/{core,serving}.py`\n"
-                    "[here](#a-heading)\n\n## A heading\n")
-    assert len(problems) == 6, problems
+                    "[here](#a-heading) RULES.md and " + "METRICS" + ".md, not REPORT.md nor rules.md\n\n## A heading\n")
+    assert len(problems) == 9, problems
+    assert sorted(p.rsplit(": ", 1)[1] for p in problems if "no page of that name" in p) == [
+        "METRICS.md", "RULES.md", "nowhere.md"]
     assert sum("leaves the repository" in p for p in problems) == 2
     assert any("nowhere.md" in p for p in problems) and any("#no-such-heading" in p for p in problems)
     assert any("analytics/no_such_module.py" in p for p in problems)

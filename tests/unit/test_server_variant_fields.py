@@ -151,7 +151,7 @@ def test_placement_names_and_the_draft_path_do_not():
 def test_kv_bytes_follow_the_cache_dtype():
     facts = get_model("llama-3.1-8b-instruct").facts
     a = catalogue("full", "neuron")["A"]
-    assert facts.kv_bytes_per_token(kv_dtype_bytes(a, 2)) == 131072  # METRICS.md: 128 KiB/token in bf16
+    assert facts.kv_bytes_per_token(kv_dtype_bytes(a, 2)) == 131072  # docs/reference/metrics.md: 128 KiB/token in bf16
     assert facts.kv_bytes_per_token(kv_dtype_bytes(dataclasses.replace(a, kv_cache_dtype="fp8"), 2)) == 65536
 
 

@@ -46,7 +46,7 @@ def test_plan_derives_grid_on_neuron_and_skips_shapes_that_do_not_fit(tmp_path):
     settings = SweepSettings(shapes={"B": ["2048:256", "8192:256"]}, prompts_per_stream=1, min_prompts=1,
                              warmup_requests=0, health_timeout_s=1, device_mem_gib=20.0)
     grid, shapes, notes = plan(model, cfg, settings, "neuron", NeuronLauncher(tmp_path))
-    assert grid.kv_bytes_per_token == 128 * 1024  # METRICS.md: Llama 3.1 8B is 128 KiB/token in bf16
+    assert grid.kv_bytes_per_token == 128 * 1024  # docs/reference/metrics.md: Llama 3.1 8B is 128 KiB/token in bf16
     assert grid.limit == 4 and grid.values == (1, 2, 4)
     assert [str(s) for s in shapes] == ["2048:256"]
     assert any("8192:256 skipped" in n for n in notes) and any("configured 20 GiB" in n for n in notes)

@@ -1,4 +1,4 @@
-"""The serving views (analytics/views/sql/1*_serving_*.sql) against hand-computed values (METRICS.md serving, sustained)."""
+"""The serving views (analytics/views/sql/1*_serving_*.sql) against hand-computed values (docs/reference/metrics.md serving, sustained)."""
 from __future__ import annotations
 
 import math

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
                 tokens, self.seen = int(logs["num_tokens"]) - self.seen, int(logs["num_tokens"])
             row = {"step": step, "step_s": self.step_s.pop(step), "tokens": tokens, "epoch": state.epoch,
                    "learning_rate": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm")}
-            if not extracting:  # RULES.md 4: a precompile run records no loss, anywhere
+            if not extracting:  # rule 4: a precompile run records no loss, anywhere
                 row["loss"] = logs.get("loss")
             with open(step_log, "a") as fh:
                 fh.write(json.dumps(row) + "\n")

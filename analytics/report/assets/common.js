@@ -117,7 +117,7 @@ function note(text, cls) { return h("p", {class: cls || "note"}, text); }
 function noneLine(what) { return h("p", {class: "none"}, `No ${what} in these results.`); }
 
 /* a point is a headline point (analytics/report/compare.py is_headline_point): telemetry in its window, not
-   flagged invalid (RULES.md 7 and 15: excluded from every table and chart) */
+   flagged invalid (rules 7 and 15: excluded from every table and chart) */
 function isHeadline(p) { return (p.telemetry_samples || 0) > 0 && p.valid !== false; }
 
 /* compare.py metric_value: p50_* falls back to vLLM's median_* spelling */

@@ -24,7 +24,7 @@ SECTION.outcome = function (body) {
     body.append(note("None: every lane attempt succeeded or was skipped on resume, and no point was excluded.", "none"));
     return true;
   }
-  body.append(note("A point excluded from one table is excluded from every table, chart and the Decision (RULES.md 15)."));
+  body.append(note("A point excluded from one table is excluded from every table, chart and the Decision (rule 15)."));
   body.append(dataTable({id: "exclusions", rows: ex, columns: [
     textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("attempt", "attempt"),
     badgeColumn("kind", "kind", {text: (r) => r.kind}), textColumn("subject", "subject"), textColumn("reason", "reason")],
@@ -100,7 +100,7 @@ SECTION.decision = function (body) {
   return true;
 };
 
-/* ---- compile and cold start (RULES.md 3: before any throughput) -------------------------------------------- */
+/* ---- compile and cold start (rule 3: before any throughput) -------------------------------------------- */
 const COLD_START_PHASES = [["instance_start_s", "instance start"], ["os_setup_s", "OS setup"],
   ["agent_registered_s", "agent registered"], ["harness_sync_s", "harness sync"], ["cache_seed_s", "cache seed"],
   ["server_healthy_s", "server healthy"], ["first_token_s", "first token"]];
@@ -312,7 +312,7 @@ SECTION.variants = function (body) {
 SECTION.deltas = function (body) {
   const entries = NP.comparison.deltas || [];
   if ((NP.comparison.run_ids || []).length < 2 || !entries.length) return false;
-  body.append(note(`Headline deltas against the first run, ${NP.comparison.run_ids[0]}. The verdict rests on what varies between runs (RULES.md 13): with one run per side there is no between-run variance, so a delta is untested unless a measured floor decides.`));
+  body.append(note(`Headline deltas against the first run, ${NP.comparison.run_ids[0]}. The verdict rests on what varies between runs (rule 13): with one run per side there is no between-run variance, so a delta is untested unless a measured floor decides.`));
   const rows = [];
   for (const e of entries) for (const r of e.rows || []) rows.push(Object.assign({}, r, {_pair: `${e.run} vs ${e.baseline}`}));
   body.append(dataTable({id: "deltas", rows, filters: [{key: "_pair", label: "runs"}].concat(DELTA_FILTERS),

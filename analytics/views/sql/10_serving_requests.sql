@@ -1,4 +1,4 @@
--- METRICS.md "Serving" as SQL, the single implementation (the serving family, 1 of 4: per request).
+-- docs/reference/metrics.md, "Serving" as SQL, the single implementation (the serving family, 1 of 4: per request).
 -- Owned by the load generator (agents/loadgen). CREATE OR REPLACE VIEW statements only.
 -- Reads the tables requests and sweep_points; the load order is analytics.views.VIEW_FILES.
 --

@@ -1,4 +1,4 @@
--- METRICS.md "Serving" as SQL, the single implementation (the serving family, 2 of 4: what the 95% intervals
+-- docs/reference/metrics.md, "Serving" as SQL, the single implementation (the serving family, 2 of 4: what the 95% intervals
 -- are computed from). Owned by the load generator (agents/loadgen). CREATE OR REPLACE VIEW statements only.
 -- Reads request_slo (10_serving_requests.sql) and the table requests; the load order is analytics.views.VIEW_FILES.
 --

@@ -1,4 +1,4 @@
--- METRICS.md "Serving" as SQL, the single implementation (the serving family, 3 of 4: per sweep point).
+-- docs/reference/metrics.md, "Serving" as SQL, the single implementation (the serving family, 3 of 4: per sweep point).
 -- Owned by the load generator (agents/loadgen). CREATE OR REPLACE VIEW statements only.
 -- Reads 10_serving_requests.sql's and 11_serving_intervals.sql's views and the tables requests and sweep_points;
 -- the load order is analytics.views.VIEW_FILES.

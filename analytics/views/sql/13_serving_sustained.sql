@@ -1,4 +1,4 @@
--- METRICS.md "Sustained" as SQL, the single implementation (the serving family, 4 of 4: sustained points).
+-- docs/reference/metrics.md, "Sustained" as SQL, the single implementation (the serving family, 4 of 4: sustained points).
 -- Owned by the load generator (agents/loadgen). CREATE OR REPLACE VIEW statements only.
 -- Reads t_crit_95 (11_serving_intervals.sql) and the tables requests and sweep_points; the load order is
 -- analytics.views.VIEW_FILES.

@@ -1,4 +1,4 @@
--- METRICS.md "Serving" as SQL (the serving family, 5 of 5: workloads). CREATE OR REPLACE VIEW statements only.
+-- docs/reference/metrics.md, "Serving" as SQL (the serving family, 5 of 5: workloads). CREATE OR REPLACE VIEW statements only.
 -- Reads request_metrics (10_serving_requests.sql) and sweep_points. A workload point (sweep_points.workload set)
 -- is sliced by what its requests were built to be (requests.input_len: the drawn target; prefix_group; session_id,
 -- turn_index, session_turns):

@@ -1,7 +1,7 @@
 -- Training-side derived views (owned by the training lanes). CREATE OR REPLACE VIEW statements only.
 --
 -- train_loss_trend   one row per (run, lane, model): loss over the first and last quarter of the steps and
---                    whether it fell (precompile never writes train_steps: RULES.md 4)
+--                    whether it fell (precompile never writes train_steps: rule 4)
 -- weights_roundtrip  one row per (run, model, file): SHA-256 after the merge beside the copy on the serving
 --                    side; "the model served is the model trained" holds per file when verified is true
 

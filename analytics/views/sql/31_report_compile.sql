@@ -1,11 +1,11 @@
--- Report-side views (issue 6). Views defined here:
+-- Report-side views. Views defined here:
 --   report_compile           one row per (run, lane, what, model, config): cold vs warm compile wall time side by
 --                            side, over each lane's effective attempt; cache_scopes / cache_bases say which cache the
 --                            labels speak of and whether observed or inferred; n_superseded_cold and
 --                            superseded_cold_wall_s count the cold compiles of superseded attempts (the time was spent).
 --   report_compile_attempts  every compile of every committed attempt (compiles_every_attempt), superseded ones
 --                            included and marked `superseded`.
--- Compile time is a result (RULES.md 3): cold and warm are both reported, before any throughput.
+-- Compile time is a result (rule 3): cold and warm are both reported, before any throughput.
 -- compiles_every_attempt is registered by analytics.views.register_tables; a connection built otherwise (the
 -- load generator's, a mirror's DuckDB file) gets the visible rows instead.
 CREATE VIEW IF NOT EXISTS compiles_every_attempt AS SELECT * FROM compiles;

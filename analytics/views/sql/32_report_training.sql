@@ -1,10 +1,10 @@
--- Report-side views (issue 6). Views defined here:
+-- Report-side views. Views defined here:
 --   report_training  train_runs (tokens/s, MFU with its formula and peaks, as the training lane stored them)
 --                    beside loss facts from train_steps (first/last/min loss, logged steps).
 --                  step clock: train_loop_s (the training loop's wall time) and step_clock (what step_s measures)
 --                  from train_runs; summed_step_s / train_loop_s = step_clock_coverage; step_clock_partial when the
 --                  steps cover less than 90 % of the loop (tokens/s and MFU rest on step_s: they may overstate).
--- Precompile runs record no loss (RULES.md 4); report_exclusions flags any that did.
+-- Precompile runs record no loss (rule 4); report_exclusions flags any that did.
 CREATE OR REPLACE VIEW report_training AS
 WITH steps AS (
     SELECT run_id, lane, model,

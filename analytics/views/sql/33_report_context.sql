@@ -1,4 +1,4 @@
--- Report-side views (issue 6). Views defined here:
+-- Report-side views. Views defined here:
 --   report_machines            one row per (run, host, box role, instance): the machines a run used.
 --   report_telemetry_coverage  samples per (run, lane, source, metric); absent sensors (NULL values) with their note.
 --   report_point_telemetry     samples with a value inside each sweep point's window (telemetry_samples; a point

@@ -1,4 +1,4 @@
--- Report-side views (issue 6). Views defined here:
+-- Report-side views. Views defined here:
 --   report_lane_attempts  every committed attempt of every lane, with `effective` = the attempt readers see and
 --                         `imported_from` = the source an imported attempt came from (NULL: run by this pipeline).
 --   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason).
@@ -60,8 +60,8 @@ SELECT run_id, lane, attempt, 'precompile_loss_recorded', model,
 FROM train_steps WHERE lane = 'precompile' AND loss IS NOT NULL
 GROUP BY run_id, lane, attempt, model;
 
--- RULES.md 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a
--- telemetry sample with a value inside its window (RULES.md 7) and is not flagged invalid (serving_points.valid);
+-- rule 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a
+-- telemetry sample with a value inside its window (rule 7) and is not flagged invalid (serving_points.valid);
 -- an imported reference (reference_runs) has no telemetry of ours and stands in the Decision labelled as one.
 -- excluded_reason: NULL when kept, else the reason report_exclusions lists for it.
 CREATE OR REPLACE VIEW report_point_validity AS

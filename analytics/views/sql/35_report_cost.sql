@@ -1,4 +1,4 @@
--- Report-side views (issue 6). Cost is context, never a headline (RULES.md 1). Views defined here:
+-- Report-side views. Cost is context, never a headline (rule 1). Views defined here:
 --   report_lane_cost   every committed attempt: instance-hours (lane wall time) x the dated on-demand price.
 --   report_cost_by_lane per (run, lane): all attempts summed (a failed attempt cost money too).
 --   report_run_cost    per run: the sum, with how many attempts could not be priced and how many were imported.

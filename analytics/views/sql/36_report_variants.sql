@@ -1,4 +1,4 @@
--- Report-side views (issue 26): the server configs a run booted, for the Variants section. Views defined here:
+-- Report-side views: the server configs a run booted, for the Variants section. Views defined here:
 --   report_server_configs  one row per (run, lane, model, config) that booted: what the config sets
 --                          (compiles.config_json: base, fingerprint, lengths, tensor parallel, KV dtype, prefix
 --                          caching, speculative, env, extra args), its boots (cold / warm / uncached, median wall

@@ -1,4 +1,4 @@
--- Report-side views (issue 26): the limits and train_limits lanes' bisections. Views defined here:
+-- Report-side views: the limits and train_limits lanes' bisections. Views defined here:
 --   report_limits  one row per search: the bracket (low, high] (low: the largest value that booted and answered,
 --                  or trained; high: the smallest above it that did not), the classified error at high, every
 --                  probe in order ("1 ok, 64 oom, 32 oom, ..."; a probe's peak memory after it where a sensor

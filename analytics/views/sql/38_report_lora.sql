@@ -1,4 +1,4 @@
--- Report-side view (issue 26): how a multi-LoRA variant's requests split across its adapters, for the Variants
+-- Report-side view: how a multi-LoRA variant's requests split across its adapters, for the Variants
 -- section. Reads request_metrics (10_serving_requests.sql) and sweep_points.
 --   report_lora_traffic    one row per (run, lane, model, config, request_model) of a multi-LoRA variant's points
 --                          (sweep_points.model_mix_json set): the measured requests that asked for that adapter (or

@@ -1,4 +1,4 @@
--- Saturation evidence (issue 28): was the accelerator busy while a sweep point ran? Views defined here:
+-- Saturation evidence: was the accelerator busy while a sweep point ran? Views defined here:
 --   point_saturation  one row per sweep point (closed-loop grid, capacity search and sustained points alike): the
 --                     accelerator's utilisation samples (telemetry.metric = 'accel_util_pct') that the point's lane
 --                     attempt took on its box inside the point's span, as the sample count, the busy fraction, the

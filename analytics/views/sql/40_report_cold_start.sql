@@ -1,4 +1,4 @@
--- Cold start as a result (issue 28): from "start the box" to the first token, per box boot. Views defined here:
+-- Cold start as a result: from "start the box" to the first token, per box boot. Views defined here:
 --   box_boot_serving    every serving boot (compiles.what = 'serving_config') matched to the box boot it ran in: same
 --                       run and box role (lane_runs.box_role, else the `@box` of a both-box lane's name), the same
 --                       instance where both rows name one, started at or after the boot's anchor (cache_seeded_at,

@@ -1,4 +1,4 @@
--- The preflight gate (issue 28): the box's environment checked before compute is spent. Views defined here:
+-- The preflight gate: the box's environment checked before compute is spent. Views defined here:
 --   preflight_summary  one row per (run, box role, lane attempt) of the preflight lane: checks run, passed, failed,
 --                      skipped (a status other than pass | fail | skip counts under checks only), and the failed
 --                      checks' names in order. The failed checks' verbatim reasons are preflight_checks rows.

@@ -1,4 +1,4 @@
--- Accuracy (issue 30; docs/reference/metrics.md "Accuracy"). CREATE OR REPLACE VIEW statements only. Views defined
+-- Accuracy (docs/reference/metrics.md "Accuracy"). CREATE OR REPLACE VIEW statements only. Views defined
 -- here:
 --   report_accuracy            one row per evaluation (accuracy_tasks, and any eval_id of accuracy_samples without a
 --                              task row): samples scored, correct, accuracy with its Wilson 95 % interval, failed

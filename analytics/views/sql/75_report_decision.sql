@@ -1,4 +1,4 @@
--- Price-performance at an SLO (issue 18; docs/reference/slo.md). CREATE OR REPLACE VIEW statements only. Runs after
+-- Price-performance at an SLO (docs/reference/slo.md). CREATE OR REPLACE VIEW statements only. Runs after
 -- 70_aggregates.sql because it reads serving_points_all. Views defined here:
 --   slo_points       every serving point with the SLO in force (the point's sweep_points.slo_json; for an imported
 --                    reference point reference_runs.slo_json first), the point's latency at the SLO's percentile,
@@ -108,7 +108,7 @@ WITH g AS (
            max(max_concurrency) OVER w AS highest_concurrency_measured
     FROM slo_points p
     -- an SLO in force (reference rows always appear); qwen3_attempt's first-token probe is one request, not a load point;
-    -- RULES.md 15: a point the serving tables exclude (report_point_validity) is excluded here too, a reference kept;
+    -- rule 15: a point the serving tables exclude (report_point_validity) is excluded here too, a reference kept;
     -- a capacity search's open-loop points answer in report_capacity (76_report_capacity.sql), not here
     WHERE (slo_json IS NOT NULL OR is_reference) AND point_id NOT LIKE 'qwen3-probe%'
       AND (excluded_reason IS NULL OR is_reference) AND search_json IS NULL

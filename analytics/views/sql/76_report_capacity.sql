@@ -1,4 +1,4 @@
--- Capacity at an SLO, found by search (RULES.md 14; pipeline/capacity.py; docs/reference/metrics.md "Capacity").
+-- Capacity at an SLO, found by search (rule 14; pipeline/capacity.py; docs/reference/metrics.md "Capacity").
 -- CREATE OR REPLACE VIEW statements only. Runs after 75_report_decision.sql (reads slo_points, report_decision).
 -- Views defined here:
 --   capacity_points          every point of a capacity search (sweep_points.search_json kind 'capacity'): offered
@@ -56,7 +56,7 @@ j AS (
            p.slo_ttft_value_ms, p.slo_tpot_value_ms, p.p50_ttft_ms, p.p99_ttft_ms, p.p99_tpot_ms,
            p.output_throughput, p.output_throughput_ci_low, p.output_throughput_ci_high,
            p.goodput, p.goodput_ci_low, p.goodput_ci_high,
-           -- a rate at which the server completed nothing is a failing rate (RULES.md 8), never an exclusion
+           -- a rate at which the server completed nothing is a failing rate (rule 8), never an exclusion
            CASE WHEN coalesce(p.completed, 0) = 0 AND p.valid IS FALSE THEN NULL ELSE p.excluded_reason END
                AS excluded_reason,
            s.achieved_rate, coalesce(s.duration, a2.duration) AS duration,

@@ -20,7 +20,7 @@
 -- meets closed loop but has no capacity search, while the group ranks on rates) or 'not priced'. A reference is
 -- 'measured elsewhere' and never ranked. The intervals are each point's own (its requests' spread; see
 -- 11_serving_intervals.sql): non-overlap says two points differ beyond their own noise, not a run-level test
--- (RULES.md 13).
+-- (rule 13).
 
 CREATE OR REPLACE VIEW report_decision_hardware AS
 WITH a AS (

@@ -1,4 +1,4 @@
-"""REPORT.md parts that issue 16's import exposed as missing: each renders rows comparison.json already holds.
+"""REPORT.md's notes under its tables, each rendered from rows comparison.json already holds:
 
 * superseded compiles — a cold compile paid by an attempt a re-run superseded stays listed (the time was spent);
 * the step clock — a training run whose summed step times cover < 90 % of its loop is flagged, because tokens/s
@@ -72,7 +72,7 @@ def _pct(x: Any) -> str:
 
 
 def aggregate_points(points: list[dict[str, Any]], get: Callable[[dict[str, Any], str], Any]) -> list[str]:
-    """One group's aggregate-only points: headline ones (RULES.md 7's telemetry rule holds for them too)."""
+    """One group's aggregate-only points: headline ones (rule 7's telemetry rule holds for them too)."""
     if not points:
         return []
     shown = [p for p in points if is_headline_point(p)]
