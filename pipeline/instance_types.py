@@ -146,18 +146,23 @@ class InstanceType(BaseModel):
         return any(k in boxes for k in self.box_kinds)
 
 
-def _neuron(name: str, family: str, accel: str, n: int, cores: int, mem: float, vcpus: int, host: float,
-            prices: Mapping[str, float], quota: str, train: bool, ami: str) -> dict[str, Any]:
-    return {"name": name, "family": family, "accelerator": accel, "accelerators": n, "cores": cores,
-            "accelerator_memory_gib": mem, "vcpus": vcpus, "memory_gib": host, "prices_usd_per_hour": dict(prices),
-            "ami": {"ssm_parameter": ami}, "quota_code": quota, "can_train": train}
+def _neuron(name: str, *, family: str, accelerator: str, accelerators: int, cores: int,
+            accelerator_memory_gib: float, vcpus: int, memory_gib: float, prices_usd_per_hour: Mapping[str, float],
+            quota_code: str, can_train: bool, ami_parameter: str) -> dict[str, Any]:
+    """A Neuron type's row (its DLAMI from a public SSM parameter)."""
+    return {"name": name, "family": family, "accelerator": accelerator, "accelerators": accelerators,
+            "cores": cores, "accelerator_memory_gib": accelerator_memory_gib, "vcpus": vcpus,
+            "memory_gib": memory_gib, "prices_usd_per_hour": dict(prices_usd_per_hour),
+            "ami": {"ssm_parameter": ami_parameter}, "quota_code": quota_code, "can_train": can_train}
 
 
-def _gpu(name: str, accel: str, n: int, mem: float, vcpus: int, host: float, prices: Mapping[str, float],
-         quota: str) -> dict[str, Any]:
-    return {"name": name, "family": "cuda", "accelerator": accel, "accelerators": n, "cores": n,
-            "accelerator_memory_gib": mem, "vcpus": vcpus, "memory_gib": host, "prices_usd_per_hour": dict(prices),
-            "ami": {"ssm_parameter": CUDA_DLAMI_PARAMETER}, "quota_code": quota, "can_train": True}
+def _gpu(name: str, *, accelerator: str, accelerators: int, accelerator_memory_gib: float, vcpus: int,
+         memory_gib: float, prices_usd_per_hour: Mapping[str, float], quota_code: str) -> dict[str, Any]:
+    """An NVIDIA type's row: family cuda, one core per GPU, the GPU DLAMI, trains and serves."""
+    return {"name": name, "family": "cuda", "accelerator": accelerator, "accelerators": accelerators,
+            "cores": accelerators, "accelerator_memory_gib": accelerator_memory_gib, "vcpus": vcpus,
+            "memory_gib": memory_gib, "prices_usd_per_hour": dict(prices_usd_per_hour),
+            "ami": {"ssm_parameter": CUDA_DLAMI_PARAMETER}, "quota_code": quota_code, "can_train": True}
 
 
 _INF, _TRN, _G, _P = "L-1945791B", "L-2C3B7624", "L-DB2E81BA", "L-417A185B"
@@ -165,32 +170,48 @@ _W2, _E1 = "us-west-2", "us-east-1"
 
 _ROWS: tuple[dict[str, Any], ...] = (
     # Inferentia2: 2 NeuronCores-v2 and 32 GiB HBM per chip
-    _neuron("inf2.xlarge", "neuron-inf2", "Inferentia2", 1, 2, 32, 4, 16, {_W2: 0.76, _E1: 0.76}, _INF, False,
-            NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron("inf2.8xlarge", "neuron-inf2", "Inferentia2", 1, 2, 32, 32, 128, {_W2: 1.97, _E1: 1.97}, _INF, False,
-            NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron("inf2.24xlarge", "neuron-inf2", "Inferentia2", 6, 12, 192, 96, 384, {_W2: 6.49, _E1: 6.49}, _INF,
-            False, NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron("inf2.48xlarge", "neuron-inf2", "Inferentia2", 12, 24, 384, 192, 768, {_W2: 12.98, _E1: 12.98}, _INF,
-            False, NEURON_VLLM_DLAMI_PARAMETER),
+    _neuron(name="inf2.xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=1, cores=2,
+            accelerator_memory_gib=32, vcpus=4, memory_gib=16, prices_usd_per_hour={_W2: 0.76, _E1: 0.76},
+            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
+    _neuron(name="inf2.8xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=1, cores=2,
+            accelerator_memory_gib=32, vcpus=32, memory_gib=128, prices_usd_per_hour={_W2: 1.97, _E1: 1.97},
+            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
+    _neuron(name="inf2.24xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=6, cores=12,
+            accelerator_memory_gib=192, vcpus=96, memory_gib=384, prices_usd_per_hour={_W2: 6.49, _E1: 6.49},
+            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
+    _neuron(name="inf2.48xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=12, cores=24,
+            accelerator_memory_gib=384, vcpus=192, memory_gib=768, prices_usd_per_hour={_W2: 12.98, _E1: 12.98},
+            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
     # Trainium: 2 NeuronCores-v2 and 32 GiB HBM per chip
-    _neuron("trn1.2xlarge", "neuron-trn1", "Trainium", 1, 2, 32, 8, 32, {_W2: 1.34, _E1: 1.34}, _TRN, True,
-            NEURON_TRAINING_DLAMI_PARAMETER),
-    _neuron("trn1.32xlarge", "neuron-trn1", "Trainium", 16, 32, 512, 128, 512, {_W2: 21.50, _E1: 21.50}, _TRN,
-            True, NEURON_TRAINING_DLAMI_PARAMETER),
+    _neuron(name="trn1.2xlarge", family="neuron-trn1", accelerator="Trainium", accelerators=1, cores=2,
+            accelerator_memory_gib=32, vcpus=8, memory_gib=32, prices_usd_per_hour={_W2: 1.34, _E1: 1.34},
+            quota_code=_TRN, can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
+    _neuron(name="trn1.32xlarge", family="neuron-trn1", accelerator="Trainium", accelerators=16, cores=32,
+            accelerator_memory_gib=512, vcpus=128, memory_gib=512, prices_usd_per_hour={_W2: 21.50, _E1: 21.50},
+            quota_code=_TRN, can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
     # Trainium2: 8 NeuronCores-v3 and 96 GiB HBM per chip; no price recorded yet (refused by the planner)
-    _neuron("trn2.48xlarge", "neuron-trn2", "Trainium2", 16, 128, 1536, 192, 2048, {}, _TRN, True,
-            NEURON_TRAINING_DLAMI_PARAMETER),
+    _neuron(name="trn2.48xlarge", family="neuron-trn2", accelerator="Trainium2", accelerators=16, cores=128,
+            accelerator_memory_gib=1536, vcpus=192, memory_gib=2048, prices_usd_per_hour={}, quota_code=_TRN,
+            can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
     # NVIDIA
-    _gpu("g5.xlarge", "A10G", 1, 24, 4, 16, {_W2: 1.006, _E1: 1.006}, _G),
-    _gpu("g5.2xlarge", "A10G", 1, 24, 8, 32, {_W2: 1.212, _E1: 1.212}, _G),
-    _gpu("g5.12xlarge", "A10G", 4, 96, 48, 192, {_W2: 5.672, _E1: 5.672}, _G),
-    _gpu("g6.xlarge", "L4", 1, 24, 4, 16, {_W2: 0.8048, _E1: 0.8048}, _G),
-    _gpu("g6.2xlarge", "L4", 1, 24, 8, 32, {_W2: 0.9776, _E1: 0.9776}, _G),
-    _gpu("g6e.xlarge", "L40S", 1, 48, 4, 32, {_W2: 1.861, _E1: 1.861}, _G),
-    _gpu("g6e.2xlarge", "L40S", 1, 48, 8, 64, {_W2: 2.242, _E1: 2.242}, _G),
-    _gpu("p4d.24xlarge", "A100-40GB", 8, 320, 96, 1152, {_W2: 21.96, _E1: 21.96}, _P),
-    _gpu("p5.48xlarge", "H100", 8, 640, 192, 2048, {_W2: 55.04, _E1: 55.04}, _P),
+    _gpu(name="g5.xlarge", accelerator="A10G", accelerators=1, accelerator_memory_gib=24, vcpus=4, memory_gib=16,
+         prices_usd_per_hour={_W2: 1.006, _E1: 1.006}, quota_code=_G),
+    _gpu(name="g5.2xlarge", accelerator="A10G", accelerators=1, accelerator_memory_gib=24, vcpus=8, memory_gib=32,
+         prices_usd_per_hour={_W2: 1.212, _E1: 1.212}, quota_code=_G),
+    _gpu(name="g5.12xlarge", accelerator="A10G", accelerators=4, accelerator_memory_gib=96, vcpus=48, memory_gib=192,
+         prices_usd_per_hour={_W2: 5.672, _E1: 5.672}, quota_code=_G),
+    _gpu(name="g6.xlarge", accelerator="L4", accelerators=1, accelerator_memory_gib=24, vcpus=4, memory_gib=16,
+         prices_usd_per_hour={_W2: 0.8048, _E1: 0.8048}, quota_code=_G),
+    _gpu(name="g6.2xlarge", accelerator="L4", accelerators=1, accelerator_memory_gib=24, vcpus=8, memory_gib=32,
+         prices_usd_per_hour={_W2: 0.9776, _E1: 0.9776}, quota_code=_G),
+    _gpu(name="g6e.xlarge", accelerator="L40S", accelerators=1, accelerator_memory_gib=48, vcpus=4, memory_gib=32,
+         prices_usd_per_hour={_W2: 1.861, _E1: 1.861}, quota_code=_G),
+    _gpu(name="g6e.2xlarge", accelerator="L40S", accelerators=1, accelerator_memory_gib=48, vcpus=8, memory_gib=64,
+         prices_usd_per_hour={_W2: 2.242, _E1: 2.242}, quota_code=_G),
+    _gpu(name="p4d.24xlarge", accelerator="A100-40GB", accelerators=8, accelerator_memory_gib=320, vcpus=96,
+         memory_gib=1152, prices_usd_per_hour={_W2: 21.96, _E1: 21.96}, quota_code=_P),
+    _gpu(name="p5.48xlarge", accelerator="H100", accelerators=8, accelerator_memory_gib=640, vcpus=192,
+         memory_gib=2048, prices_usd_per_hour={_W2: 55.04, _E1: 55.04}, quota_code=_P),
 )
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 BoxRole = Literal["trn1", "inf2"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LaneSpec:
     name: str
     module: str
@@ -68,58 +68,63 @@ _BOTH: tuple[BoxRole, ...] = ("trn1", "inf2")
 _CONFIGS = "pipeline.lane_configs"
 
 LANES: dict[str, LaneSpec] = {s.name: s for s in [
-    LaneSpec("provenance", "agents.lanes.provenance", _BOTH, 10,
-             "versions, drivers, instance/AMI, harness sha, artifact hashes", 600, 120, stall_s=300,
-             config=f"{_CONFIGS}.provenance:Config"),
-    LaneSpec("preflight", "agents.lanes.preflight", _BOTH, 15,
-             "the box's environment checked before compute is spent: venvs and pinned versions, CLIs on the lanes' "
-             "PATH, NeuronCores free, compile cache writable with room, hub token and licence, dataset, clock",
-             600, 120, stall_s=300, gate=True, config=f"{_CONFIGS}.preflight:Config"),
-    LaneSpec("host_cpu", "agents.lanes.host_cpu", _BOTH, 20,
-             "host memory bandwidth, matmul scaling, tokenizer throughput", 900, 120, stall_s=600,
-             config=f"{_CONFIGS}.host_cpu:Config"),
-    LaneSpec("smoke", "agents.lanes.smoke", _BOTH, 30,
-             "tiny model through train -> merge -> reload -> generate", 3600, 300, stall_s=3600, gate=True,
-             config=f"{_CONFIGS}.smoke:Config"),
-    LaneSpec("precompile", "agents.lanes.precompile", ("trn1",), 40,
-             "training graph compile wall time, cold vs warm cache (no loss)", 7200, 600, stall_s=3600,
-             config=f"{_CONFIGS}.precompile:Config"),
-    LaneSpec("sft", "agents.lanes.sft", ("trn1",), 50,
-             "LoRA SFT per model: loss trace, step times, tokens/s, MFU", 6 * 3600, 600, stall_s=3600,
-             config=f"{_CONFIGS}.sft:Config"),
-    LaneSpec("merge", "agents.lanes.merge", ("trn1",), 60,
-             "merged weights + SHA-256 manifest, uploaded to the store", 3600, 300, stall_s=1800,
-             needs=("sft",), config=f"{_CONFIGS}.merge:Config"),
-    LaneSpec("train_limits", "agents.lanes.train_limits", ("trn1",), 65,
-             "per model: the largest training sequence length that fits at a per-device batch size, bisected "
-             "between a known-good and a known-bad bound (each probe a short LoRA SFT run in its own process)",
-             4 * 3600, 600, stall_s=7200, config=f"{_CONFIGS}.train_limits:Config"),
-    LaneSpec("serve_sweep", "agents.lanes.serve_sweep", ("inf2",), 70,
-             "per server config: boot (cold/warm compile), KV-derived grid, sweep points", 4 * 3600, 600,
-             stall_s=3600, config=f"{_CONFIGS}.serve_sweep:Config"),
-    LaneSpec("capacity", "agents.lanes.capacity", ("inf2",), 75,
-             "per model and server config: open-loop search for the highest rate meeting the SLO (the knee)",
-             4 * 3600, 600, stall_s=3600, config=f"{_CONFIGS}.capacity:Config"),
-    LaneSpec("limits", "agents.lanes.limits", ("inf2",), 77,
-             "per model: the largest max_model_len / max_num_seqs that boots and answers, bisected between a "
-             "known-good and a known-bad bound (each probe a boot)", 8 * 3600, 600, stall_s=7200,
-             config=f"{_CONFIGS}.limits:Config"),
-    LaneSpec("sustained", "agents.lanes.sustained", ("inf2",), 80,
-             "closed loop for a fixed duration, windowed time series, retention", 2 * 3600, 600, stall_s=3600,
-             config=f"{_CONFIGS}.sustained:Config"),
-    LaneSpec("quality", "agents.lanes.quality", ("inf2",), 90,
-             "fixed prompts, greedy, determinism and style delta base vs fine-tune", 3600, 600, stall_s=3600,
-             needs=("merge",), config=f"{_CONFIGS}.quality:Config"),
-    LaneSpec("accuracy", "agents.lanes.accuracy", ("inf2",), 92,
-             "lm-eval tasks against the served endpoint: per-sample results of the base model, its fine-tune and "
-             "each server variant (log-likelihood tasks only where the server returns prompt logprobs)",
-             6 * 3600, 600, stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.accuracy:Config"),
-    LaneSpec("finetune_serve", "agents.lanes.finetune_serve", ("inf2",), 100,
-             "the trained merged model pulled from the store, hashes verified, served and swept", 4 * 3600, 600,
-             stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.finetune_serve:Config"),
-    LaneSpec("qwen3_attempt", "agents.lanes.qwen3_attempt", ("inf2",), 110,
-             "boot + generate attempt with Qwen3: metrics or a structured failure record", 2 * 3600, 600,
-             stall_s=3600, config=f"{_CONFIGS}.qwen3_attempt:Config"),
+    LaneSpec(name="provenance", module="agents.lanes.provenance", boxes=_BOTH, order=10,
+             summary="versions, drivers, instance/AMI, harness sha, artifact hashes", timeout_s=600, heartbeat_s=120,
+             stall_s=300, config=f"{_CONFIGS}.provenance:Config"),
+    LaneSpec(name="preflight", module="agents.lanes.preflight", boxes=_BOTH, order=15,
+             summary="the box's environment checked before compute is spent: venvs and pinned versions, CLIs on the "
+                     "lanes' PATH, NeuronCores free, compile cache writable with room, hub token and licence, "
+                     "dataset, clock",
+             timeout_s=600, heartbeat_s=120, stall_s=300, gate=True, config=f"{_CONFIGS}.preflight:Config"),
+    LaneSpec(name="host_cpu", module="agents.lanes.host_cpu", boxes=_BOTH, order=20,
+             summary="host memory bandwidth, matmul scaling, tokenizer throughput", timeout_s=900, heartbeat_s=120,
+             stall_s=600, config=f"{_CONFIGS}.host_cpu:Config"),
+    LaneSpec(name="smoke", module="agents.lanes.smoke", boxes=_BOTH, order=30,
+             summary="tiny model through train -> merge -> reload -> generate", timeout_s=3600, heartbeat_s=300,
+             stall_s=3600, gate=True, config=f"{_CONFIGS}.smoke:Config"),
+    LaneSpec(name="precompile", module="agents.lanes.precompile", boxes=("trn1",), order=40,
+             summary="training graph compile wall time, cold vs warm cache (no loss)", timeout_s=7200,
+             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.precompile:Config"),
+    LaneSpec(name="sft", module="agents.lanes.sft", boxes=("trn1",), order=50,
+             summary="LoRA SFT per model: loss trace, step times, tokens/s, MFU", timeout_s=6 * 3600, heartbeat_s=600,
+             stall_s=3600, config=f"{_CONFIGS}.sft:Config"),
+    LaneSpec(name="merge", module="agents.lanes.merge", boxes=("trn1",), order=60,
+             summary="merged weights + SHA-256 manifest, uploaded to the store", timeout_s=3600, heartbeat_s=300,
+             stall_s=1800, needs=("sft",), config=f"{_CONFIGS}.merge:Config"),
+    LaneSpec(name="train_limits", module="agents.lanes.train_limits", boxes=("trn1",), order=65,
+             summary="per model: the largest training sequence length that fits at a per-device batch size, "
+                     "bisected between a known-good and a known-bad bound (each probe a short LoRA SFT run in its "
+                     "own process)",
+             timeout_s=4 * 3600, heartbeat_s=600, stall_s=7200, config=f"{_CONFIGS}.train_limits:Config"),
+    LaneSpec(name="serve_sweep", module="agents.lanes.serve_sweep", boxes=("inf2",), order=70,
+             summary="per server config: boot (cold/warm compile), KV-derived grid, sweep points", timeout_s=4 * 3600,
+             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.serve_sweep:Config"),
+    LaneSpec(name="capacity", module="agents.lanes.capacity", boxes=("inf2",), order=75,
+             summary="per model and server config: open-loop search for the highest rate meeting the SLO (the knee)",
+             timeout_s=4 * 3600, heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.capacity:Config"),
+    LaneSpec(name="limits", module="agents.lanes.limits", boxes=("inf2",), order=77,
+             summary="per model: the largest max_model_len / max_num_seqs that boots and answers, bisected between "
+                     "a known-good and a known-bad bound (each probe a boot)",
+             timeout_s=8 * 3600, heartbeat_s=600, stall_s=7200, config=f"{_CONFIGS}.limits:Config"),
+    LaneSpec(name="sustained", module="agents.lanes.sustained", boxes=("inf2",), order=80,
+             summary="closed loop for a fixed duration, windowed time series, retention", timeout_s=2 * 3600,
+             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.sustained:Config"),
+    LaneSpec(name="quality", module="agents.lanes.quality", boxes=("inf2",), order=90,
+             summary="fixed prompts, greedy, determinism and style delta base vs fine-tune", timeout_s=3600,
+             heartbeat_s=600, stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.quality:Config"),
+    LaneSpec(name="accuracy", module="agents.lanes.accuracy", boxes=("inf2",), order=92,
+             summary="lm-eval tasks against the served endpoint: per-sample results of the base model, its "
+                     "fine-tune and each server variant (log-likelihood tasks only where the server returns prompt "
+                     "logprobs)",
+             timeout_s=6 * 3600, heartbeat_s=600, stall_s=3600, needs=("merge",),
+             config=f"{_CONFIGS}.accuracy:Config"),
+    LaneSpec(name="finetune_serve", module="agents.lanes.finetune_serve", boxes=("inf2",), order=100,
+             summary="the trained merged model pulled from the store, hashes verified, served and swept",
+             timeout_s=4 * 3600, heartbeat_s=600, stall_s=3600, needs=("merge",),
+             config=f"{_CONFIGS}.finetune_serve:Config"),
+    LaneSpec(name="qwen3_attempt", module="agents.lanes.qwen3_attempt", boxes=("inf2",), order=110,
+             summary="boot + generate attempt with Qwen3: metrics or a structured failure record", timeout_s=2 * 3600,
+             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.qwen3_attempt:Config"),
 ]}
 
 
@@ -139,9 +144,9 @@ def _extra_lanes() -> dict[str, LaneSpec]:
         gate = name.endswith("!")
         name = name.removesuffix("!")
         roles = tuple(b for b in _BOTH if b in boxes.split("+")) if boxes else _BOTH
-        out[name] = LaneSpec(name, module, roles or _BOTH, int(order) if order else 1000 + i,
-                             f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n), gate=gate,
-                             config=f"{module}:Config")  # its own module's Config, if it has one
+        out[name] = LaneSpec(name=name, module=module, boxes=roles or _BOTH, order=int(order) if order else 1000 + i,
+                             summary=f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n),
+                             gate=gate, config=f"{module}:Config")  # its own module's Config, if it has one
     return out
 
 

@@ -47,12 +47,12 @@ def test_local_order_is_topological_and_single_box():
 
 
 def test_graph_validation_names_unknown_lanes_and_cycles():
-    a = LaneSpec("a", "m", ("trn1",), 1, "", needs=("b",))
-    b = LaneSpec("b", "m", ("trn1",), 2, "", needs=("a",))
+    a = LaneSpec(name="a", module="m", boxes=("trn1",), order=1, summary="", needs=("b",))
+    b = LaneSpec(name="b", module="m", boxes=("trn1",), order=2, summary="", needs=("a",))
     with pytest.raises(LaneGraphError, match="cycle: a -> b -> a"):
         validate({"a": a, "b": b})
     with pytest.raises(LaneGraphError, match="needs 'nope', which is not a lane"):
-        validate({"a": LaneSpec("a", "m", ("trn1",), 1, "", needs=("nope",))})
+        validate({"a": LaneSpec(name="a", module="m", boxes=("trn1",), order=1, summary="", needs=("nope",))})
 
 
 def test_extra_lanes_declare_needs_and_are_validated(monkeypatch):
