@@ -13,23 +13,19 @@ from analytics.report.comparison import build_comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support import attempts
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def lane_row(**extra):
-    row = {"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0 + timedelta(seconds=120),
-           "wall_s": 120.0, "backend": "cuda", "host": "h", "box_role": "cuda", "instance_type": "g5.xlarge"}
-    return {**row, **extra}
+    return attempts.lane_row(**{"wall_s": 120.0, "backend": "cuda", "box_role": "cuda", "instance_type": "g5.xlarge",
+                                **extra})
 
 
 def commit(store, run_id, lane, lane_runs=None, **tables):
-    w = store.begin_attempt(run_id, lane, attempt="a1")
-    for table, rows in tables.items():
-        w.add_rows(table, rows)
-    w.add_rows("lane_runs", [lane_runs or lane_row()])
-    w.commit("succeeded", supersedes=True)
+    attempts.commit(store, run_id, lane, lane_runs=lane_runs or lane_row(), **tables)
 
 
 def point(pid, seconds=10.0, conc=1, start=T0):

@@ -12,6 +12,7 @@ from analytics.report.markdown import render
 from analytics.schema import conform
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support import attempts
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -22,18 +23,12 @@ def at(s: float) -> datetime:
 
 
 def lane_row(box_role="inf2", **extra):
-    row = {"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": at(3600), "wall_s": 3600.0,
-           "backend": "neuron", "host": "h", "box_role": box_role, "instance_type": f"{box_role}.xlarge",
-           "instance_id": f"i-{box_role}"}
-    return {**row, **extra}
+    return attempts.lane_row(**{"wall_s": 3600.0, "box_role": box_role, "instance_type": f"{box_role}.xlarge",
+                                "instance_id": f"i-{box_role}", **extra})
 
 
 def commit(store, run_id, lane, attempt="a1", lane_runs=None, **tables):
-    w = store.begin_attempt(run_id, lane, attempt=attempt)
-    for table, rows in tables.items():
-        w.add_rows(table, rows)
-    w.add_rows("lane_runs", [lane_runs or lane_row()])
-    w.commit("succeeded", supersedes=True)
+    attempts.commit(store, run_id, lane, attempt, lane_runs=lane_runs or lane_row(), **tables)
 
 
 def boot(box_role="inf2", segment=0, start=0.0, **extra):

@@ -15,24 +15,19 @@ from analytics.report.comparison import build_comparison, dumps
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect, missing_columns
+from tests.support import attempts
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 IMPORTED = json.dumps({"imported": {"source": "torchneuronx", "commit": "abc"}})
 
 
-def lane_row(status="succeeded", wall_s=3600.0, box_role="trn1", instance_type="trn1.2xlarge", **extra):
-    return {"status": status, "supersedes": True, "started_at": T0, "ended_at": T0 + timedelta(seconds=wall_s),
-            "wall_s": wall_s, "backend": "neuron", "host": "h", "box_role": box_role, "instance_type": instance_type,
-            **extra}
+def lane_row(status="succeeded", wall_s=3600.0, **extra):
+    return attempts.lane_row(status, wall_s, **extra)
 
 
 def commit(store, run_id, lane, attempt, lane_runs=None, **tables):
-    w = store.begin_attempt(run_id, lane, attempt=attempt)
-    for table, rows in tables.items():
-        w.add_rows(table, rows)
-    w.add_rows("lane_runs", [lane_runs or lane_row()])
-    w.commit("succeeded")
+    attempts.commit(store, run_id, lane, attempt, lane_runs=lane_runs or lane_row(), **tables)
 
 
 def _point(pid, mode="closed"):

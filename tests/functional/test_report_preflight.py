@@ -11,6 +11,7 @@ from analytics.report.comparison import build_comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support import attempts
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -20,18 +21,12 @@ PIN_REASON = "pins.neuronx-cc: neuronx-cc 2.18.1 is installed, the lane config p
 
 
 def lane_row(box_role, **extra):
-    row = {"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0 + timedelta(seconds=9),
-           "wall_s": 9.0, "backend": "neuron", "host": f"h-{box_role}", "box_role": box_role,
-           "instance_type": f"{box_role}.xlarge"}
-    return {**row, **extra}
+    return attempts.lane_row(**{"wall_s": 9.0, "host": f"h-{box_role}", "box_role": box_role,
+                                "instance_type": f"{box_role}.xlarge", **extra})
 
 
 def commit(store, run_id, lane, box_role, status="succeeded", **tables):
-    w = store.begin_attempt(run_id, lane, attempt="a1")
-    for table, rows in tables.items():
-        w.add_rows(table, rows)
-    w.add_rows("lane_runs", [lane_row(box_role, status=status)])
-    w.commit(status, supersedes=True)
+    attempts.commit(store, run_id, lane, status=status, lane_runs=lane_row(box_role, status=status), **tables)
 
 
 def check(name, status, box_role, reason=None, observed=None, expected=None, s=0.0):

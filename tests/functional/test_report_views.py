@@ -7,24 +7,13 @@ import pytest
 
 from analytics.store import LocalStore
 from analytics.views import connect
+from tests.support import attempts
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
 
-def lane_row(status="succeeded", wall_s=60.0, box_role="trn1", instance_type="trn1.2xlarge", **extra):
-    row = {"status": status, "supersedes": True, "started_at": T0, "ended_at": T0 + timedelta(seconds=wall_s),
-           "wall_s": wall_s, "backend": "neuron", "host": "h", "box_role": box_role, "instance_type": instance_type}
-    row.update(extra)
-    return row
-
-
-def commit(store, run_id, lane, attempt, status="succeeded", lane_runs=None, supersedes=True, **tables):
-    w = store.begin_attempt(run_id, lane, attempt=attempt)
-    for table, rows in tables.items():
-        w.add_rows(table, rows)
-    w.add_rows("lane_runs", [lane_runs or lane_row(status=status, supersedes=supersedes)])
-    w.commit(status, supersedes=supersedes)
+lane_row, commit = attempts.lane_row, attempts.commit
 
 
 @pytest.fixture()

@@ -24,6 +24,7 @@ from analytics.store import AlreadyExistsError, LocalStore, S3Store
 from analytics.store.verify import repair, verify_store
 from analytics.views import connect
 from control_plane.cli import main
+from tests.support import attempts
 
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 READS = {  # every number a reader of this run returns
@@ -35,8 +36,8 @@ READS = {  # every number a reader of this run returns
 
 
 def _lane_row(status="succeeded"):
-    return {"status": status, "supersedes": True, "started_at": T0, "ended_at": T0, "wall_s": 1.0,
-            "backend": "cpu", "host": "h"}
+    """A second's attempt whose clock does not move (its end is its start), on no box."""
+    return {**attempts.lane_row(status, 1.0, None, None, "cpu", "h", T0), "ended_at": T0}
 
 
 def small_run(store: LocalStore, tmp_path: Path, run_id: str = "r1") -> None:

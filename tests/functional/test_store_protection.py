@@ -18,6 +18,7 @@ from analytics.store.integrity import plan_reads, reset_warnings
 from analytics.store.locate import IDENTITY, Relation, StoreOverlapError, store_relation
 from analytics.store.verify import verify_store
 from control_plane.cli import main
+from tests.support import attempts
 
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +29,8 @@ LOAD = ["loadgen", "--base-url", "http://127.0.0.1:9", "--input-len", "8", "--ou
 
 
 def _lane_row():
-    return {"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0, "wall_s": 1.0,
-            "backend": "cpu", "host": "h"}
+    """A second's attempt whose clock does not move (its end is its start), on no box."""
+    return {**attempts.lane_row("succeeded", 1.0, None, None, "cpu", "h", T0), "ended_at": T0}
 
 
 def small_store(root: Path, run_id: str = "r1", lane: str = "host_cpu", log: Path | None = None) -> LocalStore:

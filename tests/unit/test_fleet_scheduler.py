@@ -14,6 +14,7 @@ from control_plane.plan import Fleet, plan_run
 from tests.support.control_blobs import Blobs
 from control_plane.control_data import ControlDataError, canonical, control_key, digest
 from control_plane.waves import ScheduleInputError, schedule
+from tests.support import attempts
 
 RUN = "r-fleet"
 FLEET = Fleet(("subnet-a", "subnet-b"))
@@ -34,11 +35,8 @@ def plan():
 
 
 def commit(store, lane: str, status: str = "succeeded") -> None:
-    now = datetime.now(timezone.utc)
-    writer = store.begin_attempt(RUN, lane)
-    writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu",
-                                   "host": "test", "status": status, "supersedes": True}])
-    writer.commit(status, supersedes=True)
+    attempts.commit(store, RUN, lane, None, status, lane_runs=attempts.lane_row(
+        status, 0.0, None, None, "cpu", "test", datetime.now(timezone.utc)))
 
 
 def test_a_cell_refused_for_capacity_is_contained_and_the_run_is_partial(plan, store):

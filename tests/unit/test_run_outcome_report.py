@@ -9,15 +9,13 @@ from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
 from control_plane.summary import summarize
+from tests.support import attempts
 
 
 def _commit(store: LocalStore, run_id: str, lane: str, status: str, **row) -> str:
-    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
-    w = store.begin_attempt(run_id, lane)
-    w.add_rows("lane_runs", [{"status": status, "supersedes": True, "started_at": now, "ended_at": now,
-                              "backend": "cpu", "host": "h", "box_role": "local", **row}])
-    w.commit(status)
-    return w.attempt
+    lane_runs = attempts.lane_row(status, 0.0, "local", None, "cpu", "h", datetime(2026, 11, 1, tzinfo=timezone.utc),
+                                  **row)
+    return attempts.commit(store, run_id, lane, None, status, lane_runs={**lane_runs, "wall_s": row.get("wall_s")})
 
 
 def _partial_run(tmp_path) -> tuple[LocalStore, str]:

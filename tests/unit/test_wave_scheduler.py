@@ -12,6 +12,7 @@ from analytics.store import LocalStore
 from control_plane.models import RunRequest
 from control_plane.plan import plan_run
 from control_plane.waves import RUN_FAILED_ERROR, STOP_FAILED_ERROR, ScheduleInputError, schedule
+from tests.support import attempts
 
 RUN = "r-waves"
 
@@ -28,14 +29,9 @@ def plan_input():
 
 
 def commit(store, lane: str, status: str) -> None:
-    now = datetime.now(timezone.utc)
-    writer = store.begin_attempt(RUN, lane)
-    row = {"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu", "host": "test", "status": status,
-           "supersedes": True}
-    if status == "failed":
-        row.update(error_type="BoomError", error_message="boom")
-    writer.add_rows("lane_runs", [row])
-    writer.commit(status, supersedes=True)
+    failure = {"error_type": "BoomError", "error_message": "boom"} if status == "failed" else {}
+    attempts.commit(store, RUN, lane, None, status, lane_runs=attempts.lane_row(
+        status, 0.0, None, None, "cpu", "test", datetime.now(timezone.utc), **failure))
 
 
 def wave_lanes(plan_input, wave: int, role: str) -> list[str]:
