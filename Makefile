@@ -91,6 +91,7 @@ clean-venv:
 # The CLI reference, generated from the argparse definitions (tests/unit/test_cli_reference.py checks it is current).
 docs: $(VENV)/.stamp-run
 	$(BIN)/python -m control_plane.cli_reference --output docs/reference/cli.md
+	$(BIN)/python -m control_plane.preset_reference --output docs/reference/presets.md
 
 # The AWS run of a request, rehearsed on this machine (moto + sandboxed boxes): `make rehearse INPUT=run.json`.
 rehearse: $(VENV)/.stamp-test

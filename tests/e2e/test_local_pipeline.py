@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -60,29 +61,57 @@ def neuronpipe(*args: str, timeout: float = 1800, check: bool = True) -> subproc
     return out
 
 
-# every lane for real, three report builds and a resume: about 6 minutes on 2 cores next to the rest of the suite; the
-# limit is a hang guard with room for a slower CI box (CI once took 2.7x as long), not a speed target
-@pytest.mark.timeout(2400)
-def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
-    request = tmp_path / "run.json"
+@dataclass
+class LocalRun:
+    """The full preset run once for the module (``run --local`` as ``make run`` runs it), and what it wrote."""
+    root: Path
+    request: Path
+    results: Path
+    report: Path
+    first: subprocess.CompletedProcess
+
+    def con(self):
+        return connect(LocalStore(self.results))
+
+    def comparison(self) -> dict:
+        return json.loads((self.report / "comparison.json").read_text())
+
+
+# every lane for real: about 5 minutes on 2 cores next to the rest of the suite; the limit is a hang guard with room
+# for a slower CI box (CI once took 2.7x as long), not a speed target
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory, shared_cache) -> LocalRun:
+    root = tmp_path_factory.mktemp("e2e")
+    request = root / "run.json"
     request.write_text(json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST}))
-    results, report = tmp_path / "results", tmp_path / "report"
+    results, report = root / "results", root / "report"
     first = neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e",
                        "--report", str(report), "--no-live", "--price-as", "c7i.large")
-    # the closing lines stay whole off a terminal however long tmp_path is; the outcome itself is read from the store
-    closing = [line.strip() for line in first.stderr.splitlines()]
-    assert any(line.startswith(f"report: {report / 'REPORT.md'}") for line in closing), first.stderr[-3000:]
-    assert "Serving (headline points)" in closing and first.stdout.splitlines()[-1] == "e2e"
+    return LocalRun(root, request, results, report, first)
 
-    con = connect(LocalStore(results))
-    status = dict(con.execute("select lane, status from lane_runs where supersedes").fetchall())
+
+# The tests below read the one run, in this order; the last two add to its store (a reference run, a resume).
+@pytest.mark.timeout(2400)
+def test_every_lane_succeeds_and_the_closing_lines_name_the_report(local_run):
+    # the closing lines stay whole off a terminal however long the path is; the outcome itself is read from the store
+    closing = [line.strip() for line in local_run.first.stderr.splitlines()]
+    assert any(line.startswith(f"report: {local_run.report / 'REPORT.md'}") for line in closing), \
+        local_run.first.stderr[-3000:]
+    assert "Serving (headline points)" in closing and local_run.first.stdout.splitlines()[-1] == "e2e"
+    status = dict(local_run.con().execute("select lane, status from lane_runs where supersedes").fetchall())
     assert status == {**{lane: "succeeded" for lane in ALL_LANES}, "precompile": "skipped"}
-    # training: the loss falls for each model, parameters counted after the wrap
+
+
+def test_training_loss_falls_with_parameters_counted_after_the_wrap(local_run):
+    con = local_run.con()
     trend = con.execute("select model, loss_fell from train_loss_trend where lane = 'sft'").fetchall()
     assert sorted(trend) == [("tiny-llama", True), ("tiny-qwen3", True)]
     assert con.execute("select min(params_trainable), min(params_frozen) from train_runs").fetchone()[0] > 0
     assert con.execute("select count(*) from train_steps where lane = 'precompile'").fetchone() == (0,)
-    # serving: both configs swept with declared grids, for the base and the fine-tune
+
+
+def test_serving_sweeps_both_configs_for_the_base_and_the_fine_tune(local_run):
+    con = local_run.con()
     cfgs = con.execute("select distinct lane, server_config from serving_points "
                        "where lane in ('serve_sweep', 'finetune_serve')").fetchall()
     assert sorted(cfgs) == [("finetune_serve", "A"), ("finetune_serve", "B"), ("serve_sweep", "A"),
@@ -93,8 +122,14 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
                        ).fetchone()[0] == 1
     variants = {v for (v,) in con.execute("select distinct variant from quality").fetchall()}
     assert variants == {"base", "finetune"}
-    # accuracy: the shipped generation tasks on the base and its fine-tune (np_choice refused: the CPU server gives no
+    assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
+    assert con.execute("select count(*) from compiles where what = 'serving_config'").fetchone()[0] >= 6
+
+
+def test_accuracy_scores_the_shipped_tasks_with_paired_verdicts(local_run):
+    # the shipped generation tasks on the base and its fine-tune (np_choice refused: the CPU server gives no
     # prompt logprobs), per-sample rows, one paired verdict per task (whatever it honestly is on tiny models)
+    con = local_run.con()
     tasks = con.execute("select variant, task, status, n_samples from accuracy_tasks order by all").fetchall()
     assert {(v, t) for v, t, *_ in tasks} == {(v, t) for v in ("base", "finetune")
                                               for t in ("np_arith", "np_classify", "np_facts", "np_choice")}, tasks
@@ -102,10 +137,10 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     assert all(n == 4 for _, t, _, n in tasks if t != "np_choice"), tasks
     pairs = con.execute("select task, n from report_accuracy_pairs where kind = 'finetune' order by task").fetchall()
     assert pairs == [("np_arith", 4), ("np_classify", 4), ("np_facts", 4)], pairs
-    assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
-    assert con.execute("select count(*) from compiles where what = 'serving_config'").fetchone()[0] >= 6
 
-    # decision-grade: every point carries its SLO and goodput, headline intervals exist where n allows
+
+def test_every_point_carries_its_slo_and_the_decision_prices_it(local_run):
+    con = local_run.con()
     assert con.execute("select count(*) from serving_points where slo_json is null or goodput is null"
                        ).fetchone() == (0,)
     assert con.execute("select count(*) from serving_points where p50_ttft_ms_ci_low is not null"
@@ -115,22 +150,26 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     assert decision and {d[0] for d in decision} == {"c7i.large"} and {d[1] for d in decision} == {"cpu-tiny"}
     assert all((d[3] is not None) == bool(d[2]) and (d[2] or "no point meets" in d[4]) for d in decision)
 
-    # the preflight gate passed on this machine, and the run's boot was recorded with the cache it pushed
+
+def test_the_preflight_gate_passed_and_the_boot_recorded_the_cache_it_pushed(local_run):
+    con = local_run.con()
     assert con.execute("select sum(failed), sum(passed) > 0 from preflight_summary").fetchone() == (0, True)
     boot = con.execute("select box_role, push_entries, start_requested_at, cache_seeded_at from box_boots").fetchall()
     assert len(boot) == 1 and boot[0][0] == "local" and boot[0][1] > 0 and boot[0][2] is None and boot[0][3]
-    # the report: the Decision first, then every section, vLLM's key names, plots that open, byte-identical rebuild
+
+
+def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
+    report = local_run.report
     text = (report / "REPORT.md").read_text()
     assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
-    for section in ("Machines and versions", "Preflight", "Compile", "Training", "Serving sweeps", "Workloads", "Sustained",
-                    "Quality", "Accuracy",
-                    "End-to-end loop", "Failures and exclusions", "Host CPU", "Cost context", "Measurement rules"):
+    for section in ("Machines and versions", "Preflight", "Compile", "Training", "Serving sweeps", "Workloads",
+                    "Sustained", "Quality", "Accuracy", "End-to-end loop", "Failures and exclusions", "Host CPU",
+                    "Cost context", "Measurement rules"):
         assert f"## {section}" in text, section
     accuracy = text.split("## Accuracy", 1)[1].split("\n## ", 1)[0]
     assert "### Paired verdicts: base vs fine-tune, variant vs baseline" in accuracy
     assert "np_choice" in accuracy and "refused" in accuracy  # the refused task, with its reason
-    verdicts = {p["task"]: p["verdict"] for p in json.loads((report / "comparison.json").read_text())["accuracy"]["pairs"]
-                if p["kind"] == "finetune"}
+    verdicts = {p["task"]: p["verdict"] for p in local_run.comparison()["accuracy"]["pairs"] if p["kind"] == "finetune"}
     assert set(verdicts) == {"np_arith", "np_classify", "np_facts"} and set(verdicts.values()) <= {
         "better", "worse", "within noise"}, verdicts
     comparison = (report / "comparison.json").read_text()
@@ -141,24 +180,35 @@ def test_full_local_pipeline_then_report_then_resume(tmp_path, shared_cache):
     searches = json.loads(comparison)["decision"]["capacity"]
     assert searches and all(s["lane"] == "capacity" for s in searches), searches
     assert "max sustainable rate req/s" in text and (report / "capacity_knee.png").is_file()
-    check_report_page(report, json.loads(comparison))
-    neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--out", str(tmp_path / "again"))
-    assert (tmp_path / "again" / "REPORT.md").read_bytes() == (report / "REPORT.md").read_bytes()
-    assert (tmp_path / "again" / "comparison.json").read_bytes() == comparison.encode()
 
-    # a `vllm bench serve --save-result --save-detailed` file (tests/fixtures/vllm_bench) as a reference row
+
+def test_the_report_page_embeds_comparison_json_and_stands_alone(local_run):
+    check_report_page(local_run.report, local_run.comparison())
+
+
+def test_the_report_rebuilds_byte_identically(local_run):
+    again = local_run.root / "again"
+    neuronpipe("report", "--results", str(local_run.results), "--run-id", "e2e", "--out", str(again))
+    assert (again / "REPORT.md").read_bytes() == (local_run.report / "REPORT.md").read_bytes()
+    assert (again / "comparison.json").read_bytes() == (local_run.report / "comparison.json").read_bytes()
+
+
+def test_an_imported_vllm_bench_file_is_a_reference_row_of_the_decision(local_run):
+    """A `vllm bench serve --save-result --save-detailed` file (tests/fixtures/vllm_bench), beside the run."""
+    results, out = local_run.results, local_run.root / "with-ref"
     neuronpipe("import", "vllm-bench", str(FIXTURES / "vllm_bench" / "detailed.json"), "--label", "vllm-ref",
                "--instance-type", "c7i.large", "--slo", "cpu-tiny", "--results", str(results))
-    neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--run-id", "ref-vllm-ref",
-               "--out", str(tmp_path / "with-ref"))
-    decision = json.loads((tmp_path / "with-ref" / "comparison.json").read_text())["decision"]
+    neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--run-id", "ref-vllm-ref", "--out", str(out))
+    decision = json.loads((out / "comparison.json").read_text())["decision"]
     ref = [r for r in decision["rows"] if r["instance"] == "reference: vllm-ref"]
     assert len(ref) == 1 and ref[0]["run_id"] == "ref-vllm-ref" and ref[0]["slo_name"] == "cpu-tiny"
-    assert "### reference: vllm-ref" in (tmp_path / "with-ref" / "REPORT.md").read_text()
+    assert "### reference: vllm-ref" in (out / "REPORT.md").read_text()
 
-    # resume: the same command commits nothing new
-    neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e", "--no-live")
-    con = connect(LocalStore(results))
+
+def test_the_same_command_again_resumes_and_commits_nothing_new(local_run):
+    neuronpipe("run", "--local", "--input", str(local_run.request), "--results", str(local_run.results),
+               "--run-id", "e2e", "--no-live")
+    con = local_run.con()
     resumed = con.execute("select count(*) from lane_runs where not supersedes and status = 'skipped'").fetchone()
     assert resumed == (len(ALL_LANES),)
     # the resumed run's boot found the cache it pushed the first time on the box: nothing fetched, nothing new
