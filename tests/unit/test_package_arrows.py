@@ -89,6 +89,21 @@ def test_each_package_imports_only_what_contracts_md_allows(package: str):
     assert violations(package, RULES[package]) == []
 
 
+def unused_arrows(package: str, rule: Rule) -> list[str]:
+    """Arrows the table allows that no import of ``package`` takes (an arrow, or a module of an "(only ...)" list)."""
+    used = [imp.module for imp in package_imports(package)]
+    unused = [f"{package} -> {target}" for target in sorted(rule.allowed)
+              if not any(m == target or m.startswith(target + ".") for m in used)]
+    for target, modules in rule.only.items():
+        unused += [f"{package} -> {m}" for m in modules if not any(u == m or u.startswith(m + ".") for u in used)]
+    return unused
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_the_table_lists_no_arrow_the_code_does_not_take(package: str):
+    assert unused_arrows(package, RULES[package]) == []
+
+
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_no_package_imports_the_tests_or_the_benchmarks(package: str):
     hits = [f"{i.source}:{i.line} {i.module}" for i in package_imports(package)
