@@ -105,8 +105,9 @@ def test_every_point_the_sweep_writes_carries_slo_json(monkeypatch):
     ctx = SimpleNamespace(backend="cpu", write=lambda t, rows: written.setdefault(t, []).extend(rows),
                           progress=lambda *a: None, telemetry=None)
     settings = settings_from(Config.for_profile("tiny"))
+    # max_model_len 1024: every tiny workload fits (a profile's own workload runs only where its requests fit)
     sweep.sweep_config(ctx, "http://127.0.0.1:1", SimpleNamespace(server_kind="vllm"), ServedModel("m", None),
-                       ServerConfig("A", 64, 2), settings, None, sweep.SweepOutcome())
+                       ServerConfig("A", 1024, 2), settings, None, sweep.SweepOutcome())
     # 2 shapes x 3 concurrencies, and each of the tiny workloads at its one stream count, every repeat
     assert len(written["sweep_points"]) == (6 + len(settings.workloads)) * settings.repeats
     assert all(json.loads(r["slo_json"]) == CPU_TINY.to_json() for r in written["sweep_points"])
