@@ -1,6 +1,6 @@
 """Run a plan's lanes here as the run's dependency graph, each lane its own process, with a live view.
 
-The plan comes from ``control_plane.plan.plan_local``, the AWS planner's twin (the same lanes, configs,
+The plan comes from ``control_plane.local_plan.plan_local``, the AWS planner's twin (the same lanes, configs,
 checks and ``pipeline.graph`` rules, every lane on this machine): a lane starts when every lane it needs
 has finished; when a need did not succeed (or a gate did not pass) the lane is not started but recorded
 ``skipped`` with the reason (``agents.runner.commit_blocked``); a failed lane never stops the others.
@@ -43,7 +43,7 @@ from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LanePr
                                         stop_all)
 
 if TYPE_CHECKING:
-    from control_plane.plan import LocalPlan
+    from control_plane.local_plan import LocalPlan
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "interrupted": "magenta"}
@@ -195,9 +195,9 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
               parallel: int = 1, poll_s: float = 0.25, priced_as: str | None = None) -> LocalRunOutcome:
-    """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.plan.plan_local``; ``configs``
-    are the lanes' configs), then :func:`run_plan`."""
-    from control_plane.plan import local_request, plan_local
+    """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.local_plan.plan_local``;
+    ``configs`` are the lanes' configs), then :func:`run_plan`."""
+    from control_plane.local_plan import local_request, plan_local
 
     if not lanes:
         raise ValueError("no lanes to run")
@@ -212,7 +212,7 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
 def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None = None,
              on_lane_done: Callable[[LaneState], None] | None = None, parallel: int = 1, poll_s: float = 0.25,
              priced_as: str | None = None) -> LocalRunOutcome:
-    """Run a local plan (``control_plane.plan.plan_local``: its nodes in order, each with its config) and return
+    """Run a local plan (``control_plane.local_plan.plan_local``: its nodes in order, each with its config) and return
     the run's outcome.
 
     ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);

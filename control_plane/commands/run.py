@@ -142,7 +142,7 @@ def run_local_command(args: argparse.Namespace) -> int:
     from analytics.pricing import UnknownInstancePriceError, price_for
     from control_plane.local import lanes_in_store, run_plan
     from control_plane.models import RunRequestError
-    from control_plane.plan import local_request, plan_local
+    from control_plane.local_plan import local_request, plan_local
     from pipeline.servers import local_target
     from control_plane.run_ids import RunIdError, check_run_id, new_run_id
     from pipeline.slo import SloError, parse_slo
