@@ -64,6 +64,7 @@ def cost_ceiling(request: RunRequest, ceiling_usd: float = DEFAULT_MAX_COST_USD_
 def check_worst_case(total_cost: float, ceiling: float, region: str, fleet: bool) -> None:
     """:class:`CostCeilingError` when the plan's worst case exceeds the effective ceiling."""
     if total_cost > ceiling:
-        source = PRICE_SOURCE if not fleet else f"AWS EC2 on-demand pricing, {region}, Linux, pipeline/instance_types.py"
+        source = (PRICE_SOURCE if not fleet
+                  else f"AWS EC2 on-demand pricing, {region}, Linux, pipeline/instance_types.py")
         raise CostCeilingError(f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling "
                                f"${ceiling:.2f} ({source})")
