@@ -262,7 +262,42 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         "priced_as": os.environ.get(PRICED_AS_ENV) if role == "local" else None,
         "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
     }
+    done = _not_run(request, store, callback, lane_name, writer, base_row)
+    if done is not None:
+        return done
 
+    config = build_config(spec.config_class(), request.profile, request.config)
+    files = _LaneFiles.open(request.lane)
+    sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
+    watch = ProgressWatch(lane_name, request.stall_s if request.stall_s is not None else spec.stall_window_s)
+    ctx = _WatchedContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
+                      box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
+                      writer=writer, workdir=files.workdir, log_dir=files.log_dir, cache_dir=default_cache_dir(),
+                      callback=callback, telemetry=sampler, progress_path=request.progress_path, watch=watch)
+    outcome = _run_guarded(request, spec, config, ctx, sampler, watch, callback, files)
+    if isinstance(outcome, LaneResult):
+        return outcome
+    _commit(store, writer, outcome, base_row, config, files)
+    if outcome.interrupted is not None:
+        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
+                          outcome.error_type, outcome.error_message)
+    result = LaneResult(request.run_id, lane_name, writer.attempt, outcome.status,
+                        EXIT_FAILED if outcome.status == "failed" else EXIT_OK, outcome.error_type,
+                        outcome.error_message, outcome.skip_reason)
+    try:
+        if outcome.status == "failed":
+            _call_back(lambda: callback.failure(f"Lane.{outcome.error_type}", failure_cause(result)))
+        else:
+            _call_back(lambda: callback.success(result.to_output()))
+    except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
+        log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
+    return result
+
+
+def _not_run(request: LaneRequest, store: ResultStore, callback: LaneCallback, lane_name: str, writer: Any,
+             base_row: Mapping[str, Any]) -> LaneResult | None:
+    """The lane's result when it does not run: a need has not succeeded (blocked), or it is already committed
+    for this run and not forced (skipped, superseding nothing); None when it runs."""
     if request.needs:
         blocked = blocked_by_needs(store, request.run_id, lane_name, request.needs)
         if blocked is not None:
@@ -273,6 +308,7 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     previous = store.latest_committed(request.run_id, lane_name)
     if previous is not None and previous.status in ("succeeded", "skipped") and not request.force:
         reason = f"already committed in attempt {previous.attempt} ({previous.status}); use --force to re-run"
+        started = base_row["started_at"]
         ended = datetime.now(timezone.utc)
         writer.add_rows("lane_runs", [{**base_row, "status": "skipped", "skip_reason": reason, "supersedes": False,
                                        "ended_at": ended, "wall_s": (ended - started).total_seconds()}])
@@ -280,25 +316,48 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
         result = LaneResult(request.run_id, lane_name, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
         _call_back(lambda: callback.success(result.to_output()))
         return result
+    return None
 
-    config = build_config(spec.config_class(), request.profile, request.config)
-    workdir = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{request.lane}-"))
-    log_dir = workdir / "_logs"
-    log_dir.mkdir()
-    handler = logging.FileHandler(log_dir / "lane.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.getLogger().addHandler(handler)
-    sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
-    watch = ProgressWatch(lane_name, request.stall_s if request.stall_s is not None else spec.stall_window_s)
-    ctx = _WatchedContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
-                      box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
-                      writer=writer, workdir=workdir, log_dir=log_dir, cache_dir=default_cache_dir(),
-                      callback=callback, telemetry=sampler, progress_path=request.progress_path, watch=watch)
 
-    status, error_type, error_message, tb, skip_reason = "succeeded", None, None, None, None
-    telemetry_rows: list[dict[str, Any]] = []
+@dataclass
+class _LaneFiles:
+    """The attempt's scratch directory and its log directory, with the lane's log handler on the root logger."""
+
+    workdir: Path
+    log_dir: Path
+    handler: logging.FileHandler
+
+    @classmethod
+    def open(cls, lane: str) -> "_LaneFiles":
+        workdir = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{lane}-"))
+        log_dir = workdir / "_logs"
+        log_dir.mkdir()
+        handler = logging.FileHandler(log_dir / "lane.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logging.getLogger().addHandler(handler)
+        return cls(workdir, log_dir, handler)
+
+
+@dataclass
+class _Outcome:
+    """How the lane's run ended, before it is committed."""
+
+    status: str = "succeeded"
+    error_type: str | None = None
+    error_message: str | None = None
+    traceback: str | None = None
+    skip_reason: str | None = None
+    telemetry_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     interrupted: BaseException | None = None
-    held: dict[int, Any] = {}  # while an interrupted attempt commits: the handlers to restore after
+    held: dict[int, Any] = dataclasses.field(default_factory=dict)  # signal handlers to restore after the commit
+
+
+def _run_guarded(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedContext, sampler: TelemetrySampler,
+                 watch: ProgressWatch, callback: LaneCallback, files: _LaneFiles) -> _Outcome | LaneResult:
+    """The lane run with SIGTERM raising LaneInterrupted and heartbeats while it progresses. An interrupt of a lane
+    that kept no rows for a resume: its result at once (nothing committed); of one that kept some: a ``failed``
+    outcome to commit, with SIGTERM/SIGINT ignored until it is committed."""
+    outcome = _Outcome()
     old_term = signal.getsignal(signal.SIGTERM)
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
@@ -306,75 +365,76 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     beats = _Heartbeater(callback, request.heartbeat_s, watch, on_dead=_interrupter(threading.current_thread()))
     try:
         with beats if request.task_token else _nullcontext():
-            sampler.start()
-            try:
-                log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, writer.attempt,
-                         backend, request.profile)
-                spec.load().run(ctx, config)
-            except LaneSkipped as exc:
-                status, skip_reason = "skipped", exc.reason
-            except (KeyboardInterrupt, LaneInterrupted):
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a failure record
-                status, error_type, error_message = "failed", type(exc).__name__, str(exc)
-                tb = traceback.format_exc()
-                log.error("lane %s failed: %s: %s", request.lane, error_type, error_message)
-            finally:
-                telemetry_rows = sampler.stop()
+            _run_lane_code(request, spec, config, ctx, sampler, outcome)
     except (KeyboardInterrupt, LaneInterrupted) as exc:
         if beats.dead is not None:  # the heartbeat found the token dead: that is why the lane stopped
             exc = LaneInterrupted(f"{DEAD_TOKEN_REASON}: {beats.dead}")
         if not ctx.interrupt_rows:
             log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
-            logging.getLogger().removeHandler(handler)
-            _discard_workdir(workdir)
-            return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
+            logging.getLogger().removeHandler(files.handler)
+            _discard_workdir(files.workdir)
+            return LaneResult(request.run_id, ctx.lane, ctx.attempt, "interrupted", EXIT_INTERRUPTED,
                               error_type=type(exc).__name__, error_message=str(exc))
-        interrupted = exc
-        held = _hold_signals(old_term) if in_main else {}
-        status, error_type = "failed", LaneInterrupted.__name__
-        error_message = (f"{str(exc) or 'signal SIGINT'}: interrupted; the {ctx.interrupt_rows} rows it kept for "
-                         "a resume are committed")
+        outcome.interrupted = exc
+        outcome.held = _hold_signals(old_term) if in_main else {}
+        outcome.status, outcome.error_type = "failed", LaneInterrupted.__name__
+        outcome.error_message = (f"{str(exc) or 'signal SIGINT'}: interrupted; the {ctx.interrupt_rows} rows it "
+                                 "kept for a resume are committed")
         log.warning("lane %s interrupted (%s): committing the %d rows it kept for a resume", request.lane,
                     str(exc) or "signal SIGINT", ctx.interrupt_rows)
     finally:
-        if in_main and not held:
+        if in_main and not outcome.held:
             signal.signal(signal.SIGTERM, old_term)
+    return outcome
 
-    if status == "failed":
+
+def _run_lane_code(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedContext, sampler: TelemetrySampler,
+                   outcome: _Outcome) -> None:
+    """The lane's own code, telemetry sampled around it; its skip or failure kept in ``outcome`` (an interrupt
+    goes on up)."""
+    sampler.start()
+    try:
+        log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, ctx.attempt,
+                 ctx.backend, request.profile)
+        spec.load().run(ctx, config)
+    except LaneSkipped as exc:
+        outcome.status, outcome.skip_reason = "skipped", exc.reason
+    except (KeyboardInterrupt, LaneInterrupted):
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a failure record
+        outcome.status, outcome.error_type, outcome.error_message = "failed", type(exc).__name__, str(exc)
+        outcome.traceback = traceback.format_exc()
+        log.error("lane %s failed: %s: %s", request.lane, outcome.error_type, outcome.error_message)
+    finally:
+        outcome.telemetry_rows = sampler.stop()
+
+
+def _commit(store: ResultStore, writer: Any, outcome: _Outcome, base_row: Mapping[str, Any], config: Any,
+            files: _LaneFiles) -> None:
+    """The attempt committed: its telemetry, its logs, its lane_runs row (a failure keeps only the failure-safe
+    tables); the scratch space discarded and the signal handlers held during the commit restored."""
+    if outcome.status == "failed":
         writer.keep_failure_records(FAILURE_TABLES)
     ended = datetime.now(timezone.utc)
-    writer.add_rows("telemetry", telemetry_rows)
-    logging.getLogger().removeHandler(handler)
-    handler.close()
+    writer.add_rows("telemetry", outcome.telemetry_rows)
+    logging.getLogger().removeHandler(files.handler)
+    files.handler.close()
     log_uri = None
     try:
-        keys = writer.add_tree(writer.log_key(""), log_dir)
+        keys = writer.add_tree(writer.log_key(""), files.log_dir)
         log_uri = store.uri(writer.log_key("lane.log")) if keys else None
     except Exception as exc:  # noqa: BLE001 - a log upload failure must not hide the outcome
         log.warning("log upload failed: %s", exc)
-    writer.add_rows("lane_runs", [{**base_row, "status": status, "skip_reason": skip_reason, "supersedes": True,
-                                   "ended_at": ended, "wall_s": (ended - started).total_seconds(),
-                                   "error_type": error_type, "error_message": error_message, "traceback": tb,
-                                   "config_json": config_to_json(config), "telemetry_samples": len(telemetry_rows),
-                                   "log_uri": log_uri}])
-    writer.commit(status, supersedes=True)
-    _discard_workdir(workdir)  # everything worth keeping is in the store now
-    for signum, handler_before in held.items():
+    started = base_row["started_at"]
+    writer.add_rows("lane_runs", [{**base_row, "status": outcome.status, "skip_reason": outcome.skip_reason,
+                                   "supersedes": True, "ended_at": ended, "wall_s": (ended - started).total_seconds(),
+                                   "error_type": outcome.error_type, "error_message": outcome.error_message,
+                                   "traceback": outcome.traceback, "config_json": config_to_json(config),
+                                   "telemetry_samples": len(outcome.telemetry_rows), "log_uri": log_uri}])
+    writer.commit(outcome.status, supersedes=True)
+    _discard_workdir(files.workdir)  # everything worth keeping is in the store now
+    for signum, handler_before in outcome.held.items():
         signal.signal(signum, handler_before)
-    if interrupted is not None:
-        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED, error_type,
-                          error_message)
-    result = LaneResult(request.run_id, lane_name, writer.attempt, status,
-                        EXIT_FAILED if status == "failed" else EXIT_OK, error_type, error_message, skip_reason)
-    try:
-        if status == "failed":
-            _call_back(lambda: callback.failure(f"Lane.{error_type}", failure_cause(result)))
-        else:
-            _call_back(lambda: callback.success(result.to_output()))
-    except Exception as exc:  # noqa: BLE001 - the result is committed; the callback failure is logged
-        log.error("callback to Step Functions failed: %s: %s", type(exc).__name__, exc)
-    return result
 
 
 def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[str, ...]) -> tuple[str, str] | None:

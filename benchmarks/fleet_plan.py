@@ -53,7 +53,8 @@ def main() -> int:
     args = ap.parse_args()
     from control_plane.commands.plan import plan_schedules
     from control_plane.models import parse_request
-    from control_plane.plan import Fleet, plan_run
+    from control_plane.matrix_plan import Fleet
+    from control_plane.plan import plan_run
 
     req = parse_request(request(args.max_concurrency, ["provenance", "preflight", "serve_sweep", "capacity"]))
     plan = plan_run(req, run_id="bench-fleet", results_uri="s3://bucket/results", fleet=Fleet(("subnet-a", "subnet-b")),

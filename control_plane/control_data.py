@@ -133,7 +133,7 @@ def check_segments(waves: Sequence[Mapping[str, Any]], run_id: str, boxes: Seque
     from pydantic import ValidationError
 
     from control_plane.models import COST_FIELDS, Segment
-    from control_plane.plan import BASH_GUARD, comment_for
+    from control_plane.box_scripts import BASH_GUARD, comment_for
 
     instances = {str(b.get("instance_id")) for b in boxes if b.get("instance_id")}
     for w, wave in enumerate(waves):

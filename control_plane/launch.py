@@ -18,8 +18,11 @@ from typing import Callable, Collection, Iterable
 
 from control_plane.aws import (BoxesLeasedError, Executions, InstanceFleet, InstanceLookupError, Leases,
                                RunAlreadyStartedError)
+from control_plane.box_scripts import Harness
+from control_plane.cost import DEFAULT_REGION
+from control_plane.matrix_plan import Fleet
 from control_plane.models import PlanNotReadyError, RunPlan, RunRequest
-from control_plane.plan import DEFAULT_REGION, PLAN_ERRORS, Fleet, Harness, plan_run, result_lanes
+from control_plane.plan import PLAN_ERRORS, plan_run, result_lanes
 from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from control_plane.settings import ControlPlaneSettings
 

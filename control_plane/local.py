@@ -1,6 +1,6 @@
 """Run a plan's lanes here as the run's dependency graph, each lane its own process, with a live view.
 
-The plan comes from ``control_plane.plan.plan_local``, the AWS planner's twin (the same lanes, configs,
+The plan comes from ``control_plane.local_plan.plan_local``, the AWS planner's twin (the same lanes, configs,
 checks and ``pipeline.graph`` rules, every lane on this machine): a lane starts when every lane it needs
 has finished; when a need did not succeed (or a gate did not pass) the lane is not started but recorded
 ``skipped`` with the reason (``agents.runner.commit_blocked``); a failed lane never stops the others.
@@ -43,7 +43,7 @@ from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LanePr
                                         stop_all)
 
 if TYPE_CHECKING:
-    from control_plane.plan import LocalPlan
+    from control_plane.local_plan import LocalPlan
 
 STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
                 "failed": "bold red", "interrupted": "magenta"}
@@ -195,9 +195,9 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
               configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
               live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
               parallel: int = 1, poll_s: float = 0.25, priced_as: str | None = None) -> LocalRunOutcome:
-    """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.plan.plan_local``; ``configs``
-    are the lanes' configs), then :func:`run_plan`."""
-    from control_plane.plan import local_request, plan_local
+    """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.local_plan.plan_local``;
+    ``configs`` are the lanes' configs), then :func:`run_plan`."""
+    from control_plane.local_plan import local_request, plan_local
 
     if not lanes:
         raise ValueError("no lanes to run")
@@ -212,79 +212,104 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
 def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None = None,
              on_lane_done: Callable[[LaneState], None] | None = None, parallel: int = 1, poll_s: float = 0.25,
              priced_as: str | None = None) -> LocalRunOutcome:
-    """Run a local plan (``control_plane.plan.plan_local``: its nodes in order, each with its config) and return
-    the run's outcome.
+    """Run a local plan (``control_plane.local_plan.plan_local``: its nodes in order, each with its config) and
+    return the run's outcome.
 
     ``priced_as``: the on-demand instance type that prices this host in the Decision table (``--price-as``);
     every lane_runs row of the run records it (``PRICED_AS_ENV`` tells the lane processes)."""
-    from agents.runner import commit_blocked, lane_statuses
-    from analytics.store import open_store
-
     if not plan.nodes:
         raise ValueError("no lanes to run")
     if parallel < 1:
         raise ValueError(f"--parallel must be at least 1, got {parallel}")
-    run_id, results, profile, force, configs = plan.run_id, plan.results_uri, plan.profile, plan.force, plan.configs
     console = console or make_console(stderr=True)
-    store = open_store(results)
-    nodes = list(plan.nodes)
-    states = {n.result_lane: LaneState(n.result_lane) for n in nodes}
-    outcome = LocalRunOutcome(run_id, list(states.values()))
-    uncommitted: dict[str, graph.LaneStatus] = {}  # lanes whose child failed without committing anything
-    tmp = Path(tempfile.mkdtemp(prefix=f"neuronpipe-run-{run_id}-"))
-    live_enabled = console.is_terminal if live is None else live
-    lib, parent = libc(), os.getpid()
-    pending: list[graph.Node] = list(nodes)
-    running: dict[str, LaneProcess] = {}
+    run = _LocalRun(plan, console, live, on_lane_done, priced_as)
+    stamps = {"NEURONPIPE_STAMP_DIR": str(run.tmp / "stamps")}
+    _cache_step(cache_step_argv("seed", plan.results_uri), priced_as, stamps, console)
+    run.run(parallel, poll_s)
+    if not run.outcome.interrupted:
+        _cache_step(cache_step_argv("push", plan.results_uri, plan.run_id), priced_as, stamps, console)
+    run.outcome.run = graph.outcome(run.nodes, run.statuses())
+    return run.outcome
 
-    def show() -> None:
-        view.update(render(run_id, outcome.lanes), refresh=True)
 
-    def announce(state: LaneState) -> None:
-        show()
-        if not live_enabled:
-            console.print(f"[{run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} "
-                          f"{state.detail}".rstrip(), highlight=False, markup=False, soft_wrap=True)
-        if on_lane_done and state.status != "running":
-            on_lane_done(state)
+class _LocalRun:
+    """A local plan in progress: each lane's state, the lanes still to start, the lane processes running, the
+    view; a lane starts once every lane it needs has finished."""
 
-    def statuses() -> dict[str, graph.LaneStatus]:
-        return {**lane_statuses(store, run_id), **uncommitted}
+    def __init__(self, plan: LocalPlan, console: Console, live: bool | None,
+                 on_lane_done: Callable[[LaneState], None] | None, priced_as: str | None):
+        from agents.runner import commit_blocked, lane_statuses
+        from analytics.store import open_store
 
-    def start(node: graph.Node) -> None:
-        state = states[node.result_lane]
-        blocked = graph.blocked_reason(node, statuses())
+        self._commit_blocked, self._lane_statuses = commit_blocked, lane_statuses
+        self.plan, self.console, self.on_lane_done, self.priced_as = plan, console, on_lane_done, priced_as
+        self.store = open_store(plan.results_uri)
+        self.nodes = list(plan.nodes)
+        self.states = {n.result_lane: LaneState(n.result_lane) for n in self.nodes}
+        self.outcome = LocalRunOutcome(plan.run_id, list(self.states.values()))
+        self.uncommitted: dict[str, graph.LaneStatus] = {}  # lanes whose child failed without committing anything
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"neuronpipe-run-{plan.run_id}-"))
+        self.live_enabled = console.is_terminal if live is None else live
+        self.lib, self.parent = libc(), os.getpid()
+        self.pending: list[graph.Node] = list(self.nodes)
+        self.running: dict[str, LaneProcess] = {}
+        self.view: Any = None
+
+    def show(self) -> None:
+        self.view.update(render(self.plan.run_id, self.outcome.lanes), refresh=True)
+
+    def announce(self, state: LaneState) -> None:
+        self.show()
+        if not self.live_enabled:
+            self.console.print(f"[{self.plan.run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} "
+                               f"{state.detail}".rstrip(), highlight=False, markup=False, soft_wrap=True)
+        if self.on_lane_done and state.status != "running":
+            self.on_lane_done(state)
+
+    def statuses(self) -> dict[str, graph.LaneStatus]:
+        return {**self._lane_statuses(self.store, self.plan.run_id), **self.uncommitted}
+
+    def ready(self, node: graph.Node) -> bool:
+        waiting = {n.result_lane for n in self.pending} | set(self.running)
+        return not any(need in waiting for need in node.needs)
+
+    def start(self, node: graph.Node) -> None:
+        """The lane's process started, or the lane recorded skipped (without a process) when a need did not
+        succeed."""
+        plan, state = self.plan, self.states[node.result_lane]
+        blocked = graph.blocked_reason(node, self.statuses())
         if blocked is not None:  # recorded without a child process
             with quiet("agents.runner"):  # its warning would repeat the line announce() prints
-                result = commit_blocked(store, run_id, node.result_lane, blocked[0], blocked[1],
-                                        {"box_role": graph.LOCAL, "profile": profile, "forced": force,
-                                         "priced_as": priced_as})
+                result = self._commit_blocked(self.store, plan.run_id, node.result_lane, blocked[0], blocked[1],
+                                              {"box_role": graph.LOCAL, "profile": plan.profile,
+                                               "forced": plan.force, "priced_as": self.priced_as})
             state.status, state.detail, state.started = "skipped", blocked[1], time.monotonic()
             state.ended, state.result = state.started, result.to_output()
-            announce(state)
+            self.announce(state)
             return
-        progress_file = tmp / f"{state.name}.progress.jsonl"
-        state.log_path = tmp / f"{state.name}.log"
-        before = {m.attempt for m in markers(store, run_id, state.name)}
-        cmd = lane_command(state.name, run_id, results, profile, force, (configs or {}).get(node.lane),
-                           progress_file, node.needs)
+        progress_file = self.tmp / f"{state.name}.progress.jsonl"
+        state.log_path = self.tmp / f"{state.name}.log"
+        before = {m.attempt for m in markers(self.store, plan.run_id, state.name)}
+        cmd = lane_command(state.name, plan.run_id, plan.results_uri, plan.profile, plan.force,
+                           (plan.configs or {}).get(node.lane), progress_file, node.needs)
         log_fh = open(state.log_path, "wb")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                                env=_child_env(priced_as), process_group=0,
-                                preexec_fn=child_setup(parent, lib))
-        running[state.name] = LaneProcess(node, state, proc, log_fh, progress_file, before)
+                                env=_child_env(self.priced_as), process_group=0,
+                                preexec_fn=child_setup(self.parent, self.lib))
+        self.running[state.name] = LaneProcess(node, state, proc, log_fh, progress_file, before)
         state.status, state.started, state.pid = "running", time.monotonic(), proc.pid
-        announce(state)
+        self.announce(state)
 
-    def finish(child: LaneProcess, interrupted: bool) -> None:
+    def finish(self, child: LaneProcess, interrupted: bool) -> None:
+        """The lane's verdict, from what it committed (a lane that committed nothing failed, or was interrupted)."""
         state = child.state
         child.proc.wait()
         signal_group(child, signal.SIGKILL)  # whatever the lane left behind in its group
         child.log_fh.close()
-        running.pop(state.name, None)
+        self.running.pop(state.name, None)
         state.ended = time.monotonic()
         child.offset = _read_progress(child.progress_file, child.offset, state)
-        verdict = committed_verdict(store, run_id, state.name, child.before)
+        verdict = committed_verdict(self.store, self.plan.run_id, state.name, child.before)
         if verdict is not None:
             state.result, state.status = verdict, verdict["status"]
             if state.status == "failed":
@@ -301,52 +326,47 @@ def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None 
             state.status = "failed"
             state.error = last_log_line(state.log_path) or f"lane process {how}"
             state.result = {"status": "failed", "error_message": f"lane process {how}, nothing committed"}
-            uncommitted[state.name] = graph.LaneStatus("failed", None, f"{state.error} (process {how})")
+            self.uncommitted[state.name] = graph.LaneStatus("failed", None, f"{state.error} (process {how})")
         if state.status == "failed":
             state.detail = f"{state.error} (log: {state.log_path})"
-        announce(state)
+        self.announce(state)
 
-    def ready(node: graph.Node) -> bool:
-        waiting = {n.result_lane for n in pending} | set(running)
-        return not any(need in waiting for need in node.needs)
-
-    stamps = {"NEURONPIPE_STAMP_DIR": str(tmp / "stamps")}
-    _cache_step(cache_step_argv("seed", results), priced_as, stamps, console)
-    live_view = Live(render(run_id, outcome.lanes), console=console, auto_refresh=False, transient=False)
-    with InterruptGuard() as sig, (live_view if live_enabled else _PlainView()) as view:
-        try:
-            while pending or running:
-                for child in [c for c in running.values() if c.proc.poll() is not None]:
-                    with sig.critical():
-                        finish(child, interrupted=False)
-                while len(running) < parallel:
-                    node = next((n for n in pending if ready(n)), None)
-                    if node is None:
-                        break
-                    with sig.critical():
-                        pending.remove(node)
-                        start(node)
-                for child in running.values():
-                    child.offset = _read_progress(child.progress_file, child.offset, child.state)
-                show()
-                if pending or running:
-                    time.sleep(poll_s)
-        except KeyboardInterrupt:
-            outcome.interrupted, outcome.signum, sig.requested = True, sig.requested, None
-            stop_all(list(running.values()))  # a second Ctrl-C ends the grace at once
-            sig.requested = None
-            with sig.critical():
-                for child in list(running.values()):
-                    finish(child, interrupted=True)
-        finally:
-            for child in list(running.values()):  # an unexpected error: never leave a lane behind
-                signal_group(child, signal.SIGKILL)
-                child.proc.wait()
-                child.log_fh.close()
-    if not outcome.interrupted:
-        _cache_step(cache_step_argv("push", results, run_id), priced_as, stamps, console)
-    outcome.run = graph.outcome(nodes, statuses())
-    return outcome
+    def run(self, parallel: int, poll_s: float) -> None:
+        """Start lanes as they become ready, up to ``parallel`` at once, until every lane has finished; an
+        interrupt stops the running lanes (they commit nothing) and marks the run interrupted."""
+        outcome, running, pending = self.outcome, self.running, self.pending
+        live_view = Live(render(self.plan.run_id, outcome.lanes), console=self.console, auto_refresh=False,
+                         transient=False)
+        with InterruptGuard() as sig, (live_view if self.live_enabled else _PlainView()) as self.view:
+            try:
+                while pending or running:
+                    for child in [c for c in running.values() if c.proc.poll() is not None]:
+                        with sig.critical():
+                            self.finish(child, interrupted=False)
+                    while len(running) < parallel:
+                        node = next((n for n in pending if self.ready(n)), None)
+                        if node is None:
+                            break
+                        with sig.critical():
+                            pending.remove(node)
+                            self.start(node)
+                    for child in running.values():
+                        child.offset = _read_progress(child.progress_file, child.offset, child.state)
+                    self.show()
+                    if pending or running:
+                        time.sleep(poll_s)
+            except KeyboardInterrupt:
+                outcome.interrupted, outcome.signum, sig.requested = True, sig.requested, None
+                stop_all(list(running.values()))  # a second Ctrl-C ends the grace at once
+                sig.requested = None
+                with sig.critical():
+                    for child in list(running.values()):
+                        self.finish(child, interrupted=True)
+            finally:
+                for child in list(running.values()):  # an unexpected error: never leave a lane behind
+                    signal_group(child, signal.SIGKILL)
+                    child.proc.wait()
+                    child.log_fh.close()
 
 
 CACHE_STEP_TIMEOUT_S = 600

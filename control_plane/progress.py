@@ -142,117 +142,148 @@ def progress_from_history(events: Iterable[dict[str, Any]],
     ``previousEventId`` (each Map iteration chains its own events) back to the ``TaskScheduled`` that opened it;
     a command's box comes from its instance id. ``committed``: result lane -> its latest committed status in the
     store (:class:`CommittedLanes`), for the lanes the history does not show (a Distributed Map wave's)."""
-    events = list(events)
-    progress = RunProgress()
-    by_id = {ev.get("id"): ev for ev in events}
-    by_key: dict[tuple[str, str], LaneProgress] = {}
-    box_of: dict[str, PhaseProgress] = {}
-    opened: dict[Any, tuple[str, Any]] = {}  # TaskScheduled id -> ("lane", LaneProgress) | ("box", PhaseProgress)
+    fold = _HistoryFold(list(events))
+    for ev in fold.events:
+        fold.add(ev)
+    _settle_lanes(fold.progress, committed)
+    return fold.progress
 
-    last: list[tuple[str, Any]] = []  # a history without event ids (a hand-made one): tasks end in order
 
-    def opener(ev: dict[str, Any]) -> tuple[str, Any] | None:
+class _HistoryFold:
+    """The run's progress as the history's events are added in order, and the tasks they opened."""
+
+    def __init__(self, events: list[dict[str, Any]]):
+        self.events = events
+        self.progress = RunProgress()
+        self.by_id = {ev.get("id"): ev for ev in events}
+        self.by_key: dict[tuple[str, str], LaneProgress] = {}
+        self.box_of: dict[str, PhaseProgress] = {}
+        # TaskScheduled id -> ("lane", LaneProgress) | ("box" | "sync" | "launch", PhaseProgress)
+        self.opened: dict[Any, tuple[str, Any]] = {}
+        self.last: list[tuple[str, Any]] = []  # a history without event ids (a hand-made one): tasks end in order
+
+    def opener(self, ev: dict[str, Any]) -> tuple[str, Any] | None:
         prev, seen = ev.get("previousEventId"), 0
         if prev is None:
-            return last.pop() if last else None
+            return self.last.pop() if self.last else None
         while prev is not None and seen < 50:
-            if prev in opened:
-                return opened[prev]
-            prev, seen = (by_id.get(prev) or {}).get("previousEventId"), seen + 1
+            if prev in self.opened:
+                return self.opened[prev]
+            prev, seen = (self.by_id.get(prev) or {}).get("previousEventId"), seen + 1
         return None
 
-    def open_task(ev: dict[str, Any], what: tuple[str, Any]) -> None:
-        opened[ev.get("id")] = what
-        last[:] = [what]
+    def open_task(self, ev: dict[str, Any], what: tuple[str, Any]) -> None:
+        self.opened[ev.get("id")] = what
+        self.last[:] = [what]
 
-    for ev in events:
+    def add(self, ev: dict[str, Any]) -> None:
         kind, ts = ev["type"], ev.get("timestamp")
         if kind == "MapRunStarted" or _details(ev, "stateEnteredEventDetails").get("name") == DISTRIBUTED_MAP_STATE:
-            progress.distributed = True
+            self.progress.distributed = True
         if kind == "ExecutionStarted":
-            progress.started = ts if isinstance(ts, datetime) else None
-            plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
-            progress.run_id = plan.get("run_id")
-            progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
-            for role, iid in _plan_boxes(plan):
-                box = PhaseProgress(role, iid)
-                progress.phases.append(box)
-                if iid:
-                    box_of[iid] = box
-            for role, lane, result, wave in _plan_lanes(plan):
-                lp = LaneProgress(role, lane, result_lane=result, wave=wave)
-                progress.lanes.append(lp)
-                by_key[(role, lane)] = lp
+            self.started(ev, ts)
         elif kind == "TaskScheduled":
-            d = _details(ev, "taskScheduledEventDetails")
-            resource, params = d.get("resource", ""), _json(d.get("parameters"))
-            if resource.startswith("runInstances"):
-                cell = _cell_of(params)
-                box = next((b for b in progress.phases if b.box_role == cell), None)
-                if box is not None:
-                    box.state = "launching instance"
-                    open_task(ev, ("launch", box))
-                continue
-            ids = params.get("InstanceIds") or []
-            box = box_of.get(ids[0]) if ids else None
-            if box is None and not ids and progress.phases:  # a hand-made history: the first box still working
-                box = next((b for b in progress.phases if b.state != "stopped"), progress.phases[0])
-            if box is None:
-                continue
-            if resource.startswith("startInstances"):
-                box.state = "starting instance"
-            elif resource.startswith("stopInstances") or resource.startswith("terminateInstances"):
-                box.state = "stopping instance" if resource.startswith("stop") else "terminating instance"
-                open_task(ev, ("box", box))
-            elif resource.startswith("sendCommand"):
-                what = parse_lane_from_comment(params.get("Comment"))
-                if what == "sync-harness":
-                    box.state = "syncing harness"
-                    open_task(ev, ("sync", box))
-                else:
-                    box.state = "running lanes"
-                    lp = by_key.get((box.box_role, what or ""))
-                    if lp is not None:
-                        lp.status, lp.started = "running", ts
-                        open_task(ev, ("lane", lp))
+            self.scheduled(ev, ts)
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
-            found = opener(ev)
-            if found is None:
-                continue
-            what, target = found
-            if what == "sync":
-                continue
-            if what == "launch":
-                if kind == "TaskSucceeded":
-                    out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
-                    iid = ((out.get("Instances") or [{}])[0] or {}).get("InstanceId")
-                    if iid:
-                        target.instance_id, box_of[iid] = iid, target
-                    target.state = "booting"
-                else:
-                    target.state = "launch refused"
-                continue
-            if what == "box":
-                if kind == "TaskSucceeded":
-                    target.state = "terminated" if target.box_role not in ("trn1", "inf2") else "stopped"
-                continue
-            lp = target
-            if lp.status != "running":
-                continue
-            if kind == "TaskSucceeded":
-                out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
-                lp.status = out.get("status") if out.get("status") in ("succeeded", "skipped") else "succeeded"
-                lp.detail = out.get("skip_reason") or ""
-            else:
-                d = _details(ev, "taskFailedEventDetails") or _details(ev, "taskTimedOutEventDetails")
-                lp.status = "failed" if kind == "TaskFailed" else "timed_out"
-                lp.detail = f"{d.get('error', '')}: {d.get('cause', '')}".strip(": ")
-            lp.ended = ts
+            self.task_ended(ev, kind, ts)
         elif kind in ENDED:
+            progress = self.progress
             progress.status = ENDED[kind]
             d = _details(ev, "executionFailedEventDetails")
             progress.error, progress.cause = d.get("error"), d.get("cause")
             progress.outcome = _outcome_from_end(kind, _details(ev, "executionSucceededEventDetails") or d)
+
+    def started(self, ev: dict[str, Any], ts: Any) -> None:
+        """The execution's input: the run, its boxes and every lane of its plan, waiting."""
+        progress = self.progress
+        progress.started = ts if isinstance(ts, datetime) else None
+        plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
+        progress.run_id = plan.get("run_id")
+        progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
+        for role, iid in _plan_boxes(plan):
+            box = PhaseProgress(role, iid)
+            progress.phases.append(box)
+            if iid:
+                self.box_of[iid] = box
+        for role, lane, result, wave in _plan_lanes(plan):
+            lp = LaneProgress(role, lane, result_lane=result, wave=wave)
+            progress.lanes.append(lp)
+            self.by_key[(role, lane)] = lp
+
+    def scheduled(self, ev: dict[str, Any], ts: Any) -> None:
+        """A task on a box: a cell's launch, a start, a stop, the harness sync or a lane's command."""
+        progress = self.progress
+        d = _details(ev, "taskScheduledEventDetails")
+        resource, params = d.get("resource", ""), _json(d.get("parameters"))
+        if resource.startswith("runInstances"):
+            cell = _cell_of(params)
+            box = next((b for b in progress.phases if b.box_role == cell), None)
+            if box is not None:
+                box.state = "launching instance"
+                self.open_task(ev, ("launch", box))
+            return
+        ids = params.get("InstanceIds") or []
+        box = self.box_of.get(ids[0]) if ids else None
+        if box is None and not ids and progress.phases:  # a hand-made history: the first box still working
+            box = next((b for b in progress.phases if b.state != "stopped"), progress.phases[0])
+        if box is None:
+            return
+        if resource.startswith("startInstances"):
+            box.state = "starting instance"
+        elif resource.startswith("stopInstances") or resource.startswith("terminateInstances"):
+            box.state = "stopping instance" if resource.startswith("stop") else "terminating instance"
+            self.open_task(ev, ("box", box))
+        elif resource.startswith("sendCommand"):
+            what = parse_lane_from_comment(params.get("Comment"))
+            if what == "sync-harness":
+                box.state = "syncing harness"
+                self.open_task(ev, ("sync", box))
+            else:
+                box.state = "running lanes"
+                lp = self.by_key.get((box.box_role, what or ""))
+                if lp is not None:
+                    lp.status, lp.started = "running", ts
+                    self.open_task(ev, ("lane", lp))
+
+    def task_ended(self, ev: dict[str, Any], kind: str, ts: Any) -> None:
+        """The end of the task it closes: a launch (the cell's instance id), a stop, or a lane's result."""
+        found = self.opener(ev)
+        if found is None:
+            return
+        what, target = found
+        if what == "sync":
+            return
+        if what == "launch":
+            if kind == "TaskSucceeded":
+                out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
+                iid = ((out.get("Instances") or [{}])[0] or {}).get("InstanceId")
+                if iid:
+                    target.instance_id, self.box_of[iid] = iid, target
+                target.state = "booting"
+            else:
+                target.state = "launch refused"
+            return
+        if what == "box":
+            if kind == "TaskSucceeded":
+                target.state = "terminated" if target.box_role not in ("trn1", "inf2") else "stopped"
+            return
+        lp = target
+        if lp.status != "running":
+            return
+        if kind == "TaskSucceeded":
+            out = _json(_details(ev, "taskSucceededEventDetails").get("output"))
+            lp.status = out.get("status") if out.get("status") in ("succeeded", "skipped") else "succeeded"
+            lp.detail = out.get("skip_reason") or ""
+        else:
+            d = _details(ev, "taskFailedEventDetails") or _details(ev, "taskTimedOutEventDetails")
+            lp.status = "failed" if kind == "TaskFailed" else "timed_out"
+            lp.detail = f"{d.get('error', '')}: {d.get('cause', '')}".strip(": ")
+        lp.ended = ts
+
+
+def _settle_lanes(progress: RunProgress, committed: Mapping[str, str] | None) -> None:
+    """What the history could not show: a lane's committed status from the store; once the run has ended, a lane
+    still waiting or running is skipped (with the outcome's reason), not run or failed."""
     reasons = (progress.outcome or {}).get("reasons") or {}
     for lp in progress.lanes:  # what the history could not show, from the store
         status = (committed or {}).get(lp.result_lane)
@@ -269,7 +300,6 @@ def progress_from_history(events: Iterable[dict[str, Any]],
                 lp.status = ("skipped" if reason and lp.status == "waiting" else
                              "not run" if lp.status == "waiting" else "failed")
                 lp.detail = reason or lp.detail
-    return progress
 
 
 def _json(text: str | None) -> dict[str, Any]:

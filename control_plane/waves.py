@@ -27,7 +27,7 @@ Pure over a :class:`analytics.store.ResultStore` (S3 in the Lambda, a directory 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -173,6 +173,50 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
     the plan's models and bounds (``control_data.check_segments``), a distributed wave's items must still have their
     digest and its results must be their own boxes'. A refusal raises :class:`ControlDataError` (the run breaks,
     nothing more is started)."""
+    run = _read_payload(payload, blobs)
+    if statuses_of is None:
+        from analytics.lane_records import lane_statuses as statuses_of
+
+    by_name = {n.result_lane: n for n in run.nodes}
+    boxes = _fold_results(run.results, run.state)
+    records = _Records(store, run.run_id, dict(statuses_of(store, run.run_id)))
+    _record_last_wave(run, by_name, boxes, records)
+    segments, wave = _next_wave(run, by_name, boxes.failures, records)
+
+    box_failures, stop_failed = boxes.failures, boxes.stop_failed
+    for box in [b for b in box_failures if b in run.cells]:
+        box_failures[box] = _short(box_failures[box], CELL_CAUSE_LIMIT)
+    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed,
+            "recorded": records.recorded[:RECORDED_ECHO_MAX], "recorded_count": len(records.recorded),
+            "distributed": None}
+    if segments:
+        if len(json.dumps(segments).encode()) > inline_max_bytes:
+            return {**base, "done": False, "wave": wave - 1, "segments": [],
+                    "distributed": _write_items(run.run_id, wave - 1, segments, blobs)}
+        return {**base, "done": False, "wave": wave - 1, "segments": segments}
+    result = outcome(run.nodes, records.statuses, box_failures, run.cells)
+    out = _bounded_outcome(result.to_json())
+    return {**base, "done": True, "outcome": out, "failure": _run_failure(result, out, boxes, by_name),
+            "boxes": run.boxes}
+
+
+@dataclass
+class _Payload:
+    """What one call of the scheduler works from, read from its payload (and the plan in S3)."""
+
+    run_id: str
+    state: dict[str, Any]  # the previous answer's schedule
+    waves: list[Any]
+    nodes: list[Node]
+    cells: list[str]
+    results: list[dict[str, Any]]  # the last wave's segment results
+    next_wave: int
+    boxes: list[Any]
+
+
+def _read_payload(payload: Mapping[str, Any], blobs: Blobs | None) -> _Payload:
+    """The payload, its plan (from S3 when it is kept there) and segments checked, the last wave's results read
+    (from S3 for a distributed wave); :class:`ScheduleInputError` for a payload that is not the state machine's."""
     try:
         run_id = str(payload["run_id"])
         state = dict(payload.get("schedule") or {})
@@ -184,7 +228,8 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
             payload = {**payload, **load_plan(str(plan_uri), payload.get("plan_digest"), blobs, run_id)}
             source = f"plan {plan_uri} ({payload.get('plan_digest')})"
         waves = list(payload["waves"])
-        check_segments(waves, run_id, list(payload.get("boxes") or []), source)
+        boxes = list(payload.get("boxes") or [])
+        check_segments(waves, run_id, boxes, source)
         nodes = nodes_from_json(payload["nodes"])
         cells = [str(c) for c in (payload.get("cells") or [])]
         results = [r for r in (payload.get("results") or []) if isinstance(r, dict)]
@@ -195,66 +240,91 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ScheduleInputError(f"schedule payload: {type(exc).__name__}: {exc}") from None
-    if statuses_of is None:
-        from analytics.lane_records import lane_statuses as statuses_of
-    from analytics.lane_records import commit_blocked_record
+    return _Payload(run_id, state, waves, nodes, cells, results, next_wave, boxes)
 
-    by_name = {n.result_lane: n for n in nodes}
-    box_failures: dict[str, str] = dict(state.get("box_failures") or {})
-    stop_failed: dict[str, str] = dict(state.get("stop_failed") or {})
-    ended_by_gate: dict[str, str] = {}  # box -> the gate's failure (the gate's own record explains the rest)
-    lane_failures: dict[str, tuple[str, str]] = {}
+
+@dataclass
+class _Boxes:
+    """The boxes' state after the last wave: the run's failed boxes (and failed stops) so far, the segments a gate
+    ended, the lanes whose command died before committing."""
+
+    failures: dict[str, str]
+    stop_failed: dict[str, str]
+    ended_by_gate: dict[str, str]  # box -> the gate's failure (the gate's own record explains the rest)
+    lane_failures: dict[str, tuple[str, str]]  # result lane -> (error, cause)
+
+
+def _fold_results(results: list[dict[str, Any]], state: Mapping[str, Any]) -> _Boxes:
+    """Step 1: the last wave's segment results folded into the failures the previous answers carried."""
+    boxes = _Boxes(dict(state.get("box_failures") or {}), dict(state.get("stop_failed") or {}), {}, {})
     for res in results:
         role, status = str(res.get("box") or res.get("box_role")), res.get("status")
         if status in ("failed", "capacity_unavailable"):
-            box_failures.setdefault(role, _box_error(res))
+            boxes.failures.setdefault(role, _box_error(res))
         elif status == "stop_failed":
-            stop_failed.setdefault(role, _short(_box_error(res), STOP_FAILED_LIMIT))
-            box_failures.setdefault(role, _box_error(res))
+            boxes.stop_failed.setdefault(role, _short(_box_error(res), STOP_FAILED_LIMIT))
+            boxes.failures.setdefault(role, _box_error(res))
         elif status == "gate_failed":
-            ended_by_gate[role] = _short(str(res.get("cause") or "the gate failed"))
+            boxes.ended_by_gate[role] = _short(str(res.get("cause") or "the gate failed"))
         for lane in res.get("lanes") or []:
             if isinstance(lane, dict) and lane.get("result_lane"):
-                lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),
-                                                           str(lane.get("cause") or ""))
+                boxes.lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),
+                                                                 str(lane.get("cause") or ""))
+    return boxes
 
-    statuses: dict[str, LaneStatus] = dict(statuses_of(store, run_id))
-    recorded: list[dict[str, str]] = []
 
-    def block(node: Node, by: str, reason: str) -> None:
-        attempt = commit_blocked_record(store, run_id, node.result_lane, by, reason, {"box_role": node.box})
-        statuses[node.result_lane] = LaneStatus("blocked", attempt, reason, by)
-        recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by,
-                         "reason": _short(reason, REASON_LIMIT)})
+class _Records:
+    """The run's lane statuses as this call leaves them, and the records it committed (echoed in the answer)."""
 
-    # 1-2. what the last wave left without a record
-    ran = {str(step["result_lane"]) for w in waves[:next_wave] for seg in w["segments"] for step in seg["lanes"]}
+    def __init__(self, store: Any, run_id: str, statuses: dict[str, LaneStatus]):
+        self.store, self.run_id, self.statuses = store, run_id, statuses
+        self.recorded: list[dict[str, str]] = []
+
+    def block(self, node: Node, by: str, reason: str) -> None:
+        from analytics.lane_records import commit_blocked_record
+
+        attempt = commit_blocked_record(self.store, self.run_id, node.result_lane, by, reason, {"box_role": node.box})
+        self.statuses[node.result_lane] = LaneStatus("blocked", attempt, reason, by)
+        self.recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by,
+                              "reason": _short(reason, REASON_LIMIT)})
+
+    def fail(self, name: str, error: str, cause: str, box_role: str | None, reason: str) -> None:
+        self.statuses[name] = commit_failed(self.store, self.run_id, name, error, cause, box_role)
+        self.recorded.append({"lane": name, "status": "failed", "reason": _short(reason, REASON_LIMIT)})
+
+
+def _record_last_wave(run: _Payload, by_name: Mapping[str, Node], boxes: _Boxes, records: _Records) -> None:
+    """Step 2: every lane of the waves so far that left no attempt, recorded: failed (its command died, or its
+    gate's), or skipped (blocked by its failed box, by a need, or by its segment's early end)."""
+    waves = run.waves
+    ran = {str(step["result_lane"]) for w in waves[:run.next_wave] for seg in w["segments"] for step in seg["lanes"]}
     for name in sorted(ran, key=lambda r: by_name[r].order if r in by_name else 0):
-        if statuses.get(name, LaneStatus("missing")).status != "missing":
+        if records.statuses.get(name, LaneStatus("missing")).status != "missing":
             continue
         node = by_name.get(name) or Node(name.split("@", 1)[0], "", name, 0)
-        if name in lane_failures:
-            error, cause = lane_failures[name]
-            statuses[name] = commit_failed(store, run_id, name, error, cause or NO_CAUSE, node.box or None)
-            recorded.append({"lane": name, "status": "failed",
-                             "reason": _short(f"{error}: {cause or NO_CAUSE}", REASON_LIMIT)})
-        elif node.box in box_failures:
-            block(node, BOX_PREFIX + node.box, f"box {node.box} failed: {box_failures[node.box]}")
-        elif node.gate and node.box in ended_by_gate:  # the gate's command died before it committed
-            statuses[name] = commit_failed(store, run_id, name, "Gate.Failed", ended_by_gate[node.box], node.box)
-            recorded.append({"lane": name, "status": "failed", "reason": _short(ended_by_gate[node.box], REASON_LIMIT)})
+        if name in boxes.lane_failures:
+            error, cause = boxes.lane_failures[name]
+            records.fail(name, error, cause or NO_CAUSE, node.box or None, f"{error}: {cause or NO_CAUSE}")
+        elif node.box in boxes.failures:
+            records.block(node, BOX_PREFIX + node.box, f"box {node.box} failed: {boxes.failures[node.box]}")
+        elif node.gate and node.box in boxes.ended_by_gate:  # the gate's command died before it committed
+            records.fail(name, "Gate.Failed", boxes.ended_by_gate[node.box], node.box, boxes.ended_by_gate[node.box])
         else:
-            why = blocked_reason(node, statuses)
+            why = blocked_reason(node, records.statuses)
             if why is not None:
-                block(node, *why)
+                records.block(node, *why)
             else:
-                block(node, BOX_PREFIX + node.box, f"did not run: its segment on {node.box} ended early")
+                records.block(node, BOX_PREFIX + node.box, f"did not run: its segment on {node.box} ended early")
 
-    # 3. the next wave with work
+
+def _next_wave(run: _Payload, by_name: Mapping[str, Node], box_failures: Mapping[str, str],
+               records: _Records) -> tuple[list[dict[str, Any]], int]:
+    """Step 3: the segments of the next wave with work (the lanes that cannot run recorded skipped, a segment left
+    empty dropped), and the wave after it."""
     segments: list[dict[str, Any]] = []
-    wave = next_wave
-    while wave < len(waves) and not segments:
-        for seg in waves[wave]["segments"]:
+    wave = run.next_wave
+    while wave < len(run.waves) and not segments:
+        for seg in run.waves[wave]["segments"]:
             role = str(seg.get("box") or seg["box_role"])
             kept = []
             pending: set[str] = set()  # this wave's lanes still to run: their runners check them
@@ -263,43 +333,38 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
                 if node is None:
                     raise ScheduleInputError(f"lane {step['result_lane']} of wave {wave} is not a node of the plan")
                 if role in box_failures:
-                    block(node, BOX_PREFIX + role, f"box {role} failed earlier in this run: {box_failures[role]}")
+                    records.block(node, BOX_PREFIX + role,
+                                  f"box {role} failed earlier in this run: {box_failures[role]}")
                     continue
-                why = blocked_reason(replace(node, needs=tuple(n for n in node.needs if n not in pending)), statuses)
+                why = blocked_reason(replace(node, needs=tuple(n for n in node.needs if n not in pending)),
+                                     records.statuses)
                 if why is not None:
-                    block(node, *why)
+                    records.block(node, *why)
                     continue
                 kept.append(step)
                 pending.add(node.result_lane)
             if kept:
                 segments.append({**seg, "lanes": kept})
         wave += 1
+    return segments, wave
 
-    for box in [b for b in box_failures if b in cells]:
-        box_failures[box] = _short(box_failures[box], CELL_CAUSE_LIMIT)
-    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed,
-            "recorded": recorded[:RECORDED_ECHO_MAX], "recorded_count": len(recorded), "distributed": None}
-    if segments:
-        if len(json.dumps(segments).encode()) > inline_max_bytes:
-            return {**base, "done": False, "wave": wave - 1, "segments": [],
-                    "distributed": _write_items(run_id, wave - 1, segments, blobs)}
-        return {**base, "done": False, "wave": wave - 1, "segments": segments}
-    result = outcome(nodes, statuses, box_failures, cells)
-    out = _bounded_outcome(result.to_json())
+
+def _run_failure(result: Any, out: dict[str, Any], boxes: _Boxes, by_name: Mapping[str, Node]) -> dict[str, str]:
+    """Step 4: the error and cause the execution fails with (none for a run that did not fail): a stop that failed
+    first, else the first failed box's error unless a gate failed, else ``Run.Failed``."""
+    box_failures, stop_failed = boxes.failures, boxes.stop_failed
     if stop_failed:
         # the stop's message first (it names the instance), then the same JSON a failed run's cause carries
         role = sorted(stop_failed)[0]
-        failure = {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": box_failures.get(role, stop_failed[role]),
-                                                                    "box_failures": box_failures, "outcome": out},
-                                                                   ensure_ascii=False)}
-    elif result.status == "failed":
+        return {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": box_failures.get(role, stop_failed[role]),
+                                                                 "box_failures": box_failures, "outcome": out},
+                                                                ensure_ascii=False)}
+    if result.status == "failed":
         error = RUN_FAILED_ERROR
         first_box = sorted(box_failures)[0] if box_failures else None
         if first_box and not any(by_name[f].gate for f in result.failed if f in by_name):
             error = box_failures[first_box].split(":", 1)[0] or RUN_FAILED_ERROR
         # not ASCII-escaped: Step Functions counts a cause's characters (32,768 at most), not its escapes
-        failure = {"Error": error, "Cause": json.dumps({"why": result.why, "box_failures": box_failures,
-                                                        "outcome": out}, ensure_ascii=False)}
-    else:
-        failure = {"Error": "", "Cause": ""}
-    return {**base, "done": True, "outcome": out, "failure": failure, "boxes": list(payload.get("boxes") or [])}
+        return {"Error": error, "Cause": json.dumps({"why": result.why, "box_failures": box_failures,
+                                                     "outcome": out}, ensure_ascii=False)}
+    return {"Error": "", "Cause": ""}

@@ -200,49 +200,29 @@ class MotoWorld:
         setattr(owner, name, replacement)
 
     def _install_hooks(self) -> None:
-        from moto.awslambda_simple.models import LambdaSimpleBackend
-        from moto.core.exceptions import JsonRESTError
-        from moto.ec2.models.instances import InstanceBackend
-        from moto.events.models import EventsBackend
-        from moto.s3 import notifications
-        from moto.ssm.models import SimpleSystemManagerBackend
         from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
             state_task_service_aws_sdk as aws_sdk)
 
-        hooks = self.hooks
         self._patch(aws_sdk, "_SERVICE_ERROR_NAMES", {**aws_sdk._SERVICE_ERROR_NAMES, **AWS_SDK_ERROR_SERVICE_NAMES})
+        self._hook_instances()
+        self._hook_send_command()
+        self._hook_lambda_invoke()
+        self._hook_events()
+        self._hook_task_callbacks()
+        self._patch_stop_execution()
 
-        def as_rest(exc: AwsError) -> Exception:
-            return JsonRESTError(exc.code, exc.message)
+    def _hook_instances(self) -> None:
+        """EC2's Start/Stop/Terminate/RunInstances with the rehearsal's hooks around moto's own."""
+        from moto.ec2.models.instances import InstanceBackend
 
-        def ec2_error(exc: AwsError) -> Exception:
-            from moto.ec2.exceptions import EC2ClientError
-
-            return EC2ClientError(exc.code, exc.message)
-
-        def hooked(original: Any, before: str, after: str) -> Any:
-            """StartInstances/StopInstances with the rehearsal's hooks around moto's own."""
-            def call(backend: Any, instance_ids: list[str]) -> Any:
-                check = getattr(hooks, before)
-                if check:
-                    try:
-                        check(list(instance_ids))
-                    except AwsError as exc:
-                        raise ec2_error(exc) from exc
-                out = original(backend, instance_ids)
-                done = getattr(hooks, after)
-                if done:
-                    done([i.id for i, _ in out])
-                return out
-            return call
-
+        hooks = self.hooks
         self._patch(InstanceBackend, "start_instances",
-                    hooked(InstanceBackend.start_instances, "start_instances", "instances_started"))
+                    _hooked(hooks, InstanceBackend.start_instances, "start_instances", "instances_started"))
         self._patch(InstanceBackend, "stop_instances",
-                    hooked(InstanceBackend.stop_instances, "stop_instances", "instances_stopped"))
+                    _hooked(hooks, InstanceBackend.stop_instances, "stop_instances", "instances_stopped"))
 
         self._patch(InstanceBackend, "terminate_instances",
-                    hooked(InstanceBackend.terminate_instances, "terminate_instances", "instances_terminated"))
+                    _hooked(hooks, InstanceBackend.terminate_instances, "terminate_instances", "instances_terminated"))
         original_run = InstanceBackend.run_instances
 
         def run_instances(backend: Any, image_id: Any, count: int, user_data: Any, security_group_names: Any,
@@ -256,7 +236,7 @@ class MotoWorld:
                     hooks.run_instances({"template": template.get("LaunchTemplateName"),
                                          "subnet_id": kwargs.get("subnet_id"), "instance_type": itype})
                 except AwsError as exc:
-                    raise ec2_error(exc) from exc
+                    raise _ec2_error(exc) from exc
             reservation = original_run(backend, image_id, count, user_data, security_group_names, **kwargs)
             if hooks.instances_launched:
                 hooks.instances_launched([i.id for i in reservation.instances])
@@ -264,6 +244,11 @@ class MotoWorld:
 
         self._patch(InstanceBackend, "run_instances", run_instances)
 
+    def _hook_send_command(self) -> None:
+        """SSM's SendCommand through the emulated agent's hooks, to the instance ids it names."""
+        from moto.ssm.models import Command, SimpleSystemManagerBackend
+
+        hooks = self.hooks
         original_send = SimpleSystemManagerBackend.send_command
 
         def send_command(backend: Any, **kwargs: Any) -> Any:
@@ -271,7 +256,7 @@ class MotoWorld:
                 try:
                     hooks.send_command(kwargs)
                 except AwsError as exc:
-                    raise as_rest(exc) from exc
+                    raise _as_rest(exc) from exc
             command = original_send(backend, **kwargs)
             if hooks.command_sent:
                 hooks.command_sent(command)
@@ -281,14 +266,19 @@ class MotoWorld:
 
         # moto resolves `Targets` through EC2 filters even when there are none: an empty filter set matches
         # every instance, so a SendCommand to one instance id would reach every box. AWS sends it to the ids given.
-        from moto.ssm.models import Command
-
         original_targets = Command._get_instance_ids_from_targets
 
         def ids_from_targets(command: Any) -> list[str]:
             return original_targets(command) if command.targets else []
 
         self._patch(Command, "_get_instance_ids_from_targets", ids_from_targets)
+
+    def _hook_lambda_invoke(self) -> None:
+        """lambda:Invoke answered by the rehearsal's Lambda workers."""
+        from moto.awslambda_simple.models import LambdaSimpleBackend
+        from moto.core.exceptions import JsonRESTError
+
+        hooks = self.hooks
 
         def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any,
                    response_headers: Any) -> bytes:
@@ -298,13 +288,19 @@ class MotoWorld:
                 payload, function_error = hooks.invoke_lambda(
                     function_name, body if isinstance(body, bytes) else str(body or "").encode())
             except AwsError as exc:
-                raise as_rest(exc) from exc
+                raise _as_rest(exc) from exc
             if function_error:
                 response_headers["x-amz-function-error"] = function_error
             return payload
 
         self._patch(LambdaSimpleBackend, "invoke", invoke)
 
+    def _hook_events(self) -> None:
+        """EventBridge's PutEvents and S3's EventBridge notifications handed to the rehearsal's rules."""
+        from moto.events.models import EventsBackend
+        from moto.s3 import notifications
+
+        hooks = self.hooks
         original_put = EventsBackend.put_events
 
         def put_events(backend: Any, events: list[dict[str, Any]]) -> Any:
@@ -336,6 +332,8 @@ class MotoWorld:
 
         self._patch(notifications, "_send_event_bridge_message", s3_event_bridge)
 
+    def _hook_task_callbacks(self) -> None:
+        """A task token answered as AWS does: SendTaskFailure keeps its cause, a closed task refuses its token."""
         # moto's SendTaskFailure handler drops `cause`: the failure's cause (on_command_status's stderr tail, an
         # agent's verbatim error) would never reach the execution's history. AWS keeps it.
         from moto.core.responses import EmptyResult
@@ -370,7 +368,6 @@ class MotoWorld:
 
         self._patch(CallbackPoolManager, "notify", closed_guard(CallbackPoolManager.notify))
         self._patch(CallbackPoolManager, "heartbeat", closed_guard(CallbackPoolManager.heartbeat))
-        self._patch_stop_execution()
 
     def _patch_stop_execution(self) -> None:
         """StopExecution as AWS does it: ABORTED at once, and it stays ABORTED.
@@ -398,6 +395,36 @@ class MotoWorld:
 
         self._patch(Execution, "stop", stop)
         self._patch(BaseExecutionWorkerCommunication, "_reflect_execution_status", reflect)
+
+
+def _as_rest(exc: AwsError) -> Exception:
+    from moto.core.exceptions import JsonRESTError
+
+    return JsonRESTError(exc.code, exc.message)
+
+
+def _ec2_error(exc: AwsError) -> Exception:
+    from moto.ec2.exceptions import EC2ClientError
+
+    return EC2ClientError(exc.code, exc.message)
+
+
+def _hooked(hooks: Hooks, original: Any, before: str, after: str) -> Any:
+    """An EC2 instance call (Start/Stop/TerminateInstances) with the hooks named ``before`` and ``after`` around
+    moto's own."""
+    def call(backend: Any, instance_ids: list[str]) -> Any:
+        check = getattr(hooks, before)
+        if check:
+            try:
+                check(list(instance_ids))
+            except AwsError as exc:
+                raise _ec2_error(exc) from exc
+        out = original(backend, instance_ids)
+        done = getattr(hooks, after)
+        if done:
+            done([i.id for i, _ in out])
+        return out
+    return call
 
 
 def stop_moto_executions(timeout_s: float = 20.0) -> list[str]:

@@ -69,7 +69,7 @@ with ``/bin/sh -c <file>``: the first line is therefore :data:`SHEBANG` (the ker
 the file to bash), then the task token (``export NEURONPIPE_TASK_TOKEN="<token>"``, see
 :data:`TOKEN_LINE_PREFIX`), for SyncHarness the start's time (``export NEURONPIPE_START_REQUESTED_AT="<iso>"``,
 :data:`START_REQUESTED_LINE_PREFIX`), then the script the planner rendered (which itself starts
-with a hand-over guard, ``control_plane.plan.BASH_GUARD``). The lane's script passes
+with a hand-over guard, ``control_plane.box_scripts.BASH_GUARD``). The lane's script passes
 ``--task-token "$NEURONPIPE_TASK_TOKEN"`` to ``python -m agents run-lane``;
 ``on_command_status`` recovers the token from the command's parameters the same way.
 

@@ -143,6 +143,48 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
         raise PointSpecError("num_prompts None (unlimited) needs duration_s")
     tok = tokenizer or load_tokenizer(None, point.server_kind)
     point_id = point.point_id or new_point_id(point)
+    reqs = _build_requests(point, tok, adapter, arrival, notes)
+    target = Target.from_url(point.base_url)
+    factory = RequestFactory(target, endpoint_path(point.endpoint), reqs.bodies, [p.tokens for p in reqs.prompts],
+                             point_id, point.api_key)
+    pool = ConnectionPool(target)
+    dispatcher = Dispatcher(pool, factory, point.timeouts, progress, phase_hook)
+    session_metas: dict[int, Any] = {}
+    turns = _session_builders(point, tok, adapter, reqs.names, session_metas, notes) if reqs.sessions else None
+    try:
+        await _warm_up(point, reqs, pool, dispatcher, turns)
+        anchor, t_start, counters = await _measure(point, reqs, pool, dispatcher, turns, phase_hook)
+    finally:
+        pool.close()
+    return _point_result(point, point_id, tok, reqs, dispatcher, anchor, t_start, counters, notes, session_metas)
+
+
+@dataclass
+class _Requests:
+    """A point's requests as built before the first is sent: its arrival (a workload's trace or ramp carries its
+    own schedule), the workload's plan (None: a fixed shape), each request's prompt, model name and body."""
+
+    arrival: ClosedLoop | OpenLoop | Scheduled
+    plan: Any
+    prompts: list[BuiltPrompt]
+    names: list[str] | None  # the model each request asks for (a model mix), by request index
+    metas: list[Any]  # a workload's per-request lengths, prefix group and session
+    n_total: int
+    bodies: list[bytes]
+
+    @property
+    def sessions(self) -> bool:
+        return self.plan is not None and bool(self.plan.sessions or self.plan.warmup_sessions)
+
+    @property
+    def streams(self) -> int:
+        arrival = self.arrival
+        return arrival.concurrency if isinstance(arrival, ClosedLoop) else (arrival.max_concurrency or 0)
+
+
+def _build_requests(point: SweepPoint, tok: PromptTokenizer, adapter: Any, arrival: ClosedLoop | OpenLoop | Scheduled,
+                    notes: list[str]) -> _Requests:
+    """Every request's body, from the point's workload (its plan's notes added to ``notes``) or its fixed shape."""
     n_total = (point.num_prompts or point.prompt_pool) + point.warmup_requests
     plan = None
     if point.workload is not None:
@@ -173,56 +215,69 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
 
     bodies = [json.dumps(adapter.body(point.endpoint, names[i] if names else point.model, p.text, *lengths(i)),
                          separators=(",", ":")).encode() for i, p in enumerate(prompts)]
-    target = Target.from_url(point.base_url)
-    factory = RequestFactory(target, endpoint_path(point.endpoint), bodies, [p.tokens for p in prompts], point_id,
-                             point.api_key)
-    pool = ConnectionPool(target)
-    streams = arrival.concurrency if isinstance(arrival, ClosedLoop) else (arrival.max_concurrency or 0)
-    dispatcher = Dispatcher(pool, factory, point.timeouts, progress, phase_hook)
-    session_metas: dict[int, Any] = {}
+    return _Requests(arrival, plan, prompts, names, metas, n_total, bodies)
+
+
+async def _warm_up(point: SweepPoint, reqs: _Requests, pool: ConnectionPool, dispatcher: Dispatcher,
+                   turns: tuple[Any, Any] | None) -> None:
+    """The warm-up requests (never measured), then the measured dispatch's connections opened."""
+    streams = reqs.streams
+    if point.warmup_requests:
+        await pool.prewarm(min(streams or 1, point.warmup_requests))
+        if turns is not None:
+            turn, on_request = turns
+            await dispatcher.sessions(reqs.plan.warmup_sessions, turn, reply_text, warmup=True,
+                                      streams=min(streams or 1, point.warmup_requests), on_request=on_request)
+        else:
+            await dispatcher.closed_loop(min(streams or 1, point.warmup_requests), point.warmup_requests,
+                                         warmup=True)
+    await pool.prewarm(min(streams, point.num_prompts or streams) if streams else 0)
+
+
+async def _measure(point: SweepPoint, reqs: _Requests, pool: ConnectionPool, dispatcher: Dispatcher,
+                   turns: tuple[Any, Any] | None, phase_hook: Callable[[str], None] | None,
+                   ) -> tuple[ClockAnchor, int, list[dict[str, float] | None]]:
+    """The measured dispatch, with the garbage collector held off: (its clock anchor, its start, the server's
+    counters before and after it, for a workload)."""
+    arrival, plan = reqs.arrival, reqs.plan
     counters: list[dict[str, float] | None] = [None, None]
-    sessions = plan is not None and bool(plan.sessions or plan.warmup_sessions)
-    if sessions:
-        turn, on_request = _session_builders(point, tok, adapter, names, session_metas, notes)
-    try:
-        if point.warmup_requests:
-            await pool.prewarm(min(streams or 1, point.warmup_requests))
-            if sessions:
-                await dispatcher.sessions(plan.warmup_sessions, turn, reply_text, warmup=True,  # type: ignore
-                                          streams=min(streams or 1, point.warmup_requests), on_request=on_request)
-            else:
-                await dispatcher.closed_loop(min(streams or 1, point.warmup_requests), point.warmup_requests,
-                                             warmup=True)
-        await pool.prewarm(min(streams, point.num_prompts or streams) if streams else 0)
-        first = point.warmup_requests
-        if plan is not None:
-            counters[0] = await server_counters(point.base_url)
-        with quiet_gc():
-            anchor = ClockAnchor.now()
-            if phase_hook:
-                phase_hook("measure_start")
-            t_start = perf_counter_ns()
-            if sessions:
-                closed = isinstance(arrival, ClosedLoop)
-                await dispatcher.sessions(
-                    plan.sessions, turn, reply_text, streams=arrival.concurrency if closed else None,  # type: ignore
-                    offsets_s=None if closed else open_schedule(arrival, point, len(plan.sessions)),  # type: ignore
-                    think_time_s=point.workload.think_time_s, first_index=first, on_request=on_request)
-            elif isinstance(arrival, ClosedLoop):
-                stop = t_start + int(point.duration_s * 1e9) if point.duration_s else None
-                starts = plan.stream_starts_s if plan is not None else None
-                count = n_total - first if plan is not None and not point.duration_s else point.num_prompts
-                await dispatcher.closed_loop(arrival.concurrency, count, stop_at_ns=stop, first_index=first,
-                                             stream_starts_s=starts)
-            else:
-                await dispatcher.open_loop(open_schedule(arrival, point), arrival.max_concurrency, first,
-                                           point.saturation, point.grace_s)
-            if phase_hook:
-                phase_hook("measure_end")
-        if plan is not None:
-            counters[1] = await server_counters(point.base_url)
-    finally:
-        pool.close()
+    first = point.warmup_requests
+    if plan is not None:
+        counters[0] = await server_counters(point.base_url)
+    with quiet_gc():
+        anchor = ClockAnchor.now()
+        if phase_hook:
+            phase_hook("measure_start")
+        t_start = perf_counter_ns()
+        if turns is not None:
+            turn, on_request = turns
+            closed = isinstance(arrival, ClosedLoop)
+            await dispatcher.sessions(
+                plan.sessions, turn, reply_text, streams=arrival.concurrency if closed else None,  # type: ignore
+                offsets_s=None if closed else open_schedule(arrival, point, len(plan.sessions)),  # type: ignore
+                think_time_s=point.workload.think_time_s, first_index=first, on_request=on_request)
+        elif isinstance(arrival, ClosedLoop):
+            stop = t_start + int(point.duration_s * 1e9) if point.duration_s else None
+            starts = plan.stream_starts_s if plan is not None else None
+            count = reqs.n_total - first if plan is not None and not point.duration_s else point.num_prompts
+            await dispatcher.closed_loop(arrival.concurrency, count, stop_at_ns=stop, first_index=first,
+                                         stream_starts_s=starts)
+        else:
+            await dispatcher.open_loop(open_schedule(arrival, point), arrival.max_concurrency, first,
+                                       point.saturation, point.grace_s)
+        if phase_hook:
+            phase_hook("measure_end")
+    if plan is not None:
+        counters[1] = await server_counters(point.base_url)
+    return anchor, t_start, counters
+
+
+def _point_result(point: SweepPoint, point_id: str, tok: PromptTokenizer, reqs: _Requests, dispatcher: Dispatcher,
+                  anchor: ClockAnchor, t_start: int, counters: list[dict[str, float] | None], notes: list[str],
+                  session_metas: dict[int, Any]) -> PointResult:
+    """The point's rows (a request still in flight after an open loop's grace recorded not completed), its
+    sweep_points row and its metrics."""
+    names, metas = reqs.names, reqs.metas
     raws = sorted(dispatcher.results, key=lambda r: r.index)
     for r in raws:
         if r.index in dispatcher.aborted:
@@ -231,7 +286,7 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
     texts: dict[str, str] = {}
 
     def meta(i: int) -> Any:
-        if sessions:
+        if reqs.sessions:
             return session_metas.get(i)
         return metas[i % len(metas)] if metas else None
 
@@ -241,12 +296,12 @@ async def run_point_async(point: SweepPoint, tokenizer: PromptTokenizer | None =
                         request_model=(names[r.index % len(names)] if names else point.model),
                         meta=meta(r.index)) for r in raws]
     measured = [r.exchange for r in raws if not r.warmup]
-    sweep = sweep_point_row(point, point_id, tok.name, arrival, anchor,
+    sweep = sweep_point_row(point, point_id, tok.name, reqs.arrival, anchor,
                             first_sent=min((e.t_sent for e in measured), default=t_start),
                             last_done=max((e.t_done for e in measured), default=t_start), note="; ".join(notes) or None,
                             stop_reason=dispatcher.stop_reason)
-    if plan is not None:
-        sweep.update(workload_columns(point.workload, plan, counters))
+    if reqs.plan is not None:
+        sweep.update(workload_columns(point.workload, reqs.plan, counters))
     return PointResult(point_id, rows, sweep, point_metrics(rows, sweep), texts)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -113,75 +113,19 @@ def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: st
     if meta is not None:  # a workload's request: its own drawn lengths, prefix group, session and turn
         row.update(input_len=meta.input_len, output_len=meta.output_len, prefix_group=meta.prefix_group,
                    session_id=meta.session_id, turn_index=meta.turn_index, session_turns=meta.session_turns)
-        input_len, output_len = meta.input_len, meta.output_len
-    times: list[float] = []
-    tokens: list[int] = []
-    texts: list[str] = []
-    per_chunk_usage = True
-    finished = False
-    last_cum = 0
-    usage: dict[str, Any] | None = None
-    error: Exception | None = ex.error
-    if error is None:
-        for i, (t, event) in enumerate(ex.events):
-            try:
-                obj = json.loads(_event_data(event))
-                if not isinstance(obj, dict):
-                    raise ValueError(f"a JSON {type(obj).__name__}, not an object")
-            except ValueError as exc:
-                error = MalformedEventError(f"event {i}: {exc}: {event[:200]!r}")
-                break
-            if obj.get("error") and not obj.get("choices"):
-                error = ServerErrorEventError(f"event {i}: {json.dumps(obj['error'])[:500]}")
-                break
-            u = obj.get("usage")
-            choices = obj.get("choices")
-            if choices is not None and not isinstance(choices, list):
-                error = MalformedEventError(f"event {i}: 'choices' is a JSON {type(choices).__name__}, not a list")
-                break
-            if u is not None and not isinstance(u, dict):
-                error = MalformedEventError(f"event {i}: 'usage' is a JSON {type(u).__name__}, not an object")
-                break
-            try:
-                if choices:
-                    choice = choices[0]
-                    if not isinstance(choice, dict):
-                        raise TypeError(f"choices[0] is a JSON {type(choice).__name__}, not an object")
-                    text = _chunk_text(choice)
-                    cum = int(u["completion_tokens"]) if u and u.get("completion_tokens") is not None else None
-                    times.append((t - t_sent) / 1e9)
-                    texts.append(text)
-                    finished = finished or choice.get("finish_reason") is not None
-                    if cum is not None:
-                        tokens.append(cum - last_cum)
-                        last_cum = cum
-                    else:
-                        per_chunk_usage = False
-                        tokens.append(1)
-                if u:
-                    for key in ("prompt_tokens", "completion_tokens"):
-                        if u.get(key) is not None:
-                            int(u[key])
-                    usage = u
-            except (TypeError, ValueError) as exc:
-                error = MalformedEventError(f"event {i}: {exc}")
-                break
-        if error is None and not times:
-            error = EmptyStreamError(f"the stream ended without a content chunk ({len(ex.events)} events)")
-        if error is None and not (ex.done_marker or finished):
-            error = TruncatedStreamError(f"the stream ended without [DONE] or a finish reason after {len(times)} "
-                                         "content chunks")
-    if not per_chunk_usage:
-        tokens = [1] * len(times)
+    stream, error = _read_stream(ex)
+    times = stream.times
+    tokens = stream.tokens if stream.per_chunk_usage else [1] * len(times)
     if texts_out is not None:
-        texts_out[raw.request_id] = "".join(texts)
+        texts_out[raw.request_id] = "".join(stream.texts)
     row["chunk_times_s"] = times
     row["chunk_tokens"] = tokens
-    row["chunk_tokens_source"] = "usage" if per_chunk_usage and times else "assumed_one"
+    row["chunk_tokens_source"] = "usage" if stream.per_chunk_usage and times else "assumed_one"
     if error is not None:
         row.update(success=False, error_type=type(error).__name__, error=str(error))
         return row
     row.update(success=True, ttft_s=times[0], e2el_s=times[-1])
+    usage = stream.usage
     if usage and usage.get("prompt_tokens") is not None:
         row.update(prompt_tokens=int(usage["prompt_tokens"]), prompt_tokens_source="usage")
     else:
@@ -189,7 +133,84 @@ def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: st
     if usage and usage.get("completion_tokens") is not None:
         row.update(output_tokens=int(usage["completion_tokens"]), tokens_source="usage")
     elif tokenizer is not None:
-        row.update(output_tokens=len(tokenizer.encode("".join(texts), False)), tokens_source="retokenized")
+        row.update(output_tokens=len(tokenizer.encode("".join(stream.texts), False)), tokens_source="retokenized")
     else:
         row.update(output_tokens=sum(tokens), tokens_source="chunk_count")
     return row
+
+
+@dataclass
+class _Stream:
+    """What a streamed answer carried: each content chunk's time (s after the request was sent), its tokens (from
+    the cumulative usage, else one a chunk) and text, whether a finish reason came, the last usage reported."""
+
+    t_sent: int
+    times: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    per_chunk_usage: bool = True
+    finished: bool = False
+    last_cum: int = 0
+    usage: dict[str, Any] | None = None
+
+    def add(self, i: int, t: int, event: bytes) -> Exception | None:
+        """Event ``i``, received at ``t``; the error it makes of the request (None: it parsed)."""
+        try:
+            obj = json.loads(_event_data(event))
+            if not isinstance(obj, dict):
+                raise ValueError(f"a JSON {type(obj).__name__}, not an object")
+        except ValueError as exc:
+            return MalformedEventError(f"event {i}: {exc}: {event[:200]!r}")
+        if obj.get("error") and not obj.get("choices"):
+            return ServerErrorEventError(f"event {i}: {json.dumps(obj['error'])[:500]}")
+        u = obj.get("usage")
+        choices = obj.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            return MalformedEventError(f"event {i}: 'choices' is a JSON {type(choices).__name__}, not a list")
+        if u is not None and not isinstance(u, dict):
+            return MalformedEventError(f"event {i}: 'usage' is a JSON {type(u).__name__}, not an object")
+        try:
+            if choices:
+                self._chunk(choices[0], u, t)
+            if u:
+                for key in ("prompt_tokens", "completion_tokens"):
+                    if u.get(key) is not None:
+                        int(u[key])
+                self.usage = u
+        except (TypeError, ValueError) as exc:
+            return MalformedEventError(f"event {i}: {exc}")
+        return None
+
+    def _chunk(self, choice: Any, u: dict[str, Any] | None, t: int) -> None:
+        if not isinstance(choice, dict):
+            raise TypeError(f"choices[0] is a JSON {type(choice).__name__}, not an object")
+        text = _chunk_text(choice)
+        cum = int(u["completion_tokens"]) if u and u.get("completion_tokens") is not None else None
+        self.times.append((t - self.t_sent) / 1e9)
+        self.texts.append(text)
+        self.finished = self.finished or choice.get("finish_reason") is not None
+        if cum is not None:
+            self.tokens.append(cum - self.last_cum)
+            self.last_cum = cum
+        else:
+            self.per_chunk_usage = False
+            self.tokens.append(1)
+
+
+def _read_stream(ex: Exchange) -> tuple[_Stream, Exception | None]:
+    """The exchange's events read in order, up to the first that makes the request an error; an exchange that
+    failed on the wire is not read. A stream with no content chunk, or that ended without [DONE] or a finish
+    reason, is an error too."""
+    stream = _Stream(ex.t_sent)
+    error: Exception | None = ex.error
+    if error is None:
+        for i, (t, event) in enumerate(ex.events):
+            error = stream.add(i, t, event)
+            if error is not None:
+                break
+        if error is None and not stream.times:
+            error = EmptyStreamError(f"the stream ended without a content chunk ({len(ex.events)} events)")
+        if error is None and not (ex.done_marker or stream.finished):
+            error = TruncatedStreamError(f"the stream ended without [DONE] or a finish reason after "
+                                         f"{len(stream.times)} content chunks")
+    return stream, error

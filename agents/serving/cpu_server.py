@@ -27,6 +27,7 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -196,132 +197,17 @@ def build_app(rt: ModelRuntime) -> Any:
         return web.json_response({"status": "ok"})
 
     async def models(_req: web.Request) -> web.Response:
-        card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
-                "root": rt.served_name, "parent": None}
-        # each adapter as vLLM lists it: its own id, its files as root, the base model as parent
-        cards = [card] + [{"id": name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
-                           "root": path, "parent": rt.served_name} for name, path in rt.adapters.items()]
-        return web.json_response({"object": "list", "data": cards})
+        return web.json_response(_model_list(rt))
 
     async def metrics(_req: web.Request) -> web.Response:
         return web.Response(text=prometheus_text(rt.engine.stats(), rt.served_name),
                             content_type="text/plain", charset="utf-8")
 
     async def completions(req: web.Request) -> web.StreamResponse:
-        return await _generate(req, chat=False)
+        return await _generate(rt, req, chat=False)
 
     async def chat(req: web.Request) -> web.StreamResponse:
-        return await _generate(req, chat=True)
-
-    async def _generate(req: web.Request, chat: bool) -> web.StreamResponse:
-        try:
-            body = await req.json()
-            if not isinstance(body, dict):
-                raise ProtocolError(400, "request body must be a JSON object")
-            asked = body.get("model")
-            if asked not in (None, rt.served_name) and asked not in rt.adapters:
-                raise ProtocolError(404, f"The model `{asked}` does not exist.")
-            prompt_ids = rt.encode_chat(body.get("messages")) if chat else rt.encode_prompt(body.get("prompt"))
-            sp = parse_sampling(body, chat=chat, prompt_len=len(prompt_ids), max_model_len=rt.max_model_len)
-        except ProtocolError as exc:
-            return web.json_response(exc.body(), status=exc.status)
-        except (json.JSONDecodeError, ValueError, TypeError) as exc:
-            err = ProtocolError(400, f"{type(exc).__name__}: {exc}")
-            return web.json_response(err.body(), status=err.status)
-        if sp.truncate_prompt_tokens:
-            prompt_ids = prompt_ids[-sp.truncate_prompt_tokens:]
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[TokenEvent | BaseException | None] = asyncio.Queue()
-        gen = GenerationRequest(prompt_ids=prompt_ids, max_tokens=sp.max_tokens, min_tokens=sp.min_tokens,
-                                ignore_eos=sp.ignore_eos, temperature=sp.temperature, top_p=sp.top_p,
-                                seed=sp.seed, top_logprobs=sp.top_logprobs if sp.logprobs else 0,
-                                adapter=asked if asked in rt.adapters else None,
-                                emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
-        rid = req.headers.get("X-Request-Id") or f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
-        created = int(time.time())
-        name = gen.adapter or rt.served_name  # vLLM answers with the model the request asked for
-        rt.engine.submit(gen)
-        text = IncrementalText(rt.tokenizer)
-        n_prompt = len(prompt_ids)
-        try:
-            if not sp.stream:
-                return await _collect(queue, gen, text, chat, rid, created, n_prompt, sp, name)
-            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-            await resp.prepare(req)
-            n_out = 0
-            shown = 0  # characters of text.sent already streamed (stop strings: a possible start is held back)
-            hold = max((len(x) for x in sp.stop), default=1) - 1
-            while True:
-                ev = await queue.get()
-                if ev is None:
-                    break
-                if isinstance(ev, BaseException):
-                    await resp.write(f"data: {json.dumps({'error': {'message': str(ev)}})}\n\n".encode())
-                    break
-                n_out += 1
-                delta = text.push(ev.token_id, ev.finish_reason is not None)
-                finish = ev.finish_reason
-                if sp.stop:
-                    cut = stop_index(text.sent, sp.stop)
-                    if cut is not None:
-                        finish = "stop"
-                        end = cut
-                    else:
-                        end = len(text.sent) if finish is not None else max(shown, len(text.sent) - hold)
-                    delta, shown = text.sent[shown:end], end
-                lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
-                u = usage(n_prompt, n_out) if sp.continuous_usage else None
-                chunk = (chat_chunk(rid, created, name, delta, finish, lp, u, first=n_out == 1)
-                         if chat else completion_chunk(rid, created, name, delta, finish, lp, u))
-                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                if finish is not None:
-                    break  # a stop string ended it (the engine's sequence is cancelled below)
-            if sp.include_usage:
-                final = final_usage_chunk(rid, created, name, chat, usage(n_prompt, n_out))
-                await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
-            return resp
-        except (ConnectionResetError, asyncio.CancelledError):
-            gen.cancelled.set()
-            raise
-        finally:
-            gen.cancelled.set()  # no-op for a finished sequence; frees a slot when the client went away
-
-    async def _collect(queue: asyncio.Queue, gen: GenerationRequest, text: IncrementalText, chat: bool, rid: str,
-                       created: int, n_prompt: int, sp: Any, name: str) -> web.Response:
-        events: list[TokenEvent] = []
-        while True:
-            ev = await queue.get()
-            if ev is None:
-                break
-            if isinstance(ev, BaseException):
-                return web.json_response(ProtocolError(500, str(ev)).body(), status=500)
-            events.append(ev)
-            text.push(ev.token_id, ev.finish_reason is not None)
-            cut = stop_index(text.sent, sp.stop) if sp.stop else None
-            if cut is not None:  # vLLM's stop strings: the text ends before it, the sequence stops here
-                text.sent = text.sent[:cut]
-                gen.cancelled.set()
-                events[-1] = TokenEvent(ev.token_id, ev.logprob, ev.top, "stop")
-                break
-            if ev.finish_reason is not None:
-                break
-        finish = events[-1].finish_reason if events else "length"
-        u = usage(n_prompt, len(events))
-        if chat:
-            lp = {"content": [_logprob_entry(rt, e, True)["content"][0] for e in events]} if sp.logprobs else None
-            choice = {"index": 0, "message": {"role": "assistant", "content": text.sent}, "logprobs": lp,
-                      "finish_reason": finish}
-            return web.json_response({"id": rid, "object": "chat.completion", "created": created,
-                                      "model": name, "choices": [choice], "usage": u})
-        lp = None
-        if sp.logprobs:
-            entries = [_logprob_entry(rt, e, False) for e in events]
-            lp = {k: [x for e in entries for x in e[k]] for k in ("tokens", "token_logprobs", "top_logprobs")}
-        choice = {"index": 0, "text": text.sent, "logprobs": lp, "finish_reason": finish}
-        return web.json_response({"id": rid, "object": "text_completion", "created": created,
-                                  "model": name, "choices": [choice], "usage": u})
+        return await _generate(rt, req, chat=True)
 
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_get("/health", health)
@@ -330,6 +216,164 @@ def build_app(rt: ModelRuntime) -> Any:
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
     return app
+
+
+def _model_list(rt: ModelRuntime) -> dict[str, Any]:
+    """GET /v1/models: the served model, then each adapter as vLLM lists it (its own id, its files as root, the
+    base model as parent)."""
+    card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
+            "root": rt.served_name, "parent": None}
+    cards = [card] + [{"id": name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
+                       "root": path, "parent": rt.served_name} for name, path in rt.adapters.items()]
+    return {"object": "list", "data": cards}
+
+
+@dataclass
+class _Reply:
+    """One request's answer in the making: what it asked for, the engine's events, the text decoded so far."""
+
+    chat: bool
+    rid: str
+    created: int
+    name: str  # the model the request asked for (vLLM answers with it)
+    n_prompt: int
+    sp: Any
+    gen: GenerationRequest
+    text: IncrementalText
+    queue: asyncio.Queue
+
+
+def _parse_body(rt: ModelRuntime, body: Any, chat: bool) -> tuple[list[int], Any, Any]:
+    """(prompt token ids, sampling parameters, the model asked for) of a request body; ProtocolError (or the
+    ValueError/TypeError of a malformed field) when it cannot be served."""
+    if not isinstance(body, dict):
+        raise ProtocolError(400, "request body must be a JSON object")
+    asked = body.get("model")
+    if asked not in (None, rt.served_name) and asked not in rt.adapters:
+        raise ProtocolError(404, f"The model `{asked}` does not exist.")
+    prompt_ids = rt.encode_chat(body.get("messages")) if chat else rt.encode_prompt(body.get("prompt"))
+    sp = parse_sampling(body, chat=chat, prompt_len=len(prompt_ids), max_model_len=rt.max_model_len)
+    return prompt_ids, sp, asked
+
+
+async def _generate(rt: ModelRuntime, req: Any, chat: bool) -> Any:
+    """POST /v1/completions and /v1/chat/completions: the request submitted to the engine, answered whole or
+    streamed one event per token; its sequence is cancelled however the answer ends."""
+    from aiohttp import web
+
+    try:
+        body = await req.json()
+        prompt_ids, sp, asked = _parse_body(rt, body, chat)
+    except ProtocolError as exc:
+        return web.json_response(exc.body(), status=exc.status)
+    except (json.JSONDecodeError, ValueError, TypeError) as exc:
+        err = ProtocolError(400, f"{type(exc).__name__}: {exc}")
+        return web.json_response(err.body(), status=err.status)
+    if sp.truncate_prompt_tokens:
+        prompt_ids = prompt_ids[-sp.truncate_prompt_tokens:]
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[TokenEvent | BaseException | None] = asyncio.Queue()
+    gen = GenerationRequest(prompt_ids=prompt_ids, max_tokens=sp.max_tokens, min_tokens=sp.min_tokens,
+                            ignore_eos=sp.ignore_eos, temperature=sp.temperature, top_p=sp.top_p,
+                            seed=sp.seed, top_logprobs=sp.top_logprobs if sp.logprobs else 0,
+                            adapter=asked if asked in rt.adapters else None,
+                            emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
+    rid = req.headers.get("X-Request-Id") or f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+    created = int(time.time())
+    name = gen.adapter or rt.served_name  # vLLM answers with the model the request asked for
+    rt.engine.submit(gen)
+    reply = _Reply(chat, rid, created, name, len(prompt_ids), sp, gen, IncrementalText(rt.tokenizer), queue)
+    try:
+        if not sp.stream:
+            return await _collect(rt, reply)
+        return await _stream(rt, req, reply)
+    except (ConnectionResetError, asyncio.CancelledError):
+        gen.cancelled.set()
+        raise
+    finally:
+        gen.cancelled.set()  # no-op for a finished sequence; frees a slot when the client went away
+
+
+async def _stream(rt: ModelRuntime, req: Any, reply: _Reply) -> Any:
+    """The answer as server-sent events, one per generated token (a stop string's possible start held back)."""
+    from aiohttp import web
+
+    sp, text, chat, rid, created, name = reply.sp, reply.text, reply.chat, reply.rid, reply.created, reply.name
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(req)
+    n_out = 0
+    shown = 0  # characters of text.sent already streamed (stop strings: a possible start is held back)
+    hold = max((len(x) for x in sp.stop), default=1) - 1
+    while True:
+        ev = await reply.queue.get()
+        if ev is None:
+            break
+        if isinstance(ev, BaseException):
+            await resp.write(f"data: {json.dumps({'error': {'message': str(ev)}})}\n\n".encode())
+            break
+        n_out += 1
+        delta = text.push(ev.token_id, ev.finish_reason is not None)
+        finish = ev.finish_reason
+        if sp.stop:
+            cut = stop_index(text.sent, sp.stop)
+            if cut is not None:
+                finish = "stop"
+                end = cut
+            else:
+                end = len(text.sent) if finish is not None else max(shown, len(text.sent) - hold)
+            delta, shown = text.sent[shown:end], end
+        lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
+        u = usage(reply.n_prompt, n_out) if sp.continuous_usage else None
+        chunk = (chat_chunk(rid, created, name, delta, finish, lp, u, first=n_out == 1)
+                 if chat else completion_chunk(rid, created, name, delta, finish, lp, u))
+        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        if finish is not None:
+            break  # a stop string ended it (the engine's sequence is cancelled by the caller)
+    if sp.include_usage:
+        final = final_usage_chunk(rid, created, name, chat, usage(reply.n_prompt, n_out))
+        await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+    await resp.write(b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp
+
+
+async def _collect(rt: ModelRuntime, reply: _Reply) -> Any:
+    """The whole answer as one JSON body, once the sequence has ended (or a stop string ended it)."""
+    from aiohttp import web
+
+    sp, text, gen = reply.sp, reply.text, reply.gen
+    events: list[TokenEvent] = []
+    while True:
+        ev = await reply.queue.get()
+        if ev is None:
+            break
+        if isinstance(ev, BaseException):
+            return web.json_response(ProtocolError(500, str(ev)).body(), status=500)
+        events.append(ev)
+        text.push(ev.token_id, ev.finish_reason is not None)
+        cut = stop_index(text.sent, sp.stop) if sp.stop else None
+        if cut is not None:  # vLLM's stop strings: the text ends before it, the sequence stops here
+            text.sent = text.sent[:cut]
+            gen.cancelled.set()
+            events[-1] = TokenEvent(ev.token_id, ev.logprob, ev.top, "stop")
+            break
+        if ev.finish_reason is not None:
+            break
+    finish = events[-1].finish_reason if events else "length"
+    u = usage(reply.n_prompt, len(events))
+    if reply.chat:
+        lp = {"content": [_logprob_entry(rt, e, True)["content"][0] for e in events]} if sp.logprobs else None
+        choice = {"index": 0, "message": {"role": "assistant", "content": text.sent}, "logprobs": lp,
+                  "finish_reason": finish}
+        return web.json_response({"id": reply.rid, "object": "chat.completion", "created": reply.created,
+                                  "model": reply.name, "choices": [choice], "usage": u})
+    lp = None
+    if sp.logprobs:
+        entries = [_logprob_entry(rt, e, False) for e in events]
+        lp = {k: [x for e in entries for x in e[k]] for k in ("tokens", "token_logprobs", "top_logprobs")}
+    choice = {"index": 0, "text": text.sent, "logprobs": lp, "finish_reason": finish}
+    return web.json_response({"id": reply.rid, "object": "text_completion", "created": reply.created,
+                              "model": reply.name, "choices": [choice], "usage": u})
 
 
 def _logprob_entry(rt: ModelRuntime, ev: TokenEvent, chat: bool) -> dict[str, Any]:

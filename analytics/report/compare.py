@@ -458,22 +458,10 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
     an interleaved (better: balanced) sweep can find a change that runs measured apart cannot. The noise
     floor is the A/A spread of ``floor_config`` (an identical copy of A declared in the same runs) against A,
     else the practical margin. The verdict rule is :func:`run_level.judge`'s, the per-request test context."""
-    from analytics.report.run_level import PAIRED_TEST, paired_floor, paired_test
+    from analytics.report.run_level import PAIRED_TEST
 
     runs = list(runs)
-    known = {r["run_id"] for r in c["runs"]}
-    for rid in runs:
-        if rid not in known:
-            raise UnknownRunError(rid, known)
-    if len(set(runs)) != len(runs):
-        raise SidesOverlapError("a run named twice")
-    names = [x for x in (config_a, config_b, floor_config) if x is not None]
-    if len(set(names)) != len(names):
-        raise SidesOverlapError(f"--config, --vs and --floor-vs name three different configs, got {', '.join(names)}")
-    configs = {p.get("server_config") for r in runs for p in _run_points(c, r)}
-    for cfg in names:
-        if cfg not in configs:
-            raise UnknownConfigError(cfg, {x for x in configs if x}, runs)
+    _check_config_sides(c, runs, config_a, config_b, floor_config)
     tested = SERVING_HEADLINES + SERVING_TESTED_EXTRA
     label = f"{config_a} vs {config_b}"
     va, pa = _config_values(c, runs, config_a, label, tested)
@@ -490,43 +478,18 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
     n_pairs: dict[str, int] = {}
     cache: dict = {}
     for metric in sorted(set(va) & set(vb)):
-        common = sorted(set(va[metric]) & set(vb[metric]))
-        pairs = [(float(va[metric][k]), float(vb[metric][k])) for k in common
-                 if _num(va[metric][k]) and _num(vb[metric][k])]
-        a_vals = [a for a, _ in pairs] or [v for v in va[metric].values() if _num(v)]
-        b_vals = [b for _, b in pairs] or [v for v in vb[metric].values() if _num(v)]
-        unit = "repeat pair" if len(pairs) >= 2 else None
-        row = rows[metric] = _row(metric, center(a_vals), center(b_vals))
-        row.update(unit=unit, units_a=len(pairs), units_b=len(pairs), run_test=None, run_p_value=None,
-                   run_p_adjusted=None, run_ci_low=None, run_ci_high=None, floor_pct=None, basis=None,
-                   request_verdict="untested")
-        if unit is not None and row["delta"] is not None:
-            t = paired_test(pairs)
-            if isinstance(t, str):
-                row["run_note"] = t
-            else:
-                row.update(run_test=PAIRED_TEST, run_p_value=t.p_value, run_ci_low=row["a"] * t.ci_low,
-                           run_ci_high=row["a"] * t.ci_high, _run_test_id=("paired", metric))
-        fam = family_of(metric)
-        n_pairs[metric] = len(pairs)
+        row = rows[metric] = _paired_row(metric, va[metric], vb[metric])
+        n_pairs[metric] = row["units_a"]
         if metric in vf:
             aa = [math.log(float(vf[metric][k]) / float(va[metric][k])) for k in sorted(set(va[metric]) & set(vf[metric]))
                   if _num(va[metric][k]) and _num(vf[metric][k]) and va[metric][k] > 0 and vf[metric][k] > 0]
-            aa_diffs.setdefault(fam, []).append(aa)
+            aa_diffs.setdefault(family_of(metric), []).append(aa)
         _request_test(row, metric, points, lat, rates, None, {}, runs, runs, con, cache)
     tests = adjust_p_values(rows.values(), fail_pct)
     acc = accuracy.config_tests(con, runs, config_a, config_b)
     run_tests = _adjust_run_p_values(rows.values(), acc, f"{config_b} vs {config_a} in {', '.join(runs)}")
     accuracy.decide(acc, fail_pct)
-    source = (f"A/A pairs of {floor_config} against {config_a} in the same repeats (--floor-vs)" if floor_config
-              else None)
-    used = {fam: paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
-            else margin_floor(fam, margin_pct) for fam in sorted({family_of(m) for m in rows})}
-    for metric, row in rows.items():
-        fam = family_of(metric)
-        floor = (paired_floor(fam, aa_diffs.get(fam, []), max(n_pairs[metric], 1), margin_pct, source)
-                 if source else used[fam])
-        _decide(row, floor, fail_pct)
+    used = _decide_paired(rows, aa_diffs, n_pairs, config_a, floor_config, margin_pct, fail_pct)
     units = [r["unit"] or "none" for r in rows.values()]
     return clean({
         "kind": "configs", "baseline": config_a, "run": config_b, "runs": runs, "configs": [config_a, config_b],
@@ -543,3 +506,65 @@ def config_deltas(c: dict[str, Any], runs: Iterable[str], config_a: str, config_
         "rows": [rows[k] for k in sorted(rows)],
         "only_baseline": sorted(set(va) - set(vb)), "only_run": sorted(set(vb) - set(va)),
         "accuracy": acc, "accuracy_tests": len(accuracy.tested(acc))})
+
+
+def _check_config_sides(c: dict[str, Any], runs: list[str], config_a: str, config_b: str,
+                        floor_config: str | None) -> None:
+    """Every run known and named once; A, B (and the floor's copy) three different configs, each with points in
+    the runs."""
+    known = {r["run_id"] for r in c["runs"]}
+    for rid in runs:
+        if rid not in known:
+            raise UnknownRunError(rid, known)
+    if len(set(runs)) != len(runs):
+        raise SidesOverlapError("a run named twice")
+    names = [x for x in (config_a, config_b, floor_config) if x is not None]
+    if len(set(names)) != len(names):
+        raise SidesOverlapError(f"--config, --vs and --floor-vs name three different configs, got {', '.join(names)}")
+    configs = {p.get("server_config") for r in runs for p in _run_points(c, r)}
+    for cfg in names:
+        if cfg not in configs:
+            raise UnknownConfigError(cfg, {x for x in configs if x}, runs)
+
+
+def _paired_row(metric: str, a: dict[tuple[str, int], Any], b: dict[tuple[str, int], Any]) -> dict[str, Any]:
+    """One metric's row of a config A/B: A's and B's values paired by (run, repeat), the paired t over the pairs
+    when there are two or more (``units_a``/``units_b``: the pairs)."""
+    from analytics.report.run_level import PAIRED_TEST, paired_test
+
+    common = sorted(set(a) & set(b))
+    pairs = [(float(a[k]), float(b[k])) for k in common if _num(a[k]) and _num(b[k])]
+    a_vals = [x for x, _ in pairs] or [v for v in a.values() if _num(v)]
+    b_vals = [y for _, y in pairs] or [v for v in b.values() if _num(v)]
+    unit = "repeat pair" if len(pairs) >= 2 else None
+    row = _row(metric, center(a_vals), center(b_vals))
+    row.update(unit=unit, units_a=len(pairs), units_b=len(pairs), run_test=None, run_p_value=None,
+               run_p_adjusted=None, run_ci_low=None, run_ci_high=None, floor_pct=None, basis=None,
+               request_verdict="untested")
+    if unit is not None and row["delta"] is not None:
+        t = paired_test(pairs)
+        if isinstance(t, str):
+            row["run_note"] = t
+        else:
+            row.update(run_test=PAIRED_TEST, run_p_value=t.p_value, run_ci_low=row["a"] * t.ci_low,
+                       run_ci_high=row["a"] * t.ci_high, _run_test_id=("paired", metric))
+    return row
+
+
+def _decide_paired(rows: dict[str, dict[str, Any]], aa_diffs: dict[str, list[list[float]]], n_pairs: dict[str, int],
+                   config_a: str, floor_config: str | None, margin_pct: float,
+                   fail_pct: float) -> dict[str, NoiseFloor]:
+    """Each row's verdict against its noise floor: the A/A pairs' band for its number of pairs (``floor_config``),
+    else the practical margin; the floor of each family (for one pair), as the comparison shows it."""
+    from analytics.report.run_level import paired_floor
+
+    source = (f"A/A pairs of {floor_config} against {config_a} in the same repeats (--floor-vs)" if floor_config
+              else None)
+    used = {fam: paired_floor(fam, aa_diffs.get(fam, []), 1, margin_pct, source) if source
+            else margin_floor(fam, margin_pct) for fam in sorted({family_of(m) for m in rows})}
+    for metric, row in rows.items():
+        fam = family_of(metric)
+        floor = (paired_floor(fam, aa_diffs.get(fam, []), max(n_pairs[metric], 1), margin_pct, source)
+                 if source else used[fam])
+        _decide(row, floor, fail_pct)
+    return used

@@ -110,19 +110,17 @@ SHOWN = ("completed", "failed", "duration", "request_throughput", "output_throug
 
 def invalid_argument(args: argparse.Namespace) -> str | None:
     """The first bad argument as one line, or None: checked before any request is sent or file written."""
-    import math
-    import os
+    problem = _shape_problem(args) or _number_problem(args)
+    if problem:
+        return problem
+    if getattr(args, "search", None):
+        return search_problem(args)
+    return _run_problem(args) or _output_problem(args)
+
+
+def _shape_problem(args: argparse.Namespace) -> str | None:
+    """The server's URL, and what shapes the requests: a workload, or lengths with a concurrency or a rate."""
     from urllib.parse import urlparse
-
-    from analytics.store import validate_component
-    from analytics.store.locate import overlap_problem
-
-    def num(name: str, value: float | None, low: float, strict: bool = False) -> str | None:
-        if value is None:
-            return None
-        if not math.isfinite(value) or value < low or (strict and value == low):
-            return f"--{name} must be {'>' if strict else '>='} {low:g}, not {value:g}"
-        return None
 
     url = urlparse(args.base_url)
     if url.scheme not in ("http", "https") or not url.netloc:
@@ -142,6 +140,23 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
             return "--workload-name goes with --workload"
         if args.concurrency is None and args.request_rate is None and not getattr(args, "search", None):
             return "one of the arguments --concurrency --request-rate --search is required (or give --workload)"
+    return None
+
+
+def _below(name: str, value: float | None, low: float, strict: bool = False) -> str | None:
+    """``--name must be >= low`` (``>`` when ``strict``) for a value that is not, or not finite; None for none."""
+    import math
+
+    if value is None:
+        return None
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        return f"--{name} must be {'>' if strict else '>='} {low:g}, not {value:g}"
+    return None
+
+
+def _number_problem(args: argparse.Namespace) -> str | None:
+    """The first number out of its range (lengths, counts, durations, rates, bounds, goodput SLOs)."""
+    num = _below
     checks = [num("input-len", args.input_len, 1), num("output-len", args.output_len, 1),
               num("num-prompts", args.num_prompts, 1), num("duration", args.duration, 0, strict=True),
               num("window-s", args.window_s, 0, strict=True), num("warmup-windows", args.warmup_windows, 0),
@@ -158,11 +173,13 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
         checks += [f"--request-rate {args.request_rate!r}: give one or more values" if not args.request_rate else None]
         checks += [num("request-rate", r, 0, strict=True) for r in args.request_rate]
     checks += [num(f"goodput {k}", v, 0, strict=True) for k, v in (args.goodput or {}).items()]
-    bad = next((c for c in checks if c), None)
-    if bad:
-        return bad
-    if getattr(args, "search", None):
-        return search_problem(args)
+    return next((c for c in checks if c), None)
+
+
+def _run_problem(args: argparse.Namespace) -> str | None:
+    """How long the run goes, its run id, and the ShareGPT file it reads."""
+    from analytics.store import validate_component
+
     if args.num_prompts is None and args.duration is None and args.workload is None:
         return "give --num-prompts or --duration"
     if args.window_s and (not args.duration or not args.concurrency):
@@ -178,6 +195,16 @@ def invalid_argument(args: argparse.Namespace) -> str | None:
         problem = _unreadable_text(args.sharegpt)
         if problem:
             return f"--sharegpt {args.sharegpt}: {problem}"
+    return None
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Where the results and the vLLM JSON go: a bucket named, a directory (results) or a file (the JSON) that can
+    be written, outside every other store."""
+    import os
+
+    from analytics.store.locate import overlap_problem
+
     for flag, path in (("--results", args.results), ("--save-vllm-json", args.save_vllm_json)):
         if path is None or str(path).startswith("s3://"):
             if path is not None and not str(path)[5:].split("/")[0]:

@@ -1,6 +1,6 @@
 """`neuronpipe plan --input run.json [--local]`: validate a request and print its plan; touches no AWS.
 
-``--local`` prints what ``run --local --input run.json`` runs here (``control_plane.plan.plan_local``: the same
+``--local`` prints what ``run --local --input run.json`` runs here (``control_plane.local_plan.plan_local``: the same
 lanes, configs and checks, every lane on this machine, no boxes, no cost).
 
 Refused (exit 2, one ``invalid request <file>: field: reason`` line per problem, nothing started):
@@ -129,7 +129,8 @@ def plan_local_command(args: argparse.Namespace) -> int:
     """``plan --local``: the plan ``run --local --input`` runs, refused as ``plan`` refuses (exit 2)."""
     from control_plane.console import make_console
     from control_plane.local import lanes_in_store
-    from control_plane.plan import PLAN_ERRORS, local_request, plan_local
+    from control_plane.local_plan import local_request, plan_local
+    from control_plane.plan import PLAN_ERRORS
     from pipeline.servers import local_target
     from control_plane.run_ids import RunIdError
 
@@ -198,7 +199,8 @@ def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None 
     the plan's own waves (already-committed lanes are not in it)."""
     from pipeline.graph import Node
     from pipeline.lanes import get_lane
-    from control_plane.plan import BOX_ORDER, INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
+    from control_plane.cost import INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
+    from control_plane.plan import BOX_ORDER
     from control_plane.schedule import (expected_duration, history_durations, schedule_graph, schedule_sequential,
                                         segment_overhead)
 
@@ -223,7 +225,7 @@ def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None 
 def print_schedule(schedules, console, box_types: dict | None = None) -> None:
     from rich.table import Table
 
-    from control_plane.plan import INSTANCE_TYPES
+    from control_plane.cost import INSTANCE_TYPES
     from control_plane.schedule import SOURCES, hms
 
     expected, graph, sequential, overhead = schedules
@@ -303,7 +305,7 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     from rich.table import Table
 
     from control_plane.lane_configs import built_config
-    from control_plane.plan import SERVER_CONFIGS_FIELD, lane_config
+    from control_plane.request_configs import SERVER_CONFIGS_FIELD, lane_config
     from control_plane.schedule import config_boots, limits_boots
     from pipeline.lanes import get_lane
 
@@ -339,7 +341,7 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
 def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
     """The accuracy lane's cost, one line: evaluations x samples x expected per-sample latency + boots."""
     from control_plane.lane_configs import built_config
-    from control_plane.plan import ACCURACY_LANE, lane_config
+    from control_plane.request_configs import ACCURACY_LANE, lane_config
     from control_plane.schedule import BOOT_COSTS_S
     from pipeline.accuracy import expected_seconds
     from pipeline.lanes import get_lane
@@ -359,7 +361,7 @@ def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
 def print_workloads(req, lanes: list[str], console) -> None:
     """Each serving lane's workloads, one line each: what its requests look like and when they are sent."""
     from control_plane.lane_configs import built_config
-    from control_plane.plan import WORKLOAD_FIELD, WORKLOADS_FIELD, lane_config
+    from control_plane.request_configs import WORKLOAD_FIELD, WORKLOADS_FIELD, lane_config
     from pipeline.lanes import get_lane
     from pipeline.workloads import check_workloads, describe
 

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from control_plane.commands import REGION_HELP
+
+if TYPE_CHECKING:
+    from control_plane.local_plan import LocalPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,39 +136,17 @@ def run(args: argparse.Namespace) -> int:
 def run_local_command(args: argparse.Namespace) -> int:
     """Refusals (exit 2, one line each, nothing written): a bad run id, ``--lanes`` naming no lane or an unknown
     one, an invalid request file, a lane_config that does not fit its lane (``lane.field: reason``)."""
-    from rich.markup import escape
-
-    from pipeline.graph import outcome_text
+    from analytics.pricing import UnknownInstancePriceError
     from control_plane.console import make_console
-    from pipeline.lanes import UnknownLaneError
-    from control_plane.commands.plan import load_request
     from control_plane.lane_configs import LaneConfigInvalidError
-    from analytics.pricing import UnknownInstancePriceError, price_for
-    from control_plane.local import lanes_in_store, run_plan
     from control_plane.models import RunRequestError
-    from control_plane.plan import local_request, plan_local
-    from pipeline.servers import local_target
-    from control_plane.run_ids import RunIdError, check_run_id, new_run_id
-    from pipeline.slo import SloError, parse_slo
+    from control_plane.run_ids import RunIdError
+    from pipeline.lanes import UnknownLaneError
+    from pipeline.slo import SloError
 
     console = make_console(stderr=True)
     try:
-        check_results_root(args.results)
-        check_report_dir(args.report, args.results)
-        if args.run_id is not None:
-            check_run_id(args.run_id)
-        slo = getattr(args, "slo", None)
-        slo = parse_slo(slo).to_config() if slo is not None else None
-        priced_as = getattr(args, "price_as", None)
-        if priced_as is not None:
-            price_for(priced_as)
-        if args.input is not None:  # `--input ""` is a missing file, never "no request"
-            request = local_request(load_request(args.input), profile=args.profile, slo=slo, force=args.force)
-        else:
-            request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
-                                    profile=args.profile, slo=slo, force=args.force)
-        plan = plan_local(request, run_id=args.run_id or request.run_id or new_run_id(), results_uri=args.results,
-                          in_run=lanes_in_store(args.results), target=local_target())
+        plan, priced_as = _local_plan(args)
     except LaneConfigInvalidError as exc:
         for line in str(exc).splitlines():
             print(f"error: lane_config {line}", file=sys.stderr)
@@ -176,14 +158,59 @@ def run_local_command(args: argparse.Namespace) -> int:
     except UnknownInstancePriceError as exc:
         print(f"error: --price-as: {exc}", file=sys.stderr)
         return 2
-    if args.report and getattr(args, "html", True):  # before any lane runs: the page is built at the end
-        from analytics.report.html_assets import ChartLibraryMissingError, chart_library_path
+    if args.report and getattr(args, "html", True) and _chart_library_missing():  # before any lane runs
+        return 2
+    return _run_local_plan(args, plan, priced_as, console)
 
-        try:
-            chart_library_path()
-        except ChartLibraryMissingError as exc:
-            print(f"error: --report: {exc}; or pass --no-html", file=sys.stderr)
-            return 2
+
+def _local_plan(args: argparse.Namespace) -> tuple[LocalPlan, str | None]:
+    """The local plan of the command's request, and the price basis it declares; every argument checked first."""
+    from analytics.pricing import price_for
+    from control_plane.commands.plan import load_request
+    from control_plane.local import lanes_in_store
+    from control_plane.local_plan import local_request, plan_local
+    from control_plane.run_ids import check_run_id, new_run_id
+    from pipeline.servers import local_target
+    from pipeline.slo import parse_slo
+
+    check_results_root(args.results)
+    check_report_dir(args.report, args.results)
+    if args.run_id is not None:
+        check_run_id(args.run_id)
+    slo = getattr(args, "slo", None)
+    slo = parse_slo(slo).to_config() if slo is not None else None
+    priced_as = getattr(args, "price_as", None)
+    if priced_as is not None:
+        price_for(priced_as)
+    if args.input is not None:  # `--input ""` is a missing file, never "no request"
+        request = local_request(load_request(args.input), profile=args.profile, slo=slo, force=args.force)
+    else:
+        request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
+                                profile=args.profile, slo=slo, force=args.force)
+    plan = plan_local(request, run_id=args.run_id or request.run_id or new_run_id(), results_uri=args.results,
+                      in_run=lanes_in_store(args.results), target=local_target())
+    return plan, priced_as
+
+
+def _chart_library_missing() -> bool:
+    """``--report`` with its page: the chart library the page is built with must be there (said in one line)."""
+    from analytics.report.html_assets import ChartLibraryMissingError, chart_library_path
+
+    try:
+        chart_library_path()
+    except ChartLibraryMissingError as exc:
+        print(f"error: --report: {exc}; or pass --no-html", file=sys.stderr)
+        return True
+    return False
+
+
+def _run_local_plan(args: argparse.Namespace, plan: LocalPlan, priced_as: str | None, console: Any) -> int:
+    """The plan's lanes run here; each failed lane's error and log, then the run's summary, report and outcome."""
+    from rich.markup import escape
+
+    from control_plane.local import run_plan
+    from pipeline.graph import outcome_text
+
     run_id = plan.run_id
     console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {plan.profile}"
                   + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")

@@ -18,7 +18,8 @@ def run_aws(args: argparse.Namespace) -> int:
     from control_plane.console import make_console
     from control_plane.launch import LAUNCH_ERRORS, committed_in_store, launch
     from control_plane.models import PlanNotReadyError, RunRequestError
-    from control_plane.plan import CostCeilingError, EmptyPlanError
+    from control_plane.cost import CostCeilingError
+    from control_plane.plan import EmptyPlanError
     from control_plane.progress import CommittedLanes, follow
     from control_plane.run_ids import new_run_id
     from control_plane.settings import SettingsError, get_settings

@@ -9,6 +9,7 @@ cdk-nag reports is acknowledged here with what the grant covers (the Resource '*
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import ArnFormat
@@ -38,21 +39,45 @@ def results_list_condition() -> dict[str, dict[str, list[str]]]:
     return {"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}
 
 
+@dataclass(frozen=True)
+class _Targets:
+    """What several functions' grants name: the project's instances (and the tag condition on them), the state
+    machine's executions, the lease table, and cdk-nag's spelling of the first two."""
+
+    tag_condition: dict[str, dict[str, str]]
+    instances: str
+    executions: str
+    leases: str
+    nag_instances: str
+    nag_executions: str
+
+
 def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneStack (no import: no cycle)
     """Every function's grants and their acknowledgments (the functions exist: ``stack.functions``)."""
     f = stack.functions
     s = stack.settings
-    tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": stack.settings.project}}
-    instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
-    executions = stack.format_arn(service="states", resource="execution",
-                                 resource_name=f"{stack.settings.state_machine_name}:*",
-                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)
-    leases = stack.lease_table.table_arn
-    nag_instances = f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*"
-    nag_executions = (f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
-                      f"{stack.settings.state_machine_name}:*")
+    at = _Targets(
+        tag_condition={"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": stack.settings.project}},
+        instances=stack.format_arn(service="ec2", resource="instance", resource_name="*"),
+        executions=stack.format_arn(service="states", resource="execution",
+                                    resource_name=f"{stack.settings.state_machine_name}:*",
+                                    arn_format=ArnFormat.COLON_RESOURCE_NAME),
+        leases=stack.lease_table.table_arn,
+        nag_instances=f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
+        nag_executions=(f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
+                        f"{stack.settings.state_machine_name}:*"))
+    _grant_plan_run(stack, f["plan_run"], at)
+    _grant_on_command_status(stack, f["on_command_status"], at)
+    _grant_on_execution_status(stack, f["on_execution_status"], at)
+    _grant_finalize_run(stack, f["finalize_run"], at)
+    _grant_schedule_wave(stack, f["schedule_wave"], at)
+    _grant_commit_lane(stack, f["commit_lane"], at)
+    _grant_idle_reaper(stack, f["idle_reaper"], at)
 
-    plan = f["plan_run"]
+
+def _grant_plan_run(stack: Any, plan: Any, at: _Targets) -> None:
+    """plan_run: start and look up the run's execution, leases, commit markers, the fleet's quotas and plan."""
+    s = stack.settings
     plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
                                                 resources=[stack.state_machine_arn]))
     # plan_run skips lanes already committed for the run (reads commit markers under results/).
@@ -63,12 +88,13 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
         conditions=results_list_condition()))
     # A run id already used is refused before anything is leased (DescribeExecution by name).
     plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
-                                                resources=[executions]))
+                                                resources=[at.executions]))
     # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
     # item's own action: PutItem), GetItem to name the holder on refusal, DeleteItem to release
     # when the execution cannot start.
     plan.add_to_role_policy(iam.PolicyStatement(
-        sid="Leases", resources=[leases], actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
+        sid="Leases", resources=[at.leases],
+        actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
     # A matrix run: plan_run checks each family's On-Demand vCPU quota (Service Quotas, the codes of
     # pipeline.instance_types.QUOTAS; AWS's default where the quota has no applied value, control_plane.quotas)
     # and writes the run's plan as control data, control/<run_id>/plan.json.
@@ -86,9 +112,11 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
                 "lane) to skip committed lanes, writes a matrix run's plan as control data under "
                 "control/<run id>/, and checks whether the run's execution (named after the run id, not known "
                 "in advance) exists.",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), nag_executions])
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), at.nag_executions])
 
-    status = f["on_command_status"]
+
+def _grant_on_command_status(stack: Any, status: Any, at: _Targets) -> None:
+    """on_command_status: read the failed command, fail its task."""
     # ssm:ListCommandInvocations is not called: the function reads the failed command
     # (ListCommands / GetCommandInvocation) to recover its task token, then fails that task.
     status.add_to_role_policy(iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"],
@@ -96,26 +124,32 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
     status.add_to_role_policy(iam.PolicyStatement(
         sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]))
 
-    ended = f["on_execution_status"]
+
+def _grant_on_execution_status(stack: Any, ended: Any, at: _Targets) -> None:
+    """on_execution_status: stop the ended run's boxes, free their leases, terminate its ephemeral boxes."""
+    s = stack.settings
     ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution"],
-                                                 resources=[executions]))
+                                                 resources=[at.executions]))
     ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
-                                                 resources=[instances], conditions=tag_condition))
-    ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[leases],
+                                                 resources=[at.instances], conditions=at.tag_condition))
+    ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[at.leases],
                                                  actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
     # the ended run's ephemeral boxes are found by their run tag and terminated (tagged ephemeral only)
     ended.add_to_role_policy(iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"],
                                                  resources=["*"]))
     ended.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                 actions=["ec2:TerminateInstances"], resources=[instances],
+                                                 actions=["ec2:TerminateInstances"], resources=[at.instances],
                                                  conditions=ephemeral_condition(s)))
     acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
                 "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
                 "this project AND ephemeral (a pinned box is never terminated); executions of the one state "
                 "machine are named per run.",
-                [nag_instances, nag_executions])
+                [at.nag_instances, at.nag_executions])
 
-    finalize = f["finalize_run"]
+
+def _grant_finalize_run(stack: Any, finalize: Any, at: _Targets) -> None:
+    """finalize_run: read committed results, write the run's report."""
+    s = stack.settings
     # finalize_run reads committed results and writes the run's report: nothing more.
     finalize.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
                                                     resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
@@ -128,7 +162,10 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
                 "the run's report under reports/; keys are per run and attempt, not known in advance.",
                 [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
 
-    scheduler = f["schedule_wave"]
+
+def _grant_schedule_wave(stack: Any, scheduler: Any, at: _Targets) -> None:
+    """schedule_wave: read results, commit the attempts of lanes that cannot run, read and write control data."""
+    s = stack.settings
     # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
     # failed) attempt for lanes that cannot run: objects under results/. A matrix's plan, its wave items and its
     # cells' results are control data (control/<run id>/...): read and written under their own grant.
@@ -146,7 +183,10 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
                 "a matrix's control data under control/<run id>/ (its plan, a wave's items and results).",
                 [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)])
 
-    committer = f["commit_lane"]
+
+def _grant_commit_lane(stack: Any, committer: Any, at: _Targets) -> None:
+    """commit_lane: read a lane's proposal and what it names, write its commit marker."""
+    s = stack.settings
     # commit_lane reads the box's proposed commit marker and what it names (results/v1/_proposed/, the rows),
     # lists to check them, and writes the commit marker itself: the only writer of results/v1/_commits/.
     committer.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
@@ -161,17 +201,20 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
                 "only in the bucket policy); keys per run, lane and attempt, not known in advance.",
                 [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, COMMIT_KEY_PATTERNS[0])])
 
-    reaper = f["idle_reaper"]
+
+def _grant_idle_reaper(stack: Any, reaper: Any, at: _Targets) -> None:
+    """idle_reaper: stop idle project boxes, terminate idle ephemeral ones, read the executions."""
+    s = stack.settings
     reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[instances],
-                                                  conditions=tag_condition))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[at.instances],
+                                                  conditions=at.tag_condition))
     reaper.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                  actions=["ec2:TerminateInstances"], resources=[instances],
+                                                  actions=["ec2:TerminateInstances"], resources=[at.instances],
                                                   conditions=ephemeral_condition(s)))
     reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
                                                   resources=[stack.state_machine_arn]))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions]))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[at.executions]))
     acknowledge(reaper.role, "IAM5", "StopInstances is limited to instances tagged for this project, "
                 "TerminateInstances to instances tagged for this project AND ephemeral; executions of the one state "
                 "machine are named per run.",
-                [nag_instances, nag_executions])
+                [at.nag_instances, at.nag_executions])

@@ -156,7 +156,7 @@ def test_capacity_points_pass_rule_on_fixed_rows():
 def test_the_full_plan_budgets_the_capacity_lane_and_the_tiny_default_runs_it(capsys):
     from pathlib import Path
 
-    from control_plane.plan import local_request, plan_local
+    from control_plane.local_plan import local_request, plan_local
 
     rc = main(["plan", "--input", str(Path(__file__).resolve().parents[2] / "examples" / "run-full.json")])
     out = capsys.readouterr().out

@@ -52,7 +52,7 @@ def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_li
     line alone moves it to bash: the run succeeds."""
     from control_plane.aws import Executions, InstanceFleet, Leases
     from control_plane.launch import build_plan, committed_in_store
-    from control_plane.plan import BASH_GUARD
+    from control_plane.box_scripts import BASH_GUARD
     from rehearsal.run import Rehearsal
 
     with Rehearsal(tmp_path / "w", assembly=cfn_assembly, boot_delay_s=0.5, log=lambda _: None) as r:

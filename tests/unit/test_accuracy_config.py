@@ -11,7 +11,9 @@ import pytest
 from control_plane.cli import main
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import parse_request
-from control_plane.plan import configured_lanes, lane_timeout_s, plan_local, plan_run
+from control_plane.local_plan import plan_local
+from control_plane.plan import plan_run
+from control_plane.request_configs import configured_lanes, lane_timeout_s
 from control_plane.schedule import DEFAULT_DURATIONS_S
 from pipeline.accuracy import expected_seconds
 from pipeline.lane_configs.accuracy import TIMEOUT_MARGIN_S, Config

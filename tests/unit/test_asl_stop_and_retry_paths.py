@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from control_plane.plan import LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S
+from control_plane.cost import LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S
 from statemachine.build import (ASL_PATH, STOP_FAILED_ERROR, SUBSTITUTIONS, SYNC_TIMEOUT_S, placeholders)
 
 DEFINITION = json.loads(ASL_PATH.read_text())  # the checked-in file, as CloudFormation deploys it

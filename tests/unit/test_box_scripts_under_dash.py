@@ -18,7 +18,8 @@ import pytest
 
 from control_plane.aws import token_from_commands
 from control_plane.models import RunRequest
-from control_plane.plan import BASH_GUARD, Harness, plan_run, sync_script
+from control_plane.box_scripts import BASH_GUARD, Harness, sync_script
+from control_plane.plan import plan_run
 from statemachine.build import SHEBANG, TOKEN_LINE_PREFIX, build_definition
 
 DASH = shutil.which("dash")

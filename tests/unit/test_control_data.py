@@ -14,7 +14,8 @@ from tests.support.control_blobs import Blobs
 from control_plane.control_data import (LANE_TIMEOUT_MAX_S, ControlDataError, canonical, check_segments, control_key,
                                         digest, write_new)
 from control_plane.models import parse_request
-from control_plane.plan import Fleet, plan_run
+from control_plane.matrix_plan import Fleet
+from control_plane.plan import plan_run
 from control_plane.waves import schedule
 
 RUN = "r-forge"

@@ -46,7 +46,7 @@ def test_bad_slo_is_one_clear_line(bad, says):
 
 def test_request_slo_flows_into_every_serving_lane_and_lane_config_wins():
     from control_plane.models import RunRequestError, parse_request
-    from control_plane.plan import lane_config
+    from control_plane.request_configs import lane_config
 
     req = parse_request({"lanes": ["serve_sweep", "sft", "sustained"], "slo": "ttft_ms=300,tpot_ms=20",
                          "lane_config": {"sustained": {"slo": "cpu-tiny"}}})

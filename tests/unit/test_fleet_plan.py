@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from control_plane.models import RunRequest, RunRequestError, parse_request
-from control_plane.plan import CostCeilingError, Fleet, FleetPlanError, plan_run
+from control_plane.cost import CostCeilingError
+from control_plane.matrix_plan import Fleet, FleetPlanError
+from control_plane.plan import plan_run
 from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from pipeline.instance_types import (CATALOGUE, NoPriceError, UnknownInstanceTypeError, get_instance_type,
                                      instance_type_names)
@@ -307,7 +309,7 @@ def test_a_launched_boxs_sync_waits_for_its_first_boot_and_is_paid_for():
     """The sync of an ephemeral box first waits for its first boot (up to FIRST_BOOT_WAIT_S), so the state machine
     waits that plus the sync's own time for its callback, the SSM command runs as long, and the segment's worst-case
     hours include the wait; a pinned box's sync keeps SYNC_TIMEOUT_S."""
-    from control_plane.plan import FIRST_BOOT_WAIT_S
+    from control_plane.box_scripts import FIRST_BOOT_WAIT_S
     from statemachine.build import SYNC_TIMEOUT_S
 
     plan = plan_run(request(), run_id="m-sync", results_uri="s3://bkt/results", fleet=FLEET)

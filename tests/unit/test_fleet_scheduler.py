@@ -10,7 +10,8 @@ import pytest
 
 from analytics.store import LocalStore
 from control_plane.models import parse_request
-from control_plane.plan import Fleet, plan_run
+from control_plane.matrix_plan import Fleet
+from control_plane.plan import plan_run
 from tests.support.control_blobs import Blobs
 from control_plane.control_data import ControlDataError, canonical, control_key, digest
 from control_plane.waves import ScheduleInputError, schedule

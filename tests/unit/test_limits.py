@@ -104,7 +104,8 @@ def test_the_view_gives_the_bracket_its_error_and_the_probes():
 
 def test_a_limits_lane_without_a_search_is_planned_as_the_short_skip_it_is():
     from control_plane.models import parse_request
-    from control_plane.plan import IDLE_LANE_TIMEOUT_S, plan_run
+    from control_plane.plan import plan_run
+    from control_plane.request_configs import IDLE_LANE_TIMEOUT_S
     from pipeline.lanes import get_lane
 
     def timeouts(request: dict) -> dict[str, int]:

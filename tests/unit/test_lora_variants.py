@@ -121,7 +121,7 @@ def test_the_cpu_server_reads_the_same_flags():
 def _plan_lines(request: dict) -> str:
     from control_plane.lane_configs import LaneConfigInvalidError
     from control_plane.models import RunRequest
-    from control_plane.plan import configured_lanes
+    from control_plane.request_configs import configured_lanes
 
     with pytest.raises(LaneConfigInvalidError) as err:
         configured_lanes(RunRequest.model_validate(request))
@@ -130,7 +130,7 @@ def _plan_lines(request: dict) -> str:
 
 def test_the_plan_refuses_an_sft_adapter_where_no_fine_tune_is_served_and_a_rank_above_the_slots():
     from control_plane.models import RunRequest
-    from control_plane.plan import configured_lanes
+    from control_plane.request_configs import configured_lanes
 
     lora = {"server_configs": {"A": {}, "lora": {"lora": SFT2}}}
     text = _plan_lines({"profile": "tiny", "lanes": ["serve_sweep"], **lora})

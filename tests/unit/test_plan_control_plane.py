@@ -7,8 +7,10 @@ import pytest
 
 from pipeline.lanes import LANES, plan_order
 from control_plane.models import PlanNotReadyError, RunRequest, RunRequestError, parse_request
-from control_plane.plan import (INSTANCE_PRICES_USD_PER_HOUR, LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S, CostCeilingError, EmptyPlanError,
-                                Harness, box_roles_for, plan_run, selected_lanes, ssm_output_prefix)
+from control_plane.box_scripts import Harness, ssm_output_prefix
+from control_plane.cost import INSTANCE_PRICES_USD_PER_HOUR, LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S, CostCeilingError
+from control_plane.plan import EmptyPlanError, box_roles_for, plan_run
+from control_plane.request_configs import selected_lanes
 
 RESULTS = "s3://bkt/results"
 
@@ -37,7 +39,7 @@ def test_full_preset_runs_both_boxes_in_wave_0_and_merge_s_consumers_in_wave_1()
                                                                                   LANES[steps[r].lane].order))
     # the worst case is per segment (each starts, syncs and stops its box)
     assert plan.max_cost_usd == round(sum(seg.max_cost_usd for seg in plan.segments), 2)
-    from control_plane.plan import IDLE_LANE_TIMEOUT_S
+    from control_plane.request_configs import IDLE_LANE_TIMEOUT_S
 
     idle = {"limits", "train_limits"}  # the full profile declares no bisection: they skip at once
     for step in plan.lane_steps:
@@ -184,7 +186,7 @@ def test_lane_config_field_names_match_the_lanes_configs():
     import dataclasses
 
     from pipeline.lanes import get_lane
-    from control_plane.plan import lane_config
+    from control_plane.request_configs import lane_config
 
     request = RunRequest(models=["qwen3-8b"], server_configs=["B"], adapter_uri="s3://b/adapters/x.tar.gz",
                          preset="full")
@@ -195,7 +197,7 @@ def test_lane_config_field_names_match_the_lanes_configs():
 
 
 def test_every_segment_ends_with_a_cache_push_rendered_for_its_box_and_wave():
-    from control_plane.plan import BASH_GUARD, cache_push_script
+    from control_plane.box_scripts import BASH_GUARD, cache_push_script
     from statemachine.build import CACHE_PUSH_TIMEOUT_S
 
     plan = plan_run(RunRequest(preset="full"), run_id="r1", results_uri=RESULTS,

@@ -9,7 +9,8 @@ import pytest
 from control_plane.cli import main
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import RunRequest
-from control_plane.plan import local_request, plan_local, plan_run
+from control_plane.local_plan import local_request, plan_local
+from control_plane.plan import plan_run
 from control_plane.run_ids import RunIdError, check_run_id, new_run_id
 from pipeline.graph import LOCAL
 

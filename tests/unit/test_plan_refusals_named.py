@@ -12,7 +12,8 @@ import pytest
 
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import RunRequest
-from control_plane.plan import plan_local, plan_run
+from control_plane.local_plan import plan_local
+from control_plane.plan import plan_run
 from pipeline.servers import ServerVariantError, check_server_configs
 from tests.support.errors import one_line_error
 

@@ -10,7 +10,8 @@ from control_plane.cli import main
 from control_plane.handlers import plan_run as plan_run_handler
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import MAX_EXECUTION_INPUT_BYTES, ExecutionInputTooLargeError, RunRequest
-from control_plane.plan import CostCeilingError, EmptyRequestError, plan_run
+from control_plane.cost import CostCeilingError
+from control_plane.plan import EmptyRequestError, plan_run
 from control_plane.settings import get_settings
 from tests.fixtures.event_samples import load_event, nightly_schedule_input
 

@@ -14,7 +14,9 @@ from agents.serving.launcher import ServedModel
 from agents.serving.vllm_args import DraftModelMissingError, vllm_command
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import RunRequestError, parse_request
-from control_plane.plan import lane_config, plan_local, plan_run
+from control_plane.local_plan import plan_local
+from control_plane.plan import plan_run
+from control_plane.request_configs import lane_config
 from pipeline.model_catalog import get_model
 from pipeline.servers import (NEURON_BOX, ServerVariantError, ServingTarget, Speculative, backend_problems,
                               catalogue, kv_dtype_bytes, local_target, pick_server_configs, resolve_server_configs)

@@ -211,7 +211,7 @@ def test_describe_says_what_a_workload_is():
 def _plan_error(request: dict) -> str:
     from control_plane.lane_configs import LaneConfigInvalidError
     from control_plane.models import RunRequest
-    from control_plane.plan import configured_lanes
+    from control_plane.request_configs import configured_lanes
 
     with pytest.raises((LaneConfigInvalidError, ValueError)) as err:
         configured_lanes(RunRequest.model_validate(request))
