@@ -45,13 +45,13 @@ from pipeline.servers import (LORA_RANKS, LORA_SOURCE_SFT, NEURON_BOX, ServerVar
 from control_plane.models import (DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, ExecutionInputTooLargeError, HarnessSync,
                                   LaneStep, RunPlan, RunRequest, RunRequestError, Segment, SkippedLane, Wave)
 from statemachine.build import CACHE_PUSH_TIMEOUT_S, SYNC_TIMEOUT_S, lane_allowance_s, phase_allowance_s
-from pipeline.instance_types import CATALOGUE_MONTH, NoPriceError, get_instance_type
+from pipeline.instance_types import CATALOGUE_MONTH, PINNED_BOX_TYPES, NoPriceError, get_instance_type
 from pipeline.matrix import (CELL_PRELUDE, Cell, MatrixError, cell_lanes, concurrency, expand_cells, parse_matrix)
 from pipeline.lanes import CELL_ENV, cell_result_lane
 from control_plane.models import Launch
 
 BOX_ORDER: tuple[BoxRole, ...] = ("trn1", "inf2")
-INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
+INSTANCE_TYPES: dict[BoxRole, str] = {role: PINNED_BOX_TYPES[role] for role in BOX_ORDER}
 
 DEFAULT_REGION = "us-west-2"
 # On-demand Linux prices, USD per instance-hour, of the pinned boxes in the default region: the catalogue's
