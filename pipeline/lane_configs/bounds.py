@@ -1,5 +1,6 @@
 """Bounds every user-written number shares (inclusive ``min``/``max``): spread into a lane config field's metadata
-next to its help, and read by the workload, trace, capacity-search and limits-search checks.
+next to its help, and built into the constrained types of :mod:`pipeline.spec_types` that the server variant,
+workload, trace, capacity-search and limits-search specs use.
 
 At least 1 where zero means nothing; the upper bound is where a larger value would run for days, not
 hours, on one box (100k optimizer steps, a day of boot budget, a day of replayed trace), would allocate without
@@ -38,6 +39,14 @@ DEVICE_MEM_GIB = {"min": 0.1, "max": 4096.0}
 # ---- requests, workloads, traces, searches -------------------------------------------------------------------
 TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare
 MAX_NUM_SEQS = {"min": 1, "max": 4096}  # sequences a server batches at once
+
+# ---- server variants -----------------------------------------------------------------------------------------
+MAX_MODEL_LEN = {"min": 16, "max": TOKENS["max"]}  # the longest sequence a server admits
+BLOCK_SIZE = {"min": 1, "max": TOKENS["max"]}  # tokens per KV cache block
+TENSOR_PARALLEL = {"min": 1, "max": 64}  # devices one server shards the model over
+TENANTS = {"min": 1, "max": 64}  # servers of one variant at once
+SPECULATIVE_TOKENS = {"min": 1, "max": 16}  # tokens a draft proposes per step
+LORA_SLOTS = {"min": 1, "max": 64}  # adapters loaded at once
 RATE = {"min": 1e-4, "max": 1e5}  # requests (sessions) per second offered
 POINT_ARRIVALS = 1_000_000  # arrivals one point schedules (rate x duration): each an offset, a request and a row
 TURNS = {"min": 1, "max": 1000}  # user turns of one session

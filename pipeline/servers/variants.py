@@ -1,22 +1,29 @@
-"""Server configs a run declares: ``server_configs`` checked and resolved into :class:`ServerConfig` s.
+"""Server configs a run declares: ``server_configs`` parsed (:class:`VariantSpec`) and resolved into
+:class:`ServerConfig` s.
 
 ``server_configs`` is a list of catalogue names, or a map {NAME: {...}} that declares variants on top of the
 catalogue ({} or null: the catalogue config of that name). A run request's map declares the run's variants; each
-serving lane picks names from it (and the catalogue) with its own list.
+serving lane picks names from it (and the catalogue) with its own list. A variant that cannot be booted is refused
+on its first problem, ``server_configs.NAME.FIELD: reason`` (plan time: nothing has started).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-import re
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import model_validator
 
 from pipeline.servers.backends import backend_problems
 from pipeline.servers.catalogue import CATALOGUE_NAMES, catalogue
 from pipeline.servers.config import (DECLARED_NAMES, KV_CACHE_DTYPES, LORA_RANKS, LORA_SOURCE_SFT, QUANTIZATIONS,
                                      SPECULATIVE_METHODS, LoraAdapter, LoraServing, ServerConfig, Speculative)
 from pipeline.servers.passthrough import ENV_NAME, RESERVED_ENV, env_problem, extra_arg_problem, source_problem
+from pipeline.spec_types import (NAME, NAME_RULE, BlockSize, LoraSlots, MaxModelLen, MaxNumSeqs, Refusal,
+                                 SpeculativeTokens, Tenants, TensorParallel, checked, first_refusal, one_of,
+                                 optional)
 
 VARIANT_FIELDS = {
     "base": "the catalogue config it starts from (default A)",
@@ -36,191 +43,279 @@ VARIANT_FIELDS = {
             "base_weight, max_lora_rank, max_loras}",
     "description": "what the variant is for",
 }
-_VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
-_BOUNDS = {"max_model_len": (16, 1 << 20), "max_num_seqs": (1, 4096), "block_size": (1, 1 << 20),
-           "tensor_parallel_size": (1, 64), "tenants": (1, 64), "num_speculative_tokens": (1, 16),
-           "max_loras": (1, 64)}
 
 
 class ServerVariantError(ValueError):
     """A server_configs entry that cannot be booted: ``server_configs.NAME.FIELD: reason``."""
 
 
-def _int_field(where: str, key: str, v: Any) -> int:
-    lo, hi = _BOUNDS[key]
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise ServerVariantError(f"{where}.{key}: an integer in [{lo}, {hi}], got {v!r}")
-    return v
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-def _speculative(where: str, spec: Any) -> Speculative:
-    where = f"{where}.speculative"
-    if not isinstance(spec, dict):
-        raise ServerVariantError(f"{where}: an object {{draft_model, num_speculative_tokens, method}}, "
-                                 f"got {type(spec).__name__}")
-    unknown = sorted(set(spec) - {"draft_model", "num_speculative_tokens", "method"})
-    if unknown:
-        raise ServerVariantError(f"{where}.{unknown[0]}: unknown field; speculative takes draft_model, "
-                                 "num_speculative_tokens, method")
-    method = spec.get("method", "draft_model" if spec.get("draft_model") else "ngram")
-    if method not in SPECULATIVE_METHODS:
-        raise ServerVariantError(f"{where}.method: one of {', '.join(SPECULATIVE_METHODS)}, got {method!r}")
-    n = _int_field(where, "num_speculative_tokens", spec.get("num_speculative_tokens", 4))
-    draft = spec.get("draft_model")
-    if method == "ngram":
-        if draft is not None:
-            raise ServerVariantError(f"{where}.draft_model: the ngram method proposes from the prompt, it takes no "
-                                     "draft model")
-    else:
-        from pipeline.model_catalog import CATALOG
-
-        if not isinstance(draft, str) or not draft:
-            raise ServerVariantError(f"{where}.draft_model: method {method} needs a draft model (a catalogue model: "
-                                     f"{', '.join(sorted(CATALOG))})")
-        if draft not in CATALOG:
-            raise ServerVariantError(f"{where}.draft_model: {draft!r} is not a catalogue model; valid models: "
-                                     f"{', '.join(sorted(CATALOG))}")
-    return Speculative(method=method, num_speculative_tokens=n, draft_model=draft)
-
-
-def _weight(where: str, v: Any, *, zero: bool = False) -> float:
+def _weight(v: Any, *, zero: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (v == 0 and not zero):
-        raise ServerVariantError(f"{where}: a number {'>= 0' if zero else '> 0'} (a relative share of the requests), "
-                                 f"got {v!r}")
+        raise Refusal(f"a number {'>= 0' if zero else '> 0'} (a relative share of the requests), got {v!r}")
     return float(v)
 
 
-def _lora_source(where: str, v: Any) -> str:
+def _lora_source(v: Any) -> str:
     if not isinstance(v, str) or not v.strip() or "\x00" in v:
-        raise ServerVariantError(f"{where}: {LORA_SOURCE_SFT!r} (this run's fine-tune of the served model), a local "
-                                 f"adapter directory or .tar.gz, or an s3:// URI of one; got {v!r}")
+        raise Refusal(f"{LORA_SOURCE_SFT!r} (this run's fine-tune of the served model), a local adapter directory or "
+                      f".tar.gz, or an s3:// URI of one; got {v!r}")
     if v.startswith("s3://") and len(v.split("/")) < 4:
-        raise ServerVariantError(f"{where}: an s3:// URI names a bucket and a key (s3://bucket/adapters/x.tar.gz or "
-                                 f"a prefix ending in /), got {v!r}")
+        raise Refusal(f"an s3:// URI names a bucket and a key (s3://bucket/adapters/x.tar.gz or a prefix ending in /), "
+                      f"got {v!r}")
     problem = source_problem(v)
     if problem:
-        raise ServerVariantError(f"{where}: {problem} in {v!r}: an adapter source names its own files (an s3:// key "
-                                 "of plain parts, a local path without '..')")
+        raise Refusal(f"{problem} in {v!r}: an adapter source names its own files (an s3:// key of plain parts, a "
+                      "local path without '..')")
     return v
 
 
-def _lora(where: str, spec: Any) -> LoraServing:
-    where = f"{where}.lora"
-    fields = ("adapters", "base_weight", "max_lora_rank", "max_loras")
-    if not isinstance(spec, dict):
-        raise ServerVariantError(f"{where}: an object {{{', '.join(fields)}}}, got {type(spec).__name__}")
-    unknown = sorted(set(spec) - set(fields))
-    if unknown:
-        raise ServerVariantError(f"{where}.{unknown[0]}: unknown field; lora takes {', '.join(fields)}")
-    adapters = spec.get("adapters")
-    if not isinstance(adapters, dict) or not adapters:
-        raise ServerVariantError(f"{where}.adapters: a non-empty object {{NAME: SOURCE}} or {{NAME: {{source, "
-                                 f"weight}}}}, got {adapters!r}")
-    out = []
-    for name, entry in adapters.items():
-        at = f"{where}.adapters.{name}"
-        if not isinstance(name, str) or not _VARIANT_NAME.match(name):
-            raise ServerVariantError(f"{at}: an adapter name is a letter then up to 39 letters, digits, '_', '.', '-' "
-                                     "(requests ask for it as their model)")
-        if isinstance(entry, dict):
-            bad = sorted(set(entry) - {"source", "weight"})
-            if bad:
-                raise ServerVariantError(f"{at}.{bad[0]}: unknown field; an adapter takes source, weight")
-            source = _lora_source(f"{at}.source", entry.get("source"))
-            weight = _weight(f"{at}.weight", entry.get("weight", 1.0))
-        else:
-            source, weight = _lora_source(at, entry), 1.0
-        out.append(LoraAdapter(name=name, source=source, weight=weight))
-    base_weight = _weight(f"{where}.base_weight", spec.get("base_weight", 0.0), zero=True)
-    rank = spec.get("max_lora_rank", 16)
-    if isinstance(rank, bool) or rank not in LORA_RANKS:
-        raise ServerVariantError(f"{where}.max_lora_rank: one of {', '.join(map(str, LORA_RANKS))} (vLLM's), "
-                                 f"got {rank!r}")
-    slots = _int_field(where, "max_loras", spec["max_loras"]) if spec.get("max_loras") is not None else None
-    return LoraServing(adapters=tuple(out), base_weight=base_weight, max_lora_rank=rank, max_loras=slots)
+def _name_of(what: str, note: str = "") -> Any:
+    """A dict key naming a ``what`` (refused at the entry it names)."""
+    def check(v: Any) -> str:
+        if not isinstance(v, str) or not NAME.match(v):
+            raise Refusal(f"{what} name is {NAME_RULE}{note}", outer=1)
+        return v
+    return checked(check)
+
+
+AdapterName = _name_of("an adapter", " (requests ask for it as their model)")
+AdapterSource = checked(_lora_source)
+Weight = checked(_weight)
+BaseWeight = checked(lambda v: _weight(v, zero=True))
+SpeculativeMethod = one_of(SPECULATIVE_METHODS)
+
+
+class SpeculativeSpec(_Spec):
+    """A variant's ``speculative``: {draft_model, num_speculative_tokens, method}."""
+    method: SpeculativeMethod
+    num_speculative_tokens: SpeculativeTokens = 4
+    draft_model: Any = Field(None, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, spec: Any) -> Any:
+        if not isinstance(spec, dict):
+            raise Refusal(f"an object {{draft_model, num_speculative_tokens, method}}, got {type(spec).__name__}")
+        unknown = sorted(set(spec) - set(cls.model_fields))
+        if unknown:
+            raise Refusal("unknown field; speculative takes draft_model, num_speculative_tokens, method", unknown[0])
+        return {**spec, "method": spec.get("method", "draft_model" if spec.get("draft_model") else "ngram")}
+
+    @field_validator("draft_model")
+    @classmethod
+    def _draft(cls, draft: Any, info: ValidationInfo) -> Any:
+        method = info.data.get("method")
+        if method is None:  # refused already
+            return draft
+        if method == "ngram":
+            if draft is not None:
+                raise Refusal("the ngram method proposes from the prompt, it takes no draft model")
+            return draft
+        from pipeline.model_catalog import CATALOG
+
+        if not isinstance(draft, str) or not draft:
+            raise Refusal(f"method {method} needs a draft model (a catalogue model: {', '.join(sorted(CATALOG))})")
+        if draft not in CATALOG:
+            raise Refusal(f"{draft!r} is not a catalogue model; valid models: {', '.join(sorted(CATALOG))}")
+        return draft
+
+    def value(self) -> Speculative:
+        return Speculative(method=self.method, num_speculative_tokens=self.num_speculative_tokens,
+                           draft_model=self.draft_model)
+
+
+class AdapterSpec(_Spec):
+    """One adapter of a variant's ``lora``: SOURCE, or {source, weight}."""
+    source: AdapterSource = Field(None, validate_default=True)
+    weight: Weight = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, entry: Any) -> Any:
+        if not isinstance(entry, dict):
+            return {"source": _lora_source(entry)}  # refused at the adapter itself
+        bad = sorted(set(entry) - set(cls.model_fields))
+        if bad:
+            raise Refusal("unknown field; an adapter takes source, weight", bad[0])
+        return entry
+
+
+def _adapters(v: Any) -> Any:
+    if not isinstance(v, dict) or not v:
+        raise Refusal(f"a non-empty object {{NAME: SOURCE}} or {{NAME: {{source, weight}}}}, got {v!r}")
+    return v
+
+
+OptionalLoraSlots = optional(LoraSlots)
+
+
+class LoraSpec(_Spec):
+    """A variant's ``lora``: {adapters: {NAME: SOURCE | {source, weight}}, base_weight, max_lora_rank, max_loras}."""
+    adapters: Annotated[dict[AdapterName, AdapterSpec], BeforeValidator(_adapters)] = Field(None,
+                                                                                            validate_default=True)
+    base_weight: BaseWeight = 0.0
+    max_lora_rank: Any = 16
+    max_loras: OptionalLoraSlots = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, spec: Any) -> Any:
+        fields = tuple(cls.model_fields)
+        if not isinstance(spec, dict):
+            raise Refusal(f"an object {{{', '.join(fields)}}}, got {type(spec).__name__}")
+        unknown = sorted(set(spec) - set(fields))
+        if unknown:
+            raise Refusal(f"unknown field; lora takes {', '.join(fields)}", unknown[0])
+        return spec
+
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _rank(cls, rank: Any) -> Any:
+        if isinstance(rank, bool) or rank not in LORA_RANKS:
+            raise Refusal(f"one of {', '.join(map(str, LORA_RANKS))} (vLLM's), got {rank!r}")
+        return rank
+
+    def value(self) -> LoraServing:
+        return LoraServing(adapters=tuple(LoraAdapter(name=n, source=a.source, weight=a.weight)
+                                          for n, a in self.adapters.items()),
+                           base_weight=self.base_weight, max_lora_rank=self.max_lora_rank, max_loras=self.max_loras)
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise Refusal(f"true or false, got {v!r}")
+    return v
+
+
+def _neuron_config(onc: Any) -> str:
+    if not isinstance(onc, dict) or not onc:
+        raise Refusal(f"a non-empty object passed to NxDI, got {onc!r}")
+    try:
+        return json.dumps(onc, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise Refusal(f"not plain JSON ({exc})") from None
+
+
+def _env(env: Any) -> Any:
+    if not isinstance(env, dict):
+        raise Refusal(f"an object of NAME: string, got {type(env).__name__}")
+    return env
+
+
+def _env_name(k: Any) -> str:
+    if not isinstance(k, str) or not ENV_NAME.match(k):
+        raise Refusal("not an environment variable name", outer=1)
+    if k in RESERVED_ENV:
+        raise Refusal("set by the launcher (the compile cache, offline mode); a variant may not replace it", outer=1)
+    if (why := env_problem(k)) is not None:
+        raise Refusal(why, outer=1)
+    return k
+
+
+def _env_value(v: Any) -> str:
+    if not isinstance(v, str) or "\x00" in v:
+        raise Refusal(f"a string, got {v!r}")
+    return v
+
+
+def _extra_args(args: Any) -> tuple[str, ...]:
+    if not isinstance(args, list) or not all(isinstance(a, str) and a and "\x00" not in a for a in args):
+        raise Refusal(f"a list of non-empty strings, got {args!r}")
+    problem = next((p for a in args if (p := extra_arg_problem(a))), None)
+    if problem:
+        raise Refusal(problem)
+    return tuple(args)
+
+
+def _description(v: Any) -> str:
+    if not isinstance(v, str):
+        raise Refusal(f"a string, got {v!r}")
+    return v
+
+
+KvCacheDtype = one_of(KV_CACHE_DTYPES)
+Switch = checked(_bool)
+Quantization = optional(one_of(QUANTIZATIONS))
+NeuronConfig = optional(checked(_neuron_config))
+Environment = Annotated[dict[checked(_env_name), checked(_env_value)] | None,  # type: ignore[misc]
+                        BeforeValidator(lambda v: v if v is None else _env(v))]
+ExtraArgs = checked(_extra_args)
+Text = checked(_description)
+
+
+class VariantSpec(_Spec):
+    """One entry of ``server_configs`` as a map: what the variant changes on its catalogue ``base``. Its fields are
+    checked in this order (the first problem is the refusal); validated with the context ``{"name": NAME,
+    "catalogue": [catalogue names]}``."""
+    base: Any = Field(description=VARIANT_FIELDS["base"])
+    max_model_len: MaxModelLen = Field(None, description=VARIANT_FIELDS["max_model_len"])
+    max_num_seqs: MaxNumSeqs = Field(None, description=VARIANT_FIELDS["max_num_seqs"])
+    block_size: BlockSize = Field(None, description=VARIANT_FIELDS["block_size"])
+    tenants: Tenants = Field(None, description=VARIANT_FIELDS["tenants"])
+    tensor_parallel_size: TensorParallel = Field(None, description=VARIANT_FIELDS["tensor_parallel_size"])
+    kv_cache_dtype: KvCacheDtype = Field(None, description=VARIANT_FIELDS["kv_cache_dtype"])
+    enable_prefix_caching: Switch = Field(None, description=VARIANT_FIELDS["enable_prefix_caching"])
+    speculative: SpeculativeSpec | None = Field(None, description=VARIANT_FIELDS["speculative"])
+    lora: LoraSpec | None = Field(None, description=VARIANT_FIELDS["lora"])
+    quantization: Quantization = Field(None, description=VARIANT_FIELDS["quantization"])
+    override_neuron_config: NeuronConfig = Field(None, description=VARIANT_FIELDS["override_neuron_config"])
+    env: Environment = Field(None, description=VARIANT_FIELDS["env"])
+    extra_args: ExtraArgs = Field(None, description=VARIANT_FIELDS["extra_args"])
+    description: Text = Field(None, description=VARIANT_FIELDS["description"])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, spec: Any, info: ValidationInfo) -> Any:
+        name, names = info.context["name"], info.context["catalogue"]
+        if not isinstance(name, str) or not NAME.match(name):
+            raise Refusal(f"a config name is {NAME_RULE}")
+        if spec is None:
+            spec = {}
+        if not isinstance(spec, dict):
+            raise Refusal(f"a variant is an object of fields ({', '.join(VARIANT_FIELDS)}), got {type(spec).__name__}")
+        key = next((k for k in spec if k not in VARIANT_FIELDS), None)
+        if key is not None:
+            raise Refusal(f"unknown field; a variant may set {', '.join(VARIANT_FIELDS)}", key)
+        base = spec.get("base", name if name in names else "A")
+        if not spec and name not in names:
+            raise Refusal(f"not in the catalogue ({', '.join(names)}) and declares no fields; give it a base and what "
+                          "it changes")
+        if base not in names:
+            raise Refusal(f"{base!r} is not a catalogue config ({', '.join(names)})", "base")
+        return {**spec, "base": base}
+
+    def fields(self) -> dict[str, Any]:
+        """The ServerConfig fields the variant sets, ``base`` first, in the order they are checked."""
+        given = self.model_fields_set
+        out: dict[str, Any] = {"base": self.base}
+        for key in ("max_model_len", "max_num_seqs", "block_size", "tenants", "tensor_parallel_size",
+                    "kv_cache_dtype", "enable_prefix_caching", "speculative", "lora", "quantization",
+                    "override_neuron_config", "env", "extra_args", "description"):
+            value = getattr(self, key)
+            if key not in given or (value is None and key in _UNSET_BY_NULL):
+                continue
+            if isinstance(value, (SpeculativeSpec, LoraSpec)):
+                value = value.value()
+            elif key == "env":
+                value = tuple(sorted(value.items()))
+            out["tensor_parallel" if key == "tensor_parallel_size" else key] = value
+        return out
+
+
+# fields a variant may give as null, meaning not set
+_UNSET_BY_NULL = frozenset({"speculative", "lora", "quantization", "override_neuron_config", "env"})
 
 
 def _check_variant(name: str, spec: Any, catalogue_names: list[str]) -> dict[str, Any]:
-    where = f"server_configs.{name}"
-    if not isinstance(name, str) or not _VARIANT_NAME.match(name):
-        raise ServerVariantError(f"{where}: a config name is a letter then up to 39 letters, digits, '_', '.', '-'")
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, dict):
-        raise ServerVariantError(f"{where}: a variant is an object of fields ({', '.join(VARIANT_FIELDS)}), "
-                                 f"got {type(spec).__name__}")
-    for key in spec:
-        if key not in VARIANT_FIELDS:
-            raise ServerVariantError(f"{where}.{key}: unknown field; a variant may set {', '.join(VARIANT_FIELDS)}")
-    base = spec.get("base", name if name in catalogue_names else "A")
-    if not spec and name not in catalogue_names:
-        raise ServerVariantError(f"{where}: not in the catalogue ({', '.join(catalogue_names)}) and declares no "
-                                 "fields; give it a base and what it changes")
-    if base not in catalogue_names:
-        raise ServerVariantError(f"{where}.base: {base!r} is not a catalogue config ({', '.join(catalogue_names)})")
-    out: dict[str, Any] = {"base": base}
-    for key in ("max_model_len", "max_num_seqs", "block_size"):
-        if key in spec:
-            out[key] = _int_field(where, key, spec[key])
-    if "tenants" in spec:
-        out["tenants"] = _int_field(where, "tenants", spec["tenants"])
-    if "tensor_parallel_size" in spec:
-        out["tensor_parallel"] = _int_field(where, "tensor_parallel_size", spec["tensor_parallel_size"])
-    if "kv_cache_dtype" in spec:
-        if spec["kv_cache_dtype"] not in KV_CACHE_DTYPES:
-            raise ServerVariantError(f"{where}.kv_cache_dtype: one of {', '.join(KV_CACHE_DTYPES)}, "
-                                     f"got {spec['kv_cache_dtype']!r}")
-        out["kv_cache_dtype"] = spec["kv_cache_dtype"]
-    if "enable_prefix_caching" in spec:
-        if not isinstance(spec["enable_prefix_caching"], bool):
-            raise ServerVariantError(f"{where}.enable_prefix_caching: true or false, got "
-                                     f"{spec['enable_prefix_caching']!r}")
-        out["enable_prefix_caching"] = spec["enable_prefix_caching"]
-    if spec.get("speculative") is not None:
-        out["speculative"] = _speculative(where, spec["speculative"])
-    if spec.get("lora") is not None:
-        out["lora"] = _lora(where, spec["lora"])
-    if spec.get("quantization") is not None:
-        if spec["quantization"] not in QUANTIZATIONS:
-            raise ServerVariantError(f"{where}.quantization: one of {', '.join(QUANTIZATIONS)}, "
-                                     f"got {spec['quantization']!r}")
-        out["quantization"] = spec["quantization"]
-    if spec.get("override_neuron_config") is not None:
-        onc = spec["override_neuron_config"]
-        if not isinstance(onc, dict) or not onc:
-            raise ServerVariantError(f"{where}.override_neuron_config: a non-empty object passed to NxDI, got {onc!r}")
-        try:
-            out["override_neuron_config"] = json.dumps(onc, sort_keys=True, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ServerVariantError(f"{where}.override_neuron_config: not plain JSON ({exc})") from None
-    if spec.get("env") is not None:
-        env = spec["env"]
-        if not isinstance(env, dict):
-            raise ServerVariantError(f"{where}.env: an object of NAME: string, got {type(env).__name__}")
-        for k, v in env.items():
-            if not isinstance(k, str) or not ENV_NAME.match(k):
-                raise ServerVariantError(f"{where}.env.{k}: not an environment variable name")
-            if k in RESERVED_ENV:
-                raise ServerVariantError(f"{where}.env.{k}: set by the launcher (the compile cache, offline mode); "
-                                         "a variant may not replace it")
-            if (why := env_problem(k)) is not None:
-                raise ServerVariantError(f"{where}.env.{k}: {why}")
-            if not isinstance(v, str) or "\x00" in v:
-                raise ServerVariantError(f"{where}.env.{k}: a string, got {v!r}")
-        out["env"] = tuple(sorted(env.items()))
-    if "extra_args" in spec:
-        args = spec["extra_args"]
-        if not isinstance(args, list) or not all(isinstance(a, str) and a and "\x00" not in a for a in args):
-            raise ServerVariantError(f"{where}.extra_args: a list of non-empty strings, got {args!r}")
-        problem = next((p for a in args if (p := extra_arg_problem(a))), None)
-        if problem:
-            raise ServerVariantError(f"{where}.extra_args: {problem}")
-        out["extra_args"] = tuple(args)
-    if "description" in spec:
-        if not isinstance(spec["description"], str):
-            raise ServerVariantError(f"{where}.description: a string, got {spec['description']!r}")
-        out["description"] = spec["description"]
-    return out
+    try:
+        variant = VariantSpec.model_validate(spec, context={"name": name, "catalogue": catalogue_names})
+    except ValidationError as exc:
+        raise ServerVariantError(first_refusal(exc, f"server_configs.{name}")) from None
+    return variant.fields()
 
 
 def check_server_configs(spec: Any, catalogue_names: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
