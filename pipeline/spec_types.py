@@ -66,9 +66,14 @@ def checked(check: Callable[[Any], Any]) -> Any:
     return Annotated[Any, PlainValidator(check)]
 
 
+def check_of(kind: Any) -> Callable[[Any], Any]:
+    """The check of a type :func:`checked` made."""
+    return next(m.func for m in getattr(kind, "__metadata__", ()) if isinstance(m, PlainValidator))
+
+
 def optional(kind: Any) -> Any:
     """``kind``, or null (which stands for not given)."""
-    check = next(m.func for m in getattr(kind, "__metadata__", ()) if isinstance(m, PlainValidator))
+    check = check_of(kind)
     return checked(lambda v: None if v is None else check(v))
 
 
