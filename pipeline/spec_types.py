@@ -41,7 +41,8 @@ def _render(where: str, loc: Sequence[str | int], indexes: str) -> str:
 def refusal_lines(exc: ValidationError, where: str = "", *, indexes: str = "dots") -> list[str]:
     """One ``path: reason`` line per error of ``exc``, in pydantic's order (the model's fields in declaration order,
     an unknown field last): the path is ``where`` then the error's location (list indexes as ``.0`` or, with
-    ``indexes="brackets"``, ``[0]``); the reason a :class:`Refusal`'s, else pydantic's message."""
+    ``indexes="brackets"``, ``[0]``; none: the line is the reason alone); the reason a :class:`Refusal`'s, else
+    pydantic's message."""
     out = []
     for err in exc.errors(include_url=False):
         loc: list[str | int] = list(err.get("loc", ()))
@@ -51,7 +52,8 @@ def refusal_lines(exc: ValidationError, where: str = "", *, indexes: str = "dots
             reason = cause.reason
         else:
             reason = str(err.get("msg", "")).removeprefix("Value error, ")
-        out.append(f"{_render(where, loc, indexes)}: {reason}")
+        path = _render(where, loc, indexes)
+        out.append(f"{path}: {reason}" if path else reason)
     return out
 
 
