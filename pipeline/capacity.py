@@ -34,13 +34,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, model_validator
 
-from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, RATE, shown
+from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, POINT_S, RATE, shown
 from pipeline.spec_types import Refusal, first_refusal
 
 MAX_POINTS = 40
 GROWTH = 2.0
 # Below this many seconds per point a verdict rests on a handful of requests.
-MIN_POINT_S = 0.5
+MIN_POINT_S = POINT_S["min"]
 # Saturation: in flight above BACKLOG_FACTOR x (the in-flight count Little's law gives at the SLO-bounded
 # latency) + BACKLOG_SLACK requests means a queue the server is not draining.
 BACKLOG_FACTOR = 2.0

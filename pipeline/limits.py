@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo, field_validator
 from pydantic import model_validator
 
-from pipeline.lane_configs.bounds import BATCH, MAX_MODEL_LEN, MAX_NUM_SEQS, SEQ_LEN
+from pipeline.lane_configs.bounds import BATCH, MAX_MODEL_LEN, MAX_NUM_SEQS, PROBES, SEQ_LEN
 from pipeline.spec_types import Refusal, check_of, checked, first_refusal
 
 SERVING_KINDS = ("max_model_len", "max_num_seqs")
@@ -31,7 +31,7 @@ OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len", "trai
 WORDS = {"max_model_len": ("boot", "booted", "did not boot"), "max_num_seqs": ("boot", "booted", "did not boot"),
          "train_seq_len": ("probe", "trained", "did not train")}
 _FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
-MAX_BOOTS = 32
+MAX_BOOTS = PROBES["max"]
 # the most each setting may be searched up to (a server config's own bounds; Llama 3.1's context for training)
 MOST = {"max_model_len": MAX_MODEL_LEN["max"], "max_num_seqs": MAX_NUM_SEQS["max"], "train_seq_len": SEQ_LEN["max"],
         "batch_size": BATCH["max"]}
@@ -81,6 +81,12 @@ def _bound(lo: int) -> Any:
     return Annotated[Any, PlainValidator(check)]
 
 
+GoodBound = _bound(1)
+BadBound = _bound(2)
+PositiveOrUnset = _at_least(1)
+Probes = _at_least(PROBES["min"])
+
+
 class SearchSpec(BaseModel):
     """One search of a limits lane's ``searches``, checked in this order (the first problem is the refusal);
     validated with the context ``{"kinds": the kinds this lane searches, "max_boots": the lane's default boot
@@ -88,11 +94,11 @@ class SearchSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Any = Field(None, validate_default=True)
-    good: _bound(1) = Field(None, validate_default=True)  # type: ignore[valid-type]
-    bad: _bound(2) = Field(None, validate_default=True)  # type: ignore[valid-type]
-    at: _at_least(1) = None  # type: ignore[valid-type]
-    precision: _at_least(1) = 1  # type: ignore[valid-type]
-    max_boots: _at_least(2) = None  # type: ignore[valid-type]
+    good: GoodBound = Field(None, validate_default=True)
+    bad: BadBound = Field(None, validate_default=True)
+    at: PositiveOrUnset = None
+    precision: PositiveOrUnset = 1
+    max_boots: Probes = None
 
     @model_validator(mode="before")
     @classmethod

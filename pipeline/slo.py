@@ -21,15 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from pipeline.config import bound_problem
+from pipeline.lane_configs.bounds import TPOT_MS, TTFT_MS
 
 MLPERF_CONF = "MLCommons inference loadgen/mlperf.conf (MLPerf Inference v5.1, 2025)"
 # Percentiles the views carry a column for (serving_points: p50/p90/p95/p99 of TTFT and TPOT).
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 SLO_KEYS = ("name", "ttft_ms", "tpot_ms", "percentile", "source")
-# Stated bounds of a latency bound (ms), inclusive: under 0.1 ms no server answers; a TTFT bound over 10 minutes
-# or a TPOT bound over a minute per token is no SLO. Lane configs' own bound fields reuse them.
-TTFT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 600_000.0}
-TPOT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 60_000.0}
 
 
 class SloError(ValueError):
@@ -39,8 +36,8 @@ class SloError(ValueError):
 @dataclass(frozen=True)
 class Slo:
     name: str
-    ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS_BOUNDS})
-    tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS_BOUNDS})
+    ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS})
+    tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS})
     percentile: float = field(metadata={"help": f"the percentile judged, one of {PERCENTILES}",
                                         "min": min(PERCENTILES), "max": max(PERCENTILES)})
     source: str
