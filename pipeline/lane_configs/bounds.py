@@ -35,6 +35,7 @@ PROMPTS = {"min": 1, "max": 100_000}
 WARMUP_REQUESTS = {"min": 0, "max": 10_000}
 REPEATS = {"min": 1, "max": 100}  # repeats of a sweep's points (A/A noise): a hundred already measures the spread
 DEVICE_MEM_GIB = {"min": 0.1, "max": 4096.0}
+MATRIX_BOXES = {"min": 1, "max": 64}  # a run matrix's boxes at once
 TTFT_MS = {"min": 0.1, "max": 600_000.0}  # an SLO's TTFT bound: under 0.1 ms no server answers; over 10 minutes, no SLO
 TPOT_MS = {"min": 0.1, "max": 60_000.0}  # an SLO's TPOT bound: over a minute per token is no SLO
 
