@@ -1,8 +1,8 @@
 """The one way a user-written spec is validated: a pydantic model whose numbers are the constrained types here, and
 whose refusals are ``field: reason`` lines.
 
-Every spec a user writes (a server variant, a workload, a limits or capacity search, a lane config's overrides) is
-parsed by a pydantic model. Its numbers are the types built here from the bounds of
+Every spec a user writes (a server variant, a workload, an SLO, a matrix, a lane config's overrides, a limits or
+capacity search, the accuracy lane's tasks) is parsed by a pydantic model. Its numbers are the types built here from the bounds of
 :mod:`pipeline.lane_configs.bounds`, the one statement of each bound; a validator refuses with :class:`Refusal`
 (the reason, and where below the field it points); :func:`refusal_lines` turns pydantic's ``ValidationError`` into
 the project's lines, each the dotted path of what is refused and the reason.
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from pydantic import PlainValidator, ValidationError
 
 from pipeline.lane_configs import bounds
 
 Path = tuple[str | int, ...]
+Indexes = Literal["dots", "brackets"]  # how a path shows a list index: ``.0`` or ``[0]``
 
 
 class Refusal(ValueError):
@@ -31,14 +32,14 @@ class Refusal(ValueError):
         self.outer = outer
 
 
-def _render(where: str, loc: Sequence[str | int], indexes: str) -> str:
+def _render(where: str, loc: Sequence[str | int], indexes: Indexes) -> str:
     out = where
     for part in loc:
         out += f"[{part}]" if indexes == "brackets" and isinstance(part, int) else f".{part}"
     return out.lstrip(".") if not where else out
 
 
-def refusal_lines(exc: ValidationError, where: str = "", *, indexes: str = "dots") -> list[str]:
+def refusal_lines(exc: ValidationError, where: str = "", *, indexes: Indexes = "dots") -> list[str]:
     """One ``path: reason`` line per error of ``exc``, in pydantic's order (the model's fields in declaration order,
     an unknown field last): the path is ``where`` then the error's location (list indexes as ``.0`` or, with
     ``indexes="brackets"``, ``[0]``; none: the line is the reason alone); the reason a :class:`Refusal`'s, else
@@ -57,7 +58,7 @@ def refusal_lines(exc: ValidationError, where: str = "", *, indexes: str = "dots
     return out
 
 
-def first_refusal(exc: ValidationError, where: str = "", *, indexes: str = "dots") -> str:
+def first_refusal(exc: ValidationError, where: str = "", *, indexes: Indexes = "dots") -> str:
     """The first of :func:`refusal_lines`: what a spec that stops at its first problem says."""
     return refusal_lines(exc, where, indexes=indexes)[0]
 
@@ -147,7 +148,7 @@ def _outside(limits: Mapping[str, float], value: Any) -> str | None:
 
 
 # ---- choices and names -----------------------------------------------------------------------------------------
-def one_of(choices: Sequence[Any], default: Any = None) -> Any:
+def one_of(choices: Sequence[Any]) -> Any:
     """One of ``choices``: ``one of a, b, got v``."""
     def check(v: Any) -> Any:
         if v not in choices:
