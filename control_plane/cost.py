@@ -12,11 +12,11 @@ from datetime import datetime
 
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
 from control_plane.models import RunRequest
-from pipeline.instance_types import CATALOGUE_MONTH, get_instance_type
+from pipeline.instance_types import CATALOGUE_MONTH, PINNED_BOX_TYPES, get_instance_type
 from pipeline.lanes import BoxRole
 from statemachine.build import lane_allowance_s, phase_allowance_s
 
-INSTANCE_TYPES: dict[BoxRole, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
+INSTANCE_TYPES: dict[BoxRole, str] = {role: PINNED_BOX_TYPES[role] for role in ("trn1", "inf2")}
 
 DEFAULT_REGION = "us-west-2"
 # On-demand Linux prices, USD per instance-hour, of the pinned boxes in the default region: the catalogue's

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from control_plane.lean import CONTROL_PREFIX, DEFAULT_FLEET_TEMPLATE_PREFIX
-from pipeline.instance_types import CATALOGUE
+from pipeline.instance_types import CATALOGUE, PINNED_BOX_TYPES
 
 BoxRole = Literal["trn1", "inf2"]
 SsmConnectivity = Literal["nat", "endpoints", "nat_and_endpoints"]
@@ -196,8 +196,8 @@ class DeploymentSettings(BaseModel):
                     "refuses without it); \"none\" opts out on purpose (recorded in the template)")
     budget_alert_thresholds_pct: tuple[float, ...] = Field((50.0, 80.0, 100.0), description="actual-cost alerts")
     noncurrent_version_days: int = Field(90, ge=1, description="expire non-current object versions after N days")
-    trainium_instance_type: str = "trn1.2xlarge"
-    inferentia_instance_type: str = "inf2.xlarge"
+    trainium_instance_type: str = PINNED_BOX_TYPES["trn1"]
+    inferentia_instance_type: str = PINNED_BOX_TYPES["inf2"]
     trainium_root_gib: int = Field(300, ge=100)
     inferentia_root_gib: int = Field(200, ge=100)
     trainium_compile_cache_gib: int = Field(200, ge=20, description="gp3 volume for the Neuron compile cache")

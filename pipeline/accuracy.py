@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Annotated, Any, Callable, Literal, Mapping
+
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+
+from pipeline.spec_types import Refusal, checked, refusal_lines
 
 OutputType = Literal["generate_until", "multiple_choice", "loglikelihood", "loglikelihood_rolling"]
 # lm-eval output types answered from the prompt's logprobs (echo + logprobs on /v1/completions)
@@ -180,6 +184,53 @@ def file_problem(path: str) -> str | None:
     return None
 
 
+def _sample_limit(limit: Any) -> Any:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise Refusal(f"a number of samples per task > 0 (or null: every document), got {limit!r}")
+    return limit
+
+
+def _task_names(tasks: Any) -> Any:
+    if tasks is None:
+        return None
+    names = list(tasks)
+    if not names:
+        raise Refusal(f"at least one task; known tasks: {known_tasks()}")
+    if len(set(names)) != len(names):
+        raise Refusal("a task named twice")
+    return names
+
+
+def _readable(uri: Any) -> Any:
+    """A task_dir or dataset directory: an s3:// URI names its bucket (a local path is read where it is)."""
+    if isinstance(uri, str) and (problem := s3_problem(uri)):
+        raise Refusal(problem)
+    return uri
+
+
+SampleLimit = checked(_sample_limit)
+TaskNames = checked(_task_names)
+DataDir = checked(_readable)
+
+
+class TasksSpec(BaseModel):
+    """What the accuracy lane is asked to evaluate, as its config states it: how many samples, which tasks (null:
+    the shipped ones the server can run), their YAMLs and the standard tasks' data. Every problem is a line."""
+    sample_limit: SampleLimit = None
+    tasks: TaskNames = None
+    task_dir: DataDir = None
+    datasets: Annotated[dict[Any, DataDir], BeforeValidator(lambda v: dict(v.items()))] = Field(default_factory=dict)
+
+
+def spec_problems(spec: Mapping[str, Any]) -> list[str]:
+    """``field: reason`` for each field of :class:`TasksSpec` that ``spec`` gets wrong, in field order."""
+    try:
+        TasksSpec.model_validate(dict(spec))
+    except ValidationError as exc:
+        return refusal_lines(exc)
+    return []
+
+
 def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | None = None,
                   local_paths: bool = True) -> Resolution:
     """The lane config's tasks (``config.tasks``, None: :func:`default_tasks`) resolved, or one line per problem.
@@ -191,23 +242,16 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
     A default log-likelihood task left out for the target lands in ``refused`` with the reason, not in problems.
     """
     out = Resolution()
-    limit = getattr(config, "sample_limit", None)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
-        out.problems.append(f"sample_limit: a number of samples per task > 0 (or null: every document), got {limit!r}")
+    task_dir = getattr(config, "task_dir", None)
+    spec = {"sample_limit": getattr(config, "sample_limit", None), "tasks": config.tasks, "task_dir": task_dir,
+            "datasets": getattr(config, "datasets", None) or {}}
+    out.problems += spec_problems(spec)
     logprobs = None if target is None else bool(target.prompt_logprobs)
     named = config.tasks is not None
     names = list(config.tasks) if named else default_tasks(None)
-    if named and not names:
-        out.problems.append(f"tasks: at least one task; known tasks: {known_tasks()}")
-    if len(set(names)) != len(names):
-        out.problems.append("tasks: a task named twice")
-    task_dir = getattr(config, "task_dir", None)
-    datasets: Mapping[str, str] = getattr(config, "datasets", None) or {}
+    datasets: Mapping[str, str] = spec["datasets"]
     found: dict[str, TaskFile] = {}
     dir_problems: list[str] = []
-    out.problems += [f"{field}: {p}" for field, uri in [("task_dir", task_dir), *((f"datasets.{k}", v)
-                                                                                 for k, v in datasets.items())]
-                     if isinstance(uri, str) and (p := s3_problem(uri))]
     if task_dir and not is_s3(task_dir) and local_paths:
         if not Path(task_dir).is_dir():
             dir_problems.append(f"task_dir: {task_dir} is not a directory")

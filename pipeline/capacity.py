@@ -1,6 +1,6 @@
 """The capacity search: the highest open-loop offered rate that meets an SLO, found by a stated search.
 
-Pure (stdlib only): the spec, the pass rule, the saturation rules and the next step of the search as a
+Pure (stdlib and pydantic): the spec, the pass rule, the saturation rules and the next step of the search as a
 function of the verdicts measured so far, so the same logic drives ``neuronpipe loadgen --search capacity``,
 the ``capacity`` lane and its resume, and is tested on fixed verdicts. What sends load lives in
 ``agents.loadgen.capacity``; what a point's verdict is (attainment, the percentile bounds) is SQL
@@ -30,14 +30,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, RATE, shown
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, model_validator
+
+from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, POINT_S, RATE, shown
+from pipeline.spec_types import Refusal, first_refusal
 
 MAX_POINTS = 40
 GROWTH = 2.0
 # Below this many seconds per point a verdict rests on a handful of requests.
-MIN_POINT_S = 0.5
+MIN_POINT_S = POINT_S["min"]
 # Saturation: in flight above BACKLOG_FACTOR x (the in-flight count Little's law gives at the SLO-bounded
 # latency) + BACKLOG_SLACK requests means a queue the server is not draining.
 BACKLOG_FACTOR = 2.0
@@ -63,25 +66,51 @@ class CapacitySpecError(ValueError):
     """A capacity search that cannot be run as declared (one line naming the field)."""
 
 
-@dataclass(frozen=True)
-class CapacitySpec:
-    ttft_ms: float
-    tpot_ms: float
-    percentile: float = 99.0
-    slo_name: str = "custom"
-    attainment: float = 0.99
-    rate_min: float | None = None  # None: R0 from a short closed-loop probe (one stream's rate)
-    rate_max: float | None = None  # None: the ladder climbs until a point fails, at most to top_rate
-    precision: float = 0.1
-    point_duration_s: float = 30.0
-    max_search_s: float | None = None  # None: no budget
-    growth: float = GROWTH
-    output_len: int = 128  # for the SLO-bounded latency (saturation rule, grace)
+def _finite(x: Any, info: ValidationInfo) -> Any:
+    """A number the search can compute with (or null: not set), as given."""
+    if x is None or (isinstance(x, (int, float)) and math.isfinite(x)):
+        return x
+    raise Refusal(f"{info.field_name.replace('_', '-')} must be a finite number, not {x!r}", outer=1)
 
-    def __post_init__(self) -> None:
+
+Finite = Annotated[Any, PlainValidator(_finite)]
+
+
+class CapacitySpec(BaseModel):
+    """A capacity search as declared (the lane's config, ``neuronpipe loadgen --search capacity``): its numbers
+    are finite, then :func:`spec_problem` holds them to the search's rules; the first problem is the refusal
+    (:class:`CapacitySpecError`, one line)."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_ms: Finite
+    tpot_ms: Finite
+    percentile: Any = 99.0
+    slo_name: Any = "custom"
+    attainment: Finite = 0.99
+    rate_min: Finite = None  # None: R0 from a short closed-loop probe (one stream's rate)
+    rate_max: Finite = None  # None: the ladder climbs until a point fails, at most to top_rate
+    precision: Finite = 0.1
+    point_duration_s: Finite = 30.0
+    max_search_s: Finite = None  # None: no budget
+    growth: Finite = GROWTH
+    output_len: Any = 128  # for the SLO-bounded latency (saturation rule, grace)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = list(type(self).model_fields)
+        unknown = next((k for k in kwargs if k not in fields), None)
+        if unknown is not None:
+            raise TypeError(f"CapacitySpec.__init__() got an unexpected keyword argument {unknown!r}")
+        try:
+            super().__init__(**dict(zip(fields, args)), **kwargs)
+        except ValidationError as exc:
+            raise CapacitySpecError(first_refusal(exc)) from None
+
+    @model_validator(mode="after")
+    def _rules(self) -> "CapacitySpec":
         problem = spec_problem(self)
         if problem:
-            raise CapacitySpecError(problem)
+            raise Refusal(problem)
+        return self
 
     @property
     def top_rate(self) -> float:
@@ -112,14 +141,8 @@ class CapacitySpec:
 
 
 def spec_problem(s: CapacitySpec) -> str | None:
-    """The first thing wrong with a spec as one line, or None (checked before anything is sent)."""
-    def finite(x: float | None) -> bool:
-        return x is None or (isinstance(x, (int, float)) and math.isfinite(x))
-
-    for name in ("ttft_ms", "tpot_ms", "attainment", "rate_min", "rate_max", "precision", "point_duration_s",
-                 "max_search_s", "growth"):
-        if not finite(getattr(s, name)):
-            return f"{name.replace('_', '-')} must be a finite number, not {getattr(s, name)!r}"
+    """The first thing wrong with a spec whose numbers are finite, as one line, or None (checked before anything is
+    sent)."""
     if not (s.ttft_ms > 0 and s.tpot_ms > 0):
         return "the SLO needs positive ttft_ms and tpot_ms bounds"
     if not 0 < s.attainment <= 1:

@@ -229,6 +229,10 @@ def _load(rows: tuple[dict[str, Any], ...]) -> dict[str, InstanceType]:
 
 CATALOGUE: dict[str, InstanceType] = _load(_ROWS)
 
+# The pinned boxes of a run, by role: the trn1 box trains, the inf2 box serves (a matrix cell is a box of its own
+# type). The CDK app's defaults, the planner's prices and the serving target of the full profile read this.
+PINNED_BOX_TYPES: dict[str, str] = {"trn1": "trn1.2xlarge", "inf2": "inf2.xlarge"}
+
 
 def instance_type_names() -> list[str]:
     return list(CATALOGUE)

@@ -15,9 +15,13 @@ per-device ``batch_size``: each probe a short training run, a compile of the tra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pipeline.lane_configs.bounds import BATCH, MAX_NUM_SEQS, SEQ_LEN, TOKENS
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo, field_validator
+from pydantic import model_validator
+
+from pipeline.lane_configs.bounds import BATCH, MAX_MODEL_LEN, MAX_NUM_SEQS, PROBES, SEQ_LEN
+from pipeline.spec_types import Refusal, check_of, checked, first_refusal
 
 SERVING_KINDS = ("max_model_len", "max_num_seqs")
 TRAINING_KINDS = ("train_seq_len",)
@@ -27,9 +31,9 @@ OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len", "trai
 WORDS = {"max_model_len": ("boot", "booted", "did not boot"), "max_num_seqs": ("boot", "booted", "did not boot"),
          "train_seq_len": ("probe", "trained", "did not train")}
 _FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
-MAX_BOOTS = 32
+MAX_BOOTS = PROBES["max"]
 # the most each setting may be searched up to (a server config's own bounds; Llama 3.1's context for training)
-MOST = {"max_model_len": TOKENS["max"], "max_num_seqs": MAX_NUM_SEQS["max"], "train_seq_len": SEQ_LEN["max"],
+MOST = {"max_model_len": MAX_MODEL_LEN["max"], "max_num_seqs": MAX_NUM_SEQS["max"], "train_seq_len": SEQ_LEN["max"],
         "batch_size": BATCH["max"]}
 
 
@@ -57,6 +61,88 @@ class LimitSearch:
         return f"{self.kind} at {OTHER[self.kind]}={at}"
 
 
+def _at_least(lo: int) -> Any:
+    """A field's check: an integer of at least ``lo`` (null: not given)."""
+    def check(v: Any) -> Any:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+            raise Refusal(f"an integer >= {lo}, got {v!r}")
+        return v
+    return checked(check)
+
+
+def _bound(lo: int) -> Any:
+    """A known-good or known-bad bound: required, an integer of at least ``lo``."""
+    at_least = check_of(_at_least(lo))
+
+    def check(v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            raise Refusal(f"required (a known-{info.field_name} bound)")
+        return at_least(v)
+    return Annotated[Any, PlainValidator(check)]
+
+
+GoodBound = _bound(1)
+BadBound = _bound(2)
+PositiveOrUnset = _at_least(1)
+Probes = _at_least(PROBES["min"])
+
+
+class SearchSpec(BaseModel):
+    """One search of a limits lane's ``searches``, checked in this order (the first problem is the refusal);
+    validated with the context ``{"kinds": the kinds this lane searches, "max_boots": the lane's default boot
+    budget, "ceiling": a Ceiling or None}``."""
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Any = Field(None, validate_default=True)
+    good: GoodBound = Field(None, validate_default=True)
+    bad: BadBound = Field(None, validate_default=True)
+    at: PositiveOrUnset = None
+    precision: PositiveOrUnset = 1
+    max_boots: Probes = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, s: Any, info: ValidationInfo) -> Any:
+        if not isinstance(s, dict):
+            raise Refusal(f"an object with {', '.join(_FIELDS)}, got {type(s).__name__}")
+        unknown = sorted(set(s) - set(_FIELDS))
+        if unknown:
+            raise Refusal(f"unknown field; a search takes {', '.join(_FIELDS)}", unknown[0])
+        return {"max_boots": info.context["max_boots"], **s}
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, kind: Any, info: ValidationInfo) -> Any:
+        kinds = info.context["kinds"]
+        if kind not in kinds:
+            raise Refusal(f"one of {', '.join(kinds)}, got {kind!r}")
+        return kind
+
+    @model_validator(mode="after")
+    def _bracket(self, info: ValidationInfo) -> "SearchSpec":
+        if self.bad <= self.good:
+            raise Refusal(f"the known-bad bound must be above the known-good one ({self.good}), got {self.bad}", "bad")
+        ceiling = info.context["ceiling"]
+        for key in ("good", "bad"):
+            if ceiling is not None and getattr(self, key) > ceiling.value:
+                raise Refusal(f"at most {ceiling.value} ({ceiling.source}), got {getattr(self, key)}", key)
+        for key, setting in (("good", self.kind), ("bad", self.kind), ("at", OTHER[self.kind])):
+            value = getattr(self, key)
+            if value is not None and value > MOST[setting]:
+                raise Refusal(f"at most {MOST[setting]:,} (the most {setting} may be), got {value:,}", key)
+        if self.precision > self.bad - self.good:
+            raise Refusal(f"at most {self.bad - self.good:,} (bad - good: the bracket it starts from), got "
+                          f"{self.precision:,}", "precision")
+        if self.max_boots > MAX_BOOTS:
+            raise Refusal(f"at most {MAX_BOOTS} {WORDS[self.kind][0]}s (each is a compile on a box), got "
+                          f"{self.max_boots}", "max_boots")
+        return self
+
+    def search(self) -> LimitSearch:
+        return LimitSearch(kind=self.kind, good=self.good, bad=self.bad, at=self.at, precision=self.precision,
+                           max_boots=self.max_boots)
+
+
 def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...] = SERVING_KINDS,
                    ceiling: Ceiling | None = None) -> list[LimitSearch]:
     """The searches of a limits lane's config (of ``kinds``), each checked; LimitSearchError on the first thing
@@ -64,41 +150,13 @@ def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...]
     if not isinstance(spec, list):
         raise LimitSearchError(f"searches: a list of searches, got {type(spec).__name__}")
     out = []
+    context = {"kinds": kinds, "max_boots": default_max_boots, "ceiling": ceiling}
     for i, s in enumerate(spec):
         where = f"searches[{i}]"
-        if not isinstance(s, dict):
-            raise LimitSearchError(f"{where}: an object with {', '.join(_FIELDS)}, got {type(s).__name__}")
-        unknown = sorted(set(s) - set(_FIELDS))
-        if unknown:
-            raise LimitSearchError(f"{where}.{unknown[0]}: unknown field; a search takes {', '.join(_FIELDS)}")
-        if s.get("kind") not in kinds:
-            raise LimitSearchError(f"{where}.kind: one of {', '.join(kinds)}, got {s.get('kind')!r}")
-        values: dict[str, Any] = {"kind": s["kind"]}
-        for key, lo, default in (("good", 1, None), ("bad", 2, None), ("at", 1, None), ("precision", 1, 1),
-                                 ("max_boots", 2, default_max_boots)):
-            v = s.get(key, default)
-            if v is None and key in ("good", "bad"):
-                raise LimitSearchError(f"{where}.{key}: required (a known-{key} bound)")
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
-                raise LimitSearchError(f"{where}.{key}: an integer >= {lo}, got {v!r}")
-            values[key] = v
-        if values["bad"] <= values["good"]:
-            raise LimitSearchError(f"{where}.bad: the known-bad bound must be above the known-good one "
-                                   f"({values['good']}), got {values['bad']}")
-        for key in ("good", "bad"):
-            if ceiling is not None and values[key] > ceiling.value:
-                raise LimitSearchError(f"{where}.{key}: at most {ceiling.value} ({ceiling.source}), got {values[key]}")
-        for key, setting in (("good", s["kind"]), ("bad", s["kind"]), ("at", OTHER[s["kind"]])):
-            if values[key] is not None and values[key] > MOST[setting]:
-                raise LimitSearchError(f"{where}.{key}: at most {MOST[setting]:,} (the most {setting} may be), got "
-                                       f"{values[key]:,}")
-        if values["precision"] > values["bad"] - values["good"]:
-            raise LimitSearchError(f"{where}.precision: at most {values['bad'] - values['good']:,} (bad - good: the "
-                                   f"bracket it starts from), got {values['precision']:,}")
-        if values["max_boots"] > MAX_BOOTS:
-            raise LimitSearchError(f"{where}.max_boots: at most {MAX_BOOTS} {WORDS[s['kind']][0]}s (each is a compile "
-                                   f"on a box), got {values['max_boots']}")
-        search = LimitSearch(**values)
+        try:
+            search = SearchSpec.model_validate(s, context=context).search()
+        except ValidationError as exc:
+            raise LimitSearchError(first_refusal(exc, where)) from None
         same = next((j for j, o in enumerate(out) if (o.kind, o.at) == (search.kind, search.at)), None)
         if same is not None:
             at = f"{OTHER[search.kind]}={search.at}" if search.at is not None else \

@@ -18,6 +18,9 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline.lane_configs.bounds import MATRIX_BOXES
+from pipeline.spec_types import first_refusal
+
 # The serving lanes a matrix fans out (the lanes that measure one served model and config at a time).
 MATRIX_LANES: tuple[str, ...] = ("serve_sweep", "capacity", "quality", "accuracy")
 # What every cell runs before its matrix lanes (the gate of every box), and the request's gate it also runs.
@@ -63,8 +66,8 @@ class MatrixSpec(BaseModel):
                                     description=f"serving lanes each cell runs (default: the request's lanes among "
                                                 f"{', '.join(MATRIX_LANES)})")
     exclude: list[Exclusion] = Field(default_factory=list, description="cells to leave out (any fields given match)")
-    max_concurrency: int | None = Field(None, ge=1, le=64, description="boxes at once (default "
-                                                                       f"min(cells, {DEFAULT_MAX_CONCURRENCY}))")
+    max_concurrency: int | None = Field(None, ge=MATRIX_BOXES["min"], le=MATRIX_BOXES["max"],
+                                        description=f"boxes at once (default min(cells, {DEFAULT_MAX_CONCURRENCY}))")
 
     @field_validator("instance_types")
     @classmethod
@@ -133,10 +136,7 @@ def parse_matrix(data: Any) -> MatrixSpec:
     try:
         return MatrixSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()))
-        raise MatrixError(f"matrix.{where}: {str(err.get('msg')).removeprefix('Value error, ')}".replace(
-            "matrix.: ", "matrix: ")) from None
+        raise MatrixError(first_refusal(exc, "matrix").replace("matrix.: ", "matrix: ")) from None
 
 
 def server_config_names(server_configs: Any) -> list[str]:

@@ -18,18 +18,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, model_validator
 
 from pipeline.config import bound_problem
+from pipeline.lane_configs.bounds import TPOT_MS, TTFT_MS
+from pipeline.spec_types import Refusal, first_refusal
 
 MLPERF_CONF = "MLCommons inference loadgen/mlperf.conf (MLPerf Inference v5.1, 2025)"
 # Percentiles the views carry a column for (serving_points: p50/p90/p95/p99 of TTFT and TPOT).
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 SLO_KEYS = ("name", "ttft_ms", "tpot_ms", "percentile", "source")
-# Stated bounds of a latency bound (ms), inclusive: under 0.1 ms no server answers; a TTFT bound over 10 minutes
-# or a TPOT bound over a minute per token is no SLO. Lane configs' own bound fields reuse them.
-TTFT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 600_000.0}
-TPOT_MS_BOUNDS: dict[str, float] = {"min": 0.1, "max": 60_000.0}
 
 
 class SloError(ValueError):
@@ -39,8 +39,8 @@ class SloError(ValueError):
 @dataclass(frozen=True)
 class Slo:
     name: str
-    ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS_BOUNDS})
-    tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS_BOUNDS})
+    ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS})
+    tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS})
     percentile: float = field(metadata={"help": f"the percentile judged, one of {PERCENTILES}",
                                         "min": min(PERCENTILES), "max": max(PERCENTILES)})
     source: str
@@ -89,46 +89,78 @@ def default_slo(profile: str) -> Slo:
         raise SloError(f"no default SLO for profile {profile!r}; profiles: {', '.join(PROFILE_DEFAULTS)}") from None
 
 
-def _number(key: str, value: Any) -> float:
+def _bound(value: Any, info: ValidationInfo) -> float:
+    """A bound of an SLO: a positive number within its field's stated bounds (text is read as a number)."""
+    key = info.field_name
     if isinstance(value, bool):
-        raise SloError(f"slo {key}: expected a number, got {value!r}")
+        raise Refusal(f"slo {key}: expected a number, got {value!r}", outer=1)
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise SloError(f"slo {key}: expected a number, got {value!r}") from None
+        raise Refusal(f"slo {key}: expected a number, got {value!r}", outer=1) from None
     if not math.isfinite(x) or x <= 0:
-        raise SloError(f"slo {key}: must be a positive number, got {value!r}")
+        raise Refusal(f"slo {key}: must be a positive number, got {value!r}", outer=1)
     problem = bound_problem(_FIELDS[key], x)
     if problem:
-        raise SloError(f"slo {key}: {problem}")
+        raise Refusal(f"slo {key}: {problem}", outer=1)
     return x
 
 
+Bound = Annotated[Any, PlainValidator(_bound)]
+
+
+class SloSpec(BaseModel):
+    """An SLO as a request or a lane config states it: a set's name (its bounds may be overridden: then it is
+    ``<name>+override``) or both bounds of a custom one; validated with the context ``{"source": what states it}``."""
+    model_config = ConfigDict(extra="forbid")
+
+    name: Any = None
+    ttft_ms: Bound = None
+    tpot_ms: Bound = None
+    percentile: Bound = None
+    source: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, fields: Any) -> Any:
+        unknown = sorted(set(fields) - set(SLO_KEYS))
+        if unknown:
+            raise Refusal(f"slo: unknown key(s) {', '.join(unknown)}; valid: {', '.join(SLO_KEYS)}")
+        return fields
+
+    @model_validator(mode="after")
+    def _known(self, info: ValidationInfo) -> "SloSpec":
+        self.slo(info.context["source"])
+        return self
+
+    def slo(self, source: str) -> Slo:
+        name = self.name
+        base = SLO_SETS.get(str(name)) if name is not None else None
+        bounds = {k: getattr(self, k) for k in ("ttft_ms", "tpot_ms", "percentile") if k in self.model_fields_set}
+        if base is not None:
+            slo = replace(base, **bounds)
+            if slo != base:
+                slo = replace(slo, name=f"{base.name}+override", source=str(self.source or f"{base.source}; {source}"))
+        else:
+            missing = [k for k in ("ttft_ms", "tpot_ms") if k not in bounds]
+            if missing and name is not None:
+                raise Refusal(f"slo: unknown SLO set {name!r}; known: {', '.join(SLO_SETS)}")
+            if missing:
+                raise Refusal(f"slo: {' and '.join(missing)} missing (give a set name or both bounds)")
+            slo = Slo(str(name or "custom"), bounds["ttft_ms"], bounds["tpot_ms"], bounds.get("percentile", 99.0),
+                      str(self.source or source))
+        if slo.percentile not in PERCENTILES:
+            raise Refusal(f"slo percentile: {slo.percentile:g} has no view column; use one of "
+                          f"{', '.join(f'{p:g}' for p in PERCENTILES)}")
+        return slo
+
+
 def _from_fields(fields: Mapping[str, Any], source: str) -> Slo:
-    """A named set (its bounds may be overridden: then it is ``<name>+override``) or a custom SLO."""
-    unknown = sorted(set(fields) - set(SLO_KEYS))
-    if unknown:
-        raise SloError(f"slo: unknown key(s) {', '.join(unknown)}; valid: {', '.join(SLO_KEYS)}")
-    name = fields.get("name")
-    base = SLO_SETS.get(str(name)) if name is not None else None
-    bounds = {k: _number(k, fields[k]) for k in ("ttft_ms", "tpot_ms", "percentile") if k in fields}
-    if base is not None:
-        slo = replace(base, **bounds)
-        if slo != base:
-            slo = replace(slo, name=f"{base.name}+override", source=str(fields.get("source") or
-                                                                         f"{base.source}; {source}"))
-    else:
-        missing = [k for k in ("ttft_ms", "tpot_ms") if k not in bounds]
-        if missing and name is not None:
-            raise SloError(f"slo: unknown SLO set {name!r}; known: {', '.join(SLO_SETS)}")
-        if missing:
-            raise SloError(f"slo: {' and '.join(missing)} missing (give a set name or both bounds)")
-        slo = Slo(str(name or "custom"), bounds["ttft_ms"], bounds["tpot_ms"], bounds.get("percentile", 99.0),
-                  str(fields.get("source") or source))
-    if slo.percentile not in PERCENTILES:
-        raise SloError(f"slo percentile: {slo.percentile:g} has no view column; use one of "
-                       f"{', '.join(f'{p:g}' for p in PERCENTILES)}")
-    return slo
+    """A named set (its bounds may be overridden) or a custom SLO, from :class:`SloSpec`'s fields."""
+    try:
+        return SloSpec.model_validate(fields, context={"source": source}).slo(source)
+    except ValidationError as exc:
+        raise SloError(first_refusal(exc)) from None
 
 
 def parse_slo(value: Any) -> Slo:

@@ -12,13 +12,13 @@ import os
 import sys
 from typing import Literal
 
-from pipeline.servers import ServerConfig
+from pipeline.servers import BACKENDS, ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import lora_args, vllm_command
 
 from pipeline.servers import CPU_SERVER_ENV, VLLM_CPU_PYTHON_ENV  # noqa: F401  (re-exported: the launcher's names)
 CpuServer = Literal["vllm-cpu", "neuronpipe"]
-CPU_SERVERS: tuple[str, ...] = ("vllm-cpu", "neuronpipe")
+CPU_SERVERS: tuple[str, ...] = BACKENDS["cpu"].servers
 
 
 # the neuronpipe server reads only local files: never the hub

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.context import LaneContext
-from pipeline.servers import ServerConfig, kv_dtype_bytes
+from pipeline.servers import NEURON_BOX, ServerConfig, kv_dtype_bytes
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError
 from agents.serving.session import model_config, serve, weight_bytes
 
 log = logging.getLogger(__name__)
 
-# One inf2/trn1 chip: 32 GiB of HBM shared by its two NeuronCores (RULES 1).
-NEURON_CHIP_MEM_GIB = 32.0
+# One inf2/trn1 chip: the HBM its NeuronCores share (rule 1), as the instance catalogue states it.
+NEURON_CHIP_MEM_GIB = NEURON_BOX.device_mem_gib
 # A stream silent this long is a failed request (StallTimeoutError), not a hung lane.
 STREAM_IDLE_S = 120.0
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S, DAY_S, NEW_TOKENS, SEED
+from pipeline.lane_configs.bounds import (BOOT_S, EVAL_BUDGET_S, FEWSHOT, NEW_TOKENS, REQUEST_TIMEOUT_S, RETRIES,
+                                          SAMPLES, SEED)
 
 # rows of accuracy_samples / accuracy_tasks name the base model's pair so; a variant may not take either name
 PAIR_VARIANTS = ("base", "finetune")
@@ -34,12 +35,11 @@ class Config:
         "help": "standard task -> a local or s3:// directory of its dataset, one file per split "
                 "(<split>.jsonl or .parquet; mmlu: <subject>/<split>.jsonl); docs/reference/accuracy.md"})
     sample_limit: int | None = field(default=16, metadata={
-        "help": "samples per task (lm-eval's limit: its first documents); None: every document",
-        "min": 1, "max": 1_000_000})
+        "help": "samples per task (lm-eval's limit: its first documents); None: every document", **SAMPLES})
     max_gen_toks: int | None = field(default=None, metadata={
         "help": "generation budget per sample; None: each task's own", **NEW_TOKENS})
     num_fewshot: int | None = field(default=None, metadata={
-        "help": "few-shot examples per prompt; None: each task's own (the shipped tasks: 0)", "min": 0, "max": 64})
+        "help": "few-shot examples per prompt; None: each task's own (the shipped tasks: 0)", **FEWSHOT})
     seed: int = field(default=1234, metadata={
         "help": "lm-eval's seeds (sampling order, few-shot draw) and every request's seed", **SEED})
     finetune: bool = field(default=True, metadata={"help": "also evaluate the merged fine-tune (from the merge lane)"})
@@ -47,12 +47,12 @@ class Config:
         "help": "run whose merge lane produced the fine-tune (default: this run)"})
     time_budget_s: float = field(default=600.0, metadata={
         "help": "the lane's time budget, boots included; requests past it fail as samples (the lane's timeout is "
-                f"this + {TIMEOUT_MARGIN_S} s)", "min": 60.0, "max": DAY_S})
+                f"this + {TIMEOUT_MARGIN_S} s)", **EVAL_BUDGET_S})
     request_timeout_s: float = field(default=120.0, metadata={
-        "help": "one request's timeout", "min": 1.0, "max": DAY_S})
+        "help": "one request's timeout", **REQUEST_TIMEOUT_S})
     max_retries: int = field(default=1, metadata={
         "help": "retries of a request that failed to connect or got a 5xx (a 4xx is an answer: never retried)",
-        "min": 0, "max": 10})
+        **RETRIES})
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget of each server", **BOOT_S})
 
     def __post_init__(self) -> None:

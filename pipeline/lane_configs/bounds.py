@@ -1,5 +1,6 @@
 """Bounds every user-written number shares (inclusive ``min``/``max``): spread into a lane config field's metadata
-next to its help, and read by the workload, trace, capacity-search and limits-search checks.
+next to its help, and built into the constrained types of :mod:`pipeline.spec_types` that the server variant,
+workload, trace, capacity-search and limits-search specs use.
 
 At least 1 where zero means nothing; the upper bound is where a larger value would run for days, not
 hours, on one box (100k optimizer steps, a day of boot budget, a day of replayed trace), would allocate without
@@ -34,10 +35,51 @@ PROMPTS = {"min": 1, "max": 100_000}
 WARMUP_REQUESTS = {"min": 0, "max": 10_000}
 REPEATS = {"min": 1, "max": 100}  # repeats of a sweep's points (A/A noise): a hundred already measures the spread
 DEVICE_MEM_GIB = {"min": 0.1, "max": 4096.0}
+MATRIX_BOXES = {"min": 1, "max": 64}  # a run matrix's boxes at once
+TTFT_MS = {"min": 0.1, "max": 600_000.0}  # an SLO's TTFT bound: under 0.1 ms no server answers; over 10 minutes, no SLO
+TPOT_MS = {"min": 0.1, "max": 60_000.0}  # an SLO's TPOT bound: over a minute per token is no SLO
+
+# ---- each lane's own numbers -----------------------------------------------------------------------------------
+TRIAD_ELEMENTS = {"min": 1, "max": 1 << 28}  # float64 elements per triad array
+GEMM_N = {"min": 1, "max": 16384}  # the side of the GEMM's square fp32 matrices
+BENCH_REPEATS = {"min": 1, "max": 1000}  # timed repeats of a host measurement
+THREADS = {"min": 1, "max": 1024}
+TOKENIZER_TEXTS = {"min": 1, "max": 1_000_000}
+CACHE_FREE_GIB = {"min": 0.0, "max": 16384.0}  # free space the compile cache's filesystem must have
+CLOCK_SKEW_S = {"min": 1.0, "max": 3600.0}
+CHECK_TIMEOUT_S = {"min": 1.0, "max": 600.0}  # a preflight network check or CLI call
+IMDS_TIMEOUT_S = {"min": 0.01, "max": 60.0}
+COMMAND_TIMEOUT_S = {"min": 0.1, "max": 600.0}  # a device CLI
+DATASET_RECORDS = {"min": 1, "max": 100_000_000}
+SAMPLES = {"min": 1, "max": 1_000_000}  # samples per accuracy task
+FEWSHOT = {"min": 0, "max": 64}  # few-shot examples per prompt
+EVAL_BUDGET_S = {"min": 60.0, "max": DAY_S}  # the accuracy lane's time budget, boots included
+REQUEST_TIMEOUT_S = {"min": 1.0, "max": DAY_S}
+RETRIES = {"min": 0, "max": 10}
+ATTAINMENT = {"min": 0.01, "max": 1.0}  # share of a rate's requests that must be good
+SEARCH_PRECISION = {"min": 0.001, "max": 0.99}  # a capacity search's relative bracket
+POINT_S = {"min": 0.5, "max": DAY_S}  # a capacity point's arrivals: below half a second a verdict rests on a handful
+SEARCH_BUDGET_S = {"min": 1.0, "max": DAY_S}
+SUSTAINED_S = {"min": 1.0, "max": DAY_S}  # the sustained lane's measured duration
+WINDOW_S = {"min": 0.1, "max": 3600.0}
+WINDOWS = {"min": 0, "max": 10_000}  # leading windows left out of retention
+RETENTION_K = {"min": 1, "max": 10_000}
+PROBES = {"min": 2, "max": 32}  # a limits search's probes (each a compile on a box): the good and the bad bound
+PROBE_STEPS = {"min": 1, "max": 100}  # optimizer steps of a training-limit probe
+ANSWER_TOKENS = {"min": 1, "max": 4096}  # a limits probe's answer
+MEMORY_CAP_MIB = {"min": 1.0, "max": 1_048_576.0}  # the CPU's stand-in for a device's memory
 
 # ---- requests, workloads, traces, searches -------------------------------------------------------------------
 TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare
 MAX_NUM_SEQS = {"min": 1, "max": 4096}  # sequences a server batches at once
+
+# ---- server variants -----------------------------------------------------------------------------------------
+MAX_MODEL_LEN = {"min": 16, "max": TOKENS["max"]}  # the longest sequence a server admits
+BLOCK_SIZE = {"min": 1, "max": TOKENS["max"]}  # tokens per KV cache block
+TENSOR_PARALLEL = {"min": 1, "max": 64}  # devices one server shards the model over
+TENANTS = {"min": 1, "max": 64}  # servers of one variant at once
+SPECULATIVE_TOKENS = {"min": 1, "max": 16}  # tokens a draft proposes per step
+LORA_SLOTS = {"min": 1, "max": 64}  # adapters loaded at once
 RATE = {"min": 1e-4, "max": 1e5}  # requests (sessions) per second offered
 POINT_ARRIVALS = 1_000_000  # arrivals one point schedules (rate x duration): each an offset, a request and a row
 TURNS = {"min": 1, "max": 1000}  # user turns of one session

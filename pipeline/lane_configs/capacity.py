@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.capacity import CapacitySpec
-from pipeline.lane_configs.bounds import BOOT_S, DAY_S, DEVICE_MEM_GIB, RATE
+from pipeline.lane_configs.bounds import (ATTAINMENT, BOOT_S, BURSTINESS, DEVICE_MEM_GIB, POINT_S, RATE,
+                                          SEARCH_BUDGET_S, SEARCH_PRECISION)
 from pipeline.slo import default_slo, parse_slo
 
 
@@ -22,19 +23,18 @@ class Config:
     slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
         "help": "the SLO the search holds rates to: a set name from pipeline.slo or ttft_ms=..,tpot_ms=..[,percentile=..]"})
     attainment: float = field(default=0.9, metadata={
-        "help": "share of a rate's requests that must be good for it to pass", "min": 0.01, "max": 1.0})
+        "help": "share of a rate's requests that must be good for it to pass", **ATTAINMENT})
     rate_min: float | None = field(default=None, metadata={
         "help": "start rate R0 (req/s); None: one stream's rate from a short closed-loop probe", **RATE})
     rate_max: float | None = field(default=None, metadata={"help": "the highest rate tried; None: no limit", **RATE})
     precision: float = field(default=0.5, metadata={
-        "help": "stop when (lowest failing - highest passing) / highest passing <= this", "min": 0.001, "max": 0.99})
+        "help": "stop when (lowest failing - highest passing) / highest passing <= this", **SEARCH_PRECISION})
     point_duration_s: float = field(default=2.0, metadata={
-        "help": "seconds of arrivals per rate", "min": 0.5, "max": DAY_S})
+        "help": "seconds of arrivals per rate", **POINT_S})
     max_search_s: float = field(default=30.0, metadata={
-        "help": "time budget of one search (the plan counts it); the bracket so far is the answer", "min": 1.0,
-        "max": DAY_S})
+        "help": "time budget of one search (the plan counts it); the bracket so far is the answer", **SEARCH_BUDGET_S})
     burstiness: float = field(default=1.0, metadata={"help": "gamma shape of the arrivals (1 = Poisson)",
-                                                     "min": 0.01, "max": 1000.0})
+                                                     **BURSTINESS})
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget", **BOOT_S})
     device_mem_gib: float | None = field(default=None, metadata={

@@ -3,20 +3,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.lane_configs.bounds import BENCH_REPEATS, GEMM_N, THREADS, TOKENIZER_TEXTS, TRIAD_ELEMENTS
+
 
 @dataclass
 class Config:
     triad_elements: int = field(default=1 << 24, metadata={
-        "help": "elements per triad array (float64)", "min": 1, "max": 1 << 28})
+        "help": "elements per triad array (float64)", **TRIAD_ELEMENTS})
     matmul_n: int = field(default=1024, metadata={
-        "help": "square fp32 matrix side for the GEMM", "min": 1, "max": 16384})
+        "help": "square fp32 matrix side for the GEMM", **GEMM_N})
     repeats: int = field(default=5, metadata={
-        "help": "timed repeats per measurement (best and median kept)", "min": 1, "max": 1000})
+        "help": "timed repeats per measurement (best and median kept)", **BENCH_REPEATS})
     thread_counts: tuple[int, ...] = field(default=(), metadata={
-        "help": "GEMM thread counts; empty: 1, 2, 4, ... cores", "min": 1, "max": 1024})
+        "help": "GEMM thread counts; empty: 1, 2, 4, ... cores", **THREADS})
     tokenizer_path: str | None = field(default=None, metadata={"help": "tokenizer dir; default: the bundled tiny one"})
     tokenizer_texts: int = field(default=2000, metadata={
-        "help": "texts encoded per tokenizer repeat", "min": 1, "max": 1_000_000})
+        "help": "texts encoded per tokenizer repeat", **TOKENIZER_TEXTS})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":

@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S
-
-MEMORY_CAP_MIB = {"min": 1.0, "max": 1_048_576.0}
+from pipeline.lane_configs.bounds import ANSWER_TOKENS, BOOT_S, MEMORY_CAP_MIB, PROBES
 
 
 @dataclass
@@ -24,13 +22,12 @@ class Config:
         "help": "bisections: {kind: max_model_len | max_num_seqs, good, bad, at (the other setting), precision, "
                 "max_boots}; none: the lane has nothing to do (skipped)"})
     max_boots: int = field(default=8, metadata={
-        "help": "boot budget of a search that does not set its own (each boot is a compile on a box)",
-        "min": 2, "max": 32})
+        "help": "boot budget of a search that does not set its own (each boot is a compile on a box)", **PROBES})
     memory_cap_mib: float | None = field(default=None, metadata={
         "help": "CPU only: the memory the server's KV cache may take (a device's, played by the CPU): the whole cache "
                 "must fit it and is reserved at boot; ignored elsewhere", **MEMORY_CAP_MIB})
     answer_tokens: int = field(default=4, metadata={
-        "help": "a probe that booted must answer one request of this many output tokens", "min": 1, "max": 4096})
+        "help": "a probe that booted must answer one request of this many output tokens", **ANSWER_TOKENS})
     health_timeout_s: float = field(default=180.0, metadata={
         "help": "boot budget of one probe (a cold 8B compile takes tens of minutes)", **BOOT_S})
 

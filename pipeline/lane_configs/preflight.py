@@ -3,11 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.lane_configs.bounds import CACHE_FREE_GIB, CHECK_TIMEOUT_S, CLOCK_SKEW_S
 from pipeline.model_catalog import model_names
-
-GIB_FREE = {"min": 0.0, "max": 16384.0}
-SKEW_S = {"min": 1.0, "max": 3600.0}
-TIMEOUT_S = {"min": 1.0, "max": 600.0}
 
 
 @dataclass
@@ -19,15 +16,15 @@ class Config:
         "help": "the training dataset (a path or s3:// URI) whose reachability is checked; None = the bundled "
                 "set or $NEURONPIPE_DATASET"})
     cache_free_gib: float = field(default=0.5, metadata={
-        "help": "free space the compile cache's filesystem must have (GiB)", **GIB_FREE})
+        "help": "free space the compile cache's filesystem must have (GiB)", **CACHE_FREE_GIB})
     max_clock_skew_s: float = field(default=60.0, metadata={
         "help": "largest difference from a reference clock (an HTTP Date header) before the gate fails: SigV4 "
-                "rejects requests more than 5 minutes off", **SKEW_S})
+                "rejects requests more than 5 minutes off", **CLOCK_SKEW_S})
     install_missing: bool = field(default=True, metadata={
         "help": "trn1: install the pinned optimum-neuron / trl into the training venv where missing (never into "
                 "the vLLM venv)"})
     check_timeout_s: float = field(default=30.0, metadata={
-        "help": "per network check / CLI call", **TIMEOUT_S})
+        "help": "per network check / CLI call", **CHECK_TIMEOUT_S})
 
     @classmethod
     def for_profile(cls, profile: str) -> "Config":

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, REPEATS, WARMUP_REQUESTS
-from pipeline.slo import TPOT_MS_BOUNDS, TTFT_MS_BOUNDS, Slo, default_slo, parse_slo
+from pipeline.lane_configs.bounds import (BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, REPEATS, TPOT_MS, TTFT_MS,
+                                          WARMUP_REQUESTS)
+from pipeline.slo import Slo, default_slo, parse_slo
 
 REPEAT_ORDERS = ("interleaved", "balanced", "blocked")
 HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
@@ -37,9 +38,9 @@ class SweepFields:
         "help": "the SLO every point carries (goodput, Decision): a set name from pipeline.slo or "
                 "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/reference/slo.md)"})
     slo_ttft_ms: float | None = field(default=None, metadata={
-        "help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS_BOUNDS})
+        "help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS})
     slo_tpot_ms: float | None = field(default=None, metadata={
-        "help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS_BOUNDS})
+        "help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS})
     sweep_repeats: int = field(default=1, metadata={
         "help": "measure every point this many times (sweep_points.repeat_index): the between-repeat spread is "
                 "what compare's run-level test and noise floor rest on (docs/explanation/compare.md)", **REPEATS})

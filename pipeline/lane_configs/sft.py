@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.lane_configs.bounds import (BATCH, DROPOUT, LEARNING_RATE, LORA_ALPHA, LORA_RANK, SEED, SEQ_LEN, STEPS,
-                                          WARMUP_STEPS)
+from pipeline.lane_configs.bounds import (BATCH, DATASET_RECORDS, DROPOUT, LEARNING_RATE, LORA_ALPHA, LORA_RANK,
+                                          SEED, SEQ_LEN, STEPS, WARMUP_STEPS)
 from pipeline.model_catalog import model_names
 
 DATASET_ENV = "NEURONPIPE_DATASET_URI"
@@ -30,7 +30,7 @@ class Config:
     dataset: str | None = field(default=None, metadata={
         "help": f"dolly-format JSONL path or s3:// URI; None = ${DATASET_ENV} or the bundled set"})
     dataset_limit: int | None = field(default=None, metadata={
-        "help": "use only the first N records", "min": 1, "max": 100_000_000})
+        "help": "use only the first N records", **DATASET_RECORDS})
     compile_cache: str | None = field(default=None, metadata={
         "help": "neuron: NEURON_COMPILE_CACHE_URL (default: the EBS cache)"})
     seed: int = field(default=0, metadata={"help": "seed for init, data order and the tiny models", **SEED})

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S, CONCURRENCY, DAY_S, DEVICE_MEM_GIB, WARMUP_REQUESTS
+from pipeline.lane_configs.bounds import (BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, RETENTION_K, SUSTAINED_S,
+                                          WARMUP_REQUESTS, WINDOW_S, WINDOWS)
 from pipeline.slo import default_slo, parse_slo
 
 
@@ -16,12 +17,12 @@ class Config:
     concurrency: int | None = field(default=2, metadata={
         "help": "fixed closed-loop concurrency; None: the top of the config's KV-derived grid", **CONCURRENCY})
     duration_s: float = field(default=24.0, metadata={
-        "help": "measured duration after warm-up requests", "min": 1.0, "max": DAY_S})
+        "help": "measured duration after warm-up requests", **SUSTAINED_S})
     window_s: float = field(default=4.0, metadata={
-        "help": "window length (docs/reference/metrics.md: 60 s on hardware)", "min": 0.1, "max": 3600.0})
+        "help": "window length (docs/reference/metrics.md: 60 s on hardware)", **WINDOW_S})
     warmup_windows: int = field(default=1, metadata={
-        "help": "leading windows excluded from retention", "min": 0, "max": 10_000})
-    retention_k: int = field(default=2, metadata={"help": "K windows compared for retention", "min": 1, "max": 10_000})
+        "help": "leading windows excluded from retention", **WINDOWS})
+    retention_k: int = field(default=2, metadata={"help": "K windows compared for retention", **RETENTION_K})
     warmup_requests: int = field(default=2, metadata={
         "help": "warm-up requests before the clock starts", **WARMUP_REQUESTS})
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})

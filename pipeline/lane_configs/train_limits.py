@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import BOOT_S, SEED
-from pipeline.lane_configs.limits import MEMORY_CAP_MIB
+from pipeline.lane_configs.bounds import BOOT_S, MEMORY_CAP_MIB, PROBE_STEPS, PROBES, SEED
 
 
 @dataclass
@@ -22,10 +21,10 @@ class Config:
                 "lane's), precision, max_boots (its probe budget)}; none: the lane has nothing to do (skipped)"})
     max_boots: int = field(default=6, metadata={
         "help": "probe budget of a search that does not set its own (each probe compiles the training graph on "
-                "trn1)", "min": 2, "max": 32})
+                "trn1)", **PROBES})
     steps: int = field(default=2, metadata={
         "help": "optimizer steps of one probe (the first compiles on trn1; memory peaks within the first)",
-        "min": 1, "max": 100})
+        **PROBE_STEPS})
     memory_cap_mib: float | None = field(default=None, metadata={
         "help": "CPU only: a probe's address space may grow this much once its libraries are imported and the "
                 "model has loaded (a device's memory, played by the CPU); ignored elsewhere", **MEMORY_CAP_MIB})
