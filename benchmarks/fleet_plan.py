@@ -51,7 +51,7 @@ def main() -> int:
     ap.add_argument("--max-concurrency", type=int, default=4)
     ap.add_argument("--rehearse", action="store_true", help="also rehearse the matrix (tiny profile, this machine)")
     args = ap.parse_args()
-    from control_plane.commands.plan import plan_schedules
+    from control_plane.commands.plan import plan_timetables
     from control_plane.models import parse_request
     from control_plane.matrix_plan import Fleet
     from control_plane.plan import plan_run
@@ -59,7 +59,7 @@ def main() -> int:
     req = parse_request(request(args.max_concurrency, ["provenance", "preflight", "serve_sweep", "capacity"]))
     plan = plan_run(req, run_id="bench-fleet", results_uri="s3://bucket/results", fleet=Fleet(("subnet-a", "subnet-b")),
                     ceiling_usd=10_000)
-    _, graph, sequential, _ = plan_schedules(plan, [], [])
+    _, graph, sequential, _ = plan_timetables(plan, [], [])
     cells = [s for s in graph.segments]
     cell_sum = sum(s.end_s - s.start_s for s in cells)
     print(f"matrix: {len(plan.cells)} cells ({len(TYPES)} types × 2 configs), {plan.max_concurrency} boxes at once")

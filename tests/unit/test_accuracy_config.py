@@ -14,7 +14,7 @@ from control_plane.models import parse_request
 from control_plane.local_plan import plan_local
 from control_plane.plan import plan_run
 from control_plane.request_configs import configured_lanes, lane_timeout_s
-from control_plane.schedule import DEFAULT_DURATIONS_S
+from control_plane.timetable import DEFAULT_DURATIONS_S
 from pipeline.accuracy import expected_seconds
 from pipeline.lane_configs.accuracy import TIMEOUT_MARGIN_S, Config
 from pipeline.lanes import get_lane

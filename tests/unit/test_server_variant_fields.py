@@ -247,7 +247,7 @@ def test_a_local_target_is_known_only_on_the_cpu():
 
 # ---- what the plan says each config's boots cost ---------------------------------------------------------
 def test_the_plan_counts_each_configs_boots_and_cold_compiles():
-    from control_plane.schedule import BOOT_COSTS_S, config_boots
+    from control_plane.timetable import BOOT_COSTS_S, config_boots
     from pipeline.config import build_config
     from pipeline.lane_configs.serve_sweep import Config
 

@@ -127,7 +127,7 @@ def test_the_plan_states_the_training_probe_budget_and_where_its_cost_comes_from
     from control_plane.commands.plan import print_server_configs
     from control_plane.lane_configs import built_config
     from control_plane.models import parse_request
-    from control_plane.schedule import TRAIN_PROBE_COSTS_S, limits_boots
+    from control_plane.timetable import TRAIN_PROBE_COSTS_S, limits_boots
     from pipeline.lanes import get_lane
 
     built = built_config(get_lane("train_limits"), "full", PREDECESSOR_SEARCH, "searches")

@@ -1,4 +1,4 @@
-"""The plan's expected schedule (control_plane.schedule): graph vs sequential, durations from history or defaults."""
+"""The plan's expected timetable (control_plane.timetable): graph vs sequential, durations from history or defaults."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import sys
 
 from pipeline.graph import Node, build_nodes
 from pipeline.lanes import plan_order
-from control_plane.schedule import (DEFAULT_DURATIONS_S, expected_duration, history_durations, schedule_graph,
-                                    schedule_sequential)
+from control_plane.timetable import (DEFAULT_DURATIONS_S, expected_duration, history_durations, timetable_graph,
+                                    timetable_sequential)
 
 PRICES = {"trn1": 1.34, "inf2": 0.76}
 
@@ -21,8 +21,8 @@ def test_default_table_covers_every_registry_lane_for_both_profiles():
 def test_full_default_schedule_meets_the_saving_targets():
     nodes = build_nodes(plan_order(), ["trn1", "inf2"])
     durations = {n.result_lane: expected_duration(n.lane, "full", None, {}).seconds for n in nodes}
-    graph = schedule_graph(nodes, durations, PRICES)
-    seq = schedule_sequential(nodes, durations, PRICES, ("trn1", "inf2"))
+    graph = timetable_graph(nodes, durations, PRICES)
+    seq = timetable_sequential(nodes, durations, PRICES, ("trn1", "inf2"))
     assert graph.wall_s <= 0.7 * seq.wall_s
     assert graph.box_hours <= 1.05 * seq.box_hours
     # the inf2 box works during trn1's training, and the merge consumers start after trn1's last lane
@@ -35,10 +35,10 @@ def test_full_default_schedule_meets_the_saving_targets():
 def test_schedule_arithmetic_on_a_small_graph():
     nodes = [Node("a", "trn1", "a", 1), Node("b", "inf2", "b", 2),
              Node("c", "inf2", "c", 3, needs=("a",), wave=1)]
-    g = schedule_graph(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, overhead_s=5)
+    g = timetable_graph(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, overhead_s=5)
     assert g.wall_s == 105 + 15  # wave 0 ends with a (5 + 100); c's segment: 5 + 10
     assert round(g.box_hours * 3600) == 105 + 35 + 15
-    s = schedule_sequential(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, ("trn1", "inf2"), overhead_s=5)
+    s = timetable_sequential(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, ("trn1", "inf2"), overhead_s=5)
     assert s.wall_s == 105 + 45 and round(s.box_hours * 3600) == 150
     assert g.cost_usd == round(105 / 3600 * 1.34 + 50 / 3600 * 0.76, 12) or abs(
         g.cost_usd - (105 / 3600 * 1.34 + 50 / 3600 * 0.76)) < 1e-9
@@ -92,7 +92,7 @@ def _env():
 def test_the_segment_overhead_comes_from_recorded_boots_when_there_are_any():
     from datetime import datetime, timedelta, timezone
 
-    from control_plane.schedule import SEGMENT_OVERHEAD_S, STOP_S, segment_overhead
+    from control_plane.timetable import SEGMENT_OVERHEAD_S, STOP_S, segment_overhead
 
     assert segment_overhead([]).seconds == SEGMENT_OVERHEAD_S
     assert segment_overhead([]).source.startswith("default")

@@ -1,5 +1,5 @@
-"""The plan's expected schedule: per box when it runs which lanes, the critical path, wall time, box-hours and
-dollars — for the graph's schedule (boxes at once, waves) and for the sequential order (trn1's lanes, then
+"""The plan's expected timetable: per box when it runs which lanes, the critical path, wall time, box-hours and
+dollars — for the graph (boxes at once, waves) and for the sequential order (trn1's lanes, then
 inf2's), so the saving is visible before anything is spent.
 
 Expected lane durations, per lane, in this order of preference:
@@ -10,11 +10,11 @@ Expected lane durations, per lane, in this order of preference:
    rehearsal); said so per lane;
 3. **default**: :data:`DEFAULT_DURATIONS_S` (documented in ``docs/explanation/planning.md``, "Default durations").
 
-The schedule is a model of the state machine: a wave starts when every segment of the previous wave has ended;
+The timetable is a model of the state machine: a wave starts when every segment of the previous wave has ended;
 in a wave every box runs its segment at once; a segment is start + registration + harness sync
 (:data:`SEGMENT_OVERHEAD_S`), its lanes one after another, then the stop. A box is billed only while one of its
 segments runs (it is stopped between segments). These are expectations, not bounds: the cost ceiling is checked
-against the timeouts (the plan's worst case), never against this schedule.
+against the timeouts (the plan's worst case), never against this timetable.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ class Segment:
 
 
 @dataclass
-class Schedule:
+class Timetable:
     name: str
     segments: list[Segment]
     prices: Mapping[str, float]  # box -> USD per hour
@@ -165,9 +165,9 @@ def expected_duration(lane: str, profile: str, instance_type: str | None,
     return Expected(UNKNOWN_DURATION_S, f"unknown: no history, no default (assumed {UNKNOWN_DURATION_S:.0f} s)")
 
 
-def schedule_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
+def timetable_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
                    box_order: Sequence[str] = ("trn1", "inf2"), overhead_s: float = SEGMENT_OVERHEAD_S,
-                   max_concurrency: int = 0) -> Schedule:
+                   max_concurrency: int = 0) -> Timetable:
     """Waves in turn; in a wave each box runs its segment at once (the state machine's shape), at most
     ``max_concurrency`` at once when it is set (a matrix: the Map starts the next segment, in item order, when one
     ends)."""
@@ -192,11 +192,11 @@ def schedule_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices
         if longest is not None:
             path += [lane for lane, _, _ in longest.lanes]
             t = longest.end_s
-    return Schedule("graph (boxes at once)", segments, prices, path)
+    return Timetable("graph (boxes at once)", segments, prices, path)
 
 
-def schedule_sequential(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
-                        box_order: Sequence[str], overhead_s: float = SEGMENT_OVERHEAD_S) -> Schedule:
+def timetable_sequential(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
+                        box_order: Sequence[str], overhead_s: float = SEGMENT_OVERHEAD_S) -> Timetable:
     """The order before the graph: one box after the other, each box's lanes in registry order."""
     segments: list[Segment] = []
     t = 0.0
@@ -205,7 +205,7 @@ def schedule_sequential(nodes: Sequence[Node], durations: Mapping[str, float], p
                        overhead_s)
         segments.append(seg)
         t = seg.end_s
-    return Schedule("sequential (one box, then the other)", segments, prices,
+    return Timetable("sequential (one box, then the other)", segments, prices,
                     [lane for s in segments for lane, _, _ in s.lanes])
 
 
