@@ -44,6 +44,20 @@ def test_the_page_embeds_comparison_json_exactly(built):
     assert embedded_json(page, "np-comparison") == json.loads((built / "report" / "comparison.json").read_text())
 
 
+def test_the_written_comparison_json_is_its_model_s_and_passes_the_published_schema(built):
+    """comparison.json as the report wrote it: its model reads it back to the same JSON, and the JSON Schema
+    published in docs/reference/schemas/ (`neuronpipe schema comparison`) accepts it."""
+    import jsonschema
+
+    from control_plane.schemas import OUTPUT_DIR, SCHEMAS
+
+    written = json.loads((built / "report" / "comparison.json").read_text())
+    assert Comparison.model_validate(written).as_written() == written
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / OUTPUT_DIR / SCHEMAS["comparison"].file).read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(written)) == []
+
+
 def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(built):
     """REPORT.md re-rendered from the page's embedded data is REPORT.md; and its headlines, read off REPORT.md — the
     outcome line of each run, each Decision table row — are the page data's values, spelled as REPORT.md spells them."""
