@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
+from control_plane.aws import planned_input
 from control_plane.models import parse_lane_from_comment
+from statemachine.build import PLAN_REQUEST_STATE
 
 REPORT_FAILED_ERROR = "Report.Failed"  # statemachine.build.REPORT_FAILED_ERROR: the lanes ended, the report did not
 
@@ -165,24 +167,30 @@ def progress_from_history(events: Iterable[dict[str, Any]],
         opened[ev.get("id")] = what
         last[:] = [what]
 
+    def take_plan(plan: dict[str, Any]) -> None:
+        """The run, boxes and lanes of what the execution runs (an execution started with a run request: its
+        request names none of them; what its first state planned does)."""
+        progress.run_id = plan.get("run_id")
+        progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
+        for role, iid in _plan_boxes(plan):
+            box = PhaseProgress(role, iid)
+            progress.phases.append(box)
+            if iid:
+                box_of[iid] = box
+        for role, lane, result, wave in _plan_lanes(plan):
+            lp = LaneProgress(role, lane, result_lane=result, wave=wave)
+            progress.lanes.append(lp)
+            by_key[(role, lane)] = lp
+
     for ev in events:
         kind, ts = ev["type"], ev.get("timestamp")
         if kind == "MapRunStarted" or _details(ev, "stateEnteredEventDetails").get("name") == DISTRIBUTED_MAP_STATE:
             progress.distributed = True
         if kind == "ExecutionStarted":
             progress.started = ts if isinstance(ts, datetime) else None
-            plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
-            progress.run_id = plan.get("run_id")
-            progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
-            for role, iid in _plan_boxes(plan):
-                box = PhaseProgress(role, iid)
-                progress.phases.append(box)
-                if iid:
-                    box_of[iid] = box
-            for role, lane, result, wave in _plan_lanes(plan):
-                lp = LaneProgress(role, lane, result_lane=result, wave=wave)
-                progress.lanes.append(lp)
-                by_key[(role, lane)] = lp
+            take_plan(_json(_details(ev, "executionStartedEventDetails").get("input")))
+        elif _details(ev, "stateExitedEventDetails").get("name") == PLAN_REQUEST_STATE and planned_input([ev]):
+            take_plan(planned_input([ev]) or {})  # started with a run request: the plan its first state made
         elif kind == "TaskScheduled":
             d = _details(ev, "taskScheduledEventDetails")
             resource, params = d.get("resource", ""), _json(d.get("parameters"))

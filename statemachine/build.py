@@ -2,10 +2,17 @@
 
 The definition is generic over the plan: the execution input is a ``RunPlan``
 (``control_plane.models.RunPlan.execution_input()``: ``waves`` of box ``segments``, the lane graph's
-``nodes``, the ``boxes``) and the machine iterates what it is given; no lane name appears here.
+``nodes``, the ``boxes``) and the machine iterates what it is given; no lane name appears here. An execution
+started with a run request instead (the console's "Start execution", ``start-execution``, an EventBridge target)
+plans itself first (:func:`_start_states`): the plan_execution Lambda plans it under the execution's name, keeps the
+plan in S3 and answers its reference and digest, which the state carries at ``$.planned`` (the scheduler is then
+called as ``ScheduleWavePlanned``, reading the plan from there); a refused request fails ``Run.Refused``.
 
 Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler's answer)::
 
+    InputKind ─ a run request ─► PlanRequest ─► RequestPlanned ─► InitPlanned ─► ScheduleWavePlanned ─►
+              │                                     └ refused ─► RunRefused (Fail Run.Refused)     (as below)
+              └ a plan ─►
     Init ─► ScheduleWave (Lambda schedule_wave: fold the last wave's segment results, record the lanes
             │              that cannot run as skipped, return the next wave's segments, or the outcome)
             ├─ more ─► Segments (Map over the wave's segments, MaxConcurrency 0: both boxes at once)
@@ -82,6 +89,8 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 
 * ``${ResultsBucketName}`` — bucket for SSM command output (under each lane's ``logs/`` prefix).
 * ``${CommandLogGroupName}`` — CloudWatch log group for SSM command output.
+* ``${PlanExecutionFunctionArn}`` — the ``control_plane.handlers.plan_execution`` Lambda (an execution started with
+  a run request plans itself).
 * ``${FinalizeRunFunctionArn}`` — the ``control_plane.handlers.finalize_run`` Lambda.
 * ``${CommitLaneFunctionArn}`` — the ``control_plane.handlers.commit_lane`` Lambda (commits what a box proposed).
 * ``${ScheduleWaveFunctionArn}`` — the ``control_plane.handlers.schedule_wave`` Lambda.
@@ -103,6 +112,8 @@ from typing import Any, Iterable
 ASL_PATH = Path(__file__).with_name("pipeline.asl.json")
 
 SUBSTITUTIONS: dict[str, str] = {
+    "PlanExecutionFunctionArn": "ARN of the plan_execution Lambda (an execution started with a run request plans "
+                                "itself)",
     "ResultsBucketName": "bucket for SSM command output (lane logs prefix)",
     "CommandLogGroupName": "CloudWatch log group for SSM command output",
     "FinalizeRunFunctionArn": "ARN of the finalize_run Lambda",
@@ -127,6 +138,9 @@ EVENT_RUN_REPORT_FAILED = "RunReportFailed"
 REPORT_FAILED_ERROR = "Report.Failed"  # control_plane.progress.REPORT_FAILED_ERROR
 STOP_FAILED_ERROR = "Instance.StopFailed"
 STOP_FAILED_MARK = "stop_failed"  # lease attribute: a stop of this box failed (see _keep_lease)
+PLAN_OR_REQUEST_STATE = "InputKind"  # the first state: started with a plan, or with a run request
+PLAN_REQUEST_STATE = "PlanRequest"  # where a run request is planned (control_plane.aws reads its answer back)
+RUN_REFUSED_ERROR = "Run.Refused"  # a run request refused: its cause is the field: reason lines
 
 
 def sdk_errors(service: str, *exceptions: str) -> list[str]:
@@ -749,7 +763,9 @@ def _segment_result() -> dict[str, Any]:
 SCHEDULE_CARRIED = ("next_wave", "box_failures", "stop_failed", "distributed")  # control_plane.waves.schedule's state
 
 
-def _schedule_wave() -> dict[str, Any]:
+def _schedule_wave(plan: str) -> dict[str, Any]:
+    """The scheduler's call; ``plan`` is where the plan is: the execution input (``$$.Execution.Input``) or, for an
+    execution that planned itself, the state's ``$.planned`` (the plan kept in S3: its reference and digest)."""
     return {
         "Type": "Task",
         "Comment": "fold the last wave's results, record what cannot run, pick the next wave (or the outcome)",
@@ -758,9 +774,9 @@ def _schedule_wave() -> dict[str, Any]:
             "run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
             # of its previous answer only what it reads (the answer's segments and records stay out)
             "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
-            "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
-            "boxes.$": "$$.Execution.Input.boxes", "cells.$": "$$.Execution.Input.cells",
-            "plan_uri.$": "$$.Execution.Input.plan_uri", "plan_digest.$": "$$.Execution.Input.plan_digest"}},
+            "results.$": "$.results", "waves.$": f"{plan}.waves", "nodes.$": f"{plan}.nodes",
+            "boxes.$": f"{plan}.boxes", "cells.$": f"{plan}.cells",
+            "plan_uri.$": f"{plan}.plan_uri", "plan_digest.$": f"{plan}.plan_digest"}},
         "ResultSelector": {"answer.$": "$.Payload"},
         "ResultPath": "$.schedule",
         "Retry": LAMBDA_RETRY,
@@ -829,27 +845,83 @@ def build_definition() -> dict[str, Any]:
     return {
         "Comment": "neuron-pipelines run: waves of box segments (both boxes at once), lanes on each box via SSM + "
                    "task tokens, a scheduler Lambda between waves (generated by statemachine/build.py; do not edit)",
-        "StartAt": "Init",
-        "States": {**_wave_states(), **_run_end_states(), **_report_states(), **_outcome_event_states()},
+        "StartAt": PLAN_OR_REQUEST_STATE,
+        "States": {**_start_states(), **_wave_states(), **_run_end_states(), **_report_states(),
+                   **_outcome_event_states()},
+    }
+
+
+def _init(source: str, planned: str | None, next_state: str, comment: str) -> dict[str, Any]:
+    """The state the waves run over: the run, its boxes, where the plan is (``planned``: null when it is the
+    execution input), the scheduler's first answer and no results yet."""
+    return {
+        "Type": "Pass",
+        "Comment": comment,
+        "Parameters": {"run_id.$": f"{source}.run_id", "results_uri.$": f"{source}.results_uri",
+                       "max_concurrency.$": f"{source}.max_concurrency", "boxes.$": f"{source}.boxes",
+                       **({"planned.$": planned} if planned else {"planned": None}),
+                       "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
+                                               "distributed": None}},
+                       "results": []},
+        "Next": next_state,
+    }
+
+
+def _start_states() -> dict[str, Any]:
+    """How an execution starts. Started with a plan (``neuronpipe run --aws``, ``plan_run``) it runs it; started with
+    a run request (the console, ``aws stepfunctions start-execution``, an EventBridge target) it plans itself first:
+    the plan_execution Lambda validates the request, plans it under the execution's name, keeps the plan in S3 and
+    leases the boxes, or refuses it (the execution fails ``Run.Refused`` with the ``field: reason`` lines as its
+    cause)."""
+    planned = "$.answer.input"
+    return {
+        PLAN_OR_REQUEST_STATE: {
+            "Type": "Choice",
+            "Comment": "a plan has its waves and its digest (a run request can have neither)",
+            "Choices": [{"And": [{"Variable": "$.waves", "IsPresent": True},
+                                 {"Variable": "$.plan_digest", "IsPresent": True}], "Next": "Init"}],
+            "Default": PLAN_REQUEST_STATE,
+        },
+        "Init": _init("$", None, "ScheduleWave", "the plan stays in the execution input ($$.Execution.Input); the "
+                      "state carries the scheduler's answer and the last wave's segment results"),
+        PLAN_REQUEST_STATE: {
+            "Type": "Task",
+            "Comment": "plan the run request this execution was started with, named after the execution",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": _sub("PlanExecutionFunctionArn"),
+                           "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"}},
+            "ResultSelector": {"answer.$": "$.Payload"},
+            "ResultPath": "$",
+            "Retry": LAMBDA_RETRY,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "PlanningFailed"}],
+            "Next": "RequestPlanned",
+        },
+        "RequestPlanned": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.answer.outcome", "StringEquals": "planned", "Next": "InitPlanned"}],
+            "Default": "RunRefused",
+        },
+        "RunRefused": {"Type": "Fail", "Comment": "the request was refused: nothing was leased or started",
+                       "Error": RUN_REFUSED_ERROR, "CausePath": "$.answer.message"},
+        "PlanningFailed": {"Type": "Fail", "Comment": "plan_execution itself failed: nothing was started",
+                           "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+        "InitPlanned": _init(planned, planned, "ScheduleWavePlanned", "the plan is in S3 (control data): the state "
+                             "carries its reference and digest, the scheduler's answer and the last wave's results"),
     }
 
 
 def _wave_states() -> dict[str, Any]:
-    """From the plan to the last wave: the scheduler between waves, each wave's segments as an inline or a
-    Distributed Map."""
+    """From the plan to the last wave: the scheduler between waves (reading the plan where it is), each wave's
+    segments as an inline or a Distributed Map."""
     return {
-        "Init": {
-            "Type": "Pass",
-            "Comment": "the plan stays in the execution input ($$.Execution.Input); the state carries the "
-                       "scheduler's answer and the last wave's segment results",
-            "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                           "max_concurrency.$": "$.max_concurrency",
-                           "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
-                                                   "distributed": None}},
-                           "results": []},
-            "Next": "ScheduleWave",
+        "ScheduleWave": _schedule_wave("$$.Execution.Input"),
+        "ScheduleWavePlanned": _schedule_wave("$.planned"),
+        "NextWave": {
+            "Type": "Choice",
+            "Comment": "the plan is the execution input, or the state carries it (an execution that planned itself)",
+            "Choices": [{"Variable": "$.planned", "IsNull": False, "Next": "ScheduleWavePlanned"}],
+            "Default": "ScheduleWave",
         },
-        "ScheduleWave": _schedule_wave(),
         "MoreWaves": {
             "Type": "Choice",
             "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
@@ -867,7 +939,7 @@ def _wave_states() -> dict[str, Any]:
                               "States": _segment_states()},
             "ResultPath": "$.results",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
-            "Next": "ScheduleWave",
+            "Next": "NextWave",
         },
         "SegmentsDistributed": {
             "Type": "Map",
@@ -884,7 +956,7 @@ def _wave_states() -> dict[str, Any]:
             "Next": "ClearResults",
         },
         "ClearResults": {"Type": "Pass", "Comment": "the distributed wave's results are in S3",
-                         "Result": [], "ResultPath": "$.results", "Next": "ScheduleWave"},
+                         "Result": [], "ResultPath": "$.results", "Next": "NextWave"},
     }
 
 
@@ -895,7 +967,7 @@ def _run_end_states() -> dict[str, Any]:
             "Type": "Pass",
             "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
                            "outcome.$": "$.schedule.answer.outcome", "failure.$": "$.schedule.answer.failure",
-                           "boxes.$": "$$.Execution.Input.boxes"},
+                           "boxes.$": "$.boxes"},
             "Next": "ReleaseLeases",
         },
         "RunBroke": {
@@ -906,7 +978,7 @@ def _run_end_states() -> dict[str, Any]:
             "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
                            "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
                                        "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
-                           "failure.$": "$.failure", "boxes.$": "$$.Execution.Input.boxes"},
+                           "failure.$": "$.failure", "boxes.$": "$.boxes"},
             "Next": "FinalizeRun",
         },
         "ReleaseLeases": {
