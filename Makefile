@@ -88,10 +88,13 @@ pull-results: $(VENV)/.stamp-run
 clean-venv:
 	rm -rf $(VENV)
 
-# The CLI reference, generated from the argparse definitions (tests/unit/test_cli_reference.py checks it is current).
+# The CLI reference, generated from the argparse definitions (tests/unit/test_cli_reference.py checks it is current),
+# the presets' lanes and waves from the registry (tests/unit/test_preset_reference.py), and
+# the JSON Schemas of a run request and comparison.json, generated from their models (tests/unit/test_schemas.py).
 docs: $(VENV)/.stamp-run
 	$(BIN)/python -m control_plane.cli_reference --output docs/reference/cli.md
 	$(BIN)/python -m control_plane.preset_reference --output docs/reference/presets.md
+	$(BIN)/python -m control_plane.schemas --output-dir docs/reference/schemas
 
 # The AWS run of a request, rehearsed on this machine (moto + sandboxed boxes): `make rehearse INPUT=run.json`.
 rehearse: $(VENV)/.stamp-test

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from botocore.exceptions import ClientError
 
 from control_plane.lean import TAG_PROJECT, TAG_ROLE
-from statemachine.build import TOKEN_LINE_PREFIX
+from statemachine.build import PLAN_REQUEST_STATE, TOKEN_LINE_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -219,11 +219,29 @@ class Executions:
         return events
 
     def running_inputs(self, state_machine_arn: str) -> Iterator[dict[str, Any]]:
-        """The input of every RUNNING execution (what the idle reaper must not touch)."""
+        """What every RUNNING execution runs (what the idle reaper must not touch): :meth:`plan_input`."""
         paginator = self.client.get_paginator("list_executions")
         for page in paginator.paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING"):
             for ex in page["executions"]:
-                yield json.loads(self.client.describe_execution(executionArn=ex["executionArn"]).get("input") or "{}")
+                arn = ex["executionArn"]
+                yield self.plan_input(arn, json.loads(self.client.describe_execution(executionArn=arn).get("input")
+                                                      or "{}"))
+
+    def plan_input(self, execution_arn: str, execution_input: Any) -> dict[str, Any]:
+        """What an execution runs: its input when it was started with a plan; when it was started with a run request,
+        the execution input its first state planned (read from the start of its history: :func:`planned_input`),
+        or the request itself until it has planned (and when it was refused: it runs nothing)."""
+        given = execution_input if isinstance(execution_input, dict) else {}
+        if is_plan_input(given) or input_instance_ids(given):
+            return given
+        try:
+            events = self.client.get_execution_history(executionArn=execution_arn,
+                                                       maxResults=PLANNED_WITHIN_EVENTS)["events"]
+        except ClientError as exc:
+            if _code(exc) in ("ExecutionDoesNotExist", "ResourceNotFound"):
+                return given
+            raise
+        return planned_input(events) or given
 
 
 class BoxesLeasedError(RuntimeError):
@@ -456,6 +474,35 @@ class ReportBucket:
                                     ExtraArgs={"ContentType": report_content_type(path.name)})
             uris.append(f"s3://{self.bucket}/{key}")
         return uris
+
+
+# An execution that plans itself has planned within its first events (its choice, the planning task's four events).
+PLANNED_WITHIN_EVENTS = 100
+
+
+def is_plan_input(execution_input: Any) -> bool:
+    """An execution input that is a plan (its waves and its digest), as the state machine's first Choice tells it
+    from a run request (which can have neither)."""
+    return isinstance(execution_input, dict) and "waves" in execution_input and "plan_digest" in execution_input
+
+
+def planned_input(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The execution input a run request was planned into, from an execution's history: the answer the
+    ``PlanRequest`` state (``statemachine.build.PLAN_REQUEST_STATE``) left when it planned; None before, or when the
+    request was refused."""
+    for event in events:
+        details = event.get("stateExitedEventDetails") or {}
+        if details.get("name") != PLAN_REQUEST_STATE:
+            continue
+        try:
+            output = json.loads(details.get("output") or "{}")
+        except json.JSONDecodeError:
+            return None
+        answer = output.get("answer") if isinstance(output, dict) else None
+        if isinstance(answer, dict) and answer.get("outcome") == "planned" and isinstance(answer.get("input"), dict):
+            return answer["input"]
+        return None
+    return None
 
 
 def input_instance_ids(execution_input: Any) -> list[str]:

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "control_plane.commands.pull",
     "control_plane.commands.demo",
     "control_plane.commands.plan",
+    "control_plane.commands.schema",
     "control_plane.commands.status",
     "control_plane.commands.loadgen",
     "control_plane.commands.synthetic_server",

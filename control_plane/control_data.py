@@ -1,14 +1,17 @@
 """Control data: the objects only the control plane authors, and the checks that keep a box from authoring them.
 
-A run keeps three kinds of object in S3 besides its results: a matrix's plan too large for the execution input
-(``control/<run_id>/plan.json``, written by ``launch``), a Distributed Map wave's items
+A run keeps three kinds of object in S3 besides its results: its plan, when it is not the execution input (a
+matrix's plan too large for it, or the plan of an execution started with a run request, which planned itself;
+``control/<run_id>/plan.json``, written by ``control_plane.launch.prepare``), a Distributed Map wave's items
 (``control/<run_id>/wave-<n>/items.json``, written by the scheduler) and that wave's segment results
 (``control/<run_id>/wave-<n>/results/<box>.json``, written by the state machine's child executions). They live at the
 bucket's root under :data:`CONTROL_PREFIX`, where no box role may write (its policy and the bucket policy deny it;
 ``docs/explanation/security.md``), and each is written create-only.
 
 What is read back is checked, never trusted: the plan's SHA-256 travels in the execution input (``plan_digest``,
-which nothing but ``StartExecution`` sets) and the scheduler refuses a plan whose bytes differ; the items' digest
+which nothing but ``StartExecution`` sets) or, for an execution that planned itself, in the state's ``planned``,
+which nothing but its ``PlanRequest`` task sets from the plan_execution Lambda's answer (a box's callback reaches a
+lane's iteration, never the run's state); the scheduler refuses a plan whose bytes differ; the items' digest
 travels in the scheduler's own answer and is checked again after the wave; the segments it hands on are validated
 against the plan's models and bounds (:func:`check_segments`); a segment result must name its own box, a known status
 and only its own lanes. A refusal is :class:`ControlDataError`, one line naming the object and its digest: the

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
+from control_plane.aws import planned_input
 from control_plane.models import parse_lane_from_comment
+from statemachine.build import PLAN_REQUEST_STATE
 
 REPORT_FAILED_ERROR = "Report.Failed"  # statemachine.build.REPORT_FAILED_ERROR: the lanes ended, the report did not
 
@@ -182,6 +184,8 @@ class _HistoryFold:
             self.progress.distributed = True
         if kind == "ExecutionStarted":
             self.started(ev, ts)
+        elif _details(ev, "stateExitedEventDetails").get("name") == PLAN_REQUEST_STATE and planned_input([ev]):
+            self.take_plan(planned_input([ev]) or {})  # started with a run request: the plan its first state made
         elif kind == "TaskScheduled":
             self.scheduled(ev, ts)
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
@@ -195,9 +199,13 @@ class _HistoryFold:
 
     def started(self, ev: dict[str, Any], ts: Any) -> None:
         """The execution's input: the run, its boxes and every lane of its plan, waiting."""
+        self.progress.started = ts if isinstance(ts, datetime) else None
+        self.take_plan(_json(_details(ev, "executionStartedEventDetails").get("input")))
+
+    def take_plan(self, plan: dict[str, Any]) -> None:
+        """The run, boxes and lanes of what the execution runs (an execution started with a run request: its
+        request names none of them; what its first state planned does)."""
         progress = self.progress
-        progress.started = ts if isinstance(ts, datetime) else None
-        plan = _json(_details(ev, "executionStartedEventDetails").get("input"))
         progress.run_id = plan.get("run_id")
         progress.results_uri = plan.get("results_uri") if isinstance(plan.get("results_uri"), str) else None
         for role, iid in _plan_boxes(plan):

@@ -2,10 +2,17 @@
 
 The definition is generic over the plan: the execution input is a ``RunPlan``
 (``control_plane.models.RunPlan.execution_input()``: ``waves`` of box ``segments``, the lane graph's
-``nodes``, the ``boxes``) and the machine iterates what it is given; no lane name appears here.
+``nodes``, the ``boxes``) and the machine iterates what it is given; no lane name appears here. An execution
+started with a run request instead (the console's "Start execution", ``start-execution``, an EventBridge target)
+plans itself first (:func:`_start_states`): the plan_execution Lambda plans it under the execution's name, keeps the
+plan in S3 and answers its reference and digest, which the state carries at ``$.planned`` (the scheduler is then
+called as ``ScheduleWavePlanned``, reading the plan from there); a refused request fails ``Run.Refused``.
 
 Shape (``$$.Execution.Input`` is the plan; the state carries only the scheduler's answer)::
 
+    InputKind ─ a run request ─► PlanRequest ─► RequestPlanned ─► InitPlanned ─► ScheduleWavePlanned ─►
+              │                                     └ refused ─► RunRefused (Fail Run.Refused)     (as below)
+              └ a plan ─►
     Init ─► ScheduleWave (Lambda schedule_wave: fold the last wave's segment results, record the lanes
             │              that cannot run as skipped, return the next wave's segments, or the outcome)
             ├─ more ─► Segments (Map over the wave's segments, MaxConcurrency 0: both boxes at once)
@@ -82,6 +89,8 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 
 * ``${ResultsBucketName}`` — bucket for SSM command output (under each lane's ``logs/`` prefix).
 * ``${CommandLogGroupName}`` — CloudWatch log group for SSM command output.
+* ``${PlanExecutionFunctionArn}`` — the ``control_plane.handlers.plan_execution`` Lambda (an execution started with
+  a run request plans itself).
 * ``${FinalizeRunFunctionArn}`` — the ``control_plane.handlers.finalize_run`` Lambda.
 * ``${CommitLaneFunctionArn}`` — the ``control_plane.handlers.commit_lane`` Lambda (commits what a box proposed).
 * ``${ScheduleWaveFunctionArn}`` — the ``control_plane.handlers.schedule_wave`` Lambda.
@@ -103,6 +112,8 @@ from typing import Any, Iterable
 ASL_PATH = Path(__file__).with_name("pipeline.asl.json")
 
 SUBSTITUTIONS: dict[str, str] = {
+    "PlanExecutionFunctionArn": "ARN of the plan_execution Lambda (an execution started with a run request plans "
+                                "itself)",
     "ResultsBucketName": "bucket for SSM command output (lane logs prefix)",
     "CommandLogGroupName": "CloudWatch log group for SSM command output",
     "FinalizeRunFunctionArn": "ARN of the finalize_run Lambda",
@@ -127,6 +138,9 @@ EVENT_RUN_REPORT_FAILED = "RunReportFailed"
 REPORT_FAILED_ERROR = "Report.Failed"  # control_plane.progress.REPORT_FAILED_ERROR
 STOP_FAILED_ERROR = "Instance.StopFailed"
 STOP_FAILED_MARK = "stop_failed"  # lease attribute: a stop of this box failed (see _keep_lease)
+PLAN_OR_REQUEST_STATE = "InputKind"  # the first state: started with a plan, or with a run request
+PLAN_REQUEST_STATE = "PlanRequest"  # where a run request is planned (control_plane.aws reads its answer back)
+RUN_REFUSED_ERROR = "Run.Refused"  # a run request refused: its cause is the field: reason lines
 
 
 def sdk_errors(service: str, *exceptions: str) -> list[str]:
@@ -327,24 +341,32 @@ def _run_lane_states() -> dict[str, Any]:
     runner committed the lane's record, whole text included, before it called back), ``Command.*`` its error
     and on_command_status's cause (bounded there: ``on_command_status.COMMAND_CAUSE_MAX``), which the
     scheduler commits as the lane's record."""
-    lane_failure = {"Or": [{"Variable": "$.failure.Error", "StringMatches": p} for p in LANE_FAILURE_PATTERNS]}
+    return {"RunLane": _run_lane(), **_lane_commit_states(), **_lane_failure_kind(), **_lane_failure_ends()}
+
+
+def _run_lane() -> dict[str, Any]:
+    """The lane's command on the box; it waits for the agent's callback (heartbeats, then success or failure)."""
     return {
-        "RunLane": {
-            "Type": "Task",
-            "Comment": "one lane on the box: the agent heartbeats and calls back with the token",
-            "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
-            "HeartbeatSecondsPath": "$.lane.heartbeat_s",
-            "TimeoutSecondsPath": "$.lane.timeout_s",
-            "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
-                                        "$.lane.output_prefix"),
-            "Retry": [SSM_THROTTLE_RETRY],
-            "ResultPath": "$.callback",  # what the box answered through the lane's token: it names its attempt
-            # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
-            # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
-            "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
-                      {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"}],
-            "Next": "CommitLane",
-        },
+        "Type": "Task",
+        "Comment": "one lane on the box: the agent heartbeats and calls back with the token",
+        "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
+        "HeartbeatSecondsPath": "$.lane.heartbeat_s",
+        "TimeoutSecondsPath": "$.lane.timeout_s",
+        "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
+                                    "$.lane.output_prefix"),
+        "Retry": [SSM_THROTTLE_RETRY],
+        "ResultPath": "$.callback",  # what the box answered through the lane's token: it names its attempt
+        # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
+        # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
+        "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
+                  {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"}],
+        "Next": "CommitLane",
+    }
+
+
+def _lane_commit_states() -> dict[str, Any]:
+    """After the callback: the control plane commits the attempt the box proposed, or records why not."""
+    return {
         "CommitLane": {
             **_commit_lane("$.callback"),
             "Comment": "the control plane commits the attempt the box proposed (run and lane from the plan, the "
@@ -375,6 +397,13 @@ def _run_lane_states() -> dict[str, Any]:
                            "cause.$": "$.commit_error.Error"},
             "End": True,
         },
+    }
+
+
+def _lane_failure_kind() -> dict[str, Any]:
+    """A failed lane: its own failure (its runner's record committed), a gate's, or the box's."""
+    lane_failure = {"Or": [{"Variable": "$.failure.Error", "StringMatches": p} for p in LANE_FAILURE_PATTERNS]}
+    return {
         "CommitFailedLane": {
             **_commit_lane("$.failure"),
             "Comment": "the runner proposed its failed attempt (the record with the whole error): commit it",
@@ -401,6 +430,12 @@ def _run_lane_states() -> dict[str, Any]:
                          "Next": "CommitFailedLane"}],
             "Default": "LaneInfraFailed",
         },
+    }
+
+
+def _lane_failure_ends() -> dict[str, Any]:
+    """How a failed lane leaves the iteration: recorded (the next lane runs) or failing the segment."""
+    return {
         "LaneFailed": {
             "Type": "Pass",
             "Comment": "recorded by its runner (the cause stays out of the state: the record has the whole text); "
@@ -445,20 +480,28 @@ AWS_CAUSE_MAX_ASSUMED = 2048
 CAUSE_IN_HISTORY = "the cause is in the execution history (not carried: its size is not bounded)"
 
 
+EPHEMERAL = {"Variable": "$.launch", "IsNull": False}  # a Choice rule: the segment is a cell's launched box
+TO_SEGMENT_END = {"Next": "SegmentEnd"}  # every way a segment ends goes through its result's write
+
+
+def _catch_to_after_failure() -> list[dict[str, Any]]:
+    """A segment state's Catch: any failure stops (or terminates) the box first."""
+    return [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "AfterFailure"}]
+
+
 def _segment_states() -> dict[str, Any]:
     """One box's segment of a wave: mark the start, start the pinned box or launch the cell's ephemeral one, sync,
     its lanes one at a time, push the compile cache, stop (pinned) or terminate (ephemeral); it always ends in a
     Pass that says how it went (completed / gate_failed / failed / stop_failed / capacity_unavailable), never
     failing the wave's Map, so the other boxes carry on; in a Distributed Map's wave the result is also written to
     ``$.results_key`` (the scheduler reads it there)."""
-    catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "AfterFailure"}]
-    bounded = ([{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS]
-               + [{"Variable": "$.failure.Error", "StringMatches": p}
-                  for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)])
-    ephemeral = {"Variable": "$.launch", "IsNull": False}
-    capacity = {"Or": [{"Variable": f"$.launch_error.{part}", "StringMatches": p}
-                       for part in ("Error", "Cause") for p in CAPACITY_PATTERNS]}
-    end = {"Next": "SegmentEnd"}
+    return {**_segment_start(), **_segment_launch(), **_segment_work(), **_segment_stop(), **_segment_failure(),
+            **_segment_result()}
+
+
+def _segment_start() -> dict[str, Any]:
+    """Mark when the box's start was requested, then start the pinned box (a cell's box is launched)."""
+    catch = _catch_to_after_failure()
     return {
         "MarkStart": {
             "Type": "Pass",
@@ -470,10 +513,18 @@ def _segment_states() -> dict[str, Any]:
         "StartOrLaunch": {
             "Type": "Choice",
             "Comment": "a pinned box is started; a matrix cell's ephemeral box is launched from its type's template",
-            "Choices": [{**ephemeral, "Next": "FirstSubnet"}],
+            "Choices": [{**EPHEMERAL, "Next": "FirstSubnet"}],
             "Default": "StartInstance",
         },
         "StartInstance": {**_ec2("startInstances", EC2_START_RETRY), "Catch": catch, "Next": "SyncHarness"},
+    }
+
+
+def _segment_launch() -> dict[str, Any]:
+    """A cell's ephemeral box: RunInstances from its type's template, subnet after subnet while capacity lacks."""
+    capacity = {"Or": [{"Variable": f"$.launch_error.{part}", "StringMatches": p}
+                       for part in ("Error", "Cause") for p in CAPACITY_PATTERNS]}
+    return {
         "FirstSubnet": {"Type": "Pass", "Result": {"index": 0}, "ResultPath": "$.launch_try", "Next": "LaunchInstance"},
         "LaunchInstance": {
             "Type": "Task",
@@ -512,12 +563,19 @@ def _segment_states() -> dict[str, Any]:
                            "cause.$": "States.Format('no capacity for {} in any of its {} subnet(s): {}: {}', "
                                       "$.instance_type, $.launch.subnet_count, $.launch_error.Error, "
                                       "$.launch_error.Cause)"},
-            **end,
+            **TO_SEGMENT_END,
         },
         "LaunchFailed": {"Type": "Pass", "InputPath": "$.launch_error", "ResultPath": "$.failure",
                          "Next": "FailureKind"},
         "Launched": {"Type": "Pass", "InputPath": "$.launched.instance_id", "ResultPath": "$.instance_id",
                      "Next": "SyncHarness"},
+    }
+
+
+def _segment_work() -> dict[str, Any]:
+    """On the started box: the harness sync, the lanes one at a time, the compile cache push and its boot record."""
+    catch = _catch_to_after_failure()
+    return {
         "SyncHarness": {
             "Type": "Task",
             "Comment": "install/verify the harness; retried while the instance's SSM agent has not registered",
@@ -573,7 +631,13 @@ def _segment_states() -> dict[str, Any]:
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.boot_commit_error", "Next": "StopOrTerminate"}],
             "Next": "StopOrTerminate",
         },
-        "StopOrTerminate": {"Type": "Choice", "Choices": [{**ephemeral, "Next": "TerminateInstance"}],
+    }
+
+
+def _segment_stop() -> dict[str, Any]:
+    """The normal end: stop the pinned box (release its lease after its last segment) or terminate the cell's."""
+    return {
+        "StopOrTerminate": {"Type": "Choice", "Choices": [{**EPHEMERAL, "Next": "TerminateInstance"}],
                             "Default": "StopInstance"},
         "TerminateInstance": {**_ec2("terminateInstances", STOP_RETRY),
                               "Comment": "the cell's ephemeral box is terminated (it has no lease)",
@@ -594,7 +658,7 @@ def _segment_states() -> dict[str, Any]:
         "SegmentCompleted": {
             "Type": "Pass",
             "Parameters": {**SEGMENT_RESULT, "status": "completed", "lanes.$": "$.lane_results"},
-            **end,
+            **TO_SEGMENT_END,
         },
         "KeepLease": _keep_lease("$.instance_id", "SegmentStopFailed"),
         "SegmentStopFailed": {
@@ -603,7 +667,7 @@ def _segment_states() -> dict[str, Any]:
             "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
                            "cause.$": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
                                       "$.stop_error.Error, $.stop_error.Cause)"},
-            **end,
+            **TO_SEGMENT_END,
         },
         "SegmentTerminateFailed": {
             "Type": "Pass",
@@ -612,9 +676,18 @@ def _segment_states() -> dict[str, Any]:
             "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
                            "cause.$": "States.Format('terminating {} failed after retries: {} {}', $.instance_id, "
                                       "$.stop_error.Error, $.stop_error.Cause)"},
-            **end,
+            **TO_SEGMENT_END,
         },
-        "AfterFailure": {"Type": "Choice", "Choices": [{**ephemeral, "Next": "TerminateInstanceAfterFailure"}],
+    }
+
+
+def _segment_failure() -> dict[str, Any]:
+    """Every failure: stop or terminate the box first, then the segment's result says which failure it was."""
+    bounded = ([{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS]
+               + [{"Variable": "$.failure.Error", "StringMatches": p}
+                  for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)])
+    return {
+        "AfterFailure": {"Type": "Choice", "Choices": [{**EPHEMERAL, "Next": "TerminateInstanceAfterFailure"}],
                          "Default": "StopInstanceAfterFailure"},
         "TerminateInstanceAfterFailure": {
             **_ec2("terminateInstances", STOP_RETRY),
@@ -644,21 +717,27 @@ def _segment_states() -> dict[str, Any]:
             "Comment": "a gate failed: the box's later lanes are recorded skipped by the scheduler",
             "Parameters": {**SEGMENT_RESULT, "status": "gate_failed", "error.$": "$.failure.Error",
                            "cause.$": "$.failure.Cause"},
-            **end,
+            **TO_SEGMENT_END,
         },
         "SegmentFailed": {
             "Type": "Pass",
             "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
                            "cause.$": "$.failure.Cause"},
-            **end,
+            **TO_SEGMENT_END,
         },
         "SegmentFailedCauseInHistory": {
             "Type": "Pass",
             "Comment": "an error whose cause nothing bounds (a callback from elsewhere): its name only",
             "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
                            "cause": CAUSE_IN_HISTORY},
-            **end,
+            **TO_SEGMENT_END,
         },
+    }
+
+
+def _segment_result() -> dict[str, Any]:
+    """The segment's end: in a Distributed Map's wave its result is written to S3 for the scheduler."""
+    return {
         "SegmentEnd": {
             "Type": "Choice",
             "Comment": "in a Distributed Map's wave the result goes to S3 (the map's output is not read)",
@@ -684,7 +763,9 @@ def _segment_states() -> dict[str, Any]:
 SCHEDULE_CARRIED = ("next_wave", "box_failures", "stop_failed", "distributed")  # control_plane.waves.schedule's state
 
 
-def _schedule_wave() -> dict[str, Any]:
+def _schedule_wave(plan: str) -> dict[str, Any]:
+    """The scheduler's call; ``plan`` is where the plan is: the execution input (``$$.Execution.Input``) or, for an
+    execution that planned itself, the state's ``$.planned`` (the plan kept in S3: its reference and digest)."""
     return {
         "Type": "Task",
         "Comment": "fold the last wave's results, record what cannot run, pick the next wave (or the outcome)",
@@ -693,9 +774,9 @@ def _schedule_wave() -> dict[str, Any]:
             "run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
             # of its previous answer only what it reads (the answer's segments and records stay out)
             "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
-            "results.$": "$.results", "waves.$": "$$.Execution.Input.waves", "nodes.$": "$$.Execution.Input.nodes",
-            "boxes.$": "$$.Execution.Input.boxes", "cells.$": "$$.Execution.Input.cells",
-            "plan_uri.$": "$$.Execution.Input.plan_uri", "plan_digest.$": "$$.Execution.Input.plan_digest"}},
+            "results.$": "$.results", "waves.$": f"{plan}.waves", "nodes.$": f"{plan}.nodes",
+            "boxes.$": f"{plan}.boxes", "cells.$": f"{plan}.cells",
+            "plan_uri.$": f"{plan}.plan_uri", "plan_digest.$": f"{plan}.plan_digest"}},
         "ResultSelector": {"answer.$": "$.Payload"},
         "ResultPath": "$.schedule",
         "Retry": LAMBDA_RETRY,
@@ -764,126 +845,206 @@ def build_definition() -> dict[str, Any]:
     return {
         "Comment": "neuron-pipelines run: waves of box segments (both boxes at once), lanes on each box via SSM + "
                    "task tokens, a scheduler Lambda between waves (generated by statemachine/build.py; do not edit)",
-        "StartAt": "Init",
-        "States": {
-            "Init": {
-                "Type": "Pass",
-                "Comment": "the plan stays in the execution input ($$.Execution.Input); the state carries the "
-                           "scheduler's answer and the last wave's segment results",
-                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "max_concurrency.$": "$.max_concurrency",
-                               "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
-                                                       "distributed": None}},
-                               "results": []},
-                "Next": "ScheduleWave",
-            },
-            "ScheduleWave": _schedule_wave(),
-            "MoreWaves": {
-                "Type": "Choice",
-                "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
-                            {"Variable": "$.schedule.answer.distributed", "IsNull": False,
-                             "Next": "SegmentsDistributed"}],
-                "Default": "Segments",
-            },
-            "Segments": {
-                "Type": "Map",
-                "Comment": "the wave's segments, one per box, at most max_concurrency at once (0: all; a matrix's "
-                           "plan sets it); a segment never fails the Map",
-                "ItemsPath": "$.schedule.answer.segments",
-                "MaxConcurrencyPath": "$.max_concurrency",
-                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "MarkStart",
-                                  "States": _segment_states()},
-                "ResultPath": "$.results",
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
-                "Next": "ScheduleWave",
-            },
-            "SegmentsDistributed": {
-                "Type": "Map",
-                "Comment": "a wave too large for the state: its segments are read from the items file the scheduler "
-                           "wrote; each child execution writes its result to S3, where the scheduler reads it",
-                "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
-                               "Parameters": {"Bucket.$": "$.schedule.answer.distributed.bucket",
-                                              "Key.$": "$.schedule.answer.distributed.key"}},
-                "MaxConcurrencyPath": "$.max_concurrency",
-                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
-                                  "StartAt": "MarkStart", "States": _segment_states()},
-                "ResultPath": None,
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
-                "Next": "ClearResults",
-            },
-            "ClearResults": {"Type": "Pass", "Comment": "the distributed wave's results are in S3",
-                             "Result": [], "ResultPath": "$.results", "Next": "ScheduleWave"},
-            "Outcome": {
-                "Type": "Pass",
-                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "outcome.$": "$.schedule.answer.outcome", "failure.$": "$.schedule.answer.failure",
-                               "boxes.$": "$$.Execution.Input.boxes"},
-                "Next": "ReleaseLeases",
-            },
-            "RunBroke": {
-                "Type": "Pass",
-                "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails "
-                           "and keeps its leases, since a box of the broken wave may still be running; "
-                           "on_execution_status stops the boxes, then releases them",
-                "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
-                                           "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
-                               "failure.$": "$.failure", "boxes.$": "$$.Execution.Input.boxes"},
-                "Next": "FinalizeRun",
-            },
-            "ReleaseLeases": {
-                "Type": "Map",
-                "Comment": "the run's end releases what leases it still holds (a box whose stop failed keeps its "
-                           "lease for on_execution_status)",
-                "ItemsPath": "$.boxes",
-                "MaxConcurrency": 0,
-                "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id", "run_id.$": "$.run_id"},
-                "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
-                                  "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
-                                                                               "RunLeaseReleaseFailed",
-                                                                               unless_stop_failed=True),
-                                             "RunLeaseReleaseFailed": {"Type": "Pass", "End": True}}},
-                "ResultPath": None,
-                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": "FinalizeRun"}],
-                "Next": "FinalizeRun",
-            },
-            "FinalizeRun": _finalize("ReportWritten"),
-            "ReportWritten": {
-                "Type": "Choice",
-                "Comment": "a run whose lanes succeeded (or partly) without its report is not a success; a failed "
-                           "run keeps its own failure (the report's fate travels in its event's finalize)",
-                "Choices": [{"Variable": "$.outcome.status", "StringEquals": "failed", "Next": "EmitOutcome"},
-                            {"Variable": "$.finalize.Error", "IsPresent": True, "Next": "ReportErrorFromLambda"},
-                            {"And": [{"Variable": "$.finalize.report.report_status", "IsPresent": True},
-                                     {"Variable": "$.finalize.report.report_status", "StringEquals": "written"}],
-                             "Next": "EmitOutcome"}],
-                "Default": "ReportErrorFromAnswer",
-            },
-            "ReportErrorFromLambda": _report_error("$.finalize.Error", "$.finalize.Cause"),
-            "ReportErrorFromAnswer": _report_error("$.finalize.report.error", "$.finalize.report.message"),
-            "ReportFailed": {
-                "Type": "Pass",
-                "Comment": "the run's failure: the report's error, with the lanes' outcome (as a failed run's cause "
-                           "carries it)",
-                "Parameters": {"Error": REPORT_FAILED_ERROR, "Cause.$": "States.JsonToString($.report_failure)"},
-                "ResultPath": "$.failure",
-                "Next": "EmitRunReportFailed",
-            },
-            "EmitRunReportFailed": _emit(EVENT_RUN_REPORT_FAILED, "RunReportFailed"),
-            "RunReportFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
-            "EmitOutcome": {
-                "Type": "Choice",
-                "Choices": [{"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
-                            {"Variable": "$.outcome.status", "StringEquals": "partial",
-                             "Next": "EmitRunPartiallySucceeded"}],
-                "Default": "EmitRunFailed",
-            },
-            "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "RunSucceeded"),
-            "EmitRunPartiallySucceeded": _emit(EVENT_RUN_PARTIAL, "RunSucceeded"),
-            "RunSucceeded": {"Type": "Succeed", "Comment": "succeeded or partial: the outcome is at $.outcome"},
-            "EmitRunFailed": _emit(EVENT_RUN_FAILED, "RunFailed"),
-            "RunFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+        "StartAt": PLAN_OR_REQUEST_STATE,
+        "States": {**_start_states(), **_wave_states(), **_run_end_states(), **_report_states(),
+                   **_outcome_event_states()},
+    }
+
+
+def _init(source: str, planned: str | None, next_state: str, comment: str) -> dict[str, Any]:
+    """The state the waves run over: the run, its boxes, where the plan is (``planned``: null when it is the
+    execution input), the scheduler's first answer and no results yet."""
+    return {
+        "Type": "Pass",
+        "Comment": comment,
+        "Parameters": {"run_id.$": f"{source}.run_id", "results_uri.$": f"{source}.results_uri",
+                       "max_concurrency.$": f"{source}.max_concurrency", "boxes.$": f"{source}.boxes",
+                       **({"planned.$": planned} if planned else {"planned": None}),
+                       "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
+                                               "distributed": None}},
+                       "results": []},
+        "Next": next_state,
+    }
+
+
+def _start_states() -> dict[str, Any]:
+    """How an execution starts. Started with a plan (``neuronpipe run --aws``, ``plan_run``) it runs it; started with
+    a run request (the console, ``aws stepfunctions start-execution``, an EventBridge target) it plans itself first:
+    the plan_execution Lambda validates the request, plans it under the execution's name, keeps the plan in S3 and
+    leases the boxes, or refuses it (the execution fails ``Run.Refused`` with the ``field: reason`` lines as its
+    cause)."""
+    planned = "$.answer.input"
+    return {
+        PLAN_OR_REQUEST_STATE: {
+            "Type": "Choice",
+            "Comment": "a plan has its waves and its digest (a run request can have neither)",
+            "Choices": [{"And": [{"Variable": "$.waves", "IsPresent": True},
+                                 {"Variable": "$.plan_digest", "IsPresent": True}], "Next": "Init"}],
+            "Default": PLAN_REQUEST_STATE,
         },
+        "Init": _init("$", None, "ScheduleWave", "the plan stays in the execution input ($$.Execution.Input); the "
+                      "state carries the scheduler's answer and the last wave's segment results"),
+        PLAN_REQUEST_STATE: {
+            "Type": "Task",
+            "Comment": "plan the run request this execution was started with, named after the execution",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": _sub("PlanExecutionFunctionArn"),
+                           "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"}},
+            "ResultSelector": {"answer.$": "$.Payload"},
+            "ResultPath": "$",
+            "Retry": LAMBDA_RETRY,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "PlanningFailed"}],
+            "Next": "RequestPlanned",
+        },
+        "RequestPlanned": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.answer.outcome", "StringEquals": "planned", "Next": "InitPlanned"}],
+            "Default": "RunRefused",
+        },
+        "RunRefused": {"Type": "Fail", "Comment": "the request was refused: nothing was leased or started",
+                       "Error": RUN_REFUSED_ERROR, "CausePath": "$.answer.message"},
+        "PlanningFailed": {"Type": "Fail", "Comment": "plan_execution itself failed: nothing was started",
+                           "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+        "InitPlanned": _init(planned, planned, "ScheduleWavePlanned", "the plan is in S3 (control data): the state "
+                             "carries its reference and digest, the scheduler's answer and the last wave's results"),
+    }
+
+
+def _wave_states() -> dict[str, Any]:
+    """From the plan to the last wave: the scheduler between waves (reading the plan where it is), each wave's
+    segments as an inline or a Distributed Map."""
+    return {
+        "ScheduleWave": _schedule_wave("$$.Execution.Input"),
+        "ScheduleWavePlanned": _schedule_wave("$.planned"),
+        "NextWave": {
+            "Type": "Choice",
+            "Comment": "the plan is the execution input, or the state carries it (an execution that planned itself)",
+            "Choices": [{"Variable": "$.planned", "IsNull": False, "Next": "ScheduleWavePlanned"}],
+            "Default": "ScheduleWave",
+        },
+        "MoreWaves": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
+                        {"Variable": "$.schedule.answer.distributed", "IsNull": False,
+                         "Next": "SegmentsDistributed"}],
+            "Default": "Segments",
+        },
+        "Segments": {
+            "Type": "Map",
+            "Comment": "the wave's segments, one per box, at most max_concurrency at once (0: all; a matrix's "
+                       "plan sets it); a segment never fails the Map",
+            "ItemsPath": "$.schedule.answer.segments",
+            "MaxConcurrencyPath": "$.max_concurrency",
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "MarkStart",
+                              "States": _segment_states()},
+            "ResultPath": "$.results",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
+            "Next": "NextWave",
+        },
+        "SegmentsDistributed": {
+            "Type": "Map",
+            "Comment": "a wave too large for the state: its segments are read from the items file the scheduler "
+                       "wrote; each child execution writes its result to S3, where the scheduler reads it",
+            "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
+                           "Parameters": {"Bucket.$": "$.schedule.answer.distributed.bucket",
+                                          "Key.$": "$.schedule.answer.distributed.key"}},
+            "MaxConcurrencyPath": "$.max_concurrency",
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                              "StartAt": "MarkStart", "States": _segment_states()},
+            "ResultPath": None,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
+            "Next": "ClearResults",
+        },
+        "ClearResults": {"Type": "Pass", "Comment": "the distributed wave's results are in S3",
+                         "Result": [], "ResultPath": "$.results", "Next": "NextWave"},
+    }
+
+
+def _run_end_states() -> dict[str, Any]:
+    """The run's end, whole or broken: its outcome, and the leases it still holds released."""
+    return {
+        "Outcome": {
+            "Type": "Pass",
+            "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                           "outcome.$": "$.schedule.answer.outcome", "failure.$": "$.schedule.answer.failure",
+                           "boxes.$": "$.boxes"},
+            "Next": "ReleaseLeases",
+        },
+        "RunBroke": {
+            "Type": "Pass",
+            "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails "
+                       "and keeps its leases, since a box of the broken wave may still be running; "
+                       "on_execution_status stops the boxes, then releases them",
+            "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
+                           "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
+                                       "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
+                           "failure.$": "$.failure", "boxes.$": "$.boxes"},
+            "Next": "FinalizeRun",
+        },
+        "ReleaseLeases": {
+            "Type": "Map",
+            "Comment": "the run's end releases what leases it still holds (a box whose stop failed keeps its "
+                       "lease for on_execution_status)",
+            "ItemsPath": "$.boxes",
+            "MaxConcurrency": 0,
+            "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id", "run_id.$": "$.run_id"},
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
+                              "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
+                                                                           "RunLeaseReleaseFailed",
+                                                                           unless_stop_failed=True),
+                                         "RunLeaseReleaseFailed": {"Type": "Pass", "End": True}}},
+            "ResultPath": None,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": "FinalizeRun"}],
+            "Next": "FinalizeRun",
+        },
+    }
+
+
+def _report_states() -> dict[str, Any]:
+    """The report (finalize_run), and a run whose lanes ended without it failing Report.Failed."""
+    return {
+        "FinalizeRun": _finalize("ReportWritten"),
+        "ReportWritten": {
+            "Type": "Choice",
+            "Comment": "a run whose lanes succeeded (or partly) without its report is not a success; a failed "
+                       "run keeps its own failure (the report's fate travels in its event's finalize)",
+            "Choices": [{"Variable": "$.outcome.status", "StringEquals": "failed", "Next": "EmitOutcome"},
+                        {"Variable": "$.finalize.Error", "IsPresent": True, "Next": "ReportErrorFromLambda"},
+                        {"And": [{"Variable": "$.finalize.report.report_status", "IsPresent": True},
+                                 {"Variable": "$.finalize.report.report_status", "StringEquals": "written"}],
+                         "Next": "EmitOutcome"}],
+            "Default": "ReportErrorFromAnswer",
+        },
+        "ReportErrorFromLambda": _report_error("$.finalize.Error", "$.finalize.Cause"),
+        "ReportErrorFromAnswer": _report_error("$.finalize.report.error", "$.finalize.report.message"),
+        "ReportFailed": {
+            "Type": "Pass",
+            "Comment": "the run's failure: the report's error, with the lanes' outcome (as a failed run's cause "
+                       "carries it)",
+            "Parameters": {"Error": REPORT_FAILED_ERROR, "Cause.$": "States.JsonToString($.report_failure)"},
+            "ResultPath": "$.failure",
+            "Next": "EmitRunReportFailed",
+        },
+        "EmitRunReportFailed": _emit(EVENT_RUN_REPORT_FAILED, "RunReportFailed"),
+        "RunReportFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
+    }
+
+
+def _outcome_event_states() -> dict[str, Any]:
+    """The run's event on the bus, then the execution's own end (succeeded, partial, failed)."""
+    return {
+        "EmitOutcome": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
+                        {"Variable": "$.outcome.status", "StringEquals": "partial",
+                         "Next": "EmitRunPartiallySucceeded"}],
+            "Default": "EmitRunFailed",
+        },
+        "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "RunSucceeded"),
+        "EmitRunPartiallySucceeded": _emit(EVENT_RUN_PARTIAL, "RunSucceeded"),
+        "RunSucceeded": {"Type": "Succeed", "Comment": "succeeded or partial: the outcome is at $.outcome"},
+        "EmitRunFailed": _emit(EVENT_RUN_FAILED, "RunFailed"),
+        "RunFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
     }
 
 

@@ -10,6 +10,8 @@ Two stages, imports pointing one way (render → data, never back; tests/unit/te
 
 * data — the views to the comparison.json dict: ``comparison`` (the sections), ``compare`` (deltas, tests,
   verdicts), ``decision`` (the Decision's rows), over the leaves ``rows`` (query → JSON values), ``stats``, ``rules``;
+* the document between them — ``document``: comparison.json's versioned model (:class:`~analytics.report.document.
+  Comparison`), which the written file is validated against and the render stage reads;
 * render — comparison.json to files: ``markdown`` (REPORT.md) with its sections ``decision_md``, ``deltas_md`` and
   ``notes_md``, ``plots`` (PNG), ``html`` (REPORT.html: comparison.json and ``html_data``'s per-point distributions
   embedded, drawn by its ``assets/`` scripts with the vendored plotly.js of ``html_assets``), over the leaves
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import duckdb
+
+if TYPE_CHECKING:
+    from analytics.report.document import Comparison
 
 COMPARISON_FILE = "comparison.json"
 REPORT_FILE = "REPORT.md"
@@ -32,6 +37,7 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
     """Write comparison.json, REPORT.md and the plots into ``out_dir`` (with ``html``, REPORT.html beside them);
     return their paths. REPORT.html needs the plotly package (``html_assets.ChartLibraryMissingError`` without it)."""
     from analytics.report.comparison import build_comparison, dumps
+    from analytics.report.document import Comparison
     from analytics.report.markdown import render
 
     if html:  # before anything is written: a missing chart library leaves the previous report whole
@@ -47,11 +53,10 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
     if damaged:
         comparison["exclusions"] = [*comparison.get("exclusions", []), *damaged]
     text = dumps(comparison)
+    # The render stage reads the JSON as written, so it sees exactly what a reader of the file sees; a document that
+    # is not what its model says is refused before it is written.
+    written = Comparison.model_validate_json(text)
     write_atomic(out / COMPARISON_FILE, text)
-    # The markdown and plots read the JSON as written, so they see exactly what a reader of the file sees.
-    import json
-
-    written = json.loads(text)
     markdown = render(written)
     try:
         from analytics.report.plots import draw_all
@@ -65,7 +70,7 @@ def write_report(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None, 
     return [out / COMPARISON_FILE, out / REPORT_FILE, *pages, *plots]
 
 
-def write_html(con: duckdb.DuckDBPyConnection, comparison: dict, out: Path) -> Path:
+def write_html(con: duckdb.DuckDBPyConnection, comparison: Comparison, out: Path) -> Path:
     """REPORT.html from comparison.json as written and the views' per-point distributions (``html_data``)."""
     from analytics.atomic import write_atomic
     from analytics.report.html import HTML_FILE, render_html

@@ -257,13 +257,14 @@ def _configs(evaluations: list[dict[str, Any]], pairs: list[dict[str, Any]],
     return [out[k] for k in sorted(out, key=lambda k: tuple(str(x) for x in k))]
 
 
-def config_accuracy(section: dict[str, Any], run_id: Any, lane: Any, model: Any, server_config: Any) -> (
+def config_accuracy(configs: list[dict[str, Any]], run_id: Any, lane: Any, model: Any, server_config: Any) -> (
         dict[str, Any] | None):
-    """The ``configs`` entry of a Decision or Variants row: same run, model and server config, the same matrix cell,
-    and the fine-tune where the row is the finetune_serve lane's (else the base model)."""
+    """The entry of the accuracy section's ``configs`` for a Decision or Variants row: same run, model and server
+    config, the same matrix cell, and the fine-tune where the row is the finetune_serve lane's (else the base
+    model)."""
     variant = "finetune" if str(lane or "").split("@")[0] == "finetune_serve" else "base"
     cell = cell_of(lane)
-    for e in section.get("configs") or []:
+    for e in configs:
         if (e["run_id"], e["model"], e["server_config"], e["variant"], e["cell"]) == \
                 (run_id, model, server_config, variant, cell):
             return e

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from analytics.report.accuracy import config_accuracy, verdict_counts
+from analytics.report.document import Accuracy, Comparison
 from analytics.report.format import fmt, none_line, table
 
 FLAG = "⚠ faster but worse"
@@ -64,10 +65,10 @@ def summary(tests: list[dict[str, Any]], fail_pct: float | None = None) -> str:
 
 
 # ---- the Decision's and the Variants' column ---------------------------------------------------------------------
-def accuracy_cell(c: dict[str, Any], run_id: Any, lane: Any, model: Any, server_config: Any) -> str:
+def accuracy_cell(c: Comparison, run_id: Any, lane: Any, model: Any, server_config: Any) -> str:
     """The row's accuracy per task with its interval (each task on its own, never averaged), its verdict against
     what it is paired with, and the flag of a variant faster than its baseline but less accurate."""
-    e = config_accuracy(c.get("accuracy") or {}, run_id, lane, model, server_config)
+    e = config_accuracy(c.accuracy.configs, run_id, lane, model, server_config)
     if e is None:
         return "not evaluated"
     vs = {(v["task"], v["kind"]): v for v in e.get("vs") or []}
@@ -135,28 +136,28 @@ def pair_cell(t: dict[str, Any], k: str) -> Any:
     return t.get(k)
 
 
-def s_accuracy(c: dict[str, Any]) -> list[str]:
-    a = c.get("accuracy") or {}
+def s_accuracy(c: Comparison) -> list[str]:
+    a = c.accuracy
     lines = ["## Accuracy", ""]
-    if not a.get("available"):
+    if not a.available:
         return lines + none_line("accuracy results (the accuracy lane has not committed)")
-    m = a.get("method") or {}
+    m = a.method
     lines += ["Accuracy per task = correct / scored samples, with its Wilson 95 % interval (docs/reference/metrics.md, "
               "Accuracy). A failed sample (its request failed) is excluded from the accuracy and counted; a sample "
               "without a 0/1 outcome is counted as unscored. Each task stands on its own: nothing here averages "
               "across tasks.", ""]
-    scored = [r for r in a["evaluations"] if r.get("samples")]
+    scored = [r for r in a.evaluations if r.get("samples")]
     lines += table(scored, TASK_COLUMNS, _task_cell) if scored else none_line("scored evaluations")
-    if a.get("not_ok"):
+    if a.not_ok:
         lines += ["Evaluations that did not complete:", ""]
         lines += [f"- `{r['run_id']}` {r.get('model')} {r.get('variant')} `{r.get('server_config')}` "
-                  f"`{r['task']}`: **{r['status']}** — {fmt(r.get('reason'))}" for r in a["not_ok"]] + [""]
+                  f"`{r['task']}`: **{r['status']}** — {fmt(r.get('reason'))}" for r in a.not_ok] + [""]
     lines += s_pairs(a, m)
     return lines
 
 
-def s_pairs(a: dict[str, Any], m: dict[str, Any]) -> list[str]:
-    pairs = a.get("pairs") or []
+def s_pairs(a: Accuracy, m: dict[str, Any]) -> list[str]:
+    pairs = a.pairs
     lines = ["### Paired verdicts: base vs fine-tune, variant vs baseline", ""]
     if not pairs:
         return lines + ["_No pair of evaluations on the same documents (base and fine-tune, or a variant and its "
@@ -176,7 +177,7 @@ def s_pairs(a: dict[str, Any], m: dict[str, Any]) -> list[str]:
     lines += table(pairs, cols, pair_cell)
     families = sorted({str(t.get("holm_family")) for t in pairs if t.get("holm_family")})
     lines += ["Holm families:"] + [f"- {f}" for f in families] + [""]
-    for f in a.get("flags") or []:
+    for f in a.flags:
         lines += [f"**{FLAG}:** `{f['server_config']}` ({f.get('model')}, {f.get('variant')}, run `{f['run_id']}`) is "
                   f"faster than `{f.get('baseline')}` on {', '.join(f.get('faster_metrics') or [])} but less accurate "
                   f"on {', '.join(f.get('worse_tasks') or [])}.", ""]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analytics.report.document import Comparison
 from analytics.report.format import Column, fmt, table
 
 SATURATION_COLUMNS: list[Column] = [("accel_busy_pct", "accel busy %"), ("accel_util_p90_pct", "util p90 %")]
@@ -41,20 +42,20 @@ def saturation_notes(points: list[dict[str, Any]]) -> list[str]:
     return lines + [""] if lines else []
 
 
-def s_preflight(c: dict[str, Any]) -> list[str]:
+def s_preflight(c: Comparison) -> list[str]:
     """Per box: checks passed/failed/skipped, then every failed check with its reason verbatim; nothing when empty."""
-    p = c.get("preflight") or {}
-    if not p.get("summary"):
+    p = c.preflight
+    if not p.summary:
         return []
     lines = ["## Preflight", "",
              "The preflight gate ran first on each box: the environment checked before any compute was spent.", ""]
-    lines += table(p["summary"], [("run_id", "run"), ("box_role", "box"), ("lane", "lane"), ("checks", "checks"),
+    lines += table(p.summary, [("run_id", "run"), ("box_role", "box"), ("lane", "lane"), ("checks", "checks"),
                                   ("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"),
                                   ("failed_checks", "failed checks")])
-    for f in p.get("failed") or []:
+    for f in p.failed:
         lines.append(f"- **{fmt(f.get('box_role'))} · `{fmt(f.get('check'))}` failed** (run `{f.get('run_id')}`): "
                      f"{fmt(f.get('reason'))} (observed {fmt(f.get('observed'))}, expected {fmt(f.get('expected'))})")
-    return lines + [""] if p.get("failed") else lines
+    return lines + [""] if p.failed else lines
 
 
 COLD_START_COLUMNS: list[Column] = [
@@ -70,22 +71,22 @@ BOOT_CACHE_COLUMNS: list[Column] = [
     ("push_bytes", "bytes pushed"), ("serving_boots", "serving boots"), ("serving_cache_labels", "cache labels")]
 
 
-def cold_start_lines(c: dict[str, Any]) -> list[str]:
+def cold_start_lines(c: Comparison) -> list[str]:
     """The Cold start table (cold_start) and the compile-cache row per boot (boot_compile_cache)."""
-    cs = c["compile"].get("cold_start") or {}
-    if not cs.get("boots"):
+    cs = c.compile.cold_start
+    if not cs.boots:
         return []
     lines = ["### Cold start", "",
              "Per box boot, the phases from the start request to the first token (seconds; the total in minutes). "
              "NULL where a mark is missing — locally there is no instance start, so no total.", ""]
-    lines += table(cs["boots"], COLD_START_COLUMNS)
-    for b in cs["boots"]:
+    lines += table(cs.boots, COLD_START_COLUMNS)
+    for b in cs.boots:
         if b.get("missing"):
             lines.append(f"- {fmt(b.get('box_role'))} segment {fmt(b.get('segment'))}: missing {b['missing']}.")
-    if any(b.get("missing") for b in cs["boots"]):
+    if any(b.get("missing") for b in cs.boots):
         lines.append("")
-    if cs.get("cache"):
+    if cs.cache:
         lines += ["Compile cache per boot (the shared S3 cache: entries fetched vs already on the volume; labels "
                   "`cache/basis` of the serving boots, `s3` = seeded from S3 this boot):", ""]
-        lines += table(cs["cache"], BOOT_CACHE_COLUMNS)
+        lines += table(cs.cache, BOOT_CACHE_COLUMNS)
     return lines

@@ -22,10 +22,9 @@ from analytics.report.compare import deltas_section
 from analytics.report.variants import variants_section
 from analytics.report.workloads import workloads_section
 from analytics.report.decision import decision_section
+from analytics.report.document import COMPARISON_SCHEMA
 from analytics.report.rows import ComparisonError, rows  # noqa: F401 - ComparisonError: what a failed build raises
 from analytics.report.rules import MEASUREMENT_RULES
-
-COMPARISON_SCHEMA = "neuronpipe.comparison/1"
 
 # Views of the serving family (1*_serving_*.sql, the load generator's; docs/reference/metrics.md serving and sustained).
 SERVING_POINT_VIEWS = ("serving_points",)
@@ -240,7 +239,8 @@ def cost_section(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | None = None,
                      with_deltas: bool = True) -> dict[str, Any]:
     """Every section of the report, from the views on ``con`` (already restricted to the runs); without
-    ``with_deltas`` the ``deltas`` section is left out (a caller that compares sides of its own).
+    ``with_deltas`` the ``deltas`` section is left out (a caller that compares sides of its own). The values of
+    comparison.json, as its model :class:`analytics.report.document.Comparison` describes them.
 
     Leaves TEMP snapshots of :data:`MATERIALIZED_VIEWS` on ``con`` (see :func:`materialize_shared_views`).
     """

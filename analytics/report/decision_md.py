@@ -10,6 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from analytics.report.accuracy_md import accuracy_cell
+from analytics.report.document import Comparison, Decision
 from analytics.report.format import fmt, none_line, table
 from analytics.report.names import slug
 
@@ -62,23 +63,23 @@ ACCURACY_NOTE = ("Accuracy per task: the row's own evaluation (its run, model an
                  "variant faster than its baseline and less accurate on some task (the Accuracy section).")
 
 
-def s_decision(c: dict[str, Any]) -> list[str]:
+def s_decision(c: Comparison) -> list[str]:
     lines = ["## Decision", ""]
-    d = c.get("decision") or {}
-    if not d.get("available"):
+    d = c.decision
+    if not d.available:
         return lines + ["_The decision view (75_report_decision.sql) is not installed._", ""]
-    lines += [d["rule"], "", d["formula"], ""]
-    if d["slos"]:
+    lines += [d.rule, "", d.formula, ""]
+    if d.slos:
         lines += ["SLO in force:"] + [
             f"- `{s['slo_name']}`: p{_g(s['slo_percentile'])} TTFT <= {_g(s['slo_ttft_ms'])} ms, "
             f"p{_g(s['slo_percentile'])} TPOT <= {_g(s['slo_tpot_ms'])} ms — source: {fmt(s['slo_source'])}"
-            for s in d["slos"]] + [""]
-    if not d["rows"]:
+            for s in d.slos] + [""]
+    if not d.rows:
         return lines + none_line("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained "
                                  "or an imported reference)")
 
     # the row's accuracy per task (comparison.json accuracy.configs), where the run evaluated any
-    cols = COLUMNS + ((("accuracy", "accuracy per task [95 % CI]"),) if (c.get("accuracy") or {}).get("available")
+    cols = COLUMNS + ((("accuracy", "accuracy per task [95 % CI]"),) if c.accuracy.available
                       else ())
     if len(cols) > len(COLUMNS):
         lines += [ACCURACY_NOTE, ""]
@@ -104,9 +105,9 @@ def s_decision(c: dict[str, Any]) -> list[str]:
 
     lines += s_hardware(d)
     by_instance: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in d["rows"]:
+    for r in d.rows:
         by_instance[str(r.get("instance"))].append(r)
-    pricing = {str(p.get("instance")): p for p in d["pricing"]}
+    pricing = {str(p.get("instance")): p for p in d.pricing}
     for instance in sorted(by_instance):
         lines += [f"### {instance}", ""]
         if instance in pricing:
@@ -117,11 +118,11 @@ def s_decision(c: dict[str, Any]) -> list[str]:
     return lines + s_capacity(d)
 
 
-def s_capacity(d: dict[str, Any]) -> list[str]:
+def s_capacity(d: Decision) -> list[str]:
     """The capacity searches (report_capacity) and the knee plot (plots.py: capacity_knee.png)."""
-    if not d.get("capacity"):
+    if not d.capacity:
         return []
-    lines = ["### Capacity at the SLO (open loop)", "", d.get("rate_rule", ""), ""]
+    lines = ["### Capacity at the SLO (open loop)", "", d.rate_rule or "", ""]
     cols = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
             ("shape", "in:out"), ("slo_name", "SLO"), ("max_rate_meeting_slo", "max rate meeting"),
             ("lowest_rate_missing_slo", "lowest rate missing"), ("goodput", "goodput req/s [95 % CI]"),
@@ -135,7 +136,7 @@ def s_capacity(d: dict[str, Any]) -> list[str]:
             return _with_ci(r, k)
         return r.get(k)
 
-    return lines + table(d["capacity"], cols, get) + ["![capacity knee](capacity_knee.png)", ""]
+    return lines + table(d.capacity, cols, get) + ["![capacity knee](capacity_knee.png)", ""]
 
 
 # ---- across instance types (report_decision_hardware) -------------------------------------------------------------
@@ -184,11 +185,11 @@ def _open_loop(r: dict[str, Any]) -> str:
     return f"{fmt(lo)} [{fmt(lo)}, {fmt(hi) if hi is not None else 'not reached'})"
 
 
-def s_hardware(d: dict[str, Any]) -> list[str]:
+def s_hardware(d: Decision) -> list[str]:
     """The Decision across instance types: per section a table (ranked types by $/M, then those not ranked, then
     references) and a plot of $/M against capacity. With one instance type measured there is nothing to rank and
     the table leaves the verdict out."""
-    rows = d.get("hardware") or []
+    rows = d.hardware or []
     if not rows:
         return []
     measured = [r for r in rows if not r.get("is_reference")]
@@ -199,7 +200,7 @@ def s_hardware(d: dict[str, Any]) -> list[str]:
         lines += ["One instance type measured here: nothing to rank. The table states its capacity and $/M at the "
                   "SLO" + (" beside the references (measured elsewhere)." if len(measured) < len(rows) else "."), ""]
     else:
-        lines += [d.get("hardware_rule", ""), ""]
+        lines += [d.hardware_rule or "", ""]
     cols = [("run_id", "run")] if multi_run else []
     cols += [("server_config", "config"), ("instance", "instance"), ("family", "family · accelerator"),
              ("closed", "highest conc. meeting"), ("output_throughput", "closed-loop output tok/s [95 % CI]"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from analytics.report.accuracy_md import delta_lines
 from analytics.report.compare import FAIL_PCT, pair_deltas, verdict_counts
+from analytics.report.document import Comparison
 from analytics.report.format import fmt, none_line, table
 
 
@@ -64,13 +65,14 @@ def floor_text(entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def s_side_by_side(c: dict[str, Any]) -> list[str]:
-    ids = c["run_ids"]
+def s_side_by_side(c: Comparison) -> list[str]:
+    ids = c.run_ids
     if len(ids) < 2:
         return []
     # comparison.json's deltas (tests and verdicts from the per-request values); a comparison built without
     # them gets the plain deltas, every one "untested"
-    entries = c["deltas"] if "deltas" in c else [pair_deltas(c, ids[0], other) for other in ids[1:]]
+    entries = c.deltas if c.deltas is not None else [pair_deltas(c.as_written(), ids[0], other)
+                                                      for other in ids[1:]]
     lines = ["## Runs side by side", "",
              f"Headline deltas against the first run, `{ids[0]}`. The verdict rests on what varies between runs "
              "(rule 13): where both sides hold ≥ 2 units (runs, or a run's repeats of the point) a run-level "

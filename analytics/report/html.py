@@ -31,6 +31,7 @@ import json
 from html import escape
 from typing import Any
 
+from analytics.report.document import Comparison
 from analytics.report.html_assets import chart_library, app_scripts, app_style
 
 HTML_FILE = "REPORT.html"
@@ -79,17 +80,17 @@ def content_security_policy(script_texts: list[str]) -> str:
             "worker-src 'none'; base-uri 'none'; form-action 'none'")
 
 
-def outcome_html(comparison: dict[str, Any]) -> str:
+def outcome_html(comparison: Comparison) -> str:
     """Each run's outcome line, worded as REPORT.md words it, with a status badge."""
     from pipeline.graph import outcome_text
 
-    runs = comparison.get("runs") or []
+    runs = comparison.runs
     lines = []
     for run in runs:
-        o = run.get("outcome")
+        o = run.outcome
         if not o:
             continue
-        text, run_id, status = outcome_text(o), escape(str(run["run_id"])), escape(str(o["status"]))
+        text, run_id, status = outcome_text(o), escape(str(run.run_id)), escape(str(o["status"]))
         who = f" of <code>{run_id}</code>" if len(runs) > 1 else ""
         lines.append(f'<p class="outcome" data-run="{run_id}" data-status="{status}">'
                      f'<span class="badge v-{status}">{status}</span> <b>Outcome{who}</b>'
@@ -104,10 +105,10 @@ def _section(sid: str, heading: str, body: str = "") -> str:
             f'<div class="np-body">{body}</div>\n</section>')
 
 
-def render_html(comparison: dict[str, Any], data: dict[str, Any]) -> str:
-    """The page for ``comparison`` (comparison.json as written) and ``data`` (``html_data``)."""
+def render_html(comparison: Comparison, data: dict[str, Any]) -> str:
+    """The page for ``comparison`` (comparison.json, embedded as written) and ``data`` (``html_data``)."""
     lib = chart_library()
-    run_ids = comparison.get("run_ids") or []
+    run_ids = comparison.run_ids
     runs = ", ".join(f"<code>{escape(str(r))}</code>" for r in run_ids) or "none"
     sections = "\n".join(_section(sid, heading, outcome_html(comparison) if sid == "outcome" else "")
                          for sid, heading in SECTIONS)
@@ -125,7 +126,7 @@ def render_html(comparison: dict[str, Any], data: dict[str, Any]) -> str:
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{escape(policy)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="neuron-pipelines {escape(str(comparison.get("schema")))}; {lib.name} {lib.version}">
+<meta name="generator" content="neuron-pipelines {escape(comparison.schema_version)}; {lib.name} {lib.version}">
 <title>{escape(title)}</title>
 <style>
 {app_style()}
@@ -135,7 +136,7 @@ def render_html(comparison: dict[str, Any], data: dict[str, Any]) -> str:
 <header class="np-header">
 <h1>neuron-pipelines report</h1>
 <p class="lede">Runs: {runs}. Every number on this page is read from <code>comparison.json</code>
-({escape(str(comparison.get("schema")))}, embedded below as it was written beside REPORT.md) and the views'
+({escape(comparison.schema_version)}, embedded below as it was written beside REPORT.md) and the views'
 per-point latency distributions; the page computes none. Charts: {lib.name} {lib.version}, inlined: the file needs no
 network.</p>
 <nav class="np-nav">{nav}</nav>
@@ -146,7 +147,7 @@ numbers as text.</p></noscript>
 {sections}
 </main>
 <footer class="np-footer">Generated from comparison.json by <code>neuronpipe report --html</code>.</footer>
-<script type="application/json" id="np-comparison">{embed_json(comparison)}</script>
+<script type="application/json" id="np-comparison">{embed_json(comparison.as_written())}</script>
 <script type="application/json" id="np-data">{embed_json(data)}</script>
 <script type="text/plain" id="np-chart-library" data-name="{lib.name}" data-version="{lib.version}">{library}</script>
 {scripts}

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import duckdb
 
+from analytics.report.document import Comparison
 from analytics.report.request_tests import STEP_TOKENS_PER_S_SQL
 from analytics.report.rows import rows
 
@@ -60,13 +61,13 @@ def training_steps(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         GROUP BY run_id, lane, model ORDER BY run_id, lane, model""")
 
 
-def html_data(con: duckdb.DuckDBPyConnection, comparison: dict[str, Any]) -> dict[str, Any]:
+def html_data(con: duckdb.DuckDBPyConnection, comparison: Comparison) -> dict[str, Any]:
     """The page's second data block: distributions of the points comparison.json lists, training steps (empty
     where the connection has no such view: a store without request or step rows)."""
     from analytics.report.comparison import existing_views
 
     present = existing_views(con)
-    points = (comparison.get("serving") or {}).get("points") or []
+    points = comparison.serving.points
     return {"schema": HTML_DATA_SCHEMA, "cdf_probabilities": list(CDF_PROBABILITIES),
             "distributions": latency_distributions(con, points) if "request_metrics" in present else {},
             "training_steps": training_steps(con) if "train_steps" in present else []}

@@ -20,6 +20,7 @@ from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
 from analytics.report.energy_md import energy_columns, energy_notes
 from analytics.report.deltas_md import s_side_by_side
+from analytics.report.document import Comparison, RunSummary
 from analytics.report.variants_md import s_limits, s_variants
 from analytics.report.workloads_md import s_workloads
 from analytics.report.format import Column, fmt, none_line, table
@@ -27,67 +28,67 @@ from pipeline.printable import visible
 from analytics.report.names import compile_rows, slug
 
 
-def _for_runs(c: dict[str, Any]) -> str:
-    return ", ".join(f"`{r}`" for r in c["run_ids"]) or "none"
+def _for_runs(c: Comparison) -> str:
+    return ", ".join(f"`{r}`" for r in c.run_ids) or "none"
 
 
 # ---- sections ----------------------------------------------------------------------------------
-def s_header(c: dict[str, Any]) -> list[str]:
-    lines = ["# neuron-pipelines report", "", *outcome_lines(c["runs"]),
-             f"Runs: {_for_runs(c)}. Generated from `comparison.json` ({c['schema']}); every number below "
+def s_header(c: Comparison) -> list[str]:
+    lines = ["# neuron-pipelines report", "", *outcome_lines(c.runs),
+             f"Runs: {_for_runs(c)}. Generated from `comparison.json` ({c.schema_version}); every number below "
              "comes from the DuckDB views over the committed results.", ""]
-    if not c["runs"]:
+    if not c.runs:
         lines += ["**No committed results for these runs.**", ""]
-    for run in c["runs"]:
-        lanes = ", ".join(f"{l['lane']} ({l['status']})" for l in run["lanes"])
-        lines.append(f"- `{run['run_id']}`: {lanes}")
+    for run in c.runs:
+        lanes = ", ".join(f"{l['lane']} ({l['status']})" for l in run.lanes)
+        lines.append(f"- `{run.run_id}`: {lanes}")
     return lines + [""]
 
 
-def outcome_lines(runs: list[dict[str, Any]]) -> list[str]:
+def outcome_lines(runs: list[RunSummary]) -> list[str]:
     """``**Outcome: partial** — failed: quality (Error: msg); skipped: finetune_serve (needs merge, …)`` per run
     (pipeline.graph's rule, computed into comparison.json), first under the title: what a reader needs first."""
     from pipeline.graph import outcome_text
 
     out = []
     for run in runs:
-        o = run.get("outcome")
+        o = run.outcome
         if not o:
             continue
-        who = f" of `{run['run_id']}`" if len(runs) > 1 else ""
+        who = f" of `{run.run_id}`" if len(runs) > 1 else ""
         text = outcome_text(o)
         out.append(f"**Outcome{who}: {o['status']}**" + (f" — {fmt(text)}" if text else ""))
         out.append("")
     return out
 
 
-def s_machines(c: dict[str, Any]) -> list[str]:
+def s_machines(c: Comparison) -> list[str]:
     lines = ["## Machines and versions", ""]
-    p = c["provenance"]
-    if not p["machines"]:
+    p = c.provenance
+    if not p.machines:
         return lines + none_line("machines (no lane_runs)")
-    lines += table(p["machines"], [("run_id", "run"), ("host", "host"), ("box_role", "box role"),
+    lines += table(p.machines, [("run_id", "run"), ("host", "host"), ("box_role", "box role"),
                                    ("instance_type", "instance"), ("instance_id", "instance id"),
                                    ("backend", "backend"), ("profile", "profile"), ("harness_sha", "harness sha"),
                                    ("lanes", "lanes")])
-    if not p["facts"]:
+    if not p.facts:
         return lines + none_line("provenance facts (the provenance lane has not committed)")
     cols = [("run_id", "run"), ("category", "category"), ("name", "name"), ("value", "value"),
             ("source", "source"), ("note", "note")]
-    lines += ["### Stack", ""] + table([f for f in p["facts"] if f["category"] != "package"], cols)
-    pkgs = [f for f in p["facts"] if f["category"] == "package"]
+    lines += ["### Stack", ""] + table([f for f in p.facts if f["category"] != "package"], cols)
+    pkgs = [f for f in p.facts if f["category"] == "package"]
     if pkgs:
         lines += ["### Packages", ""] + table(pkgs, [("run_id", "run"), ("name", "package"), ("value", "version"),
                                                      ("note", "note")])
     return lines
 
 
-def s_compile(c: dict[str, Any]) -> list[str]:
+def s_compile(c: Comparison) -> list[str]:
     lines = ["## Compile: cold vs warm cache", "",
              "Compile time is a result: both cold and warm wall times are headline numbers, shown before any "
              "throughput.", ""]
-    rows = c["compile"]["summary"]
-    if not rows and not c["compile"].get("superseded"):
+    rows = c.compile.summary
+    if not rows and not c.compile.superseded:
         return lines + none_line("compiles (precompile and serving boots have not run)") + cold_start_lines(c)
     lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("what", "what"), ("model", "model"),
                           ("config", "config"), ("cold_wall_s", "cold s"), ("warm_wall_s", "warm s"),
@@ -101,16 +102,16 @@ def s_compile(c: dict[str, Any]) -> list[str]:
               "proxy (the cache's size, a source's flag); `s3` = the artifacts were seeded from the shared S3 compile "
               "cache this boot.", ""]
     lines += notes_md.superseded_compiles(c) + cold_start_lines(c)
-    return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c) else [])
+    return lines + (["![compile cold vs warm](compile_cold_warm.png)", ""] if compile_rows(c.compile.summary) else [])
 
 
-def s_training(c: dict[str, Any]) -> list[str]:
+def s_training(c: Comparison) -> list[str]:
     lines = ["## Training", "",
              "MFU = tokens_per_s × flops_per_token / peak. FLOPs per token are LoRA-aware "
              "(6·N_trainable + 4·N_frozen; with activation recompute 8·N_trainable + 6·N_frozen), parameters "
              "counted after the LoRA wrap. The peak is the device's published dense BF16 figure; Trainium1 is "
              "reported against both 190 and 210 TFLOP/s (mfu and mfu_alt).", ""]
-    rows = c["training"]["runs"]
+    rows = c.training.runs
     if not rows:
         return lines + none_line("training runs (the sft lane has not committed)")
     lines += table(rows, [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("backend", "backend"),
@@ -126,12 +127,12 @@ def s_training(c: dict[str, Any]) -> list[str]:
                           ("peak_alt_flops", "alt peak"), ("peak_alt_source", "alt source"),
                           ("mfu_null_reason", "why NULL")])
     lines += notes_md.step_clock(c)
-    if c["training"].get("loss_trend"):
+    if c.training.loss_trend:
         lines += ["Loss trend (mean of the first vs the last quarter of the steps):", ""]
-        lines += table(c["training"]["loss_trend"], [
+        lines += table(c.training.loss_trend, [
             ("run_id", "run"), ("lane", "lane"), ("model", "model"), ("loss_steps", "steps with loss"),
             ("loss_first_quarter", "first quarter"), ("loss_last_quarter", "last quarter"), ("loss_fell", "fell")])
-    if c["training"]["loss_curves"]:
+    if c.training.loss_curves:
         lines += ["![loss curves](loss_curves.png)", ""]
     return lines
 
@@ -166,24 +167,24 @@ def with_ci(r: dict[str, Any], k: str) -> Any:
     return f"{fmt(v)} [{bound(r.get(lo))}–{bound(r.get(hi))}]"
 
 
-def s_serving(c: dict[str, Any]) -> list[str]:
+def s_serving(c: Comparison) -> list[str]:
     lines = ["## Serving sweeps", ""]
-    s = c["serving"]
-    if not s["available"]:
-        lines += [f"_{s['note']}._", ""]
+    s = c.serving
+    if not s.available:
+        lines += [f"_{s.note}._", ""]
     cost = {(p["run_id"], p["lane"], p["point_id"]): p.get("usd_per_million_output_tokens")
-            for p in c["cost"]["points"]}
+            for p in c.cost.points}
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for p in s["points"]:
+    for p in s.points:
         if p.get("mode") == "sustained":
             continue  # shown under Sustained retention
         groups[(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))].append(p)
     aggregates: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for p in s.get("aggregate_points") or []:
+    for p in s.aggregate_points or []:
         aggregates[(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))].append(p)
     sustained = {(p.get("run_id"), p.get("lane"), p.get("model"), p.get("server_config"))
-                 for p in s["points"] if p.get("mode") == "sustained"}
-    grids = {(g["run_id"], g["lane"], g["model"], g["server_config"]): g["grid"] for g in s["grids"]}
+                 for p in s.points if p.get("mode") == "sustained"}
+    grids = {(g["run_id"], g["lane"], g["model"], g["server_config"]): g["grid"] for g in s.grids}
     grids = {k: v for k, v in grids.items() if k not in sustained or k in groups or k in aggregates}
     if not groups and not grids and not aggregates:
         return lines + none_line("sweep points (serve_sweep and finetune_serve have not committed)")
@@ -227,29 +228,29 @@ def s_serving(c: dict[str, Any]) -> list[str]:
             lines += [f"{dropped} point(s) excluded from this table (no telemetry or invalid); see Failures and "
                       "exclusions.", ""]
         lines += notes_md.aggregate_points(aggregates.get(key, []), get)
-    for config in sorted({str(p.get("server_config")) for p in s["points"]
+    for config in sorted({str(p.get("server_config")) for p in s.points
                           if is_headline_point(p) and p.get("mode") != "sustained"}):
         lines += [f"![latency {config}](latency_vs_concurrency_{slug(config)}.png)", ""]
-    if any(is_headline_point(p) and p.get("mode") != "sustained" for p in s["points"]):
+    if any(is_headline_point(p) and p.get("mode") != "sustained" for p in s.points):
         lines += ["![output throughput](output_throughput_vs_concurrency.png)", ""]
     return lines
 
 
-def s_sustained(c: dict[str, Any]) -> list[str]:
+def s_sustained(c: Comparison) -> list[str]:
     lines = ["## Sustained retention", ""]
-    s = c["sustained"]
-    if not s["summary"]:
+    s = c.sustained
+    if not s.summary:
         return lines + notes_md.sustained_iterations(c) + notes_md.sustained_without_rows(c)
-    lines += table(s["summary"], [("run_id", "run"), ("lane", "lane"), ("model", "model"),
+    lines += table(s.summary, [("run_id", "run"), ("lane", "lane"), ("model", "model"),
                                   ("server_config", "config"), ("point_id", "point"), ("windows", "windows"),
                                   ("warmup_windows", "warm-up windows"), ("window_s", "window s"),
                                   ("output_tokens", "output tokens"), ("completed", "completed")])
-    if s["retention"]:
+    if s.retention:
         lines += ["Retention: median output throughput of the last K windows over the first K "
                   "(vs_first) and over the best K consecutive (vs_peak), each with its 95% CI from the windows in "
                   "brackets (`?`: not defined, e.g. K < 2; vs_peak's ignores the choice of the peak, so it is "
                   "too narrow); drift slopes with 95% CI.", ""]
-        lines += table(s["retention"], [
+        lines += table(s.retention, [
             ("run_id", "run"), ("lane", "lane"), ("point_id", "point"), ("windows", "windows"),
             ("retention_k", "K"), ("retention_vs_first", "retention vs first"),
             ("retention_vs_peak", "retention vs peak"), ("throughput_slope_per_min", "tok/s per min"),
@@ -262,101 +263,102 @@ def s_sustained(c: dict[str, Any]) -> list[str]:
     return lines + ["![sustained timeline](sustained_timeline.png)", ""]
 
 
-def s_quality(c: dict[str, Any]) -> list[str]:
+def s_quality(c: Comparison) -> list[str]:
     lines = ["## Quality", ""]
-    q = c["quality"]
-    if not q["summary"]:
+    q = c.quality
+    if not q.summary:
         return lines + none_line("quality results (the quality lane has not committed)")
-    lines += table(q["summary"], [("run_id", "run"), ("model", "model"), ("variant", "variant"),
+    lines += table(q.summary, [("run_id", "run"), ("model", "model"), ("variant", "variant"),
                                   ("prompts", "prompts"), ("deterministic", "deterministic"),
                                   ("determinism_checked", "checked"), ("with_logprob", "with logprob"),
                                   ("mean_logprob", "mean logprob"), ("logprob_note", "logprob note")])
-    if q["delta"]:
+    if q.delta:
         lines += ["Base vs fine-tune on the same prompts:", ""]
-        lines += table(q["delta"], [("run_id", "run"), ("model", "model"), ("paired_prompts", "paired prompts"),
+        lines += table(q.delta, [("run_id", "run"), ("model", "model"), ("paired_prompts", "paired prompts"),
                                     ("answers_differ", "answers differ")])
     return lines
 
 
-def s_roundtrip(c: dict[str, Any]) -> list[str]:
+def s_roundtrip(c: Comparison) -> list[str]:
     lines = ["## End-to-end loop: is the model served the model trained?", ""]
-    r = c["roundtrip"]
-    if not r["models"]:
+    r = c.roundtrip
+    if not r.models:
         return lines + none_line("artifact hashes (merge and finetune_serve have not committed)")
     verdicts = {"holds": "holds", "mismatch": "does NOT hold (hash mismatch)",
                 "unverified": "not verified (no copy compared)", "incomplete": "incomplete (a merged file "
                 "has no verified copy)"}
-    for m in r["models"]:
+    for m in r.models:
         lines.append(f"- run `{m['run_id']}`, {fmt(m['model'])}: {verdicts.get(m['verdict'], m['verdict'])} — "
                      f"{m['verified']} verified, {m['mismatched']} mismatched, {m['unverifiable']} with nothing "
                      f"to compare, of {m['artifacts']} artifacts; {m['merged_files_verified']} of "
                      f"{m['merged_files']} merged files verified after the copy.")
     lines.append("")
-    if r.get("files"):
+    if r.files:
         lines += ["Merged files after the merge and after the copy onto the serving box:", ""]
-        lines += table(r["files"], [("run_id", "run"), ("model", "model"), ("path", "path"), ("bytes", "bytes"),
+        lines += table(r.files, [("run_id", "run"), ("model", "model"), ("path", "path"), ("bytes", "bytes"),
                                     ("sha256_after_merge", "sha256 after merge"),
                                     ("sha256_after_copy", "sha256 after copy"), ("copy_run_id", "copy run"),
                                     ("verified", "verified")])
     lines += ["Every hashed artifact:", ""]
-    return lines + table(r["artifacts"], [("run_id", "run"), ("model", "model"), ("kind", "kind"),
+    return lines + table(r.artifacts, [("run_id", "run"), ("model", "model"), ("kind", "kind"),
                                           ("stage", "stage"), ("path", "path"), ("bytes", "bytes"),
                                           ("sha256", "sha256"), ("roundtrip_verified", "verified")])
 
 
-def s_exclusions(c: dict[str, Any]) -> list[str]:
+def s_exclusions(c: Comparison) -> list[str]:
     lines = ["## Failures and exclusions", ""]
-    if not c["exclusions"]:
+    if not c.exclusions:
         lines += ["_None: every lane attempt succeeded or was skipped on resume, and no point was excluded._", ""]
     else:
-        lines += table(c["exclusions"], [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
+        lines += table(c.exclusions, [("run_id", "run"), ("lane", "lane"), ("attempt", "attempt"),
                                          ("kind", "kind"), ("subject", "subject"), ("reason", "reason")])
     return lines + notes_md.first_errors(c)
 
 
-def s_host(c: dict[str, Any]) -> list[str]:
+def s_host(c: Comparison) -> list[str]:
     lines = ["## Host CPU context", "", "Context only: the host bounds the client, it never headlines.", ""]
-    if not c["host_cpu"]:
+    if not c.host_cpu:
         return lines + none_line("host benchmarks (the host_cpu lane has not committed)")
-    lines += table(c["host_cpu"], [("run_id", "run"), ("lane", "lane"), ("bench", "bench"), ("threads", "threads"),
+    lines += table(c.host_cpu, [("run_id", "run"), ("lane", "lane"), ("bench", "bench"), ("threads", "threads"),
                                    ("size", "size"), ("value", "best"), ("median", "median"), ("unit", "unit"),
                                    ("repeats", "repeats"), ("note", "note")])
     lines += ["### Telemetry coverage", ""]
-    if not c["telemetry"]:
+    if not c.telemetry:
         return lines + none_line("telemetry samples")
-    return lines + table(c["telemetry"], [("run_id", "run"), ("lane", "lane"), ("source", "source"),
+    return lines + table(c.telemetry, [("run_id", "run"), ("lane", "lane"), ("source", "source"),
                                           ("metric", "metric"), ("samples", "samples"),
                                           ("samples_with_value", "with value"), ("unit", "unit"),
                                           ("null_note", "why NULL")])
 
 
-def s_cost(c: dict[str, Any]) -> list[str]:
-    k = c["cost"]
-    lines = ["## Cost context", ""] + [f"- {n}" for n in k["notes"]] + [""]
-    lines += table(k["price_table"], [("instance_type", "instance"), ("region", "region"),
+def s_cost(c: Comparison) -> list[str]:
+    k = c.cost
+    lines = ["## Cost context", ""] + [f"- {n}" for n in k.notes] + [""]
+    lines += table(k.price_table, [("instance_type", "instance"), ("region", "region"),
                                       ("usd_per_hour", "$/hour"), ("price_date", "as of"), ("source", "source")])
-    if not k["lanes"]:
+    if not k.lanes:
         return lines + none_line("lane runs to cost")
-    lines += table(k["lanes"], [("run_id", "run"), ("lane", "lane"), ("box_role", "box role"),
+    lines += table(k.lanes, [("run_id", "run"), ("lane", "lane"), ("box_role", "box role"),
                                 ("instance_type", "instance"), ("attempts", "attempts"),
                                 ("instance_hours", "instance-hours"), ("usd", "$"), ("cost_note", "note")])
-    return lines + table(k["runs"], [("run_id", "run"), ("attempts", "attempts"), ("instance_hours", "instance-hours"),
+    return lines + table(k.runs, [("run_id", "run"), ("attempts", "attempts"), ("instance_hours", "instance-hours"),
                                      ("usd", "$ per run"), ("unpriced_attempts", "unpriced"),
                                      ("imported_attempts", "imported (not costed)"), ("cost_note", "note")])
 
 
-def s_rules(c: dict[str, Any]) -> list[str]:
+def s_rules(c: Comparison) -> list[str]:
     lines = ["## Measurement rules", ""]
-    return lines + [f"{r['rule']}. **{r['title']}.** {r['text']}" for r in c["rules"]] + [""]
+    return lines + [f"{r['rule']}. **{r['title']}.** {r['text']}" for r in c.rules] + [""]
 
 
-SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
+SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
     s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
     s_sustained,
     s_quality, s_accuracy, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 
-def render(comparison: dict[str, Any]) -> str:
+def render(comparison: Comparison) -> str:
+    """REPORT.md for a comparison.json (:class:`~analytics.report.document.Comparison`)."""
     lines: list[str] = []
     for section in SECTIONS:
         lines += section(comparison)

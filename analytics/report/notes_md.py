@@ -15,6 +15,7 @@ import json
 from typing import Any, Callable
 
 from analytics.report.compare import is_headline_point
+from analytics.report.document import Comparison
 from analytics.report.format import fmt, table
 
 STEP_CLOCK_MIN_COVERAGE = 0.9  # the views' step_clock_partial threshold (32_report_training.sql)
@@ -35,8 +36,8 @@ RULES = {"tail3_mean_over_first": "mean of the last 3 iterations / the first (th
          "median_last_k_over_first_k": "median of the last K iterations / the first K (ours)"}
 
 
-def superseded_compiles(c: dict[str, Any]) -> list[str]:
-    rows = c["compile"].get("superseded") or []
+def superseded_compiles(c: Comparison) -> list[str]:
+    rows = c.compile.superseded
     if not rows:
         return []
     return ["### Compiles of superseded attempts", "",
@@ -47,8 +48,8 @@ def superseded_compiles(c: dict[str, Any]) -> list[str]:
                                ("succeeded", "succeeded"), ("ts", "at"), ("superseded", "superseded")])
 
 
-def step_clock(c: dict[str, Any]) -> list[str]:
-    rows = [r for r in c["training"]["runs"] if r.get("train_loop_s") is not None or r.get("step_clock")]
+def step_clock(c: Comparison) -> list[str]:
+    rows = [r for r in c.training.runs if r.get("train_loop_s") is not None or r.get("step_clock")]
     if not rows:
         return []
     lines = ["### Step clock", "",
@@ -92,8 +93,8 @@ def aggregate_points(points: list[dict[str, Any]], get: Callable[[dict[str, Any]
     return lines
 
 
-def sustained_iterations(c: dict[str, Any]) -> list[str]:
-    rows = c["sustained"].get("iterations") or []
+def sustained_iterations(c: Comparison) -> list[str]:
+    rows = c.sustained.iterations
     if not rows:
         return []
     lines = ["Retention from the iterations (no request rows: each iteration's own output throughput), under the "
@@ -111,12 +112,12 @@ def sustained_iterations(c: dict[str, Any]) -> list[str]:
                                 ("completed", "completed"), ("failed", "failed")], get)
 
 
-def sustained_without_rows(c: dict[str, Any]) -> list[str]:
+def sustained_without_rows(c: Comparison) -> list[str]:
     """Lines for sustained lanes that committed but left nothing to compute retention from (committed without
     data is not "has not committed"); the old sentence only when no sustained lane committed at all."""
-    s = c["sustained"]
-    shown = {(r.get("run_id"), r.get("lane")) for r in [*s["summary"], *(s.get("iterations") or [])]}
-    lanes = s.get("lanes") or []
+    s = c.sustained
+    shown = {(r.get("run_id"), r.get("lane")) for r in [*s.summary, *s.iterations]}
+    lanes = s.lanes
     empty = [r for r in lanes if (r["run_id"], r["lane"]) not in shown]
     if not lanes and not shown:
         return ["_No sustained runs (the sustained lane has not committed) in these results._", ""]
@@ -124,8 +125,8 @@ def sustained_without_rows(c: dict[str, Any]) -> list[str]:
             "nothing to compute retention from._" for r in empty] + ([""] if empty else [])
 
 
-def first_errors(c: dict[str, Any]) -> list[str]:
-    rows = [p for p in c["serving"]["points"]
+def first_errors(c: Comparison) -> list[str]:
+    rows = [p for p in c.serving.points
             if p.get("first_error") and ((p.get("failed") or 0) > 0 or p.get("valid") is False)]
     if not rows:
         return []

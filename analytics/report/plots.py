@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections
+from analytics.report.document import Comparison
 from analytics.report.names import compile_rows, slug  # noqa: F401
 
 if importlib.util.find_spec("matplotlib") is None:  # the report Lambda ships without it: write_report says so
@@ -24,7 +25,7 @@ PNG_METADATA = {"Software": None}
 STYLE = {"svg.hashsalt": "neuronpipe", "figure.dpi": 100, "font.size": 9, "axes.grid": True,
          "grid.alpha": 0.3, "path.simplify": False}
 
-Plot = Callable[[dict[str, Any], Path], "list[Path]"]
+Plot = Callable[[Comparison, Path], "list[Path]"]
 
 # pyplot is imported when the first figure is made, not with this module: importing it costs ~1.5 s of CPU, which a
 # report with nothing to plot (a preflight-only run, most finalize calls of a short run) need not pay
@@ -101,22 +102,22 @@ def _series_label(p: dict[str, Any], multi_run: bool) -> str:
     return " · ".join(parts)
 
 
-def _headline_points(c: dict[str, Any]) -> list[dict[str, Any]]:
+def _headline_points(c: Comparison) -> list[dict[str, Any]]:
     """The closed-loop headline points: an open-loop point (an offered rate) is plotted against its rate, never on
     the concurrency axis (capacity_knee; REPORT.html's rate chart)."""
-    return [p for p in c["serving"]["points"] if is_headline_point(p) and p.get("max_concurrency") is not None
+    return [p for p in c.serving.points if is_headline_point(p) and p.get("max_concurrency") is not None
             and p.get("request_rate") is None and p.get("mode") != "sustained"]
 
 
-def latency_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
+def latency_vs_concurrency(c: Comparison, out: Path) -> list[Path]:
     """TTFT and TPOT p50/p99 against concurrency (log2, integer ticks), one figure per server config."""
     by_config: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    multi = len(c["run_ids"]) > 1
+    multi = len(c.run_ids) > 1
     for p in _headline_points(c):
         by_config[str(p.get("server_config"))][_series_label(p, multi)].append(p)
     # one figure per config REPORT.md links (markdown.s_serving: every config with a headline point); a config
     # measured only open loop says so on its figure instead of a broken link
-    linked = {str(p.get("server_config")) for p in c["serving"]["points"]
+    linked = {str(p.get("server_config")) for p in c.serving.points
               if is_headline_point(p) and p.get("mode") != "sustained"}
     paths = []
     for config in sorted(set(by_config) | linked):
@@ -142,13 +143,13 @@ def latency_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
     return paths
 
 
-def throughput_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
+def throughput_vs_concurrency(c: Comparison, out: Path) -> list[Path]:
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    multi = len(c["run_ids"]) > 1
+    multi = len(c.run_ids) > 1
     for p in _headline_points(c):
         series[f"{_series_label(p, multi)} · {p.get('server_config')}"].append(p)
     if not series:
-        if not any(is_headline_point(p) and p.get("mode") != "sustained" for p in c["serving"]["points"]):
+        if not any(is_headline_point(p) and p.get("mode") != "sustained" for p in c.serving.points):
             return []
         fig, ax = plt.subplots(figsize=(7, 4))  # REPORT.md links it: open loop only, said on the figure
         ax.text(0.5, 0.5, "no closed-loop points: open loop only (capacity_knee.png)", ha="center", va="center",
@@ -168,12 +169,12 @@ def throughput_vs_concurrency(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "output_throughput_vs_concurrency.png")]
 
 
-def loss_curves(c: dict[str, Any], out: Path) -> list[Path]:
-    curves = c["training"]["loss_curves"]
+def loss_curves(c: Comparison, out: Path) -> list[Path]:
+    curves = c.training.loss_curves
     if not curves:
         return []
     fig, ax = plt.subplots(figsize=(7, 4))
-    multi = len(c["run_ids"]) > 1
+    multi = len(c.run_ids) > 1
     for curve in curves:
         label = f"{curve['run_id']} · {curve['model']}" if multi else str(curve["model"])
         ax.plot(curve["step"], curve["loss"], "-", label=label)
@@ -184,9 +185,9 @@ def loss_curves(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "loss_curves.png")]
 
 
-def sustained_timeline(c: dict[str, Any], out: Path) -> list[Path]:
+def sustained_timeline(c: Comparison, out: Path) -> list[Path]:
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for w in c["sustained"]["windows"]:
+    for w in c.sustained.windows:
         series[f"{w['run_id']} · {w.get('model')} · {w['point_id']}"].append(w)
     if not series:
         return []
@@ -208,11 +209,11 @@ def sustained_timeline(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "sustained_timeline.png")]
 
 
-def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
-    rows = compile_rows(c)
+def compile_cold_warm(c: Comparison, out: Path) -> list[Path]:
+    rows = compile_rows(c.compile.summary)
     if not rows:
         return []
-    multi = len(c["run_ids"]) > 1
+    multi = len(c.run_ids) > 1
     labels = [(f"{r['run_id']}\n" if multi else "") + f"{r['lane']}\n{r.get('model')}\n{r.get('config') or ''}"
               for r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4.5))
@@ -230,10 +231,10 @@ def compile_cold_warm(c: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "compile_cold_warm.png")]
 
 
-def capacity_knee(c: dict[str, Any], out: Path) -> list[Path]:
+def capacity_knee(c: Comparison, out: Path) -> list[Path]:
     """Attainment and goodput against offered rate per search, the knee (max rate meeting the SLO) marked."""
-    d = c.get("decision") or {}
-    pts, searches = d.get("capacity_points") or [], d.get("capacity") or []
+    d = c.decision
+    pts, searches = d.capacity_points or [], d.capacity or []
     if not pts:
         return []
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
@@ -266,11 +267,11 @@ def _bar(value: float, low: Any, high: Any) -> tuple[float, float]:
     return (max(0.0, value - low) if low is not None else 0.0, max(0.0, high - value) if high is not None else 0.0)
 
 
-def decision_hardware(c: dict[str, Any], out: Path) -> list[Path]:
+def decision_hardware(c: Comparison, out: Path) -> list[Path]:
     """$/M output tokens against capacity (output tok/s on the row's ranked basis), one marker per instance type
     (and config, where a section has several) with its 95 % intervals on both axes; one figure per section of the
     Decision across instance types. References (measured elsewhere) are hollow; the label carries the verdict."""
-    rows = (c.get("decision") or {}).get("hardware") or []
+    rows = c.decision.hardware or []
     measured_runs = {r.get("run_id") for r in rows if not r.get("is_reference")}
     paths = []
     for section, section_rows in hardware_sections(rows).items():
@@ -318,7 +319,7 @@ PLOTS: dict[str, Plot] = {
 }
 
 
-def draw_all(comparison: dict[str, Any], out_dir: Path) -> list[Path]:
+def draw_all(comparison: Comparison, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []

@@ -8,6 +8,7 @@ from typing import Any
 from analytics.report.accuracy_md import accuracy_cell, variant_lines
 from analytics.report.compare import FAIL_PCT
 from analytics.report.deltas_md import delta_cell, floor_text, verdict_summary
+from analytics.report.document import Comparison
 from analytics.report.format import table
 
 
@@ -18,9 +19,9 @@ def _sets_text(sets: dict[str, Any] | None) -> str | None:
                      for k, v in sets.items())
 
 
-def s_variants(c: dict[str, Any]) -> list[str]:
-    v = c.get("variants") or {}
-    configs, comparisons = v.get("configs") or [], v.get("comparisons") or []
+def s_variants(c: Comparison) -> list[str]:
+    v = c.variants
+    configs, comparisons = v.configs, v.comparisons
     if not any(r.get("base") for r in configs):
         return []  # only catalogue configs: the serving section says it all
     lines = ["## Variants", "",
@@ -35,7 +36,7 @@ def s_variants(c: dict[str, Any]) -> list[str]:
             ("sets", "sets"), ("fingerprint", "fingerprint"), ("boots", "boots"), ("failed_boots", "failed"),
             ("boot_s", "boot s (cold / warm / uncached)"), ("grid_limit", "grid limit"),
             ("kv_gib_at_limit", "KV GiB at limit"), ("boot_error", "boot error")]
-    if (c.get("accuracy") or {}).get("available"):  # the config's accuracy per task (the Accuracy section)
+    if c.accuracy.available:  # the config's accuracy per task (the Accuracy section)
         cols.append(("accuracy", "accuracy per task [95 % CI]"))
 
     def cell(r: dict[str, Any], k: str) -> Any:
@@ -49,7 +50,7 @@ def s_variants(c: dict[str, Any]) -> list[str]:
         return r.get(k)
 
     lines += table(configs, cols, cell)
-    traffic = v.get("lora_traffic") or []
+    traffic = v.lora_traffic
     if traffic:
         lines += ["Multi-LoRA variants serve the base model with adapters loaded unmerged; each request asks for "
                       "one adapter (or the base model) by name, in an exact split of the stated weights. Per name:", ""]
@@ -92,8 +93,8 @@ def s_variants(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def s_limits(c: dict[str, Any]) -> list[str]:
-    rows = (c.get("variants") or {}).get("limits") or []
+def s_limits(c: Comparison) -> list[str]:
+    rows = c.variants.limits
     if not rows:
         return []
     lines = ["## Limits", "",

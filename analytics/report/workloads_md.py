@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analytics.report.document import Comparison
 from analytics.report.format import table
 
 
@@ -11,9 +12,9 @@ def _pct(x: Any) -> Any:
     return None if x is None else f"{100 * x:.1f} %"
 
 
-def s_workloads(c: dict[str, Any]) -> list[str]:
-    w = c.get("workloads") or {}
-    points = w.get("points") or []
+def s_workloads(c: Comparison) -> list[str]:
+    w = c.workloads
+    points = w.points
     if not points:
         return []
     lines = ["## Workloads", "",
@@ -22,7 +23,7 @@ def s_workloads(c: dict[str, Any]) -> list[str]:
              "lengths (each request's drawn target is in `requests.input_len`); the send lag is t_sent - t_scheduled "
              "(for a trace or a ramp, how late the client kept the schedule; gated like the closed loop's lag); the "
              "prefix-cache hit rate is the server's own counters over the measured requests.", ""]
-    sessions = {(s["run_id"], s["lane"], s["point_id"]): s for s in w.get("sessions") or []}
+    sessions = {(s["run_id"], s["lane"], s["point_id"]): s for s in w.sessions}
 
     def turns_text(p: dict[str, Any]) -> str | None:
         s = sessions.get((p["run_id"], p["lane"], p["point_id"]))
@@ -30,7 +31,7 @@ def s_workloads(c: dict[str, Any]) -> list[str]:
             f"{s['sessions']} × {s['mean_turns_sent']:.1f} of {s['mean_turns_drawn']:.1f} turns "
             f"({s['turns_ok']}/{s['turns_sent']} ok)")
 
-    # copies: comparison.json's dict is read again after this (the plots, REPORT.html) and must stay as written
+    # copies: the document's rows are read again after this (the plots, REPORT.html) and must stay as written
     points = [{**p, "turns_text": turns_text(p)} for p in points]
     cols = [("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
             ("workload", "workload"), ("arrival", "arrival"), ("nominal_input_len", "in"),
@@ -47,7 +48,7 @@ def s_workloads(c: dict[str, Any]) -> list[str]:
         return r.get(k)
 
     lines += table(points, cols, cell)
-    buckets = w.get("buckets") or []
+    buckets = w.buckets
     if buckets:
         lines += ["### By input length", "",
                   "Requests by the power-of-two bucket of their drawn input length.", ""]
@@ -57,7 +58,7 @@ def s_workloads(c: dict[str, Any]) -> list[str]:
                                  ("p50_ttft_ms", "p50 TTFT ms"), ("p99_ttft_ms", "p99 TTFT ms"),
                                  ("p50_tpot_ms", "p50 TPOT ms"), ("p50_e2el_ms", "p50 E2EL ms")],
                        lambda r, k: f"[{r['bucket_lo']}, {r['bucket_hi']})" if k == "bucket" else r.get(k))
-    turns = w.get("turns") or []
+    turns = w.turns
     if turns:
         lines += ["### By turn", "",
                   "A session's turn k is the conversation so far (every earlier message and reply, through the chat "

@@ -6,7 +6,8 @@ only boto3, the standard library and first-party modules that do the same
 missing. A malformed event (not a JSON object) is logged in one line and answered
 ``{"outcome": "refused", ...}``.
 
-What it spares, besides the boxes a running execution names:
+What it spares, besides the boxes a running execution runs on (its input's; for one started with a run request,
+those its first state planned, read from its history):
 
 * a box started less than the grace ago (``NEURONPIPE_REAPER_GRACE_S``, default
   :data:`~control_plane.lean.DEFAULT_REAPER_GRACE_S`, 30 min: longer than a first boot's 10-15 min, so a box

@@ -5,7 +5,8 @@ at once, terminate its ephemeral boxes (a matrix's cells, found by the run's tag
 This covers the exits no Catch in the state machine can take (an operator's "Stop execution", the
 execution timeout, ``States.Runtime``/``States.DataLimitExceeded``) and a stop that failed after its
 retries (``Instance.StopFailed``); the idle reaper stays the last resort. For every box the
-execution input names (its ``boxes``): stopped when its lease is held by that run, free, or expired — never a
+execution runs on (its input's ``boxes``; for an execution started with a run request, the boxes its first state
+planned, read from its history): stopped when its lease is held by that run, free, or expired — never a
 box another run has leased; then that run's leases are released. A stop that fails raises
 :class:`StopFailedError` (Lambda retries the asynchronous invocation) and keeps the leases.
 
@@ -77,7 +78,9 @@ def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, execu
             execution_input = json.loads(executions.describe(status["executionArn"]).get("input") or "{}")
         except (ExecutionNotFoundError, json.JSONDecodeError):
             execution_input = {}
-    boxes = input_instance_ids(execution_input)
+    # an execution started with a run request: the boxes its first state planned (none when it was refused)
+    boxes = input_instance_ids(execution_input) or input_instance_ids(
+        executions.plan_input(status["executionArn"], execution_input))
     holders = leases.holders(boxes)
     spared = {i: h.run_id for i, h in holders.items() if h.run_id != run_id and h.live(now)}
     to_stop = [i for i in boxes if i not in spared]

@@ -26,9 +26,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from control_plane.aws import Executions, InstanceFleet, Leases, RunAlreadyStartedError
 from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.launch import LAUNCH_ERRORS, CommittedLookup, LaunchedRun, committed_in_store, launch
+from control_plane.launch import (LAUNCH_ERRORS, CommittedLookup, LaunchedRun, committed_in_store, launch,
+                                  requested_run)
 from control_plane.models import RUN_ID_PATTERN, RunRequest, parse_request
-from control_plane.plan import EmptyRequestError
 from control_plane.settings import ControlPlaneSettings, SettingsError, get_settings
 
 ADAPTERS_PREFIX = "adapters/"
@@ -97,9 +97,7 @@ def request_from_event(event: Any) -> tuple[RunRequest, str]:
         return _s3_request(event)
     if "schedule" in event:
         return _schedule_request(event)
-    if "lanes" not in event and "preset" not in event:
-        raise EmptyRequestError("request: give lanes or a preset (an event naming neither starts nothing)")
-    request = parse_request(event)
+    request = requested_run(event)
     if request.run_id:
         return request, request.run_id
     from control_plane.run_ids import new_run_id

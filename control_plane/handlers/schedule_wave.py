@@ -2,8 +2,10 @@
 
 Thin over :func:`control_plane.waves.schedule` (read the run's lane statuses from the results store, record the
 lanes that cannot run, return the next wave's box segments or the run's outcome). Payload (the state machine's
-``ScheduleWave`` state): ``run_id``, ``results_uri``, ``waves`` and ``nodes`` and ``boxes`` (from the execution
-input), ``schedule`` (this function's previous answer), ``results`` (the last wave's segment results).
+``ScheduleWave`` state, or ``ScheduleWavePlanned`` for an execution that planned itself): ``run_id``, ``results_uri``,
+``waves`` and ``nodes`` and ``boxes`` (from the execution input, or the state's reference to the plan kept in S3:
+``plan_uri`` and ``plan_digest``, the waves and nodes read back from there), ``schedule`` (this function's previous
+answer), ``results`` (the last wave's segment results).
 
 Unlike the event-driven handlers, a payload it cannot read raises (``ScheduleInputError``): the state machine's
 Catch ends the run FAILED with that error, the boxes already stopped (it is called only between waves)."""

@@ -3,17 +3,19 @@
 * State machine: ``statemachine/pipeline.asl.json`` (generated, checked in) with its
   ``DefinitionSubstitutions`` (names from ``statemachine.build.SUBSTITUTIONS``). Its role may
   start/stop only instances tagged ``neuronpipe:project=<project>``, send ``AWS-RunShellScript`` only
-  to such instances, invoke schedule_wave, commit_lane and finalize_run, release a box's lease, and put run events
+  to such instances, invoke plan_execution (an execution started with a run request plans itself), schedule_wave,
+  commit_lane and finalize_run, release a box's lease, and put run events
   on the default bus; for a run matrix, launch a cell's box from the fleet's launch templates and terminate only
   ephemeral boxes, and run a Distributed Map (:mod:`infra.stacks.fleet_grants`).
 * Lambdas: ``control_plane/handlers/<name>.py`` for each of :data:`HANDLERS` (``handler(event,
   context)``), first-party code copied as is, third-party wheels in a layer (required at deploy). Their
   environment names the boxes, the box subnets (``NEURONPIPE_FLEET_SUBNETS``, in AZ order) and the fleet's
   launch template prefix (``NEURONPIPE_FLEET_TEMPLATE_PREFIX``). Control data (``control/``) is written by
-  plan_run (a matrix's plan) and schedule_wave (a wave's items) and read by schedule_wave; a lane's commit marker
+  plan_run (a matrix's plan), plan_execution (the plan of an execution started with a run request) and
+  schedule_wave (a wave's items) and read by schedule_wave; a lane's commit marker
   by commit_lane alone, after it checks the box's proposed marker.
 * Leases (INTERFACES B): a DynamoDB table ``<state_machine_name>-leases`` keyed by ``instance_id``;
-  plan_run takes every box of a plan in one transaction, the state machine and on_execution_status
+  plan_run (or plan_execution) takes every box of a plan in one transaction, the state machine and on_execution_status
   release them, ``expires_at`` is the TTL attribute.
 * Rules: SSM command Failed/TimedOut/Cancelled on our boxes → on_command_status; an execution of the
   machine ending ABORTED/FAILED/TIMED_OUT → on_execution_status (stops its boxes at once); the
@@ -79,6 +81,8 @@ class HandlerSpec:
 
 HANDLERS = {h.name: h for h in [
     HandlerSpec("plan_run", 512, 60, "validate a RunRequest, plan it, start the execution"),
+    HandlerSpec("plan_execution", 512, 60, "an execution started with a RunRequest: validate it, plan it, keep the "
+                "plan in S3, lease its boxes (the state machine's first task)"),
     HandlerSpec("on_command_status", 256, 60, "SSM command Failed/TimedOut/Cancelled -> SendTaskFailure"),
     HandlerSpec("on_execution_status", 256, 120, "execution ABORTED/FAILED/TIMED_OUT -> stop its boxes, "
                 "release its leases"),
@@ -209,6 +213,9 @@ class ControlPlaneStack(Stack):
                                 conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
                                                              self.settings.project}}),
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
+            # an execution started with a run request plans itself (its first task)
+            iam.PolicyStatement(sid="PlanRequests", actions=["lambda:InvokeFunction"],
+                                resources=[self.functions["plan_execution"].function_arn]),
             iam.PolicyStatement(sid="ScheduleWaves", actions=["lambda:InvokeFunction"],
                                 resources=[self.functions["schedule_wave"].function_arn]),
             iam.PolicyStatement(sid="CommitLanes", actions=["lambda:InvokeFunction"],
@@ -258,6 +265,7 @@ class ControlPlaneStack(Stack):
         return {
             "ResultsBucketName": results_bucket_name(self.settings),
             "CommandLogGroupName": self.base.command_log_group.log_group_name,
+            "PlanExecutionFunctionArn": self.functions["plan_execution"].function_arn,
             "FinalizeRunFunctionArn": self.functions["finalize_run"].function_arn,
             "CommitLaneFunctionArn": self.functions["commit_lane"].function_arn,
             "ScheduleWaveFunctionArn": self.functions["schedule_wave"].function_arn,

@@ -1,10 +1,13 @@
 """What each control-plane Lambda's role may do, besides its own log group and X-Ray (:mod:`infra.stacks.control`).
 
 Each grant is scoped to what the function calls: plan_run starts and looks up the run's execution, takes the leases,
-reads the commit markers and the EC2 quotas, writes a matrix's plan (control data); on_command_status reads the
-failed command and fails its task; on_execution_status and the idle reaper stop project boxes and terminate
-ephemeral ones; finalize_run reads results and writes reports; schedule_wave reads results, commits skipped attempts
-and reads and writes control data; commit_lane reads results and alone writes the commit markers. Every finding
+reads the commit markers and the EC2 quotas, writes a matrix's plan (control data); plan_execution does the same
+planning for the execution that invokes it (the plan always kept as control data) and starts nothing;
+on_command_status reads the failed command and fails its task; on_execution_status and the idle reaper read an
+execution's input and the start of its history (what an execution started with a run request planned), stop project
+boxes and terminate ephemeral ones; finalize_run reads results and writes reports; schedule_wave reads results,
+commits skipped attempts and reads and writes control data; commit_lane reads results and alone writes the commit
+markers. Every finding
 cdk-nag reports is acknowledged here with what the grant covers (the Resource '*' ones: :data:`RESOURCE_STAR_REASONS`).
 """
 from __future__ import annotations
@@ -27,6 +30,8 @@ XRAY_REASON = "X-Ray (active tracing) accepts trace segments only on Resource '*
 RESOURCE_STAR_REASONS = {
     "plan_run": "servicequotas:GetAWSDefaultServiceQuota (the fallback where a quota has no applied value) names "
                 "an AWS default, no resource of the account: granted on '*', read only.",
+    "plan_execution": "servicequotas:GetAWSDefaultServiceQuota (the fallback where a quota has no applied value) "
+                      "names an AWS default, no resource of the account: granted on '*', read only.",
     "on_command_status": "ssm:ListCommands/GetCommandInvocation support no resource-level permissions; the "
                          "function only reads the failed command to recover its token. " + TASK_CALLBACK_REASON,
     "on_execution_status": "ec2:DescribeInstances has no resource-level permissions.",
@@ -67,6 +72,7 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
         nag_executions=(f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
                         f"{stack.settings.state_machine_name}:*"))
     _grant_plan_run(stack, f["plan_run"], at)
+    _grant_plan_execution(stack, f["plan_execution"], at)
     _grant_on_command_status(stack, f["on_command_status"], at)
     _grant_on_execution_status(stack, f["on_execution_status"], at)
     _grant_finalize_run(stack, f["finalize_run"], at)
@@ -75,44 +81,64 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
     _grant_idle_reaper(stack, f["idle_reaper"], at)
 
 
-def _grant_plan_run(stack: Any, plan: Any, at: _Targets) -> None:
-    """plan_run: start and look up the run's execution, leases, commit markers, the fleet's quotas and plan."""
+def _planning_grants(stack: Any, fn: Any, lease_actions: list[str]) -> None:
+    """What planning a run calls (control_plane.launch.prepare), for plan_run and plan_execution alike."""
     s = stack.settings
-    plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
-                                                resources=[stack.state_machine_arn]))
-    # plan_run skips lanes already committed for the run (reads commit markers under results/).
-    plan.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
-                                                resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-    plan.add_to_role_policy(iam.PolicyStatement(
+    # the run's lanes already committed are skipped (commit markers under results/)
+    fn.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
+                                              resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
+    fn.add_to_role_policy(iam.PolicyStatement(
         sid="CommitMarkersList", actions=["s3:ListBucket"], resources=[results_arn(s)],
         conditions=results_list_condition()))
-    # A run id already used is refused before anything is leased (DescribeExecution by name).
-    plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
-                                                resources=[at.executions]))
     # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
-    # item's own action: PutItem), GetItem to name the holder on refusal, DeleteItem to release
-    # when the execution cannot start.
-    plan.add_to_role_policy(iam.PolicyStatement(
-        sid="Leases", resources=[at.leases],
-        actions=["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"]))
-    # A matrix run: plan_run checks each family's On-Demand vCPU quota (Service Quotas, the codes of
-    # pipeline.instance_types.QUOTAS; AWS's default where the quota has no applied value, control_plane.quotas)
-    # and writes the run's plan as control data, control/<run_id>/plan.json.
-    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
-                                                resources=quota_arns(stack)))
-    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetDefaultQuotas",
-                                                actions=["servicequotas:GetAWSDefaultServiceQuota"],
-                                                resources=["*"]))
-    plan.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
-                                                resources=[results_arn(s, CONTROL_OBJECTS)]))
+    # item's own action: PutItem), GetItem to name the holder on refusal.
+    fn.add_to_role_policy(iam.PolicyStatement(
+        sid="Leases", resources=[stack.lease_table.table_arn],
+        actions=["dynamodb:PutItem", "dynamodb:GetItem", *lease_actions]))
+    # A matrix run: each family's On-Demand vCPU quota (Service Quotas, the codes of pipeline.instance_types.QUOTAS;
+    # AWS's default where the quota has no applied value, control_plane.quotas); the run's plan as control data,
+    # control/<run_id>/plan.json.
+    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
+                                              resources=quota_arns(stack)))
+    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetDefaultQuotas",
+                                              actions=["servicequotas:GetAWSDefaultServiceQuota"],
+                                              resources=["*"]))
+    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
+                                              resources=[results_arn(s, CONTROL_OBJECTS)]))
     # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
     # every function, so control_plane.launch resolves both boxes from the environment and the
     # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
+
+
+def _grant_plan_run(stack: Any, plan: Any, at: _Targets) -> None:
+    """plan_run: start and look up the run's execution, and plan it (leases, commit markers, quotas, its plan)."""
+    s = stack.settings
+    plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
+                                                resources=[stack.state_machine_arn]))
+    # A run id already used is refused before anything is leased (DescribeExecution by name).
+    plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
+                                                resources=[at.executions]))
+    # DeleteItem: the leases are released when the execution cannot start.
+    _planning_grants(stack, plan, ["dynamodb:DeleteItem"])
     acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
                 "lane) to skip committed lanes, writes a matrix run's plan as control data under "
                 "control/<run id>/, and checks whether the run's execution (named after the run id, not known "
                 "in advance) exists.",
                 [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), at.nag_executions])
+
+
+def _grant_plan_execution(stack: Any, planner: Any, at: _Targets) -> None:
+    """plan_execution: the same planning, for the execution that invokes it (it starts nothing, releases nothing:
+    it takes the leases last, and a refusal takes none); its plan is always kept as control data, read back on a
+    retried invocation (the same bytes are its own)."""
+    s = stack.settings
+    _planning_grants(stack, planner, [])
+    planner.add_to_role_policy(iam.PolicyStatement(sid="ReadOwnPlan", actions=["s3:GetObject"],
+                                                   resources=[results_arn(s, CONTROL_OBJECTS)]))
+    acknowledge(planner.role, "IAM5", "plan_execution reads commit markers under results/ (keys per run and lane) "
+                "to skip committed lanes and writes the run's plan as control data under control/<run id>/ (the "
+                "execution's name, not known in advance), reading it back on a retry.",
+                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)])
 
 
 def _grant_on_command_status(stack: Any, status: Any, at: _Targets) -> None:
@@ -128,7 +154,9 @@ def _grant_on_command_status(stack: Any, status: Any, at: _Targets) -> None:
 def _grant_on_execution_status(stack: Any, ended: Any, at: _Targets) -> None:
     """on_execution_status: stop the ended run's boxes, free their leases, terminate its ephemeral boxes."""
     s = stack.settings
-    ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution"],
+    # an execution started with a run request: its boxes are in what its first state planned (its history)
+    ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution",
+                                                                                  "states:GetExecutionHistory"],
                                                  resources=[at.executions]))
     ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
                                                  resources=[at.instances], conditions=at.tag_condition))
@@ -213,7 +241,8 @@ def _grant_idle_reaper(stack: Any, reaper: Any, at: _Targets) -> None:
                                                   conditions=ephemeral_condition(s)))
     reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
                                                   resources=[stack.state_machine_arn]))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[at.executions]))
+    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution", "states:GetExecutionHistory"],
+                                                  resources=[at.executions]))
     acknowledge(reaper.role, "IAM5", "StopInstances is limited to instances tagged for this project, "
                 "TerminateInstances to instances tagged for this project AND ephemeral; executions of the one state "
                 "machine are named per run.",

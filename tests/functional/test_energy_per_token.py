@@ -10,6 +10,7 @@ import pytest
 from agents.telemetry.neuron_monitor import POWER_NOTE, parse_report
 from agents.telemetry.nvidia import parse_nvidia_smi_csv
 from analytics.report.comparison import build_comparison
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
@@ -163,7 +164,7 @@ def test_report_shows_j_per_token_beside_the_points_with_null_and_its_reason(sto
     points = {p["point_id"]: p for p in c["serving"]["points"]}
     assert points["p1"]["energy_per_output_token_j"] == pytest.approx(2.0)
     assert points["p2"]["energy_reason"] == "too few samples"
-    text = render(c)
+    text = render(Comparison.model_validate(c))
     cols, cells = _serving_table(text)
     assert "J/token" in cols
     assert cells["1"][cols.index("J/token")] == "2.00" and cells["2"][cols.index("J/token")] == "NULL"
@@ -177,7 +178,7 @@ def test_report_on_neuron_has_no_j_per_token_column_but_says_why(store):
     commit(store, "r1", "serve_sweep", lane_runs=lane_row(backend="neuron", box_role="inf2",
                                                           instance_type="inf2.xlarge"),
            sweep_points=[point("p1")], requests=requests("p1", 4, 250), telemetry=tele)
-    text = render(build_comparison(connect(store), ["r1"], with_deltas=False))
+    text = render(Comparison.model_validate(build_comparison(connect(store), ["r1"], with_deltas=False)))
     cols, _ = _serving_table(text)
     assert "J/token" not in cols
     assert f"J/token: NULL at every point: no sensor ({POWER_NOTE})." in text

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from control_plane.aws import Commands, Executions, InstanceFleet, ProjectInstance, ReportBucket, TaskCallbacks
-from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_run
+from control_plane.handlers import finalize_run, idle_reaper, on_command_status, plan_execution, plan_run
 from control_plane.settings import get_settings
 from statemachine.build import ASL_PATH, substitute
 from tests.fixtures.aws import AMI, LEASE_TABLE, create_lease_table, definition_substitutions, launch_project_instances
@@ -86,6 +86,95 @@ def test_plan_run_ignores_keys_outside_adapters(aws):
     out = plan_run.handler(s3_event("results/v1/x.parquet"), CONTEXT)
     assert out["outcome"] == "ignored" and out["error"] == "NotAnAdapterError"
     assert aws.sfn.list_executions(stateMachineArn=aws.sm)["executions"] == []
+
+
+# ---- plan_execution -----------------------------------------------------------------------
+def _leases() -> dict[str, str]:
+    from control_plane.aws import Leases
+
+    table = Leases(LEASE_TABLE, boto3.client("dynamodb"))
+    return {i: h.run_id for i, h in table.holders(table_ids()).items()}
+
+
+def table_ids() -> list[str]:
+    items = boto3.client("dynamodb").scan(TableName=LEASE_TABLE)["Items"]
+    return [i["instance_id"]["S"] for i in items]
+
+
+def test_plan_execution_plans_a_request_under_the_execution_s_name_and_keeps_the_plan_in_s3(aws):
+    """What the state machine's first task answers for an execution started with a run request: the execution
+    input the rest of the machine runs (the plan kept as control data, its digest beside it, no waves or request in
+    the state), the boxes leased for the run; a retried invocation answers the same and keeps the leases."""
+    from control_plane.control_data import digest
+
+    out = plan_execution.handler({"run_id": "console-1", "request": {"preset": "smoke"}}, CONTEXT)
+    assert out["outcome"] == "planned" and out["run_id"] == "console-1"
+    planned = out["input"]
+    assert planned["plan_uri"] == f"s3://{BUCKET}/control/console-1/plan.json"
+    body = aws.s3.get_object(Bucket=BUCKET, Key="control/console-1/plan.json")["Body"].read()
+    assert planned["plan_digest"] == digest(body) and json.loads(body)["run_id"] == "console-1"
+    assert planned["waves"] == [] and planned["nodes"] == [] and "request" not in planned
+    assert [(b["box_role"], b["instance_id"]) for b in planned["boxes"]] == [("trn1", aws.ids["trn1"]),
+                                                                            ("inf2", aws.ids["inf2"])]
+    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2")
+                            for lane in ("provenance", "preflight", "host_cpu", "smoke")]
+    assert _leases() == {aws.ids["trn1"]: "console-1", aws.ids["inf2"]: "console-1"}
+    assert plan_execution.handler({"run_id": "console-1", "request": {"preset": "smoke"}}, CONTEXT) == out
+    assert _leases() == {aws.ids["trn1"]: "console-1", aws.ids["inf2"]: "console-1"}
+    assert aws.sfn.list_executions(stateMachineArn=aws.sm)["executions"] == []  # it starts nothing
+
+
+def test_the_scheduler_runs_what_plan_execution_planned_and_refuses_it_changed(aws):
+    """The state's reference is what ScheduleWavePlanned hands the scheduler: the plan is read back from S3 against
+    its digest (a changed digest is refused, ControlDataError: the control plane authors the plan)."""
+    from analytics.store import S3Store
+    from control_plane.control_data import ControlDataError, S3ControlBlobs
+    from control_plane.waves import schedule
+
+    planned = plan_execution.handler({"run_id": "console-2", "request": {"preset": "smoke"}}, CONTEXT)["input"]
+    payload = {**planned, "schedule": {"next_wave": 0, "box_failures": {}, "stop_failed": {}, "distributed": None},
+               "results": []}
+    store, blobs = S3Store(f"s3://{BUCKET}/results", client=aws.s3), S3ControlBlobs(BUCKET, aws.s3)
+    answer = schedule(payload, store, blobs=blobs)
+    assert not answer["done"] and {s["box_role"] for s in answer["segments"]} == {"trn1", "inf2"}
+    with pytest.raises(ControlDataError, match="console-2/plan.json has digest sha256:"):
+        schedule({**payload, "plan_digest": "sha256:" + "0" * 64}, store, blobs=blobs)
+
+
+@pytest.mark.parametrize(("event", "error", "lines"), [
+    ({"run_id": "console-3", "request": {"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}},
+     "RunRequestError", ["models.0", "max_cost_usd"]),
+    ({"run_id": "console-3", "request": {}}, "EmptyRequestError", ["request"]),
+    ({"run_id": "console-3", "request": ["smoke"]}, "ExecutionRequestError", ["request"]),
+    ({"run_id": "console-3", "request": {"preset": "smoke", "run_id": "other"}}, "ExecutionRequestError", ["run_id"]),
+    ({"run_id": "x" * 81, "request": {"preset": "smoke"}}, "ExecutionRequestError", ["run_id"]),
+    ({"run_id": "console-3", "request": {"Comment": "Insert your JSON here"}}, "EmptyRequestError", ["request"]),
+], ids=["invalid", "empty", "not-an-object", "other-run-id", "bad-name", "console-default"])
+def test_plan_execution_refuses_with_field_reason_lines_and_leases_nothing(aws, event, error, lines):
+    out = plan_execution.handler(event, CONTEXT)
+    assert out["outcome"] == "refused" and out["error"] == error, out
+    assert [line.split(":", 1)[0] for line in out["message"].splitlines()] == lines, out["message"]
+    assert _leases() == {}
+    assert "Contents" not in aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="control/")
+
+
+def test_a_refusal_s_lines_stay_within_what_a_failed_execution_s_cause_holds(aws):
+    models = [f"no-such-model-{i}" for i in range(3000)]
+    out = plan_execution.handler({"run_id": "console-5", "request": {"preset": "smoke", "models": models}}, CONTEXT)
+    lines = out["message"].splitlines()
+    assert out["outcome"] == "refused" and len(out["message"]) <= plan_execution.MESSAGE_MAX_CHARS + 40
+    assert lines[0].startswith("models.0: unknown model 'no-such-model-0'")
+    assert lines[-1].endswith("more problem(s)") and all(line.startswith("models.") for line in lines[:-1])
+
+
+def test_plan_execution_refuses_boxes_another_run_holds(aws):
+    from control_plane.aws import Leases
+
+    Leases(LEASE_TABLE, boto3.client("dynamodb")).take([aws.ids["trn1"]], "other-run", 3600)
+    out = plan_execution.handler({"run_id": "console-4", "request": {"preset": "smoke"}}, CONTEXT)
+    assert out["outcome"] == "refused" and out["error"] == "BoxesLeasedError"
+    assert out["message"].startswith(f"boxes leased: {aws.ids['trn1']} held by run other-run until ")
+    assert _leases() == {aws.ids["trn1"]: "other-run"}
 
 
 # ---- on_command_status --------------------------------------------------------------------

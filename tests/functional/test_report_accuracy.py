@@ -10,6 +10,7 @@ import json
 import pytest
 
 from analytics.report.comparison import build_comparison, dumps
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.report.sides import exit_code
 from analytics.store import LocalStore
@@ -31,7 +32,7 @@ def _report(store: LocalStore, runs: list[str]) -> tuple[dict, str]:
         c = json.loads(dumps(build_comparison(con, runs)))
     finally:
         con.close()
-    return c, render(c)
+    return c, render(Comparison.model_validate(c))
 
 
 def _section(md: str, heading: str) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from analytics.report.comparison import build_comparison
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.schema import conform
 from analytics.store import LocalStore
@@ -112,7 +113,7 @@ def test_a_local_boot_has_no_instance_start_and_no_total_never_zero(store):
     assert r["missing"] == "start_requested_at, cache_seeded_at"
     [cache] = q(con, "SELECT * FROM boot_compile_cache")
     assert cache["seed_entries_fetched"] is None and cache["serving_cache_labels"] == "none/? ×1"
-    text = render(build_comparison(con, ["r1"], with_deltas=False))
+    text = render(Comparison.model_validate(build_comparison(con, ["r1"], with_deltas=False)))
     row = next(l for l in text.splitlines() if l.startswith("| r1 | local | 0 |"))
     assert "| NULL | 60.00 | 30.00 | 30.00 | NULL | NULL | 5.25 | NULL |" in row  # never 0
     assert "- local segment 0: missing start_requested_at, cache_seeded_at." in text
@@ -153,7 +154,7 @@ def test_report_shows_the_cold_start_table_under_compile_and_rebuilds_identicall
     commit(store, "r1", "serve_sweep", compiles=[compile_row(200, 300)], requests=[request(0, 510)])
 
     def build():
-        return render(build_comparison(connect(store), ["r1"], with_deltas=False))
+        return render(Comparison.model_validate(build_comparison(connect(store), ["r1"], with_deltas=False)))
 
     text = build()
     assert build() == text

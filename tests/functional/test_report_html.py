@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from analytics.report import write_report
+from analytics.report.document import Comparison
 from analytics.report.files import build_report_files
 from analytics.report.format import fmt
 from analytics.report.html import embedded_json, render_html
@@ -43,6 +44,20 @@ def test_the_page_embeds_comparison_json_exactly(built):
     assert embedded_json(page, "np-comparison") == json.loads((built / "report" / "comparison.json").read_text())
 
 
+def test_the_written_comparison_json_is_its_model_s_and_passes_the_published_schema(built):
+    """comparison.json as the report wrote it: its model reads it back to the same JSON, and the JSON Schema
+    published in docs/reference/schemas/ (`neuronpipe schema comparison`) accepts it."""
+    import jsonschema
+
+    from control_plane.schemas import OUTPUT_DIR, SCHEMAS
+
+    written = json.loads((built / "report" / "comparison.json").read_text())
+    assert Comparison.model_validate(written).as_written() == written
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / OUTPUT_DIR / SCHEMAS["comparison"].file).read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(written)) == []
+
+
 def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(built):
     """REPORT.md re-rendered from the page's embedded data is REPORT.md; and its headlines, read off REPORT.md — the
     outcome line of each run, each Decision table row — are the page data's values, spelled as REPORT.md spells them."""
@@ -52,7 +67,7 @@ def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(bui
 
     page, md = _page(built), (built / "report" / "REPORT.md").read_text()
     data = embedded_json(page, "np-comparison")
-    assert render(data) == md
+    assert render(Comparison.model_validate(data)) == md
     outcomes = re.findall(r"^\*\*Outcome(?: of `([^`]+)`)?: (\w+)\*\*(?: — (.*))?$", md, re.M)
     assert outcomes
     runs = {r["run_id"]: r for r in data["runs"]}
@@ -153,7 +168,7 @@ def test_cli_report_html_rebuilds_it_byte_identically(built, tmp_path, capsys):
     assert str(tmp_path / "REPORT.html") in capsys.readouterr().out.splitlines()
     assert (tmp_path / "REPORT.html").read_bytes() == (built / "report" / "REPORT.html").read_bytes()
     c = json.loads((tmp_path / "comparison.json").read_text())
-    assert render_html(c, embedded_json(_page(built), "np-data")) == _page(built)
+    assert render_html(Comparison.model_validate(c), embedded_json(_page(built), "np-data")) == _page(built)
 
 
 def test_without_plotly_report_html_is_refused_before_anything_is_written(built, tmp_path, monkeypatch, capsys):

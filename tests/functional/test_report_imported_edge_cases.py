@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analytics.report.comparison import build_comparison, dumps
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect, missing_columns
@@ -86,7 +87,7 @@ def built(tmp_path_factory):
            telemetry=[_sample(1.0)])
     con = connect(store)
     comparison = json.loads(dumps(build_comparison(con)))
-    return con, comparison, render(comparison), windows
+    return con, comparison, render(Comparison.model_validate(comparison)), windows
 
 
 def test_cost_skips_imported_wall_time(built):

@@ -8,6 +8,7 @@ import pytest
 
 from analytics.report import write_report
 from analytics.report.comparison import build_comparison
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
@@ -66,7 +67,7 @@ def test_the_box_comes_from_the_lane_name_when_the_row_has_none(tmp_path):
 
 
 def test_report_lists_counts_per_box_and_every_failed_reason_verbatim(store):
-    text = render(build_comparison(connect(store), ["r1"], with_deltas=False))
+    text = render(Comparison.model_validate(build_comparison(connect(store), ["r1"], with_deltas=False)))
     section = text[text.index("## Preflight"):text.index("## Compile")]
     assert "| r1 | inf2 | preflight@inf2 | 4 | 1 | 2 | 1 | hf.token, pins.neuronx-cc |" in section
     assert "| r1 | trn1 | preflight@trn1 | 3 | 3 | 0 | 0 | NULL |" in section
@@ -77,7 +78,8 @@ def test_report_lists_counts_per_box_and_every_failed_reason_verbatim(store):
 
 
 def test_no_preflight_rows_no_section(tmp_path):
-    text = render(build_comparison(connect(LocalStore(tmp_path / "none")), None, with_deltas=False))
+    text = render(Comparison.model_validate(
+        build_comparison(connect(LocalStore(tmp_path / "none")), None, with_deltas=False)))
     assert "## Preflight" not in text and "### Cold start" not in text
 
 

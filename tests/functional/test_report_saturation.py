@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from analytics.report.comparison import build_comparison
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
@@ -145,7 +146,7 @@ def test_report_shows_busy_and_p90_beside_throughput_with_a_footnote_for_dashes(
     assert points["p1"]["accel_busy_pct"] == pytest.approx(75.0)
     assert points["p1"]["accel_util_p90_pct"] == pytest.approx(97.0)
     assert points["p2"]["accel_util_reason"] == "no samples in span"
-    text = render(c)
+    text = render(Comparison.model_validate(c))
     header = next(l for l in text.splitlines() if l.startswith("| conc |"))
     cols = [h.strip() for h in header.strip("|").split("|")]
     assert cols.index("accel busy %") == cols.index("total tok/s") + 1

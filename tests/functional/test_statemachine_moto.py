@@ -80,9 +80,19 @@ def env(aws, monkeypatch):
 
     def invoke(self, function_name, qualifier, body, headers, response_headers):
         if "schedule-wave" in function_name:  # the scheduler between waves, over moto S3
+            from control_plane.control_data import S3ControlBlobs
             from control_plane.waves import schedule
 
-            return json.dumps(schedule(json.loads(body), S3Store(RESULTS, client=boto3.client("s3")))).encode()
+            return json.dumps(schedule(json.loads(body), S3Store(RESULTS, client=boto3.client("s3")),
+                                       blobs=S3ControlBlobs(BUCKET, boto3.client("s3")))).encode()
+        if "plan-execution" in function_name:  # an execution started with a run request plans itself
+            from control_plane.aws import Leases
+            from control_plane.handlers.plan_execution import handle
+
+            return json.dumps(handle(json.loads(body), settings, InstanceFleet(settings.project, boto3.client("ec2")),
+                                     committed_in_store(RESULTS, boto3.client("s3")),
+                                     Leases(settings.lease_table, boto3.client("dynamodb")),
+                                     s3_client=boto3.client("s3"))).encode()
         if "commit-lane" in function_name:  # the control plane commits what the box proposed
             from control_plane.commits import commit_lane
 
@@ -95,9 +105,9 @@ def env(aws, monkeypatch):
         return json.dumps(result).encode()
 
     from moto.awslambda_simple.models import LambdaSimpleBackend
+    settings = ControlPlaneSettings(results_uri=RESULTS, state_machine_arn=sm_arn)
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
     monkeypatch.setattr(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause)
-    settings = ControlPlaneSettings(results_uri=RESULTS, state_machine_arn=sm_arn)
     return {"sm_arn": sm_arn, "ids": ids, "settings": settings, "reports": reports, "ec2": ec2, "sfn": sfn,
             "ssm": boto3.client("ssm"), "s3": s3}
 
@@ -248,6 +258,7 @@ def test_full_plan_runs_end_to_end_with_callbacks(env):
     status, history = run_to_end(env, arn, lambda what, token: "success")
     assert status == "SUCCEEDED"
     names = states(history)
+    assert names[:3] == ["InputKind", "Init", "ScheduleWave"]  # started with a plan: it runs it
     assert names.count("RunLane") == 2 * len(SMOKE)  # smoke: its lanes on each of the two boxes
     assert names.count("StartInstance") == names.count("StopInstance") == 2
     assert "Wait" not in {e["type"].replace("StateEntered", "") for e in history}
@@ -277,9 +288,10 @@ def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
     # whole run: per-lane states + 14 per segment (mark, start-or-launch choice, start, sync, lanes map, cache push,
     # its boot record's commit, stop-or-terminate choice, stop, last-segment choice, lease release, result, its end
     # choice and succeed) +
-    # Init, 2 scheduler calls, 2 choices, the segments map, outcome, the run-wide release (map, the box's release
-    # refused as already released, its Pass), finalize, its report-written choice, event choice, event, succeed
-    assert total == sum(per_lane) + 14 * 1 + 15
+    # the first state's choice (a plan, not a request), Init, 2 scheduler calls, 2 choices, the segments map, the
+    # choice of the next wave's scheduler call, outcome, the run-wide release (map, the box's release refused as
+    # already released, its Pass), finalize, its report-written choice, event choice, event, succeed
+    assert total == sum(per_lane) + 14 * 1 + 17
 
 
 def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env):
@@ -508,3 +520,52 @@ def test_the_sync_exports_when_the_start_was_requested_and_a_failed_cache_push_s
         assert "exec .venv/bin/python -m agents cache push --results" in cmd["Parameters"]["commands"][-1]
         assert "START_REQUESTED" not in json.dumps(cmd["Parameters"])
     assert {c["TimeoutSeconds"] for c in commands} == {SSM_DELIVERY_TIMEOUT_S}  # every command's delivery timeout
+
+
+def _leases(env: dict) -> dict[str, str]:
+    from control_plane.aws import Leases
+
+    return {i: h.run_id for i, h in Leases(LEASE_TABLE, boto3.client("dynamodb")).holders(env["ids"].values()).items()}
+
+
+def test_an_execution_started_with_a_run_request_plans_itself_and_runs_to_the_end(env):
+    """"Start execution" with the request alone, named after the run: the first state plans it (plan_execution:
+    the plan kept in S3 as control data, the boxes leased), the waves run from that plan (the scheduler checks its
+    digest), the boxes stop, the leases are released, the run's outcome is the execution's output."""
+    from control_plane.control_data import digest
+
+    arn = env["sfn"].start_execution(stateMachineArn=env["sm_arn"], name="console-ok",
+                                     input=json.dumps({"preset": "smoke"}))["executionArn"]
+    status, history = run_to_end(env, arn, lambda what, token: "success")
+    assert status == "SUCCEEDED"
+    names = states(history)
+    assert names[:4] == ["InputKind", "PlanRequest", "RequestPlanned", "InitPlanned"]
+    assert "Init" not in names and "ScheduleWave" not in names and names.count("ScheduleWavePlanned") >= 2
+    assert names.count("RunLane") == 2 * len(SMOKE) and names.count("StopInstance") == 2
+    assert set(instance_states(env).values()) == {"stopped"} and _leases(env) == {}
+    out = json.loads(env["sfn"].describe_execution(executionArn=arn)["output"])
+    assert out["outcome"]["status"] == "succeeded"
+    plan = env["s3"].get_object(Bucket=BUCKET, Key="control/console-ok/plan.json")["Body"].read()
+    planned = next(json.loads(e["stateExitedEventDetails"]["output"]) for e in history
+                   if (e.get("stateExitedEventDetails") or {}).get("name") == "PlanRequest")["answer"]
+    assert planned["outcome"] == "planned" and planned["input"]["plan_digest"] == digest(plan)
+    assert planned["input"]["waves"] == [] and "request" not in planned["input"]
+    progress = progress_from_history(history)  # `neuronpipe status` of such a run: its run and boxes
+    assert progress.run_id == "console-ok" and {b.box_role for b in progress.phases} == {"trn1", "inf2"}
+    assert Executions(env["sfn"]).plan_input(arn, {"preset": "smoke"}) == planned["input"]
+
+
+def test_an_execution_started_with_a_bad_request_fails_with_its_field_reason_lines_and_starts_nothing(env):
+    arn = env["sfn"].start_execution(stateMachineArn=env["sm_arn"], name="console-bad", input=json.dumps(
+        {"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}))["executionArn"]
+    status, history = run_to_end(env, arn, lambda what, token: "success")
+    assert status == "FAILED"
+    ended = env["sfn"].describe_execution(executionArn=arn)
+    assert ended["error"] == "Run.Refused"
+    lines = ended["cause"].splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == ["models.0", "max_cost_usd"], lines
+    assert "no-such-model" in lines[0]
+    assert states(history) == ["InputKind", "PlanRequest", "RequestPlanned", "RunRefused"]
+    assert set(instance_states(env).values()) == {"stopped"} and _leases(env) == {}
+    assert "Contents" not in env["s3"].list_objects_v2(Bucket=BUCKET, Prefix="control/console-bad/")
+    assert Executions(env["sfn"]).plan_input(arn, {"preset": "smoke"}) == {"preset": "smoke"}  # it runs nothing

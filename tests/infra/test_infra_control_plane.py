@@ -36,7 +36,7 @@ def test_lambdas_by_handler_path(synthesized):
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
     assert sorted(HANDLERS) == ["commit_lane", "finalize_run", "idle_reaper", "on_command_status",
-                                "on_execution_status", "plan_run", "schedule_wave"]
+                                "on_execution_status", "plan_execution", "plan_run", "schedule_wave"]
     assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
     for f in fns.values():
         p = f["Properties"]
@@ -76,6 +76,9 @@ def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized
         "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]}
     assert p["DefinitionSubstitutions"]["ScheduleWaveFunctionArn"] == {
         "Fn::GetAtt": [_function_ids(synthesized)["schedule_wave"], "Arn"]}
+    # an execution started with a run request plans itself with plan_execution
+    assert p["DefinitionSubstitutions"]["PlanExecutionFunctionArn"] == {
+        "Fn::GetAtt": [_function_ids(synthesized)["plan_execution"], "Arn"]}
     if "LeaseTableName" in SUBSTITUTIONS:  # INTERFACES B: the ASL releases leases in this table
         assert p["DefinitionSubstitutions"]["LeaseTableName"] == {"Ref": _lease_table_id(synthesized)}
     assert p["StateMachineName"] == synthesized.settings.state_machine_name

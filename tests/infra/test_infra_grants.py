@@ -48,11 +48,12 @@ def test_who_may_touch_the_leases(synthesized):
     # the ASL releases after stopping, and marks the lease of a box whose stop failed
     assert lease_actions("StateMachinePolicy") == {"dynamodb:DeleteItem", "dynamodb:UpdateItem"}
     assert lease_actions("PlanRunRole") == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
+    assert lease_actions("PlanExecutionRole") == {"dynamodb:PutItem", "dynamodb:GetItem"}  # it releases nothing
     assert lease_actions("OnExecutionStatusRole") == {"dynamodb:GetItem", "dynamodb:DeleteItem"}
     for prefix in ("FinalizeRunRole", "OnCommandStatusRole", "IdleReaperRole", "ScheduleWaveRole"):
         assert not lease_actions(prefix), prefix
     # nothing anywhere holds a DynamoDB action on another resource
-    for prefix in ("StateMachinePolicy", "PlanRunRole", "OnExecutionStatusRole"):
+    for prefix in ("StateMachinePolicy", "PlanRunRole", "PlanExecutionRole", "OnExecutionStatusRole"):
         for st in _role_statements(synthesized, prefix):
             if any(a.startswith("dynamodb:") for a in as_list(st["Action"])):
                 assert st["Resource"] == table, st
@@ -62,6 +63,8 @@ def test_on_execution_status_stops_only_project_boxes(synthesized):
     statements = _role_statements(synthesized, "OnExecutionStatusRole")
     assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
                                     "xray:PutTelemetryRecords", "ec2:StopInstances", "states:DescribeExecution",
+                                    # what an execution started with a run request planned (its history)
+                                    "states:GetExecutionHistory",
                                     "dynamodb:GetItem", "dynamodb:DeleteItem",
                                     # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
                                     "ec2:DescribeInstances", "ec2:TerminateInstances",
@@ -130,6 +133,39 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
     assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in as_list(st["Resource"])]
 
 
+def test_plan_execution_plans_for_the_execution_that_invokes_it_and_starts_nothing(synthesized):
+    """The first task of an execution started with a run request: the planning grants of plan_run (commit markers
+    read under results/, leases taken, the EC2 quotas, the plan written and read back as control data) and nothing
+    of Step Functions or EC2: it starts no execution and touches no box. The state machine may invoke it."""
+    statements = _role_statements(synthesized, "PlanExecutionRole")
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
+                                    "xray:PutTelemetryRecords", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+                                    "dynamodb:PutItem", "dynamodb:GetItem", "servicequotas:GetServiceQuota",
+                                    "servicequotas:GetAWSDefaultServiceQuota"}
+    for st in statements:
+        actions, resource = as_list(st["Action"]), json.dumps(st["Resource"])
+        if "s3:PutObject" in actions:
+            assert "/control/*" in resource and "/results/" not in resource, st  # control data only
+        if "s3:GetObject" in actions:
+            assert "/results/*" in resource or "/control/*" in resource, st
+        if "s3:ListBucket" in actions:
+            assert st["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
+    fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
+    planner = next(k for k, f in fns.items() if f["Properties"]["Handler"].endswith("plan_execution.handler"))
+    invoke = [st for st in _role_statements(synthesized, "StateMachinePolicy")
+              if "lambda:InvokeFunction" in as_list(st["Action"])]
+    assert {"Fn::GetAtt": [planner, "Arn"]} in [r for st in invoke for r in as_list(st["Resource"])]
+
+
+def test_the_clean_up_functions_may_read_what_an_execution_planned(synthesized):
+    """on_execution_status and the idle reaper find the boxes of an execution started with a run request in its
+    history (the PlanRequest state's answer): GetExecutionHistory on the machine's executions only."""
+    for prefix in ("OnExecutionStatusRole", "IdleReaperRole"):
+        (history,) = [st for st in _role_statements(synthesized, prefix)
+                      if "states:GetExecutionHistory" in as_list(st["Action"])]
+        assert f":execution:{synthesized.settings.state_machine_name}:*" in json.dumps(history["Resource"]), prefix
+
+
 def test_redeploy_imports_the_retained_bucket(synthesized, redeploy):
     fresh = synthesized.templates[STACK_BASE]["Resources"]
     (bucket,) = [r for r in fresh.values() if r["Type"] == "AWS::S3::Bucket" and "BucketName" in r["Properties"]]
@@ -190,5 +226,7 @@ def test_cost_ceiling_setting_reaches_every_lambda(redeploy):
     cdk_json = _json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())
     assert cdk_json["context"]["neuronpipe"]["max_cost_usd_ceiling"] == 50
     fns = [r for r in redeploy[STACK_CONTROL_PLANE]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(fns) == 7  # HANDLERS
+    from infra.stacks.control import HANDLERS
+
+    assert len(fns) == len(HANDLERS) == 8
     assert {f["Properties"]["Environment"]["Variables"]["NEURONPIPE_MAX_COST_USD_CEILING"] for f in fns} == {"12.5"}

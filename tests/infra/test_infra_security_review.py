@@ -116,11 +116,14 @@ def test_the_control_plane_reads_and_writes_control_data(decide):
     assert decide(sm, "s3:GetObject", items).allowed  # the Distributed Map's ItemReader
     assert decide(sm, "s3:PutObject", result).allowed  # each child execution writes its segment's result
     assert decide("lambda:plan_run", "s3:PutObject", plan).allowed
+    assert decide("lambda:plan_execution", "s3:PutObject", plan).allowed  # an execution that planned itself
+    assert decide("lambda:plan_execution", "s3:GetObject", plan).allowed  # read back on a retried invocation
     for key in (plan, items, result):
         assert decide("lambda:schedule_wave", "s3:GetObject", key).allowed
         assert decide("lambda:schedule_wave", "s3:PutObject", key).allowed
-    # plan_run writes no control data under results/ (where the boxes write)
-    assert not decide("lambda:plan_run", "s3:PutObject", "results/fleet/run-1/plan.json").allowed
+    # plan_run and plan_execution write no control data under results/ (where the boxes write)
+    for planner in ("lambda:plan_run", "lambda:plan_execution"):
+        assert not decide(planner, "s3:PutObject", "results/fleet/run-1/plan.json").allowed
 
 
 # --- B. commit markers only the control plane writes -----------------------------------------------------------

@@ -10,7 +10,7 @@ DATA_STAGE = {f"{REPORT}.{m}" for m in ("comparison", "compare", "decision", "ro
                                         "request_tests", "sides", "accuracy", "html_data")}
 RENDER_STAGE = {f"{REPORT}.{m}" for m in ("markdown", "plots", "notes_md", "decision_md", "deltas_md", "accuracy_md",
                                           "html")}
-LEAVES = {f"{REPORT}.{m}" for m in ("format", "rows", "names", "rules", "stats", "html_assets")}
+LEAVES = {f"{REPORT}.{m}" for m in ("format", "rows", "names", "rules", "stats", "html_assets", "document")}
 ABOVE = {"agents", "control_plane", "rehearsal", "infra"}
 
 

@@ -97,10 +97,21 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     assert top["Segments"]["MaxConcurrencyPath"] == "$.max_concurrency"
     assert top["Segments"]["ItemsPath"] == "$.schedule.answer.segments"
     assert top["Segments"]["ItemProcessor"]["States"]["Lanes"]["MaxConcurrency"] == 1
-    assert top["Segments"]["Next"] == "ScheduleWave" and top["ScheduleWave"]["Next"] == "MoreWaves"
+    assert top["Segments"]["Next"] == "NextWave" and top["ScheduleWave"]["Next"] == "MoreWaves"
     assert top["ScheduleWave"]["Parameters"]["FunctionName"] == "${ScheduleWaveFunctionArn}"
     payload = top["ScheduleWave"]["Parameters"]["Payload"]
     assert payload["waves.$"] == "$$.Execution.Input.waves"  # the plan stays in the input, not in the state
+    # the scheduler reads the plan where it is: the execution input, or (an execution that planned itself) the
+    # state's reference to the plan kept in S3; the two calls differ in that alone
+    planned = top["ScheduleWavePlanned"]["Parameters"]["Payload"]
+    plan_keys = ("waves", "nodes", "boxes", "cells", "plan_uri", "plan_digest")
+    assert {k: planned[k + ".$"] for k in plan_keys} == {k: f"$.planned.{k}" for k in plan_keys}
+    assert {k: v for k, v in planned.items() if k.removesuffix(".$") not in plan_keys} == \
+        {k: v for k, v in payload.items() if k.removesuffix(".$") not in plan_keys}
+    assert {k: v for k, v in top["ScheduleWavePlanned"].items() if k != "Parameters"} == \
+        {k: v for k, v in top["ScheduleWave"].items() if k != "Parameters"}
+    assert top["NextWave"]["Choices"] == [{"Variable": "$.planned", "IsNull": False, "Next": "ScheduleWavePlanned"}]
+    assert top["NextWave"]["Default"] == "ScheduleWave"
     assert {c["Next"] for c in top["MoreWaves"]["Choices"]} | {top["MoreWaves"]["Default"]} == {
         "Outcome", "Segments", "SegmentsDistributed"}
     # a wave too large for the state: a Distributed Map reading the scheduler's items file, the same segment
@@ -108,7 +119,7 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     assert distributed["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
     assert distributed["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
     assert distributed["ItemProcessor"]["States"] == top["Segments"]["ItemProcessor"]["States"]
-    assert distributed["Next"] == "ClearResults" and top["ClearResults"]["Next"] == "ScheduleWave"
+    assert distributed["Next"] == "ClearResults" and top["ClearResults"]["Next"] == "NextWave"
     # the outcome decides the event and the execution's status
     emit = top["EmitOutcome"]
     assert {c["StringEquals"]: c["Next"] for c in emit["Choices"]} == {
@@ -238,3 +249,45 @@ def test_no_command_can_start_after_the_machine_has_given_up_on_it():
         assert state["Parameters"]["TimeoutSeconds"] == SSM_DELIVERY_TIMEOUT_S
         assert state.get("TimeoutSeconds", shortest_heartbeat) > SSM_DELIVERY_TIMEOUT_S
     assert 30 <= SSM_DELIVERY_TIMEOUT_S < shortest_heartbeat  # 30 s: SSM's minimum
+
+
+def test_an_execution_started_with_a_plan_runs_it_and_one_started_with_a_request_plans_itself_first():
+    """The first state tells a plan (its waves and its digest) from a run request. A plan goes straight to the
+    waves, read from the execution input as before; a request is planned by plan_execution under the execution's
+    name: a refusal fails the execution Run.Refused with the answer's message (the field: reason lines) as its
+    cause, before anything is leased or started; a plan's reference and digest ride in the state."""
+    from statemachine.build import PLAN_OR_REQUEST_STATE, PLAN_REQUEST_STATE, RUN_REFUSED_ERROR
+
+    definition = build_definition()
+    top = definition["States"]
+    assert definition["StartAt"] == PLAN_OR_REQUEST_STATE == "InputKind"
+    kind = top[PLAN_OR_REQUEST_STATE]
+    assert kind["Choices"] == [{"And": [{"Variable": "$.waves", "IsPresent": True},
+                                        {"Variable": "$.plan_digest", "IsPresent": True}], "Next": "Init"}]
+    assert kind["Default"] == PLAN_REQUEST_STATE
+    assert top["Init"]["Next"] == "ScheduleWave" and top["Init"]["Parameters"]["planned"] is None
+    assert top["Init"]["Parameters"]["boxes.$"] == "$.boxes"
+    plan = top[PLAN_REQUEST_STATE]
+    assert plan["Parameters"] == {"FunctionName": "${PlanExecutionFunctionArn}",
+                                  "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"}}
+    assert plan["Catch"][0]["Next"] == "PlanningFailed" and plan["Next"] == "RequestPlanned"
+    assert top["RequestPlanned"]["Choices"] == [{"Variable": "$.answer.outcome", "StringEquals": "planned",
+                                                 "Next": "InitPlanned"}]
+    assert top["RequestPlanned"]["Default"] == "RunRefused"
+    assert top["RunRefused"] == {"Type": "Fail", "Comment": top["RunRefused"]["Comment"],
+                                 "Error": RUN_REFUSED_ERROR, "CausePath": "$.answer.message"}
+    init = top["InitPlanned"]
+    assert init["Next"] == "ScheduleWavePlanned"
+    assert init["Parameters"]["planned.$"] == "$.answer.input" and init["Parameters"]["boxes.$"] == "$.answer.input.boxes"
+    assert {k for k in init["Parameters"]} - {"planned.$"} == {k for k in top["Init"]["Parameters"]} - {"planned"}
+    # nothing after the start reads a plan's field from the execution input but the plan path's scheduler
+    def paths(value):
+        if isinstance(value, dict):
+            return [p for v in value.values() for p in paths(v)]
+        if isinstance(value, list):
+            return [p for v in value for p in paths(v)]
+        return [value] if isinstance(value, str) and value.startswith("$$.Execution.Input") else []
+
+    reads = {n: paths({k: v for k, v in st.items() if k != "Comment"}) for n, st in all_states(definition)}
+    assert sorted(n for n, found in reads.items() if found) == [PLAN_REQUEST_STATE, "ScheduleWave"]
+    assert top["Outcome"]["Parameters"]["boxes.$"] == top["RunBroke"]["Parameters"]["boxes.$"] == "$.boxes"

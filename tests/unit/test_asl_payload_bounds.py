@@ -157,3 +157,26 @@ def test_each_bound_is_kept_at_its_source():
     assert CAUSE_MESSAGE_MAX + 512 <= FAILURE_CAUSE_MAX  # the runner's cut message fits the callback's cap
     shortened = _short("a\x01b\x7f" + "€" * 5000, REASON_LIMIT)
     assert len(shortened) <= REASON_LIMIT and shortened.isprintable()
+
+
+def test_an_execution_that_planned_itself_carries_only_its_plan_s_reference():
+    """Started with a run request, the execution keeps its plan in S3: the state carries the planned input without
+    waves, nodes or the request (control_plane.launch.planned_input), at most a few KiB for the largest matrix (its
+    cells' names), so the planned scheduler's payload and the state after a wave stay as bounded as the plan path's."""
+    from control_plane.launch import PreparedRun, planned_input
+    from pipeline.matrix import MAX_CELLS
+
+    cells = [f"c{i:0{len(str(MAX_CELLS))}d}" for i in range(MAX_CELLS)]
+    execution_input = {"run_id": "r" * 80, "results_uri": "s3://" + "b" * 63 + "/results",
+                       "boxes": [{"box_role": r, "instance_id": PLACEHOLDER_INSTANCE_ID} for r in ROLES],
+                       "cells": cells, "max_concurrency": MAX_CELLS, "plan_uri": "s3://" + "b" * 63 + "/control/"
+                       + "r" * 80 + "/plan.json", "plan_digest": "sha256:" + "0" * 64, "nodes": [], "waves": [],
+                       "request": {"lane_config": {"x": "y" * MAX_EXECUTION_INPUT_BYTES}}}
+    carried = planned_input(PreparedRun(None, execution_input, []))  # type: ignore[arg-type]
+    assert "request" not in carried and carried["waves"] == [] and carried["nodes"] == []
+    reference = len(json.dumps(carried).encode())
+    assert reference <= 4 * 1024, reference
+    # the planned path's state: the run, its boxes, the reference (twice: the scheduler's payload reads it from the
+    # state), the wave's results and the carried answer, beside the wave the scheduler answered
+    worst = 2 * reference + MAX_EXECUTION_INPUT_BYTES // 2 + wave_results_bytes() + carried_bytes() + 1024
+    assert worst <= STATE_PAYLOAD_MAX_BYTES, worst

@@ -167,6 +167,7 @@ def test_bad_sides_exit_2_with_one_line(results, capsys, argv, phrase):
 
 def test_report_side_by_side_states_unit_and_floor(results):
     from analytics.report.comparison import build_comparison
+    from analytics.report.document import Comparison
     from analytics.report.markdown import render
     from analytics.views import connect
 
@@ -176,5 +177,5 @@ def test_report_side_by_side_states_unit_and_floor(results):
     entry = c["deltas"][0]
     assert entry["units_per_side"] == {"a": 3, "b": 3} and entry["noise_floor"]
     assert {r["unit"] for r in _p50_ttft(entry)} == {"repeat"}
-    text = render(c)
+    text = render(Comparison.model_validate(c))
     assert "| unit |" in text and "repeat 3 v 3" in text and "noise floor" in text

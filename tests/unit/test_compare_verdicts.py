@@ -211,6 +211,7 @@ def test_bad_input_exits_2_with_one_line(results, capsys, argv, phrase):
 
 def test_comparison_json_deltas_and_report_table(results):
     from analytics.report.comparison import build_comparison, dumps
+    from analytics.report.document import Comparison
     from analytics.report.markdown import render
     from analytics.views import connect
 
@@ -224,7 +225,7 @@ def test_comparison_json_deltas_and_report_table(results):
     assert json.loads(dumps(c))["deltas"] == c["deltas"]
     conc4 = next(r for r in _serving(c["deltas"][1]["rows"], "p50_ttft_ms") if "conc=4" in r["metric"])
     assert conc4["request_verdict"] == "slower" and conc4["verdict"] == "untested" and conc4["unit"] is None
-    text = render(c)
+    text = render(Comparison.model_validate(c))
     assert "### `slow` vs `base`" in text and "untested" in text and "one run" in text
     assert "| mann-whitney U |" in text and "within noise, " in text
 

@@ -225,6 +225,7 @@ def test_a_reference_row_appears_with_its_declared_price_and_says_it_has_no_inte
 # ---- on the real views and the report ----------------------------------------------------------
 def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     from analytics.report.comparison import build_comparison
+    from analytics.report.document import Comparison
     from analytics.report.markdown import render
     from analytics.store import LocalStore
     from analytics.views import connect
@@ -255,8 +256,8 @@ def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     row = c["decision"]["rows"][0]
     assert (row["instance"], row["max_concurrency"], row["slo_name"]) == ("c7i.large", 1, "cpu-tiny")
     assert row["goodput"] is not None and row["usd_per_million_output_tokens"] is not None
-    sections = [l for l in render(c).splitlines() if l.startswith("## ")]
+    text = render(Comparison.model_validate(c))
+    sections = [l for l in text.splitlines() if l.startswith("## ")]
     assert sections[0] == "## Decision"
-    text = render(c)
     assert "Local host priced as c7i.large (declared by the run, not detected)" in text
     assert "`cpu-tiny`: p99 TTFT <= 200 ms, p99 TPOT <= 10 ms" in text

@@ -272,7 +272,7 @@ def test_a_plan_that_cannot_be_written_to_s3_or_a_quota_too_small_starts_nothing
     with pytest.raises(PlanStorageError) as err:
         launch(big, "m10", settings_big, fleet=None, executions=executions, committed=None, leases=leases,
                quotas=ServiceQuotas(Quotas(10_000)), s3_client=DeniedS3())
-    assert str(err.value).startswith("matrix plan: cannot write s3://bkt/control/m10/plan.json: "
+    assert str(err.value).startswith("plan: cannot write s3://bkt/control/m10/plan.json: "
                                      "PermissionError: AccessDenied")
     with pytest.raises(QuotaExceededError, match="needs 8 vCPUs at once, the quota allows 4"):
         launch(request(max_concurrency=2), "m11", settings, fleet=None, executions=executions, committed=None,

@@ -227,6 +227,7 @@ def test_a_rate_identical_in_every_batch_has_no_interval_and_says_so():
 
 def test_report_shows_intervals_beside_the_headline_numbers():
     from analytics.report.markdown import s_serving, s_sustained
+    from tests.support.comparison import document
 
     point = {"run_id": "r", "lane": "serve_sweep", "model": "m", "server_config": "A", "point_id": "p",
              "mode": "closed", "max_concurrency": 4, "completed": 40, "failed": 0, "valid": True,
@@ -238,8 +239,8 @@ def test_report_shows_intervals_beside_the_headline_numbers():
          "sustained": {"summary": [{"run_id": "r"}], "retention": [
              {"run_id": "r", "retention_vs_first": 0.65, "retention_vs_first_ci_low": 0.5,
               "retention_vs_first_ci_high": 0.8, "retention_vs_peak": None}], "iterations": [], "lanes": []}}
-    text = "\n".join(s_serving(c))
+    text = "\n".join(s_serving(document(c)))
     assert "12.30 [11.90–12.80]" in text and "30.00 [25.00–?]" in text and "100.00 [90.00–110.00]" in text
     assert "`?` = that bound is not defined" in text
-    sus = "\n".join(s_sustained(c))
+    sus = "\n".join(s_sustained(document(c)))
     assert "0.65 [0.5–0.8]" in sus

@@ -197,6 +197,7 @@ def test_the_traffic_view_gives_each_name_its_share_against_the_stated_one():
 
 def test_the_variants_section_prints_the_traffic_table():
     from analytics.report.variants_md import s_variants
+    from tests.support.comparison import document
 
     c = {"variants": {"configs": [{"run_id": "r", "lane": "finetune_serve", "model": "m", "config": "lora",
                                    "base": "A", "sets": {"lora": SFT2}}],
@@ -204,7 +205,7 @@ def test_the_variants_section_prints_the_traffic_table():
                       "lora_traffic": [{"run_id": "r", "lane": "finetune_serve", "model": "m", "config": "lora",
                                         "request_model": "ft", "requests": 6, "share": 0.75, "stated_share": 0.75,
                                         "succeeded": 6, "p50_ttft_ms": 12.5, "p50_tpot_ms": 2.25}]}}
-    text = "\n".join(s_variants(c))
+    text = "\n".join(s_variants(document(c)))
     assert "| r | finetune_serve | m | lora | ft | 6 | 75.0 | 75.0 | 6 | 12.50 | 2.25 |" in text
     assert "Multi-LoRA variants serve the base model with adapters loaded unmerged" in text
 

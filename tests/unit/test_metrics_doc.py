@@ -79,19 +79,20 @@ def _comparison(coalesced: bool) -> dict:
              "burst_note": "stream coalesced: 15.5 decode tokens per network read (bound 2.0)" if coalesced else None}
     return {"serving": {"available": True, "points": [point], "grids": []}, "cost": {"points": []},
             "compile": {"summary": []}, "training": {"runs": []}, "sustained": {"retention": []},
-            "runs": [{"run_id": "r"}]}
+            "runs": [{"run_id": "r", "lanes": []}]}
 
 
 def test_a_coalesced_point_never_shows_as_decode_speed_in_headlines():
     from analytics.report.compare import headline_metrics
     from analytics.report.markdown import s_serving
+    from tests.support.comparison import document
 
-    text = "\n".join(s_serving(_comparison(True)))
+    text = "\n".join(s_serving(document(_comparison(True))))
     assert "0.000 (delivery)" in text or "0 (delivery)" in text
     assert "delivery rate (coalesced)" in text and "15.5 decode tokens per network read" in text
     keys = headline_metrics(_comparison(True), "r")
     assert any(k.endswith("p50_tpot_ms (delivery rate)") for k in keys)
     assert not any(k.endswith("· p50_tpot_ms") for k in keys)
-    plain = "\n".join(s_serving(_comparison(False)))
+    plain = "\n".join(s_serving(document(_comparison(False))))
     assert "(delivery)" not in plain and "decode speed" in plain
     assert any(k.endswith("· p50_tpot_ms") for k in headline_metrics(_comparison(False), "r"))

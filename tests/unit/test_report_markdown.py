@@ -5,6 +5,7 @@ from analytics.report.compare import UnknownRunError, compare_runs, headline_met
 from analytics.report.format import fmt, table
 from analytics.report.markdown import render
 from analytics.report.rules import MEASUREMENT_RULES
+from tests.support.comparison import document
 
 
 def comparison(**over):
@@ -36,7 +37,7 @@ def test_fmt_keeps_null_visible_and_escapes_pipes():
 
 
 def test_empty_sections_say_so():
-    text = render(comparison())
+    text = render(document(comparison()))
     for phrase in ("No committed results", "_No compiles", "_No training runs", "_No sweep points",
                    "_No sustained runs", "_No quality results", "_No artifact hashes", "_No host benchmarks",
                    "_None: every lane attempt"):
@@ -48,7 +49,7 @@ def test_empty_sections_say_so():
 def test_points_without_telemetry_or_invalid_stay_out_of_headline_tables():
     c = comparison(run_ids=["a"], serving={"available": True, "view": "serving_points", "grids": [], "points": [
         point("a", 1, 100.0), point("a", 2, 150.0, telemetry=0), point("a", 4, 170.0, valid=False)]})
-    text = render(c)
+    text = render(document(c))
     assert "2 point(s) excluded from this table" in text
     assert "| 1 | NULL | 8 | 4 |" in text and "| 2 | NULL | 8 | 4 |" not in text
     assert list(headline_metrics(c, "a")) == [
@@ -68,7 +69,7 @@ def test_compare_runs_deltas_and_unmatched():
     tpot = next(d for d in deltas if d.metric.endswith("p50_tpot_ms"))
     assert tpot.delta is None and tpot.pct is None
     assert only_a == [] and len(only_b) == 5
-    text = render(c)
+    text = render(document(c))
     assert "### `b` vs `a`" in text and "| 100.00 | 125.00 | 25.00 | 25.00 |" in text
     with pytest.raises(UnknownRunError, match="runs found: a, b"):
         compare_runs(c, "a", "zzz")

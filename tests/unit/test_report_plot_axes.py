@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from analytics.report.plots import _headline_points, concurrency_axis, from_zero  # noqa: E402
+from tests.support.comparison import document  # noqa: E402
 
 
 def test_concurrency_is_log2_with_integer_ticks_and_throughput_starts_at_zero():
@@ -30,4 +31,4 @@ def test_open_loop_points_stay_off_the_concurrency_axis():
     c = {"serving": {"points": [dict(base, point_id="closed", request_rate=None),
                                 dict(base, point_id="open", request_rate=2.0),
                                 dict(base, point_id="sus", request_rate=None, mode="sustained")]}}
-    assert [p["point_id"] for p in _headline_points(c)] == ["closed"]
+    assert [p["point_id"] for p in _headline_points(document(c))] == ["closed"]

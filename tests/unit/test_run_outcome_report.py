@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 from agents.runner import commit_blocked
 from analytics.report.comparison import build_comparison
+from analytics.report.document import Comparison
 from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
@@ -33,7 +34,7 @@ def test_report_states_the_outcome_first_under_the_title(tmp_path):
         "status": "partial", "failed": ["merge"], "skipped": ["finetune_serve"], "why": "",
         "reasons": {"merge": "RuntimeError: disk | full",
                     "finetune_serve": f"needs merge, which failed in attempt {merge}"}}
-    lines = render(c).splitlines()
+    lines = render(Comparison.model_validate(c)).splitlines()
     assert lines[0] == "# neuron-pipelines report"
     assert lines[2] == (r"**Outcome: partial** — failed: merge (RuntimeError: disk \| full); "
                         f"skipped: finetune_serve (needs merge, which failed in attempt {merge})")
@@ -42,7 +43,7 @@ def test_report_states_the_outcome_first_under_the_title(tmp_path):
 def test_a_succeeded_run_says_so_and_two_runs_are_named(tmp_path):
     store, _ = _partial_run(tmp_path)
     _commit(store, "r2", "sustained", "succeeded")
-    lines = render(build_comparison(connect(store), ["r1", "r2"])).splitlines()
+    lines = render(Comparison.model_validate(build_comparison(connect(store), ["r1", "r2"]))).splitlines()
     assert lines[2].startswith("**Outcome of `r1`: partial** — failed: merge")
     assert lines[4] == "**Outcome of `r2`: succeeded**"
 

@@ -109,12 +109,13 @@ def test_the_view_gives_a_training_bracket_its_peak_memory_and_tokens_at_low():
 
 def test_the_limits_section_shows_the_training_cliff_beside_a_serving_one():
     from analytics.report.variants_md import s_limits
+    from tests.support.comparison import document
 
     training = _view(_training_rows()).execute("SELECT * FROM report_limits").df().to_dict("records")
     serving = {"run_id": "r1", "model": "llama", "kind": "max_model_len", "at_field": "max_num_seqs", "at_value": 8,
                "bracket": "(3072, 4096]", "error_kind_at_high": "compile_error", "error_at_high": "[NCC_INLA001] x",
                "boots": 4, "probes": "3072 ok, 4096 compile_error", "stop_reason": "by hand"}
-    text = "\n".join(s_limits({"variants": {"limits": [serving, *training]}}))
+    text = "\n".join(s_limits(document(variants={"limits": [serving, *training]})))
     assert "| train_seq_len at batch_size=1 | (4096, 8192] | compile_error: " + EOOM + " |" in text
     assert "| 4096 ok 28959 MiB, 8192 compile_error | 28,959 MiB |" in text
     assert "| max_model_len at max_num_seqs=8 | (3072, 4096] | compile_error: [NCC_INLA001] x |" in text

@@ -10,6 +10,7 @@ import duckdb
 from analytics.report.variants import _floor_copy, server_config_rows
 from analytics.report.variants_md import s_variants
 from analytics.views import derived_sql_files
+from tests.support.comparison import document
 
 
 def _con() -> duckdb.DuckDBPyConnection:
@@ -71,7 +72,7 @@ def test_report_md_lists_the_configs_and_only_the_decided_rows():
                 "rows": [_row("serving · k · output_throughput", "slower", -20.0),
                          _row("serving · k · p50_ttft_ms", "within noise", 1.0)]}},
             {"run_id": "r1", "baseline": "A", "variant": "T", "note": "server config 'T' has no headline point"}]}}
-    text = "\n".join(s_variants(c))
+    text = "\n".join(s_variants(document(c)))
     assert "| r1 | serve_sweep | m | S | A | max_num_seqs=2; env={\"X\": \"1\"} | f-s | 2 | 0 | — / — / 3.2 |" in text
     assert "### `r1`: `S` vs `A`" in text and "0 faster, 1 slower, 1 within noise, 0 untested" in text
     assert "serving · k · output_throughput" in text and "p50_ttft_ms" not in text  # counted, not listed
@@ -79,8 +80,8 @@ def test_report_md_lists_the_configs_and_only_the_decided_rows():
 
 
 def test_no_section_without_a_declared_variant():
-    assert s_variants({"variants": {"configs": [{"config": "A", "base": None}], "comparisons": []}}) == []
-    assert s_variants({}) == []
+    assert s_variants(document(variants={"configs": [{"config": "A", "base": None}], "comparisons": []})) == []
+    assert s_variants(document()) == []
 
 
 def test_a_tenant_whose_points_all_left_the_headline_tables_is_listed_as_not_compared_with_the_reason():
@@ -106,7 +107,7 @@ def test_a_tenant_whose_points_all_left_the_headline_tables_is_listed_as_not_com
         in got["T.t1"]["note"]
     assert "all 2 points of `T.t0` are kept out of the headline tables (first: no telemetry sample inside its " \
         "window" in got["T.t0"]["note"]
-    text = "\n".join(s_variants({"variants": {"configs": [{"run_id": "r1", "config": "T", "base": "A"}],
-                                              "comparisons": list(got.values())}}))
+    text = "\n".join(s_variants(document(variants={"configs": [{"run_id": "r1", "config": "T", "base": "A"}],
+                                                    "comparisons": list(got.values())})))
     assert "### `r1`: `T.t1` vs `T.alone` (isolation: a tenant of `T`" in text
     assert "_Not compared: server config 'T.t1' has no headline point" in text

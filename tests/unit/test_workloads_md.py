@@ -1,10 +1,11 @@
-"""REPORT.md's Workloads section reads comparison.json's dict and leaves it as written: the plots and REPORT.html
-read the same dict afterwards, and REPORT.html embeds it as comparison.json."""
+"""REPORT.md's Workloads section reads comparison.json's rows and leaves them as written: the plots and REPORT.html
+read the same document afterwards, and REPORT.html embeds it as comparison.json."""
 from __future__ import annotations
 
 import copy
 
 from analytics.report.workloads_md import s_workloads
+from tests.support.comparison import document
 
 
 def _comparison() -> dict:
@@ -16,8 +17,8 @@ def _comparison() -> dict:
 
 
 def test_the_section_shows_sessions_and_leaves_the_comparison_as_written():
-    comparison = _comparison()
-    before = copy.deepcopy(comparison)
+    comparison = document(_comparison())
+    before = copy.deepcopy(comparison.as_written())
     text = "\n".join(s_workloads(comparison))
     assert "2 × 2.0 of 2.5 turns (4/4 ok)" in text
-    assert comparison == before
+    assert comparison.as_written() == before

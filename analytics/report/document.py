@@ -1,0 +1,260 @@
+"""comparison.json's model: the document the data stage writes and the render stage reads, versioned by
+:data:`COMPARISON_SCHEMA` (its ``schema`` field).
+
+Two kinds of type, by who decides the columns:
+
+* **Sections** (:class:`Comparison` and one model per key of it) are pydantic models: their keys are fixed by
+  ``analytics.report.comparison`` and its section builders, and the render stage reads them as attributes
+  (``c.serving.points``). A key written only in some cases (``deltas`` without a run to compare against, the
+  serving section's ``note`` or ``aggregate_points``, the Decision's rate and hardware keys) is ``None`` when absent.
+* **Rows** are the records a section lists. A view's row (:data:`Row`) is ``dict[str, Any]``: its columns are the
+  view's SQL (``SELECT *`` over ``analytics/views/sql``), which the render stage reads by column name, and the JSON
+  Schema says only "an object". Where the Python fixes the columns (a ``SELECT`` list or a dict it builds: a run's
+  lanes and outcome, the rules, loss curves, sweep grids, exclusions, the sustained lanes), the row is a typed
+  dict with exactly those keys (extra keys refused), still a dict to the code that reads it.
+
+``write_report`` validates what it wrote against :class:`Comparison` (a document that drifts from its model fails the
+build, not its reader); ``neuronpipe schema comparison`` prints the JSON Schema generated from it
+(``docs/reference/schemas/comparison.schema.json``). Numbers keep the type they were written with (``int | float``):
+the document read back dumps to the same JSON (:meth:`Comparison.as_written`).
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
+
+COMPARISON_SCHEMA = "neuronpipe.comparison/1"
+
+Row = dict[str, Any]  # one row of a view: the view's columns (analytics/views/sql), read by name
+Number = int | float  # a number as it was written (an int stays an int)
+ROW_CONFIG = ConfigDict(extra="forbid")
+
+
+class LaneAttempt(TypedDict):
+    """A lane's effective attempt in a run (``report_lane_attempts``)."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    lane: str
+    status: str
+    attempt: str | None
+    wall_s: Number | None
+    backend: str | None
+    box_role: str | None
+    instance_type: str | None
+    profile: str | None
+
+
+class RunOutcome(TypedDict):
+    """``pipeline.graph.RunOutcome.to_json()``: the run's outcome over every committed attempt."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    status: Literal["succeeded", "partial", "failed"]
+    failed: list[str]
+    skipped: list[str]
+    reasons: dict[str, str]
+    why: str
+
+
+class Rule(TypedDict):
+    """A measurement rule (docs/reference/rules.md), numbered."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    rule: int
+    title: str
+    text: str
+
+
+class LossCurve(TypedDict):
+    """One training lane's loss per step."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    run_id: str
+    lane: str
+    model: str | None
+    step: list[int]
+    loss: list[Number | None]
+
+
+class ServingGrid(TypedDict):
+    """The concurrency grid a serving lane swept (its ``grid_json``, parsed; ``{"unparsed": text}`` when it is not
+    JSON)."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    run_id: str
+    lane: str
+    model: str | None
+    server_config: str | None
+    grid: dict[str, Any]
+
+
+class Exclusion(TypedDict):
+    """What the report left out and why (``report_exclusions``, and attempts the store's readers found damaged)."""
+
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    run_id: str
+    lane: str | None
+    attempt: str | None
+    kind: str
+    subject: str | None
+    reason: str | None
+
+
+class SustainedLane(TypedDict):
+    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    run_id: str
+    lane: str
+    status: str
+
+
+class Section(BaseModel):
+    """A section of comparison.json: its keys fixed, none other allowed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunSummary(Section):
+    run_id: str
+    lanes: list[LaneAttempt]
+    outcome: RunOutcome | None = Field(None, description="absent for a run with no lane record")
+
+
+class Provenance(Section):
+    machines: list[Row]
+    facts: list[Row]
+
+
+class Preflight(Section):
+    summary: list[Row]
+    failed: list[Row]
+
+
+class ColdStart(Section):
+    boots: list[Row]
+    cache: list[Row]
+
+
+class Compile(Section):
+    summary: list[Row]
+    superseded: list[Row]
+    cold_start: ColdStart
+
+
+class Training(Section):
+    runs: list[Row]
+    loss_trend: list[Row]
+    loss_curves: list[LossCurve]
+
+
+class Serving(Section):
+    available: bool = Field(description="the serving point view is installed")
+    view: str | None
+    points: list[Row]
+    grids: list[ServingGrid]
+    aggregate_points: list[Row] | None = Field(None, description="present when available")
+    note: str | None = Field(None, description="why there are no serving metrics (present when not available)")
+
+
+class Workloads(Section):
+    points: list[Row]
+    buckets: list[Row]
+    turns: list[Row]
+    sessions: list[Row]
+
+
+class Sustained(Section):
+    summary: list[Row]
+    retention_view: str | None
+    retention: list[Row]
+    iterations: list[Row]
+    lanes: list[SustainedLane]
+    windows: list[Row]
+
+
+class Quality(Section):
+    summary: list[Row]
+    delta: list[Row]
+
+
+class Roundtrip(Section):
+    files: list[Row]
+    models: list[Row]
+    artifacts: list[Row]
+
+
+class Cost(Section):
+    notes: list[str]
+    price_table: list[Row]
+    lanes: list[Row]
+    runs: list[Row]
+    points: list[Row]
+
+
+class Decision(Section):
+    available: bool = Field(description="the decision view is installed")
+    rule: str
+    formula: str
+    rows: list[Row]
+    slos: list[Row]
+    pricing: list[Row]
+    rate_rule: str | None = Field(None, description="present when available")
+    capacity: list[Row] | None = Field(None, description="present when available")
+    capacity_points: list[Row] | None = Field(None, description="present when available")
+    hardware_rule: str | None = Field(None, description="present when available")
+    hardware: list[Row] | None = Field(None, description="present when available")
+
+
+class Variants(Section):
+    configs: list[Row]
+    comparisons: list[Row]
+    limits: list[Row]
+    lora_traffic: list[Row]
+
+
+class Accuracy(Section):
+    available: bool = Field(description="the accuracy lane's evaluations are in the views")
+    method: dict[str, Any]
+    evaluations: list[Row]
+    not_ok: list[Row]
+    pairs: list[Row]
+    configs: list[Row]
+    flags: list[Row]
+
+
+class Comparison(Section):
+    """comparison.json: every number the report shows, for the runs it names."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, title="comparison.json")
+
+    schema_version: Literal["neuronpipe.comparison/1"] = Field(alias="schema",
+                                                                description="this document's version")
+    run_ids: list[str] = Field(description="the runs asked for, then every other run found, in order")
+    runs: list[RunSummary]
+    provenance: Provenance
+    preflight: Preflight
+    compile: Compile
+    training: Training
+    serving: Serving
+    workloads: Workloads
+    sustained: Sustained
+    quality: Quality
+    roundtrip: Roundtrip
+    exclusions: list[Exclusion]
+    host_cpu: list[Row]
+    telemetry: list[Row]
+    cost: Cost
+    decision: Decision
+    rules: list[Rule]
+    deltas: list[Row] | None = Field(None, description="each run against the first (absent when not compared)")
+    variants: Variants
+    accuracy: Accuracy
+
+    def as_written(self) -> dict[str, Any]:
+        """The document as JSON values, exactly the keys it was read with (what ``json.loads`` of the file gives)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def comparison_json_schema() -> dict[str, Any]:
+    """The JSON Schema of comparison.json (what ``neuronpipe schema comparison`` prints)."""
+    return Comparison.model_json_schema(by_alias=True)
