@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from agents.training.catalog import sha256_file
+from agents.training.catalogue import sha256_file
 from analytics.store.base import AlreadyExistsError, ResultStore
 from pipeline.containment import PathEscapeError, contained
 

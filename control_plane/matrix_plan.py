@@ -66,7 +66,7 @@ def matrix_plan(request: RunRequest) -> MatrixPlan | None:
 def cell_request(request: RunRequest, cell: Cell) -> RunRequest:
     """The request as one cell sees it: its model, its server config (a declared variant keeps its fields), its
     workload (or none: the lanes' own shapes)."""
-    from pipeline.model_catalog import PROFILE_MODELS
+    from pipeline.model_catalogue import PROFILE_MODELS
 
     declared = request.server_configs
     configs: Any = ({cell.server_config: declared[cell.server_config]} if isinstance(declared, dict)

@@ -49,7 +49,7 @@ PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a r
 
 def _known_model(name: str) -> str:
     """A model a run may name (refused per item: ``models.0: unknown model ...``)."""
-    from pipeline.model_catalog import UnknownModelError, get_model
+    from pipeline.model_catalogue import UnknownModelError, get_model
 
     try:
         get_model(name)

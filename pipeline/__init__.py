@@ -3,7 +3,7 @@
 The lane catalogue (``lanes``: boxes, order, needs, gates, timeouts, where each runner and config lives),
 each lane's ``Config`` declaration with its defaults, help text and numeric bounds (``lane_configs``), the
 config builder (``config``), the graph and outcome rules (``graph``), SLO sets (``slo``), the server
-config catalogue (``servers``), the model catalogue (``model_catalog``), box paths (``boxes``), the one
+config catalogue (``servers``), the model catalogue (``model_catalogue``), box paths (``boxes``), the one
 JSON reader for what a person hands in (``jsonio``) and the metric formulas producers and importers share
 (``mfu``, ``steps``).
 

@@ -30,7 +30,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.variants import lane_server_configs
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
     from agents.training.merge import MergeInputError
     from pipeline.accuracy import resolve_tasks
 

@@ -150,7 +150,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
     from agents.serving.sweep import Shape
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
     from agents.serving.variants import lane_server_configs
 
     from pipeline.workloads import lane_workload

@@ -52,7 +52,7 @@ def pull_verified(ctx: LaneContext, model: str, source_run: str):
 def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path, Path]:
     """The S3 "new adapter" path: fetch, hash at download, merge into the base, hash after the merge."""
     from agents.serving.adapter_source import base_model_for, fetch_adapter
-    from agents.training.catalog import artifact_rows, base_artifact_rows, model_names, resolve_model
+    from agents.training.catalogue import artifact_rows, base_artifact_rows, model_names, resolve_model
     from agents.training.merge import merge_adapter
 
     assert config.adapter_uri
@@ -75,7 +75,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.variants import lane_server_configs, lora_served_models, with_adapters
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
-    from agents.training.catalog import model_names
+    from agents.training.catalogue import model_names
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     configs = lane_server_configs(ctx, launcher, config.server_configs)

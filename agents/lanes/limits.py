@@ -38,7 +38,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.variants import lane_server_configs
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     searches = check_searches(config.searches, config.max_boots)
     if not searches:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from agents.context import LaneContext
-from agents.training.catalog import artifact_rows, resolve_model
+from agents.training.catalogue import artifact_rows, resolve_model
 from agents.training.merge import fetch_sft_adapter, generate_check, merge_adapter
 from agents.training.session import store_prefix
 from pipeline.lane_configs.merge import Config

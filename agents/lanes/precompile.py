@@ -15,7 +15,7 @@ from agents.box_env import compile_cache_dir
 from agents.context import LaneContext, LaneSkipped
 from agents.training.backends import TrainRequest, get_trainer
 from agents.training.backends.neuron import cache_stats
-from agents.training.catalog import resolve_model
+from agents.training.catalogue import resolve_model
 from agents.training.data import load_instructions
 from pipeline.lane_configs.precompile import Config
 

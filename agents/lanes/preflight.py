@@ -18,7 +18,7 @@ from agents.context import LaneContext
 from agents.preflight import PreflightInputs, failure_summary, run_checks
 from pipeline.lane_configs.preflight import Config
 from pipeline.lane_configs.sft import DATASET_ENV
-from pipeline.model_catalog import get_model
+from pipeline.model_catalogue import get_model
 
 
 class PreflightFailedError(RuntimeError):
@@ -37,7 +37,7 @@ def hub_models(names: list[str]) -> list[tuple[str, str, str | None, bool]]:
 def _token() -> tuple[str, str]:
     if os.environ.get(HF_TOKEN_ENV):
         return os.environ[HF_TOKEN_ENV], f"${HF_TOKEN_ENV}"
-    from agents.training.catalog import DEFAULT_HUB_TOKEN_SECRET, HUB_TOKEN_SECRET_ENV, read_hub_token
+    from agents.training.catalogue import DEFAULT_HUB_TOKEN_SECRET, HUB_TOKEN_SECRET_ENV, read_hub_token
 
     secret = os.environ.get(HUB_TOKEN_SECRET_ENV, DEFAULT_HUB_TOKEN_SECRET)
     return read_hub_token(secret), f"Secrets Manager secret {secret}"

@@ -14,7 +14,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel
     from agents.serving.quality import load_prompts, quality_rows
     from agents.serving.session import serve
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     cfg = get_server_config(config.server_config, ctx.profile, ctx.backend)

@@ -44,7 +44,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     configs = lane_server_configs(ctx, launcher, config.server_configs)

@@ -28,7 +28,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.variants import lane_server_configs
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     configs = lane_server_configs(ctx, launcher, config.server_configs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from agents.context import LaneContext
-from agents.training.catalog import artifact_rows
+from agents.training.catalogue import artifact_rows
 from agents.training.data import load_instructions
 from agents.training.merge import generate_check, merge_adapter
 from agents.training.session import record_dataset, train_model
@@ -39,7 +39,7 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
     from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     server_config = get_server_config(config.server_config, ctx.profile, ctx.backend)

@@ -30,7 +30,7 @@ DEVICE_MEM_SOURCE = "neuron-monitor: the highest device_mem_used_mib the lane's 
 
 
 def run(ctx: LaneContext, config: Config) -> None:
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
     from agents.training.data import load_instructions
     from agents.training.session import train_request
     from pipeline.lane_configs.sft import Config as SftConfig

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 
-from agents.training.catalog import sha256_file as file_sha256  # one file hash for the project
+from agents.training.catalogue import sha256_file as file_sha256  # one file hash for the project
 from pipeline import jsonio
 from pipeline.containment import PathEscapeError, contained
 from pipeline.lane_configs.bounds import DATASET_MAX_BYTES

@@ -57,7 +57,7 @@ class UnservedFamilyError(ValueError):
 
 def check_family(model: ServedModel, backend: str) -> None:
     """Refuse, before any boot, a model whose config.json names a family the backend does not serve."""
-    from pipeline.model_catalog import family_problem
+    from pipeline.model_catalogue import family_problem
 
     path = Path(model.path) / "config.json" if model.path is not None else None
     if path is None or not path.is_file():

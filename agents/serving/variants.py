@@ -22,7 +22,7 @@ def lane_server_configs(ctx: LaneContext, launcher: Launcher, spec: Any) -> list
     (fetched like the served model: the tiny factory locally, the hub or the S3 mirror on a box) and each
     multi-LoRA variant's outside adapters (local paths, s3://) fetched and unpacked; ``sft`` adapters are the
     served model's own and come with :func:`with_adapters`."""
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     configs = resolve_server_configs(spec, ctx.profile, ctx.backend, server=getattr(launcher, "server", None))
     out = []
@@ -60,7 +60,7 @@ def with_adapters(ctx: LaneContext, cfg: ServerConfig, model: str, source_run: s
 def lora_served_models(ctx: LaneContext, configs: list[ServerConfig], model: ServedModel) -> dict[str, ServedModel]:
     """The checkpoint each multi-LoRA config serves: the base model (its adapters load on it, unmerged), under the
     served model's name; the other configs serve ``model``."""
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
 
     if not any(c.lora is not None for c in configs):
         return {}

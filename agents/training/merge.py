@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
-from agents.training.catalog import sha256_file
+from agents.training.catalogue import sha256_file
 from pipeline.containment import PathEscapeError, contained
 
 AdapterLayout = Literal["peft", "neuron_sharded"]

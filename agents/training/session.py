@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.training.backends import TrainOutcome, TrainRequest, get_trainer
-from agents.training.catalog import artifact_rows, base_artifact_rows, resolve_model
+from agents.training.catalogue import artifact_rows, base_artifact_rows, resolve_model
 from agents.training.data import InstructionSet
 from pipeline.mfu import compute_mfu, flops_per_token
 from pipeline.steps import STEP_CLOCK, summarize

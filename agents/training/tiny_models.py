@@ -23,7 +23,7 @@ from typing import Callable, Literal
 from agents.training.data import BUNDLED_PATH, corpus_text, load_instructions
 
 TinyArch = Literal["llama", "qwen3", "mistral"]
-ARCHS: tuple[str, ...] = ("llama", "qwen3", "mistral")  # pipeline.model_catalog.TINY_FAMILIES says the same
+ARCHS: tuple[str, ...] = ("llama", "qwen3", "mistral")  # pipeline.model_catalogue.TINY_FAMILIES says the same
 FACTORY_VERSION = "1"
 
 BOS, EOS, PAD = "<|begin_of_text|>", "<|im_end|>", "<|pad|>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.lane_configs.bounds import SEED
-from pipeline.model_catalog import model_names
+from pipeline.model_catalogue import model_names
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.lane_configs.bounds import BATCH, LORA_ALPHA, LORA_RANK, SEED, SEQ_LEN, STEPS
-from pipeline.model_catalog import model_names
+from pipeline.model_catalogue import model_names
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.lane_configs.bounds import CACHE_FREE_GIB, CHECK_TIMEOUT_S, CLOCK_SKEW_S
-from pipeline.model_catalog import model_names
+from pipeline.model_catalogue import model_names
 
 
 @dataclass

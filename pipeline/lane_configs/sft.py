@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from pipeline.lane_configs.bounds import (BATCH, DATASET_RECORDS, DROPOUT, LEARNING_RATE, LORA_ALPHA, LORA_RANK,
                                           SEED, SEQ_LEN, STEPS, WARMUP_STEPS)
-from pipeline.model_catalog import model_names
+from pipeline.model_catalogue import model_names
 
 DATASET_ENV = "NEURONPIPE_DATASET_URI"
 
@@ -13,7 +13,7 @@ DATASET_ENV = "NEURONPIPE_DATASET_URI"
 @dataclass
 class Config:
     models: list[str] = field(default_factory=lambda: model_names("tiny"),
-                              metadata={"help": "catalog names of the models to fine-tune, one run each"})
+                              metadata={"help": "catalogue names of the models to fine-tune, one run each"})
     steps: int = field(default=16, metadata={"help": "optimizer steps per model", **STEPS})
     max_seq_len: int = field(default=256, metadata={
         "help": "max tokens per example (packed length on neuron)", **SEQ_LEN})

@@ -5,12 +5,12 @@ from dataclasses import dataclass, field
 
 from pipeline.lane_configs.bounds import (BATCH, BOOT_S, DROPOUT, LEARNING_RATE, LORA_ALPHA, LORA_RANK, NEW_TOKENS,
                                           SEED, SEQ_LEN, STEPS, WARMUP_STEPS)
-from pipeline.model_catalog import smoke_model
+from pipeline.model_catalogue import smoke_model
 
 
 @dataclass
 class Config:
-    model: str = field(default_factory=lambda: smoke_model("tiny"), metadata={"help": "catalog name"})
+    model: str = field(default_factory=lambda: smoke_model("tiny"), metadata={"help": "catalogue name"})
     steps: int = field(default=10, metadata={"help": "optimizer steps", **STEPS})
     max_seq_len: int = field(default=256, metadata={"help": "max tokens per example", **SEQ_LEN})
     batch_size: int = field(default=4, metadata={"help": "examples per micro-batch", **BATCH})

@@ -34,7 +34,7 @@ class Config:
 
     def __post_init__(self) -> None:
         from pipeline.limits import TRAINING_KINDS, Ceiling, check_searches
-        from pipeline.model_catalog import get_model
+        from pipeline.model_catalogue import get_model
 
         facts = get_model(self.model).facts  # known for catalogue models; a tiny one's on the box (config.json)
         ceiling = Ceiling(facts.max_positions, f"{self.model}'s max_position_embeddings") if facts else None

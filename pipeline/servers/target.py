@@ -40,7 +40,7 @@ class ServingTarget:
             configs = resolve_server_configs(spec, profile, self.backend, server=self.server, check=False)
         except ServerVariantError as exc:
             return [str(exc)]
-        from pipeline.model_catalog import family_problem
+        from pipeline.model_catalogue import family_problem
 
         out = [p for m in models if (p := family_problem(m, self.backend)) is not None]
         for cfg in configs:
@@ -54,9 +54,9 @@ class ServingTarget:
     def kv_problem(self, cfg: ServerConfig, model: str) -> str | None:
         """Why not one sequence of ``cfg.max_model_len`` tokens fits the KV budget of ``model`` on this target
         (None: it fits, or the target's memory or the model's facts are unknown): the grid's own arithmetic."""
-        from pipeline.model_catalog import CATALOG
+        from pipeline.model_catalogue import MODEL_CATALOGUE
 
-        entry = CATALOG.get(model)
+        entry = MODEL_CATALOGUE.get(model)
         if entry is None or entry.facts is None or self.device_mem_gib is None:
             return None
         f = entry.facts

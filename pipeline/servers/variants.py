@@ -115,12 +115,13 @@ class SpeculativeSpec(_Spec):
             if draft is not None:
                 raise Refusal("the ngram method proposes from the prompt, it takes no draft model")
             return draft
-        from pipeline.model_catalog import CATALOG
+        from pipeline.model_catalogue import MODEL_CATALOGUE
 
         if not isinstance(draft, str) or not draft:
-            raise Refusal(f"method {method} needs a draft model (a catalogue model: {', '.join(sorted(CATALOG))})")
-        if draft not in CATALOG:
-            raise Refusal(f"{draft!r} is not a catalogue model; valid models: {', '.join(sorted(CATALOG))}")
+            raise Refusal(f"method {method} needs a draft model (a catalogue model: "
+                          f"{', '.join(sorted(MODEL_CATALOGUE))})")
+        if draft not in MODEL_CATALOGUE:
+            raise Refusal(f"{draft!r} is not a catalogue model; valid models: {', '.join(sorted(MODEL_CATALOGUE))}")
         return draft
 
     def value(self) -> Speculative:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.runner import LaneRequest, run_lane
-from agents.training.catalog import hash_tree
+from agents.training.catalogue import hash_tree
 from analytics.store import open_store
 
 pytestmark = pytest.mark.slow

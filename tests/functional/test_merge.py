@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.training.catalog import artifact_rows, sha256_file
+from agents.training.catalogue import artifact_rows, sha256_file
 from agents.training.merge import (AdapterLayoutError, HashMismatchError, MergeInputError, consolidate_command,
                                    consolidate_neuron_adapter, detect_adapter_layout, fetch_merged_model,
                                    generate_check, merge_adapter)

@@ -15,7 +15,7 @@ CAP_MIB = 400.0  # the tiny profile's cap: its bracket lands between 1,024 and 2
 
 def _request(tmp_path: Path, cache: Path, seq_len: int):
     from agents.training.backends import TrainRequest
-    from agents.training.catalog import resolve_model
+    from agents.training.catalogue import resolve_model
     from agents.training.data import load_instructions
 
     model_dir = resolve_model("tiny-llama", cache, "tiny")

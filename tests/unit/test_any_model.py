@@ -11,7 +11,7 @@ from agents.serving.launcher import ServedModel
 from agents.serving.session import UnservedFamilyError, check_family
 from agents.training.tiny_models import ARCHS
 from control_plane.models import RunRequestError, parse_request
-from pipeline.model_catalog import (TINY_FAMILIES, UnknownModelError, facts_from_config, family_problem, get_model)
+from pipeline.model_catalogue import (TINY_FAMILIES, UnknownModelError, facts_from_config, family_problem, get_model)
 
 LLAMA_31_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
                "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,

@@ -17,7 +17,7 @@ from control_plane.models import RunRequestError, parse_request
 from control_plane.local_plan import plan_local
 from control_plane.plan import plan_run
 from control_plane.request_configs import lane_config
-from pipeline.model_catalog import get_model
+from pipeline.model_catalogue import get_model
 from pipeline.servers import (NEURON_BOX, ServerVariantError, ServingTarget, Speculative, backend_problems,
                               catalogue, kv_dtype_bytes, local_target, pick_server_configs, resolve_server_configs)
 

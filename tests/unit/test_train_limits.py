@@ -51,7 +51,7 @@ def test_the_plan_refuses_a_training_search_beyond_the_models_positions_naming_t
     from control_plane.lane_configs import LaneConfigInvalidError
     from control_plane.models import parse_request
     from control_plane.plan import plan_run
-    from pipeline.model_catalog import get_model
+    from pipeline.model_catalogue import get_model
 
     positions = get_model("llama-3.1-8b-instruct").facts.max_positions
     req = parse_request({"lanes": ["train_limits"], "profile": "full", "lane_config": {"train_limits": {

@@ -22,7 +22,7 @@ ProgressFn = Callable[[int, int], None]
 
 @dataclass
 class TrainRequest:
-    model: str  # catalog name
+    model: str  # catalogue name
     model_dir: Path  # local HF checkpoint
     output_dir: Path  # the adapter is saved here
     records: list[dict]  # dolly-format records

@@ -8,7 +8,7 @@ on the box once its ``config.json`` says what it is.
 
 ``tiny`` (local, tests): the tiny-model factory's architectures. ``full`` (the boxes): Hugging Face hub
 repositories (``gated``: the licence must be accepted with the token's account). Fetching and hashing a
-checkpoint is box-side work (``agents.training.catalog``); the names are rules every package shares
+checkpoint is box-side work (``agents.training.catalogue``); the names are rules every package shares
 (lane config defaults, the request's model list).
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ class ModelEntry:
     facts: ModelFacts | None = None  # None: known only from its files (the tiny factory builds them)
 
 
-CATALOG: dict[str, ModelEntry] = {e.name: e for e in [
+MODEL_CATALOGUE: dict[str, ModelEntry] = {e.name: e for e in [
     ModelEntry("tiny-llama", "tiny", "llama", "llama"),
     ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
     # facts from each repository's config.json (num_hidden_layers, num_attention_heads, num_key_value_heads,
@@ -83,7 +83,7 @@ BACKEND_FAMILIES: dict[str, tuple[str, ...] | None] = {
 
 class UnknownModelError(KeyError):
     def __init__(self, name: str):
-        names = dict.fromkeys([*sorted(CATALOG), *(TINY_PREFIX + f for f in TINY_FAMILIES)])
+        names = dict.fromkeys([*sorted(MODEL_CATALOGUE), *(TINY_PREFIX + f for f in TINY_FAMILIES)])
         super().__init__(f"unknown model {name!r}; valid models: {', '.join(names)}, or a Hugging Face repository "
                          "id (org/name)")
 
@@ -107,8 +107,8 @@ def get_model(name: str) -> ModelEntry:
     (family and facts unknown until its config.json is on the box)."""
     if not isinstance(name, str):
         raise UnknownModelError(str(name))
-    if name in CATALOG:
-        return CATALOG[name]
+    if name in MODEL_CATALOGUE:
+        return MODEL_CATALOGUE[name]
     family = name[len(TINY_PREFIX):] if name.startswith(TINY_PREFIX) else None
     if family in TINY_FAMILIES:
         return ModelEntry(name, "tiny", family, family)

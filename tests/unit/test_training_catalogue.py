@@ -1,23 +1,23 @@
-"""The model catalog: names per profile, hub token from Secrets Manager, clear gated-model errors, hashes."""
+"""The model catalogue: names per profile, hub token from Secrets Manager, clear gated-model errors, hashes."""
 from __future__ import annotations
 
 import pytest
 
-from agents.training import catalog
+from agents.training import catalogue
 
 
 def test_models_per_profile():
-    assert catalog.model_names("tiny") == ["tiny-llama", "tiny-qwen3"]
-    assert catalog.model_names("full") == ["llama-3.1-8b-instruct", "qwen3-8b"]
-    assert catalog.get_model("llama-3.1-8b-instruct").ref == "meta-llama/Llama-3.1-8B-Instruct"
-    assert catalog.get_model("qwen3-8b").ref == "Qwen/Qwen3-8B"
-    assert catalog.get_model(catalog.smoke_model("full")).ref.startswith("TinyLlama/TinyLlama-1.1B")
-    assert catalog.smoke_model("tiny") == "tiny-llama"
+    assert catalogue.model_names("tiny") == ["tiny-llama", "tiny-qwen3"]
+    assert catalogue.model_names("full") == ["llama-3.1-8b-instruct", "qwen3-8b"]
+    assert catalogue.get_model("llama-3.1-8b-instruct").ref == "meta-llama/Llama-3.1-8B-Instruct"
+    assert catalogue.get_model("qwen3-8b").ref == "Qwen/Qwen3-8B"
+    assert catalogue.get_model(catalogue.smoke_model("full")).ref.startswith("TinyLlama/TinyLlama-1.1B")
+    assert catalogue.smoke_model("tiny") == "tiny-llama"
 
 
 def test_unknown_model_lists_valid_names():
-    with pytest.raises(catalog.UnknownModelError, match="valid models: .*qwen3-8b"):
-        catalog.get_model("gpt-5")
+    with pytest.raises(catalogue.UnknownModelError, match="valid models: .*qwen3-8b"):
+        catalogue.get_model("gpt-5")
 
 
 class FakeSecrets:
@@ -32,17 +32,17 @@ class FakeSecrets:
 
 
 def test_hub_token_from_secrets_manager(monkeypatch):
-    monkeypatch.setenv(catalog.HUB_TOKEN_SECRET_ENV, "proj/hf")
+    monkeypatch.setenv(catalogue.HUB_TOKEN_SECRET_ENV, "proj/hf")
     fake = FakeSecrets("hf_abc\n")
-    assert catalog.read_hub_token(client=fake) == "hf_abc" and fake.asked == ["proj/hf"]
-    assert catalog.read_hub_token("s", client=FakeSecrets('{"token": "hf_json"}')) == "hf_json"
+    assert catalogue.read_hub_token(client=fake) == "hf_abc" and fake.asked == ["proj/hf"]
+    assert catalogue.read_hub_token("s", client=FakeSecrets('{"token": "hf_json"}')) == "hf_json"
 
 
 def test_missing_token_says_what_to_do():
-    with pytest.raises(catalog.HubAccessError, match="create-secret"):
-        catalog.read_hub_token("proj/hf", client=FakeSecrets(error=RuntimeError("ResourceNotFoundException")))
-    with pytest.raises(catalog.HubAccessError, match="holds no token"):
-        catalog.read_hub_token("proj/hf", client=FakeSecrets("  "))
+    with pytest.raises(catalogue.HubAccessError, match="create-secret"):
+        catalogue.read_hub_token("proj/hf", client=FakeSecrets(error=RuntimeError("ResourceNotFoundException")))
+    with pytest.raises(catalogue.HubAccessError, match="holds no token"):
+        catalogue.read_hub_token("proj/hf", client=FakeSecrets("  "))
 
 
 def test_gated_model_refusal_names_the_licence_page(tmp_path):
@@ -52,9 +52,9 @@ def test_gated_model_refusal_names_the_licence_page(tmp_path):
     def refuse(**kw):
         raise GatedRepoError("403 Client Error: access to model is restricted")
 
-    entry = catalog.get_model("llama-3.1-8b-instruct")
-    with pytest.raises(catalog.HubAccessError, match="accept its licence at https://huggingface.co/meta-llama"):
-        catalog.download_from_hub(entry, tmp_path, "hf_x", snapshot_download=refuse)
+    entry = catalogue.get_model("llama-3.1-8b-instruct")
+    with pytest.raises(catalogue.HubAccessError, match="accept its licence at https://huggingface.co/meta-llama"):
+        catalogue.download_from_hub(entry, tmp_path, "hf_x", snapshot_download=refuse)
 
 
 def test_hub_download_goes_to_the_cache(tmp_path):
@@ -67,7 +67,7 @@ def test_hub_download_goes_to_the_cache(tmp_path):
         (d / "config.json").write_text("{}")
         return str(d)
 
-    path = catalog.resolve_model("qwen3-8b", tmp_path, "full", secrets_client=FakeSecrets("hf_t"),
+    path = catalogue.resolve_model("qwen3-8b", tmp_path, "full", secrets_client=FakeSecrets("hf_t"),
                                  snapshot_download=fake_download)
     assert path == tmp_path / "snap"
     assert seen["repo_id"] == "Qwen/Qwen3-8B" and seen["token"] == "hf_t"
@@ -80,11 +80,11 @@ def test_artifact_rows_hash_every_file_and_memoize(tmp_path):
     (root / "config.json").write_text("{}")
     (root / "sub" / "w.safetensors").write_bytes(b"abc")
     (root / ".hidden").write_text("x")
-    rows = catalog.base_artifact_rows("m", root)
+    rows = catalogue.base_artifact_rows("m", root)
     assert [r["path"] for r in rows] == ["config.json", "sub/w.safetensors"]
     assert rows[1]["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert rows[1]["bytes"] == 3 and rows[0]["kind"] == "base" and rows[0]["stage"] == "download"
     assert (tmp_path / ".ckpt.sha256.json").exists()
-    assert catalog.base_artifact_rows("m", root) == rows  # from the memo
+    assert catalogue.base_artifact_rows("m", root) == rows  # from the memo
     (root / "sub" / "w.safetensors").write_bytes(b"abcd")  # changed size: re-hashed
-    assert catalog.base_artifact_rows("m", root)[1]["sha256"] != rows[1]["sha256"]
+    assert catalogue.base_artifact_rows("m", root)[1]["sha256"] != rows[1]["sha256"]

@@ -1,4 +1,4 @@
-"""Where the catalogue's checkpoints come from (the names per profile are rules: ``pipeline.model_catalog``).
+"""Where the catalogue's checkpoints come from (the names per profile are rules: ``pipeline.model_catalogue``).
 
 ``tiny`` (local, tests): the tiny-model factory. ``full`` (the boxes): the
 Hugging Face hub, with a token read from Secrets Manager (gated models need
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.model_catalog import (CATALOG, PROFILE_MODELS, SMOKE_MODEL, ModelEntry, Source,  # noqa: F401
+from pipeline.model_catalogue import (MODEL_CATALOGUE, PROFILE_MODELS, SMOKE_MODEL, ModelEntry, Source,  # noqa: F401
                                      UnknownModelError, get_model, model_names, smoke_model)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,7 +111,7 @@ def download_from_hub(entry: ModelEntry, cache_dir: Path, token: str, snapshot_d
                    "account whose token is in Secrets Manager, then re-run." if entry.gated else
                    f"Check that the token in Secrets Manager is valid; if {entry.ref} is gated (a model outside "
                    f"the catalogue may be), accept its licence at https://huggingface.co/{entry.ref} with that "
-                   "token's account." if entry.name not in CATALOG else
+                   "token's account." if entry.name not in MODEL_CATALOGUE else
                    "Check that the token in Secrets Manager is valid.")) from exc
         raise HubAccessError(f"downloading {entry.ref} failed: {name}: {exc}") from exc
     return Path(path)
