@@ -13,7 +13,7 @@ PROFILE ?= tiny
 SERVER ?=
 VLLM_CPU_VENV := .venv-vllm-cpu
 
-.PHONY: rehearse run test venv synth vllm-cpu lambda-deps report pull-results clean-venv docs chromium
+.PHONY: rehearse run test lint format venv synth vllm-cpu lambda-deps report pull-results clean-venv docs chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,7 +51,18 @@ run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stam
 PYTEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.stamp-test chromium
+	@$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest -q --durations=25 $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
+# ruff (pyproject.toml's [tool.ruff]): the lint and the format check `make test` runs first; `make format` applies
+# both (the fixes ruff calls safe, then the formatter).
+lint: $(VENV)/.stamp-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.stamp-test
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 # Headless Chromium for tests/browser: Debian's `chromium` package, installed with apt-get when it is missing and this
 # user may (root, apt-get present; CHROMIUM_INSTALL=0 says no). Playwright drives that executable and never downloads

@@ -1,5 +1,6 @@
 """``python -m agents run-lane LANE --run-id ID --results URI [--force] [--task-token TOKEN]``;
 ``python -m agents cache seed|push`` (:mod:`agents.cache_cli`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=None, help="lane config overrides: a JSON object, or @file.json")
     r.add_argument("--backend", default=None, choices=("neuron", "cuda", "cpu"))
     r.add_argument("--heartbeat-s", type=float, default=60.0)
-    r.add_argument("--telemetry-interval-s", type=float,
-                   default=float(os.environ.get("NEURONPIPE_TELEMETRY_INTERVAL_S", "1.0")),
-                   help="seconds between telemetry samples (env NEURONPIPE_TELEMETRY_INTERVAL_S)")
+    r.add_argument(
+        "--telemetry-interval-s",
+        type=float,
+        default=float(os.environ.get("NEURONPIPE_TELEMETRY_INTERVAL_S", "1.0")),
+        help="seconds between telemetry samples (env NEURONPIPE_TELEMETRY_INTERVAL_S)",
+    )
     r.add_argument("--progress-file", default=None, type=Path)
-    r.add_argument("--needs", default="", help="comma-separated result lanes that must have succeeded in this run "
-                   "(the planner's graph); when one has not, the lane is recorded skipped with the reason")
+    r.add_argument(
+        "--needs",
+        default="",
+        help="comma-separated result lanes that must have succeeded in this run "
+        "(the planner's graph); when one has not, the lane is recorded skipped with the reason",
+    )
     sub.add_parser("lanes", help="list lanes")
     from agents.cache_cli import add_parser as add_cache_parser
 
@@ -52,8 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     if args.command == "lanes":
         print("\n".join(lane_names()))
         return 0
@@ -69,11 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: invalid run_id {args.run_id!r}: {problem}", file=sys.stderr)
         return 2
     try:
-        request = LaneRequest(lane=args.lane, run_id=args.run_id, force=args.force, task_token=args.task_token,
-                              profile=args.profile, config=_parse_config(args.config), backend=args.backend,
-                              heartbeat_s=args.heartbeat_s, progress_path=args.progress_file,
-                              telemetry_interval_s=args.telemetry_interval_s,
-                              needs=tuple(n.strip() for n in args.needs.split(",") if n.strip()))
+        request = LaneRequest(
+            lane=args.lane,
+            run_id=args.run_id,
+            force=args.force,
+            task_token=args.task_token,
+            profile=args.profile,
+            config=_parse_config(args.config),
+            backend=args.backend,
+            heartbeat_s=args.heartbeat_s,
+            progress_path=args.progress_file,
+            telemetry_interval_s=args.telemetry_interval_s,
+            needs=tuple(n.strip() for n in args.needs.split(",") if n.strip()),
+        )
         result = run_lane(request, open_store(args.results))
     except (UnknownLaneError, LaneConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

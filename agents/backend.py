@@ -1,4 +1,5 @@
 """Where a lane runs: backend (neuron | cuda | cpu), box role, host facts."""
+
 from __future__ import annotations
 
 import glob
@@ -20,7 +21,7 @@ def detect_backend() -> Backend:
     if forced:
         if forced not in BACKENDS:
             raise ValueError(f"NEURONPIPE_BACKEND={forced!r}; valid backends: {', '.join(BACKENDS)}")
-        return forced  # type: ignore[return-value]
+        return forced
     if glob.glob("/dev/neuron[0-9]*"):
         return "neuron"
     if shutil.which("nvidia-smi"):

@@ -12,12 +12,14 @@ What the predecessor learned on real boxes, each a failure that looked like some
 :func:`lane_environment` is that environment; :func:`compile_cache_dir` is the one cache path (every producer and
 consumer resolves it here). The preflight gate checks exactly what this builds.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from pipeline.box_stack import NEURON_TOOLS_BIN
 
@@ -73,8 +75,13 @@ def lane_path(venv: Path | None, base_path: str) -> str:
     return os.pathsep.join(dict.fromkeys(parts))
 
 
-def build_lane_environment(purpose: Purpose, *, base: Mapping[str, str] | None = None,
-                           token: str | None = None, token_source: str | None = None) -> LaneEnvironment:
+def build_lane_environment(
+    purpose: Purpose,
+    *,
+    base: Mapping[str, str] | None = None,
+    token: str | None = None,
+    token_source: str | None = None,
+) -> LaneEnvironment:
     """The environment of a training, serving or preflight process on this box.
 
     ``token``: the hub token when the caller resolved one (only lanes that download from the hub do);
@@ -103,4 +110,4 @@ def build_lane_environment(purpose: Purpose, *, base: Mapping[str, str] | None =
 
 def lane_environment(purpose: Purpose, base: Mapping[str, str] | None = None, **kwargs: str | None) -> dict[str, str]:
     """:func:`build_lane_environment`'s variables."""
-    return build_lane_environment(purpose, base=base, **kwargs).env  # type: ignore[arg-type]
+    return build_lane_environment(purpose, base=base, **kwargs).env

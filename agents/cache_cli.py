@@ -10,6 +10,7 @@
 A stamp is a file ``<box root>/run/neuronpipe/stamps/<name>`` holding an ISO-8601 time (``/run`` is a tmpfs:
 one boot's stamps only). A missing stamp is a NULL in the row, never a made-up time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,7 @@ def read_stamp(name: str) -> datetime | None:
 def boot_done_at() -> datetime | None:
     """The per-boot setup's marker (written last by it): its mtime is when the setup finished."""
     try:
-        return datetime.fromtimestamp((box_root() / "run" / "neuronpipe" / "boot.done").stat().st_mtime,
-                                      timezone.utc)
+        return datetime.fromtimestamp((box_root() / "run" / "neuronpipe" / "boot.done").stat().st_mtime, timezone.utc)
     except OSError:
         return None
 
@@ -96,36 +96,49 @@ def cmd_seed(args: argparse.Namespace) -> int:
         return 0
     counts = seed(open_store(args.results), layout, boot_id=current_boot_id())
     write_stamp("cache_seeded")
-    (stamp_dir() / "seed.json").write_text(json.dumps({"backend": backend, "namespace": layout.namespace,
-                                                       "root": str(layout.root), **counts.as_dict()}))
-    print(f"cache seed: {counts.entries} entr(ies) fetched ({counts.bytes} bytes), {counts.present} already here, "
-          f"{len(counts.skipped)} refused, {counts.seconds:.1f} s [{layout.namespace}]")
+    (stamp_dir() / "seed.json").write_text(
+        json.dumps({"backend": backend, "namespace": layout.namespace, "root": str(layout.root), **counts.as_dict()})
+    )
+    print(
+        f"cache seed: {counts.entries} entr(ies) fetched ({counts.bytes} bytes), {counts.present} already here, "
+        f"{len(counts.skipped)} refused, {counts.seconds:.1f} s [{layout.namespace}]"
+    )
     for line in counts.skipped:
         print(f"cache seed: refused {line}", file=sys.stderr)
     return 0
 
 
-def boot_row(args: argparse.Namespace, backend: str, namespace: str | None, cache_uri: str | None,
-             pushed: dict[str, Any] | None) -> dict[str, Any]:
+def boot_row(
+    args: argparse.Namespace, backend: str, namespace: str | None, cache_uri: str | None, pushed: dict[str, Any] | None
+) -> dict[str, Any]:
     try:
         seeded = json.loads((stamp_dir() / "seed.json").read_text())
     except (OSError, ValueError):
         seeded = {}
     env = os.environ
     return {
-        "box_role": args.box_role, "segment": args.segment,
+        "box_role": args.box_role,
+        "segment": args.segment,
         "instance_id": env.get("NEURONPIPE_INSTANCE_ID") or None,
         "instance_type": env.get("NEURONPIPE_INSTANCE_TYPE") or None,
-        "boot_id": current_boot_id(), "backend": backend,
-        "start_requested_at": read_stamp("start_requested"), "kernel_boot_at": kernel_boot_at(),
-        "boot_done_at": boot_done_at(), "sync_started_at": read_stamp("sync_started"),
-        "harness_synced_at": read_stamp("harness_synced"), "cache_seeded_at": read_stamp("cache_seeded"),
-        "seed_entries_fetched": seeded.get("entries"), "seed_bytes_fetched": seeded.get("bytes"),
-        "seed_entries_present": seeded.get("present"), "seed_s": seeded.get("seconds"),
+        "boot_id": current_boot_id(),
+        "backend": backend,
+        "start_requested_at": read_stamp("start_requested"),
+        "kernel_boot_at": kernel_boot_at(),
+        "boot_done_at": boot_done_at(),
+        "sync_started_at": read_stamp("sync_started"),
+        "harness_synced_at": read_stamp("harness_synced"),
+        "cache_seeded_at": read_stamp("cache_seeded"),
+        "seed_entries_fetched": seeded.get("entries"),
+        "seed_bytes_fetched": seeded.get("bytes"),
+        "seed_entries_present": seeded.get("present"),
+        "seed_s": seeded.get("seconds"),
         "push_entries": None if pushed is None else pushed["entries"],
         "push_bytes": None if pushed is None else pushed["bytes"],
         "push_s": None if pushed is None else pushed["seconds"],
-        "cache_uri": cache_uri, "cache_namespace": namespace, "ts": datetime.now(timezone.utc),
+        "cache_uri": cache_uri,
+        "cache_namespace": namespace,
+        "ts": datetime.now(timezone.utc),
     }
 
 
@@ -141,14 +154,20 @@ def cmd_push(args: argparse.Namespace) -> int:
         pushed = None
         namespace = cache_uri = None
         if layout is not None:
-            who = {"run_id": args.run_id, "box_role": args.box_role, "segment": args.segment,
-                   "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID")}
+            who = {
+                "run_id": args.run_id,
+                "box_role": args.box_role,
+                "segment": args.segment,
+                "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
+            }
             counts = push(store, layout, who)
             pushed = counts.as_dict()
             namespace = layout.namespace
             cache_uri = store.uri(f"neuron-cache/{layout.namespace}")
-            print(f"cache push: {counts.entries} entr(ies) pushed ({counts.bytes} bytes), {counts.present} already "
-                  f"stored, {counts.seconds:.1f} s [{namespace}]")
+            print(
+                f"cache push: {counts.entries} entr(ies) pushed ({counts.bytes} bytes), {counts.present} already "
+                f"stored, {counts.seconds:.1f} s [{namespace}]"
+            )
         else:
             print(f"cache push: backend {backend} keeps no compile cache between boxes: nothing to push")
         lane = boot_record_lane(args.box_role, args.segment)

@@ -7,6 +7,7 @@ timed out, the execution ended, or the command ran late, e.g. again after its bo
 What a failure sends is bounded at the source: the error at Step Functions' 256 characters, the cause at
 :data:`FAILURE_CAUSE_MAX` (it rides through the state machine's Maps; the lane's record holds the whole text).
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,7 @@ def _dead_token(exc: Exception) -> TaskTokenDeadError | None:
 
 
 class StepFunctionsCallback:
-    def __init__(self, task_token: str, client: "SFNClient | None" = None):
+    def __init__(self, task_token: str, client: SFNClient | None = None):
         if not task_token:
             raise ValueError("a task token is required")
         self.task_token = task_token

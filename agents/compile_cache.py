@@ -28,6 +28,7 @@ Layout in the store (``<results root>/neuron-cache/<namespace>/``, beside ``v1/`
 
 Counts (entries fetched / already present / pushed, bytes, seconds) land in the segment's ``box_boots`` row.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -37,10 +38,11 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from agents.training.catalogue import sha256_file
 from analytics.store.base import AlreadyExistsError, ResultStore
@@ -141,8 +143,13 @@ class SyncCounts:
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"entries": self.entries, "bytes": self.bytes, "present": self.present, "skipped": self.skipped,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "present": self.present,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def _key(layout: CacheLayout, rel: str = "") -> str:
@@ -155,7 +162,7 @@ def stored_entries(store: ResultStore, layout: CacheLayout) -> dict[str, str]:
     out = {}
     for key in store.list_keys(prefix):
         if key.endswith(MANIFEST_SUFFIX):
-            out[key[len(prefix):-len(MANIFEST_SUFFIX)]] = key
+            out[key[len(prefix) : -len(MANIFEST_SUFFIX)]] = key
     return out
 
 
@@ -181,8 +188,13 @@ def push(store: ResultStore, layout: CacheLayout, who: dict[str, Any] | None = N
             size = f.stat().st_size
             listing.append({"path": frel, "bytes": size, "sha256": sha256_file(f)})
             counts.bytes += size
-        manifest = {"entry": rel, "namespace": layout.namespace, "files": listing,
-                    "pushed_at": datetime.now(timezone.utc).isoformat(), "pushed_by": who or {}}
+        manifest = {
+            "entry": rel,
+            "namespace": layout.namespace,
+            "files": listing,
+            "pushed_at": datetime.now(timezone.utc).isoformat(),
+            "pushed_by": who or {},
+        }
         try:
             store.put_bytes(_key(layout, rel + MANIFEST_SUFFIX), json.dumps(manifest, sort_keys=True).encode())
             counts.entries += 1
@@ -216,9 +228,11 @@ def entry_files(layout: CacheLayout, rel: str, manifest: Any) -> list[ManifestFi
     except PathEscapeError as exc:
         raise ManifestError(f"entry {exc}") from exc
     if any(p.startswith(".") for p in rel.split("/")) or not any(
-            rel.count("/") == k.pattern.count("/") and fnmatch.fnmatchcase(rel, k.pattern) for k in layout.kinds):
-        raise ManifestError(f"entry {rel!r} is none of this cache's kinds "
-                            f"({', '.join(k.pattern for k in layout.kinds)})")
+        rel.count("/") == k.pattern.count("/") and fnmatch.fnmatchcase(rel, k.pattern) for k in layout.kinds
+    ):
+        raise ManifestError(
+            f"entry {rel!r} is none of this cache's kinds ({', '.join(k.pattern for k in layout.kinds)})"
+        )
     if not isinstance(manifest, dict):
         raise ManifestError("the manifest is not a JSON object")
     if manifest.get("entry") != rel:
@@ -231,8 +245,13 @@ def entry_files(layout: CacheLayout, rel: str, manifest: Any) -> list[ManifestFi
     out: dict[str, ManifestFile] = {}
     for f in listed:
         size, digest = (f.get("bytes"), f.get("sha256")) if isinstance(f, dict) else (None, None)
-        if (not isinstance(size, int) or isinstance(size, bool) or size < 0
-                or not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
+        if (
+            not isinstance(size, int)
+            or isinstance(size, bool)
+            or size < 0
+            or not isinstance(digest, str)
+            or not SHA256_HEX.fullmatch(digest)
+        ):
             raise ManifestError(f"manifest file {f!r}: needs path, bytes (an integer >= 0) and sha256 (64 hex)")
         try:
             contained(layout.root / rel, f.get("path"))
@@ -299,8 +318,12 @@ def seed(store: ResultStore, layout: CacheLayout, boot_id: str | None = None) ->
 def record_seeded(layout: CacheLayout, fetched: list[str], boot_id: str | None) -> None:
     path = layout.root / SEEDED_FILE
     layout.root.mkdir(parents=True, exist_ok=True)
-    body = {"boot_id": boot_id, "namespace": layout.namespace, "entries": sorted(fetched),
-            "ts": datetime.now(timezone.utc).isoformat()}
+    body = {
+        "boot_id": boot_id,
+        "namespace": layout.namespace,
+        "entries": sorted(fetched),
+        "ts": datetime.now(timezone.utc).isoformat(),
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, sort_keys=True))
     tmp.replace(path)

@@ -1,13 +1,15 @@
 """What a lane sees while it runs: where it is, where results go, and how to report progress."""
+
 from __future__ import annotations
 
 import json
 import logging
 import os
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -64,8 +66,13 @@ class LaneContext:
     interrupt_rows: int = 0  # rows staged with keep_on_interrupt (the runner commits them on SIGTERM/SIGINT)
 
     # ---- results -------------------------------------------------------------------
-    def write(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]], keep_on_failure: bool = False,
-              keep_on_interrupt: bool = False) -> int:
+    def write(
+        self,
+        table: str,
+        rows: pa.Table | Iterable[Mapping[str, Any]],
+        keep_on_failure: bool = False,
+        keep_on_interrupt: bool = False,
+    ) -> int:
         """Stage rows for this attempt (validated now, visible only after commit). ``keep_on_failure``: the rows
         stand even if the lane fails. ``keep_on_interrupt`` (implies it): they are committed even when the lane
         is interrupted; a lane that stages any makes its interrupted attempt a committed ``failed`` one

@@ -10,6 +10,7 @@ the box names a DLAMI venv (``NEURONPIPE_DLAMI_VENV``) or the backend is neuron.
 the lanes' PATH and CLI output, so fake DLAMI trees and fake CLIs exercise them for real (tests, the rehearsal's
 boxes).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,10 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from agents.box_env import cache_root
 from agents.preflight_results import CheckResult, PreflightInputs, fail, ok, pin_checks, skip
@@ -57,8 +59,9 @@ def run_checks(inputs: PreflightInputs) -> list[CheckResult]:
         try:
             results = step(inputs)
         except Exception as exc:  # noqa: BLE001 - the gate reports a broken check as a failure with its cause
-            results = [fail(step.__name__.removeprefix("check_"), f"the check itself failed: "
-                                                                  f"{type(exc).__name__}: {exc}")]
+            results = [
+                fail(step.__name__.removeprefix("check_"), f"the check itself failed: {type(exc).__name__}: {exc}")
+            ]
         dt = (time.perf_counter() - t0) / max(1, len(results))
         for r in results:
             r.duration_s = dt
@@ -79,11 +82,23 @@ def check_venv(inputs: PreflightInputs) -> list[CheckResult]:
     venv = inputs.lane_env.venv
     name = _venv_check_name(inputs.box_role)
     if venv is None:
-        return [fail(name, "NEURONPIPE_DLAMI_VENV is not set: the per-boot setup found no DLAMI venv (see "
-                           "/var/log/neuronpipe-boot.log); is this a Neuron DLAMI?", expected="a DLAMI venv")]
+        return [
+            fail(
+                name,
+                "NEURONPIPE_DLAMI_VENV is not set: the per-boot setup found no DLAMI venv (see "
+                "/var/log/neuronpipe-boot.log); is this a Neuron DLAMI?",
+                expected="a DLAMI venv",
+            )
+        ]
     if not (venv / "bin" / "python").exists():
-        return [fail(name, f"{venv}/bin/python does not exist: the DLAMI venv named by NEURONPIPE_DLAMI_VENV is "
-                           "missing or broken (a different AMI than the one the stack pins?)", observed=venv)]
+        return [
+            fail(
+                name,
+                f"{venv}/bin/python does not exist: the DLAMI venv named by NEURONPIPE_DLAMI_VENV is "
+                "missing or broken (a different AMI than the one the stack pins?)",
+                observed=venv,
+            )
+        ]
     return [ok(name, venv)]
 
 
@@ -100,40 +115,61 @@ def check_pins(inputs: PreflightInputs) -> list[CheckResult]:
             installed = distributions(venv)
 
     def not_installed(pkg: str, pin: str) -> str:
-        how = (f"install it: {venv}/bin/python -m pip install {pkg}=={pin}" if pkg in TRAINING_INSTALLS else
-               "this DLAMI is not the pinned one: use the AMI the stack pins")
+        how = (
+            f"install it: {venv}/bin/python -m pip install {pkg}=={pin}"
+            if pkg in TRAINING_INSTALLS
+            else "this DLAMI is not the pinned one: use the AMI the stack pins"
+        )
         return f"{pkg} is not installed in {venv}; the lanes need {pkg} {pin}.* ({how})"
 
-    return out + pin_checks(installed, pins_for(inputs.box_role), missing=not_installed,
-                            mismatched=lambda pkg, have, pin: (
-                                f"{pkg} {have} in {venv}, the plan is pinned to {pin}: a different Neuron stack than "
-                                "the lanes were written for; pin the matching DLAMI or change the pins deliberately "
-                                "(pipeline/box_stack.py)"))
+    return out + pin_checks(
+        installed,
+        pins_for(inputs.box_role),
+        missing=not_installed,
+        mismatched=lambda pkg, have, pin: (
+            f"{pkg} {have} in {venv}, the plan is pinned to {pin}: a different Neuron stack than "
+            "the lanes were written for; pin the matching DLAMI or change the pins deliberately "
+            "(pipeline/box_stack.py)"
+        ),
+    )
 
 
-def install_training_pins(inputs: PreflightInputs, venv: Path, missing: Mapping[str, str],
-                          installed: Mapping[str, str]) -> CheckResult:
+def install_training_pins(
+    inputs: PreflightInputs, venv: Path, missing: Mapping[str, str], installed: Mapping[str, str]
+) -> CheckResult:
     """pip-install the missing training packages at their pins, with the stack's own versions held fixed."""
     held = sorted(f"{n}=={v}" for n, v in installed.items() if n.startswith(PROTECTED_PREFIXES))
     constraints = Path(inputs.lane_env.compile_cache).parent / f".preflight-constraints-{uuid.uuid4().hex}.txt"
     constraints.parent.mkdir(parents=True, exist_ok=True)
     constraints.write_text("\n".join(held) + "\n")
     wanted = [f"{n}=={v}" for n, v in sorted(missing.items())]
-    cmd = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-           "-c", str(constraints), *wanted]
+    cmd = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "-q",
+        "-c",
+        str(constraints),
+        *wanted,
+    ]
     try:
-        proc = inputs.run(cmd, capture_output=True, text=True, timeout=max(inputs.timeout_s, 600.0),
-                          env=inputs.lane_env.env)
+        proc = inputs.run(
+            cmd, capture_output=True, text=True, timeout=max(inputs.timeout_s, 600.0), env=inputs.lane_env.env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return fail("install.training", f"installing {' '.join(wanted)} into {venv} failed: {exc}")
     finally:
         constraints.unlink(missing_ok=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
-        return fail("install.training", f"pip install {' '.join(wanted)} into {venv} exited {proc.returncode}: "
-                                        + " | ".join(tail), expected=" ".join(wanted))
-    return ok("install.training", f"installed {' '.join(wanted)} (held: {len(held)} stack packages)",
-              " ".join(wanted))
+        return fail(
+            "install.training",
+            f"pip install {' '.join(wanted)} into {venv} exited {proc.returncode}: " + " | ".join(tail),
+            expected=" ".join(wanted),
+        )
+    return ok("install.training", f"installed {' '.join(wanted)} (held: {len(held)} stack packages)", " ".join(wanted))
 
 
 def check_forbidden(inputs: PreflightInputs) -> list[CheckResult]:
@@ -145,9 +181,15 @@ def check_forbidden(inputs: PreflightInputs) -> list[CheckResult]:
     for pkg, why in sorted(FORBIDDEN_IN_SERVING.items()):
         check = f"venv.vllm.no-{pkg}"
         if pkg in installed:
-            out.append(fail(check, f"{pkg} {installed[pkg]} is installed in the vLLM venv {venv}: {why}. Remove it: "
-                                   f"{venv}/bin/python -m pip uninstall -y {pkg}", observed=installed[pkg],
-                            expected="absent"))
+            out.append(
+                fail(
+                    check,
+                    f"{pkg} {installed[pkg]} is installed in the vLLM venv {venv}: {why}. Remove it: "
+                    f"{venv}/bin/python -m pip uninstall -y {pkg}",
+                    observed=installed[pkg],
+                    expected="absent",
+                )
+            )
         else:
             out.append(ok(check, "absent", "absent"))
     return out
@@ -162,10 +204,16 @@ def check_clis(inputs: PreflightInputs) -> list[CheckResult]:
         if found:
             out.append(ok(f"path.{cli}", found))
         else:
-            out.append(fail(f"path.{cli}", f"{cli} is not on the PATH the lanes get ({path}); it belongs in "
-                                           f"{venv}/bin or /opt/aws/neuron/bin — torch-neuronx shells out to "
-                                           "libneuronpjrt-path at import and every lane then fails with a "
-                                           "different-looking error", expected="on PATH"))
+            out.append(
+                fail(
+                    f"path.{cli}",
+                    f"{cli} is not on the PATH the lanes get ({path}); it belongs in "
+                    f"{venv}/bin or /opt/aws/neuron/bin — torch-neuronx shells out to "
+                    "libneuronpjrt-path at import and every lane then fails with a "
+                    "different-looking error",
+                    expected="on PATH",
+                )
+            )
     return out
 
 
@@ -173,31 +221,56 @@ def check_neuron_cores(inputs: PreflightInputs, needed: int = 2) -> list[CheckRe
     path = inputs.lane_env.env.get("PATH", "")
     exe = shutil.which("neuron-ls", path=path)
     if exe is None:
-        return [fail("neuron-cores", "neuron-ls is not on the lanes' PATH: cannot see the NeuronCores",
-                     expected=f">= {needed} free")]
+        return [
+            fail(
+                "neuron-cores",
+                "neuron-ls is not on the lanes' PATH: cannot see the NeuronCores",
+                expected=f">= {needed} free",
+            )
+        ]
     try:
-        proc = inputs.run([exe, "--json-output"], capture_output=True, text=True, timeout=inputs.timeout_s,
-                          env=inputs.lane_env.env)
+        proc = inputs.run(
+            [exe, "--json-output"], capture_output=True, text=True, timeout=inputs.timeout_s, env=inputs.lane_env.env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [fail("neuron-cores", f"neuron-ls --json-output did not answer: {exc}")]
     if proc.returncode != 0:
-        return [fail("neuron-cores", f"neuron-ls --json-output exited {proc.returncode}: "
-                                     f"{(proc.stderr or '').strip()[:300]} (is the Neuron driver loaded? "
-                                     "modinfo neuron; a kernel update without the DKMS module leaves no device)")]
+        return [
+            fail(
+                "neuron-cores",
+                f"neuron-ls --json-output exited {proc.returncode}: "
+                f"{(proc.stderr or '').strip()[:300]} (is the Neuron driver loaded? "
+                "modinfo neuron; a kernel update without the DKMS module leaves no device)",
+            )
+        ]
     try:
         devices = parse_neuron_ls(proc.stdout)
     except ValueError as exc:
         return [fail("neuron-cores", f"neuron-ls output not understood: {exc}")]
     cores = sum(d["cores"] for d in devices)
-    busy = [f"device {d['device']}: pid {p.get('pid')} ({p.get('command') or '?'})" for d in devices
-            for p in d["processes"]]
+    busy = [
+        f"device {d['device']}: pid {p.get('pid')} ({p.get('command') or '?'})" for d in devices for p in d["processes"]
+    ]
     if cores < needed:
-        return [fail("neuron-cores", f"{cores} NeuronCore(s) visible, the lanes need {needed} (tensor parallel "
-                                     f"{needed})", observed=cores, expected=f">= {needed}")]
+        return [
+            fail(
+                "neuron-cores",
+                f"{cores} NeuronCore(s) visible, the lanes need {needed} (tensor parallel {needed})",
+                observed=cores,
+                expected=f">= {needed}",
+            )
+        ]
     if busy:
-        return [fail("neuron-cores", "NeuronCores in use by another process: " + "; ".join(busy)
-                     + " — a server or trainer left from an earlier lane or a hand-run job; stop it first",
-                     observed=f"{cores} cores, {len(busy)} process(es)", expected="free")]
+        return [
+            fail(
+                "neuron-cores",
+                "NeuronCores in use by another process: "
+                + "; ".join(busy)
+                + " — a server or trainer left from an earlier lane or a hand-run job; stop it first",
+                observed=f"{cores} cores, {len(busy)} process(es)",
+                expected="free",
+            )
+        ]
     return [ok("neuron-cores", f"{cores} cores on {len(devices)} device(s), free", f">= {needed} free")]
 
 
@@ -220,8 +293,9 @@ def parse_neuron_ls(text: str) -> list[dict[str, Any]]:
         if not isinstance(cores, int):
             raise ValueError(f"device {d.get('neuron_device')}: no core count")
         procs = d.get("neuron_processes") or []
-        out.append({"device": d.get("neuron_device"), "cores": cores,
-                    "processes": [p for p in procs if isinstance(p, dict)]})
+        out.append(
+            {"device": d.get("neuron_device"), "cores": cores, "processes": [p for p in procs if isinstance(p, dict)]}
+        )
     return out
 
 
@@ -239,17 +313,29 @@ def check_cache(inputs: PreflightInputs) -> list[CheckResult]:
         probe.unlink()
         out.append(ok("cache.writable", cache))
     except OSError as exc:
-        return [fail("cache.writable", f"the compile cache {cache} is not writable: {exc} (is the cache volume "
-                                       "mounted? see /var/log/neuronpipe-boot.log)", observed=cache)]
+        return [
+            fail(
+                "cache.writable",
+                f"the compile cache {cache} is not writable: {exc} (is the cache volume "
+                "mounted? see /var/log/neuronpipe-boot.log)",
+                observed=cache,
+            )
+        ]
     if not gpu:
         out.append(clear_stale_locks(cache))
     free = shutil.disk_usage(cache).free / 2**30
     need = inputs.cache_free_gib
     if free < need:
-        out.append(fail("cache.free_space", f"{free:.1f} GiB free under {cache}, the plan needs {need:g} GiB "
-                                            f"({holds}): grow the cache volume "
-                                            "(cdk.json) or clear old entries", observed=f"{free:.1f} GiB",
-                        expected=f">= {need:g} GiB"))
+        out.append(
+            fail(
+                "cache.free_space",
+                f"{free:.1f} GiB free under {cache}, the plan needs {need:g} GiB "
+                f"({holds}): grow the cache volume "
+                "(cdk.json) or clear old entries",
+                observed=f"{free:.1f} GiB",
+                expected=f">= {need:g} GiB",
+            )
+        )
     else:
         out.append(ok("cache.free_space", f"{free:.1f} GiB", f">= {need:g} GiB"))
     return out
@@ -277,13 +363,21 @@ def clear_stale_locks(cache: Path, running: Callable[[], list[str]] = compiler_p
         return ok("cache.stale_locks", "none")
     busy = running()
     if busy:
-        return fail("cache.stale_locks", f"{len(locks)} lock file(s) in {cache} and neuronx-cc is running: "
-                                         + "; ".join(busy) + " — a compile outside this run; stop it or wait",
-                    observed=f"{len(locks)} lock(s)")
+        return fail(
+            "cache.stale_locks",
+            f"{len(locks)} lock file(s) in {cache} and neuronx-cc is running: "
+            + "; ".join(busy)
+            + " — a compile outside this run; stop it or wait",
+            observed=f"{len(locks)} lock(s)",
+        )
     for lock in locks:
         lock.unlink(missing_ok=True)
-    return ok("cache.stale_locks", f"removed {len(locks)} stale lock(s): " + ", ".join(
-        str(p.relative_to(cache)) for p in locks[:5]) + (" …" if len(locks) > 5 else ""))
+    return ok(
+        "cache.stale_locks",
+        f"removed {len(locks)} stale lock(s): "
+        + ", ".join(str(p.relative_to(cache)) for p in locks[:5])
+        + (" …" if len(locks) > 5 else ""),
+    )
 
 
 def check_hub(inputs: PreflightInputs) -> list[CheckResult]:
@@ -304,8 +398,13 @@ def check_hub(inputs: PreflightInputs) -> list[CheckResult]:
         try:
             status, headers = head(url, {"Authorization": f"Bearer {token}"}, inputs.timeout_s)
         except Exception as exc:  # noqa: BLE001 - network errors are the reason
-            out.append(fail(check, f"the hub did not answer a HEAD on {url}: {type(exc).__name__}: {exc} "
-                                   "(no route out? the NAT gateway, or HF_ENDPOINT)"))
+            out.append(
+                fail(
+                    check,
+                    f"the hub did not answer a HEAD on {url}: {type(exc).__name__}: {exc} "
+                    "(no route out? the NAT gateway, or HF_ENDPOINT)",
+                )
+            )
             continue
         date = headers.get("date") or headers.get("Date")
         if date:
@@ -316,17 +415,33 @@ def check_hub(inputs: PreflightInputs) -> list[CheckResult]:
         if status in (200, 302, 307):
             out.append(ok(check, f"HTTP {status}", "HTTP 200"))
         elif status == 401:
-            out.append(fail(check, f"the hub rejected the token ({source}) for {repo} (HTTP 401): the token is "
-                                   "invalid or expired; store a valid read token", observed="HTTP 401"))
+            out.append(
+                fail(
+                    check,
+                    f"the hub rejected the token ({source}) for {repo} (HTTP 401): the token is "
+                    "invalid or expired; store a valid read token",
+                    observed="HTTP 401",
+                )
+            )
         elif status == 403:
-            out.append(fail(check, f"{repo} is gated and this token's account has not accepted its licence "
-                                   f"(HTTP 403): accept it at https://huggingface.co/{repo}, then re-run",
-                            observed="HTTP 403"))
+            out.append(
+                fail(
+                    check,
+                    f"{repo} is gated and this token's account has not accepted its licence "
+                    f"(HTTP 403): accept it at https://huggingface.co/{repo}, then re-run",
+                    observed="HTTP 403",
+                )
+            )
         elif status == 404:
-            out.append(fail(check, f"{repo} (revision {revision or 'main'}) has no config.json on the hub "
-                                   "(HTTP 404): a wrong repo id or revision in the catalogue"
-                            + (" — or, for a gated repo, a token without access" if gated else ""),
-                            observed="HTTP 404"))
+            out.append(
+                fail(
+                    check,
+                    f"{repo} (revision {revision or 'main'}) has no config.json on the hub "
+                    "(HTTP 404): a wrong repo id or revision in the catalogue"
+                    + (" — or, for a gated repo, a token without access" if gated else ""),
+                    observed="HTTP 404",
+                )
+            )
         else:
             out.append(fail(check, f"the hub answered HTTP {status} for {url}", observed=f"HTTP {status}"))
     return out
@@ -346,8 +461,11 @@ def check_dataset(inputs: PreflightInputs) -> list[CheckResult]:
     if not source:
         from agents.training.data import BUNDLED_PATH as path
 
-        return [ok("dataset", f"bundled {path.name}")] if path.is_file() else [
-            fail("dataset", f"the bundled dataset {path} is missing from the harness (a broken package)")]
+        return (
+            [ok("dataset", f"bundled {path.name}")]
+            if path.is_file()
+            else [fail("dataset", f"the bundled dataset {path} is missing from the harness (a broken package)")]
+        )
     if source.startswith("s3://"):
         bucket, _, key = source[5:].partition("/")
         client = inputs.s3_client
@@ -358,8 +476,13 @@ def check_dataset(inputs: PreflightInputs) -> list[CheckResult]:
         try:
             head = client.head_object(Bucket=bucket, Key=key)
         except Exception as exc:  # noqa: BLE001 - botocore's error is the reason
-            return [fail("dataset", f"the dataset {source} cannot be read: {type(exc).__name__}: {exc} (does the "
-                                    "box role's grant cover it?)")]
+            return [
+                fail(
+                    "dataset",
+                    f"the dataset {source} cannot be read: {type(exc).__name__}: {exc} (does the "
+                    "box role's grant cover it?)",
+                )
+            ]
         return [ok("dataset", f"{source} ({head.get('ContentLength')} bytes)")]
     p = Path(source).expanduser()
     if not p.is_file() or not os.access(p, os.R_OK):
@@ -382,9 +505,16 @@ def check_clock(inputs: PreflightInputs) -> list[CheckResult]:
     skew = max((abs((now - r).total_seconds()) for r in refs), default=0.0)
     limit = inputs.max_clock_skew_s
     if skew > limit + 1.0:  # an HTTP Date has 1 s resolution
-        return [fail("clock", f"this box's clock is {skew:.0f} s off the reference (HTTP Date): SigV4 refuses "
-                              "requests more than 5 minutes off and timestamps in the results would be wrong; "
-                              "check chrony (chronyc tracking)", observed=f"{skew:.0f} s", expected=f"<= {limit:g} s")]
+        return [
+            fail(
+                "clock",
+                f"this box's clock is {skew:.0f} s off the reference (HTTP Date): SigV4 refuses "
+                "requests more than 5 minutes off and timestamps in the results would be wrong; "
+                "check chrony (chronyc tracking)",
+                observed=f"{skew:.0f} s",
+                expected=f"<= {limit:g} s",
+            )
+        ]
     return [ok("clock", f"{skew:.0f} s off", f"<= {limit:g} s")]
 
 

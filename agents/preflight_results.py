@@ -1,12 +1,14 @@
 """What every preflight check returns and reads: a check's result (one ``preflight_checks`` row) and the gate's
 inputs. Shared by the Neuron checks (:mod:`agents.preflight`) and the CUDA ones (:mod:`agents.preflight_gpu`),
 which import it, not each other."""
+
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from agents.box_env import LaneEnvironment
 
@@ -23,9 +25,16 @@ class CheckResult:
     duration_s: float = 0.0
 
     def row(self, box_role: str) -> dict[str, Any]:
-        return {"box_role": box_role, "check": self.check, "status": self.status, "observed": self.observed,
-                "expected": self.expected, "reason": self.reason, "duration_s": round(self.duration_s, 6),
-                "ts": datetime.now(timezone.utc)}
+        return {
+            "box_role": box_role,
+            "check": self.check,
+            "status": self.status,
+            "observed": self.observed,
+            "expected": self.expected,
+            "reason": self.reason,
+            "duration_s": round(self.duration_s, 6),
+            "ts": datetime.now(timezone.utc),
+        }
 
 
 def ok(check: str, observed: Any = None, expected: Any = None) -> CheckResult:
@@ -40,8 +49,13 @@ def skip(check: str, why: str) -> CheckResult:
     return CheckResult(check, "skip", reason=why)
 
 
-def pin_checks(installed: Mapping[str, str], pins: Mapping[str, str], *, missing: Callable[[str, str], str],
-               mismatched: Callable[[str, str, str], str]) -> list[CheckResult]:
+def pin_checks(
+    installed: Mapping[str, str],
+    pins: Mapping[str, str],
+    *,
+    missing: Callable[[str, str], str],
+    mismatched: Callable[[str, str, str], str],
+) -> list[CheckResult]:
     """One ``pins.<package>`` check per pin: pass where the installed version matches it, else fail with the
     backend's own reason — ``missing(package, pin)`` for one not installed, ``mismatched(package, installed, pin)``
     for another version."""

@@ -30,6 +30,7 @@ whether or not a ``--progress-file`` is given) within the lane's stall window
 lane that stops reporting stops being heartbeated (one warning line), so the state
 machine's ``HeartbeatSeconds`` ends it instead of its full timeout.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,20 +44,21 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from agents.backend import box_role as detect_box_role
 from agents.backend import detect_backend, hostname
 from agents.callback import LaneCallback, TaskTokenDeadError, make_callback
-from pipeline.config import build_config, config_to_json
 from agents.context import FAILURE_TABLES, LaneContext, LaneInterrupted, LaneSkipped, default_cache_dir
-from pipeline.lanes import CELL_ENV, get_lane, result_lane
 from agents.telemetry import TelemetrySampler, default_sensors
-from analytics.lane_records import commit_blocked_record, lane_statuses  # noqa: F401  (re-exported)
+from analytics.lane_records import commit_blocked_record, lane_statuses  # re-exported
 from analytics.store import ResultStore
+from pipeline.config import build_config, config_to_json
+from pipeline.lanes import CELL_ENV, get_lane, result_lane
 
 log = logging.getLogger("agents.runner")
 
@@ -106,8 +108,13 @@ def harness_sha() -> str | None:
     if env:
         return env
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent.parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         return out.stdout.strip() or None if out.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -152,8 +159,13 @@ class _Heartbeater:
     A heartbeat answered with a dead token (:class:`TaskTokenDeadError`) ends the loop: ``dead`` keeps the
     answer and ``on_dead`` is called once (the runner interrupts the lane)."""
 
-    def __init__(self, callback: LaneCallback, interval_s: float, watch: ProgressWatch | None = None,
-                 on_dead: Callable[[TaskTokenDeadError], None] | None = None):
+    def __init__(
+        self,
+        callback: LaneCallback,
+        interval_s: float,
+        watch: ProgressWatch | None = None,
+        on_dead: Callable[[TaskTokenDeadError], None] | None = None,
+    ):
         self.callback = callback
         self.interval_s = interval_s
         self.watch = watch
@@ -168,9 +180,14 @@ class _Heartbeater:
         if watch is not None and watch.stalled():
             if not watch.warned:
                 watch.warned = True
-                log.warning("lane %s stalled: no progress for %.0f s (stall window %.0f s, last task %s); "
-                            "heartbeats stop so Step Functions ends the lane", watch.lane, watch.silent_s(),
-                            watch.stall_s, watch.last_task or "none")
+                log.warning(
+                    "lane %s stalled: no progress for %.0f s (stall window %.0f s, last task %s); "
+                    "heartbeats stop so Step Functions ends the lane",
+                    watch.lane,
+                    watch.silent_s(),
+                    watch.stall_s,
+                    watch.last_task or "none",
+                )
             return False
         self.callback.heartbeat()
         return True
@@ -183,15 +200,14 @@ class _Heartbeater:
                 if self._stop.is_set():  # the lane has ended meanwhile: nothing left to stop
                     return
                 self.dead = exc
-                log.error("%s (%s): Step Functions no longer waits for this lane; stopping it", DEAD_TOKEN_REASON,
-                          exc)
+                log.error("%s (%s): Step Functions no longer waits for this lane; stopping it", DEAD_TOKEN_REASON, exc)
                 if self.on_dead is not None:
                     self.on_dead(exc)
                 return
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a failed heartbeat is logged; the next one tries again
                 log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
 
-    def __enter__(self) -> "_Heartbeater":
+    def __enter__(self) -> _Heartbeater:
         self._thread.start()
         return self
 
@@ -208,14 +224,17 @@ def _interrupter(thread: threading.Thread) -> Callable[[TaskTokenDeadError], Non
     """How the heartbeat thread stops the lane running in ``thread``: SIGTERM to the main thread (its handler
     raises LaneInterrupted, waking a blocking call), else LaneInterrupted raised asynchronously in that thread
     (seen at its next Python instruction)."""
+
     def interrupt(_exc: TaskTokenDeadError) -> None:
         if thread is threading.main_thread():
-            signal.pthread_kill(thread.ident, signal.SIGTERM)  # type: ignore[arg-type]
+            signal.pthread_kill(thread.ident, signal.SIGTERM)
         else:
             import ctypes
 
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0),
-                                                       ctypes.py_object(LaneInterrupted))
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident or 0), ctypes.py_object(LaneInterrupted)
+            )
+
     return interrupt
 
 
@@ -224,17 +243,22 @@ def _call_back(send: Callable[[], None]) -> None:
     try:
         send()
     except TaskTokenDeadError as exc:
-        log.error("%s at the callback (%s): the result is committed; Step Functions no longer waits for it",
-                  DEAD_TOKEN_REASON, exc)
+        log.error(
+            "%s at the callback (%s): the result is committed; Step Functions no longer waits for it",
+            DEAD_TOKEN_REASON,
+            exc,
+        )
 
 
-def failure_cause(result: "LaneResult") -> str:
+def failure_cause(result: LaneResult) -> str:
     """The callback cause of a failed lane: its result, the error message cut to :data:`CAUSE_MESSAGE_MAX`."""
     out = result.to_output()
     message = out.get("error_message") or ""
     if len(message) > CAUSE_MESSAGE_MAX:
-        out["error_message"] = (message[:CAUSE_MESSAGE_MAX] + f"… ({len(message)} characters; the whole text is "
-                                "in the lane's lane_runs row)")
+        out["error_message"] = (
+            message[:CAUSE_MESSAGE_MAX] + f"… ({len(message)} characters; the whole text is "
+            "in the lane's lane_runs row)"
+        )
     return json.dumps(out)
 
 
@@ -255,12 +279,17 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     lane_name = result_lane(spec.name, role, os.environ.get(CELL_ENV) or None)
     writer = store.begin_attempt(request.run_id, lane_name)
     base_row: dict[str, Any] = {
-        "started_at": started, "backend": backend, "host": hostname(), "box_role": role,
+        "started_at": started,
+        "backend": backend,
+        "host": hostname(),
+        "box_role": role,
         "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
         "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
         # a local run's declared price basis (run --local --price-as), never on a box: an instance prices itself
         "priced_as": os.environ.get(PRICED_AS_ENV) if role == "local" else None,
-        "profile": request.profile, "forced": request.force, "harness_sha": harness_sha(),
+        "profile": request.profile,
+        "forced": request.force,
+        "harness_sha": harness_sha(),
     }
     done = _not_run(request, store, callback, lane_name, writer, base_row)
     if done is not None:
@@ -270,20 +299,48 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     files = _LaneFiles.open(request.lane)
     sampler = TelemetrySampler(default_sensors(backend), interval_s=request.telemetry_interval_s)
     watch = ProgressWatch(lane_name, request.stall_s if request.stall_s is not None else spec.stall_window_s)
-    ctx = _WatchedContext(run_id=request.run_id, lane=lane_name, attempt=writer.attempt, backend=backend,
-                      box_role=base_row["box_role"], profile=request.profile, host=base_row["host"], store=store,
-                      writer=writer, workdir=files.workdir, log_dir=files.log_dir, cache_dir=default_cache_dir(),
-                      callback=callback, telemetry=sampler, progress_path=request.progress_path, watch=watch)
+    ctx = _WatchedContext(
+        run_id=request.run_id,
+        lane=lane_name,
+        attempt=writer.attempt,
+        backend=backend,
+        box_role=base_row["box_role"],
+        profile=request.profile,
+        host=base_row["host"],
+        store=store,
+        writer=writer,
+        workdir=files.workdir,
+        log_dir=files.log_dir,
+        cache_dir=default_cache_dir(),
+        callback=callback,
+        telemetry=sampler,
+        progress_path=request.progress_path,
+        watch=watch,
+    )
     outcome = _run_guarded(request, spec, config, ctx, sampler, watch, callback, files)
     if isinstance(outcome, LaneResult):
         return outcome
     _commit(store, writer, outcome, base_row, config, files)
     if outcome.interrupted is not None:
-        return LaneResult(request.run_id, lane_name, writer.attempt, "interrupted", EXIT_INTERRUPTED,
-                          outcome.error_type, outcome.error_message)
-    result = LaneResult(request.run_id, lane_name, writer.attempt, outcome.status,
-                        EXIT_FAILED if outcome.status == "failed" else EXIT_OK, outcome.error_type,
-                        outcome.error_message, outcome.skip_reason)
+        return LaneResult(
+            request.run_id,
+            lane_name,
+            writer.attempt,
+            "interrupted",
+            EXIT_INTERRUPTED,
+            outcome.error_type,
+            outcome.error_message,
+        )
+    result = LaneResult(
+        request.run_id,
+        lane_name,
+        writer.attempt,
+        outcome.status,
+        EXIT_FAILED if outcome.status == "failed" else EXIT_OK,
+        outcome.error_type,
+        outcome.error_message,
+        outcome.skip_reason,
+    )
     try:
         if outcome.status == "failed":
             _call_back(lambda: callback.failure(f"Lane.{outcome.error_type}", failure_cause(result)))
@@ -294,8 +351,14 @@ def run_lane(request: LaneRequest, store: ResultStore, callback: LaneCallback | 
     return result
 
 
-def _not_run(request: LaneRequest, store: ResultStore, callback: LaneCallback, lane_name: str, writer: Any,
-             base_row: Mapping[str, Any]) -> LaneResult | None:
+def _not_run(
+    request: LaneRequest,
+    store: ResultStore,
+    callback: LaneCallback,
+    lane_name: str,
+    writer: Any,
+    base_row: Mapping[str, Any],
+) -> LaneResult | None:
     """The lane's result when it does not run: a need has not succeeded (blocked), or it is already committed
     for this run and not forced (skipped, superseding nothing); None when it runs."""
     if request.needs:
@@ -310,8 +373,19 @@ def _not_run(request: LaneRequest, store: ResultStore, callback: LaneCallback, l
         reason = f"already committed in attempt {previous.attempt} ({previous.status}); use --force to re-run"
         started = base_row["started_at"]
         ended = datetime.now(timezone.utc)
-        writer.add_rows("lane_runs", [{**base_row, "status": "skipped", "skip_reason": reason, "supersedes": False,
-                                       "ended_at": ended, "wall_s": (ended - started).total_seconds()}])
+        writer.add_rows(
+            "lane_runs",
+            [
+                {
+                    **base_row,
+                    "status": "skipped",
+                    "skip_reason": reason,
+                    "supersedes": False,
+                    "ended_at": ended,
+                    "wall_s": (ended - started).total_seconds(),
+                }
+            ],
+        )
         writer.commit("skipped", supersedes=False)
         result = LaneResult(request.run_id, lane_name, writer.attempt, "skipped", EXIT_OK, skip_reason=reason)
         _call_back(lambda: callback.success(result.to_output()))
@@ -328,7 +402,7 @@ class _LaneFiles:
     handler: logging.FileHandler
 
     @classmethod
-    def open(cls, lane: str) -> "_LaneFiles":
+    def open(cls, lane: str) -> _LaneFiles:
         workdir = Path(tempfile.mkdtemp(prefix=f"neuronpipe-{lane}-"))
         log_dir = workdir / "_logs"
         log_dir.mkdir()
@@ -352,8 +426,16 @@ class _Outcome:
     held: dict[int, Any] = dataclasses.field(default_factory=dict)  # signal handlers to restore after the commit
 
 
-def _run_guarded(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedContext, sampler: TelemetrySampler,
-                 watch: ProgressWatch, callback: LaneCallback, files: _LaneFiles) -> _Outcome | LaneResult:
+def _run_guarded(
+    request: LaneRequest,
+    spec: Any,
+    config: Any,
+    ctx: _WatchedContext,
+    sampler: TelemetrySampler,
+    watch: ProgressWatch,
+    callback: LaneCallback,
+    files: _LaneFiles,
+) -> _Outcome | LaneResult:
     """The lane run with SIGTERM raising LaneInterrupted and heartbeats while it progresses. An interrupt of a lane
     that kept no rows for a resume: its result at once (nothing committed); of one that kept some: a ``failed``
     outcome to commit, with SIGTERM/SIGINT ignored until it is committed."""
@@ -366,36 +448,55 @@ def _run_guarded(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedCont
     try:
         with beats if request.task_token else _nullcontext():
             _run_lane_code(request, spec, config, ctx, sampler, outcome)
-    except (KeyboardInterrupt, LaneInterrupted) as exc:
+    except (KeyboardInterrupt, LaneInterrupted):
         if beats.dead is not None:  # the heartbeat found the token dead: that is why the lane stopped
             exc = LaneInterrupted(f"{DEAD_TOKEN_REASON}: {beats.dead}")
         if not ctx.interrupt_rows:
             log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
             logging.getLogger().removeHandler(files.handler)
             _discard_workdir(files.workdir)
-            return LaneResult(request.run_id, ctx.lane, ctx.attempt, "interrupted", EXIT_INTERRUPTED,
-                              error_type=type(exc).__name__, error_message=str(exc))
+            return LaneResult(
+                request.run_id,
+                ctx.lane,
+                ctx.attempt,
+                "interrupted",
+                EXIT_INTERRUPTED,
+                error_type=type(exc).__name__,
+                error_message=str(exc),
+            )
         outcome.interrupted = exc
         outcome.held = _hold_signals(old_term) if in_main else {}
         outcome.status, outcome.error_type = "failed", LaneInterrupted.__name__
-        outcome.error_message = (f"{str(exc) or 'signal SIGINT'}: interrupted; the {ctx.interrupt_rows} rows it "
-                                 "kept for a resume are committed")
-        log.warning("lane %s interrupted (%s): committing the %d rows it kept for a resume", request.lane,
-                    str(exc) or "signal SIGINT", ctx.interrupt_rows)
+        outcome.error_message = (
+            f"{str(exc) or 'signal SIGINT'}: interrupted; the {ctx.interrupt_rows} rows it "
+            "kept for a resume are committed"
+        )
+        log.warning(
+            "lane %s interrupted (%s): committing the %d rows it kept for a resume",
+            request.lane,
+            str(exc) or "signal SIGINT",
+            ctx.interrupt_rows,
+        )
     finally:
         if in_main and not outcome.held:
             signal.signal(signal.SIGTERM, old_term)
     return outcome
 
 
-def _run_lane_code(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedContext, sampler: TelemetrySampler,
-                   outcome: _Outcome) -> None:
+def _run_lane_code(
+    request: LaneRequest, spec: Any, config: Any, ctx: _WatchedContext, sampler: TelemetrySampler, outcome: _Outcome
+) -> None:
     """The lane's own code, telemetry sampled around it; its skip or failure kept in ``outcome`` (an interrupt
     goes on up)."""
     sampler.start()
     try:
-        log.info("lane %s attempt %s starting (backend=%s, profile=%s)", request.lane, ctx.attempt,
-                 ctx.backend, request.profile)
+        log.info(
+            "lane %s attempt %s starting (backend=%s, profile=%s)",
+            request.lane,
+            ctx.attempt,
+            ctx.backend,
+            request.profile,
+        )
         spec.load().run(ctx, config)
     except LaneSkipped as exc:
         outcome.status, outcome.skip_reason = "skipped", exc.reason
@@ -409,8 +510,9 @@ def _run_lane_code(request: LaneRequest, spec: Any, config: Any, ctx: _WatchedCo
         outcome.telemetry_rows = sampler.stop()
 
 
-def _commit(store: ResultStore, writer: Any, outcome: _Outcome, base_row: Mapping[str, Any], config: Any,
-            files: _LaneFiles) -> None:
+def _commit(
+    store: ResultStore, writer: Any, outcome: _Outcome, base_row: Mapping[str, Any], config: Any, files: _LaneFiles
+) -> None:
     """The attempt committed: its telemetry, its logs, its lane_runs row (a failure keeps only the failure-safe
     tables); the scratch space discarded and the signal handlers held during the commit restored."""
     if outcome.status == "failed":
@@ -426,11 +528,25 @@ def _commit(store: ResultStore, writer: Any, outcome: _Outcome, base_row: Mappin
     except Exception as exc:  # noqa: BLE001 - a log upload failure must not hide the outcome
         log.warning("log upload failed: %s", exc)
     started = base_row["started_at"]
-    writer.add_rows("lane_runs", [{**base_row, "status": outcome.status, "skip_reason": outcome.skip_reason,
-                                   "supersedes": True, "ended_at": ended, "wall_s": (ended - started).total_seconds(),
-                                   "error_type": outcome.error_type, "error_message": outcome.error_message,
-                                   "traceback": outcome.traceback, "config_json": config_to_json(config),
-                                   "telemetry_samples": len(outcome.telemetry_rows), "log_uri": log_uri}])
+    writer.add_rows(
+        "lane_runs",
+        [
+            {
+                **base_row,
+                "status": outcome.status,
+                "skip_reason": outcome.skip_reason,
+                "supersedes": True,
+                "ended_at": ended,
+                "wall_s": (ended - started).total_seconds(),
+                "error_type": outcome.error_type,
+                "error_message": outcome.error_message,
+                "traceback": outcome.traceback,
+                "config_json": config_to_json(config),
+                "telemetry_samples": len(outcome.telemetry_rows),
+                "log_uri": log_uri,
+            }
+        ],
+    )
     writer.commit(outcome.status, supersedes=True)
     _discard_workdir(files.workdir)  # everything worth keeping is in the store now
     for signum, handler_before in outcome.held.items():
@@ -442,12 +558,18 @@ def blocked_by_needs(store: ResultStore, run_id: str, lane: str, needs: tuple[st
     from pipeline.graph import Node, blocked_reason
 
     gates = tuple(n for n in needs if get_lane(n.split("@", 1)[0]).gate)
-    return blocked_reason(Node(lane.split("@", 1)[0], "", lane, 0, needs, gated_by=gates),
-                          lane_statuses(store, run_id))
+    return blocked_reason(Node(lane.split("@", 1)[0], "", lane, 0, needs, gated_by=gates), lane_statuses(store, run_id))
 
 
-def commit_blocked(store: ResultStore, run_id: str, lane: str, blocked_by: str, reason: str,
-                   base_row: Mapping[str, Any] | None = None, writer: Any = None) -> LaneResult:
+def commit_blocked(
+    store: ResultStore,
+    run_id: str,
+    lane: str,
+    blocked_by: str,
+    reason: str,
+    base_row: Mapping[str, Any] | None = None,
+    writer: Any = None,
+) -> LaneResult:
     """Record that ``lane`` did not run because ``blocked_by`` did not succeed (``analytics.lane_records``):
     used by the runner and the local scheduler; the AWS scheduler calls the record directly."""
     attempt = commit_blocked_record(store, run_id, lane, blocked_by, reason, base_row, writer)

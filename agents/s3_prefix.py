@@ -1,5 +1,6 @@
 """Copy every object under an S3 prefix into a local directory: the one loop the box's fetches share (a workload's
 dataset directory, a LoRA adapter directory, an accuracy task's dataset copy)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,14 +19,15 @@ def download_prefix(client: Any, bucket: str, prefix: str, dest: Path) -> int:
     planned: list[tuple[str, Path]] = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Contents", []):
-            rel = obj["Key"][len(prefix):]
+            rel = obj["Key"][len(prefix) :]
             if not rel or rel.endswith("/"):
                 continue
             try:
                 planned.append((obj["Key"], contained(dest, rel)))
             except PathEscapeError as exc:
-                raise PathEscapeError(f"s3://{bucket}/{obj['Key']}: the key leaves the directory it is copied into "
-                                 f"({exc})") from exc
+                raise PathEscapeError(
+                    f"s3://{bucket}/{obj['Key']}: the key leaves the directory it is copied into ({exc})"
+                ) from exc
     for key, target in planned:
         target.parent.mkdir(parents=True, exist_ok=True)
         client.download_file(bucket, key, str(target))

@@ -4,6 +4,7 @@ The preflight gate and the cache's namespace ask a DLAMI venv for its versions t
 torch-neuronx (seconds, and a Neuron runtime init), and it works on the fake venv trees the tests and the
 rehearsal build.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,12 @@ def normalise(name: str) -> str:
 def site_packages(venv: Path) -> list[Path]:
     """The venv's site-packages directories (lib/pythonX.Y/site-packages, lib64 too)."""
     venv = Path(venv)
-    return sorted(p for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages")
-                  for p in venv.glob(pattern) if p.is_dir())
+    return sorted(
+        p
+        for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages")
+        for p in venv.glob(pattern)
+        if p.is_dir()
+    )
 
 
 def distributions(venv: Path) -> dict[str, str]:

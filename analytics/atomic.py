@@ -4,12 +4,14 @@ A failure part-way (a full disk, a kill) leaves the previous file whole and at m
 ``.tmp-*`` file beside it; a reader never sees half a file. Used for REPORT.md,
 comparison.json, the plots, the DuckDB file of ``pull`` and loadgen's ``--save-vllm-json``.
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, IO
+from typing import IO
 
 OUTPUT_MODE = 0o644
 

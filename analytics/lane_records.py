@@ -7,12 +7,14 @@ succeed is recorded here as a ``skipped`` attempt with the reason, superseding n
 visible; a resume runs the lane once its need succeeds). Needs only the store and the rules: the Lambdas
 import it without the agents.
 """
+
 from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 from analytics.store import ResultStore
 
@@ -30,14 +32,30 @@ def lane_statuses(store: ResultStore, run_id: str) -> dict[str, Any]:
     return statuses_from_rows(store.read_table("lane_runs", [run_id]).to_pylist())
 
 
-def commit_blocked_record(store: ResultStore, run_id: str, lane: str, blocked_by: str, reason: str,
-                          base_row: Mapping[str, Any] | None = None, writer: Any = None) -> str:
+def commit_blocked_record(
+    store: ResultStore,
+    run_id: str,
+    lane: str,
+    blocked_by: str,
+    reason: str,
+    base_row: Mapping[str, Any] | None = None,
+    writer: Any = None,
+) -> str:
     """Commit a ``skipped`` attempt of ``lane`` blocked by ``blocked_by`` with ``reason``; return its attempt id."""
     now = datetime.now(timezone.utc)
     writer = writer or store.begin_attempt(run_id, lane)
-    row = {"started_at": now, "backend": "none", "host": hostname(), **dict(base_row or {}),
-           "status": "skipped", "skip_reason": reason, "blocked_by": blocked_by, "supersedes": False,
-           "ended_at": now, "wall_s": 0.0}
+    row = {
+        "started_at": now,
+        "backend": "none",
+        "host": hostname(),
+        **dict(base_row or {}),
+        "status": "skipped",
+        "skip_reason": reason,
+        "blocked_by": blocked_by,
+        "supersedes": False,
+        "ended_at": now,
+        "wall_s": 0.0,
+    }
     writer.add_rows("lane_runs", [row])
     writer.commit("skipped", supersedes=False)
     log.warning("lane %s skipped: %s", lane, reason)

@@ -18,20 +18,21 @@ before it is linked into the mirror. An attempt with a damaged or missing file,
 or an unreadable marker, is not mirrored: one warning line names the file and
 the reason, the pull goes on with the other attempts, and the summary counts it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import duckdb
 
 from analytics.schema import LAYOUT_PREFIX, TABLES
-from analytics.store.integrity import Exclusion, warn_excluded
 from analytics.store import COMMITS, FILE_MODE, ArtifactNotFoundError, CommitMarker, LocalStore, ResultStore
+from analytics.store.integrity import Exclusion, warn_excluded
 from pipeline.containment import PathEscapeError, contained
 
 
@@ -95,8 +96,9 @@ def _copy_create_only(source: ResultStore, key: str, dest_root: Path, record: di
             raise SourceDamageError("SHA-256 differs from the marker (damaged bytes)")
         if dest.exists():
             if _sha256_file(dest) != _sha256_file(tmp):
-                raise MirrorConflictError(f"{dest} exists with different bytes than {source.uri(key)}; "
-                                          "the mirror never overwrites")
+                raise MirrorConflictError(
+                    f"{dest} exists with different bytes than {source.uri(key)}; the mirror never overwrites"
+                )
             return 0
         try:
             os.link(tmp, dest)
@@ -109,16 +111,16 @@ def _copy_create_only(source: ResultStore, key: str, dest_root: Path, record: di
         tmp.unlink(missing_ok=True)
 
 
-def pull(source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None = None,
-         with_models: bool = False) -> PullSummary:
+def pull(
+    source: ResultStore, mirror: LocalStore, run_ids: Iterable[str] | None = None, with_models: bool = False
+) -> PullSummary:
     """Copy every committed attempt of ``source`` (restricted to ``run_ids``) the mirror lacks."""
     wanted = set(run_ids) if run_ids else None
     summary = PullSummary()
     root = Path(mirror.root)
     runs: set[str] = set()
     markers = source.markers()
-    summary.damaged += [e for e in getattr(source, "unreadable_markers", [])
-                        if wanted is None or e.run_id in wanted]
+    summary.damaged += [e for e in getattr(source, "unreadable_markers", []) if wanted is None or e.run_id in wanted]
     for m in markers:
         if wanted is not None and m.run_id not in wanted:
             continue

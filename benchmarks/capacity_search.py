@@ -19,6 +19,7 @@ The goal: the search's wall time at most half the ladder's. Every time is measur
 average is printed before and after (other work on the machine changes both). Run:
 ``python benchmarks/capacity_search.py [--quick]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,14 @@ def fixed_ladder(template, spec, r0: float, tokenizer) -> dict:
     """Rates r0·(1+precision)^k, each measured as the search measures a point, until one fails."""
     from agents.loadgen.capacity import measure_rate, search_json
 
-    base = dataclasses.replace(template, concurrency=None, request_rate=None, num_prompts=None, point_id=None,
-                               slo={"name": spec.slo_name, "ttft_ms": spec.ttft_ms, "tpot_ms": spec.tpot_ms,
-                                    "percentile": spec.percentile})
+    base = dataclasses.replace(
+        template,
+        concurrency=None,
+        request_rate=None,
+        num_prompts=None,
+        point_id=None,
+        slo={"name": spec.slo_name, "ttft_ms": spec.ttft_ms, "tpot_ms": spec.tpot_ms, "percentile": spec.percentile},
+    )
     t0 = time.monotonic()
     rate, last_pass, first_fail, n, reason = r0, None, None, 0, None
     while n < LADDER_MAX_POINTS:
@@ -67,25 +73,65 @@ def run_one(k: int, ttft: float, itl: float, inp: int, out: int, args: argparse.
     from agents.loadgen.prompts import load_tokenizer
     from pipeline.capacity import CapacitySpec
 
-    proc = subprocess.Popen([sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", "0", "--ttft-ms",
-                             str(ttft), "--itl-ms", str(itl), "--max-batch", str(k)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agents.loadgen.synthetic_server",
+            "--port",
+            "0",
+            "--ttft-ms",
+            str(ttft),
+            "--itl-ms",
+            str(itl),
+            "--max-batch",
+            str(k),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     url = proc.stdout.readline().strip().rsplit(" ", 1)[1]
     try:
         service_ms = ttft + (out - 1) * itl
         # TTFT bound: one service time of queueing; TPOT bound: ITL plus slack (decode is never slowed here)
-        spec = CapacitySpec(ttft_ms=ttft + service_ms, tpot_ms=itl * 2 + 2, percentile=90.0, attainment=0.9,
-                            precision=args.precision, point_duration_s=args.point_duration, output_len=out)
-        template = SweepPoint(base_url=url, model="synthetic", input_len=inp, output_len=out, num_prompts=None,
-                              concurrency=1, server_kind="synthetic", burstiness=args.burstiness, warmup_requests=2)
+        spec = CapacitySpec(
+            ttft_ms=ttft + service_ms,
+            tpot_ms=itl * 2 + 2,
+            percentile=90.0,
+            attainment=0.9,
+            precision=args.precision,
+            point_duration_s=args.point_duration,
+            output_len=out,
+        )
+        template = SweepPoint(
+            base_url=url,
+            model="synthetic",
+            input_len=inp,
+            output_len=out,
+            num_prompts=None,
+            concurrency=1,
+            server_kind="synthetic",
+            burstiness=args.burstiness,
+            warmup_requests=2,
+        )
         tok = load_tokenizer(None, "synthetic")
         t0 = time.monotonic()
         res = run_capacity_search(template, spec, tok)
         search_s = time.monotonic() - t0
         ladder = fixed_ladder(template, spec, res.r0, tok)
-        return {"K": k, "shape": f"{inp}:{out}", "truth": truth(k, ttft, itl, out), "r0": res.r0,
-                "lo": res.max_rate_meeting_slo, "hi": res.lowest_rate_missing_slo, "points": len(res.points) + 1,
-                "search_s": search_s, "ladder": ladder, "stop": res.stop_reason}
+        return {
+            "K": k,
+            "shape": f"{inp}:{out}",
+            "truth": truth(k, ttft, itl, out),
+            "r0": res.r0,
+            "lo": res.max_rate_meeting_slo,
+            "hi": res.lowest_rate_missing_slo,
+            "points": len(res.points) + 1,
+            "search_s": search_s,
+            "ladder": ladder,
+            "stop": res.stop_reason,
+        }
     finally:
         proc.terminate()
         proc.wait(10)
@@ -106,9 +152,11 @@ def main() -> int:
     out = sys.stdout
     out.write(f"load average at start: {os.getloadavg()[0]:.2f} (other work on the machine changes every time)\n")
     out.write(f"precision {args.precision:g}, {args.point_duration:g} s points; points include the search's probe\n")
-    out.write("| K | in:out | true capacity req/s | R0 | search bracket [pass, fail) | within precision below the "
-              "truth, never above | ladder bracket [pass, fail) | points search / ladder | search s | ladder s "
-              "(measured) | search / ladder | goal <= 0.5 |\n")
+    out.write(
+        "| K | in:out | true capacity req/s | R0 | search bracket [pass, fail) | within precision below the "
+        "truth, never above | ladder bracket [pass, fail) | points search / ladder | search s | ladder s "
+        "(measured) | search / ladder | goal <= 0.5 |\n"
+    )
     out.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     ok, notes = True, []
     for s in settings:
@@ -117,13 +165,17 @@ def main() -> int:
         good = r["lo"] is not None and (1 - args.precision) * r["truth"] <= r["lo"] <= r["truth"]
         ratio = r["search_s"] / lad["wall_s"]
         ok &= good
-        out.write(f"| {r['K']} | {r['shape']} | {r['truth']:.2f} | {r['r0']:.2f} | [{_rate(r['lo'])}, "
-                  f"{_rate(r['hi'])}) | {'yes' if good else 'NO'} | [{_rate(lad['lo'])}, {_rate(lad['hi'])}) | "
-                  f"{r['points']} / {lad['points']} | {r['search_s']:.1f} | {lad['wall_s']:.1f} | {ratio:.2f} | "
-                  f"{'met' if ratio <= GOAL else 'MISSED'} |\n")
+        out.write(
+            f"| {r['K']} | {r['shape']} | {r['truth']:.2f} | {r['r0']:.2f} | [{_rate(r['lo'])}, "
+            f"{_rate(r['hi'])}) | {'yes' if good else 'NO'} | [{_rate(lad['lo'])}, {_rate(lad['hi'])}) | "
+            f"{r['points']} / {lad['points']} | {r['search_s']:.1f} | {lad['wall_s']:.1f} | {ratio:.2f} | "
+            f"{'met' if ratio <= GOAL else 'MISSED'} |\n"
+        )
         out.flush()
-        notes.append(f"K={r['K']} {r['shape']}: search: {r['stop']}; ladder's first failure "
-                     f"({_rate(lad['hi'])} req/s): {lad['reason'] or 'none'}")
+        notes.append(
+            f"K={r['K']} {r['shape']}: search: {r['stop']}; ladder's first failure "
+            f"({_rate(lad['hi'])} req/s): {lad['reason'] or 'none'}"
+        )
     out.write("\n".join(notes) + "\n")
     out.write(f"load average at end: {os.getloadavg()[0]:.2f}\n")
     return 0 if ok else 1

@@ -15,6 +15,7 @@ counts how often the interval holds the true quantile exp(mu + sigma·z_p):
 
 A figure for a report (Monte Carlo, seeded), never a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,24 @@ def requests_table(ns: tuple[int, ...], reps: int, mu: float, sigma: float, seed
     from analytics.schema import conform
 
     rng = np.random.default_rng(seed)
-    cols: dict[str, list] = {k: [] for k in ("point_id", "request_id", "request_index", "t_scheduled_ns", "t_sent_ns",
-                                             "t_done_ns", "ttft_s", "e2el_s", "chunk_times_s", "chunk_tokens",
-                                             "prompt_tokens", "output_tokens", "success")}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "point_id",
+            "request_id",
+            "request_index",
+            "t_scheduled_ns",
+            "t_sent_ns",
+            "t_done_ns",
+            "ttft_s",
+            "e2el_s",
+            "chunk_times_s",
+            "chunk_tokens",
+            "prompt_tokens",
+            "output_tokens",
+            "success",
+        )
+    }
     points = []
     for n in ns:
         for r in range(reps):
@@ -73,8 +89,10 @@ def main() -> None:
     con = connect_rows({"requests": requests, "sweep_points": points})
     cols = ", ".join(f"p{round(p * 100)}_ttft_ms_ci_low, p{round(p * 100)}_ttft_ms_ci_high" for p in QS)
     got = con.execute(f"SELECT completed, {cols} FROM serving_points").fetchall()
-    print(f"TTFT ~ lognormal(mu={a.mu:.3f}, sigma={a.sigma}) s; {a.reps} samples per n; 95 % order-statistic "
-          "interval from serving_points")
+    print(
+        f"TTFT ~ lognormal(mu={a.mu:.3f}, sigma={a.sigma}) s; {a.reps} samples per n; 95 % order-statistic "
+        "interval from serving_points"
+    )
     print(f"{'n':>6} {'p':>5} {'both':>7} {'low ok':>7} {'high ok':>8} {'low def':>8} {'high def':>9}")
     for n in a.n:
         rows = [r for r in got if r[0] == n]
@@ -89,8 +107,11 @@ def main() -> None:
             def share(xs: list, ok) -> str:
                 return f"{sum(map(ok, xs)) / len(xs):.3f}" if xs else "—"
 
-            print(f"{n:>6} {p:>5} {share(both, lambda b: b[0] <= q <= b[1]):>7} {share(lo_def, lambda x: x <= q):>7} "
-                  f"{share(hi_def, lambda x: x >= q):>8} {len(lo_def) / len(rows):>8.2f} {len(hi_def) / len(rows):>9.2f}")
+            print(
+                f"{n:>6} {p:>5} {share(both, lambda b, q=q: b[0] <= q <= b[1]):>7} "
+                f"{share(lo_def, lambda x, q=q: x <= q):>7} {share(hi_def, lambda x, q=q: x >= q):>8} "
+                f"{len(lo_def) / len(rows):>8.2f} {len(hi_def) / len(rows):>9.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ family, before and after; A v S — rows called slower (power), exit codes.
     .venv/bin/python benchmarks/compare_aa.py [--pairs 10] [--repeats 3] [--prompts 40] [--slowdown 0.1]
                                               [--calibration 3] [--sides 5] [--results DIR] [--analyse]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,25 +33,55 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analytics.report.sides import compare_sides  # noqa: E402
-from analytics.store import open_store  # noqa: E402
-from agents.serving.cpu_server import SLOWDOWN_ENV  # noqa: E402
+from agents.serving.cpu_server import SLOWDOWN_ENV  # noqa: E402 - after the repository root is put on sys.path
+from analytics.report.sides import compare_sides  # noqa: E402 - after the repository root is put on sys.path
+from analytics.store import open_store  # noqa: E402 - after the repository root is put on sys.path
 
 REAL = ("faster", "slower")
 
 
 def request(repeats: int, prompts: int) -> dict:
-    return {"profile": "tiny", "lanes": ["serve_sweep"], "lane_config": {"serve_sweep": {
-        "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": prompts, "prompts_per_stream": 1,
-        "warmup_requests": 2, "max_concurrency": 2, "sweep_repeats": repeats, "repeat_order": "interleaved"}}}
+    return {
+        "profile": "tiny",
+        "lanes": ["serve_sweep"],
+        "lane_config": {
+            "serve_sweep": {
+                "server_configs": ["A"],
+                "shapes": {"A": ["16:8"]},
+                "min_prompts": prompts,
+                "prompts_per_stream": 1,
+                "warmup_requests": 2,
+                "max_concurrency": 2,
+                "sweep_repeats": repeats,
+                "repeat_order": "interleaved",
+            }
+        },
+    }
 
 
 def run(results: str, run_id: str, req_file: str, slowdown: float) -> float:
     t0 = time.perf_counter()
     env = {**os.environ, SLOWDOWN_ENV: str(slowdown)}
-    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "run", "--local", "--input", req_file,
-                           "--results", results, "--run-id", run_id, "--no-live"],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "run",
+            "--local",
+            "--input",
+            req_file,
+            "--results",
+            results,
+            "--run-id",
+            run_id,
+            "--no-live",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"run {run_id} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return time.perf_counter() - t0
@@ -89,30 +120,41 @@ def judge_pair(store, a: list[str], b: list[str], s: list[str], floor_runs: list
     t["s_exit"] += any(r["regression"] for r in slow["rows"])
     t["n"] += 1
     floor = {r["metric"].rsplit(" · ", 1)[-1]: r["floor_pct"] for r in same["rows"]}
-    return (f"A/A {sum(pt.values())} rows tested per request, {sum(pb.values())} real; {sum(qt.values())} judged, "
-            f"{sum(qa.values())} real after; slowdown {sum(ys.values())} of {sum(xt.values())} rows slower "
-            f"({sum(xs.values())} per request); floor p50 TPOT {floor.get('p50_tpot_ms') or 0:.1f} %, "
-            f"p50 E2EL {floor.get('p50_e2el_ms') or 0:.1f} %")
+    return (
+        f"A/A {sum(pt.values())} rows tested per request, {sum(pb.values())} real; {sum(qt.values())} judged, "
+        f"{sum(qa.values())} real after; slowdown {sum(ys.values())} of {sum(xt.values())} rows slower "
+        f"({sum(xs.values())} per request); floor p50 TPOT {floor.get('p50_tpot_ms') or 0:.1f} %, "
+        f"p50 E2EL {floor.get('p50_e2el_ms') or 0:.1f} %"
+    )
 
 
 def totals() -> dict:
     return {k: Counter() for k in ("fb", "tb", "fa", "ta", "sb", "sa", "st")} | {
-        k: 0 for k in ("aa_exit_before", "aa_exit_after", "s_any", "s_exit", "n")}
+        k: 0 for k in ("aa_exit_before", "aa_exit_after", "s_any", "s_exit", "n")
+    }
 
 
 def print_table(title: str, t: dict) -> None:
-    tot = lambda c: sum(c.values())  # noqa: E731
+    tot = lambda c: sum(c.values())  # noqa: E731 - a one-line total
     print(f"\n{title}")
-    print(f"{'family':<18} {'before: false/tested':>22} {'after: false/judged':>20} {'slowdown: slower after':>24}"
-          f" {'(before)':>9}")
+    print(
+        f"{'family':<18} {'before: false/tested':>22} {'after: false/judged':>20} {'slowdown: slower after':>24}"
+        f" {'(before)':>9}"
+    )
     for f in sorted(set(t["tb"]) | set(t["ta"])):
-        print(f"{f:<18} {t['fb'][f]:>10}/{t['tb'][f]:<11} {t['fa'][f]:>9}/{t['ta'][f]:<10} "
-              f"{t['sa'][f]:>12}/{t['st'][f]:<11} {t['sb'][f]:>9}")
-    print(f"{'all':<18} {tot(t['fb']):>10}/{tot(t['tb']):<11} {tot(t['fa']):>9}/{tot(t['ta']):<10} "
-          f"{tot(t['sa']):>12}/{tot(t['st']):<11} {tot(t['sb']):>9}")
-    print(f"A/A comparisons that would exit 1: before {t['aa_exit_before']}, after {t['aa_exit_after']} of {t['n']}; "
-          f"slowdown comparisons with a 'slower' row (none 'faster'): {t['s_any']}, exiting 1: {t['s_exit']} of "
-          f"{t['n']}")
+        print(
+            f"{f:<18} {t['fb'][f]:>10}/{t['tb'][f]:<11} {t['fa'][f]:>9}/{t['ta'][f]:<10} "
+            f"{t['sa'][f]:>12}/{t['st'][f]:<11} {t['sb'][f]:>9}"
+        )
+    print(
+        f"{'all':<18} {tot(t['fb']):>10}/{tot(t['tb']):<11} {tot(t['fa']):>9}/{tot(t['ta']):<10} "
+        f"{tot(t['sa']):>12}/{tot(t['st']):<11} {tot(t['sb']):>9}"
+    )
+    print(
+        f"A/A comparisons that would exit 1: before {t['aa_exit_before']}, after {t['aa_exit_after']} of {t['n']}; "
+        f"slowdown comparisons with a 'slower' row (none 'faster'): {t['s_any']}, exiting 1: {t['s_exit']} of "
+        f"{t['n']}"
+    )
 
 
 def main() -> int:
@@ -145,19 +187,24 @@ def main() -> int:
             floor_runs = cal + [x for j in range(i) for x in (f"a{j}", f"b{j}")]  # A/A runs the store held before
             line = judge_pair(store, [a], [b], [s], floor_runs, t)
             print(f"pair {i}: {line} over {len(floor_runs)} A/A runs ({time.perf_counter() - t0:.0f} s)", flush=True)
-        print_table(f"{args.pairs} A/A pairs of single runs (+{args.calibration} calibration runs), {args.repeats} "
-                    f"repeats per run, {args.prompts} requests per point and repeat; slowdown {args.slowdown:.0%}; "
-                    f"floor from the A/A runs before each pair", t)
+        print_table(
+            f"{args.pairs} A/A pairs of single runs (+{args.calibration} calibration runs), {args.repeats} "
+            f"repeats per run, {args.prompts} requests per point and repeat; slowdown {args.slowdown:.0%}; "
+            f"floor from the A/A runs before each pair",
+            t,
+        )
         k = args.sides
         if k >= 2 and args.pairs >= k:
             t = totals()
             for g in range(args.pairs // k):
                 idx = range(g * k, (g + 1) * k)
-                line = judge_pair(store, [f"a{i}" for i in idx], [f"b{i}" for i in idx], [f"s{i}" for i in idx],
-                                  cal, t)
+                line = judge_pair(store, [f"a{i}" for i in idx], [f"b{i}" for i in idx], [f"s{i}" for i in idx], cal, t)
                 print(f"sides {g}: {k} v {k} runs: {line}", flush=True)
-            print_table(f"{args.pairs // k} comparisons of {k} v {k} runs (unit: the run; floor from the "
-                        f"{args.calibration} calibration runs)", t)
+            print_table(
+                f"{args.pairs // k} comparisons of {k} v {k} runs (unit: the run; floor from the "
+                f"{args.calibration} calibration runs)",
+                t,
+            )
     return 0
 
 

@@ -13,6 +13,7 @@ For each pair, three synthetic runs at a full sweep's size (2 serving lanes × 2
 
     .venv/bin/python benchmarks/compare_noise.py [--pairs 5] [--requests 1000] [--shift 0.10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,21 +22,30 @@ import tempfile
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analytics.report.compare import ALPHA, FAIL_PCT, pair_deltas  # noqa: E402
-from analytics.report.comparison import build_comparison  # noqa: E402
-from analytics.store import LocalStore  # noqa: E402
-from analytics.views import connect  # noqa: E402
-from tests.support import synthetic  # noqa: E402
+from analytics.report.compare import ALPHA, FAIL_PCT, pair_deltas  # noqa: E402 - after the repository root is put on sys.path
+from analytics.report.comparison import build_comparison  # noqa: E402 - after the repository root is put on sys.path
+from analytics.store import LocalStore  # noqa: E402 - after the repository root is put on sys.path
+from analytics.views import connect  # noqa: E402 - after the repository root is put on sys.path
+from tests.support import synthetic  # noqa: E402 - after the repository root is put on sys.path
 
 
 def write(store: LocalStore, run_id: str, seed: int, factor: float, requests: int) -> None:
-    synthetic.write_synthetic_run(store, synthetic.SyntheticRun(
-        run_id=run_id, seed=seed, lanes=("serve_sweep", "finetune_serve"), server_configs=("A", "B"),
-        concurrencies=(1, 2, 4, 8, 16), requests_per_point=requests, failure_rate=0.0, ttft_factor=factor))
+    synthetic.write_synthetic_run(
+        store,
+        synthetic.SyntheticRun(
+            run_id=run_id,
+            seed=seed,
+            lanes=("serve_sweep", "finetune_serve"),
+            server_configs=("A", "B"),
+            concurrencies=(1, 2, 4, 8, 16),
+            requests_per_point=requests,
+            failure_rate=0.0,
+            ttft_factor=factor,
+        ),
+    )
 
 
 def request_regression(row: dict) -> bool:
@@ -69,31 +79,50 @@ def main() -> int:
             write(store, b, 2 * i + 2, 1.0, args.requests)
             write(store, s, 2 * i + 2, 1.0 + args.shift, args.requests)
             same = [r for r in entry(store, a, b)["rows"] if r["p_value"] is not None]
-            raw_rows = [r for r in same if r["p_value"] < ALPHA and (r["delta_ci_low"] > 0 or r["delta_ci_high"] < 0)
-                        and (r["delta"] > 0) == (r["delta_ci_low"] > 0)]
+            raw_rows = [
+                r
+                for r in same
+                if r["p_value"] < ALPHA
+                and (r["delta_ci_low"] > 0 or r["delta_ci_high"] < 0)
+                and (r["delta"] > 0) == (r["delta_ci_low"] > 0)
+            ]
             raw = len(raw_rows)
             # what would have alarmed without the adjustment: a raw-real delta in the worse direction beyond 5 %
-            raw_alarm = any((r["delta"] > 0) == (r["better"] == "lower") and abs(r["pct"] or 0) >= FAIL_PCT
-                            for r in raw_rows)
+            raw_alarm = any(
+                (r["delta"] > 0) == (r["better"] == "lower") and abs(r["pct"] or 0) >= FAIL_PCT for r in raw_rows
+            )
             holm = sum(r["request_verdict"] in ("faster", "slower") for r in same)
             regressions = sum(request_regression(r) for r in same)
             shifted = entry(store, a, s)["rows"]
             p50 = [r for r in shifted if r["metric"].endswith("· p50_ttft_ms")]
             found = sum(r["request_verdict"] == "slower" for r in p50)
             exit1 = any(request_regression(r) for r in shifted)
-            for k, v in dict(tested=len(same), raw=raw, raw_alarms=int(raw_alarm), holm=holm, regressions=regressions, alarms=int(regressions > 0),
-                             p50=len(p50), found=found, exit1=int(exit1)).items():
+            for k, v in dict(
+                tested=len(same),
+                raw=raw,
+                raw_alarms=int(raw_alarm),
+                holm=holm,
+                regressions=regressions,
+                alarms=int(regressions > 0),
+                p50=len(p50),
+                found=found,
+                exit1=int(exit1),
+            ).items():
                 totals[k] += v
-            print(f"pair {i}: same distribution: {len(same)} tested rows, {raw} real on their own test, {holm} real "
-                  f"after Holm, {regressions} regression(s); TTFT +{args.shift:.0%}: {found}/{len(p50)} p50 TTFT rows "
-                  f"slower, exit {1 if exit1 else 0}  ({time.perf_counter() - t0:.0f} s)")
+            print(
+                f"pair {i}: same distribution: {len(same)} tested rows, {raw} real on their own test, {holm} real "
+                f"after Holm, {regressions} regression(s); TTFT +{args.shift:.0%}: {found}/{len(p50)} p50 TTFT rows "
+                f"slower, exit {1 if exit1 else 0}  ({time.perf_counter() - t0:.0f} s)"
+            )
     t = totals
-    print(f"\nover {args.pairs} pairs ({args.requests} requests per point, 20 points): same distribution — "
-          f"{t['raw']} of {t['tested']} rows real on their own test ({t['raw'] / max(t['tested'], 1):.1%}; "
-          f"{t['raw_alarms']} of {args.pairs} comparisons would exit 1 without the adjustment), "
-          f"{t['holm']} after Holm, {t['alarms']} of {args.pairs} comparisons would exit 1 (fail threshold "
-          f"{FAIL_PCT:g} %); TTFT +{args.shift:.0%} — {t['found']} of {t['p50']} p50 TTFT rows slower "
-          f"({t['found'] / max(t['p50'], 1):.0%}), {t['exit1']} of {args.pairs} comparisons exit 1")
+    print(
+        f"\nover {args.pairs} pairs ({args.requests} requests per point, 20 points): same distribution — "
+        f"{t['raw']} of {t['tested']} rows real on their own test ({t['raw'] / max(t['tested'], 1):.1%}; "
+        f"{t['raw_alarms']} of {args.pairs} comparisons would exit 1 without the adjustment), "
+        f"{t['holm']} after Holm, {t['alarms']} of {args.pairs} comparisons would exit 1 (fail threshold "
+        f"{FAIL_PCT:g} %); TTFT +{args.shift:.0%} — {t['found']} of {t['p50']} p50 TTFT rows slower "
+        f"({t['found'] / max(t['p50'], 1):.0%}), {t['exit1']} of {args.pairs} comparisons exit 1"
+    )
     return 0
 
 

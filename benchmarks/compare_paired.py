@@ -17,6 +17,7 @@ found `slower`, comparisons that would exit 1.
     .venv/bin/python benchmarks/compare_paired.py [--runs 5] [--repeats 8] [--prompts 30] [--slowdown 0.1]
                                                   [--results DIR] [--analyse]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,21 +32,41 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from analytics.report.sides import compare_configs  # noqa: E402
 from compare_aa import run as run_local  # noqa: E402  (one `run --local` per run id; slowdown 0: S sets its own)
-from analytics.store import open_store  # noqa: E402
+
+from analytics.report.sides import compare_configs  # noqa: E402 - after the repository root is put on sys.path
+from analytics.store import open_store  # noqa: E402 - after the repository root is put on sys.path
 
 REAL = ("faster", "slower")
 
 
 def request(repeats: int, prompts: int, slowdown: float) -> dict:
-    variants = {"A": {}, "A2": {"base": "A", "description": "an identical copy of A (A/A)"},
-                "A3": {"base": "A", "description": "a second identical copy (the A/A comparison's floor)"},
-                "S": {"base": "A", "extra_args": ["--slowdown", str(slowdown)],
-                      "description": f"A with every forward pass {slowdown:.0%} slower"}}
-    return {"profile": "tiny", "lanes": ["serve_sweep"], "lane_config": {"serve_sweep": {
-        "server_configs": variants, "shapes": {"A": ["16:8"]}, "min_prompts": prompts, "prompts_per_stream": 1,
-        "warmup_requests": 2, "max_concurrency": 2, "sweep_repeats": repeats, "repeat_order": "balanced"}}}
+    variants = {
+        "A": {},
+        "A2": {"base": "A", "description": "an identical copy of A (A/A)"},
+        "A3": {"base": "A", "description": "a second identical copy (the A/A comparison's floor)"},
+        "S": {
+            "base": "A",
+            "extra_args": ["--slowdown", str(slowdown)],
+            "description": f"A with every forward pass {slowdown:.0%} slower",
+        },
+    }
+    return {
+        "profile": "tiny",
+        "lanes": ["serve_sweep"],
+        "lane_config": {
+            "serve_sweep": {
+                "server_configs": variants,
+                "shapes": {"A": ["16:8"]},
+                "min_prompts": prompts,
+                "prompts_per_stream": 1,
+                "warmup_requests": 2,
+                "max_concurrency": 2,
+                "sweep_repeats": repeats,
+                "repeat_order": "balanced",
+            }
+        },
+    }
 
 
 def tally(entry: dict, counted: tuple[str, ...], hits: Counter, judged: Counter) -> None:
@@ -86,20 +107,29 @@ def main() -> int:
             aa_exit += any(r["regression"] for r in same["rows"])
             s_exit += any(r["regression"] for r in slow["rows"])
             s_faster += sum(r["verdict"] == "faster" for r in slow["rows"])
-            pct = sorted(round(r["pct"], 1) for r in slow["rows"] if r["pct"] is not None
-                         and "throughput" not in r["metric"])
-            print(f"run {i}: A/A {sum(f.values())} false of {sum(j.values())} judged; slowdown {sum(s.values())} "
-                  f"slower of {sum(sj.values())} judged (latency deltas {pct[0] if pct else '-'}..{pct[-1] if pct else '-'} %)"
-                  f" ({wall:.0f} s)", flush=True)
-        tot = lambda c: sum(c.values())  # noqa: E731
-        print(f"\n{args.runs} runs, each: A, A2, A3, S interleaved (balanced), {args.repeats} repeats, {args.prompts} "
-              f"requests per point and repeat; slowdown {args.slowdown:.0%}")
+            pct = sorted(
+                round(r["pct"], 1) for r in slow["rows"] if r["pct"] is not None and "throughput" not in r["metric"]
+            )
+            print(
+                f"run {i}: A/A {sum(f.values())} false of {sum(j.values())} judged; slowdown {sum(s.values())} "
+                f"slower of {sum(sj.values())} judged "
+                f"(latency deltas {pct[0] if pct else '-'}..{pct[-1] if pct else '-'} %)"
+                f" ({wall:.0f} s)",
+                flush=True,
+            )
+        tot = lambda c: sum(c.values())  # noqa: E731 - a one-line total
+        print(
+            f"\n{args.runs} runs, each: A, A2, A3, S interleaved (balanced), {args.repeats} repeats, {args.prompts} "
+            f"requests per point and repeat; slowdown {args.slowdown:.0%}"
+        )
         print(f"{'family':<18} {'A/A: false/judged':>18} {'slowdown: slower/judged':>24}")
         for fam in sorted(set(aa_judged) | set(s_judged)):
             print(f"{fam:<18} {false[fam]:>8}/{aa_judged[fam]:<9} {slower[fam]:>12}/{s_judged[fam]:<11}")
         print(f"{'all':<18} {tot(false):>8}/{tot(aa_judged):<9} {tot(slower):>12}/{tot(s_judged):<11}")
-        print(f"A/A comparisons that would exit 1: {aa_exit} of {args.runs}; slowdown comparisons exiting 1: "
-              f"{s_exit} of {args.runs}; slowdown rows called faster: {s_faster}")
+        print(
+            f"A/A comparisons that would exit 1: {aa_exit} of {args.runs}; slowdown comparisons exiting 1: "
+            f"{s_exit} of {args.runs}; slowdown rows called faster: {s_faster}"
+        )
     return 0
 
 

@@ -8,9 +8,10 @@ For the page it prints: the file's size split into plotly.js, the embedded data 
 and the rest; then, over --repeats fresh page loads in one browser (the first load warms the disk cache), the
 milliseconds from navigation to: the page's scripts starting (the HTML read), the data parsed, every table filled
 (the outcome and the Decision readable), plotly.js evaluated, the first screen's charts drawn (what "open" means
-here: npReport.ready), and every chart drawn (drawAll, as a print or a full screenshot forces). Medians; wall clock on whatever machine runs it (shared
-CPUs make it noisy). The target: the first screen in under 2 s for a full-profile run.
+here: npReport.ready), and every chart drawn (drawAll, as a print or a full screenshot forces). Medians; wall clock on
+whatever machine runs it (shared CPUs make it noisy). The target: the first screen in under 2 s for a full-profile run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,12 +52,14 @@ def sizes(page: Path) -> None:
 
     def block(name: str) -> int:
         start = text.index(f'id="{name}">') + len(f'id="{name}">')
-        return len(text[start:text.index("</script>", start)].encode())
+        return len(text[start : text.index("</script>", start)].encode())
 
     comparison, data = block("np-comparison"), block("np-data")
-    mib = lambda n: f"{n / 2**20:.2f} MiB"  # noqa: E731
-    print(f"{page}: {mib(total)} = plotly.js {mib(lib)} + comparison.json {mib(comparison)} + distributions and "
-          f"steps {mib(data)} + page scripts/styles/skeleton {mib(total - lib - comparison - data)}")
+    mib = lambda n: f"{n / 2**20:.2f} MiB"  # noqa: E731 - a one-line formatter
+    print(
+        f"{page}: {mib(total)} = plotly.js {mib(lib)} + comparison.json {mib(comparison)} + distributions and "
+        f"steps {mib(data)} + page scripts/styles/skeleton {mib(total - lib - comparison - data)}"
+    )
 
 
 def open_times(page: Path, repeats: int) -> None:

@@ -7,6 +7,7 @@ SOURCE: a checkout or bare git dir of the predecessor. "theirs" comes from its o
 our views over the imported run (with --history, superseded attempts are read back for the first cold
 boot). Exit 1 when a figure does not hold.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analytics.importers.figures import figures  # noqa: E402
-from analytics.importers.source import open_tree  # noqa: E402
-from analytics.importers.torchneuronx import import_torchneuronx  # noqa: E402
-from analytics.store import LocalStore  # noqa: E402
-from analytics.views import connect  # noqa: E402
+from analytics.importers.figures import figures
+from analytics.importers.source import open_tree
+from analytics.importers.torchneuronx import import_torchneuronx
+from analytics.store import LocalStore
+from analytics.views import connect
 
 
 def main() -> int:
@@ -41,7 +42,7 @@ def main() -> int:
         if repo is not None:
             repo.close()
     print(f"imported {summary.commit} as {summary.run_id}: {len(summary.attempts)} attempts in {took:.1f} s")
-    print(f"| figure | theirs | ours | holds |\n|---|---:|---:|:---:|")
+    print("| figure | theirs | ours | holds |\n|---|---:|---:|:---:|")
     for f in rows:
         print(f"| {f.name} | {_fmt(f.theirs)} | {_fmt(f.ours)} | {'yes' if f.holds else 'NO'} |")
     return 0 if all(f.holds for f in rows) else 1

@@ -10,7 +10,8 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from vllm.benchmarks.serve import add_cli_args, main as bench_main
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.benchmarks.serve import main as bench_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser(prog="vllm bench serve")
@@ -20,5 +21,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-
     sys.exit(main(sys.argv[1:]))

@@ -13,13 +13,14 @@ shape. Against the synthetic server on loopback; prints figures, asserts nothing
     scheduled: open loop, (n-1) over the span of the sends vs over the span of the schedule; closed loop, requests
     over the measured window vs streams / mean E2EL (Little's law: what the streams would issue with no gap).
     With two or more cores the client is pinned to one and the server to another (os.sched_setaffinity).
-(b) Length distributions: 2,000 draws (the load generator's draw) with wide bounds; drawn mean / stdev against the spec's
-    (uniform: (low+high)/2 and sqrt(((high-low+1)^2-1)/12); empirical: the weighted values'), within 2 % / 5 %;
+(b) Length distributions: 2,000 draws (the load generator's draw) with wide bounds; drawn mean / stdev against the
+    spec's (uniform: (low+high)/2 and sqrt(((high-low+1)^2-1)/12); empirical: the weighted values'), within 2 % / 5 %;
     the full pass also gives the share of 100 seeds within both.
 (c) Client CPU (getrusage RUSAGE_SELF) per 1,000 output tokens: a closed-loop point of a drawn-length workload
     against today's fixed-shape point (same streams, same mean lengths, no workload); whole run_point (planning
     included) and the measured dispatch alone (phase_hook); the ratio against the goal of <= 1.2x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,18 @@ def runq_wait_s() -> float:
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", "0", "--ttft-ms", str(args.ttft_ms),
-           "--itl-ms", str(args.itl_ms), "--no-log"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agents.loadgen.synthetic_server",
+        "--port",
+        "0",
+        "--ttft-ms",
+        str(args.ttft_ms),
+        "--itl-ms",
+        str(args.itl_ms),
+        "--no-log",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip().rsplit(" ", 1)[1]
 
@@ -72,6 +83,7 @@ def pin(server_pid: int) -> str:
 
 
 # ---- (a) arrival processes ----------------------------------------------------------------------------------
+
 
 def schedule_figures(result: Any, closed_streams: int | None = None) -> dict[str, float]:
     """Send lag p50/p99 (ms) and achieved vs scheduled rate (req/s) of a point's measured requests."""
@@ -89,9 +101,14 @@ def schedule_figures(result: Any, closed_streams: int | None = None) -> dict[str
         scheduled = (n - 1) / (sched.max() - sched.min()) if n > 1 else math.nan
         achieved = (n - 1) / (sent.max() - sent.min()) if n > 1 else math.nan
     failed = sum(not r["success"] for r in rows)
-    return {"n": n, "failed": failed, "lag_p50": float(np.percentile(lag, 50)) if n else math.nan,
-            "lag_p99": float(np.percentile(lag, 99)) if n else math.nan, "scheduled": scheduled,
-            "achieved": achieved}
+    return {
+        "n": n,
+        "failed": failed,
+        "lag_p50": float(np.percentile(lag, 50)) if n else math.nan,
+        "lag_p99": float(np.percentile(lag, 99)) if n else math.nan,
+        "scheduled": scheduled,
+        "achieved": achieved,
+    }
 
 
 def sustained(f: dict[str, float], bound_ms: float) -> bool:
@@ -103,8 +120,16 @@ def arrival_point(url: str, kind: str, rate: float, args: argparse.Namespace, e2
     from agents.loadgen.point import SweepPoint
     from pipeline.workloads import Arrival, Lengths, Workload
 
-    base = dict(base_url=url, model="synthetic", input_len=args.input_len, output_len=args.output_len,
-                server_kind="synthetic", warmup_requests=4, client_lag_bound_ms=None, max_model_len=None)
+    base = dict(
+        base_url=url,
+        model="synthetic",
+        input_len=args.input_len,
+        output_len=args.output_len,
+        server_kind="synthetic",
+        warmup_requests=4,
+        client_lag_bound_ms=None,
+        max_model_len=None,
+    )
     lengths = dict(input=Lengths(value=args.input_len), output=Lengths(value=args.output_len))
     d = args.point_s
     if kind == "closed":
@@ -138,9 +163,11 @@ def run_arrival(url: str, kind: str, rate: float, args: argparse.Namespace, e2el
         pooled.append({**schedule_figures(result, streams), "wait": wait})
     if repeats == 1:
         return pooled[0]
-    return {"n": sum(p["n"] for p in pooled), "failed": sum(p["failed"] for p in pooled),
-            **{k: statistics.median(p[k] for p in pooled)
-               for k in ("lag_p50", "lag_p99", "scheduled", "achieved", "wait")}}
+    return {
+        "n": sum(p["n"] for p in pooled),
+        "failed": sum(p["failed"] for p in pooled),
+        **{k: statistics.median(p[k] for p in pooled) for k in ("lag_p50", "lag_p99", "scheduled", "achieved", "wait")},
+    }
 
 
 CONTENDED = 0.05  # the client runnable without a CPU for over 5 % of a point: another process had the core
@@ -169,38 +196,61 @@ def search_rate(url: str, args: argparse.Namespace) -> tuple[float, list[tuple[f
 def e2el_probe(url: str, args: argparse.Namespace) -> float:
     from agents.loadgen.point import SweepPoint, run_point
 
-    r = run_point(SweepPoint(url, "synthetic", args.input_len, args.output_len, 32, concurrency=1,
-                             server_kind="synthetic", warmup_requests=2, client_lag_bound_ms=None))
+    r = run_point(
+        SweepPoint(
+            url,
+            "synthetic",
+            args.input_len,
+            args.output_len,
+            32,
+            concurrency=1,
+            server_kind="synthetic",
+            warmup_requests=2,
+            client_lag_bound_ms=None,
+        )
+    )
     return statistics.fmean(x["e2el_s"] for x in r.requests if not x["warmup"] and x["e2el_s"] is not None)
 
 
 def fmt_row(label: str, rate: float, f: dict[str, float], bound: float) -> str:
     ratio = f["achieved"] / f["scheduled"] if f["scheduled"] else math.nan
     ok = "yes" if sustained(f, bound) else "NO"
-    return (f"  {label:<8} {rate:>8.1f} {f['n']:>6} {f['failed']:>4} {f['lag_p50']:>9.3f} {f['lag_p99']:>9.3f} "
-            f"{f['scheduled']:>10.1f} {f['achieved']:>10.1f} {ratio:>7.3f} {f['wait']:>6.1%}  {ok}")
+    return (
+        f"  {label:<8} {rate:>8.1f} {f['n']:>6} {f['failed']:>4} {f['lag_p50']:>9.3f} {f['lag_p99']:>9.3f} "
+        f"{f['scheduled']:>10.1f} {f['achieved']:>10.1f} {ratio:>7.3f} {f['wait']:>6.1%}  {ok}"
+    )
 
 
-HEAD = (f"  {'process':<8} {'rate':>8} {'n':>6} {'fail':>4} {'lag p50':>9} {'lag p99':>9} {'scheduled':>10} "
-        f"{'achieved':>10} {'ratio':>7} {'wait%':>6}  sustained")
+HEAD = (
+    f"  {'process':<8} {'rate':>8} {'n':>6} {'fail':>4} {'lag p50':>9} {'lag p99':>9} {'scheduled':>10} "
+    f"{'achieved':>10} {'ratio':>7} {'wait%':>6}  sustained"
+)
 
 
 def arrivals(url: str, args: argparse.Namespace) -> None:
     e2el = e2el_probe(url, args)
     top, tried = search_rate(url, args)
-    print(f"(a) arrival processes: {args.input_len} in / {args.output_len} out (trace: its own lengths), "
-          f"{args.point_s:g} s points, one-stream E2EL {e2el * 1e3:.1f} ms; lag in ms, rates in req/s")
-    print("  rate search (poisson; wait%: share of the point the client was runnable without a CPU, "
-          f"/proc schedstat; a failure with wait% > {CONTENDED:.0%} is tried once more):")
+    print(
+        f"(a) arrival processes: {args.input_len} in / {args.output_len} out (trace: its own lengths), "
+        f"{args.point_s:g} s points, one-stream E2EL {e2el * 1e3:.1f} ms; lag in ms, rates in req/s"
+    )
+    print(
+        "  rate search (poisson; wait%: share of the point the client was runnable without a CPU, "
+        f"/proc schedstat; a failure with wait% > {CONTENDED:.0%} is tried once more):"
+    )
     print(HEAD)
     for rate, f in tried:
         print(fmt_row("poisson", rate, f, args.lag_bound_ms))
-    print(f"  highest rate sustained: {top:.1f} req/s (p99 send lag <= {args.lag_bound_ms:g} ms, achieved / "
-          f"scheduled >= 0.95, no failures)")
+    print(
+        f"  highest rate sustained: {top:.1f} req/s (p99 send lag <= {args.lag_bound_ms:g} ms, achieved / "
+        f"scheduled >= 0.95, no failures)"
+    )
     rates = (top / 4, top / 2, top)
-    print(f"  closed: {', '.join(f'{max(1, round(r * e2el))} streams for {r:.0f}/s' for r in rates)}; ramp: the rate "
-          "column is its peak (rising from a quarter of it over the point); trace: "
-          f"{args.trace_repeats} replay(s) of 40 requests (median of their figures)")
+    print(
+        f"  closed: {', '.join(f'{max(1, round(r * e2el))} streams for {r:.0f}/s' for r in rates)}; ramp: the rate "
+        "column is its peak (rising from a quarter of it over the point); trace: "
+        f"{args.trace_repeats} replay(s) of 40 requests (median of their figures)"
+    )
     print(HEAD)
     for kind in ("closed", "poisson", "trace", "ramp"):
         for rate in rates:
@@ -213,8 +263,13 @@ LENGTH_SPECS = {
     "normal": {"dist": "normal", "mean": 512, "stdev": 128, "low": 1, "high": 1 << 16},
     "uniform": {"dist": "uniform", "low": 1, "high": 1024},
     "lognormal": {"dist": "lognormal", "mean": 512, "stdev": 256, "low": 1, "high": 1 << 16},
-    "empirical": {"dist": "empirical", "values": [64, 128, 256, 512, 1024, 2048],
-                  "weights": [0.1, 0.2, 0.3, 0.2, 0.15, 0.05], "low": 1, "high": 1 << 16},
+    "empirical": {
+        "dist": "empirical",
+        "values": [64, 128, 256, 512, 1024, 2048],
+        "weights": [0.1, 0.2, 0.3, 0.2, 0.15, 0.05],
+        "low": 1,
+        "high": 1 << 16,
+    },
 }
 
 
@@ -247,18 +302,24 @@ def distributions(args: argparse.Namespace) -> None:
     from pipeline.workloads import parse_lengths
 
     n = 2000
-    print(f"(b) length distributions: n = {n:,} draws (seed 0); within: mean 2 %, stdev 5 %; z: the mean's error in "
-          "standard errors (sd / sqrt(n))" + ("" if args.quick else "; of 100 seeds: how many within both, and the "
-                                                                 "error of the pooled mean"))
-    print(f"  {'dist':<10} {'spec mean':>10} {'drawn':>9} {'err':>7} {'z':>6} {'spec sd':>9} {'drawn':>9} {'err':>7}"
-          "  within" + ("" if args.quick else "  seeds ok  pooled err"))
+    print(
+        f"(b) length distributions: n = {n:,} draws (seed 0); within: mean 2 %, stdev 5 %; z: the mean's error in "
+        "standard errors (sd / sqrt(n))"
+        + ("" if args.quick else "; of 100 seeds: how many within both, and the error of the pooled mean")
+    )
+    print(
+        f"  {'dist':<10} {'spec mean':>10} {'drawn':>9} {'err':>7} {'z':>6} {'spec sd':>9} {'drawn':>9} {'err':>7}"
+        "  within" + ("" if args.quick else "  seeds ok  pooled err")
+    )
     for name, spec in LENGTH_SPECS.items():
         lengths = parse_lengths(f"bench.{name}", spec)
         mean, sd = spec_moments(spec)
         dm, ds, em, es = draw_errors(lengths, spec, n, 0)
         z = (dm - mean) / (sd / math.sqrt(n))
-        line = (f"  {name:<10} {mean:>10.1f} {dm:>9.1f} {em:>6.2%} {z:>+6.2f} {sd:>9.1f} {ds:>9.1f} {es:>6.2%}  "
-                f"{'yes' if em <= 0.02 and es <= 0.05 else 'NO '}")
+        line = (
+            f"  {name:<10} {mean:>10.1f} {dm:>9.1f} {em:>6.2%} {z:>+6.2f} {sd:>9.1f} {ds:>9.1f} {es:>6.2%}  "
+            f"{'yes' if em <= 0.02 and es <= 0.05 else 'NO '}"
+        )
         if not args.quick:
             seeds = [draw_errors(lengths, spec, n, s) for s in range(100)]
             ok = sum(e[2] <= 0.02 and e[3] <= 0.05 for e in seeds)
@@ -268,6 +329,7 @@ def distributions(args: argparse.Namespace) -> None:
 
 
 # ---- (c) client CPU per 1,000 output tokens ---------------------------------------------------------------
+
 
 def cpu_point(point: Any) -> tuple[float, float, int]:
     """(whole run_point CPU s, measured-dispatch CPU s, output tokens)."""
@@ -285,25 +347,41 @@ def client_cpu(url: str, args: argparse.Namespace) -> None:
     from pipeline.workloads import Arrival, Lengths, Workload
 
     n, c = args.cpu_requests, args.cpu_streams
-    w = Workload("drawn", input=Lengths("normal", mean=256, stdev=64, low=16, high=1024),
-                 output=Lengths("normal", mean=64, stdev=16, low=4, high=256),
-                 arrival=Arrival("closed", concurrency=(c,)))
-    base = dict(base_url=url, model="synthetic", input_len=256, output_len=64, num_prompts=n, concurrency=c,
-                server_kind="synthetic", warmup_requests=4, client_lag_bound_ms=None)
+    w = Workload(
+        "drawn",
+        input=Lengths("normal", mean=256, stdev=64, low=16, high=1024),
+        output=Lengths("normal", mean=64, stdev=16, low=4, high=256),
+        arrival=Arrival("closed", concurrency=(c,)),
+    )
+    base = dict(
+        base_url=url,
+        model="synthetic",
+        input_len=256,
+        output_len=64,
+        num_prompts=n,
+        concurrency=c,
+        server_kind="synthetic",
+        warmup_requests=4,
+        client_lag_bound_ms=None,
+    )
     figures: dict[str, list[tuple[float, float]]] = {"fixed": [], "workload": []}
     for _ in range(args.cpu_repeats):  # alternated, so drift on the box falls on both
         for label, point in (("fixed", SweepPoint(**base)), ("workload", SweepPoint(**base, workload=w))):
             total, measured, tokens = cpu_point(point)
             figures[label].append((total / tokens * 1e3, measured / tokens * 1e3))
     med = {k: (statistics.median(t for t, _ in v), statistics.median(m for _, m in v)) for k, v in figures.items()}
-    print(f"(c) client CPU s per 1,000 output tokens: closed loop, {c} streams, {n} requests, 256 in / 64 out "
-          f"(workload: normal(256,64):normal(64,16)), median of {args.cpu_repeats}")
+    print(
+        f"(c) client CPU s per 1,000 output tokens: closed loop, {c} streams, {n} requests, 256 in / 64 out "
+        f"(workload: normal(256,64):normal(64,16)), median of {args.cpu_repeats}"
+    )
     print(f"  {'point':<9} {'run_point':>10} {'measured':>10}")
     for k, (t, m) in med.items():
         print(f"  {k:<9} {t:>10.4f} {m:>10.4f}")
     rt, rm = med["workload"][0] / med["fixed"][0], med["workload"][1] / med["fixed"][1]
-    print(f"  ratio     {rt:>9.2f}x {rm:>9.2f}x   goal <= 1.2x: run_point {'met' if rt <= 1.2 else 'MISSED'}, "
-          f"measured {'met' if rm <= 1.2 else 'MISSED'}")
+    print(
+        f"  ratio     {rt:>9.2f}x {rm:>9.2f}x   goal <= 1.2x: run_point {'met' if rt <= 1.2 else 'MISSED'}, "
+        f"measured {'met' if rm <= 1.2 else 'MISSED'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,16 +10,17 @@ the safety-net Lambdas (``idle_reaper``, ``on_execution_status``) use it without
 a plan in one transaction before the execution starts, and released by the state machine
 after each stop (and by ``on_execution_status`` when an execution ends badly).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -54,8 +55,9 @@ def default_region(environ: Mapping[str, str] | None = None, cdk_json: Path | No
     for name in REGION_ENV:
         if env.get(name):
             return env[name]
-    candidates = [cdk_json] if cdk_json is not None else [Path.cwd() / CDK_JSON,
-                                                          Path(__file__).resolve().parents[1] / CDK_JSON]
+    candidates = (
+        [cdk_json] if cdk_json is not None else [Path.cwd() / CDK_JSON, Path(__file__).resolve().parents[1] / CDK_JSON]
+    )
     for path in candidates:
         try:
             context = json.loads(path.read_text()).get("context", {})
@@ -106,14 +108,17 @@ class ProjectInstance:
 class InstanceFleet:
     """The project's EC2 instances, found by tag (``neuronpipe:project`` / ``neuronpipe:role``)."""
 
-    def __init__(self, project: str, client: "EC2Client | None" = None):
+    def __init__(self, project: str, client: EC2Client | None = None):
         self.project = project
         self.client = _client("ec2", client)
 
-    def instances(self, states: Iterable[str] = ("pending", "running", "stopping", "stopped"),
-                  box_role: str | None = None) -> list[ProjectInstance]:
-        filters = [{"Name": f"tag:{TAG_PROJECT}", "Values": [self.project]},
-                   {"Name": "instance-state-name", "Values": list(states)}]
+    def instances(
+        self, states: Iterable[str] = ("pending", "running", "stopping", "stopped"), box_role: str | None = None
+    ) -> list[ProjectInstance]:
+        filters = [
+            {"Name": f"tag:{TAG_PROJECT}", "Values": [self.project]},
+            {"Name": "instance-state-name", "Values": list(states)},
+        ]
         if box_role:
             filters.append({"Name": f"tag:{TAG_ROLE}", "Values": [box_role]})
         out: list[ProjectInstance] = []
@@ -121,8 +126,11 @@ class InstanceFleet:
             for reservation in page["Reservations"]:
                 for inst in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
-                    out.append(ProjectInstance(inst["InstanceId"], tags.get(TAG_ROLE), inst["State"]["Name"],
-                                               inst.get("LaunchTime"), tags))
+                    out.append(
+                        ProjectInstance(
+                            inst["InstanceId"], tags.get(TAG_ROLE), inst["State"]["Name"], inst.get("LaunchTime"), tags
+                        )
+                    )
         return sorted(out, key=lambda i: i.instance_id)
 
     def instance_for(self, box_role: str) -> str:
@@ -133,7 +141,8 @@ class InstanceFleet:
         if len(found) != 1:
             raise InstanceLookupError(
                 f"expected one instance tagged {TAG_PROJECT}={self.project}, {TAG_ROLE}={box_role}; "
-                f"found {len(found)}: {', '.join(i.instance_id for i in found) or 'none'}")
+                f"found {len(found)}: {', '.join(i.instance_id for i in found) or 'none'}"
+            )
         return found[0].instance_id
 
     def resolve(self, box_roles: Iterable[str], pinned: dict[str, str] | None = None) -> dict[str, str]:
@@ -144,13 +153,17 @@ class InstanceFleet:
         if instance_ids:
             self.client.stop_instances(InstanceIds=instance_ids)
 
-    def ephemeral(self, run_id: str | None = None,
-                  states: Iterable[str] = ("pending", "running", "stopping", "stopped")) -> list[ProjectInstance]:
+    def ephemeral(
+        self, run_id: str | None = None, states: Iterable[str] = ("pending", "running", "stopping", "stopped")
+    ) -> list[ProjectInstance]:
         """The project's ephemeral boxes (a matrix's cells), of one run when ``run_id`` is given."""
         from control_plane.lean import EPHEMERAL, TAG_EPHEMERAL, TAG_RUN
 
-        return [i for i in self.instances(states=states) if i.tags.get(TAG_EPHEMERAL) == EPHEMERAL
-                and (run_id is None or i.tags.get(TAG_RUN) == run_id)]
+        return [
+            i
+            for i in self.instances(states=states)
+            if i.tags.get(TAG_EPHEMERAL) == EPHEMERAL and (run_id is None or i.tags.get(TAG_RUN) == run_id)
+        ]
 
     def terminate(self, instance_ids: list[str]) -> None:
         """Terminate ephemeral boxes only (a pinned box is never terminated: its compile cache volume is kept)."""
@@ -168,7 +181,7 @@ class InstanceFleet:
 class Executions:
     """Step Functions executions of the pipeline; the execution name is the run id."""
 
-    def __init__(self, client: "SFNClient | None" = None):
+    def __init__(self, client: SFNClient | None = None):
         self.client = _client("stepfunctions", client)
 
     def find_state_machine(self, name: str) -> str:
@@ -184,12 +197,15 @@ class Executions:
 
     def start(self, state_machine_arn: str, run_id: str, execution_input: dict[str, Any]) -> str:
         try:
-            return self.client.start_execution(stateMachineArn=state_machine_arn, name=run_id,
-                                               input=json.dumps(execution_input))["executionArn"]
+            return self.client.start_execution(
+                stateMachineArn=state_machine_arn, name=run_id, input=json.dumps(execution_input)
+            )["executionArn"]
         except ClientError as exc:
             if _code(exc) == "ExecutionAlreadyExists":
-                raise RunAlreadyStartedError(f"run {run_id} was started already: follow it with "
-                                             f"`neuronpipe status {run_id}`, or pick a new run id") from exc
+                raise RunAlreadyStartedError(
+                    f"run {run_id} was started already: follow it with "
+                    f"`neuronpipe status {run_id}`, or pick a new run id"
+                ) from exc
             raise
 
     def status(self, state_machine_arn: str, run_id: str) -> str | None:
@@ -224,8 +240,9 @@ class Executions:
         for page in paginator.paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING"):
             for ex in page["executions"]:
                 arn = ex["executionArn"]
-                yield self.plan_input(arn, json.loads(self.client.describe_execution(executionArn=arn).get("input")
-                                                      or "{}"))
+                yield self.plan_input(
+                    arn, json.loads(self.client.describe_execution(executionArn=arn).get("input") or "{}")
+                )
 
     def plan_input(self, execution_arn: str, execution_input: Any) -> dict[str, Any]:
         """What an execution runs: its input when it was started with a plan; when it was started with a run request,
@@ -235,8 +252,9 @@ class Executions:
         if is_plan_input(given) or input_instance_ids(given):
             return given
         try:
-            events = self.client.get_execution_history(executionArn=execution_arn,
-                                                       maxResults=PLANNED_WITHIN_EVENTS)["events"]
+            events = self.client.get_execution_history(executionArn=execution_arn, maxResults=PLANNED_WITHIN_EVENTS)[
+                "events"
+            ]
         except ClientError as exc:
             if _code(exc) in ("ExecutionDoesNotExist", "ResourceNotFound"):
                 return given
@@ -269,12 +287,18 @@ class Leases:
 
     CONDITION = "attribute_not_exists(instance_id) OR expires_at < :now OR run_id = :run_id"
 
-    def __init__(self, table: str, client: "DynamoDBClient | None" = None):
+    def __init__(self, table: str, client: DynamoDBClient | None = None):
         self.table = table
         self.client = _client("dynamodb", client)
 
-    def take(self, instance_ids: Iterable[str], run_id: str, ttl_s: float, now: datetime | None = None,
-             execution_name: str | None = None) -> list[Lease]:
+    def take(
+        self,
+        instance_ids: Iterable[str],
+        run_id: str,
+        ttl_s: float,
+        now: datetime | None = None,
+        execution_name: str | None = None,
+    ) -> list[Lease]:
         """Take every box's lease in one transaction; :class:`BoxesLeasedError` names the holders."""
         now = now or datetime.now(timezone.utc)
         ids = sorted(set(instance_ids))
@@ -283,14 +307,23 @@ class Leases:
         taken_at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         expires = int(now.timestamp() + ttl_s)
         leases = [Lease(i, run_id, execution_name or run_id, taken_at, expires) for i in ids]
-        items = [{"Put": {
-            "TableName": self.table,
-            "Item": {"instance_id": {"S": lease.instance_id}, "run_id": {"S": run_id},
-                     "execution_name": {"S": lease.execution_name}, "taken_at": {"S": taken_at},
-                     "expires_at": {"N": str(expires)}},
-            "ConditionExpression": self.CONDITION,
-            "ExpressionAttributeValues": {":now": {"N": str(int(now.timestamp()))}, ":run_id": {"S": run_id}},
-        }} for lease in leases]
+        items = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": {
+                        "instance_id": {"S": lease.instance_id},
+                        "run_id": {"S": run_id},
+                        "execution_name": {"S": lease.execution_name},
+                        "taken_at": {"S": taken_at},
+                        "expires_at": {"N": str(expires)},
+                    },
+                    "ConditionExpression": self.CONDITION,
+                    "ExpressionAttributeValues": {":now": {"N": str(int(now.timestamp()))}, ":run_id": {"S": run_id}},
+                }
+            }
+            for lease in leases
+        ]
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
@@ -298,23 +331,31 @@ class Leases:
                 raise
             held = [h for h in self.holders(ids).values() if h.run_id != run_id and h.live(now)]
             if not held:  # lost a race with a lease that has since gone: say so rather than guess
-                raise BoxesLeasedError(f"boxes leased: {', '.join(ids)} changed hands while run {run_id} "
-                                       "was taking them; try again") from exc
-            raise BoxesLeasedError("boxes leased: " + "; ".join(
-                f"{h.instance_id} held by run {h.run_id} until {h.expires_iso}" for h in held)
-                + "; wait for it or stop it") from exc
+                raise BoxesLeasedError(
+                    f"boxes leased: {', '.join(ids)} changed hands while run {run_id} was taking them; try again"
+                ) from exc
+            raise BoxesLeasedError(
+                "boxes leased: "
+                + "; ".join(f"{h.instance_id} held by run {h.run_id} until {h.expires_iso}" for h in held)
+                + "; wait for it or stop it"
+            ) from exc
         return leases
 
     def holders(self, instance_ids: Iterable[str]) -> dict[str, Lease]:
         """The current lease item of each box that has one (expired or not)."""
         out: dict[str, Lease] = {}
         for iid in sorted(set(instance_ids)):
-            item = self.client.get_item(TableName=self.table, Key={"instance_id": {"S": iid}},
-                                        ConsistentRead=True).get("Item")
+            item = self.client.get_item(TableName=self.table, Key={"instance_id": {"S": iid}}, ConsistentRead=True).get(
+                "Item"
+            )
             if item:
-                out[iid] = Lease(iid, item.get("run_id", {}).get("S", ""),
-                                 item.get("execution_name", {}).get("S", ""), item.get("taken_at", {}).get("S", ""),
-                                 int(item.get("expires_at", {}).get("N", "0")))
+                out[iid] = Lease(
+                    iid,
+                    item.get("run_id", {}).get("S", ""),
+                    item.get("execution_name", {}).get("S", ""),
+                    item.get("taken_at", {}).get("S", ""),
+                    int(item.get("expires_at", {}).get("N", "0")),
+                )
         return out
 
     def release(self, instance_ids: Iterable[str], run_id: str) -> list[str]:
@@ -322,9 +363,12 @@ class Leases:
         released = []
         for iid in sorted(set(instance_ids)):
             try:
-                self.client.delete_item(TableName=self.table, Key={"instance_id": {"S": iid}},
-                                        ConditionExpression="run_id = :run",
-                                        ExpressionAttributeValues={":run": {"S": run_id}})
+                self.client.delete_item(
+                    TableName=self.table,
+                    Key={"instance_id": {"S": iid}},
+                    ConditionExpression="run_id = :run",
+                    ExpressionAttributeValues={":run": {"S": run_id}},
+                )
                 released.append(iid)
             except ClientError as exc:
                 if _code(exc) != "ConditionalCheckFailedException":
@@ -337,7 +381,7 @@ class TaskCallbacks:
 
     CLOSED_CODES = frozenset({"TaskDoesNotExist", "TaskTimedOut", "InvalidToken"})
 
-    def __init__(self, client: "SFNClient | None" = None):
+    def __init__(self, client: SFNClient | None = None):
         self.client = _client("stepfunctions", client)
 
     def fail(self, task_token: str, error: str, cause: str) -> bool:
@@ -375,7 +419,7 @@ class CommandRecord:
 class Commands:
     """SSM commands: the token and the output location of a command the pipeline sent."""
 
-    def __init__(self, client: "SSMClient | None" = None):
+    def __init__(self, client: SSMClient | None = None):
         self.client = _client("ssm", client)
 
     def record(self, command_id: str) -> CommandRecord | None:
@@ -384,9 +428,12 @@ class Commands:
             return None
         cmd = found[0]
         bucket, prefix = cmd.get("OutputS3BucketName"), cmd.get("OutputS3KeyPrefix")
-        return CommandRecord(command_id, cmd.get("Comment", ""),
-                             token_from_commands(cmd.get("Parameters", {}).get("commands", [])),
-                             f"s3://{bucket}/{prefix}/{command_id}/" if bucket else None)
+        return CommandRecord(
+            command_id,
+            cmd.get("Comment", ""),
+            token_from_commands(cmd.get("Parameters", {}).get("commands", [])),
+            f"s3://{bucket}/{prefix}/{command_id}/" if bucket else None,
+        )
 
     def error_tail(self, command_id: str, instance_id: str, limit: int = 4000) -> str:
         """The end of the command's stderr (the full output is in S3 and CloudWatch)."""
@@ -403,9 +450,14 @@ REPORT_URL_EXPIRY_S = 3600
 REPORT_PAGE = "REPORT.html"
 # Each report file is stored with its type, so a presigned link opens the page (S3 answers a GET with the type the
 # object was stored with; without one it says binary/octet-stream and the browser downloads a file).
-REPORT_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".md": "text/markdown; charset=utf-8",
-                        ".json": "application/json", ".png": "image/png", ".csv": "text/csv; charset=utf-8",
-                        ".txt": "text/plain; charset=utf-8"}
+REPORT_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".json": "application/json",
+    ".png": "image/png",
+    ".csv": "text/csv; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
 UNKNOWN_CONTENT_TYPE = "application/octet-stream"
 
 
@@ -417,6 +469,7 @@ def report_content_type(name: str) -> str:
 @dataclass(frozen=True)
 class ReportLink:
     """A presigned GET of one report file: where it is, the URL and when the URL stops working."""
+
     uri: str
     url: str
     expires_in_s: int
@@ -425,15 +478,16 @@ class ReportLink:
     def line(self) -> str:
         hours = self.expires_in_s / 3600
         span = f"{hours:g} h" if self.expires_in_s % 3600 == 0 else f"{self.expires_in_s} s"
-        return (f"{self.uri.rsplit('/', 1)[-1]} (presigned, expires in {span}, at "
-                f"{self.expires_at.strftime('%Y-%m-%d %H:%M UTC')}): {self.url}")
+        return (
+            f"{self.uri.rsplit('/', 1)[-1]} (presigned, expires in {span}, at "
+            f"{self.expires_at.strftime('%Y-%m-%d %H:%M UTC')}): {self.url}"
+        )
 
 
 class ReportBucket:
     """Writes a run's report files under ``<prefix>/<run_id>/`` in the results bucket, and links to them."""
 
-    def __init__(self, bucket: str, prefix: str = "reports", client: "S3Client | None" = None,
-                 region: str | None = None):
+    def __init__(self, bucket: str, prefix: str = "reports", client: S3Client | None = None, region: str | None = None):
         self.bucket, self.prefix = bucket, prefix.strip("/")
         if client is None:  # SigV4 for the presigned links: every region takes it (SigV2 only the oldest)
             import boto3
@@ -443,16 +497,18 @@ class ReportBucket:
         self.client = client
 
     @classmethod
-    def for_results(cls, results_uri: str, prefix: str = "reports", client: "S3Client | None" = None,
-                    region: str | None = None) -> "ReportBucket":
+    def for_results(
+        cls, results_uri: str, prefix: str = "reports", client: S3Client | None = None, region: str | None = None
+    ) -> ReportBucket:
         """The reports beside an ``s3://bucket/...`` results root (the finalize Lambda writes both in one bucket)."""
         return cls(results_uri.removeprefix("s3://").split("/", 1)[0], prefix, client, region)
 
     def key(self, run_id: str, name: str) -> str:
         return f"{self.prefix}/{run_id}/{name}"
 
-    def presigned(self, run_id: str, name: str = REPORT_PAGE, expires_in_s: int = REPORT_URL_EXPIRY_S,
-                  now: datetime | None = None) -> ReportLink | None:
+    def presigned(
+        self, run_id: str, name: str = REPORT_PAGE, expires_in_s: int = REPORT_URL_EXPIRY_S, now: datetime | None = None
+    ) -> ReportLink | None:
         """A presigned GET of ``<prefix>/<run_id>/<name>``; None when the bucket has no such file (yet)."""
         key = self.key(run_id, name)
         try:
@@ -461,8 +517,9 @@ class ReportBucket:
             if _code(exc) in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        url = self.client.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": key},
-                                                 ExpiresIn=expires_in_s)
+        url = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in_s
+        )
         start = now or datetime.now(timezone.utc)
         return ReportLink(f"s3://{self.bucket}/{key}", url, expires_in_s, start + timedelta(seconds=expires_in_s))
 
@@ -470,8 +527,9 @@ class ReportBucket:
         uris = []
         for path in sorted(Path(p) for p in paths):
             key = self.key(run_id, path.name)
-            self.client.upload_file(str(path), self.bucket, key,
-                                    ExtraArgs={"ContentType": report_content_type(path.name)})
+            self.client.upload_file(
+                str(path), self.bucket, key, ExtraArgs={"ContentType": report_content_type(path.name)}
+            )
             uris.append(f"s3://{self.bucket}/{key}")
         return uris
 

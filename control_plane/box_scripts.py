@@ -6,12 +6,14 @@ rendered script starts with :data:`BASH_GUARD` (hands over to bash when run as `
 ``set -euo pipefail``. Absolute box paths are prefixed by ``${NEURONPIPE_BOX_ROOT:-}`` (empty on a box; a sandbox
 in the rehearsal) and IMDS is reached at ``${NEURONPIPE_IMDS_ENDPOINT:-http://169.254.169.254}``.
 """
+
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pipeline.lanes import CELL_ENV, LaneSpec
@@ -31,8 +33,8 @@ _IMDS = (
     f'imds() {{ local t; t=$(curl -sf -X PUT "{IMDS_ENDPOINT}/latest/api/token" '
     "-H 'X-aws-ec2-metadata-token-ttl-seconds: 60'); "
     f'curl -sf -H "X-aws-ec2-metadata-token: $t" "{IMDS_ENDPOINT}/latest/meta-data/$1"; }}\n'
-    "export NEURONPIPE_INSTANCE_ID=\"$(imds instance-id)\" NEURONPIPE_INSTANCE_TYPE=\"$(imds instance-type)\" "
-    "AWS_DEFAULT_REGION=\"$(imds placement/region)\"\n"
+    'export NEURONPIPE_INSTANCE_ID="$(imds instance-id)" NEURONPIPE_INSTANCE_TYPE="$(imds instance-type)" '
+    'AWS_DEFAULT_REGION="$(imds placement/region)"\n'
 )
 _PROLOGUE = f"{BASH_GUARD}\nset -euo pipefail\n"
 # A box commits by proposal (analytics.store.S3Store): its markers go to v1/_proposed/, the control plane's
@@ -44,8 +46,10 @@ _PROPOSE = "export NEURONPIPE_COMMITS=propose\n"
 BOOT_DONE_PATH = "/run/neuronpipe/boot.done"
 FIRST_BOOT_WAIT_S = 1500
 
-_STAMP = ('stamp() { mkdir -p "$stamps"; date -u +%Y-%m-%dT%H:%M:%S.%3N+00:00 > "$stamps/.$1.tmp" '
-          '&& mv "$stamps/.$1.tmp" "$stamps/$1"; }')
+_STAMP = (
+    'stamp() { mkdir -p "$stamps"; date -u +%Y-%m-%dT%H:%M:%S.%3N+00:00 > "$stamps/.$1.tmp" '
+    '&& mv "$stamps/.$1.tmp" "$stamps/$1"; }'
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class Harness:
 
     directory: str = DEFAULT_HARNESS_DIR
     package_uri: str | None = None
+
+
+DEFAULT_HARNESS = Harness()  # the harness directory of every box, no package to install first
 
 
 def box_path(path: str) -> str:
@@ -77,13 +84,33 @@ def _cell_line(cell: str | None) -> str:
     return f"export {CELL_ENV}={shlex.quote(cell)}\n" if cell else ""
 
 
-def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunRequest, harness: Harness,
-                config: Mapping[str, Any] | None, needs: tuple[str, ...] = (), cell: str | None = None) -> str:
+def lane_script(
+    spec: LaneSpec,
+    run_id: str,
+    results_uri: str,
+    request: RunRequest,
+    harness: Harness,
+    config: Mapping[str, Any] | None,
+    needs: tuple[str, ...] = (),
+    cell: str | None = None,
+) -> str:
     """The shell script that runs one lane on the box (the token arrives as the line before it); a matrix cell's
     lanes commit as ``<lane>@<cell>`` (``NEURONPIPE_CELL``)."""
-    argv = [".venv/bin/python", "-m", "agents", "run-lane", spec.name, "--run-id", run_id,
-            "--results", results_uri, "--profile", request.profile,
-            "--heartbeat-s", str(max(10, spec.heartbeat_s // 4))]
+    argv = [
+        ".venv/bin/python",
+        "-m",
+        "agents",
+        "run-lane",
+        spec.name,
+        "--run-id",
+        run_id,
+        "--results",
+        results_uri,
+        "--profile",
+        request.profile,
+        "--heartbeat-s",
+        str(max(10, spec.heartbeat_s // 4)),
+    ]
     if request.force:
         argv.append("--force")
     if needs:
@@ -91,8 +118,14 @@ def lane_script(spec: LaneSpec, run_id: str, results_uri: str, request: RunReque
     if config:
         argv += ["--config", json.dumps(config, sort_keys=True)]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return (_PROLOGUE + _IMDS + _PROPOSE + _cell_line(cell) + f"cd {box_path(harness.directory)}\n"
-            + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
+    return (
+        _PROLOGUE
+        + _IMDS
+        + _PROPOSE
+        + _cell_line(cell)
+        + f"cd {box_path(harness.directory)}\n"
+        + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n'
+    )
 
 
 def sync_script(harness: Harness, results_uri: str | None = None, first_boot_wait_s: int = 0) -> str:
@@ -102,20 +135,30 @@ def sync_script(harness: Harness, results_uri: str | None = None, first_boot_wai
     wait = []
     if first_boot_wait_s:
         done = box_path(BOOT_DONE_PATH)
-        wait = [f"waited=0; while [ ! -f {done} ]; do "
-                f"if [ $waited -ge {first_boot_wait_s} ]; then "
-                f'echo "neuronpipe: the first boot did not finish within {first_boot_wait_s} s" >&2; exit 1; fi; '
-                "sleep 2; waited=$((waited + 2)); done"]
-    lines = [_PROLOGUE.rstrip("\n"), *wait, f'stamps={box_path("/run/neuronpipe/stamps")}', _STAMP,
-             "stamp sync_started",
-             # Step Functions' time of the start request (the state machine exports it before this script)
-             'if [ -n "${NEURONPIPE_START_REQUESTED_AT:-}" ]; then '
-             'printf "%s" "$NEURONPIPE_START_REQUESTED_AT" > "$stamps/start_requested"; fi',
-             _IMDS.rstrip("\n"), f"cd {box_path(harness.directory)}"]
+        wait = [
+            f"waited=0; while [ ! -f {done} ]; do "
+            f"if [ $waited -ge {first_boot_wait_s} ]; then "
+            f'echo "neuronpipe: the first boot did not finish within {first_boot_wait_s} s" >&2; exit 1; fi; '
+            "sleep 2; waited=$((waited + 2)); done"
+        ]
+    lines = [
+        _PROLOGUE.rstrip("\n"),
+        *wait,
+        f"stamps={box_path('/run/neuronpipe/stamps')}",
+        _STAMP,
+        "stamp sync_started",
+        # Step Functions' time of the start request (the state machine exports it before this script)
+        'if [ -n "${NEURONPIPE_START_REQUESTED_AT:-}" ]; then '
+        'printf "%s" "$NEURONPIPE_START_REQUESTED_AT" > "$stamps/start_requested"; fi',
+        _IMDS.rstrip("\n"),
+        f"cd {box_path(harness.directory)}",
+    ]
     if harness.package_uri:
-        lines += ['pkg="$(mktemp -d)/neuronpipe-harness.tar.gz"',
-                  f'aws s3 cp {shlex.quote(harness.package_uri)} "$pkg"',
-                  '.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$pkg"']
+        lines += [
+            'pkg="$(mktemp -d)/neuronpipe-harness.tar.gz"',
+            f'aws s3 cp {shlex.quote(harness.package_uri)} "$pkg"',
+            '.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$pkg"',
+        ]
     else:
         # Boxes built by the CDK app carry neuronpipe-sync: it reinstalls the harness only when the
         # zip named by the <prefix>/harness/uri SSM parameter has changed since the last sync.
@@ -123,18 +166,40 @@ def sync_script(harness: Harness, results_uri: str | None = None, first_boot_wai
         lines += [f"if [ -x {sync} ]; then {sync}; fi"]
     lines += [".venv/bin/python -m agents lanes > /dev/null", "stamp harness_synced"]
     if results_uri:
-        lines += [f".venv/bin/python -m agents cache seed --results {shlex.quote(results_uri)} "
-                  '|| echo "neuronpipe: compile-cache seed failed (this boot compiles cold)" >&2']
-    lines += ['aws stepfunctions send-task-success --region "$AWS_DEFAULT_REGION" '
-              '--task-token "$NEURONPIPE_TASK_TOKEN" --task-output "{\\"harness\\": \\"ready\\"}"']
+        lines += [
+            f".venv/bin/python -m agents cache seed --results {shlex.quote(results_uri)} "
+            '|| echo "neuronpipe: compile-cache seed failed (this boot compiles cold)" >&2'
+        ]
+    lines += [
+        'aws stepfunctions send-task-success --region "$AWS_DEFAULT_REGION" '
+        '--task-token "$NEURONPIPE_TASK_TOKEN" --task-output "{\\"harness\\": \\"ready\\"}"'
+    ]
     return "\n".join(lines) + "\n"
 
 
 def cache_push_script(run_id: str, results_uri: str, box_role: str, wave: int, harness: Harness) -> str:
     """The segment's last command (``PushCompileCache``): upload what the box compiled, record the boot; it calls
     back with the token (the token arrives as the line before it)."""
-    argv = [".venv/bin/python", "-m", "agents", "cache", "push", "--results", results_uri, "--run-id", run_id,
-            "--box-role", box_role, "--segment", str(wave)]
+    argv = [
+        ".venv/bin/python",
+        "-m",
+        "agents",
+        "cache",
+        "push",
+        "--results",
+        results_uri,
+        "--run-id",
+        run_id,
+        "--box-role",
+        box_role,
+        "--segment",
+        str(wave),
+    ]
     cmd = " ".join(shlex.quote(a) for a in argv)
-    return (_PROLOGUE + _IMDS + _PROPOSE + f"cd {box_path(harness.directory)}\n"
-            + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n')
+    return (
+        _PROLOGUE
+        + _IMDS
+        + _PROPOSE
+        + f"cd {box_path(harness.directory)}\n"
+        + f'exec {cmd} --task-token "$NEURONPIPE_TASK_TOKEN"\n'
+    )

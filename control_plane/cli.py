@@ -5,6 +5,7 @@ Each subcommand lives in its own module under ``control_plane.commands`` with
 Heavy imports happen inside ``func``, so ``neuronpipe --help`` stays fast.
 A signal ends a command with 128 + its number once its clean-up has run: SIGINT 130, SIGTERM 143, SIGHUP 129.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,7 +98,7 @@ class SignalExits:
         stop_registered_work()  # native work told to stop too: the exception below may not reach it
         raise InterruptedBySignalError(signum)
 
-    def __enter__(self) -> "SignalExits":
+    def __enter__(self) -> SignalExits:
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
                 if signal.getsignal(s) is not signal.SIG_IGN:
@@ -117,8 +118,11 @@ def _interrupted(signum: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
     with SignalExits() as signals:
         try:
             code = int(args.func(args) or 0)

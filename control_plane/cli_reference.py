@@ -5,6 +5,7 @@ page; ``tests/unit/test_cli_reference.py`` fails when the page and the parser di
 the parser's actions, never from ``format_help``, so it does not depend on the terminal's width: the same
 parser gives the same bytes everywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,11 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction |
 
 
 def _visible(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions
-            if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+    return [
+        a
+        for a in parser._actions
+        if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+    ]
 
 
 def _metavar(action: argparse.Action) -> str:
@@ -130,8 +134,10 @@ def _table(prog: str, parser: argparse.ArgumentParser) -> Iterator[str]:
     yield "|---|---|---|---|"
     for action in actions:
         choices = ", ".join(_code(c) for c in action.choices) if action.choices is not None else ""
-        yield (f"| {_code(_cell(_spelling(action)))} | {_cell(_default(action))} | {_cell(choices)} "
-               f"| {_cell(_help(action, prog))} |")
+        yield (
+            f"| {_code(_cell(_spelling(action)))} | {_cell(_default(action))} | {_cell(choices)} "
+            f"| {_cell(_help(action, prog))} |"
+        )
     yield ""
 
 
@@ -186,8 +192,9 @@ def generate() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m control_plane.cli_reference",
-                                     description="write the neuronpipe CLI reference as Markdown")
+    parser = argparse.ArgumentParser(
+        prog="python -m control_plane.cli_reference", description="write the neuronpipe CLI reference as Markdown"
+    )
     parser.add_argument("--output", default=None, help=f"write here instead of stdout (e.g. {OUTPUT})")
     args = parser.parse_args(argv)
     text = generate()

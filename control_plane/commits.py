@@ -16,14 +16,22 @@ own lane's attempt ever becomes visible, and only as the file set it really wrot
 lane or run (``docs/explanation/security.md``). The marker is written with the proposal's exact bytes, create-only; a
 second promotion of the same proposal is a no-op.
 """
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from analytics.store.markers import (AlreadyExistsError, ArtifactNotFoundError, CommitMarker, MarkerError, marker_key,
-                                     proposal_key)
+from analytics.store.markers import (
+    AlreadyExistsError,
+    ArtifactNotFoundError,
+    CommitMarker,
+    MarkerError,
+    marker_key,
+    proposal_key,
+)
 
 LAYOUT = "v1"
 MESSAGE_LIMIT = 500  # a refusal's message, as it crosses Step Functions
@@ -53,8 +61,11 @@ def _owned(key: str, run_id: str, lane: str, attempt: str) -> bool:
     """``key`` is one of this attempt's own files (a table's Parquet, a model or log file)."""
     from analytics.schema import TABLES
 
-    m = re.fullmatch(rf"{LAYOUT}/([a-z_0-9]+)/run_id={re.escape(run_id)}/lane={re.escape(lane)}/"
-                     rf"{re.escape(attempt)}\.parquet", key)
+    m = re.fullmatch(
+        rf"{LAYOUT}/([a-z_0-9]+)/run_id={re.escape(run_id)}/lane={re.escape(lane)}/"
+        rf"{re.escape(attempt)}\.parquet",
+        key,
+    )
     if m:
         return m.group(1) in TABLES
     parts = key.split("/")
@@ -86,8 +97,9 @@ def promote(store: Any, run_id: str, lane: str, attempt: str) -> CommitMarker:
     if marker.legacy:
         raise CommitRefusedError(f"{where}: a legacy-format proposal (no digest, no checksums)")
     for table, key in marker.tables.items():
-        if key != f"{LAYOUT}/{table}/run_id={run_id}/lane={lane}/{attempt}.parquet" or not _owned(key, run_id, lane,
-                                                                                                  attempt):
+        if key != f"{LAYOUT}/{table}/run_id={run_id}/lane={lane}/{attempt}.parquet" or not _owned(
+            key, run_id, lane, attempt
+        ):
             raise CommitRefusedError(f"{where}: table {table!r} names {key!r}, not this attempt's own file")
     named = set(marker.keys())
     for key in [*marker.files, *marker.checksums]:
@@ -100,8 +112,9 @@ def promote(store: Any, run_id: str, lane: str, attempt: str) -> CommitMarker:
         if size is None:
             raise CommitRefusedError(f"{where}: names {key}, which does not exist")
         if size != marker.checksums[key].get("size"):
-            raise CommitRefusedError(f"{where}: {key} is {size} bytes, the proposal says "
-                                     f"{marker.checksums[key].get('size')}")
+            raise CommitRefusedError(
+                f"{where}: {key} is {size} bytes, the proposal says {marker.checksums[key].get('size')}"
+            )
     ckey = marker_key(run_id, lane, attempt, LAYOUT)
     try:
         store.put_bytes(ckey, body)
@@ -121,6 +134,12 @@ def commit_lane(store: Any, run_id: str, lane: str, callback: Any) -> dict[str, 
         marker = promote(store, run_id, lane, attempt)
     except CommitRefusedError as exc:
         text = " ".join(str(exc).split())
-        return {"committed": False, "run_id": run_id, "lane": lane, "attempt": attempt, "error": "Commit.Refused",
-                "message": text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"}
+        return {
+            "committed": False,
+            "run_id": run_id,
+            "lane": lane,
+            "attempt": attempt,
+            "error": "Commit.Refused",
+            "message": text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…",
+        }
     return {"committed": True, "run_id": run_id, "lane": lane, "attempt": attempt, "status": marker.status}

@@ -6,6 +6,7 @@ and it prints plain text with no colours or cursor codes, so a path or a table c
 and ``tail`` whole. On a terminal tables fit the terminal's width; plain lines are soft-wrapped (the terminal
 folds them for display, a copy still gets one line).
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,5 +34,12 @@ def make_console(stderr: bool = False, file: IO[str] | None = None) -> Console:
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     if stream_is_terminal(stream):
         return Console(stderr=stderr, file=file, soft_wrap=True)
-    return Console(stderr=stderr, file=file, soft_wrap=True, width=OFF_TTY_SIZE, height=OFF_TTY_SIZE,
-                   force_terminal=False, no_color=True)
+    return Console(
+        stderr=stderr,
+        file=file,
+        soft_wrap=True,
+        width=OFF_TTY_SIZE,
+        height=OFF_TTY_SIZE,
+        force_terminal=False,
+        no_color=True,
+    )

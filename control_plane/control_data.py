@@ -19,12 +19,14 @@ scheduler's Lambda raises it, the state machine's Catch ends the run (RunBroke),
 
 Import-light (the standard library and ``control_plane.models``): the scheduler's Lambda and the tests use it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 CONTROL_PREFIX = "control"  # control_plane.lean.CONTROL_PREFIX (this module stays import-free of the Lambda settings)
 # Bounds a segment read back must keep, whatever wrote it: what a plan can make (a lane's Step Functions timeout, the
@@ -75,8 +77,7 @@ class S3ControlBlobs:
         from botocore.exceptions import ClientError
 
         try:
-            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*",
-                                ContentType="application/json")
+            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*", ContentType="application/json")
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise FileExistsError(key) from None
@@ -101,9 +102,11 @@ def write_new(blobs: Blobs, key: str, body: bytes) -> str:
     except FileExistsError:
         there = blobs.get(key)
         if there is None or digest(there) != want:
-            raise ControlDataError(f"control object s3://{blobs.bucket}/{key} exists with digest "
-                                   f"{digest(there) if there is not None else 'none'}, not {want}: written by "
-                                   "something other than this run's control plane") from None
+            raise ControlDataError(
+                f"control object s3://{blobs.bucket}/{key} exists with digest "
+                f"{digest(there) if there is not None else 'none'}, not {want}: written by "
+                "something other than this run's control plane"
+            ) from None
     return want
 
 
@@ -125,8 +128,9 @@ def _refuse(where: str, why: str) -> ControlDataError:
     return ControlDataError(f"{where}: {why}")
 
 
-def check_segments(waves: Sequence[Mapping[str, Any]], run_id: str, boxes: Sequence[Mapping[str, Any]],
-                   source: str) -> None:
+def check_segments(
+    waves: Sequence[Mapping[str, Any]], run_id: str, boxes: Sequence[Mapping[str, Any]], source: str
+) -> None:
     """Every segment of ``waves`` is one the plan's models accept (``control_plane.models.Segment``: no unknown
     field, every type right) within the bounds a plan keeps: this run's id, a pinned segment on one of the execution's
     own instances, a launch from a template named for its own instance type, lanes whose timeouts are at most
@@ -135,8 +139,8 @@ def check_segments(waves: Sequence[Mapping[str, Any]], run_id: str, boxes: Seque
     execution input, an items file)."""
     from pydantic import ValidationError
 
-    from control_plane.models import COST_FIELDS, Segment
     from control_plane.box_scripts import BASH_GUARD, comment_for
+    from control_plane.models import COST_FIELDS, Segment
 
     instances = {str(b.get("instance_id")) for b in boxes if b.get("instance_id")}
     for w, wave in enumerate(waves):
@@ -152,27 +156,37 @@ def check_segments(waves: Sequence[Mapping[str, Any]], run_id: str, boxes: Seque
                 raise _refuse(where, f"run_id {seg.run_id!r} is not this run's ({run_id!r})")
             if seg.launch is None:
                 if not seg.instance_id or seg.instance_id not in instances:
-                    raise _refuse(where, f"instance_id {seg.instance_id!r} is not one of this execution's boxes "
-                                         f"({', '.join(sorted(instances)) or 'none'})")
+                    raise _refuse(
+                        where,
+                        f"instance_id {seg.instance_id!r} is not one of this execution's boxes "
+                        f"({', '.join(sorted(instances)) or 'none'})",
+                    )
             else:
                 slug = seg.instance_type.replace(".", "-")
                 if seg.instance_id is not None:
                     raise _refuse(where, "a launched segment names an instance_id")
                 if not _TEMPLATE.match(seg.launch.template) or not seg.launch.template.endswith("-" + slug):
-                    raise _refuse(where, f"launch.template {seg.launch.template!r} is not a fleet template for "
-                                         f"{seg.instance_type}")
+                    raise _refuse(
+                        where,
+                        f"launch.template {seg.launch.template!r} is not a fleet template for {seg.instance_type}",
+                    )
             for command, name in ((seg.sync, "sync"), (seg.cache_push, "cache_push")):
                 if not command.script.startswith(BASH_GUARD):
                     raise _refuse(where, f"{name}.script is not one the plan renders")
             for step in seg.lanes:
                 lane_where = f"{where} lane {step.result_lane or step.lane}"
                 if step.timeout_s > LANE_TIMEOUT_MAX_S or step.heartbeat_s > step.timeout_s:
-                    raise _refuse(lane_where, f"timeout_s {step.timeout_s} / heartbeat_s {step.heartbeat_s} beyond "
-                                              f"what a plan makes (timeout at most {LANE_TIMEOUT_MAX_S} s)")
+                    raise _refuse(
+                        lane_where,
+                        f"timeout_s {step.timeout_s} / heartbeat_s {step.heartbeat_s} beyond "
+                        f"what a plan makes (timeout at most {LANE_TIMEOUT_MAX_S} s)",
+                    )
                 if step.execution_timeout != [str(step.timeout_s)]:
                     raise _refuse(lane_where, "execution_timeout differs from timeout_s")
-                if (not step.script.startswith(BASH_GUARD)
-                        or f" run-lane {step.lane} --run-id {run_id} " not in step.script):
+                if (
+                    not step.script.startswith(BASH_GUARD)
+                    or f" run-lane {step.lane} --run-id {run_id} " not in step.script
+                ):
                     raise _refuse(lane_where, "script is not the one the plan renders for this lane and run")
                 if step.comment != comment_for(step.lane, run_id):
                     raise _refuse(lane_where, f"comment {step.comment!r} is not the plan's")
@@ -186,8 +200,9 @@ def check_segment_result(result: Any, box: str, lanes: Sequence[str], uri: str) 
     if str(result.get("box") or result.get("box_role")) != box:
         raise ControlDataError(f"segment result {uri}: names box {result.get('box')!r}, not {box!r}")
     if result.get("status") not in SEGMENT_STATUSES:
-        raise ControlDataError(f"segment result {uri}: status {result.get('status')!r} is not one of "
-                               f"{', '.join(SEGMENT_STATUSES)}")
+        raise ControlDataError(
+            f"segment result {uri}: status {result.get('status')!r} is not one of {', '.join(SEGMENT_STATUSES)}"
+        )
     for lane in result.get("lanes") or []:
         name = lane.get("result_lane") if isinstance(lane, dict) else None
         if name is not None and name not in lanes:

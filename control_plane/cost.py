@@ -6,6 +6,7 @@ starts, syncs and stops its box); that times the on-demand price, summed over se
 must stay under the effective ceiling: the request's ``max_cost_usd`` when given, never above the deployment's
 ceiling.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -21,12 +22,15 @@ INSTANCE_TYPES: dict[BoxRole, str] = {role: PINNED_BOX_TYPES[role] for role in (
 DEFAULT_REGION = "us-west-2"
 # On-demand Linux prices, USD per instance-hour, of the pinned boxes in the default region: the catalogue's
 # (pipeline.instance_types, the one price table of the project).
-INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {t: get_instance_type(t).price(DEFAULT_REGION)
-                                                  for t in INSTANCE_TYPES.values()}
+INSTANCE_PRICES_USD_PER_HOUR: dict[str, float] = {
+    t: get_instance_type(t).price(DEFAULT_REGION) for t in INSTANCE_TYPES.values()
+}
 _MONTH = datetime.strptime(CATALOGUE_MONTH, "%Y-%m").strftime("%B %Y")
-PRICE_SOURCE = (f"AWS EC2 on-demand pricing, {DEFAULT_REGION}, Linux, as of {_MONTH} ("
-                + ", ".join(f"{t} ${p:.2f}/h" for t, p in INSTANCE_PRICES_USD_PER_HOUR.items())
-                + "; pipeline/instance_types.py)")
+PRICE_SOURCE = (
+    f"AWS EC2 on-demand pricing, {DEFAULT_REGION}, Linux, as of {_MONTH} ("
+    + ", ".join(f"{t} ${p:.2f}/h" for t, p in INSTANCE_PRICES_USD_PER_HOUR.items())
+    + "; pipeline/instance_types.py)"
+)
 
 # Per segment, on top of its lanes' timeouts: StartInstance retries + SSM registration/throttling retries +
 # harness sync timeout + cache push throttling retries and timeout + stop retries + lease release retries (the
@@ -56,15 +60,19 @@ def cost_ceiling(request: RunRequest, ceiling_usd: float = DEFAULT_MAX_COST_USD_
     if request.max_cost_usd is None:
         return ceiling_usd
     if request.max_cost_usd > ceiling_usd:
-        raise CostCeilingError(f"max_cost_usd: {request.max_cost_usd:g} exceeds the deployment's ceiling "
-                               f"${ceiling_usd:.2f} (cdk.json neuronpipe.max_cost_usd_ceiling)")
+        raise CostCeilingError(
+            f"max_cost_usd: {request.max_cost_usd:g} exceeds the deployment's ceiling "
+            f"${ceiling_usd:.2f} (cdk.json neuronpipe.max_cost_usd_ceiling)"
+        )
     return request.max_cost_usd
 
 
 def check_worst_case(total_cost: float, ceiling: float, region: str, fleet: bool) -> None:
     """:class:`CostCeilingError` when the plan's worst case exceeds the effective ceiling."""
     if total_cost > ceiling:
-        source = (PRICE_SOURCE if not fleet
-                  else f"AWS EC2 on-demand pricing, {region}, Linux, pipeline/instance_types.py")
-        raise CostCeilingError(f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling "
-                               f"${ceiling:.2f} ({source})")
+        source = (
+            PRICE_SOURCE if not fleet else f"AWS EC2 on-demand pricing, {region}, Linux, pipeline/instance_types.py"
+        )
+        raise CostCeilingError(
+            f"max_cost_usd: worst case ${total_cost:.2f} exceeds the ceiling ${ceiling:.2f} ({source})"
+        )

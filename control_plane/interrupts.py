@@ -6,11 +6,12 @@ or a library's callback is reported and dropped, and a library may clear it. Wor
 registers how (``with on_interrupt(con.interrupt): ...``); the CLI's handler calls every registered stopper
 before it raises, so a DuckDB statement ends on the signal whichever frame the handler ran in.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 log = logging.getLogger(__name__)
 _STOPPERS: list[Callable[[], None]] = []

@@ -8,14 +8,15 @@ outside the field's stated bounds (``min``/``max`` in its metadata) — each rep
 ``lane.field: reason`` — then the Config's own checks. The Configs are declared in
 ``pipeline.lane_configs`` (``LaneSpec.config_class()``): planning imports nothing of ``agents``.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pipeline.config import LaneConfigError, build_config, field_names, override_refusals
 from pipeline.lanes import LaneSpec
-
 
 SLO_FIELD = "slo"  # the serving lanes' SLO field (pipeline.slo): RunRequest.slo flows into it
 
@@ -62,8 +63,9 @@ def config_problems(spec: LaneSpec, profile: str, overrides: Mapping[str, Any] |
     return problems
 
 
-def check_lane_configs(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec],
-                       profile: str) -> None:
+def check_lane_configs(
+    configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str
+) -> None:
     """Raise :class:`LaneConfigInvalidError` listing every problem of every lane's config."""
     problems = [p for lane, cfg in configs.items() for p in config_problems(specs[lane], profile, cfg)]
     if problems:
@@ -75,7 +77,7 @@ def built_config(spec: LaneSpec, profile: str, overrides: Mapping[str, Any] | No
     otherwise, or when the lane's module does not import: that lane fails on its own, with its error)."""
     try:
         config_cls = spec.config_class()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a lane whose Config cannot load has no such field
         return None
     if config_cls is None or field_name not in getattr(config_cls, "__dataclass_fields__", {}):
         return None

@@ -12,6 +12,7 @@
 * **interrupts at safe points**: Ctrl-C, SIGTERM and SIGHUP become KeyboardInterrupt in the CLI, deferred
   while a child is being started or a record committed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,9 +24,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 EXIT_INTERRUPTED = 130
 INTERRUPT_GRACE_S = 60.0  # a lane stops its servers after SIGINT; then its group is killed
@@ -109,8 +111,12 @@ def committed_verdict(store: Any, run_id: str, lane: str, before: set[str]) -> d
     if "lane_runs" in marker.tables:
         rows = store.read_table("lane_runs", keys=[marker.tables["lane_runs"]]).to_pylist()
         row = rows[0] if rows else {}
-    return {"status": marker.status, "attempt": marker.attempt, "supersedes": marker.supersedes,
-            **{k: row.get(k) for k in ("error_type", "error_message", "skip_reason", "blocked_by", "log_uri")}}
+    return {
+        "status": marker.status,
+        "attempt": marker.attempt,
+        "supersedes": marker.supersedes,
+        **{k: row.get(k) for k in ("error_type", "error_message", "skip_reason", "blocked_by", "log_uri")},
+    }
 
 
 class InterruptGuard:
@@ -129,7 +135,7 @@ class InterruptGuard:
         if not self.depth:
             raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    def __enter__(self) -> "InterruptGuard":
+    def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
                 if signal.getsignal(s) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored

@@ -19,13 +19,21 @@ DynamoDB transaction (``control_plane.aws.Leases``) for the plan's worst case pl
 The state machine releases each box's lease after stopping it for its last segment (or at the run's end);
 the lease is kept between a box's segments.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Iterable
+from typing import Any
 
-from control_plane.aws import (BoxesLeasedError, Executions, InstanceFleet, InstanceLookupError, Leases,
-                               RunAlreadyStartedError)
+from control_plane.aws import (
+    BoxesLeasedError,
+    Executions,
+    InstanceFleet,
+    InstanceLookupError,
+    Leases,
+    RunAlreadyStartedError,
+)
 from control_plane.box_scripts import Harness
 from control_plane.cost import DEFAULT_REGION
 from control_plane.matrix_plan import Fleet
@@ -38,15 +46,22 @@ from pipeline.names import run_id_problem
 CommittedLookup = Callable[[str, Iterable[str]], Collection[str]]
 LEASE_MARGIN_S = 3600
 EXECUTION_TRIGGER = "console"  # the trigger of a request an execution was started with, unless it names one
+
+
 # Everything launch refuses with one clear message (the CLI prints it, plan_run returns it).
 class PlanStorageError(ValueError):
     """A plan kept in S3 (a matrix's, too large for the execution input; an execution's that planned itself) could
     not be written: nothing was started."""
 
 
-LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (BoxesLeasedError, InstanceLookupError, PlanNotReadyError,
-                                                            QuotaExceededError, QuotaUnreadableError,
-                                                            PlanStorageError)
+LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (
+    BoxesLeasedError,
+    InstanceLookupError,
+    PlanNotReadyError,
+    QuotaExceededError,
+    QuotaUnreadableError,
+    PlanStorageError,
+)
 
 
 class ExecutionRequestError(ValueError):
@@ -65,6 +80,7 @@ def region() -> str:
 
 def committed_in_store(results_uri: str, s3_client=None) -> CommittedLookup:
     """Lanes of a run whose latest committed attempt succeeded or was skipped (the runner's resume rule)."""
+
     def lookup(run_id: str, lanes: Iterable[str]) -> set[str]:
         from analytics.store import S3Store, open_store
 
@@ -75,6 +91,7 @@ def committed_in_store(results_uri: str, s3_client=None) -> CommittedLookup:
             if marker is not None and marker.status in ("succeeded", "skipped"):
                 done.add(lane)
         return done
+
     return lookup
 
 
@@ -94,15 +111,26 @@ class PreparedRun:
     boxes: list[str]
 
 
-def build_plan(request: RunRequest, run_id: str, settings: ControlPlaneSettings, fleet: InstanceFleet | None,
-               committed: CommittedLookup | None) -> RunPlan:
+def build_plan(
+    request: RunRequest,
+    run_id: str,
+    settings: ControlPlaneSettings,
+    fleet: InstanceFleet | None,
+    committed: CommittedLookup | None,
+) -> RunPlan:
     settings.require("results_uri")
     # committed attempts are looked up under the names results are committed under (per box, per cell)
     done = committed(run_id, result_lanes(request)) if committed is not None else ()
-    plan = plan_run(request, run_id=run_id, committed=done, results_uri=settings.results_uri or "",
-                    harness=Harness(settings.harness_dir, settings.harness_uri),
-                    ceiling_usd=settings.max_cost_usd_ceiling, region=region(),
-                    fleet=Fleet(tuple(settings.fleet_subnet_ids), settings.fleet_template_prefix, settings.project))
+    plan = plan_run(
+        request,
+        run_id=run_id,
+        committed=done,
+        results_uri=settings.results_uri or "",
+        harness=Harness(settings.harness_dir, settings.harness_uri),
+        ceiling_usd=settings.max_cost_usd_ceiling,
+        region=region(),
+        fleet=Fleet(tuple(settings.fleet_subnet_ids), settings.fleet_template_prefix, settings.project),
+    )
     if fleet is None:
         return plan
     return plan.with_instances(fleet.resolve(plan.box_roles, settings.pinned_instances()))
@@ -126,15 +154,26 @@ def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object 
         plan_digest = write_new(S3ControlBlobs(str(bucket), s3_client), key, canonical(plan.plan_document()))
     except ControlDataError as exc:
         raise PlanStorageError(f"plan: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - one line, nothing started
-        raise PlanStorageError(f"plan: cannot write s3://{bucket}/{key}: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    except Exception as exc:  # one line, nothing started
+        raise PlanStorageError(
+            f"plan: cannot write s3://{bucket}/{key}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
     return f"s3://{bucket}/{key}", plan_digest
 
 
-def prepare(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
-            committed: CommittedLookup | None, leases: Leases, quotas: ServiceQuotas | None = None,
-            s3_client: object | None = None, plan_in_s3: bool = False) -> PreparedRun:
+def prepare(
+    request: RunRequest,
+    run_id: str,
+    settings: ControlPlaneSettings,
+    *,
+    fleet: InstanceFleet,
+    committed: CommittedLookup | None,
+    leases: Leases,
+    quotas: ServiceQuotas | None = None,
+    s3_client: object | None = None,
+    plan_in_s3: bool = False,
+) -> PreparedRun:
     """Plan, check the quotas (a matrix), keep the plan in S3 when it must be (a large matrix; always with
     ``plan_in_s3``), build the execution input, and only then lease the boxes: a plan that cannot start takes none.
 
@@ -151,9 +190,18 @@ def prepare(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *,
     return PreparedRun(plan, execution_input, boxes)
 
 
-def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
-           executions: Executions, committed: CommittedLookup | None, leases: Leases | None = None,
-           quotas: ServiceQuotas | None = None, s3_client: object | None = None) -> LaunchedRun:
+def launch(
+    request: RunRequest,
+    run_id: str,
+    settings: ControlPlaneSettings,
+    *,
+    fleet: InstanceFleet,
+    executions: Executions,
+    committed: CommittedLookup | None,
+    leases: Leases | None = None,
+    quotas: ServiceQuotas | None = None,
+    s3_client: object | None = None,
+) -> LaunchedRun:
     """Prepare the run (:func:`prepare`), then start the execution (named after the run) with the plan as its input.
 
     ``RunAlreadyStartedError`` when an execution with this name exists (a redelivered event), before
@@ -161,11 +209,13 @@ def launch(request: RunRequest, run_id: str, settings: ControlPlaneSettings, *, 
     cannot start."""
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
     if executions.status(arn, run_id) is not None:
-        raise RunAlreadyStartedError(f"run {run_id} was started already: follow it with "
-                                     f"`neuronpipe status {run_id}`, or pick a new run id")
+        raise RunAlreadyStartedError(
+            f"run {run_id} was started already: follow it with `neuronpipe status {run_id}`, or pick a new run id"
+        )
     leases = leases if leases is not None else Leases(settings.lease_table)
-    prepared = prepare(request, run_id, settings, fleet=fleet, committed=committed, leases=leases, quotas=quotas,
-                       s3_client=s3_client)
+    prepared = prepare(
+        request, run_id, settings, fleet=fleet, committed=committed, leases=leases, quotas=quotas, s3_client=s3_client
+    )
     try:
         return LaunchedRun(prepared.plan, executions.start(arn, run_id, prepared.execution_input))
     except RunAlreadyStartedError:
@@ -198,14 +248,24 @@ def execution_request(body: Any, execution_name: str) -> RunRequest:
         body = {**body, "trigger": EXECUTION_TRIGGER}
     request = requested_run(body)
     if request.run_id is not None and request.run_id != execution_name:
-        raise ExecutionRequestError(f"run_id: the request names run {request.run_id!r}, but the execution is named "
-                                    f"{execution_name!r}: start it with that name, or leave run_id out")
+        raise ExecutionRequestError(
+            f"run_id: the request names run {request.run_id!r}, but the execution is named "
+            f"{execution_name!r}: start it with that name, or leave run_id out"
+        )
     return request
 
 
-def plan_execution(body: Any, execution_name: str, settings: ControlPlaneSettings, *, fleet: InstanceFleet,
-                   committed: CommittedLookup | None, leases: Leases, quotas: ServiceQuotas | None = None,
-                   s3_client: object | None = None) -> PreparedRun:
+def plan_execution(
+    body: Any,
+    execution_name: str,
+    settings: ControlPlaneSettings,
+    *,
+    fleet: InstanceFleet,
+    committed: CommittedLookup | None,
+    leases: Leases,
+    quotas: ServiceQuotas | None = None,
+    s3_client: object | None = None,
+) -> PreparedRun:
     """An execution started with a run request: validate it, plan it under the execution's name, keep the plan in S3
     as control data (so the state carries only its reference and digest), lease the boxes. The refusals are
     :data:`EXECUTION_ERRORS`, each one or more ``field: reason`` lines; nothing is leased on a refusal.
@@ -213,8 +273,17 @@ def plan_execution(body: Any, execution_name: str, settings: ControlPlaneSetting
     A retry of the same call (Step Functions retrying the task) makes the same plan: the control object is already
     there with the same bytes, the leases are this run's."""
     request = execution_request(body, execution_name)
-    return prepare(request, execution_name, settings, fleet=fleet, committed=committed, leases=leases,
-                   quotas=quotas, s3_client=s3_client, plan_in_s3=True)
+    return prepare(
+        request,
+        execution_name,
+        settings,
+        fleet=fleet,
+        committed=committed,
+        leases=leases,
+        quotas=quotas,
+        s3_client=s3_client,
+        plan_in_s3=True,
+    )
 
 
 def planned_input(prepared: PreparedRun) -> dict[str, Any]:

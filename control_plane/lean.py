@@ -6,6 +6,7 @@ library and first-party modules that do the same (this one, ``control_plane.aws`
 ``statemachine.build``). The defaults here are the single source: ``control_plane.settings``
 (the pydantic model the other handlers and the CLI read) uses them too.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,7 @@ class LeanSettings:
     reaper_grace_s: int = DEFAULT_REAPER_GRACE_S
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> "LeanSettings":
+    def from_env(cls, environ: dict[str, str] | None = None) -> LeanSettings:
         env = os.environ if environ is None else environ
 
         def get(name: str, default: Any) -> Any:
@@ -74,10 +75,13 @@ class LeanSettings:
             raise LeanSettingsError(f"{ENV_PREFIX}REAPER_GRACE_S: not an integer: {grace!r}") from None
         if grace < 0:
             raise LeanSettingsError(f"{ENV_PREFIX}REAPER_GRACE_S: must be >= 0, got {grace}")
-        return cls(state_machine_arn=get("state_machine_arn", None),
-                   state_machine_name=get("state_machine_name", DEFAULT_STATE_MACHINE_NAME),
-                   project=get("project", DEFAULT_PROJECT), lease_table=get("lease_table", DEFAULT_LEASE_TABLE),
-                   reaper_grace_s=grace)
+        return cls(
+            state_machine_arn=get("state_machine_arn", None),
+            state_machine_name=get("state_machine_name", DEFAULT_STATE_MACHINE_NAME),
+            project=get("project", DEFAULT_PROJECT),
+            lease_table=get("lease_table", DEFAULT_LEASE_TABLE),
+            reaper_grace_s=grace,
+        )
 
 
 def json_logger(name: str) -> logging.Logger:
@@ -115,9 +119,21 @@ def emit_metric(name: str, value: float, unit: str = "Count", now_ms: int | None
     """One CloudWatch Embedded Metric Format line on stdout (what powertools' Metrics writes)."""
     import time
 
-    line = json.dumps({"_aws": {"Timestamp": now_ms if now_ms is not None else int(time.time() * 1000),
-                                "CloudWatchMetrics": [{"Namespace": METRICS_NAMESPACE, "Dimensions": [["service"]],
-                                                       "Metrics": [{"Name": name, "Unit": unit}]}]},
-                       "service": SERVICE, name: value})
+    line = json.dumps(
+        {
+            "_aws": {
+                "Timestamp": now_ms if now_ms is not None else int(time.time() * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": METRICS_NAMESPACE,
+                        "Dimensions": [["service"]],
+                        "Metrics": [{"Name": name, "Unit": unit}],
+                    }
+                ],
+            },
+            "service": SERVICE,
+            name: value,
+        }
+    )
     print(line, flush=True)
     return line

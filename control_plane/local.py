@@ -12,11 +12,13 @@ The CLI owns its children:
   signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``): when the CLI dies, even by SIGKILL, the lane is told to
   stop, stops its servers and commits nothing;
 * Ctrl-C, SIGTERM and SIGHUP interrupt the running lanes (SIGINT to their groups; they commit nothing),
-  whatever is left of a group is killed, and the run exits 128 + the signal (130, 143, 129); running the same command again resumes;
+  whatever is left of a group is killed, and the run exits 128 + the signal (130, 143, 129); running the same command
+  again resumes;
 * a lane's verdict is what the store holds — the attempt the child committed — never its exit code or
   its stdout: a lane killed just after committing shows its committed status; a lane that committed
   nothing failed, with the last line of its log as the error (``control_plane.lane_process``).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -36,17 +39,33 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from pipeline import graph
 from control_plane.console import make_console
-from control_plane.lane_process import (EXIT_INTERRUPTED, InterruptGuard, LaneProcess, child_setup,
-                                        committed_verdict, last_log_line, libc, markers, quiet, signal_group,
-                                        stop_all)
+from control_plane.lane_process import (
+    EXIT_INTERRUPTED,
+    InterruptGuard,
+    LaneProcess,
+    child_setup,
+    committed_verdict,
+    last_log_line,
+    libc,
+    markers,
+    quiet,
+    signal_group,
+    stop_all,
+)
+from pipeline import graph
 
 if TYPE_CHECKING:
     from control_plane.local_plan import LocalPlan
 
-STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
-                "failed": "bold red", "interrupted": "magenta"}
+STATUS_STYLE = {
+    "waiting": "dim",
+    "running": "bold cyan",
+    "succeeded": "green",
+    "skipped": "yellow",
+    "failed": "bold red",
+    "interrupted": "magenta",
+}
 
 
 @dataclass
@@ -135,12 +154,29 @@ def _read_progress(path: Path, offset: int, state: LaneState) -> int:
     return offset
 
 
-def lane_command(lane: str, run_id: str, results: str, profile: str, force: bool,
-                 config: Mapping[str, Any] | None, progress_file: Path, needs: tuple[str, ...] = ()) -> list[str]:
+def lane_command(
+    lane: str,
+    run_id: str,
+    results: str,
+    profile: str,
+    force: bool,
+    config: Mapping[str, Any] | None,
+    progress_file: Path,
+    needs: tuple[str, ...] = (),
+) -> list[str]:
     """``python -m agents run-lane ...``: each value joined to its option (``--results=-x``), so the child never
     reads a value as an option of its own."""
-    cmd = [sys.executable, "-m", "agents", "run-lane", lane, f"--run-id={run_id}", f"--results={results}",
-           f"--profile={profile}", f"--progress-file={progress_file}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agents",
+        "run-lane",
+        lane,
+        f"--run-id={run_id}",
+        f"--results={results}",
+        f"--profile={profile}",
+        f"--progress-file={progress_file}",
+    ]
     if force:
         cmd.append("--force")
     if config:
@@ -171,7 +207,7 @@ def _child_env(priced_as: str | None) -> dict[str, str]:
 class _PlainView:
     """Stands in for rich's Live when the output is not a terminal: lines are printed instead."""
 
-    def __enter__(self) -> "_PlainView":
+    def __enter__(self) -> _PlainView:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -183,18 +219,30 @@ class _PlainView:
 
 def lanes_in_store(results: str) -> Callable[[str], set[str]]:
     """``plan_local``'s ``in_run``: the base lanes with an attempt committed (of any status) for a run."""
+
     def lookup(run_id: str) -> set[str]:
-        from pipeline.lanes import base_lane
         from analytics.store import open_store
+        from pipeline.lanes import base_lane
 
         return {base_lane(m.lane) for m in markers(open_store(results), run_id)}
+
     return lookup
 
 
-def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny", force: bool = False,
-              configs: Mapping[str, Mapping[str, Any]] | None = None, console: Console | None = None,
-              live: bool | None = None, on_lane_done: Callable[[LaneState], None] | None = None,
-              parallel: int = 1, poll_s: float = 0.25, priced_as: str | None = None) -> LocalRunOutcome:
+def run_local(
+    lanes: list[str],
+    run_id: str,
+    results: str,
+    profile: str = "tiny",
+    force: bool = False,
+    configs: Mapping[str, Mapping[str, Any]] | None = None,
+    console: Console | None = None,
+    live: bool | None = None,
+    on_lane_done: Callable[[LaneState], None] | None = None,
+    parallel: int = 1,
+    poll_s: float = 0.25,
+    priced_as: str | None = None,
+) -> LocalRunOutcome:
     """Run ``lanes`` (bare names): planned as a request naming them (``control_plane.local_plan.plan_local``;
     ``configs`` are the lanes' configs), then :func:`run_plan`."""
     from control_plane.local_plan import local_request, plan_local
@@ -203,15 +251,32 @@ def run_local(lanes: list[str], run_id: str, results: str, profile: str = "tiny"
         raise ValueError("no lanes to run")
     if parallel < 1:
         raise ValueError(f"--parallel must be at least 1, got {parallel}")
-    plan = plan_local(local_request(None, lanes=list(lanes), profile=profile, force=force), run_id=run_id,
-                      results_uri=results, in_run=lanes_in_store(results))
-    return run_plan(replace(plan, configs=dict(configs or {})), console=console, live=live,
-                    on_lane_done=on_lane_done, parallel=parallel, poll_s=poll_s, priced_as=priced_as)
+    plan = plan_local(
+        local_request(None, lanes=list(lanes), profile=profile, force=force),
+        run_id=run_id,
+        results_uri=results,
+        in_run=lanes_in_store(results),
+    )
+    return run_plan(
+        replace(plan, configs=dict(configs or {})),
+        console=console,
+        live=live,
+        on_lane_done=on_lane_done,
+        parallel=parallel,
+        poll_s=poll_s,
+        priced_as=priced_as,
+    )
 
 
-def run_plan(plan: LocalPlan, console: Console | None = None, live: bool | None = None,
-             on_lane_done: Callable[[LaneState], None] | None = None, parallel: int = 1, poll_s: float = 0.25,
-             priced_as: str | None = None) -> LocalRunOutcome:
+def run_plan(
+    plan: LocalPlan,
+    console: Console | None = None,
+    live: bool | None = None,
+    on_lane_done: Callable[[LaneState], None] | None = None,
+    parallel: int = 1,
+    poll_s: float = 0.25,
+    priced_as: str | None = None,
+) -> LocalRunOutcome:
     """Run a local plan (``control_plane.local_plan.plan_local``: its nodes in order, each with its config) and
     return the run's outcome.
 
@@ -236,8 +301,14 @@ class _LocalRun:
     """A local plan in progress: each lane's state, the lanes still to start, the lane processes running, the
     view; a lane starts once every lane it needs has finished."""
 
-    def __init__(self, plan: LocalPlan, console: Console, live: bool | None,
-                 on_lane_done: Callable[[LaneState], None] | None, priced_as: str | None):
+    def __init__(
+        self,
+        plan: LocalPlan,
+        console: Console,
+        live: bool | None,
+        on_lane_done: Callable[[LaneState], None] | None,
+        priced_as: str | None,
+    ):
         from agents.runner import commit_blocked, lane_statuses
         from analytics.store import open_store
 
@@ -261,8 +332,13 @@ class _LocalRun:
     def announce(self, state: LaneState) -> None:
         self.show()
         if not self.live_enabled:
-            self.console.print(f"[{self.plan.run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} "
-                               f"{state.detail}".rstrip(), highlight=False, markup=False, soft_wrap=True)
+            self.console.print(
+                f"[{self.plan.run_id}] {state.name}: {state.status} {_fmt_elapsed(state.elapsed)} "
+                f"{state.detail}".rstrip(),
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
         if self.on_lane_done and state.status != "running":
             self.on_lane_done(state)
 
@@ -280,9 +356,19 @@ class _LocalRun:
         blocked = graph.blocked_reason(node, self.statuses())
         if blocked is not None:  # recorded without a child process
             with quiet("agents.runner"):  # its warning would repeat the line announce() prints
-                result = self._commit_blocked(self.store, plan.run_id, node.result_lane, blocked[0], blocked[1],
-                                              {"box_role": graph.LOCAL, "profile": plan.profile,
-                                               "forced": plan.force, "priced_as": self.priced_as})
+                result = self._commit_blocked(
+                    self.store,
+                    plan.run_id,
+                    node.result_lane,
+                    blocked[0],
+                    blocked[1],
+                    {
+                        "box_role": graph.LOCAL,
+                        "profile": plan.profile,
+                        "forced": plan.force,
+                        "priced_as": self.priced_as,
+                    },
+                )
             state.status, state.detail, state.started = "skipped", blocked[1], time.monotonic()
             state.ended, state.result = state.started, result.to_output()
             self.announce(state)
@@ -290,12 +376,26 @@ class _LocalRun:
         progress_file = self.tmp / f"{state.name}.progress.jsonl"
         state.log_path = self.tmp / f"{state.name}.log"
         before = {m.attempt for m in markers(self.store, plan.run_id, state.name)}
-        cmd = lane_command(state.name, plan.run_id, plan.results_uri, plan.profile, plan.force,
-                           (plan.configs or {}).get(node.lane), progress_file, node.needs)
+        cmd = lane_command(
+            state.name,
+            plan.run_id,
+            plan.results_uri,
+            plan.profile,
+            plan.force,
+            (plan.configs or {}).get(node.lane),
+            progress_file,
+            node.needs,
+        )
         log_fh = open(state.log_path, "wb")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                                env=_child_env(self.priced_as), process_group=0,
-                                preexec_fn=child_setup(self.parent, self.lib))
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            env=_child_env(self.priced_as),
+            process_group=0,
+            preexec_fn=child_setup(self.parent, self.lib),
+        )
         self.running[state.name] = LaneProcess(node, state, proc, log_fh, progress_file, before)
         state.status, state.started, state.pid = "running", time.monotonic(), proc.pid
         self.announce(state)
@@ -335,9 +435,10 @@ class _LocalRun:
         """Start lanes as they become ready, up to ``parallel`` at once, until every lane has finished; an
         interrupt stops the running lanes (they commit nothing) and marks the run interrupted."""
         outcome, running, pending = self.outcome, self.running, self.pending
-        live_view = Live(render(self.plan.run_id, outcome.lanes), console=self.console, auto_refresh=False,
-                         transient=False)
-        with InterruptGuard() as sig, (live_view if self.live_enabled else _PlainView()) as self.view:
+        live_view = Live(
+            render(self.plan.run_id, outcome.lanes), console=self.console, auto_refresh=False, transient=False
+        )
+        with InterruptGuard() as sig, live_view if self.live_enabled else _PlainView() as self.view:
             try:
                 while pending or running:
                     for child in [c for c in running.values() if c.proc.poll() is not None]:
@@ -377,8 +478,13 @@ def _cache_step(argv: list[str], priced_as: str | None, extra_env: dict[str, str
     store, and the push's box_boots row); its failure is one line and never the run's."""
     env = {**_child_env(priced_as), **extra_env}
     try:
-        proc = subprocess.run([sys.executable, "-m", "agents", "cache", *argv], env=env, capture_output=True,
-                              text=True, timeout=CACHE_STEP_TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agents", "cache", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CACHE_STEP_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         console.print(f"compile cache {argv[0]}: {exc}", markup=False, highlight=False)
         return

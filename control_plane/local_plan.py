@@ -4,10 +4,12 @@ The same lanes, lane configs (models, server configs, adapter, SLO, lane_config)
 ``control_plane.plan.plan_run`` (both start from ``control_plane.request_configs.configured_lanes``), every lane on
 ``pipeline.graph.LOCAL`` in the order one machine runs them; no boxes, no cost.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping
+from typing import Any
 
 from control_plane.models import RunRequest
 from control_plane.request_configs import configured_lanes
@@ -38,14 +40,25 @@ class LocalPlan:
         return self.request.force
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "results_uri": self.results_uri, "profile": self.profile,
-                "force": self.force, "nodes": [n.to_json() for n in self.nodes],
-                "configs": {lane: dict(cfg) for lane, cfg in self.configs.items()},
-                "request": self.request.model_dump(mode="json")}
+        return {
+            "run_id": self.run_id,
+            "results_uri": self.results_uri,
+            "profile": self.profile,
+            "force": self.force,
+            "nodes": [n.to_json() for n in self.nodes],
+            "configs": {lane: dict(cfg) for lane, cfg in self.configs.items()},
+            "request": self.request.model_dump(mode="json"),
+        }
 
 
-def local_request(request: RunRequest | None, *, lanes: list[str] | None = None, profile: str = "tiny",
-                  slo: str | dict[str, Any] | None = None, force: bool = False) -> RunRequest:
+def local_request(
+    request: RunRequest | None,
+    *,
+    lanes: list[str] | None = None,
+    profile: str = "tiny",
+    slo: str | dict[str, Any] | None = None,
+    force: bool = False,
+) -> RunRequest:
     """The request a local run plans. From a request file: its profile when it sets one, else ``profile``; forced
     when it or ``force`` says so. Without one: ``lanes`` (None: every lane; an unknown name fails listing the valid
     ones) at ``profile``. ``slo`` (canonical, ``pipeline.slo.parse_slo(...).to_config()``) replaces the request's."""
@@ -62,8 +75,14 @@ def local_request(request: RunRequest | None, *, lanes: list[str] | None = None,
     return request.model_copy(update=update)
 
 
-def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: InRunLookup | None = None,
-               target: ServingTarget | None = None) -> LocalPlan:
+def plan_local(
+    request: RunRequest,
+    *,
+    run_id: str,
+    results_uri: str,
+    in_run: InRunLookup | None = None,
+    target: ServingTarget | None = None,
+) -> LocalPlan:
     """The local plan: the same lanes, lane configs (models, server configs, adapter, SLO, lane_config) and config
     checks as ``plan_run``, on one machine. ``in_run`` (asked after the checks) names the lanes this run has
     committed before, of any status: a need on one of them binds although the lane is not selected (a resume);
@@ -74,5 +93,10 @@ def plan_local(request: RunRequest, *, run_id: str, results_uri: str, in_run: In
     lanes, configs = configured_lanes(request, target, local=True)
     done = in_run(run_id) if in_run is not None else ()
     nodes = topological(build_nodes(lanes, [LOCAL], in_run={base_lane(c) for c in done}))
-    return LocalPlan(run_id=run_id, results_uri=results_uri, request=request, nodes=tuple(nodes),
-                     configs={lane: cfg for lane, cfg in configs.items() if cfg})
+    return LocalPlan(
+        run_id=run_id,
+        results_uri=results_uri,
+        request=request,
+        nodes=tuple(nodes),
+        configs={lane: cfg for lane, cfg in configs.items() if cfg},
+    )

@@ -17,6 +17,7 @@ with placeholder instance ids.
 ``max_cost_usd`` is optional: the effective ceiling is the smaller of the request's and the
 deployment's (``ControlPlaneSettings.max_cost_usd_ceiling``); a request cannot raise it.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,6 @@ MATRIX_INLINE_INPUT_BYTES = 64 * 1024
 PLACEHOLDER_INSTANCE_ID = "i-0000000000000000a"  # 19 characters, as long as a real id
 
 
-
 def _known_model(name: str) -> str:
     """A model a run may name (refused per item: ``models.0: unknown model ...``)."""
     from pipeline.model_catalogue import UnknownModelError, get_model
@@ -63,41 +63,54 @@ class RunRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str | None = Field(None, pattern=RUN_ID_PATTERN,
-                               description="execution name and results run id; generated when absent")
+    run_id: str | None = Field(
+        None, pattern=RUN_ID_PATTERN, description="execution name and results run id; generated when absent"
+    )
     preset: Preset | None = Field(None, description="full | smoke | finetune_serve (default full)")
     lanes: list[str] | None = Field(None, min_length=1, description="an explicit lane list instead of a preset")
     models: list[Annotated[str, AfterValidator(_known_model)]] = Field(
-        default_factory=lambda: list(DEFAULT_MODELS), min_length=1,
+        default_factory=lambda: list(DEFAULT_MODELS),
+        min_length=1,
         description="catalogue models, tiny-<family> (the tiny factory: llama, qwen3, mistral) or any Hugging Face "
-                    "repository id org/name (downloaded on the box)")
+        "repository id org/name (downloaded on the box)",
+    )
     server_configs: list[str] | dict[str, dict[str, Any] | None] = Field(
         default_factory=lambda: list(DEFAULT_SERVER_CONFIGS),
         description="the server configs the serving lanes boot: catalogue names (A, B), or a map NAME -> the "
-                    "variant's fields on top of a catalogue config (docs/reference/lanes.md); a serving lane's "
-                    "lane_config server_configs picks names from these")
+        "variant's fields on top of a catalogue config (docs/reference/lanes.md); a serving lane's "
+        "lane_config server_configs picks names from these",
+    )
     workloads: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="production-shaped workloads, NAME -> {input, output, prompts, prefix, turns, think_time_s, "
-                    "arrival, configs, seed} (docs/reference/workloads.md): serve_sweep and finetune_serve run every "
-                    "one after their shapes; a lane's lane_config workloads picks names")
+        "arrival, configs, seed} (docs/reference/workloads.md): serve_sweep and finetune_serve run every "
+        "one after their shapes; a lane's lane_config workloads picks names",
+    )
     force: bool = Field(False, description="re-run lanes already committed for this run id")
     profile: LaneProfile = "full"
-    max_cost_usd: float | None = Field(None, gt=0,
-                                       description="reject the plan when its worst-case instance cost exceeds "
-                                                   "this (at most the deployment's ceiling; default: that ceiling)")
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        description="reject the plan when its worst-case instance cost exceeds "
+        "this (at most the deployment's ceiling; default: that ceiling)",
+    )
     adapter_uri: str | None = Field(None, pattern=r"^s3://[^/]+/.+", description="new adapter (finetune_serve)")
-    lane_config: dict[str, dict[str, Any]] = Field(default_factory=dict,
-                                                   description="per-lane config overrides (agents --config)")
+    lane_config: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per-lane config overrides (agents --config)"
+    )
     trigger: str = Field("cli", max_length=64, description="who asked: cli, console, schedule, s3:<key>")
     matrix: dict[str, Any] | None = Field(
-        None, description="fan the serving lanes out over {instance_types, models, server_configs, workloads} "
-                          "(and exclude, lanes, max_concurrency): one ephemeral box per cell "
-                          "(docs/reference/fleet.md)")
+        None,
+        description="fan the serving lanes out over {instance_types, models, server_configs, workloads} "
+        "(and exclude, lanes, max_concurrency): one ephemeral box per cell "
+        "(docs/reference/fleet.md)",
+    )
     slo: str | dict[str, Any] | None = Field(
-        None, description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
-                          "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
-                          "the profile's (docs/reference/slo.md); a lane_config slo still wins")
+        None,
+        description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
+        "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
+        "the profile's (docs/reference/slo.md); a lane_config slo still wins",
+    )
 
     @field_validator("lanes")
     @classmethod
@@ -176,7 +189,7 @@ class RunRequest(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _preset_or_lanes(self) -> "RunRequest":
+    def _preset_or_lanes(self) -> RunRequest:
         if self.preset is not None and self.lanes is not None:
             raise ValueError("give either preset or lanes, not both")
         if self.preset is None and self.lanes is None:
@@ -184,14 +197,23 @@ class RunRequest(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _configs_only_for_lanes_it_runs(self) -> "RunRequest":
+    def _configs_only_for_lanes_it_runs(self) -> RunRequest:
         """A lane_config entry for a lane the request does not run would be silently ignored: refused, one
         ``lane_config.<lane>: ...`` line each (every planner parses the request, so each refuses it)."""
         running = [s.name for s in request_lanes(self.lanes, self.preset)]
-        errors = [InitErrorDetails(type=PydanticCustomError(
-            "lane_not_in_request", "the request does not run lane {lane} (lanes: {lanes})",
-            {"lane": name, "lanes": ", ".join(running)}), loc=("lane_config", name), input=cfg)
-            for name, cfg in self.lane_config.items() if name not in running]
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "lane_not_in_request",
+                    "the request does not run lane {lane} (lanes: {lanes})",
+                    {"lane": name, "lanes": ", ".join(running)},
+                ),
+                loc=("lane_config", name),
+                input=cfg,
+            )
+            for name, cfg in self.lane_config.items()
+            if name not in running
+        ]
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
@@ -340,11 +362,21 @@ class RunPlan(BaseModel):
     def lane_steps(self) -> list[LaneStep]:
         return [step for seg in self.segments for step in seg.lanes]
 
-    def with_instances(self, ids: dict[str, str]) -> "RunPlan":
+    def with_instances(self, ids: dict[str, str]) -> RunPlan:
         """The plan with every pinned segment's instance id set from ``ids`` (box role -> instance id)."""
-        waves = [w.model_copy(update={"segments": [
-            s if s.launch is not None else s.model_copy(update={"instance_id": ids.get(s.box_role, s.instance_id)})
-            for s in w.segments]}) for w in self.waves]
+        waves = [
+            w.model_copy(
+                update={
+                    "segments": [
+                        s
+                        if s.launch is not None
+                        else s.model_copy(update={"instance_id": ids.get(s.box_role, s.instance_id)})
+                        for s in w.segments
+                    ]
+                }
+            )
+            for w in self.waves
+        ]
         return self.model_copy(update={"waves": waves})
 
     def execution_input(self, plan_uri: str | None = None, plan_digest: str | None = None) -> dict[str, Any]:
@@ -400,8 +432,10 @@ class RunPlan(BaseModel):
             "plan_uri": None,
             "plan_digest": None,
             "nodes": self.nodes,
-            "waves": [{"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=COST_FIELDS)
-                                                    for s in w.segments]} for w in self.waves],
+            "waves": [
+                {"wave": w.wave, "segments": [s.model_dump(mode="json", exclude=COST_FIELDS) for s in w.segments]}
+                for w in self.waves
+            ],
             "request": self.request.model_dump(mode="json"),
         }
 
@@ -425,7 +459,8 @@ def check_input_size(data: dict[str, Any], what: str = "execution input", extra:
         raise ExecutionInputTooLargeError(
             f"{what}{' with its largest wave' if extra else ''}: {size:,} bytes exceeds the cap of "
             f"{MAX_EXECUTION_INPUT_BYTES:,} bytes (Step Functions "
-            "allows 256 KiB); shorten lane_config or run fewer lanes")
+            "allows 256 KiB); shorten lane_config or run fewer lanes"
+        )
     return size
 
 

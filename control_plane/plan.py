@@ -18,21 +18,57 @@ Checked before anything starts: every lane's config (``control_plane.request_con
 against the ceiling (``control_plane.cost``) and the execution input's size (``models.MAX_EXECUTION_INPUT_BYTES``).
 What each SSM command runs on a box is rendered by ``control_plane.box_scripts``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import Collection, Mapping
 
-from control_plane.box_scripts import (FIRST_BOOT_WAIT_S, Harness, cache_push_script, comment_for, lane_script,
-                                       ssm_output_prefix, sync_script)
-from control_plane.cost import (DEFAULT_REGION, INSTANCE_TYPES, PRICE_SOURCE, CostCeilingError, check_worst_case,
-                                cost_ceiling, fleet_price_source, segment_hours)
+from control_plane.box_scripts import (
+    DEFAULT_HARNESS,
+    FIRST_BOOT_WAIT_S,
+    Harness,
+    cache_push_script,
+    comment_for,
+    lane_script,
+    ssm_output_prefix,
+    sync_script,
+)
+from control_plane.cost import (
+    DEFAULT_REGION,
+    INSTANCE_TYPES,
+    PRICE_SOURCE,
+    CostCeilingError,
+    check_worst_case,
+    cost_ceiling,
+    fleet_price_source,
+    segment_hours,
+)
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.lean import DEFAULT_MAX_COST_USD_CEILING
-from control_plane.matrix_plan import (PLACEHOLDER_SUBNETS, Fleet, FleetPlanError, MatrixPlan, cell_request,
-                                       cell_rows, cell_tags, matrix_plan, quota_needs)
-from control_plane.models import (ExecutionInputTooLargeError, HarnessSync, LaneStep, Launch, RunPlan, RunRequest,
-                                  RunRequestError, Segment, SkippedLane, Wave)
+from control_plane.matrix_plan import (
+    PLACEHOLDER_SUBNETS,
+    Fleet,
+    FleetPlanError,
+    MatrixPlan,
+    cell_request,
+    cell_rows,
+    cell_tags,
+    matrix_plan,
+    quota_needs,
+)
+from control_plane.models import (
+    ExecutionInputTooLargeError,
+    HarnessSync,
+    LaneStep,
+    Launch,
+    RunPlan,
+    RunRequest,
+    RunRequestError,
+    Segment,
+    SkippedLane,
+    Wave,
+)
 from control_plane.request_configs import configured_lanes, lane_config, lane_timeout_s, selected_lanes
 from pipeline.graph import Node, build_nodes
 from pipeline.instance_types import NoPriceError, get_instance_type
@@ -53,9 +89,16 @@ class EmptyPlanError(ValueError):
 
 
 # Everything plan_run refuses a request with (one clear message each): callers catch these.
-PLAN_ERRORS: tuple[type[Exception], ...] = (RunRequestError, CostCeilingError, EmptyPlanError, EmptyRequestError,
-                                            LaneConfigInvalidError, ExecutionInputTooLargeError, FleetPlanError,
-                                            MatrixError)
+PLAN_ERRORS: tuple[type[Exception], ...] = (
+    RunRequestError,
+    CostCeilingError,
+    EmptyPlanError,
+    EmptyRequestError,
+    LaneConfigInvalidError,
+    ExecutionInputTooLargeError,
+    FleetPlanError,
+    MatrixError,
+)
 
 
 def box_roles_for(lanes: list[LaneSpec]) -> list[BoxRole]:
@@ -89,10 +132,18 @@ class _RunContext:
     fleet: Fleet
 
 
-def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: Collection[str] = (),
-             instance_ids: Mapping[str, str] | None = None, harness: Harness = Harness(),
-             ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING, region: str = DEFAULT_REGION,
-             fleet: Fleet | None = None) -> RunPlan:
+def plan_run(
+    request: RunRequest,
+    *,
+    run_id: str,
+    results_uri: str,
+    committed: Collection[str] = (),
+    instance_ids: Mapping[str, str] | None = None,
+    harness: Harness = DEFAULT_HARNESS,
+    ceiling_usd: float = DEFAULT_MAX_COST_USD_CEILING,
+    region: str = DEFAULT_REGION,
+    fleet: Fleet | None = None,
+) -> RunPlan:
     """Build the plan; lanes committed for this run are skipped unless the request forces them.
 
     A request with a ``matrix``: its serving lanes run in cells, each on an ephemeral box of its type launched in
@@ -108,10 +159,11 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
     matrix = matrix_plan(request)
     fleet = fleet or Fleet(subnets=PLACEHOLDER_SUBNETS)
     if matrix is not None and not fleet.subnets:
-        raise FleetPlanError("matrix: no subnets to launch cells in (the deployment's NEURONPIPE_FLEET_SUBNETS is "
-                             "empty)")
+        raise FleetPlanError(
+            "matrix: no subnets to launch cells in (the deployment's NEURONPIPE_FLEET_SUBNETS is empty)"
+        )
     specs = {s.name: s for s in lanes}
-    for name in (matrix.lanes if matrix else []):
+    for name in matrix.lanes if matrix else []:
         specs.setdefault(name, get_lane(name))
     run = _RunContext(request, run_id, results_uri, harness, instance_ids or {}, region, fleet)
     cells = {c.cell: c for c in (matrix.cells if matrix else [])}
@@ -122,8 +174,9 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
         nodes = _matrix_nodes(matrix, lanes, specs, cells, in_run)
     skipped, by_wave = _lane_steps(nodes, specs, cells, committed, run)
     if not by_wave:
-        raise EmptyPlanError(f"nothing to run: every selected lane is already committed for run {run_id} "
-                             "(set force to re-run)")
+        raise EmptyPlanError(
+            f"nothing to run: every selected lane is already committed for run {run_id} (set force to re-run)"
+        )
     waves = _waves(by_wave, cells, run)
     segments_all = [seg for w in waves for seg in w.segments]
     total_cost = round(sum(p.max_cost_usd for p in segments_all), 2)
@@ -131,20 +184,34 @@ def plan_run(request: RunRequest, *, run_id: str, results_uri: str, committed: C
     max_concurrency = 0
     if matrix is not None:  # the pinned boxes never wait for a cell's slot
         max_concurrency = matrix.max_concurrency + max(sum(1 for s in w.segments if s.launch is None) for w in waves)
-    plan = RunPlan(run_id=run_id, results_uri=results_uri, request=request, waves=waves,
-                   nodes=[n.to_json() for n in nodes], skipped=skipped,
-                   max_instance_hours=round(sum(p.max_instance_hours for p in segments_all), 3),
-                   max_cost_usd=total_cost, price_source=PRICE_SOURCE if not cells else fleet_price_source(region),
-                   cost_ceiling_usd=ceiling, cells=cell_rows(cells, segments_all), max_concurrency=max_concurrency,
-                   region=region,
-                   quota_needs=quota_needs(segments_all, matrix.max_concurrency, region) if matrix else [])
+    plan = RunPlan(
+        run_id=run_id,
+        results_uri=results_uri,
+        request=request,
+        waves=waves,
+        nodes=[n.to_json() for n in nodes],
+        skipped=skipped,
+        max_instance_hours=round(sum(p.max_instance_hours for p in segments_all), 3),
+        max_cost_usd=total_cost,
+        price_source=PRICE_SOURCE if not cells else fleet_price_source(region),
+        cost_ceiling_usd=ceiling,
+        cells=cell_rows(cells, segments_all),
+        max_concurrency=max_concurrency,
+        region=region,
+        quota_needs=quota_needs(segments_all, matrix.max_concurrency, region) if matrix else [],
+    )
     if not cells:
         plan.check_input_size()  # placeholder instance ids: the same size as the real input
     return plan
 
 
-def _matrix_nodes(matrix: MatrixPlan, lanes: list[LaneSpec], specs: Mapping[str, LaneSpec], cells: Mapping[str, Cell],
-                  in_run: set[str]) -> list[Node]:
+def _matrix_nodes(
+    matrix: MatrixPlan,
+    lanes: list[LaneSpec],
+    specs: Mapping[str, LaneSpec],
+    cells: Mapping[str, Cell],
+    in_run: set[str],
+) -> list[Node]:
     """The graph of a matrix run: each cell's lanes on the cell (all in the cell's last wave: a cell runs in one
     segment), the other lanes on the pinned boxes they need (none when no lane left needs one)."""
     pinned_lanes = [s for s in lanes if s.name not in matrix.matrix_lanes]
@@ -164,19 +231,28 @@ def _matrix_nodes(matrix: MatrixPlan, lanes: list[LaneSpec], specs: Mapping[str,
     return [replace(n, wave=last[n.box]) if n.box in cells else n for n in nodes]
 
 
-def _lane_steps(nodes: list[Node], specs: Mapping[str, LaneSpec], cells: Mapping[str, Cell],
-                committed: Collection[str], run: _RunContext,
-                ) -> tuple[list[SkippedLane], dict[int, dict[str, list[LaneStep]]]]:
+def _lane_steps(
+    nodes: list[Node],
+    specs: Mapping[str, LaneSpec],
+    cells: Mapping[str, Cell],
+    committed: Collection[str],
+    run: _RunContext,
+) -> tuple[list[SkippedLane], dict[int, dict[str, list[LaneStep]]]]:
     """Each node's lane step, by wave and box; the nodes already committed for the run (unless forced) skipped."""
     skipped: list[SkippedLane] = []
     by_wave: dict[int, dict[str, list[LaneStep]]] = {}
     for node in nodes:
         spec = specs[node.lane]
         cell = cells.get(node.box)
-        role: BoxRole = "inf2" if cell is not None else node.box  # type: ignore[assignment]
+        role: BoxRole = "inf2" if cell is not None else node.box
         if node.result_lane in committed and not run.request.force:
-            skipped.append(SkippedLane(lane=node.result_lane if cell else spec.name, box_role=role,
-                                       reason=f"already committed for run {run.run_id} (force to re-run)"))
+            skipped.append(
+                SkippedLane(
+                    lane=node.result_lane if cell else spec.name,
+                    box_role=role,
+                    reason=f"already committed for run {run.run_id} (force to re-run)",
+                )
+            )
             continue
         by_wave.setdefault(node.wave, {}).setdefault(node.box, []).append(_lane_step(node, spec, cell, role, run))
     return skipped, by_wave
@@ -187,21 +263,35 @@ def _lane_step(node: Node, spec: LaneSpec, cell: Cell | None, role: BoxRole, run
     config = lane_config(cell_request(request, cell) if cell else request, spec.name)
     timeout_s = lane_timeout_s(spec, request.profile, config)
     return LaneStep(
-        lane=spec.name, box_role=role, result_lane=node.result_lane, needs=list(node.needs), gate=node.gate,
-        wave=node.wave, timeout_s=timeout_s, heartbeat_s=spec.heartbeat_s,
-        script=lane_script(spec, run_id, results_uri, request, run.harness, config, node.needs,
-                           cell=node.box if cell else None),
-        comment=comment_for(spec.name, run_id), execution_timeout=[str(timeout_s)],
-        output_prefix=ssm_output_prefix(results_uri, run_id, node.result_lane if cell else spec.name,
-                                        f"ssm-{node.box}"), config=config)
+        lane=spec.name,
+        box_role=role,
+        result_lane=node.result_lane,
+        needs=list(node.needs),
+        gate=node.gate,
+        wave=node.wave,
+        timeout_s=timeout_s,
+        heartbeat_s=spec.heartbeat_s,
+        script=lane_script(
+            spec, run_id, results_uri, request, run.harness, config, node.needs, cell=node.box if cell else None
+        ),
+        comment=comment_for(spec.name, run_id),
+        execution_timeout=[str(timeout_s)],
+        output_prefix=ssm_output_prefix(
+            results_uri, run_id, node.result_lane if cell else spec.name, f"ssm-{node.box}"
+        ),
+        config=config,
+    )
 
 
-def _waves(by_wave: Mapping[int, Mapping[str, list[LaneStep]]], cells: Mapping[str, Cell],
-           run: _RunContext) -> list[Wave]:
+def _waves(
+    by_wave: Mapping[int, Mapping[str, list[LaneStep]]], cells: Mapping[str, Cell], run: _RunContext
+) -> list[Wave]:
     """The waves, renumbered densely (a wave may be all committed), each box's lanes of a wave its segment; a
     pinned box releases its lease after its last segment."""
-    last_wave = {box: max(w for w, boxes in by_wave.items() if box in boxes)
-                 for box in {r for boxes in by_wave.values() for r in boxes}}
+    last_wave = {
+        box: max(w for w, boxes in by_wave.items() if box in boxes)
+        for box in {r for boxes in by_wave.values() for r in boxes}
+    }
     waves: list[Wave] = []
     box_order = [*BOX_ORDER, *cells]
     for index, wave in enumerate(sorted(by_wave)):
@@ -213,33 +303,50 @@ def _waves(by_wave: Mapping[int, Mapping[str, list[LaneStep]]], cells: Mapping[s
     return waves
 
 
-def _segment(box: str, steps: list[LaneStep], index: int, last: bool, cell: Cell | None,
-             run: _RunContext) -> Segment:
+def _segment(box: str, steps: list[LaneStep], index: int, last: bool, cell: Cell | None, run: _RunContext) -> Segment:
     """One box's segment of a wave: its lanes, the sync before and the cache push after them, its worst case;
     a cell's box is launched for it (and waits for its first boot), a pinned box is started."""
     run_id, results_uri, harness, fleet = run.run_id, run.results_uri, run.harness, run.fleet
-    instance_type = cell.instance_type if cell else INSTANCE_TYPES[box]  # type: ignore[index]
+    instance_type = cell.instance_type if cell else INSTANCE_TYPES[box]
     try:
         price = get_instance_type(instance_type).price(run.region)
     except NoPriceError as exc:
         raise FleetPlanError(f"matrix: cell {box}: {exc}" if cell else str(exc)) from None
     boot_wait_s = FIRST_BOOT_WAIT_S if cell else 0  # an ephemeral box's sync waits for its first boot
     hours = segment_hours([s.timeout_s for s in steps], boot_wait_s)
-    role: BoxRole = "inf2" if cell else box  # type: ignore[assignment]
+    role: BoxRole = "inf2" if cell else box
     return Segment(
-        box=box, run_id=run_id, box_role=role, instance_type=instance_type,
-        instance_id=None if cell else run.instance_ids.get(box), wave=index,
+        box=box,
+        run_id=run_id,
+        box_role=role,
+        instance_type=instance_type,
+        instance_id=None if cell else run.instance_ids.get(box),
+        wave=index,
         cell=cell.to_json() if cell else None,
-        launch=Launch(template=fleet.template(instance_type), subnets=list(fleet.subnets),
-                      subnet_count=len(fleet.subnets), tags=cell_tags(fleet, run_id, cell)) if cell else None,
+        launch=Launch(
+            template=fleet.template(instance_type),
+            subnets=list(fleet.subnets),
+            subnet_count=len(fleet.subnets),
+            tags=cell_tags(fleet, run_id, cell),
+        )
+        if cell
+        else None,
         release_lease=last and not cell,
-        sync=HarnessSync(script=sync_script(harness, results_uri, boot_wait_s),
-                         comment=comment_for("sync-harness", run_id),
-                         execution_timeout=[str(SYNC_TIMEOUT_S + boot_wait_s)],
-                         timeout_s=SYNC_TIMEOUT_S + boot_wait_s,
-                         output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{box}")),
-        cache_push=HarnessSync(script=cache_push_script(run_id, results_uri, box, index, harness),
-                               comment=comment_for("cache-push", run_id),
-                               execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)], timeout_s=CACHE_PUSH_TIMEOUT_S,
-                               output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{box}")),
-        lanes=steps, max_instance_hours=round(hours, 3), max_cost_usd=round(hours * price, 2))
+        sync=HarnessSync(
+            script=sync_script(harness, results_uri, boot_wait_s),
+            comment=comment_for("sync-harness", run_id),
+            execution_timeout=[str(SYNC_TIMEOUT_S + boot_wait_s)],
+            timeout_s=SYNC_TIMEOUT_S + boot_wait_s,
+            output_prefix=ssm_output_prefix(results_uri, run_id, f"_sync-{box}"),
+        ),
+        cache_push=HarnessSync(
+            script=cache_push_script(run_id, results_uri, box, index, harness),
+            comment=comment_for("cache-push", run_id),
+            execution_timeout=[str(CACHE_PUSH_TIMEOUT_S)],
+            timeout_s=CACHE_PUSH_TIMEOUT_S,
+            output_prefix=ssm_output_prefix(results_uri, run_id, f"_cache-push-{box}"),
+        ),
+        lanes=steps,
+        max_instance_hours=round(hours, 3),
+        max_cost_usd=round(hours * price, 2),
+    )

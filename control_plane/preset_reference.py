@@ -4,6 +4,7 @@
 checked-in page; ``tests/unit/test_preset_reference.py`` fails when the page and the registry disagree. Every other
 page that names a preset's waves links here instead of listing them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +23,26 @@ def _preset(name: str) -> list[str]:
     specs = request_lanes(None, name)
     nodes = build_nodes(specs, list(BOXES))
     waves = sorted({n.wave for n in nodes})
-    lines = [f"## `{name}`", "", f"Lanes, in plan order: {', '.join(f'`{s.name}`' for s in specs)}.", "",
-             "| wave | " + " | ".join(BOXES) + " |", "|---|" + "---|" * len(BOXES)]
+    lines = [
+        f"## `{name}`",
+        "",
+        f"Lanes, in plan order: {', '.join(f'`{s.name}`' for s in specs)}.",
+        "",
+        "| wave | " + " | ".join(BOXES) + " |",
+        "|---|" + "---|" * len(BOXES),
+    ]
     for wave in waves:
         cells = [", ".join(n.lane for n in nodes if n.wave == wave and n.box == box) or "—" for box in BOXES]
         lines.append(f"| {wave} | " + " | ".join(cells) + " |")
-    crossing = sorted({f"`{n.lane}` after `{need}`" for n in nodes if n.wave > 0
-                       for need in n.needs if need in {m.result_lane for m in nodes if m.box != n.box}})
+    crossing = sorted(
+        {
+            f"`{n.lane}` after `{need}`"
+            for n in nodes
+            if n.wave > 0
+            for need in n.needs
+            if need in {m.result_lane for m in nodes if m.box != n.box}
+        }
+    )
     if crossing:
         lines += ["", "A lane waits a wave for a producer on the other box: " + "; ".join(crossing) + "."]
     return lines + [""]
@@ -36,21 +50,27 @@ def _preset(name: str) -> list[str]:
 
 def generate() -> str:
     """The page for the registry as it is defined now."""
-    lines = ["# Presets: lanes and waves", "",
-             "<!-- Generated from the lane registry by `python -m control_plane.preset_reference` "
-             f"(`{REGENERATE}`); do not edit by hand. -->", "",
-             "What a request's `preset` runs, and how the planner groups its lanes into **waves**: in a wave every box "
-             "runs its segment of lanes at once, one lane after another in plan order; a lane that needs a lane on "
-             "the other box runs one wave after its producer ([planning](../explanation/planning.md)). A request "
-             "without `preset` or `lanes` runs `full`.", ""]
+    lines = [
+        "# Presets: lanes and waves",
+        "",
+        "<!-- Generated from the lane registry by `python -m control_plane.preset_reference` "
+        f"(`{REGENERATE}`); do not edit by hand. -->",
+        "",
+        "What a request's `preset` runs, and how the planner groups its lanes into **waves**: in a wave every box "
+        "runs its segment of lanes at once, one lane after another in plan order; a lane that needs a lane on "
+        "the other box runs one wave after its producer ([planning](../explanation/planning.md)). A request "
+        "without `preset` or `lanes` runs `full`.",
+        "",
+    ]
     for name in PRESETS:
         lines += _preset(name)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m control_plane.preset_reference",
-                                     description="write the presets' lanes and waves as Markdown")
+    parser = argparse.ArgumentParser(
+        prog="python -m control_plane.preset_reference", description="write the presets' lanes and waves as Markdown"
+    )
     parser.add_argument("--output", default=None, help=f"write here instead of stdout (e.g. {OUTPUT})")
     args = parser.parse_args(argv)
     text = generate()

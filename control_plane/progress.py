@@ -6,14 +6,16 @@ run's results store says what each lane committed (:class:`CommittedLanes`, read
 
 Used by ``neuronpipe status``, ``run --aws`` and the rehearsal; rendering is the commands' own
 (``control_plane.commands.status.render_progress``)."""
+
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from control_plane.aws import planned_input
 from control_plane.models import parse_lane_from_comment
@@ -27,8 +29,12 @@ TAG_CELL = "neuronpipe:cell"  # control_plane.lean.TAG_CELL
 DISTRIBUTED_MAP_STATE = "SegmentsDistributed"  # statemachine.build: a wave run as a Distributed Map
 STORE_POLL_S = 30.0  # follow(): how often the store is listed while a distributed wave runs (its history is quiet)
 
-ENDED = {"ExecutionSucceeded": "SUCCEEDED", "ExecutionFailed": "FAILED", "ExecutionTimedOut": "TIMED_OUT",
-         "ExecutionAborted": "ABORTED"}
+ENDED = {
+    "ExecutionSucceeded": "SUCCEEDED",
+    "ExecutionFailed": "FAILED",
+    "ExecutionTimedOut": "TIMED_OUT",
+    "ExecutionAborted": "ABORTED",
+}
 
 
 @dataclass
@@ -105,8 +111,15 @@ def _plan_lanes(plan: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     out = []
     for wave in plan.get("waves") or []:
         for seg in wave.get("segments", []):
-            out += [(seg.get("box") or seg["box_role"], st["lane"], st.get("result_lane") or st["lane"],
-                     int(wave.get("wave", 0))) for st in seg.get("lanes", [])]
+            out += [
+                (
+                    seg.get("box") or seg["box_role"],
+                    st["lane"],
+                    st.get("result_lane") or st["lane"],
+                    int(wave.get("wave", 0)),
+                )
+                for st in seg.get("lanes", [])
+            ]
     for phase in plan.get("phases") or []:
         out += [(phase["box_role"], st["lane"], st["lane"], 0) for st in phase.get("lanes", [])]
     return out
@@ -136,8 +149,7 @@ def _outcome_from_end(kind: str, details: dict[str, Any]) -> dict[str, Any] | No
     return outcome if isinstance(outcome, dict) and outcome.get("status") else None
 
 
-def progress_from_history(events: Iterable[dict[str, Any]],
-                          committed: Mapping[str, str] | None = None) -> RunProgress:
+def progress_from_history(events: Iterable[dict[str, Any]], committed: Mapping[str, str] | None = None) -> RunProgress:
     """Fold an execution history into per-box and per-lane state.
 
     Both boxes work at once, so events interleave: a task's end is matched to its start by following
@@ -302,11 +314,18 @@ def _settle_lanes(progress: RunProgress, committed: Mapping[str, str] | None) ->
             if lp.status in ("waiting", "running"):
                 reason = reasons.get(lp.result_lane)
                 if progress.distributed and lp.status == "waiting" and not reason and committed is None:
-                    lp.status, lp.detail = "unknown", "ran in a Distributed Map's child execution (the results " \
-                                                      "store says what it committed)"
+                    lp.status, lp.detail = (
+                        "unknown",
+                        "ran in a Distributed Map's child execution (the results store says what it committed)",
+                    )
                     continue
-                lp.status = ("skipped" if reason and lp.status == "waiting" else
-                             "not run" if lp.status == "waiting" else "failed")
+                lp.status = (
+                    "skipped"
+                    if reason and lp.status == "waiting"
+                    else "not run"
+                    if lp.status == "waiting"
+                    else "failed"
+                )
                 lp.detail = reason or lp.detail
 
 
@@ -358,22 +377,32 @@ def _committed_since(committed_at: str, since: datetime) -> bool:
     return at >= since
 
 
-def read_committed(committed: Callable[[str, datetime | None], Mapping[str, str]],
-                   progress: RunProgress) -> Mapping[str, str] | None:
+def read_committed(
+    committed: Callable[[str, datetime | None], Mapping[str, str]], progress: RunProgress
+) -> Mapping[str, str] | None:
     """``committed(run_id, started)`` for a run's progress, or None with one warning line when the results store
     cannot be read from here (credentials, network, a bucket refusing): the history's view stands."""
     try:
         return committed(str(progress.run_id), progress.started)
     except Exception as exc:  # noqa: BLE001 - whatever the store or its client raises, the progress still shows
-        log.warning("the results store cannot be read from here (%s: %s): a distributed wave's lanes show as the "
-                    "run's history has them", type(exc).__name__, exc)
+        log.warning(
+            "the results store cannot be read from here (%s: %s): a distributed wave's lanes show as the "
+            "run's history has them",
+            type(exc).__name__,
+            exc,
+        )
         return None
 
 
-def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable[[RunProgress], Any],
-           sleep: Callable[[float], Any] = time.sleep,
-           committed: Callable[[str, datetime | None], Mapping[str, str]] | None = None,
-           clock: Callable[[], float] = time.monotonic) -> RunProgress:
+def follow(
+    executions,
+    execution_arn: str,
+    poll_s: float,
+    on_progress: Callable[[RunProgress], Any],
+    sleep: Callable[[float], Any] = time.sleep,
+    committed: Callable[[str, datetime | None], Mapping[str, str]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> RunProgress:
     """Poll the execution history until the execution ends; call ``on_progress`` on every change. Once a wave runs
     as a Distributed Map, ``committed(run_id, since)`` (a :class:`CommittedLanes`) fills in its lanes: at each change of
     the history and every :data:`STORE_POLL_S` between (the run's own history is quiet while the wave runs)."""
@@ -382,8 +411,12 @@ def follow(executions, execution_arn: str, poll_s: float, on_progress: Callable[
     while True:
         history = executions.history(execution_arn)
         progress = progress_from_history(history, known)
-        if progress.distributed and committed is not None and progress.run_id and \
-                (len(history) != seen or progress.done or clock() - store_read >= STORE_POLL_S):
+        if (
+            progress.distributed
+            and committed is not None
+            and progress.run_id
+            and (len(history) != seen or progress.done or clock() - store_read >= STORE_POLL_S)
+        ):
             store_read = clock()
             read = read_committed(committed, progress)
             if read is None:

@@ -7,10 +7,12 @@ applied). What else the account already runs under the same quota is not subtrac
 everything; a run that needs more than the whole quota can never start, one that needs less may still meet
 instances of another workload: EC2 then refuses the launch with ``VcpuLimitExceeded``, which the cell records).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pipeline.instance_types import QUOTA_SERVICE_CODE
 
@@ -37,8 +39,10 @@ class QuotaCheck:
 
     def line(self) -> str:
         have = "unknown" if self.quota_vcpus is None else f"{self.quota_vcpus:g}"
-        return (f"{self.quota_name} ({QUOTA_SERVICE_CODE}/{self.quota_code}): needs {self.needed_vcpus} vCPUs at "
-                f"once, the quota allows {have} ({self.source})")
+        return (
+            f"{self.quota_name} ({QUOTA_SERVICE_CODE}/{self.quota_code}): needs {self.needed_vcpus} vCPUs at "
+            f"once, the quota allows {have} ({self.source})"
+        )
 
 
 class ServiceQuotas:
@@ -57,13 +61,13 @@ class ServiceQuotas:
         try:
             q = self._client.get_service_quota(ServiceCode=QUOTA_SERVICE_CODE, QuotaCode=code)
             return float(q["Quota"]["Value"]), "applied"
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:  # classified below
             if no_such is None or not isinstance(exc, no_such):
                 raise QuotaUnreadableError(f"quota {QUOTA_SERVICE_CODE}/{code}: {type(exc).__name__}: {exc}") from exc
         try:
             q = self._client.get_aws_default_service_quota(ServiceCode=QUOTA_SERVICE_CODE, QuotaCode=code)
             return float(q["Quota"]["Value"]), "aws default"
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise QuotaUnreadableError(f"quota {QUOTA_SERVICE_CODE}/{code}: {type(exc).__name__}: {exc}") from exc
 
 
@@ -75,6 +79,7 @@ def check_quotas(needs: Sequence[Mapping[str, Any]], quotas: ServiceQuotas) -> l
         checks.append(QuotaCheck(str(need["quota_code"]), str(need["quota_name"]), int(need["vcpus"]), value, source))
     over = [c for c in checks if not c.ok]
     if over:
-        raise QuotaExceededError("\n".join(f"quota: {c.line()}; lower matrix.max_concurrency or ask AWS for more"
-                                           for c in over))
+        raise QuotaExceededError(
+            "\n".join(f"quota: {c.line()}; lower matrix.max_concurrency or ask AWS for more" for c in over)
+        )
     return checks

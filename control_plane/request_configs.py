@@ -7,15 +7,24 @@ every config checked against its lane's ``Config`` (``control_plane.lane_configs
 and run (server variants, LoRA adapters, workloads and their files, accuracy tasks) against the target that will
 serve them. A refusal is ``LaneConfigInvalidError``, one ``lane: field: reason`` line per problem.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from control_plane.lane_configs import LaneConfigInvalidError, built_config, check_lane_configs, slo_config
 from control_plane.models import DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, RunRequest
 from pipeline.lanes import LaneSpec, get_lane, request_lanes
-from pipeline.servers import (LORA_RANKS, LORA_SOURCE_SFT, ServerVariantError, ServingTarget, pick_server_configs,
-                              resolve_server_configs, served_models)
+from pipeline.servers import (
+    LORA_RANKS,
+    LORA_SOURCE_SFT,
+    ServerVariantError,
+    ServingTarget,
+    pick_server_configs,
+    resolve_server_configs,
+    served_models,
+)
 from pipeline.workloads import WorkloadError, pick_workloads
 
 # Lane config fields the request's models / server configs / adapter map to (passed only when they
@@ -76,8 +85,12 @@ def lane_config(request: RunRequest, lane: str) -> dict[str, Any] | None:
     return config or None
 
 
-def configured_lanes(request: RunRequest, target: ServingTarget | None = None, *, local: bool = False,
-                     ) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
+def configured_lanes(
+    request: RunRequest,
+    target: ServingTarget | None = None,
+    *,
+    local: bool = False,
+) -> tuple[list[LaneSpec], dict[str, dict[str, Any] | None]]:
     """What both planners start from: the request's lanes in plan order, and the config of every selected lane
     and of every lane ``lane_config`` names (a config for a lane not selected is still checked), each checked
     against its lane's ``Config`` at the request's profile (``LaneConfigInvalidError``). ``local``: the lanes run on
@@ -107,8 +120,14 @@ def lane_timeout_s(spec: LaneSpec, profile: str, config: Mapping[str, Any] | Non
 
 
 # ---- what the lanes will boot and run, checked against the target -----------------------------------------
-def check_accuracy(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
-                   target: ServingTarget | None, *, local: bool = False) -> None:
+def check_accuracy(
+    configs: Mapping[str, Mapping[str, Any] | None],
+    specs: Mapping[str, LaneSpec],
+    profile: str,
+    target: ServingTarget | None,
+    *,
+    local: bool = False,
+) -> None:
     """The accuracy lane's tasks, before anything starts: an unknown task, a task file that does not parse, a local
     dataset path that does not exist (``local``: the lane runs here; s3:// paths, and a box's own paths, are checked
     on the box, where a failure is the task's ``failed`` row), a sample limit <= 0, a log-likelihood task on a
@@ -137,8 +156,14 @@ def _task_dir_scanner() -> Any:
     return scan_task_dir
 
 
-def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str,
-                   target: ServingTarget | None, *, local: bool = False) -> None:
+def check_variants(
+    configs: Mapping[str, Mapping[str, Any] | None],
+    specs: Mapping[str, LaneSpec],
+    profile: str,
+    target: ServingTarget | None,
+    *,
+    local: bool = False,
+) -> None:
     """Every server config a lane will boot, against what the box's server can do (``target``: the AWS plan's
     inf2 box, or a local run's backend; None: the lanes check on the box), and the workloads it runs on them
     (``local``: their files are this machine's, checked here). One ``lane: server_configs.NAME.FIELD: reason`` or
@@ -162,8 +187,10 @@ def check_variants(configs: Mapping[str, Mapping[str, Any] | None], specs: Mappi
         written = bool(cfg) and WORKLOADS_FIELD in cfg  # else the profile's own
         problems += [f"{lane}: {p}" for p in workload_problems(built, booted, written=written)]
         if target is not None:
-            problems += [f"{lane}: {p}" for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile,
-                                                                 served_models(built))]
+            problems += [
+                f"{lane}: {p}"
+                for p in target.problems(getattr(built, SERVER_CONFIGS_FIELD), profile, served_models(built))
+            ]
     if problems:
         raise LaneConfigInvalidError("\n".join(problems))
 
@@ -183,8 +210,10 @@ def workload_problems(built: Any, configs: list[Any], *, written: bool = True) -
     for w in workloads:
         unknown = [n for n in w.configs if n not in names]
         if unknown:
-            out.append(f"workloads.{w.name}.configs: {unknown[0]!r} is not a server config of this lane "
-                       f"({', '.join(sorted(c.name for c in configs))})")
+            out.append(
+                f"workloads.{w.name}.configs: {unknown[0]!r} is not a server config of this lane "
+                f"({', '.join(sorted(c.name for c in configs))})"
+            )
             continue
         for cfg in configs:
             if runs_on(w, cfg.name, cfg.base):
@@ -199,8 +228,9 @@ def workload_file_problems(built: Any) -> list[str]:
     from pipeline import jsonio
     from pipeline.workloads import check_workloads
 
-    found = check_workloads(getattr(built, WORKLOADS_FIELD, None)) or check_workloads(getattr(built, WORKLOAD_FIELD,
-                                                                                                  None))
+    found = check_workloads(getattr(built, WORKLOADS_FIELD, None)) or check_workloads(
+        getattr(built, WORKLOAD_FIELD, None)
+    )
     out = []
     for w in found:
         where = f"workloads.{w.name}"
@@ -232,10 +262,14 @@ def lora_problems(lane: str, built: Any, configs: list[Any], sft: Any | None) ->
                 continue
             where = f"server_configs.{cfg.name}.lora.adapters.{a.name}"
             if lane not in LORA_SFT_LANES:
-                out.append(f"{where}: source sft is the served model's fine-tune adapter, which only "
-                           f"{', '.join(LORA_SFT_LANES)} serves; give {lane} an adapter's path or s3:// URI")
+                out.append(
+                    f"{where}: source sft is the served model's fine-tune adapter, which only "
+                    f"{', '.join(LORA_SFT_LANES)} serves; give {lane} an adapter's path or s3:// URI"
+                )
             elif sft is not None and sft.lora_r > cfg.lora.max_lora_rank:
                 enough = min(r for r in LORA_RANKS if r >= sft.lora_r)
-                out.append(f"{where}: the sft lane trains rank {sft.lora_r}, above max_lora_rank "
-                           f"{cfg.lora.max_lora_rank} (raise max_lora_rank to {enough})")
+                out.append(
+                    f"{where}: the sft lane trains rank {sft.lora_r}, above max_lora_rank "
+                    f"{cfg.lora.max_lora_rank} (raise max_lora_rank to {enough})"
+                )
     return out

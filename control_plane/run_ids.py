@@ -4,6 +4,7 @@ The rule is :data:`pipeline.names.RUN_ID_PATTERN` (Step Functions execution name
 key rule also accepts); the CLI applies it before anything is written, the ``plan_run`` Lambda names the
 runs its events do not name with :func:`new_run_id`.
 """
+
 from __future__ import annotations
 
 import secrets

@@ -9,14 +9,16 @@ all under ``docs/reference/schemas/``, and ``tests/unit/test_schemas.py`` fails 
 models disagree. A schema says the shape; the model says more (a run request's lanes and models are checked against
 the catalogues, ``neuronpipe plan --input`` applies every check).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REGENERATE = "make docs"
 OUTPUT_DIR = Path("docs") / "reference" / "schemas"
@@ -51,11 +53,20 @@ def _comparison() -> dict[str, Any]:
     return comparison_json_schema()
 
 
-SCHEMAS: dict[str, PublishedSchema] = {s.name: s for s in (
-    PublishedSchema("request", "run-request.schema.json", "a run request (control_plane.models.RunRequest)", _request),
-    PublishedSchema("comparison", "comparison.schema.json",
-                    "comparison.json, the report's data (analytics.report.document.Comparison)", _comparison),
-)}
+SCHEMAS: dict[str, PublishedSchema] = {
+    s.name: s
+    for s in (
+        PublishedSchema(
+            "request", "run-request.schema.json", "a run request (control_plane.models.RunRequest)", _request
+        ),
+        PublishedSchema(
+            "comparison",
+            "comparison.schema.json",
+            "comparison.json, the report's data (analytics.report.document.Comparison)",
+            _comparison,
+        ),
+    )
+}
 
 
 def get_schema(name: str) -> PublishedSchema:
@@ -77,10 +88,12 @@ def write_all(directory: Path = OUTPUT_DIR) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m control_plane.schemas",
-                                     description="write the published JSON Schemas")
-    parser.add_argument("--output-dir", type=Path, default=OUTPUT_DIR,
-                        help=f"where to write them (default {OUTPUT_DIR})")
+    parser = argparse.ArgumentParser(
+        prog="python -m control_plane.schemas", description="write the published JSON Schemas"
+    )
+    parser.add_argument(
+        "--output-dir", type=Path, default=OUTPUT_DIR, help=f"where to write them (default {OUTPUT_DIR})"
+    )
     args = parser.parse_args(argv)
     for path in write_all(args.output_dir):
         print(path)

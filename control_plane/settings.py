@@ -6,6 +6,7 @@ a missing variable fails at the first invocation naming the variable. The safety
 handlers (``idle_reaper``, ``on_execution_status``) read the same variables through
 ``control_plane.lean.LeanSettings`` (no pydantic); the defaults live there.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,9 +14,17 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from control_plane.lean import (DEFAULT_FLEET_TEMPLATE_PREFIX, DEFAULT_LEASE_TABLE, DEFAULT_MAX_COST_USD_CEILING, DEFAULT_PROJECT,
-                                DEFAULT_REAPER_GRACE_S, DEFAULT_STATE_MACHINE_NAME, ENV_PREFIX, TAG_PROJECT,
-                                TAG_ROLE)
+from control_plane.lean import (
+    DEFAULT_FLEET_TEMPLATE_PREFIX,
+    DEFAULT_LEASE_TABLE,
+    DEFAULT_MAX_COST_USD_CEILING,
+    DEFAULT_PROJECT,
+    DEFAULT_REAPER_GRACE_S,
+    DEFAULT_STATE_MACHINE_NAME,
+    ENV_PREFIX,
+    TAG_PROJECT,
+    TAG_ROLE,
+)
 
 __all__ = ["ControlPlaneSettings", "SettingsError", "get_settings", "ENV_PREFIX", "TAG_PROJECT", "TAG_ROLE"]
 
@@ -39,17 +48,24 @@ class ControlPlaneSettings(BaseSettings):
     event_source: str = "neuronpipe"
     reaper_grace_s: int = Field(DEFAULT_REAPER_GRACE_S, ge=0, description="spare instances started less than this ago")
     lease_table: str = Field(DEFAULT_LEASE_TABLE, description="DynamoDB table of box leases (one run per box)")
-    max_cost_usd_ceiling: float = Field(DEFAULT_MAX_COST_USD_CEILING, gt=0,
-                                        description="deploy-time cap on a run's worst-case cost; a request "
-                                                    "can lower it, never raise it (cdk.json "
-                                                    "neuronpipe.max_cost_usd_ceiling)")
-    fleet_subnets: str = Field("", description="comma-separated subnet ids a matrix cell's ephemeral box may launch "
-                                               "in, tried in order on a capacity error (the box subnets)")
-    fleet_template_prefix: str = Field(DEFAULT_FLEET_TEMPLATE_PREFIX,
-                                       description="launch template names: <prefix>-<type slug> per catalogued type")
+    max_cost_usd_ceiling: float = Field(
+        DEFAULT_MAX_COST_USD_CEILING,
+        gt=0,
+        description="deploy-time cap on a run's worst-case cost; a request "
+        "can lower it, never raise it (cdk.json "
+        "neuronpipe.max_cost_usd_ceiling)",
+    )
+    fleet_subnets: str = Field(
+        "",
+        description="comma-separated subnet ids a matrix cell's ephemeral box may launch "
+        "in, tried in order on a capacity error (the box subnets)",
+    )
+    fleet_template_prefix: str = Field(
+        DEFAULT_FLEET_TEMPLATE_PREFIX, description="launch template names: <prefix>-<type slug> per catalogued type"
+    )
     poll_s: float = Field(5.0, gt=0, description="CLI: seconds between execution-history polls")
 
-    def require(self, *names: str) -> "ControlPlaneSettings":
+    def require(self, *names: str) -> ControlPlaneSettings:
         missing = [n for n in names if getattr(self, n) in (None, "")]
         if missing:
             raise SettingsError("missing setting(s): " + ", ".join(ENV_PREFIX + n.upper() for n in missing))
@@ -58,7 +74,7 @@ class ControlPlaneSettings(BaseSettings):
     @property
     def results_bucket(self) -> str:
         self.require("results_uri")
-        return self.results_uri.removeprefix("s3://").split("/", 1)[0]  # type: ignore[union-attr]
+        return self.results_uri.removeprefix("s3://").split("/", 1)[0]
 
     @property
     def fleet_subnet_ids(self) -> list[str]:

@@ -3,6 +3,7 @@
 Printed at the end of `neuronpipe run --local`; each section says plainly when its lanes left no rows. Lanes
 that did not run because a lane they need failed are listed as skipped with that reason.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,25 +19,40 @@ SUMMARY_VIEWS_THROUGH = "34_report_exclusions.sql"
 SECTIONS: tuple[tuple[str, str], ...] = (
     # Each lane's standing as pipeline.graph.statuses_from_rows decides it: the newest attempt that ran, or a
     # newer record of the lane being blocked (a need failed: skipped, with the reason and the lane to blame).
-    ("Lanes", """
+    (
+        "Lanes",
+        """
         select lane, status, round(wall_s, 1) as wall_s,
                coalesce(error_type || ': ' || error_message, skip_reason) as note
         from lane_runs where run_id = ? and (supersedes or blocked_by is not null)
         qualify row_number() over (partition by lane order by attempt desc) = 1
-        order by started_at, lane"""),
-    ("Host CPU (context)", """
+        order by started_at, lane""",
+    ),
+    (
+        "Host CPU (context)",
+        """
         select bench, threads, round(value, 2) as best, unit from host_bench where run_id = ?
-        order by bench, threads"""),
-    ("Compile / boot", """
-        select lane, what, model, config, n_cold, round(cold_wall_s, 2) as cold_s, n_warm, round(warm_wall_s, 2) as warm_s,
+        order by bench, threads""",
+    ),
+    (
+        "Compile / boot",
+        """
+        select lane, what, model, config, n_cold, round(cold_wall_s, 2) as cold_s, n_warm,
+               round(warm_wall_s, 2) as warm_s,
                n_uncached, round(uncached_wall_s, 2) as uncached_s, n_failed
-        from report_compile where run_id = ? order by lane, model, config"""),
-    ("Training", """
+        from report_compile where run_id = ? order by lane, model, config""",
+    ),
+    (
+        "Training",
+        """
         select lane, model, steps, round(first_loss, 3) as first_loss, round(last_loss, 3) as last_loss,
                round(tokens_per_s, 1) as tokens_per_s, params_trainable, params_frozen,
                coalesce(cast(round(mfu, 4) as varchar), 'NULL: ' || mfu_null_reason) as mfu
-        from report_training where run_id = ? order by lane, model"""),
-    ("Serving (headline points)", """
+        from report_training where run_id = ? order by lane, model""",
+    ),
+    (
+        "Serving (headline points)",
+        """
         select s.lane, s.model, s.server_config as cfg, s.input_len || ':' || s.output_len as shape,
                s.max_concurrency as conc, s.completed, s.failed, round(s.median_ttft_ms, 1) as med_ttft_ms,
                round(s.p99_ttft_ms, 1) as p99_ttft_ms, round(s.median_tpot_ms, 2) as med_tpot_ms,
@@ -46,16 +62,26 @@ SECTIONS: tuple[tuple[str, str], ...] = (
         where s.run_id = ? and t.telemetry_samples > 0 and s.valid is not false
           and s.point_id not like 'qwen3-probe%' and s.point_id <> 'smoke-serve'
           and s.point_id not in (select point_id from sustained_summary where run_id = ?)
-        order by s.lane, s.model, cfg, shape, conc"""),
-    ("Sustained", """
+        order by s.lane, s.model, cfg, shape, conc""",
+    ),
+    (
+        "Sustained",
+        """
         select lane, point_id, windows, round(retention_vs_first, 3) as retention_vs_first,
                round(retention_vs_peak, 3) as retention_vs_peak,
                round(throughput_slope_per_min, 2) as tok_s_slope_per_min
-        from sustained_summary where run_id = ?"""),
-    ("Weights round trip", """
-        select model, artifacts, verified, mismatched, verdict from report_roundtrip where run_id = ? order by model"""),
-    ("Exclusions", """
-        select lane, kind, subject, reason from report_exclusions where run_id = ? order by lane, kind, subject"""),
+        from sustained_summary where run_id = ?""",
+    ),
+    (
+        "Weights round trip",
+        """
+        select model, artifacts, verified, mismatched, verdict from report_roundtrip where run_id = ? order by model""",
+    ),
+    (
+        "Exclusions",
+        """
+        select lane, kind, subject, reason from report_exclusions where run_id = ? order by lane, kind, subject""",
+    ),
 )
 
 

@@ -16,11 +16,13 @@ in a wave every box runs its segment at once; a segment is start + registration 
 segments runs (it is stopped between segments). These are expectations, not bounds: the cost ceiling is checked
 against the timeouts (the plan's worst case), never against this timetable.
 """
+
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pipeline.graph import Node
 
@@ -33,9 +35,11 @@ STOP_S = 30.0  # stopping a box (EBS-backed, from running): an estimate added to
 ANCHOR = "anchor"  # the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge
 ESTIMATE = "estimate"  # no published timing: our estimate, to be replaced by the first paid run's history
 REHEARSAL = "rehearsal"  # the tiny-profile rehearsal on a 2-core CPU VM, 2026-11-29
-SOURCES = {ANCHOR: "the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge",
-           ESTIMATE: "no published timing: an estimate until a paid run's history replaces it",
-           REHEARSAL: "measured in the tiny-profile rehearsal on a 2-core CPU VM (2026-11-29)"}
+SOURCES = {
+    ANCHOR: "the predecessor harness (torchneuronx): its published timings on trn1.2xlarge / inf2.xlarge",
+    ESTIMATE: "no published timing: an estimate until a paid run's history replaces it",
+    REHEARSAL: "measured in the tiny-profile rehearsal on a 2-core CPU VM (2026-11-29)",
+}
 
 # (profile, lane) -> (expected seconds, source). Full profile: two 8B models (Llama 3.1, Qwen3), two server configs.
 DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
@@ -46,12 +50,20 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "precompile"): (2400.0, ESTIMATE + ": two training graphs, cold then warm"),
     ("full", "sft"): (16920.0, ANCHOR + ": LoRA SFT 2.0 h (Llama 3.1 8B) + 2.7 h (Qwen3 8B)"),
     ("full", "merge"): (1200.0, ESTIMATE + ": two merges, hashes, 2 x 16 GB upload"),
-    ("full", "serve_sweep"): (7144.0, ANCHOR + ": cold serving compile 2,372 s per config, + ~20 min sweep, x 2 configs"),
+    ("full", "serve_sweep"): (
+        7144.0,
+        ANCHOR + ": cold serving compile 2,372 s per config, + ~20 min sweep, x 2 configs",
+    ),
     ("full", "capacity"): (7748.0, ESTIMATE + ": warm boot 548 s + the 2 h search budget (max_search_s)"),
-    ("full", "limits"): (120.0, ESTIMATE + ": no search by default (skipped); a declared search costs its boot "
-                                          "budget, a cold compile per probe (the plan's server configs table)"),
-    ("full", "train_limits"): (9000.0, ANCHOR + ": six probes of a Llama 3.1 8B training-graph compile, 1,500 s "
-                                                "each (TRAIN_PROBE_COSTS_S)"),
+    ("full", "limits"): (
+        120.0,
+        ESTIMATE + ": no search by default (skipped); a declared search costs its boot "
+        "budget, a cold compile per probe (the plan's server configs table)",
+    ),
+    ("full", "train_limits"): (
+        9000.0,
+        ANCHOR + ": six probes of a Llama 3.1 8B training-graph compile, 1,500 s each (TRAIN_PROBE_COSTS_S)",
+    ),
     ("full", "sustained"): (2348.0, ANCHOR + ": warm boot 548 s + the 30 min closed loop"),
     ("full", "quality"): (1396.0, ANCHOR + ": two warm boots of 548 s + ~5 min of prompts"),
     ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
@@ -114,11 +126,23 @@ class Timetable:
         return sum(s.hours * self.prices.get(s.box, 0.0) for s in self.segments)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "wall_s": round(self.wall_s, 1), "box_hours": round(self.box_hours, 3),
-                "cost_usd": round(self.cost_usd, 2), "critical_path": self.critical_path,
-                "segments": [{"box": s.box, "wave": s.wave, "start_s": round(s.start_s, 1),
-                              "end_s": round(s.end_s, 1), "lanes": [lane for lane, _, _ in s.lanes]}
-                             for s in self.segments]}
+        return {
+            "name": self.name,
+            "wall_s": round(self.wall_s, 1),
+            "box_hours": round(self.box_hours, 3),
+            "cost_usd": round(self.cost_usd, 2),
+            "critical_path": self.critical_path,
+            "segments": [
+                {
+                    "box": s.box,
+                    "wave": s.wave,
+                    "start_s": round(s.start_s, 1),
+                    "end_s": round(s.end_s, 1),
+                    "lanes": [lane for lane, _, _ in s.lanes],
+                }
+                for s in self.segments
+            ],
+        }
 
 
 def history_durations(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str | None], list[float]]:
@@ -145,29 +169,38 @@ def segment_overhead(boots: Iterable[Mapping[str, Any]]) -> Expected:
     if not spans:
         return Expected(SEGMENT_OVERHEAD_S, "default: " + ESTIMATE + " (start, registration, sync, stop)")
     push = statistics.median(pushes) if pushes else 0.0
-    return Expected(statistics.median(spans) + push + STOP_S,
-                    f"history: {len(spans)} boot(s), start → cache seeded + push + {STOP_S:.0f} s stop")
+    return Expected(
+        statistics.median(spans) + push + STOP_S,
+        f"history: {len(spans)} boot(s), start → cache seeded + push + {STOP_S:.0f} s stop",
+    )
 
 
-def expected_duration(lane: str, profile: str, instance_type: str | None,
-                      history: Mapping[tuple[str, str, str | None], list[float]]) -> Expected:
+def expected_duration(
+    lane: str, profile: str, instance_type: str | None, history: Mapping[tuple[str, str, str | None], list[float]]
+) -> Expected:
     exact = history.get((lane, profile, instance_type))
     if exact:
         return Expected(statistics.median(exact), f"history (n={len(exact)}, {instance_type})")
     other = [(it, w) for (name, prof, it), ws in history.items() if name == lane and prof == profile for w in ws]
     if other:
         hosts = sorted({str(it or "local") for it, _ in other})
-        return Expected(statistics.median(w for _, w in other),
-                        f"history, other host (n={len(other)}, {', '.join(hosts)})")
+        return Expected(
+            statistics.median(w for _, w in other), f"history, other host (n={len(other)}, {', '.join(hosts)})"
+        )
     default = DEFAULT_DURATIONS_S.get((profile, lane))
     if default:
         return Expected(default[0], f"default: {default[1]}")
     return Expected(UNKNOWN_DURATION_S, f"unknown: no history, no default (assumed {UNKNOWN_DURATION_S:.0f} s)")
 
 
-def timetable_graph(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
-                   box_order: Sequence[str] = ("trn1", "inf2"), overhead_s: float = SEGMENT_OVERHEAD_S,
-                   max_concurrency: int = 0) -> Timetable:
+def timetable_graph(
+    nodes: Sequence[Node],
+    durations: Mapping[str, float],
+    prices: Mapping[str, float],
+    box_order: Sequence[str] = ("trn1", "inf2"),
+    overhead_s: float = SEGMENT_OVERHEAD_S,
+    max_concurrency: int = 0,
+) -> Timetable:
     """Waves in turn; in a wave each box runs its segment at once (the state machine's shape), at most
     ``max_concurrency`` at once when it is set (a matrix: the Map starts the next segment, in item order, when one
     ends)."""
@@ -183,8 +216,9 @@ def timetable_graph(nodes: Sequence[Node], durations: Mapping[str, float], price
         heapq.heapify(slots)
         for box in sorted(boxes, key=lambda b: (list(box_order).index(b) if b in box_order else len(box_order), b)):
             start = heapq.heappop(slots)
-            seg = _segment(box, wave, start, [n for n in nodes if n.wave == wave and n.box == box], durations,
-                           overhead_s)
+            seg = _segment(
+                box, wave, start, [n for n in nodes if n.wave == wave and n.box == box], durations, overhead_s
+            )
             heapq.heappush(slots, seg.end_s)
             segments.append(seg)
             if longest is None or seg.end_s > longest.end_s:
@@ -195,22 +229,30 @@ def timetable_graph(nodes: Sequence[Node], durations: Mapping[str, float], price
     return Timetable("graph (boxes at once)", segments, prices, path)
 
 
-def timetable_sequential(nodes: Sequence[Node], durations: Mapping[str, float], prices: Mapping[str, float],
-                        box_order: Sequence[str], overhead_s: float = SEGMENT_OVERHEAD_S) -> Timetable:
+def timetable_sequential(
+    nodes: Sequence[Node],
+    durations: Mapping[str, float],
+    prices: Mapping[str, float],
+    box_order: Sequence[str],
+    overhead_s: float = SEGMENT_OVERHEAD_S,
+) -> Timetable:
     """The order before the graph: one box after the other, each box's lanes in registry order."""
     segments: list[Segment] = []
     t = 0.0
     for box in [b for b in box_order if any(n.box == b for n in nodes)]:
-        seg = _segment(box, 0, t, sorted((n for n in nodes if n.box == box), key=lambda n: n.order), durations,
-                       overhead_s)
+        seg = _segment(
+            box, 0, t, sorted((n for n in nodes if n.box == box), key=lambda n: n.order), durations, overhead_s
+        )
         segments.append(seg)
         t = seg.end_s
-    return Timetable("sequential (one box, then the other)", segments, prices,
-                    [lane for s in segments for lane, _, _ in s.lanes])
+    return Timetable(
+        "sequential (one box, then the other)", segments, prices, [lane for s in segments for lane, _, _ in s.lanes]
+    )
 
 
-def _segment(box: str, wave: int, start: float, nodes: Sequence[Node], durations: Mapping[str, float],
-             overhead_s: float) -> Segment:
+def _segment(
+    box: str, wave: int, start: float, nodes: Sequence[Node], durations: Mapping[str, float], overhead_s: float
+) -> Segment:
     t = start + overhead_s
     lanes = []
     for n in sorted(nodes, key=lambda n: n.order):
@@ -231,8 +273,12 @@ def hms(seconds: float) -> str:
 # compiles its graphs (cold) unless a config with the same fingerprint compiled them before in the lane; every
 # later boot loads them (warm). The CPU servers compile nothing: every boot is uncached.
 BOOT_COSTS_S: dict[str, tuple[float, float, float, str]] = {
-    "full": (2372.0, 548.0, 548.0, ANCHOR + ": cold serving compile 2,372 s per config, warm boot 548 s "
-                                            "(Llama 3.1 8B, inf2.xlarge)"),
+    "full": (
+        2372.0,
+        548.0,
+        548.0,
+        ANCHOR + ": cold serving compile 2,372 s per config, warm boot 548 s (Llama 3.1 8B, inf2.xlarge)",
+    ),
     "tiny": (3.5, 3.5, 3.5, "measured: the CPU server boots in 3.3-3.6 s on the 2-core VM (2026-12-01)"),
 }
 
@@ -240,11 +286,16 @@ BOOT_COSTS_S: dict[str, tuple[float, float, float, str]] = {
 # (profile) -> (seconds per train_limits probe, source). A probe is a short LoRA SFT run; on trn1 its first step
 # compiles the training graph at the probed length (a new graph each probe), which is nearly all of its time.
 TRAIN_PROBE_COSTS_S: dict[str, tuple[float, str]] = {
-    "full": (1500.0, ANCHOR + ": a Llama 3.1 8B training-graph compile, 1,498 s in its precompile "
-                              "(trn1/results/compile/llama31_train.json); its seq-4096 probe's first step took "
-                              "1,159 s and its seq-8192 probe failed compiling after ~25 min (results/extras/)"),
-    "tiny": (7.0, "measured: a CPU probe (tiny-llama, 2 steps, its own process) takes 5-9 s on the 2-core VM "
-                  "(2026-12-01)"),
+    "full": (
+        1500.0,
+        ANCHOR + ": a Llama 3.1 8B training-graph compile, 1,498 s in its precompile "
+        "(trn1/results/compile/llama31_train.json); its seq-4096 probe's first step took "
+        "1,159 s and its seq-8192 probe failed compiling after ~25 min (results/extras/)",
+    ),
+    "tiny": (
+        7.0,
+        "measured: a CPU probe (tiny-llama, 2 steps, its own process) takes 5-9 s on the 2-core VM (2026-12-01)",
+    ),
 }
 
 
@@ -316,12 +367,20 @@ def limits_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
     out = []
     for s in check_searches(built.searches, built.max_boots, KINDS):
         training = s.kind in TRAINING_KINDS
-        each, source = (probe_s, probe_source) if training else (cold_s if backend == "neuron" else none_s,
-                                                                  boot_source)
+        each, source = (probe_s, probe_source) if training else (cold_s if backend == "neuron" else none_s, boot_source)
         at = s.at if s.at is not None else "the sft lane's" if training else "base"
-        out.append(ConfigBoots(lane, built.model, f"{'LoRA SFT' if training else built.server_config} "
-                                                  f"({s.kind} search)", "(one per probe)",
-                               f"{s.kind} in ({s.good}, {s.bad}] at {OTHER[s.kind]}={at}", s.max_boots,
-                               s.max_boots if backend == "neuron" else 0, s.max_boots * each, source,
-                               "training probe" if training else "boot"))
+        out.append(
+            ConfigBoots(
+                lane,
+                built.model,
+                f"{'LoRA SFT' if training else built.server_config} ({s.kind} search)",
+                "(one per probe)",
+                f"{s.kind} in ({s.good}, {s.bad}] at {OTHER[s.kind]}={at}",
+                s.max_boots,
+                s.max_boots if backend == "neuron" else 0,
+                s.max_boots * each,
+                source,
+                "training probe" if training else "boot",
+            )
+        )
     return out

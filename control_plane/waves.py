@@ -24,15 +24,25 @@ in the lane's record); ``tests/unit/test_asl_payload_bounds.py`` holds the worst
 
 Pure over a :class:`analytics.store.ResultStore` (S3 in the Lambda, a directory in tests).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any
 
-from control_plane.control_data import (SEGMENT_STATUSES, Blobs, ControlDataError, canonical, check_segment_result,
-                                       check_segments, control_key, read_verified, write_new)
+from control_plane.control_data import (
+    Blobs,
+    ControlDataError,
+    canonical,
+    check_segment_result,
+    check_segments,
+    control_key,
+    read_verified,
+    write_new,
+)
 from pipeline.graph import BOX_PREFIX, LaneStatus, Node, blocked_reason, outcome
 
 STOP_FAILED_ERROR = "Instance.StopFailed"  # statemachine.build.STOP_FAILED_ERROR (kept import-free of it)
@@ -58,8 +68,19 @@ class ScheduleInputError(ValueError):
 
 
 def nodes_from_json(items: Sequence[Mapping[str, Any]]) -> list[Node]:
-    return [Node(n["lane"], n["box"], n["result_lane"], int(n["order"]), tuple(n.get("needs") or ()),
-                 bool(n.get("gate")), int(n.get("wave") or 0), tuple(n.get("gated_by") or ())) for n in items]
+    return [
+        Node(
+            n["lane"],
+            n["box"],
+            n["result_lane"],
+            int(n["order"]),
+            tuple(n.get("needs") or ()),
+            bool(n.get("gate")),
+            int(n.get("wave") or 0),
+            tuple(n.get("gated_by") or ()),
+        )
+        for n in items
+    ]
 
 
 def _short(text: str, limit: int = CAUSE_LIMIT) -> str:
@@ -93,28 +114,43 @@ def _write_items(run_id: str, wave: int, segments: list[dict[str, Any]], blobs: 
     create-only), each told where to write its result; the answer carries the file, its digest and those keys
     (bounded: a key per segment)."""
     if blobs is None:
-        raise ScheduleInputError(f"wave {wave}: {len(segments)} segments exceed the state's inline limit and no "
-                                 "bucket was given for a Distributed Map's items")
-    keys = {str(seg.get("box") or seg["box_role"]): control_key(run_id, f"wave-{wave}", "results",
-                                                                f"{seg.get('box') or seg['box_role']}.json")
-            for seg in segments}
+        raise ScheduleInputError(
+            f"wave {wave}: {len(segments)} segments exceed the state's inline limit and no "
+            "bucket was given for a Distributed Map's items"
+        )
+    keys = {
+        str(seg.get("box") or seg["box_role"]): control_key(
+            run_id, f"wave-{wave}", "results", f"{seg.get('box') or seg['box_role']}.json"
+        )
+        for seg in segments
+    }
     items = [{**seg, "results_key": keys[str(seg.get("box") or seg["box_role"])]} for seg in segments]
     key = control_key(run_id, f"wave-{wave}", "items.json")
     items_digest = write_new(blobs, key, canonical(items))
     return {"bucket": blobs.bucket, "key": key, "digest": items_digest, "wave": wave, "results": keys}
 
 
-def commit_failed(store: Any, run_id: str, lane: str, error: str, cause: str,
-                  box_role: str | None = None) -> LaneStatus:
+def commit_failed(
+    store: Any, run_id: str, lane: str, error: str, cause: str, box_role: str | None = None
+) -> LaneStatus:
     """A lane whose command died before its runner committed (``on_command_status``'s ``Command.*``): a
     ``failed`` attempt carrying that error, so the report and the outcome name it."""
     now = datetime.now(timezone.utc)
     writer = store.begin_attempt(run_id, lane)
     from analytics.lane_records import hostname
 
-    row = {"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "none", "host": hostname(),
-           "box_role": box_role, "status": "failed",
-           "error_type": error, "error_message": _short(cause), "supersedes": True}
+    row = {
+        "started_at": now,
+        "ended_at": now,
+        "wall_s": 0.0,
+        "backend": "none",
+        "host": hostname(),
+        "box_role": box_role,
+        "status": "failed",
+        "error_type": error,
+        "error_message": _short(cause),
+        "supersedes": True,
+    }
     writer.add_rows("lane_runs", [row])
     writer.commit("failed", supersedes=True)
     return LaneStatus("failed", writer.attempt, f"{error}: {_short(cause, 300)}")
@@ -125,8 +161,9 @@ def load_plan(uri: str, expected_digest: str | None, blobs: Blobs, run_id: str) 
     the execution input carries (:class:`ControlDataError` naming both otherwise)."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     if bucket != blobs.bucket or key != control_key(run_id, "plan.json"):
-        raise ControlDataError(f"plan {uri}: not this run's control object s3://{blobs.bucket}/"
-                               f"{control_key(run_id, 'plan.json')}")
+        raise ControlDataError(
+            f"plan {uri}: not this run's control object s3://{blobs.bucket}/{control_key(run_id, 'plan.json')}"
+        )
     body = read_verified(blobs, key, expected_digest, "plan")
     try:
         data = json.loads(body)
@@ -143,8 +180,11 @@ def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None, run_id: 
     if blobs is None:
         raise ScheduleInputError("schedule payload: a distributed wave's results are in S3 but no bucket was given")
     items = json.loads(read_verified(blobs, str(state.get("key")), state.get("digest"), "wave items"))
-    lanes_of = {str(i.get("box") or i.get("box_role")): [str(st.get("result_lane")) for st in i.get("lanes") or []]
-                for i in items if isinstance(i, dict)}
+    lanes_of = {
+        str(i.get("box") or i.get("box_role")): [str(st.get("result_lane")) for st in i.get("lanes") or []]
+        for i in items
+        if isinstance(i, dict)
+    }
     out = []
     for box, key in dict(state.get("results") or {}).items():
         if key != control_key(run_id, f"wave-{state.get('wave')}", "results", f"{box}.json"):
@@ -152,8 +192,14 @@ def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None, run_id: 
         body = blobs.get(key)
         uri = f"s3://{blobs.bucket}/{key}"
         if body is None:
-            out.append({"box": box, "status": "failed", "error": "Segment.NoResult",
-                        "cause": f"the segment wrote no result to {uri}"})
+            out.append(
+                {
+                    "box": box,
+                    "status": "failed",
+                    "error": "Segment.NoResult",
+                    "cause": f"the segment wrote no result to {uri}",
+                }
+            )
             continue
         try:
             res = json.loads(body)
@@ -163,8 +209,13 @@ def _distributed_results(state: Mapping[str, Any], blobs: Blobs | None, run_id: 
     return out
 
 
-def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, blobs: Blobs | None = None,
-             inline_max_bytes: int = INLINE_SEGMENTS_MAX_BYTES) -> dict[str, Any]:
+def schedule(
+    payload: Mapping[str, Any],
+    store: Any,
+    statuses_of: Any = None,
+    blobs: Blobs | None = None,
+    inline_max_bytes: int = INLINE_SEGMENTS_MAX_BYTES,
+) -> dict[str, Any]:
     """The next wave's segments, or the run's outcome (see the module's steps). ``statuses_of(store, run_id)``
     reads the run's lane statuses (default ``analytics.lane_records.lane_statuses``); ``blobs``: the results
     bucket's control objects (a plan kept in S3, a Distributed Map wave's items and results: ``control_data``).
@@ -186,18 +237,33 @@ def schedule(payload: Mapping[str, Any], store: Any, statuses_of: Any = None, bl
     box_failures, stop_failed = boxes.failures, boxes.stop_failed
     for box in [b for b in box_failures if b in run.cells]:
         box_failures[box] = _short(box_failures[box], CELL_CAUSE_LIMIT)
-    base = {"next_wave": wave, "box_failures": box_failures, "stop_failed": stop_failed,
-            "recorded": records.recorded[:RECORDED_ECHO_MAX], "recorded_count": len(records.recorded),
-            "distributed": None}
+    base = {
+        "next_wave": wave,
+        "box_failures": box_failures,
+        "stop_failed": stop_failed,
+        "recorded": records.recorded[:RECORDED_ECHO_MAX],
+        "recorded_count": len(records.recorded),
+        "distributed": None,
+    }
     if segments:
         if len(json.dumps(segments).encode()) > inline_max_bytes:
-            return {**base, "done": False, "wave": wave - 1, "segments": [],
-                    "distributed": _write_items(run.run_id, wave - 1, segments, blobs)}
+            return {
+                **base,
+                "done": False,
+                "wave": wave - 1,
+                "segments": [],
+                "distributed": _write_items(run.run_id, wave - 1, segments, blobs),
+            }
         return {**base, "done": False, "wave": wave - 1, "segments": segments}
     result = outcome(run.nodes, records.statuses, box_failures, run.cells)
     out = _bounded_outcome(result.to_json())
-    return {**base, "done": True, "outcome": out, "failure": _run_failure(result, out, boxes, by_name),
-            "boxes": run.boxes}
+    return {
+        **base,
+        "done": True,
+        "outcome": out,
+        "failure": _run_failure(result, out, boxes, by_name),
+        "boxes": run.boxes,
+    }
 
 
 @dataclass
@@ -268,8 +334,10 @@ def _fold_results(results: list[dict[str, Any]], state: Mapping[str, Any]) -> _B
             boxes.ended_by_gate[role] = _short(str(res.get("cause") or "the gate failed"))
         for lane in res.get("lanes") or []:
             if isinstance(lane, dict) and lane.get("result_lane"):
-                boxes.lane_failures[str(lane["result_lane"])] = (str(lane.get("error") or "Error"),
-                                                                 str(lane.get("cause") or ""))
+                boxes.lane_failures[str(lane["result_lane"])] = (
+                    str(lane.get("error") or "Error"),
+                    str(lane.get("cause") or ""),
+                )
     return boxes
 
 
@@ -285,8 +353,9 @@ class _Records:
 
         attempt = commit_blocked_record(self.store, self.run_id, node.result_lane, by, reason, {"box_role": node.box})
         self.statuses[node.result_lane] = LaneStatus("blocked", attempt, reason, by)
-        self.recorded.append({"lane": node.result_lane, "status": "skipped", "blocked_by": by,
-                              "reason": _short(reason, REASON_LIMIT)})
+        self.recorded.append(
+            {"lane": node.result_lane, "status": "skipped", "blocked_by": by, "reason": _short(reason, REASON_LIMIT)}
+        )
 
     def fail(self, name: str, error: str, cause: str, box_role: str | None, reason: str) -> None:
         self.statuses[name] = commit_failed(self.store, self.run_id, name, error, cause, box_role)
@@ -297,7 +366,7 @@ def _record_last_wave(run: _Payload, by_name: Mapping[str, Node], boxes: _Boxes,
     """Step 2: every lane of the waves so far that left no attempt, recorded: failed (its command died, or its
     gate's), or skipped (blocked by its failed box, by a need, or by its segment's early end)."""
     waves = run.waves
-    ran = {str(step["result_lane"]) for w in waves[:run.next_wave] for seg in w["segments"] for step in seg["lanes"]}
+    ran = {str(step["result_lane"]) for w in waves[: run.next_wave] for seg in w["segments"] for step in seg["lanes"]}
     for name in sorted(ran, key=lambda r: by_name[r].order if r in by_name else 0):
         if records.statuses.get(name, LaneStatus("missing")).status != "missing":
             continue
@@ -317,8 +386,9 @@ def _record_last_wave(run: _Payload, by_name: Mapping[str, Node], boxes: _Boxes,
                 records.block(node, BOX_PREFIX + node.box, f"did not run: its segment on {node.box} ended early")
 
 
-def _next_wave(run: _Payload, by_name: Mapping[str, Node], box_failures: Mapping[str, str],
-               records: _Records) -> tuple[list[dict[str, Any]], int]:
+def _next_wave(
+    run: _Payload, by_name: Mapping[str, Node], box_failures: Mapping[str, str], records: _Records
+) -> tuple[list[dict[str, Any]], int]:
     """Step 3: the segments of the next wave with work (the lanes that cannot run recorded skipped, a segment left
     empty dropped), and the wave after it."""
     segments: list[dict[str, Any]] = []
@@ -333,11 +403,13 @@ def _next_wave(run: _Payload, by_name: Mapping[str, Node], box_failures: Mapping
                 if node is None:
                     raise ScheduleInputError(f"lane {step['result_lane']} of wave {wave} is not a node of the plan")
                 if role in box_failures:
-                    records.block(node, BOX_PREFIX + role,
-                                  f"box {role} failed earlier in this run: {box_failures[role]}")
+                    records.block(
+                        node, BOX_PREFIX + role, f"box {role} failed earlier in this run: {box_failures[role]}"
+                    )
                     continue
-                why = blocked_reason(replace(node, needs=tuple(n for n in node.needs if n not in pending)),
-                                     records.statuses)
+                why = blocked_reason(
+                    replace(node, needs=tuple(n for n in node.needs if n not in pending)), records.statuses
+                )
                 if why is not None:
                     records.block(node, *why)
                     continue
@@ -356,15 +428,21 @@ def _run_failure(result: Any, out: dict[str, Any], boxes: _Boxes, by_name: Mappi
     if stop_failed:
         # the stop's message first (it names the instance), then the same JSON a failed run's cause carries
         role = sorted(stop_failed)[0]
-        return {"Error": STOP_FAILED_ERROR, "Cause": json.dumps({"why": box_failures.get(role, stop_failed[role]),
-                                                                 "box_failures": box_failures, "outcome": out},
-                                                                ensure_ascii=False)}
+        return {
+            "Error": STOP_FAILED_ERROR,
+            "Cause": json.dumps(
+                {"why": box_failures.get(role, stop_failed[role]), "box_failures": box_failures, "outcome": out},
+                ensure_ascii=False,
+            ),
+        }
     if result.status == "failed":
         error = RUN_FAILED_ERROR
         first_box = sorted(box_failures)[0] if box_failures else None
         if first_box and not any(by_name[f].gate for f in result.failed if f in by_name):
             error = box_failures[first_box].split(":", 1)[0] or RUN_FAILED_ERROR
         # not ASCII-escaped: Step Functions counts a cause's characters (32,768 at most), not its escapes
-        return {"Error": error, "Cause": json.dumps({"why": result.why, "box_failures": box_failures,
-                                                     "outcome": out}, ensure_ascii=False)}
+        return {
+            "Error": error,
+            "Cause": json.dumps({"why": result.why, "box_failures": box_failures, "outcome": out}, ensure_ascii=False),
+        }
     return {"Error": "", "Cause": ""}

@@ -12,6 +12,7 @@ hashed lock of their packages (``python -m infra.box_lock``).
 The AwsSolutions cdk-nag pack runs on every synth; an unacknowledged finding fails it (exit status 1,
 report in the outdir).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,18 +29,27 @@ from typing import Any
 # jsii prints a boxed banner for Node 20; it is only a warning about the Node release.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-import aws_cdk as cdk  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
 
-from infra.box_lock import BoxLockError, check_lock  # noqa: E402
-from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code  # noqa: E402
-from infra.config import (BUDGET_EMAIL_OPT_OUT, CONTEXT_KEY, PROJECT_TAG_KEY, STACK_BASE,  # noqa: E402
-                          STACK_CONTROL_PLANE, STACK_FLEET, STACK_INFERENTIA, STACK_TRAINIUM, DeploymentSettings,
-                          SettingsError)
-from infra.stacks.base import BaseStack  # noqa: E402
-from infra.stacks.box import BoxStack  # noqa: E402
-from infra.stacks.control import ControlPlaneStack  # noqa: E402
-from infra.stacks.fleet import FleetStack  # noqa: E402
+from infra.box_lock import BoxLockError, check_lock
+from infra.bundling import ROOT, BundlingError, lambda_deps_ready, stage_harness, stage_lambda_code
+from infra.config import (
+    BUDGET_EMAIL_OPT_OUT,
+    CONTEXT_KEY,
+    PROJECT_TAG_KEY,
+    STACK_BASE,
+    STACK_CONTROL_PLANE,
+    STACK_FLEET,
+    STACK_INFERENTIA,
+    STACK_TRAINIUM,
+    DeploymentSettings,
+    SettingsError,
+)
+from infra.stacks.base import BaseStack
+from infra.stacks.box import BoxStack
+from infra.stacks.control import ControlPlaneStack
+from infra.stacks.fleet import FleetStack
 
 CDK_JSON = ROOT / "cdk.json"
 ASL_PATH = ROOT / "statemachine" / "pipeline.asl.json"
@@ -70,8 +80,9 @@ def _staging_dir(name: str) -> Path:
     return path
 
 
-def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, *,
-              harness_sha: str | None = None) -> NeuronPipelinesApp:
+def build_app(
+    outdir: str | None = None, context: dict[str, Any] | None = None, *, harness_sha: str | None = None
+) -> NeuronPipelinesApp:
     """All five stacks in one app, the nag pack attached. ``context`` overrides cdk.json's."""
     ctx: dict[str, Any] = {}
     if "CDK_CONTEXT_JSON" not in os.environ:  # run directly, not by the CDK CLI
@@ -100,17 +111,41 @@ def build_app(outdir: str | None = None, context: dict[str, Any] | None = None, 
     code_dir = stage_lambda_code(_staging_dir("lambda"))
 
     desc = "neuron-pipelines: LoRA SFT on trn1, vLLM on inf2, measured ({})"
-    base = BaseStack(app, STACK_BASE, settings=settings, harness_dir=harness_dir, env=env,
-                     description=desc.format("network, results bucket, budget"))
-    trainium = BoxStack(app, STACK_TRAINIUM, role="trn1", settings=settings, base=base, env=env,
-                        description=desc.format("trn1 box"))
-    inferentia = BoxStack(app, STACK_INFERENTIA, role="inf2", settings=settings, base=base, env=env,
-                          description=desc.format("inf2 box"))
-    fleet = FleetStack(app, STACK_FLEET, settings=settings, base=base, env=env,
-                       description=desc.format("fleet: launch templates of the ephemeral boxes, their role"))
-    control = ControlPlaneStack(app, STACK_CONTROL_PLANE, settings=settings, base=base,
-                                boxes=[trainium, inferentia], fleet=fleet, code_dir=code_dir, deps_dir=deps_dir,
-                                asl_path=ASL_PATH, env=env, description=desc.format("state machine, Lambdas, rules"))
+    base = BaseStack(
+        app,
+        STACK_BASE,
+        settings=settings,
+        harness_dir=harness_dir,
+        env=env,
+        description=desc.format("network, results bucket, budget"),
+    )
+    trainium = BoxStack(
+        app, STACK_TRAINIUM, role="trn1", settings=settings, base=base, env=env, description=desc.format("trn1 box")
+    )
+    inferentia = BoxStack(
+        app, STACK_INFERENTIA, role="inf2", settings=settings, base=base, env=env, description=desc.format("inf2 box")
+    )
+    fleet = FleetStack(
+        app,
+        STACK_FLEET,
+        settings=settings,
+        base=base,
+        env=env,
+        description=desc.format("fleet: launch templates of the ephemeral boxes, their role"),
+    )
+    control = ControlPlaneStack(
+        app,
+        STACK_CONTROL_PLANE,
+        settings=settings,
+        base=base,
+        boxes=[trainium, inferentia],
+        fleet=fleet,
+        code_dir=code_dir,
+        deps_dir=deps_dir,
+        asl_path=ASL_PATH,
+        env=env,
+        description=desc.format("state machine, Lambdas, rules"),
+    )
     cdk.Tags.of(app).add(PROJECT_TAG_KEY, settings.project)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
     return NeuronPipelinesApp(app, settings, base, trainium, inferentia, fleet, control)
@@ -120,17 +155,21 @@ class LambdaLayerMissingError(BundlingError):
     """Deploy path without the Lambda dependency layer: the handlers would fail at import."""
 
     def __init__(self, deps_dir: Path):
-        super().__init__(f"Lambda dependency layer missing at {deps_dir}: run `make lambda-deps` before synth/deploy "
-                         "(offline synth only: setting require_lambda_deps=false)")
+        super().__init__(
+            f"Lambda dependency layer missing at {deps_dir}: run `make lambda-deps` before synth/deploy "
+            "(offline synth only: setting require_lambda_deps=false)"
+        )
 
 
 class BudgetSubscriberMissingError(SettingsError):
     """Deploy path without ``budget_alert_email``: the budget's SNS topic has no subscriber, alerts reach nobody."""
 
     def __init__(self) -> None:
-        super().__init__("budget alerts would reach nobody: set cdk.json context.neuronpipe.budget_alert_email to "
-                         f"the address that gets them (or \"{BUDGET_EMAIL_OPT_OUT}\" to deploy without one, on "
-                         "purpose; recorded in the template)")
+        super().__init__(
+            "budget alerts would reach nobody: set cdk.json context.neuronpipe.budget_alert_email to "
+            f'the address that gets them (or "{BUDGET_EMAIL_OPT_OUT}" to deploy without one, on '
+            "purpose; recorded in the template)"
+        )
 
 
 def parse_settings(pairs: list[str]) -> dict[str, Any]:
@@ -163,8 +202,13 @@ def synth(built: NeuronPipelinesApp) -> cdk.cx_api.CloudAssembly:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.app", description=__doc__.splitlines()[0])
     parser.add_argument("--outdir", default=None, help="cloud assembly directory (default: CDK_OUTDIR or cdk.out)")
-    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one cdk.json neuronpipe setting (e.g. require_lambda_deps=false)")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one cdk.json neuronpipe setting (e.g. require_lambda_deps=false)",
+    )
     args = parser.parse_args(argv)
     try:
         overrides = parse_settings(args.setting)

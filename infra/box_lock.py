@@ -18,6 +18,7 @@ box's pip picks is allowed). A resolved file whose hash its own index does not l
 The lock records the SHA-256 of the requirements it came from; :func:`check_lock` (``--check``, and every synth
 on the deploy path) refuses a lock that is missing or older than ``box-requirements.txt``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,8 +79,10 @@ def parse_pins(text: str) -> list[Pin]:
             continue
         m = PIN.match(line)
         if not m:
-            raise BoxLockError(f"box-requirements.txt line {number}: {line!r}: only exact pins name==version "
-                               "(indexes are infra.box_lock.PACKAGE_INDEXES, never pip options here)")
+            raise BoxLockError(
+                f"box-requirements.txt line {number}: {line!r}: only exact pins name==version "
+                "(indexes are infra.box_lock.PACKAGE_INDEXES, never pip options here)"
+            )
         pins.append(Pin(m.group(1), m.group(2) or "", m.group(3)))
     return pins
 
@@ -114,7 +117,7 @@ def read_url(url: str) -> str:
     if parts.scheme == "file":
         path = Path(unquote(parts.path))
         return (path / "index.html" if path.is_dir() else path).read_text()
-    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - the index URLs of this module
+    with urllib.request.urlopen(url, timeout=60) as response:  # the index URLs of this module
         return response.read().decode()
 
 
@@ -153,8 +156,10 @@ def best_file(files: list[IndexFile], target_tags: list[str]) -> IndexFile:
     rank = {tag: i for i, tag in enumerate(target_tags)}
     wheels = [(min(rank[t] for t in f.tags if t in rank), f) for f in files if f.tags & rank.keys()]
     if not wheels:
-        raise BoxLockError(f"{files[0].filename.split('-')[0]}=={files[0].version}: no wheel for the boxes' "
-                           f"interpreter among {', '.join(f.filename for f in files)}")
+        raise BoxLockError(
+            f"{files[0].filename.split('-')[0]}=={files[0].version}: no wheel for the boxes' "
+            f"interpreter among {', '.join(f.filename for f in files)}"
+        )
     return min(wheels, key=lambda w: w[0])[1]
 
 
@@ -168,32 +173,46 @@ class Target:
 
     def check(self) -> list[str]:
         """Its wheel tags, most preferred first; :class:`BoxLockError` if it is not the boxes' interpreter."""
-        probe = ("import json, platform, sys; from pip._vendor.packaging.tags import sys_tags; "
-                 "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'platform': sys.platform, "
-                 "'machine': platform.machine(), 'tags': [str(t) for t in sys_tags()]}))")
+        probe = (
+            "import json, platform, sys; from pip._vendor.packaging.tags import sys_tags; "
+            "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'platform': sys.platform, "
+            "'machine': platform.machine(), 'tags': [str(t) for t in sys_tags()]}))"
+        )
         try:
             out = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
         except (OSError, subprocess.SubprocessError) as exc:
-            raise BoxLockError(f"cannot run {self.python} (the boxes' CPython {self.version}, with pip): {exc}") \
-                from exc
+            raise BoxLockError(
+                f"cannot run {self.python} (the boxes' CPython {self.version}, with pip): {exc}"
+            ) from exc
         info = json.loads(out.stdout)
         found = (info["version"], info["platform"], info["machine"])
         if found != (self.version, *self.platform):
-            raise BoxLockError(f"{self.python} is CPython {found[0]} on {found[1]} {found[2]}; the boxes run "
-                               f"CPython {self.version} on {' '.join(self.platform)}: resolve with that interpreter "
-                               "(--python)")
+            raise BoxLockError(
+                f"{self.python} is CPython {found[0]} on {found[1]} {found[2]}; the boxes run "
+                f"CPython {self.version} on {' '.join(self.platform)}: resolve with that interpreter "
+                "(--python)"
+            )
         return list(info["tags"])
 
 
-def resolve(pins: list[Pin], target: Target, target_tags: list[str], *, default_index: str = DEFAULT_INDEX,
-            package_indexes: dict[str, str] | None = None, fetch=read_url) -> list[dict[str, object]]:
+def resolve(
+    pins: list[Pin],
+    target: Target,
+    target_tags: list[str],
+    *,
+    default_index: str = DEFAULT_INDEX,
+    package_indexes: dict[str, str] | None = None,
+    fetch=read_url,
+) -> list[dict[str, object]]:
     """pip's resolution of ``pins`` by the target interpreter: the report's ``install`` entries."""
     indexes = {canonical(k): v for k, v in (PACKAGE_INDEXES if package_indexes is None else package_indexes).items()}
     top = {canonical(p.name) for p in pins}
     strays = sorted(set(indexes) - top)
     if strays:
-        raise BoxLockError(f"PACKAGE_INDEXES names {', '.join(strays)}, not a pin of box-requirements.txt: a package "
-                           "of another index must be pinned at the top level")
+        raise BoxLockError(
+            f"PACKAGE_INDEXES names {', '.join(strays)}, not a pin of box-requirements.txt: a package "
+            "of another index must be pinned at the top level"
+        )
     lines = []
     for p in pins:
         index = indexes.get(canonical(p.name))
@@ -205,26 +224,46 @@ def resolve(pins: list[Pin], target: Target, target_tags: list[str], *, default_
     with tempfile.TemporaryDirectory(prefix="neuronpipe-box-lock-") as tmp:
         reqs, report = Path(tmp) / "resolve.txt", Path(tmp) / "report.json"
         reqs.write_text("\n".join(lines) + "\n")
-        cmd = [target.python, "-m", "pip", "install", "--isolated", "--disable-pip-version-check", "--quiet",
-               "--dry-run", "--ignore-installed", "--report", str(report), "--index-url", default_index,
-               "-r", str(reqs)]
+        cmd = [
+            target.python,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--dry-run",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            "--index-url",
+            default_index,
+            "-r",
+            str(reqs),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         if proc.returncode != 0:
             raise BoxLockError(f"pip could not resolve box-requirements.txt: {proc.stderr.strip()[-2000:]}")
         return list(json.loads(report.read_text())["install"])
 
 
-def lock_text(requirements_text: str, entries: list[dict[str, object]], *, default_index: str = DEFAULT_INDEX,
-              package_indexes: dict[str, str] | None = None, fetch=read_url) -> str:
+def lock_text(
+    requirements_text: str,
+    entries: list[dict[str, object]],
+    *,
+    default_index: str = DEFAULT_INDEX,
+    package_indexes: dict[str, str] | None = None,
+    fetch=read_url,
+) -> str:
     """The lock: ``--index-url`` the default index, each package with every hash its index lists for its version
     (a package of :data:`PACKAGE_INDEXES` as the direct URL of its one file)."""
     indexes = {canonical(k): v for k, v in (PACKAGE_INDEXES if package_indexes is None else package_indexes).items()}
     blocks = []
-    for entry in sorted(entries, key=lambda e: canonical(str(e["metadata"]["name"]))):  # type: ignore[index]
-        meta, info = entry["metadata"], entry["download_info"]  # type: ignore[index]
-        name, version = str(meta["name"]), str(meta["version"])  # type: ignore[index]
-        url = str(info["url"])  # type: ignore[index]
-        reported = str(info.get("archive_info", {}).get("hashes", {}).get("sha256", ""))  # type: ignore[union-attr]
+    for entry in sorted(entries, key=lambda e: canonical(str(e["metadata"]["name"]))):
+        meta, info = entry["metadata"], entry["download_info"]
+        name, version = str(meta["name"]), str(meta["version"])
+        url = str(info["url"])
+        reported = str(info.get("archive_info", {}).get("hashes", {}).get("sha256", ""))
         index = indexes.get(canonical(name))
         if index is not None:
             if not url.startswith(index.rstrip("/") + "/") and urlsplit(url).netloc != urlsplit(index).netloc:
@@ -241,7 +280,8 @@ def lock_text(requirements_text: str, entries: list[dict[str, object]], *, defau
         "# box-requirements.txt and run it again, never this file.",
         f"{DIGEST_LINE}{requirements_digest(requirements_text)}",
         f"# One index per package: {default_index}; "
-        + (", ".join(f"{k} from {v} (a direct URL)" for k, v in sorted(indexes.items())) or "no other") + ".",
+        + (", ".join(f"{k} from {v} (a direct URL)" for k, v in sorted(indexes.items())) or "no other")
+        + ".",
         f"--index-url {default_index}",
     ]
     return "\n".join(header + blocks) + "\n"
@@ -251,19 +291,24 @@ def requirements_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def write_lock(python: str, *, requirements: Path | None = None, lock: Path | None = None,
-               target: Target | None = None, default_index: str = DEFAULT_INDEX,
-               package_indexes: dict[str, str] | None = None, fetch=read_url) -> Path:
+def write_lock(
+    python: str,
+    *,
+    requirements: Path | None = None,
+    lock: Path | None = None,
+    target: Target | None = None,
+    default_index: str = DEFAULT_INDEX,
+    package_indexes: dict[str, str] | None = None,
+    fetch=read_url,
+) -> Path:
     requirements = requirements or bundling.BOX_REQUIREMENTS
     lock = lock or bundling.BOX_LOCK
     target = target or Target(python)
     text = requirements.read_text()
     pins = parse_pins(text)
     tags = target.check()
-    entries = resolve(pins, target, tags, default_index=default_index, package_indexes=package_indexes,
-                      fetch=fetch)
-    lock.write_text(lock_text(text, entries, default_index=default_index, package_indexes=package_indexes,
-                              fetch=fetch))
+    entries = resolve(pins, target, tags, default_index=default_index, package_indexes=package_indexes, fetch=fetch)
+    lock.write_text(lock_text(text, entries, default_index=default_index, package_indexes=package_indexes, fetch=fetch))
     return lock
 
 
@@ -272,13 +317,16 @@ def check_lock(requirements: Path | None = None, lock: Path | None = None) -> Pa
     requirements = requirements or bundling.BOX_REQUIREMENTS
     lock = lock or bundling.BOX_LOCK
     if not lock.is_file():
-        raise BoxLockError(f"box lock missing at {lock}: run `python -m infra.box_lock` (CPython {HARNESS_PYTHON} "
-                           "on Linux x86_64, with access to its indexes) and commit it; the boxes install only "
-                           "from it")
+        raise BoxLockError(
+            f"box lock missing at {lock}: run `python -m infra.box_lock` (CPython {HARNESS_PYTHON} "
+            "on Linux x86_64, with access to its indexes) and commit it; the boxes install only "
+            "from it"
+        )
     digest = requirements_digest(requirements.read_text())
     if f"{DIGEST_LINE}{digest}" not in lock.read_text().splitlines():
-        raise BoxLockError(f"box lock {lock} is older than {requirements.name}: run `python -m infra.box_lock` "
-                           "again and commit it")
+        raise BoxLockError(
+            f"box lock {lock} is older than {requirements.name}: run `python -m infra.box_lock` again and commit it"
+        )
     return lock
 
 
@@ -288,8 +336,12 @@ def _default_python() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.box_lock", description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=None, help=f"the boxes' interpreter: CPython {HARNESS_PYTHON} on Linux "
-                        f"x86_64, with pip (default: python{HARNESS_PYTHON} on PATH)")
+    parser.add_argument(
+        "--python",
+        default=None,
+        help=f"the boxes' interpreter: CPython {HARNESS_PYTHON} on Linux "
+        f"x86_64, with pip (default: python{HARNESS_PYTHON} on PATH)",
+    )
     parser.add_argument("--check", action="store_true", help="only check that the lock exists and is current")
     args = parser.parse_args(argv)
     try:

@@ -22,6 +22,7 @@ writes REPORT.md, comparison.json and REPORT.html (plotly's bundled plotly.min.j
 package the layer keeps: :data:`KEEP_ONLY`); PNG plots come from ``neuronpipe report``. ``tests/functional/
 test_report_in_lambda_layer.py`` builds a report with every section from the layer's packages alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,11 +44,26 @@ RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "d
 # must stay: pyarrow.lib links it (checked by importing the pruned layer).
 # Also gone: numpy's test suites, test-only extension modules and f2py, typing stubs, the data files plotly installs for
 # Jupyter (share/), and the copies pip makes of libraries' symlinked names (only the soname, .so.<major>, is loaded).
-PRUNE_GLOBS = ("pyarrow/tests", "pyarrow/include", "pyarrow/*flight*",
-               "pyarrow/_pyarrow_cpp_tests*", "**/*.pyx", "**/*.pxd", "**/__pycache__", "bin", "share",
-               "numpy/**/tests", "numpy/f2py", "numpy/_core/_simd*", "numpy/_core/_*_tests*", "**/*.pyi",
-               "pyarrow/libarrow_python.so", "pyarrow/libarrow_python.so.*.*.*",
-               "pyarrow/libarrow_python_parquet_encryption.so", "pyarrow/libarrow_python_parquet_encryption.so.*.*.*")
+PRUNE_GLOBS = (
+    "pyarrow/tests",
+    "pyarrow/include",
+    "pyarrow/*flight*",
+    "pyarrow/_pyarrow_cpp_tests*",
+    "**/*.pyx",
+    "**/*.pxd",
+    "**/__pycache__",
+    "bin",
+    "share",
+    "numpy/**/tests",
+    "numpy/f2py",
+    "numpy/_core/_simd*",
+    "numpy/_core/_*_tests*",
+    "**/*.pyi",
+    "pyarrow/libarrow_python.so",
+    "pyarrow/libarrow_python.so.*.*.*",
+    "pyarrow/libarrow_python_parquet_encryption.so",
+    "pyarrow/libarrow_python_parquet_encryption.so.*.*.*",
+)
 # Packages of which the layer keeps only some files: plotly is there for plotly.min.js alone (REPORT.html inlines it;
 # its __init__.py stays so the package is found first on the path, never imported;
 # analytics.report.html_assets finds it without importing plotly), its Python side (~60 MB) and narwhals, which only
@@ -81,10 +97,17 @@ def stage_lambda_code(dest: Path, root: Path = ROOT) -> Path:
 def git_sha(root: Path = ROOT) -> str:
     """HEAD of the checkout, ``-dirty`` when the tree has changes; ``unknown`` outside git."""
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{sha}-dirty" if dirty else sha
@@ -116,8 +139,11 @@ def _tree_bytes(path: Path) -> int:
 
 def prune(site: Path) -> None:
     for name in RUNTIME_PROVIDED:
-        for p in list(site.glob(name)) + list(site.glob(f"{name}-*.dist-info")) + \
-                list(site.glob(f"python_{name}-*.dist-info")):
+        for p in (
+            list(site.glob(name))
+            + list(site.glob(f"{name}-*.dist-info"))
+            + list(site.glob(f"python_{name}-*.dist-info"))
+        ):
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     for pattern in PRUNE_GLOBS:
         for p in list(site.glob(pattern)):
@@ -157,11 +183,27 @@ def strip_shared_objects(site: Path, strip: str | None = None) -> int:
     return before - _tree_bytes(site)
 
 
-def pip_command(target: Path, requirements: Path = LAMBDA_REQUIREMENTS,
-                python_version: str = LAMBDA_PYTHON_VERSION) -> list[str]:
-    cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
-           "--target", str(target), "--implementation", "cp", "--python-version", python_version,
-           "--only-binary=:all:", "--upgrade", "-r", str(requirements)]
+def pip_command(
+    target: Path, requirements: Path = LAMBDA_REQUIREMENTS, python_version: str = LAMBDA_PYTHON_VERSION
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--target",
+        str(target),
+        "--implementation",
+        "cp",
+        "--python-version",
+        python_version,
+        "--only-binary=:all:",
+        "--upgrade",
+        "-r",
+        str(requirements),
+    ]
     for platform in LAMBDA_PLATFORMS:
         cmd += ["--platform", platform]
     return cmd
@@ -181,8 +223,10 @@ def install_lambda_deps(deps_dir: Path, requirements: Path = LAMBDA_REQUIREMENTS
     size = _tree_bytes(site)
     budget = LAMBDA_UNZIPPED_LIMIT_BYTES - CODE_HEADROOM_BYTES
     if size > budget:
-        raise BundlingError(f"Lambda layer is {size / 2**20:.0f} MiB unzipped; the budget is "
-                            f"{budget / 2**20:.0f} MiB (250 MB limit minus code). Drop a dependency.")
+        raise BundlingError(
+            f"Lambda layer is {size / 2**20:.0f} MiB unzipped; the budget is "
+            f"{budget / 2**20:.0f} MiB (250 MB limit minus code). Drop a dependency."
+        )
     return size
 
 

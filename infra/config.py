@@ -21,6 +21,7 @@ framework version only (Neuron DLAMI user guide, "SSM Parameter Prefix"; no para
 release), so for an exact image pin the id (``trainium_ami_id``) or a parameter version
 (``<name>:<version>``); a newer stack arrives as a deliberate change of these settings (rule 2).
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,13 @@ CONTROL_KEY_PATTERN = f"{CONTROL_PREFIX}/*"
 # (analytics.store: v1/ rows and commit markers, models/, its compile cache neuron-cache/), the bucket-level
 # compile cache and the control data. Not results/logs/: the SSM agent writes command output there, without
 # If-None-Match.
-APPEND_ONLY_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/*", f"{RESULTS_PREFIX}/models/*",
-                            f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*", f"{NEURON_CACHE_PREFIX}*", CONTROL_KEY_PATTERN)
+APPEND_ONLY_KEY_PATTERNS = (
+    f"{RESULTS_PREFIX}/v1/*",
+    f"{RESULTS_PREFIX}/models/*",
+    f"{RESULTS_PREFIX}/{NEURON_CACHE_PREFIX}*",
+    f"{NEURON_CACHE_PREFIX}*",
+    CONTROL_KEY_PATTERN,
+)
 # What only the control plane commits (analytics.store.markers): a lane's commit marker (commit_lane writes it after
 # checking the box's proposed marker under v1/_proposed/) and a quarantine record. No box role may put these.
 COMMIT_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/_commits/*", f"{RESULTS_PREFIX}/v1/_quarantine/*")
@@ -109,9 +115,11 @@ class AmiPin:
 # to latest. Only the us-west-2 id is known good (it has served in this project).
 INFERENTIA_PINNED_AMIS: dict[str, AmiPin] = {
     "us-west-2": AmiPin(
-        "ami-035c945d557065665", "Deep Learning AMI Neuron PyTorch Inference vLLM 0.16 (Ubuntu 24.04)",
+        "ami-035c945d557065665",
+        "Deep Learning AMI Neuron PyTorch Inference vLLM 0.16 (Ubuntu 24.04)",
         "aws ec2 describe-images --region us-west-2 --owners amazon --image-ids ami-035c945d557065665 "
-        "--query 'Images[0].[Name,State]' --output text"),
+        "--query 'Images[0].[Name,State]' --output text",
+    ),
 }
 
 
@@ -137,11 +145,12 @@ class AmiSource:
     def check(self) -> str:
         """The command a user runs before deploying, to see which image the box will get."""
         if self.ami_id:
-            return (f"aws ec2 describe-images --image-ids {self.ami_id} --query 'Images[0].[Name,State]' "
-                    "--output text")
+            return f"aws ec2 describe-images --image-ids {self.ami_id} --query 'Images[0].[Name,State]' --output text"
         name, _, version = str(self.ssm_parameter).partition(":")
-        return (f"aws ssm get-parameter --name {name}{':' + version if version else ''} --query Parameter.Value "
-                "--output text")
+        return (
+            f"aws ssm get-parameter --name {name}{':' + version if version else ''} --query Parameter.Value "
+            "--output text"
+        )
 
 
 class SettingsError(ValueError):
@@ -152,7 +161,8 @@ ENDPOINTS_REFUSED = (
     "ssm_connectivity='endpoints' is refused: the boxes bootstrap from the internet (neuronpipe-sync "
     "pip-installs box-requirements.lock from PyPI and download.pytorch.org, uv downloads CPython on "
     "Ubuntu 22.04, lanes download model weights from the Hugging Face Hub) and nothing stages these "
-    "in S3 yet; use 'nat' or 'nat_and_endpoints'")
+    "in S3 yet; use 'nat' or 'nat_and_endpoints'"
+)
 
 
 @dataclass(frozen=True)
@@ -180,20 +190,25 @@ class DeploymentSettings(BaseModel):
     availability_zones: tuple[str, ...] = Field(
         ("us-west-2c", "us-west-2d"),
         description="pinned VPC AZs (no lookup). Check trn1/inf2 offerings per AZ name in YOUR account: "
-                    "aws ec2 describe-instance-type-offerings --location-type availability-zone "
-                    "--filters Name=instance-type,Values=trn1.2xlarge")
+        "aws ec2 describe-instance-type-offerings --location-type availability-zone "
+        "--filters Name=instance-type,Values=trn1.2xlarge",
+    )
     trainium_az: str = Field("us-west-2d", description="AZ of the trn1 box (one of availability_zones)")
     inferentia_az: str = Field("us-west-2d", description="AZ of the inf2 box (one of availability_zones)")
     ssm_connectivity: SsmConnectivity = Field(
-        "nat", description="nat: one NAT gateway (internet egress for pip/HF, ~$33/month + $0.045/GB); "
-                           "endpoints: refused (the boxes need the internet to bootstrap, see "
-                           "ENDPOINTS_REFUSED); nat_and_endpoints: NAT plus interface endpoints "
-                           "(~$7.3/month each per AZ) so AWS API traffic stays off the NAT")
+        "nat",
+        description="nat: one NAT gateway (internet egress for pip/HF, ~$33/month + $0.045/GB); "
+        "endpoints: refused (the boxes need the internet to bootstrap, see "
+        "ENDPOINTS_REFUSED); nat_and_endpoints: NAT plus interface endpoints "
+        "(~$7.3/month each per AZ) so AWS API traffic stays off the NAT",
+    )
     monthly_budget_usd: float = Field(300.0, gt=0, description="AWS Budgets monthly cost limit")
     budget_alert_email: str | None = Field(
-        None, pattern=r"^(none|[^@\s]+@[^@\s]+\.[^@\s]+)$",
+        None,
+        pattern=r"^(none|[^@\s]+@[^@\s]+\.[^@\s]+)$",
         description="e-mail subscribed to the budget alerts; required to deploy (synth with require_lambda_deps "
-                    "refuses without it); \"none\" opts out on purpose (recorded in the template)")
+        'refuses without it); "none" opts out on purpose (recorded in the template)',
+    )
     budget_alert_thresholds_pct: tuple[float, ...] = Field((50.0, 80.0, 100.0), description="actual-cost alerts")
     noncurrent_version_days: int = Field(90, ge=1, description="expire non-current object versions after N days")
     trainium_instance_type: str = PINNED_BOX_TYPES["trn1"]
@@ -204,45 +219,81 @@ class DeploymentSettings(BaseModel):
     inferentia_compile_cache_gib: int = Field(100, ge=20, description="gp3 volume for compiled serving graphs")
     inferentia_ebs_swap_gib: int = Field(48, ge=0, description="16 GiB host RAM cannot load an 8B model")
     trainium_nvme_swap_gib: int = Field(64, ge=0, description="swap file on the instance store, re-made each boot")
-    state_machine_name: str = Field("neuron-pipelines",
-                                    description="= control_plane.settings default (the CLI finds it by name)")
+    state_machine_name: str = Field(
+        "neuron-pipelines", description="= control_plane.settings default (the CLI finds it by name)"
+    )
     nightly_smoke_enabled: bool = Field(False, description="the nightly smoke schedule starts disabled")
     nightly_smoke_cron: str = Field("cron(0 6 * * ? *)", description="EventBridge cron, UTC")
     idle_reaper_rate_minutes: int = Field(30, ge=5)
     hf_token_secret_name: str = Field("neuronpipe/hf-token", description="Secrets Manager name of the HF token")
-    lambda_deps_dir: str = Field("infra/assets/lambda-deps", description="built by `python -m infra.bundling "
-                                 "deps`; holds python/ for the Lambda layer")
-    require_lambda_deps: bool = Field(True, description="fail synth when lambda_deps_dir is missing; false "
-                                      "only for offline synth and tests (such templates must not be deployed)")
+    lambda_deps_dir: str = Field(
+        "infra/assets/lambda-deps",
+        description="built by `python -m infra.bundling deps`; holds python/ for the Lambda layer",
+    )
+    require_lambda_deps: bool = Field(
+        True,
+        description="fail synth when lambda_deps_dir is missing; false "
+        "only for offline synth and tests (such templates must not be deployed)",
+    )
     log_retention_days: Literal[30, 90, 180, 365] = Field(90, description="CloudWatch Logs retention")
-    max_cost_usd_ceiling: float = Field(50.0, gt=0, description="upper bound of a run's max_cost_usd; a request "
-                                        "may lower it, never raise it (Lambda env NEURONPIPE_MAX_COST_USD_CEILING)")
-    trainium_ami_id: str | None = Field(None, pattern=AMI_ID_PATTERN, description="pin the trn1 image (default: "
-                                        "trainium_ami_parameter, resolved by EC2 once, at the box's launch)")
-    inferentia_ami_id: str | None = Field(None, pattern=AMI_ID_PATTERN, description="pin the inf2 image (default: "
-                                          "the vLLM 0.16 pin in us-west-2, else inferentia_ami_parameter)")
-    trainium_ami_parameter: str = Field(TRAINIUM_DLAMI_SSM_PARAMETER, pattern=SSM_PARAMETER_PATTERN,
-                                        description="public SSM parameter holding the trn1 DLAMI id "
-                                        "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
-                                        "instance launch")
-    inferentia_ami_parameter: str = Field(INFERENTIA_DLAMI_SSM_PARAMETER, pattern=SSM_PARAMETER_PATTERN,
-                                          description="public SSM parameter holding the inf2 DLAMI id "
-                                          "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
-                                          "instance launch")
-    existing_results_bucket: bool = Field(False, description="true: import the results bucket by name (it is "
-                                          "RETAINed by `cdk destroy`) instead of creating it; set it to re-deploy")
-    dataset_uri: str | None = Field(None, pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+$",
-                                    description="s3://bucket/prefix of a dataset the boxes read (outside results/)")
-    fleet_template_prefix: str = Field(DEFAULT_FLEET_TEMPLATE_PREFIX, pattern=LAUNCH_TEMPLATE_PREFIX_PATTERN,
-                                       description="the fleet's launch templates are named <prefix>-<type slug> "
-                                       "(Lambda env NEURONPIPE_FLEET_TEMPLATE_PREFIX)")
-    ami_owner_accounts: tuple[str, ...] = Field((), description="accounts, besides Amazon, whose images the fleet "
-                                                "may launch (ec2:Owner): the owner of every fleet_ami_pins image that "
-                                                "is not Amazon's")
-    fleet_ami_pins: dict[str, str] = Field(default_factory=dict,
-                                           description="{instance type: ami-id}: pin the image of that type's "
-                                           "launch template (default: the catalogue's AMI source; inf2 types the "
-                                           "vLLM 0.16 pin where infra.config has one)")
+    max_cost_usd_ceiling: float = Field(
+        50.0,
+        gt=0,
+        description="upper bound of a run's max_cost_usd; a request "
+        "may lower it, never raise it (Lambda env NEURONPIPE_MAX_COST_USD_CEILING)",
+    )
+    trainium_ami_id: str | None = Field(
+        None,
+        pattern=AMI_ID_PATTERN,
+        description="pin the trn1 image (default: trainium_ami_parameter, resolved by EC2 once, at the box's launch)",
+    )
+    inferentia_ami_id: str | None = Field(
+        None,
+        pattern=AMI_ID_PATTERN,
+        description="pin the inf2 image (default: the vLLM 0.16 pin in us-west-2, else inferentia_ami_parameter)",
+    )
+    trainium_ami_parameter: str = Field(
+        TRAINIUM_DLAMI_SSM_PARAMETER,
+        pattern=SSM_PARAMETER_PATTERN,
+        description="public SSM parameter holding the trn1 DLAMI id "
+        "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
+        "instance launch",
+    )
+    inferentia_ami_parameter: str = Field(
+        INFERENTIA_DLAMI_SSM_PARAMETER,
+        pattern=SSM_PARAMETER_PATTERN,
+        description="public SSM parameter holding the inf2 DLAMI id "
+        "(optionally <name>:<version>; data type aws:ec2:image); EC2 resolves it at "
+        "instance launch",
+    )
+    existing_results_bucket: bool = Field(
+        False,
+        description="true: import the results bucket by name (it is "
+        "RETAINed by `cdk destroy`) instead of creating it; set it to re-deploy",
+    )
+    dataset_uri: str | None = Field(
+        None,
+        pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+$",
+        description="s3://bucket/prefix of a dataset the boxes read (outside results/)",
+    )
+    fleet_template_prefix: str = Field(
+        DEFAULT_FLEET_TEMPLATE_PREFIX,
+        pattern=LAUNCH_TEMPLATE_PREFIX_PATTERN,
+        description="the fleet's launch templates are named <prefix>-<type slug> "
+        "(Lambda env NEURONPIPE_FLEET_TEMPLATE_PREFIX)",
+    )
+    ami_owner_accounts: tuple[str, ...] = Field(
+        (),
+        description="accounts, besides Amazon, whose images the fleet "
+        "may launch (ec2:Owner): the owner of every fleet_ami_pins image that "
+        "is not Amazon's",
+    )
+    fleet_ami_pins: dict[str, str] = Field(
+        default_factory=dict,
+        description="{instance type: ami-id}: pin the image of that type's "
+        "launch template (default: the catalogue's AMI source; inf2 types the "
+        "vLLM 0.16 pin where infra.config has one)",
+    )
 
     @field_validator("availability_zones")
     @classmethod
@@ -256,8 +307,10 @@ class DeploymentSettings(BaseModel):
     def _known_fleet_pins(cls, v: dict[str, str]) -> dict[str, str]:
         unknown = sorted(set(v) - set(CATALOGUE))
         if unknown:
-            raise ValueError(f"fleet_ami_pins: unknown instance type(s) {', '.join(unknown)}; catalogued types: "
-                             f"{', '.join(CATALOGUE)}")
+            raise ValueError(
+                f"fleet_ami_pins: unknown instance type(s) {', '.join(unknown)}; catalogued types: "
+                f"{', '.join(CATALOGUE)}"
+            )
         bad = sorted(t for t, ami in v.items() if not re.fullmatch(AMI_ID_PATTERN, ami))
         if bad:
             raise ValueError(f"fleet_ami_pins: not an ami- id for {', '.join(bad)}")
@@ -272,7 +325,7 @@ class DeploymentSettings(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "DeploymentSettings":
+    def _consistent(self) -> DeploymentSettings:
         for name in ("trainium_az", "inferentia_az"):
             az = getattr(self, name)
             if az not in self.availability_zones:
@@ -285,7 +338,7 @@ class DeploymentSettings(BaseModel):
         return self
 
     @classmethod
-    def from_context(cls, raw: dict[str, Any] | str | None) -> "DeploymentSettings":
+    def from_context(cls, raw: dict[str, Any] | str | None) -> DeploymentSettings:
         if isinstance(raw, str):  # `cdk -c neuronpipe='{...}'` passes the context as a JSON string
             try:
                 raw = json.loads(raw)
@@ -299,19 +352,35 @@ class DeploymentSettings(BaseModel):
             return cls.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
+                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+            )
             valid = ", ".join(sorted(cls.model_fields))
-            raise SettingsError(f"invalid cdk.json context '{CONTEXT_KEY}': {problems} (valid settings: {valid})") \
-                from exc
+            raise SettingsError(
+                f"invalid cdk.json context '{CONTEXT_KEY}': {problems} (valid settings: {valid})"
+            ) from exc
 
     def box(self, role: BoxRole) -> BoxSpec:
         if role == "trn1":
-            return BoxSpec("trn1", STACK_TRAINIUM, self.trainium_instance_type, self.trainium_root_gib,
-                           self.trainium_compile_cache_gib, 0, self.trainium_nvme_swap_gib,
-                           "/opt/aws_neuronx_venv_pytorch_2_9?(_nxd_training)")
-        return BoxSpec("inf2", STACK_INFERENTIA, self.inferentia_instance_type, self.inferentia_root_gib,
-                       self.inferentia_compile_cache_gib, self.inferentia_ebs_swap_gib, 0,
-                       "/opt/aws_neuronx_venv_pytorch_*_vllm*")
+            return BoxSpec(
+                "trn1",
+                STACK_TRAINIUM,
+                self.trainium_instance_type,
+                self.trainium_root_gib,
+                self.trainium_compile_cache_gib,
+                0,
+                self.trainium_nvme_swap_gib,
+                "/opt/aws_neuronx_venv_pytorch_2_9?(_nxd_training)",
+            )
+        return BoxSpec(
+            "inf2",
+            STACK_INFERENTIA,
+            self.inferentia_instance_type,
+            self.inferentia_root_gib,
+            self.inferentia_compile_cache_gib,
+            self.inferentia_ebs_swap_gib,
+            0,
+            "/opt/aws_neuronx_venv_pytorch_*_vllm*",
+        )
 
     def az_of(self, role: BoxRole) -> str:
         return self.trainium_az if role == "trn1" else self.inferentia_az
@@ -353,13 +422,21 @@ def ami_source(role: BoxRole, settings: DeploymentSettings) -> AmiSource:
     if role == "trn1":
         if settings.trainium_ami_id:
             return AmiSource(role, settings.trainium_ami_id, None, "pinned by cdk.json trainium_ami_id")
-        return AmiSource(role, None, settings.trainium_ami_parameter,
-                         "Neuron PyTorch 2.9 DLAMI: public SSM parameter, resolved by EC2 at the box's launch")
+        return AmiSource(
+            role,
+            None,
+            settings.trainium_ami_parameter,
+            "Neuron PyTorch 2.9 DLAMI: public SSM parameter, resolved by EC2 at the box's launch",
+        )
     if settings.inferentia_ami_id:
         return AmiSource(role, settings.inferentia_ami_id, None, "pinned by cdk.json inferentia_ami_id")
     pin = INFERENTIA_PINNED_AMIS.get(settings.region)
     if pin is not None:
         return AmiSource(role, pin.ami_id, None, f"{pin.name}: the image vLLM serves inf2 from in this project")
-    return AmiSource(role, None, settings.inferentia_ami_parameter,
-                     "Neuron vLLM DLAMI: public SSM parameter, resolved by EC2 at the box's launch; its vLLM line "
-                     "is not verified on inf2 in this project (pin inferentia_ami_id once one has served)")
+    return AmiSource(
+        role,
+        None,
+        settings.inferentia_ami_parameter,
+        "Neuron vLLM DLAMI: public SSM parameter, resolved by EC2 at the box's launch; its vLLM line "
+        "is not verified on inf2 in this project (pin inferentia_ami_id once one has served)",
+    )

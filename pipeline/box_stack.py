@@ -10,6 +10,7 @@ day. A pin is a version prefix: ``"2.26"`` accepts ``2.26.0``, ``2.26.1.0+abc`` 
 
 Stdlib only (the planner and the Lambdas import it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,12 +34,11 @@ SERVING_PINS: dict[str, str] = {
 # venv ships neither at the version the entry script needs. Never into the vLLM venv (see FORBIDDEN_IN_SERVING).
 # The predecessor's working set (its first pass failed everywhere on `optimum-neuron[neuronx]`, which backtracked
 # to releases needing a numpy 1.25 source build): exact pins, no extra, the stack's numpy >= 2 held.
-TRAINING_INSTALLS: dict[str, str] = {"optimum-neuron": "0.4.3", "trl": "0.24.0", "peft": "0.17.0",
-                                     "datasets": "5.0.1"}
+TRAINING_INSTALLS: dict[str, str] = {"optimum-neuron": "0.4.3", "trl": "0.24.0", "peft": "0.17.0", "datasets": "5.0.1"}
 # A package whose presence breaks a venv, and the reason (verbatim in the gate's failure).
 FORBIDDEN_IN_SERVING: dict[str, str] = {
-    "optimum-neuron": "vLLM then refuses to start with \"Only one platform plugin can be activated\" "
-                      "(optimum-neuron registers a second Neuron platform plugin)",
+    "optimum-neuron": 'vLLM then refuses to start with "Only one platform plugin can be activated" '
+    "(optimum-neuron registers a second Neuron platform plugin)",
 }
 # The CLIs a lane shells out to, found on the PATH the lanes get (the DLAMI venv's bin and /opt/aws/neuron/bin).
 # torch-neuronx runs libneuronpjrt-path at import: without it on PATH every lane fails with a different-looking

@@ -1,4 +1,5 @@
 """Where things live on a box, as every package names them (the harness installs there, lanes default to them)."""
+
 from __future__ import annotations
 
 # The box's cache volume (the per-boot setup mounts the retained gp3 volume there) and the one Neuron compile

@@ -26,6 +26,7 @@ A point **passes** when it is valid (serving_points.valid), not saturated, its p
 within the SLO's bounds (the Decision's rule) and the share of good requests (goodput's per-request rule, over
 every request sent, a request still in flight after the grace counting as not good) is at least ``attainment``.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,6 +81,7 @@ class CapacitySpec(BaseModel):
     """A capacity search as declared (the lane's config, ``neuronpipe loadgen --search capacity``): its numbers
     are finite, then :func:`spec_problem` holds them to the search's rules; the first problem is the refusal
     (:class:`CapacitySpecError`, one line)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ttft_ms: Finite
@@ -106,7 +108,7 @@ class CapacitySpec(BaseModel):
             raise CapacitySpecError(first_refusal(exc)) from None
 
     @model_validator(mode="after")
-    def _rules(self) -> "CapacitySpec":
+    def _rules(self) -> CapacitySpec:
         problem = spec_problem(self)
         if problem:
             raise Refusal(problem)
@@ -134,10 +136,20 @@ class CapacitySpec(BaseModel):
         return self.point_duration_s + self.grace_s
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "capacity", "slo_name": self.slo_name, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms,
-                "percentile": self.percentile, "attainment": self.attainment, "rate_min": self.rate_min,
-                "rate_max": self.rate_max, "precision": self.precision, "point_duration_s": self.point_duration_s,
-                "max_search_s": self.max_search_s, "growth": self.growth}
+        return {
+            "kind": "capacity",
+            "slo_name": self.slo_name,
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "percentile": self.percentile,
+            "attainment": self.attainment,
+            "rate_min": self.rate_min,
+            "rate_max": self.rate_max,
+            "precision": self.precision,
+            "point_duration_s": self.point_duration_s,
+            "max_search_s": self.max_search_s,
+            "growth": self.growth,
+        }
 
 
 def spec_problem(s: CapacitySpec) -> str | None:
@@ -165,15 +177,19 @@ def spec_problem(s: CapacitySpec) -> str | None:
             return f"{flag}: at most {shown(DAY_S)} s, not {seconds:g}"
     for flag, rate in (("--rate-max", s.rate_max), ("--rate-min", s.rate_min)):
         if rate is not None and rate * s.point_duration_s > POINT_ARRIVALS:
-            return (f"{flag} {rate:g} x --point-duration {s.point_duration_s:g} s is {rate * s.point_duration_s:,.0f} "
-                    f"arrivals in one point; at most {POINT_ARRIVALS:,}")
+            return (
+                f"{flag} {rate:g} x --point-duration {s.point_duration_s:g} s is {rate * s.point_duration_s:,.0f} "
+                f"arrivals in one point; at most {POINT_ARRIVALS:,}"
+            )
     if s.growth <= 1:
         return f"the ladder's growth must be > 1, not {s.growth:g}"
     if s.output_len < 1:
         return f"output length must be >= 1, not {s.output_len}"
     if s.max_search_s is not None and s.max_search_s < s.point_budget_s:
-        return (f"--max-search-s {s.max_search_s:g} is too small for one point ({s.point_budget_s:g} s: "
-                f"{s.point_duration_s:g} s plus a {s.grace_s:g} s grace)")
+        return (
+            f"--max-search-s {s.max_search_s:g} is too small for one point ({s.point_budget_s:g} s: "
+            f"{s.point_duration_s:g} s plus a {s.grace_s:g} s grace)"
+        )
     return None
 
 
@@ -228,7 +244,7 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
     passes the committed ones). Deterministic: the same verdicts give the same next rate."""
     b = bracket(history)
     measured = {round(v.rate, 12) for v in history}
-    floor = spec.rate_min if spec.rate_min is not None else r0 / spec.growth ** 3
+    floor = spec.rate_min if spec.rate_min is not None else r0 / spec.growth**3
     top = spec.top_rate
 
     def done(reason: str) -> Done:
@@ -239,8 +255,10 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
     if len(history) >= MAX_POINTS:
         return done(f"{MAX_POINTS} points measured without closing the bracket")
     if spec.max_search_s is not None and elapsed_s + spec.point_budget_s > spec.max_search_s:
-        return done(f"search budget spent: {elapsed_s:.1f} s of {spec.max_search_s:g} s, one more point needs "
-                    f"{spec.point_budget_s:g} s")
+        return done(
+            f"search budget spent: {elapsed_s:.1f} s of {spec.max_search_s:g} s, one more point needs "
+            f"{spec.point_budget_s:g} s"
+        )
     if b.lo is not None and b.hi is not None:
         rate, phase = math.sqrt(b.lo * b.hi), "bisect"
     elif b.hi is None:  # nothing failed yet: climb
@@ -248,22 +266,28 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
             rate = _clamp(r0, spec)
         elif b.lo >= top * (1 - 1e-9):
             if spec.rate_max is not None and top == spec.rate_max:
-                return done(f"the SLO holds at --rate-max {top:g} req/s (the top of the search range): capacity is "
-                            "at least that")
-            return done(f"the SLO holds at {top:g} req/s, the most a point of {spec.point_duration_s:g} s may offer "
-                        f"({POINT_ARRIVALS:,} arrivals, at most {shown(RATE['max'])} req/s): capacity is at least that")
+                return done(
+                    f"the SLO holds at --rate-max {top:g} req/s (the top of the search range): capacity is "
+                    "at least that"
+                )
+            return done(
+                f"the SLO holds at {top:g} req/s, the most a point of {spec.point_duration_s:g} s may offer "
+                f"({POINT_ARRIVALS:,} arrivals, at most {shown(RATE['max'])} req/s): capacity is at least that"
+            )
         else:
             rate = min(b.lo * spec.growth, top)
         phase = "ladder"
     else:  # everything measured failed: walk down
         if b.hi <= floor * (1 + 1e-9):
             first = min(history, key=lambda v: v.rate)
-            return done(f"no rate meets the SLO: the floor {first.rate:.4g} req/s fails"
-                        + (f" ({first.reason})" if first.reason else ""))
+            return done(
+                f"no rate meets the SLO: the floor {first.rate:.4g} req/s fails"
+                + (f" ({first.reason})" if first.reason else "")
+            )
         rate, phase = max(b.hi / spec.growth, floor), "ladder"
     if round(rate, 12) in measured:  # numerically exhausted (precision below float resolution)
         return done("no untried rate left inside the bracket")
-    return Measure(rate, phase)  # type: ignore[arg-type]
+    return Measure(rate, phase)
 
 
 def _clamp(rate: float, spec: CapacitySpec) -> float:
@@ -282,17 +306,21 @@ def backlog_reason(spec: CapacitySpec, rate: float, in_flight: int, elapsed_s: f
     """The saturation rule evaluated while a point runs: the stop reason, or None."""
     limit = backlog_limit(spec, rate)
     if in_flight > limit:
-        return (f"saturated: {in_flight} requests in flight after {elapsed_s:.1f} s at {rate:.4g} req/s offered "
-                f"exceeds {limit} ({BACKLOG_FACTOR:g} x rate x the SLO-bounded latency "
-                f"{spec.slo_latency_s:.3g} s + {BACKLOG_SLACK}): the server is not keeping up")
+        return (
+            f"saturated: {in_flight} requests in flight after {elapsed_s:.1f} s at {rate:.4g} req/s offered "
+            f"exceeds {limit} ({BACKLOG_FACTOR:g} x rate x the SLO-bounded latency "
+            f"{spec.slo_latency_s:.3g} s + {BACKLOG_SLACK}): the server is not keeping up"
+        )
     return None
 
 
 def completion_reason(sent: int, completed_in_grace: int) -> str | None:
     """The saturation rule evaluated at the end of a point: too few of the requests sent completed."""
     if sent and completed_in_grace < COMPLETION_SHARE * sent:
-        return (f"saturated: {completed_in_grace} of {sent} requests completed by the end of the grace "
-                f"(< {COMPLETION_SHARE:.0%}): the server is not keeping up")
+        return (
+            f"saturated: {completed_in_grace} of {sent} requests completed by the end of the grace "
+            f"(< {COMPLETION_SHARE:.0%}): the server is not keeping up"
+        )
     return None
 
 
@@ -314,9 +342,11 @@ def ttft_trend_reason(spec: CapacitySpec, samples: list[tuple[float, float]]) ->
     rise_ms = (medians[-1] - medians[0]) * 1000.0
     if all(a < b for a, b in zip(medians, medians[1:])) and rise_ms >= TREND_RISE * spec.ttft_ms:
         shown = ", ".join(f"{m * 1000:.0f}" for m in medians)
-        return (f"saturated: median TTFT rose in every one of {TREND_WINDOWS} windows ({shown} ms), by "
-                f"{rise_ms:.0f} ms >= {TREND_RISE:g} x the {spec.ttft_ms:g} ms bound: a queue grew while the point "
-                "ran")
+        return (
+            f"saturated: median TTFT rose in every one of {TREND_WINDOWS} windows ({shown} ms), by "
+            f"{rise_ms:.0f} ms >= {TREND_RISE:g} x the {spec.ttft_ms:g} ms bound: a queue grew while the point "
+            "ran"
+        )
     return None
 
 

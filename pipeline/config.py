@@ -13,6 +13,7 @@ annotation, not negative, within its bounds. It is the one check, at plan time (
 every rule, one ``lane.field: reason`` line each) and on the box (:func:`build_config`: the bounds; the plan
 has checked the rest).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,8 @@ import functools
 import json
 import types
 import typing
-from typing import Annotated, Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, create_model
 
@@ -46,8 +48,10 @@ def build_config(config_cls: type | None, profile: str, overrides: Mapping[str, 
         return base
     unknown, refused = override_refusals(config_cls, overrides, plan=False)
     if unknown:
-        raise LaneConfigError(f"{config_cls.__module__}.{config_cls.__name__}: unknown field(s) "
-                              f"{', '.join(unknown)}; valid fields: {', '.join(field_names(config_cls))}")
+        raise LaneConfigError(
+            f"{config_cls.__module__}.{config_cls.__name__}: unknown field(s) "
+            f"{', '.join(unknown)}; valid fields: {', '.join(field_names(config_cls))}"
+        )
     if refused:
         raise LaneConfigError(f"{config_cls.__name__}: {'; '.join(f'{name}: {why}' for name, why in refused)}")
     try:
@@ -66,8 +70,11 @@ def describe(config_cls: type) -> list[tuple[str, str, Any, str]]:
     """(name, help, default, bounds text) for each field: for `neuronpipe lanes --long` and docs."""
     out = []
     for f in dataclasses.fields(config_cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        )
         bounds = field_bounds(f)
         out.append((f.name, f.metadata.get("help", ""), default, f"{bounds[0]!r}..{bounds[1]!r}" if bounds else ""))
     return out
@@ -124,11 +131,15 @@ def type_problem(hint: Any, value: Any) -> str | None:
     if hint is bool:
         return None if isinstance(value, bool) else f"expected bool, got {_described(value)}"
     if hint is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else \
-            f"expected int, got {_described(value)}"
+        return (
+            None if isinstance(value, int) and not isinstance(value, bool) else f"expected int, got {_described(value)}"
+        )
     if hint is float:
-        return None if isinstance(value, (int, float)) and not isinstance(value, bool) else \
-            f"expected float, got {_described(value)}"
+        return (
+            None
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else f"expected float, got {_described(value)}"
+        )
     if hint is str:
         return None if isinstance(value, str) else f"expected str, got {_described(value)}"
     if origin in (list, tuple):
@@ -179,29 +190,40 @@ def _field_type(hint: Any, f: dataclasses.Field) -> Any:
         plan = (info.context or {}).get("plan", True)
         problem = None
         if plan:
-            problem = type_problem(hint, value) or (f"must not be negative, got {value!r}" if _negative(value)
-                                                    else None)
+            problem = type_problem(hint, value) or (
+                f"must not be negative, got {value!r}" if _negative(value) else None
+            )
         if problem is None and limits is not None:
             problem = within(limits, value)
         if problem:
             raise Refusal(problem)
         return value
+
     return Annotated[Any, PlainValidator(check)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def overrides_model(config_cls: type) -> type[BaseModel]:
     """The pydantic model of a Config's overrides: one optional field per Config field (:func:`_field_type`),
     nothing else."""
     hints = typing.get_type_hints(config_cls)
-    fields: dict[str, Any] = {f.name: (_field_type(hints.get(f.name, Any), f), None)
-                              for f in dataclasses.fields(config_cls)}
-    return create_model(f"{config_cls.__name__}Overrides", __config__=ConfigDict(extra="forbid"),
-                        __module__=config_cls.__module__, **fields)
+    fields: dict[str, Any] = {
+        f.name: (_field_type(hints.get(f.name, Any), f), None) for f in dataclasses.fields(config_cls)
+    }
+    return create_model(
+        f"{config_cls.__name__}Overrides",
+        __config__=ConfigDict(extra="forbid"),
+        __module__=config_cls.__module__,
+        **fields,
+    )
 
 
-def override_refusals(config_cls: type, overrides: Mapping[str, Any], *, plan: bool = True,
-                      ) -> tuple[list[str], list[tuple[str, str]]]:
+def override_refusals(
+    config_cls: type,
+    overrides: Mapping[str, Any],
+    *,
+    plan: bool = True,
+) -> tuple[list[str], list[tuple[str, str]]]:
     """The overrides parsed by :func:`overrides_model`: (the unknown field names, sorted; (field, reason) of each
     field refused, by field name). ``plan``: every rule (else the bounds only)."""
     try:

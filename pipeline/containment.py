@@ -6,6 +6,7 @@ The rule is on the name's text first — ``/``-separated parts, none empty, ``.`
 then on where it resolves, so a symlink already in the directory cannot carry it out. A backslash is an ordinary
 character on the box's file system and stays one.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -22,10 +22,12 @@ Rules:
 * **waves**: a lane that needs a lane on another box waits for that box: its wave is one more than its
   producer's. Within a wave the boxes work at once; a box's lanes in a wave run in registry order.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 LOCAL = "local"
 BOX_PREFIX = "box:"  # blocked_by value when a box's phase failed (the lane never reached the box)
@@ -49,8 +51,16 @@ class Node:
     gated_by: tuple[str, ...] = ()  # the needs that are gates (wording: "gate smoke@trn1 did not pass")
 
     def to_json(self) -> dict[str, Any]:
-        return {"lane": self.lane, "box": self.box, "result_lane": self.result_lane, "order": self.order,
-                "needs": list(self.needs), "gate": self.gate, "wave": self.wave, "gated_by": list(self.gated_by)}
+        return {
+            "lane": self.lane,
+            "box": self.box,
+            "result_lane": self.result_lane,
+            "order": self.order,
+            "needs": list(self.needs),
+            "gate": self.gate,
+            "wave": self.wave,
+            "gated_by": list(self.gated_by),
+        }
 
 
 @dataclass(frozen=True)
@@ -75,8 +85,13 @@ class RunOutcome:
     why: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "failed": self.failed, "skipped": self.skipped, "reasons": self.reasons,
-                "why": self.why}
+        return {
+            "status": self.status,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "reasons": self.reasons,
+            "why": self.why,
+        }
 
     def summary(self) -> str:
         parts = [self.status]
@@ -95,8 +110,9 @@ def validate(specs: Mapping[str, Any]) -> None:
     for spec in specs.values():
         for need in spec.needs:
             if need not in specs:
-                raise LaneGraphError(f"lane {spec.name} needs {need!r}, which is not a lane "
-                                     f"(valid: {', '.join(sorted(specs))})")
+                raise LaneGraphError(
+                    f"lane {spec.name} needs {need!r}, which is not a lane (valid: {', '.join(sorted(specs))})"
+                )
             if need == spec.name:
                 raise LaneGraphError(f"lane {spec.name} needs itself")
     state: dict[str, int] = {}  # 1 visiting, 2 done
@@ -105,7 +121,7 @@ def validate(specs: Mapping[str, Any]) -> None:
         if state.get(name) == 2:
             return
         if state.get(name) == 1:
-            cycle = path[path.index(name):] + [name]
+            cycle = path[path.index(name) :] + [name]
             raise LaneGraphError(f"lane needs form a cycle: {' -> '.join(cycle)}")
         state[name] = 1
         for need in specs[name].needs:
@@ -120,8 +136,12 @@ def _result_name(spec: Any, box: str) -> str:
     return f"{spec.name}@{box}" if box in spec.boxes and len(spec.boxes) > 1 else spec.name
 
 
-def build_nodes(specs: Sequence[Any], boxes: Sequence[str], in_run: Iterable[str] = (),
-                place: Callable[[Any, str], str | None] | None = None) -> list[Node]:
+def build_nodes(
+    specs: Sequence[Any],
+    boxes: Sequence[str],
+    in_run: Iterable[str] = (),
+    place: Callable[[Any, str], str | None] | None = None,
+) -> list[Node]:
     """The run's nodes: each selected lane on each selected box it supports (locally: ``boxes=["local"]``).
 
     ``in_run`` are base lane names committed for this run before (a resume): a need on one of them binds
@@ -137,7 +157,7 @@ def build_nodes(specs: Sequence[Any], boxes: Sequence[str], in_run: Iterable[str
                 if (rname := place(spec, box)) is not None:
                     placed.setdefault(spec.name, []).append((box, rname))
             continue
-        for box in ([LOCAL] if local else [b for b in boxes if b in spec.boxes]):
+        for box in [LOCAL] if local else [b for b in boxes if b in spec.boxes]:
             placed.setdefault(spec.name, []).append((box, spec.name if local else _result_name(spec, box)))
     prior = set(in_run)
     nodes: list[Node] = []
@@ -151,10 +171,24 @@ def build_nodes(specs: Sequence[Any], boxes: Sequence[str], in_run: Iterable[str
                     needs.append(same[0] if same else producers[0][1])
                 elif need in prior:
                     needs.append(need)  # committed earlier in this run (single-box lanes commit under their name)
-            gates = [r for g in specs if g.gate and g.order < spec.order and g.name != spec.name
-                     for b, r in placed.get(g.name, []) if b == box]
-            nodes.append(Node(spec.name, box, rname, spec.order, tuple(dict.fromkeys(gates + needs)),
-                              bool(spec.gate), gated_by=tuple(gates)))
+            gates = [
+                r
+                for g in specs
+                if g.gate and g.order < spec.order and g.name != spec.name
+                for b, r in placed.get(g.name, [])
+                if b == box
+            ]
+            nodes.append(
+                Node(
+                    spec.name,
+                    box,
+                    rname,
+                    spec.order,
+                    tuple(dict.fromkeys(gates + needs)),
+                    bool(spec.gate),
+                    gated_by=tuple(gates),
+                )
+            )
     return assign_waves(nodes)
 
 
@@ -168,12 +202,17 @@ def assign_waves(nodes: Sequence[Node]) -> list[Node]:
             node = by_name.get(name)
             if node is None:
                 return -1  # committed before this run's plan: no wait
-            waves[name] = max([wave(p) + (1 if by_name.get(p) and by_name[p].box != node.box else 0)
-                               for p in node.needs if p in by_name] or [0])
+            waves[name] = max(
+                [
+                    wave(p) + (1 if by_name.get(p) and by_name[p].box != node.box else 0)
+                    for p in node.needs
+                    if p in by_name
+                ]
+                or [0]
+            )
         return waves[name]
 
-    out = [Node(n.lane, n.box, n.result_lane, n.order, n.needs, n.gate, wave(n.result_lane), n.gated_by)
-           for n in nodes]
+    out = [Node(n.lane, n.box, n.result_lane, n.order, n.needs, n.gate, wave(n.result_lane), n.gated_by) for n in nodes]
     return sorted(out, key=lambda n: (n.wave, n.box, n.order))
 
 
@@ -233,8 +272,12 @@ def statuses_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, LaneStatu
     return {lane: st for lane, (_, st) in best.items()}
 
 
-def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
-            box_failures: Mapping[str, str] | None = None, cells: Collection[str] = ()) -> RunOutcome:
+def outcome(
+    nodes: Sequence[Node],
+    statuses: Mapping[str, LaneStatus],
+    box_failures: Mapping[str, str] | None = None,
+    cells: Collection[str] = (),
+) -> RunOutcome:
     """The run's outcome over its planned nodes (see the module's rules). ``cells``: the boxes that are cells of
     a run matrix: a cell's failure (its box refused for capacity, its gate, a hung lane) is contained: the run is
     ``partial`` while another lane succeeded, and ``failed`` only when nothing did or a pinned box failed."""
@@ -256,9 +299,12 @@ def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
         else:
             out.skipped.append(n.result_lane)
             out.reasons[n.result_lane] = st.reason or (
-                f"did not run (box {n.box} failed: {box_failures[n.box]})" if n.box in box_failures
-                else f"did not run (cell {n.box} failed: {cell_failures[n.box]})" if n.box in cell_failures
-                else "did not run")
+                f"did not run (box {n.box} failed: {box_failures[n.box]})"
+                if n.box in box_failures
+                else f"did not run (cell {n.box} failed: {cell_failures[n.box]})"
+                if n.box in cell_failures
+                else "did not run"
+            )
         if n.gate and n.box not in cells:
             gate_failed.append(n.result_lane)
         if n.gate and n.box in cells:
@@ -269,8 +315,11 @@ def outcome(nodes: Sequence[Node], statuses: Mapping[str, LaneStatus],
         out.why = "; ".join(f"box {b} failed: {_short(e)}" for b, e in sorted(box_failures.items()))
     elif gate_failed:
         out.status, out.why = "failed", f"gate {', '.join(gate_failed)} did not pass"
-    elif cells and not (set(cells) - set(cell_failures) - cell_gate_failed) and not any(
-            statuses.get(n.result_lane, MISSING).status == "succeeded" for n in nodes if n.box not in cells):
+    elif (
+        cells
+        and not (set(cells) - set(cell_failures) - cell_gate_failed)
+        and not any(statuses.get(n.result_lane, MISSING).status == "succeeded" for n in nodes if n.box not in cells)
+    ):
         out.status = "failed"
         out.why = "every cell of the matrix failed"
     elif not any_ok and nodes:
@@ -298,8 +347,10 @@ def outcome_text(result: RunOutcome | Mapping[str, Any]) -> str:
     parts = []
     for key in ("failed", "skipped"):
         if data.get(key):
-            parts.append(f"{key}: " + ", ".join(f"{lane} ({_short(reasons[lane])})" if reasons.get(lane) else lane
-                                                for lane in data[key]))
+            parts.append(
+                f"{key}: "
+                + ", ".join(f"{lane} ({_short(reasons[lane])})" if reasons.get(lane) else lane for lane in data[key])
+            )
     if data.get("why"):
         parts.append(str(data["why"]))
     return "; ".join(parts)

@@ -16,9 +16,11 @@ region). trn2.48xlarge has no recorded price in any region: the planner refuses 
 
 Stdlib + pydantic only (the Lambdas and the planner import it).
 """
+
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -58,8 +60,9 @@ class UnknownInstanceTypeError(KeyError):
 class NoPriceError(KeyError):
     def __init__(self, name: str, region: str, regions: list[str]):
         where = f"priced in {', '.join(regions)}" if regions else "priced in no region"
-        super().__init__(f"no on-demand price recorded for {name} in {region} ({where}); add it to "
-                         "pipeline/instance_types.py")
+        super().__init__(
+            f"no on-demand price recorded for {name} in {region} ({where}); add it to pipeline/instance_types.py"
+        )
 
     def __str__(self) -> str:
         return self.args[0]
@@ -74,7 +77,7 @@ class AmiSource(BaseModel):
     pin: str | None = Field(None, pattern=r"^ami-[0-9a-f]{8,17}$")
 
     @model_validator(mode="after")
-    def _one(self) -> "AmiSource":
+    def _one(self) -> AmiSource:
         if not self.ssm_parameter and not self.pin:
             raise ValueError("an AMI source needs an ssm_parameter or a pin")
         return self
@@ -146,23 +149,64 @@ class InstanceType(BaseModel):
         return any(k in boxes for k in self.box_kinds)
 
 
-def _neuron(name: str, *, family: str, accelerator: str, accelerators: int, cores: int,
-            accelerator_memory_gib: float, vcpus: int, memory_gib: float, prices_usd_per_hour: Mapping[str, float],
-            quota_code: str, can_train: bool, ami_parameter: str) -> dict[str, Any]:
+def _neuron(
+    name: str,
+    *,
+    family: str,
+    accelerator: str,
+    accelerators: int,
+    cores: int,
+    accelerator_memory_gib: float,
+    vcpus: int,
+    memory_gib: float,
+    prices_usd_per_hour: Mapping[str, float],
+    quota_code: str,
+    can_train: bool,
+    ami_parameter: str,
+) -> dict[str, Any]:
     """A Neuron type's row (its DLAMI from a public SSM parameter)."""
-    return {"name": name, "family": family, "accelerator": accelerator, "accelerators": accelerators,
-            "cores": cores, "accelerator_memory_gib": accelerator_memory_gib, "vcpus": vcpus,
-            "memory_gib": memory_gib, "prices_usd_per_hour": dict(prices_usd_per_hour),
-            "ami": {"ssm_parameter": ami_parameter}, "quota_code": quota_code, "can_train": can_train}
+    return {
+        "name": name,
+        "family": family,
+        "accelerator": accelerator,
+        "accelerators": accelerators,
+        "cores": cores,
+        "accelerator_memory_gib": accelerator_memory_gib,
+        "vcpus": vcpus,
+        "memory_gib": memory_gib,
+        "prices_usd_per_hour": dict(prices_usd_per_hour),
+        "ami": {"ssm_parameter": ami_parameter},
+        "quota_code": quota_code,
+        "can_train": can_train,
+    }
 
 
-def _gpu(name: str, *, accelerator: str, accelerators: int, accelerator_memory_gib: float, vcpus: int,
-         memory_gib: float, prices_usd_per_hour: Mapping[str, float], quota_code: str) -> dict[str, Any]:
+def _gpu(
+    name: str,
+    *,
+    accelerator: str,
+    accelerators: int,
+    accelerator_memory_gib: float,
+    vcpus: int,
+    memory_gib: float,
+    prices_usd_per_hour: Mapping[str, float],
+    quota_code: str,
+) -> dict[str, Any]:
     """An NVIDIA type's row: family cuda, one core per GPU, the GPU DLAMI, trains and serves."""
-    return {"name": name, "family": "cuda", "accelerator": accelerator, "accelerators": accelerators,
-            "cores": accelerators, "accelerator_memory_gib": accelerator_memory_gib, "vcpus": vcpus,
-            "memory_gib": memory_gib, "prices_usd_per_hour": dict(prices_usd_per_hour),
-            "ami": {"ssm_parameter": CUDA_DLAMI_PARAMETER}, "quota_code": quota_code, "can_train": True}
+    return {
+        "name": name,
+        "family": "cuda",
+        "accelerator": accelerator,
+        "accelerators": accelerators,
+        "cores": accelerators,
+        "accelerator_memory_gib": accelerator_memory_gib,
+        "vcpus": vcpus,
+        "memory_gib": memory_gib,
+        "prices_usd_per_hour": dict(prices_usd_per_hour),
+        "ami": {"ssm_parameter": CUDA_DLAMI_PARAMETER},
+        "quota_code": quota_code,
+        "can_train": True,
+    }
 
 
 _INF, _TRN, _G, _P = "L-1945791B", "L-2C3B7624", "L-DB2E81BA", "L-417A185B"
@@ -170,48 +214,197 @@ _W2, _E1 = "us-west-2", "us-east-1"
 
 _ROWS: tuple[dict[str, Any], ...] = (
     # Inferentia2: 2 NeuronCores-v2 and 32 GiB HBM per chip
-    _neuron(name="inf2.xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=1, cores=2,
-            accelerator_memory_gib=32, vcpus=4, memory_gib=16, prices_usd_per_hour={_W2: 0.76, _E1: 0.76},
-            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron(name="inf2.8xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=1, cores=2,
-            accelerator_memory_gib=32, vcpus=32, memory_gib=128, prices_usd_per_hour={_W2: 1.97, _E1: 1.97},
-            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron(name="inf2.24xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=6, cores=12,
-            accelerator_memory_gib=192, vcpus=96, memory_gib=384, prices_usd_per_hour={_W2: 6.49, _E1: 6.49},
-            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
-    _neuron(name="inf2.48xlarge", family="neuron-inf2", accelerator="Inferentia2", accelerators=12, cores=24,
-            accelerator_memory_gib=384, vcpus=192, memory_gib=768, prices_usd_per_hour={_W2: 12.98, _E1: 12.98},
-            quota_code=_INF, can_train=False, ami_parameter=NEURON_VLLM_DLAMI_PARAMETER),
+    _neuron(
+        name="inf2.xlarge",
+        family="neuron-inf2",
+        accelerator="Inferentia2",
+        accelerators=1,
+        cores=2,
+        accelerator_memory_gib=32,
+        vcpus=4,
+        memory_gib=16,
+        prices_usd_per_hour={_W2: 0.76, _E1: 0.76},
+        quota_code=_INF,
+        can_train=False,
+        ami_parameter=NEURON_VLLM_DLAMI_PARAMETER,
+    ),
+    _neuron(
+        name="inf2.8xlarge",
+        family="neuron-inf2",
+        accelerator="Inferentia2",
+        accelerators=1,
+        cores=2,
+        accelerator_memory_gib=32,
+        vcpus=32,
+        memory_gib=128,
+        prices_usd_per_hour={_W2: 1.97, _E1: 1.97},
+        quota_code=_INF,
+        can_train=False,
+        ami_parameter=NEURON_VLLM_DLAMI_PARAMETER,
+    ),
+    _neuron(
+        name="inf2.24xlarge",
+        family="neuron-inf2",
+        accelerator="Inferentia2",
+        accelerators=6,
+        cores=12,
+        accelerator_memory_gib=192,
+        vcpus=96,
+        memory_gib=384,
+        prices_usd_per_hour={_W2: 6.49, _E1: 6.49},
+        quota_code=_INF,
+        can_train=False,
+        ami_parameter=NEURON_VLLM_DLAMI_PARAMETER,
+    ),
+    _neuron(
+        name="inf2.48xlarge",
+        family="neuron-inf2",
+        accelerator="Inferentia2",
+        accelerators=12,
+        cores=24,
+        accelerator_memory_gib=384,
+        vcpus=192,
+        memory_gib=768,
+        prices_usd_per_hour={_W2: 12.98, _E1: 12.98},
+        quota_code=_INF,
+        can_train=False,
+        ami_parameter=NEURON_VLLM_DLAMI_PARAMETER,
+    ),
     # Trainium: 2 NeuronCores-v2 and 32 GiB HBM per chip
-    _neuron(name="trn1.2xlarge", family="neuron-trn1", accelerator="Trainium", accelerators=1, cores=2,
-            accelerator_memory_gib=32, vcpus=8, memory_gib=32, prices_usd_per_hour={_W2: 1.34, _E1: 1.34},
-            quota_code=_TRN, can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
-    _neuron(name="trn1.32xlarge", family="neuron-trn1", accelerator="Trainium", accelerators=16, cores=32,
-            accelerator_memory_gib=512, vcpus=128, memory_gib=512, prices_usd_per_hour={_W2: 21.50, _E1: 21.50},
-            quota_code=_TRN, can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
+    _neuron(
+        name="trn1.2xlarge",
+        family="neuron-trn1",
+        accelerator="Trainium",
+        accelerators=1,
+        cores=2,
+        accelerator_memory_gib=32,
+        vcpus=8,
+        memory_gib=32,
+        prices_usd_per_hour={_W2: 1.34, _E1: 1.34},
+        quota_code=_TRN,
+        can_train=True,
+        ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER,
+    ),
+    _neuron(
+        name="trn1.32xlarge",
+        family="neuron-trn1",
+        accelerator="Trainium",
+        accelerators=16,
+        cores=32,
+        accelerator_memory_gib=512,
+        vcpus=128,
+        memory_gib=512,
+        prices_usd_per_hour={_W2: 21.50, _E1: 21.50},
+        quota_code=_TRN,
+        can_train=True,
+        ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER,
+    ),
     # Trainium2: 8 NeuronCores-v3 and 96 GiB HBM per chip; no price recorded yet (refused by the planner)
-    _neuron(name="trn2.48xlarge", family="neuron-trn2", accelerator="Trainium2", accelerators=16, cores=128,
-            accelerator_memory_gib=1536, vcpus=192, memory_gib=2048, prices_usd_per_hour={}, quota_code=_TRN,
-            can_train=True, ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER),
+    _neuron(
+        name="trn2.48xlarge",
+        family="neuron-trn2",
+        accelerator="Trainium2",
+        accelerators=16,
+        cores=128,
+        accelerator_memory_gib=1536,
+        vcpus=192,
+        memory_gib=2048,
+        prices_usd_per_hour={},
+        quota_code=_TRN,
+        can_train=True,
+        ami_parameter=NEURON_TRAINING_DLAMI_PARAMETER,
+    ),
     # NVIDIA
-    _gpu(name="g5.xlarge", accelerator="A10G", accelerators=1, accelerator_memory_gib=24, vcpus=4, memory_gib=16,
-         prices_usd_per_hour={_W2: 1.006, _E1: 1.006}, quota_code=_G),
-    _gpu(name="g5.2xlarge", accelerator="A10G", accelerators=1, accelerator_memory_gib=24, vcpus=8, memory_gib=32,
-         prices_usd_per_hour={_W2: 1.212, _E1: 1.212}, quota_code=_G),
-    _gpu(name="g5.12xlarge", accelerator="A10G", accelerators=4, accelerator_memory_gib=96, vcpus=48, memory_gib=192,
-         prices_usd_per_hour={_W2: 5.672, _E1: 5.672}, quota_code=_G),
-    _gpu(name="g6.xlarge", accelerator="L4", accelerators=1, accelerator_memory_gib=24, vcpus=4, memory_gib=16,
-         prices_usd_per_hour={_W2: 0.8048, _E1: 0.8048}, quota_code=_G),
-    _gpu(name="g6.2xlarge", accelerator="L4", accelerators=1, accelerator_memory_gib=24, vcpus=8, memory_gib=32,
-         prices_usd_per_hour={_W2: 0.9776, _E1: 0.9776}, quota_code=_G),
-    _gpu(name="g6e.xlarge", accelerator="L40S", accelerators=1, accelerator_memory_gib=48, vcpus=4, memory_gib=32,
-         prices_usd_per_hour={_W2: 1.861, _E1: 1.861}, quota_code=_G),
-    _gpu(name="g6e.2xlarge", accelerator="L40S", accelerators=1, accelerator_memory_gib=48, vcpus=8, memory_gib=64,
-         prices_usd_per_hour={_W2: 2.242, _E1: 2.242}, quota_code=_G),
-    _gpu(name="p4d.24xlarge", accelerator="A100-40GB", accelerators=8, accelerator_memory_gib=320, vcpus=96,
-         memory_gib=1152, prices_usd_per_hour={_W2: 21.96, _E1: 21.96}, quota_code=_P),
-    _gpu(name="p5.48xlarge", accelerator="H100", accelerators=8, accelerator_memory_gib=640, vcpus=192,
-         memory_gib=2048, prices_usd_per_hour={_W2: 55.04, _E1: 55.04}, quota_code=_P),
+    _gpu(
+        name="g5.xlarge",
+        accelerator="A10G",
+        accelerators=1,
+        accelerator_memory_gib=24,
+        vcpus=4,
+        memory_gib=16,
+        prices_usd_per_hour={_W2: 1.006, _E1: 1.006},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g5.2xlarge",
+        accelerator="A10G",
+        accelerators=1,
+        accelerator_memory_gib=24,
+        vcpus=8,
+        memory_gib=32,
+        prices_usd_per_hour={_W2: 1.212, _E1: 1.212},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g5.12xlarge",
+        accelerator="A10G",
+        accelerators=4,
+        accelerator_memory_gib=96,
+        vcpus=48,
+        memory_gib=192,
+        prices_usd_per_hour={_W2: 5.672, _E1: 5.672},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g6.xlarge",
+        accelerator="L4",
+        accelerators=1,
+        accelerator_memory_gib=24,
+        vcpus=4,
+        memory_gib=16,
+        prices_usd_per_hour={_W2: 0.8048, _E1: 0.8048},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g6.2xlarge",
+        accelerator="L4",
+        accelerators=1,
+        accelerator_memory_gib=24,
+        vcpus=8,
+        memory_gib=32,
+        prices_usd_per_hour={_W2: 0.9776, _E1: 0.9776},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g6e.xlarge",
+        accelerator="L40S",
+        accelerators=1,
+        accelerator_memory_gib=48,
+        vcpus=4,
+        memory_gib=32,
+        prices_usd_per_hour={_W2: 1.861, _E1: 1.861},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="g6e.2xlarge",
+        accelerator="L40S",
+        accelerators=1,
+        accelerator_memory_gib=48,
+        vcpus=8,
+        memory_gib=64,
+        prices_usd_per_hour={_W2: 2.242, _E1: 2.242},
+        quota_code=_G,
+    ),
+    _gpu(
+        name="p4d.24xlarge",
+        accelerator="A100-40GB",
+        accelerators=8,
+        accelerator_memory_gib=320,
+        vcpus=96,
+        memory_gib=1152,
+        prices_usd_per_hour={_W2: 21.96, _E1: 21.96},
+        quota_code=_P,
+    ),
+    _gpu(
+        name="p5.48xlarge",
+        accelerator="H100",
+        accelerators=8,
+        accelerator_memory_gib=640,
+        vcpus=192,
+        memory_gib=2048,
+        prices_usd_per_hour={_W2: 55.04, _E1: 55.04},
+        quota_code=_P,
+    ),
 )
 
 

@@ -22,6 +22,7 @@ document's content the element's path (``$.lane_config.serve_sweep.repeats``) wi
 Parsing is ``json``'s own with hooks; only when a hook refuses is the document walked a second time, in
 Python, to find where. Standard library only: the rules package imports nothing else.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,8 @@ import math
 import os
 import re
 import stat
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 64
@@ -38,13 +40,18 @@ MAX_PATH_PARTS = 16
 
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"?'  # an unterminated string runs to the end (json reports it)
 _BRACKETS = re.compile(_STRING + r"|[\[\]{}]", re.S)
-_TOKEN = re.compile(r"""[ \t\n\r]*(?:
-    (?P<str>""" + _STRING + r""")
+_TOKEN = re.compile(
+    r"""[ \t\n\r]*(?:
+    (?P<str>"""
+    + _STRING
+    + r""")
   | (?P<num>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)
   | (?P<const>NaN|-?Infinity)
   | (?P<punct>[\[\]{}:,])
   | (?P<word>true|false|null)
-)""", re.S | re.X)
+)""",
+    re.S | re.X,
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NONBLOCK_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -58,9 +65,13 @@ class _Refused(Exception):
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -125,32 +136,44 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
     return b"".join(chunks)
 
 
-def read_json(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES, why: str | None = None,
-              **limits: Any) -> Any:
+def read_json(
+    path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES, why: str | None = None, **limits: Any
+) -> Any:
     """The JSON document in the regular file ``path`` (see :func:`loads` for ``limits``)."""
     return loads(read_bytes(path, max_bytes, why), source=str(path), **limits)
 
 
-def loads(data: str | bytes | bytearray | memoryview, source: str | None = None, *, allow_nan: bool = False,
-          max_depth: int = DEFAULT_MAX_DEPTH, max_number_chars: int = DEFAULT_MAX_NUMBER_CHARS) -> Any:
+def loads(
+    data: str | bytes | bytearray | memoryview,
+    source: str | None = None,
+    *,
+    allow_nan: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_number_chars: int = DEFAULT_MAX_NUMBER_CHARS,
+) -> Any:
     """Parse one JSON document (bytes must be UTF-8); ``source`` (a file name) starts every message."""
     prefix = f"{source}: " if source else ""
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            head = bytes(data[:exc.start]).decode("utf-8")
-            raise JsonInputError(f"{prefix}not UTF-8 text (byte {exc.start}: {exc.reason}) "
-                                 f"{_where(head, len(head))}") from None
+            head = bytes(data[: exc.start]).decode("utf-8")
+            raise JsonInputError(
+                f"{prefix}not UTF-8 text (byte {exc.start}: {exc.reason}) {_where(head, len(head))}"
+            ) from None
     else:
         text = data
     deep = _too_deep(text, max_depth)
     if deep is not None:
         raise JsonInputError(f"{prefix}nested deeper than {max_depth} levels {_where(text, deep)}")
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_int_hook(max_number_chars),
-                          parse_float=_float_hook(max_number_chars, allow_nan),
-                          parse_constant=_constant_hook(allow_nan))
+        return json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_int=_int_hook(max_number_chars),
+            parse_float=_float_hook(max_number_chars, allow_nan),
+            parse_constant=_constant_hook(allow_nan),
+        )
     except json.JSONDecodeError as exc:
         msg = exc.msg.removesuffix(" at")  # "Unterminated string starting at" + where
         raise JsonInputError(f"{prefix}not JSON: {msg} {_where(text, exc.pos)}") from None
@@ -175,6 +198,7 @@ def _int_hook(limit: int) -> Callable[[str], int]:
         if len(literal) > limit:
             raise _Refused("number too long")
         return int(literal)
+
     return parse
 
 
@@ -186,6 +210,7 @@ def _float_hook(limit: int, allow_nan: bool) -> Callable[[str], float]:
         if math.isinf(value) and not allow_nan:
             raise _Refused("number overflows a float")
         return value
+
     return parse
 
 
@@ -194,6 +219,7 @@ def _constant_hook(allow_nan: bool) -> Callable[[str], float]:
         if not allow_nan:
             raise _Refused(f"{literal} is not allowed")
         return float(literal)
+
     return parse
 
 
@@ -289,5 +315,5 @@ def _path(stack: list[list[Any]]) -> str:
         elif at is not None:
             parts.append(f".{at}" if _NAME.fullmatch(at) else f"[{json.dumps(at)}]")
     if len(parts) > MAX_PATH_PARTS:  # a deep path keeps its ends: the message stays one readable line
-        parts = [*parts[:MAX_PATH_PARTS - 4], f"…({len(parts) - MAX_PATH_PARTS + 1} levels)…", *parts[-3:]]
+        parts = [*parts[: MAX_PATH_PARTS - 4], f"…({len(parts) - MAX_PATH_PARTS + 1} levels)…", *parts[-3:]]
     return "".join(parts)

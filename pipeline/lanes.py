@@ -6,6 +6,7 @@ defines ``run(ctx: LaneContext, config: Config) -> None``; its ``Config`` (a dat
 defaults, help text and bounds in field metadata) is declared in ``pipeline.lane_configs.<lane>``
 and named by the entry (``config``), so the planner checks configs without importing ``agents``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -67,65 +68,200 @@ _BOTH: tuple[BoxRole, ...] = ("trn1", "inf2")
 
 _CONFIGS = "pipeline.lane_configs"
 
-LANES: dict[str, LaneSpec] = {s.name: s for s in [
-    LaneSpec(name="provenance", module="agents.lanes.provenance", boxes=_BOTH, order=10,
-             summary="versions, drivers, instance/AMI, harness sha, artifact hashes", timeout_s=600, heartbeat_s=120,
-             stall_s=300, config=f"{_CONFIGS}.provenance:Config"),
-    LaneSpec(name="preflight", module="agents.lanes.preflight", boxes=_BOTH, order=15,
-             summary="the box's environment checked before compute is spent: venvs and pinned versions, CLIs on the "
-                     "lanes' PATH, NeuronCores free, compile cache writable with room, hub token and licence, "
-                     "dataset, clock",
-             timeout_s=600, heartbeat_s=120, stall_s=300, gate=True, config=f"{_CONFIGS}.preflight:Config"),
-    LaneSpec(name="host_cpu", module="agents.lanes.host_cpu", boxes=_BOTH, order=20,
-             summary="host memory bandwidth, matmul scaling, tokenizer throughput", timeout_s=900, heartbeat_s=120,
-             stall_s=600, config=f"{_CONFIGS}.host_cpu:Config"),
-    LaneSpec(name="smoke", module="agents.lanes.smoke", boxes=_BOTH, order=30,
-             summary="tiny model through train -> merge -> reload -> generate", timeout_s=3600, heartbeat_s=300,
-             stall_s=3600, gate=True, config=f"{_CONFIGS}.smoke:Config"),
-    LaneSpec(name="precompile", module="agents.lanes.precompile", boxes=("trn1",), order=40,
-             summary="training graph compile wall time, cold vs warm cache (no loss)", timeout_s=7200,
-             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.precompile:Config"),
-    LaneSpec(name="sft", module="agents.lanes.sft", boxes=("trn1",), order=50,
-             summary="LoRA SFT per model: loss trace, step times, tokens/s, MFU", timeout_s=6 * 3600, heartbeat_s=600,
-             stall_s=3600, config=f"{_CONFIGS}.sft:Config"),
-    LaneSpec(name="merge", module="agents.lanes.merge", boxes=("trn1",), order=60,
-             summary="merged weights + SHA-256 manifest, uploaded to the store", timeout_s=3600, heartbeat_s=300,
-             stall_s=1800, needs=("sft",), config=f"{_CONFIGS}.merge:Config"),
-    LaneSpec(name="train_limits", module="agents.lanes.train_limits", boxes=("trn1",), order=65,
-             summary="per model: the largest training sequence length that fits at a per-device batch size, "
-                     "bisected between a known-good and a known-bad bound (each probe a short LoRA SFT run in its "
-                     "own process)",
-             timeout_s=4 * 3600, heartbeat_s=600, stall_s=7200, config=f"{_CONFIGS}.train_limits:Config"),
-    LaneSpec(name="serve_sweep", module="agents.lanes.serve_sweep", boxes=("inf2",), order=70,
-             summary="per server config: boot (cold/warm compile), KV-derived grid, sweep points", timeout_s=4 * 3600,
-             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.serve_sweep:Config"),
-    LaneSpec(name="capacity", module="agents.lanes.capacity", boxes=("inf2",), order=75,
-             summary="per model and server config: open-loop search for the highest rate meeting the SLO (the knee)",
-             timeout_s=4 * 3600, heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.capacity:Config"),
-    LaneSpec(name="limits", module="agents.lanes.limits", boxes=("inf2",), order=77,
-             summary="per model: the largest max_model_len / max_num_seqs that boots and answers, bisected between "
-                     "a known-good and a known-bad bound (each probe a boot)",
-             timeout_s=8 * 3600, heartbeat_s=600, stall_s=7200, config=f"{_CONFIGS}.limits:Config"),
-    LaneSpec(name="sustained", module="agents.lanes.sustained", boxes=("inf2",), order=80,
-             summary="closed loop for a fixed duration, windowed time series, retention", timeout_s=2 * 3600,
-             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.sustained:Config"),
-    LaneSpec(name="quality", module="agents.lanes.quality", boxes=("inf2",), order=90,
-             summary="fixed prompts, greedy, determinism and style delta base vs fine-tune", timeout_s=3600,
-             heartbeat_s=600, stall_s=3600, needs=("merge",), config=f"{_CONFIGS}.quality:Config"),
-    LaneSpec(name="accuracy", module="agents.lanes.accuracy", boxes=("inf2",), order=92,
-             summary="lm-eval tasks against the served endpoint: per-sample results of the base model, its "
-                     "fine-tune and each server variant (log-likelihood tasks only where the server returns prompt "
-                     "logprobs)",
-             timeout_s=6 * 3600, heartbeat_s=600, stall_s=3600, needs=("merge",),
-             config=f"{_CONFIGS}.accuracy:Config"),
-    LaneSpec(name="finetune_serve", module="agents.lanes.finetune_serve", boxes=("inf2",), order=100,
-             summary="the trained merged model pulled from the store, hashes verified, served and swept",
-             timeout_s=4 * 3600, heartbeat_s=600, stall_s=3600, needs=("merge",),
-             config=f"{_CONFIGS}.finetune_serve:Config"),
-    LaneSpec(name="qwen3_attempt", module="agents.lanes.qwen3_attempt", boxes=("inf2",), order=110,
-             summary="boot + generate attempt with Qwen3: metrics or a structured failure record", timeout_s=2 * 3600,
-             heartbeat_s=600, stall_s=3600, config=f"{_CONFIGS}.qwen3_attempt:Config"),
-]}
+LANES: dict[str, LaneSpec] = {
+    s.name: s
+    for s in [
+        LaneSpec(
+            name="provenance",
+            module="agents.lanes.provenance",
+            boxes=_BOTH,
+            order=10,
+            summary="versions, drivers, instance/AMI, harness sha, artifact hashes",
+            timeout_s=600,
+            heartbeat_s=120,
+            stall_s=300,
+            config=f"{_CONFIGS}.provenance:Config",
+        ),
+        LaneSpec(
+            name="preflight",
+            module="agents.lanes.preflight",
+            boxes=_BOTH,
+            order=15,
+            summary="the box's environment checked before compute is spent: venvs and pinned versions, CLIs on the "
+            "lanes' PATH, NeuronCores free, compile cache writable with room, hub token and licence, "
+            "dataset, clock",
+            timeout_s=600,
+            heartbeat_s=120,
+            stall_s=300,
+            gate=True,
+            config=f"{_CONFIGS}.preflight:Config",
+        ),
+        LaneSpec(
+            name="host_cpu",
+            module="agents.lanes.host_cpu",
+            boxes=_BOTH,
+            order=20,
+            summary="host memory bandwidth, matmul scaling, tokenizer throughput",
+            timeout_s=900,
+            heartbeat_s=120,
+            stall_s=600,
+            config=f"{_CONFIGS}.host_cpu:Config",
+        ),
+        LaneSpec(
+            name="smoke",
+            module="agents.lanes.smoke",
+            boxes=_BOTH,
+            order=30,
+            summary="tiny model through train -> merge -> reload -> generate",
+            timeout_s=3600,
+            heartbeat_s=300,
+            stall_s=3600,
+            gate=True,
+            config=f"{_CONFIGS}.smoke:Config",
+        ),
+        LaneSpec(
+            name="precompile",
+            module="agents.lanes.precompile",
+            boxes=("trn1",),
+            order=40,
+            summary="training graph compile wall time, cold vs warm cache (no loss)",
+            timeout_s=7200,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.precompile:Config",
+        ),
+        LaneSpec(
+            name="sft",
+            module="agents.lanes.sft",
+            boxes=("trn1",),
+            order=50,
+            summary="LoRA SFT per model: loss trace, step times, tokens/s, MFU",
+            timeout_s=6 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.sft:Config",
+        ),
+        LaneSpec(
+            name="merge",
+            module="agents.lanes.merge",
+            boxes=("trn1",),
+            order=60,
+            summary="merged weights + SHA-256 manifest, uploaded to the store",
+            timeout_s=3600,
+            heartbeat_s=300,
+            stall_s=1800,
+            needs=("sft",),
+            config=f"{_CONFIGS}.merge:Config",
+        ),
+        LaneSpec(
+            name="train_limits",
+            module="agents.lanes.train_limits",
+            boxes=("trn1",),
+            order=65,
+            summary="per model: the largest training sequence length that fits at a per-device batch size, "
+            "bisected between a known-good and a known-bad bound (each probe a short LoRA SFT run in its "
+            "own process)",
+            timeout_s=4 * 3600,
+            heartbeat_s=600,
+            stall_s=7200,
+            config=f"{_CONFIGS}.train_limits:Config",
+        ),
+        LaneSpec(
+            name="serve_sweep",
+            module="agents.lanes.serve_sweep",
+            boxes=("inf2",),
+            order=70,
+            summary="per server config: boot (cold/warm compile), KV-derived grid, sweep points",
+            timeout_s=4 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.serve_sweep:Config",
+        ),
+        LaneSpec(
+            name="capacity",
+            module="agents.lanes.capacity",
+            boxes=("inf2",),
+            order=75,
+            summary="per model and server config: open-loop search for the highest rate meeting the SLO (the knee)",
+            timeout_s=4 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.capacity:Config",
+        ),
+        LaneSpec(
+            name="limits",
+            module="agents.lanes.limits",
+            boxes=("inf2",),
+            order=77,
+            summary="per model: the largest max_model_len / max_num_seqs that boots and answers, bisected between "
+            "a known-good and a known-bad bound (each probe a boot)",
+            timeout_s=8 * 3600,
+            heartbeat_s=600,
+            stall_s=7200,
+            config=f"{_CONFIGS}.limits:Config",
+        ),
+        LaneSpec(
+            name="sustained",
+            module="agents.lanes.sustained",
+            boxes=("inf2",),
+            order=80,
+            summary="closed loop for a fixed duration, windowed time series, retention",
+            timeout_s=2 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.sustained:Config",
+        ),
+        LaneSpec(
+            name="quality",
+            module="agents.lanes.quality",
+            boxes=("inf2",),
+            order=90,
+            summary="fixed prompts, greedy, determinism and style delta base vs fine-tune",
+            timeout_s=3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            needs=("merge",),
+            config=f"{_CONFIGS}.quality:Config",
+        ),
+        LaneSpec(
+            name="accuracy",
+            module="agents.lanes.accuracy",
+            boxes=("inf2",),
+            order=92,
+            summary="lm-eval tasks against the served endpoint: per-sample results of the base model, its "
+            "fine-tune and each server variant (log-likelihood tasks only where the server returns prompt "
+            "logprobs)",
+            timeout_s=6 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            needs=("merge",),
+            config=f"{_CONFIGS}.accuracy:Config",
+        ),
+        LaneSpec(
+            name="finetune_serve",
+            module="agents.lanes.finetune_serve",
+            boxes=("inf2",),
+            order=100,
+            summary="the trained merged model pulled from the store, hashes verified, served and swept",
+            timeout_s=4 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            needs=("merge",),
+            config=f"{_CONFIGS}.finetune_serve:Config",
+        ),
+        LaneSpec(
+            name="qwen3_attempt",
+            module="agents.lanes.qwen3_attempt",
+            boxes=("inf2",),
+            order=110,
+            summary="boot + generate attempt with Qwen3: metrics or a structured failure record",
+            timeout_s=2 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.qwen3_attempt:Config",
+        ),
+    ]
+}
 
 
 def _extra_lanes() -> dict[str, LaneSpec]:
@@ -144,9 +280,16 @@ def _extra_lanes() -> dict[str, LaneSpec]:
         gate = name.endswith("!")
         name = name.removesuffix("!")
         roles = tuple(b for b in _BOTH if b in boxes.split("+")) if boxes else _BOTH
-        out[name] = LaneSpec(name=name, module=module, boxes=roles or _BOTH, order=int(order) if order else 1000 + i,
-                             summary=f"extra lane from {module}", needs=tuple(n for n in needs.split("+") if n),
-                             gate=gate, config=f"{module}:Config")  # its own module's Config, if it has one
+        out[name] = LaneSpec(
+            name=name,
+            module=module,
+            boxes=roles or _BOTH,
+            order=int(order) if order else 1000 + i,
+            summary=f"extra lane from {module}",
+            needs=tuple(n for n in needs.split("+") if n),
+            gate=gate,
+            config=f"{module}:Config",
+        )  # its own module's Config, if it has one
     return out
 
 

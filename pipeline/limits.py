@@ -12,13 +12,22 @@ One rule set serves both limits lanes: the ``limits`` lane searches the serving 
 each probe a server boot), the ``train_limits`` lane the training sequence length (``train_seq_len`` at a
 per-device ``batch_size``: each probe a short training run, a compile of the training graph on trn1).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo, field_validator
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.lane_configs.bounds import BATCH, MAX_MODEL_LEN, MAX_NUM_SEQS, PROBES, SEQ_LEN
 from pipeline.spec_types import Refusal, check_of, checked, first_refusal
@@ -28,13 +37,20 @@ TRAINING_KINDS = ("train_seq_len",)
 KINDS = SERVING_KINDS + TRAINING_KINDS
 OTHER = {"max_model_len": "max_num_seqs", "max_num_seqs": "max_model_len", "train_seq_len": "batch_size"}
 # what a probe is, and what it did, per kind: (probe noun, it worked, it did not)
-WORDS = {"max_model_len": ("boot", "booted", "did not boot"), "max_num_seqs": ("boot", "booted", "did not boot"),
-         "train_seq_len": ("probe", "trained", "did not train")}
+WORDS = {
+    "max_model_len": ("boot", "booted", "did not boot"),
+    "max_num_seqs": ("boot", "booted", "did not boot"),
+    "train_seq_len": ("probe", "trained", "did not train"),
+}
 _FIELDS = ("kind", "good", "bad", "at", "precision", "max_boots")
 MAX_BOOTS = PROBES["max"]
 # the most each setting may be searched up to (a server config's own bounds; Llama 3.1's context for training)
-MOST = {"max_model_len": MAX_MODEL_LEN["max"], "max_num_seqs": MAX_NUM_SEQS["max"], "train_seq_len": SEQ_LEN["max"],
-        "batch_size": BATCH["max"]}
+MOST = {
+    "max_model_len": MAX_MODEL_LEN["max"],
+    "max_num_seqs": MAX_NUM_SEQS["max"],
+    "train_seq_len": SEQ_LEN["max"],
+    "batch_size": BATCH["max"],
+}
 
 
 class LimitSearchError(ValueError):
@@ -44,6 +60,7 @@ class LimitSearchError(ValueError):
 @dataclass(frozen=True)
 class Ceiling:
     """The most a searched value may be, and what says so (a model's ``max_position_embeddings``)."""
+
     value: int
     source: str
 
@@ -53,8 +70,8 @@ class LimitSearch:
     kind: str
     good: int
     bad: int
-    at: int | None = None       # the other setting's value; None: the base config's
-    precision: int = 1          # stop when bad - good <= precision
+    at: int | None = None  # the other setting's value; None: the base config's
+    precision: int = 1  # stop when bad - good <= precision
     max_boots: int = 8
 
     def label(self, at: int) -> str:
@@ -63,10 +80,12 @@ class LimitSearch:
 
 def _at_least(lo: int) -> Any:
     """A field's check: an integer of at least ``lo`` (null: not given)."""
+
     def check(v: Any) -> Any:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
             raise Refusal(f"an integer >= {lo}, got {v!r}")
         return v
+
     return checked(check)
 
 
@@ -78,6 +97,7 @@ def _bound(lo: int) -> Any:
         if v is None:
             raise Refusal(f"required (a known-{info.field_name} bound)")
         return at_least(v)
+
     return Annotated[Any, PlainValidator(check)]
 
 
@@ -91,6 +111,7 @@ class SearchSpec(BaseModel):
     """One search of a limits lane's ``searches``, checked in this order (the first problem is the refusal);
     validated with the context ``{"kinds": the kinds this lane searches, "max_boots": the lane's default boot
     budget, "ceiling": a Ceiling or None}``."""
+
     model_config = ConfigDict(extra="forbid")
 
     kind: Any = Field(None, validate_default=True)
@@ -119,7 +140,7 @@ class SearchSpec(BaseModel):
         return kind
 
     @model_validator(mode="after")
-    def _bracket(self, info: ValidationInfo) -> "SearchSpec":
+    def _bracket(self, info: ValidationInfo) -> SearchSpec:
         if self.bad <= self.good:
             raise Refusal(f"the known-bad bound must be above the known-good one ({self.good}), got {self.bad}", "bad")
         ceiling = info.context["ceiling"]
@@ -131,20 +152,26 @@ class SearchSpec(BaseModel):
             if value is not None and value > MOST[setting]:
                 raise Refusal(f"at most {MOST[setting]:,} (the most {setting} may be), got {value:,}", key)
         if self.precision > self.bad - self.good:
-            raise Refusal(f"at most {self.bad - self.good:,} (bad - good: the bracket it starts from), got "
-                          f"{self.precision:,}", "precision")
+            raise Refusal(
+                f"at most {self.bad - self.good:,} (bad - good: the bracket it starts from), got {self.precision:,}",
+                "precision",
+            )
         if self.max_boots > MAX_BOOTS:
-            raise Refusal(f"at most {MAX_BOOTS} {WORDS[self.kind][0]}s (each is a compile on a box), got "
-                          f"{self.max_boots}", "max_boots")
+            raise Refusal(
+                f"at most {MAX_BOOTS} {WORDS[self.kind][0]}s (each is a compile on a box), got {self.max_boots}",
+                "max_boots",
+            )
         return self
 
     def search(self) -> LimitSearch:
-        return LimitSearch(kind=self.kind, good=self.good, bad=self.bad, at=self.at, precision=self.precision,
-                           max_boots=self.max_boots)
+        return LimitSearch(
+            kind=self.kind, good=self.good, bad=self.bad, at=self.at, precision=self.precision, max_boots=self.max_boots
+        )
 
 
-def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...] = SERVING_KINDS,
-                   ceiling: Ceiling | None = None) -> list[LimitSearch]:
+def check_searches(
+    spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...] = SERVING_KINDS, ceiling: Ceiling | None = None
+) -> list[LimitSearch]:
     """The searches of a limits lane's config (of ``kinds``), each checked; LimitSearchError on the first thing
     wrong. With a ``ceiling``, a bound above it is refused (a sequence longer than the model's positions)."""
     if not isinstance(spec, list):
@@ -159,8 +186,11 @@ def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...]
             raise LimitSearchError(first_refusal(exc, where)) from None
         same = next((j for j, o in enumerate(out) if (o.kind, o.at) == (search.kind, search.at)), None)
         if same is not None:
-            at = f"{OTHER[search.kind]}={search.at}" if search.at is not None else \
-                f"the base config's {OTHER[search.kind]}"
+            at = (
+                f"{OTHER[search.kind]}={search.at}"
+                if search.at is not None
+                else f"the base config's {OTHER[search.kind]}"
+            )
             raise LimitSearchError(f"{where}: searches {search.kind} at {at} again (searches[{same}])")
         out.append(search)
     return out
@@ -168,15 +198,24 @@ def check_searches(spec: Any, default_max_boots: int = 8, kinds: tuple[str, ...]
 
 def search_columns(search: LimitSearch, search_id: str, model: str, at: int, backend: str) -> dict[str, Any]:
     """The ``limit_probes`` columns every row of one search carries (the rest NULL on its outcome row)."""
-    return {"search_id": search_id, "model": model, "kind": search.kind, "at_field": OTHER[search.kind],
-            "at_value": at, "good": search.good, "bad": search.bad, "precision": search.precision,
-            "max_boots": search.max_boots, "backend": backend}
+    return {
+        "search_id": search_id,
+        "model": model,
+        "kind": search.kind,
+        "at_field": OTHER[search.kind],
+        "at_value": at,
+        "good": search.good,
+        "bad": search.bad,
+        "precision": search.precision,
+        "max_boots": search.max_boots,
+        "backend": backend,
+    }
 
 
 @dataclass(frozen=True)
 class Probe:
     value: int
-    phase: str              # good | bad | bisect
+    phase: str  # good | bad | bisect
     ok: bool
     error_kind: str | None = None
     error: str | None = None
@@ -185,10 +224,11 @@ class Probe:
 @dataclass
 class Bisection:
     """The search's state: ask :meth:`next` for the value to probe, :meth:`record` its outcome."""
+
     search: LimitSearch
     probes: list[Probe] = field(default_factory=list)
-    low: int | None = None    # the largest value that booted and answered
-    high: int | None = None   # the smallest value that did not
+    low: int | None = None  # the largest value that booted and answered
+    high: int | None = None  # the smallest value that did not
     stop_reason: str | None = None
 
     def next(self) -> int | None:

@@ -11,10 +11,12 @@ matrix that lists a training lane is refused).
 Pure and cheap (no AWS): the request model validates a matrix with :func:`check_matrix`; the planner expands it
 with :func:`expand_cells`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -44,7 +46,7 @@ class Exclusion(BaseModel):
     server_config: str | None = None
     workload: str | None = None
 
-    def matches(self, cell: "Cell") -> bool:
+    def matches(self, cell: Cell) -> bool:
         given = {k: v for k, v in self.model_dump().items() if v is not None}
         return bool(given) and all(getattr(cell, k) == v for k, v in given.items())
 
@@ -57,17 +59,27 @@ class MatrixSpec(BaseModel):
 
     instance_types: list[str] = Field(min_length=1, description="catalogued instance types (pipeline.instance_types)")
     models: list[str] | None = Field(None, min_length=1, description="default: the request's models")
-    server_configs: list[str] | None = Field(None, min_length=1,
-                                             description="names among the request's server configs (default: all)")
-    workloads: list[str] | None = Field(None, min_length=1,
-                                        description="names among the request's workloads (default: one cell per "
-                                                    "other combination, the lanes' own shapes)")
-    lanes: list[str] | None = Field(None, min_length=1,
-                                    description=f"serving lanes each cell runs (default: the request's lanes among "
-                                                f"{', '.join(MATRIX_LANES)})")
+    server_configs: list[str] | None = Field(
+        None, min_length=1, description="names among the request's server configs (default: all)"
+    )
+    workloads: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="names among the request's workloads (default: one cell per "
+        "other combination, the lanes' own shapes)",
+    )
+    lanes: list[str] | None = Field(
+        None,
+        min_length=1,
+        description=f"serving lanes each cell runs (default: the request's lanes among {', '.join(MATRIX_LANES)})",
+    )
     exclude: list[Exclusion] = Field(default_factory=list, description="cells to leave out (any fields given match)")
-    max_concurrency: int | None = Field(None, ge=MATRIX_BOXES["min"], le=MATRIX_BOXES["max"],
-                                        description=f"boxes at once (default min(cells, {DEFAULT_MAX_CONCURRENCY}))")
+    max_concurrency: int | None = Field(
+        None,
+        ge=MATRIX_BOXES["min"],
+        le=MATRIX_BOXES["max"],
+        description=f"boxes at once (default min(cells, {DEFAULT_MAX_CONCURRENCY}))",
+    )
 
     @field_validator("instance_types")
     @classmethod
@@ -100,9 +112,11 @@ class MatrixSpec(BaseModel):
             except UnknownLaneError as exc:
                 raise ValueError(str(exc)) from None
             if "inf2" not in spec.boxes or spec.gate or name in CELL_PRELUDE:
-                raise ValueError(f"{name!r} is not a serving lane; a cell is a serving box (e.g. "
-                                 f"{', '.join(MATRIX_LANES)}; the training lanes stay on the trn1 box, every cell "
-                                 f"runs {', '.join(CELL_PRELUDE)} and the request's gates itself)")
+                raise ValueError(
+                    f"{name!r} is not a serving lane; a cell is a serving box (e.g. "
+                    f"{', '.join(MATRIX_LANES)}; the training lanes stay on the trn1 box, every cell "
+                    f"runs {', '.join(CELL_PRELUDE)} and the request's gates itself)"
+                )
         return _unique(value)
 
 
@@ -124,8 +138,13 @@ class Cell:
     workload: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"cell": self.cell, "instance_type": self.instance_type, "model": self.model,
-                "server_config": self.server_config, "workload": self.workload}
+        return {
+            "cell": self.cell,
+            "instance_type": self.instance_type,
+            "model": self.model,
+            "server_config": self.server_config,
+            "workload": self.workload,
+        }
 
     @property
     def label(self) -> str:
@@ -143,8 +162,9 @@ def server_config_names(server_configs: Any) -> list[str]:
     return list(server_configs) if isinstance(server_configs, (list, tuple, dict)) else []
 
 
-def expand_cells(spec: MatrixSpec, *, models: Sequence[str], server_configs: Any,
-                 workloads: Mapping[str, Any]) -> list[Cell]:
+def expand_cells(
+    spec: MatrixSpec, *, models: Sequence[str], server_configs: Any, workloads: Mapping[str, Any]
+) -> list[Cell]:
     """The matrix's cells in a stable order (type, model, config, workload), numbered from c01; refused
     (:class:`MatrixError`) when a name is not the request's, when every cell is excluded, or above
     :data:`MAX_CELLS`."""
@@ -156,18 +176,26 @@ def expand_cells(spec: MatrixSpec, *, models: Sequence[str], server_configs: Any
     chosen_configs = spec.server_configs or names
     unknown = [c for c in chosen_configs if c not in names]
     if unknown:
-        raise MatrixError(f"matrix.server_configs: {unknown[0]!r} is not a server config of the request "
-                          f"({', '.join(names)})")
+        raise MatrixError(
+            f"matrix.server_configs: {unknown[0]!r} is not a server config of the request ({', '.join(names)})"
+        )
     chosen_workloads: list[str | None] = list(spec.workloads) if spec.workloads else [None]
     unknown = [w for w in chosen_workloads if w is not None and w not in workloads]
     if unknown:
-        raise MatrixError(f"matrix.workloads: {unknown[0]!r} is not a workload of the request "
-                          f"({', '.join(workloads) or 'it declares none'})")
+        raise MatrixError(
+            f"matrix.workloads: {unknown[0]!r} is not a workload of the request "
+            f"({', '.join(workloads) or 'it declares none'})"
+        )
     total = len(spec.instance_types) * len(chosen_models) * len(chosen_configs) * len(chosen_workloads)
     if total > MAX_CELLS:
         raise MatrixError(f"matrix: {total} cells exceed the limit of {MAX_CELLS}; narrow it or exclude cells")
-    raw = [Cell("", t, m, c, w) for t in spec.instance_types for m in chosen_models for c in chosen_configs
-           for w in chosen_workloads]
+    raw = [
+        Cell("", t, m, c, w)
+        for t in spec.instance_types
+        for m in chosen_models
+        for c in chosen_configs
+        for w in chosen_workloads
+    ]
     for i, ex in enumerate(spec.exclude):
         for dim in DIMENSIONS:
             value = getattr(ex, dim)
@@ -177,16 +205,19 @@ def expand_cells(spec: MatrixSpec, *, models: Sequence[str], server_configs: Any
     if not kept:
         raise MatrixError("matrix.exclude: every cell is excluded")
     width = max(CELL_ID_WIDTH, len(str(len(kept))))
-    return [Cell(f"c{i:0{width}d}", c.instance_type, c.model, c.server_config, c.workload)
-            for i, c in enumerate(kept, 1)]
+    return [
+        Cell(f"c{i:0{width}d}", c.instance_type, c.model, c.server_config, c.workload) for i, c in enumerate(kept, 1)
+    ]
 
 
 def cell_lanes(spec: MatrixSpec, request_lanes: Sequence[str]) -> list[str]:
     """What each cell runs, in lane order: the prelude, the request's optional gates, the matrix lanes."""
     matrix = list(spec.lanes) if spec.lanes else [n for n in MATRIX_LANES if n in request_lanes]
     if not matrix:
-        raise MatrixError(f"matrix.lanes: the request runs none of the matrix lanes ({', '.join(MATRIX_LANES)}); "
-                          "name them in lanes or matrix.lanes")
+        raise MatrixError(
+            f"matrix.lanes: the request runs none of the matrix lanes ({', '.join(MATRIX_LANES)}); "
+            "name them in lanes or matrix.lanes"
+        )
     gates = [g for g in CELL_OPTIONAL_GATES if g in request_lanes]
     return [*CELL_PRELUDE, *gates, *matrix]
 

@@ -10,6 +10,7 @@ peak is a table entry with its source; where the peak is unknown (a CPU) or the
 counts are degenerate (e.g. everything counted as trainable under LoRA) MFU is
 NULL with the reason — never a guess.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,12 @@ class Peak:
 
 
 PEAKS: dict[str, Peak] = {
-    "trn1": Peak(190e12, "AWS Neuron docs, Trainium (trn1) architecture: 190 TFLOP/s dense BF16 per chip",
-                 210e12, "older AWS Neuron docs / trn1 launch material: 210 TFLOP/s BF16 per chip"),
+    "trn1": Peak(
+        190e12,
+        "AWS Neuron docs, Trainium (trn1) architecture: 190 TFLOP/s dense BF16 per chip",
+        210e12,
+        "older AWS Neuron docs / trn1 launch material: 210 TFLOP/s BF16 per chip",
+    ),
     "inf2": Peak(190e12, "AWS Neuron docs, Inferentia2 architecture: 190 TFLOP/s dense BF16/FP16 per chip"),
     "h100_sxm": Peak(989e12, "NVIDIA H100 SXM datasheet: 989 TFLOP/s dense BF16 (1,979 with sparsity)"),
     "h200_sxm": Peak(989e12, "NVIDIA H200 SXM datasheet: 989 TFLOP/s dense BF16 (1,979 with sparsity)"),
@@ -62,29 +67,37 @@ class MfuResult:
     null_reason: str | None
 
     def as_row(self) -> dict:
-        return {"mfu": self.mfu, "mfu_alt": self.mfu_alt, "peak_flops": self.peak_flops,
-                "peak_source": self.peak_source, "peak_alt_flops": self.peak_alt_flops,
-                "peak_alt_source": self.peak_alt_source, "mfu_null_reason": self.null_reason}
+        return {
+            "mfu": self.mfu,
+            "mfu_alt": self.mfu_alt,
+            "peak_flops": self.peak_flops,
+            "peak_source": self.peak_source,
+            "peak_alt_flops": self.peak_alt_flops,
+            "peak_alt_source": self.peak_alt_source,
+            "mfu_null_reason": self.null_reason,
+        }
 
 
 def check_counts(params_trainable: int, params_frozen: int, lora: bool = True) -> None:
     if params_trainable is None or params_frozen is None:
         raise DegenerateCountsError("parameter counts missing")
     if params_trainable < 0 or params_frozen < 0:
-        raise DegenerateCountsError(f"negative parameter count (trainable={params_trainable}, "
-                                    f"frozen={params_frozen})")
+        raise DegenerateCountsError(f"negative parameter count (trainable={params_trainable}, frozen={params_frozen})")
     if params_trainable == 0:
         raise DegenerateCountsError("no trainable parameters counted after the wrap")
     if lora and params_frozen == 0:
-        raise DegenerateCountsError("everything counted as trainable under LoRA (frozen=0): "
-                                    "parameters were not counted after the LoRA wrap")
+        raise DegenerateCountsError(
+            "everything counted as trainable under LoRA (frozen=0): parameters were not counted after the LoRA wrap"
+        )
     if lora and params_trainable >= params_frozen:
-        raise DegenerateCountsError(f"trainable ({params_trainable}) >= frozen ({params_frozen}) under LoRA: "
-                                    "the count is not a LoRA wrap")
+        raise DegenerateCountsError(
+            f"trainable ({params_trainable}) >= frozen ({params_frozen}) under LoRA: the count is not a LoRA wrap"
+        )
 
 
-def flops_per_token(params_trainable: int, params_frozen: int, activation_recompute: bool,
-                    lora: bool = True) -> FlopsPerToken:
+def flops_per_token(
+    params_trainable: int, params_frozen: int, activation_recompute: bool, lora: bool = True
+) -> FlopsPerToken:
     name, kt, kf = FORMULAS[bool(activation_recompute)]
     try:
         check_counts(params_trainable, params_frozen, lora)
@@ -98,12 +111,15 @@ def compute_mfu(tokens_per_s: float | None, fpt: FlopsPerToken, device: str, num
     peak = PEAKS.get(device)
     p_flops = peak.flops * num_devices if peak else None
     p_alt = peak.alt_flops * num_devices if peak and peak.alt_flops else None
-    base = dict(peak_flops=p_flops, peak_source=peak.source if peak else None, peak_alt_flops=p_alt,
-                peak_alt_source=peak.alt_source if peak else None)
+    base = dict(
+        peak_flops=p_flops,
+        peak_source=peak.source if peak else None,
+        peak_alt_flops=p_alt,
+        peak_alt_source=peak.alt_source if peak else None,
+    )
     reason = None
     if peak is None:
-        reason = (f"no published dense BF16 peak for device {device!r} "
-                  f"(peak table: {', '.join(sorted(PEAKS))})")
+        reason = f"no published dense BF16 peak for device {device!r} (peak table: {', '.join(sorted(PEAKS))})"
     elif fpt.value is None:
         reason = f"FLOPs per token unavailable: {fpt.null_reason}"
     elif tokens_per_s is None or tokens_per_s <= 0:

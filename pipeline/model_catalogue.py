@@ -11,6 +11,7 @@ repositories (``gated``: the licence must be accepted with the token's account).
 checkpoint is box-side work (``agents.training.catalogue``); the names are rules every package shares
 (lane config defaults, the request's model list).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,15 +24,17 @@ Source = Literal["tiny", "hub"]
 @dataclass(frozen=True)
 class ModelFacts:
     """What the plan's KV arithmetic needs of a model (its config.json; the box reads the real file)."""
+
     layers: int
     attention_heads: int
     kv_heads: int
     head_dim: int
-    params: int              # parameters, for the weights' bytes
+    params: int  # parameters, for the weights' bytes
     max_positions: int
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
-        """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (docs/reference/metrics.md, "Serving grid")."""
+        """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (docs/reference/metrics.md, "Serving
+        grid")."""
         return self.layers * self.kv_heads * self.head_dim * 2 * dtype_bytes
 
 
@@ -46,17 +49,31 @@ class ModelEntry:
     facts: ModelFacts | None = None  # None: known only from its files (the tiny factory builds them)
 
 
-MODEL_CATALOGUE: dict[str, ModelEntry] = {e.name: e for e in [
-    ModelEntry("tiny-llama", "tiny", "llama", "llama"),
-    ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
-    # facts from each repository's config.json (num_hidden_layers, num_attention_heads, num_key_value_heads,
-    # head_dim or hidden_size / heads, max_position_embeddings) and its model card's parameter count
-    ModelEntry("llama-3.1-8b-instruct", "hub", "meta-llama/Llama-3.1-8B-Instruct", "llama", gated=True,
-               facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072)),
-    ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3", facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960)),
-    ModelEntry("tinyllama-1.1b", "hub", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",
-               facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048)),
-]}
+MODEL_CATALOGUE: dict[str, ModelEntry] = {
+    e.name: e
+    for e in [
+        ModelEntry("tiny-llama", "tiny", "llama", "llama"),
+        ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
+        # facts from each repository's config.json (num_hidden_layers, num_attention_heads, num_key_value_heads,
+        # head_dim or hidden_size / heads, max_position_embeddings) and its model card's parameter count
+        ModelEntry(
+            "llama-3.1-8b-instruct",
+            "hub",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "llama",
+            gated=True,
+            facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072),
+        ),
+        ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3", facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960)),
+        ModelEntry(
+            "tinyllama-1.1b",
+            "hub",
+            "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "llama",
+            facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048),
+        ),
+    ]
+}
 
 PROFILE_MODELS: dict[str, tuple[str, ...]] = {
     "tiny": ("tiny-llama", "tiny-qwen3"),
@@ -84,8 +101,9 @@ BACKEND_FAMILIES: dict[str, tuple[str, ...] | None] = {
 class UnknownModelError(KeyError):
     def __init__(self, name: str):
         names = dict.fromkeys([*sorted(MODEL_CATALOGUE), *(TINY_PREFIX + f for f in TINY_FAMILIES)])
-        super().__init__(f"unknown model {name!r}; valid models: {', '.join(names)}, or a Hugging Face repository "
-                         "id (org/name)")
+        super().__init__(
+            f"unknown model {name!r}; valid models: {', '.join(names)}, or a Hugging Face repository id (org/name)"
+        )
 
     def __str__(self) -> str:
         return self.args[0]
@@ -109,7 +127,7 @@ def get_model(name: str) -> ModelEntry:
         raise UnknownModelError(str(name))
     if name in MODEL_CATALOGUE:
         return MODEL_CATALOGUE[name]
-    family = name[len(TINY_PREFIX):] if name.startswith(TINY_PREFIX) else None
+    family = name[len(TINY_PREFIX) :] if name.startswith(TINY_PREFIX) else None
     if family in TINY_FAMILIES:
         return ModelEntry(name, "tiny", family, family)
     if _HUB_ID.match(name) and ".." not in name:
@@ -124,8 +142,7 @@ def family_problem(name: str, backend: str, family: str | None = None) -> str | 
     served = BACKEND_FAMILIES.get(backend)
     if not family or served is None or family in served:
         return None
-    return (f"model {name}: the {backend} backend does not serve the {family} family; it serves "
-            f"{', '.join(served)}")
+    return f"model {name}: the {backend} backend does not serve the {family} family; it serves {', '.join(served)}"
 
 
 def facts_from_config(config: dict) -> ModelFacts:
@@ -141,5 +158,6 @@ def facts_from_config(config: dict) -> ModelFacts:
     # decoder blocks (attention q, k, v, o + a gated MLP) and the embeddings (tied or not)
     per_layer = hidden * head_dim * (heads + 2 * kv_heads) + heads * head_dim * hidden + 3 * hidden * inter
     embeddings = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
-    return ModelFacts(layers, heads, kv_heads, head_dim, layers * per_layer + embeddings,
-                      int(cfg.get("max_position_embeddings") or 0))
+    return ModelFacts(
+        layers, heads, kv_heads, head_dim, layers * per_layer + embeddings, int(cfg.get("max_position_embeddings") or 0)
+    )

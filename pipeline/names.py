@@ -1,6 +1,7 @@
 """The run id rule, one for the whole project: Step Functions execution names (1-80 of ``[A-Za-z0-9-_]``), which
 the result store's key rule also accepts (no '/', '=', '.', spaces). The control plane's request model, the CLI's
 ``--run-id`` flags, the box's ``run-lane`` and the store's writers all apply :data:`RUN_ID_PATTERN`."""
+
 from __future__ import annotations
 
 import re

@@ -4,6 +4,7 @@ A string in the results (a box's error message, a model name, a tag, a dataset's
 project does not trust; a terminal, a Markdown viewer or a CSV reader shown it must see what was stored and be
 acted on by none of it. Standard library only: the CLI, the report and the Lambdas share it.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,5 +18,6 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2
 def visible(text: str) -> str:
     """``text`` with every control character shown as its escape (``\\x1b``, ``\\u202e``): what is printed or
     rendered is what was stored, and nothing in it acts on the terminal or reorders the line."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                         else f"\\u{ord(m.group()):04x}", text)
+    return _CONTROLS.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )

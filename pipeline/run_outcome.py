@@ -3,9 +3,10 @@
 The graph rules (:mod:`pipeline.graph`) take nodes; here the nodes come from the lane catalogue
 (:mod:`pipeline.lanes`: gates and order), so the graph module never needs the catalogue.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pipeline.graph import LOCAL, LaneStatus, Node, RunOutcome, outcome
 from pipeline.lanes import all_lanes

@@ -13,12 +13,14 @@ The defaults are sourced, not invented: the 8B-class bounds are MLPerf Inference
 what a tiny model on a laptop CPU does, so the local pipeline shows points that meet and points that
 miss; they say nothing about production (docs/reference/slo.md).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, model_validator
 
@@ -41,38 +43,62 @@ class Slo:
     name: str
     ttft_ms: float = field(metadata={"help": "TTFT bound (ms) at the percentile", **TTFT_MS})
     tpot_ms: float = field(metadata={"help": "TPOT bound (ms) at the percentile", **TPOT_MS})
-    percentile: float = field(metadata={"help": f"the percentile judged, one of {PERCENTILES}",
-                                        "min": min(PERCENTILES), "max": max(PERCENTILES)})
+    percentile: float = field(
+        metadata={
+            "help": f"the percentile judged, one of {PERCENTILES}",
+            "min": min(PERCENTILES),
+            "max": max(PERCENTILES),
+        }
+    )
     source: str
 
     def to_json(self) -> dict[str, Any]:
         """The ``slo_json`` of a point (the keys ttft_ms/tpot_ms are goodput's bounds in 10_serving_requests.sql)."""
-        return {"name": self.name, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms,
-                "percentile": self.percentile, "source": self.source}
+        return {
+            "name": self.name,
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "percentile": self.percentile,
+            "source": self.source,
+        }
 
     def to_config(self) -> str | dict[str, Any]:
         """What a lane config carries: the set's name when it is a named set unchanged, else the object."""
         return self.name if SLO_SETS.get(self.name) == self else self.to_json()
 
     def describe(self) -> str:
-        return (f"{self.name}: p{self.percentile:g} TTFT <= {self.ttft_ms:g} ms, p{self.percentile:g} TPOT <= "
-                f"{self.tpot_ms:g} ms ({self.source})")
+        return (
+            f"{self.name}: p{self.percentile:g} TTFT <= {self.ttft_ms:g} ms, p{self.percentile:g} TPOT <= "
+            f"{self.tpot_ms:g} ms ({self.source})"
+        )
 
 
 MLPERF_SERVER = Slo(
-    "mlperf-v5.1-llama3.1-8b-server", 2000.0, 100.0, 99.0,
+    "mlperf-v5.1-llama3.1-8b-server",
+    2000.0,
+    100.0,
+    99.0,
     f"{MLPERF_CONF}: llama3_1-8b.Server.ttft_latency = 2000, llama3_1-8b.Server.tpot_latency = 100, "
-    "*.Server.target_latency_percentile = 99")
+    "*.Server.target_latency_percentile = 99",
+)
 MLPERF_INTERACTIVE = Slo(
-    "mlperf-v5.1-llama3.1-8b-interactive", 500.0, 30.0, 99.0,
+    "mlperf-v5.1-llama3.1-8b-interactive",
+    500.0,
+    30.0,
+    99.0,
     f"{MLPERF_CONF}: llama3_1-8b-interactive.Server.ttft_latency = 500, "
-    "llama3_1-8b-interactive.Server.tpot_latency = 30, *.Server.target_latency_percentile = 99")
+    "llama3_1-8b-interactive.Server.tpot_latency = 30, *.Server.target_latency_percentile = 99",
+)
 # One tenth of the 8B server bounds: on the tiny models at 64:64 on a 2-core CPU the sweep's lowest
 # concurrencies are within them and its highest is not (docs/reference/slo.md). Not a production target.
 CPU_TINY = Slo(
-    "cpu-tiny", 200.0, 10.0, 99.0,
+    "cpu-tiny",
+    200.0,
+    10.0,
+    99.0,
     "neuron-pipelines tiny profile: MLPerf v5.1 Llama 3.1 8B server bounds / 10, scaled for tiny models on a "
-    "CPU so the local sweep has points that meet and points that miss; says nothing about production")
+    "CPU so the local sweep has points that meet and points that miss; says nothing about production",
+)
 
 SLO_SETS: dict[str, Slo] = {s.name: s for s in (MLPERF_SERVER, MLPERF_INTERACTIVE, CPU_TINY)}
 # Qwen3 8B is measured against the same 8B-class server set as Llama 3.1 8B (MLPerf has no Qwen3 entry).
@@ -112,6 +138,7 @@ Bound = Annotated[Any, PlainValidator(_bound)]
 class SloSpec(BaseModel):
     """An SLO as a request or a lane config states it: a set's name (its bounds may be overridden: then it is
     ``<name>+override``) or both bounds of a custom one; validated with the context ``{"source": what states it}``."""
+
     model_config = ConfigDict(extra="forbid")
 
     name: Any = None
@@ -129,7 +156,7 @@ class SloSpec(BaseModel):
         return fields
 
     @model_validator(mode="after")
-    def _known(self, info: ValidationInfo) -> "SloSpec":
+    def _known(self, info: ValidationInfo) -> SloSpec:
         self.slo(info.context["source"])
         return self
 
@@ -147,11 +174,18 @@ class SloSpec(BaseModel):
                 raise Refusal(f"slo: unknown SLO set {name!r}; known: {', '.join(SLO_SETS)}")
             if missing:
                 raise Refusal(f"slo: {' and '.join(missing)} missing (give a set name or both bounds)")
-            slo = Slo(str(name or "custom"), bounds["ttft_ms"], bounds["tpot_ms"], bounds.get("percentile", 99.0),
-                      str(self.source or source))
+            slo = Slo(
+                str(name or "custom"),
+                bounds["ttft_ms"],
+                bounds["tpot_ms"],
+                bounds.get("percentile", 99.0),
+                str(self.source or source),
+            )
         if slo.percentile not in PERCENTILES:
-            raise Refusal(f"slo percentile: {slo.percentile:g} has no view column; use one of "
-                          f"{', '.join(f'{p:g}' for p in PERCENTILES)}")
+            raise Refusal(
+                f"slo percentile: {slo.percentile:g} has no view column; use one of "
+                f"{', '.join(f'{p:g}' for p in PERCENTILES)}"
+            )
         return slo
 
 
@@ -175,8 +209,10 @@ def parse_slo(value: Any) -> Slo:
     text = value.strip()
     if "=" not in text:
         if text not in SLO_SETS:
-            raise SloError(f"slo: unknown SLO set {text!r}; known: {', '.join(SLO_SETS)} "
-                           "(or give ttft_ms=..,tpot_ms=..[,percentile=..])")
+            raise SloError(
+                f"slo: unknown SLO set {text!r}; known: {', '.join(SLO_SETS)} "
+                "(or give ttft_ms=..,tpot_ms=..[,percentile=..])"
+            )
         return SLO_SETS[text]
     fields: dict[str, Any] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):

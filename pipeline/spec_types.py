@@ -2,16 +2,18 @@
 whose refusals are ``field: reason`` lines.
 
 Every spec a user writes (a server variant, a workload, an SLO, a matrix, a lane config's overrides, a limits or
-capacity search, the accuracy lane's tasks) is parsed by a pydantic model. Its numbers are the types built here from the bounds of
-:mod:`pipeline.lane_configs.bounds`, the one statement of each bound; a validator refuses with :class:`Refusal`
-(the reason, and where below the field it points); :func:`refusal_lines` turns pydantic's ``ValidationError`` into
-the project's lines, each the dotted path of what is refused and the reason.
+capacity search, the accuracy lane's tasks) is parsed by a pydantic model. Its numbers are the types built here from the
+bounds of :mod:`pipeline.lane_configs.bounds`, the one statement of each bound; a validator refuses with
+:class:`Refusal` (the reason, and where below the field it points); :func:`refusal_lines` turns pydantic's
+``ValidationError`` into the project's lines, each the dotted path of what is refused and the reason.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Callable, Iterable, Literal, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import PlainValidator, ValidationError
 
@@ -49,7 +51,7 @@ def refusal_lines(exc: ValidationError, where: str = "", *, indexes: Indexes = "
         loc: list[str | int] = list(err.get("loc", ()))
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, Refusal):
-            loc = loc[:len(loc) - cause.outer] + list(cause.at)
+            loc = loc[: len(loc) - cause.outer] + list(cause.at)
             reason = cause.reason
         else:
             reason = str(err.get("msg", "")).removeprefix("Value error, ")
@@ -97,11 +99,19 @@ def integer_in(limits: Mapping[str, int]) -> Any:
         if not is_integer(v) or not lo <= v <= hi:
             raise Refusal(f"an integer in [{lo}, {hi}], got {v!r}")
         return v
+
     return checked(check)
 
 
-def measure(v: Any, *, lo: float | None = None, lo_open: bool = False, integer: bool = False,
-            hi: float | None = None, unit: str = "") -> Any:
+def measure(
+    v: Any,
+    *,
+    lo: float | None = None,
+    lo_open: bool = False,
+    integer: bool = False,
+    hi: float | None = None,
+    unit: str = "",
+) -> Any:
     """``v`` when it is a finite number (an integer with ``integer``) at least ``lo`` (above it with ``lo_open``)
     and at most ``hi``; else :class:`Refusal`: ``an integer >= lo, got v`` / ``a number > lo, got v``, or
     ``at most HI{unit}, got v`` (``HI`` as :func:`~pipeline.lane_configs.bounds.shown` writes it)."""
@@ -125,9 +135,11 @@ def count(*, lo: int = 1, hi: float | None = None, unit: str = "") -> Any:
 def amount(*, lo: float = 0, lo_open: bool = True, hi: float | None = None, unit: str = "", cast: bool = True) -> Any:
     """A finite number above ``lo`` (at least, without ``lo_open``) and at most ``hi``, as a float (``cast``):
     :func:`measure`'s words."""
+
     def check(v: Any) -> Any:
         x = measure(v, lo=lo, lo_open=lo_open, hi=hi, unit=unit)
         return float(x) if cast else x
+
     return checked(check)
 
 
@@ -150,10 +162,12 @@ def _outside(limits: Mapping[str, float], value: Any) -> str | None:
 # ---- choices and names -----------------------------------------------------------------------------------------
 def one_of(choices: Sequence[Any]) -> Any:
     """One of ``choices``: ``one of a, b, got v``."""
+
     def check(v: Any) -> Any:
         if v not in choices:
             raise Refusal(f"one of {', '.join(map(str, choices))}, got {v!r}")
         return v
+
     return checked(check)
 
 

@@ -1,10 +1,10 @@
 """Per-step training records and their summary (docs/reference/metrics.md, "Training"), shared by every backend."""
+
 from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
-
 
 # What step_s measures (train_runs.step_clock): every backend's step recorder times the same interval.
 STEP_CLOCK = "on_step_end interval (between consecutive optimizer-step ends; the first from the loop's start)"

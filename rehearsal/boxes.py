@@ -12,6 +12,7 @@ Boot: the first boot runs the instance's user data (the bootstrap, rendered by t
 runs ``<root>/var/lib/cloud/scripts/per-boot/*`` as cloud-init does. What needs root (mkfs, mount, swap,
 shutdown) is skipped by the scripts themselves when ``NEURONPIPE_BOX_ROOT`` is set.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,11 @@ import secrets
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 
 from rehearsal import spawn
 from rehearsal.world import Credentials
@@ -31,7 +32,7 @@ from rehearsal.world import Credentials
 HARNESS_HOME = "opt/neuronpipe"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 IMDS_CLIENT_TIMEOUT_S = 10  # AWS_METADATA_SERVICE_TIMEOUT of the box's processes (botocore: whole seconds)
-IMDS_CLIENT_ATTEMPTS = 5    # AWS_METADATA_SERVICE_NUM_ATTEMPTS
+IMDS_CLIENT_ATTEMPTS = 5  # AWS_METADATA_SERVICE_NUM_ATTEMPTS
 
 
 class BootError(RuntimeError):
@@ -69,7 +70,7 @@ class Imds:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_PUT(self) -> None:  # noqa: N802
+            def do_PUT(self) -> None:
                 if self.path != "/latest/api/token" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
                     self._send(400, "Bad Request")
                     return
@@ -77,7 +78,7 @@ class Imds:
                 imds._tokens.add(token)
                 self._send(200, token)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.headers.get("X-aws-ec2-metadata-token") not in imds._tokens:
                     self._send(401, "Unauthorized")
                     return
@@ -89,8 +90,9 @@ class Imds:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name=f"imds-{identity.instance_id}")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name=f"imds-{identity.instance_id}"
+        )
         self._thread.start()
 
     @property
@@ -99,24 +101,46 @@ class Imds:
 
     def answer(self, path: str) -> str | None:
         i = self.identity
-        meta = {"instance-id": i.instance_id, "instance-type": i.instance_type, "ami-id": i.ami_id,
-                "placement/region": i.region, "placement/availability-zone": i.availability_zone,
-                "iam/security-credentials/": i.iam_role, "iam/security-credentials": i.iam_role,
-                "hostname": f"ip-10-42-0-1.{i.region}.compute.internal", "local-ipv4": "10.42.0.1"}
+        meta = {
+            "instance-id": i.instance_id,
+            "instance-type": i.instance_type,
+            "ami-id": i.ami_id,
+            "placement/region": i.region,
+            "placement/availability-zone": i.availability_zone,
+            "iam/security-credentials/": i.iam_role,
+            "iam/security-credentials": i.iam_role,
+            "hostname": f"ip-10-42-0-1.{i.region}.compute.internal",
+            "local-ipv4": "10.42.0.1",
+        }
         if path.startswith("/latest/meta-data/"):
             key = path.removeprefix("/latest/meta-data/")
             if key == f"iam/security-credentials/{i.iam_role}":
                 c = self.credentials()
                 now = datetime.now(timezone.utc)
-                return json.dumps({"Code": "Success", "LastUpdated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                   "Type": "AWS-HMAC", "AccessKeyId": c.access_key_id,
-                                   "SecretAccessKey": c.secret_access_key, "Token": c.session_token,
-                                   "Expiration": (now + timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+                return json.dumps(
+                    {
+                        "Code": "Success",
+                        "LastUpdated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "Type": "AWS-HMAC",
+                        "AccessKeyId": c.access_key_id,
+                        "SecretAccessKey": c.secret_access_key,
+                        "Token": c.session_token,
+                        "Expiration": (now + timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    }
+                )
             return meta.get(key)
         if path == "/latest/dynamic/instance-identity/document":
-            return json.dumps({"instanceId": i.instance_id, "instanceType": i.instance_type, "imageId": i.ami_id,
-                               "region": i.region, "availabilityZone": i.availability_zone,
-                               "accountId": "123456789012", "architecture": "x86_64"})
+            return json.dumps(
+                {
+                    "instanceId": i.instance_id,
+                    "instanceType": i.instance_type,
+                    "imageId": i.ami_id,
+                    "region": i.region,
+                    "availabilityZone": i.availability_zone,
+                    "accountId": "123456789012",
+                    "architecture": "x86_64",
+                }
+            )
         return None
 
     def close(self) -> None:
@@ -148,24 +172,43 @@ class Box:
     def credentials(self) -> Credentials:
         return self.credentials_for()
 
-    def prepare(self, python: str | None = None) -> "Box":
+    def prepare(self, python: str | None = None) -> Box:
         """Sandbox dirs, the harness venv (with the path line), the ``aws`` CLI, the fake DLAMI, the IMDS."""
-        for d in ("etc", "opt", "run", "tmp", "root", "usr/local/bin", "var/lib/cloud/scripts/per-boot",
-                  "var/log", "var/cache"):
+        for d in (
+            "etc",
+            "opt",
+            "run",
+            "tmp",
+            "root",
+            "usr/local/bin",
+            "var/lib/cloud/scripts/per-boot",
+            "var/log",
+            "var/cache",
+        ):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         if not (self.venv / "bin" / "python").exists():
             base = python or getattr(sys, "_base_executable", sys.executable)
-            spawn.run([base, "-m", "venv", "--without-pip", str(self.venv)], check=True,
-                           capture_output=True, text=True, timeout=120)
-            site = spawn.run([str(self.venv / "bin" / "python"), "-c",
-                                   "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+            spawn.run(
+                [base, "-m", "venv", "--without-pip", str(self.venv)],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            site = spawn.run(
+                [str(self.venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout.strip()
             # the test venv's third-party packages (a path line: its .pth files, e.g. the editable
             # install of this repository, are NOT processed, so first-party code must come from the bucket)
             Path(site, "zz_rehearsal_third_party.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
         aws = self.root / "usr/local/bin/aws"
-        spawn.write_executable(aws, f"#!{self.venv / 'bin' / 'python'}\nimport sys\n"
-                               "from awscli.clidriver import main\nsys.exit(main())\n")
+        spawn.write_executable(
+            aws, f"#!{self.venv / 'bin' / 'python'}\nimport sys\nfrom awscli.clidriver import main\nsys.exit(main())\n"
+        )
         if self.fake_dlami:  # the DLAMI's venvs and CLIs as files: the preflight gate checks them for real
             from rehearsal.dlami import build_dlami
 
@@ -179,8 +222,10 @@ class Box:
         assert self.imds is not None, "prepare() the box first"
         env = {
             "PATH": f"{self.root}/usr/local/bin:{SYSTEM_PATH}",
-            "HOME": str(self.root / "root"), "LANG": "C.UTF-8",
-            "AWS_SSM_INSTANCE_ID": self.instance_id, "AWS_SSM_REGION_NAME": self.identity.region,
+            "HOME": str(self.root / "root"),
+            "LANG": "C.UTF-8",
+            "AWS_SSM_INSTANCE_ID": self.instance_id,
+            "AWS_SSM_REGION_NAME": self.identity.region,
             # the rehearsal's pointers: sandbox root, loopback IMDS, the moto server
             "NEURONPIPE_BOX_ROOT": str(self.root),
             "NEURONPIPE_IMDS_ENDPOINT": self.imds.endpoint,
@@ -201,12 +246,21 @@ class Box:
 
     def run_boot_script(self, script: Path, timeout_s: float = 900) -> str:
         """Run one boot script as cloud-init would (exec'd: its shebang picks the shell)."""
-        proc = spawn.run([str(script)], cwd=self.root, env=self.agent_env(), capture_output=True, text=True,
-                              timeout=timeout_s, start_new_session=True)
+        proc = spawn.run(
+            [str(script)],
+            cwd=self.root,
+            env=self.agent_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            start_new_session=True,
+        )
         out = proc.stdout + proc.stderr
         if proc.returncode != 0:
-            raise BootError(f"{self.identity.box_role} box {self.instance_id}: {script.name} exited "
-                            f"{proc.returncode}:\n{_tail(out)}{_tail(self._logs())}")
+            raise BootError(
+                f"{self.identity.box_role} box {self.instance_id}: {script.name} exited "
+                f"{proc.returncode}:\n{_tail(out)}{_tail(self._logs())}"
+            )
         return out
 
     def first_boot(self, user_data: str, timeout_s: float = 900) -> str:

@@ -3,15 +3,17 @@ patterns and input transformers (:func:`rehearsal.events.route`), Lambda targets
 (as EventBridge does, with the target's retry attempts). Also the source of "Step Functions Execution Status
 Change" events: a watcher turns each execution's status changes into the event AWS emits.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from rehearsal.events import Rule, route
 from rehearsal.world import ACCOUNT_ID
@@ -48,8 +50,9 @@ class EventBus:
             d = Delivery(rule.logical_id, target.function_logical_id, event.get("detail-type", ""), payload)
             with self._lock:
                 self.deliveries.append(d)
-            t = threading.Thread(target=self._deliver, args=(d, target.retry_attempts or 0), daemon=True,
-                                 name=f"event-{rule.logical_id}")
+            t = threading.Thread(
+                target=self._deliver, args=(d, target.retry_attempts or 0), daemon=True, name=f"event-{rule.logical_id}"
+            )
             t.start()
             self._threads.append(t)
 
@@ -58,10 +61,19 @@ class EventBus:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         for e in entries:
             detail = e.get("Detail") or "{}"
-            self.publish({"version": "0", "id": e.get("EventId") or str(uuid.uuid4()),
-                          "detail-type": e.get("DetailType"), "source": e.get("Source"), "account": ACCOUNT_ID,
-                          "time": now, "region": e.get("region", ""), "resources": list(e.get("Resources") or []),
-                          "detail": json.loads(detail) if isinstance(detail, str) else detail})
+            self.publish(
+                {
+                    "version": "0",
+                    "id": e.get("EventId") or str(uuid.uuid4()),
+                    "detail-type": e.get("DetailType"),
+                    "source": e.get("Source"),
+                    "account": ACCOUNT_ID,
+                    "time": now,
+                    "region": e.get("region", ""),
+                    "resources": list(e.get("Resources") or []),
+                    "detail": json.loads(detail) if isinstance(detail, str) else detail,
+                }
+            )
 
     def _deliver(self, d: Delivery, retries: int) -> None:
         for attempt in range(retries + 1):
@@ -106,7 +118,7 @@ class ExecutionWatcher:
     _thread: threading.Thread | None = None
     _poll_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self) -> "ExecutionWatcher":
+    def start(self) -> ExecutionWatcher:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="execution-watcher")
         self._thread.start()
         return self
@@ -121,7 +133,7 @@ class ExecutionWatcher:
         while not self._stop.wait(self.poll_s):
             try:
                 self.poll_once()
-            except Exception:  # the server is going down: the final poll in stop() is authoritative
+            except Exception:  # noqa: BLE001 - the server is going down: the final poll in stop() is authoritative
                 pass
 
     def poll_once(self) -> None:
@@ -138,12 +150,30 @@ class ExecutionWatcher:
                     continue
                 self._seen[ex["executionArn"]] = ex["status"]
                 d = self.sfn.describe_execution(executionArn=ex["executionArn"])
-                detail = {"executionArn": d["executionArn"], "stateMachineArn": d["stateMachineArn"],
-                          "name": d["name"], "status": d["status"], "startDate": _ms(d.get("startDate")),
-                          "stopDate": _ms(d.get("stopDate")), "input": d.get("input"),
-                          "output": d.get("output"), "inputDetails": {"included": True},
-                          "outputDetails": {"included": True}, "error": d.get("error"), "cause": d.get("cause")}
-                self.publish({"version": "0", "id": str(uuid.uuid4()), "detail-type": EXECUTION_STATUS_DETAIL_TYPE,
-                              "source": "aws.states", "account": ACCOUNT_ID,
-                              "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                              "region": self.region, "resources": [d["executionArn"]], "detail": detail})
+                detail = {
+                    "executionArn": d["executionArn"],
+                    "stateMachineArn": d["stateMachineArn"],
+                    "name": d["name"],
+                    "status": d["status"],
+                    "startDate": _ms(d.get("startDate")),
+                    "stopDate": _ms(d.get("stopDate")),
+                    "input": d.get("input"),
+                    "output": d.get("output"),
+                    "inputDetails": {"included": True},
+                    "outputDetails": {"included": True},
+                    "error": d.get("error"),
+                    "cause": d.get("cause"),
+                }
+                self.publish(
+                    {
+                        "version": "0",
+                        "id": str(uuid.uuid4()),
+                        "detail-type": EXECUTION_STATUS_DETAIL_TYPE,
+                        "source": "aws.states",
+                        "account": ACCOUNT_ID,
+                        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "region": self.region,
+                        "resources": [d["executionArn"]],
+                        "detail": detail,
+                    }
+                )

@@ -7,6 +7,7 @@ pseudo parameters from an :class:`AwsEnv`, ``Fn::ImportValue`` from the other st
 cross-stack references), conditions, and the string functions. Whatever cannot be answered raises
 :class:`TemplateResolveError` naming the stack, the logical id and the path inside it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -78,8 +79,13 @@ class Template:
         resources = {}
         for lid, res in body.get("Resources", {}).items():
             dep = res.get("DependsOn", ())
-            resources[lid] = Resource(lid, res["Type"], dict(res.get("Properties", {})),
-                                      tuple([dep] if isinstance(dep, str) else dep), res.get("Condition"))
+            resources[lid] = Resource(
+                lid,
+                res["Type"],
+                dict(res.get("Properties", {})),
+                tuple([dep] if isinstance(dep, str) else dep),
+                res.get("Condition"),
+            )
         return cls(stack_name, path, body, resources)
 
     @property
@@ -118,8 +124,9 @@ class Assembly:
         try:
             return self.templates[stack_name]
         except KeyError:
-            raise AssemblyError(f"no stack {stack_name!r} in {self.directory}; "
-                                f"stacks: {', '.join(self.templates)}") from None
+            raise AssemblyError(
+                f"no stack {stack_name!r} in {self.directory}; stacks: {', '.join(self.templates)}"
+            ) from None
 
     def __iter__(self) -> Iterator[Template]:
         return iter(self.templates.values())
@@ -173,20 +180,37 @@ def synth_assembly(outdir: str | Path, context: Mapping[str, Any] | None = None)
 # --- physical ids ------------------------------------------------------------------------------
 
 NAME_PROPERTY = {
-    "AWS::S3::Bucket": "BucketName", "AWS::IAM::Role": "RoleName", "AWS::IAM::Policy": "PolicyName",
-    "AWS::IAM::ManagedPolicy": "ManagedPolicyName", "AWS::IAM::InstanceProfile": "InstanceProfileName",
-    "AWS::Lambda::Function": "FunctionName", "AWS::StepFunctions::StateMachine": "StateMachineName",
-    "AWS::Logs::LogGroup": "LogGroupName", "AWS::SSM::Parameter": "Name", "AWS::DynamoDB::Table": "TableName",
-    "AWS::Events::Rule": "Name", "AWS::Events::EventBus": "Name", "AWS::SNS::Topic": "TopicName",
-    "AWS::SQS::Queue": "QueueName", "AWS::Lambda::LayerVersion": "LayerName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::Policy": "PolicyName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::IAM::InstanceProfile": "InstanceProfileName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::StepFunctions::StateMachine": "StateMachineName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::SSM::Parameter": "Name",
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::Events::Rule": "Name",
+    "AWS::Events::EventBus": "Name",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::Lambda::LayerVersion": "LayerName",
 }
 # Types CloudFormation gives a generated id (their Ref): unless one is recorded (the deployment records moto's real
 # ids), the resolver answers a deterministic id of the same form, ``<prefix>-<17 hex digits>``.
-GENERATED_ID_PREFIX = {"AWS::EC2::VPC": "vpc", "AWS::EC2::Subnet": "subnet", "AWS::EC2::SecurityGroup": "sg",
-                       "AWS::EC2::LaunchTemplate": "lt"}
+GENERATED_ID_PREFIX = {
+    "AWS::EC2::VPC": "vpc",
+    "AWS::EC2::Subnet": "subnet",
+    "AWS::EC2::SecurityGroup": "sg",
+    "AWS::EC2::LaunchTemplate": "lt",
+}
 # Types whose Ref (physical id) is an ARN rather than a name.
-REF_IS_ARN = {"AWS::StepFunctions::StateMachine", "AWS::SNS::Topic", "AWS::IAM::ManagedPolicy",
-              "AWS::Lambda::LayerVersion"}
+REF_IS_ARN = {
+    "AWS::StepFunctions::StateMachine",
+    "AWS::SNS::Topic",
+    "AWS::IAM::ManagedPolicy",
+    "AWS::Lambda::LayerVersion",
+}
 
 
 def generated_id(stack: str, logical_id: str, type_: str) -> str:
@@ -211,10 +235,15 @@ class Resolver:
     ``attributes[(stack, logical_id, attribute)]`` overrides ``Fn::GetAtt`` (custom resources, EC2 attributes).
     """
 
-    def __init__(self, assembly: Assembly, env: AwsEnv | None = None, *,
-                 physical_ids: Mapping[tuple[str, str], str] | None = None,
-                 attributes: Mapping[tuple[str, str, str], Any] | None = None,
-                 parameters: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        assembly: Assembly,
+        env: AwsEnv | None = None,
+        *,
+        physical_ids: Mapping[tuple[str, str], str] | None = None,
+        attributes: Mapping[tuple[str, str, str], Any] | None = None,
+        parameters: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.assembly = assembly
         self.env = env or AwsEnv(region=assembly.region or AwsEnv.region)
         self.physical_ids: dict[tuple[str, str], str] = dict(physical_ids or {})
@@ -232,8 +261,9 @@ class Resolver:
     def properties(self, stack: str, logical_id: str) -> dict[str, Any]:
         """The resource's Properties with every intrinsic resolved."""
         res = self.assembly.template(stack).resource(logical_id)
-        return self._guard(stack, logical_id, "Properties",
-                           lambda: self._resolve(stack, res.properties, "Properties", logical_id))
+        return self._guard(
+            stack, logical_id, "Properties", lambda: self._resolve(stack, res.properties, "Properties", logical_id)
+        )
 
     def physical_id(self, stack: str, logical_id: str) -> str:
         if (stack, logical_id) in self.physical_ids:
@@ -244,11 +274,21 @@ class Resolver:
             self.physical_ids[(stack, logical_id)] = generated_id(stack, logical_id, res.type)
             return self.physical_ids[(stack, logical_id)]
         if prop is None:
-            raise TemplateResolveError(stack, logical_id, "Ref", f"no physical id known for a {res.type} "
-                                       "(create it first and record its id with set_physical_id)")
+            raise TemplateResolveError(
+                stack,
+                logical_id,
+                "Ref",
+                f"no physical id known for a {res.type} (create it first and record its id with set_physical_id)",
+            )
         if prop in res.properties:
-            name = str(self._guard(stack, logical_id, f"Properties.{prop}", lambda: self._resolve(
-                stack, res.properties[prop], f"Properties.{prop}", logical_id)))
+            name = str(
+                self._guard(
+                    stack,
+                    logical_id,
+                    f"Properties.{prop}",
+                    lambda: self._resolve(stack, res.properties[prop], f"Properties.{prop}", logical_id),
+                )
+            )
         else:
             name = generated_name(stack, logical_id, res.type)
         physical = self._arn(res.type, name) if res.type in REF_IS_ARN else name
@@ -262,8 +302,12 @@ class Resolver:
         value = self._computed_attribute(stack, res, attribute)
         if value is None:
             hint = " (a custom resource's Data: set it in attributes)" if res.is_custom else ""
-            raise TemplateResolveError(stack, logical_id, f"Fn::GetAtt {attribute}",
-                                       f"attribute {attribute} of a {res.type} is not known{hint}")
+            raise TemplateResolveError(
+                stack,
+                logical_id,
+                f"Fn::GetAtt {attribute}",
+                f"attribute {attribute} of a {res.type} is not known{hint}",
+            )
         return value
 
     def exports(self) -> dict[str, tuple[str, str]]:
@@ -272,8 +316,9 @@ class Resolver:
         for tpl in self.assembly:
             for out_name, out in tpl.outputs.items():
                 if "Export" in out:
-                    name = self._resolve(tpl.stack_name, out["Export"]["Name"], f"Outputs.{out_name}.Export.Name",
-                                         out_name)
+                    name = self._resolve(
+                        tpl.stack_name, out["Export"]["Name"], f"Outputs.{out_name}.Export.Name", out_name
+                    )
                     found[str(name)] = (tpl.stack_name, out_name)
         return found
 
@@ -287,8 +332,11 @@ class Resolver:
         conds = self.assembly.template(stack).conditions
         if name not in conds:
             raise TemplateResolveError(stack, name, "Conditions", "no such condition")
-        return bool(self._guard(stack, name, "Conditions", lambda: self._resolve(
-            stack, conds[name], f"Conditions.{name}", name)))
+        return bool(
+            self._guard(
+                stack, name, "Conditions", lambda: self._resolve(stack, conds[name], f"Conditions.{name}", name)
+            )
+        )
 
     def is_active(self, stack: str, logical_id: str) -> bool:
         """False when the resource carries a ``Condition`` that evaluates to false."""
@@ -316,22 +364,31 @@ class Resolver:
         if t == "AWS::EC2::SecurityGroup" and attribute == "GroupId":
             return self.physical_id(stack, lid)
         if t == "AWS::EC2::LaunchTemplate":
-            return {"LaunchTemplateId": self.physical_id(stack, lid), "LatestVersionNumber": "1",
-                    "DefaultVersionNumber": "1"}.get(attribute)
+            return {
+                "LaunchTemplateId": self.physical_id(stack, lid),
+                "LatestVersionNumber": "1",
+                "DefaultVersionNumber": "1",
+            }.get(attribute)
         if t in REF_IS_ARN:
             arn = self.physical_id(stack, lid)
-            return {"Arn": arn, "TopicArn": arn, "PolicyArn": arn, "LayerVersionArn": arn,
-                    "Name": arn.rsplit(":", 1)[-1], "TopicName": arn.rsplit(":", 1)[-1],
-                    "StateMachineName": arn.rsplit(":", 1)[-1]}.get(attribute)
+            return {
+                "Arn": arn,
+                "TopicArn": arn,
+                "PolicyArn": arn,
+                "LayerVersionArn": arn,
+                "Name": arn.rsplit(":", 1)[-1],
+                "TopicName": arn.rsplit(":", 1)[-1],
+                "StateMachineName": arn.rsplit(":", 1)[-1],
+            }.get(attribute)
         if t not in NAME_PROPERTY:
             return None
         name = self.physical_id(stack, lid)
         regional = f"arn:{e.partition}:{{}}:{e.region}:{e.account_id}:{{}}"
         arns = {
             "AWS::IAM::Role": f"arn:{e.partition}:iam::{e.account_id}:role"
-                              f"{self.properties(stack, lid).get('Path', '/')}{name}",
+            f"{self.properties(stack, lid).get('Path', '/')}{name}",
             "AWS::IAM::InstanceProfile": f"arn:{e.partition}:iam::{e.account_id}:instance-profile"
-                                         f"{self.properties(stack, lid).get('Path', '/')}{name}",
+            f"{self.properties(stack, lid).get('Path', '/')}{name}",
             "AWS::Lambda::Function": regional.format("lambda", f"function:{name}"),
             "AWS::S3::Bucket": f"arn:{e.partition}:s3:::{name}",
             "AWS::DynamoDB::Table": regional.format("dynamodb", f"table/{name}"),
@@ -344,8 +401,10 @@ class Resolver:
         if attribute == "Arn":
             return arns.get(t)
         if t == "AWS::S3::Bucket":
-            return {"DomainName": f"{name}.s3.{e.url_suffix}",
-                    "RegionalDomainName": f"{name}.s3.{e.region}.{e.url_suffix}"}.get(attribute)
+            return {
+                "DomainName": f"{name}.s3.{e.url_suffix}",
+                "RegionalDomainName": f"{name}.s3.{e.region}.{e.url_suffix}",
+            }.get(attribute)
         if attribute in ("Name", "StreamName", "QueueName") and t in ("AWS::Events::EventBus", "AWS::SQS::Queue"):
             return name
         if t == "AWS::SQS::Queue" and attribute == "QueueUrl":
@@ -370,7 +429,7 @@ class Resolver:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref" or key.startswith("Fn::") or key == "Condition":
                 return self._intrinsic(stack, key, arg, f"{path}.{key}", where)
         out = {}
@@ -465,11 +524,17 @@ class Resolver:
 
     def _ref(self, stack: str, name: Any, path: str, where: str) -> Any:
         e = self.env
-        pseudo = {"AWS::Region": e.region, "AWS::AccountId": e.account_id, "AWS::Partition": e.partition,
-                  "AWS::URLSuffix": e.url_suffix, "AWS::StackName": stack, "AWS::NoValue": NO_VALUE,
-                  "AWS::NotificationARNs": [],
-                  "AWS::StackId": f"arn:{e.partition}:cloudformation:{e.region}:{e.account_id}:stack/{stack}/"
-                                  + hashlib.sha256(stack.encode()).hexdigest()[:32]}
+        pseudo = {
+            "AWS::Region": e.region,
+            "AWS::AccountId": e.account_id,
+            "AWS::Partition": e.partition,
+            "AWS::URLSuffix": e.url_suffix,
+            "AWS::StackName": stack,
+            "AWS::NoValue": NO_VALUE,
+            "AWS::NotificationARNs": [],
+            "AWS::StackId": f"arn:{e.partition}:cloudformation:{e.region}:{e.account_id}:stack/{stack}/"
+            + hashlib.sha256(stack.encode()).hexdigest()[:32],
+        }
         if name in pseudo:
             return pseudo[name]
         tpl = self.assembly.template(stack)
@@ -491,8 +556,10 @@ class Resolver:
         if isinstance(arg, list):
             if len(arg) != 2 or not isinstance(arg[0], str) or not isinstance(arg[1], dict):
                 raise fail("Fn::Sub takes a string or [string, {variables}]")
-            template, variables = arg[0], {k: self._resolve(stack, v, f"{path}[1].{k}", where)
-                                           for k, v in arg[1].items()}
+            template, variables = (
+                arg[0],
+                {k: self._resolve(stack, v, f"{path}[1].{k}", where) for k, v in arg[1].items()},
+            )
         elif isinstance(arg, str):
             template, variables = arg, {}
         else:
@@ -518,13 +585,14 @@ class Resolver:
 
 # --- assets ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Asset:
     asset_id: str
     stack_name: str
     display_name: str
-    source: Path            # absolute: a directory (packaging "zip") or a file
-    packaging: str          # "zip" (a directory, zipped) or "file" (uploaded as is)
+    source: Path  # absolute: a directory (packaging "zip") or a file
+    packaging: str  # "zip" (a directory, zipped) or "file" (uploaded as is)
     bucket_name: str
     object_key: str
     region: str | None
@@ -536,8 +604,11 @@ class Asset:
 
 
 def _placeholders(text: str, env: AwsEnv) -> str:
-    return (text.replace("${AWS::AccountId}", env.account_id).replace("${AWS::Partition}", env.partition)
-            .replace("${AWS::Region}", env.region))
+    return (
+        text.replace("${AWS::AccountId}", env.account_id)
+        .replace("${AWS::Partition}", env.partition)
+        .replace("${AWS::Region}", env.region)
+    )
 
 
 def assets(assembly: Assembly, env: AwsEnv | None = None, *, include_templates: bool = False) -> list[Asset]:
@@ -558,11 +629,21 @@ def assets(assembly: Assembly, env: AwsEnv | None = None, *, include_templates: 
             if is_template and not include_templates:
                 continue
             if "path" not in source:
-                raise AssemblyError(f"{manifest_path}: asset {asset_id} has no source path (executable "
-                                    "assets are not supported)")
+                raise AssemblyError(
+                    f"{manifest_path}: asset {asset_id} has no source path (executable assets are not supported)"
+                )
             for dest in spec.get("destinations", {}).values():
-                found.append(Asset(asset_id, tpl.stack_name, spec.get("displayName", asset_id),
-                                   (assembly.directory / source["path"]).resolve(), source.get("packaging", "file"),
-                                   _placeholders(dest["bucketName"], env), _placeholders(dest["objectKey"], env),
-                                   dest.get("region"), is_template))
+                found.append(
+                    Asset(
+                        asset_id,
+                        tpl.stack_name,
+                        spec.get("displayName", asset_id),
+                        (assembly.directory / source["path"]).resolve(),
+                        source.get("packaging", "file"),
+                        _placeholders(dest["bucketName"], env),
+                        _placeholders(dest["objectKey"], env),
+                        dest.get("region"),
+                        is_template,
+                    )
+                )
     return found

@@ -4,6 +4,7 @@ moto is AWS, the resources come from the synthesized templates, boxes are sandbo
 agent runs the state machine's commands through /bin/sh, Lambdas run with exactly the layer's packages
 (see ``rehearsal``). Exit 0 only when the run succeeded and no box is left running.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,11 @@ EXIT_INVALID = 2
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rehearse", help="rehearse the AWS run of a request on this machine (moto + sandboxes)",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(
+        "rehearse",
+        help="rehearse the AWS run of a request on this machine (moto + sandboxes)",
+        description=__doc__.splitlines()[0],
+    )
     p.add_argument("--input", default=None, help="a RunRequest JSON file (default: the full preset, tiny profile)")
     p.add_argument("--run-id", default="rehearsal-1", help="execution name of the rehearsed run")
     p.add_argument("--workdir", default=None, help="where the boxes' sandboxes go (default: a temp dir)")
@@ -36,7 +40,11 @@ def rehearse_command(args: argparse.Namespace) -> int:
 
     console = make_console(stderr=True)  # summary lines and tables stay whole in logs and pipes
     try:
-        request = load_request(args.input, args.run_id) if args.input is not None else RunRequest(preset="full", profile="tiny")
+        request = (
+            load_request(args.input, args.run_id)
+            if args.input is not None
+            else RunRequest(preset="full", profile="tiny")
+        )
         if "profile" not in request.model_fields_set:  # a rehearsal runs on this machine: tiny unless asked
             request = request.model_copy(update={"profile": "tiny"})
     except (RunRequestError, OSError, ValueError) as exc:
@@ -45,10 +53,13 @@ def rehearse_command(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="neuronpipe-rehearsal-"))
     started = time.monotonic()
     try:
-        with Rehearsal(workdir, build_dir=Path(args.build_dir), boot_delay_s=args.boot_delay_s,
-                       log=lambda s: console.print(s)) as rehearsal:
-            console.print(f"AWS is up (moto at {rehearsal.world.endpoint}); boxes under {workdir}/boxes; "
-                          f"setup {sum(rehearsal.timings.values()):.0f} s")
+        with Rehearsal(
+            workdir, build_dir=Path(args.build_dir), boot_delay_s=args.boot_delay_s, log=lambda s: console.print(s)
+        ) as rehearsal:
+            console.print(
+                f"AWS is up (moto at {rehearsal.world.endpoint}); boxes under {workdir}/boxes; "
+                f"setup {sum(rehearsal.timings.values()):.0f} s"
+            )
             return _run(rehearsal, request, args, console, workdir, started)
     except RehearsalError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -57,9 +68,9 @@ def rehearse_command(args: argparse.Namespace) -> int:
 
 def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, started: float) -> int:
     """Start the request as `run --aws` would, follow it live, then pull + report and summarize."""
+    from control_plane.aws import RunAlreadyStartedError
     from control_plane.commands.plan import print_plan
     from control_plane.commands.status import follow_shown, render_progress
-    from control_plane.aws import RunAlreadyStartedError
     from control_plane.launch import LAUNCH_ERRORS
     from rehearsal.report_check import ReportCheckError, pull_and_report
     from rehearsal.summary import summarize
@@ -71,8 +82,11 @@ def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, s
         return EXIT_INVALID
     print_plan(launched.plan, console)
     console.print(f"started {launched.execution_arn}")
-    final = follow_shown(console, lambda show: rehearsal.follow(launched.execution_arn, show,
-                                                               deadline_s=args.timeout_s), live=not args.no_live)
+    final = follow_shown(
+        console,
+        lambda show: rehearsal.follow(launched.execution_arn, show, deadline_s=args.timeout_s),
+        live=not args.no_live,
+    )
     console.print(render_progress(final))
     rehearsal.settle()
     history = rehearsal.history(launched.execution_arn)
@@ -81,8 +95,13 @@ def _run(rehearsal, request, args: argparse.Namespace, console, workdir: Path, s
     if final.status == "SUCCEEDED":
         settings = rehearsal.settings()
         try:
-            check = pull_and_report(rehearsal.world.client("s3", rehearsal.operator()), settings.results_uri,
-                                    settings.reports_prefix, args.run_id, workdir)
+            check = pull_and_report(
+                rehearsal.world.client("s3", rehearsal.operator()),
+                settings.results_uri,
+                settings.reports_prefix,
+                args.run_id,
+                workdir,
+            )
         except ReportCheckError as exc:
             print(f"error: {exc}", file=sys.stderr)
     console.print(summarize(rehearsal, launched.execution_arn, history, final, running, time.monotonic() - started))

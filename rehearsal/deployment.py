@@ -14,6 +14,7 @@ state machine and the Lambda functions (their code is the synthesized asset dire
 plumbing (routes, endpoints, NAT), budgets, SNS and custom resources get placeholder physical ids: the run does
 not touch them.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,8 +33,14 @@ from rehearsal.world import MotoWorld
 
 CREATED_BY_ID = ("AWS::EC2::Instance", "AWS::EC2::Volume")
 NETWORK_CREATED = ("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup")  # in this order, in moto
-PLACEHOLDER_PREFIX = {"AWS::EC2::RouteTable": "rtb", "AWS::EC2::InternetGateway": "igw", "AWS::EC2::NatGateway": "nat",
-                      "AWS::EC2::EIP": "eipalloc", "AWS::EC2::VPCEndpoint": "vpce", "AWS::EC2::FlowLog": "fl"}
+PLACEHOLDER_PREFIX = {
+    "AWS::EC2::RouteTable": "rtb",
+    "AWS::EC2::InternetGateway": "igw",
+    "AWS::EC2::NatGateway": "nat",
+    "AWS::EC2::EIP": "eipalloc",
+    "AWS::EC2::VPCEndpoint": "vpce",
+    "AWS::EC2::FlowLog": "fl",
+}
 STUB_AMI_NAME = "neuronpipe-rehearsal-dlami-stub"
 RESOLVE_SSM = "resolve:ssm:"  # EC2's launch-time image id (infra.config.RESOLVE_SSM_PREFIX)
 
@@ -100,9 +107,9 @@ class FunctionRecord:
 class Deployment:
     assembly: Assembly
     resolver: Resolver
-    buckets: dict[str, str] = field(default_factory=dict)         # logical id -> name
-    parameters: dict[str, str] = field(default_factory=dict)      # name -> value
-    tables: dict[str, str] = field(default_factory=dict)          # logical id -> name
+    buckets: dict[str, str] = field(default_factory=dict)  # logical id -> name
+    parameters: dict[str, str] = field(default_factory=dict)  # name -> value
+    tables: dict[str, str] = field(default_factory=dict)  # logical id -> name
     instances: dict[str, InstanceRecord] = field(default_factory=dict)  # box role -> record
     launch_templates: dict[str, LaunchTemplateRecord] = field(default_factory=dict)  # template name -> record
     functions: dict[str, FunctionRecord] = field(default_factory=dict)  # handler module name -> record
@@ -110,7 +117,7 @@ class Deployment:
     state_machine_role_logical_id: str = ""
     state_machine_definition: str = ""
     rules: list[Rule] = field(default_factory=list)
-    published: dict[str, str] = field(default_factory=dict)      # asset id -> s3 uri
+    published: dict[str, str] = field(default_factory=dict)  # asset id -> s3 uri
 
     @property
     def results_bucket(self) -> str:
@@ -133,21 +140,38 @@ def deploy(world: MotoWorld, assembly: Assembly, workdir: Path) -> Deployment:
     """Create every resource of the assembly the run needs, in dependency order of the stacks."""
     env = AwsEnv(region=world.region)
     ec2 = world.client("ec2")
-    ami_id = ec2.register_image(Name=STUB_AMI_NAME, Architecture="x86_64", RootDeviceName="/dev/sda1",
-                                VirtualizationType="hvm",
-                                BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}])["ImageId"]
+    ami_id = ec2.register_image(
+        Name=STUB_AMI_NAME,
+        Architecture="x86_64",
+        RootDeviceName="/dev/sda1",
+        VirtualizationType="hvm",
+        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
+    )["ImageId"]
     # AWS::SSM::Parameter::Value<AWS::EC2::Image::Id> parameters resolve, at deploy, to the stub image
-    params = {t.stack_name: {name: ami_id for name, p in t.parameters.items()
-                             if p.get("Type", "").startswith("AWS::SSM::Parameter::Value<AWS::EC2::Image::Id")}
-              for t in assembly}
+    params = {
+        t.stack_name: {
+            name: ami_id
+            for name, p in t.parameters.items()
+            if p.get("Type", "").startswith("AWS::SSM::Parameter::Value<AWS::EC2::Image::Id")
+        }
+        for t in assembly
+    }
     resolver = Resolver(assembly, env, parameters=params)
     dep = Deployment(assembly, resolver)
     _create_network(world, assembly, resolver)
     for tpl in assembly:
         for lid, res in tpl.resources.items():
-            if res.type in PLACEHOLDER_PREFIX or (res.type.startswith("Custom::") or res.type in (
-                    "AWS::Budgets::Budget", "AWS::EC2::VPCGatewayAttachment", "AWS::EC2::Route",
-                    "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::VolumeAttachment")):
+            if res.type in PLACEHOLDER_PREFIX or (
+                res.type.startswith("Custom::")
+                or res.type
+                in (
+                    "AWS::Budgets::Budget",
+                    "AWS::EC2::VPCGatewayAttachment",
+                    "AWS::EC2::Route",
+                    "AWS::EC2::SubnetRouteTableAssociation",
+                    "AWS::EC2::VolumeAttachment",
+                )
+            ):
                 resolver.set_physical_id(tpl.stack_name, lid, _placeholder(res.type, tpl.stack_name, lid))
     _publish_assets(world, assembly, env, dep, workdir)
     for tpl in assembly:
@@ -169,15 +193,19 @@ def _create_network(world: MotoWorld, assembly: Assembly, resolver: Resolver) ->
                 if type_ == "AWS::EC2::VPC":
                     made = ec2.create_vpc(CidrBlock=props["CidrBlock"])["Vpc"]["VpcId"]
                 elif type_ == "AWS::EC2::Subnet":
-                    made = ec2.create_subnet(VpcId=props["VpcId"], CidrBlock=props["CidrBlock"],
-                                             AvailabilityZone=props["AvailabilityZone"])["Subnet"]["SubnetId"]
+                    made = ec2.create_subnet(
+                        VpcId=props["VpcId"], CidrBlock=props["CidrBlock"], AvailabilityZone=props["AvailabilityZone"]
+                    )["Subnet"]["SubnetId"]
                     if props.get("MapPublicIpOnLaunch") is not None:
-                        ec2.modify_subnet_attribute(SubnetId=made, MapPublicIpOnLaunch={
-                            "Value": bool(props["MapPublicIpOnLaunch"])})
+                        ec2.modify_subnet_attribute(
+                            SubnetId=made, MapPublicIpOnLaunch={"Value": bool(props["MapPublicIpOnLaunch"])}
+                        )
                 else:
                     made = ec2.create_security_group(
                         GroupName=props.get("GroupName") or generated_name(stack, lid, type_),
-                        Description=props.get("GroupDescription") or lid, VpcId=props["VpcId"])["GroupId"]
+                        Description=props.get("GroupDescription") or lid,
+                        VpcId=props["VpcId"],
+                    )["GroupId"]
                 resolver.set_physical_id(stack, lid, made)
 
 
@@ -209,8 +237,9 @@ def _asset_dir(assembly: Assembly, env: AwsEnv, bucket: str, key: str) -> Path:
     raise DeployError(f"no asset is published to s3://{bucket}/{key}")
 
 
-def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Deployment, ami_id: str,
-                  workdir: Path) -> None:
+def _create_stack(
+    world: MotoWorld, tpl: Template, resolver: Resolver, dep: Deployment, ami_id: str, workdir: Path
+) -> None:
     stack = tpl.stack_name
     s3, ssm = world.client("s3"), world.client("ssm")
     for lid in tpl.of_type("AWS::S3::Bucket"):
@@ -221,7 +250,8 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
             s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
         if props.get("NotificationConfiguration", {}).get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
             s3.put_bucket_notification_configuration(
-                Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}})
+                Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}}
+            )
         dep.buckets[lid] = name
     for lid in tpl.of_type("AWS::Logs::LogGroup"):
         name = resolver.physical_id(stack, lid)
@@ -230,14 +260,19 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
         props = resolver.properties(stack, lid)
         name = resolver.physical_id(stack, lid)
         world.client("dynamodb").create_table(
-            TableName=name, KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
-            BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"))
+            TableName=name,
+            KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+        )
         dep.tables[lid] = name
-    for lid, res in tpl.of_type("AWS::EC2::Volume").items():
+    for lid in tpl.of_type("AWS::EC2::Volume"):
         props = resolver.properties(stack, lid)
-        vol = world.client("ec2").create_volume(AvailabilityZone=props["AvailabilityZone"],
-                                                Size=int(props.get("Size", 8)),
-                                                VolumeType=props.get("VolumeType", "gp3"))
+        vol = world.client("ec2").create_volume(
+            AvailabilityZone=props["AvailabilityZone"],
+            Size=int(props.get("Size", 8)),
+            VolumeType=props.get("VolumeType", "gp3"),
+        )
         resolver.set_physical_id(stack, lid, vol["VolumeId"])
     for lid in tpl.of_type("AWS::EC2::Instance"):
         _create_instance(world, tpl, lid, resolver, dep, ami_id)
@@ -245,8 +280,9 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
         _create_launch_template(world, tpl, lid, resolver, dep, ami_id)
     for lid in tpl.of_type("AWS::SSM::Parameter"):
         props = resolver.properties(stack, lid)
-        ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"),
-                          Overwrite=True)
+        ssm.put_parameter(
+            Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"), Overwrite=True
+        )
         dep.parameters[props["Name"]] = str(props["Value"])
     for lid, res in tpl.of_type("AWS::Lambda::Function").items():
         if not str(res.properties.get("Handler", "")).startswith("control_plane."):
@@ -254,11 +290,17 @@ def _create_stack(world: MotoWorld, tpl: Template, resolver: Resolver, dep: Depl
         props = resolver.properties(stack, lid)
         code = props["Code"]
         fn = FunctionRecord(
-            stack, lid, resolver.physical_id(stack, lid), str(resolver.get_att(stack, lid, "Arn")), props["Handler"],
+            stack,
+            lid,
+            resolver.physical_id(stack, lid),
+            str(resolver.get_att(stack, lid, "Arn")),
+            props["Handler"],
             _asset_dir(dep.assembly, resolver.env, code["S3Bucket"], code["S3Key"]),
             {k: str(v) for k, v in props.get("Environment", {}).get("Variables", {}).items()},
-            int(props.get("Timeout", 3)), int(props.get("MemorySize", 128)),
-            _role_logical_id(tpl, res_props=tpl.resources[lid].properties, key="Role"))
+            int(props.get("Timeout", 3)),
+            int(props.get("MemorySize", 128)),
+            _role_logical_id(tpl, res_props=tpl.resources[lid].properties, key="Role"),
+        )
         dep.functions[props["Handler"].rsplit(".", 2)[-2]] = fn
     for lid in tpl.of_type("AWS::StepFunctions::StateMachine"):
         _create_state_machine(world, tpl, lid, resolver, dep)
@@ -273,8 +315,9 @@ def _role_logical_id(tpl: Template, res_props: dict[str, Any], key: str) -> str:
     raise DeployError(f"{tpl.stack_name}: {key} is not a role of this template: {ref!r}")
 
 
-def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment,
-                     stub_ami: str) -> None:
+def _create_instance(
+    world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment, stub_ami: str
+) -> None:
     stack = tpl.stack_name
     props = resolver.properties(stack, lid)
     tags = [{"Key": t["Key"], "Value": str(t["Value"])} for t in props.get("Tags", [])]
@@ -288,21 +331,39 @@ def _create_instance(world: MotoWorld, tpl: Template, lid: str, resolver: Resolv
     if image_id.startswith(RESOLVE_SSM):  # EC2 resolves the public DLAMI parameter at launch: here, the stub
         image_id = stub_ami
     out = world.client("ec2").run_instances(
-        ImageId=image_id, InstanceType=props["InstanceType"], MinCount=1, MaxCount=1,
+        ImageId=image_id,
+        InstanceType=props["InstanceType"],
+        MinCount=1,
+        MaxCount=1,
         Placement={"AvailabilityZone": props["AvailabilityZone"]},
         DisableApiTermination=bool(props.get("DisableApiTermination", False)),
         InstanceInitiatedShutdownBehavior=props.get("InstanceInitiatedShutdownBehavior", "stop"),
-        MetadataOptions={k: v for k, v in props.get("MetadataOptions", {}).items() if k in (
-            "HttpTokens", "HttpEndpoint", "HttpPutResponseHopLimit")},
-        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+        MetadataOptions={
+            k: v
+            for k, v in props.get("MetadataOptions", {}).items()
+            if k in ("HttpTokens", "HttpEndpoint", "HttpPutResponseHopLimit")
+        },
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )
     iid = out["Instances"][0]["InstanceId"]
     resolver.set_physical_id(stack, lid, iid)
-    dep.instances[role] = InstanceRecord(stack, lid, iid, role, props["InstanceType"], props["AvailabilityZone"],
-                                         image_id, resolver.physical_id(stack, role_lid), role_lid, user_data)
+    dep.instances[role] = InstanceRecord(
+        stack,
+        lid,
+        iid,
+        role,
+        props["InstanceType"],
+        props["AvailabilityZone"],
+        image_id,
+        resolver.physical_id(stack, role_lid),
+        role_lid,
+        user_data,
+    )
 
 
-def _create_launch_template(world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment,
-                            stub_ami: str) -> None:
+def _create_launch_template(
+    world: MotoWorld, tpl: Template, lid: str, resolver: Resolver, dep: Deployment, stub_ami: str
+) -> None:
     stack = tpl.stack_name
     props = resolver.properties(stack, lid)
     data = dict(props["LaunchTemplateData"])
@@ -313,11 +374,18 @@ def _create_launch_template(world: MotoWorld, tpl: Template, lid: str, resolver:
     profile, role = _create_instance_profile(world, tpl, profile_lid, role_lid, resolver)
     name = str(props["LaunchTemplateName"])
     made = world.client("ec2").create_launch_template(
-        LaunchTemplateName=name, LaunchTemplateData=data, VersionDescription=str(props.get("VersionDescription", "")),
-        TagSpecifications=props.get("TagSpecifications", []))["LaunchTemplate"]
+        LaunchTemplateName=name,
+        LaunchTemplateData=data,
+        VersionDescription=str(props.get("VersionDescription", "")),
+        TagSpecifications=props.get("TagSpecifications", []),
+    )["LaunchTemplate"]
     resolver.set_physical_id(stack, lid, made["LaunchTemplateId"])
-    instance_tags = {t["Key"]: str(t["Value"]) for spec in data.get("TagSpecifications", [])
-                     if spec.get("ResourceType") == "instance" for t in spec.get("Tags", [])}
+    instance_tags = {
+        t["Key"]: str(t["Value"])
+        for spec in data.get("TagSpecifications", [])
+        if spec.get("ResourceType") == "instance"
+        for t in spec.get("Tags", [])
+    }
     itype = str(data["InstanceType"])
     if itype not in CATALOGUE:
         raise DeployError(f"{stack}: {lid}: launch template {name} is for {itype}, not a catalogued type")
@@ -325,32 +393,56 @@ def _create_launch_template(world: MotoWorld, tpl: Template, lid: str, resolver:
         raise DeployError(f"{stack}: {lid}: launch template {name} tags its instances with no neuronpipe:role")
     user_data = base64.b64decode(data["UserData"]).decode() if data.get("UserData") else ""
     dep.launch_templates[name] = LaunchTemplateRecord(
-        stack, lid, name, made["LaunchTemplateId"], itype, CATALOGUE[itype].family, instance_tags["neuronpipe:role"],
-        str(data["ImageId"]), template_image, role, role_lid, profile,
-        tuple(str(g) for g in data.get("SecurityGroupIds", [])), instance_tags, user_data)
+        stack,
+        lid,
+        name,
+        made["LaunchTemplateId"],
+        itype,
+        CATALOGUE[itype].family,
+        instance_tags["neuronpipe:role"],
+        str(data["ImageId"]),
+        template_image,
+        role,
+        role_lid,
+        profile,
+        tuple(str(g) for g in data.get("SecurityGroupIds", [])),
+        instance_tags,
+        user_data,
+    )
 
 
 def _instance_profile_of(tpl: Template, data: dict[str, Any]) -> tuple[str, str]:
     """(instance profile, role) logical ids a launch template's IamInstanceProfile names (this template's)."""
-    ref = (data.get("IamInstanceProfile") or {})
+    ref = data.get("IamInstanceProfile") or {}
     ref = ref.get("Arn") or ref.get("Name")
-    lid = ref["Fn::GetAtt"][0] if isinstance(ref, dict) and "Fn::GetAtt" in ref else \
-        ref["Ref"] if isinstance(ref, dict) and "Ref" in ref else None
+    lid = (
+        ref["Fn::GetAtt"][0]
+        if isinstance(ref, dict) and "Fn::GetAtt" in ref
+        else ref["Ref"]
+        if isinstance(ref, dict) and "Ref" in ref
+        else None
+    )
     if lid is None or tpl.resources.get(lid) is None or tpl.resources[lid].type != "AWS::IAM::InstanceProfile":
-        raise DeployError(f"{tpl.stack_name}: a launch template's IamInstanceProfile is not an instance profile of "
-                          f"this template: {ref!r}")
+        raise DeployError(
+            f"{tpl.stack_name}: a launch template's IamInstanceProfile is not an instance profile of "
+            f"this template: {ref!r}"
+        )
     return lid, _role_logical_id(tpl, {"Role": tpl.resources[lid].properties["Roles"][0]}, "Role")
 
 
-def _create_instance_profile(world: MotoWorld, tpl: Template, profile_lid: str, role_lid: str,
-                             resolver: Resolver) -> tuple[str, str]:
+def _create_instance_profile(
+    world: MotoWorld, tpl: Template, profile_lid: str, role_lid: str, resolver: Resolver
+) -> tuple[str, str]:
     """The role and its instance profile in moto's IAM (once): RunInstances with the profile finds them."""
     stack, iam = tpl.stack_name, world.client("iam")
     profile, role = resolver.physical_id(stack, profile_lid), resolver.physical_id(stack, role_lid)
     if not any(p["InstanceProfileName"] == profile for p in iam.list_instance_profiles()["InstanceProfiles"]):
         role_props = resolver.properties(stack, role_lid)
-        iam.create_role(RoleName=role, Path=role_props.get("Path", "/"),
-                        AssumeRolePolicyDocument=json.dumps(role_props["AssumeRolePolicyDocument"]))
+        iam.create_role(
+            RoleName=role,
+            Path=role_props.get("Path", "/"),
+            AssumeRolePolicyDocument=json.dumps(role_props["AssumeRolePolicyDocument"]),
+        )
         profile_props = resolver.properties(stack, profile_lid)
         iam.create_instance_profile(InstanceProfileName=profile, Path=profile_props.get("Path", "/"))
         iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role)
@@ -368,7 +460,8 @@ def _create_state_machine(world: MotoWorld, tpl: Template, lid: str, resolver: R
     definition = substitute(definition, {k: str(v) for k, v in props.get("DefinitionSubstitutions", {}).items()})
     name = resolver.physical_id(stack, lid).rsplit(":", 1)[-1]
     arn = world.client("stepfunctions").create_state_machine(
-        name=name, definition=definition, roleArn=props["RoleArn"])["stateMachineArn"]
+        name=name, definition=definition, roleArn=props["RoleArn"]
+    )["stateMachineArn"]
     dep.state_machine_arn, dep.state_machine_definition = arn, definition
     dep.state_machine_role_logical_id = _role_logical_id(tpl, tpl.resources[lid].properties, "RoleArn")
 

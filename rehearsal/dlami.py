@@ -19,6 +19,7 @@ catalogue, in the formats of a g5's driver 570 (A10G, 23028 MiB).
 ``Breakage`` puts one known fault in: optimum-neuron in the vLLM venv, a CLI missing, NeuronCores held by a
 process — each a failure the predecessor met on a real box.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,15 @@ SERVING_VENV = "opt/aws_neuronx_venv_pytorch_inference_vllm_0_16"
 VENV_GLOB = {"trn1": "/opt/aws_neuronx_venv_pytorch_2_9", "inf2": "/opt/aws_neuronx_venv_pytorch_inference_vllm_*"}
 COMPILER_VERSION = "2.26.6360.0+6f180f47"
 
-COMMON = {"neuronx-cc": COMPILER_VERSION, "torch-neuronx": "2.9.0.2.15.32035+de43f57c", "torch": "2.9.1",
-          "torch-xla": "2.9.0", "libneuronxla": "2.2.17544.0+fb9962bf", "transformers": "4.57.6",
-          "neuronx-distributed": "0.19.28492+435aae2b"}
+COMMON = {
+    "neuronx-cc": COMPILER_VERSION,
+    "torch-neuronx": "2.9.0.2.15.32035+de43f57c",
+    "torch": "2.9.1",
+    "torch-xla": "2.9.0",
+    "libneuronxla": "2.2.17544.0+fb9962bf",
+    "transformers": "4.57.6",
+    "neuronx-distributed": "0.19.28492+435aae2b",
+}
 TRAINING_DISTS = {**COMMON, "optimum-neuron": "0.4.3", "trl": "0.24.0", "peft": "0.17.0", "datasets": "5.0.1"}
 SERVING_DISTS = {**COMMON, "neuronx-distributed-inference": "0.10.18399", "vllm": "0.16.0"}
 
@@ -49,11 +56,19 @@ class Breakage:
 
 
 def neuron_ls_json(instance_type: str, busy: bool = False) -> str:
-    device = {"instance_type": instance_type, "instance_id": "i-0fake", "neuron_device": 0, "bdf": "0000:00:1f.0",
-              "cpu_affinity": "0-3", "numa_node": "-1", "connected_to": None, "nc_count": 2,
-              "memory_size": 34359738368, "neuroncore_ids": [0, 1],
-              "neuron_processes": [{"pid": 4242, "command": "python3 -m vllm.entrypoints.openai.api_server"}]
-              if busy else []}
+    device = {
+        "instance_type": instance_type,
+        "instance_id": "i-0fake",
+        "neuron_device": 0,
+        "bdf": "0000:00:1f.0",
+        "cpu_affinity": "0-3",
+        "numa_node": "-1",
+        "connected_to": None,
+        "nc_count": 2,
+        "memory_size": 34359738368,
+        "neuroncore_ids": [0, 1],
+        "neuron_processes": [{"pid": 4242, "command": "python3 -m vllm.entrypoints.openai.api_server"}] if busy else [],
+    }
     return json.dumps([device], indent=4)
 
 
@@ -74,14 +89,22 @@ FAKE_CUDA = "12.8"
 def nvidia_smi_script(gpus: int, name: str = "NVIDIA A10G", memory_mib: int = 23028) -> str:
     """A ``/bin/sh`` nvidia-smi for ``gpus`` GPUs: ``--query-gpu=<fields>`` (CSV, noheader, nounits), ``-L``, and
     with no argument the header that carries the driver's CUDA version."""
-    values = {"index": "$i", "name": name, "driver_version": FAKE_DRIVER, "memory.total": str(memory_mib),
-              "memory.used": "0", "utilization.gpu": "0", "power.draw": "[N/A]"}
+    values = {
+        "index": "$i",
+        "name": name,
+        "driver_version": FAKE_DRIVER,
+        "memory.total": str(memory_mib),
+        "memory.used": "0",
+        "utilization.gpu": "0",
+        "power.draw": "[N/A]",
+    }
     cases = " ".join(f'{field}) out="$out${{out:+, }}{value}";;' for field, value in values.items())
     lines = [
         f"n={gpus}",
         'case "${1:-}" in',
         '  --query-gpu=*) fields=$(echo "${1#--query-gpu=}" | tr "," " "); i=0',
-        '    while [ $i -lt $n ]; do out=""; for f in $fields; do case $f in ' + cases
+        '    while [ $i -lt $n ]; do out=""; for f in $fields; do case $f in '
+        + cases
         + ' *) out="$out${out:+, }[N/A]";; esac; done; echo "$out"; i=$((i + 1)); done;;',
         f'  -L) i=0; while [ $i -lt $n ]; do echo "GPU $i: {name} (UUID: GPU-fake-$i)"; i=$((i + 1)); done;;',
         f'  *) echo "| NVIDIA-SMI {FAKE_DRIVER}   Driver Version: {FAKE_DRIVER}   CUDA Version: {FAKE_CUDA} |";;',
@@ -131,7 +154,7 @@ def build_dlami(root: Path, box_role: str, instance_type: str, breakage: Breakag
     clis = {
         "libneuronpjrt-path": f"echo {site}/libneuronxla/libneuronpjrt.so\n",
         "neuronx-cc": f'[ "$1" = "--version" ] && echo "NeuronX Compiler version {dists["neuronx-cc"]}" && exit 0\n'
-                      'echo "neuronx-cc: the rehearsal compiles nothing" >&2; exit 2\n',
+        'echo "neuronx-cc: the rehearsal compiles nothing" >&2; exit 2\n',
         "neuron-ls": "cat <<'JSON'\n" + neuron_ls_json(instance_type, breakage.cores_busy) + "\nJSON\n",
     }
     if box_role == "trn1":

@@ -17,6 +17,7 @@ EventBridge user guide ("Content filtering in Amazon EventBridge event patterns"
   ``aws.events.event.ingestion-time``, ``aws.events.event`` (the event without ``detail``) and
   ``aws.events.event.json`` (the whole event) are predefined.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -52,6 +53,7 @@ MISSING = _Missing()
 
 # --- patterns ------------------------------------------------------------------------------------------------
 
+
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
     """True when ``event`` matches the EventBridge ``pattern``."""
     validate_pattern(pattern)
@@ -61,8 +63,9 @@ def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
 def validate_pattern(pattern: Any, path: str = "") -> None:
     """Raises :class:`EventPatternError` for a pattern EventBridge would refuse, whatever the event."""
     if not isinstance(pattern, Mapping):
-        raise EventPatternError(f"{path or 'pattern'}: an event pattern is a JSON object, "
-                                f"got {json.dumps(pattern)[:80]}")
+        raise EventPatternError(
+            f"{path or 'pattern'}: an event pattern is a JSON object, got {json.dumps(pattern)[:80]}"
+        )
     for key, sub in pattern.items():
         where = f"{path}.{key}" if path else key
         if key == "$or":
@@ -190,7 +193,7 @@ def _match_value(alt: Any, value: Any, where: str) -> bool:
         return _is_number(value) and value == alt
     if not isinstance(alt, Mapping) or len(alt) != 1:
         raise EventPatternError(f"{where}: unknown matcher {json.dumps(alt)[:80]}")
-    (op, arg), = alt.items()
+    ((op, arg),) = alt.items()
     if op in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
         return _string_op(op, arg, value, where)
     if op == "numeric":
@@ -209,7 +212,7 @@ def _anything_but(arg: Any, value: Any, where: str) -> bool:
     if isinstance(arg, Mapping):
         if len(arg) != 1:
             raise EventPatternError(f"{where}: anything-but takes one operator")
-        (op, inner), = arg.items()
+        ((op, inner),) = arg.items()
         if op not in ("prefix", "suffix", "equals-ignore-case", "wildcard"):
             raise EventPatternError(f"{where}: anything-but does not take {op!r}")
         if not isinstance(value, str):
@@ -257,8 +260,15 @@ def json_path(path: str, event: Any) -> Any:
 _PLACEHOLDER = re.compile(r"<([A-Za-z0-9_.\-]+)>")
 
 
-def apply_input_transformer(input_paths_map: Mapping[str, str] | None, input_template: str, event: Mapping[str, Any],
-                            *, rule_name: str = "", rule_arn: str = "", ingestion_time: str | None = None) -> Any:
+def apply_input_transformer(
+    input_paths_map: Mapping[str, str] | None,
+    input_template: str,
+    event: Mapping[str, Any],
+    *,
+    rule_name: str = "",
+    rule_arn: str = "",
+    ingestion_time: str | None = None,
+) -> Any:
     """The payload the target receives: parsed JSON when the filled template is JSON, else the text itself."""
     paths = dict(input_paths_map or {})
     for name in paths:
@@ -355,21 +365,31 @@ def rules_from_template(template: Template, resolver: Resolver) -> list[Rule]:
             pattern = json.loads(pattern)
         targets = tuple(_target(t, functions, f"{stack}: {lid}") for t in props.get("Targets", []))
         bus = props.get("EventBusName", "default")
-        rules.append(Rule(name=resolver.physical_id(stack, lid), logical_id=lid,
-                          arn=str(resolver.get_att(stack, lid, "Arn")), state=props.get("State", "ENABLED"),
-                          pattern=pattern, schedule=props.get("ScheduleExpression"), targets=targets,
-                          event_bus=str(bus).rsplit("/", 1)[-1]))
+        rules.append(
+            Rule(
+                name=resolver.physical_id(stack, lid),
+                logical_id=lid,
+                arn=str(resolver.get_att(stack, lid, "Arn")),
+                state=props.get("State", "ENABLED"),
+                pattern=pattern,
+                schedule=props.get("ScheduleExpression"),
+                targets=targets,
+                event_bus=str(bus).rsplit("/", 1)[-1],
+            )
+        )
     return rules
 
 
 def _target(spec: Mapping[str, Any], functions: Mapping[str, str], where: str) -> Target:
     modes = [k for k in ("Input", "InputPath", "InputTransformer") if k in spec]
     if len(modes) > 1:
-        raise InputTransformerError(f"{where}: target {spec.get('Id')}: Input, InputPath and InputTransformer "
-                                    "are mutually exclusive")
+        raise InputTransformerError(
+            f"{where}: target {spec.get('Id')}: Input, InputPath and InputTransformer are mutually exclusive"
+        )
     retry = spec.get("RetryPolicy", {}).get("MaximumRetryAttempts")
-    base = dict(target_id=spec["Id"], arn=spec["Arn"], function_logical_id=functions.get(spec["Arn"]),
-                retry_attempts=retry)
+    base = dict(
+        target_id=spec["Id"], arn=spec["Arn"], function_logical_id=functions.get(spec["Arn"]), retry_attempts=retry
+    )
     if "Input" in spec:
         json.loads(spec["Input"])  # EventBridge requires valid JSON text
         return Target(**base, mode="input", input=spec["Input"])
@@ -377,8 +397,12 @@ def _target(spec: Mapping[str, Any], functions: Mapping[str, str], where: str) -
         return Target(**base, mode="input_path", input_path=spec["InputPath"])
     if "InputTransformer" in spec:
         tr = spec["InputTransformer"]
-        return Target(**base, mode="input_transformer", input_paths_map=dict(tr.get("InputPathsMap", {})),
-                      input_template=tr["InputTemplate"])
+        return Target(
+            **base,
+            mode="input_transformer",
+            input_paths_map=dict(tr.get("InputPathsMap", {})),
+            input_template=tr["InputTemplate"],
+        )
     return Target(**base)
 
 
@@ -390,18 +414,29 @@ def deliver(rule: Rule, target: Target, event: Mapping[str, Any], *, ingestion_t
         value = json_path(target.input_path or "$", event)
         return None if value is MISSING else value
     if target.mode == "input_transformer":
-        return apply_input_transformer(target.input_paths_map, target.input_template or "", event,
-                                       rule_name=rule.name, rule_arn=rule.arn, ingestion_time=ingestion_time)
+        return apply_input_transformer(
+            target.input_paths_map,
+            target.input_template or "",
+            event,
+            rule_name=rule.name,
+            rule_arn=rule.arn,
+            ingestion_time=ingestion_time,
+        )
     return dict(event)
 
 
 def _schedule_hit(rule: Rule, event: Mapping[str, Any]) -> bool:
-    return (rule.schedule is not None and event.get("source") == "aws.events"
-            and event.get("detail-type") == SCHEDULED_EVENT and rule.arn in event.get("resources", []))
+    return (
+        rule.schedule is not None
+        and event.get("source") == "aws.events"
+        and event.get("detail-type") == SCHEDULED_EVENT
+        and rule.arn in event.get("resources", [])
+    )
 
 
-def route(event: Mapping[str, Any], rules: Iterable[Rule], *, include_disabled: bool = False,
-          event_bus: str = "default") -> list[tuple[Rule, Target, Any]]:
+def route(
+    event: Mapping[str, Any], rules: Iterable[Rule], *, include_disabled: bool = False, event_bus: str = "default"
+) -> list[tuple[Rule, Target, Any]]:
     """(rule, target, payload) for every target of every rule the event reaches on ``event_bus``.
 
     A pattern rule is reached when its pattern matches; a schedule rule by the "Scheduled Event" naming its ARN
@@ -421,18 +456,33 @@ def _iso(when: datetime | None) -> str:
     return (when or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def envelope(source: str, detail_type: str, detail: Mapping[str, Any], *, account: str, region: str,
-             resources: Iterable[str] = (), time: datetime | None = None, event_id: str | None = None
-             ) -> dict[str, Any]:
+def envelope(
+    source: str,
+    detail_type: str,
+    detail: Mapping[str, Any],
+    *,
+    account: str,
+    region: str,
+    resources: Iterable[str] = (),
+    time: datetime | None = None,
+    event_id: str | None = None,
+) -> dict[str, Any]:
     """An event as EventBridge delivers it (the envelope PutEvents and AWS services produce)."""
-    return {"version": "0", "id": event_id or str(uuid.uuid4()), "detail-type": detail_type, "source": source,
-            "account": account, "time": _iso(time), "region": region, "resources": list(resources),
-            "detail": dict(detail)}
+    return {
+        "version": "0",
+        "id": event_id or str(uuid.uuid4()),
+        "detail-type": detail_type,
+        "source": source,
+        "account": account,
+        "time": _iso(time),
+        "region": region,
+        "resources": list(resources),
+        "detail": dict(detail),
+    }
 
 
 def scheduled_event(rule: Rule, *, account: str, region: str, time: datetime | None = None) -> dict[str, Any]:
     """The event a schedule rule fires with (``detail-type`` "Scheduled Event", the rule's ARN in resources)."""
     if rule.schedule is None:
         raise EventPatternError(f"rule {rule.name} has no schedule")
-    return envelope("aws.events", SCHEDULED_EVENT, {}, account=account, region=region, resources=[rule.arn],
-                    time=time)
+    return envelope("aws.events", SCHEDULED_EVENT, {}, account=account, region=region, resources=[rule.arn], time=time)

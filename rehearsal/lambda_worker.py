@@ -7,6 +7,7 @@ Lambda does); each stdin line is one invocation ``{"event": ..., "request_id": .
 answer is one line on the protocol descriptor (the original stdout). The handler's own stdout goes to stderr: the
 function's log.
 """
+
 import importlib
 import json
 import os
@@ -32,8 +33,11 @@ class Context:
 
 
 def _error(exc: BaseException, error_type: str | None = None, message: str | None = None) -> dict:
-    return {"errorType": error_type or type(exc).__name__, "errorMessage": message or str(exc),
-            "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__)[-12:]}
+    return {
+        "errorType": error_type or type(exc).__name__,
+        "errorMessage": message or str(exc),
+        "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__)[-12:],
+    }
 
 
 def main() -> int:
@@ -46,7 +50,7 @@ def main() -> int:
     function, init_error = None, None
     try:
         function = getattr(importlib.import_module(module_name), function_name)
-    except Exception as exc:  # Lambda answers every invocation of a broken package with this
+    except Exception as exc:  # noqa: BLE001 - Lambda answers every invocation of a broken package with this
         init_error = _error(exc, "Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}")
         print(json.dumps({"init_error": init_error}), file=sys.stderr)
     protocol.write(json.dumps({"ready": True, "sys_path": sys.path, "init_error": init_error}) + "\n")
@@ -59,7 +63,7 @@ def main() -> int:
             result = function(request["event"], Context(request))
             answer = {"result": result}
             json.dumps(answer)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a handler's error is the invocation's answer, as Lambda's
             answer = {"error": _error(exc)}
         sys.stderr.flush()
         protocol.write(json.dumps(answer, default=str) + "\n")

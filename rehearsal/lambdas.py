@@ -8,6 +8,7 @@ with ``sys.path`` = stdlib + code + layer, so a handler importing anything else 
 ``ModuleNotFoundError`` exactly as it would in AWS. Environment: the function's resolved ``Environment``,
 the actor's credentials, the moto endpoint.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,8 +78,9 @@ def layer_distributions(requirements: Path = LAMBDA_REQUIREMENTS) -> list[metada
 def build_layer(dest_root: Path, requirements: Path = LAMBDA_REQUIREMENTS) -> Path:
     """``<dest_root>/<digest>/python``: symlinks to every file of the layer's distributions (cached by digest)."""
     dists = layer_distributions(requirements)
-    digest = hashlib.sha256("\n".join(f"{d.metadata['Name']}=={d.version}@{d.locate_file('')}"
-                                      for d in dists).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        "\n".join(f"{d.metadata['Name']}=={d.version}@{d.locate_file('')}" for d in dists).encode()
+    ).hexdigest()[:16]
     site = dest_root / digest / "python"
     if (site.parent / "complete").is_file():
         return site
@@ -119,15 +121,30 @@ class LambdaFunction:
     init_sys_path: list[str] = field(default_factory=list)
 
     def _start(self) -> subprocess.Popen:
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TZ": ":UTC", "LAMBDA_TASK_ROOT": str(self.code_dir),
-               "AWS_LAMBDA_FUNCTION_NAME": self.name, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
-               "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST", "AWS_EXECUTION_ENV": "AWS_Lambda_python3.14",
-               "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.name}", **self.environment}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "TZ": ":UTC",
+            "LAMBDA_TASK_ROOT": str(self.code_dir),
+            "AWS_LAMBDA_FUNCTION_NAME": self.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.14",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.name}",
+            **self.environment,
+        }
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        proc = spawn.popen([sys.executable, "-I", "-S", str(WORKER), str(self.code_dir), str(self.layer_dir),
-                                 self.handler], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=env, text=True, bufsize=1, start_new_session=True)
-        ready = json.loads(proc.stdout.readline() or "{}")  # type: ignore[union-attr]
+        proc = spawn.popen(
+            [sys.executable, "-I", "-S", str(WORKER), str(self.code_dir), str(self.layer_dir), self.handler],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+        ready = json.loads(proc.stdout.readline() or "{}")
         if not ready.get("ready"):
             proc.kill()
             raise LambdaInvokeError(f"{self.name}: the worker did not start (see {self.log_path})")
@@ -140,17 +157,24 @@ class LambdaFunction:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
             proc = self._proc
-            request = {"event": event, "request_id": str(uuid.uuid4()), "function_arn": self.arn,
-                       "deadline_ms": time.time() * 1000 + self.timeout_s * 1000}
+            request = {
+                "event": event,
+                "request_id": str(uuid.uuid4()),
+                "function_arn": self.arn,
+                "deadline_ms": time.time() * 1000 + self.timeout_s * 1000,
+            }
             started = time.monotonic()
-            proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
             line = _readline(proc, self.timeout_s)
             record: dict[str, Any] = {"function": self.name, "event": event, "wall_s": time.monotonic() - started}
             if line is None:
                 self.close()
-                error = {"errorType": "Sandbox.Timedout", "stackTrace": [],
-                         "errorMessage": f"Task timed out after {self.timeout_s:.2f} seconds"}
+                error = {
+                    "errorType": "Sandbox.Timedout",
+                    "stackTrace": [],
+                    "errorMessage": f"Task timed out after {self.timeout_s:.2f} seconds",
+                }
                 record["error"] = error
                 self.invocations.append(record)
                 return None, error
@@ -168,7 +192,7 @@ class LambdaFunction:
 
 def _readline(proc: subprocess.Popen, timeout_s: float) -> str | None:
     out: list[str] = []
-    t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)
     t.start()
     t.join(timeout_s)
     return out[0] if out and out[0] else None
@@ -214,5 +238,8 @@ def environment_for(function_env: dict[str, str], credentials_env: dict[str, str
 
 def path_is_isolated(sys_path: list[str], code_dir: Path, layer_dir: Path) -> bool:
     """True when a worker's path is the standard library, the code and the layer: no site-packages of ours."""
-    return str(code_dir) in sys_path and str(layer_dir) in sys_path and \
-        not any("site-packages" in p and not p.startswith(str(layer_dir)) for p in sys_path)
+    return (
+        str(code_dir) in sys_path
+        and str(layer_dir) in sys_path
+        and not any("site-packages" in p and not p.startswith(str(layer_dir)) for p in sys_path)
+    )

@@ -14,23 +14,38 @@ rehearsal's own inspection (execution watcher, history, instance states). Every 
 (``rehearsal.iam``); a denial fails the rehearsal: leaving the context raises :class:`IamDenialsError` naming
 action, actor and the missing statement. The state machine's Tasks are also checked statically.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rehearsal.boxes import Box, BoxIdentity
 from rehearsal.bus import EventBus, ExecutionWatcher
 from rehearsal.cfn import Assembly, load_assembly, synth_assembly
 from rehearsal.deployment import Deployment, deploy
-from rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, AslCall, Decision, IamDeniedError,
-                                 IamEnforcement, IamModel, IamRecorder, PolicyDoc, check_state_machine, iam_model,
-                                 provision)
+from rehearsal.iam import (
+    ADMIN_POLICY,
+    MOTO_SFN_KEY,
+    AccessKey,
+    Actor,
+    AslCall,
+    Decision,
+    IamDeniedError,
+    IamEnforcement,
+    IamModel,
+    IamRecorder,
+    PolicyDoc,
+    check_state_machine,
+    iam_model,
+    provision,
+)
 from rehearsal.lambdas import LambdaFleet, LambdaFunction, build_layer, environment_for
 from rehearsal.service_calls import ServiceCall, check_service_calls, service_calls
 from rehearsal.ssm_agent import SsmAgents
@@ -132,7 +147,7 @@ class Rehearsal:
     launch_log: list[dict[str, Any]] = field(default_factory=list)  # every RunInstances call, refused or not
     _terminate_attempts: dict[str, int] = field(default_factory=dict)
     enforce_iam: bool = True
-    iam: IamRecorder | None = None              # every call of every actor (enforce_iam)
+    iam: IamRecorder | None = None  # every call of every actor (enforce_iam)
     iam_model: IamModel | None = None
     iam_keys: dict[str, AccessKey] = field(default_factory=dict)
     iam_static: list[tuple[AslCall, Decision]] = field(default_factory=list)  # the ASL's Tasks, checked
@@ -141,7 +156,7 @@ class Rehearsal:
     _closed: bool = False
 
     # -- set up ------------------------------------------------------------------------------------
-    def __enter__(self) -> "Rehearsal":
+    def __enter__(self) -> Rehearsal:
         t0 = time.monotonic()
         assembly = self.assembly or cached_assembly(self.build_dir, self.log)
         self.timings["synth_s"] = time.monotonic() - t0
@@ -165,10 +180,19 @@ class Rehearsal:
         layer = build_layer(self.build_dir.resolve() / "layer")
         for module, fn in dep.functions.items():
             creds = self.credentials(f"lambda:{module}")
-            self.fleet.add(LambdaFunction(
-                name=fn.name, arn=fn.arn, handler=fn.handler, code_dir=fn.code_dir, layer_dir=layer,
-                environment=environment_for(fn.environment, self.world.client_env(creds)),
-                timeout_s=fn.timeout_s, memory_mb=fn.memory_mb, log_path=self.workdir / "lambda" / f"{module}.log"))
+            self.fleet.add(
+                LambdaFunction(
+                    name=fn.name,
+                    arn=fn.arn,
+                    handler=fn.handler,
+                    code_dir=fn.code_dir,
+                    layer_dir=layer,
+                    environment=environment_for(fn.environment, self.world.client_env(creds)),
+                    timeout_s=fn.timeout_s,
+                    memory_mb=fn.memory_mb,
+                    log_path=self.workdir / "lambda" / f"{module}.log",
+                )
+            )
         (self.workdir / "lambda").mkdir(parents=True, exist_ok=True)
         by_logical = {fn.logical_id: fn.name for fn in dep.functions.values()}
         self.bus = EventBus(dep.rules, lambda lid, payload: self.fleet.functions[by_logical[lid]].invoke(payload))
@@ -185,17 +209,28 @@ class Rehearsal:
         self.world.hooks.terminate_instances = self._terminate_check
         self.world.hooks.instances_terminated = self._terminated
         for role, rec in dep.instances.items():
-            box = Box(BoxIdentity(rec.instance_id, role, rec.instance_type, rec.ami_id, self.world.region,
-                                  rec.availability_zone, rec.iam_role),
-                      root=self.workdir / "boxes" / role, endpoint_url=self.world.endpoint,
-                      credentials_for=lambda actor=f"box:{role}": self.credentials(actor),
-                      extra_env=dict(self.box_env))
+            box = Box(
+                BoxIdentity(
+                    rec.instance_id,
+                    role,
+                    rec.instance_type,
+                    rec.ami_id,
+                    self.world.region,
+                    rec.availability_zone,
+                    rec.iam_role,
+                ),
+                root=self.workdir / "boxes" / role,
+                endpoint_url=self.world.endpoint,
+                credentials_for=lambda actor=f"box:{role}": self.credentials(actor),
+                extra_env=dict(self.box_env),
+            )
             box.prepare()
             self.boxes[rec.instance_id] = box
             self.agents.add_host(box)
         self._first_boot()
-        self.watcher = ExecutionWatcher(self.world.client("stepfunctions"), dep.state_machine_arn,
-                                        self.world.region, self.bus.publish).start()
+        self.watcher = ExecutionWatcher(
+            self.world.client("stepfunctions"), dep.state_machine_arn, self.world.region, self.bus.publish
+        ).start()
 
     def _first_boot(self) -> None:
         """Each instance runs its user data once (harness installed from the bucket), then stops itself."""
@@ -205,10 +240,10 @@ class Rehearsal:
         def one(box: Box) -> None:
             try:
                 role = box.identity.box_role
-                text = self.deployment.instances[role].user_data  # type: ignore[union-attr]
+                text = self.deployment.instances[role].user_data
                 out = box.first_boot(self.user_data_hook(role, text) if self.user_data_hook else text)
                 (box.root / "var/log/rehearsal-first-boot.out").write_text(out)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a box's first boot failing is reported with the others'
                 errors.append(str(exc))
 
         threads = [threading.Thread(target=one, args=(b,)) for b in self.boxes.values()]
@@ -226,19 +261,30 @@ class Rehearsal:
     def _enforce_iam(self, dep: Deployment) -> None:
         """Users and keys for every actor (as the deployer), the static ASL check, then enforcement on."""
         model = iam_model(dep.assembly, dep.resolver)
-        model.actors[REHEARSAL_ACTOR] = Actor(REHEARSAL_ACTOR, "operator", REHEARSAL_ACTOR,
-                                              (PolicyDoc("Admin", REHEARSAL_ACTOR, ADMIN_POLICY),))
+        model.actors[REHEARSAL_ACTOR] = Actor(
+            REHEARSAL_ACTOR, "operator", REHEARSAL_ACTOR, (PolicyDoc("Admin", REHEARSAL_ACTOR, ADMIN_POLICY),)
+        )
         machine = model.actors.get(f"state-machine:{dep.state_machine_arn.rsplit(':', 1)[-1]}")
-        missing = [a for a in [*(f"lambda:{m}" for m in dep.functions), *(f"box:{r}" for r in dep.instances)]
-                   if a not in model.actors] + ([] if machine else ["the state machine"])
+        missing = [
+            a
+            for a in [*(f"lambda:{m}" for m in dep.functions), *(f"box:{r}" for r in dep.instances)]
+            if a not in model.actors
+        ] + ([] if machine else ["the state machine"])
         if missing:
             raise RehearsalError(f"IAM: no modelled role for {', '.join(missing)}: " + "; ".join(model.notes))
-        fixed = {machine.name: MOTO_SFN_KEY,  # type: ignore[union-attr]
-                 REHEARSAL_ACTOR: (TEST_CREDENTIALS.access_key_id, TEST_CREDENTIALS.secret_access_key)}
+        fixed = {
+            machine.name: MOTO_SFN_KEY,
+            REHEARSAL_ACTOR: (TEST_CREDENTIALS.access_key_id, TEST_CREDENTIALS.secret_access_key),
+        }
         self.iam_keys = provision(model, self.world.client("iam"), fixed_keys=fixed, account=ACCOUNT_ID)
         self.iam_model = model
-        self.iam_static = check_state_machine(machine, dep.state_machine_definition, {},  # type: ignore[arg-type]
-                                              region=self.world.region, account=ACCOUNT_ID)
+        self.iam_static = check_state_machine(
+            machine,
+            dep.state_machine_definition,
+            {},
+            region=self.world.region,
+            account=ACCOUNT_ID,
+        )
         self.iam_service = check_service_calls(model, service_calls(dep, self.world.region, ACCOUNT_ID))
         self._enforcement = IamEnforcement(model, self.iam_keys).__enter__()
         self.iam = self._enforcement.recorder
@@ -258,13 +304,24 @@ class Rehearsal:
         """Every denial so far: the run's, then the static checks' (the state machine's Tasks, the calls AWS
         makes with the roles: Lambda logs and tracing, the SSM agent's own)."""
         live = list(self.iam.denials) if self.iam else []
-        machine = next((a for a in (self.iam_model.actors.values() if self.iam_model else [])
-                        if a.kind == "state_machine"), None)
-        static = [IamDeniedError(machine.name, c.action, c.resource, machine.role, d.denied_by)
-                  for c, d in self.iam_static if not d.allowed] if machine else []
+        machine = next(
+            (a for a in (self.iam_model.actors.values() if self.iam_model else []) if a.kind == "state_machine"), None
+        )
+        static = (
+            [
+                IamDeniedError(machine.name, c.action, c.resource, machine.role, d.denied_by)
+                for c, d in self.iam_static
+                if not d.allowed
+            ]
+            if machine
+            else []
+        )
         roles = self.iam_model.actors if self.iam_model else {}
-        service = [IamDeniedError(c.actor, c.action, c.resource, roles[c.actor].role if c.actor in roles else "?",
-                                  d.denied_by) for c, d in self.iam_service if not d.allowed]
+        service = [
+            IamDeniedError(c.actor, c.action, c.resource, roles[c.actor].role if c.actor in roles else "?", d.denied_by)
+            for c, d in self.iam_service
+            if not d.allowed
+        ]
         return live + static + service
 
     def raise_if_denied(self) -> None:
@@ -283,16 +340,16 @@ class Rehearsal:
         t0 = time.monotonic()
         try:
             box.boot()
-        except Exception as exc:  # the box is up but its per-boot setup failed: the sync will say so
+        except Exception as exc:  # noqa: BLE001 - the box is up but its per-boot setup failed: the sync will say so
             self.boot_errors.append(str(exc))
         time.sleep(max(0.0, self.boot_delay_s - (time.monotonic() - t0)))
         if self._state(box.instance_id) in ("running", "pending"):
-            self.agents.register(box.instance_id)  # type: ignore[union-attr]
+            self.agents.register(box.instance_id)
 
     def _stopped(self, instance_ids: list[str]) -> None:
         for iid in instance_ids:
             if iid in self.boxes:
-                self.agents.kill(iid, "instance stopped")  # type: ignore[union-attr]
+                self.agents.kill(iid, "instance stopped")
 
     # -- the fleet: ephemeral boxes launched by the state machine ----------------------------------
     def _run_instances(self, call: dict[str, Any]) -> None:
@@ -302,9 +359,12 @@ class Rehearsal:
         refused = call.get("instance_type") in self.refuse_capacity
         self.launch_log.append({**call, "availability_zone": az, "refused": refused, "at": time.time()})
         if refused:
-            raise AwsError("InsufficientInstanceCapacity",
-                           f"We currently do not have sufficient {call.get('instance_type')} capacity in the "
-                           f"Availability Zone you requested ({az}).", status=500)
+            raise AwsError(
+                "InsufficientInstanceCapacity",
+                f"We currently do not have sufficient {call.get('instance_type')} capacity in the "
+                f"Availability Zone you requested ({az}).",
+                status=500,
+            )
 
     def _subnet_az(self, subnet_id: str | None) -> str | None:
         if not subnet_id:
@@ -335,20 +395,32 @@ class Rehearsal:
             inst = ec2.get_instance(iid)
             rec = self._template_for(inst.instance_type)
             actor = self._fleet_actor(rec.iam_role)
-            box = Box(BoxIdentity(iid, rec.box_role, inst.instance_type, inst.image_id, self.world.region,
-                                  inst.availability_zone or "", rec.iam_role),
-                      root=self.workdir / "boxes" / f"fleet-{iid}", endpoint_url=self.world.endpoint,
-                      credentials_for=lambda actor=actor: self.credentials(actor), extra_env=dict(self.box_env))
+            box = Box(
+                BoxIdentity(
+                    iid,
+                    rec.box_role,
+                    inst.instance_type,
+                    inst.image_id,
+                    self.world.region,
+                    inst.availability_zone or "",
+                    rec.iam_role,
+                ),
+                root=self.workdir / "boxes" / f"fleet-{iid}",
+                endpoint_url=self.world.endpoint,
+                credentials_for=lambda actor=actor: self.credentials(actor),
+                extra_env=dict(self.box_env),
+            )
             self.launched[iid] = box
             self.boxes[iid] = box
-            threading.Thread(target=self._first_boot_ephemeral, args=(box, rec.user_data), daemon=True,
-                             name=f"first-boot-{iid}").start()
+            threading.Thread(
+                target=self._first_boot_ephemeral, args=(box, rec.user_data), daemon=True, name=f"first-boot-{iid}"
+            ).start()
 
     def _first_boot_ephemeral(self, box: Box, user_data: str) -> None:
         try:
             box.prepare()
-            self.agents.add_host(box)  # type: ignore[union-attr]
-            self.agents.register(box.instance_id)  # type: ignore[union-attr]
+            self.agents.add_host(box)
+            self.agents.register(box.instance_id)
             out = box.first_boot(user_data)
             (box.root / "var/log/rehearsal-first-boot.out").write_text(out)
         except Exception as exc:  # noqa: BLE001 - the cell's sync fails waiting for the boot: it says so
@@ -360,14 +432,17 @@ class Rehearsal:
         for iid in instance_ids:
             n = self._terminate_attempts[iid] = self._terminate_attempts.get(iid, 0) + 1
             if n <= self.terminate_failures:
-                raise AwsError("InternalError", f"rehearsal: TerminateInstances of {iid} fails ({n} of "
-                                                f"{self.terminate_failures})", status=500)
+                raise AwsError(
+                    "InternalError",
+                    f"rehearsal: TerminateInstances of {iid} fails ({n} of {self.terminate_failures})",
+                    status=500,
+                )
 
     def _terminated(self, instance_ids: list[str]) -> None:
         for iid in instance_ids:
             if iid in self.boxes:
-                self.agents.kill(iid, "instance terminated")  # type: ignore[union-attr]
-                self.agents.deregister(iid)  # type: ignore[union-attr]
+                self.agents.kill(iid, "instance terminated")
+                self.agents.deregister(iid)
 
     def fleet_running(self) -> list[str]:
         """Ephemeral boxes not terminated (what the fault cases count: 0)."""
@@ -388,10 +463,11 @@ class Rehearsal:
     def settings(self) -> Any:
         from control_plane.settings import ControlPlaneSettings
 
-        env = next(iter(self.deployment.functions.values())).environment  # type: ignore[union-attr]
+        env = next(iter(self.deployment.functions.values())).environment
         fields = {k.removeprefix("NEURONPIPE_").lower(): v for k, v in env.items() if k.startswith("NEURONPIPE_")}
-        return ControlPlaneSettings(**{k: v for k, v in fields.items() if k in ControlPlaneSettings.model_fields},
-                                    poll_s=1.0)  # follow's: moto serializes the whole history at each poll
+        return ControlPlaneSettings(
+            **{k: v for k, v in fields.items() if k in ControlPlaneSettings.model_fields}, poll_s=1.0
+        )  # follow's: moto serializes the whole history at each poll
 
     def start(self, request: Any, run_id: str) -> Any:
         from control_plane.aws import Executions, InstanceFleet, Leases
@@ -401,12 +477,17 @@ class Rehearsal:
         op = self.operator()
         from control_plane.quotas import ServiceQuotas
 
-        return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, self.world.client("ec2", op)),
-                      executions=Executions(self.world.client("stepfunctions", op)),
-                      committed=committed_in_store(settings.results_uri, self.world.client("s3", op)),
-                      leases=Leases(settings.lease_table, self.world.client("dynamodb", op)),
-                      quotas=ServiceQuotas(EmulatedQuotas(self.quota_vcpus)),
-                      s3_client=self.world.client("s3", op))
+        return launch(
+            request,
+            run_id,
+            settings,
+            fleet=InstanceFleet(settings.project, self.world.client("ec2", op)),
+            executions=Executions(self.world.client("stepfunctions", op)),
+            committed=committed_in_store(settings.results_uri, self.world.client("s3", op)),
+            leases=Leases(settings.lease_table, self.world.client("dynamodb", op)),
+            quotas=ServiceQuotas(EmulatedQuotas(self.quota_vcpus)),
+            s3_client=self.world.client("s3", op),
+        )
 
     def follow(self, execution_arn: str, on_progress: Callable[[Any], None], deadline_s: float = 3600) -> Any:
         from analytics.store import open_store
@@ -422,8 +503,14 @@ class Rehearsal:
 
         settings = self.settings()
         store = open_store(settings.results_uri or "", self.world.client("s3", self.operator()))
-        return follow(Executions(self.world.client("stepfunctions", self.operator())), execution_arn, settings.poll_s,
-                      on_progress, sleep=sleep, committed=CommittedLanes(store))
+        return follow(
+            Executions(self.world.client("stepfunctions", self.operator())),
+            execution_arn,
+            settings.poll_s,
+            on_progress,
+            sleep=sleep,
+            committed=CommittedLanes(store),
+        )
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
         from control_plane.aws import Executions
@@ -466,9 +553,14 @@ class EmulatedQuotas:
     def __init__(self, values: dict[str, float]):
         self.values = values
 
-    def get_service_quota(self, ServiceCode: str, QuotaCode: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
-        return {"Quota": {"ServiceCode": ServiceCode, "QuotaCode": QuotaCode,
-                          "Value": float(self.values.get(QuotaCode, EMULATED_QUOTA_VCPUS))}}
+    def get_service_quota(self, ServiceCode: str, QuotaCode: str) -> dict[str, Any]:  # boto3's names
+        return {
+            "Quota": {
+                "ServiceCode": ServiceCode,
+                "QuotaCode": QuotaCode,
+                "Value": float(self.values.get(QuotaCode, EMULATED_QUOTA_VCPUS)),
+            }
+        }
 
 
 EMULATED_QUOTA_VCPUS = 256.0

@@ -12,6 +12,7 @@ script being written, and no script is open for writing while a child is being f
 rehearsal starts goes through :func:`popen` or :func:`run` (``tests/rehearsal/test_spawn.py`` checks that no
 module here calls ``subprocess`` directly).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -35,8 +36,15 @@ def popen(args: list[str], **kwargs: Any) -> subprocess.Popen:
         return subprocess.Popen(args, **kwargs)
 
 
-def run(args: list[str], *, input: Any = None, timeout: float | None = None, check: bool = False,
-        capture_output: bool = False, **kwargs: Any) -> subprocess.CompletedProcess:
+def run(
+    args: list[str],
+    *,
+    input: Any = None,
+    timeout: float | None = None,
+    check: bool = False,
+    capture_output: bool = False,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess:
     """``subprocess.run`` (same results, same exceptions), the child started by :func:`popen`."""
     if capture_output:
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE

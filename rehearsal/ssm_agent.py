@@ -20,6 +20,7 @@ running, it won't run") has passed since it was sent; past it, it never runs and
 after the boot (the real agent resumes in-progress documents after a restart: ``RunPlugins`` re-executes
 an ``InProgress`` plugin), the invocation staying ``InProgress`` meanwhile.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,10 +30,11 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from rehearsal import spawn
 from rehearsal.world import ACCOUNT_ID, AwsError, Credentials
@@ -91,7 +93,7 @@ class SsmAgents:
     hosts: dict[str, AgentHost] = field(default_factory=dict)
     runs: list[CommandRun] = field(default_factory=list)
     _registered: set[str] = field(default_factory=set)
-    _queues: dict[str, "queue.Queue[Any]"] = field(default_factory=dict)
+    _queues: dict[str, queue.Queue[Any]] = field(default_factory=dict)
     _procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     _killed: dict[str, str] = field(default_factory=dict)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -143,16 +145,26 @@ class SsmAgents:
             listed = ", ".join(f"[{i}]" for i in offline)
             raise AwsError("InvalidInstanceId", f"Instances [{listed}] not in a valid state for account {ACCOUNT_ID}")
         if (request.get("document_name") or "") != "AWS-RunShellScript":
-            raise AwsError("InvalidDocument", f"the rehearsal's agent runs AWS-RunShellScript only, "
-                                              f"not {request.get('document_name')!r}")
+            raise AwsError(
+                "InvalidDocument",
+                f"the rehearsal's agent runs AWS-RunShellScript only, not {request.get('document_name')!r}",
+            )
 
     def accept(self, command: Any) -> None:
         """After moto recorded the command: Pending, then queued on each box's worker."""
         command.status, command.status_details = "Pending", "Pending"
         command.completed_count = 0
         for inv in command.invocations:
-            inv.update({"Status": "Pending", "StatusDetails": "Pending", "ResponseCode": -1,
-                        "ExecutionStartDateTime": "", "ExecutionEndDateTime": "", "ExecutionElapsedTime": ""})
+            inv.update(
+                {
+                    "Status": "Pending",
+                    "StatusDetails": "Pending",
+                    "ResponseCode": -1,
+                    "ExecutionStartDateTime": "",
+                    "ExecutionEndDateTime": "",
+                    "ExecutionElapsedTime": "",
+                }
+            )
         self._publish(command, None, "Pending")
         for iid in command.instance_ids:
             run = CommandRun(command.command_id, iid, command.comment)
@@ -185,7 +197,7 @@ class SsmAgents:
         self._run(host, command, run)
 
     # -- the worker --------------------------------------------------------------------------------
-    def _work(self, host: AgentHost, q: "queue.Queue[Any]") -> None:
+    def _work(self, host: AgentHost, q: queue.Queue[Any]) -> None:
         while True:
             item = q.get()
             if item is None:
@@ -193,13 +205,19 @@ class SsmAgents:
             command, run = item
             try:
                 self._run(host, command, run)
-            except Exception as exc:  # the agent itself broke: the invocation fails, the rehearsal goes on
+            except Exception as exc:  # noqa: BLE001 - the agent itself broke: the invocation fails, the rehearsal goes on
                 run.stderr += f"\n[rehearsal ssm agent] {type(exc).__name__}: {exc}"
                 self._finish(command, run, "Failed", -1)
 
     def _run(self, host: AgentHost, command: Any, run: CommandRun) -> None:
-        workdir = host.root / "var/lib/amazon/ssm" / host.instance_id / "document/orchestration" / \
-            command.command_id / PLUGIN_DIR
+        workdir = (
+            host.root
+            / "var/lib/amazon/ssm"
+            / host.instance_id
+            / "document/orchestration"
+            / command.command_id
+            / PLUGIN_DIR
+        )
         workdir.mkdir(parents=True, exist_ok=True)
         script = workdir / "_script.sh"
         spawn.write_executable(script, "\n".join(command.parameters.get("commands", [])))
@@ -215,9 +233,15 @@ class SsmAgents:
                     return
                 with self._lock:
                     if host.instance_id in self._registered:
-                        proc = spawn.popen(["/bin/sh", "-c", str(script)], cwd=workdir, env=host.agent_env(),
-                                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                                start_new_session=True)
+                        proc = spawn.popen(
+                            ["/bin/sh", "-c", str(script)],
+                            cwd=workdir,
+                            env=host.agent_env(),
+                            stdin=subprocess.DEVNULL,
+                            stdout=out,
+                            stderr=err,
+                            start_new_session=True,
+                        )
                         self._procs[host.instance_id] = proc
                 if proc is None and (self._closed.is_set() or run.started is not None):
                     break
@@ -271,8 +295,9 @@ class SsmAgents:
         bucket = command.output_s3_bucket_name
         if not bucket:
             return
-        prefix = "/".join(p for p in (command.output_s3_key_prefix.strip("/"), command.command_id,
-                                      run.instance_id, PLUGIN_DIR) if p)
+        prefix = "/".join(
+            p for p in (command.output_s3_key_prefix.strip("/"), command.command_id, run.instance_id, PLUGIN_DIR) if p
+        )
         s3 = self.s3_client(host.credentials())
         for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
             if text:
@@ -284,11 +309,22 @@ class SsmAgents:
 
     def _set(self, command: Any, run: CommandRun, status: str, rc: int, details: str | None = None) -> None:
         inv = self._invocation(command, run.instance_id)
-        details = details or {"Success": "Success", "Failed": "Failed", "TimedOut": "ExecutionTimedOut",
-                              "InProgress": "InProgress", "Pending": "Pending"}.get(status, status)
-        inv.update({"Status": status, "StatusDetails": details, "ResponseCode": rc,
-                    "StandardOutputContent": run.stdout[:OUTPUT_CONTENT_LIMIT],
-                    "StandardErrorContent": run.stderr[:OUTPUT_CONTENT_LIMIT]})
+        details = details or {
+            "Success": "Success",
+            "Failed": "Failed",
+            "TimedOut": "ExecutionTimedOut",
+            "InProgress": "InProgress",
+            "Pending": "Pending",
+        }.get(status, status)
+        inv.update(
+            {
+                "Status": status,
+                "StatusDetails": details,
+                "ResponseCode": rc,
+                "StandardOutputContent": run.stdout[:OUTPUT_CONTENT_LIMIT],
+                "StandardErrorContent": run.stderr[:OUTPUT_CONTENT_LIMIT],
+            }
+        )
         if run.started:
             inv["ExecutionStartDateTime"] = _iso(datetime.fromtimestamp(run.started, timezone.utc))
         if run.ended:
@@ -296,8 +332,10 @@ class SsmAgents:
             inv["ExecutionElapsedTime"] = f"PT{run.ended - run.started:.3f}S" if run.started else "PT0S"
         if command.output_s3_bucket_name:
             base = f"https://s3.{self.region}.amazonaws.com/{command.output_s3_bucket_name}/" + "/".join(
-                p for p in (command.output_s3_key_prefix.strip("/"), command.command_id, run.instance_id,
-                            PLUGIN_DIR) if p)
+                p
+                for p in (command.output_s3_key_prefix.strip("/"), command.command_id, run.instance_id, PLUGIN_DIR)
+                if p
+            )
             inv["StandardOutputUrl"], inv["StandardErrorUrl"] = f"{base}/stdout", f"{base}/stderr"
         previous = command.status
         statuses = [i["Status"] for i in command.invocations]
@@ -320,22 +358,47 @@ class SsmAgents:
         now = datetime.now(timezone.utc)
         ids = [instance_id] if instance_id else list(command.instance_ids)
         resources = [f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:instance/{i}" for i in ids]
-        requested = _iso(command.requested_date_time.replace(tzinfo=timezone.utc)
-                         if command.requested_date_time.tzinfo is None else command.requested_date_time)
+        requested = _iso(
+            command.requested_date_time.replace(tzinfo=timezone.utc)
+            if command.requested_date_time.tzinfo is None
+            else command.requested_date_time
+        )
         if instance_id is None:
             detail: dict[str, Any] = {
-                "command-id": command.command_id, "document-name": command.document_name,
-                "expire-after": _iso(command.expires_after.replace(tzinfo=timezone.utc)
-                                     if command.expires_after.tzinfo is None else command.expires_after),
-                "parameters": command.parameters, "requested-date-time": requested, "status": status}
+                "command-id": command.command_id,
+                "document-name": command.document_name,
+                "expire-after": _iso(
+                    command.expires_after.replace(tzinfo=timezone.utc)
+                    if command.expires_after.tzinfo is None
+                    else command.expires_after
+                ),
+                "parameters": command.parameters,
+                "requested-date-time": requested,
+                "status": status,
+            }
             detail_type = COMMAND_DETAIL_TYPE
         else:
-            detail = {"command-id": command.command_id, "document-name": command.document_name,
-                      "instance-id": instance_id, "requested-date-time": requested, "status": status}
+            detail = {
+                "command-id": command.command_id,
+                "document-name": command.document_name,
+                "instance-id": instance_id,
+                "requested-date-time": requested,
+                "status": status,
+            }
             detail_type = INVOCATION_DETAIL_TYPE
-        self.publish({"version": "0", "id": str(uuid.uuid4()), "detail-type": detail_type, "source": "aws.ssm",
-                      "account": ACCOUNT_ID, "time": _event_time(now), "region": self.region,
-                      "resources": resources, "detail": detail})
+        self.publish(
+            {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": detail_type,
+                "source": "aws.ssm",
+                "account": ACCOUNT_ID,
+                "time": _event_time(now),
+                "region": self.region,
+                "resources": resources,
+                "detail": detail,
+            }
+        )
 
 
 def _delivery_expired(command: Any) -> bool:

@@ -1,5 +1,6 @@
 """What a rehearsal shows at the end: states, transitions per lane, commands, deliveries, IAM per actor, boxes
 running."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -12,8 +13,15 @@ def states_entered(history: list[dict[str, Any]]) -> Counter:
 
 # a segment's own commands (their Comment's second word), not lanes: neuronpipe sync-harness|cache-push <run>
 SEGMENT_COMMANDS = ("sync-harness", "cache-push")
-MAP_ENDS = ("MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted", "MapStateSucceeded",
-            "MapStateFailed", "MapStateAborted", "MapStateExited")
+MAP_ENDS = (
+    "MapIterationSucceeded",
+    "MapIterationFailed",
+    "MapIterationAborted",
+    "MapStateSucceeded",
+    "MapStateFailed",
+    "MapStateAborted",
+    "MapStateExited",
+)
 
 
 def transitions_per_lane(history: list[dict[str, Any]]) -> list[int]:
@@ -25,8 +33,12 @@ def transitions_per_lane(history: list[dict[str, Any]]) -> list[int]:
     if any("previousEventId" not in e for e in history if e["type"].endswith("StateEntered")):
         return _sequential_transitions(history)
     by_id = {e.get("id"): e for e in history}
-    roots = [e["id"] for e in history if e["type"] == "MapIterationStarted"
-             and (e.get("mapIterationStartedEventDetails") or {}).get("name") == "Lanes"]
+    roots = [
+        e["id"]
+        for e in history
+        if e["type"] == "MapIterationStarted"
+        and (e.get("mapIterationStartedEventDetails") or {}).get("name") == "Lanes"
+    ]
     root_set, counts = set(roots), {r: 0 for r in roots}
     for e in history:
         if not e["type"].endswith("StateEntered"):
@@ -48,12 +60,19 @@ def _sequential_transitions(history: list[dict[str, Any]]) -> list[int]:
     counts, current = [], None
     for e in history:
         t = e["type"]
-        details = e.get("mapIterationStartedEventDetails") or e.get("mapIterationSucceededEventDetails") or \
-            e.get("mapIterationFailedEventDetails") or {}
+        details = (
+            e.get("mapIterationStartedEventDetails")
+            or e.get("mapIterationSucceededEventDetails")
+            or e.get("mapIterationFailedEventDetails")
+            or {}
+        )
         if t == "MapIterationStarted" and details.get("name") == "Lanes":
             current = 0
-        elif t in ("MapIterationSucceeded", "MapIterationFailed") and details.get("name") == "Lanes" \
-                and current is not None:
+        elif (
+            t in ("MapIterationSucceeded", "MapIterationFailed")
+            and details.get("name") == "Lanes"
+            and current is not None
+        ):
             counts.append(current)
             current = None
         elif t.endswith("StateEntered") and current is not None:
@@ -92,8 +111,10 @@ def lane_intervals(history: list[dict[str, Any]], role_of: dict[str, str]) -> di
 
 def overlap_s(intervals: dict[str, tuple[Any, Any]], a: str, b: str) -> float:
     """Seconds during which a lane of box ``a`` and a lane of box ``b`` were both running."""
+
     def spans(role: str) -> list[tuple[Any, Any]]:
         return [(s, e) for k, (s, e) in intervals.items() if k.startswith(role + ":") and s and e]
+
     total = 0.0
     for s1, e1 in spans(a):
         for s2, e2 in spans(b):
@@ -103,10 +124,13 @@ def overlap_s(intervals: dict[str, tuple[Any, Any]], a: str, b: str) -> float:
     return total
 
 
-def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]], final: Any,
-              running: list[str], wall_s: float) -> str:
-    lines = [f"rehearsal of {execution_arn.rsplit(':', 1)[-1]}: {final.status}"
-             + (f" ({final.error}: {(final.cause or '')[:400]})" if final.error else "")]
+def summarize(
+    rehearsal: Any, execution_arn: str, history: list[dict[str, Any]], final: Any, running: list[str], wall_s: float
+) -> str:
+    lines = [
+        f"rehearsal of {execution_arn.rsplit(':', 1)[-1]}: {final.status}"
+        + (f" ({final.error}: {(final.cause or '')[:400]})" if final.error else "")
+    ]
     lines.append("states: " + ", ".join(f"{k}={v}" for k, v in sorted(states_entered(history).items())))
     lines.append(f"transitions per lane: {transitions_per_lane(history)}")
     roles = {iid: box.identity.box_role for iid, box in getattr(rehearsal, "boxes", {}).items()}
@@ -115,32 +139,47 @@ def summarize(rehearsal: Any, execution_arn: str, history: list[dict[str, Any]],
         lines.append(f"lanes of trn1 and inf2 running at the same time: {overlap_s(intervals, 'trn1', 'inf2'):.1f} s")
     outcome = getattr(final, "outcome", None)
     if outcome:
-        lines.append(f"outcome: {outcome.get('status')}"
-                     + (f"; failed: {', '.join(outcome['failed'])}" if outcome.get("failed") else "")
-                     + (f"; skipped: {', '.join(outcome['skipped'])}" if outcome.get("skipped") else ""))
+        lines.append(
+            f"outcome: {outcome.get('status')}"
+            + (f"; failed: {', '.join(outcome['failed'])}" if outcome.get("failed") else "")
+            + (f"; skipped: {', '.join(outcome['skipped'])}" if outcome.get("skipped") else "")
+        )
     runs = rehearsal.agents.runs if rehearsal.agents else []
-    lines.append(f"commands sent: {len(runs)} (" + ", ".join(
-        f"{s}={n}" for s, n in sorted(Counter(r.status for r in runs).items())) + ")")
+    lines.append(
+        f"commands sent: {len(runs)} ("
+        + ", ".join(f"{s}={n}" for s, n in sorted(Counter(r.status for r in runs).items()))
+        + ")"
+    )
     closed = closed_before_failure(rehearsal)
     for r in runs:
         if r.status != "Success":
-            note = (" (after its task had closed: the process was still exiting when the stop that follows a "
-                    "lane's callback killed it; on_command_status found the task closed)"
-                    if r.command_id in closed else "")
-            lines.append(f"  {r.comment} on {r.instance_id}: {r.status} rc={r.response_code}{note}: "
-                         f"{r.stderr.strip()[-300:]}")
+            note = (
+                " (after its task had closed: the process was still exiting when the stop that follows a "
+                "lane's callback killed it; on_command_status found the task closed)"
+                if r.command_id in closed
+                else ""
+            )
+            lines.append(
+                f"  {r.comment} on {r.instance_id}: {r.status} rc={r.response_code}{note}: {r.stderr.strip()[-300:]}"
+            )
     if rehearsal.bus:
-        deliveries = Counter((d.rule, d.target, "ok" if d.error is None else d.error.get("errorType"))
-                             for d in rehearsal.bus.deliveries)
-        lines.append("event deliveries: " + (", ".join(f"{r}->{t} {s} x{n}" for (r, t, s), n in
-                                                       sorted(deliveries.items())) or "none"))
-        lines.append("run events on the bus: " + ", ".join(
-            e["detail-type"] for e in rehearsal.bus.events if e.get("source") == "neuronpipe"))
+        deliveries = Counter(
+            (d.rule, d.target, "ok" if d.error is None else d.error.get("errorType")) for d in rehearsal.bus.deliveries
+        )
+        lines.append(
+            "event deliveries: "
+            + (", ".join(f"{r}->{t} {s} x{n}" for (r, t, s), n in sorted(deliveries.items())) or "none")
+        )
+        lines.append(
+            "run events on the bus: "
+            + ", ".join(e["detail-type"] for e in rehearsal.bus.events if e.get("source") == "neuronpipe")
+        )
     for fn in rehearsal.fleet.functions.values():
         if fn.invocations:
             errors = [i["error"]["errorType"] for i in fn.invocations if i.get("error")]
-            lines.append(f"lambda {fn.handler}: {len(fn.invocations)} invocation(s)"
-                         + (f", errors {errors}" if errors else ""))
+            lines.append(
+                f"lambda {fn.handler}: {len(fn.invocations)} invocation(s)" + (f", errors {errors}" if errors else "")
+            )
     lines.extend(iam_lines(rehearsal))
     lines.append("timings: " + ", ".join(f"{k}={v:.1f}" for k, v in rehearsal.timings.items()))
     lines.append(f"boxes running: {len(running)}" + (f" ({', '.join(running)})" if running else ""))
@@ -171,8 +210,9 @@ def actor_table(recorder: Any) -> dict[str, list[str]]:
         actions = checked.get((actor, api), Counter())
         denied = any(a.endswith(" DENIED") for a in actions)
         shown = sorted(a for a in actions if a.removesuffix(" DENIED") != api)
-        out.setdefault(actor, []).append(f"{api} x{n}" + (f" ({', '.join(shown)})" if shown else "")
-                                         + (" DENIED" if denied and not shown else ""))
+        out.setdefault(actor, []).append(
+            f"{api} x{n}" + (f" ({', '.join(shown)})" if shown else "") + (" DENIED" if denied and not shown else "")
+        )
     return out
 
 
@@ -184,24 +224,32 @@ def iam_lines(rehearsal: Any) -> list[str]:
     if recorder is None:
         return ["IAM: not enforced (every actor used the test key)"]
     denials = rehearsal.iam_denials()
-    lines = [f"IAM enforced per actor: {sum(recorder.requests.values())} requests, "
-             f"{len(recorder.calls)} checks, {sum(not c.allowed for c in recorder.calls)} denied"]
+    lines = [
+        f"IAM enforced per actor: {sum(recorder.requests.values())} requests, "
+        f"{len(recorder.calls)} checks, {sum(not c.allowed for c in recorder.calls)} denied"
+    ]
     table = actor_table(recorder)
     width = max((len(a) for a in table), default=0)
     for actor, entries in sorted(table.items()):
         lines.append(f"  {actor:<{width}}  " + ", ".join(entries))
     evaluated = sorted(recorder.conditions_evaluated.items())
     if evaluated:
-        lines.append("IAM conditions evaluated from the requests: " + ", ".join(
-            f"{actor} {label} x{n}" for (actor, label), n in evaluated))
+        lines.append(
+            "IAM conditions evaluated from the requests: "
+            + ", ".join(f"{actor} {label} x{n}" for (actor, label), n in evaluated)
+        )
     static = rehearsal.iam_static
     bad = [(c, d) for c, d in static if not d.allowed]
-    lines.append(f"IAM static check of the state machine's Tasks: {len(static)} calls, "
-                 + (f"{len(bad)} NOT granted" if bad else "all granted"))
+    lines.append(
+        f"IAM static check of the state machine's Tasks: {len(static)} calls, "
+        + (f"{len(bad)} NOT granted" if bad else "all granted")
+    )
     service = rehearsal.iam_service
     bad = [(c, d) for c, d in service if not d.allowed]
-    lines.append(f"IAM static check of what AWS calls with the roles (Lambda logs and X-Ray, the SSM agent's own "
-                 f"calls): {len(service)} calls, " + (f"{len(bad)} NOT granted" if bad else "all granted"))
+    lines.append(
+        f"IAM static check of what AWS calls with the roles (Lambda logs and X-Ray, the SSM agent's own "
+        f"calls): {len(service)} calls, " + (f"{len(bad)} NOT granted" if bad else "all granted")
+    )
     if denials:
         lines.append(f"IAM DENIED ({len(denials)}):")
         lines.extend(f"  {d}" for d in denials)

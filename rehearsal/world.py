@@ -8,13 +8,15 @@ workers), ``events:PutEvents`` and S3's EventBridge notifications (the rules). A
 rehearsal sets; a hook that raises an :class:`AwsError` answers the caller the way AWS would. ``StopExecution``
 is made to behave as in AWS (ABORTED at once: :meth:`MotoWorld._patch_stop_execution`).
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 ACCOUNT_ID = "123456789012"
 # moto's interpreter signs its aws-sdk calls with these (moto.stepfunctions.parser.asl.utils.boto_client).
@@ -53,8 +55,8 @@ TEST_CREDENTIALS = Credentials("testing", "testing")
 class Hooks:
     """What the rehearsal plays; each None means moto's own behaviour."""
 
-    start_instances: Callable[[list[str]], None] | None = None   # before moto starts them (may raise AwsError)
-    stop_instances: Callable[[list[str]], None] | None = None    # before moto stops them (may raise AwsError)
+    start_instances: Callable[[list[str]], None] | None = None  # before moto starts them (may raise AwsError)
+    stop_instances: Callable[[list[str]], None] | None = None  # before moto stops them (may raise AwsError)
     instances_started: Callable[[list[str]], None] | None = None  # after moto started them
     instances_stopped: Callable[[list[str]], None] | None = None  # after moto stopped them
     # RunInstances: before moto launches (the call's template name, subnet and resolved instance type; may raise
@@ -64,11 +66,11 @@ class Hooks:
     terminate_instances: Callable[[list[str]], None] | None = None  # before moto terminates them (may raise)
     instances_terminated: Callable[[list[str]], None] | None = None
     send_command: Callable[[dict[str, Any]], None] | None = None  # validate (may raise AwsError)
-    command_sent: Callable[[Any], None] | None = None             # the moto Command, after it was recorded
+    command_sent: Callable[[Any], None] | None = None  # the moto Command, after it was recorded
     # function name/ARN, payload -> (response payload, None or the FunctionError: "Unhandled")
     invoke_lambda: Callable[[str, bytes], tuple[bytes, str | None]] | None = None
     events_put: Callable[[list[dict[str, Any]]], None] | None = None  # entries as PutEvents received them
-    s3_event: Callable[[dict[str, Any]], None] | None = None      # an S3 EventBridge notification
+    s3_event: Callable[[dict[str, Any]], None] | None = None  # an S3 EventBridge notification
 
 
 @dataclass
@@ -94,7 +96,7 @@ class MotoWorld:
         return f"http://127.0.0.1:{self.port}"
 
     # -- lifecycle --------------------------------------------------------------------------------
-    def start(self) -> "MotoWorld":
+    def start(self) -> MotoWorld:
         from moto.core.config import default_user_config
         from moto.server import ThreadedMotoServer
 
@@ -107,8 +109,10 @@ class MotoWorld:
         # not intercepting), signed with the key this world binds to its own state machine
         left = stop_moto_executions()
         if left:
-            raise RuntimeError(f"{len(left)} Step Functions execution(s) started before this world still run in "
-                               f"this process ({', '.join(left)}); their calls would reach this world")
+            raise RuntimeError(
+                f"{len(left)} Step Functions execution(s) started before this world still run in "
+                f"this process ({', '.join(left)}); their calls would reach this world"
+            )
         self._reset_backends()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
@@ -142,7 +146,7 @@ class MotoWorld:
         stop_moto_executions()  # the world leaves no execution of its own running in the process
         self._reset_backends()
 
-    def __enter__(self) -> "MotoWorld":
+    def __enter__(self) -> MotoWorld:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -170,8 +174,13 @@ class MotoWorld:
             if self._session is None:
                 self._session = boto3.session.Session()
             return self._session.client(
-                service, region_name=self.region, endpoint_url=self.endpoint,
-                config=Config(retries={"max_attempts": 2, "mode": "standard"}), **credentials.boto_kwargs(), **kwargs)
+                service,
+                region_name=self.region,
+                endpoint_url=self.endpoint,
+                config=Config(retries={"max_attempts": 2, "mode": "standard"}),
+                **credentials.boto_kwargs(),
+                **kwargs,
+            )
 
     def backend(self, service: str) -> Any:
         if service == "stepfunctions":
@@ -181,15 +190,16 @@ class MotoWorld:
         else:
             from moto.backends import get_backend
 
-            backends = get_backend(service)  # type: ignore[arg-type]
+            backends = get_backend(service)
         return backends[ACCOUNT_ID][self.region]
 
     def client_env(self, credentials: Credentials | None = None) -> dict[str, str]:
         """Environment variables that point an AWS SDK or CLI process at this world."""
         env = {"AWS_ENDPOINT_URL": self.endpoint, "AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
         if credentials is not None:
-            env.update({"AWS_ACCESS_KEY_ID": credentials.access_key_id,
-                        "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key})
+            env.update(
+                {"AWS_ACCESS_KEY_ID": credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key}
+            )
             if credentials.session_token:
                 env["AWS_SESSION_TOKEN"] = credentials.session_token
         return env
@@ -201,7 +211,8 @@ class MotoWorld:
 
     def _install_hooks(self) -> None:
         from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-            state_task_service_aws_sdk as aws_sdk)
+            state_task_service_aws_sdk as aws_sdk,
+        )
 
         self._patch(aws_sdk, "_SERVICE_ERROR_NAMES", {**aws_sdk._SERVICE_ERROR_NAMES, **AWS_SDK_ERROR_SERVICE_NAMES})
         self._hook_instances()
@@ -216,25 +227,40 @@ class MotoWorld:
         from moto.ec2.models.instances import InstanceBackend
 
         hooks = self.hooks
-        self._patch(InstanceBackend, "start_instances",
-                    _hooked(hooks, InstanceBackend.start_instances, "start_instances", "instances_started"))
-        self._patch(InstanceBackend, "stop_instances",
-                    _hooked(hooks, InstanceBackend.stop_instances, "stop_instances", "instances_stopped"))
+        self._patch(
+            InstanceBackend,
+            "start_instances",
+            _hooked(hooks, InstanceBackend.start_instances, "start_instances", "instances_started"),
+        )
+        self._patch(
+            InstanceBackend,
+            "stop_instances",
+            _hooked(hooks, InstanceBackend.stop_instances, "stop_instances", "instances_stopped"),
+        )
 
-        self._patch(InstanceBackend, "terminate_instances",
-                    _hooked(hooks, InstanceBackend.terminate_instances, "terminate_instances", "instances_terminated"))
+        self._patch(
+            InstanceBackend,
+            "terminate_instances",
+            _hooked(hooks, InstanceBackend.terminate_instances, "terminate_instances", "instances_terminated"),
+        )
         original_run = InstanceBackend.run_instances
 
-        def run_instances(backend: Any, image_id: Any, count: int, user_data: Any, security_group_names: Any,
-                          **kwargs: Any) -> Any:
+        def run_instances(
+            backend: Any, image_id: Any, count: int, user_data: Any, security_group_names: Any, **kwargs: Any
+        ) -> Any:
             template = kwargs.get("launch_template") or {}
             if hooks.run_instances:
                 itype = kwargs.get("instance_type")
                 if template and kwargs.get("is_instance_type_default", True):
                     itype = backend._get_template_from_args(template).data.get("InstanceType") or itype
                 try:
-                    hooks.run_instances({"template": template.get("LaunchTemplateName"),
-                                         "subnet_id": kwargs.get("subnet_id"), "instance_type": itype})
+                    hooks.run_instances(
+                        {
+                            "template": template.get("LaunchTemplateName"),
+                            "subnet_id": kwargs.get("subnet_id"),
+                            "instance_type": itype,
+                        }
+                    )
                 except AwsError as exc:
                     raise _ec2_error(exc) from exc
             reservation = original_run(backend, image_id, count, user_data, security_group_names, **kwargs)
@@ -280,13 +306,15 @@ class MotoWorld:
 
         hooks = self.hooks
 
-        def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any,
-                   response_headers: Any) -> bytes:
+        def invoke(
+            backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+        ) -> bytes:
             if hooks.invoke_lambda is None:
                 raise JsonRESTError("ResourceNotFoundException", f"Function not found: {function_name}")
             try:
                 payload, function_error = hooks.invoke_lambda(
-                    function_name, body if isinstance(body, bytes) else str(body or "").encode())
+                    function_name, body if isinstance(body, bytes) else str(body or "").encode()
+                )
             except AwsError as exc:
                 raise _as_rest(exc) from exc
             if function_error:
@@ -315,20 +343,37 @@ class MotoWorld:
         def s3_event_bridge(account_id: str, bucket: Any, event_name: str, key: Any) -> None:
             if hooks.s3_event is None:
                 return
-            from moto.core.utils import iso_8601_datetime_without_milliseconds, utcnow
             import uuid
 
-            hooks.s3_event({
-                "version": "0", "id": str(uuid.uuid4()),
-                "detail-type": notifications._detail_type(event_name), "source": "aws.s3",
-                "account": account_id, "time": iso_8601_datetime_without_milliseconds(utcnow()),
-                "region": bucket.region_name, "resources": [f"arn:aws:s3:::{bucket.name}"],
-                "detail": {"version": "0", "bucket": {"name": bucket.name},
-                           "object": {"key": key.name, "size": key.size, "etag": key.etag.replace('"', ""),
-                                      **({"version-id": key.version_id} if key.version_id else {}),
-                                      "sequencer": "617f08299329d189"},
-                           "request-id": "N4N7GDK58NMKJ12R", "requester": account_id,
-                           "source-ip-address": "127.0.0.1", "reason": "PutObject"}})
+            from moto.core.utils import iso_8601_datetime_without_milliseconds, utcnow
+
+            hooks.s3_event(
+                {
+                    "version": "0",
+                    "id": str(uuid.uuid4()),
+                    "detail-type": notifications._detail_type(event_name),
+                    "source": "aws.s3",
+                    "account": account_id,
+                    "time": iso_8601_datetime_without_milliseconds(utcnow()),
+                    "region": bucket.region_name,
+                    "resources": [f"arn:aws:s3:::{bucket.name}"],
+                    "detail": {
+                        "version": "0",
+                        "bucket": {"name": bucket.name},
+                        "object": {
+                            "key": key.name,
+                            "size": key.size,
+                            "etag": key.etag.replace('"', ""),
+                            **({"version-id": key.version_id} if key.version_id else {}),
+                            "sequencer": "617f08299329d189",
+                        },
+                        "request-id": "N4N7GDK58NMKJ12R",
+                        "requester": account_id,
+                        "source-ip-address": "127.0.0.1",
+                        "reason": "PutObject",
+                    },
+                }
+            )
 
         self._patch(notifications, "_send_event_bridge_message", s3_event_bridge)
 
@@ -340,9 +385,9 @@ class MotoWorld:
         from moto.stepfunctions.responses import StepFunctionResponse
 
         def send_task_failure(response: Any) -> Any:
-            response.stepfunction_backend.send_task_failure(response._get_param("taskToken"),
-                                                            error=response._get_param("error"),
-                                                            cause=response._get_param("cause"))
+            response.stepfunction_backend.send_task_failure(
+                response._get_param("taskToken"), error=response._get_param("error"), cause=response._get_param("cause")
+            )
             return EmptyResult()
 
         self._patch(StepFunctionResponse, "send_task_failure", send_task_failure)
@@ -364,6 +409,7 @@ class MotoWorld:
                 if endpoint is not None and endpoint.get_outcome() is not None:
                     raise TaskTimedOut("Task Timed Out: the task associated with the token has already been closed")
                 return original(pool, callback_id, *args, **kwargs)
+
             return call
 
         self._patch(CallbackPoolManager, "notify", closed_guard(CallbackPoolManager.notify))
@@ -412,6 +458,7 @@ def _ec2_error(exc: AwsError) -> Exception:
 def _hooked(hooks: Hooks, original: Any, before: str, after: str) -> Any:
     """An EC2 instance call (Start/Stop/TerminateInstances) with the hooks named ``before`` and ``after`` around
     moto's own."""
+
     def call(backend: Any, instance_ids: list[str]) -> Any:
         check = getattr(hooks, before)
         if check:
@@ -424,6 +471,7 @@ def _hooked(hooks: Hooks, original: Any, before: str, after: str) -> Any:
         if done:
             done([i.id for i, _ in out])
         return out
+
     return call
 
 

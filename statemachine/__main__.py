@@ -1,4 +1,5 @@
 """``python -m statemachine [--check]``: regenerate ``pipeline.asl.json`` (or check it is in sync)."""
+
 from __future__ import annotations
 
 import argparse

@@ -102,18 +102,20 @@ DefinitionSubstitutions (the CDK stack passes these when it loads the file):
 Regenerate with ``python -m statemachine``; ``tests/unit/test_asl_build.py`` keeps the
 checked-in file in sync.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 ASL_PATH = Path(__file__).with_name("pipeline.asl.json")
 
 SUBSTITUTIONS: dict[str, str] = {
     "PlanExecutionFunctionArn": "ARN of the plan_execution Lambda (an execution started with a run request plans "
-                                "itself)",
+    "itself)",
     "ResultsBucketName": "bucket for SSM command output (lane logs prefix)",
     "CommandLogGroupName": "CloudWatch log group for SSM command output",
     "FinalizeRunFunctionArn": "ARN of the finalize_run Lambda",
@@ -179,17 +181,29 @@ DDB_CONDITION_ERRORS = sdk_errors("DynamoDb", "ConditionalCheckFailed")
 # Retry blocks (the cost guard's per-phase allowance is derived from these: see phase_allowance_s).
 # EC2 has no modelled exceptions: throttling (RequestLimitExceeded), capacity and state errors all
 # arrive as task failures, so StartInstances retries every task failure.
-EC2_START_RETRY = [{"ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 15, "MaxAttempts": 4,
-                    "BackoffRate": 2.0}]
+EC2_START_RETRY = [{"ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 15, "MaxAttempts": 4, "BackoffRate": 2.0}]
 # Stopping must not give up easily: every error, several attempts, backoff (about 8.5 min in all).
-STOP_RETRY = [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 5, "MaxAttempts": 8, "BackoffRate": 2.0,
-               "MaxDelaySeconds": 120}]
-SSM_THROTTLE_RETRY = {"ErrorEquals": SSM_THROTTLING_ERRORS, "IntervalSeconds": 2, "MaxAttempts": 5,
-                      "BackoffRate": 2.0, "MaxDelaySeconds": 30}
-SSM_REGISTRATION_RETRY = {"ErrorEquals": SSM_NOT_READY_ERRORS, "IntervalSeconds": 10, "MaxAttempts": 12,
-                          "BackoffRate": 1.5, "MaxDelaySeconds": 60}
-LEASE_RETRY = [{"ErrorEquals": DDB_CONDITION_ERRORS, "MaxAttempts": 0},
-               {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}]
+STOP_RETRY = [
+    {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 5, "MaxAttempts": 8, "BackoffRate": 2.0, "MaxDelaySeconds": 120}
+]
+SSM_THROTTLE_RETRY = {
+    "ErrorEquals": SSM_THROTTLING_ERRORS,
+    "IntervalSeconds": 2,
+    "MaxAttempts": 5,
+    "BackoffRate": 2.0,
+    "MaxDelaySeconds": 30,
+}
+SSM_REGISTRATION_RETRY = {
+    "ErrorEquals": SSM_NOT_READY_ERRORS,
+    "IntervalSeconds": 10,
+    "MaxAttempts": 12,
+    "BackoffRate": 1.5,
+    "MaxDelaySeconds": 60,
+}
+LEASE_RETRY = [
+    {"ErrorEquals": DDB_CONDITION_ERRORS, "MaxAttempts": 0},
+    {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0},
+]
 
 
 def retry_wait_s(retriers: Iterable[dict[str, Any]]) -> float:
@@ -198,7 +212,7 @@ def retry_wait_s(retriers: Iterable[dict[str, Any]]) -> float:
     for r in retriers:
         interval, rate = float(r.get("IntervalSeconds", 1)), float(r.get("BackoffRate", 2.0))
         cap = float(r.get("MaxDelaySeconds", float("inf")))
-        total += sum(min(interval * rate ** k, cap) for k in range(int(r.get("MaxAttempts", 3))))
+        total += sum(min(interval * rate**k, cap) for k in range(int(r.get("MaxAttempts", 3))))
     return total
 
 
@@ -226,8 +240,9 @@ def _export_line(prefix: str, value_path: str) -> str:
     return f"States.Format('{prefix}\"{{}}\"', {value_path})"
 
 
-def _send_command(comment_path: str, script_path: str, timeout_path: str, prefix_path: str,
-                  exports: tuple[str, ...] = ()) -> dict[str, Any]:
+def _send_command(
+    comment_path: str, script_path: str, timeout_path: str, prefix_path: str, exports: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """SendCommand parameters: shebang, token line, ``exports`` (more ``export`` lines), script; output to S3
     and CloudWatch."""
     lines = ", ".join((f"'{SHEBANG}'", _export_line(TOKEN_LINE_PREFIX, "$$.Task.Token"), *exports, script_path))
@@ -242,8 +257,10 @@ def _send_command(comment_path: str, script_path: str, timeout_path: str, prefix
         },
         "OutputS3BucketName": _sub("ResultsBucketName"),
         "OutputS3KeyPrefix.$": prefix_path,
-        "CloudWatchOutputConfig": {"CloudWatchOutputEnabled": True,
-                                   "CloudWatchLogGroupName": _sub("CommandLogGroupName")},
+        "CloudWatchOutputConfig": {
+            "CloudWatchOutputEnabled": True,
+            "CloudWatchLogGroupName": _sub("CommandLogGroupName"),
+        },
     }
 
 
@@ -257,8 +274,15 @@ def _ec2(action: str, retry: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _lease_task(action: str, comment: str, instance_path: str, next_state: str | None, catch_next: str,
-                condition: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _lease_task(
+    action: str,
+    comment: str,
+    instance_path: str,
+    next_state: str | None,
+    catch_next: str,
+    condition: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A DynamoDB call on the box's lease, conditioned on this run (``$.run_id``: the execution's name, carried by
     every segment so that a Distributed Map's child execution conditions on the run, not on itself) holding it; a
     failure never fails the run (the lease expires on its own)."""
@@ -266,11 +290,13 @@ def _lease_task(action: str, comment: str, instance_path: str, next_state: str |
         "Type": "Task",
         "Comment": comment,
         "Resource": f"arn:aws:states:::aws-sdk:dynamodb:{action}",
-        "Parameters": {"TableName": _sub("LeaseTableName"),
-                       "Key": {"instance_id": {"S.$": instance_path}},
-                       "ConditionExpression": condition,
-                       "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}},
-                       **(extra or {})},
+        "Parameters": {
+            "TableName": _sub("LeaseTableName"),
+            "Key": {"instance_id": {"S.$": instance_path}},
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}},
+            **(extra or {}),
+        },
         "ResultPath": None,
         "Retry": LEASE_RETRY,
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": catch_next}],
@@ -282,36 +308,61 @@ def _lease_task(action: str, comment: str, instance_path: str, next_state: str |
     return state
 
 
-def _release_lease(instance_path: str, next_state: str | None, catch_next: str,
-                   unless_stop_failed: bool = False) -> dict[str, Any]:
+def _release_lease(
+    instance_path: str, next_state: str | None, catch_next: str, unless_stop_failed: bool = False
+) -> dict[str, Any]:
     """Delete the box's lease if this run holds it (and, for the run-wide release after a failure, only when
     no stop of that box failed: a box that may still be running keeps its lease for on_execution_status)."""
     condition = "run_id = :run" + (f" AND attribute_not_exists({STOP_FAILED_MARK})" if unless_stop_failed else "")
-    return _lease_task("deleteItem", "release this run's lease on the box (another run's lease is left alone)",
-                       instance_path, next_state, catch_next, condition)
+    return _lease_task(
+        "deleteItem",
+        "release this run's lease on the box (another run's lease is left alone)",
+        instance_path,
+        next_state,
+        catch_next,
+        condition,
+    )
 
 
 def _keep_lease(instance_path: str, next_state: str) -> dict[str, Any]:
     """Mark the lease of a box whose stop failed: the run-wide release leaves it for on_execution_status, which
     stops the box (the execution-status rule) and only then releases it."""
-    return _lease_task("updateItem", "the stop failed: keep this box leased until on_execution_status stops it",
-                       instance_path, next_state, next_state, "run_id = :run",
-                       {"UpdateExpression": f"SET {STOP_FAILED_MARK} = :t",
-                        "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}, ":t": {"BOOL": True}}})
+    return _lease_task(
+        "updateItem",
+        "the stop failed: keep this box leased until on_execution_status stops it",
+        instance_path,
+        next_state,
+        next_state,
+        "run_id = :run",
+        {
+            "UpdateExpression": f"SET {STOP_FAILED_MARK} = :t",
+            "ExpressionAttributeValues": {":run": {"S.$": "$.run_id"}, ":t": {"BOOL": True}},
+        },
+    )
 
 
 LANE_ERROR_PATTERN = "Lane.*"  # the agent's: the lane's record (with the whole text) is committed before it
 COMMAND_ERROR_PATTERN = "Command.*"  # on_command_status's: the command died before its runner committed
 LANE_FAILURE_PATTERNS = (LANE_ERROR_PATTERN, COMMAND_ERROR_PATTERN)  # a lane's own failure
 GATE_FAILED_ERROR = "Gate.Failed"
-SEGMENT_RESULT = {"box.$": "$.box", "box_role.$": "$.box_role", "instance_id.$": "$.instance_id", "wave.$": "$.wave",
-                  "results_key.$": "$.results_key"}
+SEGMENT_RESULT = {
+    "box.$": "$.box",
+    "box_role.$": "$.box_role",
+    "instance_id.$": "$.instance_id",
+    "wave.$": "$.wave",
+    "results_key.$": "$.results_key",
+}
 CAPACITY_ERROR = "Capacity.Unavailable"
 # What EC2 answers when a type cannot be had in a subnet's AZ (RunInstances): the next subnet is tried. EC2's errors
 # reach Step Functions unmodelled, so the Choice matches the error and the cause (moto and AWS word them apart).
-CAPACITY_PATTERNS = ("*InsufficientInstanceCapacity*", "*InsufficientCapacity*", "*Unsupported*",
-                     "*do not have sufficient*capacity*", "*insufficient capacity*",
-                     "*not supported in your requested Availability Zone*")
+CAPACITY_PATTERNS = (
+    "*InsufficientInstanceCapacity*",
+    "*InsufficientCapacity*",
+    "*Unsupported*",
+    "*do not have sufficient*capacity*",
+    "*insufficient capacity*",
+    "*not supported in your requested Availability Zone*",
+)
 
 
 COMMIT_REFUSED_ERROR = "Commit.Refused"
@@ -323,8 +374,10 @@ def _commit_lane(callback_path: str, lane_path: str = "$.lane.result_lane") -> d
     return {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke",
-        "Parameters": {"FunctionName": _sub("CommitLaneFunctionArn"),
-                       "Payload": {"run_id.$": "$.run_id", "lane.$": lane_path, "callback.$": callback_path}},
+        "Parameters": {
+            "FunctionName": _sub("CommitLaneFunctionArn"),
+            "Payload": {"run_id.$": "$.run_id", "lane.$": lane_path, "callback.$": callback_path},
+        },
         "Retry": LAMBDA_RETRY,
     }
 
@@ -352,14 +405,17 @@ def _run_lane() -> dict[str, Any]:
         "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
         "HeartbeatSecondsPath": "$.lane.heartbeat_s",
         "TimeoutSecondsPath": "$.lane.timeout_s",
-        "Parameters": _send_command("$.lane.comment", "$.lane.script", "$.lane.execution_timeout",
-                                    "$.lane.output_prefix"),
+        "Parameters": _send_command(
+            "$.lane.comment", "$.lane.script", "$.lane.execution_timeout", "$.lane.output_prefix"
+        ),
         "Retry": [SSM_THROTTLE_RETRY],
         "ResultPath": "$.callback",  # what the box answered through the lane's token: it names its attempt
         # A States.* error cannot leave a Map iteration as a custom error (moto rejects it, and the
         # lane's name would be lost): a timeout becomes Lane.TimedOut naming the lane.
-        "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
-                  {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"}],
+        "Catch": [
+            {"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "LaneTimedOut"},
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "LaneFailureKind"},
+        ],
         "Next": "CommitLane",
     }
 
@@ -370,7 +426,7 @@ def _lane_commit_states() -> dict[str, Any]:
         "CommitLane": {
             **_commit_lane("$.callback"),
             "Comment": "the control plane commits the attempt the box proposed (run and lane from the plan, the "
-                       "attempt from the callback): a box cannot commit for another lane or run",
+            "attempt from the callback): a box cannot commit for another lane or run",
             "ResultSelector": {"answer.$": "$.Payload"},
             "ResultPath": "$.commit",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.commit_error", "Next": "LaneCommitFailed"}],
@@ -381,20 +437,30 @@ def _lane_commit_states() -> dict[str, Any]:
             "Choices": [{"Variable": "$.commit.answer.committed", "BooleanEquals": True, "Next": "LaneDone"}],
             "Default": "LaneCommitRefused",
         },
-        "LaneDone": {"Type": "Pass", "Comment": "the iteration's result: the lane's name (its record is in S3)",
-                     "OutputPath": "$.lane.result_lane", "End": True},
+        "LaneDone": {
+            "Type": "Pass",
+            "Comment": "the iteration's result: the lane's name (its record is in S3)",
+            "OutputPath": "$.lane.result_lane",
+            "End": True,
+        },
         "LaneCommitRefused": {
             "Type": "Pass",
             "Comment": "the proposal was not this lane's own attempt: the scheduler records the lane failed with why",
-            "Parameters": {"result_lane.$": "$.lane.result_lane", "error": COMMIT_REFUSED_ERROR,
-                           "cause.$": "$.commit.answer.message"},
+            "Parameters": {
+                "result_lane.$": "$.lane.result_lane",
+                "error": COMMIT_REFUSED_ERROR,
+                "cause.$": "$.commit.answer.message",
+            },
             "End": True,
         },
         "LaneCommitFailed": {
             "Type": "Pass",
             "Comment": "commit_lane itself failed (its error is in the history): the lane is recorded failed",
-            "Parameters": {"result_lane.$": "$.lane.result_lane", "error": COMMIT_FAILED_ERROR,
-                           "cause.$": "$.commit_error.Error"},
+            "Parameters": {
+                "result_lane.$": "$.lane.result_lane",
+                "error": COMMIT_FAILED_ERROR,
+                "cause.$": "$.commit_error.Error",
+            },
             "End": True,
         },
     }
@@ -420,14 +486,18 @@ def _lane_failure_kind() -> dict[str, Any]:
         },
         "LaneFailureKind": {
             "Type": "Choice",
-            "Choices": [{"And": [{"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN},
-                                 {"Variable": "$.lane.gate", "BooleanEquals": True}], "Next": "CommitFailedGate"},
-                        {"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}],
-                         "Next": "GateFailed"},
-                        {"Variable": "$.failure.Error", "StringMatches": COMMAND_ERROR_PATTERN,
-                         "Next": "CommandFailed"},
-                        {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN,
-                         "Next": "CommitFailedLane"}],
+            "Choices": [
+                {
+                    "And": [
+                        {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN},
+                        {"Variable": "$.lane.gate", "BooleanEquals": True},
+                    ],
+                    "Next": "CommitFailedGate",
+                },
+                {"And": [lane_failure, {"Variable": "$.lane.gate", "BooleanEquals": True}], "Next": "GateFailed"},
+                {"Variable": "$.failure.Error", "StringMatches": COMMAND_ERROR_PATTERN, "Next": "CommandFailed"},
+                {"Variable": "$.failure.Error", "StringMatches": LANE_ERROR_PATTERN, "Next": "CommitFailedLane"},
+            ],
             "Default": "LaneInfraFailed",
         },
     }
@@ -439,16 +509,19 @@ def _lane_failure_ends() -> dict[str, Any]:
         "LaneFailed": {
             "Type": "Pass",
             "Comment": "recorded by its runner (the cause stays out of the state: the record has the whole text); "
-                       "the next lane runs (its runner skips it if it needed this one)",
+            "the next lane runs (its runner skips it if it needed this one)",
             "Parameters": {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error"},
             "End": True,
         },
         "CommandFailed": {
             "Type": "Pass",
             "Comment": "the command died before its runner committed: the scheduler records the lane failed with "
-                       "this (bounded) cause; the next lane runs",
-            "Parameters": {"result_lane.$": "$.lane.result_lane", "error.$": "$.failure.Error",
-                           "cause.$": "$.failure.Cause"},
+            "this (bounded) cause; the next lane runs",
+            "Parameters": {
+                "result_lane.$": "$.lane.result_lane",
+                "error.$": "$.failure.Error",
+                "cause.$": "$.failure.Cause",
+            },
             "End": True,
         },
         "GateFailed": {
@@ -457,14 +530,14 @@ def _lane_failure_ends() -> dict[str, Any]:
             # the gate's reason travels with it (bounded at its source: the agent's FAILURE_CAUSE_MAX, or
             # on_command_status's COMMAND_CAUSE_MAX), so the run's event says why the box stopped
             "CausePath": "States.Format('gate {} failed: {}: {}', $.lane.result_lane, $.failure.Error, "
-                         "$.failure.Cause)",
+            "$.failure.Cause)",
         },
         "LaneInfraFailed": {"Type": "Fail", "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
         "LaneTimedOut": {
             "Type": "Fail",
             "Error": "Lane.TimedOut",
             "CausePath": "States.Format('lane {} sent no heartbeat within {} s or ran past {} s ({})', "
-                         "$.lane.lane, $.lane.heartbeat_s, $.lane.timeout_s, $.failure.Error)",
+            "$.lane.lane, $.lane.heartbeat_s, $.lane.timeout_s, $.failure.Error)",
         },
     }
 
@@ -495,8 +568,14 @@ def _segment_states() -> dict[str, Any]:
     Pass that says how it went (completed / gate_failed / failed / stop_failed / capacity_unavailable), never
     failing the wave's Map, so the other boxes carry on; in a Distributed Map's wave the result is also written to
     ``$.results_key`` (the scheduler reads it there)."""
-    return {**_segment_start(), **_segment_launch(), **_segment_work(), **_segment_stop(), **_segment_failure(),
-            **_segment_result()}
+    return {
+        **_segment_start(),
+        **_segment_launch(),
+        **_segment_work(),
+        **_segment_stop(),
+        **_segment_failure(),
+        **_segment_result(),
+    }
 
 
 def _segment_start() -> dict[str, Any]:
@@ -522,20 +601,31 @@ def _segment_start() -> dict[str, Any]:
 
 def _segment_launch() -> dict[str, Any]:
     """A cell's ephemeral box: RunInstances from its type's template, subnet after subnet while capacity lacks."""
-    capacity = {"Or": [{"Variable": f"$.launch_error.{part}", "StringMatches": p}
-                       for part in ("Error", "Cause") for p in CAPACITY_PATTERNS]}
+    capacity = {
+        "Or": [
+            {"Variable": f"$.launch_error.{part}", "StringMatches": p}
+            for part in ("Error", "Cause")
+            for p in CAPACITY_PATTERNS
+        ]
+    }
     return {
         "FirstSubnet": {"Type": "Pass", "Result": {"index": 0}, "ResultPath": "$.launch_try", "Next": "LaunchInstance"},
         "LaunchInstance": {
             "Type": "Task",
             "Comment": "RunInstances from the type's launch template in the next subnet, tagged with the run and cell",
             "Resource": "arn:aws:states:::aws-sdk:ec2:runInstances",
-            "Parameters": {"LaunchTemplate": {"LaunchTemplateName.$": "$.launch.template", "Version": "$Latest"},
-                           "MinCount": 1, "MaxCount": 1,
-                           "SubnetId.$": "States.ArrayGetItem($.launch.subnets, $.launch_try.index)",
-                           "TagSpecifications": [{"ResourceType": "instance", "Tags.$": "$.launch.tags"},
-                                                 {"ResourceType": "volume", "Tags.$": "$.launch.tags"}]},
-            # the one instance launched (an intrinsic over the list: moto evaluates "$.Instances[0].InstanceId" to a list)
+            "Parameters": {
+                "LaunchTemplate": {"LaunchTemplateName.$": "$.launch.template", "Version": "$Latest"},
+                "MinCount": 1,
+                "MaxCount": 1,
+                "SubnetId.$": "States.ArrayGetItem($.launch.subnets, $.launch_try.index)",
+                "TagSpecifications": [
+                    {"ResourceType": "instance", "Tags.$": "$.launch.tags"},
+                    {"ResourceType": "volume", "Tags.$": "$.launch.tags"},
+                ],
+            },
+            # the one instance launched (an intrinsic over the list: moto evaluates "$.Instances[0].InstanceId" to a
+            # list)
             "ResultSelector": {"instance_id.$": "States.ArrayGetItem($.Instances[*].InstanceId, 0)"},
             "ResultPath": "$.launched",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.launch_error", "Next": "LaunchErrorKind"}],
@@ -544,31 +634,52 @@ def _segment_launch() -> dict[str, Any]:
         "LaunchErrorKind": {
             "Type": "Choice",
             "Comment": "no capacity for the type in this subnet's AZ: try the next subnet; any other error fails the "
-                       "segment (no instance exists)",
+            "segment (no instance exists)",
             "Choices": [{**capacity, "Next": "NextSubnet"}],
             "Default": "LaunchFailed",
         },
-        "NextSubnet": {"Type": "Pass", "Parameters": {"index.$": "States.MathAdd($.launch_try.index, 1)"},
-                       "ResultPath": "$.launch_try", "Next": "MoreSubnets"},
+        "NextSubnet": {
+            "Type": "Pass",
+            "Parameters": {"index.$": "States.MathAdd($.launch_try.index, 1)"},
+            "ResultPath": "$.launch_try",
+            "Next": "MoreSubnets",
+        },
         "MoreSubnets": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.launch_try.index", "NumericLessThanPath": "$.launch.subnet_count",
-                         "Next": "LaunchInstance"}],
+            "Choices": [
+                {
+                    "Variable": "$.launch_try.index",
+                    "NumericLessThanPath": "$.launch.subnet_count",
+                    "Next": "LaunchInstance",
+                }
+            ],
             "Default": "SegmentCapacityUnavailable",
         },
         "SegmentCapacityUnavailable": {
             "Type": "Pass",
             "Comment": "the type could not be had in any configured subnet: the cell's outcome; the other cells go on",
-            "Parameters": {**SEGMENT_RESULT, "status": "capacity_unavailable", "error": CAPACITY_ERROR,
-                           "cause.$": "States.Format('no capacity for {} in any of its {} subnet(s): {}: {}', "
-                                      "$.instance_type, $.launch.subnet_count, $.launch_error.Error, "
-                                      "$.launch_error.Cause)"},
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "capacity_unavailable",
+                "error": CAPACITY_ERROR,
+                "cause.$": "States.Format('no capacity for {} in any of its {} subnet(s): {}: {}', "
+                "$.instance_type, $.launch.subnet_count, $.launch_error.Error, "
+                "$.launch_error.Cause)",
+            },
             **TO_SEGMENT_END,
         },
-        "LaunchFailed": {"Type": "Pass", "InputPath": "$.launch_error", "ResultPath": "$.failure",
-                         "Next": "FailureKind"},
-        "Launched": {"Type": "Pass", "InputPath": "$.launched.instance_id", "ResultPath": "$.instance_id",
-                     "Next": "SyncHarness"},
+        "LaunchFailed": {
+            "Type": "Pass",
+            "InputPath": "$.launch_error",
+            "ResultPath": "$.failure",
+            "Next": "FailureKind",
+        },
+        "Launched": {
+            "Type": "Pass",
+            "InputPath": "$.launched.instance_id",
+            "ResultPath": "$.instance_id",
+            "Next": "SyncHarness",
+        },
     }
 
 
@@ -582,20 +693,28 @@ def _segment_work() -> dict[str, Any]:
             "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
             # the plan's: SYNC_TIMEOUT_S, plus the first-boot wait for an ephemeral box (control_plane.plan)
             "TimeoutSecondsPath": "$.sync.timeout_s",
-            "Parameters": _send_command("$.sync.comment", "$.sync.script", "$.sync.execution_timeout",
-                                        "$.sync.output_prefix",
-                                        (_export_line(START_REQUESTED_LINE_PREFIX, "$.start.requested_at"),)),
+            "Parameters": _send_command(
+                "$.sync.comment",
+                "$.sync.script",
+                "$.sync.execution_timeout",
+                "$.sync.output_prefix",
+                (_export_line(START_REQUESTED_LINE_PREFIX, "$.start.requested_at"),),
+            ),
             "ResultPath": None,
             "Retry": [SSM_REGISTRATION_RETRY, SSM_THROTTLE_RETRY],
-            "Catch": [{"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "HarnessSyncTimedOut"},
-                      *catch],
+            "Catch": [
+                {"ErrorEquals": TIMEOUT_ERRORS, "ResultPath": "$.failure", "Next": "HarnessSyncTimedOut"},
+                *catch,
+            ],
             "Next": "Lanes",
         },
         "HarnessSyncTimedOut": {
             "Type": "Pass",
-            "Parameters": {"Error": "Harness.TimedOut",
-                           "Cause.$": "States.Format('harness sync on {} did not call back within {} s', "
-                                      "$.instance_id, $.sync.timeout_s)"},
+            "Parameters": {
+                "Error": "Harness.TimedOut",
+                "Cause.$": "States.Format('harness sync on {} did not call back within {} s', "
+                "$.instance_id, $.sync.timeout_s)",
+            },
             "ResultPath": "$.failure",
             "Next": "AfterFailure",
         },
@@ -604,8 +723,11 @@ def _segment_work() -> dict[str, Any]:
             "ItemsPath": "$.lanes",
             "MaxConcurrency": 1,
             "ItemSelector": {"instance_id.$": "$.instance_id", "run_id.$": "$.run_id", "lane.$": "$$.Map.Item.Value"},
-            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "RunLane",
-                              "States": _run_lane_states()},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "RunLane",
+                "States": _run_lane_states(),
+            },
             "ResultPath": "$.lane_results",
             "Catch": catch,
             "Next": "PushCompileCache",
@@ -613,19 +735,24 @@ def _segment_work() -> dict[str, Any]:
         "PushCompileCache": {
             "Type": "Task",
             "Comment": "upload what the box compiled and record the boot (agents cache push); never fails the "
-                       "segment: any error is kept at $.cache_push_error and the box stops",
+            "segment: any error is kept at $.cache_push_error and the box stops",
             "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
             "TimeoutSeconds": CACHE_PUSH_TIMEOUT_S,
-            "Parameters": _send_command("$.cache_push.comment", "$.cache_push.script",
-                                        "$.cache_push.execution_timeout", "$.cache_push.output_prefix"),
+            "Parameters": _send_command(
+                "$.cache_push.comment",
+                "$.cache_push.script",
+                "$.cache_push.execution_timeout",
+                "$.cache_push.output_prefix",
+            ),
             "ResultPath": "$.cache_push_result",  # names the boot record's attempt
             "Retry": [SSM_THROTTLE_RETRY],
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopOrTerminate"}],
             "Next": "CommitBootRecord",
         },
         "CommitBootRecord": {
-            **_commit_lane("$.cache_push_result",
-                           f"States.Format('{BOOT_RECORD_PREFIX}{{}}.w{{}}', $.box_role, $.wave)"),
+            **_commit_lane(
+                "$.cache_push_result", f"States.Format('{BOOT_RECORD_PREFIX}{{}}.w{{}}', $.box_role, $.wave)"
+            ),
             "Comment": "commit the boot record the cache push proposed (pipeline.lanes.boot_record_lane)",
             "ResultPath": None,
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.boot_commit_error", "Next": "StopOrTerminate"}],
@@ -637,17 +764,22 @@ def _segment_work() -> dict[str, Any]:
 def _segment_stop() -> dict[str, Any]:
     """The normal end: stop the pinned box (release its lease after its last segment) or terminate the cell's."""
     return {
-        "StopOrTerminate": {"Type": "Choice", "Choices": [{**EPHEMERAL, "Next": "TerminateInstance"}],
-                            "Default": "StopInstance"},
-        "TerminateInstance": {**_ec2("terminateInstances", STOP_RETRY),
-                              "Comment": "the cell's ephemeral box is terminated (it has no lease)",
-                              "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
-                                         "Next": "SegmentTerminateFailed"}],
-                              "Next": "SegmentCompleted"},
-        "StopInstance": {**_ec2("stopInstances", STOP_RETRY),
-                         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
-                                    "Next": "KeepLease"}],
-                         "Next": "LastSegmentOfBox"},
+        "StopOrTerminate": {
+            "Type": "Choice",
+            "Choices": [{**EPHEMERAL, "Next": "TerminateInstance"}],
+            "Default": "StopInstance",
+        },
+        "TerminateInstance": {
+            **_ec2("terminateInstances", STOP_RETRY),
+            "Comment": "the cell's ephemeral box is terminated (it has no lease)",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error", "Next": "SegmentTerminateFailed"}],
+            "Next": "SegmentCompleted",
+        },
+        "StopInstance": {
+            **_ec2("stopInstances", STOP_RETRY),
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error", "Next": "KeepLease"}],
+            "Next": "LastSegmentOfBox",
+        },
         "LastSegmentOfBox": {
             "Type": "Choice",
             "Comment": "the lease stays between a box's segments; the last one releases it",
@@ -664,18 +796,26 @@ def _segment_stop() -> dict[str, Any]:
         "SegmentStopFailed": {
             "Type": "Pass",
             "Comment": "the lease stays: the run fails with Instance.StopFailed and on_execution_status stops the box",
-            "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
-                           "cause.$": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
-                                      "$.stop_error.Error, $.stop_error.Cause)"},
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "stop_failed",
+                "error": STOP_FAILED_ERROR,
+                "cause.$": "States.Format('stopping {} failed after retries: {} {}', $.instance_id, "
+                "$.stop_error.Error, $.stop_error.Cause)",
+            },
             **TO_SEGMENT_END,
         },
         "SegmentTerminateFailed": {
             "Type": "Pass",
             "Comment": "the run fails with Instance.StopFailed and on_execution_status terminates the run's "
-                       "ephemeral boxes by tag (the idle reaper last)",
-            "Parameters": {**SEGMENT_RESULT, "status": "stop_failed", "error": STOP_FAILED_ERROR,
-                           "cause.$": "States.Format('terminating {} failed after retries: {} {}', $.instance_id, "
-                                      "$.stop_error.Error, $.stop_error.Cause)"},
+            "ephemeral boxes by tag (the idle reaper last)",
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "stop_failed",
+                "error": STOP_FAILED_ERROR,
+                "cause.$": "States.Format('terminating {} failed after retries: {} {}', $.instance_id, "
+                "$.stop_error.Error, $.stop_error.Cause)",
+            },
             **TO_SEGMENT_END,
         },
     }
@@ -683,53 +823,67 @@ def _segment_stop() -> dict[str, Any]:
 
 def _segment_failure() -> dict[str, Any]:
     """Every failure: stop or terminate the box first, then the segment's result says which failure it was."""
-    bounded = ([{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS]
-               + [{"Variable": "$.failure.Error", "StringMatches": p}
-                  for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)])
+    bounded = [{"Variable": "$.failure.Error", "StringEquals": e} for e in BOUNDED_CAUSE_ERRORS] + [
+        {"Variable": "$.failure.Error", "StringMatches": p} for p in (COMMAND_ERROR_PATTERN, *AWS_ERROR_PATTERNS)
+    ]
     return {
-        "AfterFailure": {"Type": "Choice", "Choices": [{**EPHEMERAL, "Next": "TerminateInstanceAfterFailure"}],
-                         "Default": "StopInstanceAfterFailure"},
+        "AfterFailure": {
+            "Type": "Choice",
+            "Choices": [{**EPHEMERAL, "Next": "TerminateInstanceAfterFailure"}],
+            "Default": "StopInstanceAfterFailure",
+        },
         "TerminateInstanceAfterFailure": {
             **_ec2("terminateInstances", STOP_RETRY),
             "Comment": "every failure path of a cell terminates its box first; the failure is the segment's result",
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
-                       "Next": "SegmentTerminateFailed"}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error", "Next": "SegmentTerminateFailed"}],
             "Next": "FailureKind",
         },
         "StopInstanceAfterFailure": {
             **_ec2("stopInstances", STOP_RETRY),
             "Comment": "every failure path stops the segment's instance first; the failure is the segment's result",
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error",
-                       "Next": "KeepLeaseAfterFailure"}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stop_error", "Next": "KeepLeaseAfterFailure"}],
             "Next": "ReleaseLeaseAfterFailure",
         },
         "KeepLeaseAfterFailure": _keep_lease("$.instance_id", "SegmentStopFailed"),
         "ReleaseLeaseAfterFailure": _release_lease("$.instance_id", "FailureKind", "FailureKind"),
         "FailureKind": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.failure.Error", "StringEquals": GATE_FAILED_ERROR,
-                         "Next": "SegmentGateFailed"},
-                        {"Or": bounded, "Next": "SegmentFailed"}],
+            "Choices": [
+                {"Variable": "$.failure.Error", "StringEquals": GATE_FAILED_ERROR, "Next": "SegmentGateFailed"},
+                {"Or": bounded, "Next": "SegmentFailed"},
+            ],
             "Default": "SegmentFailedCauseInHistory",
         },
         "SegmentGateFailed": {
             "Type": "Pass",
             "Comment": "a gate failed: the box's later lanes are recorded skipped by the scheduler",
-            "Parameters": {**SEGMENT_RESULT, "status": "gate_failed", "error.$": "$.failure.Error",
-                           "cause.$": "$.failure.Cause"},
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "gate_failed",
+                "error.$": "$.failure.Error",
+                "cause.$": "$.failure.Cause",
+            },
             **TO_SEGMENT_END,
         },
         "SegmentFailed": {
             "Type": "Pass",
-            "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
-                           "cause.$": "$.failure.Cause"},
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "failed",
+                "error.$": "$.failure.Error",
+                "cause.$": "$.failure.Cause",
+            },
             **TO_SEGMENT_END,
         },
         "SegmentFailedCauseInHistory": {
             "Type": "Pass",
             "Comment": "an error whose cause nothing bounds (a callback from elsewhere): its name only",
-            "Parameters": {**SEGMENT_RESULT, "status": "failed", "error.$": "$.failure.Error",
-                           "cause": CAUSE_IN_HISTORY},
+            "Parameters": {
+                **SEGMENT_RESULT,
+                "status": "failed",
+                "error.$": "$.failure.Error",
+                "cause": CAUSE_IN_HISTORY,
+            },
             **TO_SEGMENT_END,
         },
     }
@@ -747,9 +901,13 @@ def _segment_result() -> dict[str, Any]:
         "WriteSegmentResult": {
             "Type": "Task",
             "Resource": "arn:aws:states:::aws-sdk:s3:putObject",
-            "Parameters": {"Bucket": _sub("ResultsBucketName"), "Key.$": "$.results_key",
-                           "Body.$": "States.JsonToString($)", "ContentType": "application/json",
-                           "IfNoneMatch": "*"},  # control data: create-only (a retry after a write finds it there)
+            "Parameters": {
+                "Bucket": _sub("ResultsBucketName"),
+                "Key.$": "$.results_key",
+                "Body.$": "States.JsonToString($)",
+                "ContentType": "application/json",
+                "IfNoneMatch": "*",
+            },  # control data: create-only (a retry after a write finds it there)
             "ResultPath": None,
             "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}],
             # a result that cannot be written: the scheduler finds none and records the segment failed
@@ -770,13 +928,22 @@ def _schedule_wave(plan: str) -> dict[str, Any]:
         "Type": "Task",
         "Comment": "fold the last wave's results, record what cannot run, pick the next wave (or the outcome)",
         "Resource": "arn:aws:states:::lambda:invoke",
-        "Parameters": {"FunctionName": _sub("ScheduleWaveFunctionArn"), "Payload": {
-            "run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-            # of its previous answer only what it reads (the answer's segments and records stay out)
-            "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
-            "results.$": "$.results", "waves.$": f"{plan}.waves", "nodes.$": f"{plan}.nodes",
-            "boxes.$": f"{plan}.boxes", "cells.$": f"{plan}.cells",
-            "plan_uri.$": f"{plan}.plan_uri", "plan_digest.$": f"{plan}.plan_digest"}},
+        "Parameters": {
+            "FunctionName": _sub("ScheduleWaveFunctionArn"),
+            "Payload": {
+                "run_id.$": "$.run_id",
+                "results_uri.$": "$.results_uri",
+                # of its previous answer only what it reads (the answer's segments and records stay out)
+                "schedule": {k + ".$": f"$.schedule.answer.{k}" for k in SCHEDULE_CARRIED},
+                "results.$": "$.results",
+                "waves.$": f"{plan}.waves",
+                "nodes.$": f"{plan}.nodes",
+                "boxes.$": f"{plan}.boxes",
+                "cells.$": f"{plan}.cells",
+                "plan_uri.$": f"{plan}.plan_uri",
+                "plan_digest.$": f"{plan}.plan_digest",
+            },
+        },
         "ResultSelector": {"answer.$": "$.Payload"},
         "ResultPath": "$.schedule",
         "Retry": LAMBDA_RETRY,
@@ -785,14 +952,29 @@ def _schedule_wave(plan: str) -> dict[str, Any]:
     }
 
 
-LAMBDA_RETRY = [{"ErrorEquals": ["Lambda.ServiceException", "Lambda.AWSLambdaException",
-                                 "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
-                 "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}]
+LAMBDA_RETRY = [
+    {
+        "ErrorEquals": [
+            "Lambda.ServiceException",
+            "Lambda.AWSLambdaException",
+            "Lambda.SdkClientException",
+            "Lambda.TooManyRequestsException",
+        ],
+        "IntervalSeconds": 2,
+        "MaxAttempts": 3,
+        "BackoffRate": 2.0,
+    }
+]
 
 
 def _finalize(next_state: str) -> dict[str, Any]:
-    payload: dict[str, Any] = {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                               "status.$": "$.outcome.status", "outcome.$": "$.outcome", "failure.$": "$.failure"}
+    payload: dict[str, Any] = {
+        "run_id.$": "$.run_id",
+        "results_uri.$": "$.results_uri",
+        "status.$": "$.outcome.status",
+        "outcome.$": "$.outcome",
+        "failure.$": "$.failure",
+    }
     return {
         "Type": "Task",
         "Comment": "report with DuckDB: REPORT.md + comparison.json under reports/<run_id>/",
@@ -811,29 +993,42 @@ def _report_error(error_path: str, message_path: str) -> dict[str, Any]:
     """What a report that was not written adds to the state: why, the lanes' outcome, the report's error."""
     return {
         "Type": "Pass",
-        "Parameters": {"why.$": f"States.Format('the lanes ended {{}}, but the report was not written: {{}}', "
-                                f"$.outcome.status, {error_path})",
-                       "outcome.$": "$.outcome",
-                       "report_error": {"error.$": error_path, "message.$": message_path}},
+        "Parameters": {
+            "why.$": f"States.Format('the lanes ended {{}}, but the report was not written: {{}}', "
+            f"$.outcome.status, {error_path})",
+            "outcome.$": "$.outcome",
+            "report_error": {"error.$": error_path, "message.$": message_path},
+        },
         "ResultPath": "$.report_failure",
         "Next": "ReportFailed",
     }
 
 
 def _emit(detail_type: str, next_state: str) -> dict[str, Any]:
-    detail: dict[str, Any] = {"run_id.$": "$.run_id", "status.$": "$.outcome.status",
-                              "results_uri.$": "$.results_uri", "finalize.$": "$.finalize",
-                              "outcome.$": "$.outcome"}
+    detail: dict[str, Any] = {
+        "run_id.$": "$.run_id",
+        "status.$": "$.outcome.status",
+        "results_uri.$": "$.results_uri",
+        "finalize.$": "$.finalize",
+        "outcome.$": "$.outcome",
+    }
     if detail_type in (EVENT_RUN_FAILED, EVENT_RUN_REPORT_FAILED):
         detail["failure.$"] = "$.failure"
     return {
         "Type": "Task",
         "Resource": "arn:aws:states:::events:putEvents",
-        "Parameters": {"Entries": [{"EventBusName": _sub("EventBusName"), "Source": _sub("EventSource"),
-                                    "DetailType": detail_type, "Detail": detail}]},
+        "Parameters": {
+            "Entries": [
+                {
+                    "EventBusName": _sub("EventBusName"),
+                    "Source": _sub("EventSource"),
+                    "DetailType": detail_type,
+                    "Detail": detail,
+                }
+            ]
+        },
         "ResultPath": None,
-        "Retry": [{"ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 2, "MaxAttempts": 3,
-                   "BackoffRate": 2.0}],
+        "Retry": [{"ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 2.0}],
         # The event is a notification: failing to send it never changes the run's outcome.
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.emit_error", "Next": next_state}],
         "Next": next_state,
@@ -844,10 +1039,15 @@ def build_definition() -> dict[str, Any]:
     """The whole definition as a dict (deterministic)."""
     return {
         "Comment": "neuron-pipelines run: waves of box segments (both boxes at once), lanes on each box via SSM + "
-                   "task tokens, a scheduler Lambda between waves (generated by statemachine/build.py; do not edit)",
+        "task tokens, a scheduler Lambda between waves (generated by statemachine/build.py; do not edit)",
         "StartAt": PLAN_OR_REQUEST_STATE,
-        "States": {**_start_states(), **_wave_states(), **_run_end_states(), **_report_states(),
-                   **_outcome_event_states()},
+        "States": {
+            **_start_states(),
+            **_wave_states(),
+            **_run_end_states(),
+            **_report_states(),
+            **_outcome_event_states(),
+        },
     }
 
 
@@ -857,12 +1057,15 @@ def _init(source: str, planned: str | None, next_state: str, comment: str) -> di
     return {
         "Type": "Pass",
         "Comment": comment,
-        "Parameters": {"run_id.$": f"{source}.run_id", "results_uri.$": f"{source}.results_uri",
-                       "max_concurrency.$": f"{source}.max_concurrency", "boxes.$": f"{source}.boxes",
-                       **({"planned.$": planned} if planned else {"planned": None}),
-                       "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {},
-                                               "distributed": None}},
-                       "results": []},
+        "Parameters": {
+            "run_id.$": f"{source}.run_id",
+            "results_uri.$": f"{source}.results_uri",
+            "max_concurrency.$": f"{source}.max_concurrency",
+            "boxes.$": f"{source}.boxes",
+            **({"planned.$": planned} if planned else {"planned": None}),
+            "schedule": {"answer": {"next_wave": 0, "box_failures": {}, "stop_failed": {}, "distributed": None}},
+            "results": [],
+        },
         "Next": next_state,
     }
 
@@ -878,18 +1081,32 @@ def _start_states() -> dict[str, Any]:
         PLAN_OR_REQUEST_STATE: {
             "Type": "Choice",
             "Comment": "a plan has its waves and its digest (a run request can have neither)",
-            "Choices": [{"And": [{"Variable": "$.waves", "IsPresent": True},
-                                 {"Variable": "$.plan_digest", "IsPresent": True}], "Next": "Init"}],
+            "Choices": [
+                {
+                    "And": [
+                        {"Variable": "$.waves", "IsPresent": True},
+                        {"Variable": "$.plan_digest", "IsPresent": True},
+                    ],
+                    "Next": "Init",
+                }
+            ],
             "Default": PLAN_REQUEST_STATE,
         },
-        "Init": _init("$", None, "ScheduleWave", "the plan stays in the execution input ($$.Execution.Input); the "
-                      "state carries the scheduler's answer and the last wave's segment results"),
+        "Init": _init(
+            "$",
+            None,
+            "ScheduleWave",
+            "the plan stays in the execution input ($$.Execution.Input); the "
+            "state carries the scheduler's answer and the last wave's segment results",
+        ),
         PLAN_REQUEST_STATE: {
             "Type": "Task",
             "Comment": "plan the run request this execution was started with, named after the execution",
             "Resource": "arn:aws:states:::lambda:invoke",
-            "Parameters": {"FunctionName": _sub("PlanExecutionFunctionArn"),
-                           "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"}},
+            "Parameters": {
+                "FunctionName": _sub("PlanExecutionFunctionArn"),
+                "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"},
+            },
             "ResultSelector": {"answer.$": "$.Payload"},
             "ResultPath": "$",
             "Retry": LAMBDA_RETRY,
@@ -901,12 +1118,25 @@ def _start_states() -> dict[str, Any]:
             "Choices": [{"Variable": "$.answer.outcome", "StringEquals": "planned", "Next": "InitPlanned"}],
             "Default": "RunRefused",
         },
-        "RunRefused": {"Type": "Fail", "Comment": "the request was refused: nothing was leased or started",
-                       "Error": RUN_REFUSED_ERROR, "CausePath": "$.answer.message"},
-        "PlanningFailed": {"Type": "Fail", "Comment": "plan_execution itself failed: nothing was started",
-                           "ErrorPath": "$.failure.Error", "CausePath": "$.failure.Cause"},
-        "InitPlanned": _init(planned, planned, "ScheduleWavePlanned", "the plan is in S3 (control data): the state "
-                             "carries its reference and digest, the scheduler's answer and the last wave's results"),
+        "RunRefused": {
+            "Type": "Fail",
+            "Comment": "the request was refused: nothing was leased or started",
+            "Error": RUN_REFUSED_ERROR,
+            "CausePath": "$.answer.message",
+        },
+        "PlanningFailed": {
+            "Type": "Fail",
+            "Comment": "plan_execution itself failed: nothing was started",
+            "ErrorPath": "$.failure.Error",
+            "CausePath": "$.failure.Cause",
+        },
+        "InitPlanned": _init(
+            planned,
+            planned,
+            "ScheduleWavePlanned",
+            "the plan is in S3 (control data): the state "
+            "carries its reference and digest, the scheduler's answer and the last wave's results",
+        ),
     }
 
 
@@ -924,19 +1154,23 @@ def _wave_states() -> dict[str, Any]:
         },
         "MoreWaves": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
-                        {"Variable": "$.schedule.answer.distributed", "IsNull": False,
-                         "Next": "SegmentsDistributed"}],
+            "Choices": [
+                {"Variable": "$.schedule.answer.done", "BooleanEquals": True, "Next": "Outcome"},
+                {"Variable": "$.schedule.answer.distributed", "IsNull": False, "Next": "SegmentsDistributed"},
+            ],
             "Default": "Segments",
         },
         "Segments": {
             "Type": "Map",
             "Comment": "the wave's segments, one per box, at most max_concurrency at once (0: all; a matrix's "
-                       "plan sets it); a segment never fails the Map",
+            "plan sets it); a segment never fails the Map",
             "ItemsPath": "$.schedule.answer.segments",
             "MaxConcurrencyPath": "$.max_concurrency",
-            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "MarkStart",
-                              "States": _segment_states()},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "MarkStart",
+                "States": _segment_states(),
+            },
             "ResultPath": "$.results",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
             "Next": "NextWave",
@@ -944,19 +1178,32 @@ def _wave_states() -> dict[str, Any]:
         "SegmentsDistributed": {
             "Type": "Map",
             "Comment": "a wave too large for the state: its segments are read from the items file the scheduler "
-                       "wrote; each child execution writes its result to S3, where the scheduler reads it",
-            "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
-                           "Parameters": {"Bucket.$": "$.schedule.answer.distributed.bucket",
-                                          "Key.$": "$.schedule.answer.distributed.key"}},
+            "wrote; each child execution writes its result to S3, where the scheduler reads it",
+            "ItemReader": {
+                "Resource": "arn:aws:states:::s3:getObject",
+                "ReaderConfig": {"InputType": "JSON"},
+                "Parameters": {
+                    "Bucket.$": "$.schedule.answer.distributed.bucket",
+                    "Key.$": "$.schedule.answer.distributed.key",
+                },
+            },
             "MaxConcurrencyPath": "$.max_concurrency",
-            "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
-                              "StartAt": "MarkStart", "States": _segment_states()},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                "StartAt": "MarkStart",
+                "States": _segment_states(),
+            },
             "ResultPath": None,
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "RunBroke"}],
             "Next": "ClearResults",
         },
-        "ClearResults": {"Type": "Pass", "Comment": "the distributed wave's results are in S3",
-                         "Result": [], "ResultPath": "$.results", "Next": "NextWave"},
+        "ClearResults": {
+            "Type": "Pass",
+            "Comment": "the distributed wave's results are in S3",
+            "Result": [],
+            "ResultPath": "$.results",
+            "Next": "NextWave",
+        },
     }
 
 
@@ -965,34 +1212,52 @@ def _run_end_states() -> dict[str, Any]:
     return {
         "Outcome": {
             "Type": "Pass",
-            "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                           "outcome.$": "$.schedule.answer.outcome", "failure.$": "$.schedule.answer.failure",
-                           "boxes.$": "$.boxes"},
+            "Parameters": {
+                "run_id.$": "$.run_id",
+                "results_uri.$": "$.results_uri",
+                "outcome.$": "$.schedule.answer.outcome",
+                "failure.$": "$.schedule.answer.failure",
+                "boxes.$": "$.boxes",
+            },
             "Next": "ReleaseLeases",
         },
         "RunBroke": {
             "Type": "Pass",
             "Comment": "the scheduler or the wave's Map failed (never a lane's or a box's failure): the run fails "
-                       "and keeps its leases, since a box of the broken wave may still be running; "
-                       "on_execution_status stops the boxes, then releases them",
-            "Parameters": {"run_id.$": "$.run_id", "results_uri.$": "$.results_uri",
-                           "outcome": {"status": "failed", "failed": [], "skipped": [], "reasons": {},
-                                       "why.$": "States.Format('the run broke: {}', $.failure.Error)"},
-                           "failure.$": "$.failure", "boxes.$": "$.boxes"},
+            "and keeps its leases, since a box of the broken wave may still be running; "
+            "on_execution_status stops the boxes, then releases them",
+            "Parameters": {
+                "run_id.$": "$.run_id",
+                "results_uri.$": "$.results_uri",
+                "outcome": {
+                    "status": "failed",
+                    "failed": [],
+                    "skipped": [],
+                    "reasons": {},
+                    "why.$": "States.Format('the run broke: {}', $.failure.Error)",
+                },
+                "failure.$": "$.failure",
+                "boxes.$": "$.boxes",
+            },
             "Next": "FinalizeRun",
         },
         "ReleaseLeases": {
             "Type": "Map",
             "Comment": "the run's end releases what leases it still holds (a box whose stop failed keeps its "
-                       "lease for on_execution_status)",
+            "lease for on_execution_status)",
             "ItemsPath": "$.boxes",
             "MaxConcurrency": 0,
             "ItemSelector": {"instance_id.$": "$$.Map.Item.Value.instance_id", "run_id.$": "$.run_id"},
-            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReleaseRunLease",
-                              "States": {"ReleaseRunLease": _release_lease("$.instance_id", None,
-                                                                           "RunLeaseReleaseFailed",
-                                                                           unless_stop_failed=True),
-                                         "RunLeaseReleaseFailed": {"Type": "Pass", "End": True}}},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "ReleaseRunLease",
+                "States": {
+                    "ReleaseRunLease": _release_lease(
+                        "$.instance_id", None, "RunLeaseReleaseFailed", unless_stop_failed=True
+                    ),
+                    "RunLeaseReleaseFailed": {"Type": "Pass", "End": True},
+                },
+            },
             "ResultPath": None,
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": "FinalizeRun"}],
             "Next": "FinalizeRun",
@@ -1007,12 +1272,18 @@ def _report_states() -> dict[str, Any]:
         "ReportWritten": {
             "Type": "Choice",
             "Comment": "a run whose lanes succeeded (or partly) without its report is not a success; a failed "
-                       "run keeps its own failure (the report's fate travels in its event's finalize)",
-            "Choices": [{"Variable": "$.outcome.status", "StringEquals": "failed", "Next": "EmitOutcome"},
-                        {"Variable": "$.finalize.Error", "IsPresent": True, "Next": "ReportErrorFromLambda"},
-                        {"And": [{"Variable": "$.finalize.report.report_status", "IsPresent": True},
-                                 {"Variable": "$.finalize.report.report_status", "StringEquals": "written"}],
-                         "Next": "EmitOutcome"}],
+            "run keeps its own failure (the report's fate travels in its event's finalize)",
+            "Choices": [
+                {"Variable": "$.outcome.status", "StringEquals": "failed", "Next": "EmitOutcome"},
+                {"Variable": "$.finalize.Error", "IsPresent": True, "Next": "ReportErrorFromLambda"},
+                {
+                    "And": [
+                        {"Variable": "$.finalize.report.report_status", "IsPresent": True},
+                        {"Variable": "$.finalize.report.report_status", "StringEquals": "written"},
+                    ],
+                    "Next": "EmitOutcome",
+                },
+            ],
             "Default": "ReportErrorFromAnswer",
         },
         "ReportErrorFromLambda": _report_error("$.finalize.Error", "$.finalize.Cause"),
@@ -1020,7 +1291,7 @@ def _report_states() -> dict[str, Any]:
         "ReportFailed": {
             "Type": "Pass",
             "Comment": "the run's failure: the report's error, with the lanes' outcome (as a failed run's cause "
-                       "carries it)",
+            "carries it)",
             "Parameters": {"Error": REPORT_FAILED_ERROR, "Cause.$": "States.JsonToString($.report_failure)"},
             "ResultPath": "$.failure",
             "Next": "EmitRunReportFailed",
@@ -1035,9 +1306,10 @@ def _outcome_event_states() -> dict[str, Any]:
     return {
         "EmitOutcome": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
-                        {"Variable": "$.outcome.status", "StringEquals": "partial",
-                         "Next": "EmitRunPartiallySucceeded"}],
+            "Choices": [
+                {"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
+                {"Variable": "$.outcome.status", "StringEquals": "partial", "Next": "EmitRunPartiallySucceeded"},
+            ],
             "Default": "EmitRunFailed",
         },
         "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "RunSucceeded"),

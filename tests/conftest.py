@@ -1,5 +1,6 @@
 """Suite-wide settings: no hub downloads, fake AWS credentials, test lanes on the registry, Ctrl-C as a terminal
 sends it."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,13 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 # Never reach a real account from tests.
-for _k, _v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-               "AWS_DEFAULT_REGION": "us-west-2", "AWS_REGION": "us-west-2"}.items():
+for _k, _v in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-west-2",
+    "AWS_REGION": "us-west-2",
+}.items():
     os.environ[_k] = _v
 
 TEST_LANES = ",".join(f"t_{n}=tests.fixtures.lane_{n}" for n in ("ok", "boom", "skip", "hang"))

@@ -5,24 +5,25 @@ Each task runs in its own ``lm_eval.simple_evaluate`` call with ``agents.accurac
 ``local-completions``, one per evaluation): one request at a time, greedy (temperature 0), seeded, the served model's
 own tokenizer (huggingface backend). It times every request, and the rows attribute each to the document that asked
 it; a request that fails becomes that sample's ``error`` instead of failing the task. A task lm-eval cannot run at
-all is a ``failed`` row with the one-line cause; the other tasks go on. A log-likelihood task on a server whose answer to :func:`probe_prompt_logprobs` shows
-no prompt logprobs is a ``refused`` row carrying that answer verbatim. No hub: HF_HUB_OFFLINE and
-HF_DATASETS_OFFLINE are set before lm-eval is imported, and every dataset is a local file.
+all is a ``failed`` row with the one-line cause; the other tasks go on. A log-likelihood task on a server whose answer
+to :func:`probe_prompt_logprobs` shows no prompt logprobs is a ``refused`` row carrying that answer verbatim. No hub:
+HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are set before lm-eval is imported, and every dataset is a local file.
 """
+
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from agents.accuracy.served_model import COMPLETIONS, Probe, Recorder, Settings, model_class, probe_prompt_logprobs
-from agents.accuracy.taskfiles import (TaskFileError, lm_eval_config, shipped_task_path, standard_configs,
-                                       standard_task)
+from agents.accuracy.taskfiles import TaskFileError, lm_eval_config, shipped_task_path, standard_configs, standard_task
 from pipeline.accuracy import LOGLIKELIHOOD_TYPES, ResolvedTask
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ BINARY_METRICS = frozenset({"exact_match", "acc", "acc_norm", "acc_mutual_info"}
 @dataclass(frozen=True)
 class Evaluation:
     """One served model on one server config: what the rows say it is, where to reach it."""
+
     model: str  # the catalogue model (the rows' `model`)
     variant: str  # base | finetune | the server variant's name (a multi-LoRA variant's: NAME/ADAPTER)
     server_config: str
@@ -93,9 +95,15 @@ def task_configs(task: ResolvedTask, settings: Settings) -> list[dict[str, Any]]
     return out
 
 
-def evaluate(ev: Evaluation, tasks: list[ResolvedTask], settings: Settings, *, probe: Probe | None = None,
-             failed: dict[str, str] | None = None,
-             progress: Callable[[int], None] | None = None) -> tuple[list[dict], list[dict]]:
+def evaluate(
+    ev: Evaluation,
+    tasks: list[ResolvedTask],
+    settings: Settings,
+    *,
+    probe: Probe | None = None,
+    failed: dict[str, str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """(accuracy_samples rows, accuracy_tasks rows) of one evaluation. ``probe``: the server's answer to the prompt
     logprobs probe (None: asked here when a log-likelihood task needs it); ``failed``: tasks already known not to run
     here (a dataset that could not be copied, a server that did not boot), with the one-line reason."""
@@ -112,8 +120,7 @@ def evaluate(ev: Evaluation, tasks: list[ResolvedTask], settings: Settings, *, p
 class _EvaluationRun:
     """One evaluation's tasks in turn, with one model (one tokenizer load, one connection) for all of them."""
 
-    def __init__(self, ev: Evaluation, settings: Settings, probe: Probe | None,
-                 progress: Callable[[int], None] | None):
+    def __init__(self, ev: Evaluation, settings: Settings, probe: Probe | None, progress: Callable[[int], None] | None):
         self.ev, self.settings, self.probe, self.progress = ev, settings, probe, progress
         self.samples: list[dict] = []
         self.task_rows: list[dict] = []
@@ -122,11 +129,22 @@ class _EvaluationRun:
     def model(self) -> Any:
         if self.lm is None:
             ev, st = self.ev, self.settings
-            self.lm = model_class()(recorder=Recorder(), settings=st, progress=self.progress, model=ev.request_model,
-                                    base_url=ev.base_url + COMPLETIONS, tokenizer=ev.tokenizer,
-                                    tokenizer_backend="huggingface", tokenized_requests=False, num_concurrent=1,
-                                    batch_size=1, seed=st.seed, max_length=ev.max_model_len,
-                                    timeout=int(st.request_timeout_s) + 1, max_gen_toks=st.max_gen_toks or 256)
+            self.lm = model_class()(
+                recorder=Recorder(),
+                settings=st,
+                progress=self.progress,
+                model=ev.request_model,
+                base_url=ev.base_url + COMPLETIONS,
+                tokenizer=ev.tokenizer,
+                tokenizer_backend="huggingface",
+                tokenized_requests=False,
+                num_concurrent=1,
+                batch_size=1,
+                seed=st.seed,
+                max_length=ev.max_model_len,
+                timeout=int(st.request_timeout_s) + 1,
+                max_gen_toks=st.max_gen_toks or 256,
+            )
         return self.lm
 
     def close(self) -> None:
@@ -152,16 +170,23 @@ class _EvaluationRun:
             if self.probe is None:
                 self.probe = probe_prompt_logprobs(ev.base_url, ev.request_model, settings.request_timeout_s)
             if not self.probe.ok:
-                self.task_rows.append({**base, "output_type": cfgs[0].get("output_type"), "status": "refused",
-                                       "reason": "the server returns no prompt logprobs, which this log-likelihood "
-                                                 f"task needs: {self.probe.answer}"})
+                self.task_rows.append(
+                    {
+                        **base,
+                        "output_type": cfgs[0].get("output_type"),
+                        "status": "refused",
+                        "reason": "the server returns no prompt logprobs, which this log-likelihood "
+                        f"task needs: {self.probe.answer}",
+                    }
+                )
                 return
         try:
             rows, trows = _run_task(self.model(), ev, task, cfgs, settings)
         except Exception as exc:  # noqa: BLE001 - a task lm-eval cannot run is a result; the other tasks go on
             log.warning("accuracy task %s of %s failed: %s", task.name, ev.eval_id(task.name), exc)
-            self.task_rows.append({**base, "status": "failed", "reason": _one_line(exc),
-                                   "wall_s": time.perf_counter() - start})
+            self.task_rows.append(
+                {**base, "status": "failed", "reason": _one_line(exc), "wall_s": time.perf_counter() - start}
+            )
             return
         self.samples += rows
         self.task_rows += trows
@@ -174,17 +199,33 @@ def _one_line(exc: BaseException) -> str:
 
 def _task_row(ev: Evaluation, task: ResolvedTask, settings: Settings, name: str | None = None) -> dict[str, Any]:
     name = name or task.name
-    return {"eval_id": ev.eval_id(name), "model": ev.model, "variant": ev.variant, "server_config": ev.server_config,
-            "backend": ev.backend, "task": name, "task_source": task.origin or task.source,
-            "output_type": task.output_type,
-            "metric": task.metric, "sample_limit": settings.sample_limit, "n_docs": task.n_docs, "n_samples": 0,
-            "n_failed": 0, "lm_eval_score": None, "lm_eval_version": None, "num_fewshot": settings.num_fewshot,
-            "max_gen_toks": settings.max_gen_toks if task.output_type == "generate_until" else None,
-            "wall_s": None, "status": "failed", "reason": None}
+    return {
+        "eval_id": ev.eval_id(name),
+        "model": ev.model,
+        "variant": ev.variant,
+        "server_config": ev.server_config,
+        "backend": ev.backend,
+        "task": name,
+        "task_source": task.origin or task.source,
+        "output_type": task.output_type,
+        "metric": task.metric,
+        "sample_limit": settings.sample_limit,
+        "n_docs": task.n_docs,
+        "n_samples": 0,
+        "n_failed": 0,
+        "lm_eval_score": None,
+        "lm_eval_version": None,
+        "num_fewshot": settings.num_fewshot,
+        "max_gen_toks": settings.max_gen_toks if task.output_type == "generate_until" else None,
+        "wall_s": None,
+        "status": "failed",
+        "reason": None,
+    }
 
 
-def _run_task(lm: Any, ev: Evaluation, task: ResolvedTask, cfgs: list[dict[str, Any]],
-              settings: Settings) -> tuple[list[dict], list[dict]]:
+def _run_task(
+    lm: Any, ev: Evaluation, task: ResolvedTask, cfgs: list[dict[str, Any]], settings: Settings
+) -> tuple[list[dict], list[dict]]:
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
@@ -194,11 +235,21 @@ def _run_task(lm: Any, ev: Evaluation, task: ResolvedTask, cfgs: list[dict[str, 
     lm.tokenized_requests = any(c.get("output_type") in LOGLIKELIHOOD_TYPES for c in cfgs)
     start = time.perf_counter()
     with _lean_results():
-        results = simple_evaluate(model=lm, tasks=cfgs, num_fewshot=settings.num_fewshot, limit=settings.sample_limit,
-                                  log_samples=True, task_manager=TaskManager(include_defaults=False),
-                                  bootstrap_iters=0, random_seed=settings.seed, numpy_random_seed=settings.seed,
-                                  torch_random_seed=settings.seed, fewshot_random_seed=settings.seed,
-                                  apply_chat_template=False, verbosity="WARNING")
+        results = simple_evaluate(
+            model=lm,
+            tasks=cfgs,
+            num_fewshot=settings.num_fewshot,
+            limit=settings.sample_limit,
+            log_samples=True,
+            task_manager=TaskManager(include_defaults=False),
+            bootstrap_iters=0,
+            random_seed=settings.seed,
+            numpy_random_seed=settings.seed,
+            torch_random_seed=settings.seed,
+            fewshot_random_seed=settings.seed,
+            apply_chat_template=False,
+            verbosity="WARNING",
+        )
     wall = time.perf_counter() - start
     if results is None:
         raise RuntimeError("lm-eval returned no results")
@@ -220,13 +271,25 @@ def _run_task(lm: Any, ev: Evaluation, task: ResolvedTask, cfgs: list[dict[str, 
         if failed:
             reason = f"{len(failed)} of {len(these)} samples failed (first: {failed[0]['error']})"
         gen = cfg.get("generation_kwargs") or {}
-        task_rows.append({**_task_row(ev, task, settings, name), "output_type": out_type, "metric": metric,
-                          "n_docs": n_docs if n_docs is not None else task.n_docs, "n_samples": len(these),
-                          "n_failed": len(failed), "lm_eval_score": float(score) if isinstance(score, (int, float))
-                          else None, "lm_eval_version": version, "num_fewshot": shots,
-                          "max_gen_toks": int(gen.get("max_gen_toks", settings.max_gen_toks or 256))
-                          if out_type == "generate_until" else None,
-                          "wall_s": wall / len(by_name), "status": "ok", "reason": reason})
+        task_rows.append(
+            {
+                **_task_row(ev, task, settings, name),
+                "output_type": out_type,
+                "metric": metric,
+                "n_docs": n_docs if n_docs is not None else task.n_docs,
+                "n_samples": len(these),
+                "n_failed": len(failed),
+                "lm_eval_score": float(score) if isinstance(score, (int, float)) else None,
+                "lm_eval_version": version,
+                "num_fewshot": shots,
+                "max_gen_toks": int(gen.get("max_gen_toks", settings.max_gen_toks or 256))
+                if out_type == "generate_until"
+                else None,
+                "wall_s": wall / len(by_name),
+                "status": "ok",
+                "reason": reason,
+            }
+        )
         rows += these
     return rows, task_rows
 
@@ -261,8 +324,9 @@ def _primary_filter(cfg: dict[str, Any]) -> str:
     return "none"
 
 
-def _sample_row(ev: Evaluation, task: str, output_type: str | None, metric: str, s: dict[str, Any],
-                recorder: Recorder) -> dict[str, Any]:
+def _sample_row(
+    ev: Evaluation, task: str, output_type: str | None, metric: str, s: dict[str, Any], recorder: Recorder
+) -> dict[str, Any]:
     args = s.get("arguments") or []
     if output_type in LOGLIKELIHOOD_TYPES:
         keys = [("score", (a[0], a[1])) for a in args]
@@ -288,12 +352,26 @@ def _sample_row(ev: Evaluation, task: str, output_type: str | None, metric: str,
     error = errors[0] if errors else None
     if error is not None:
         value = None
-    return {"eval_id": ev.eval_id(task), "model": ev.model, "variant": ev.variant, "server_config": ev.server_config,
-            "backend": ev.backend, "task": task, "output_type": output_type, "doc_id": int(s["doc_id"]),
-            "target": None if s.get("target") is None else str(s["target"]), "prediction": prediction,
-            "prediction_hash": digest, "prediction_chars": chars, "metric": metric,
-            "correct": None if value is None or metric not in BINARY_METRICS else value == 1.0,
-            "metric_value": value, "latency_s": latency, "requests": len(args), "error": error}
+    return {
+        "eval_id": ev.eval_id(task),
+        "model": ev.model,
+        "variant": ev.variant,
+        "server_config": ev.server_config,
+        "backend": ev.backend,
+        "task": task,
+        "output_type": output_type,
+        "doc_id": int(s["doc_id"]),
+        "target": None if s.get("target") is None else str(s["target"]),
+        "prediction": prediction,
+        "prediction_hash": digest,
+        "prediction_chars": chars,
+        "metric": metric,
+        "correct": None if value is None or metric not in BINARY_METRICS else value == 1.0,
+        "metric_value": value,
+        "latency_s": latency,
+        "requests": len(args),
+        "error": error,
+    }
 
 
 def _first_text(resps: Any) -> str:

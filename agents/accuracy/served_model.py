@@ -7,13 +7,15 @@ continuation) pair scored), so the harness attributes it to its document. A conn
 ``max_retries`` times; a 4xx is the server's answer and is not; a request that still fails, or is past the time
 budget, returns a placeholder answer lm-eval scores as wrong, and its record carries the verbatim error.
 """
+
 from __future__ import annotations
 
 import copy
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -48,6 +50,7 @@ class RequestRecord:
 @dataclass
 class Recorder:
     """Per request key (the generation prompt, or the (context, continuation) pair scored), what happened, in order."""
+
     calls: dict[Any, list[RequestRecord]] = field(default_factory=dict)
     sent: int = 0
 
@@ -66,12 +69,19 @@ def _error_text(resp: httpx.Response) -> str:
     return f"HTTP {resp.status_code}: {error_text(resp)}"
 
 
-def probe_prompt_logprobs(base_url: str, model: str, timeout_s: float = 60.0,
-                          client: httpx.Client | None = None) -> Probe:
+def probe_prompt_logprobs(
+    base_url: str, model: str, timeout_s: float = 60.0, client: httpx.Client | None = None
+) -> Probe:
     """Ask what an lm-eval log-likelihood request asks (``echo`` + ``logprobs`` on /v1/completions, one token): ok
     when the answer scores the prompt's tokens; else the server's verbatim answer."""
-    body = {"model": model, "prompt": "The capital of France is Paris", "max_tokens": 1, "temperature": 0,
-            "logprobs": 1, "echo": True}
+    body = {
+        "model": model,
+        "prompt": "The capital of France is Paris",
+        "max_tokens": 1,
+        "temperature": 0,
+        "logprobs": 1,
+        "echo": True,
+    }
     own = client is None
     client = client or httpx.Client(timeout=timeout_s)
     try:
@@ -100,8 +110,14 @@ def model_class() -> type:
     class ServedCompletions(LocalCompletionsAPI):
         """local-completions, with each request timed and attributed, and a failed one a failed sample."""
 
-        def __init__(self, *, recorder: Recorder, settings: Settings,
-                     progress: Callable[[int], None] | None = None, **kwargs: Any):
+        def __init__(
+            self,
+            *,
+            recorder: Recorder,
+            settings: Settings,
+            progress: Callable[[int], None] | None = None,
+            **kwargs: Any,
+        ):
             super().__init__(max_retries=1, **kwargs)  # the retries are this class's (a 4xx is never retried)
             self.recorder, self.settings, self.progress = recorder, settings, progress
             self._keys: list[Any] = []
@@ -112,12 +128,18 @@ def model_class() -> type:
             self._keys = list(keys)
             return inputs, ctxlens, keys
 
-        def model_call(self, messages: Any, *, generate: bool = True, gen_kwargs: dict | None = None,
-                       **kwargs: Any) -> dict | None:
+        def model_call(
+            self, messages: Any, *, generate: bool = True, gen_kwargs: dict | None = None, **kwargs: Any
+        ) -> dict | None:
             key = ("generate", messages[0]) if generate else ("score", tuple(self._keys[0]))
-            payload = self._create_payload(self.create_message(messages), generate=generate,
-                                           gen_kwargs=copy.deepcopy(gen_kwargs), seed=self._seed,
-                                           eos=self.eos_string, **kwargs)
+            payload = self._create_payload(
+                self.create_message(messages),
+                generate=generate,
+                gen_kwargs=copy.deepcopy(gen_kwargs),
+                seed=self._seed,
+                eos=self.eos_string,
+                **kwargs,
+            )
             out, record = self._send(payload, None if generate else len(messages[0]))
             self.recorder.add(key, record)
             self.recorder.sent += 1
@@ -148,7 +170,7 @@ def model_class() -> type:
                 except ValueError as exc:
                     return _placeholder(), RequestRecord(None, f"answer is not JSON ({exc})")
                 if attempt < self.settings.max_retries:
-                    time.sleep(min(2.0 ** attempt, 10.0))
+                    time.sleep(min(2.0**attempt, 10.0))
             return _placeholder(), RequestRecord(None, error)
 
         @staticmethod

@@ -6,6 +6,7 @@ keeps lm-eval's own definition with its ``dataset_path`` replaced by the local s
 lane names (``<split>.jsonl`` or ``<split>.parquet``). An ``s3://`` directory is copied into the lane's work
 directory first (:func:`fetch_s3_dir`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,7 +50,7 @@ def read_task_yaml(path: str | Path, _seen: frozenset[Path] = frozenset()) -> di
     if p in _seen:
         raise TaskFileError(f"{p}: include cycle")
     try:
-        cfg = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        cfg = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader())  # a SafeLoader subclass
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise TaskFileError(f"{p}: does not parse ({_one_line(exc)})") from exc
     if not isinstance(cfg, dict):
@@ -77,8 +78,10 @@ def local_data_files(cfg: dict[str, Any], base: Path) -> dict[str, Any]:
         return text if text.startswith(("s3://", "/")) or "://" in text else str((base / text).resolve())
 
     out = copy.copy(cfg)
-    out["dataset_kwargs"] = {**kwargs, "data_files": {k: fix(v) for k, v in files.items()} if isinstance(files, dict)
-                             else fix(files)}
+    out["dataset_kwargs"] = {
+        **kwargs,
+        "data_files": {k: fix(v) for k, v in files.items()} if isinstance(files, dict) else fix(files),
+    }
     return out
 
 
@@ -126,12 +129,15 @@ def scan_task_dir(task_dir: str) -> tuple[dict[str, TaskFile], list[str]]:
             continue  # a group, a tag list or an include-only fragment
         outside = outside_files(cfg, path.parent, Path(task_dir))
         if outside:
-            problems.append(f"{path}: data_files {outside[0]} resolves outside the task_dir {task_dir} (a task's data "
-                            "lives in its task_dir)")
+            problems.append(
+                f"{path}: data_files {outside[0]} resolves outside the task_dir {task_dir} (a task's data "
+                "lives in its task_dir)"
+            )
             continue
         cfg = local_data_files(cfg, path.parent)
-        found[name] = TaskFile(name, str(path), cfg.get("output_type"), _primary_metric(cfg),
-                               tuple(data_file_paths(cfg)))
+        found[name] = TaskFile(
+            name, str(path), cfg.get("output_type"), _primary_metric(cfg), tuple(data_file_paths(cfg))
+        )
     return found, problems
 
 
@@ -146,7 +152,7 @@ def lm_eval_config(path: Path) -> dict[str, Any]:
 
     try:
         cfg = load_yaml(path, resolve_func=True)
-    except Exception as exc:  # noqa: BLE001 - yaml, import and attribute errors of a task file: one line
+    except Exception as exc:  # yaml, import and attribute errors of a task file: one line
         raise TaskFileError(f"{path}: does not load ({_one_line(exc)})") from exc
     cfg = local_data_files(cfg, path.parent)
     missing = [p for p in data_file_paths(cfg) if not p.startswith("s3://") and not Path(p).exists()]
@@ -207,8 +213,12 @@ def point_at_directory(cfg: dict[str, Any], task: StandardTask, directory: str, 
             raise TaskFileError(f"{task.name}: {directory} mixes file formats ({fmt}, {this}); one per directory")
         fmt = this
         files[split] = path
-    return {**cfg, "dataset_path": fmt, "dataset_name": None,
-            "dataset_kwargs": {**(cfg.get("dataset_kwargs") or {}), "data_files": files}}
+    return {
+        **cfg,
+        "dataset_path": fmt,
+        "dataset_name": None,
+        "dataset_kwargs": {**(cfg.get("dataset_kwargs") or {}), "data_files": files},
+    }
 
 
 def standard_task(name: str) -> StandardTask:
@@ -216,10 +226,10 @@ def standard_task(name: str) -> StandardTask:
 
 
 # ---- s3:// copies -----------------------------------------------------------------------------------------------
-def fetch_s3_dir(uri: str, dest: Path, client: "S3Client | None" = None) -> Path:
+def fetch_s3_dir(uri: str, dest: Path, client: S3Client | None = None) -> Path:
     """Copy every object under ``s3://bucket/prefix/`` into ``dest`` (keys relative to the prefix); FileNotFoundError
     naming the URI when there is none."""
-    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    bucket, _, prefix = uri[len("s3://") :].partition("/")
     prefix = prefix.rstrip("/") + "/" if prefix else ""
     if client is None:
         import boto3

@@ -11,6 +11,7 @@ A server that does not boot, or a fine-tune that cannot be pulled (no merge comm
 differs), is a ``failed`` row per task of its evaluation with the reason (a boot's compiles row, the pull's
 artifacts rows say more) and the lane goes on; it fails when no evaluation booted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,11 +48,19 @@ def run(ctx: LaneContext, config: Config) -> None:
     failed = {**fetch_failed, **{name: "; ".join(lines) for name, lines in resolution.by_task.items() if lines}}
     tasks = [_with_origin(t, origins) for t in resolution.tasks]
     tasks += [_unresolved(name, local) for name in failed if name not in {t.name for t in tasks}]
-    settings = Settings(config.sample_limit, config.max_gen_toks, config.num_fewshot, config.seed,
-                        config.request_timeout_s, config.max_retries, deadline)
+    settings = Settings(
+        config.sample_limit,
+        config.max_gen_toks,
+        config.num_fewshot,
+        config.seed,
+        config.request_timeout_s,
+        config.max_retries,
+        deadline,
+    )
     base_path = resolve_model(config.model, ctx.cache_dir, ctx.profile)
-    plan: list[tuple[str, ServedModel, Any, str]] = [("base", ServedModel(config.model, base_path), configs[0],
-                                                      config.model)]
+    plan: list[tuple[str, ServedModel, Any, str]] = [
+        ("base", ServedModel(config.model, base_path), configs[0], config.model)
+    ]
     unserved: dict[str, str] = {}  # evaluation -> why it cannot be served (its rows say so)
     if config.finetune:
         source = config.source_run_id or ctx.run_id
@@ -59,10 +68,18 @@ def run(ctx: LaneContext, config: Config) -> None:
             path = pull_verified(ctx, config.model, source)  # same served name; `variant` differs
         except (MergeInputError, RoundTripError) as exc:  # no merge to evaluate, or not the model trained
             path = base_path
-            unserved["finetune"] = f"the fine-tune of run {source} cannot be evaluated: {type(exc).__name__}: " \
-                                   f"{' '.join(str(exc).split())}"[:1500]
-        plan.append(("finetune", ServedModel(config.model, path, cache_key=f"{config.model}-finetune-{source}"),
-                     configs[0], config.model))
+            unserved["finetune"] = (
+                f"the fine-tune of run {source} cannot be evaluated: {type(exc).__name__}: "
+                f"{' '.join(str(exc).split())}"[:1500]
+            )
+        plan.append(
+            (
+                "finetune",
+                ServedModel(config.model, path, cache_key=f"{config.model}-finetune-{source}"),
+                configs[0],
+                config.model,
+            )
+        )
     for cfg in configs[1:]:
         names = [a.name for a in cfg.lora.adapters] if cfg.lora is not None else [config.model]
         for served in names:
@@ -71,10 +88,19 @@ def run(ctx: LaneContext, config: Config) -> None:
     booted, boot_error = 0, None
     total = max(1, len(plan) * sum(_samples(t, config.sample_limit) for t in tasks))
     for i, (variant, model, cfg, served) in enumerate(plan):
-        ev = Evaluation(config.model, variant, cfg.name, ctx.backend, "", str(model.path), cfg.max_model_len,
-                        served=None if served == config.model else served)
-        why = unserved.get(variant) or ("time budget spent before this evaluation's boot"
-                                        if time.monotonic() >= deadline else None)
+        ev = Evaluation(
+            config.model,
+            variant,
+            cfg.name,
+            ctx.backend,
+            "",
+            str(model.path),
+            cfg.max_model_len,
+            served=None if served == config.model else served,
+        )
+        why = unserved.get(variant) or (
+            "time budget spent before this evaluation's boot" if time.monotonic() >= deadline else None
+        )
         if why is not None:
             _write(ctx, *evaluate(ev, tasks, settings, failed={t.name: why for t in tasks}))
             continue
@@ -83,8 +109,15 @@ def run(ctx: LaneContext, config: Config) -> None:
             with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
                 booted += 1
                 ev = dataclasses.replace(ev, base_url=server.base_url)
-                rows = evaluate(ev, tasks, settings, failed=failed, progress=lambda n, d=done: ctx.progress(
-                    f"{variant} on {cfg.name}", d + n, total, "requests"))
+                rows = evaluate(
+                    ev,
+                    tasks,
+                    settings,
+                    failed=failed,
+                    progress=lambda n, d=done, what=f"{variant} on {cfg.name}": ctx.progress(
+                        what, d + n, total, "requests"
+                    ),
+                )
         except ServerBootError as exc:
             boot_error = boot_error or exc
             reason = f"server did not boot: {' '.join(str(exc).split())[:1500]}"
@@ -108,7 +141,7 @@ def _write(ctx: LaneContext, samples: list[dict], tasks: list[dict]) -> None:
 def _with_origin(task: Any, origins: dict[str, str]) -> Any:
     for local, uri in origins.items():
         if task.source == local or task.source.startswith(local.rstrip("/") + "/"):
-            return dataclasses.replace(task, origin=uri.rstrip("/") + task.source[len(local.rstrip("/")):])
+            return dataclasses.replace(task, origin=uri.rstrip("/") + task.source[len(local.rstrip("/")) :])
     return task
 
 
@@ -124,9 +157,14 @@ def _unresolved(name: str, config: Config) -> Any:
 
     known = SHIPPED_TASKS.get(name) or STANDARD_TASKS.get(name)
     source = (config.datasets or {}).get(name) or config.task_dir or "unknown"
-    return ResolvedTask(name, "standard" if name in STANDARD_TASKS else "task_dir",
-                        getattr(known, "output_type", None), getattr(known, "metric", None),
-                        getattr(known, "n_docs", None), source)
+    return ResolvedTask(
+        name,
+        "standard" if name in STANDARD_TASKS else "task_dir",
+        getattr(known, "output_type", None),
+        getattr(known, "metric", None),
+        getattr(known, "n_docs", None),
+        source,
+    )
 
 
 def local_copies(ctx: LaneContext, config: Config) -> tuple[Config, dict[str, str], dict[str, str]]:

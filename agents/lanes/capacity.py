@@ -9,6 +9,7 @@ operator, ``run --local`` interrupted) commits its points in an attempt ``failed
 and continues the bracket instead of starting over. SIGKILL cannot be caught: it loses the attempt's points
 (docs/reference/lanes.md "capacity").
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,10 @@ import logging
 import signal
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from agents.context import LaneContext
 from pipeline.capacity import CapacitySpec
@@ -134,8 +136,9 @@ def carry_forward(ctx: LaneContext, carried: CarriedSearch) -> Any:
         ctx.write("sweep_points", [_strip(s) for s in carried.sweeps], keep_on_interrupt=True)
         if carried.telemetry:
             ctx.write("telemetry", [_strip(t) for t in carried.telemetry], keep_on_interrupt=True)
-    verdicts = [{**capacity_verdict(by_point[s["point_id"]], s), "search_json": s["search_json"]}
-                for s in carried.sweeps]
+    verdicts = [
+        {**capacity_verdict(by_point[s["point_id"]], s), "search_json": s["search_json"]} for s in carried.sweeps
+    ]
     search_id = json.loads(carried.sweeps[0]["search_json"]).get("search_id")
     spent = sum(float(s.get("duration_limit_s") or 0) for s in carried.sweeps)
     return prior_from_rows(verdicts, search_id, spent)
@@ -150,9 +153,8 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
     from agents.serving.sweep import Shape
-    from agents.training.catalogue import resolve_model
     from agents.serving.variants import lane_server_configs
-
+    from agents.training.catalogue import resolve_model
     from pipeline.workloads import lane_workload
 
     spec = config.spec()
@@ -163,8 +165,9 @@ def run(ctx: LaneContext, config: Config) -> None:
     priors: dict[str, Any] = {}
     for key, search in carried.items():  # every carried search first: a boot that fails later loses none
         priors[key] = carry_forward(ctx, search)
-        log.info("capacity %s: resuming search %s with %d committed points", key, priors[key].search_id,
-                 len(search.sweeps))
+        log.info(
+            "capacity %s: resuming search %s with %d committed points", key, priors[key].search_id, len(search.sweeps)
+        )
     phase_hook = ctx.telemetry.point_phase if ctx.telemetry is not None else None
     for name in config.models:
         path = resolve_model(name, ctx.cache_dir, ctx.profile)
@@ -172,27 +175,51 @@ def run(ctx: LaneContext, config: Config) -> None:
         tok = load_tokenizer(str(path), launcher.server_kind)
         for cfg in lane_server_configs(ctx, launcher, config.server_configs):
             with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
-                template = SweepPoint(base_url=server.base_url, model=name,
-                                      input_len=workload.input.nominal if workload else shape.input_len,
-                                      output_len=workload.output.nominal if workload else shape.output_len,
-                                      workload=workload, max_model_len=cfg.max_model_len,
-                                      num_prompts=None, concurrency=1,
-                                      burstiness=config.burstiness, endpoint=config.endpoint,
-                                      server_kind=launcher.server_kind, server_config=cfg.name, backend=ctx.backend,
-                                      server_config_fingerprint=cfg.fingerprint(), model_mix=cfg.model_mix(name),
-                                      warmup_requests=2, timeouts=Timeouts(idle_s=120.0),
-                                      note=f"capacity search ({spec.slo_name})")
+                template = SweepPoint(
+                    base_url=server.base_url,
+                    model=name,
+                    input_len=workload.input.nominal if workload else shape.input_len,
+                    output_len=workload.output.nominal if workload else shape.output_len,
+                    workload=workload,
+                    max_model_len=cfg.max_model_len,
+                    num_prompts=None,
+                    concurrency=1,
+                    burstiness=config.burstiness,
+                    endpoint=config.endpoint,
+                    server_kind=launcher.server_kind,
+                    server_config=cfg.name,
+                    backend=ctx.backend,
+                    server_config_fingerprint=cfg.fingerprint(),
+                    model_mix=cfg.model_mix(name),
+                    warmup_requests=2,
+                    timeouts=Timeouts(idle_s=120.0),
+                    note=f"capacity search ({spec.slo_name})",
+                )
                 done = [0]
 
                 def on_point(result: Any, _verdict: Any) -> None:
                     with _signals_deferred():
                         ctx.write("requests", result.requests, keep_on_interrupt=True)
                         ctx.write("sweep_points", [result.sweep_point], keep_on_interrupt=True)
-                    done[0] += 1
-                    ctx.progress(f"{name}/{cfg.name} capacity", done[0], None, "points")
+                    done[0] += 1  # noqa: B023 - called within this iteration
+                    ctx.progress(f"{name}/{cfg.name} capacity", done[0], None, "points")  # noqa: B023 - called within this iteration
 
-                result = run_capacity_search(template, spec, tok, prior=priors.get(f"{name}/{cfg.name}"),
-                                             on_point=on_point, log=log.info, phase_hook=phase_hook)
-            log.info("capacity %s/%s: [%s, %s) req/s after %d points, %.1f s: %s", name, cfg.name,
-                     result.max_rate_meeting_slo, result.lowest_rate_missing_slo, len(result.points), result.wall_s,
-                     result.stop_reason)
+                result = run_capacity_search(
+                    template,
+                    spec,
+                    tok,
+                    prior=priors.get(f"{name}/{cfg.name}"),
+                    on_point=on_point,
+                    log=log.info,
+                    phase_hook=phase_hook,
+                )
+            log.info(
+                "capacity %s/%s: [%s, %s) req/s after %d points, %.1f s: %s",
+                name,
+                cfg.name,
+                result.max_rate_meeting_slo,
+                result.lowest_rate_missing_slo,
+                len(result.points),
+                result.wall_s,
+                result.stop_reason,
+            )

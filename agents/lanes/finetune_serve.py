@@ -3,6 +3,7 @@ SHA-256 checked against the merge lane's (``roundtrip_verified``), then served a
 points as the base model (serve_sweep's configs, shapes and grid arithmetic). A multi-LoRA variant
 (``lora`` with ``sft`` adapters) serves the same fine-tune unmerged — the base model with the sft
 adapter loaded — at the same points: merge or serve adapters, A/B."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,16 +23,23 @@ class RoundTripError(RuntimeError):
 def overall_row(model: str, rows: list[dict]) -> dict:
     """One ``roundtrip`` row for the whole model: the SHA-256 of the sorted ``path sha256`` manifest after
     the copy against the same manifest of the merge lane's hashes; verified only if every file is."""
+
     def manifest(key: str) -> str | None:
         if any(r.get(key) is None for r in rows):
             return None
         text = "".join(f"{r['path']} {r[key]}\n" for r in sorted(rows, key=lambda r: r["path"]))
         return hashlib.sha256(text.encode()).hexdigest()
 
-    return {"model": model, "kind": "roundtrip", "stage": "after_copy", "path": "*",
-            "bytes": sum(int(r.get("bytes") or 0) for r in rows), "sha256": manifest("sha256"),
-            "expected_sha256": manifest("expected_sha256"),
-            "roundtrip_verified": bool(rows) and all(r.get("roundtrip_verified") is True for r in rows)}
+    return {
+        "model": model,
+        "kind": "roundtrip",
+        "stage": "after_copy",
+        "path": "*",
+        "bytes": sum(int(r.get("bytes") or 0) for r in rows),
+        "sha256": manifest("sha256"),
+        "expected_sha256": manifest("expected_sha256"),
+        "roundtrip_verified": bool(rows) and all(r.get("roundtrip_verified") is True for r in rows),
+    }
 
 
 def pull_verified(ctx: LaneContext, model: str, source_run: str):
@@ -44,8 +52,10 @@ def pull_verified(ctx: LaneContext, model: str, source_run: str):
     ctx.write("artifacts", rows + [overall], keep_on_failure=True)
     if not overall["roundtrip_verified"]:
         bad = [r["path"] for r in rows if r.get("roundtrip_verified") is False]
-        raise RoundTripError(f"{model}: {len(bad)} artifact(s) differ from the merge lane's SHA-256 after the copy "
-                             f"from run {source_run}: {', '.join(bad[:5])}")
+        raise RoundTripError(
+            f"{model}: {len(bad)} artifact(s) differ from the merge lane's SHA-256 after the copy "
+            f"from run {source_run}: {', '.join(bad[:5])}"
+        )
     return path
 
 
@@ -59,8 +69,11 @@ def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path,
     model = base_model_for(config.adapter_uri, model_names(ctx.profile), config.models[0])
     ctx.progress("fetch adapter", 0, 2, "steps")
     adapter_dir = fetch_adapter(config.adapter_uri, ctx.lane_dir("adapter-download"))
-    ctx.write("artifacts", artifact_rows(model, adapter_dir, kind="adapter", stage="download",
-                                        uri_prefix=config.adapter_uri.rstrip("/")), keep_on_failure=True)
+    ctx.write(
+        "artifacts",
+        artifact_rows(model, adapter_dir, kind="adapter", stage="download", uri_prefix=config.adapter_uri.rstrip("/")),
+        keep_on_failure=True,
+    )
     base = resolve_model(model, ctx.cache_dir, ctx.profile)
     ctx.write("artifacts", base_artifact_rows(model, base))
     ctx.progress("merge adapter", 1, 2, "steps")
@@ -72,9 +85,9 @@ def merge_external_adapter(ctx: LaneContext, config: Config) -> tuple[str, Path,
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.serving import get_launcher
-    from agents.serving.variants import lane_server_configs, lora_served_models, with_adapters
     from agents.serving.launcher import ServedModel
     from agents.serving.sweep import sweep_model
+    from agents.serving.variants import lane_server_configs, lora_served_models, with_adapters
     from agents.training.catalogue import model_names
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
@@ -83,9 +96,14 @@ def run(ctx: LaneContext, config: Config) -> None:
         model, merged, adapter_dir = merge_external_adapter(ctx, config)
         served = ServedModel(model, merged, cache_key=f"{model}-adapter-{ctx.run_id}")
         mine = [with_adapters(ctx, c, model, ctx.run_id, adapter_dir) for c in configs]
-        sweep_model(ctx, launcher, served, mine,
-                    settings_from(config, extra_note=f"fine-tune of {model} from adapter {config.adapter_uri}"),
-                    served_for=lora_served_models(ctx, mine, served))
+        sweep_model(
+            ctx,
+            launcher,
+            served,
+            mine,
+            settings_from(config, extra_note=f"fine-tune of {model} from adapter {config.adapter_uri}"),
+            served_for=lora_served_models(ctx, mine, served),
+        )
         return
     source = config.source_run_id or ctx.run_id
     verify = config.verify_models if config.verify_models is not None else model_names(ctx.profile)
@@ -97,9 +115,14 @@ def run(ctx: LaneContext, config: Config) -> None:
         served = ServedModel(name, path, cache_key=f"{name}-finetune-{source}")
         # a multi-LoRA variant serves the same fine-tune unmerged: the base model with the sft adapter loaded
         mine = [with_adapters(ctx, c, name, source) for c in configs]
-        sweep_model(ctx, launcher, served, mine,
-                    settings_from(config, extra_note=f"fine-tune of {name} from run {source} (hashes verified)"),
-                    served_for=lora_served_models(ctx, mine, served))
+        sweep_model(
+            ctx,
+            launcher,
+            served,
+            mine,
+            settings_from(config, extra_note=f"fine-tune of {name} from run {source} (hashes verified)"),
+            served_for=lora_served_models(ctx, mine, served),
+        )
 
 
 __all__ = ["Config", "RoundTripError", "overall_row", "pull_verified", "run", "HELP_SHAPES"]

@@ -7,13 +7,15 @@
 
 Each figure is the best of ``repeats`` timed runs after a warm-up, with the median beside it.
 """
+
 from __future__ import annotations
 
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from agents.context import LaneContext
 from pipeline.lane_configs.host_cpu import Config
@@ -57,9 +59,18 @@ def triad_rows(n: int, repeats: int, threads: tuple[int, ...]) -> list[dict[str,
             for t in sorted({1, max(threads)}):
                 torch.set_num_threads(t)
                 best, med = _time_best(lambda: torch.add(b, c, alpha=3.0, out=a), repeats)
-                rows.append({"bench": "triad", "threads": t, "size": n, "value": 24 * n / best / 1e9,
-                             "median": 24 * n / med / 1e9, "unit": "GB/s", "repeats": repeats,
-                             "note": "torch.add(b, c, alpha=s, out=a), fused; 24 B/element (STREAM convention)"})
+                rows.append(
+                    {
+                        "bench": "triad",
+                        "threads": t,
+                        "size": n,
+                        "value": 24 * n / best / 1e9,
+                        "median": 24 * n / med / 1e9,
+                        "unit": "GB/s",
+                        "repeats": repeats,
+                        "note": "torch.add(b, c, alpha=s, out=a), fused; 24 B/element (STREAM convention)",
+                    }
+                )
         finally:
             torch.set_num_threads(prev)
     else:
@@ -74,9 +85,18 @@ def triad_rows(n: int, repeats: int, threads: tuple[int, ...]) -> list[dict[str,
             np.add(a, b, out=a)
 
         best, med = _time_best(triad, repeats)
-        rows.append({"bench": "triad", "threads": 1, "size": n, "value": 24 * n / best / 1e9,
-                     "median": 24 * n / med / 1e9, "unit": "GB/s", "repeats": repeats,
-                     "note": "numpy two-pass (40 B/element moved); reported at STREAM's 24 B/element, a lower bound"})
+        rows.append(
+            {
+                "bench": "triad",
+                "threads": 1,
+                "size": n,
+                "value": 24 * n / best / 1e9,
+                "median": 24 * n / med / 1e9,
+                "unit": "GB/s",
+                "repeats": repeats,
+                "note": "numpy two-pass (40 B/element moved); reported at STREAM's 24 B/element, a lower bound",
+            }
+        )
     return rows
 
 
@@ -90,9 +110,18 @@ def matmul_rows(n: int, repeats: int, threads: tuple[int, ...]) -> list[dict[str
 
         x = np.random.default_rng(0).random((n, n), dtype=np.float32)
         best, med = _time_best(lambda: x @ x, repeats)
-        return [{"bench": "matmul", "threads": None, "size": n, "value": flops / best / 1e9,
-                 "median": flops / med / 1e9, "unit": "GFLOP/s", "repeats": repeats,
-                 "note": "numpy BLAS, thread count not controlled (torch absent)"}]
+        return [
+            {
+                "bench": "matmul",
+                "threads": None,
+                "size": n,
+                "value": flops / best / 1e9,
+                "median": flops / med / 1e9,
+                "unit": "GFLOP/s",
+                "repeats": repeats,
+                "note": "numpy BLAS, thread count not controlled (torch absent)",
+            }
+        ]
     prev = torch.get_num_threads()
     x = torch.rand(n, n, dtype=torch.float32)
     y = torch.rand(n, n, dtype=torch.float32)
@@ -101,9 +130,18 @@ def matmul_rows(n: int, repeats: int, threads: tuple[int, ...]) -> list[dict[str
         for t in threads:
             torch.set_num_threads(t)
             best, med = _time_best(lambda: torch.mm(x, y, out=out), repeats)
-            rows.append({"bench": "matmul", "threads": t, "size": n, "value": flops / best / 1e9,
-                         "median": flops / med / 1e9, "unit": "GFLOP/s", "repeats": repeats,
-                         "note": "torch.mm fp32, 2n^3 FLOPs"})
+            rows.append(
+                {
+                    "bench": "matmul",
+                    "threads": t,
+                    "size": n,
+                    "value": flops / best / 1e9,
+                    "median": flops / med / 1e9,
+                    "unit": "GFLOP/s",
+                    "repeats": repeats,
+                    "note": "torch.mm fp32, 2n^3 FLOPs",
+                }
+            )
     finally:
         torch.set_num_threads(prev)
     return rows
@@ -113,8 +151,10 @@ def bundled_texts(limit: int) -> list[str]:
     """Texts of the bundled instruction data (instruction + context + response), cycled to ``limit``."""
     from agents.training.data import load_instructions
 
-    texts = [" ".join(str(r.get(k) or "") for k in ("instruction", "context", "response")).strip()
-             for r in load_instructions().records]
+    texts = [
+        " ".join(str(r.get(k) or "") for k in ("instruction", "context", "response")).strip()
+        for r in load_instructions().records
+    ]
     out: list[str] = []
     while len(out) < limit:
         out.extend(texts)
@@ -134,13 +174,23 @@ def tokenizer_rows(ctx: LaneContext, config: Config) -> list[dict[str, Any]]:
     texts = bundled_texts(config.tokenizer_texts)
     n_tokens = sum(len(e.ids) for e in tok.encode_batch(texts))
     rows = []
-    for mode, fn in (("sequential", lambda: [tok.encode(t) for t in texts]),
-                     ("batch", lambda: tok.encode_batch(texts))):
+    for mode, fn in (
+        ("sequential", lambda: [tok.encode(t) for t in texts]),
+        ("batch", lambda: tok.encode_batch(texts)),
+    ):
         best, med = _time_best(fn, config.repeats)
-        rows.append({"bench": "tokenizer", "threads": 1 if mode == "sequential" else None,
-                     "size": len(texts), "value": n_tokens / best, "median": n_tokens / med, "unit": "tokens/s",
-                     "repeats": config.repeats,
-                     "note": f"{mode} encode of {len(texts)} bundled texts ({n_tokens} tokens) with {tok_dir.name}"})
+        rows.append(
+            {
+                "bench": "tokenizer",
+                "threads": 1 if mode == "sequential" else None,
+                "size": len(texts),
+                "value": n_tokens / best,
+                "median": n_tokens / med,
+                "unit": "tokens/s",
+                "repeats": config.repeats,
+                "note": f"{mode} encode of {len(texts)} bundled texts ({n_tokens} tokens) with {tok_dir.name}",
+            }
+        )
     return rows
 
 

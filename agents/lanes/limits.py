@@ -5,6 +5,7 @@ Neuron box, its failure's verbatim classified error kept), asks it one request, 
 :mod:`pipeline.limits` picks the next value and says why the search stopped. On the CPU the lane's
 ``memory_cap_mib`` plays the device's memory (the server reserves its whole KV cache under that cap).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,11 @@ def _answer(base_url: str, model: str, tokens: int) -> str | None:
     import httpx
 
     try:
-        r = httpx.post(f"{base_url}/v1/completions", timeout=120.0,
-                       json={"model": model, "prompt": "Limits probe.", "max_tokens": tokens, "temperature": 0})
+        r = httpx.post(
+            f"{base_url}/v1/completions",
+            timeout=120.0,
+            json={"model": model, "prompt": "Limits probe.", "max_tokens": tokens, "temperature": 0},
+        )
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
     if r.status_code != 200:
@@ -58,10 +62,14 @@ def run(ctx: LaneContext, config: Config) -> None:
         b = Bisection(search)
         row = search_columns(search, search_id, model.name, at, ctx.backend)
         while (value := b.next()) is not None:
-            cfg = dataclasses.replace(base, name=f"{base.name}-{search.kind}-{value}", base=base.name,
-                                      description=f"limits probe: {label}, {search.kind}={value}",
-                                      extra_args=base.extra_args + cap_args,
-                                      **{search.kind: value, OTHER[search.kind]: at})
+            cfg = dataclasses.replace(
+                base,
+                name=f"{base.name}-{search.kind}-{value}",
+                base=base.name,
+                description=f"limits probe: {label}, {search.kind}={value}",
+                extra_args=base.extra_args + cap_args,
+                **{search.kind: value, OTHER[search.kind]: at},
+            )
             t0 = time.monotonic()
             kind = error = None
             try:
@@ -73,12 +81,25 @@ def run(ctx: LaneContext, config: Config) -> None:
                 kind, error = exc.failure.kind.value, exc.failure.line
             b.record(value, error is None, kind, error)
             done += 1
-            ctx.progress(f"{model.name} {label}: {search.kind}={value} {'ok' if error is None else kind}", done,
-                         total, "probes")
-            ctx.write("limit_probes", [{
-                **row, "probe": len(b.probes), "phase": b.probes[-1].phase, "value": value,
-                "succeeded": error is None, "error_kind": kind, "error": error, "wall_s": time.monotonic() - t0,
-                "config": cfg.name, "config_fingerprint": cfg.fingerprint()}])
+            ctx.progress(
+                f"{model.name} {label}: {search.kind}={value} {'ok' if error is None else kind}", done, total, "probes"
+            )
+            ctx.write(
+                "limit_probes",
+                [
+                    {
+                        **row,
+                        "probe": len(b.probes),
+                        "phase": b.probes[-1].phase,
+                        "value": value,
+                        "succeeded": error is None,
+                        "error_kind": kind,
+                        "error": error,
+                        "wall_s": time.monotonic() - t0,
+                        "config": cfg.name,
+                        "config_fingerprint": cfg.fingerprint(),
+                    }
+                ],
+            )
         ctx.write("limit_probes", [{**row, "phase": "outcome", "config": base.name, "stop_reason": b.stop_reason}])
-        log.info("%s %s: (%s, %s] after %d probes: %s", model.name, label, b.low, b.high, len(b.probes),
-                 b.stop_reason)
+        log.info("%s %s: (%s, %s] after %d probes: %s", model.name, label, b.low, b.high, len(b.probes), b.stop_reason)

@@ -5,6 +5,7 @@ checkpoint under ``models/<run_id>/<model>/merged/`` and one ``artifacts`` row p
 (kind ``merged``, stage ``after_merge``). Serving pulls it with
 :func:`agents.training.merge.fetch_merged_model`, which re-hashes against these rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,8 @@ def run(ctx: LaneContext, config: Config) -> None:
                 raise RuntimeError(f"merged {model} reloaded but generated no tokens: {checks}")
         out_prefix = store_prefix(ctx, model, "merged")
         ctx.upload_tree(out_prefix, merged_dir)
-        ctx.write("artifacts", artifact_rows(model, merged_dir, kind="merged", stage="after_merge",
-                                             uri_prefix=ctx.store.uri(out_prefix)))
+        ctx.write(
+            "artifacts",
+            artifact_rows(model, merged_dir, kind="merged", stage="after_merge", uri_prefix=ctx.store.uri(out_prefix)),
+        )
     ctx.progress("merge", len(config.models), len(config.models), "models")

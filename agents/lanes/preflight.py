@@ -7,6 +7,7 @@ is a ``preflight_checks`` row, kept when the gate fails; a failed check fails th
 verbatim, which is the gate's failure on the terminal, in the run's event and in REPORT.md, and the box is
 stopped with the rest of its lanes skipped.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,10 +65,18 @@ def inputs_for(ctx: LaneContext, config: Config, **overrides: Any) -> PreflightI
     dataset = config.dataset or os.environ.get(DATASET_ENV) or None
     base = dict(os.environ)
     values: dict[str, Any] = dict(
-        box_role=ctx.box_role, backend=ctx.backend, lane_env=build_lane_environment("preflight", base=base),
-        models=hub_models(config.models), dataset=dataset, cache_free_gib=config.cache_free_gib,
-        max_clock_skew_s=config.max_clock_skew_s, install_missing=config.install_missing,
-        timeout_s=config.check_timeout_s, token=_token, store_clock=_store_clock(ctx))
+        box_role=ctx.box_role,
+        backend=ctx.backend,
+        lane_env=build_lane_environment("preflight", base=base),
+        models=hub_models(config.models),
+        dataset=dataset,
+        cache_free_gib=config.cache_free_gib,
+        max_clock_skew_s=config.max_clock_skew_s,
+        install_missing=config.install_missing,
+        timeout_s=config.check_timeout_s,
+        token=_token,
+        store_clock=_store_clock(ctx),
+    )
     values.update(overrides)
     return PreflightInputs(**values)
 

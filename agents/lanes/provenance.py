@@ -6,6 +6,7 @@ id/type/AMI from IMDSv2 when on EC2 (fast timeout elsewhere); the harness's git
 commit; on a box, the SHA-256 of each box script the last harness sync installed (``box_script`` rows).
 A fact that cannot be read is a row with value NULL and a note.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,15 +28,43 @@ from pipeline.servers import CPU_SERVER_ENV, CUDA_SERVER_ENV, serving_server
 
 PACKAGES = (
     # Neuron
-    "torch-neuronx", "neuronx-cc", "neuronx-distributed", "neuronx-distributed-inference", "optimum-neuron",
-    "libneuronxla", "torch-xla", "aws-neuronx-runtime-discovery",
+    "torch-neuronx",
+    "neuronx-cc",
+    "neuronx-distributed",
+    "neuronx-distributed-inference",
+    "optimum-neuron",
+    "libneuronxla",
+    "torch-xla",
+    "aws-neuronx-runtime-discovery",
     # CUDA / serving
-    "vllm", "vllm-neuron", "nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12", "triton", "xformers", "flash-attn",
+    "vllm",
+    "vllm-neuron",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cudnn-cu12",
+    "triton",
+    "xformers",
+    "flash-attn",
     # ML
-    "torch", "transformers", "tokenizers", "peft", "trl", "accelerate", "datasets", "safetensors", "optimum",
-    "numpy", "huggingface-hub",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "peft",
+    "trl",
+    "accelerate",
+    "datasets",
+    "safetensors",
+    "optimum",
+    "numpy",
+    "huggingface-hub",
     # results / AWS
-    "pyarrow", "duckdb", "boto3", "botocore", "aws-lambda-powertools", "httpx", "aiohttp", "uvloop",
+    "pyarrow",
+    "duckdb",
+    "boto3",
+    "botocore",
+    "aws-lambda-powertools",
+    "httpx",
+    "aiohttp",
+    "uvloop",
     "neuron-pipelines",
 )
 
@@ -52,8 +81,13 @@ IMDS_FIELDS = ("instance-id", "instance-type", "ami-id", "placement/region", "pl
 
 
 def _row(category: str, name: str, value: Any, source: str, note: str | None = None) -> dict[str, Any]:
-    return {"category": category, "name": name, "value": None if value is None else str(value),
-            "source": source, "note": note}
+    return {
+        "category": category,
+        "name": name,
+        "value": None if value is None else str(value),
+        "source": source,
+        "note": note,
+    }
 
 
 def system_rows() -> list[dict[str, Any]]:
@@ -85,10 +119,12 @@ def system_rows() -> list[dict[str, Any]]:
 
         rows.append(_row("memory", "total_mib", round(psutil.virtual_memory().total / 2**20), "psutil"))
         rows.append(_row("memory", "swap_mib", round(psutil.swap_memory().total / 2**20), "psutil"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a sensor that cannot read is recorded NULL with its error
         rows.append(_row("memory", "total_mib", None, "psutil", str(exc)))
     try:
-        os_release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+        os_release = dict(
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
+        )
         rows.append(_row("os", "distribution", os_release.get("PRETTY_NAME", "").strip('"'), "/etc/os-release"))
     except OSError:
         rows.append(_row("os", "distribution", None, "/etc/os-release", "not readable"))
@@ -121,8 +157,12 @@ def command_rows(timeout_s: float) -> list[dict[str, Any]]:
     return rows
 
 
-EC2_MARKERS = (("/sys/class/dmi/id/sys_vendor", "Amazon EC2"), ("/sys/class/dmi/id/board_vendor", "Amazon EC2"),
-               ("/sys/hypervisor/uuid", "ec2"), ("/sys/class/dmi/id/product_uuid", "EC2"))
+EC2_MARKERS = (
+    ("/sys/class/dmi/id/sys_vendor", "Amazon EC2"),
+    ("/sys/class/dmi/id/board_vendor", "Amazon EC2"),
+    ("/sys/hypervisor/uuid", "ec2"),
+    ("/sys/class/dmi/id/product_uuid", "EC2"),
+)
 
 
 def ec2_evidence(markers: tuple[tuple[str, str], ...] = EC2_MARKERS) -> str | None:
@@ -140,8 +180,9 @@ def ec2_evidence(markers: tuple[tuple[str, str], ...] = EC2_MARKERS) -> str | No
 def imds_rows(timeout_s: float, base: str = IMDS) -> list[dict[str, Any]]:
     """Instance facts through IMDSv2 (token first). Off EC2 every field is NULL with the reason."""
     try:
-        req = urllib.request.Request(f"{base}/latest/api/token", method="PUT",
-                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        req = urllib.request.Request(
+            f"{base}/latest/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"}
+        )
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             token = resp.read().decode()
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -150,8 +191,7 @@ def imds_rows(timeout_s: float, base: str = IMDS) -> list[dict[str, Any]]:
     rows = []
     for f in IMDS_FIELDS:
         try:
-            req = urllib.request.Request(f"{base}/latest/meta-data/{f}",
-                                         headers={"X-aws-ec2-metadata-token": token})
+            req = urllib.request.Request(f"{base}/latest/meta-data/{f}", headers={"X-aws-ec2-metadata-token": token})
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:
                 rows.append(_row("instance", f, resp.read().decode(), "IMDSv2"))
         except (urllib.error.URLError, OSError) as exc:
@@ -185,8 +225,15 @@ def box_script_rows(environ: dict[str, str] | None = None) -> list[dict[str, Any
         except OSError as exc:
             rows.append(_row("box_script", path, None, manifest, f"{type(exc).__name__}: {exc}"))
             continue
-        rows.append(_row("box_script", path, now, manifest,
-                         None if now == recorded else f"differs from the installed {recorded} (changed since sync)"))
+        rows.append(
+            _row(
+                "box_script",
+                path,
+                now,
+                manifest,
+                None if now == recorded else f"differs from the installed {recorded} (changed since sync)",
+            )
+        )
     return rows
 
 
@@ -203,13 +250,26 @@ def run(ctx: LaneContext, config: Config) -> None:
         note = "not on EC2: no EC2 DMI/hypervisor marker on this machine, IMDS not queried"
         rows += [_row("instance", f, None, "IMDSv2", note) for f in IMDS_FIELDS]
     sha = harness_sha()
-    rows.append(_row("harness", "git_sha", sha, "git rev-parse HEAD / NEURONPIPE_HARNESS_SHA",
-                     None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset"))
+    rows.append(
+        _row(
+            "harness",
+            "git_sha",
+            sha,
+            "git rev-parse HEAD / NEURONPIPE_HARNESS_SHA",
+            None if sha else "not a git checkout and NEURONPIPE_HARNESS_SHA unset",
+        )
+    )
     rows.append(_row("harness", "backend", ctx.backend, "agents.backend.detect_backend"))
     rows.append(_row("harness", "box_role", ctx.box_role, "NEURONPIPE_BOX_ROLE"))
     # which server the serving lanes boot: their figures measure it, not only the hardware
-    rows.append(_row("harness", "server", serving_server(ctx.backend, os.environ),
-                     f"{CPU_SERVER_ENV} / {CUDA_SERVER_ENV} (pipeline.servers.serving_server)"))
+    rows.append(
+        _row(
+            "harness",
+            "server",
+            serving_server(ctx.backend, os.environ),
+            f"{CPU_SERVER_ENV} / {CUDA_SERVER_ENV} (pipeline.servers.serving_server)",
+        )
+    )
     rows += box_script_rows()
     ctx.write("provenance", rows)
     ctx.progress("provenance", 4, 4, "groups")

@@ -1,6 +1,7 @@
 """quality: 16 fixed prompts (bundled), greedy, temperature 0, seed 0, each asked twice, on the base
 model and on its fine-tune side by side: determinism, the texts, mean logprob (NULL with the server's
 verbatim refusal where it gives none)."""
+
 from __future__ import annotations
 
 from agents.context import LaneContext
@@ -10,11 +11,11 @@ from pipeline.lane_configs.quality import Config
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.lanes.finetune_serve import pull_verified
     from agents.serving import get_launcher
-    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.quality import load_prompts, quality_rows
     from agents.serving.session import serve
     from agents.training.catalogue import resolve_model
+    from pipeline.servers import get_server_config
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     cfg = get_server_config(config.server_config, ctx.profile, ctx.backend)
@@ -26,8 +27,17 @@ def run(ctx: LaneContext, config: Config) -> None:
         variants.append(("finetune", ServedModel(config.model, path, cache_key=f"{config.model}-finetune-{source}")))
     for i, (variant, model) in enumerate(variants):
         with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
-            rows = quality_rows(server.base_url, model.name, variant, cfg.name, ctx.backend, prompts,
-                                config.max_tokens, config.seed,
-                                progress=lambda d, t, v=variant, k=i: ctx.progress(
-                                    f"{v} prompts", k * t + d, t * len(variants), "prompts"))
+            rows = quality_rows(
+                server.base_url,
+                model.name,
+                variant,
+                cfg.name,
+                ctx.backend,
+                prompts,
+                config.max_tokens,
+                config.seed,
+                progress=lambda d, t, v=variant, k=i: ctx.progress(
+                    f"{v} prompts", k * t + d, t * len(variants), "prompts"
+                ),
+            )
         ctx.write("quality", rows)

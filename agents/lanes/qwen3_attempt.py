@@ -7,6 +7,7 @@ The outcome lives in existing tables: the boot's ``compiles`` row (``succeeded``
 (``{"outcome": "succeeded"|"failed", "phase": "boot"|"first_token"|null, "error_kind", "error"}``);
 a first-token probe's request row carries the server's verbatim error too.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,27 +24,35 @@ log = logging.getLogger(__name__)
 PROBE_PREFIX = "qwen3-probe"
 
 
-def outcome_note(outcome: str, phase: str | None = None, error_kind: str | None = None,
-                 error: str | None = None) -> str:
-    return json.dumps({"outcome": outcome, "phase": phase, "error_kind": error_kind, "error": error},
-                      sort_keys=True)
+def outcome_note(
+    outcome: str, phase: str | None = None, error_kind: str | None = None, error: str | None = None
+) -> str:
+    return json.dumps({"outcome": outcome, "phase": phase, "error_kind": error_kind, "error": error}, sort_keys=True)
 
 
 def boot_failure_point(model: str, config: str, backend: str, kind: str, line: str) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
-    return {"point_id": f"{PROBE_PREFIX}-boot-{secrets.token_hex(3)}", "model": model, "server_config": config,
-            "backend": backend, "mode": "closed", "num_prompts": 0, "window_start": now, "window_end": now,
-            "note": outcome_note("failed", "boot", kind, line)}
+    return {
+        "point_id": f"{PROBE_PREFIX}-boot-{secrets.token_hex(3)}",
+        "model": model,
+        "server_config": config,
+        "backend": backend,
+        "mode": "closed",
+        "num_prompts": 0,
+        "window_start": now,
+        "window_end": now,
+        "note": outcome_note("failed", "boot", kind, line),
+    }
 
 
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
-    from agents.serving.variants import lane_server_configs
     from agents.serving.launcher import ServedModel, ServerBootError
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model
+    from agents.serving.variants import lane_server_configs
     from agents.training.catalogue import resolve_model
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
@@ -55,11 +64,24 @@ def run(ctx: LaneContext, config: Config) -> None:
     settings = settings_from(config, extra_note="qwen3_attempt sweep")
     try:
         with serve(ctx, launcher, model, first, config.health_timeout_s) as server:
-            probe = run_point(SweepPoint(
-                base_url=server.base_url, model=model.name, input_len=probe_shape.input_len,
-                output_len=probe_shape.output_len, num_prompts=1, concurrency=1, endpoint=config.endpoint,
-                server_kind=launcher.server_kind, server_config=first.name, backend=ctx.backend, warmup_requests=0,
-                slo=settings.slo, point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}"), tok)
+            probe = run_point(
+                SweepPoint(
+                    base_url=server.base_url,
+                    model=model.name,
+                    input_len=probe_shape.input_len,
+                    output_len=probe_shape.output_len,
+                    num_prompts=1,
+                    concurrency=1,
+                    endpoint=config.endpoint,
+                    server_kind=launcher.server_kind,
+                    server_config=first.name,
+                    backend=ctx.backend,
+                    warmup_requests=0,
+                    slo=settings.slo,
+                    point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}",
+                ),
+                tok,
+            )
             req = probe.requests[0] if probe.requests else {}
             ctx.write("requests", probe.requests)
             if not req.get("success"):
@@ -71,8 +93,10 @@ def run(ctx: LaneContext, config: Config) -> None:
             sweep_config(ctx, server.base_url, launcher, model, first, settings, tok, SweepOutcome())
     except ServerBootError as exc:
         log.warning("Qwen3 boot failed (%s): %s", exc.failure.kind.value, exc.failure.line)
-        ctx.write("sweep_points", [boot_failure_point(model.name, first.name, ctx.backend, exc.failure.kind.value,
-                                                      exc.failure.line)])
+        ctx.write(
+            "sweep_points",
+            [boot_failure_point(model.name, first.name, ctx.backend, exc.failure.kind.value, exc.failure.line)],
+        )
         return
     if len(configs) > 1:
         sweep_model(ctx, launcher, model, configs[1:], settings, tok)

@@ -4,6 +4,7 @@ Backend ``cpu``/``cuda``: trl SFTTrainer + peft; ``neuron``: optimum-neuron Neur
 torchrun, TP=2, bf16, gradient checkpointing, packing. The adapter goes to the store under
 ``models/<run_id>/<model>/adapter/``; the merge lane reads it from this lane's committed attempt.
 """
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ as sft (lane ``smoke``), the merged files' SHA-256 (stage ``after_merge``, local
 uploaded), and the generations in the lane log. Fails when the loss does not fall or the
 merged model generates nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,10 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.point import SweepPoint, run_point
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
-    from pipeline.servers import get_server_config
     from agents.serving.launcher import ServedModel
     from agents.serving.session import serve
     from agents.training.catalogue import resolve_model
+    from pipeline.servers import get_server_config
 
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
     server_config = get_server_config(config.server_config, ctx.profile, ctx.backend)
@@ -48,16 +49,29 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
     ctx.progress("boot", 0, 1, "servers")
     with serve(ctx, launcher, model, server_config, config.health_timeout_s) as server:
         ctx.progress("generate", 0, 1, "requests")
-        point = run_point(SweepPoint(
-            base_url=server.base_url, model=model.name, input_len=32, output_len=config.max_new_tokens,
-            num_prompts=1, concurrency=1, server_kind=launcher.server_kind, server_config=server_config.name,
-            backend=ctx.backend, warmup_requests=0, point_id="smoke-serve"), tok)
+        point = run_point(
+            SweepPoint(
+                base_url=server.base_url,
+                model=model.name,
+                input_len=32,
+                output_len=config.max_new_tokens,
+                num_prompts=1,
+                concurrency=1,
+                server_kind=launcher.server_kind,
+                server_config=server_config.name,
+                backend=ctx.backend,
+                warmup_requests=0,
+                point_id="smoke-serve",
+            ),
+            tok,
+        )
     ctx.write("requests", point.requests)
     ctx.write("sweep_points", [point.sweep_point])
     req = point.requests[0] if point.requests else {}
     if not req.get("success"):
-        raise RuntimeError(f"smoke: {config.model} booted but did not generate: "
-                           f"{req.get('error_type')}: {req.get('error')}")
+        raise RuntimeError(
+            f"smoke: {config.model} booted but did not generate: {req.get('error_type')}: {req.get('error')}"
+        )
     ctx.progress("generate", 1, 1, "requests")
 
 

@@ -21,7 +21,8 @@ API for lanes (import from the submodules; this package imports nothing heavy):
   bundled tiny one (``agents.training.tiny_models.ensure_tokenizer``), the whitespace one for the
   synthetic server.
 * ``agents.loadgen.metrics``: loads rows into DuckDB and reads the serving family's
-  views (``analytics/views/sql/1*_serving_*.sql``, ``analytics.views.SERVING_FILES``) (the only implementation of the metrics).
+  views (``analytics/views/sql/1*_serving_*.sql``, ``analytics.views.SERVING_FILES``) (the only implementation of the
+  metrics).
 * ``agents.loadgen.vllm_json.save_vllm_json(result, path)``: ``vllm bench serve --save-result`` fields.
 * ``agents.loadgen.synthetic_server``: deterministic streaming server with faults, a batching model and a
   ground-truth log (``python -m agents.loadgen.synthetic_server --port 0``).

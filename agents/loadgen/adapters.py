@@ -10,6 +10,7 @@
 * ``openai``: any other OpenAI-compatible server: ``max_tokens`` only (achieved
   lengths are still checked and a miss flags the point).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,12 +52,23 @@ class ServerAdapter:
     per_chunk_usage: bool  # ask for usage on every chunk
     max_concurrency: int | None = None  # the server serves this many at once at most (None: no limit)
 
-    def body(self, endpoint: str, model: str, prompt: str, input_len: int | None, output_len: int,
-             messages: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    def body(
+        self,
+        endpoint: str,
+        model: str,
+        prompt: str,
+        input_len: int | None,
+        output_len: int,
+        messages: list[dict[str, str]] | None = None,
+    ) -> dict[str, Any]:
         """One request's body; ``messages``: a whole conversation (a multi-turn session's turn) instead of
         ``prompt`` as its one user message (chat endpoint)."""
-        body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": output_len,
-                                "stream_options": {"include_usage": True}}
+        body: dict[str, Any] = {
+            "model": model,
+            "stream": True,
+            "max_tokens": output_len,
+            "stream_options": {"include_usage": True},
+        }
         if endpoint_path(endpoint).endswith("chat/completions"):
             body["messages"] = messages if messages is not None else [{"role": "user", "content": prompt}]
         else:
@@ -80,17 +92,23 @@ class VllmAdapter(ServerAdapter):
 
 class TransformersAdapter(ServerAdapter):
     def extend(self, body: dict[str, Any], input_len: int | None, output_len: int) -> dict[str, Any]:
-        body["generation_config"] = json.dumps({"max_new_tokens": output_len, "min_new_tokens": output_len,
-                                                "do_sample": False})
+        body["generation_config"] = json.dumps(
+            {"max_new_tokens": output_len, "min_new_tokens": output_len, "do_sample": False}
+        )
         return body
 
 
-ADAPTERS: dict[str, ServerAdapter] = {a.name: a for a in [
-    VllmAdapter("vllm", pins_output=True, pins_input=True, per_chunk_usage=True),
-    TransformersAdapter("transformers", pins_output=True, pins_input=False, per_chunk_usage=False, max_concurrency=1),
-    VllmAdapter("synthetic", pins_output=True, pins_input=True, per_chunk_usage=True),
-    ServerAdapter("openai", pins_output=False, pins_input=False, per_chunk_usage=False),
-]}
+ADAPTERS: dict[str, ServerAdapter] = {
+    a.name: a
+    for a in [
+        VllmAdapter("vllm", pins_output=True, pins_input=True, per_chunk_usage=True),
+        TransformersAdapter(
+            "transformers", pins_output=True, pins_input=False, per_chunk_usage=False, max_concurrency=1
+        ),
+        VllmAdapter("synthetic", pins_output=True, pins_input=True, per_chunk_usage=True),
+        ServerAdapter("openai", pins_output=False, pins_input=False, per_chunk_usage=False),
+    ]
+}
 
 
 def get_adapter(name: str) -> ServerAdapter:
@@ -112,8 +130,9 @@ class UnconfirmedExtensionError(ValueError):
 def model_entries(models_response: Any) -> list[dict[str, Any]]:
     """The ``data`` entries of a ``GET /v1/models`` answer; any other shape is a :class:`ServerResponseShapeError`."""
     if not isinstance(models_response, dict):
-        raise ServerResponseShapeError(f"GET /v1/models returned a JSON {type(models_response).__name__}, "
-                                       "not an object with a 'data' list")
+        raise ServerResponseShapeError(
+            f"GET /v1/models returned a JSON {type(models_response).__name__}, not an object with a 'data' list"
+        )
     data = models_response.get("data", [])
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
         raise ServerResponseShapeError("GET /v1/models: 'data' is not a list of model objects")
@@ -142,5 +161,6 @@ def confirm_auto_kind(models_response: Any, output_len: int) -> str:
             f"--server-kind auto: the server is neither vLLM nor neuronpipe's (owned_by: {', '.join(owners)}), so "
             "ignore_eos/min_tokens cannot be confirmed and the output length would not be pinned; pass "
             "--server-kind vllm if it honours vLLM's extensions, or --server-kind openai to send max_tokens only "
-            "(achieved lengths are still checked)")
+            "(achieved lengths are still checked)"
+        )
     return kind

@@ -1,5 +1,6 @@
 """Arrival processes: closed loop at a fixed concurrency, an open-loop gamma schedule, or a schedule of its own
 (a trace replayed, a rate ramp)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,15 +3,17 @@
 Requests are pre-encoded (bodies JSON-encoded once before the point; only the
 request id is spliced in at dispatch) and every stamp is ``perf_counter_ns()``.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Callable
+from typing import Any
 
-from agents.loadgen.records import RawRequest
 from agents.loadgen.pool import ConnectionPool
+from agents.loadgen.records import RawRequest
 from agents.loadgen.transport import Target
 
 
@@ -24,13 +26,22 @@ class Timeouts:
 class RequestFactory:
     """Pre-encoded HTTP/1.1 requests: a constant head, one pre-encoded body per prompt."""
 
-    def __init__(self, target: Target, path: str, bodies: list[bytes], prompt_tokens: list[int], point_id: str,
-                 api_key: str | None = None):
+    def __init__(
+        self,
+        target: Target,
+        path: str,
+        bodies: list[bytes],
+        prompt_tokens: list[int],
+        point_id: str,
+        api_key: str | None = None,
+    ):
         if not bodies:
             raise ValueError("no request bodies")
         auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
-        self.prefix = (f"POST {target.base_path}{path} HTTP/1.1\r\nHost: {target.host_header}\r\n"
-                       f"Content-Type: application/json\r\nAccept: text/event-stream\r\n{auth}X-Request-Id: ").encode()
+        self.prefix = (
+            f"POST {target.base_path}{path} HTTP/1.1\r\nHost: {target.host_header}\r\n"
+            f"Content-Type: application/json\r\nAccept: text/event-stream\r\n{auth}X-Request-Id: "
+        ).encode()
         self.tails = [b"\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies]
         self.prompt_tokens = prompt_tokens
         self.point_id = point_id
@@ -52,8 +63,14 @@ class RequestFactory:
 class Dispatcher:
     """Runs one phase (warm-up or measured) of a point and collects :class:`RawRequest` records."""
 
-    def __init__(self, pool: ConnectionPool, factory: RequestFactory, timeouts: Timeouts,
-                 progress: Callable[[int], None] | None = None, phase_hook: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        factory: RequestFactory,
+        timeouts: Timeouts,
+        progress: Callable[[int], None] | None = None,
+        phase_hook: Callable[[str], None] | None = None,
+    ):
         self.pool = pool
         self.phase_hook = phase_hook  # told "first_sent" once, as the first measured request goes out
         self._first_sent = False
@@ -64,8 +81,9 @@ class Dispatcher:
         self.stop_reason: str | None = None  # why a bounded open loop stopped dispatching early
         self.aborted: set[int] = set()  # request indices still in flight when the grace ran out
 
-    async def _one(self, index: int, warmup: bool, t_scheduled: int, body: bytes | None = None,
-                   tokens: int | None = None) -> int:
+    async def _one(
+        self, index: int, warmup: bool, t_scheduled: int, body: bytes | None = None, tokens: int | None = None
+    ) -> int:
         """Send request ``index`` (its pre-encoded body, or ``body`` built at run time: a session's turn)."""
         f = self.factory
         rid = f.request_id(index, warmup)
@@ -75,20 +93,30 @@ class Dispatcher:
                 self.phase_hook("first_sent")
         payload = f.payload(index, rid) if body is None else f.payload_for(body, rid)
         ex = await self.pool.exchange(payload, self.timeouts.idle_s, self.timeouts.total_s)
-        self.results.append(RawRequest(index, rid, warmup, f.tokens(index) if tokens is None else tokens,
-                                       t_scheduled, ex))
+        self.results.append(
+            RawRequest(index, rid, warmup, f.tokens(index) if tokens is None else tokens, t_scheduled, ex)
+        )
         return ex.t_done
 
-    async def sessions(self, sessions: list[Any], turn: Callable[[Any, int, list[str]], tuple[bytes, int] | None],
-                       reply: Callable[[Any], str | None], *, streams: int | None = None,
-                       offsets_s: list[float] | None = None, think_time_s: float = 0.0, warmup: bool = False,
-                       first_index: int = 0, on_request: Callable[[int, Any, int], None] | None = None) -> None:
+    async def sessions(
+        self,
+        sessions: list[Any],
+        turn: Callable[[Any, int, list[str]], tuple[bytes, int] | None],
+        reply: Callable[[Any], str | None],
+        *,
+        streams: int | None = None,
+        offsets_s: list[float] | None = None,
+        think_time_s: float = 0.0,
+        warmup: bool = False,
+        first_index: int = 0,
+        on_request: Callable[[int, Any, int], None] | None = None,
+    ) -> None:
         """Multi-turn sessions: each runs its turns in order, a turn sent when the previous one has ended (plus
         ``think_time_s``), its body built from the conversation so far (``turn(session, t, replies)``; None: the
         session stops, e.g. its context is full). Closed loop: ``streams`` sessions at once, each stream taking
         the next session when its own ends; open loop: a session starts at each of ``offsets_s``. A failed turn
         ends its session. ``on_request(index, session, t)`` records which turn a request index carried."""
-        counter = iter(range(first_index, first_index + 10 ** 9))
+        counter = iter(range(first_index, first_index + 10**9))
         loop = asyncio.get_running_loop()
 
         async def run(session: Any, t_start: int) -> None:
@@ -130,9 +158,15 @@ class Dispatcher:
 
         await self._with_progress(dispatch())
 
-    async def closed_loop(self, concurrency: int, count: int | None, warmup: bool = False,
-                          stop_at_ns: int | None = None, first_index: int = 0,
-                          stream_starts_s: list[float] | None = None) -> None:
+    async def closed_loop(
+        self,
+        concurrency: int,
+        count: int | None,
+        warmup: bool = False,
+        stop_at_ns: int | None = None,
+        first_index: int = 0,
+        stream_starts_s: list[float] | None = None,
+    ) -> None:
         """``concurrency`` streams; the next request is scheduled when a stream's previous one ends.
         Stops after ``count`` requests (None: no limit) or, when ``stop_at_ns`` is set, sends none after it.
         ``stream_starts_s``: when each stream starts (a closed-loop ramp; one stream per entry), its first request
@@ -152,9 +186,14 @@ class Dispatcher:
         starts = stream_starts_s if stream_starts_s is not None else [0.0] * concurrency
         await self._with_progress(asyncio.gather(*(stream(s) for s in starts)))
 
-    async def open_loop(self, offsets_s: list[float], max_concurrency: int | None, first_index: int = 0,
-                        saturation: Callable[[int, float], str | None] | None = None,
-                        grace_s: float | None = None) -> None:
+    async def open_loop(
+        self,
+        offsets_s: list[float],
+        max_concurrency: int | None,
+        first_index: int = 0,
+        saturation: Callable[[int, float], str | None] | None = None,
+        grace_s: float | None = None,
+    ) -> None:
         """Dispatch at precomputed absolute times; with a cap, a request waits for a free slot (client queue).
 
         ``saturation(in_flight, elapsed_s)`` is asked before each arrival: a reason ends the dispatch early
@@ -171,7 +210,7 @@ class Dispatcher:
             try:
                 await self._one(index, False, t_sched)
             finally:
-                sem.release()  # type: ignore[union-attr]
+                sem.release()
 
         async def dispatch() -> None:
             t0 = perf_counter_ns()
@@ -186,9 +225,13 @@ class Dispatcher:
 
         await self._with_progress(dispatch())
 
-    async def _bounded_open_loop(self, offsets_s: list[float], first_index: int,
-                                 saturation: Callable[[int, float], str | None] | None,
-                                 grace_s: float | None) -> None:
+    async def _bounded_open_loop(
+        self,
+        offsets_s: list[float],
+        first_index: int,
+        saturation: Callable[[int, float], str | None] | None,
+        grace_s: float | None,
+    ) -> None:
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task] = []
         finished = 0  # tasks done, counted as they end: in flight = sent - finished, without a scan per arrival

@@ -17,6 +17,7 @@ Every bad input raises one :class:`DatasetError` of one line, ``<source>[:<where
 ``<where>`` is a line number (JSON, JSONL), ``record N`` (a JSON list's index, from 0) or ``row N`` (Parquet
 and HF rows, from 0).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,9 +25,10 @@ import json
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agents.training.catalogue import sha256_file as file_sha256  # one file hash for the project
 from pipeline import jsonio
@@ -67,13 +69,25 @@ class Dataset:
     def require(self, min_conversations: int, min_turns: int = 1) -> None:
         """DatasetError unless ``min_conversations`` are usable (and that many have ``min_turns`` user turns): the
         check :func:`read_dataset` makes, on a dataset already read."""
-        _check_counts(self.path, list(self.conversations), Counter({"no user message": self.skipped})
-                      if self.skipped else Counter(), min_conversations, min_turns)
+        _check_counts(
+            self.path,
+            list(self.conversations),
+            Counter({"no user message": self.skipped}) if self.skipped else Counter(),
+            min_conversations,
+            min_turns,
+        )
 
 
-def read_dataset(source: str, kind: str | None = None, *, min_conversations: int = 1, min_turns: int = 1,
-                 s3_client: S3Client | None = None, download_dir: Path | None = None,
-                 split: str | None = None) -> Dataset:
+def read_dataset(
+    source: str,
+    kind: str | None = None,
+    *,
+    min_conversations: int = 1,
+    min_turns: int = 1,
+    s3_client: S3Client | None = None,
+    download_dir: Path | None = None,
+    split: str | None = None,
+) -> Dataset:
     """Reads ``source`` (a local path or ``s3://`` URI) into conversations of user messages.
 
     ``kind`` is inferred when None (see module doc). ``min_conversations``: usable conversations needed;
@@ -101,7 +115,7 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
     to ``dest/<last prefix part>/<relpath>``; returns the local file or directory."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    bucket, _, key = uri[len("s3://"):].partition("/")
+    bucket, _, key = uri[len("s3://") :].partition("/")
     if not bucket or not key:
         raise DatasetError(f"{uri}: expected s3://bucket/key (or s3://bucket/prefix/ for a directory)")
     if s3_client is None:
@@ -140,8 +154,9 @@ def download_from_s3(uri: str, dest: Path, s3_client: S3Client | None = None) ->
     return root
 
 
-def _read_local(source: str, path: Path, kind: str | None, min_conversations: int, min_turns: int,
-                split: str | None) -> Dataset:
+def _read_local(
+    source: str, path: Path, kind: str | None, min_conversations: int, min_turns: int, split: str | None
+) -> Dataset:
     if not os.path.lexists(path):
         raise DatasetError(f"{source}: no such file or directory")
     raw = None
@@ -173,8 +188,9 @@ def _read_local(source: str, path: Path, kind: str | None, min_conversations: in
 def _check_kind(source: str, path: Path, kind: str | None, raw: bytes | None) -> str:
     if raw is None:
         if not any((path / m).exists() for m in HF_MARKERS):
-            raise DatasetError(f"{source}: a directory without {', '.join(HF_MARKERS)}: not an HF save_to_disk "
-                               f"directory")
+            raise DatasetError(
+                f"{source}: a directory without {', '.join(HF_MARKERS)}: not an HF save_to_disk directory"
+            )
         if kind not in (None, "hf"):
             raise DatasetError(f"{source}: kind {kind} given, but this is an HF save_to_disk directory (kind hf)")
         return "hf"
@@ -184,8 +200,10 @@ def _check_kind(source: str, path: Path, kind: str | None, raw: bytes | None) ->
     if kind is None:
         inferred = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "sharegpt"}.get(path.suffix.lower())
         if inferred is None:
-            raise DatasetError(f"{source}: cannot infer the kind from the extension {path.suffix!r} (.json, "
-                               f".jsonl, .parquet, or an HF directory); pass kind= one of {', '.join(DATASET_KINDS)}")
+            raise DatasetError(
+                f"{source}: cannot infer the kind from the extension {path.suffix!r} (.json, "
+                f".jsonl, .parquet, or an HF directory); pass kind= one of {', '.join(DATASET_KINDS)}"
+            )
         kind = inferred
     if is_parquet and kind != "parquet":
         raise DatasetError(f"{source}: kind {kind} given, but this is a Parquet file (kind parquet)")
@@ -266,8 +284,9 @@ def _hf_rows(source: str, path: Path, split: str | None) -> tuple[list[tuple[str
             if "train" in splits or len(splits) == 1:
                 split = "train" if "train" in splits else splits[0]
             else:
-                raise DatasetError(f"{source}: several splits and none named train; pass split= one of "
-                                   f"{', '.join(splits)}")
+                raise DatasetError(
+                    f"{source}: several splits and none named train; pass split= one of {', '.join(splits)}"
+                )
         elif split not in splits:
             raise DatasetError(f"{source}: no split {split!r}; splits: {', '.join(splits)}")
         chosen, path = split, path / split
@@ -318,8 +337,9 @@ def _read_arrow_files(source: str, path: Path) -> list[dict[str, Any]]:
 def user_turns(record: Any, where: str) -> tuple[str, ...]:
     """The user messages of one record, in order; ``where`` (``file:line``) prefixes any error."""
     if not isinstance(record, dict):
-        raise DatasetError(f"{where}: expected an object with a {', '.join(SHAPE_FIELDS)} field, "
-                           f"got {_json_type(record)}")
+        raise DatasetError(
+            f"{where}: expected an object with a {', '.join(SHAPE_FIELDS)} field, got {_json_type(record)}"
+        )
     present = [k for k in SHAPE_FIELDS if record.get(k) is not None]  # Arrow rows hold every column, some null
     if not present:
         found = ", ".join(f"{k} (null)" if v is None else str(k) for k, v in record.items()) or "nothing"
@@ -343,8 +363,9 @@ def user_turns(record: Any, where: str) -> tuple[str, ...]:
             raise DatasetError(f"{at}.{role_key} is {_json_type(role)}, expected a string")
         role = role.lower()
         if role not in USER_ROLES | OTHER_ROLES:
-            raise DatasetError(f"{at}.{role_key} is {role!r}; expected one of "
-                               f"{', '.join(sorted(USER_ROLES | OTHER_ROLES))}")
+            raise DatasetError(
+                f"{at}.{role_key} is {role!r}; expected one of {', '.join(sorted(USER_ROLES | OTHER_ROLES))}"
+            )
         content = message.get(text_key)
         if role not in USER_ROLES and content is None:
             continue  # an assistant message holding only tool calls
@@ -361,21 +382,25 @@ def _message_text(content: Any, at: str) -> str:
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
         texts = [p.get("text") for p in content if p.get("type") == "text"]
         if all(isinstance(t, str) for t in texts):
-            return "\n".join(texts)  # type: ignore[arg-type]
+            return "\n".join(texts)
     raise DatasetError(f"{at} is {_json_type(content)}, expected a string")
 
 
-def _check_counts(source: str, conversations: list[tuple[str, ...]], skipped: Counter[str],
-                  min_conversations: int, min_turns: int) -> None:
+def _check_counts(
+    source: str, conversations: list[tuple[str, ...]], skipped: Counter[str], min_conversations: int, min_turns: int
+) -> None:
     if len(conversations) < min_conversations:
         why = ", ".join(f"{n} {reason}" for reason, n in skipped.items()) or "none skipped"
-        raise DatasetError(f"{source}: {len(conversations)} usable conversations, {min_conversations} needed "
-                           f"({sum(skipped.values())} skipped: {why})")
+        raise DatasetError(
+            f"{source}: {len(conversations)} usable conversations, {min_conversations} needed "
+            f"({sum(skipped.values())} skipped: {why})"
+        )
     if min_turns > 1:
         deep = sum(1 for c in conversations if len(c) >= min_turns)
         if deep < min_conversations:
-            raise DatasetError(f"{source}: {deep} conversations have at least {min_turns} user turns, "
-                               f"{min_conversations} needed")
+            raise DatasetError(
+                f"{source}: {deep} conversations have at least {min_turns} user turns, {min_conversations} needed"
+            )
 
 
 def directory_sha256(path: Path) -> str:
@@ -387,8 +412,14 @@ def directory_sha256(path: Path) -> str:
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _one_line(exc: BaseException) -> str:

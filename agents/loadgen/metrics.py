@@ -3,9 +3,11 @@
 Nothing here computes a metric: rows are loaded into an in-memory DuckDB as the
 ``requests`` / ``sweep_points`` tables and the serving SQL files' views are read back.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -58,23 +60,26 @@ def point_metrics(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Ma
     return rows[0] if rows else {}
 
 
-def sustained_metrics(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]
-                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def sustained_metrics(
+    request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(windows rows shaped for the ``sustained_windows`` table, the ``sustained_summary`` row)."""
     con = connect_rows({"requests": list(request_rows), "sweep_points": [dict(sweep_point_row)]})
     cols = [c for c in TABLES["sustained_windows"].names if c not in LOCAL_KEYS]
     select = ", ".join(f'"{c}"' for c in cols)
-    windows = _records(con, f"SELECT {select} FROM sustained_window_metrics WHERE point_id = ? "
-                            "ORDER BY \"window\"", [sweep_point_row["point_id"]])
+    windows = _records(
+        con,
+        f'SELECT {select} FROM sustained_window_metrics WHERE point_id = ? ORDER BY "window"',
+        [sweep_point_row["point_id"]],
+    )
     summary = _records(con, "SELECT * FROM sustained_summary WHERE point_id = ?", [sweep_point_row["point_id"]])
     return windows, (summary[0] if summary else {})
 
 
-def capacity_verdict(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]
-                     ) -> dict[str, Any]:
+def capacity_verdict(request_rows: Iterable[Mapping[str, Any]], sweep_point_row: Mapping[str, Any]) -> dict[str, Any]:
     """The ``capacity_points`` row of one search point (76_report_capacity.sql: its pass rule, attainment and
     fail reason), computed over every view file with only this point's rows ({} when it has no row)."""
-    from analytics.views import create_derived_views, _register_exclusions
+    from analytics.views import _register_exclusions, create_derived_views
 
     con = duckdb.connect(":memory:")
     given = {"requests": list(request_rows), "sweep_points": [dict(sweep_point_row)]}

@@ -1,4 +1,5 @@
 """Keep-alive connections to one target over :class:`~agents.loadgen.transport.StreamConnection`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,7 @@ from agents.loadgen.transport import ConnectError, Exchange, StreamClosedError, 
 class ConnectionPool:
     """Keep-alive connections to one target; a stale reused connection is retried once on a new one."""
 
-    def __init__(self, target: Target, loop: asyncio.AbstractEventLoop | None = None,
-                 connect_timeout_s: float = 10.0):
+    def __init__(self, target: Target, loop: asyncio.AbstractEventLoop | None = None, connect_timeout_s: float = 10.0):
         self.target = target
         self.loop = loop or asyncio.get_running_loop()
         self.connect_timeout_s = connect_timeout_s
@@ -24,12 +24,15 @@ class ConnectionPool:
     async def _connect(self) -> StreamConnection:
         try:
             _, conn = await asyncio.wait_for(
-                self.loop.create_connection(lambda: StreamConnection(self.loop), self.target.host, self.target.port,
-                                            ssl=self._ssl),
-                self.connect_timeout_s)
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise ConnectError(f"cannot connect to {self.target.host}:{self.target.port}: "
-                               f"{type(exc).__name__}: {exc}") from exc
+                self.loop.create_connection(
+                    lambda: StreamConnection(self.loop), self.target.host, self.target.port, ssl=self._ssl
+                ),
+                self.connect_timeout_s,
+            )
+        except (TimeoutError, OSError) as exc:
+            raise ConnectError(
+                f"cannot connect to {self.target.host}:{self.target.port}: {type(exc).__name__}: {exc}"
+            ) from exc
         self.opened += 1
         return conn
 

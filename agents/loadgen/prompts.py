@@ -5,12 +5,14 @@ add_special_tokens=True)``, BOS included, so the content is built to N minus
 the special tokens the tokenizer adds, then checked. Sources: random tokens,
 the bundled instruction data, a ShareGPT-format JSON file.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -106,8 +108,11 @@ class HfTokenizer:
                 self._chat = False
         if self._chat is False:
             return None
-        out = self._chat.apply_chat_template([dict(m) for m in messages], tokenize=True,  # type: ignore
-                                             add_generation_prompt=True)
+        out = self._chat.apply_chat_template(
+            [dict(m) for m in messages],
+            tokenize=True,
+            add_generation_prompt=True,
+        )
         ids = out["input_ids"] if isinstance(out, Mapping) or hasattr(out, "keys") else out
         return len(ids)
 
@@ -153,13 +158,15 @@ def load_tokenizer(spec: str | Path | None, server_kind: str, cache_dir: Path | 
         from agents.context import default_cache_dir
         from agents.training.tiny_models import ensure_tokenizer
     except ImportError as exc:
-        raise TokenizerUnavailableError(f"no --tokenizer given and the bundled tiny tokenizer is unavailable: {exc}") \
-            from exc
+        raise TokenizerUnavailableError(
+            f"no --tokenizer given and the bundled tiny tokenizer is unavailable: {exc}"
+        ) from exc
     return HfTokenizer(ensure_tokenizer(cache_dir or default_cache_dir()))
 
 
-def exact_text(tok: PromptTokenizer, ids: Sequence[int], n: int, filler: Iterator[int],
-               add_special_tokens: bool = True) -> str:
+def exact_text(
+    tok: PromptTokenizer, ids: Sequence[int], n: int, filler: Iterator[int], add_special_tokens: bool = True
+) -> str:
     """Text of exactly ``n`` tokens as the server counts them (special tokens included unless told not to)."""
     special = len(tok.encode("", True)) if add_special_tokens else 0
     target = n - special
@@ -209,8 +216,15 @@ def _sharegpt_texts(path: str | Path) -> list[str]:
     return out
 
 
-def build_prompts(tok: PromptTokenizer, n_prompts: int, input_len: int, source: str = "random", seed: int = 0,
-                  sharegpt_path: str | Path | None = None, chat: bool = False) -> list[BuiltPrompt]:
+def build_prompts(
+    tok: PromptTokenizer,
+    n_prompts: int,
+    input_len: int,
+    source: str = "random",
+    seed: int = 0,
+    sharegpt_path: str | Path | None = None,
+    chat: bool = False,
+) -> list[BuiltPrompt]:
     """``n_prompts`` distinct prompts of exactly ``input_len`` tokens (for ``chat``: once the server has applied
     the chat template, when the tokenizer has one; else the content alone is exact and the server's count is
     checked against the request)."""
@@ -235,8 +249,11 @@ def build_prompts(tok: PromptTokenizer, n_prompts: int, input_len: int, source: 
                 j += 1
         else:
             ids = [next(filler) for _ in range(input_len)]
-        out.append(BuiltPrompt(_chat_text(tok, ids, input_len, filler) if chat
-                               else exact_text(tok, ids, input_len, filler), input_len))
+        out.append(
+            BuiltPrompt(
+                _chat_text(tok, ids, input_len, filler) if chat else exact_text(tok, ids, input_len, filler), input_len
+            )
+        )
     return out
 
 
@@ -251,5 +268,7 @@ def _chat_text(tok: PromptTokenizer, ids: Sequence[int], n: int, filler: Iterato
         content_n += n - got
         if content_n < 1:
             break
-    raise PromptLengthError(f"could not build a chat prompt of exactly {n} tokens with {tok.name} "
-                            "(the chat template leaves no room or does not tokenize stably)")
+    raise PromptLengthError(
+        f"could not build a chat prompt of exactly {n} tokens with {tok.name} "
+        "(the chat template leaves no room or does not tokenize stably)"
+    )

@@ -1,4 +1,5 @@
 """From what the transport recorded to ``requests`` rows (after the point: JSON is off the measured path)."""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,7 @@ class ClockAnchor:
     wall: datetime
 
     @classmethod
-    def now(cls) -> "ClockAnchor":
+    def now(cls) -> ClockAnchor:
         from time import perf_counter_ns, time_ns
 
         wall_ns = time_ns()
@@ -93,26 +94,60 @@ def reply_text(ex: Any) -> str | None:
     return "".join(parts)
 
 
-def request_row(raw: RawRequest, *, point_id: str, model: str, server_config: str | None, endpoint: str,
-                input_len: int | None, output_len: int | None, anchor: ClockAnchor,
-                tokenizer: PromptTokenizer | None, texts_out: dict[str, str] | None = None,
-                request_model: str | None = None, meta: Any = None) -> dict[str, Any]:
+def request_row(
+    raw: RawRequest,
+    *,
+    point_id: str,
+    model: str,
+    server_config: str | None,
+    endpoint: str,
+    input_len: int | None,
+    output_len: int | None,
+    anchor: ClockAnchor,
+    tokenizer: PromptTokenizer | None,
+    texts_out: dict[str, str] | None = None,
+    request_model: str | None = None,
+    meta: Any = None,
+) -> dict[str, Any]:
     """The ``requests`` row of one request; its generated text goes to ``texts_out`` (not a table column: only
     ``--save-vllm-json`` needs it)."""
     ex = raw.exchange
     t_sent = ex.t_sent
     row: dict[str, Any] = {
-        "point_id": point_id, "request_id": raw.request_id, "request_index": raw.index, "model": model,
-        "request_model": request_model or model, "server_config": server_config, "endpoint": endpoint, "warmup": raw.warmup,
-        "t_scheduled_ns": raw.t_scheduled, "t_sent_ns": t_sent, "t_done_ns": ex.t_done,
-        "client_queue_s": (t_sent - raw.t_scheduled) / 1e9, "input_len": input_len, "output_len": output_len,
-        "http_status": ex.status or None, "sent_at": anchor.wall_at(t_sent),
-        "ttft_s": None, "e2el_s": None, "prompt_tokens": None, "prompt_tokens_source": None,
-        "output_tokens": None, "tokens_source": None, "error_type": None, "error": None,
+        "point_id": point_id,
+        "request_id": raw.request_id,
+        "request_index": raw.index,
+        "model": model,
+        "request_model": request_model or model,
+        "server_config": server_config,
+        "endpoint": endpoint,
+        "warmup": raw.warmup,
+        "t_scheduled_ns": raw.t_scheduled,
+        "t_sent_ns": t_sent,
+        "t_done_ns": ex.t_done,
+        "client_queue_s": (t_sent - raw.t_scheduled) / 1e9,
+        "input_len": input_len,
+        "output_len": output_len,
+        "http_status": ex.status or None,
+        "sent_at": anchor.wall_at(t_sent),
+        "ttft_s": None,
+        "e2el_s": None,
+        "prompt_tokens": None,
+        "prompt_tokens_source": None,
+        "output_tokens": None,
+        "tokens_source": None,
+        "error_type": None,
+        "error": None,
     }
     if meta is not None:  # a workload's request: its own drawn lengths, prefix group, session and turn
-        row.update(input_len=meta.input_len, output_len=meta.output_len, prefix_group=meta.prefix_group,
-                   session_id=meta.session_id, turn_index=meta.turn_index, session_turns=meta.session_turns)
+        row.update(
+            input_len=meta.input_len,
+            output_len=meta.output_len,
+            prefix_group=meta.prefix_group,
+            session_id=meta.session_id,
+            turn_index=meta.turn_index,
+            session_turns=meta.session_turns,
+        )
     stream, error = _read_stream(ex)
     times = stream.times
     tokens = stream.tokens if stream.per_chunk_usage else [1] * len(times)
@@ -211,6 +246,7 @@ def _read_stream(ex: Exchange) -> tuple[_Stream, Exception | None]:
         if error is None and not stream.times:
             error = EmptyStreamError(f"the stream ended without a content chunk ({len(ex.events)} events)")
         if error is None and not (ex.done_marker or stream.finished):
-            error = TruncatedStreamError(f"the stream ended without [DONE] or a finish reason after "
-                                         f"{len(stream.times)} content chunks")
+            error = TruncatedStreamError(
+                f"the stream ended without [DONE] or a finish reason after {len(stream.times)} content chunks"
+            )
     return stream, error

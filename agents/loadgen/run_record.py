@@ -3,6 +3,7 @@ would record (agents.runner's base row: status, started/ended, wall time, host, 
 ``report --run-id`` and every reader that asks "which runs are there" see the run; and the client host's
 telemetry while it measured (:class:`HostTelemetry`), so its points are headline points like a lane's (rule 7:
 a point without a telemetry sample inside its window stays out)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,7 @@ LANE = "loadgen"
 BACKEND = "unrecorded"  # the client measures a server over HTTP: its accelerator is not the client's to know
 NULL_REASONS = {
     "backend": "loadgen measures a server over HTTP; the server's accelerator is unknown to the client "
-               "(stored as 'unrecorded')",
+    "(stored as 'unrecorded')",
     "profile": "loadgen runs no lane profile",
     "telemetry": "the client host's sensors only: the server's accelerator is not the client's to sample",
 }
@@ -41,35 +42,73 @@ class HostTelemetry:
             self._rows = self._sampler.stop()
         return self._rows
 
-    def commit(self, writer: Any, args: argparse.Namespace, model: str | None, points: list[str],
-               error_type: str | None = None, error_message: str | None = None,
-               extra: dict[str, Any] | None = None) -> str:
+    def commit(
+        self,
+        writer: Any,
+        args: argparse.Namespace,
+        model: str | None,
+        points: list[str],
+        error_type: str | None = None,
+        error_message: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         """Add the telemetry and the lane_runs row to ``writer`` and commit; the status: failed with an error."""
         status = "failed" if error_type else "succeeded"
         rows = self.rows()
         writer.add_rows("telemetry", rows)
-        writer.add_rows("lane_runs", [lane_runs_row(args, model, self.started, points, status, error_type,
-                                                    error_message, extra, len(rows))])
+        writer.add_rows(
+            "lane_runs",
+            [lane_runs_row(args, model, self.started, points, status, error_type, error_message, extra, len(rows))],
+        )
         writer.commit(status)
         return status
 
 
-def lane_runs_row(args: argparse.Namespace, model: str | None, started: datetime, points: list[str], status: str,
-                  error_type: str | None = None, error_message: str | None = None,
-                  extra: dict[str, Any] | None = None, telemetry_samples: int = 0) -> dict[str, Any]:
+def lane_runs_row(
+    args: argparse.Namespace,
+    model: str | None,
+    started: datetime,
+    points: list[str],
+    status: str,
+    error_type: str | None = None,
+    error_message: str | None = None,
+    extra: dict[str, Any] | None = None,
+    telemetry_samples: int = 0,
+) -> dict[str, Any]:
     """One row for ``lane_runs``: the attempt's standing, its clocks, where it ran and what it measured
     (``config_json.loadgen``: the server, model, endpoint and the points' ids)."""
     from agents.backend import box_role, hostname
     from agents.runner import harness_sha
 
     ended = datetime.now(timezone.utc)
-    config = {"loadgen": {"base_url": args.base_url, "model": model,
-                          "endpoint": args.endpoint, "server_kind": args.server_kind, "points": points,
-                          **(extra or {})},
-              "null_reasons": NULL_REASONS}
-    return {"status": status, "supersedes": True, "started_at": started, "ended_at": ended,
-            "wall_s": (ended - started).total_seconds(), "error_type": error_type, "error_message": error_message,
-            "backend": BACKEND, "host": hostname(), "box_role": box_role(),
-            "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
-            "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"), "profile": None, "forced": False,
-            "config_json": json.dumps(config, sort_keys=True, default=str), "harness_sha": harness_sha(), "telemetry_samples": telemetry_samples, "log_uri": None}
+    config = {
+        "loadgen": {
+            "base_url": args.base_url,
+            "model": model,
+            "endpoint": args.endpoint,
+            "server_kind": args.server_kind,
+            "points": points,
+            **(extra or {}),
+        },
+        "null_reasons": NULL_REASONS,
+    }
+    return {
+        "status": status,
+        "supersedes": True,
+        "started_at": started,
+        "ended_at": ended,
+        "wall_s": (ended - started).total_seconds(),
+        "error_type": error_type,
+        "error_message": error_message,
+        "backend": BACKEND,
+        "host": hostname(),
+        "box_role": box_role(),
+        "instance_type": os.environ.get("NEURONPIPE_INSTANCE_TYPE"),
+        "instance_id": os.environ.get("NEURONPIPE_INSTANCE_ID"),
+        "profile": None,
+        "forced": False,
+        "config_json": json.dumps(config, sort_keys=True, default=str),
+        "harness_sha": harness_sha(),
+        "telemetry_samples": telemetry_samples,
+        "log_uri": None,
+    }

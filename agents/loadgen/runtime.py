@@ -1,10 +1,12 @@
 """Event loop plumbing shared by the client and the synthetic server (uvloop when available)."""
+
 from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any, Coroutine, Iterator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -23,7 +25,7 @@ def raise_fd_limit() -> None:
 
 def loop_kind() -> str:
     try:
-        import uvloop  # noqa: F401
+        import uvloop  # noqa: F401 - imported to learn whether it is installed
 
         return "uvloop"
     except ImportError:
@@ -37,8 +39,10 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         pass
     else:
-        raise RuntimeError("the load generator runs its own event loop; call it from synchronous code "
-                           "(or await the async API inside a running loop)")
+        raise RuntimeError(
+            "the load generator runs its own event loop; call it from synchronous code "
+            "(or await the async API inside a running loop)"
+        )
     try:
         import uvloop
 

@@ -19,6 +19,7 @@ when the request's first byte arrived and when it wrote each chunk
 (``time.perf_counter_ns()``, the client's clock on one machine): ``GET
 /synthetic/log`` returns them, ``POST /synthetic/reset`` clears them. Loopback only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,7 +73,7 @@ class SyntheticConfig:
         """The fault this request id gets (deterministic in seed and id)."""
         if not self.error_rate and not self.faults:
             return None
-        u = zlib.crc32(f"{self.seed}:{request_id}".encode()) / 2 ** 32
+        u = zlib.crc32(f"{self.seed}:{request_id}".encode()) / 2**32
         edge = self.error_rate
         if u < edge:
             return "http_error"
@@ -150,7 +151,7 @@ class SyntheticProtocol(asyncio.Protocol):
         self.stream: _Stream | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
@@ -181,15 +182,17 @@ class SyntheticProtocol(asyncio.Protocol):
         length = int(headers.get("content-length", "0"))
         if len(self.buf) < end + 4 + length:
             return
-        body = bytes(self.buf[end + 4:end + 4 + length])
-        del self.buf[:end + 4 + length]
+        body = bytes(self.buf[end + 4 : end + 4 + length])
+        del self.buf[: end + 4 + length]
         method, path = (lines[0].split(" ") + ["", ""])[:2]
         self.busy = True
         self._route(method, path.split("?")[0], headers, body)
 
     def _respond(self, status: str, ctype: str, payload: bytes) -> None:
-        self.transport.write(b"HTTP/1.1 %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
-                             % (status.encode(), ctype.encode(), len(payload), payload))
+        self.transport.write(
+            b"HTTP/1.1 %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
+            % (status.encode(), ctype.encode(), len(payload), payload)
+        )
         self._done_response()
 
     def _done_response(self) -> None:
@@ -202,8 +205,10 @@ class SyntheticProtocol(asyncio.Protocol):
         if method == "GET" and path in ("/health", "/ping"):
             return self._respond("200 OK", "application/json", b"{}")
         if method == "GET" and path == "/v1/models":
-            data = {"object": "list", "data": [{"id": self.config.model, "object": "model", "owned_by": OWNED_BY,
-                                                 "max_model_len": 1 << 20}]}
+            data = {
+                "object": "list",
+                "data": [{"id": self.config.model, "object": "model", "owned_by": OWNED_BY, "max_model_len": 1 << 20}],
+            }
             return self._respond("200 OK", "application/json", json.dumps(data).encode())
         if method == "GET" and path == "/synthetic/log":
             return self._respond("200 OK", "application/json", json.dumps({"records": self.state.records}).encode())
@@ -214,8 +219,11 @@ class SyntheticProtocol(asyncio.Protocol):
             try:
                 req = json.loads(body or b"{}")
             except ValueError as exc:
-                return self._respond("400 Bad Request", "application/json",
-                                     json.dumps({"error": {"message": f"invalid JSON: {exc}"}}).encode())
+                return self._respond(
+                    "400 Bad Request",
+                    "application/json",
+                    json.dumps({"error": {"message": f"invalid JSON: {exc}"}}).encode(),
+                )
             return self._generate(path, headers, req)
         return self._respond("404 Not Found", "application/json", b'{"error": {"message": "not found"}}')
 
@@ -225,24 +233,38 @@ class SyntheticProtocol(asyncio.Protocol):
         rid = headers.get("x-request-id") or f"synthetic-{state.counter}"
         fault = cfg.fault_for(rid)
         n_tokens = planned_output_tokens(cfg, req)
-        record = {"request_id": rid, "arrival_ns": self.arrival_ns, "admit_ns": None, "fault": fault,
-                  "prompt_tokens": count_prompt_tokens(req), "output_tokens": n_tokens,
-                  "chunk_write_ns": [], "chunk_tokens": []}
+        record = {
+            "request_id": rid,
+            "arrival_ns": self.arrival_ns,
+            "admit_ns": None,
+            "fault": fault,
+            "prompt_tokens": count_prompt_tokens(req),
+            "output_tokens": n_tokens,
+            "chunk_write_ns": [],
+            "chunk_tokens": [],
+        }
         if cfg.keep_log:
             state.records.append(record)
         if fault == "http_error":
-            return self._respond("500 Internal Server Error", "application/json",
-                                 b'{"error": {"message": "synthetic fault: http_error", "code": 500}}')
+            return self._respond(
+                "500 Internal Server Error",
+                "application/json",
+                b'{"error": {"message": "synthetic fault: http_error", "code": 500}}',
+            )
         if fault == "non_sse":
             return self._respond("200 OK", "text/html", b"<html><body>synthetic fault: non_sse</body></html>")
         if not req.get("stream"):
-            return self._respond("400 Bad Request", "application/json",
-                                 b'{"error": {"message": "the synthetic server streams only (stream: true)"}}')
+            return self._respond(
+                "400 Bad Request",
+                "application/json",
+                b'{"error": {"message": "the synthetic server streams only (stream: true)"}}',
+            )
         record["queued"] = bool(cfg.max_batch and state.active >= cfg.max_batch)
         state.admit(lambda: self._start_stream(path, rid, req, record, n_tokens, fault))
 
-    def _start_stream(self, path: str, rid: str, req: dict[str, Any], record: dict[str, Any], n_tokens: int,
-                      fault: str | None) -> None:
+    def _start_stream(
+        self, path: str, rid: str, req: dict[str, Any], record: dict[str, Any], n_tokens: int, fault: str | None
+    ) -> None:
         if self.transport is None or self.transport.is_closing():
             self.state.release()
             return
@@ -259,11 +281,22 @@ class SyntheticProtocol(asyncio.Protocol):
         times = [t0 + off for off in cfg.chunk_offsets_s(rid, len(sizes))]
         chat = path.endswith("chat/completions")
         opts = req.get("stream_options") or {}
-        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-                             b"transfer-encoding: chunked\r\n\r\n")
-        self.stream = _Stream(rid, cfg.model, chat, sizes, times, record, fault,
-                              bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats")),
-                              record["prompt_tokens"])
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        self.stream = _Stream(
+            rid,
+            cfg.model,
+            chat,
+            sizes,
+            times,
+            record,
+            fault,
+            bool(opts.get("include_usage")),
+            bool(opts.get("continuous_usage_stats")),
+            record["prompt_tokens"],
+        )
         self._schedule(0)
 
     def _schedule(self, j: int) -> None:
@@ -319,15 +352,27 @@ class SyntheticProtocol(asyncio.Protocol):
         tail = b""
         if s.include_usage:
             u = s.usage()
-            tail += _chunk(f'data: {s.head}],"usage":{{"prompt_tokens":{u["prompt_tokens"]},'
-                           f'"completion_tokens":{u["completion_tokens"]},"total_tokens":{u["total_tokens"]}}}}}\n\n'
-                           .encode())
+            tail += _chunk(
+                f'data: {s.head}],"usage":{{"prompt_tokens":{u["prompt_tokens"]},'
+                f'"completion_tokens":{u["completion_tokens"]},"total_tokens":{u["total_tokens"]}}}}}\n\n'.encode()
+            )
         return tail + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
 
 class _Stream:
-    def __init__(self, rid: str, model: str, chat: bool, sizes: list[int], times: list[float], record: dict,
-                 fault: str | None, include_usage: bool, continuous: bool, prompt_tokens: int):
+    def __init__(
+        self,
+        rid: str,
+        model: str,
+        chat: bool,
+        sizes: list[int],
+        times: list[float],
+        record: dict,
+        fault: str | None,
+        include_usage: bool,
+        continuous: bool,
+        prompt_tokens: int,
+    ):
         self.rid, self.model, self.chat, self.sizes, self.times = rid, model, chat, sizes, times
         self.record, self.fault, self.include_usage, self.continuous = record, fault, include_usage, continuous
         self.prompt_tokens = prompt_tokens
@@ -335,12 +380,17 @@ class _Stream:
         self.held = bytearray()
         self.object = "chat.completion.chunk" if chat else "text_completion"
         self.created = int(time())
-        self.head = (f'{{"id":{json.dumps(rid)},"object":"{self.object}","created":{self.created},'
-                     f'"model":{json.dumps(model)},"choices":[')
+        self.head = (
+            f'{{"id":{json.dumps(rid)},"object":"{self.object}","created":{self.created},'
+            f'"model":{json.dumps(model)},"choices":['
+        )
 
     def usage(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.emitted,
-                "total_tokens": self.prompt_tokens + self.emitted}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.emitted,
+            "total_tokens": self.prompt_tokens + self.emitted,
+        }
 
     def event(self, j: int) -> bytes:
         """One SSE event, formatted without json.dumps (the text is ASCII words: nothing to escape)."""
@@ -349,8 +399,10 @@ class _Stream:
         finish = '"length"' if j == len(self.sizes) - 1 else "null"
         usage = ""
         if self.continuous:
-            usage = (f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{self.emitted},'
-                     f'"total_tokens":{self.prompt_tokens + self.emitted}}}')
+            usage = (
+                f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{self.emitted},'
+                f'"total_tokens":{self.prompt_tokens + self.emitted}}}'
+            )
         if self.chat:
             choice = f'{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":{finish}}}'
         else:
@@ -387,11 +439,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--jitter-ms", type=float, default=0.0, help="uniform ± jitter per chunk, deterministic")
     p.add_argument("--error-rate", type=float, default=0.0, help="fraction of requests answered HTTP 500")
-    p.add_argument("--fault", action="append", default=[], metavar="KIND:RATE",
-                   help=f"extra faults, repeatable; KIND in {', '.join(FAULT_KINDS)}")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND:RATE",
+        help=f"extra faults, repeatable; KIND in {', '.join(FAULT_KINDS)}",
+    )
     p.add_argument("--max-batch", type=int, default=0, help="decode at most B at once; the rest queue (0: unlimited)")
-    p.add_argument("--burst", type=int, default=1,
-                   help="flush the chunks after the first N at a time (a coalesced stream); 1: every chunk alone")
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=1,
+        help="flush the chunks after the first N at a time (a coalesced stream); 1: every chunk alone",
+    )
     p.add_argument("--eos-at", type=int, default=0, help="stop after N tokens unless ignore_eos (0: never)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-log", action="store_true", help="keep no ground-truth log (long runs)")
@@ -405,10 +466,22 @@ def config_from_args(args: argparse.Namespace) -> SyntheticConfig:
             faults[kind] = float(rate)
         except ValueError as exc:
             raise SyntheticServerConfigError(f"--fault {spec!r}: expected KIND:RATE") from exc
-    return SyntheticConfig(host=args.host, port=args.port, model=args.model, ttft_ms=args.ttft_ms,
-                           itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk, jitter_ms=args.jitter_ms,
-                           error_rate=args.error_rate, faults=faults, max_batch=args.max_batch, burst=args.burst, eos_at=args.eos_at,
-                           seed=args.seed, keep_log=not args.no_log)
+    return SyntheticConfig(
+        host=args.host,
+        port=args.port,
+        model=args.model,
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        tokens_per_chunk=args.tokens_per_chunk,
+        jitter_ms=args.jitter_ms,
+        error_rate=args.error_rate,
+        faults=faults,
+        max_batch=args.max_batch,
+        burst=args.burst,
+        eos_at=args.eos_at,
+        seed=args.seed,
+        keep_log=not args.no_log,
+    )
 
 
 def run(config: SyntheticConfig) -> int:

@@ -15,6 +15,7 @@ request more than :data:`~pipeline.lane_configs.bounds.REPLAY_S` (a day) after t
 read as the request reader reads (:func:`pipeline.jsonio.read_bytes`: never a pipe or a device).
 Every bad input raises one :class:`TraceError` of one line, ``<path>:<line>: <what>``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,9 +23,10 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from pipeline import jsonio
 from pipeline.lane_configs.bounds import REPLAY_S, TRACE_MAX_BYTES, shown
@@ -80,8 +82,14 @@ class _Row:
     prefix_group: int | None = None
 
 
-def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str | None = None,
-               max_model_len: int | None = None, limit: int | None = None) -> Trace:
+def read_trace(
+    path: str | Path,
+    *,
+    time_scale: float = 1.0,
+    timestamp_unit: str | None = None,
+    max_model_len: int | None = None,
+    limit: int | None = None,
+) -> Trace:
     """Reads a trace (see module doc). ``time_scale`` multiplies every gap (2.0: half the rate);
     ``timestamp_unit`` ("ms" | "s") is for JSONL; ``max_model_len`` bounds input + output per request;
     ``limit`` keeps the first N requests (the rest of the file is not parsed)."""
@@ -105,8 +113,9 @@ def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str
     fmt = _detect_format(name, path, lines, timestamp_unit)
     if fmt == "burstgpt":
         if timestamp_unit not in (None, "s"):
-            raise TraceError(f"{name}: BurstGPT timestamps are in seconds; timestamp_unit={timestamp_unit!r} "
-                             f"does not apply")
+            raise TraceError(
+                f"{name}: BurstGPT timestamps are in seconds; timestamp_unit={timestamp_unit!r} does not apply"
+            )
         unit, rows = 1.0, _burstgpt_rows(name, lines)
     else:
         unit, rows = TIMESTAMP_UNITS[timestamp_unit or "ms"], _jsonl_rows(name, lines)
@@ -117,18 +126,24 @@ def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str
             skipped += 1
             continue
         if kept and row.timestamp < kept[-1].timestamp:
-            raise TraceError(f"{name}:{row.line}: timestamp {row.timestamp:g} is before line {kept[-1].line}'s "
-                             f"{kept[-1].timestamp:g} (timestamps must not go backwards)")
+            raise TraceError(
+                f"{name}:{row.line}: timestamp {row.timestamp:g} is before line {kept[-1].line}'s "
+                f"{kept[-1].timestamp:g} (timestamps must not go backwards)"
+            )
         if max_model_len is not None and row.input_length + row.output_length > max_model_len:
-            raise TraceError(f"{name}:{row.line}: input_length + output_length = {row.input_length} + "
-                             f"{row.output_length} = {row.input_length + row.output_length} > max_model_len "
-                             f"{max_model_len}")
+            raise TraceError(
+                f"{name}:{row.line}: input_length + output_length = {row.input_length} + "
+                f"{row.output_length} = {row.input_length + row.output_length} > max_model_len "
+                f"{max_model_len}"
+            )
         if kept:
             after = (row.timestamp - kept[0].timestamp) * unit * time_scale
             if not after <= REPLAY_S:  # also inf: timestamps at the ends of the float range
-                raise TraceError(f"{name}:{row.line}: timestamp {row.timestamp:g} is {after:g} s after the first "
-                                 f"request (after time_scale): a replay spans at most {shown(REPLAY_S)} s; scale it "
-                                 "(time_scale) or replay its head (limit)")
+                raise TraceError(
+                    f"{name}:{row.line}: timestamp {row.timestamp:g} is {after:g} s after the first "
+                    f"request (after time_scale): a replay spans at most {shown(REPLAY_S)} s; scale it "
+                    "(time_scale) or replay its head (limit)"
+                )
         kept.append(row)
         if limit is not None and len(kept) == limit:
             break
@@ -136,8 +151,12 @@ def read_trace(path: str | Path, *, time_scale: float = 1.0, timestamp_unit: str
         why = f" ({skipped} rows with 0 response tokens skipped)" if skipped else ""
         raise TraceError(f"{name}: empty trace: no requests{why}")
     t0 = kept[0].timestamp
-    requests = tuple(TraceRequest((r.timestamp - t0) * unit * time_scale, r.input_length, r.output_length,
-                                  r.hash_ids, r.prefix_group) for r in kept)
+    requests = tuple(
+        TraceRequest(
+            (r.timestamp - t0) * unit * time_scale, r.input_length, r.output_length, r.hash_ids, r.prefix_group
+        )
+        for r in kept
+    )
     return Trace(name, hashlib.sha256(raw).hexdigest(), fmt, requests, skipped, float(time_scale))
 
 
@@ -163,12 +182,15 @@ def _detect_format(name: str, path: Path, lines: list[str], timestamp_unit: str 
         header = next(csv.reader([first]))
         missing = [c for c in BURSTGPT_COLUMNS if c not in header]
         if missing:
-            raise TraceError(f"{name}:1: not a BurstGPT header: missing column {', '.join(missing)} "
-                             f"(found: {', '.join(header)})")
+            raise TraceError(
+                f"{name}:1: not a BurstGPT header: missing column {', '.join(missing)} (found: {', '.join(header)})"
+            )
         return "burstgpt"
     if suffix != ".jsonl" and not first.lstrip().startswith("{"):
-        raise TraceError(f"{name}: cannot tell the trace format: expected .jsonl (one JSON object per line) or "
-                         f".csv (a BurstGPT header)")
+        raise TraceError(
+            f"{name}: cannot tell the trace format: expected .jsonl (one JSON object per line) or "
+            f".csv (a BurstGPT header)"
+        )
     if timestamp_unit is not None or any('"prefix_group"' in line for line in lines):
         return "jsonl"
     return "mooncake"
@@ -196,9 +218,14 @@ def _jsonl_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
         group = record.get("prefix_group")
         if group is not None and not _is_int(group):
             raise TraceError(f"{where}: prefix_group is {group!r:.60}, expected an integer")
-        yield _Row(no, _timestamp(where, "timestamp", record["timestamp"]),
-                   _length(where, "input_length", record["input_length"]),
-                   _length(where, "output_length", record["output_length"]), hash_ids, group)
+        yield _Row(
+            no,
+            _timestamp(where, "timestamp", record["timestamp"]),
+            _length(where, "input_length", record["input_length"]),
+            _length(where, "output_length", record["output_length"]),
+            hash_ids,
+            group,
+        )
 
 
 def _burstgpt_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
@@ -215,8 +242,9 @@ def _burstgpt_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
         except csv.Error as exc:
             at = f"{name}:{numbers[min(start, len(numbers) - 1)]}"
             if kept[min(start, len(kept) - 1)].count('"') % 2:
-                raise TraceError(f"{at}: unterminated quote: the quoted field opened on this line never closes") \
-                    from None
+                raise TraceError(
+                    f"{at}: unterminated quote: the quoted field opened on this line never closes"
+                ) from None
             raise TraceError(f"{at}: not CSV ({exc})") from None
         where = f"{name}:{numbers[reader.line_num - 1]}"
         missing = [c for c in BURSTGPT_COLUMNS if record.get(c) in (None, "")]
@@ -226,9 +254,12 @@ def _burstgpt_rows(name: str, lines: list[str]) -> Iterator[_Row | None]:
         if response == 0:
             yield None  # a failed request in BurstGPT
             continue
-        yield _Row(numbers[reader.line_num - 1],
-                   _timestamp(where, "Timestamp", _csv_value(record["Timestamp"], float)),
-                   _length(where, "Request tokens", _csv_value(record["Request tokens"], int)), response)
+        yield _Row(
+            numbers[reader.line_num - 1],
+            _timestamp(where, "Timestamp", _csv_value(record["Timestamp"], float)),
+            _length(where, "Request tokens", _csv_value(record["Request tokens"], int)),
+            response,
+        )
 
 
 def _is_int(value: Any) -> bool:

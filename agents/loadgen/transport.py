@@ -12,6 +12,7 @@ undoes HTTP chunking, cuts SSE events at their blank line and appends
 A response ends as: complete, or failed with one of the ``TransportError``
 classes below; a bad server never raises out of :meth:`ConnectionPool.exchange`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -65,7 +66,7 @@ class Target:
     base_path: str
 
     @classmethod
-    def from_url(cls, base_url: str) -> "Target":
+    def from_url(cls, base_url: str) -> Target:
         parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"unsupported scheme {parts.scheme!r} in {base_url!r}: http | https")
@@ -87,8 +88,19 @@ class Target:
 class Exchange:
     """One request and its response as recorded on the measured path."""
 
-    __slots__ = ("t_sent", "t_done", "last_rx", "status", "headers", "events", "body", "error", "future",
-                 "bytes_seen", "done_marker")
+    __slots__ = (
+        "t_sent",
+        "t_done",
+        "last_rx",
+        "status",
+        "headers",
+        "events",
+        "body",
+        "error",
+        "future",
+        "bytes_seen",
+        "done_marker",
+    )
 
     def __init__(self, future: asyncio.Future):
         self.t_sent = 0
@@ -125,7 +137,7 @@ class StreamConnection(asyncio.Protocol):
 
     # ---- asyncio.Protocol ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -137,8 +149,12 @@ class StreamConnection(asyncio.Protocol):
             self._finish(perf_counter_ns())
         else:
             why = f": {type(exc).__name__}: {exc}" if exc else ""
-            self._fail(StreamClosedError(f"connection closed before the response ended, after "
-                                         f"{len(ex.events)} events and {ex.bytes_seen} bytes{why}"))
+            self._fail(
+                StreamClosedError(
+                    f"connection closed before the response ended, after "
+                    f"{len(ex.events)} events and {ex.bytes_seen} bytes{why}"
+                )
+            )
 
     def data_received(self, data: bytes) -> None:
         t = perf_counter_ns()
@@ -191,7 +207,7 @@ class StreamConnection(asyncio.Protocol):
         self._idle_ns = int(idle_timeout_s * 1e9)
         self._total_ns = int(total_timeout_s * 1e9)
         ex.t_sent = ex.last_rx = perf_counter_ns()
-        self.transport.write(payload)  # type: ignore[union-attr]
+        self.transport.write(payload)
         self._timer = self.loop.call_later(min(idle_timeout_s, total_timeout_s), self._check_timeouts)
         return ex
 
@@ -211,7 +227,7 @@ class StreamConnection(asyncio.Protocol):
             return
         ex = self.ex
         lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
-        del self._buf[:end + 4]
+        del self._buf[: end + 4]
         version, _, rest = lines[0].partition(" ")
         ex.status = int(rest[:3])
         headers = ex.headers
@@ -260,7 +276,7 @@ class StreamConnection(asyncio.Protocol):
                     return
                 self._left = size
             take = min(self._left, n - pos)
-            self._payload(bytes(buf[pos:pos + take]), t)
+            self._payload(bytes(buf[pos : pos + take]), t)
             pos += take
             self._left -= take
         del buf[:pos]
@@ -269,7 +285,7 @@ class StreamConnection(asyncio.Protocol):
         if not self._sse_body:
             ex = self.ex
             if len(ex.body) < _BODY_CAP:
-                ex.body += data[:_BODY_CAP - len(ex.body)]
+                ex.body += data[: _BODY_CAP - len(ex.body)]
             return
         sse = self._sse
         sse += data
@@ -307,8 +323,9 @@ class StreamConnection(asyncio.Protocol):
             return
         if not self._sse_body:
             body = bytes(ex.body[:200]).decode("utf-8", "replace")
-            self._fail(NonSseBodyError(f"content-type {ex.headers.get('content-type')!r}, "
-                                       f"not text/event-stream: {body!r}"), t)
+            self._fail(
+                NonSseBodyError(f"content-type {ex.headers.get('content-type')!r}, not text/event-stream: {body!r}"), t
+            )
             return
         ex.t_done = t
         self._cancel_timer()
@@ -338,12 +355,15 @@ class StreamConnection(asyncio.Protocol):
             return
         now = perf_counter_ns()
         if now - ex.t_sent >= self._total_ns:
-            self._fail(RequestTimeoutError(f"no complete response within {self._total_ns / 1e9:g} s "
-                                           f"({len(ex.events)} events received)"), now)
+            self._fail(
+                RequestTimeoutError(
+                    f"no complete response within {self._total_ns / 1e9:g} s ({len(ex.events)} events received)"
+                ),
+                now,
+            )
             return
         if now - ex.last_rx >= self._idle_ns:
-            self._fail(StallTimeoutError(f"no byte for {self._idle_ns / 1e9:g} s after {len(ex.events)} events"),
-                       now)
+            self._fail(StallTimeoutError(f"no byte for {self._idle_ns / 1e9:g} s after {len(ex.events)} events"), now)
             return
         wait_ns = min(self._idle_ns - (now - ex.last_rx), self._total_ns - (now - ex.t_sent))
         self._timer = self.loop.call_later(wait_ns / 1e9, self._check_timeouts)

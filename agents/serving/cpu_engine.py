@@ -9,6 +9,7 @@ reached; ``ignore_eos`` never stops at EOS. Nothing here is simulated: every tok
 comes out of the model's forward pass. The model and every tensor live on ``device``: the CPU (the local
 runs) or a CUDA GPU (the ``cuda`` backend's neuronpipe server, where vLLM for CUDA is not installed).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -16,8 +17,9 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +69,15 @@ class EngineStats:
 
 
 class CpuEngine:
-    def __init__(self, model: Any, eos_token_ids: set[int], max_num_seqs: int, max_model_len: int,
-                 slowdown: float = 0.0, device: str = "cpu"):
+    def __init__(
+        self,
+        model: Any,
+        eos_token_ids: set[int],
+        max_num_seqs: int,
+        max_model_len: int,
+        slowdown: float = 0.0,
+        device: str = "cpu",
+    ):
         self.model = model
         self.device = device
         # injected slowdown (benchmarks/compare_aa.py): after each forward pass, wait ``slowdown`` times its
@@ -93,13 +102,15 @@ class CpuEngine:
         # inference; "__base__" is the base model alone)
         self._lora = hasattr(model, "peft_config")
 
-    def start(self, timeout_s: float = 30.0) -> "CpuEngine":
+    def start(self, timeout_s: float = 30.0) -> CpuEngine:
         """Start the scheduler thread and wait until it runs: a thread that could not start (its stack did not
         fit the address space) is an error here, not a server that never answers."""
         self._thread.start()
         if not self._running_event.wait(timeout_s):
-            raise EngineStartError(f"the engine thread did not start within {timeout_s:g} s"
-                                   + (" (it died: out of memory?)" if not self._thread.is_alive() else ""))
+            raise EngineStartError(
+                f"the engine thread did not start within {timeout_s:g} s"
+                + (" (it died: out of memory?)" if not self._thread.is_alive() else "")
+            )
         return self
 
     def shutdown(self) -> None:
@@ -116,12 +127,16 @@ class CpuEngine:
     def stats(self) -> EngineStats:
         with self._cv:
             s = self._stats
-            return EngineStats(running=len(self._running), waiting=len(self._waiting),
-                               kv_tokens=sum(len(r.prompt_ids) + len(r.generated) for r in self._running),
-                               kv_capacity_tokens=s.kv_capacity_tokens, preemptions_total=s.preemptions_total,
-                               prompt_tokens_total=s.prompt_tokens_total,
-                               generation_tokens_total=s.generation_tokens_total,
-                               requests_finished_total=s.requests_finished_total)
+            return EngineStats(
+                running=len(self._running),
+                waiting=len(self._waiting),
+                kv_tokens=sum(len(r.prompt_ids) + len(r.generated) for r in self._running),
+                kv_capacity_tokens=s.kv_capacity_tokens,
+                preemptions_total=s.preemptions_total,
+                prompt_tokens_total=s.prompt_tokens_total,
+                generation_tokens_total=s.generation_tokens_total,
+                requests_finished_total=s.requests_finished_total,
+            )
 
     # ---- scheduler ------------------------------------------------------------------
     def _loop(self) -> None:
@@ -147,7 +162,7 @@ class CpuEngine:
                         continue
                     try:
                         done = self._step(req, torch)
-                    except Exception as exc:  # noqa: BLE001 - a failed sequence fails its request only
+                    except Exception as exc:  # a failed sequence fails its request only
                         log.exception("generation failed")
                         req.emit(exc)
                         done = True

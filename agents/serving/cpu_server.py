@@ -18,6 +18,7 @@ GPU figures measure this server, not what vLLM would get out of the same GPU.
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from agents.serving.cpu_engine import CpuEngine, EngineStartError, GenerationRequest, TokenEvent
-from agents.serving.openai_protocol import (ProtocolError, chat_chunk, completion_chunk, final_usage_chunk,
-                                            parse_sampling, prometheus_text, stop_index, usage)
+from agents.serving.openai_protocol import (
+    ProtocolError,
+    chat_chunk,
+    completion_chunk,
+    final_usage_chunk,
+    parse_sampling,
+    prometheus_text,
+    stop_index,
+    usage,
+)
 
 log = logging.getLogger("agents.serving.cpu_server")
 # a slowdown injected into every forward pass (benchmarks/compare_aa.py sets it between runs); unset: none
@@ -76,9 +85,16 @@ def reserve_kv_pool(config: Any, max_model_len: int, max_num_seqs: int, cap_mib:
     cap = int(cap_mib * 2**20)
 
     def out_of_memory(why: str) -> None:
-        log.error("out of memory: the KV pool of %.1f MiB (%d B/token x max_model_len %d x max_num_seqs %d) does "
-                  "not fit the memory cap of %g MiB: %s", pool / 2**20, per_token, max_model_len, max_num_seqs,
-                  cap_mib, why)
+        log.error(
+            "out of memory: the KV pool of %.1f MiB (%d B/token x max_model_len %d x max_num_seqs %d) does "
+            "not fit the memory cap of %g MiB: %s",
+            pool / 2**20,
+            per_token,
+            max_model_len,
+            max_num_seqs,
+            cap_mib,
+            why,
+        )
         raise SystemExit(1)
 
     if pool > cap:
@@ -108,11 +124,14 @@ def load_adapters(model: Any, modules: list[tuple[str, str]], max_lora_rank: int
         try:
             rank = int(json.loads(cfg_file.read_text())["r"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise AdapterLoadError(f"LoRA adapter {name!r} at {path}: no readable adapter_config.json with a rank "
-                                   f"({type(exc).__name__}: {exc})") from None
+            raise AdapterLoadError(
+                f"LoRA adapter {name!r} at {path}: no readable adapter_config.json with a rank "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         if rank > max_lora_rank:
-            raise AdapterLoadError(f"LoRA adapter {name!r}: its rank {rank} is greater than max_lora_rank "
-                                   f"{max_lora_rank}")
+            raise AdapterLoadError(
+                f"LoRA adapter {name!r}: its rank {rank} is greater than max_lora_rank {max_lora_rank}"
+            )
         if i == 0:
             model = PeftModel.from_pretrained(model, path, adapter_name=name)
         else:
@@ -123,9 +142,20 @@ def load_adapters(model: Any, modules: list[tuple[str, str]], max_lora_rank: int
 class ModelRuntime:
     """The loaded model, its tokenizer and the engine (and its LoRA adapters, served unmerged, by name)."""
 
-    def __init__(self, model_dir: str, served_name: str, max_model_len: int, max_num_seqs: int,
-                 dtype: str = "float32", threads: int = 1, slowdown: float = 0.0, memory_cap_mib: float | None = None,
-                 lora_modules: list[tuple[str, str]] | None = None, max_lora_rank: int = 16, device: str = "cpu"):
+    def __init__(
+        self,
+        model_dir: str,
+        served_name: str,
+        max_model_len: int,
+        max_num_seqs: int,
+        dtype: str = "float32",
+        threads: int = 1,
+        slowdown: float = 0.0,
+        memory_cap_mib: float | None = None,
+        lora_modules: list[tuple[str, str]] | None = None,
+        max_lora_rank: int = 16,
+        device: str = "cpu",
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -141,8 +171,9 @@ class ModelRuntime:
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
-        self.kv_pool = reserve_kv_pool(model.config, max_model_len, max_num_seqs, memory_cap_mib) \
-            if memory_cap_mib else None
+        self.kv_pool = (
+            reserve_kv_pool(model.config, max_model_len, max_num_seqs, memory_cap_mib) if memory_cap_mib else None
+        )
         self.adapters = {name: path for name, path in lora_modules or []}
         if self.adapters:
             model = load_adapters(model, list(self.adapters.items()), max_lora_rank).to(device)
@@ -181,7 +212,7 @@ class IncrementalText:
         text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
         if text.endswith("\ufffd") and not final:
             return ""  # an incomplete UTF-8 sequence: wait for the next token
-        delta = text[len(self.sent):] if text.startswith(self.sent) else text
+        delta = text[len(self.sent) :] if text.startswith(self.sent) else text
         self.sent = text
         return delta
 
@@ -200,8 +231,9 @@ def build_app(rt: ModelRuntime) -> Any:
         return web.json_response(_model_list(rt))
 
     async def metrics(_req: web.Request) -> web.Response:
-        return web.Response(text=prometheus_text(rt.engine.stats(), rt.served_name),
-                            content_type="text/plain", charset="utf-8")
+        return web.Response(
+            text=prometheus_text(rt.engine.stats(), rt.served_name), content_type="text/plain", charset="utf-8"
+        )
 
     async def completions(req: web.Request) -> web.StreamResponse:
         return await _generate(rt, req, chat=False)
@@ -221,10 +253,25 @@ def build_app(rt: ModelRuntime) -> Any:
 def _model_list(rt: ModelRuntime) -> dict[str, Any]:
     """GET /v1/models: the served model, then each adapter as vLLM lists it (its own id, its files as root, the
     base model as parent)."""
-    card = {"id": rt.served_name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
-            "root": rt.served_name, "parent": None}
-    cards = [card] + [{"id": name, "object": "model", "owned_by": "neuronpipe", "max_model_len": rt.max_model_len,
-                       "root": path, "parent": rt.served_name} for name, path in rt.adapters.items()]
+    card = {
+        "id": rt.served_name,
+        "object": "model",
+        "owned_by": "neuronpipe",
+        "max_model_len": rt.max_model_len,
+        "root": rt.served_name,
+        "parent": None,
+    }
+    cards = [card] + [
+        {
+            "id": name,
+            "object": "model",
+            "owned_by": "neuronpipe",
+            "max_model_len": rt.max_model_len,
+            "root": path,
+            "parent": rt.served_name,
+        }
+        for name, path in rt.adapters.items()
+    ]
     return {"object": "list", "data": cards}
 
 
@@ -270,14 +317,21 @@ async def _generate(rt: ModelRuntime, req: Any, chat: bool) -> Any:
         err = ProtocolError(400, f"{type(exc).__name__}: {exc}")
         return web.json_response(err.body(), status=err.status)
     if sp.truncate_prompt_tokens:
-        prompt_ids = prompt_ids[-sp.truncate_prompt_tokens:]
+        prompt_ids = prompt_ids[-sp.truncate_prompt_tokens :]
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[TokenEvent | BaseException | None] = asyncio.Queue()
-    gen = GenerationRequest(prompt_ids=prompt_ids, max_tokens=sp.max_tokens, min_tokens=sp.min_tokens,
-                            ignore_eos=sp.ignore_eos, temperature=sp.temperature, top_p=sp.top_p,
-                            seed=sp.seed, top_logprobs=sp.top_logprobs if sp.logprobs else 0,
-                            adapter=asked if asked in rt.adapters else None,
-                            emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
+    gen = GenerationRequest(
+        prompt_ids=prompt_ids,
+        max_tokens=sp.max_tokens,
+        min_tokens=sp.min_tokens,
+        ignore_eos=sp.ignore_eos,
+        temperature=sp.temperature,
+        top_p=sp.top_p,
+        seed=sp.seed,
+        top_logprobs=sp.top_logprobs if sp.logprobs else 0,
+        adapter=asked if asked in rt.adapters else None,
+        emit=lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev),
+    )
     rid = req.headers.get("X-Request-Id") or f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
     created = int(time.time())
     name = gen.adapter or rt.served_name  # vLLM answers with the model the request asked for
@@ -324,8 +378,11 @@ async def _stream(rt: ModelRuntime, req: Any, reply: _Reply) -> Any:
             delta, shown = text.sent[shown:end], end
         lp = _logprob_entry(rt, ev, chat) if sp.logprobs else None
         u = usage(reply.n_prompt, n_out) if sp.continuous_usage else None
-        chunk = (chat_chunk(rid, created, name, delta, finish, lp, u, first=n_out == 1)
-                 if chat else completion_chunk(rid, created, name, delta, finish, lp, u))
+        chunk = (
+            chat_chunk(rid, created, name, delta, finish, lp, u, first=n_out == 1)
+            if chat
+            else completion_chunk(rid, created, name, delta, finish, lp, u)
+        )
         await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         if finish is not None:
             break  # a stop string ended it (the engine's sequence is cancelled by the caller)
@@ -363,17 +420,37 @@ async def _collect(rt: ModelRuntime, reply: _Reply) -> Any:
     u = usage(reply.n_prompt, len(events))
     if reply.chat:
         lp = {"content": [_logprob_entry(rt, e, True)["content"][0] for e in events]} if sp.logprobs else None
-        choice = {"index": 0, "message": {"role": "assistant", "content": text.sent}, "logprobs": lp,
-                  "finish_reason": finish}
-        return web.json_response({"id": reply.rid, "object": "chat.completion", "created": reply.created,
-                                  "model": reply.name, "choices": [choice], "usage": u})
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text.sent},
+            "logprobs": lp,
+            "finish_reason": finish,
+        }
+        return web.json_response(
+            {
+                "id": reply.rid,
+                "object": "chat.completion",
+                "created": reply.created,
+                "model": reply.name,
+                "choices": [choice],
+                "usage": u,
+            }
+        )
     lp = None
     if sp.logprobs:
         entries = [_logprob_entry(rt, e, False) for e in events]
         lp = {k: [x for e in entries for x in e[k]] for k in ("tokens", "token_logprobs", "top_logprobs")}
     choice = {"index": 0, "text": text.sent, "logprobs": lp, "finish_reason": finish}
-    return web.json_response({"id": reply.rid, "object": "text_completion", "created": reply.created,
-                              "model": reply.name, "choices": [choice], "usage": u})
+    return web.json_response(
+        {
+            "id": reply.rid,
+            "object": "text_completion",
+            "created": reply.created,
+            "model": reply.name,
+            "choices": [choice],
+            "usage": u,
+        }
+    )
 
 
 def _logprob_entry(rt: ModelRuntime, ev: TokenEvent, chat: bool) -> dict[str, Any]:
@@ -381,8 +458,11 @@ def _logprob_entry(rt: ModelRuntime, ev: TokenEvent, chat: bool) -> dict[str, An
     if chat:
         top = [{"token": _token_str(rt.tokenizer, i), "logprob": lp} for i, lp in ev.top]
         return {"content": [{"token": tok, "logprob": ev.logprob, "top_logprobs": top}]}
-    return {"tokens": [tok], "token_logprobs": [ev.logprob],
-            "top_logprobs": [{_token_str(rt.tokenizer, i): lp for i, lp in ev.top}]}
+    return {
+        "tokens": [tok],
+        "token_logprobs": [ev.logprob],
+        "top_logprobs": [{_token_str(rt.tokenizer, i): lp for i, lp in ev.top}],
+    }
 
 
 def device_problem(device: str) -> str | None:
@@ -395,8 +475,10 @@ def device_problem(device: str) -> str | None:
     import torch
 
     if not torch.cuda.is_available():
-        return (f"this torch ({torch.__version__}, CUDA {torch.version.cuda or 'none'}) sees no CUDA GPU "
-                "(a CPU build of torch, or no driver: nvidia-smi says which)")
+        return (
+            f"this torch ({torch.__version__}, CUDA {torch.version.cuda or 'none'}) sees no CUDA GPU "
+            "(a CPU build of torch, or no driver: nvidia-smi says which)"
+        )
     if index and int(index) >= torch.cuda.device_count():
         return f"this machine has {torch.cuda.device_count()} CUDA GPU(s)"
     return None
@@ -413,16 +495,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--device", default="cpu", help="where the model runs: cpu, or cuda / cuda:N (a CUDA GPU)")
-    p.add_argument("--slowdown", type=float, default=float(os.environ.get(SLOWDOWN_ENV) or 0.0),
-                   help=f"make every forward pass this fraction slower (0.1: 10 %%), for measuring what compare "
-                        f"detects; default ${SLOWDOWN_ENV} or 0")
-    p.add_argument("--memory-cap-mib", type=float, default=None,
-                   help="a device's memory limit on the CPU: the address space may grow this much after the model "
-                        "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
-                        "(a pool that does not fit fails the boot: out of memory)")
+    p.add_argument(
+        "--slowdown",
+        type=float,
+        default=float(os.environ.get(SLOWDOWN_ENV) or 0.0),
+        help=f"make every forward pass this fraction slower (0.1: 10 %%), for measuring what compare "
+        f"detects; default ${SLOWDOWN_ENV} or 0",
+    )
+    p.add_argument(
+        "--memory-cap-mib",
+        type=float,
+        default=None,
+        help="a device's memory limit on the CPU: the address space may grow this much after the model "
+        "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
+        "(a pool that does not fit fails the boot: out of memory)",
+    )
     p.add_argument("--enable-lora", action="store_true", help="serve --lora-modules adapters unmerged (vLLM's flag)")
-    p.add_argument("--lora-modules", nargs="+", default=[], metavar="NAME=PATH",
-                   help="LoRA adapters (PEFT directories) requests ask for by NAME as their model")
+    p.add_argument(
+        "--lora-modules",
+        nargs="+",
+        default=[],
+        metavar="NAME=PATH",
+        help="LoRA adapters (PEFT directories) requests ask for by NAME as their model",
+    )
     p.add_argument("--max-loras", type=int, default=1, help="vLLM's flag; every adapter stays loaded here")
     p.add_argument("--max-lora-rank", type=int, default=16, help="an adapter of a higher rank fails the boot")
     args = p.parse_args(argv)
@@ -455,21 +550,37 @@ def main(argv: list[str] | None = None) -> int:
     if affinity:
         log.info("pinned to cores %s", ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
     try:
-        rt = ModelRuntime(args.model, args.served_model_name or args.model, args.max_model_len, args.max_num_seqs,
-                          args.dtype, args.threads, args.slowdown, args.memory_cap_mib, modules, args.max_lora_rank,
-                          args.device)
+        rt = ModelRuntime(
+            args.model,
+            args.served_model_name or args.model,
+            args.max_model_len,
+            args.max_num_seqs,
+            args.dtype,
+            args.threads,
+            args.slowdown,
+            args.memory_cap_mib,
+            modules,
+            args.max_lora_rank,
+            args.device,
+        )
     except AdapterLoadError as exc:
         log.error("%s", exc)
         return 1
     except (EngineStartError, MemoryError) as exc:  # at a memory cap: one line, the boot classifier's OOM
-        log.error("out of memory: the server could not start under its memory cap: %s",
-                  str(exc) or type(exc).__name__)
+        log.error("out of memory: the server could not start under its memory cap: %s", str(exc) or type(exc).__name__)
         return 1
     from aiohttp import web
 
-    log.info("serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d%s)", args.model, rt.served_name,
-             args.host, args.port, args.max_model_len, args.max_num_seqs,
-             f"; LoRA adapters {', '.join(rt.adapters)} unmerged" if rt.adapters else "")
+    log.info(
+        "serving %s as %r on %s:%d (max_model_len=%d, max_num_seqs=%d%s)",
+        args.model,
+        rt.served_name,
+        args.host,
+        args.port,
+        args.max_model_len,
+        args.max_num_seqs,
+        f"; LoRA adapters {', '.join(rt.adapters)} unmerged" if rt.adapters else "",
+    )
     web.run_app(build_app(rt), host=args.host, port=args.port, print=None, access_log=None)
     rt.engine.shutdown()
     return 0

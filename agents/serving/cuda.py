@@ -6,16 +6,17 @@ project's own server on the GPU, for a machine without vLLM for CUDA). Both spea
 served is recorded by the provenance lane (its ``serving``/``server`` row), because their
 figures are not interchangeable.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 from agents.backend import accelerator_python
-from pipeline.servers import CUDA_SERVER_ENV, CUDA_SERVERS, ServerConfig, UnknownServerError, cuda_server
 from agents.serving.cpu import NEURONPIPE_ENV, neuronpipe_command
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
+from pipeline.servers import CUDA_SERVER_ENV, CUDA_SERVERS, ServerConfig, UnknownServerError, cuda_server
 
 
 class CudaLauncher(Launcher):
@@ -24,8 +25,14 @@ class CudaLauncher(Launcher):
     artifact_suffixes = ("",)  # every file vLLM's compile cache writes counts as an artifact
     cache_scope = "shared_compiler_cache"  # vLLM's torch.compile cache serves every model
 
-    def __init__(self, cache_root: Path, python: str | None = None, gpu_memory_utilization: float = 0.9,
-                 server: str | None = None, device: str = "cuda"):
+    def __init__(
+        self,
+        cache_root: Path,
+        python: str | None = None,
+        gpu_memory_utilization: float = 0.9,
+        server: str | None = None,
+        device: str = "cuda",
+    ):
         self.cache_root = Path(cache_root)
         self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or accelerator_python()
         self.gpu_memory_utilization = gpu_memory_utilization
@@ -44,8 +51,9 @@ class CudaLauncher(Launcher):
         if self.server == "neuronpipe":
             dtype = "float32" if self.device == "cpu" else config.dtype
             return neuronpipe_command(model, config, port, "--dtype", dtype, "--device", self.device)
-        return vllm_command(self.python, model, config, port,
-                            extra=("--gpu-memory-utilization", str(self.gpu_memory_utilization)))
+        return vllm_command(
+            self.python, model, config, port, extra=("--gpu-memory-utilization", str(self.gpu_memory_utilization))
+        )
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
         if self.server == "neuronpipe":

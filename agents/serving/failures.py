@@ -5,6 +5,7 @@ A server that dies or never answers its health check leaves a log; the class
 first line that matches one of the known signatures, and that line is kept
 verbatim so the failure record says exactly what the server said.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,24 +27,34 @@ class BootFailureKind(str, Enum):
 
 # Order matters: the most specific signature wins when several lines match.
 _SIGNATURES: tuple[tuple[BootFailureKind, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in [
-        (BootFailureKind.UNSUPPORTED_ARCHITECTURE,
-         r"(model architectures? \[?'?\w+'?\]? (is|are) not supported|not supported for now|"
-         r"unsupported (model )?architecture|does not support .*architecture|"
-         r"unrecognized configuration class|model type .* not supported|UnsupportedArchitectureError)"),
-        (BootFailureKind.OOM,
-         r"(out of memory|OutOfMemoryError|CUDA error: out of memory|Failed to allocate|"
-         r"NRT_RESOURCE|insufficient (device )?memory|No available memory for the cache blocks|"
-         r"MemoryError|Killed process|Cannot allocate memory)"),
-        (BootFailureKind.COMPILE_ERROR,
-         r"(neuronx-cc .*(failed|error)|Compilation (failed|error)|CompilerError|NCC_\w+|"
-         r"Failed compilation|torch\._dynamo\.exc|InductorError|compile.*returned non-zero)"),
-        (BootFailureKind.DEVICE_UNAVAILABLE,
-         r"(NRT (init|initialization) failed|nrt_init|no neuron device|Neuron device not found|"
-         r"No CUDA GPUs are available|CUDA driver initialization failed|Failed to infer device type)"),
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in [
+        (
+            BootFailureKind.UNSUPPORTED_ARCHITECTURE,
+            r"(model architectures? \[?'?\w+'?\]? (is|are) not supported|not supported for now|"
+            r"unsupported (model )?architecture|does not support .*architecture|"
+            r"unrecognized configuration class|model type .* not supported|UnsupportedArchitectureError)",
+        ),
+        (
+            BootFailureKind.OOM,
+            r"(out of memory|OutOfMemoryError|CUDA error: out of memory|Failed to allocate|"
+            r"NRT_RESOURCE|insufficient (device )?memory|No available memory for the cache blocks|"
+            r"MemoryError|Killed process|Cannot allocate memory)",
+        ),
+        (
+            BootFailureKind.COMPILE_ERROR,
+            r"(neuronx-cc .*(failed|error)|Compilation (failed|error)|CompilerError|NCC_\w+|"
+            r"Failed compilation|torch\._dynamo\.exc|InductorError|compile.*returned non-zero)",
+        ),
+        (
+            BootFailureKind.DEVICE_UNAVAILABLE,
+            r"(NRT (init|initialization) failed|nrt_init|no neuron device|Neuron device not found|"
+            r"No CUDA GPUs are available|CUDA driver initialization failed|Failed to infer device type)",
+        ),
         (BootFailureKind.PORT_IN_USE, r"(address already in use|Errno 98)"),
         (BootFailureKind.MISSING_PACKAGE, r"(ModuleNotFoundError|No module named|ImportError)"),
-    ])
+    ]
+)
 
 # Lines that carry an error without a known signature, used as the verbatim line for EXITED/TIMEOUT.
 _ERRORISH = re.compile(r"(Error|Exception|error:|FATAL|Traceback)", re.IGNORECASE)
@@ -58,8 +69,9 @@ class BootFailure:
         return f"{self.kind.value}: {self.line}"
 
 
-def classify_log(lines: list[str], exited: bool, returncode: int | None = None,
-                 timeout_s: float | None = None) -> BootFailure:
+def classify_log(
+    lines: list[str], exited: bool, returncode: int | None = None, timeout_s: float | None = None
+) -> BootFailure:
     """Classify a failed boot from the server log's lines.
 
     ``exited`` tells whether the process died (else the health check timed out).
@@ -73,12 +85,21 @@ def classify_log(lines: list[str], exited: bool, returncode: int | None = None,
                 return BootFailure(kind, line)
     errorish = [ln for ln in stripped if _ERRORISH.search(ln)]
     if exited:
-        line = errorish[-1] if errorish else (stripped[-1] if stripped else
-                                              f"server exited with code {returncode} and an empty log")
+        line = (
+            errorish[-1]
+            if errorish
+            else (stripped[-1] if stripped else f"server exited with code {returncode} and an empty log")
+        )
         return BootFailure(BootFailureKind.EXITED, line)
-    line = errorish[-1] if errorish else (
-        f"server did not answer its health check within {timeout_s:g} s" if timeout_s is not None
-        else "server did not answer its health check")
+    line = (
+        errorish[-1]
+        if errorish
+        else (
+            f"server did not answer its health check within {timeout_s:g} s"
+            if timeout_s is not None
+            else "server did not answer its health check"
+        )
+    )
     return BootFailure(BootFailureKind.TIMEOUT, line)
 
 

@@ -6,6 +6,7 @@ group, dying with the lane even on SIGKILL (``PR_SET_PDEATHSIG``), its output ke
 a log file, stopped on every exit path (context manager: normal exit, exceptions,
 Ctrl-C and the runner's ``LaneInterrupted``). Every boot yields a ``compiles`` row.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -24,8 +25,8 @@ from typing import Any, Literal
 
 import httpx
 
-from pipeline.servers import ServerConfig
 from agents.serving.failures import BootFailure, classify_log, tail_lines
+from pipeline.servers import ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class ServedModel:
     ``cache_key`` names its compiled artifacts: weights that differ (a fine-tune served under its
     base model's name) must never load another checkpoint's compiled graphs and sharded weights.
     """
+
     name: str
     path: Path
     cache_key: str | None = None
@@ -85,7 +87,7 @@ class Launcher(ABC):
     # compiler cache every model shares.
     cache_scope: str = "artifacts_dir"
 
-    def seeded_from_store(self, model: "ServedModel", config: ServerConfig) -> bool:
+    def seeded_from_store(self, model: ServedModel, config: ServerConfig) -> bool:
         """Whether this boot's compiled artifacts came from the shared S3 cache this boot (``cache_basis = s3``)."""
         return False
 
@@ -98,8 +100,9 @@ class Launcher(ABC):
 SHARED_GRAPH_SUFFIXES = (".neff",)
 
 
-def cache_label(state: CacheState, scope: str, shared_before: int | None, shared_after: int | None
-                ) -> tuple[CacheState, str | None, str | None]:
+def cache_label(
+    state: CacheState, scope: str, shared_before: int | None, shared_after: int | None
+) -> tuple[CacheState, str | None, str | None]:
     """(cache, cache_scope, cache_basis) of a boot, from artifacts counted before and after (observed).
 
     ``state`` speaks of ``scope`` (the launcher's compile_cache_dir). A per-model artifacts dir that was empty
@@ -109,11 +112,21 @@ def cache_label(state: CacheState, scope: str, shared_before: int | None, shared
     """
     if state == "none":
         return state, None, None
-    if (state == "cold" and scope == "artifacts_dir" and shared_before and shared_after is not None
-            and shared_after == shared_before):
+    if (
+        state == "cold"
+        and scope == "artifacts_dir"
+        and shared_before
+        and shared_after is not None
+        and shared_after == shared_before
+    ):
         return "warm", "shared_compiler_cache", "observed"
-    if state == "cold" and scope == "artifacts_dir" and shared_after is not None and shared_before is not None \
-            and shared_after > shared_before:
+    if (
+        state == "cold"
+        and scope == "artifacts_dir"
+        and shared_after is not None
+        and shared_before is not None
+        and shared_after > shared_before
+    ):
         return "cold", "shared_compiler_cache", "observed"
     return state, scope, "observed"
 
@@ -156,9 +169,17 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class ServerProcess:
     """One running server. Use as a context manager; ``boot()`` raises :class:`ServerBootError`."""
 
-    def __init__(self, launcher: Launcher, model: ServedModel, config: ServerConfig, log_path: Path,
-                 port: int | None = None, health_timeout_s: float = 600.0, stop_grace_s: float = 20.0,
-                 poll_s: float = 0.5):
+    def __init__(
+        self,
+        launcher: Launcher,
+        model: ServedModel,
+        config: ServerConfig,
+        log_path: Path,
+        port: int | None = None,
+        health_timeout_s: float = 600.0,
+        stop_grace_s: float = 20.0,
+        poll_s: float = 0.5,
+    ):
         self.launcher = launcher
         self.model = model
         self.config = config
@@ -180,7 +201,7 @@ class ServerProcess:
     def metrics_url(self) -> str:
         return f"{self.base_url}/metrics"
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         try:
             self.boot()
         except BaseException:  # Ctrl-C / LaneInterrupted while waiting for health: __exit__ would not run
@@ -210,9 +231,15 @@ class ServerProcess:
             fh.flush()
             self._log_start = fh.tell()  # classify only what this boot's server wrote
             try:
-                self.proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                             preexec_fn=_die_with_parent)
+                self.proc = subprocess.Popen(
+                    cmd,
+                    env=env,
+                    stdout=fh,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
             except OSError as exc:
                 failure = BootFailure(classify_log([str(exc)], exited=True).kind, f"{type(exc).__name__}: {exc}")
                 row = self._row(ts, state, None, bytes_before, bytes_before, 0, failure)
@@ -225,8 +252,14 @@ class ServerProcess:
         if failure is not None:
             self.stop()
             raise ServerBootError(failure, row)
-        log.info("server %s/%s healthy on %s after %.1f s (cache %s)", self.model.name, self.config.name,
-                 self.base_url, wall, state)
+        log.info(
+            "server %s/%s healthy on %s after %.1f s (cache %s)",
+            self.model.name,
+            self.config.name,
+            self.base_url,
+            wall,
+            state,
+        )
         return row
 
     def _wait_healthy(self, t0: float) -> BootFailure | None:
@@ -249,19 +282,39 @@ class ServerProcess:
     def _boot_log(self) -> list[str]:
         return tail_lines(self.log_path, start=self._log_start)
 
-    def _row(self, ts: datetime, state: CacheState, wall: float | None, before: int | None, after: int | None,
-             new: int | None, failure: BootFailure | None) -> dict[str, Any]:
+    def _row(
+        self,
+        ts: datetime,
+        state: CacheState,
+        wall: float | None,
+        before: int | None,
+        after: int | None,
+        new: int | None,
+        failure: BootFailure | None,
+    ) -> dict[str, Any]:
         shared = self.launcher.shared_cache_dir()
         shared_after = count_artifacts(shared, SHARED_GRAPH_SUFFIXES) if shared is not None else None
         state, scope, basis = cache_label(state, self.launcher.cache_scope, self._shared_before, shared_after)
         if state == "warm" and self.launcher.seeded_from_store(self.model, self.config):
             basis = "s3"  # the artifacts this warm boot loaded were fetched from the shared cache this boot
-        return {"what": "serving_config", "model": self.model.name, "config": self.config.name, "cache": state,
-                "cache_scope": scope, "cache_basis": basis,
-                "wall_s": wall, "cache_bytes_before": before, "cache_bytes_after": after, "new_artifacts": new,
-                "succeeded": failure is None, "error": None if failure is None else failure.message(),
-                "backend": self.launcher.backend, "ts": ts,
-                "config_fingerprint": self.config.fingerprint(), "config_json": self.config.to_json()}
+        return {
+            "what": "serving_config",
+            "model": self.model.name,
+            "config": self.config.name,
+            "cache": state,
+            "cache_scope": scope,
+            "cache_basis": basis,
+            "wall_s": wall,
+            "cache_bytes_before": before,
+            "cache_bytes_after": after,
+            "new_artifacts": new,
+            "succeeded": failure is None,
+            "error": None if failure is None else failure.message(),
+            "backend": self.launcher.backend,
+            "ts": ts,
+            "config_fingerprint": self.config.fingerprint(),
+            "config_json": self.config.to_json(),
+        }
 
     # ---- stop -----------------------------------------------------------------------
     def alive(self) -> bool:

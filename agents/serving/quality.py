@@ -5,6 +5,7 @@ Each ask is a non-streaming chat completion at temperature 0 with seed 0 and
 again without, and its verbatim refusal is kept as the note beside a NULL
 ``mean_logprob``; a server that answers but returns no logprobs gets a note saying so.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,11 +68,24 @@ def mean_logprob(choice: dict[str, Any]) -> tuple[float | None, str | None]:
     return sum(values) / len(values), None
 
 
-def ask(client: httpx.Client, base_url: str, model: str, prompt: str, max_tokens: int,
-        temperature: float = 0.0, seed: int = 0) -> Answer:
-    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": prompt}],
-                            "max_tokens": max_tokens, "temperature": temperature, "seed": seed, "stream": False,
-                            "logprobs": True}
+def ask(
+    client: httpx.Client,
+    base_url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> Answer:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "stream": False,
+        "logprobs": True,
+    }
     refusal = None
     try:
         resp = client.post(base_url + CHAT_ENDPOINT, json=body)
@@ -96,24 +110,49 @@ def ask(client: httpx.Client, base_url: str, model: str, prompt: str, max_tokens
     return Answer(text, tokens, mean, note, choice.get("finish_reason"))
 
 
-def quality_rows(base_url: str, served_model: str, variant: str, server_config: str,
-                 backend: str, prompts: list[QualityPrompt], max_tokens: int, seed: int = 0,
-                 timeout_s: float = 600.0, progress: Any = None) -> list[dict[str, Any]]:
+def quality_rows(
+    base_url: str,
+    served_model: str,
+    variant: str,
+    server_config: str,
+    backend: str,
+    prompts: list[QualityPrompt],
+    max_tokens: int,
+    seed: int = 0,
+    timeout_s: float = 600.0,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
     rows = []
     with httpx.Client(timeout=timeout_s) as client:
         for i, p in enumerate(prompts):
             a1 = ask(client, base_url, served_model, p.prompt, max_tokens, 0.0, seed)
             a2 = ask(client, base_url, served_model, p.prompt, max_tokens, 0.0, seed)
             failed = a1.error or a2.error
-            rows.append({"model": served_model, "variant": variant,
-                         "server_config": server_config, "backend": backend, "endpoint": CHAT_ENDPOINT,
-                         "prompt_id": p.id, "category": p.category, "prompt": p.prompt, "temperature": 0.0,
-                         "seed": seed, "max_tokens": max_tokens, "text_1": a1.text, "text_2": a2.text,
-                         "deterministic": None if failed else a1.text == a2.text,
-                         "mean_logprob": a1.mean_logprob, "mean_logprob_2": a2.mean_logprob,
-                         "logprob_note": a1.logprob_note or a2.logprob_note,
-                         "output_tokens": a1.output_tokens, "output_tokens_2": a2.output_tokens,
-                         "finish_reason": a1.finish_reason, "error": a1.error or a2.error})
+            rows.append(
+                {
+                    "model": served_model,
+                    "variant": variant,
+                    "server_config": server_config,
+                    "backend": backend,
+                    "endpoint": CHAT_ENDPOINT,
+                    "prompt_id": p.id,
+                    "category": p.category,
+                    "prompt": p.prompt,
+                    "temperature": 0.0,
+                    "seed": seed,
+                    "max_tokens": max_tokens,
+                    "text_1": a1.text,
+                    "text_2": a2.text,
+                    "deterministic": None if failed else a1.text == a2.text,
+                    "mean_logprob": a1.mean_logprob,
+                    "mean_logprob_2": a2.mean_logprob,
+                    "logprob_note": a1.logprob_note or a2.logprob_note,
+                    "output_tokens": a1.output_tokens,
+                    "output_tokens_2": a2.output_tokens,
+                    "finish_reason": a1.finish_reason,
+                    "error": a1.error or a2.error,
+                }
+            )
             if progress is not None:
                 progress(i + 1, len(prompts))
     return rows

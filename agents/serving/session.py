@@ -1,18 +1,20 @@
 """A server boot inside a lane: the compiles row, the server's /metrics sampled, the log kept, always stopped."""
+
 from __future__ import annotations
 
 import itertools
 import json
 import logging
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from agents.context import LaneContext
-from pipeline.servers import ServerConfig
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
 from agents.telemetry.prometheus import PrometheusSensor
+from pipeline.servers import ServerConfig
 
 log = logging.getLogger(__name__)
 _boots = itertools.count(1)
@@ -23,8 +25,9 @@ def _slug(name: str) -> str:
 
 
 @contextmanager
-def serve(ctx: LaneContext, launcher: Launcher, model: ServedModel, config: ServerConfig,
-          health_timeout_s: float) -> Iterator[ServerProcess]:
+def serve(
+    ctx: LaneContext, launcher: Launcher, model: ServedModel, config: ServerConfig, health_timeout_s: float
+) -> Iterator[ServerProcess]:
     """Boot, record the boot, sample the server's /metrics while it runs, and stop it on every exit path.
 
     The ``compiles`` row survives a failed lane (a failed boot is a result). A failed

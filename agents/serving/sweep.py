@@ -4,19 +4,21 @@ Shared by ``serve_sweep``, ``finetune_serve`` and ``qwen3_attempt`` so the fine-
 is measured at exactly the points the base model was: the same configs, shapes and
 grid arithmetic produce the same (config, shape, concurrency) list.
 """
+
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from agents.context import LaneContext
-from pipeline.servers import NEURON_BOX, ServerConfig, kv_dtype_bytes
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError
 from agents.serving.session import model_config, serve, weight_bytes
+from pipeline.servers import NEURON_BOX, ServerConfig, kv_dtype_bytes
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ class Shape:
     output_len: int
 
     @classmethod
-    def parse(cls, text: str) -> "Shape":
+    def parse(cls, text: str) -> Shape:
         try:
             a, b = (int(x) for x in str(text).split(":"))
         except ValueError as exc:
@@ -84,8 +86,13 @@ def dtype_bytes(backend: str, config: ServerConfig) -> int:
     return 2 if config.dtype in ("bfloat16", "float16", "half", "bf16", "fp16") else 4
 
 
-def device_memory_bytes(backend: str, launcher: Launcher, weights: int, override_gib: float | None,
-                        nvidia_total_mib: Callable[[], float] | None = None) -> tuple[int, str]:
+def device_memory_bytes(
+    backend: str,
+    launcher: Launcher,
+    weights: int,
+    override_gib: float | None,
+    nvidia_total_mib: Callable[[], float] | None = None,
+) -> tuple[int, str]:
     """The memory the grid arithmetic splits between weights and KV, and where the figure came from."""
     if override_gib is not None:
         return int(override_gib * 2**30), f"configured {override_gib:g} GiB"
@@ -99,22 +106,34 @@ def device_memory_bytes(backend: str, launcher: Launcher, weights: int, override
 
 
 def _nvidia_total_mib() -> float:
-    from agents.telemetry.nvidia import parse_nvidia_smi_csv, query_command
     import subprocess
+
+    from agents.telemetry.nvidia import parse_nvidia_smi_csv, query_command
 
     out = subprocess.run(query_command(), capture_output=True, text=True, timeout=10, check=True).stdout
     return next(r["value"] for r in parse_nvidia_smi_csv(out) if r["metric"] == "device_mem_total_mib")
 
 
-def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend: str, launcher: Launcher,
-         ) -> tuple[Any, list[Shape], list[str]]:
+def plan(
+    model_dir: Path,
+    config: ServerConfig,
+    settings: SweepSettings,
+    backend: str,
+    launcher: Launcher,
+) -> tuple[Any, list[Shape], list[str]]:
     """(grid, shapes that fit, notes) for one model × config."""
     from agents.loadgen.grid import derive_grid
 
     weights = weight_bytes(model_dir)
     mem, mem_source = device_memory_bytes(backend, launcher, weights, settings.device_mem_gib)
-    grid = derive_grid(model_config(model_dir), mem, weights, config.max_model_len, config.max_num_seqs,
-                       dtype_bytes=kv_dtype_bytes(config, dtype_bytes(backend, config)))
+    grid = derive_grid(
+        model_config(model_dir),
+        mem,
+        weights,
+        config.max_model_len,
+        config.max_num_seqs,
+        dtype_bytes=kv_dtype_bytes(config, dtype_bytes(backend, config)),
+    )
     notes = [f"device memory: {mem_source}"]
     shapes = []
     declared = settings.shapes.get(config.name)
@@ -125,8 +144,10 @@ def plan(model_dir: Path, config: ServerConfig, settings: SweepSettings, backend
         if shape.fits(config):
             shapes.append(shape)
         else:
-            notes.append(f"shape {shape} skipped: {shape.input_len + shape.output_len} tokens > max_model_len "
-                         f"{config.max_model_len}")
+            notes.append(
+                f"shape {shape} skipped: {shape.input_len + shape.output_len} tokens > max_model_len "
+                f"{config.max_model_len}"
+            )
     return grid, shapes, notes
 
 
@@ -171,9 +192,15 @@ def repeat_schedule(configs: list[Any], repeats: int, order: str) -> list[tuple[
     return [(cfg, None) for cfg in configs]
 
 
-def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, configs: list[ServerConfig],
-                settings: SweepSettings, tokenizer: Any = None,
-                served_for: dict[str, ServedModel] | None = None) -> SweepOutcome:
+def sweep_model(
+    ctx: LaneContext,
+    launcher: Launcher,
+    model: ServedModel,
+    configs: list[ServerConfig],
+    settings: SweepSettings,
+    tokenizer: Any = None,
+    served_for: dict[str, ServedModel] | None = None,
+) -> SweepOutcome:
     """Boot each config, run its grid × shapes, write requests and sweep_points; the server always stops.
 
     With ``repeats`` R > 1 every point is measured R times: interleaved, repeat r boots and sweeps every config
@@ -198,10 +225,13 @@ def sweep_model(ctx: LaneContext, launcher: Launcher, model: ServedModel, config
             with contextlib.ExitStack() as stack:
                 # a variant with tenants boots one server per device set, one after another (the first compiles,
                 # the others load its graphs), then loads them together
-                urls = [stack.enter_context(serve(ctx, launcher, served, tenant, settings.health_timeout_s)).base_url
-                        for tenant in tenant_configs(cfg, ctx.backend)]
-                sweep_config(ctx, urls if cfg.tenants > 1 else urls[0], launcher, served, cfg, settings, tok, outcome,
-                             repeat)
+                urls = [
+                    stack.enter_context(serve(ctx, launcher, served, tenant, settings.health_timeout_s)).base_url
+                    for tenant in tenant_configs(cfg, ctx.backend)
+                ]
+                sweep_config(
+                    ctx, urls if cfg.tenants > 1 else urls[0], launcher, served, cfg, settings, tok, outcome, repeat
+                )
         except ServerBootError as exc:
             if cfg.base is None:
                 raise  # a catalogue config that does not boot fails the lane, as it always has
@@ -220,13 +250,23 @@ def tenant_configs(cfg: ServerConfig, backend: str) -> list[ServerConfig]:
         return [cfg]
     from pipeline.servers import tenant_placements
 
-    return [dataclasses.replace(cfg, env=tuple(sorted({**cfg.env_dict(), **place}.items())))
-            for place in tenant_placements(cfg, backend)]
+    return [
+        dataclasses.replace(cfg, env=tuple(sorted({**cfg.env_dict(), **place}.items())))
+        for place in tenant_placements(cfg, backend)
+    ]
 
 
-def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher, model: ServedModel,
-                 cfg: ServerConfig, settings: SweepSettings, tok: Any, outcome: SweepOutcome,
-                 repeat: int | None = None) -> SweepOutcome:
+def sweep_config(
+    ctx: LaneContext,
+    base_url: str | list[str],
+    launcher: Launcher,
+    model: ServedModel,
+    cfg: ServerConfig,
+    settings: SweepSettings,
+    tok: Any,
+    outcome: SweepOutcome,
+    repeat: int | None = None,
+) -> SweepOutcome:
     """Every (shape, concurrency) point of one config against a running server: for ``repeat`` r only that
     repeat, else every repeat of the settings in turn (shapes × concurrencies interleaved within each).
 
@@ -248,11 +288,19 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
     urls = base_url if isinstance(base_url, list) else [base_url]
     hook = ctx.telemetry.point_phase if ctx.telemetry else None
     for r, shape, c in ((r, shape, c) for r in repeats for shape in shapes for c in values):
-        def point(url: str, label: str) -> Any:
-            return SweepPoint(**point_fields(ctx, launcher, model, cfg, settings, grid), base_url=url,
-                              input_len=shape.input_len, output_len=shape.output_len,
-                              num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c), concurrency=c,
-                              endpoint=settings.endpoint, server_config=label, note="; ".join(notes))
+
+        def point(url: str, label: str, shape: Any = shape, c: int = c) -> Any:
+            return SweepPoint(
+                **point_fields(ctx, launcher, model, cfg, settings, grid),
+                base_url=url,
+                input_len=shape.input_len,
+                output_len=shape.output_len,
+                num_prompts=max(settings.min_prompts, settings.prompts_per_stream * c),
+                concurrency=c,
+                endpoint=settings.endpoint,
+                server_config=label,
+                note="; ".join(notes),
+            )
 
         if len(urls) == 1:
             results = [run_point(point(urls[0], cfg.name), tok, phase_hook=hook)]
@@ -269,16 +317,25 @@ def sweep_config(ctx: LaneContext, base_url: str | list[str], launcher: Launcher
     return outcome
 
 
-def point_fields(ctx: LaneContext, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
-                 settings: SweepSettings, grid: Any) -> dict[str, Any]:
+def point_fields(
+    ctx: LaneContext, launcher: Launcher, model: ServedModel, cfg: ServerConfig, settings: SweepSettings, grid: Any
+) -> dict[str, Any]:
     """What every point of a config's sweep shares, a shape's or a workload's: the model, the server it runs on
     (kind, fingerprint, a multi-LoRA variant's traffic split), the SLO and lag bound, the grid, the timeouts."""
     from agents.loadgen.client import Timeouts
 
-    return dict(model=model.name, server_kind=launcher.server_kind, server_config_fingerprint=cfg.fingerprint(),
-                model_mix=cfg.model_mix(model.name), backend=ctx.backend, warmup_requests=settings.warmup_requests,
-                slo=settings.slo, client_lag_bound_ms=settings.client_lag_bound_ms, grid=grid,
-                timeouts=Timeouts(idle_s=STREAM_IDLE_S))
+    return dict(
+        model=model.name,
+        server_kind=launcher.server_kind,
+        server_config_fingerprint=cfg.fingerprint(),
+        model_mix=cfg.model_mix(model.name),
+        backend=ctx.backend,
+        warmup_requests=settings.warmup_requests,
+        slo=settings.slo,
+        client_lag_bound_ms=settings.client_lag_bound_ms,
+        grid=grid,
+        timeouts=Timeouts(idle_s=STREAM_IDLE_S),
+    )
 
 
 def _record(ctx: LaneContext, result: Any, settings: SweepSettings, repeat: int, outcome: SweepOutcome) -> None:
@@ -308,9 +365,20 @@ def workload_points(w: Any, cfg: ServerConfig, settings: SweepSettings, values: 
     return [{"duration_s": a.duration_s}]
 
 
-def sweep_workloads(ctx: LaneContext, base_url: str, launcher: Launcher, model: ServedModel, cfg: ServerConfig,
-                    settings: SweepSettings, tok: Any, outcome: SweepOutcome, grid: Any, values: list[int],
-                    notes: list[str], repeat: int) -> None:
+def sweep_workloads(
+    ctx: LaneContext,
+    base_url: str,
+    launcher: Launcher,
+    model: ServedModel,
+    cfg: ServerConfig,
+    settings: SweepSettings,
+    tok: Any,
+    outcome: SweepOutcome,
+    grid: Any,
+    values: list[int],
+    notes: list[str],
+    repeat: int,
+) -> None:
     """Every workload point of one config (after its shapes, in the same boot and repeat; a variant with tenants:
     on its first tenant alone)."""
     from agents.loadgen.point import SweepPoint, run_point
@@ -322,12 +390,18 @@ def sweep_workloads(ctx: LaneContext, base_url: str, launcher: Launcher, model: 
             sessions = max(settings.min_prompts, settings.prompts_per_stream * (c or 1))
             n = None if kw.get("duration_s") or w.arrival.kind == "trace" else sessions
             point = SweepPoint(
-                **point_fields(ctx, launcher, model, cfg, settings, grid), base_url=base_url,
-                input_len=w.input.nominal, output_len=w.output.nominal, num_prompts=n,
+                **point_fields(ctx, launcher, model, cfg, settings, grid),
+                base_url=base_url,
+                input_len=w.input.nominal,
+                output_len=w.output.nominal,
+                num_prompts=n,
                 endpoint="chat" if w.sessions else settings.endpoint,  # a session: a conversation
                 server_config=f"{cfg.name}.alone" if cfg.tenants > 1 else cfg.name,
-                note="; ".join(notes + [f"workload {w.name}: {describe_workload(w)}"]), workload=w,
-                max_model_len=cfg.max_model_len, **kw)
+                note="; ".join(notes + [f"workload {w.name}: {describe_workload(w)}"]),
+                workload=w,
+                max_model_len=cfg.max_model_len,
+                **kw,
+            )
             _record(ctx, run_point(point, tok, phase_hook=hook), settings, repeat, outcome)
             ctx.progress(f"{model.name}/{cfg.name} workload {w.name}" + (f" c={c}" if c else ""), 0, 0, "points")
 

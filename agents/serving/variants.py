@@ -1,5 +1,6 @@
 """A lane's server configs on its box: the variants resolved for this backend's server, draft models and LoRA
 adapters fetched."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,9 @@ def lane_server_configs(ctx: LaneContext, launcher: Launcher, spec: Any) -> list
     return out
 
 
-def with_adapters(ctx: LaneContext, cfg: ServerConfig, model: str, source_run: str,
-                  adapter_dir: Path | None = None) -> ServerConfig:
+def with_adapters(
+    ctx: LaneContext, cfg: ServerConfig, model: str, source_run: str, adapter_dir: Path | None = None
+) -> ServerConfig:
     """``cfg`` with its ``sft`` adapters on disk: the lane's fine-tune of ``model`` — ``adapter_dir`` where the lane
     already holds it (an outside adapter), else ``model``'s adapter from run ``source_run``'s sft lane — as a PEFT
     directory (a TP-sharded Neuron adapter consolidated)."""

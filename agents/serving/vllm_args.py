@@ -1,10 +1,11 @@
 """vLLM's OpenAI server command line, shared by the neuron, cuda and vllm-cpu launchers."""
+
 from __future__ import annotations
 
 import json
 
-from pipeline.servers import ServerConfig
 from agents.serving.launcher import ServedModel
+from pipeline.servers import ServerConfig
 
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
@@ -25,10 +26,18 @@ def lora_args(config: ServerConfig) -> list[str]:
         return []
     missing = [a.name for a in lora.adapters if not a.path]
     if missing:
-        raise AdapterFilesMissingError(f"server_configs.{config.name}.lora.adapters.{missing[0]}: its files are not "
-                                       "on this box")
-    return ["--enable-lora", "--max-loras", str(lora.slots), "--max-lora-rank", str(lora.max_lora_rank),
-            "--lora-modules", *(f"{a.name}={a.path}" for a in lora.adapters)]
+        raise AdapterFilesMissingError(
+            f"server_configs.{config.name}.lora.adapters.{missing[0]}: its files are not on this box"
+        )
+    return [
+        "--enable-lora",
+        "--max-loras",
+        str(lora.slots),
+        "--max-lora-rank",
+        str(lora.max_lora_rank),
+        "--lora-modules",
+        *(f"{a.name}={a.path}" for a in lora.adapters),
+    ]
 
 
 # The engine's seed, fixed (the predecessor's working command passed --seed 0): sampling, speculative drafts and
@@ -36,27 +45,52 @@ def lora_args(config: ServerConfig) -> list[str]:
 SERVER_SEED = 0
 
 
-def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: int, *,
-                 tensor_parallel: int | None = None, block_size: int | None = None, device: str | None = None,
-                 dtype: str | None = None, extra: tuple[str, ...] = (), neuron_config_flag: str | None = None,
-                 ) -> list[str]:
+def vllm_command(
+    python: str,
+    model: ServedModel,
+    config: ServerConfig,
+    port: int,
+    *,
+    tensor_parallel: int | None = None,
+    block_size: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    extra: tuple[str, ...] = (),
+    neuron_config_flag: str | None = None,
+) -> list[str]:
     """``python -m vllm.entrypoints.openai.api_server`` for one server config. Prefix caching is off unless the
     variant turns it on (RULES: no cache hits in a sweep); ``neuron_config_flag``: how this vLLM takes NxDI's
     overrides (``--override-neuron-config`` on vLLM 0.x, ``--additional-config`` with the vllm-neuron plugin)."""
-    cmd = [python, "-m", VLLM_ENTRYPOINT,
-           "--model", str(model.path),
-           "--served-model-name", model.name,
-           "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", str(config.max_model_len),
-           "--max-num-seqs", str(config.max_num_seqs),
-           "--tensor-parallel-size", str(tensor_parallel or config.tensor_parallel),
-           "--dtype", dtype or config.dtype,
-           "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
-           "--seed", str(SERVER_SEED),
-           # vLLM's own sampling defaults, never the checkpoint's generation_config.json (Llama 3.1 ships
-           # temperature 0.6 / top_p 0.9): every model and fine-tune is measured under the same sampling
-           "--generation-config", "vllm",
-           "--uvicorn-log-level", "warning"]
+    cmd = [
+        python,
+        "-m",
+        VLLM_ENTRYPOINT,
+        "--model",
+        str(model.path),
+        "--served-model-name",
+        model.name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(config.max_model_len),
+        "--max-num-seqs",
+        str(config.max_num_seqs),
+        "--tensor-parallel-size",
+        str(tensor_parallel or config.tensor_parallel),
+        "--dtype",
+        dtype or config.dtype,
+        "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
+        "--seed",
+        str(SERVER_SEED),
+        # vLLM's own sampling defaults, never the checkpoint's generation_config.json (Llama 3.1 ships
+        # temperature 0.6 / top_p 0.9): every model and fine-tune is measured under the same sampling
+        "--generation-config",
+        "vllm",
+        "--uvicorn-log-level",
+        "warning",
+    ]
     size = config.block_size if config.block_size is not None else block_size
     if size is not None:
         cmd += ["--block-size", str(size)]
@@ -71,8 +105,10 @@ def vllm_command(python: str, model: ServedModel, config: ServerConfig, port: in
         data: dict[str, object] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
         if spec.draft_model is not None:
             if not spec.draft_path:
-                raise DraftModelMissingError(f"server_configs.{config.name}.speculative.draft_model: "
-                                             f"{spec.draft_model}'s files are not on this box")
+                raise DraftModelMissingError(
+                    f"server_configs.{config.name}.speculative.draft_model: "
+                    f"{spec.draft_model}'s files are not on this box"
+                )
             data["model"] = spec.draft_path
         cmd += ["--speculative-config", json.dumps(data, sort_keys=True)]
     cmd += lora_args(config)

@@ -13,6 +13,7 @@ completed) for any point longer than that; the regular samples go on as schedule
 not a faster sampler: the sensors (nvidia-smi, a server's /metrics) are not polled harder while the server is
 under test.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,12 +61,21 @@ class TelemetrySampler:
             try:
                 for row in sensor.sample():
                     batch.append({"ts": ts, "t_mono_ns": mono, **row})
-            except Exception as exc:  # a broken sensor must not kill the lane; it is reported once
+            except Exception as exc:  # noqa: BLE001 - a broken sensor must not kill the lane; it is reported once
                 if sensor.name not in self._failed:
                     self._failed.add(sensor.name)
                     log.warning("telemetry sensor %s failed: %s: %s", sensor.name, type(exc).__name__, exc)
-                    batch.append({"ts": ts, "t_mono_ns": mono, "source": sensor.name, "metric": "sensor_error",
-                                  "value": None, "unit": None, "note": f"{type(exc).__name__}: {exc}"})
+                    batch.append(
+                        {
+                            "ts": ts,
+                            "t_mono_ns": mono,
+                            "source": sensor.name,
+                            "metric": "sensor_error",
+                            "value": None,
+                            "unit": None,
+                            "note": f"{type(exc).__name__}: {exc}",
+                        }
+                    )
         with self._lock:
             self.rows.extend(batch)
 
@@ -73,8 +83,11 @@ class TelemetrySampler:
         """The highest value of ``metric`` sampled between two ``perf_counter_ns`` stamps (None: no sample in that
         window had a value: the sensor is absent or said nothing)."""
         with self._lock:
-            values = [r["value"] for r in self.rows if r.get("metric") == metric and r.get("value") is not None
-                      and since_ns <= r["t_mono_ns"] <= until_ns]
+            values = [
+                r["value"]
+                for r in self.rows
+                if r.get("metric") == metric and r.get("value") is not None and since_ns <= r["t_mono_ns"] <= until_ns
+            ]
         return max(values, default=None)
 
     def point_phase(self, phase: str) -> None:
@@ -100,7 +113,7 @@ class TelemetrySampler:
                 if self._wake.wait(due - time.monotonic()):
                     self._wake.clear()
 
-    def start(self) -> "TelemetrySampler":
+    def start(self) -> TelemetrySampler:
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._thread.start()
         return self
@@ -114,12 +127,12 @@ class TelemetrySampler:
         for sensor in self.sensors:
             try:
                 sensor.close()
-            except Exception:  # pragma: no cover - best effort
+            except Exception:  # noqa: BLE001 - closing a sensor is best effort  # pragma: no cover
                 pass
         with self._lock:
             return list(self.rows)
 
-    def __enter__(self) -> "TelemetrySampler":
+    def __enter__(self) -> TelemetrySampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -133,16 +146,16 @@ def default_sensors(backend: str) -> list[Sensor]:
     sensors: list[Sensor] = [HostSensor()]
     if backend == "neuron":
         try:
-            from agents.telemetry.neuron_monitor import NeuronMonitorSensor  # type: ignore[import-not-found]
+            from agents.telemetry.neuron_monitor import NeuronMonitorSensor
 
             sensors.append(NeuronMonitorSensor())
         except Exception as exc:  # noqa: BLE001 - absent sensor is a NULL row, not a crash
             log.warning("neuron-monitor unavailable: %s", exc)
     elif backend == "cuda":
         try:
-            from agents.telemetry.nvidia import NvidiaSmiSensor  # type: ignore[import-not-found]
+            from agents.telemetry.nvidia import NvidiaSmiSensor
 
             sensors.append(NvidiaSmiSensor())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a GPU sensor that cannot start leaves the others sampling
             log.warning("nvidia-smi sensor unavailable: %s", exc)
     return sensors

@@ -1,4 +1,5 @@
 """Host CPU and memory (psutil). Power is not exposed on these instances: NULL with a note."""
+
 from __future__ import annotations
 
 import os
@@ -30,13 +31,21 @@ class HostSensor:
         except psutil.Error:
             rss = None
         rows = [
-            {"source": "host", "metric": "host_cpu_util_pct", "value": cpu if self._primed else None,
-             "unit": "%", "note": None if self._primed else "first sample primes the counter"},
-            {"source": "host", "metric": "host_mem_used_mib", "value": (vm.total - vm.available) / 2**20,
-             "unit": "MiB"},
+            {
+                "source": "host",
+                "metric": "host_cpu_util_pct",
+                "value": cpu if self._primed else None,
+                "unit": "%",
+                "note": None if self._primed else "first sample primes the counter",
+            },
+            {
+                "source": "host",
+                "metric": "host_mem_used_mib",
+                "value": (vm.total - vm.available) / 2**20,
+                "unit": "MiB",
+            },
             {"source": "host", "metric": "host_mem_total_mib", "value": vm.total / 2**20, "unit": "MiB"},
-            {"source": "host", "metric": "lane_rss_mib", "value": None if rss is None else rss / 2**20,
-             "unit": "MiB"},
+            {"source": "host", "metric": "lane_rss_mib", "value": None if rss is None else rss / 2**20, "unit": "MiB"},
             {"source": "host", "metric": "host_power_w", "value": None, "unit": "W", "note": _POWER_NOTE},
         ]
         self._primed = True

@@ -5,6 +5,7 @@ thread keeps the latest and each telemetry tick parses it. Where neuron-monitor 
 absent, or no Neuron runtime is running, the metrics are NULL with a note. Power is
 not exposed on trn1/inf2 (RULES 7): always NULL with that note.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,9 +26,17 @@ POWER_NOTE = "neuron-monitor exposes no power reading on trn1/inf2"
 
 MONITOR_CONFIG: dict[str, Any] = {
     "period": "1s",
-    "neuron_runtimes": [{"tag_filter": ".*", "metrics": [
-        {"type": "neuroncore_counters"}, {"type": "memory_used"}, {"type": "neuron_runtime_vcpu_usage"},
-        {"type": "execution_stats"}]}],
+    "neuron_runtimes": [
+        {
+            "tag_filter": ".*",
+            "metrics": [
+                {"type": "neuroncore_counters"},
+                {"type": "memory_used"},
+                {"type": "neuron_runtime_vcpu_usage"},
+                {"type": "execution_stats"},
+            ],
+        }
+    ],
     "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"}, {"type": "neuron_hw_counters"}],
 }
 
@@ -40,10 +49,10 @@ def _die_with_parent() -> None:  # in the child: neuron-monitor must not outlive
             pass
 
 
-def _row(metric: str, value: float | None, unit: str, device: str | None = None,
-         note: str | None = None) -> dict[str, Any]:
-    return {"source": "neuron_monitor", "metric": metric, "device": device, "value": value, "unit": unit,
-            "note": note}
+def _row(
+    metric: str, value: float | None, unit: str, device: str | None = None, note: str | None = None
+) -> dict[str, Any]:
+    return {"source": "neuron_monitor", "metric": metric, "device": device, "value": value, "unit": unit, "note": note}
 
 
 def parse_report(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,8 +68,15 @@ def parse_report(report: dict[str, Any]) -> list[dict[str, Any]]:
         counters = (rep.get("neuroncore_counters") or {}).get("neuroncores_in_use") or {}
         for core, vals in sorted(counters.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
             util = vals.get("neuroncore_utilization")
-            rows.append(_row("accel_util_pct", None if util is None else float(util), "%", f"nc{core}",
-                             None if util is not None else "neuron-monitor reported no utilization"))
+            rows.append(
+                _row(
+                    "accel_util_pct",
+                    None if util is None else float(util),
+                    "%",
+                    f"nc{core}",
+                    None if util is not None else "neuron-monitor reported no utilization",
+                )
+            )
             seen_core = True
         used = (rep.get("memory_used") or {}).get("neuron_runtime_used_bytes") or {}
         device_bytes += int(used.get("neuron_device") or 0)
@@ -101,8 +117,14 @@ class NeuronMonitorSensor:
         with open(fd, "w") as fh:
             json.dump(MONITOR_CONFIG, fh)
         self._config_path = Path(name)
-        self._proc = subprocess.Popen([path, "-c", name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, start_new_session=True, preexec_fn=_die_with_parent)
+        self._proc = subprocess.Popen(
+            [path, "-c", name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         threading.Thread(target=self._read, name="neuron-monitor", daemon=True).start()
 
     def _read(self) -> None:
@@ -125,8 +147,11 @@ class NeuronMonitorSensor:
             report = self._latest
         if report is None:
             note = self._absent_note or "neuron-monitor has not reported yet"
-            return [_row("accel_util_pct", None, "%", None, note), _row("device_mem_used_mib", None, "MiB", None, note),
-                    _row("power_w", None, "W", "neuron", POWER_NOTE)]
+            return [
+                _row("accel_util_pct", None, "%", None, note),
+                _row("device_mem_used_mib", None, "MiB", None, note),
+                _row("power_w", None, "W", "neuron", POWER_NOTE),
+            ]
         return parse_report(report)
 
     def close(self) -> None:

@@ -1,17 +1,23 @@
 """NVIDIA GPUs through ``nvidia-smi``: the telemetry sensor (``--query-gpu`` CSV: utilisation, memory, power, NULL
 where unsupported) and the inventory the preflight gate reads (GPUs, driver, the CUDA version the driver supports)."""
+
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 QUERY_FIELDS = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")
 # CSV column -> (metric, unit)
-_COLUMNS = {"utilization.gpu": ("accel_util_pct", "%"), "memory.used": ("device_mem_used_mib", "MiB"),
-            "memory.total": ("device_mem_total_mib", "MiB"), "power.draw": ("power_w", "W")}
+_COLUMNS = {
+    "utilization.gpu": ("accel_util_pct", "%"),
+    "memory.used": ("device_mem_used_mib", "MiB"),
+    "memory.total": ("device_mem_total_mib", "MiB"),
+    "power.draw": ("power_w", "W"),
+}
 _ABSENT = ("[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "")
 
 
@@ -38,8 +44,9 @@ def parse_nvidia_smi_csv(text: str) -> list[dict[str, Any]]:
                 value = None
             if value is None:
                 note = f"nvidia-smi reports {raw or 'nothing'} for {col}"
-            rows.append({"source": "nvidia_smi", "metric": metric, "device": device, "value": value,
-                         "unit": unit, "note": note})
+            rows.append(
+                {"source": "nvidia_smi", "metric": metric, "device": device, "value": value, "unit": unit, "note": note}
+            )
     return rows
 
 
@@ -52,8 +59,17 @@ class NvidiaSmiSensor:
 
     def sample(self) -> list[dict[str, Any]]:
         if self._absent:  # an absent sensor is NULL with a note, never zero
-            return [{"source": "nvidia_smi", "metric": m, "device": None, "value": None, "unit": u,
-                     "note": "nvidia-smi is not on PATH"} for m, u in _COLUMNS.values()]
+            return [
+                {
+                    "source": "nvidia_smi",
+                    "metric": m,
+                    "device": None,
+                    "value": None,
+                    "unit": u,
+                    "note": "nvidia-smi is not on PATH",
+                }
+                for m, u in _COLUMNS.values()
+            ]
         return parse_nvidia_smi_csv(self._run(query_command()))
 
     def close(self) -> None:

@@ -4,19 +4,24 @@ Reads vLLM's metric names (both the older ``gpu_cache_usage_perc`` and the newer
 ``kv_cache_usage_perc``); a metric the server does not export is a NULL row with a
 note, and an unreachable endpoint is a NULL row per metric saying so.
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # our metric -> (unit, scale, vLLM names in preference order)
 METRICS: dict[str, tuple[str, float, tuple[str, ...]]] = {
     "server_requests_running": ("requests", 1.0, ("vllm:num_requests_running",)),
     "server_requests_waiting": ("requests", 1.0, ("vllm:num_requests_waiting",)),
-    "server_kv_cache_usage_pct": ("%", 100.0, ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-                                               "vllm:cpu_cache_usage_perc")),
+    "server_kv_cache_usage_pct": (
+        "%",
+        100.0,
+        ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm:cpu_cache_usage_perc"),
+    ),
     "server_preemptions_total": ("preemptions", 1.0, ("vllm:num_preemptions_total", "vllm:num_preemptions")),
 }
 
@@ -48,9 +53,16 @@ def rows_from_metrics(samples: dict[str, float], device: str | None) -> list[dic
     rows = []
     for metric, (unit, scale, names) in METRICS.items():
         found = next((n for n in names if n in samples), None)
-        rows.append({"source": "prometheus", "metric": metric, "device": device, "unit": unit,
-                     "value": None if found is None else samples[found] * scale,
-                     "note": None if found is not None else f"server does not export {' or '.join(names)}"})
+        rows.append(
+            {
+                "source": "prometheus",
+                "metric": metric,
+                "device": device,
+                "unit": unit,
+                "value": None if found is None else samples[found] * scale,
+                "note": None if found is not None else f"server does not export {' or '.join(names)}",
+            }
+        )
     return rows
 
 
@@ -59,8 +71,9 @@ class PrometheusSensor:
 
     name = "prometheus"
 
-    def __init__(self, url: str, device: str | None = None, timeout_s: float = 2.0,
-                 fetch: Callable[[str], str] | None = None):
+    def __init__(
+        self, url: str, device: str | None = None, timeout_s: float = 2.0, fetch: Callable[[str], str] | None = None
+    ):
         self.url = url
         self.device = device
         self.timeout_s = timeout_s
@@ -90,8 +103,10 @@ class PrometheusSensor:
             text = self._fetch(self.url)
         except Exception as exc:  # noqa: BLE001 - an unreachable endpoint is NULL rows, not a crash
             note = f"scrape of {self.url} failed: {type(exc).__name__}: {exc}"
-            return [{"source": "prometheus", "metric": m, "device": self.device, "unit": u, "value": None,
-                     "note": note} for m, (u, _s, _n) in METRICS.items()]
+            return [
+                {"source": "prometheus", "metric": m, "device": self.device, "unit": u, "value": None, "note": note}
+                for m, (u, _s, _n) in METRICS.items()
+            ]
         return rows_from_metrics(parse_prometheus_text(text), self.device)
 
     def close(self) -> None:

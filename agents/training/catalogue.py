@@ -6,6 +6,7 @@ their licence accepted), cached on EBS. ``resolve_model`` returns a local
 checkpoint directory and the SHA-256 of every file in it (``artifacts`` rows,
 stage ``download``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.model_catalogue import (MODEL_CATALOGUE, PROFILE_MODELS, SMOKE_MODEL, ModelEntry, Source,  # noqa: F401
-                                     UnknownModelError, get_model, model_names, smoke_model)
+from pipeline.model_catalogue import (  # noqa: F401 - the catalogue's names, re-exported for the box side
+    MODEL_CATALOGUE,
+    PROFILE_MODELS,
+    SMOKE_MODEL,
+    ModelEntry,
+    Source,
+    UnknownModelError,
+    get_model,
+    model_names,
+    smoke_model,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -68,7 +78,7 @@ def hash_tree(root: Path, memo: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def read_hub_token(secret_id: str | None = None, client: "SecretsManagerClient | None" = None) -> str:
+def read_hub_token(secret_id: str | None = None, client: SecretsManagerClient | None = None) -> str:
     """The hub token from Secrets Manager (plain string, or JSON with a ``token``/``HF_TOKEN`` key)."""
     import json
 
@@ -79,11 +89,12 @@ def read_hub_token(secret_id: str | None = None, client: "SecretsManagerClient |
         client = boto3.client("secretsmanager")
     try:
         value = client.get_secret_value(SecretId=secret_id)["SecretString"]
-    except Exception as exc:  # noqa: BLE001 - botocore errors become one clear message
+    except Exception as exc:  # botocore errors become one clear message
         raise HubAccessError(
             f"cannot read the Hugging Face token from Secrets Manager secret {secret_id!r} "
             f"({type(exc).__name__}: {exc}). Store a read token there (aws secretsmanager create-secret "
-            f"--name {secret_id} --secret-string hf_...) or point {HUB_TOKEN_SECRET_ENV} at the secret.") from exc
+            f"--name {secret_id} --secret-string hf_...) or point {HUB_TOKEN_SECRET_ENV} at the secret."
+        ) from exc
     value = value.strip()
     if value.startswith("{"):
         raw = json.loads(value)
@@ -98,28 +109,43 @@ def download_from_hub(entry: ModelEntry, cache_dir: Path, token: str, snapshot_d
     if snapshot_download is None:
         from huggingface_hub import snapshot_download
     try:
-        path = snapshot_download(repo_id=entry.ref, revision=entry.revision, token=token,
-                                 cache_dir=str(Path(cache_dir) / "hub"),
-                                 allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.jinja", "*.txt",
-                                                 "*.model"])
-    except Exception as exc:  # noqa: BLE001 - classified below, raised from the cause
+        path = snapshot_download(
+            repo_id=entry.ref,
+            revision=entry.revision,
+            token=token,
+            cache_dir=str(Path(cache_dir) / "hub"),
+            allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.jinja", "*.txt", "*.model"],
+        )
+    except Exception as exc:  # classified below, raised from the cause
         name = type(exc).__name__
         if "Gated" in name or "401" in str(exc) or "403" in str(exc):
             raise HubAccessError(
                 f"the hub refused {entry.ref} ({name}: {exc}). "
-                + (f"It is a gated model: accept its licence at https://huggingface.co/{entry.ref} with the "
-                   "account whose token is in Secrets Manager, then re-run." if entry.gated else
-                   f"Check that the token in Secrets Manager is valid; if {entry.ref} is gated (a model outside "
-                   f"the catalogue may be), accept its licence at https://huggingface.co/{entry.ref} with that "
-                   "token's account." if entry.name not in MODEL_CATALOGUE else
-                   "Check that the token in Secrets Manager is valid.")) from exc
+                + (
+                    f"It is a gated model: accept its licence at https://huggingface.co/{entry.ref} with the "
+                    "account whose token is in Secrets Manager, then re-run."
+                    if entry.gated
+                    else f"Check that the token in Secrets Manager is valid; if {entry.ref} is gated (a model outside "
+                    f"the catalogue may be), accept its licence at https://huggingface.co/{entry.ref} with that "
+                    "token's account."
+                    if entry.name not in MODEL_CATALOGUE
+                    else "Check that the token in Secrets Manager is valid."
+                )
+            ) from exc
         raise HubAccessError(f"downloading {entry.ref} failed: {name}: {exc}") from exc
     return Path(path)
 
 
-def resolve_model(name: str, cache_dir: Path, profile: str | None = None, *, seed: int = 0,
-                  local_path: Path | None = None, secrets_client: Any = None,
-                  snapshot_download: Any = None) -> Path:
+def resolve_model(
+    name: str,
+    cache_dir: Path,
+    profile: str | None = None,
+    *,
+    seed: int = 0,
+    local_path: Path | None = None,
+    secrets_client: Any = None,
+    snapshot_download: Any = None,
+) -> Path:
     """A local checkpoint directory for ``name``: the tiny factory, a given local path, or the hub."""
     entry = get_model(name)
     if local_path is not None:
@@ -127,13 +153,14 @@ def resolve_model(name: str, cache_dir: Path, profile: str | None = None, *, see
     if entry.source == "tiny":
         from agents.training.tiny_models import ensure_tiny_model
 
-        return ensure_tiny_model(entry.ref, Path(cache_dir), seed=seed)  # type: ignore[arg-type]
+        return ensure_tiny_model(entry.ref, Path(cache_dir), seed=seed)
     token = read_hub_token(client=secrets_client)
     return download_from_hub(entry, Path(cache_dir), token, snapshot_download)
 
 
-def artifact_rows(name: str, root: Path, kind: str, stage: str, uri_prefix: str | None = None,
-                  memoize: bool = False) -> list[dict]:
+def artifact_rows(
+    name: str, root: Path, kind: str, stage: str, uri_prefix: str | None = None, memoize: bool = False
+) -> list[dict]:
     """``artifacts`` rows for every file of a checkpoint directory.
 
     ``memoize`` keeps the hashes beside the directory (``.<dir>.sha256.json``) for read-only caches such
@@ -141,9 +168,18 @@ def artifact_rows(name: str, root: Path, kind: str, stage: str, uri_prefix: str 
     """
     root = Path(root)
     memo = root.parent / f".{root.name}.sha256.json" if memoize else None
-    return [{"model": name, "kind": kind, "stage": stage, "path": f["path"],
-             "uri": f"{uri_prefix.rstrip('/')}/{f['path']}" if uri_prefix else str(root / f["path"]),
-             "bytes": f["bytes"], "sha256": f["sha256"]} for f in hash_tree(root, memo)]
+    return [
+        {
+            "model": name,
+            "kind": kind,
+            "stage": stage,
+            "path": f["path"],
+            "uri": f"{uri_prefix.rstrip('/')}/{f['path']}" if uri_prefix else str(root / f["path"]),
+            "bytes": f["bytes"],
+            "sha256": f["sha256"],
+        }
+        for f in hash_tree(root, memo)
+    ]
 
 
 def base_artifact_rows(name: str, checkpoint: Path) -> list[dict]:

@@ -1,4 +1,5 @@
 """Peak host memory (RSS of this process and its children) while a block runs, sampled in a thread."""
+
 from __future__ import annotations
 
 import threading
@@ -35,7 +36,7 @@ class PeakHostMemory:
     def peak_mib(self) -> float | None:
         return self.peak_bytes / 2**20 if self.peak_bytes else None
 
-    def __enter__(self) -> "PeakHostMemory":
+    def __enter__(self) -> PeakHostMemory:
         self._sample()
         self._thread.start()
         return self

@@ -7,6 +7,7 @@ Adapter layouts: a plain PEFT directory (``adapter_config.json`` +
 downloads the latest committed merge and re-hashes every file against the merge
 lane's ``artifacts`` rows.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,14 @@ from pipeline.containment import PathEscapeError, contained
 
 AdapterLayout = Literal["peft", "neuron_sharded"]
 NEURON_SHARDS = Path("adapter_default") / "adapter_shards"
-BASE_SIDE_FILES = ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-                   "special_tokens_map.json", "tokenizer.model")
+BASE_SIDE_FILES = (
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "tokenizer.model",
+)
 
 
 class AdapterLayoutError(ValueError):
@@ -45,13 +52,16 @@ def detect_adapter_layout(adapter_dir: Path) -> tuple[AdapterLayout, Path]:
     candidates = [root] + sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     for d in candidates:
         if (d / "adapter_config.json").is_file() and any(
-                (d / n).is_file() for n in ("adapter_model.safetensors", "adapter_model.bin")):
+            (d / n).is_file() for n in ("adapter_model.safetensors", "adapter_model.bin")
+        ):
             return "peft", d
         if (d / NEURON_SHARDS).is_dir():
             return "neuron_sharded", d
     found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))[:20] if root.is_dir() else []
-    raise AdapterLayoutError(f"{root}: no adapter found (want adapter_config.json + adapter_model.safetensors, "
-                             f"or {NEURON_SHARDS.as_posix()}/); it holds: {found or 'nothing'}")
+    raise AdapterLayoutError(
+        f"{root}: no adapter found (want adapter_config.json + adapter_model.safetensors, "
+        f"or {NEURON_SHARDS.as_posix()}/); it holds: {found or 'nothing'}"
+    )
 
 
 def consolidate_command(sharded_dir: Path, out_dir: Path) -> list[str]:
@@ -65,8 +75,9 @@ def consolidate_neuron_adapter(sharded_dir: Path, out_dir: Path, run: Any = None
     run = run or subprocess.run
     # optimum-cli lives in the DLAMI's training venv: the lane environment puts its bin first on PATH (a bare SSM
     # shell's PATH has no optimum-cli, the predecessor's "libneuronpjrt-path" lesson in another form)
-    proc = run(consolidate_command(sharded_dir, out_dir), capture_output=True, text=True,
-               env=lane_environment("training"))
+    proc = run(
+        consolidate_command(sharded_dir, out_dir), capture_output=True, text=True, env=lane_environment("training")
+    )
     if proc.returncode != 0:
         raise AdapterLayoutError(f"consolidating {sharded_dir} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     layout, where = detect_adapter_layout(out_dir)
@@ -86,10 +97,10 @@ def peft_adapter_dir(adapter_dir: Path, consolidated_dir: Path) -> Path:
 def adapter_files(marker: Any, run_id: str, model: str) -> tuple[str, list[str]]:
     """(key prefix, keys) of ``model``'s adapter among the files an sft attempt committed."""
     base = f"models/{run_id}/{model}/"
-    keys = [k for k in marker.files if k.startswith(base) and "/adapter/" in k[len(base) - 1:]]
+    keys = [k for k in marker.files if k.startswith(base) and "/adapter/" in k[len(base) - 1 :]]
     if not keys:
         return "", []
-    prefix = keys[0][:keys[0].index("/adapter/", len(base) - 1) + len("/adapter")]
+    prefix = keys[0][: keys[0].index("/adapter/", len(base) - 1) + len("/adapter")]
     return prefix, [k for k in keys if k.startswith(prefix + "/")]
 
 
@@ -98,12 +109,15 @@ def fetch_sft_adapter(store: Any, run_id: str, model: str, dest: Path) -> Path:
     (MergeInputError: no such attempt, or it committed no adapter for the model)."""
     marker = store.latest_committed(run_id, "sft")
     if marker is None or marker.status != "succeeded":
-        raise MergeInputError(f"no succeeded sft attempt committed for run {run_id!r}"
-                              + (f" (latest: {marker.status})" if marker else "") + "; run the sft lane first")
+        raise MergeInputError(
+            f"no succeeded sft attempt committed for run {run_id!r}"
+            + (f" (latest: {marker.status})" if marker else "")
+            + "; run the sft lane first"
+        )
     prefix, keys = adapter_files(marker, run_id, model)
     if not keys:
         raise MergeInputError(f"sft attempt {marker.attempt} committed no adapter for {model!r}")
-    targets = [(k, _local(dest, k[len(prefix) + 1:], k)) for k in keys]  # every key checked before a download
+    targets = [(k, _local(dest, k[len(prefix) + 1 :], k)) for k in keys]  # every key checked before a download
     for k, target in targets:
         store.download(k, target)
     return Path(dest)
@@ -146,14 +160,15 @@ def generate_check(model_dir: Path, prompts: list[str], max_new_tokens: int = 16
     model.eval()
     out = []
     for prompt in prompts:
-        enc = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                      return_tensors="pt", return_dict=True)
+        enc = tok.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.no_grad():
-            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tok.pad_token_id)
-        new = gen[0, enc["input_ids"].shape[1]:]
-        out.append({"prompt": prompt, "output_tokens": int(new.numel()),
-                    "text": tok.decode(new, skip_special_tokens=True)})
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
+        new = gen[0, enc["input_ids"].shape[1] :]
+        out.append(
+            {"prompt": prompt, "output_tokens": int(new.numel()), "text": tok.decode(new, skip_special_tokens=True)}
+        )
     return out
 
 
@@ -167,8 +182,9 @@ def _merge_artifact_rows(store: Any, marker: Any, model: str) -> list[dict]:
     return [r for r in rows if r["model"] == model and r["kind"] == "merged" and r["stage"] == "after_merge"]
 
 
-def fetch_merged_model(store: Any, run_id: str, model: str, dest: Path,
-                       strict: bool = False) -> tuple[Path, list[dict]]:
+def fetch_merged_model(
+    store: Any, run_id: str, model: str, dest: Path, strict: bool = False
+) -> tuple[Path, list[dict]]:
     """Download ``model``'s merged weights from the latest committed merge and re-hash every file.
 
     Returns (directory, ``artifacts`` rows with stage ``after_copy``, ``expected_sha256`` and
@@ -176,12 +192,16 @@ def fetch_merged_model(store: Any, run_id: str, model: str, dest: Path,
     """
     marker = store.latest_committed(run_id, "merge")
     if marker is None or marker.status != "succeeded":
-        raise MergeInputError(f"no succeeded merge committed for run {run_id!r}"
-                              + (f" (latest is {marker.status})" if marker else "") + "; run the merge lane first")
+        raise MergeInputError(
+            f"no succeeded merge committed for run {run_id!r}"
+            + (f" (latest is {marker.status})" if marker else "")
+            + "; run the merge lane first"
+        )
     expected = _merge_artifact_rows(store, marker, model)
     if not expected:
-        raise MergeInputError(f"merge attempt {marker.attempt} of run {run_id!r} holds no merged files for "
-                              f"model {model!r}")
+        raise MergeInputError(
+            f"merge attempt {marker.attempt} of run {run_id!r} holds no merged files for model {model!r}"
+        )
     by_uri = {store.uri(k): k for k in marker.files}
     dest = Path(dest)
     planned = []
@@ -194,9 +214,19 @@ def fetch_merged_model(store: Any, run_id: str, model: str, dest: Path,
     for r, key, local in planned:
         store.download(key, local)
         sha = sha256_file(local)
-        rows.append({"model": model, "kind": "merged", "stage": "after_copy", "path": r["path"],
-                     "uri": r["uri"], "bytes": local.stat().st_size, "sha256": sha,
-                     "expected_sha256": r["sha256"], "roundtrip_verified": sha == r["sha256"]})
+        rows.append(
+            {
+                "model": model,
+                "kind": "merged",
+                "stage": "after_copy",
+                "path": r["path"],
+                "uri": r["uri"],
+                "bytes": local.stat().st_size,
+                "sha256": sha,
+                "expected_sha256": r["sha256"],
+                "roundtrip_verified": sha == r["sha256"],
+            }
+        )
     bad = [r["path"] for r in rows if not r["roundtrip_verified"]]
     if bad and strict:
         raise HashMismatchError(f"SHA-256 mismatch after copy for {', '.join(bad)}", rows)

@@ -13,6 +13,7 @@ cause's verbatim line). :func:`launch` is the lane's side: it starts the probe, 
 resident memory of that process alone), kills it past its timeout, and classifies a failure from the log
 (:func:`classify_probe_log`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,10 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -42,8 +44,10 @@ RSS_SOURCE = "cpu: the probe process's peak RSS (wait4 ru_maxrss)"
 
 
 def request_json(req: TrainRequest, backend: str, memory_cap_mib: float | None) -> dict[str, Any]:
-    body = {k: (str(v) if k in _PATHS and v is not None else list(v) if isinstance(v, tuple) else v)
-            for k, v in asdict(req).items()}
+    body = {
+        k: (str(v) if k in _PATHS and v is not None else list(v) if isinstance(v, tuple) else v)
+        for k, v in asdict(req).items()
+    }
     return {"backend": backend, "memory_cap_mib": memory_cap_mib, "request": body}
 
 
@@ -63,8 +67,8 @@ def cap_growth(req: TrainRequest, cap_mib: float) -> int:
     import resource
 
     import datasets  # noqa: F401 - imported before the cap: libraries are not the device's memory
-    import peft  # noqa: F401
-    import trl  # noqa: F401
+    import peft  # noqa: F401 - imported to learn whether it is installed
+    import trl  # noqa: F401 - imported to learn whether it is installed
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(req.model_dir)  # dropped at once: its pages stay mapped for the trainer's
@@ -95,7 +99,7 @@ def run_probe(req: TrainRequest, backend: str, memory_cap_mib: float | None) -> 
 class ProbeResult:
     ok: bool
     error_kind: str | None  # oom | compile_error | timeout | exited | ... (agents.serving.failures)
-    error: str | None       # the verbatim line
+    error: str | None  # the verbatim line
     wall_s: float
     tokens_per_s: float | None
     peak_rss_bytes: int | None  # the probe process's peak resident memory (its children's are not in it)
@@ -114,8 +118,14 @@ def classify_probe_log(lines: list[str], returncode: int | None) -> tuple[str, s
     return failure.kind.value, failure.line
 
 
-def launch(req: TrainRequest, backend: str, memory_cap_mib: float | None, probe_dir: Path, timeout_s: float,
-           tick: Callable[[], None] = lambda: None) -> ProbeResult:
+def launch(
+    req: TrainRequest,
+    backend: str,
+    memory_cap_mib: float | None,
+    probe_dir: Path,
+    timeout_s: float,
+    tick: Callable[[], None] = lambda: None,
+) -> ProbeResult:
     """Run one probe as ``python -m agents.training.probe`` in a session of its own, its output in
     ``probe_dir/probe.log`` (the neuron trainer's log beside it); wait for it, calling ``tick`` meanwhile; a probe
     past ``timeout_s`` is killed with its process group (kind ``timeout``)."""
@@ -126,9 +136,13 @@ def launch(req: TrainRequest, backend: str, memory_cap_mib: float | None, probe_
     env = {**os.environ, **(CPU_ENV if backend == "cpu" else {})}
     t0 = time.perf_counter()
     with open(log_path, "w") as log_fh:
-        proc = subprocess.Popen([sys.executable, "-m", "agents.training.probe", "--request", str(request),
-                                 "--result", str(result)], stdout=log_fh, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agents.training.probe", "--request", str(request), "--result", str(result)],
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     timed_out, rss = False, None
     try:
         while True:
@@ -151,8 +165,11 @@ def launch(req: TrainRequest, backend: str, memory_cap_mib: float | None, probe_
         return ProbeResult(True, None, None, wall, doc.get("tokens_per_s"), rss)
     if timed_out:
         return ProbeResult(False, "timeout", f"the probe did not finish within {timeout_s:g} s", wall, None, rss)
-    lines = [ln for p in [log_path, *sorted(probe_dir.glob("neuron-*.log"))]
-             for ln in p.read_text(errors="replace").splitlines()]
+    lines = [
+        ln
+        for p in [log_path, *sorted(probe_dir.glob("neuron-*.log"))]
+        for ln in p.read_text(errors="replace").splitlines()
+    ]
     kind, line = classify_probe_log(lines, proc.returncode)
     if kind == "exited" and proc.returncode is not None and proc.returncode < 0:  # no signature: say what killed it
         line = f"the probe was killed by {signal.Signals(-proc.returncode).name} (last line: {line})"

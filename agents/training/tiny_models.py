@@ -9,6 +9,7 @@ Builds are cached under ``cache_dir/tiny/`` by a fingerprint of the factory
 version, the bundled data and the spec; a build goes into a temporary directory
 that is renamed into place, so concurrent builders never see half a checkpoint.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from agents.training.data import BUNDLED_PATH, corpus_text, load_instructions
 
@@ -104,19 +106,33 @@ def _train_tokenizer(out: Path) -> None:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, min_frequency=2, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(texts, trainer=trainer)
     bos_id = tok.token_to_id(BOS)
-    tok.post_processor = processors.Sequence([
-        processors.ByteLevel(trim_offsets=False),
-        processors.TemplateProcessing(single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B:1",
-                                      special_tokens=[(BOS, bos_id)]),
-    ])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD,
-                                   additional_special_tokens=[END_OF_TEXT, IM_START],
-                                   model_max_length=TinySpec().max_position_embeddings,
-                                   chat_template=CHAT_TEMPLATE, clean_up_tokenization_spaces=False)
+    tok.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(
+                single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B:1", special_tokens=[(BOS, bos_id)]
+            ),
+        ]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        additional_special_tokens=[END_OF_TEXT, IM_START],
+        model_max_length=TinySpec().max_position_embeddings,
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+    )
     fast.save_pretrained(out)
     _portable_tokenizer_config(out)
 
@@ -142,12 +158,21 @@ def model_config(arch: str, spec: TinySpec, token_ids: dict[str, int]):
     """The transformers config of a tiny model (no weights)."""
     from transformers import LlamaConfig, MistralConfig, Qwen3Config
 
-    common = dict(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
-                  intermediate_size=spec.intermediate_size, num_hidden_layers=spec.num_hidden_layers,
-                  num_attention_heads=spec.num_attention_heads, num_key_value_heads=spec.num_key_value_heads,
-                  head_dim=spec.head_dim, max_position_embeddings=spec.max_position_embeddings,
-                  bos_token_id=token_ids["bos"], eos_token_id=token_ids["eos"], pad_token_id=token_ids["pad"],
-                  tie_word_embeddings=False, rms_norm_eps=1e-6)
+    common = dict(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        head_dim=spec.head_dim,
+        max_position_embeddings=spec.max_position_embeddings,
+        bos_token_id=token_ids["bos"],
+        eos_token_id=token_ids["eos"],
+        pad_token_id=token_ids["pad"],
+        tie_word_embeddings=False,
+        rms_norm_eps=1e-6,
+    )
     if arch == "llama":
         return LlamaConfig(**common)
     if arch == "qwen3":
@@ -170,8 +195,10 @@ def _build_model(arch: str, seed: int, spec: TinySpec, tokenizer_dir: Path, out:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model = model.to(torch.bfloat16)  # saved like hub checkpoints: bf16 safetensors
     model.generation_config = GenerationConfig(
-        bos_token_id=ids["bos"], eos_token_id=[ids["eos"], tok.convert_tokens_to_ids(END_OF_TEXT)],
-        pad_token_id=ids["pad"])
+        bos_token_id=ids["bos"],
+        eos_token_id=[ids["eos"], tok.convert_tokens_to_ids(END_OF_TEXT)],
+        pad_token_id=ids["pad"],
+    )
     model.save_pretrained(out, safe_serialization=True)
     for f in sorted(Path(tokenizer_dir).iterdir()):  # the tokenizer files exactly as built
         if f.is_file():
@@ -184,6 +211,9 @@ def ensure_tiny_model(arch: TinyArch, cache_dir: Path, seed: int = 0, spec: Tiny
         raise UnknownArchError(arch)
     spec = spec or TinySpec()
     tokenizer_dir = ensure_tokenizer(cache_dir)
-    final = Path(cache_dir) / "tiny" / (f"{arch}-seed{seed}-"
-                                        f"{_fingerprint(FACTORY_VERSION, _data_sha(), arch, seed, asdict(spec))}")
+    final = (
+        Path(cache_dir)
+        / "tiny"
+        / (f"{arch}-seed{seed}-{_fingerprint(FACTORY_VERSION, _data_sha(), arch, seed, asdict(spec))}")
+    )
     return _build_atomically(final, lambda out: _build_model(arch, seed, spec, tokenizer_dir, out))

@@ -5,6 +5,7 @@ our lane name, its lane_runs fields and its rows per table — and nothing else;
 ``analytics.importers.commit`` writes them through the store API, so every
 imported row passes ``conform`` like a row any lane writes.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import jsonio
 from analytics.importers.source import Tree
+from pipeline import jsonio
 
 
 class ImportInputError(ValueError):
@@ -55,7 +56,7 @@ class LaneImport:
         (``<point>.telemetry.csv``), where there is one, lands in ``telemetry``."""
         self.ended_at = max(filter(None, [self.ended_at, captured]), default=None)
         self.paths.append(path)
-        csv_path = path[:-len(".json")] + ".telemetry.csv"
+        csv_path = path[: -len(".json")] + ".telemetry.csv"
         if csv_path in files:
             self.add_table("telemetry", telemetry_table(tree, csv_path, captured))
             self.paths.append(csv_path)
@@ -118,9 +119,11 @@ def refuse_same_bytes(files: list[tuple[str, str]]) -> None:
     first: dict[str, str] = {}
     for path, digest in files:
         if digest in first:
-            raise ImportInputError(f"{path} has the same bytes as {first[digest]} (sha256 {digest[:12]}...): "
-                                   "importing one file twice counts one measurement twice (--force imports it "
-                                   "anyway)")
+            raise ImportInputError(
+                f"{path} has the same bytes as {first[digest]} (sha256 {digest[:12]}...): "
+                "importing one file twice counts one measurement twice (--force imports it "
+                "anyway)"
+            )
         first[digest] = path
 
 
@@ -200,8 +203,9 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
         return _drop(tree, path, "no sample with a t_s (seconds since the sampler started)")
     known = [n for n in (reader.fieldnames or []) if n in TELEMETRY_COLUMNS or n.startswith("util_nc")]
     if not known:
-        return _drop(tree, path, "none of its columns is one the import reads "
-                                 f"({', '.join(TELEMETRY_COLUMNS)}, util_nc<N>)")
+        return _drop(
+            tree, path, f"none of its columns is one the import reads ({', '.join(TELEMETRY_COLUMNS)}, util_nc<N>)"
+        )
     try:
         last = max(float(r["t_s"]) for r in samples)
     except ValueError as exc:
@@ -217,14 +221,15 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
                 continue
             spec = TELEMETRY_COLUMNS.get(name)
             if spec is None and name.startswith("util_nc"):
-                spec = ("neuron_monitor", "accel_util_pct", "nc" + name[len("util_nc"):], "pct")
+                spec = ("neuron_monitor", "accel_util_pct", "nc" + name[len("util_nc") :], "pct")
             if spec is None:
                 continue
             value = num(raw) if raw not in (None, "") else None
             garbage = value is None and raw not in (None, "")
             if value is not None and math.isinf(value):
-                raise ImportInputError(f"{tree.uri(path)}: column {name} at t_s={r['t_s']} is {raw!r}, not a "
-                                       "finite number")
+                raise ImportInputError(
+                    f"{tree.uri(path)}: column {name} at t_s={r['t_s']} is {raw!r}, not a finite number"
+                )
             nan = value is not None and math.isnan(value)
             value = None if nan else value
             cols["ts"].append(ts)
@@ -233,8 +238,9 @@ def telemetry_table(tree: Tree, path: str, ended_at: datetime | None) -> pa.Tabl
             cols["device"].append(spec[2])
             cols["value"].append(value)
             cols["unit"].append(spec[3])
-            cols["note"].append(NAN_NOTE if nan else not_a_number_note(raw) if garbage else
-                                None if value is not None else BLANK_NOTE)
+            cols["note"].append(
+                NAN_NOTE if nan else not_a_number_note(raw) if garbage else None if value is not None else BLANK_NOTE
+            )
     return pa.table(cols)
 
 

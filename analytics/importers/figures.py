@@ -4,16 +4,17 @@
 "ours" from our views over the imported run — so a figure that matches means our tables, views and
 rules reproduce it, not that a number was copied. Nothing here is a hard-coded result.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline import jsonio
 from analytics.importers.source import GitRepo, Tree
 from analytics.importers.torchneuronx import every_attempt
 from analytics.store import ResultStore
+from pipeline import jsonio
 
 
 @dataclass(frozen=True)
@@ -47,48 +48,123 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
     c1, c32 = _json(tree, base + "isl1024_osl1024_c1.json"), _json(tree, base + "isl1024_osl1024_c32.json")
     dolly_boot = _json(tree, "inf2/results/serve/llama31_dolly_short/boot.json")
     sustained = _json(tree, "inf2/results/sustained/sustained.json")
-    qwen = [_json(tree, p) for p in tree.files("inf2/results/serve/qwen3_base_short/")
-            if p.rsplit("/", 1)[-1].startswith("isl") and p.endswith(".json")]
+    qwen = [
+        _json(tree, p)
+        for p in tree.files("inf2/results/serve/qwen3_base_short/")
+        if p.rsplit("/", 1)[-1].startswith("isl") and p.endswith(".json")
+    ]
     model = lora["model"]
     out = [
-        Figure("Llama 3.1 8B LoRA tokens/s", lora["tokens_per_s"],
-               _one(con, "SELECT tokens_per_s FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?", run_id,
-                    model), 0.001),
-        Figure("MFU at 210 TFLOP/s (%)", lora["mfu_pct"],
-               _pct(_one(con, "SELECT mfu_alt FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?", run_id,
-                         model)),
-               0.001),
-        Figure("inf2 base c1 output tok/s", c1["output_throughput"], _point(con, run_id, "c1", "output_throughput"),
-               0.001),
+        Figure(
+            "Llama 3.1 8B LoRA tokens/s",
+            lora["tokens_per_s"],
+            _one(
+                con,
+                "SELECT tokens_per_s FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?",
+                run_id,
+                model,
+            ),
+            0.001,
+        ),
+        Figure(
+            "MFU at 210 TFLOP/s (%)",
+            lora["mfu_pct"],
+            _pct(
+                _one(
+                    con, "SELECT mfu_alt FROM train_runs WHERE run_id = ? AND lane = 'sft' AND model = ?", run_id, model
+                )
+            ),
+            0.001,
+        ),
+        Figure(
+            "inf2 base c1 output tok/s", c1["output_throughput"], _point(con, run_id, "c1", "output_throughput"), 0.001
+        ),
         Figure("inf2 base c1 TTFT p50 (ms)", c1["p50_ttft_ms"], _point(con, run_id, "c1", "p50_ttft_ms"), 0.0),
         Figure("inf2 base c1 TPOT p50 (ms)", c1["p50_tpot_ms"], _point(con, run_id, "c1", "p50_tpot_ms"), 0.0),
-        Figure("inf2 base c32 output tok/s", c32["output_throughput"],
-               _point(con, run_id, "c32", "output_throughput"), 0.001),
-        Figure("fine-tune boot, shared cache warm (s)", dolly_boot["boot_wall_s"],
-               _one(con, "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'finetune_serve' AND cache = 'warm' "
-                         "AND succeeded", run_id), 0.0),
-        Figure("sustained retention, predecessor's rule (%)", sustained["retention_vs_first_pct"],
-               _pct(_one(con, "SELECT retention FROM sustained_iterations WHERE run_id = ? "
-                              "AND rule = 'tail3_mean_over_first'", run_id), 1), 0.0),
-        Figure("Qwen3 requests sent", sum(d["num_prompts"] for d in qwen),
-               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt'", run_id), None),
-        Figure("Qwen3 requests with one token", sum(d["completed"] for d in qwen if d["total_output_tokens"] == 1),
-               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND success "
-                         "AND output_tokens = 1", run_id), None),
-        Figure("Qwen3 requests failed", sum(d["failed"] for d in qwen),
-               _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND NOT success",
-                    run_id), None),
-        Figure("Qwen3 failures' verbatim error", _qwen_log_error(tree),
-               _one(con, "SELECT string_agg(DISTINCT error, ' | ') FROM requests WHERE run_id = ? "
-                         "AND lane = 'qwen3_attempt' AND NOT success", run_id), None),
+        Figure(
+            "inf2 base c32 output tok/s",
+            c32["output_throughput"],
+            _point(con, run_id, "c32", "output_throughput"),
+            0.001,
+        ),
+        Figure(
+            "fine-tune boot, shared cache warm (s)",
+            dolly_boot["boot_wall_s"],
+            _one(
+                con,
+                "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'finetune_serve' AND cache = 'warm' "
+                "AND succeeded",
+                run_id,
+            ),
+            0.0,
+        ),
+        Figure(
+            "sustained retention, predecessor's rule (%)",
+            sustained["retention_vs_first_pct"],
+            _pct(
+                _one(
+                    con,
+                    "SELECT retention FROM sustained_iterations WHERE run_id = ? AND rule = 'tail3_mean_over_first'",
+                    run_id,
+                ),
+                1,
+            ),
+            0.0,
+        ),
+        Figure(
+            "Qwen3 requests sent",
+            sum(d["num_prompts"] for d in qwen),
+            _one(con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt'", run_id),
+            None,
+        ),
+        Figure(
+            "Qwen3 requests with one token",
+            sum(d["completed"] for d in qwen if d["total_output_tokens"] == 1),
+            _one(
+                con,
+                "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND success "
+                "AND output_tokens = 1",
+                run_id,
+            ),
+            None,
+        ),
+        Figure(
+            "Qwen3 requests failed",
+            sum(d["failed"] for d in qwen),
+            _one(
+                con, "SELECT count(*) FROM requests WHERE run_id = ? AND lane = 'qwen3_attempt' AND NOT success", run_id
+            ),
+            None,
+        ),
+        Figure(
+            "Qwen3 failures' verbatim error",
+            _qwen_log_error(tree),
+            _one(
+                con,
+                "SELECT string_agg(DISTINCT error, ' | ') FROM requests WHERE run_id = ? "
+                "AND lane = 'qwen3_attempt' AND NOT success",
+                run_id,
+            ),
+            None,
+        ),
     ]
     out += phase2_figures(con, run_id, tree) + train_limit_figures(con, run_id, tree)
     if repo is not None and tree.commit:
         first = _first_version(repo, tree.commit, base + "boot.json")
         ours = None
         boots = every_attempt(store, run_id, "compiles").to_pylist()
-        cold = sorted((b for b in boots if b["what"] == "serving_config" and b["cache"] == "cold" and b["succeeded"]
-                       and b["model"] == first.get("model_id") and b["ts"] is not None), key=lambda b: b["ts"])
+        cold = sorted(
+            (
+                b
+                for b in boots
+                if b["what"] == "serving_config"
+                and b["cache"] == "cold"
+                and b["succeeded"]
+                and b["model"] == first.get("model_id")
+                and b["ts"] is not None
+            ),
+            key=lambda b: b["ts"],
+        )
         if cold:
             ours = cold[0]["wall_s"]
         out.append(Figure("first cold boot, base model, --history (s)", first.get("boot_wall_s"), ours, 0.0))
@@ -106,47 +182,89 @@ def phase2_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
     out: list[Figure] = []
 
     def agg(config: str, conc: int, column: str, model: str | None = None) -> Any:
-        return _one(con, f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' "
-                         "AND server_config = ? AND max_concurrency = ?" + (" AND model = ?" if model else ""),
-                    run_id, config, conc, *([model] if model else []))
+        return _one(
+            con,
+            f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' "
+            "AND server_config = ? AND max_concurrency = ?" + (" AND model = ?" if model else ""),
+            run_id,
+            config,
+            conc,
+            *([model] if model else []),
+        )
 
     if EXTRAS + "quant/fp8kv_c8.json" in files:
         fp8 = _json(tree, EXTRAS + "quant/fp8kv_c8.json")
         bf16 = _json(tree, "inf2/results/serve/llama31_base_short/isl1024_osl1024_c8.json")
-        out += [Figure("fp8 KV cache c8 output tok/s", fp8["output_throughput"],
-                       agg("fp8kv", 8, "output_throughput"), 0.001),
-                Figure("bf16 KV cache c8 output tok/s (the same points)", bf16["output_throughput"],
-                       agg("short", 8, "output_throughput", bf16["model_id"]), 0.001)]
+        out += [
+            Figure(
+                "fp8 KV cache c8 output tok/s", fp8["output_throughput"], agg("fp8kv", 8, "output_throughput"), 0.001
+            ),
+            Figure(
+                "bf16 KV cache c8 output tok/s (the same points)",
+                bf16["output_throughput"],
+                agg("short", 8, "output_throughput", bf16["model_id"]),
+                0.001,
+            ),
+        ]
     mistral = EXTRAS + "serve/mistral7b_short/"
     if mistral + "isl1024_osl1024_c32.json" in files:
         c32 = _json(tree, mistral + "isl1024_osl1024_c32.json")
         boot = _json(tree, mistral + "boot.json")
-        out += [Figure("Mistral-7B c32 output tok/s", c32["output_throughput"],
-                       agg("short", 32, "output_throughput", c32["model_id"]), 0.001),
-                Figure("Mistral-7B cold compile (s)", boot["boot_wall_s"],
-                       _one(con, "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'serve_sweep' AND model = ? "
-                                 "AND cache = 'cold' AND succeeded", run_id, boot["model_id"]), 0.0)]
+        out += [
+            Figure(
+                "Mistral-7B c32 output tok/s",
+                c32["output_throughput"],
+                agg("short", 32, "output_throughput", c32["model_id"]),
+                0.001,
+            ),
+            Figure(
+                "Mistral-7B cold compile (s)",
+                boot["boot_wall_s"],
+                _one(
+                    con,
+                    "SELECT wall_s FROM compiles WHERE run_id = ? AND lane = 'serve_sweep' AND model = ? "
+                    "AND cache = 'cold' AND succeeded",
+                    run_id,
+                    boot["model_id"],
+                ),
+                0.0,
+            ),
+        ]
     lens = sorted(int(LEN_RE.search(f).group(1)) for f in files if LEN_RE.search(f))
     if lens:
         ok = [n for n in lens if _json(tree, EXTRAS + f"ctx_bisect/len_{n}.json").get("status") == "healthy"]
         bad = [n for n in lens if n not in ok and (not ok or n > max(ok))]
         theirs = f"({max(ok)}, {min(bad)}]" if ok and bad else None
-        out.append(Figure("serving context cliff at 8 sequences (max_model_len)", theirs,
-                          _one(con, "SELECT bracket FROM report_limits WHERE run_id = ? AND lane = 'limits'", run_id),
-                          None))
+        out.append(
+            Figure(
+                "serving context cliff at 8 sequences (max_model_len)",
+                theirs,
+                _one(con, "SELECT bracket FROM report_limits WHERE run_id = ? AND lane = 'limits'", run_id),
+                None,
+            )
+        )
         status = _json(tree, EXTRAS + f"ctx_bisect/len_{min(bad)}.json").get("status") if bad else None
-        code = re.search(r"NCC_[A-Z]+\d+", str(status)).group(0) if status and re.search(r"NCC_", str(status)) \
-            else None
+        code = re.search(r"NCC_[A-Z]+\d+", str(status)).group(0) if status and re.search(r"NCC_", str(status)) else None
         ours = _one(con, "SELECT error_at_high FROM report_limits WHERE run_id = ? AND lane = 'limits'", run_id)
-        out.append(Figure("its compiler error at the cliff", code,
-                          re.search(r"NCC_[A-Z]+\d+", ours).group(0) if ours and re.search("NCC_", ours) else None,
-                          None))
+        out.append(
+            Figure(
+                "its compiler error at the cliff",
+                code,
+                re.search(r"NCC_[A-Z]+\d+", ours).group(0) if ours and re.search("NCC_", ours) else None,
+                None,
+            )
+        )
     for i in (0, 1):
         path = EXTRAS + f"multitenant/tenant{i}_c4.json"
         if path in files:
-            out.append(Figure(f"two tenants, one NeuronCore each: tenant {i} c4 output tok/s",
-                              _json(tree, path)["output_throughput"], agg(f"tenant.t{i}", 4, "output_throughput"),
-                              0.001))
+            out.append(
+                Figure(
+                    f"two tenants, one NeuronCore each: tenant {i} c4 output tok/s",
+                    _json(tree, path)["output_throughput"],
+                    agg(f"tenant.t{i}", 4, "output_throughput"),
+                    0.001,
+                )
+            )
     return out
 
 
@@ -163,8 +281,9 @@ def train_limit_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
     n, path = max(ok)
     theirs = _json(tree, path)
     reason = str(_json(tree, TRN1_EXTRAS + f"ctx_{bad[0]}.failure.json").get("reason"))
-    limit = con.execute("SELECT bracket, error_at_high FROM report_limits WHERE run_id = ? AND lane = 'train_limits'",
-                        [run_id]).fetchone() or (None, None)
+    limit = con.execute(
+        "SELECT bracket, error_at_high FROM report_limits WHERE run_id = ? AND lane = 'train_limits'", [run_id]
+    ).fetchone() or (None, None)
 
     def code(text: str | None) -> str | None:
         m = re.search(r"NCC_[A-Z]+\d+", text or "")
@@ -175,15 +294,25 @@ def train_limit_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
         return f"{m.group(1)} GB vs {m.group(2)} GB" if m else None
 
     def run(column: str) -> Any:
-        return _one(con, f"SELECT {column} FROM train_runs WHERE run_id = ? AND lane = 'train_limits' AND "
-                         "max_seq_len = ?", run_id, n)
+        return _one(
+            con,
+            f"SELECT {column} FROM train_runs WHERE run_id = ? AND lane = 'train_limits' AND max_seq_len = ?",
+            run_id,
+            n,
+        )
 
-    return [Figure(f"training sequence cliff at batch {theirs['config']['micro_batch']} (train_seq_len)",
-                   f"({n}, {bad[0]}]", limit[0], None),
-            Figure("its compiler error at the training cliff", code(reason), code(limit[1]), None),
-            Figure("HBM needed vs the limit at the training cliff", hbm(reason), hbm(limit[1]), None),
-            Figure(f"LoRA tokens/s at sequence {n}", theirs["tokens_per_s"], run("tokens_per_s"), 0.001),
-            Figure(f"MFU at sequence {n}, 210 TFLOP/s (%)", theirs["mfu_pct"], _pct(run("mfu_alt")), 0.001)]
+    return [
+        Figure(
+            f"training sequence cliff at batch {theirs['config']['micro_batch']} (train_seq_len)",
+            f"({n}, {bad[0]}]",
+            limit[0],
+            None,
+        ),
+        Figure("its compiler error at the training cliff", code(reason), code(limit[1]), None),
+        Figure("HBM needed vs the limit at the training cliff", hbm(reason), hbm(limit[1]), None),
+        Figure(f"LoRA tokens/s at sequence {n}", theirs["tokens_per_s"], run("tokens_per_s"), 0.001),
+        Figure(f"MFU at sequence {n}, 210 TFLOP/s (%)", theirs["mfu_pct"], _pct(run("mfu_alt")), 0.001),
+    ]
 
 
 def _pct(x: float | None, digits: int | None = None) -> float | None:
@@ -193,8 +322,12 @@ def _pct(x: float | None, digits: int | None = None) -> float | None:
 
 
 def _point(con: Any, run_id: str, conc: str, column: str) -> Any:
-    return _one(con, f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' "
-                     "AND point_id = ?", run_id, f"llama31_base_short/isl1024_osl1024_{conc}")
+    return _one(
+        con,
+        f"SELECT {column} FROM serving_points_all WHERE run_id = ? AND lane = 'serve_sweep' AND point_id = ?",
+        run_id,
+        f"llama31_base_short/isl1024_osl1024_{conc}",
+    )
 
 
 def _qwen_log_error(tree: Tree) -> str | None:

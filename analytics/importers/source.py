@@ -6,6 +6,7 @@ mirror), and ``--history`` must read every earlier version of a file without
 checking anything out. ``GitTree`` answers from git objects through one
 ``git cat-file --batch`` process; ``WorkTree`` from the file system.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,12 +60,13 @@ def check_ref(ref: str) -> str:
     if len(ref) > 255:
         raise RefError(f"--ref: a ref of {len(ref)} characters (at most 255)")
     ancestry = _ANCESTRY.search(ref)
-    name = ref[:ancestry.start()] if ancestry else ref
-    problem = "nothing before the ~ or ^" if not name else None if _HEX_SHA.fullmatch(name) else \
-        _ref_name_problem(name)
+    name = ref[: ancestry.start()] if ancestry else ref
+    problem = "nothing before the ~ or ^" if not name else None if _HEX_SHA.fullmatch(name) else _ref_name_problem(name)
     if problem:
-        raise RefError(f"--ref: {ref!r} is not a ref name (a branch, tag or HEAD, optionally ~N or ^N) or a "
-                       f"commit's hex id: it holds {problem}")
+        raise RefError(
+            f"--ref: {ref!r} is not a ref name (a branch, tag or HEAD, optionally ~N or ^N) or a "
+            f"commit's hex id: it holds {problem}"
+        )
     return ref
 
 
@@ -168,8 +170,10 @@ class WorkTree(Tree):
     def read(self, path: str) -> bytes:
         real = (self.root / path).resolve()
         if not real.is_relative_to(self.root):
-            raise OutsideSourceError(f"{self.uri(path)}: a symbolic link to {real}, outside the SOURCE "
-                                     f"{self.root}: a result file must be inside the SOURCE")
+            raise OutsideSourceError(
+                f"{self.uri(path)}: a symbolic link to {real}, outside the SOURCE "
+                f"{self.root}: a result file must be inside the SOURCE"
+            )
         if not real.is_file():
             raise OutsideSourceError(f"{self.uri(path)}: not a regular file")
         return real.read_bytes()
@@ -206,8 +210,9 @@ class GitRepo:
     def resolve(self, ref: str) -> Commit:
         """The commit ``ref`` names (:func:`check_ref` first; the ref reaches git after --end-of-options)."""
         check_ref(ref)
-        sha = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
-                       quiet_failure=True).strip()
+        sha = self.git(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", quiet_failure=True
+        ).strip()
         if not _HEX_SHA.fullmatch(sha):
             raise SourceError(f"{self.git_dir}: {ref!r} names no commit")
         out = self.git("log", "-1", "--format=%H %cI", "--end-of-options", sha, "--").split()
@@ -244,8 +249,11 @@ class GitRepo:
 
     def read(self, commit: str, path: str) -> bytes:
         if self._batch is None:
-            self._batch = subprocess.Popen(["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self._batch = subprocess.Popen(
+                ["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
         assert self._batch.stdin and self._batch.stdout
         self._batch.stdin.write(f"{commit}:{path}\n".encode())
         self._batch.stdin.flush()

@@ -19,6 +19,7 @@ Not imported, with the reason (:data:`NOT_IMPORTED`): the cold-start timing (dep
 ours measures a deploy), the encoder models (CLIP, Whisper, SigLIP: not text generation), speculative decoding
 (its metrics are a text extract of the server log, not a point).
 """
+
 from __future__ import annotations
 
 import csv
@@ -44,11 +45,11 @@ TRAIN_SEARCH = "torchneuronx-ctx-train"
 PEAK_SOURCE = "neuron-monitor mem_used_mib: the highest 1 Hz sample of the source's telemetry CSV during the run"
 NOT_IMPORTED = {
     "c3_cold_start.json": "deploy-to-first-token timing (cdk deploy, SSM, cache seed, boot): no lane of ours measures "
-                          "a deploy yet (the real-box issue's cold-start measurement)",
+    "a deploy yet (the real-box issue's cold-start measurement)",
     "clip.*, whisper.*, siglip.*": "encoder models (image/audio embeddings), not text generation: no serving lane "
-                                   "of ours runs them",
+    "of ours runs them",
     "spec_decode/": "its metrics are a text extract of the server log and a status, not a measured point: nothing "
-                    "for sweep_points to hold",
+    "for sweep_points to hold",
 }
 
 
@@ -61,15 +62,17 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
     if not lens:
         return None
     li = LaneImport("limits", "inf2")
-    li.config["search"] = {"source": "torchneuronx extras: max_model_len probed by hand at max_num_seqs 8",
-                           "search_id": "torchneuronx-ctx-bisect"}
+    li.config["search"] = {
+        "source": "torchneuronx extras: max_model_len probed by hand at max_num_seqs 8",
+        "search_id": "torchneuronx-ctx-bisect",
+    }
     probes = []
     for path in lens:
         d = load_json(tree, path)
         value = int(LEN_RE.search(path).group(1))
         ok = d.get("status") == "healthy"
         boot = EXTRAS + "ctx_bisect/" + str(d.get("boot_json") or f"len_{value}.boot.json")
-        tail = path[:-len(".json")] + ".boot.server.tail.log"
+        tail = path[: -len(".json")] + ".boot.server.tail.log"
         error = kind = None
         if not ok:
             m = NCC_RE.search(tree.text(tail)) if tail in files else None
@@ -80,23 +83,54 @@ def _limits(tree: Tree, files: list[str]) -> LaneImport | None:
         if boot in files:
             row = boot_row(tree, boot)
         else:
-            row = {"what": "serving_config", "model": "meta-llama/Llama-3.1-8B-Instruct", "cache": "none",
-                   "succeeded": False, "backend": "neuron", "ts": captured, "error": f"{kind}: {error}"}
+            row = {
+                "what": "serving_config",
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "cache": "none",
+                "succeeded": False,
+                "backend": "neuron",
+                "ts": captured,
+                "error": f"{kind}: {error}",
+            }
         row["config"] = f"short-max_model_len-{value}"
-        row["config_json"] = _config_json(row["config"], "short", {"max_model_len": value,
-                                                                   "max_num_seqs": probes[-1][5]})
+        row["config_json"] = _config_json(
+            row["config"], "short", {"max_model_len": value, "max_num_seqs": probes[-1][5]}
+        )
         li.add("compiles", row)
         li.paths += [p for p in (path, boot, tail) if p in files]
         li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
     # every row of the search (no bounds, precision or budget recorded: NULL)
-    search = {"search_id": "torchneuronx-ctx-bisect", "model": "meta-llama/Llama-3.1-8B-Instruct",
-              "kind": "max_model_len", "at_field": "max_num_seqs", "at_value": probes[0][5], "backend": "neuron"}
-    for i, (captured, value, ok, kind, error, seqs) in enumerate(sorted(probes, key=lambda p: (p[0] is None, p[0]))):
-        li.add("limit_probes", {**search, "at_value": seqs, "probe": i + 1, "phase": "bisect", "value": value,
-                                "succeeded": ok, "error_kind": kind, "error": error,
-                                "config": f"short-max_model_len-{value}"})
-    li.add("limit_probes", {**search, "phase": "outcome",
-                            "stop_reason": "probed by hand (the source's ctx_bisect): no budget or precision recorded"})
+    search = {
+        "search_id": "torchneuronx-ctx-bisect",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "kind": "max_model_len",
+        "at_field": "max_num_seqs",
+        "at_value": probes[0][5],
+        "backend": "neuron",
+    }
+    for i, (_captured, value, ok, kind, error, seqs) in enumerate(sorted(probes, key=lambda p: (p[0] is None, p[0]))):
+        li.add(
+            "limit_probes",
+            {
+                **search,
+                "at_value": seqs,
+                "probe": i + 1,
+                "phase": "bisect",
+                "value": value,
+                "succeeded": ok,
+                "error_kind": kind,
+                "error": error,
+                "config": f"short-max_model_len-{value}",
+            },
+        )
+    li.add(
+        "limit_probes",
+        {
+            **search,
+            "phase": "outcome",
+            "stop_reason": "probed by hand (the source's ctx_bisect): no budget or precision recorded",
+        },
+    )
     failure = EXTRAS + "ctx_bisect/load_failure.json"
     if failure in files:
         row = failure_row(tree, failure)
@@ -120,12 +154,14 @@ def _train_limits(tree: Tree, files: list[str]) -> LaneImport | None:
     if not found:
         return None
     li = LaneImport("train_limits", "trn1")
-    li.config["search"] = {"source": "torchneuronx extras: the training sequence length probed by hand (a LoRA SFT "
-                                     "run per length)", "search_id": TRAIN_SEARCH}
+    li.config["search"] = {
+        "source": "torchneuronx extras: the training sequence length probed by hand (a LoRA SFT run per length)",
+        "search_id": TRAIN_SEARCH,
+    }
     probes = []
     for value, path, failed in found:
         d = load_json(tree, path)
-        stem = path[:-len(".failure.json" if failed else ".json")]
+        stem = path[: -len(".failure.json" if failed else ".json")]
         log, csv_path = stem + ".log", stem + ".telemetry.csv"
         text = tree.text(log) if log in files else ""
         captured = parse_time(d.get("captured"))
@@ -149,19 +185,43 @@ def _train_limits(tree: Tree, files: list[str]) -> LaneImport | None:
         li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
         probes.append((captured, value, not failed, kind, error, batch, num(d.get("train_wall_s")), peak, tokens))
     batches = {p[5] for p in probes if p[5] is not None}
-    search = {"search_id": TRAIN_SEARCH, "model": load_json(tree, found[0][1]).get("model") or
-              "meta-llama/Llama-3.1-8B-Instruct", "kind": "train_seq_len", "at_field": "batch_size",
-              "at_value": batches.pop() if len(batches) == 1 else None, "backend": "neuron"}
+    search = {
+        "search_id": TRAIN_SEARCH,
+        "model": load_json(tree, found[0][1]).get("model") or "meta-llama/Llama-3.1-8B-Instruct",
+        "kind": "train_seq_len",
+        "at_field": "batch_size",
+        "at_value": batches.pop() if len(batches) == 1 else None,
+        "backend": "neuron",
+    }
     for i, (_, value, ok, kind, error, batch, wall, peak, tokens) in enumerate(
-            sorted(probes, key=lambda p: (p[0] is None, p[0]))):
-        li.add("limit_probes", {**search, "at_value": batch, "probe": i + 1, "phase": "bisect", "value": value,
-                                "succeeded": ok, "error_kind": kind, "error": error, "wall_s": wall,
-                                "config": f"train-seq-{value}-bs{batch}", "tokens_per_s": tokens,
-                                "peak_mem_bytes": int(peak * 2**20) if peak is not None else None,
-                                "peak_mem_source": PEAK_SOURCE if peak is not None else None})
-    li.add("limit_probes", {**search, "phase": "outcome",
-                            "stop_reason": "probed by hand (the source's extras/ctx_<N>): no budget or precision "
-                                           "recorded"})
+        sorted(probes, key=lambda p: (p[0] is None, p[0]))
+    ):
+        li.add(
+            "limit_probes",
+            {
+                **search,
+                "at_value": batch,
+                "probe": i + 1,
+                "phase": "bisect",
+                "value": value,
+                "succeeded": ok,
+                "error_kind": kind,
+                "error": error,
+                "wall_s": wall,
+                "config": f"train-seq-{value}-bs{batch}",
+                "tokens_per_s": tokens,
+                "peak_mem_bytes": int(peak * 2**20) if peak is not None else None,
+                "peak_mem_source": PEAK_SOURCE if peak is not None else None,
+            },
+        )
+    li.add(
+        "limit_probes",
+        {
+            **search,
+            "phase": "outcome",
+            "stop_reason": "probed by hand (the source's extras/ctx_<N>): no budget or precision recorded",
+        },
+    )
     return li
 
 
@@ -185,30 +245,52 @@ def _into_serve_sweep(li: LaneImport, tree: Tree, files: list[str]) -> None:
         add_serve_dir(li, tree, "extras/mistral7b_short", mistral, "short")
     tenants = [p for p in files if p.startswith(EXTRAS + "multitenant/")]
     for path in sorted(p for p in tenants if re.search(r"/tenant(\d+)_c\d+\.json$", p)):
-        i = re.search(r"/tenant(\d+)_c\d+\.json$", path).group(1)  # type: ignore[union-attr]
+        i = re.search(r"/tenant(\d+)_c\d+\.json$", path).group(1)
         _point(li, tree, tenants, path, f"multitenant/{path.rsplit('/', 1)[-1][:-5]}", f"tenant.t{i}")
     if EXTRAS + "multitenant/load_failure.json" in tenants:
         d = load_json(tree, EXTRAS + "multitenant/load_failure.json")
-        li.add("compiles", {"what": "serving_config", "model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "config": "tenant",
-                            "cache": "none", "succeeded": False, "backend": "neuron",
-                            "ts": parse_time(d.get("captured")),
-                            "error": f"{d.get('status')}: core0 healthy {d.get('core0_healthy')}, core1 healthy "
-                                     f"{d.get('core1_healthy')}",
-                            "config_json": _config_json("tenant", "short", {"tenants": 2, "tensor_parallel_size": 1})})
+        li.add(
+            "compiles",
+            {
+                "what": "serving_config",
+                "model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+                "config": "tenant",
+                "cache": "none",
+                "succeeded": False,
+                "backend": "neuron",
+                "ts": parse_time(d.get("captured")),
+                "error": f"{d.get('status')}: core0 healthy {d.get('core0_healthy')}, core1 healthy "
+                f"{d.get('core1_healthy')}",
+                "config_json": _config_json("tenant", "short", {"tenants": 2, "tensor_parallel_size": 1}),
+            },
+        )
         li.paths.append(EXTRAS + "multitenant/load_failure.json")
 
 
 def _point(li: LaneImport, tree: Tree, files: list[str], path: str, point_id: str, config: str) -> None:
     d = load_json(tree, path)
     captured, duration = parse_time(d.get("date")), num(d.get("duration"))
-    li.add("sweep_points", {
-        "window_end": captured,
-        "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
-        "point_id": point_id, "model": d.get("model_id"), "server_config": config, "server_kind": "vllm",
-        "backend": "neuron", "endpoint": "/v1/completions", "mode": "closed", "prompt_source": "random",
-        "input_len": d.get("input_len_configured"), "output_len": d.get("output_len_configured"),
-        "max_concurrency": d.get("max_concurrency"), "num_prompts": d.get("num_prompts"), "warmup_requests": 0,
-        "note": f"imported aggregate-only point ({d.get('backend')}, the source's Phase 2); see serving_aggregates"})
+    li.add(
+        "sweep_points",
+        {
+            "window_end": captured,
+            "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
+            "point_id": point_id,
+            "model": d.get("model_id"),
+            "server_config": config,
+            "server_kind": "vllm",
+            "backend": "neuron",
+            "endpoint": "/v1/completions",
+            "mode": "closed",
+            "prompt_source": "random",
+            "input_len": d.get("input_len_configured"),
+            "output_len": d.get("output_len_configured"),
+            "max_concurrency": d.get("max_concurrency"),
+            "num_prompts": d.get("num_prompts"),
+            "warmup_requests": 0,
+            "note": f"imported aggregate-only point ({d.get('backend')}, the source's Phase 2); see serving_aggregates",
+        },
+    )
     li.add("serving_aggregates", aggregate_row(d, point_id, config, "closed", tree.uri(path)))
     li.add_point_file(tree, set(files), path, captured)
 

@@ -6,6 +6,7 @@ attainment target and the ladder's precision), its summary as an aggregate-only 
 the source's attainment and goodput in ``stats_json``, and its telemetry CSV. The capacity views then judge the
 ladder by the same pass rule as our own searches (docs/guides/import.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,16 @@ SEARCH_ID = "torchneuronx-knee"
 # The source's ladder was fixed (0.5, 1, 2, 4, 6, 8 req/s), not bisected: the precision it reached between two
 # neighbours is a factor 2 at the knee; the attainment it treated as holding was all requests good.
 ATTAINMENT = 0.99
-STATS = ("slo_attainment_pct", "goodput_output_tokens_per_s", "completed_rate_per_s", "requests_offered",
-         "request_rate_offered", "arrival_mode", "slo_ttft_ms", "slo_tpot_ms")
+STATS = (
+    "slo_attainment_pct",
+    "goodput_output_tokens_per_s",
+    "completed_rate_per_s",
+    "requests_offered",
+    "request_rate_offered",
+    "arrival_mode",
+    "slo_ttft_ms",
+    "slo_tpot_ms",
+)
 
 
 def knee(tree: Tree, aggregate_row) -> LaneImport | None:
@@ -37,21 +46,47 @@ def knee(tree: Tree, aggregate_row) -> LaneImport | None:
         rate = num(d.get("request_rate_offered"))
         point_id = f"knee/rate_{RATE_RE.search(path).group(1)}"
         captured, duration = parse_time(d.get("date")), num(d.get("duration"))
-        slo = {"name": "torchneuronx-knee", "ttft_ms": num(d.get("slo_ttft_ms")), "tpot_ms": num(d.get("slo_tpot_ms")),
-               "percentile": 99.0, "source": "torchneuronx extras/knee_search.sh --slo-ttft-ms/--slo-tpot-ms"}
-        search = {"kind": "capacity", "search_id": SEARCH_ID, "phase": "ladder", "step": step,
-                  "attainment": ATTAINMENT, "precision": 1.0, "slo_name": slo["name"]}
-        li.add("sweep_points", {
-            "point_id": point_id, "model": d.get("model_id"), "server_config": "short", "server_kind": "vllm",
-            "backend": "neuron", "endpoint": "/v1/completions", "mode": "open", "prompt_source": "random",
-            "input_len": integer(d.get("input_len_configured")), "output_len": integer(d.get("output_len_configured")),
-            "max_concurrency": integer(d.get("max_concurrency")), "request_rate": rate,
-            "burstiness": 1.0 if d.get("arrival_mode") == "poisson" else None,
-            "num_prompts": integer(d.get("requests_offered")), "warmup_requests": 0,
-            "window_end": captured,
-            "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
-            "slo_json": json.dumps(slo, sort_keys=True), "search_json": json.dumps(search, sort_keys=True),
-            "note": f"imported aggregate-only open-loop point ({d.get('backend')}); see serving_aggregates"})
+        slo = {
+            "name": "torchneuronx-knee",
+            "ttft_ms": num(d.get("slo_ttft_ms")),
+            "tpot_ms": num(d.get("slo_tpot_ms")),
+            "percentile": 99.0,
+            "source": "torchneuronx extras/knee_search.sh --slo-ttft-ms/--slo-tpot-ms",
+        }
+        search = {
+            "kind": "capacity",
+            "search_id": SEARCH_ID,
+            "phase": "ladder",
+            "step": step,
+            "attainment": ATTAINMENT,
+            "precision": 1.0,
+            "slo_name": slo["name"],
+        }
+        li.add(
+            "sweep_points",
+            {
+                "point_id": point_id,
+                "model": d.get("model_id"),
+                "server_config": "short",
+                "server_kind": "vllm",
+                "backend": "neuron",
+                "endpoint": "/v1/completions",
+                "mode": "open",
+                "prompt_source": "random",
+                "input_len": integer(d.get("input_len_configured")),
+                "output_len": integer(d.get("output_len_configured")),
+                "max_concurrency": integer(d.get("max_concurrency")),
+                "request_rate": rate,
+                "burstiness": 1.0 if d.get("arrival_mode") == "poisson" else None,
+                "num_prompts": integer(d.get("requests_offered")),
+                "warmup_requests": 0,
+                "window_end": captured,
+                "window_start": captured - timedelta(seconds=duration) if captured and duration is not None else None,
+                "slo_json": json.dumps(slo, sort_keys=True),
+                "search_json": json.dumps(search, sort_keys=True),
+                "note": f"imported aggregate-only open-loop point ({d.get('backend')}); see serving_aggregates",
+            },
+        )
         row = aggregate_row(d, point_id, "short", "open", tree.uri(path))
         row["stats_json"] = json.dumps({k: d[k] for k in STATS if k in d}, sort_keys=True)
         li.add("serving_aggregates", row)

@@ -9,6 +9,7 @@ Everything is parsed and validated before the first write: bad input leaves the 
 ``history=True`` walks git history and commits each lane's superseded versions as earlier attempts of the
 same (run, lane), oldest first, so the latest version is what readers see and the rest stays on record.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,8 +26,10 @@ from analytics.store import ResultStore
 
 SOURCE_NAME = "torchneuronx"
 RESULT_ROOTS = ("trn1/results/", "inf2/results/")
-INSTANCE_NOTE = ("the source records no instance per lane; specs.txt names the box it was captured on, "
-                 "which need not be the one this lane ran on")
+INSTANCE_NOTE = (
+    "the source records no instance per lane; specs.txt names the box it was captured on, "
+    "which need not be the one this lane ran on"
+)
 
 
 @dataclass
@@ -65,14 +68,17 @@ def _box_facts(tree: Tree) -> dict[str, dict[str, str | None]]:
         path = f"{role}/results/specs.txt"
         if path in set(tree.files(f"{role}/results/")):
             rows = tnx_trn1.parse_specs(tree.text(path))
-            out[role] = {"host": tnx_trn1.spec_value(rows, "hostname"),
-                         "instance_type": tnx_trn1.spec_value(rows, "instance-type"),
-                         "specs_captured_at": tnx_trn1.spec_value(rows, "specs_captured_at")}
+            out[role] = {
+                "host": tnx_trn1.spec_value(rows, "hostname"),
+                "instance_type": tnx_trn1.spec_value(rows, "instance-type"),
+                "specs_captured_at": tnx_trn1.spec_value(rows, "specs_captured_at"),
+            }
     return out
 
 
-def lane_runs_row(p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], history: bool,
-                  forced: bool) -> dict[str, Any]:
+def lane_runs_row(
+    p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], history: bool, forced: bool
+) -> dict[str, Any]:
     li, tree = p.lane, p.tree
     box = boxes.get(li.box_role, {})
     ended = li.ended_at or parse_time(tree.committed_at) or datetime.now(timezone.utc)
@@ -84,23 +90,47 @@ def lane_runs_row(p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], hi
         null_reasons["host"] = "no specs.txt for this box: the host is unknown (stored as 'unrecorded')"
     nulled = {path: fields for path, fields in tree.nulled().items() if path in li.paths}
     if nulled:  # a NaN in the source is no measurement: stored NULL, named here
-        null_reasons["source_nan"] = {path: f"NaN in the source, stored NULL: {', '.join(fields)}"
-                                      for path, fields in sorted(nulled.items())}
+        null_reasons["source_nan"] = {
+            path: f"NaN in the source, stored NULL: {', '.join(fields)}" for path, fields in sorted(nulled.items())
+        }
     dropped = {path: why for path, why in sorted(tree.dropped().items()) if path in li.paths}
     if dropped:  # a telemetry CSV that holds no telemetry: no rows, named here
         null_reasons["telemetry_dropped"] = dropped
-    config = {"imported": {"source": SOURCE_NAME, "commit": tree.commit, "committed_at": tree.committed_at,
-                           "paths": sorted(set(li.paths)), "history": history, "superseded": p.superseded,
-                           "host_from": f"specs.txt captured {box.get('specs_captured_at')}" if box else None},
-              "null_reasons": null_reasons, **li.config}
+    config = {
+        "imported": {
+            "source": SOURCE_NAME,
+            "commit": tree.commit,
+            "committed_at": tree.committed_at,
+            "paths": sorted(set(li.paths)),
+            "history": history,
+            "superseded": p.superseded,
+            "host_from": f"specs.txt captured {box.get('specs_captured_at')}" if box else None,
+        },
+        "null_reasons": null_reasons,
+        **li.config,
+    }
     if tree.not_followed():  # links in the SOURCE no file was read through: what no lane could read
         config["imported"]["not_followed"] = [f"{path}: {why}" for path, why in sorted(tree.not_followed().items())]
-    return {"status": li.status, "supersedes": True, "started_at": started, "ended_at": ended,
-            "wall_s": li.wall_s or None, "error_type": li.error_type, "error_message": li.error_message,
-            "backend": "neuron", "host": box.get("host") or "unrecorded", "box_role": li.box_role,
-            "instance_type": box.get("instance_type"), "instance_id": None, "profile": None, "forced": forced,
-            "config_json": dumps(config), "harness_sha": tree.commit,
-            "telemetry_samples": li.row_count("telemetry"), "log_uri": None}
+    return {
+        "status": li.status,
+        "supersedes": True,
+        "started_at": started,
+        "ended_at": ended,
+        "wall_s": li.wall_s or None,
+        "error_type": li.error_type,
+        "error_message": li.error_message,
+        "backend": "neuron",
+        "host": box.get("host") or "unrecorded",
+        "box_role": li.box_role,
+        "instance_type": box.get("instance_type"),
+        "instance_id": None,
+        "profile": None,
+        "forced": forced,
+        "config_json": dumps(config),
+        "harness_sha": tree.commit,
+        "telemetry_samples": li.row_count("telemetry"),
+        "log_uri": None,
+    }
 
 
 def _conform_all(p: PlannedAttempt, boxes: dict[str, dict[str, str | None]], history: bool, forced: bool) -> None:
@@ -122,8 +152,10 @@ def plan(tree: Tree, repo: GitRepo | None, history: bool) -> list[PlannedAttempt
     """Attempts in commit order: each lane's superseded versions (``history``), then the tree's own."""
     head = collect(tree)
     if not head:
-        raise SourceError(f"no torchneuronx results found under {', '.join(RESULT_ROOTS)} at "
-                          f"{tree.commit or 'the SOURCE'} (is this the predecessor's repository?)")
+        raise SourceError(
+            f"no torchneuronx results found under {', '.join(RESULT_ROOTS)} at "
+            f"{tree.commit or 'the SOURCE'} (is this the predecessor's repository?)"
+        )
     planned: list[PlannedAttempt] = []
     if history:
         if repo is None or tree.commit is None:
@@ -147,14 +179,22 @@ def plan(tree: Tree, repo: GitRepo | None, history: bool) -> list[PlannedAttempt
     return planned
 
 
-def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = None, ref: str | None = None,
-                        history: bool = False, force: bool = False) -> ImportSummary:
+def import_torchneuronx(
+    source: str,
+    store: ResultStore,
+    run_id: str | None = None,
+    ref: str | None = None,
+    history: bool = False,
+    force: bool = False,
+) -> ImportSummary:
     tree, repo = open_tree(source, ref)
     try:
         run_id = run_id or f"{SOURCE_NAME}-{tree.commit[:7] if tree.commit else 'worktree'}"
         if store.markers(run_id) and not force:
-            raise ImportExistsError(f"run {run_id} is already in {store.root}: importing twice is refused "
-                                    "(--force adds new attempts; --run-id names another run)")
+            raise ImportExistsError(
+                f"run {run_id} is already in {store.root}: importing twice is refused "
+                "(--force adds new attempts; --run-id names another run)"
+            )
         attempts = plan(tree, repo, history)
         boxes = _box_facts(tree)
         for p in attempts:
@@ -162,8 +202,13 @@ def import_torchneuronx(source: str, store: ResultStore, run_id: str | None = No
     finally:
         if repo is not None:
             repo.close()
-    notes = sorted({f"{path}: {why}" for p in attempts
-                    for path, why in [*p.tree.not_followed().items(), *p.tree.dropped().items()]})
+    notes = sorted(
+        {
+            f"{path}: {why}"
+            for p in attempts
+            for path, why in [*p.tree.not_followed().items(), *p.tree.dropped().items()]
+        }
+    )
     done = []
     for p in attempts:
         writer = store.begin_attempt(run_id, p.lane.lane)

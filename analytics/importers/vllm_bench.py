@@ -10,6 +10,7 @@ that is missing or of the wrong length leaves the point aggregate-only with a no
 
 Everything is read and conformed before the first write: bad input gets one line and the store is untouched.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,11 +24,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import jsonio
-from analytics.importers.common import (ImportExistsError, ImportInputError, dumps, non_finite, parse_time,
-                                        refuse_same_bytes)
+from analytics.importers.common import (
+    ImportExistsError,
+    ImportInputError,
+    dumps,
+    non_finite,
+    parse_time,
+    refuse_same_bytes,
+)
 from analytics.schema import SchemaMismatchError, conform
 from analytics.store import ResultStore, validate_component
+from pipeline import jsonio
 
 SOURCE_NAME = "vllm-bench"
 LANE = "reference"
@@ -35,8 +42,17 @@ BOX_ROLE = "reference"
 CLIENT = "vllm bench serve"
 PRICE_DECLARED = "declared at import"
 # Present in every vLLM result file from benchmarks/benchmark_serving.py (0.6) to `vllm bench serve` (0.33)
-REQUIRED_KEYS = ("model_id", "num_prompts", "request_rate", "duration", "completed", "total_input_tokens",
-                 "total_output_tokens", "request_throughput", "output_throughput")
+REQUIRED_KEYS = (
+    "model_id",
+    "num_prompts",
+    "request_rate",
+    "duration",
+    "completed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+)
 DETAIL_LISTS = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens", "errors")
 METRICS = ("ttft", "tpot", "itl", "e2el")
 COLUMN_STATS = ("mean", "median", "std", "p50", "p90", "p99")
@@ -45,14 +61,14 @@ STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z0-9_]+)_ms$")
 DEFINITIONS = {
     "client": "vllm bench serve (vllm/benchmarks/serve.py; benchmarks/benchmark_serving.py before 0.10)",
     "output_tokens": "the server's usage.completion_tokens when reported, else the generated text re-tokenized "
-                     "by the client's tokenizer; successful requests only",
+    "by the client's tokenizer; successful requests only",
     "input_tokens": "the dataset's prompt length by the client's tokenizer; successful requests only",
     "ttft": "first stream chunk with choices - request start (time.perf_counter before the POST)",
     "e2el": "last stream chunk with choices - request start (the 'latencies' list)",
     "tpot": "(E2EL - TTFT) / (output_tokens - 1), requests with output_tokens > 1; excludes the first token",
     "itl": "gaps between consecutive stream chunks (per chunk, not per token), pooled over successful requests",
     "percentiles": "numpy.percentile (linear interpolation) over successful requests; std is numpy's population "
-                   "std; an empty list gives 0.0 (np.mean(x or 0))",
+    "std; an empty list gives 0.0 (np.mean(x or 0))",
     "duration": "benchmark wall time: first dispatch to the end of the last request (client perf_counter)",
     "throughput": "completed requests / duration; output_throughput = output tokens / duration",
     "failed": "any request whose stream raised or never delivered a chunk (errors[i] non-empty)",
@@ -72,6 +88,7 @@ def client_of(d: dict[str, Any]) -> str:
 @dataclass
 class ResultFile:
     """One vLLM result object (a file, or one line of an --append-result file) and where it came from."""
+
     data: dict[str, Any]
     path: str
     source_uri: str
@@ -176,13 +193,15 @@ def refuse_impossible(d: dict[str, Any], path: str) -> None:
     duration, completed = _number(d, "duration", path), _number(d, "completed", path, integer=True)
     prompts, failed = _number(d, "num_prompts", path, integer=True), _number(d, "failed", path, integer=True)
     if duration == 0 and completed:
-        raise ImportInputError(f"{path}: duration = 0 s but completed = {completed}: requests cannot complete in "
-                               "no time")
+        raise ImportInputError(
+            f"{path}: duration = 0 s but completed = {completed}: requests cannot complete in no time"
+        )
     if prompts is not None and completed is not None and completed > prompts:
         raise ImportInputError(f"{path}: completed = {completed} is more than num_prompts = {prompts}")
     if prompts is not None and completed is not None and failed is not None and completed + failed > prompts:
-        raise ImportInputError(f"{path}: completed + failed = {completed} + {failed} is more than "
-                               f"num_prompts = {prompts}")
+        raise ImportInputError(
+            f"{path}: completed + failed = {completed} + {failed} is more than num_prompts = {prompts}"
+        )
 
 
 def nan_note(d: dict[str, Any], path: str) -> str | None:
@@ -206,14 +225,15 @@ def _rate(d: dict[str, Any], path: str) -> float | None:
     if v is None or (isinstance(v, float) and math.isinf(v) and v > 0):
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        raise ImportInputError(f"{path}: request_rate is {v!r}, not a positive number or \"inf\"")
+        raise ImportInputError(f'{path}: request_rate is {v!r}, not a positive number or "inf"')
     return float(v)
 
 
 def _point_id(d: dict[str, Any], rate: float | None, taken: set[str]) -> str:
     conc = d.get("max_concurrency")
-    base = (f"c{int(conc)}" if isinstance(conc, int) and not isinstance(conc, bool) else "uncapped") + \
-        ("-rinf" if rate is None else f"-r{rate:g}")
+    base = (f"c{int(conc)}" if isinstance(conc, int) and not isinstance(conc, bool) else "uncapped") + (
+        "-rinf" if rate is None else f"-r{rate:g}"
+    )
     pid, n = base, 1
     while pid in taken:
         n += 1
@@ -223,17 +243,25 @@ def _point_id(d: dict[str, Any], rate: float | None, taken: set[str]) -> str:
 
 
 def _endpoint(backend: Any) -> str | None:
-    return {"openai": "/v1/completions", "vllm": "/v1/completions",
-            "openai-chat": "/v1/chat/completions"}.get(backend) if isinstance(backend, str) else None
+    return (
+        {"openai": "/v1/completions", "vllm": "/v1/completions", "openai-chat": "/v1/chat/completions"}.get(backend)
+        if isinstance(backend, str)
+        else None
+    )
 
 
-def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: float | None,
-                  note: str | None) -> dict[str, Any]:
+def aggregate_row(
+    f: ResultFile, point_id: str, label: str, mode: str, rate: float | None, note: str | None
+) -> dict[str, Any]:
     d, path = f.data, f.path
     row: dict[str, Any] = {
-        "point_id": point_id, "model": d.get("model_id"), "server_config": label, "mode": mode,
+        "point_id": point_id,
+        "model": d.get("model_id"),
+        "server_config": label,
+        "mode": mode,
         "client": client_of(d),
-        "input_len": None, "output_len": None,  # vLLM does not write the dataset's requested lengths
+        "input_len": None,
+        "output_len": None,  # vLLM does not write the dataset's requested lengths
         "max_concurrency": _number(d, "max_concurrency", path, integer=True, minimum=1),
         "num_prompts": _number(d, "num_prompts", path, integer=True),
         "completed": _number(d, "completed", path, integer=True),
@@ -246,8 +274,10 @@ def aggregate_row(f: ResultFile, point_id: str, label: str, mode: str, rate: flo
         "total_token_throughput": _number(d, "total_token_throughput", path),
         "max_output_tokens_per_s": _number(d, "max_output_tokens_per_s", path),
         "max_concurrent_requests": _number(d, "max_concurrent_requests", path, integer=True),
-        "measured_at": measured_at(d)[0], "definitions_json": dumps(DEFINITIONS),
-        "source_uri": f.source_uri, "note": note,
+        "measured_at": measured_at(d)[0],
+        "definitions_json": dumps(DEFINITIONS),
+        "source_uri": f.source_uri,
+        "note": note,
     }
     extra: dict[str, Any] = {}
     for key, value in d.items():
@@ -279,8 +309,11 @@ def _detail_problem(d: dict[str, Any]) -> str | None:
     lengths = {k: len(d[k]) for k in DETAIL_LISTS}
     n = lengths["start_times"]
     if n == 0 or any(v != n for v in lengths.values()):
-        return ("per-request lists of different lengths (" + ", ".join(f"{k} {v}" for k, v in lengths.items())
-                + "): aggregate only, no interval")
+        return (
+            "per-request lists of different lengths ("
+            + ", ".join(f"{k} {v}" for k, v in lengths.items())
+            + "): aggregate only, no interval"
+        )
     completed, failed = d.get("completed"), d.get("failed")
     if isinstance(failed, int) and isinstance(completed, int) and completed + failed != n:
         return f"{n} per-request entries but completed + failed = {completed + failed}: aggregate only"
@@ -317,7 +350,7 @@ def request_rows(f: ResultFile, point_id: str, label: str) -> list[dict[str, Any
         success = not error
 
         def unmeasured(v: Any) -> Any:  # a failed request's null is vLLM's 0.0: not measured
-            return 0.0 if v is None and not success else v
+            return 0.0 if v is None and not success else v  # noqa: B023 - called within this iteration
 
         (start,) = _floats(d["start_times"][i], "start_times", i, path)
         (ttft,) = _floats(unmeasured(d["ttfts"][i]), "ttfts", i, path)
@@ -340,18 +373,36 @@ def request_rows(f: ResultFile, point_id: str, label: str) -> list[dict[str, Any
             (q,) = _floats(queue[i], "queue_times", i, path)
         t_sent = int(round(start * 1e9))
         kind = error.split(":", 1)[0].strip() if error and ":" in error else None
-        rows.append({
-            "point_id": point_id, "request_id": f"{point_id}-{i}", "request_index": i,
-            "model": d.get("model_id"), "server_config": label, "endpoint": endpoint, "warmup": False,
-            "t_scheduled_ns": t_sent - int(round(q * 1e9)) if q is not None else None, "t_sent_ns": t_sent,
-            "t_done_ns": t_sent + int(round(latency * 1e9)) if success else None,
-            "client_queue_s": q, "ttft_s": ttft if chunks else None, "e2el_s": latency if success else None,
-            "chunk_times_s": chunks, "chunk_tokens": [1] * len(chunks), "chunk_tokens_source": "assumed_one",
-            "prompt_tokens": in_len, "prompt_tokens_source": "built",
-            "output_tokens": out_len if success else None, "tokens_source": "vllm_output_lens",
-            "input_len": None, "output_len": None, "http_status": None, "success": success,
-            "error_type": kind if kind and re.fullmatch(r"[\w.]+", kind) else None, "error": error or None,
-        })
+        rows.append(
+            {
+                "point_id": point_id,
+                "request_id": f"{point_id}-{i}",
+                "request_index": i,
+                "model": d.get("model_id"),
+                "server_config": label,
+                "endpoint": endpoint,
+                "warmup": False,
+                "t_scheduled_ns": t_sent - int(round(q * 1e9)) if q is not None else None,
+                "t_sent_ns": t_sent,
+                "t_done_ns": t_sent + int(round(latency * 1e9)) if success else None,
+                "client_queue_s": q,
+                "ttft_s": ttft if chunks else None,
+                "e2el_s": latency if success else None,
+                "chunk_times_s": chunks,
+                "chunk_tokens": [1] * len(chunks),
+                "chunk_tokens_source": "assumed_one",
+                "prompt_tokens": in_len,
+                "prompt_tokens_source": "built",
+                "output_tokens": out_len if success else None,
+                "tokens_source": "vllm_output_lens",
+                "input_len": None,
+                "output_len": None,
+                "http_status": None,
+                "success": success,
+                "error_type": kind if kind and re.fullmatch(r"[\w.]+", kind) else None,
+                "error": error or None,
+            }
+        )
     return rows
 
 
@@ -372,16 +423,24 @@ def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str, rate: fl
     if problem is None:
         p.rows["requests"] = request_rows(f, point_id, label)
         starts = [r["t_sent_ns"] for r in p.rows["requests"]]
-        p.rows["sweep_points"] = [{
-            "point_id": point_id, "model": d.get("model_id"), "server_config": label,
-            "server_kind": d.get("backend") if isinstance(d.get("backend"), str) else None,
-            "endpoint": _endpoint(d.get("backend")), "mode": mode,
-            "tokenizer": d.get("tokenizer_id") if isinstance(d.get("tokenizer_id"), str) else None,
-            "max_concurrency": _number(d, "max_concurrency", path, integer=True, minimum=1),
-            "request_rate": rate, "burstiness": _number(d, "burstiness", path),
-            "num_prompts": _number(d, "num_prompts", path, integer=True), "t_start_ns": min(starts),
-            "slo_json": slo_json,
-            "note": f"imported from vllm bench serve ({f.source_uri}); per-request lists as requests rows"}]
+        p.rows["sweep_points"] = [
+            {
+                "point_id": point_id,
+                "model": d.get("model_id"),
+                "server_config": label,
+                "server_kind": d.get("backend") if isinstance(d.get("backend"), str) else None,
+                "endpoint": _endpoint(d.get("backend")),
+                "mode": mode,
+                "tokenizer": d.get("tokenizer_id") if isinstance(d.get("tokenizer_id"), str) else None,
+                "max_concurrency": _number(d, "max_concurrency", path, integer=True, minimum=1),
+                "request_rate": rate,
+                "burstiness": _number(d, "burstiness", path),
+                "num_prompts": _number(d, "num_prompts", path, integer=True),
+                "t_start_ns": min(starts),
+                "slo_json": slo_json,
+                "note": f"imported from vllm bench serve ({f.source_uri}); per-request lists as requests rows",
+            }
+        ]
         p.per_request = True
     else:
         p.notes.append(problem)
@@ -389,9 +448,16 @@ def plan_point(f: ResultFile, point_id: str, label: str, slo_json: str, rate: fl
     return p
 
 
-def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_type: str,
-                      slo: dict[str, Any], usd_per_hour: float | None = None, run_id: str | None = None,
-                      force: bool = False) -> tuple[ResultStore, ReferenceSummary]:
+def import_vllm_bench(
+    paths: list[str],
+    store_opener: Any,
+    label: str,
+    instance_type: str,
+    slo: dict[str, Any],
+    usd_per_hour: float | None = None,
+    run_id: str | None = None,
+    force: bool = False,
+) -> tuple[ResultStore, ReferenceSummary]:
     """Read and conform every file, then (and only then) open the store and commit one attempt."""
     if not label.strip():
         raise ImportInputError("--label is empty")
@@ -405,8 +471,9 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
     validate_component("run_id", run_id)
     per_path = [read_results(path) for path in paths]
     if not force:  # by the SHA-256 each source_uri records
-        refuse_same_bytes([(found[0].path, found[0].source_uri.split(" sha256:", 1)[1].split()[0])
-                           for found in per_path])
+        refuse_same_bytes(
+            [(found[0].path, found[0].source_uri.split(" sha256:", 1)[1].split()[0]) for found in per_path]
+        )
     files = [rf for found in per_path for rf in found]
     slo_json = dumps(slo)
     taken: set[str] = set()
@@ -415,16 +482,27 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
         rate = _rate(f.data, f.path)
         points.append(plan_point(f, _point_id(f.data, rate, taken), label, slo_json, rate))
     for p in points:
-        p.rows["reference_runs"] = [{
-            "point_id": p.point_id, "label": label, "instance_type": instance_type, "usd_per_hour": usd_per_hour,
-            "price_source": PRICE_DECLARED if usd_per_hour is not None else None, "slo_json": slo_json,
-            "per_request": p.per_request, "source_uri": p.source.source_uri, "client": client_of(p.source.data),
-            "note": "; ".join(p.notes) or None}]
+        p.rows["reference_runs"] = [
+            {
+                "point_id": p.point_id,
+                "label": label,
+                "instance_type": instance_type,
+                "usd_per_hour": usd_per_hour,
+                "price_source": PRICE_DECLARED if usd_per_hour is not None else None,
+                "slo_json": slo_json,
+                "per_request": p.per_request,
+                "source_uri": p.source.source_uri,
+                "client": client_of(p.source.data),
+                "note": "; ".join(p.notes) or None,
+            }
+        ]
     tables = _conform(points, lane_runs_row(points, label, instance_type, usd_per_hour, force))
     store = store_opener()
     if store.markers(run_id) and not force:
-        raise ImportExistsError(f"run {run_id} (label {label!r}) is already in {store.root}: importing twice is "
-                                "refused (--force adds a new attempt that supersedes it; --run-id names another run)")
+        raise ImportExistsError(
+            f"run {run_id} (label {label!r}) is already in {store.root}: importing twice is "
+            "refused (--force adds a new attempt that supersedes it; --run-id names another run)"
+        )
     writer = store.begin_attempt(run_id, LANE)
     for table, data in sorted(tables.items()):
         writer.add_rows(table, data.drop_columns(["run_id", "lane", "attempt"]))
@@ -432,25 +510,48 @@ def import_vllm_bench(paths: list[str], store_opener: Any, label: str, instance_
     return store, ReferenceSummary(run_id, writer.attempt, points)
 
 
-def lane_runs_row(points: list[PlannedPoint], label: str, instance_type: str, usd_per_hour: float | None,
-                  forced: bool) -> dict[str, Any]:
+def lane_runs_row(
+    points: list[PlannedPoint], label: str, instance_type: str, usd_per_hour: float | None, forced: bool
+) -> dict[str, Any]:
     ends = [p.measured_at for p in points if p.measured_at]
     starts = [p.measured_at - timedelta(seconds=p.duration or 0) for p in points if p.measured_at]
-    null_reasons = {"host": "the result file names no client host (stored as 'unrecorded')",
-                    "backend": "the result file names no accelerator (stored as 'unrecorded')",
-                    "instance_id": "not recorded in a vLLM result file",
-                    "wall_s": "the import's, not a lane's: the files' durations are in serving_aggregates"}
+    null_reasons = {
+        "host": "the result file names no client host (stored as 'unrecorded')",
+        "backend": "the result file names no accelerator (stored as 'unrecorded')",
+        "instance_id": "not recorded in a vLLM result file",
+        "wall_s": "the import's, not a lane's: the files' durations are in serving_aggregates",
+    }
     now = datetime.now(timezone.utc)
     if not ends:
         null_reasons["started_at"] = "no file has a readable 'date': started_at/ended_at are the import's time"
-    config = {"imported": {"source": SOURCE_NAME, "paths": sorted({os.path.abspath(p.source.path) for p in points}),
-                           "source_uris": [p.source.source_uri for p in points], "label": label},
-              "price_usd_per_hour": usd_per_hour, "null_reasons": null_reasons}
-    return {"status": "succeeded", "supersedes": True, "started_at": min(starts) if starts else now,
-            "ended_at": max(ends) if ends else now, "wall_s": None, "backend": "unrecorded", "host": "unrecorded",
-            "box_role": BOX_ROLE, "instance_type": instance_type, "instance_id": None, "profile": None,
-            "forced": forced, "config_json": dumps(config), "harness_sha": None, "telemetry_samples": 0,
-            "log_uri": None}
+    config = {
+        "imported": {
+            "source": SOURCE_NAME,
+            "paths": sorted({os.path.abspath(p.source.path) for p in points}),
+            "source_uris": [p.source.source_uri for p in points],
+            "label": label,
+        },
+        "price_usd_per_hour": usd_per_hour,
+        "null_reasons": null_reasons,
+    }
+    return {
+        "status": "succeeded",
+        "supersedes": True,
+        "started_at": min(starts) if starts else now,
+        "ended_at": max(ends) if ends else now,
+        "wall_s": None,
+        "backend": "unrecorded",
+        "host": "unrecorded",
+        "box_role": BOX_ROLE,
+        "instance_type": instance_type,
+        "instance_id": None,
+        "profile": None,
+        "forced": forced,
+        "config_json": dumps(config),
+        "harness_sha": None,
+        "telemetry_samples": 0,
+        "log_uri": None,
+    }
 
 
 def _conform(points: list[PlannedPoint], lane_row: dict[str, Any]) -> dict[str, pa.Table]:

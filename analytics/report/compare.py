@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from analytics.report import accuracy
-from analytics.report.request_tests import (LATENCY_SOURCE, MIN_BATCHES, MIN_REQUESTS, RATE_SOURCE,  # noqa: F401
+from analytics.report.request_tests import (LATENCY_SOURCE, MIN_BATCHES, MIN_REQUESTS, RATE_SOURCE,  # noqa: F401 - re-exported: compare's callers read them here
                                             batch_rates, latency_test, latency_values, pooled, rate_test,
                                             step_rates, steps_test)
 from analytics.report.rows import clean

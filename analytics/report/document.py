@@ -35,7 +35,7 @@ ROW_CONFIG = ConfigDict(extra="forbid")
 class LaneAttempt(TypedDict):
     """A lane's effective attempt in a run (``report_lane_attempts``)."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     lane: str
     status: str
     attempt: str | None
@@ -49,7 +49,7 @@ class LaneAttempt(TypedDict):
 class RunOutcome(TypedDict):
     """``pipeline.graph.RunOutcome.to_json()``: the run's outcome over every committed attempt."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     status: Literal["succeeded", "partial", "failed"]
     failed: list[str]
     skipped: list[str]
@@ -60,7 +60,7 @@ class RunOutcome(TypedDict):
 class Rule(TypedDict):
     """A measurement rule (docs/reference/rules.md), numbered."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     rule: int
     title: str
     text: str
@@ -69,7 +69,7 @@ class Rule(TypedDict):
 class LossCurve(TypedDict):
     """One training lane's loss per step."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     run_id: str
     lane: str
     model: str | None
@@ -81,7 +81,7 @@ class ServingGrid(TypedDict):
     """The concurrency grid a serving lane swept (its ``grid_json``, parsed; ``{"unparsed": text}`` when it is not
     JSON)."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     run_id: str
     lane: str
     model: str | None
@@ -92,7 +92,7 @@ class ServingGrid(TypedDict):
 class Exclusion(TypedDict):
     """What the report left out and why (``report_exclusions``, and attempts the store's readers found damaged)."""
 
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     run_id: str
     lane: str | None
     attempt: str | None
@@ -102,7 +102,7 @@ class Exclusion(TypedDict):
 
 
 class SustainedLane(TypedDict):
-    __pydantic_config__ = ROW_CONFIG  # type: ignore[misc]
+    __pydantic_config__ = ROW_CONFIG
     run_id: str
     lane: str
     status: str

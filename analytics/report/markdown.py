@@ -163,7 +163,7 @@ def with_ci(r: dict[str, Any], k: str) -> Any:
     lo, hi = f"{k}_ci_low", f"{k}_ci_high"
     if v is None or r.get("metric_basis") == "aggregate" or (lo not in r and hi not in r):
         return v
-    bound = lambda x: "?" if x is None else fmt(x)  # noqa: E731
+    bound = lambda x: "?" if x is None else fmt(x)  # noqa: E731 - a one-line formatter local to this table
     return f"{fmt(v)} [{bound(r.get(lo))}–{bound(r.get(hi))}]"
 
 

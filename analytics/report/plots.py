@@ -16,7 +16,7 @@ from typing import Any, Callable
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections
 from analytics.report.document import Comparison
-from analytics.report.names import compile_rows, slug  # noqa: F401
+from analytics.report.names import compile_rows, slug  # noqa: F401 - re-exported for the plots' callers
 
 if importlib.util.find_spec("matplotlib") is None:  # the report Lambda ships without it: write_report says so
     raise ImportError("No module named 'matplotlib'", name="matplotlib")
@@ -46,7 +46,7 @@ class _PyplotOnUse:
             _PyplotOnUse.pyplot = pyplot
         if _STYLED and not getattr(_STYLED[-1], "styled", False):
             _STYLED[-1].enter_context(pyplot.rc_context(STYLE))
-            _STYLED[-1].styled = True  # type: ignore[attr-defined]
+            _STYLED[-1].styled = True
         return getattr(pyplot, name)
 
 

@@ -4,9 +4,11 @@ Every table carries ``run_id``, ``lane`` and ``attempt`` (added by the writer
 when a lane's rows lack them). Tables are split by domain into modules so that
 each domain owns its columns; this module assembles them and validates batches.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -19,8 +21,7 @@ from analytics.schema.training import TRAINING_TABLES
 SCHEMA_VERSION = 1
 LAYOUT_PREFIX = f"v{SCHEMA_VERSION}"
 
-TABLES: dict[str, pa.Schema] = {**CORE_TABLES, **TRAINING_TABLES, **SERVING_TABLES, **AGGREGATE_TABLES,
-                             **BOX_TABLES}
+TABLES: dict[str, pa.Schema] = {**CORE_TABLES, **TRAINING_TABLES, **SERVING_TABLES, **AGGREGATE_TABLES, **BOX_TABLES}
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")
 
@@ -51,8 +52,9 @@ def schema_for(table: str) -> pa.Schema:
         raise UnknownTableError(table) from None
 
 
-def conform(table: str, data: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]],
-            defaults: Mapping[str, Any] | None = None) -> pa.Table:
+def conform(
+    table: str, data: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]], defaults: Mapping[str, Any] | None = None
+) -> pa.Table:
     """Return ``data`` as an Arrow table with exactly ``table``'s schema.
 
     ``data`` is an Arrow table/batch or an iterable of row dicts. Columns missing
@@ -81,8 +83,7 @@ def conform(table: str, data: pa.Table | pa.RecordBatch | Iterable[Mapping[str, 
         columns = {k: [row.get(k) for row in rows] for k in names}
     unknown = [c for c in columns if schema.get_field_index(c) < 0]
     if unknown:
-        raise SchemaMismatchError(table, unknown[0], "not in the schema "
-                                  f"(valid columns: {', '.join(schema.names)})")
+        raise SchemaMismatchError(table, unknown[0], f"not in the schema (valid columns: {', '.join(schema.names)})")
     arrays = []
     for field in schema:
         if field.name in columns:
@@ -98,8 +99,14 @@ def conform(table: str, data: pa.Table | pa.RecordBatch | Iterable[Mapping[str, 
                 arr = values.cast(field.type) if values.type != field.type else values
             else:
                 arr = pa.array(values, type=field.type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
-                OverflowError) as exc:
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            TypeError,
+            ValueError,
+            OverflowError,
+        ) as exc:
             raise SchemaMismatchError(table, field.name, f"cannot store values as {field.type}: {exc}") from exc
         if not field.nullable and arr.null_count:
             raise SchemaMismatchError(table, field.name, "null in a non-nullable column")
@@ -111,5 +118,14 @@ def empty_table(table: str) -> pa.Table:
     return schema_for(table).empty_table()
 
 
-__all__ = ["SCHEMA_VERSION", "LAYOUT_PREFIX", "TABLES", "KEY_COLUMNS", "SchemaMismatchError",
-           "UnknownTableError", "schema_for", "conform", "empty_table"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "LAYOUT_PREFIX",
+    "TABLES",
+    "KEY_COLUMNS",
+    "SchemaMismatchError",
+    "UnknownTableError",
+    "schema_for",
+    "conform",
+    "empty_table",
+]

@@ -1,13 +1,16 @@
 """Column helpers shared by the table modules."""
+
 import pyarrow as pa
 
 TS = pa.timestamp("us", tz="UTC")
 
 
 def key_fields() -> list[pa.Field]:
-    return [pa.field("run_id", pa.string(), nullable=False),
-            pa.field("lane", pa.string(), nullable=False),
-            pa.field("attempt", pa.string(), nullable=False)]
+    return [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("lane", pa.string(), nullable=False),
+        pa.field("attempt", pa.string(), nullable=False),
+    ]
 
 
 def f(name: str, typ: pa.DataType, nullable: bool = True, doc: str | None = None) -> pa.Field:

@@ -9,6 +9,7 @@ with the source's own definitions beside them (``definitions_json``) so a reader
 never mistakes "output tokens = non-empty SSE chunks" for server usage counts.
 The ``serving_points_all`` view lists them beside request-derived points.
 """
+
 import pyarrow as pa
 
 from analytics.schema._types import TS, f, table
@@ -41,9 +42,13 @@ SERVING_AGGREGATES = table(
     f("definitions_json", pa.string(), doc="the source's definitions of tokens, TTFT, TPOT, ITL, E2EL, percentiles"),
     f("source_uri", pa.string(), doc="where the aggregate came from, e.g. git:<commit>:<path>"),
     f("note", pa.string()),
-    f("stats_json", pa.string(), doc="every statistic the source wrote that has no column here, verbatim (e.g. "
-                                     "p95 or p99.9 percentiles, client-queue stats, vLLM's request_goodput "
-                                     "against an SLO the file does not record)"),
+    f(
+        "stats_json",
+        pa.string(),
+        doc="every statistic the source wrote that has no column here, verbatim (e.g. "
+        "p95 or p99.9 percentiles, client-queue stats, vLLM's request_goodput "
+        "against an SLO the file does not record)",
+    ),
     doc="Per-point aggregates of points with no per-request rows (no validity gate, no goodput, no p95).",
 )
 
@@ -55,13 +60,26 @@ REFERENCE_RUNS = table(
     f("point_id", pa.string(), False, "the imported point (the same id as its serving_aggregates row)"),
     f("label", pa.string(), False, "the reference's name, as given with --label"),
     f("instance_type", pa.string(), False, "the instance the reference ran on, as given with --instance-type"),
-    f("usd_per_hour", pa.float64(), doc="the price declared at import; NULL: the price table's price for "
-                                        "instance_type applies (none there: no $ figures)"),
+    f(
+        "usd_per_hour",
+        pa.float64(),
+        doc="the price declared at import; NULL: the price table's price for "
+        "instance_type applies (none there: no $ figures)",
+    ),
     f("price_source", pa.string(), doc="'declared at import' when usd_per_hour is set, else NULL"),
-    f("slo_json", pa.string(), doc="the SLO the point is judged by (--slo, default the profile's default set): "
-                                   '{"name", "ttft_ms", "tpot_ms", "percentile", "source"}'),
-    f("per_request", pa.bool_(), False, "true when the file kept per-request lists (--save-detailed) and they "
-                                        "were imported as requests rows (the point then has intervals and goodput)"),
+    f(
+        "slo_json",
+        pa.string(),
+        doc="the SLO the point is judged by (--slo, default the profile's default set): "
+        '{"name", "ttft_ms", "tpot_ms", "percentile", "source"}',
+    ),
+    f(
+        "per_request",
+        pa.bool_(),
+        False,
+        "true when the file kept per-request lists (--save-detailed) and they "
+        "were imported as requests rows (the point then has intervals and goodput)",
+    ),
     f("source_uri", pa.string(), doc="the file read, with its sha256"),
     f("client", pa.string(), doc="the client that measured the point, e.g. 'vllm bench serve'"),
     f("note", pa.string(), doc="what the import could not take (e.g. why per-request lists were left out)"),

@@ -9,6 +9,7 @@ platform cannot observe (locally there is no instance start) is NULL, never a ma
 ``preflight_checks`` is written by the ``preflight`` gate lane, first on each box: one row per check, with what
 was observed, what was expected and, on a failure, the verbatim actionable line.
 """
+
 import pyarrow as pa
 
 from analytics.schema._types import TS, f, table
@@ -20,8 +21,12 @@ BOX_BOOTS = table(
     f("instance_type", pa.string(), doc="e.g. inf2.xlarge; NULL locally"),
     f("boot_id", pa.string(), doc="the kernel's boot id (/proc/sys/kernel/random/boot_id): one per boot of the box"),
     f("backend", pa.string(), doc="neuron | cuda | cpu"),
-    f("start_requested_at", TS, doc="when Step Functions asked EC2 to start the box; NULL locally (no instance "
-                                    "start) or when the state machine did not pass it"),
+    f(
+        "start_requested_at",
+        TS,
+        doc="when Step Functions asked EC2 to start the box; NULL locally (no instance "
+        "start) or when the state machine did not pass it",
+    ),
     f("kernel_boot_at", TS, doc="the box's kernel boot time (btime in /proc/stat)"),
     f("boot_done_at", TS, doc="when the per-boot setup (OS, volumes, agent install) finished"),
     f("sync_started_at", TS, doc="when the first SSM command ran on the box: the agent had registered"),
@@ -44,9 +49,14 @@ PREFLIGHT_STATUSES = ("pass", "fail", "skip")
 
 PREFLIGHT_CHECKS = table(
     f("box_role", pa.string(), doc="trn1 | inf2 | local"),
-    f("check", pa.string(), False, "the check's name, e.g. venv.vllm, pins.neuronx-cc, path.libneuronpjrt-path, "
-                                   "venv.vllm.no-optimum-neuron, neuron-cores, cache.writable, cache.free_space, "
-                                   "hf.token, hf.licence, dataset, clock"),
+    f(
+        "check",
+        pa.string(),
+        False,
+        "the check's name, e.g. venv.vllm, pins.neuronx-cc, path.libneuronpjrt-path, "
+        "venv.vllm.no-optimum-neuron, neuron-cores, cache.writable, cache.free_space, "
+        "hf.token, hf.licence, dataset, clock",
+    ),
     f("status", pa.string(), False, "pass | fail | skip"),
     f("observed", pa.string(), doc="what the check found (a version, a path, a count, free bytes)"),
     f("expected", pa.string(), doc="what it had to be"),

@@ -1,4 +1,5 @@
 """Tables every lane touches: lane_runs, telemetry, provenance, host_bench."""
+
 import pyarrow as pa
 
 from analytics.schema._types import TS, f, table
@@ -7,9 +8,24 @@ LANE_STATUSES = ("succeeded", "failed", "skipped")
 
 LANE_RUNS = table(
     f("status", pa.string(), False, "succeeded | failed | skipped"),
-    f("skip_reason", pa.string(), doc="why a skipped attempt did not run (already committed; not applicable on this backend; a need did not succeed)"),
-    f("blocked_by", pa.string(), doc="the lane (or gate, or box:<role>) whose failure kept this lane from running; NULL when it ran or skipped itself"),
-    f("supersedes", pa.bool_(), False, "true when this attempt's rows replace earlier attempts (false for resume skips)"),
+    f(
+        "skip_reason",
+        pa.string(),
+        doc="why a skipped attempt did not run (already committed; not applicable on this backend; a need did not "
+        "succeed)",
+    ),
+    f(
+        "blocked_by",
+        pa.string(),
+        doc="the lane (or gate, or box:<role>) whose failure kept this lane from running; NULL when it ran or skipped "
+        "itself",
+    ),
+    f(
+        "supersedes",
+        pa.bool_(),
+        False,
+        "true when this attempt's rows replace earlier attempts (false for resume skips)",
+    ),
     f("started_at", TS, False),
     f("ended_at", TS, False),
     f("wall_s", pa.float64()),
@@ -21,7 +37,12 @@ LANE_RUNS = table(
     f("box_role", pa.string(), doc="trn1 | inf2 | local"),
     f("instance_type", pa.string()),
     f("instance_id", pa.string()),
-    f("priced_as", pa.string(), doc="local runs only: the on-demand instance type that prices this host in the Decision table (run --local --price-as; declared, not detected); NULL otherwise"),
+    f(
+        "priced_as",
+        pa.string(),
+        doc="local runs only: the on-demand instance type that prices this host in the Decision table (run --local "
+        "--price-as; declared, not detected); NULL otherwise",
+    ),
     f("profile", pa.string(), doc="tiny | full"),
     f("forced", pa.bool_()),
     f("config_json", pa.string(), doc="the lane's resolved config"),
@@ -33,9 +54,18 @@ LANE_RUNS = table(
 
 TELEMETRY = table(
     f("ts", TS, False, "wall-clock time of the sample"),
-    f("t_mono_ns", pa.int64(), doc="time.perf_counter_ns() of the sample (same clock as the load generator on one box)"),
+    f(
+        "t_mono_ns",
+        pa.int64(),
+        doc="time.perf_counter_ns() of the sample (same clock as the load generator on one box)",
+    ),
     f("source", pa.string(), False, "host | neuron_monitor | nvidia_smi | prometheus"),
-    f("metric", pa.string(), False, "e.g. host_cpu_util_pct, host_mem_used_mib, accel_util_pct, device_mem_used_mib, power_w"),
+    f(
+        "metric",
+        pa.string(),
+        False,
+        "e.g. host_cpu_util_pct, host_mem_used_mib, accel_util_pct, device_mem_used_mib, power_w",
+    ),
     f("device", pa.string(), doc="device or core the value belongs to, null for host-wide"),
     f("value", pa.float64(), doc="NULL when the sensor is absent on this platform (never zero)"),
     f("unit", pa.string()),
@@ -44,7 +74,12 @@ TELEMETRY = table(
 )
 
 PROVENANCE = table(
-    f("category", pa.string(), False, "python | os | cpu | memory | package | driver | device | instance | harness | artifact"),
+    f(
+        "category",
+        pa.string(),
+        False,
+        "python | os | cpu | memory | package | driver | device | instance | harness | artifact",
+    ),
     f("name", pa.string(), False),
     f("value", pa.string(), doc="NULL when absent; note says why"),
     f("source", pa.string(), doc="the command or API the value came from"),

@@ -5,6 +5,7 @@ generator (agents/loadgen); ``quality`` by the serving lanes. Field names follow
 `vllm bench serve --save-result` where one exists. Metrics are never stored on
 these rows: the serving views (``analytics/views/sql/1*_serving_*.sql``) derive them (docs/reference/metrics.md).
 """
+
 import pyarrow as pa
 
 from analytics.schema._types import TS, f, table
@@ -14,16 +15,28 @@ REQUESTS = table(
     f("request_id", pa.string(), False, "sent as the X-Request-Id header (the server logs it)"),
     f("request_index", pa.int32(), doc="order of dispatch within the point (warm-up first)"),
     f("model", pa.string()),
-    f("request_model", pa.string(), doc="the name the request asked the server for: the model's, or a LoRA "
-                                        "adapter's (a multi-LoRA variant's traffic split)"),
+    f(
+        "request_model",
+        pa.string(),
+        doc="the name the request asked the server for: the model's, or a LoRA "
+        "adapter's (a multi-LoRA variant's traffic split)",
+    ),
     f("server_config", pa.string()),
     f("endpoint", pa.string(), doc="/v1/completions | /v1/chat/completions"),
-    f("prefix_group", pa.int64(), doc="a shared-prefix workload's group of this request (a trace: its first "
-                                      "hash_ids block); NULL: no shared prefix"),
+    f(
+        "prefix_group",
+        pa.int64(),
+        doc="a shared-prefix workload's group of this request (a trace: its first "
+        "hash_ids block); NULL: no shared prefix",
+    ),
     f("session_id", pa.string(), doc="a multi-turn workload's session (w<i>: a warm-up session)"),
     f("turn_index", pa.int32(), doc="0-based turn of the session this request carried"),
-    f("session_turns", pa.int32(), doc="the turns its session was drawn to have (fewer are sent when a turn would "
-                                       "pass max_model_len or a turn fails)"),
+    f(
+        "session_turns",
+        pa.int32(),
+        doc="the turns its session was drawn to have (fewer are sent when a turn would "
+        "pass max_model_len or a turn fails)",
+    ),
     f("warmup", pa.bool_(), False, "warm-up requests are stored but excluded from every metric"),
     f("t_scheduled_ns", pa.int64(), doc="perf_counter_ns when the arrival process said to start"),
     f("t_sent_ns", pa.int64(), doc="perf_counter_ns when the request was written"),
@@ -42,9 +55,13 @@ REQUESTS = table(
     f("output_len", pa.int32(), doc="requested output length"),
     f("http_status", pa.int32()),
     f("success", pa.bool_(), False),
-    f("error_type", pa.string(), doc="HttpStatusError | StreamClosedError | MalformedEventError | NonSseBodyError | "
-                                     "StallTimeoutError | RequestTimeoutError | ConnectError | EmptyStreamError | "
-                                     "TruncatedStreamError"),
+    f(
+        "error_type",
+        pa.string(),
+        doc="HttpStatusError | StreamClosedError | MalformedEventError | NonSseBodyError | "
+        "StallTimeoutError | RequestTimeoutError | ConnectError | EmptyStreamError | "
+        "TruncatedStreamError",
+    ),
     f("error", pa.string(), doc="verbatim error message"),
     f("sent_at", TS, doc="wall-clock time of t_sent (for telemetry joins)"),
     doc="One row per request, failed ones included.",
@@ -78,31 +95,66 @@ SWEEP_POINTS = table(
     f("grid_json", pa.string(), doc="the declared grid: values, bound, reduced, reason, arithmetic"),
     f("slo_json", pa.string(), doc='declared SLOs for goodput, e.g. {"ttft_ms": 500, "tpot_ms": 50}'),
     f("client_lag_bound_ms", pa.float64(), doc="a point whose client_queue p99 exceeds this is invalid"),
-    f("rate_tolerance", pa.float64(), doc="open loop: achieved dispatch rate may fall short of the offered by this fraction"),
-    f("burst_bound", pa.float64(), doc="decode tokens per network read above which the stream counts as coalesced "
-                                       "(TPOT/ITL then measure delivery, not decode); NULL: the views' default 2.0"),
-    f("repeat_index", pa.int32(), doc="0-based repeat of this point within its run (lane config sweep_repeats > 1); "
-                                      "NULL: measured once. Repeats share the point's key and are the unit of "
-                                      "compare's run-level test"),
+    f(
+        "rate_tolerance",
+        pa.float64(),
+        doc="open loop: achieved dispatch rate may fall short of the offered by this fraction",
+    ),
+    f(
+        "burst_bound",
+        pa.float64(),
+        doc="decode tokens per network read above which the stream counts as coalesced "
+        "(TPOT/ITL then measure delivery, not decode); NULL: the views' default 2.0",
+    ),
+    f(
+        "repeat_index",
+        pa.int32(),
+        doc="0-based repeat of this point within its run (lane config sweep_repeats > 1); "
+        "NULL: measured once. Repeats share the point's key and are the unit of "
+        "compare's run-level test",
+    ),
     f("note", pa.string()),
-    f("search_json", pa.string(), doc="the search this point belongs to (pipeline.capacity: kind, search_id, SLO, "
-                                       "attainment, precision, phase, step); NULL: not part of a search"),
-    f("stop_reason", pa.string(), doc="why the point was cut short (saturation rule, pipeline.capacity); NULL: it ran "
-                                      "its duration"),
-    f("server_config_fingerprint", pa.string(), doc="the server config's fingerprint (every field that changes the "
-                                                     "compiled graphs; compiles.config_json says what it sets); NULL: "
-                                                     "imported, or measured before variants were recorded"),
+    f(
+        "search_json",
+        pa.string(),
+        doc="the search this point belongs to (pipeline.capacity: kind, search_id, SLO, "
+        "attainment, precision, phase, step); NULL: not part of a search",
+    ),
+    f(
+        "stop_reason",
+        pa.string(),
+        doc="why the point was cut short (saturation rule, pipeline.capacity); NULL: it ran its duration",
+    ),
+    f(
+        "server_config_fingerprint",
+        pa.string(),
+        doc="the server config's fingerprint (every field that changes the "
+        "compiled graphs; compiles.config_json says what it sets); NULL: "
+        "imported, or measured before variants were recorded",
+    ),
     f("workload", pa.string(), doc="the workload the point ran (pipeline.workloads); NULL: a fixed shape"),
-    f("workload_json", pa.string(), doc="its spec, what was drawn (lengths' mean, stdev, range; sessions), its "
-                                        "fingerprint and the SHA-256 of any dataset or trace file it read"),
+    f(
+        "workload_json",
+        pa.string(),
+        doc="its spec, what was drawn (lengths' mean, stdev, range; sessions), its "
+        "fingerprint and the SHA-256 of any dataset or trace file it read",
+    ),
     f("arrival", pa.string(), doc="a workload point's arrivals: closed | poisson | gamma | trace | ramp"),
-    f("prefix_cache_queries", pa.int64(), doc="the server's prefix-cache lookups (tokens) over the measured "
-                                              "requests (vLLM's vllm:prefix_cache_queries counter); NULL: not exported"),
+    f(
+        "prefix_cache_queries",
+        pa.int64(),
+        doc="the server's prefix-cache lookups (tokens) over the measured "
+        "requests (vLLM's vllm:prefix_cache_queries counter); NULL: not exported",
+    ),
     f("prefix_cache_hits", pa.int64(), doc="of those, the tokens found in the cache (vllm:prefix_cache_hits)"),
     f("prefix_cache_note", pa.string(), doc="why the prefix-cache counters are NULL"),
-    f("model_mix_json", pa.string(), doc="a multi-LoRA variant's traffic split, {name: weight} (its adapters and, "
-                                         "where it has a share, the base model); requests.request_model says which "
-                                         "each request asked for; NULL: every request asked for the model"),
+    f(
+        "model_mix_json",
+        pa.string(),
+        doc="a multi-LoRA variant's traffic split, {name: weight} (its adapters and, "
+        "where it has a share, the base model); requests.request_model says which "
+        "each request asked for; NULL: every request asked for the model",
+    ),
     doc="One row per measurement point (its declaration); metrics come from the views over requests.",
 )
 
@@ -150,8 +202,12 @@ QUALITY = table(
 LIMIT_PROBES = table(
     f("search_id", pa.string(), False, "one bisection of the limits or train_limits lane"),
     f("model", pa.string()),
-    f("kind", pa.string(), False, "the searched setting: max_model_len | max_num_seqs (serving) | train_seq_len "
-                                  "(the training sequence length)"),
+    f(
+        "kind",
+        pa.string(),
+        False,
+        "the searched setting: max_model_len | max_num_seqs (serving) | train_seq_len (the training sequence length)",
+    ),
     f("at_field", pa.string(), doc="the setting held fixed (train_seq_len: batch_size, per device)"),
     f("at_value", pa.int64(), doc="its value"),
     f("good", pa.int64(), doc="the search's known-good bound"),
@@ -161,21 +217,37 @@ LIMIT_PROBES = table(
     f("probe", pa.int32(), doc="1-based order of the probe in its search; NULL on the outcome row"),
     f("phase", pa.string(), False, "good | bad | bisect (a probe), outcome (the search's last row: its stop_reason)"),
     f("value", pa.int64(), doc="the probed value"),
-    f("succeeded", pa.bool_(), doc="the server booted and answered one request (train_seq_len: the training run "
-                                   "finished its steps); NULL on the outcome row"),
-    f("error_kind", pa.string(), doc="a failed probe's classified error: oom | compile_error | timeout | exited | "
-                                     "no_answer | ..."),
+    f(
+        "succeeded",
+        pa.bool_(),
+        doc="the server booted and answered one request (train_seq_len: the training run "
+        "finished its steps); NULL on the outcome row",
+    ),
+    f(
+        "error_kind",
+        pa.string(),
+        doc="a failed probe's classified error: oom | compile_error | timeout | exited | no_answer | ...",
+    ),
     f("error", pa.string(), doc="its verbatim line"),
-    f("wall_s", pa.float64(), doc="boot and answer, seconds (train_seq_len: the probe's run, a trn1 compile "
-                                  "included)"),
-    f("config", pa.string(), doc="the probe's server config (its compiles row has the same name); train_seq_len: "
-                                 "train-seq-<L>-bs<batch>"),
+    f("wall_s", pa.float64(), doc="boot and answer, seconds (train_seq_len: the probe's run, a trn1 compile included)"),
+    f(
+        "config",
+        pa.string(),
+        doc="the probe's server config (its compiles row has the same name); train_seq_len: train-seq-<L>-bs<batch>",
+    ),
     f("config_fingerprint", pa.string()),
     f("backend", pa.string()),
-    f("stop_reason", pa.string(), doc="outcome row: why the search stopped (precision, budget, a bound that was not "
-                                      "what it said)"),
-    f("peak_mem_bytes", pa.int64(), doc="train_seq_len: the probe's peak memory where a sensor exists (the "
-                                        "device's on neuron, the probe process's RSS on the CPU); NULL otherwise"),
+    f(
+        "stop_reason",
+        pa.string(),
+        doc="outcome row: why the search stopped (precision, budget, a bound that was not what it said)",
+    ),
+    f(
+        "peak_mem_bytes",
+        pa.int64(),
+        doc="train_seq_len: the probe's peak memory where a sensor exists (the "
+        "device's on neuron, the probe process's RSS on the CPU); NULL otherwise",
+    ),
     f("peak_mem_source", pa.string(), doc="what measured peak_mem_bytes"),
     f("tokens_per_s", pa.float64(), doc="train_seq_len: the probe's training tokens/s where it succeeded"),
     doc="One row per probe of the limits and train_limits lanes' bisections, and one outcome row per search.",
@@ -191,10 +263,18 @@ ACCURACY_SAMPLES = table(
     f("output_type", pa.string(), doc="generate_until | multiple_choice (lm-eval's output type)"),
     f("doc_id", pa.int64(), False, "the task's document index (the pairing key across configurations)"),
     f("target", pa.string(), doc="the expected answer, as the task renders it"),
-    f("prediction", pa.string(), doc="the filtered answer (multiple choice: the chosen index); NULL when longer "
-                                     "than 512 characters (prediction_hash and prediction_chars still kept)"),
-    f("prediction_hash", pa.string(), doc="sha256 of the raw completion (multiple choice: of the choice log-likelihoods "
-                                          "as printed to 6 significant digits): equal hashes, identical outputs"),
+    f(
+        "prediction",
+        pa.string(),
+        doc="the filtered answer (multiple choice: the chosen index); NULL when longer "
+        "than 512 characters (prediction_hash and prediction_chars still kept)",
+    ),
+    f(
+        "prediction_hash",
+        pa.string(),
+        doc="sha256 of the raw completion (multiple choice: of the choice log-likelihoods "
+        "as printed to 6 significant digits): equal hashes, identical outputs",
+    ),
     f("prediction_chars", pa.int32(), doc="length of the raw completion in characters"),
     f("metric", pa.string(), doc="the task's primary metric (exact_match | acc)"),
     f("correct", pa.bool_(), doc="metric_value == 1 for a 0/1 metric; NULL for a failed sample"),

@@ -1,4 +1,5 @@
 """Training-side tables: train_steps, train_runs, compiles, artifacts. (Owned by the training lanes.)"""
+
 import pyarrow as pa
 
 from analytics.schema._types import TS, f, table
@@ -46,8 +47,12 @@ TRAIN_RUNS = table(
     f("dataset_records", pa.int64()),
     f("max_seq_len", pa.int32()),
     f("adapter_uri", pa.string()),
-    f("train_loop_s", pa.float64(), doc="wall seconds of the whole training loop (trainer.train()), against which "
-                                        "the summed step_s is checked: a step clock covering < 90 % of it is flagged"),
+    f(
+        "train_loop_s",
+        pa.float64(),
+        doc="wall seconds of the whole training loop (trainer.train()), against which "
+        "the summed step_s is checked: a step clock covering < 90 % of it is flagged",
+    ),
     f("step_clock", pa.string(), doc="what interval step_s measures, e.g. 'on_step_end interval' (NULL: not recorded)"),
     doc="One row per training run (per model).",
 )
@@ -65,17 +70,33 @@ COMPILES = table(
     f("error", pa.string()),
     f("backend", pa.string()),
     f("ts", TS),
-    f("cache_scope", pa.string(), doc="which cache the cold/warm label speaks of: shared_compiler_cache (every "
-                                      "model's graphs, e.g. NEURON_COMPILE_CACHE_URL) | artifacts_dir (this model and "
-                                      "config's own compiled-artifacts dir)"),
-    f("cache_basis", pa.string(), doc="observed (artifacts counted in that cache before and after) | inferred (from a "
-                                      "proxy: the cache's size, a flag of the source) | s3 (the artifacts the boot "
-                                      "used were seeded from the shared S3 compile cache this boot: box_boots)"),
-    f("config_fingerprint", pa.string(), doc="serving: the server config's compile-cache fingerprint "
-                                             "(pipeline.servers.ServerConfig.fingerprint: every field that changes "
-                                             "the graphs); NULL for training and imported rows"),
-    f("config_json", pa.string(), doc="serving: what the server config sets (name, base, fingerprint, lengths, "
-                                      "tensor parallel, KV dtype, prefix caching, speculative, env, extra_args)"),
+    f(
+        "cache_scope",
+        pa.string(),
+        doc="which cache the cold/warm label speaks of: shared_compiler_cache (every "
+        "model's graphs, e.g. NEURON_COMPILE_CACHE_URL) | artifacts_dir (this model and "
+        "config's own compiled-artifacts dir)",
+    ),
+    f(
+        "cache_basis",
+        pa.string(),
+        doc="observed (artifacts counted in that cache before and after) | inferred (from a "
+        "proxy: the cache's size, a flag of the source) | s3 (the artifacts the boot "
+        "used were seeded from the shared S3 compile cache this boot: box_boots)",
+    ),
+    f(
+        "config_fingerprint",
+        pa.string(),
+        doc="serving: the server config's compile-cache fingerprint "
+        "(pipeline.servers.ServerConfig.fingerprint: every field that changes "
+        "the graphs); NULL for training and imported rows",
+    ),
+    f(
+        "config_json",
+        pa.string(),
+        doc="serving: what the server config sets (name, base, fingerprint, lengths, "
+        "tensor parallel, KV dtype, prefix caching, speculative, env, extra_args)",
+    ),
     doc="One row per compile or server boot.",
 )
 

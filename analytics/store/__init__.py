@@ -1,24 +1,53 @@
 """The result store: one commit protocol (:mod:`.base`), two places (:mod:`.local`, :mod:`.s3`), the integrity
 checks readers apply (:mod:`.integrity`), commit markers (:mod:`.markers`) and ``neuronpipe verify``
 (:mod:`.verify`). The factory lives here; see docs/reference/results-store.md."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Any
 
-from analytics.store.base import (FILE_MODE, AttemptWriter, ObjectInfo, ResultStore, new_attempt_id,
-                                  validate_component)
+from analytics.store.base import FILE_MODE, AttemptWriter, ObjectInfo, ResultStore, new_attempt_id, validate_component
 from analytics.store.local import LocalStore
-from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
-                                     AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
-                                     attempt_order)
+from analytics.store.markers import (
+    COMMITS,
+    QUARANTINE,
+    SEQUENCES,
+    AlreadyExistsError,
+    ArtifactNotFoundError,
+    AttemptClosedError,
+    CommitMarker,
+    MarkerError,
+    StoreError,
+    StoreNotFoundError,
+    attempt_order,
+)
 from analytics.store.s3 import S3Store
 
-__all__ = ["COMMITS", "QUARANTINE", "SEQUENCES", "FILE_MODE", "AlreadyExistsError",
-           "ArtifactNotFoundError", "AttemptClosedError", "CommitMarker", "MarkerError", "StoreError",
-           "StoreNotFoundError", "ResultStore", "LocalStore", "S3Store", "AttemptWriter", "ObjectInfo", "open_store",
-           "open_existing_store", "new_attempt_id", "attempt_order", "validate_component"]
+__all__ = [
+    "COMMITS",
+    "QUARANTINE",
+    "SEQUENCES",
+    "FILE_MODE",
+    "AlreadyExistsError",
+    "ArtifactNotFoundError",
+    "AttemptClosedError",
+    "CommitMarker",
+    "MarkerError",
+    "StoreError",
+    "StoreNotFoundError",
+    "ResultStore",
+    "LocalStore",
+    "S3Store",
+    "AttemptWriter",
+    "ObjectInfo",
+    "open_store",
+    "open_existing_store",
+    "new_attempt_id",
+    "attempt_order",
+    "validate_component",
+]
 
 
 def open_existing_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStore:
@@ -47,4 +76,3 @@ def open_store(uri: str | os.PathLike[str], s3_client: Any = None) -> ResultStor
     if text.startswith("s3://"):
         return S3Store(text, client=s3_client)
     return LocalStore(text)
-

@@ -23,29 +23,44 @@ Rules the base class enforces for both places:
   and ``neuronpipe verify`` checks everything (``analytics.store.verify``).
   See docs/reference/results-store.md.
 """
+
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import os
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analytics.schema import LAYOUT_PREFIX, TABLES, conform, empty_table, schema_for
+from analytics.store.markers import (
+    COMMITS,
+    QUARANTINE,
+    SEQUENCES,
+    AlreadyExistsError,
+    ArtifactNotFoundError,
+    AttemptClosedError,
+    CommitMarker,
+    MarkerError,
+    attempt_order,
+    marker_key,
+    parse_marker_key,
+    proposal_key,
+    schema_fingerprint,
+    sequenced_attempt_id,
+)
+from analytics.store.markers import effective_markers as _effective
 from pipeline.names import run_id_problem
 
 FILE_MODE = 0o644  # committed files: readable by the group (and others), like any file under umask 022
-from analytics.store.markers import (COMMITS, QUARANTINE, SEQUENCES, AlreadyExistsError, ArtifactNotFoundError,
-                               AttemptClosedError, CommitMarker, MarkerError, StoreError, StoreNotFoundError,
-                               attempt_order, effective_markers as _effective, marker_key, parse_marker_key, proposal_key, schema_fingerprint, sequenced_attempt_id)
 
 
 def new_attempt_id(now: datetime | None = None) -> str:
@@ -130,7 +145,7 @@ class ResultStore(ABC):
         return hashlib.sha256(self.get_bytes(key)).hexdigest()
 
     # ---- commit protocol -------------------------------------------------------------
-    def begin_attempt(self, run_id: str, lane: str, attempt: str | None = None) -> "AttemptWriter":
+    def begin_attempt(self, run_id: str, lane: str, attempt: str | None = None) -> AttemptWriter:
         """Start an attempt. Without an explicit id it claims the next sequence number of (run, lane)
         from the store, so the attempt order never depends on a clock (see :func:`attempt_order`)."""
         run_id, lane = validate_component("run_id", run_id), validate_component("lane", lane)
@@ -143,7 +158,7 @@ class ResultStore(ABC):
     def _claim_sequence(self, run_id: str, lane: str, stamp: str) -> int:
         """The next free number under ``_seq/run_id=/lane=/``; a create-only key makes two claims distinct."""
         prefix = f"{LAYOUT_PREFIX}/{SEQUENCES}/run_id={run_id}/lane={lane}/"
-        taken = [int(k[len(prefix):]) for k in self.list_keys(prefix) if k[len(prefix):].isdigit()]
+        taken = [int(k[len(prefix) :]) for k in self.list_keys(prefix) if k[len(prefix) :].isdigit()]
         seq = max(taken, default=0) + 1
         body = json.dumps({"claimed_at": datetime.now(timezone.utc).isoformat(), "stamp": stamp}).encode()
         while True:
@@ -177,8 +192,9 @@ class ResultStore(ABC):
                 if (run, ln, att) in quarantine:
                     ex = Exclusion(run, ln, att, key, f"quarantined: {quarantine[run, ln, att]}", kind="quarantined")
                 else:
-                    ex = Exclusion(run, ln, att, key, f"unreadable marker: {str(exc).removeprefix(key + ': ')}",
-                                   kind="marker")
+                    ex = Exclusion(
+                        run, ln, att, key, f"unreadable marker: {str(exc).removeprefix(key + ': ')}", kind="marker"
+                    )
                 self.unreadable_markers.append(ex)
                 warn_excluded(ex)
         out.sort(key=lambda m: (m.run_id, m.lane, attempt_order(m)))
@@ -213,8 +229,16 @@ class ResultStore(ABC):
             if reason is None:
                 out.append(m)
             else:
-                warn_excluded(Exclusion(m.run_id, m.lane, m.attempt, marker_key(m.run_id, m.lane, m.attempt),
-                                        f"quarantined: {reason}", kind="quarantined"))
+                warn_excluded(
+                    Exclusion(
+                        m.run_id,
+                        m.lane,
+                        m.attempt,
+                        marker_key(m.run_id, m.lane, m.attempt),
+                        f"quarantined: {reason}",
+                        kind="quarantined",
+                    )
+                )
         return out
 
     def effective_markers(self, run_ids: Iterable[str] | None = None) -> list[CommitMarker]:
@@ -229,8 +253,9 @@ class ResultStore(ABC):
     def run_ids(self) -> list[str]:
         return sorted({m.run_id for m in self.markers()})
 
-    def visible_keys(self, table: str, run_ids: Iterable[str] | None = None,
-                     markers: list[CommitMarker] | None = None) -> list[str]:
+    def visible_keys(
+        self, table: str, run_ids: Iterable[str] | None = None, markers: list[CommitMarker] | None = None
+    ) -> list[str]:
         """Parquet keys of ``table`` that readers see. ``lane_runs`` shows every committed attempt.
 
         Pass ``markers`` (from one :meth:`markers` call) to resolve many tables with one listing.
@@ -249,8 +274,7 @@ class ResultStore(ABC):
         markers = self.usable_markers()
         return {t: self.visible_keys(t, run_ids, markers) for t in sorted(TABLES)}
 
-    def read_table(self, table: str, run_ids: Iterable[str] | None = None,
-                   keys: list[str] | None = None) -> pa.Table:
+    def read_table(self, table: str, run_ids: Iterable[str] | None = None, keys: list[str] | None = None) -> pa.Table:
         """The visible rows of ``table``; without ``keys``, damaged attempts are left out (with a warning)."""
         if keys is None:
             from analytics.store.integrity import plan_reads
@@ -299,8 +323,7 @@ class AttemptWriter:
         if self._committed:
             raise AttemptClosedError(f"attempt {self.attempt} of {self.run_id}/{self.lane} is already committed")
 
-    def add_rows(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]],
-                 failure_record: bool = False) -> int:
+    def add_rows(self, table: str, rows: pa.Table | Iterable[Mapping[str, Any]], failure_record: bool = False) -> int:
         """Validate rows now (fail fast, naming table and column); they are written at commit.
 
         ``failure_record``: the rows stand even if the attempt fails (see :meth:`keep_failure_records`).
@@ -317,8 +340,9 @@ class AttemptWriter:
         records, so no success-shaped row is committed. Uploaded files stay named (they exist)."""
         self._check_open()
         whole = set(tables)
-        self._tables = {t: (parts if t in whole else self._failure_records.get(t, []))
-                        for t, parts in self._tables.items()}
+        self._tables = {
+            t: (parts if t in whole else self._failure_records.get(t, [])) for t, parts in self._tables.items()
+        }
         self._tables = {t: parts for t, parts in self._tables.items() if parts}
 
     def table_key(self, table: str) -> str:
@@ -368,14 +392,25 @@ class AttemptWriter:
             key = self.table_key(table)
             self.store.put_bytes(key, body)
             written[table] = key
-            checksums[key] = {"size": len(body), "sha256": hashlib.sha256(body).hexdigest(),
-                              "rows": data.num_rows, "schema": _stored_fingerprint(body)}
-        marker = CommitMarker(run_id=self.run_id, lane=self.lane, attempt=self.attempt, status=status,
-                              supersedes=supersedes, tables=written, files=list(self._files),
-                              committed_at=datetime.now(timezone.utc).isoformat(), sequence=self.sequence,
-                              checksums=checksums)
-        key = (proposal_key if self.store.proposes else marker_key)(self.run_id, self.lane, self.attempt,
-                                                                   LAYOUT_PREFIX)
+            checksums[key] = {
+                "size": len(body),
+                "sha256": hashlib.sha256(body).hexdigest(),
+                "rows": data.num_rows,
+                "schema": _stored_fingerprint(body),
+            }
+        marker = CommitMarker(
+            run_id=self.run_id,
+            lane=self.lane,
+            attempt=self.attempt,
+            status=status,
+            supersedes=supersedes,
+            tables=written,
+            files=list(self._files),
+            committed_at=datetime.now(timezone.utc).isoformat(),
+            sequence=self.sequence,
+            checksums=checksums,
+        )
+        key = (proposal_key if self.store.proposes else marker_key)(self.run_id, self.lane, self.attempt, LAYOUT_PREFIX)
         self.store.put_bytes(key, marker.to_json())
         self._committed = True
         return marker

@@ -16,17 +16,19 @@ records. SHA-256 of every file read is checked when hashes are on:
   one flipped byte can change a number silently; hashing local files costs about what
   reading them does), not for S3 (it would download every file twice).
 """
+
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow.parquet as pq
 
-from analytics.store.markers import UNCHECKED, ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
 from analytics.schema import TABLES
+from analytics.store.markers import UNCHECKED, ArtifactNotFoundError, CommitMarker, StoreError, schema_fingerprint
 
 log = logging.getLogger("analytics.store.integrity")
 VERIFY_ENV = "NEURONPIPE_VERIFY_HASHES"
@@ -57,8 +59,9 @@ def warn_unchecked(m: CommitMarker) -> None:
     key = f"v1/_commits/run_id={m.run_id}/lane={m.lane}/{m.attempt}.json"
     if (key, UNCHECKED) not in _WARNED:
         _WARNED.add((key, UNCHECKED))
-        log.warning("attempt %s/%s/%s read %s: %s has no digest or checksums", m.run_id, m.lane, m.attempt,
-                    UNCHECKED, key)
+        log.warning(
+            "attempt %s/%s/%s read %s: %s has no digest or checksums", m.run_id, m.lane, m.attempt, UNCHECKED, key
+        )
 
 
 def warn_excluded(ex: Exclusion) -> None:
@@ -87,8 +90,15 @@ def hashes_wanted(store: Any, verify: bool | None = None) -> bool:
     return hasattr(store, "path")  # a LocalStore
 
 
-def check_file(store: Any, key: str, record: dict[str, Any] | None, *, hashes: bool,
-               sizes: dict[str, int] | None = None, table: bool = False) -> str | None:
+def check_file(
+    store: Any,
+    key: str,
+    record: dict[str, Any] | None,
+    *,
+    hashes: bool,
+    sizes: dict[str, int] | None = None,
+    table: bool = False,
+) -> str | None:
     """Why ``key`` is not the file its marker committed, or None when it is (as far as the checks go)."""
     record = record or {}
     local = getattr(store, "path", None) is not None
@@ -158,7 +168,7 @@ def plan_reads(store: Any, run_ids: Iterable[str] | None = None, verify: bool | 
             if key not in checked:
                 checked[key] = check_file(store, key, m.checksums.get(key), hashes=hashes, sizes=sizes, table=True)
             if checked[key] is not None:
-                return key, checked[key]  # type: ignore[return-value]
+                return key, checked[key]
         return None
 
     healthy = list(every)

@@ -1,11 +1,13 @@
 """The result store in a local directory: create-only writes by linking a finished temp file into place."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from analytics.store.base import FILE_MODE, ObjectInfo, ResultStore, _sha256_stream
 from analytics.store.markers import AlreadyExistsError, ArtifactNotFoundError
@@ -60,6 +62,7 @@ class LocalStore(ResultStore):
 
     def put_file(self, key: str, local_path: Path) -> None:
         """Streamed, not read into memory: merged weights run to many GB."""
+
         def copy(fh: Any) -> None:
             with open(local_path, "rb") as src:
                 shutil.copyfileobj(src, fh, 16 * 2**20)

@@ -12,16 +12,18 @@ name a store or a new directory, never a path inside or enclosing another store;
 (``report --out``, ``--save-vllm-json``, ``pull --duckdb``) may name none of them. :func:`overlap_problem`
 is that rule as one line of text (None when the path is fine).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from analytics.store.markers import COMMITS, QUARANTINE, SEQUENCES, StoreError
 
@@ -64,8 +66,18 @@ def write_identity(root: Path) -> None:
     dest = root / IDENTITY
     if dest.exists():
         return
-    body = json.dumps({"kind": "neuronpipe results store", "layout": LAYOUT,
-                       "created_at": datetime.now(timezone.utc).isoformat()}, sort_keys=True, indent=1) + "\n"
+    body = (
+        json.dumps(
+            {
+                "kind": "neuronpipe results store",
+                "layout": LAYOUT,
+                "created_at": datetime.now(timezone.utc).isoformat(),
+            },
+            sort_keys=True,
+            indent=1,
+        )
+        + "\n"
+    )
     root.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=root)
     try:
@@ -83,8 +95,9 @@ def _absolute(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(Path(path).expanduser())).resolve(strict=False)
 
 
-def find_store_below(path: str | os.PathLike[str], depth: int = SEARCH_DEPTH,
-                     max_dirs: int = SEARCH_DIRS) -> Path | None:
+def find_store_below(
+    path: str | os.PathLike[str], depth: int = SEARCH_DEPTH, max_dirs: int = SEARCH_DIRS
+) -> Path | None:
     """The first store root strictly below ``path`` (breadth first, symlinks not followed), or None."""
     top = _absolute(path)
     level, seen = [top], 0
@@ -109,8 +122,7 @@ def find_store_below(path: str | os.PathLike[str], depth: int = SEARCH_DEPTH,
     return None
 
 
-def store_relation(path: str | os.PathLike[str], stores: Iterable[str | os.PathLike[str] | None] = ()
-                   ) -> Located:
+def store_relation(path: str | os.PathLike[str], stores: Iterable[str | os.PathLike[str] | None] = ()) -> Located:
     """``path``'s relation to results stores: inside one (checked first: a nested store is inside its
     parent), is one, contains one, or unrelated. ``stores``: roots to treat as stores although they may
     not exist yet (the store a command is about to create)."""
@@ -130,8 +142,9 @@ def store_relation(path: str | os.PathLike[str], stores: Iterable[str | os.PathL
     return Located(Relation.IS_STORE, p) if p in extra else Located(Relation.UNRELATED, None)
 
 
-def overlap_problem(path: str | os.PathLike[str] | None, flag: str, target: Target,
-                    stores: Iterable[str | os.PathLike[str] | None] = ()) -> str | None:
+def overlap_problem(
+    path: str | os.PathLike[str] | None, flag: str, target: Target, stores: Iterable[str | os.PathLike[str] | None] = ()
+) -> str | None:
     """Rule 16 for one command-line path, as the one line to print, or None when the path may be written.
 
     ``target``: ``store`` (the path becomes or is a store: a store or a new directory is fine), ``directory``
@@ -142,18 +155,24 @@ def overlap_problem(path: str | os.PathLike[str] | None, flag: str, target: Targ
     found = store_relation(where, stores)
     root = found.store_root
     if found.kind is Relation.INSIDE or (found.kind is Relation.IS_STORE and target == "file"):
-        return (f"{flag} {path} is inside the results store {root}: only that store's commit protocol writes "
-                "there; give a path outside it")
+        return (
+            f"{flag} {path} is inside the results store {root}: only that store's commit protocol writes "
+            "there; give a path outside it"
+        )
     if found.kind is Relation.IS_STORE and target == "directory":
         return f"{flag} {path} is the results store {root}: give a directory outside it"
     if found.kind is Relation.CONTAINS and target != "file":
-        return (f"{flag} {path} contains the results store {root}: give "
-                + ("that store itself or " if target == "store" else "") + "a directory that holds no store")
+        return (
+            f"{flag} {path} contains the results store {root}: give "
+            + ("that store itself or " if target == "store" else "")
+            + "a directory that holds no store"
+        )
     return None
 
 
-def refuse_overlap(path: str | os.PathLike[str] | None, flag: str, target: Target,
-                   stores: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+def refuse_overlap(
+    path: str | os.PathLike[str] | None, flag: str, target: Target, stores: Iterable[str | os.PathLike[str] | None] = ()
+) -> None:
     """:func:`overlap_problem` as :class:`StoreOverlapError`."""
     problem = overlap_problem(path, flag, target, stores)
     if problem:
@@ -162,17 +181,19 @@ def refuse_overlap(path: str | os.PathLike[str] | None, flag: str, target: Targe
 
 def holds_store(store: object) -> bool:
     """Whether an opened store (local or S3) holds a results store at its root (any place; by its keys)."""
-    keys = getattr(store, "list_keys")
-    return bool(getattr(store, "exists")(IDENTITY) or any(keys(f"{LAYOUT}/{b}/") for b in BOOKKEEPING))
+    keys = store.list_keys
+    return bool(store.exists(IDENTITY) or any(keys(f"{LAYOUT}/{b}/") for b in BOOKKEEPING))
 
 
 def verify_target_problem(store: object, uri: str) -> tuple[str | None, Path | None]:
     """(why ``verify`` refuses ``uri``, or None; the store it sits inside when it is a nested store)."""
     path = getattr(store, "path", None)
     if path is None:
-        return (None if holds_store(store) else
-                f"{uri} is not a results store (nothing under {LAYOUT}/{COMMITS}, {LAYOUT}/{SEQUENCES} or "
-                f"{IDENTITY})"), None
+        return (
+            None
+            if holds_store(store)
+            else f"{uri} is not a results store (nothing under {LAYOUT}/{COMMITS}, {LAYOUT}/{SEQUENCES} or {IDENTITY})"
+        ), None
     found = store_relation(path)
     if found.kind is Relation.INSIDE:
         if is_store_root(path):
@@ -181,6 +202,5 @@ def verify_target_problem(store: object, uri: str) -> tuple[str | None, Path | N
     if found.kind is Relation.CONTAINS:
         return f"{uri} is not a results store (it contains one: {found.store_root})", None
     if found.kind is Relation.UNRELATED:
-        return (f"{uri} is not a results store (no {IDENTITY}, {LAYOUT}/{COMMITS} or {LAYOUT}/{SEQUENCES} "
-                "in it)"), None
+        return (f"{uri} is not a results store (no {IDENTITY}, {LAYOUT}/{COMMITS} or {LAYOUT}/{SEQUENCES} in it)"), None
     return None, None

@@ -17,10 +17,12 @@ claimed from the store at begin (create-only keys make the claim race-safe) deci
 which attempt is latest; an attempt without one (written before sequences, or with an
 explicit id) sorts by its id before every sequenced one.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -113,7 +115,7 @@ class CommitMarker:
         return _canonical(raw)
 
     @classmethod
-    def from_json(cls, data: bytes, key: str | None = None) -> "CommitMarker":
+    def from_json(cls, data: bytes, key: str | None = None) -> CommitMarker:
         """Parse and check a marker; :class:`MarkerError` names what is wrong (and ``key`` when given)."""
         where = f"{key}: " if key else ""
         try:
@@ -143,8 +145,9 @@ class CommitMarker:
         if fmt > MARKER_FORMAT:
             raise MarkerError(f"{where}marker format {fmt} is newer than this reader's ({MARKER_FORMAT})")
         if fmt >= MARKER_FORMAT and not raw.get("digest"):
-            raise MarkerError(f"{where}format {fmt} marker without its digest (damaged, or stripped to pass as "
-                              "a legacy marker)")
+            raise MarkerError(
+                f"{where}format {fmt} marker without its digest (damaged, or stripped to pass as a legacy marker)"
+            )
         if raw.get("digest"):
             if raw["digest"] != _digest(raw):
                 raise MarkerError(f"{where}digest does not match the marker's content (damaged marker)")
@@ -154,16 +157,18 @@ class CommitMarker:
             named = [*tables.values(), *files]
             unsummed = [k for k in named if not isinstance(raw.get("checksums", {}).get(k), dict)]
             if unsummed:
-                raise MarkerError(f"{where}names {unsummed[0]} without a checksum (a format {fmt} marker "
-                                  "checksums every file)")
+                raise MarkerError(
+                    f"{where}names {unsummed[0]} without a checksum (a format {fmt} marker checksums every file)"
+                )
         fields = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
         fields["format"] = fmt
         marker = cls(**fields)
         if key is not None:
             expected = marker_key(marker.run_id, marker.lane, marker.attempt)
             if not key.endswith(expected):
-                raise MarkerError(f"{where}marker is for {marker.run_id}/{marker.lane}/{marker.attempt} "
-                                  "(a foreign marker)")
+                raise MarkerError(
+                    f"{where}marker is for {marker.run_id}/{marker.lane}/{marker.attempt} (a foreign marker)"
+                )
         return marker
 
 
@@ -184,7 +189,7 @@ def parse_marker_key(key: str) -> tuple[str, str, str] | None:
     run, lane = parts[-3], parts[-2]
     if not run.startswith("run_id=") or not lane.startswith("lane="):
         return None
-    return run[len("run_id="):], lane[len("lane="):], parts[-1][: -len(".json")]
+    return run[len("run_id=") :], lane[len("lane=") :], parts[-1][: -len(".json")]
 
 
 def attempt_order(m: CommitMarker) -> tuple[int, int, str]:

@@ -1,4 +1,5 @@
 """The result store on S3: create-only writes through S3's conditional PUT (If-None-Match)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,7 +26,7 @@ COMMITS_ENV = "NEURONPIPE_COMMITS"  # "propose" on a box: its markers are propos
 class S3Store(ResultStore):
     """``s3://bucket/prefix`` through boto3 (client injected; created only when absent)."""
 
-    def __init__(self, uri: str, client: "S3Client | None" = None, proposes: bool | None = None):
+    def __init__(self, uri: str, client: S3Client | None = None, proposes: bool | None = None):
         """``proposes``: commit by proposal (see :class:`ResultStore`); default from ``NEURONPIPE_COMMITS``."""
         if not uri.startswith("s3://"):
             raise ValueError(f"not an s3:// URI: {uri!r}")
@@ -60,8 +61,9 @@ class S3Store(ResultStore):
             raise
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        self._create_only(key, lambda: self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data,
-                                                              IfNoneMatch="*"))
+        self._create_only(
+            key, lambda: self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data, IfNoneMatch="*")
+        )
 
     def put_file(self, key: str, local_path: Path) -> None:
         """Create-only like :meth:`put_bytes`: S3 refuses the write when the key exists (If-None-Match on the
@@ -90,16 +92,18 @@ class S3Store(ResultStore):
             with local_path.open("rb") as fh:
                 fh.seek((number - 1) * PART_BYTES)
                 chunk = fh.read(PART_BYTES)
-            part = self.client.upload_part(Bucket=self.bucket, Key=self._k(key), UploadId=uid, PartNumber=number,
-                                           Body=chunk)
+            part = self.client.upload_part(
+                Bucket=self.bucket, Key=self._k(key), UploadId=uid, PartNumber=number, Body=chunk
+            )
             return {"ETag": part["ETag"], "PartNumber": number}
 
         try:
             numbers = range(1, max(1, -(-size // PART_BYTES)) + 1)
             with ThreadPoolExecutor(max_workers=TRANSFER_THREADS) as pool:
                 parts = list(pool.map(one, numbers))
-            self.client.complete_multipart_upload(Bucket=self.bucket, Key=self._k(key), UploadId=uid,
-                                                  MultipartUpload={"Parts": parts}, IfNoneMatch="*")
+            self.client.complete_multipart_upload(
+                Bucket=self.bucket, Key=self._k(key), UploadId=uid, MultipartUpload={"Parts": parts}, IfNoneMatch="*"
+            )
         except BaseException:
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._k(key), UploadId=uid)
             raise
@@ -140,10 +144,16 @@ class S3Store(ResultStore):
             raise ArtifactNotFoundError(f"{self.uri(key)} not found")
         from boto3.s3.transfer import TransferConfig
 
-        self.client.download_file(self.bucket, self._k(key), str(local_path),
-                                  Config=TransferConfig(multipart_threshold=SINGLE_PUT_MAX_BYTES,
-                                                        multipart_chunksize=PART_BYTES,
-                                                        max_concurrency=TRANSFER_THREADS))
+        self.client.download_file(
+            self.bucket,
+            self._k(key),
+            str(local_path),
+            Config=TransferConfig(
+                multipart_threshold=SINGLE_PUT_MAX_BYTES,
+                multipart_chunksize=PART_BYTES,
+                max_concurrency=TRANSFER_THREADS,
+            ),
+        )
 
     def list_keys(self, prefix: str) -> list[str]:
         out = []

@@ -12,13 +12,15 @@ by files of it (an attempt still open, or killed before its commit: ``verify`` l
 * ``unused``    a well-formed claim nothing explains: a writer that stopped before its first file, or one just
                 starting (information: claims are bookkeeping and never removed, so a number is never reused).
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from analytics.store.markers import SEQUENCES, sequenced_attempt_id
 
@@ -56,8 +58,9 @@ def parse_claim(key: str, body: bytes) -> tuple[tuple[str, str, str] | None, Cla
     return (run, lane, sequenced_attempt_id(n, stamp)), None
 
 
-def check_claims(store: Any, keys: Iterable[str], committed: dict[tuple[str, str, int], str],
-                 attempts_seen: set[str]) -> list[ClaimFinding]:
+def check_claims(
+    store: Any, keys: Iterable[str], committed: dict[tuple[str, str, int], str], attempts_seen: set[str]
+) -> list[ClaimFinding]:
     """Findings for every key under ``v1/_seq/``.
 
     ``committed``: (run, lane, sequence) -> attempt id of each readable marker with a sequence;
@@ -74,9 +77,23 @@ def check_claims(store: Any, keys: Iterable[str], committed: dict[tuple[str, str
         n = int(key.rsplit("/", 1)[1])
         holder = committed.get((run, lane, n))
         if holder is not None and holder != attempt:
-            out.append(ClaimFinding("malformed", key, f"claims sequence {n} for attempt {attempt}, but the "
-                                                      f"committed attempt with sequence {n} is {holder}", owner))
+            out.append(
+                ClaimFinding(
+                    "malformed",
+                    key,
+                    f"claims sequence {n} for attempt {attempt}, but the "
+                    f"committed attempt with sequence {n} is {holder}",
+                    owner,
+                )
+            )
         elif holder is None and attempt not in attempts_seen:
-            out.append(ClaimFinding("unused", key, f"attempt {attempt} claimed sequence {n} and wrote nothing "
-                                                   "(stopped before its first file, or just starting)", owner))
+            out.append(
+                ClaimFinding(
+                    "unused",
+                    key,
+                    f"attempt {attempt} claimed sequence {n} and wrote nothing "
+                    "(stopped before its first file, or just starting)",
+                    owner,
+                )
+            )
     return out

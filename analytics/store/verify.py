@@ -21,6 +21,7 @@ may belong to a lane that is still running). It never removes a file that any co
 root names (a nested store's included), nor anything inside a nested store. Sequence claims (``v1/_seq``) are
 bookkeeping, never removed.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,18 @@ from typing import Any
 
 from analytics.store.integrity import check_file
 from analytics.store.locate import BOOKKEEPING, IDENTITY
-from analytics.store.markers import (COMMITS, QUARANTINE, UNCHECKED, AlreadyExistsError, CommitMarker,
-                                     MarkerError, marker_key, parse_marker_key)
-from analytics.store.sequences import PREFIX as SEQ_PREFIX, check_claims
+from analytics.store.markers import (
+    COMMITS,
+    QUARANTINE,
+    UNCHECKED,
+    AlreadyExistsError,
+    CommitMarker,
+    MarkerError,
+    marker_key,
+    parse_marker_key,
+)
+from analytics.store.sequences import PREFIX as SEQ_PREFIX
+from analytics.store.sequences import check_claims
 
 DEFAULT_SAFETY_AGE_S = 48 * 3600
 DATA_PREFIXES = ("v1/", "models/", "logs/")
@@ -144,22 +154,31 @@ def verify_store(store: Any, now: float | None = None) -> VerifyReport:
             if owner:
                 broken_attempts[owner[2]] = owner
             kind = "quarantined" if owner in quarantined else "corrupt"
-            report.findings.append(Finding(kind, key, obj.size, f"unreadable marker: {exc}".replace(f"{key}: ", ""),
-                                           owner))
+            report.findings.append(
+                Finding(kind, key, obj.size, f"unreadable marker: {exc}".replace(f"{key}: ", ""), owner)
+            )
             continue
         owner = (marker.run_id, marker.lane, marker.attempt)
         _check_sequence(marker, key, obj.size, committed_seq, report)
         if marker.legacy:
-            report.findings.append(Finding("unchecked", key, obj.size, f"{UNCHECKED}: no digest or checksums, "
-                                           f"so its {len(marker.keys())} file(s) cannot be checked against it",
-                                           owner))
+            report.findings.append(
+                Finding(
+                    "unchecked",
+                    key,
+                    obj.size,
+                    f"{UNCHECKED}: no digest or checksums, "
+                    f"so its {len(marker.keys())} file(s) cannot be checked against it",
+                    owner,
+                )
+            )
         table_keys = set(marker.tables.values())
         for fkey in marker.keys():
             named.add(fkey)
             record = marker.checksums.get(fkey)
             obj_f = objects.get(fkey)
-            reason = check_file(store, fkey, record, hashes=True, sizes={fkey: obj_f.size} if obj_f else {},
-                                table=fkey in table_keys)
+            reason = check_file(
+                store, fkey, record, hashes=True, sizes={fkey: obj_f.size} if obj_f else {}, table=fkey in table_keys
+            )
             if reason is None and fkey in table_keys and not (record and "sha256" in record):
                 reason = _read_whole_parquet(store, fkey)  # a legacy marker: page checksums are all there is
             report.files += 1
@@ -177,8 +196,9 @@ def verify_store(store: Any, now: float | None = None) -> VerifyReport:
     for key, obj in sorted(objects.items()):
         age = max(0.0, now - obj.mtime)
         if obj.temp and _under(key, report.nested) is None:
-            report.findings.append(Finding("temp", key, obj.size, "unfinished write (a killed writer's leftover)",
-                                           age_s=age))
+            report.findings.append(
+                Finding("temp", key, obj.size, "unfinished write (a killed writer's leftover)", age_s=age)
+            )
             continue
         if key in named or key.startswith(bookkeeping) or not key.startswith(DATA_PREFIXES):
             continue
@@ -187,29 +207,38 @@ def verify_store(store: Any, now: float | None = None) -> VerifyReport:
         attempt = _attempt_of(key)
         if attempt in broken_attempts:
             continue  # a file of an attempt whose marker is damaged: that finding covers it
-        report.findings.append(Finding("orphaned", key, obj.size, "never committed (no marker names it)",
-                                       age_s=age))
+        report.findings.append(Finding("orphaned", key, obj.size, "never committed (no marker names it)", age_s=age))
     for i, root in enumerate(report.nested):  # listed first: every other finding is about this store alone
         inside = [o for k, o in every.items() if k.startswith(root + "/") and k not in named]
-        report.findings.insert(i, Finding("nested", root, sum(o.size for o in inside),
-                                          f"nested store at {root}: left alone ({len(inside)} file(s); a store "
-                                          "inside a store breaks rule 16: move it out)"))
+        report.findings.insert(
+            i,
+            Finding(
+                "nested",
+                root,
+                sum(o.size for o in inside),
+                f"nested store at {root}: left alone ({len(inside)} file(s); a store "
+                "inside a store breaks rule 16: move it out)",
+            ),
+        )
     return report
 
 
-def _check_sequence(m: CommitMarker, key: str, size: int, committed: dict[tuple[str, str, int], str],
-                    report: VerifyReport) -> None:
+def _check_sequence(
+    m: CommitMarker, key: str, size: int, committed: dict[tuple[str, str, int], str], report: VerifyReport
+) -> None:
     """A marker's sequence agrees with its attempt id and no other committed attempt holds it."""
     if m.sequence is None:
         return
     owner = (m.run_id, m.lane, m.attempt)
     if not m.attempt.startswith(f"s{m.sequence:08d}-"):
-        report.findings.append(Finding("corrupt", key, size, f"sequence {m.sequence} does not match the attempt "
-                                       "id", owner))
+        report.findings.append(
+            Finding("corrupt", key, size, f"sequence {m.sequence} does not match the attempt id", owner)
+        )
     other = committed.setdefault((m.run_id, m.lane, m.sequence), m.attempt)
     if other != m.attempt:
-        report.findings.append(Finding("corrupt", key, size, f"sequence {m.sequence} is also held by committed "
-                                       f"attempt {other}", owner))
+        report.findings.append(
+            Finding("corrupt", key, size, f"sequence {m.sequence} is also held by committed attempt {other}", owner)
+        )
 
 
 def _read_whole_parquet(store: Any, key: str) -> str | None:
@@ -263,9 +292,18 @@ def repair(store: Any, report: VerifyReport, safety_age_s: float = DEFAULT_SAFET
     summary = RepairSummary(nested=list(report.nested))
     for (run, lane, attempt), finding in sorted(report.damaged_attempts().items()):
         key = f"v1/{QUARANTINE}/run_id={run}/lane={lane}/{attempt}.json"
-        body = json.dumps({"run_id": run, "lane": lane, "attempt": attempt, "key": finding.key,
-                           "reason": f"{finding.kind}: {finding.key}: {finding.reason}",
-                           "quarantined_at": datetime.now(timezone.utc).isoformat()}, sort_keys=True, indent=1)
+        body = json.dumps(
+            {
+                "run_id": run,
+                "lane": lane,
+                "attempt": attempt,
+                "key": finding.key,
+                "reason": f"{finding.kind}: {finding.key}: {finding.reason}",
+                "quarantined_at": datetime.now(timezone.utc).isoformat(),
+            },
+            sort_keys=True,
+            indent=1,
+        )
         try:
             store.put_bytes(key, body.encode())
             summary.quarantined.append(key)

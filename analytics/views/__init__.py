@@ -12,11 +12,13 @@ damaged, missing or foreign file, an unreadable marker, or a quarantine record i
 left out with one warning line, and listed in the ``store_exclusions`` table
 (run_id, lane, attempt, kind, subject, reason) that the report's exclusions read.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from importlib import resources
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 import duckdb
@@ -58,7 +60,7 @@ def resolve_s3_reader(store: ResultStore, reader: S3Reader | None = None) -> S3R
     if choice not in ("auto", "arrow", "boto3"):
         raise S3ReaderError(f"unknown S3 reader {choice!r} (from {S3_READER_ENV}); valid: auto, arrow, boto3")
     if choice != "auto":
-        return choice  # type: ignore[return-value]
+        return choice
     client = getattr(store, "client", None)
     endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
     return "boto3" if _is_aws_endpoint(endpoint) else "arrow"
@@ -85,7 +87,7 @@ def _arrow_s3_dataset(store: S3Store, table: str, keys: list[str], filesystem: A
     """A lazy dataset over exactly ``keys`` (the committed files), with the table's schema."""
     import pyarrow.dataset as ds
 
-    paths = [store.uri(k)[len("s3://"):] for k in keys]
+    paths = [store.uri(k)[len("s3://") :] for k in keys]
     return ds.dataset(paths, schema=schema_for(table), format="parquet", filesystem=filesystem)
 
 
@@ -96,9 +98,13 @@ EVERY_ATTEMPT_TABLES = ("compiles",)
 EVERY_ATTEMPT_SUFFIX = "_every_attempt"
 
 
-def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
-                    run_ids: Iterable[str] | None = None, s3_reader: S3Reader | None = None,
-                    verify: bool | None = None) -> list[str]:
+def register_tables(
+    con: duckdb.DuckDBPyConnection,
+    store: ResultStore,
+    run_ids: Iterable[str] | None = None,
+    s3_reader: S3Reader | None = None,
+    verify: bool | None = None,
+) -> list[str]:
     """One view per table over the visible attempts; returns the files the views read by path (local stores)."""
     from analytics.store.integrity import plan_reads
 
@@ -115,13 +121,29 @@ def register_tables(con: duckdb.DuckDBPyConnection, store: ResultStore,
         keys = visible[table]
         paths += _register_keys(con, store, table, table, keys, use_paths, filesystem, run_ids)
     for table in EVERY_ATTEMPT_TABLES:
-        paths += _register_keys(con, store, table, f"{table}{EVERY_ATTEMPT_SUFFIX}",
-                                _every_attempt_keys(store, plan, table, verify), use_paths, filesystem, run_ids)
+        paths += _register_keys(
+            con,
+            store,
+            table,
+            f"{table}{EVERY_ATTEMPT_SUFFIX}",
+            _every_attempt_keys(store, plan, table, verify),
+            use_paths,
+            filesystem,
+            run_ids,
+        )
     return paths
 
 
-def _register_keys(con: duckdb.DuckDBPyConnection, store: ResultStore, table: str, name: str, keys: list[str],
-                   use_paths: bool, filesystem: Any, run_ids: list[str] | None) -> list[str]:
+def _register_keys(
+    con: duckdb.DuckDBPyConnection,
+    store: ResultStore,
+    table: str,
+    name: str,
+    keys: list[str],
+    use_paths: bool,
+    filesystem: Any,
+    run_ids: list[str] | None,
+) -> list[str]:
     if not keys:
         _register_arrow(con, name, empty_table(table))
     elif use_paths:
@@ -176,14 +198,16 @@ def _every_attempt_keys(store: ResultStore, plan: Any, table: str, verify: bool 
 def _register_exclusions(con: duckdb.DuckDBPyConnection, exclusions: list[Any]) -> None:
     import pyarrow as pa
 
-    data = pa.table({
-        "run_id": pa.array([e.run_id for e in exclusions], pa.string()),
-        "lane": pa.array([e.lane for e in exclusions], pa.string()),
-        "attempt": pa.array([e.attempt for e in exclusions], pa.string()),
-        "kind": pa.array([f"attempt_{e.kind}" for e in exclusions], pa.string()),
-        "subject": pa.array([e.key for e in exclusions], pa.string()),
-        "reason": pa.array([e.reason for e in exclusions], pa.string()),
-    })
+    data = pa.table(
+        {
+            "run_id": pa.array([e.run_id for e in exclusions], pa.string()),
+            "lane": pa.array([e.lane for e in exclusions], pa.string()),
+            "attempt": pa.array([e.attempt for e in exclusions], pa.string()),
+            "kind": pa.array([f"attempt_{e.kind}" for e in exclusions], pa.string()),
+            "subject": pa.array([e.key for e in exclusions], pa.string()),
+            "reason": pa.array([e.reason for e in exclusions], pa.string()),
+        }
+    )
     con.register(f"__arrow_{STORE_EXCLUSIONS}", data)
     con.execute(f"CREATE OR REPLACE TABLE {STORE_EXCLUSIONS} AS SELECT * FROM __arrow_{STORE_EXCLUSIONS}")
     con.unregister(f"__arrow_{STORE_EXCLUSIONS}")
@@ -197,32 +221,32 @@ def _register_arrow(con: duckdb.DuckDBPyConnection, table: str, data: Any) -> No
 
 # The derived-view files in load order: each file's views read only the tables and the views of files above it.
 SERVING_FILES = (
-    "10_serving_requests.sql",   # per request: request_metrics, request_itls, request_reads, request_slo
+    "10_serving_requests.sql",  # per request: request_metrics, request_itls, request_reads, request_slo
     "11_serving_intervals.sql",  # what the intervals come from: t_crit_95, point_rate_batches
-    "12_serving_points.sql",     # per sweep point: point_peaks, serving_points
+    "12_serving_points.sql",  # per sweep point: point_peaks, serving_points
     "13_serving_sustained.sql",  # sustained points: sustained_window_metrics, sustained_summary
     "14_serving_workloads.sql",  # workload points: per point, input-length bucket, turn and session
 )
 VIEW_FILES = (
-    *SERVING_FILES,              # the load generator's (agents.loadgen.metrics loads these alone)
-    "20_training.sql",           # training: train_loss_trend, weights_roundtrip
-    "30_prices.sql",             # instance_prices (generated: python -m analytics.pricing)
-    "31_report_compile.sql",     # the report's views: compiles cold vs warm,
-    "32_report_training.sql",    # training runs with MFU,
-    "33_report_context.sql",     # machines, telemetry, sustained, quality, round trip,
+    *SERVING_FILES,  # the load generator's (agents.loadgen.metrics loads these alone)
+    "20_training.sql",  # training: train_loss_trend, weights_roundtrip
+    "30_prices.sql",  # instance_prices (generated: python -m analytics.pricing)
+    "31_report_compile.sql",  # the report's views: compiles cold vs warm,
+    "32_report_training.sql",  # training runs with MFU,
+    "33_report_context.sql",  # machines, telemetry, sustained, quality, round trip,
     "34_report_exclusions.sql",  # lane attempts and every exclusion,
-    "35_report_cost.sql",        # cost per lane, run and point
-    "36_report_variants.sql",    # the server configs a run booted (the Variants section)
-    "37_report_limits.sql",      # the limits lane's brackets, with their probes
-    "38_report_lora.sql",        # a multi-LoRA variant's requests per adapter
+    "35_report_cost.sql",  # cost per lane, run and point
+    "36_report_variants.sql",  # the server configs a run booted (the Variants section)
+    "37_report_limits.sql",  # the limits lane's brackets, with their probes
+    "38_report_lora.sql",  # a multi-LoRA variant's requests per adapter
     "39_report_saturation.sql",  # saturation evidence: accelerator utilisation inside each sweep point's span
     "40_report_cold_start.sql",  # cold start per box boot: start -> first token, and the S3 compile cache it used
-    "41_report_preflight.sql",   # the preflight gate's checks per box
-    "42_report_energy.sql",      # energy per output token where power is sampled (NULL with a note elsewhere)
-    "43_report_accuracy.sql",    # accuracy per task (Wilson), paired tests between evaluations (Newcombe, McNemar)
-    "70_aggregates.sql",         # imported aggregate-only points, retention from iterations, the step clock
-    "75_report_decision.sql",    # the Decision: price-performance at an SLO
-    "76_report_capacity.sql",    # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
+    "41_report_preflight.sql",  # the preflight gate's checks per box
+    "42_report_energy.sql",  # energy per output token where power is sampled (NULL with a note elsewhere)
+    "43_report_accuracy.sql",  # accuracy per task (Wilson), paired tests between evaluations (Newcombe, McNemar)
+    "70_aggregates.sql",  # imported aggregate-only points, retention from iterations, the step clock
+    "75_report_decision.sql",  # the Decision: price-performance at an SLO
+    "76_report_capacity.sql",  # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
     "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group
 )
 
@@ -241,8 +265,10 @@ def derived_sql_files(names: Iterable[str] | None = None) -> list[tuple[str, str
     present = {entry.name for entry in root.iterdir() if entry.name.endswith(".sql")}
     undeclared, missing = sorted(present - set(VIEW_FILES)), [n for n in VIEW_FILES if n not in present]
     if undeclared or missing:
-        raise ViewFilesError(f"analytics/views/sql and VIEW_FILES disagree: not declared {undeclared or 'none'}, "
-                             f"missing {missing or 'none'}")
+        raise ViewFilesError(
+            f"analytics/views/sql and VIEW_FILES disagree: not declared {undeclared or 'none'}, "
+            f"missing {missing or 'none'}"
+        )
     wanted = VIEW_FILES if names is None else tuple(names)
     unknown = [n for n in wanted if n not in VIEW_FILES]
     if unknown:
@@ -255,7 +281,7 @@ def view_files_through(last: str) -> tuple[str, ...]:
     the files before it (every view is bound when it is created)."""
     if last not in VIEW_FILES:
         raise ViewFilesError(f"unknown view file {last!r}; declared: {', '.join(VIEW_FILES)}")
-    return VIEW_FILES[:VIEW_FILES.index(last) + 1]
+    return VIEW_FILES[: VIEW_FILES.index(last) + 1]
 
 
 def create_derived_views(con: duckdb.DuckDBPyConnection, names: Iterable[str] | None = None) -> None:
@@ -267,10 +293,16 @@ def create_derived_views(con: duckdb.DuckDBPyConnection, names: Iterable[str] | 
             raise RuntimeError(f"derived view file {name} failed: {exc}") from exc
 
 
-def connect(store: ResultStore, run_ids: Iterable[str] | None = None,
-            database: str = ":memory:", s3_reader: S3Reader | None = None, verify: bool | None = None,
-            sandbox: bool = False, view_files: Iterable[str] | None = None,
-            **config: Any) -> duckdb.DuckDBPyConnection:
+def connect(
+    store: ResultStore,
+    run_ids: Iterable[str] | None = None,
+    database: str = ":memory:",
+    s3_reader: S3Reader | None = None,
+    verify: bool | None = None,
+    sandbox: bool = False,
+    view_files: Iterable[str] | None = None,
+    **config: Any,
+) -> duckdb.DuckDBPyConnection:
     """``verify``: check every file's SHA-256 (default: ``NEURONPIPE_VERIFY_HASHES``, see analytics.store.integrity).
     ``sandbox``: once the views exist, DuckDB may read only the files they read (:func:`sandbox_connection`).
     ``view_files``: create only these view files (a prefix, :func:`view_files_through`): binding every view costs

@@ -5,12 +5,14 @@ written: a results root that is missing or a file, a run id that breaks the stor
 names no committed run, text that is not UTF-8. :func:`stdout_closed` turns a reader that went away
 (``| head``) into a quiet exit instead of a traceback.
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 class ResultsInputError(Exception):
@@ -70,8 +72,9 @@ def open_results(uri: str, run_ids: list[str] | None = None, s3_client: Any = No
             raise ResultsInputError(problem)
         known = store.run_ids() if run_ids else []
     except read_errors() as exc:
-        raise ResultsInputError(str(exc) if isinstance(exc, StoreError) else
-                                f"cannot read {uri}: {type(exc).__name__}: {exc}") from None
+        raise ResultsInputError(
+            str(exc) if isinstance(exc, StoreError) else f"cannot read {uri}: {type(exc).__name__}: {exc}"
+        ) from None
     unknown = [r for r in run_ids or [] if r not in known]
     if unknown:
         shown = ", ".join(known[-5:]) or "none"
@@ -102,7 +105,7 @@ def refuse_store_overlap(path: str | None, flag: str, target: str, stores: tuple
     target store is refused with one line naming the store (``analytics.store.locate.overlap_problem``)."""
     from analytics.store.locate import overlap_problem
 
-    problem = overlap_problem(path, flag, target, stores)  # type: ignore[arg-type]
+    problem = overlap_problem(path, flag, target, stores)
     if problem:
         raise ResultsInputError(problem)
 

@@ -5,15 +5,17 @@ the instrument): it streams one answer token by token and shows TTFT and the
 running tokens/s as they happen, counting tokens from the server's per-chunk
 usage when given, else one per content chunk.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 DEFAULT_PROMPT = "Explain in three sentences why compile time matters when serving a model on Inferentia2."
 
@@ -67,12 +69,23 @@ def chunk_text(event: dict[str, Any]) -> str:
     return choice.get("text") or ""
 
 
-def stream_answer(client: Any, base_url: str, model: str, prompt: str, max_tokens: int,
-                  on_update: Callable[[StreamStats, str], None] | None = None,
-                  clock: Callable[[], float] = time.perf_counter) -> StreamStats:
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
-            "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            "temperature": 0}
+def stream_answer(
+    client: Any,
+    base_url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    on_update: Callable[[StreamStats, str], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> StreamStats:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "temperature": 0,
+    }
     stats = StreamStats(t_sent=clock())
     with client.stream("POST", f"{base_url.rstrip('/')}/v1/chat/completions", json=body) as resp:
         if resp.status_code != 200:
@@ -107,15 +120,42 @@ def stream_answer(client: Any, base_url: str, model: str, prompt: str, max_token
 
 # (title, section, key, columns): the headline sections of comparison.json (analytics/report/comparison.py)
 HEADLINES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("Compile / boot", "compile", "summary",
-     ("run_id", "lane", "model", "config", "cold_wall_s", "warm_wall_s", "uncached_wall_s", "n_failed")),
-    ("Training", "training", "runs",
-     ("run_id", "lane", "model", "steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "mfu_null_reason")),
-    ("Serving (headline points)", "serving", "points",
-     ("run_id", "lane", "model", "server_config", "input_len", "output_len", "max_concurrency", "median_ttft_ms",
-      "p99_ttft_ms", "median_tpot_ms", "output_throughput")),
-    ("Sustained retention", "sustained", "retention",
-     ("run_id", "point_id", "windows", "retention_vs_first", "retention_vs_peak")),
+    (
+        "Compile / boot",
+        "compile",
+        "summary",
+        ("run_id", "lane", "model", "config", "cold_wall_s", "warm_wall_s", "uncached_wall_s", "n_failed"),
+    ),
+    (
+        "Training",
+        "training",
+        "runs",
+        ("run_id", "lane", "model", "steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "mfu_null_reason"),
+    ),
+    (
+        "Serving (headline points)",
+        "serving",
+        "points",
+        (
+            "run_id",
+            "lane",
+            "model",
+            "server_config",
+            "input_len",
+            "output_len",
+            "max_concurrency",
+            "median_ttft_ms",
+            "p99_ttft_ms",
+            "median_tpot_ms",
+            "output_throughput",
+        ),
+    ),
+    (
+        "Sustained retention",
+        "sustained",
+        "retention",
+        ("run_id", "point_id", "windows", "retention_vs_first", "retention_vs_peak"),
+    ),
     ("Weights round trip", "roundtrip", "models", ("run_id", "model", "artifacts", "verified", "verdict")),
 )
 
@@ -174,10 +214,13 @@ def run(args: argparse.Namespace) -> int:
             def status(stats: StreamStats) -> Text:
                 ttft = f"{stats.ttft_s * 1000:.0f} ms" if stats.ttft_s is not None else "…"
                 rate = stats.tokens_per_s(time.perf_counter())
-                return Text(f"\nTTFT {ttft}   tokens {stats.tokens}   "
-                            f"{'' if rate is None else f'{rate:.1f} tok/s'}", style="cyan")
+                return Text(
+                    f"\nTTFT {ttft}   tokens {stats.tokens}   {'' if rate is None else f'{rate:.1f} tok/s'}",
+                    style="cyan",
+                )
 
             with Live(Text(""), console=console, refresh_per_second=12) as live:
+
                 def on_update(stats: StreamStats, piece: str) -> None:
                     answer.append(piece)
                     live.update(Text.assemble(answer, status(stats)))

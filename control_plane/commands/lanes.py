@@ -1,5 +1,6 @@
 """`neuronpipe lanes`: list lanes in plan order, with their boxes and (with -l) what each needs, the gate
 it runs behind and its config fields (default, help, [min..max] for numbers)."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,9 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lanes", help="list the lanes in plan order")
-    p.add_argument("-l", "--long", action="store_true", help="also list each lane's config fields (defaults, help, bounds)")
+    p.add_argument(
+        "-l", "--long", action="store_true", help="also list each lane's config fields (defaults, help, bounds)"
+    )
     p.set_defaults(func=run)
 
 
@@ -21,8 +24,7 @@ def run(args: argparse.Namespace) -> int:
             deps = [f"needs {', '.join(spec.needs)}"] if spec.needs else []
             if spec.gate:
                 deps.append("gate: a failure stops the rest of its box and fails the run")
-            gates = [g.name for g in plan_order() if g.gate and g.order < spec.order
-                     and set(g.boxes) & set(spec.boxes)]
+            gates = [g.name for g in plan_order() if g.gate and g.order < spec.order and set(g.boxes) & set(spec.boxes)]
             if gates:
                 deps.append(f"runs behind gate {', '.join(gates)}")
             print(f"    {'; '.join(deps) if deps else 'needs nothing'}")

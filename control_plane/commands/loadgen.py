@@ -1,4 +1,5 @@
 """`neuronpipe loadgen`: measure an OpenAI-compatible server (docs/reference/metrics.md), optionally commit the rows."""
+
 from __future__ import annotations
 
 import argparse
@@ -33,33 +34,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("loadgen", help="streaming load against an OpenAI-compatible server (vLLM-comparable metrics)")
     p.add_argument("--base-url", default="http://127.0.0.1:8000")
     p.add_argument("--model", help="served model id (default: the first of GET /v1/models)")
-    p.add_argument("--tokenizer", help="tokenizer dir/file (default: the bundled tiny one; whitespace for the "
-                                       "synthetic server)")
+    p.add_argument(
+        "--tokenizer", help="tokenizer dir/file (default: the bundled tiny one; whitespace for the synthetic server)"
+    )
     p.add_argument("--server-kind", default="auto", help="vllm | transformers | synthetic | openai | auto")
     p.add_argument("--endpoint", default="completions", choices=("completions", "chat"))
     p.add_argument("--input-len", type=int, help="input tokens per request (required unless --workload)")
     p.add_argument("--output-len", type=int, help="output tokens per request (required unless --workload)")
-    p.add_argument("--workload", metavar="SPEC",
-                   help="a production-shaped workload (pipeline.workloads): a JSON object, or a .json file holding "
-                        "one or a map {NAME: workload}; replaces --input-len/--output-len/--prompt-source, and its "
-                        "arrival decides the loop unless --concurrency or --request-rate is given")
-    p.add_argument("--workload-name", metavar="NAME",
-                   help="--workload: the workload of the map to run (needed when it holds several); names a "
-                        "single workload (default 'workload')")
+    p.add_argument(
+        "--workload",
+        metavar="SPEC",
+        help="a production-shaped workload (pipeline.workloads): a JSON object, or a .json file holding "
+        "one or a map {NAME: workload}; replaces --input-len/--output-len/--prompt-source, and its "
+        "arrival decides the loop unless --concurrency or --request-rate is given",
+    )
+    p.add_argument(
+        "--workload-name",
+        metavar="NAME",
+        help="--workload: the workload of the map to run (needed when it holds several); names a "
+        "single workload (default 'workload')",
+    )
     load = p.add_mutually_exclusive_group()  # one of them is required unless --workload (invalid_argument)
     load.add_argument("--concurrency", type=_ints, help="closed loop; a comma list sweeps (1,4,8)")
     load.add_argument("--request-rate", type=_floats, help="open loop requests/s; a comma list sweeps")
-    load.add_argument("--search", choices=("capacity",),
-                      help="capacity: the highest open-loop rate meeting --slo (ladder, then bisection; "
-                           "docs/explanation/decisions.md)")
+    load.add_argument(
+        "--search",
+        choices=("capacity",),
+        help="capacity: the highest open-loop rate meeting --slo (ladder, then bisection; "
+        "docs/explanation/decisions.md)",
+    )
     p.add_argument("--slo", help="--search: NAME (pipeline.slo) or ttft_ms=..,tpot_ms=..[,percentile=99]")
-    p.add_argument("--attainment", type=float, default=0.99,
-                   help="--search: share of requests that must be good for a rate to pass")
-    p.add_argument("--rate-min", type=float, help="--search: start rate R0 req/s (default: one stream's rate "
-                                                  "from a short closed-loop probe)")
+    p.add_argument(
+        "--attainment",
+        type=float,
+        default=0.99,
+        help="--search: share of requests that must be good for a rate to pass",
+    )
+    p.add_argument(
+        "--rate-min",
+        type=float,
+        help="--search: start rate R0 req/s (default: one stream's rate from a short closed-loop probe)",
+    )
     p.add_argument("--rate-max", type=float, help="--search: the highest rate tried (default: no limit)")
-    p.add_argument("--precision", type=float, default=0.1,
-                   help="--search: stop when (fail - pass) / pass <= this")
+    p.add_argument("--precision", type=float, default=0.1, help="--search: stop when (fail - pass) / pass <= this")
     p.add_argument("--point-duration", type=float, default=30.0, help="--search: seconds of arrivals per rate")
     p.add_argument("--max-search-s", type=float, help="--search: time budget of the whole search")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = Poisson)")
@@ -77,23 +94,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--client-lag-bound-ms", type=float, default=50.0)
     p.add_argument("--idle-timeout", type=float, default=60.0, help="seconds without a byte before a request fails")
     p.add_argument("--request-timeout", type=float, default=1800.0)
-    p.add_argument("--results", help="results root (directory or s3://): commit the run as lane 'loadgen' (its points, "
-                                     "requests, the client host's telemetry and a lane_runs row)")
+    p.add_argument(
+        "--results",
+        help="results root (directory or s3://): commit the run as lane 'loadgen' (its points, "
+        "requests, the client host's telemetry and a lane_runs row)",
+    )
     p.add_argument("--run-id", help="run id for --results (default: loadgen-<UTC time>)")
     p.add_argument("--save-vllm-json", help="write vllm bench serve --save-result fields (one file per point)")
-    p.add_argument("--save-detailed", action="store_true",
-                   help="with --save-vllm-json: per-request lists and p50/p90/p95 as vLLM's --save-detailed")
-    p.add_argument("--burst-bound", type=float, default=2.0,
-                   help="decode tokens per network read above which a stream counts as coalesced (docs/reference/metrics.md)")
+    p.add_argument(
+        "--save-detailed",
+        action="store_true",
+        help="with --save-vllm-json: per-request lists and p50/p90/p95 as vLLM's --save-detailed",
+    )
+    p.add_argument(
+        "--burst-bound",
+        type=float,
+        default=2.0,
+        help="decode tokens per network read above which a stream counts as coalesced (docs/reference/metrics.md)",
+    )
     p.set_defaults(func=run)
 
 
 def probe(base_url: str) -> dict[str, Any]:
     import httpx
 
-    from agents.loadgen.transport import Target
-
     from agents.loadgen.adapters import model_entries
+    from agents.loadgen.transport import Target
 
     resp = httpx.get(Target.from_url(base_url).url("/v1/models"), timeout=10.0)
     resp.raise_for_status()
@@ -102,10 +128,31 @@ def probe(base_url: str) -> dict[str, Any]:
     return body
 
 
-SHOWN = ("completed", "failed", "duration", "request_throughput", "output_throughput", "median_ttft_ms",
-         "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2el_ms",
-         "p99_e2el_ms", "request_goodput", "client_queue_p99_ms", "decode_tokens_per_read", "zero_itl_gap_fraction",
-         "max_decode_burst_tokens", "coalesced", "burst_note", "valid", "invalid_reason", "first_error")
+SHOWN = (
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "median_e2el_ms",
+    "p99_e2el_ms",
+    "request_goodput",
+    "client_queue_p99_ms",
+    "decode_tokens_per_read",
+    "zero_itl_gap_fraction",
+    "max_decode_burst_tokens",
+    "coalesced",
+    "burst_note",
+    "valid",
+    "invalid_reason",
+    "first_error",
+)
 
 
 def invalid_argument(args: argparse.Namespace) -> str | None:
@@ -126,8 +173,16 @@ def _shape_problem(args: argparse.Namespace) -> str | None:
     if url.scheme not in ("http", "https") or not url.netloc:
         return f"--base-url {args.base_url!r}: expected http://HOST:PORT"
     if args.workload is not None:
-        given = [f for f, v in (("--input-len", args.input_len), ("--output-len", args.output_len),
-                                ("--prompt-source", args.prompt_source), ("--sharegpt", args.sharegpt)) if v is not None]
+        given = [
+            f
+            for f, v in (
+                ("--input-len", args.input_len),
+                ("--output-len", args.output_len),
+                ("--prompt-source", args.prompt_source),
+                ("--sharegpt", args.sharegpt),
+            )
+            if v is not None
+        ]
         if given:
             return f"--workload sets each request's lengths and prompts: drop {' and '.join(given)}"
         if getattr(args, "search", None) or args.window_s:
@@ -157,15 +212,22 @@ def _below(name: str, value: float | None, low: float, strict: bool = False) -> 
 def _number_problem(args: argparse.Namespace) -> str | None:
     """The first number out of its range (lengths, counts, durations, rates, bounds, goodput SLOs)."""
     num = _below
-    checks = [num("input-len", args.input_len, 1), num("output-len", args.output_len, 1),
-              num("num-prompts", args.num_prompts, 1), num("duration", args.duration, 0, strict=True),
-              num("window-s", args.window_s, 0, strict=True), num("warmup-windows", args.warmup_windows, 0),
-              num("retention-k", args.retention_k, 1), num("warmup", args.warmup, 0),
-              num("burstiness", args.burstiness, 0, strict=True), num("max-concurrency", args.max_concurrency, 1),
-              num("idle-timeout", args.idle_timeout, 0, strict=True),
-              num("request-timeout", args.request_timeout, 0, strict=True),
-              num("client-lag-bound-ms", args.client_lag_bound_ms, 0),
-              num("burst-bound", getattr(args, "burst_bound", None), 0, strict=True)]
+    checks = [
+        num("input-len", args.input_len, 1),
+        num("output-len", args.output_len, 1),
+        num("num-prompts", args.num_prompts, 1),
+        num("duration", args.duration, 0, strict=True),
+        num("window-s", args.window_s, 0, strict=True),
+        num("warmup-windows", args.warmup_windows, 0),
+        num("retention-k", args.retention_k, 1),
+        num("warmup", args.warmup, 0),
+        num("burstiness", args.burstiness, 0, strict=True),
+        num("max-concurrency", args.max_concurrency, 1),
+        num("idle-timeout", args.idle_timeout, 0, strict=True),
+        num("request-timeout", args.request_timeout, 0, strict=True),
+        num("client-lag-bound-ms", args.client_lag_bound_ms, 0),
+        num("burst-bound", getattr(args, "burst_bound", None), 0, strict=True),
+    ]
     if args.concurrency is not None:
         checks += [f"--concurrency {args.concurrency!r}: give one or more values" if not args.concurrency else None]
         checks += [num("concurrency", c, 1) for c in args.concurrency]
@@ -235,10 +297,19 @@ def capacity_spec(args: argparse.Namespace) -> Any:
     if not args.slo:
         raise SloError("--search capacity needs --slo NAME or ttft_ms=..,tpot_ms=..[,percentile=..]")
     slo = parse_slo(args.slo)
-    return CapacitySpec(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms, percentile=slo.percentile, slo_name=slo.name,
-                        attainment=args.attainment, rate_min=args.rate_min, rate_max=args.rate_max,
-                        precision=args.precision, point_duration_s=args.point_duration,
-                        max_search_s=args.max_search_s, output_len=max(args.output_len, 1))
+    return CapacitySpec(
+        ttft_ms=slo.ttft_ms,
+        tpot_ms=slo.tpot_ms,
+        percentile=slo.percentile,
+        slo_name=slo.name,
+        attainment=args.attainment,
+        rate_min=args.rate_min,
+        rate_max=args.rate_max,
+        precision=args.precision,
+        point_duration_s=args.point_duration,
+        max_search_s=args.max_search_s,
+        output_len=max(args.output_len, 1),
+    )
 
 
 def search_problem(args: argparse.Namespace) -> str | None:
@@ -309,12 +380,26 @@ def run(args: argparse.Namespace) -> int:
             print("error: the server lists no model; pass --model", file=sys.stderr)
             return 2
     tokenizer = load_tokenizer(args.tokenizer, kind)
-    base = dict(base_url=args.base_url, model=model, input_len=args.input_len, output_len=args.output_len,
-                num_prompts=args.num_prompts, endpoint=args.endpoint, server_kind=kind, burstiness=args.burstiness,
-                max_concurrency=args.max_concurrency, duration_s=args.duration, slo=args.goodput,
-                prompt_source=args.prompt_source or "random", sharegpt_path=args.sharegpt,
-                warmup_requests=args.warmup, seed=args.seed, client_lag_bound_ms=args.client_lag_bound_ms,
-                burst_bound=args.burst_bound, timeouts=Timeouts(args.idle_timeout, args.request_timeout))
+    base = dict(
+        base_url=args.base_url,
+        model=model,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        num_prompts=args.num_prompts,
+        endpoint=args.endpoint,
+        server_kind=kind,
+        burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency,
+        duration_s=args.duration,
+        slo=args.goodput,
+        prompt_source=args.prompt_source or "random",
+        sharegpt_path=args.sharegpt,
+        warmup_requests=args.warmup,
+        seed=args.seed,
+        client_lag_bound_ms=args.client_lag_bound_ms,
+        burst_bound=args.burst_bound,
+        timeouts=Timeouts(args.idle_timeout, args.request_timeout),
+    )
     from agents.loadgen.run_record import HostTelemetry
 
     telemetry = HostTelemetry() if args.results else None  # the run's telemetry, as a lane's sampler takes it
@@ -327,16 +412,20 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
         else:
-            points = ([SweepPoint(concurrency=c, **base) for c in args.concurrency] if args.concurrency
-                      else [SweepPoint(request_rate=r, **base) for r in args.request_rate])
+            points = (
+                [SweepPoint(concurrency=c, **base) for c in args.concurrency]
+                if args.concurrency
+                else [SweepPoint(request_rate=r, **base) for r in args.request_rate]
+            )
         return run_points(args, points, kind, tokenizer, plan_errors() if workload is not None else (), telemetry)
     finally:
         if telemetry is not None:
             telemetry.rows()  # stopped, whatever ended the command
 
 
-def run_points(args: argparse.Namespace, points: list[Any], kind: str, tokenizer: Any, plan_errors: Any,
-               telemetry: Any) -> int:
+def run_points(
+    args: argparse.Namespace, points: list[Any], kind: str, tokenizer: Any, plan_errors: Any, telemetry: Any
+) -> int:
     """Each point measured and printed; with ``--results`` the run committed (points, requests, telemetry and
     its lane_runs row)."""
     from agents.loadgen.point import run_point
@@ -351,12 +440,15 @@ def run_points(args: argparse.Namespace, points: list[Any], kind: str, tokenizer
             if not args.duration or not args.concurrency:
                 print("error: --window-s needs --concurrency and --duration", file=sys.stderr)
                 return 2
-            s = run_sustained(point, args.duration, args.window_s, args.warmup_windows, args.retention_k,
-                              tokenizer=tokenizer)
+            s = run_sustained(
+                point, args.duration, args.window_s, args.warmup_windows, args.retention_k, tokenizer=tokenizer
+            )
             result = s.point
             windows += s.windows
-            print(f"sustained {result.point_id}: " + ", ".join(f"{k}={v}" for k, v in s.summary.items()
-                                                              if k not in ("run_id", "lane", "point_id")))
+            print(
+                f"sustained {result.point_id}: "
+                + ", ".join(f"{k}={v}" for k, v in s.summary.items() if k not in ("run_id", "lane", "point_id"))
+            )
         else:
             try:
                 result = run_point(point, tokenizer, phase_hook=hook)
@@ -369,8 +461,9 @@ def run_points(args: argparse.Namespace, points: list[Any], kind: str, tokenizer
             value = result.metrics.get(key)
             print(f"  {key:<22} {value:.3f}" if isinstance(value, float) else f"  {key:<22} {value}")
         if args.save_vllm_json:
-            path = save_vllm_json(result, point_file(args.save_vllm_json, i, len(points)), tokenizer.name,
-                                  detailed=args.save_detailed)
+            path = save_vllm_json(
+                result, point_file(args.save_vllm_json, i, len(points)), tokenizer.name, detailed=args.save_detailed
+            )
             print(f"  vllm json              {path}")
     none_ok = [r.point_id for r in results if not r.metrics.get("completed")]
     failure = f"no request succeeded in point(s) {', '.join(none_ok)}" if none_ok else None
@@ -385,8 +478,9 @@ def run_points(args: argparse.Namespace, points: list[Any], kind: str, tokenizer
         if windows:
             writer.add_rows("sustained_windows", windows)
         model = points[0].model if points else None
-        status = telemetry.commit(writer, args, model, [r.point_id for r in results],
-                                  "NoRequestSucceeded" if none_ok else None, failure)
+        status = telemetry.commit(
+            writer, args, model, [r.point_id for r in results], "NoRequestSucceeded" if none_ok else None, failure
+        )
         print(f"committed run {run_id} lane loadgen attempt {writer.attempt} ({status}) to {args.results}")
     if failure:
         print(f"error: {failure}", file=sys.stderr)
@@ -416,21 +510,36 @@ def run_search(args: argparse.Namespace, template: Any, tokenizer: Any, telemetr
 
     search = {"search": "capacity", "slo": spec.slo_name}
     try:
-        result = run_capacity_search(template, spec, tokenizer, on_point=on_point, log=lambda line: print(line),
-                                     phase_hook=telemetry.phase_hook if telemetry is not None else None)
+        result = run_capacity_search(
+            template,
+            spec,
+            tokenizer,
+            on_point=on_point,
+            log=lambda line: print(line),
+            phase_hook=telemetry.phase_hook if telemetry is not None else None,
+        )
     except KeyboardInterrupt:  # SIGINT/SIGTERM/SIGHUP (control_plane.cli): the points measured so far stand
         if writer is not None and staged:
-            telemetry.commit(writer, args, template.model, staged, "Interrupted", "the search was interrupted",
-                             search)
-            print(f"interrupted: {len(staged)} points committed as run {run_id} lane loadgen attempt "
-                  f"{writer.attempt} (failed) to {args.results}", file=sys.stderr)
+            telemetry.commit(writer, args, template.model, staged, "Interrupted", "the search was interrupted", search)
+            print(
+                f"interrupted: {len(staged)} points committed as run {run_id} lane loadgen attempt "
+                f"{writer.attempt} (failed) to {args.results}",
+                file=sys.stderr,
+            )
         raise
     print(f"search: {len(result.points)} points in {result.wall_s:.1f} s; {result.stop_reason}")
     print(f"  max_rate_meeting_slo    {result.max_rate_meeting_slo}")
     print(f"  lowest_rate_missing_slo {result.lowest_rate_missing_slo}")
     if writer is not None:
-        status = telemetry.commit(writer, args, template.model, staged, None if result.found else "NoRateMeetsSlo",
-                                  None if result.found else f"no rate meets the SLO: {result.stop_reason}", search)
+        status = telemetry.commit(
+            writer,
+            args,
+            template.model,
+            staged,
+            None if result.found else "NoRateMeetsSlo",
+            None if result.found else f"no rate meets the SLO: {result.stop_reason}",
+            search,
+        )
         print(f"committed run {run_id} lane loadgen attempt {writer.attempt} ({status}) to {args.results}")
     if not result.found:
         print(f"error: no rate meets the SLO: {result.stop_reason}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """`neuronpipe loadgen --workload`: a production-shaped workload on the command line (pipeline.workloads): read,
 checked and turned into the points it runs, before anything is sent."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ def load_workload(spec: str, name: str | None) -> Any:
     except JsonInputError as exc:
         raise WorkloadFlagError(str(exc)) from exc
     if not isinstance(doc, dict) or not doc:
-        raise WorkloadFlagError("expected a workload object or a map {NAME: workload}, got "
-                                + ("an empty object" if doc == {} else f"a JSON {type(doc).__name__}"))
+        raise WorkloadFlagError(
+            "expected a workload object or a map {NAME: workload}, got "
+            + ("an empty object" if doc == {} else f"a JSON {type(doc).__name__}")
+        )
     if any(k in WORKLOAD_FIELDS for k in doc):  # one workload (an unknown field among them is parse_workload's)
         return parse_workload(name or "workload", doc)
     if name is None and len(doc) > 1:
@@ -49,24 +52,33 @@ def workload_points(w: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
         if flag:
             raise WorkloadFlagError(f"{where}: a {a.kind} sets its own schedule; drop {flag}")
         if a.kind == "trace" and (args.num_prompts or args.duration):
-            raise WorkloadFlagError(f"{where}: a trace replays its own requests; drop --num-prompts/--duration "
-                                    "(arrival.limit keeps the first N)")
+            raise WorkloadFlagError(
+                f"{where}: a trace replays its own requests; drop --num-prompts/--duration "
+                "(arrival.limit keeps the first N)"
+            )
         return [{"workload": w, "num_prompts": args.num_prompts, "duration_s": args.duration or a.duration_s}]
     open_s = args.duration or (a.duration_s if a.kind in ("poisson", "gamma") else None)
     if args.concurrency or (a.kind == "closed" and not args.request_rate):
         streams = args.concurrency or list(a.concurrency)
         if not streams:
-            raise WorkloadFlagError(f"{where}.concurrency: a closed loop needs its stream counts: give them "
-                                    "there or --concurrency")
+            raise WorkloadFlagError(
+                f"{where}.concurrency: a closed loop needs its stream counts: give them there or --concurrency"
+            )
         if args.concurrency and tuple(args.concurrency) != a.concurrency:
             w = dataclasses.replace(w, arrival=Arrival("closed", concurrency=tuple(args.concurrency)))
         kinds, duration = [{"concurrency": c} for c in streams], args.duration
     elif args.request_rate:
         kind = "poisson" if args.burstiness == 1.0 else "gamma"
-        kinds = [{"request_rate": r, "burstiness": args.burstiness,
-                  "workload": dataclasses.replace(w, arrival=Arrival(kind, rate=r, burstiness=args.burstiness,
-                                                                     duration_s=open_s))}
-                 for r in args.request_rate]
+        kinds = [
+            {
+                "request_rate": r,
+                "burstiness": args.burstiness,
+                "workload": dataclasses.replace(
+                    w, arrival=Arrival(kind, rate=r, burstiness=args.burstiness, duration_s=open_s)
+                ),
+            }
+            for r in args.request_rate
+        ]
         duration = open_s
     else:  # poisson / gamma at the workload's own rate (--duration: its duration_s)
         if open_s != a.duration_s:
@@ -112,8 +124,14 @@ def plan_errors() -> tuple[type[Exception], ...]:
     return DatasetError, PromptLengthError, TraceError, WorkloadError
 
 
-def workload_sweep(w: Any, kw: list[dict[str, Any]], base: dict[str, Any], models: dict[str, Any] | None,
-                   args: argparse.Namespace, probe: Any) -> tuple[list[Any], str | None]:
+def workload_sweep(
+    w: Any,
+    kw: list[dict[str, Any]],
+    base: dict[str, Any],
+    models: dict[str, Any] | None,
+    args: argparse.Namespace,
+    probe: Any,
+) -> tuple[list[Any], str | None]:
     """The points of a ``--workload`` run (filed under the spec's nominal lengths, its draws clipped to the
     server's ``max_model_len`` when /v1/models lists it), or a line saying why the workload cannot run there."""
     from agents.loadgen.point import SweepPoint
@@ -130,7 +148,13 @@ def workload_sweep(w: Any, kw: list[dict[str, Any]], base: dict[str, Any], model
         if problems:
             return [], f"--workload: {problems[0]}"
     print(f"workload {w.name}: {describe(w)}" + (f" (max_model_len {max_model_len})" if max_model_len else ""))
-    common = {**base, "input_len": w.input.nominal, "output_len": w.output.nominal,
-              "prompt_source": w.prompts.source, "sharegpt_path": None, "max_model_len": max_model_len,
-              "note": f"workload {w.name}: {describe(w)}"}
+    common = {
+        **base,
+        "input_len": w.input.nominal,
+        "output_len": w.output.nominal,
+        "prompt_source": w.prompts.source,
+        "sharegpt_path": None,
+        "max_model_len": max_model_len,
+        "note": f"workload {w.name}: {describe(w)}",
+    }
     return [SweepPoint(**{**common, **k}) for k in kw], None

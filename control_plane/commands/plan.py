@@ -8,6 +8,7 @@ an invalid request, a ``max_cost_usd`` above the deployment's ceiling or a worst
 effective ceiling, a lane config that does not fit its lane, an input file or execution input over
 ``control_plane.models.MAX_EXECUTION_INPUT_BYTES``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,28 +23,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="validate a RunRequest and print its plan and worst-case cost (no AWS)")
     p.add_argument("--input", required=True, help="RunRequest JSON file (see examples/run-*.json)")
     p.add_argument("--run-id", default=None, help="override the request's run id")
-    p.add_argument("--results", default=None,
-                   help="results root shown in commands (default s3://<results-bucket>/results); --local: the "
-                        "results directory run --local would use (default results), whose earlier attempts of "
-                        "the run bind needs as on a resume")
-    p.add_argument("--local", action="store_true",
-                   help="print what run --local runs here: the lane graph in run order, needs, configs")
-    p.add_argument("--profile", default="tiny", choices=("tiny", "full"),
-                   help="--local: the profile when the request sets none (as run --local --profile)")
+    p.add_argument(
+        "--results",
+        default=None,
+        help="results root shown in commands (default s3://<results-bucket>/results); --local: the "
+        "results directory run --local would use (default results), whose earlier attempts of "
+        "the run bind needs as on a resume",
+    )
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="print what run --local runs here: the lane graph in run order, needs, configs",
+    )
+    p.add_argument(
+        "--profile",
+        default="tiny",
+        choices=("tiny", "full"),
+        help="--local: the profile when the request sets none (as run --local --profile)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
-    p.add_argument("--check-quotas", action="store_true",
-                   help="a matrix: read the account's EC2 vCPU quotas (Service Quotas API, AWS credentials) and refuse "
-                        "a plan that needs more at once (launch always checks)")
-    p.add_argument("--history", default=None, metavar="URI",
-                   help="results store whose lane_runs give expected lane durations (default: ./results when it "
-                        "exists, else NEURONPIPE_RESULTS); without one the documented default table is used")
+    p.add_argument(
+        "--check-quotas",
+        action="store_true",
+        help="a matrix: read the account's EC2 vCPU quotas (Service Quotas API, AWS credentials) and refuse "
+        "a plan that needs more at once (launch always checks)",
+    )
+    p.add_argument(
+        "--history",
+        default=None,
+        metavar="URI",
+        help="results store whose lane_runs give expected lane durations (default: ./results when it "
+        "exists, else NEURONPIPE_RESULTS); without one the documented default table is used",
+    )
     p.set_defaults(func=plan_command)
 
 
 def load_request(path: str, run_id: str | None = None):
     """Read and validate a request file; RunRequestError names field and reason."""
-    from pipeline.jsonio import JsonInputError, read_json
     from control_plane.models import MAX_EXECUTION_INPUT_BYTES, RunRequestError, parse_request
+    from pipeline.jsonio import JsonInputError, read_json
 
     try:  # a regular file within the cap, UTF-8, no repeated key, bounded depth and numbers (pipeline.jsonio)
         data = read_json(path, MAX_EXECUTION_INPUT_BYTES, why="a request; Step Functions allows 256 KiB of input")
@@ -63,8 +81,12 @@ def plan_command(args: argparse.Namespace) -> int:
     try:
         request = load_request(args.input, args.run_id)
         run_id = request.run_id or "<generated at start>"
-        plan = plan_run(request, run_id=request.run_id or "run-id",
-                        results_uri=args.results or "s3://<results-bucket>/results", ceiling_usd=deploy_ceiling())
+        plan = plan_run(
+            request,
+            run_id=request.run_id or "run-id",
+            results_uri=args.results or "s3://<results-bucket>/results",
+            ceiling_usd=deploy_ceiling(),
+        )
     except PLAN_ERRORS as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)
@@ -100,29 +122,42 @@ def print_matrix(plan, timetables, console) -> None:
     from pipeline.instance_types import get_instance_type
 
     expected, graph, sequential, _ = timetables
-    table = Table(title=f"matrix: {len(plan.cells)} cells, each on its own ephemeral box, at most "
-                        f"{plan.max_concurrency} boxes at once")
+    table = Table(
+        title=f"matrix: {len(plan.cells)} cells, each on its own ephemeral box, at most "
+        f"{plan.max_concurrency} boxes at once"
+    )
     for col in ("cell", "instance type", "family", "model", "server config", "workload", "expected", "worst case"):
         table.add_column(col)
     by_box = {s.box: s for s in graph.segments}
     for c in plan.cells:
         seg = by_box.get(c["cell"])
-        table.add_row(c["cell"], c["instance_type"], get_instance_type(c["instance_type"]).family, c["model"],
-                      c["server_config"], c["workload"] or "-",
-                      f"{hms(seg.end_s - seg.start_s)} ${seg.hours * graph.prices.get(seg.box, 0):.2f}" if seg else "-",
-                      f"{c['max_instance_hours']:.2f} h ${c['max_cost_usd']:.2f}")
+        table.add_row(
+            c["cell"],
+            c["instance_type"],
+            get_instance_type(c["instance_type"]).family,
+            c["model"],
+            c["server_config"],
+            c["workload"] or "-",
+            f"{hms(seg.end_s - seg.start_s)} ${seg.hours * graph.prices.get(seg.box, 0):.2f}" if seg else "-",
+            f"{c['max_instance_hours']:.2f} h ${c['max_cost_usd']:.2f}",
+        )
     console.print(table)
     cells = [s for s in graph.segments if s.box in {c["cell"] for c in plan.cells}]
     cell_sum = sum(s.end_s - s.start_s for s in cells)
     wall = max((s.end_s for s in cells), default=0.0) - min((s.start_s for s in cells), default=0.0)
-    console.print(f"  expected wall time of the cells {hms(wall)} vs their sum {hms(cell_sum)} "
-                  f"(× {wall / cell_sum if cell_sum else 0:.2f} with {plan.max_concurrency} boxes at once); "
-                  f"box-hours {graph.box_hours:.2f} vs {sequential.box_hours:.2f} one box after the other "
-                  f"(× {graph.box_hours / sequential.box_hours if sequential.box_hours else 0:.2f})", markup=False)
+    console.print(
+        f"  expected wall time of the cells {hms(wall)} vs their sum {hms(cell_sum)} "
+        f"(× {wall / cell_sum if cell_sum else 0:.2f} with {plan.max_concurrency} boxes at once); "
+        f"box-hours {graph.box_hours:.2f} vs {sequential.box_hours:.2f} one box after the other "
+        f"(× {graph.box_hours / sequential.box_hours if sequential.box_hours else 0:.2f})",
+        markup=False,
+    )
     for q in plan.quota_needs:
-        console.print(f"  quota {q['quota_name']} (ec2/{q['quota_code']}, {q['region']}): needs {q['vcpus']} vCPUs "
-                      f"at once ({', '.join(q['types'])}); checked at launch (plan --check-quotas reads it now)",
-                      markup=False)
+        console.print(
+            f"  quota {q['quota_name']} (ec2/{q['quota_code']}, {q['region']}): needs {q['vcpus']} vCPUs "
+            f"at once ({', '.join(q['types'])}); checked at launch (plan --check-quotas reads it now)",
+            markup=False,
+        )
 
 
 def plan_local_command(args: argparse.Namespace) -> int:
@@ -131,14 +166,19 @@ def plan_local_command(args: argparse.Namespace) -> int:
     from control_plane.local import lanes_in_store
     from control_plane.local_plan import local_request, plan_local
     from control_plane.plan import PLAN_ERRORS
-    from pipeline.servers import local_target
     from control_plane.run_ids import RunIdError
+    from pipeline.servers import local_target
 
     results = args.results or "results"
     try:
         request = local_request(load_request(args.input, args.run_id), profile=args.profile)
-        plan = plan_local(request, run_id=request.run_id or "run-id", results_uri=results,
-                          in_run=lanes_in_store(results) if Path(results).is_dir() else None, target=local_target())
+        plan = plan_local(
+            request,
+            run_id=request.run_id or "run-id",
+            results_uri=results,
+            in_run=lanes_in_store(results) if Path(results).is_dir() else None,
+            target=local_target(),
+        )
     except (*PLAN_ERRORS, RunIdError) as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)
@@ -156,21 +196,26 @@ def print_local_plan(plan, console, run_id: str | None = None) -> None:
     from pipeline.lanes import get_lane
 
     _print_request(plan.request, run_id or plan.run_id, console)
-    table = Table(title="local plan (one lane process at a time unless --parallel; a lane starts when every lane "
-                        "it needs has finished)")
-    for col, justify in (("#", "right"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
-                         ("config", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    table = Table(
+        title="local plan (one lane process at a time unless --parallel; a lane starts when every lane "
+        "it needs has finished)"
+    )
+    for col, justify in (("#", "right"), ("lane", "left"), ("needs", "left"), ("timeout", "right"), ("config", "left")):
+        table.add_column(col, justify=justify)
     for i, node in enumerate(plan.nodes, 1):
         needs = (", ".join(node.needs) + (" (a gate)" if node.gate else "")).strip()
         config = plan.configs.get(node.lane)
-        table.add_row(str(i), node.result_lane, needs, _hms(get_lane(node.lane).timeout_s),
-                      json.dumps(config) if config else "")
+        table.add_row(
+            str(i), node.result_lane, needs, _hms(get_lane(node.lane).timeout_s), json.dumps(config) if config else ""
+        )
     console.print(table)
     print_server_configs(plan.request, [n.lane for n in plan.nodes], "cpu", console)
     print_accuracy(plan.request, [n.lane for n in plan.nodes], "cpu", console)
-    console.print(f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
-                  "no instance cost)", markup=False)
+    console.print(
+        f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
+        "no instance cost)",
+        markup=False,
+    )
 
 
 def load_history(uri: str | None, table: str = "lane_runs") -> list[dict]:
@@ -189,37 +234,58 @@ def load_history(uri: str | None, table: str = "lane_runs") -> list[dict]:
     try:
         return open_store(uri).read_table(table).to_pylist()
     except Exception as exc:  # noqa: BLE001 - the plan is still useful with the default table
-        print(f"history {uri}: unreadable ({type(exc).__name__}: {exc}); using the default durations",
-              file=sys.stderr)
+        print(f"history {uri}: unreadable ({type(exc).__name__}: {exc}); using the default durations", file=sys.stderr)
         return []
 
 
 def plan_timetables(plan, history_rows: list[dict], boot_rows: list[dict] | None = None):
     """(durations with sources per lane, graph timetable, sequential timetable) for the lanes the plan will run, in
     the plan's own waves (already-committed lanes are not in it)."""
-    from pipeline.graph import Node
-    from pipeline.lanes import get_lane
     from control_plane.cost import INSTANCE_PRICES_USD_PER_HOUR, INSTANCE_TYPES
     from control_plane.plan import BOX_ORDER
-    from control_plane.timetable import (expected_duration, history_durations, timetable_graph, timetable_sequential,
-                                        segment_overhead)
-
+    from control_plane.timetable import (
+        expected_duration,
+        history_durations,
+        segment_overhead,
+        timetable_graph,
+        timetable_sequential,
+    )
+    from pipeline.graph import Node
     from pipeline.instance_types import get_instance_type
+    from pipeline.lanes import get_lane
 
-    nodes = [Node(step.lane, seg.box or step.box_role, step.result_lane or step.lane, get_lane(step.lane).order,
-                  tuple(step.needs), step.gate, wave.wave) for wave in plan.waves for seg in wave.segments
-             for step in seg.lanes]
+    nodes = [
+        Node(
+            step.lane,
+            seg.box or step.box_role,
+            step.result_lane or step.lane,
+            get_lane(step.lane).order,
+            tuple(step.needs),
+            step.gate,
+            wave.wave,
+        )
+        for wave in plan.waves
+        for seg in wave.segments
+        for step in seg.lanes
+    ]
     types = {**INSTANCE_TYPES, **{seg.box: seg.instance_type for seg in plan.segments if seg.box}}
     history = history_durations(history_rows)
-    expected = {n.result_lane: (n, expected_duration(n.lane, plan.request.profile, types.get(n.box), history))
-                for n in nodes}
+    expected = {
+        n.result_lane: (n, expected_duration(n.lane, plan.request.profile, types.get(n.box), history)) for n in nodes
+    }
     durations = {name: e.seconds for name, (_, e) in expected.items()}
-    prices = {box: (INSTANCE_PRICES_USD_PER_HOUR.get(it) or get_instance_type(it).price(plan.region))
-              for box, it in types.items()}
+    prices = {
+        box: (INSTANCE_PRICES_USD_PER_HOUR.get(it) or get_instance_type(it).price(plan.region))
+        for box, it in types.items()
+    }
     overhead = segment_overhead(boot_rows or [])
     order = [*BOX_ORDER, *(c["cell"] for c in plan.cells)]
-    return (expected, timetable_graph(nodes, durations, prices, order, overhead.seconds, plan.max_concurrency),
-            timetable_sequential(nodes, durations, prices, order, overhead.seconds), overhead)
+    return (
+        expected,
+        timetable_graph(nodes, durations, prices, order, overhead.seconds, plan.max_concurrency),
+        timetable_sequential(nodes, durations, prices, order, overhead.seconds),
+        overhead,
+    )
 
 
 def print_timetable(timetables, console, box_types: dict | None = None) -> None:
@@ -230,20 +296,28 @@ def print_timetable(timetables, console, box_types: dict | None = None) -> None:
 
     expected, graph, sequential, overhead = timetables
     box_types = dict(box_types or {})
-    console.print(f"expected timetable (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
-                  f"+ push + stop, {overhead.source}; the cost ceiling is checked against the timeouts above, not "
-                  "this):")
+    console.print(
+        f"expected timetable (lane durations below; {overhead.seconds:.0f} s per box start + sync + seed "
+        f"+ push + stop, {overhead.source}; the cost ceiling is checked against the timeouts above, not "
+        "this):"
+    )
     for sched in (graph, sequential):
-        console.print(f"  [bold]{sched.name}[/bold]: wall {hms(sched.wall_s)}, {sched.box_hours:.2f} box-hours, "
-                      f"${sched.cost_usd:.2f}")
+        console.print(
+            f"  [bold]{sched.name}[/bold]: wall {hms(sched.wall_s)}, {sched.box_hours:.2f} box-hours, "
+            f"${sched.cost_usd:.2f}"
+        )
         for seg in sched.segments:
-            console.print(f"    {seg.box} ({box_types.get(seg.box, INSTANCE_TYPES.get(seg.box, seg.box))}) wave {seg.wave}: "
-                          f"{hms(seg.start_s)} – {hms(seg.end_s)}: {', '.join(lane for lane, _, _ in seg.lanes)}")
+            console.print(
+                f"    {seg.box} ({box_types.get(seg.box, INSTANCE_TYPES.get(seg.box, seg.box))}) wave {seg.wave}: "
+                f"{hms(seg.start_s)} – {hms(seg.end_s)}: {', '.join(lane for lane, _, _ in seg.lanes)}"
+            )
     console.print(f"  critical path: {' → '.join(graph.critical_path)}")
     if sequential.wall_s > 0 and sequential.box_hours > 0:
-        console.print(f"  graph vs sequential: wall × {graph.wall_s / sequential.wall_s:.2f}, box-hours "
-                      f"{100 * (graph.box_hours / sequential.box_hours - 1):+.1f} %, "
-                      f"dollars {100 * (graph.cost_usd / sequential.cost_usd - 1):+.1f} %")
+        console.print(
+            f"  graph vs sequential: wall × {graph.wall_s / sequential.wall_s:.2f}, box-hours "
+            f"{100 * (graph.box_hours / sequential.box_hours - 1):+.1f} %, "
+            f"dollars {100 * (graph.cost_usd / sequential.cost_usd - 1):+.1f} %"
+        )
     table = Table(title="expected lane durations")
     for col in ("lane", "box", "expected", "source"):
         table.add_column(col)
@@ -272,32 +346,50 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
 
     _print_request(plan.request, run_id or plan.run_id, console)
     table = Table(title="plan (waves run one after the other; in a wave the boxes work at once)")
-    for col, justify in (("wave", "left"), ("box", "left"), ("lane", "left"), ("needs", "left"), ("timeout", "right"),
-                         ("heartbeat", "right"), ("config", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for col, justify in (
+        ("wave", "left"),
+        ("box", "left"),
+        ("lane", "left"),
+        ("needs", "left"),
+        ("timeout", "right"),
+        ("heartbeat", "right"),
+        ("config", "left"),
+    ):
+        table.add_column(col, justify=justify)
     for wave in plan.waves:
         for seg in wave.segments:
             for step in seg.lanes:
                 needs = ", ".join(step.needs) + (" (a gate)" if step.gate else "")
                 needs = needs.strip()
-                table.add_row(str(wave.wave), f"{seg.box or seg.box_role} ({seg.instance_type})",
-                              step.result_lane or step.lane,
-                              needs, _hms(step.timeout_s), _hms(step.heartbeat_s),
-                              json.dumps(step.config) if step.config else "")
+                table.add_row(
+                    str(wave.wave),
+                    f"{seg.box or seg.box_role} ({seg.instance_type})",
+                    step.result_lane or step.lane,
+                    needs,
+                    _hms(step.timeout_s),
+                    _hms(step.heartbeat_s),
+                    json.dumps(step.config) if step.config else "",
+                )
     console.print(table)
     for wave in plan.waves:
         for seg in wave.segments:
-            console.print(f"wave {wave.wave} {seg.box or seg.box_role}: at most {seg.max_instance_hours:.2f} instance-hours "
-                          f"= ${seg.max_cost_usd:.2f}")
+            console.print(
+                f"wave {wave.wave} {seg.box or seg.box_role}: at most {seg.max_instance_hours:.2f} instance-hours "
+                f"= ${seg.max_cost_usd:.2f}"
+            )
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
-    print_server_configs(plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes],
-                         "neuron", console)
-    print_accuracy(plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron",
-                   console)
-    console.print(f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
-                  f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
-                  f"prices: {plan.price_source}")
+    print_server_configs(
+        plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
+    )
+    print_accuracy(
+        plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
+    )
+    console.print(
+        f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
+        f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
+        f"prices: {plan.price_source}"
+    )
 
 
 def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
@@ -319,22 +411,38 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     probes = [r for r in rows if r.unit == "training probe"]
     rows = [r for r in rows if r.unit != "training probe"]
     for r in probes:  # train_limits: no server config; each probe a short training run (a compile on trn1)
-        console.print(f"{r.lane} probe budget: {r.model} {r.sets}: at most {r.boots} training probes"
-                      f"{f', {r.cold} training-graph compiles' if r.cold else ''}, expected "
-                      f"{_hms(int(r.expected_s + 0.5))} ({r.source})", markup=False)
+        console.print(
+            f"{r.lane} probe budget: {r.model} {r.sets}: at most {r.boots} training probes"
+            f"{f', {r.cold} training-graph compiles' if r.cold else ''}, expected "
+            f"{_hms(int(r.expected_s + 0.5))} ({r.source})",
+            markup=False,
+        )
     if not rows:
         return
-    table = Table(title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "
-                        "fingerprint did; later boots load them)")
-    for col, justify in (("lane", "left"), ("model", "left"), ("config", "left"), ("fingerprint", "left"),
-                         ("sets", "left"), ("boots", "right"), ("cold", "right"), ("expected", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    table = Table(
+        title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "
+        "fingerprint did; later boots load them)"
+    )
+    for col, justify in (
+        ("lane", "left"),
+        ("model", "left"),
+        ("config", "left"),
+        ("fingerprint", "left"),
+        ("sets", "left"),
+        ("boots", "right"),
+        ("cold", "right"),
+        ("expected", "right"),
+    ):
+        table.add_column(col, justify=justify)
     for r in rows:
-        table.add_row(r.lane, r.model, r.config, r.fingerprint, r.sets, str(r.boots), str(r.cold),
-                      _hms(int(r.expected_s + 0.5)))
+        table.add_row(
+            r.lane, r.model, r.config, r.fingerprint, r.sets, str(r.boots), str(r.cold), _hms(int(r.expected_s + 0.5))
+        )
     console.print(table)
-    console.print(f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all "
-                  f"({rows[0].source})", markup=False)
+    console.print(
+        f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all ({rows[0].source})",
+        markup=False,
+    )
     print_workloads(req, lanes, console)
 
 
@@ -354,8 +462,11 @@ def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
         return
     warm = BOOT_COSTS_S.get(req.profile, BOOT_COSTS_S["full"])[1]
     cost = expected_seconds(built, req.profile, NEURON_BOX if backend == "neuron" else local_target(), boot_s=warm)
-    console.print(f"accuracy cost: expected {_hms(int(cost.seconds + 0.5))} = {cost.basis}; the lane's time budget "
-                  f"{_hms(int(built.time_budget_s))}", markup=False)
+    console.print(
+        f"accuracy cost: expected {_hms(int(cost.seconds + 0.5))} = {cost.basis}; the lane's time budget "
+        f"{_hms(int(built.time_budget_s))}",
+        markup=False,
+    )
 
 
 def print_workloads(req, lanes: list[str], console) -> None:
@@ -378,17 +489,24 @@ def _print_request(req, run_id: str, console) -> None:
     """The plan's first lines: run id, preset, profile, force; models, server configs; the SLO."""
     from pipeline.slo import resolve_slo
 
-    console.print(f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
-                  f"profile: {req.profile}  force: {req.force}")
+    console.print(
+        f"run id: [bold]{run_id}[/bold]  preset: {req.preset or 'explicit lanes'}  "
+        f"profile: {req.profile}  force: {req.force}"
+    )
     axes = req.matrix or {}  # a matrix's cells run its axes where it names them
     models, configs = axes.get("models") or req.models, axes.get("server_configs") or req.server_configs
-    console.print(f"models: {', '.join(models)}  server configs: {', '.join(configs)}"
-                  f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}"
-                  f"{' (the matrix axes)' if axes else ''}")
+    console.print(
+        f"models: {', '.join(models)}  server configs: {', '.join(configs)}"
+        f"{' (declared variants)' if isinstance(req.server_configs, dict) else ''}"
+        f"{' (the matrix axes)' if axes else ''}"
+    )
     slo = resolve_slo(req.slo, req.profile)
-    console.print(f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
-                  f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "
-                  f"{slo.tpot_ms:g} ms)", markup=False)
+    console.print(
+        f"SLO of every serving point{'' if req.slo is not None else ' (the profile default)'}: "
+        f"{slo.name} (p{slo.percentile:g} TTFT <= {slo.ttft_ms:g} ms, p{slo.percentile:g} TPOT <= "
+        f"{slo.tpot_ms:g} ms)",
+        markup=False,
+    )
 
 
 def _hms(seconds: int) -> str:

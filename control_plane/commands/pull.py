@@ -3,6 +3,7 @@
 Every file copied is checked against its marker's SHA-256; a damaged source attempt is not mirrored (one
 warning line each) and the command exits 1 after copying the rest.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", dest="mirror", default="results", help="local mirror directory")
     p.add_argument("--run-id", action="append", default=None, help="only these runs (repeatable)")
     p.add_argument("--with-models", action="store_true", help="also copy model weights under models/")
-    p.add_argument("--duckdb", default=None, metavar="FILE",
-                   help="after the pull, write a DuckDB file with every view over the mirror (for `duckdb FILE`)")
+    p.add_argument(
+        "--duckdb",
+        default=None,
+        metavar="FILE",
+        help="after the pull, write a DuckDB file with every view over the mirror (for `duckdb FILE`)",
+    )
     p.add_argument("--region", default=None, help="an s3:// --from: " + REGION_HELP)
     p.set_defaults(func=run)
 
@@ -37,8 +42,13 @@ def run(args: argparse.Namespace) -> int:
 
     from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
     from analytics.store import LocalStore, StoreError
-    from control_plane.commands._results import (ResultsInputError, check_run_ids, open_results, read_errors,
-                                                 refuse_store_overlap)
+    from control_plane.commands._results import (
+        ResultsInputError,
+        check_run_ids,
+        open_results,
+        read_errors,
+        refuse_store_overlap,
+    )
 
     if not str(args.mirror).strip() or str(args.mirror).startswith("s3://"):
         print("error: --to must be a local directory", file=sys.stderr)
@@ -63,14 +73,22 @@ def run(args: argparse.Namespace) -> int:
     except read_errors() as exc:
         print(f"error: pull stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    print(f"{summary.markers_copied} new attempt(s), {summary.markers_present} already mirrored; "
-          f"{summary.files_copied} file(s), {summary.bytes_copied:,} bytes copied"
-          + (f"; {summary.models_skipped} model file(s) left in the source (--with-models)"
-             if summary.models_skipped else ""))
+    print(
+        f"{summary.markers_copied} new attempt(s), {summary.markers_present} already mirrored; "
+        f"{summary.files_copied} file(s), {summary.bytes_copied:,} bytes copied"
+        + (
+            f"; {summary.models_skipped} model file(s) left in the source (--with-models)"
+            if summary.models_skipped
+            else ""
+        )
+    )
     print(f"runs: {', '.join(summary.run_ids) or 'none'}")
     if summary.damaged:
-        print(f"{len(summary.damaged)} damaged attempt(s) in the source not mirrored (each named above); "
-              f"`neuronpipe verify --results {args.source}` lists them", file=sys.stderr)
+        print(
+            f"{len(summary.damaged)} damaged attempt(s) in the source not mirrored (each named above); "
+            f"`neuronpipe verify --results {args.source}` lists them",
+            file=sys.stderr,
+        )
     if args.duckdb:
         print(f"wrote {write_duckdb_file(mirror, args.duckdb, args.run_id)}")
     return 1 if summary.damaged else 0

@@ -23,6 +23,7 @@ Bad input gets one line and exit 2: a results root that is missing or a file, an
 id, empty or non-UTF-8 SQL, SQL that fails (at parse or while rows are produced). A damaged attempt is left
 out of the views with one warning line; the query runs over the rest.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,8 @@ import math
 import re
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pipeline.printable import visible
 
@@ -38,17 +40,37 @@ DEFAULT_TIMEOUT_S = 60.0
 EXIT_REFUSED = 2
 EXIT_TIMED_OUT = 1
 # PRAGMA calls that only read (DuckDB rewrites them to table functions); any other PRAGMA may change state.
-READ_ONLY_PRAGMAS = frozenset({
-    "collations", "database_list", "database_size", "functions", "metadata_info", "platform", "show",
-    "show_databases", "show_tables", "show_tables_expanded", "storage_info", "table_info", "user_agent", "version",
-})
+READ_ONLY_PRAGMAS = frozenset(
+    {
+        "collations",
+        "database_list",
+        "database_size",
+        "functions",
+        "metadata_info",
+        "platform",
+        "show",
+        "show_databases",
+        "show_tables",
+        "show_tables_expanded",
+        "storage_info",
+        "table_info",
+        "user_agent",
+        "version",
+    }
+)
 _LEAD = r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*"  # whitespace and comments before the first keyword
 _EXPLAIN = re.compile(_LEAD + r"explain\b\s*(?:\([^)]*\))?\s*(?:analy[sz]e\b)?", re.I | re.S)
 _PRAGMA = re.compile(_LEAD + r"pragma\s+(?P<name>\w+)\s*(?P<rest>.*)", re.I | re.S)
 _KIND_NAMES = {  # DuckDB's statement types, as a person types them
-    "LOAD": "INSTALL/LOAD", "SET": "SET/RESET/USE", "VARIABLE_SET": "SET VARIABLE", "CREATE_FUNC": "CREATE FUNCTION",
-    "COPY_DATABASE": "COPY DATABASE", "MERGE_INTO": "MERGE INTO", "TRANSACTION": "BEGIN/COMMIT/ROLLBACK",
-    "VACUUM": "VACUUM/ANALYZE", "MULTI": "PIVOT (several statements)",
+    "LOAD": "INSTALL/LOAD",
+    "SET": "SET/RESET/USE",
+    "VARIABLE_SET": "SET VARIABLE",
+    "CREATE_FUNC": "CREATE FUNCTION",
+    "COPY_DATABASE": "COPY DATABASE",
+    "MERGE_INTO": "MERGE INTO",
+    "TRANSACTION": "BEGIN/COMMIT/ROLLBACK",
+    "VACUUM": "VACUUM/ANALYZE",
+    "MULTI": "PIVOT (several statements)",
 }
 
 
@@ -71,19 +93,30 @@ def _timeout(text: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("query", help="run read-only SQL over the committed results (local directory or s3://)",
-                       description="Run read-only SQL over the committed results. Only reads run (SELECT, "
-                                   "EXPLAIN, read-only PRAGMA); any other statement refuses the SQL (exit 2). "
-                                   "Several statements separated by ';' print every result, each after a header "
-                                   "line '-- statement I of N: SQL'.")
+    p = sub.add_parser(
+        "query",
+        help="run read-only SQL over the committed results (local directory or s3://)",
+        description="Run read-only SQL over the committed results. Only reads run (SELECT, "
+        "EXPLAIN, read-only PRAGMA); any other statement refuses the SQL (exit 2). "
+        "Several statements separated by ';' print every result, each after a header "
+        "line '-- statement I of N: SQL'.",
+    )
     p.add_argument("sql", help='e.g. "select count(*) from host_bench"')
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     p.add_argument("--run-id", action="append", default=None, help="restrict to these runs (repeatable)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument("--verify", action="store_true",
-                   help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)")
-    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help=f"interrupt a statement after S seconds (exit 1; default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"interrupt a statement after S seconds (exit 1; default {DEFAULT_TIMEOUT_S:g})",
+    )
     p.set_defaults(func=run)
 
 
@@ -100,8 +133,10 @@ def read_statements(sql: str) -> list[str]:
         kind = _refused_kind(statement)
         if kind is not None:
             where = f"statement {i} of {len(statements)}" if len(statements) > 1 else "the statement"
-            raise QueryRefusedError(f"query runs only reads (SELECT, EXPLAIN, read-only PRAGMA); {where} is "
-                                    f"{kind}: {_snippet(statement.query, 60)}")
+            raise QueryRefusedError(
+                f"query runs only reads (SELECT, EXPLAIN, read-only PRAGMA); {where} is "
+                f"{kind}: {_snippet(statement.query, 60)}"
+            )
     return [s.query for s in statements]
 
 
@@ -118,7 +153,7 @@ def _refused_kind(statement: Any) -> str | None:
     if kind == "EXPLAIN":  # EXPLAIN ANALYZE runs what it explains: the explained statement must be a read
         head = _EXPLAIN.match(statement.query)
         try:
-            inner = duckdb.extract_statements(statement.query[head.end():]) if head else []
+            inner = duckdb.extract_statements(statement.query[head.end() :]) if head else []
         except (duckdb.Error, ValueError):
             inner = []
         if len(inner) == 1 and inner[0].type.name == "SELECT":
@@ -149,8 +184,7 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from analytics.views import connect
-    from control_plane.commands._results import (ResultsInputError, open_results, read_errors, stdout_closed,
-                                                 utf8_text)
+    from control_plane.commands._results import ResultsInputError, open_results, read_errors, stdout_closed, utf8_text
 
     try:
         sql = utf8_text(args.sql, "the SQL")
@@ -188,7 +222,7 @@ def _run_all(con: Any, statements: list[str], fmt: str, timeout_s: float) -> int
         if n > 1:
             print(f"-- statement {i} of {n}: {_snippet(text, 200)}", flush=True)
         try:
-            _with_timeout(con, timeout_s, lambda: _print(con.sql(text), fmt))
+            _with_timeout(con, timeout_s, lambda: _print(con.sql(text), fmt))  # noqa: B023 - called within this iteration
         except QueryTimeoutError as exc:
             print(f"error: {where}{exc}", file=sys.stderr)
             return EXIT_TIMED_OUT
@@ -246,9 +280,15 @@ def _print(rel, fmt: str) -> int:
         import pyarrow as pa
 
         table = rel.to_arrow_table()
-        table = pa.table([pa.array([_shown(v) for v in column.to_pylist()], type=pa.string())
-                          if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) else column
-                          for column in table.columns], names=cols)
+        table = pa.table(
+            [
+                pa.array([_shown(v) for v in column.to_pylist()], type=pa.string())
+                if pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                else column
+                for column in table.columns
+            ],
+            names=cols,
+        )
         duckdb.from_arrow(table).show(max_rows=10_000, max_width=10_000)
     elif fmt == "csv":
         import csv

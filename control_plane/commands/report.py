@@ -10,6 +10,7 @@ From a bucket (``--from s3://bucket/results``, the same as ``--results``), it al
 reported run's REPORT.html that the finalize Lambda wrote beside the results (``<reports prefix>/<run id>/``), valid
 for :data:`control_plane.aws.REPORT_URL_EXPIRY_S` (1 h): the page opens in a browser without AWS credentials.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,19 +20,35 @@ from control_plane.commands import REGION_HELP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write comparison.json, REPORT.md, plots and (--html) REPORT.html from "
-                                      "committed results")
-    p.add_argument("--results", "--from", dest="results", default="results",
-                   help="results root: directory or s3://bucket/prefix (from a bucket, each run's REPORT.html there "
-                        "is linked too: a presigned URL valid 1 h)")
-    p.add_argument("--run-id", action="append", default=None,
-                   help="runs to report side by side (repeatable; the first is the baseline; default: all)")
+    p = sub.add_parser(
+        "report", help="write comparison.json, REPORT.md, plots and (--html) REPORT.html from committed results"
+    )
+    p.add_argument(
+        "--results",
+        "--from",
+        dest="results",
+        default="results",
+        help="results root: directory or s3://bucket/prefix (from a bucket, each run's REPORT.html there "
+        "is linked too: a presigned URL valid 1 h)",
+    )
+    p.add_argument(
+        "--run-id",
+        action="append",
+        default=None,
+        help="runs to report side by side (repeatable; the first is the baseline; default: all)",
+    )
     p.add_argument("--out", default="report", help="output directory")
-    p.add_argument("--html", action="store_true",
-                   help="also write REPORT.html: one self-contained interactive page (data and plotly.js inlined; "
-                        "opens with no network; docs/reference/report-html.md)")
-    p.add_argument("--verify", action="store_true",
-                   help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)")
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="also write REPORT.html: one self-contained interactive page (data and plotly.js inlined; "
+        "opens with no network; docs/reference/report-html.md)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)",
+    )
     p.add_argument("--region", default=None, help="an s3:// results root: " + REGION_HELP)
     p.set_defaults(func=run)
 
@@ -81,8 +98,9 @@ def print_report_links(results_uri: str, run_ids: list[str], region: str | None 
     from control_plane.commands._results import read_errors
     from control_plane.settings import get_settings
 
-    bucket = ReportBucket.for_results(results_uri, get_settings().reports_prefix, client=client,
-                                      region=region or default_region())
+    bucket = ReportBucket.for_results(
+        results_uri, get_settings().reports_prefix, client=client, region=region or default_region()
+    )
     for run_id in run_ids:
         try:
             link = bucket.presigned(run_id, HTML_FILE)
@@ -90,7 +108,10 @@ def print_report_links(results_uri: str, run_ids: list[str], region: str | None 
             print(f"run {run_id}: no link to {HTML_FILE}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         if link is None:
-            print(f"run {run_id}: no {HTML_FILE} at s3://{bucket.bucket}/{bucket.key(run_id, HTML_FILE)} (the finalize "
-                  "Lambda writes it when the run ends)", file=sys.stderr)
+            print(
+                f"run {run_id}: no {HTML_FILE} at s3://{bucket.bucket}/{bucket.key(run_id, HTML_FILE)} (the finalize "
+                "Lambda writes it when the run ends)",
+                file=sys.stderr,
+            )
         else:
             print(f"run {run_id}: {link.line()}")

@@ -1,4 +1,5 @@
 """`neuronpipe run --local | --aws`."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,25 +22,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="default: generated and printed")
     p.add_argument("--force", action="store_true", help="re-run lanes already committed for this run")
     p.add_argument("--profile", default="tiny", choices=("tiny", "full"), help="scale: tiny locally, full on boxes")
-    p.add_argument("--report", default=None, metavar="DIR",
-                   help="after the lanes, build the report into DIR (comparison.json, REPORT.md, REPORT.html, plots)")
-    p.add_argument("--no-html", dest="html", action="store_false",
-                   help="--report: leave REPORT.html out (it needs the plotly package)")
-    p.add_argument("--input", default=None,
-                   help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)")
-    p.add_argument("--slo", default=None, metavar="NAME|ttft_ms=..,tpot_ms=..",
-                   help="the SLO every serving point carries (goodput, the report's Decision table): a set name "
-                        "(docs/reference/slo.md) or ttft_ms=..,tpot_ms=..[,percentile=..]; default: the profile's; "
-                        "overrides the --input request's slo; a lane_config slo still wins")
-    p.add_argument("--price-as", default=None, metavar="TYPE",
-                   help="--local: the on-demand instance type (analytics/pricing.py) that prices this host in the "
-                        "report's Decision table (recorded as lane_runs.priced_as; a declaration, not detected); "
-                        "the cost section still shows a local run as no instance cost")
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="DIR",
+        help="after the lanes, build the report into DIR (comparison.json, REPORT.md, REPORT.html, plots)",
+    )
+    p.add_argument(
+        "--no-html",
+        dest="html",
+        action="store_false",
+        help="--report: leave REPORT.html out (it needs the plotly package)",
+    )
+    p.add_argument(
+        "--input",
+        default=None,
+        help="RunRequest JSON file (lanes or preset, lane_config, force; --aws: the whole request)",
+    )
+    p.add_argument(
+        "--slo",
+        default=None,
+        metavar="NAME|ttft_ms=..,tpot_ms=..",
+        help="the SLO every serving point carries (goodput, the report's Decision table): a set name "
+        "(docs/reference/slo.md) or ttft_ms=..,tpot_ms=..[,percentile=..]; default: the profile's; "
+        "overrides the --input request's slo; a lane_config slo still wins",
+    )
+    p.add_argument(
+        "--price-as",
+        default=None,
+        metavar="TYPE",
+        help="--local: the on-demand instance type (analytics/pricing.py) that prices this host in the "
+        "report's Decision table (recorded as lane_runs.priced_as; a declaration, not detected); "
+        "the cost section still shows a local run as no instance cost",
+    )
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
     p.add_argument("--region", default=None, help="--aws: " + REGION_HELP)
-    p.add_argument("--parallel", type=_positive_int, default=1, metavar="N",
-                   help="--local: run up to N lanes at once, each when every lane it needs has finished "
-                        "(default 1)")
+    p.add_argument(
+        "--parallel",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="--local: run up to N lanes at once, each when every lane it needs has finished (default 1)",
+    )
     p.set_defaults(func=run)
 
 
@@ -80,7 +104,9 @@ def check_results_root(uri: str) -> str:
     if "://" in uri and not uri.startswith("s3://"):
         raise ResultsRootError(f"--results {uri}: use a directory or s3://bucket/prefix")
     if not uri.startswith("s3://") and Path(uri).exists() and not Path(uri).is_dir():
-        raise ResultsRootError(f"--results {uri}: is not a directory (a results root is a directory or s3://bucket/prefix)")
+        raise ResultsRootError(
+            f"--results {uri}: is not a directory (a results root is a directory or s3://bucket/prefix)"
+        )
     if not uri.startswith("s3://"):  # found before any lane starts, not by the first lane's first write
         import os
 
@@ -125,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.aws:
         try:
-            from control_plane.commands.run_aws import run_aws  # type: ignore[import-not-found]
+            from control_plane.commands.run_aws import run_aws
         except ModuleNotFoundError:
             print("error: --aws is not available in this build", file=sys.stderr)
             return 2
@@ -185,10 +211,20 @@ def _local_plan(args: argparse.Namespace) -> tuple[LocalPlan, str | None]:
     if args.input is not None:  # `--input ""` is a missing file, never "no request"
         request = local_request(load_request(args.input), profile=args.profile, slo=slo, force=args.force)
     else:
-        request = local_request(None, lanes=lane_list(args.lanes) if args.lanes is not None else None,
-                                profile=args.profile, slo=slo, force=args.force)
-    plan = plan_local(request, run_id=args.run_id or request.run_id or new_run_id(), results_uri=args.results,
-                      in_run=lanes_in_store(args.results), target=local_target())
+        request = local_request(
+            None,
+            lanes=lane_list(args.lanes) if args.lanes is not None else None,
+            profile=args.profile,
+            slo=slo,
+            force=args.force,
+        )
+    plan = plan_local(
+        request,
+        run_id=args.run_id or request.run_id or new_run_id(),
+        results_uri=args.results,
+        in_run=lanes_in_store(args.results),
+        target=local_target(),
+    )
     return plan, priced_as
 
 
@@ -212,14 +248,18 @@ def _run_local_plan(args: argparse.Namespace, plan: LocalPlan, priced_as: str | 
     from pipeline.graph import outcome_text
 
     run_id = plan.run_id
-    console.print(f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {plan.profile}"
-                  + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")
-                  + (f"  priced as: {priced_as} (declared)" if priced_as else ""))
-    outcome = run_plan(plan, console=console, live=False if args.no_live else None, parallel=args.parallel,
-                       priced_as=priced_as)
+    console.print(
+        f"run id: [bold]{run_id}[/bold]  results: {args.results}  profile: {plan.profile}"
+        + (f"  parallel: {args.parallel}" if args.parallel > 1 else "")
+        + (f"  priced as: {priced_as} (declared)" if priced_as else "")
+    )
+    outcome = run_plan(
+        plan, console=console, live=False if args.no_live else None, parallel=args.parallel, priced_as=priced_as
+    )
     for state in outcome.failed:  # the lane's own error, then where its whole log is
-        console.print(f"[red]lane {state.name} failed[/red]: {escape(state.error or '')}", highlight=False,
-                      soft_wrap=True)
+        console.print(
+            f"[red]lane {state.name} failed[/red]: {escape(state.error or '')}", highlight=False, soft_wrap=True
+        )
         console.print(f"  log: {escape(str(state.log_path))}", highlight=False, soft_wrap=True)
     if outcome.interrupted:
         console.print("interrupted: run the same command again to resume at the first uncommitted lane")
@@ -233,12 +273,18 @@ def _run_local_plan(args: argparse.Namespace, plan: LocalPlan, priced_as: str | 
         report_md = next((p for p in paths if p.name == "REPORT.md"), None)
         page = next((p for p in paths if p.suffix == ".html"), None)
         plots = [p for p in paths if p.suffix == ".png"]
-        console.print(f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})"
-                      + (f"  page: {page}" if page else ""), soft_wrap=True)
+        console.print(
+            f"report: [bold]{report_md}[/bold]  ({len(plots)} plots in {args.report})"
+            + (f"  page: {page}" if page else ""),
+            soft_wrap=True,
+        )
     result = outcome.run
     text = outcome_text(result) if result else ""
-    console.print(f"outcome: [bold]{result.status if result else 'failed'}[/bold]"
-                  + (f" — {escape(text)}" if text else ""), highlight=False, soft_wrap=True)
+    console.print(
+        f"outcome: [bold]{result.status if result else 'failed'}[/bold]" + (f" — {escape(text)}" if text else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
     print(run_id)
     return outcome.exit_code
 

@@ -4,6 +4,7 @@ The same text as the checked-in ``docs/reference/schemas/*.schema.json`` (``cont
 the schema accepts can still be refused by the planner (an unknown lane or model, a cost above the ceiling):
 ``neuronpipe plan --input`` applies every check.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,10 +14,12 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     from control_plane.schemas import SCHEMAS
 
-    p = sub.add_parser("schema", help="print the JSON Schema of a run request or of comparison.json",
-                       description="Print a published JSON Schema (docs/reference/schemas/).")
-    p.add_argument("name", choices=list(SCHEMAS),
-                   help="; ".join(f"{s.name}: {s.what}" for s in SCHEMAS.values()))
+    p = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of a run request or of comparison.json",
+        description="Print a published JSON Schema (docs/reference/schemas/).",
+    )
+    p.add_argument("name", choices=list(SCHEMAS), help="; ".join(f"{s.name}: {s.what}" for s in SCHEMAS.values()))
     p.set_defaults(func=schema_command)
 
 

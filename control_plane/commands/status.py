@@ -4,6 +4,7 @@ Once the run has ended it shows the run's outcome (succeeded / partial / failed,
 with their reasons: ``$.outcome`` of the execution's output, or the failed execution's cause) and a presigned link
 to the REPORT.html the finalize Lambda wrote (valid :data:`control_plane.aws.REPORT_URL_EXPIRY_S`, 1 h; in ``--json``
 as ``report_html``), and exits as ``run --aws`` does (0 succeeded, 3 partial, 1 failed)."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,15 @@ from control_plane.commands import REGION_HELP
 from control_plane.progress import LaneProgress, RunProgress, progress_from_history
 from pipeline.printable import visible
 
-STATUS_STYLE = {"waiting": "dim", "running": "bold cyan", "succeeded": "green", "skipped": "yellow",
-                "failed": "bold red", "timed_out": "bold red", "not run": "magenta"}
+STATUS_STYLE = {
+    "waiting": "dim",
+    "running": "bold cyan",
+    "succeeded": "green",
+    "skipped": "yellow",
+    "failed": "bold red",
+    "timed_out": "bold red",
+    "not run": "magenta",
+}
 OUTCOME_STYLE = {"succeeded": "bold green", "partial": "bold yellow", "failed": "bold red"}
 
 
@@ -40,8 +48,13 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
     for col in ("box", "lane", "status", "elapsed", "detail"):
         table.add_column(col)
     for lp in progress.lanes:
-        table.add_row(lp.box_role, lp.lane, Text(lp.status, style=STATUS_STYLE.get(lp.status, "")),
-                      _elapsed(lp, now), Text(visible(lp.detail[:160]), overflow="ellipsis"))
+        table.add_row(
+            lp.box_role,
+            lp.lane,
+            Text(lp.status, style=STATUS_STYLE.get(lp.status, "")),
+            _elapsed(lp, now),
+            Text(visible(lp.detail[:160]), overflow="ellipsis"),
+        )
     phases = Text("  ".join(f"{p.box_role} {p.instance_id or ''}: {p.state}" for p in progress.phases))
     parts: list[Any] = [table, phases]
     if progress.outcome:
@@ -55,10 +68,20 @@ def render_progress(progress: RunProgress, now: datetime | None = None):
             line += f"; {oc['why']}"
         parts.append(Text(visible(line), style=OUTCOME_STYLE.get(oc["status"], "")))
     if progress.report_failure is not None:
-        rebuild = (f"neuronpipe report --results {progress.results_uri} --run-id {progress.run_id}"
-                   if progress.results_uri else "neuronpipe report --run-id …")
-        parts.append(Text(visible(f"error: {progress.error}: {progress.report_failure}; the lanes' results are "
-                                  f"committed: `{rebuild}` builds the report"), style="red"))
+        rebuild = (
+            f"neuronpipe report --results {progress.results_uri} --run-id {progress.run_id}"
+            if progress.results_uri
+            else "neuronpipe report --run-id …"
+        )
+        parts.append(
+            Text(
+                visible(
+                    f"error: {progress.error}: {progress.report_failure}; the lanes' results are "
+                    f"committed: `{rebuild}` builds the report"
+                ),
+                style="red",
+            )
+        )
     elif progress.error:
         parts.append(Text(visible(f"error: {progress.error}: {progress.cause or ''}"), style="red"))
     return Group(*parts)
@@ -71,9 +94,11 @@ def follow_shown(console: Any, follow: Any, live: bool) -> RunProgress:
     from rich.live import Live
 
     if not live:
+
         def show(progress: RunProgress) -> None:
             line = "  ".join(f"{lp.box_role}:{lp.lane}={lp.status}" for lp in progress.lanes)
             console.print(f"[{progress.status}] {line}")
+
         return follow(show)
     with Live(console=console, refresh_per_second=2, transient=True) as view:
         return follow(lambda p: view.update(render_progress(p, datetime.now(timezone.utc))))
@@ -116,8 +141,11 @@ def _with_store(progress: RunProgress, history: list[dict[str, Any]], region: st
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="show where an AWS run is (phases, lanes, errors; once it has ended, a "
-                                      "presigned link to its REPORT.html, valid 1 h)")
+    p = sub.add_parser(
+        "status",
+        help="show where an AWS run is (phases, lanes, errors; once it has ended, a "
+        "presigned link to its REPORT.html, valid 1 h)",
+    )
     p.add_argument("run_id")
     p.add_argument("--json", action="store_true", help="print the progress as JSON")
     p.add_argument("--region", default=None, help=REGION_HELP)
@@ -144,12 +172,21 @@ def status_command(args: argparse.Namespace) -> int:
         progress = _with_store(progress, history, args.region or default_region())
     link, why = report_page(progress, settings, args.region or default_region())
     if args.json:
-        page = None if link is None else {"uri": link.uri, "url": link.url, "expires_in_s": link.expires_in_s,
-                                          "expires_at": link.expires_at.isoformat()}
+        page = (
+            None
+            if link is None
+            else {
+                "uri": link.uri,
+                "url": link.url,
+                "expires_in_s": link.expires_in_s,
+                "expires_at": link.expires_at.isoformat(),
+            }
+        )
         print(json.dumps({**asdict(progress), "report_html": page}, default=str, indent=2))
     else:
-        make_console().print(render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo)
-                                             if history else None))
+        make_console().print(
+            render_progress(progress, datetime.now(tz=history[-1]["timestamp"].tzinfo) if history else None)
+        )
         if link is not None:
             print(f"report: {link.line()}")
         elif why:

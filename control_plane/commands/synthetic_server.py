@@ -1,4 +1,5 @@
 """`neuronpipe synthetic-server`: a deterministic OpenAI-compatible streaming server on loopback."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,11 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     from agents.loadgen import synthetic_server  # stdlib-only module: cheap
 
-    p = sub.add_parser("synthetic-server", help="deterministic streaming server with faults and ground-truth timing",
-                       description=synthetic_server.__doc__)
+    p = sub.add_parser(
+        "synthetic-server",
+        help="deterministic streaming server with faults and ground-truth timing",
+        description=synthetic_server.__doc__,
+    )
     synthetic_server.add_arguments(p)
     p.set_defaults(func=run)
 

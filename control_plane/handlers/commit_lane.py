@@ -6,6 +6,7 @@ The state machine sends ``run_id`` and ``lane`` from the plan (the segment's run
 never one a payload names. The answer is ``committed`` true (attempt, status) or false (``Commit.Refused`` with a
 bounded message); the state machine then records the lane failed with that message. A payload that is not an
 object with those fields is answered refused the same way, in one log line."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -7,11 +7,13 @@ not be built or uploaded: ``error`` and a bounded ``message``; the run's results
 report`` can build it again) or ``refused`` (a malformed payload, logged in one line). The state machine ends a run
 whose report was not written ``Report.Failed`` (``statemachine.build``): a run without its report is not a success.
 Every failure of the build is answered, never raised, so its message crosses Step Functions bounded."""
+
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -47,10 +49,11 @@ def load_report_builder() -> ReportBuilder:
     from functools import partial
 
     try:
-        from analytics.report.files import build_report_files  # type: ignore[import-not-found]
+        from analytics.report.files import build_report_files
     except ModuleNotFoundError as exc:
-        raise ReportBuildError(f"the report builder (analytics.report.files) cannot be imported in this build: "
-                               f"{exc}") from exc
+        raise ReportBuildError(
+            f"the report builder (analytics.report.files) cannot be imported in this build: {exc}"
+        ) from exc
     return partial(build_report_files, html=True)
 
 
@@ -67,8 +70,14 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
         uris = reports.upload(request.run_id, [p for p in paths if p.is_file()])
     report_uri = next(u for u in uris if u.endswith("/REPORT.md"))
     page_uri = next((u for u in uris if u.endswith("/REPORT.html")), None)
-    return {"run_id": request.run_id, "status": request.status, "report_status": "written",
-            "report_uri": report_uri, "report_html_uri": page_uri, "files": uris}
+    return {
+        "run_id": request.run_id,
+        "status": request.status,
+        "report_status": "written",
+        "report_uri": report_uri,
+        "report_html_uri": page_uri,
+        "files": uris,
+    }
 
 
 def _bounded(text: str, limit: int = REPORT_MESSAGE_LIMIT) -> str:
@@ -87,14 +96,18 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         return {"status": "refused", "report_status": "refused", "error": "MalformedEventError", "message": message}
     try:
         settings = get_settings().require("results_uri")
-        result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix),
-                          load_report_builder())
+        result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())
     except Exception as exc:  # noqa: BLE001 - every failure is answered (bounded), never a success
         error = type(exc.__cause__ or exc).__name__ if isinstance(exc, ReportBuildError) else type(exc).__name__
         logger.exception("report not written", extra={"run_status": event.status, "error": error})
         metrics.add_metric(name="ReportsFailed", unit=MetricUnit.Count, value=1)
-        return {"run_id": event.run_id, "status": event.status, "report_status": "failed", "error": error,
-                "message": _bounded(f"{type(exc).__name__}: {exc}")}
+        return {
+            "run_id": event.run_id,
+            "status": event.status,
+            "report_status": "failed",
+            "error": error,
+            "message": _bounded(f"{type(exc).__name__}: {exc}"),
+        }
     metrics.add_metric(name="ReportsWritten", unit=MetricUnit.Count, value=1)
     logger.info("report written", extra={"report_uri": result["report_uri"], "run_status": event.status})
     return result

@@ -19,14 +19,26 @@ those its first state planned, read from its history):
   stopped like any other (a first boot that hangs must not run up the bill; the user data stops the box
   itself when it ends, whatever its outcome).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any
 
 from control_plane.aws import Executions, InstanceFleet, ProjectInstance, input_instance_ids
-from control_plane.lean import (BOOTSTRAP_DONE, EPHEMERAL, TAG_BOOTSTRAP, TAG_EPHEMERAL, TAG_RUN, LeanSettings, LeanSettingsError, describe_bad_event,
-                                emit_metric, json_logger)
+from control_plane.lean import (
+    BOOTSTRAP_DONE,
+    EPHEMERAL,
+    TAG_BOOTSTRAP,
+    TAG_EPHEMERAL,
+    TAG_RUN,
+    LeanSettings,
+    LeanSettingsError,
+    describe_bad_event,
+    emit_metric,
+    json_logger,
+)
 
 ACTIVE_STATES = ("pending", "running")
 # Set by the first boot's user data (infra/user_data/bootstrap.sh) on its own instance when it has finished.
@@ -46,11 +58,13 @@ def bootstrapped(instance: ProjectInstance) -> bool:
     return instance.tags.get(BOOTSTRAP_TAG) == BOOTSTRAP_DONE
 
 
-def select_idle(instances: Iterable[ProjectInstance], owned: set[str], now: datetime,
-                grace_s: int) -> list[ProjectInstance]:
+def select_idle(
+    instances: Iterable[ProjectInstance], owned: set[str], now: datetime, grace_s: int
+) -> list[ProjectInstance]:
     """Active instances no running execution names, started (last start: ``LaunchTime``) longer than the grace
     period ago; one still in its first bootstrap (no bootstrap tag) only once :data:`FIRST_BOOT_LIMIT_S` has
     passed since its start."""
+
     def past(instance: ProjectInstance) -> bool:
         if instance.launch_time is None:
             return True
@@ -60,8 +74,9 @@ def select_idle(instances: Iterable[ProjectInstance], owned: set[str], now: date
     return [i for i in instances if i.state in ACTIVE_STATES and i.instance_id not in owned and past(i)]
 
 
-def reap(fleet: InstanceFleet, executions: Executions, state_machine_arn: str, now: datetime,
-         grace_s: int) -> dict[str, Any]:
+def reap(
+    fleet: InstanceFleet, executions: Executions, state_machine_arn: str, now: datetime, grace_s: int
+) -> dict[str, Any]:
     inputs = list(executions.running_inputs(state_machine_arn))
     owned = owned_instances(inputs)
     running_runs = {str(inp.get("run_id")) for inp in inputs if isinstance(inp, dict) and inp.get("run_id")}
@@ -71,8 +86,11 @@ def reap(fleet: InstanceFleet, executions: Executions, state_machine_arn: str, n
     pinned = [i for i in idle if i.tags.get(TAG_EPHEMERAL) != EPHEMERAL]
     fleet.stop([i.instance_id for i in pinned])
     fleet.terminate([i.instance_id for i in strays])
-    return {"stopped": [i.instance_id for i in pinned], "terminated": [i.instance_id for i in strays],
-            "owned": sorted(owned)}
+    return {
+        "stopped": [i.instance_id for i in pinned],
+        "terminated": [i.instance_id for i in strays],
+        "owned": sorted(owned),
+    }
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
@@ -87,8 +105,9 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         return {"outcome": "refused", "error": type(exc).__name__, "message": str(exc)}
     executions = Executions()
     arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
-    outcome = reap(InstanceFleet(settings.project), executions, arn, datetime.now(timezone.utc),
-                   settings.reaper_grace_s)
+    outcome = reap(
+        InstanceFleet(settings.project), executions, arn, datetime.now(timezone.utc), settings.reaper_grace_s
+    )
     emit_metric("InstancesReaped", len(outcome["stopped"]) + len(outcome["terminated"]))
     log.info("idle reaper", extra={"fields": outcome})
     return outcome

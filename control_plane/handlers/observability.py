@@ -1,5 +1,6 @@
 """The handlers' powertools objects (one service, one metrics namespace), and the one way a handler turns an
 event it cannot parse into one log line and a structured refusal."""
+
 from __future__ import annotations
 
 from typing import Any, TypeVar

@@ -7,6 +7,7 @@ The failure's cause (the command, its status, where its output is, the end of it
 state machine and the scheduler's payload (256 KiB a state); the whole output is in S3 at ``output_uri``.
 
 A malformed event is logged in one line and answered ``{"action": "refused", ...}`` (no traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -41,6 +42,7 @@ class CommandStatusEvent(EventBridgeModel):
 def failure_cause(fields: dict[str, Any], stderr_tail: str, limit: int = COMMAND_CAUSE_MAX) -> str:
     """JSON of ``fields`` and as much of the stderr's end as fits in ``limit`` characters (ASCII: ``json.dumps``
     escapes the rest); fields too long on their own are cut too, so the result is always valid JSON."""
+
     def dump(tail: str, extra: dict[str, Any]) -> str:
         return json.dumps({**extra, "stderr_tail": tail})
 
@@ -50,7 +52,7 @@ def failure_cause(fields: dict[str, Any], stderr_tail: str, limit: int = COMMAND
         room = max(0, limit - len(dump("", fields)))
     tail = stderr_tail[-room:] if room else ""
     while tail and len(dump(tail, fields)) > limit:  # escapes (quotes, newlines, non-ASCII) took more room
-        tail = tail[len(tail) - (len(tail) * 3) // 4:] if len(tail) > 8 else ""
+        tail = tail[len(tail) - (len(tail) * 3) // 4 :] if len(tail) > 8 else ""
     return dump(tail, fields)
 
 
@@ -64,9 +66,16 @@ def fail_waiting_task(status: CommandInvocationStatus, commands: Commands, callb
         return {**out, "action": "ignored", "reason": "not a pipeline command (no task token)"}
     lane = parse_lane_from_comment(record.comment)
     logger.set_correlation_id(parse_run_from_comment(record.comment))
-    cause = failure_cause({"lane": lane, "command_id": status.command_id, "instance_id": status.instance_id,
-                           "status": status.status, "output_uri": record.output_uri},
-                          commands.error_tail(status.command_id, status.instance_id))
+    cause = failure_cause(
+        {
+            "lane": lane,
+            "command_id": status.command_id,
+            "instance_id": status.instance_id,
+            "status": status.status,
+            "output_uri": record.output_uri,
+        },
+        commands.error_tail(status.command_id, status.instance_id),
+    )
     sent = callbacks.fail(record.task_token, f"Command.{status.status}", cause)
     return {**out, "lane": lane, "action": "failure_sent" if sent else "already_closed"}
 

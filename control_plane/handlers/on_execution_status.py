@@ -14,6 +14,7 @@ Safety net: imports only boto3, the standard library and ``control_plane.lean`` 
 ``control_plane.aws`` (themselves boto3/stdlib only), so it works without the Lambda layer.
 A malformed event is logged in one line and answered ``{"outcome": "refused", ...}``.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from control_plane.aws import Executions, ExecutionNotFoundError, InstanceFleet, Leases, input_instance_ids
+from control_plane.aws import ExecutionNotFoundError, Executions, InstanceFleet, Leases, input_instance_ids
 from control_plane.lean import LeanSettings, LeanSettingsError, describe_bad_event, emit_metric, json_logger
 
 ENDED_BADLY = frozenset({"ABORTED", "FAILED", "TIMED_OUT"})
@@ -57,13 +58,23 @@ def parse_status_event(event: Any) -> dict[str, Any]:
             execution_input = json.loads(raw)
         except json.JSONDecodeError:
             execution_input = None  # read it back from Step Functions instead
-    return {"executionArn": detail["executionArn"], "stateMachineArn": detail["stateMachineArn"],
-            "name": detail.get("name") or detail["executionArn"].rsplit(":", 1)[-1],
-            "status": detail["status"], "input": execution_input}
+    return {
+        "executionArn": detail["executionArn"],
+        "stateMachineArn": detail["stateMachineArn"],
+        "name": detail.get("name") or detail["executionArn"].rsplit(":", 1)[-1],
+        "status": detail["status"],
+        "input": execution_input,
+    }
 
 
-def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, executions: Executions,
-             now: datetime | None = None, state_machine_arn: str | None = None) -> dict[str, Any]:
+def clean_up(
+    status: dict[str, Any],
+    fleet: InstanceFleet,
+    leases: Leases,
+    executions: Executions,
+    now: datetime | None = None,
+    state_machine_arn: str | None = None,
+) -> dict[str, Any]:
     """Stop the ended run's boxes (not another run's) and release its leases; the outcome."""
     now = now or datetime.now(timezone.utc)
     run_id = status["name"]
@@ -80,7 +91,8 @@ def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, execu
             execution_input = {}
     # an execution started with a run request: the boxes its first state planned (none when it was refused)
     boxes = input_instance_ids(execution_input) or input_instance_ids(
-        executions.plan_input(status["executionArn"], execution_input))
+        executions.plan_input(status["executionArn"], execution_input)
+    )
     holders = leases.holders(boxes)
     spared = {i: h.run_id for i, h in holders.items() if h.run_id != run_id and h.live(now)}
     to_stop = [i for i in boxes if i not in spared]
@@ -95,8 +107,14 @@ def clean_up(status: dict[str, Any], fleet: InstanceFleet, leases: Leases, execu
     except (ClientError, BotoCoreError) as exc:
         raise StopFailedError(f"run {run_id}: terminating {', '.join(ephemeral)} failed: {exc}") from exc
     released = leases.release(boxes, run_id)
-    return {**out, "outcome": "cleaned_up", "stopped": to_stop, "terminated": ephemeral, "released": released,
-            "spared": [f"{i} (leased by run {r})" for i, r in sorted(spared.items())]}
+    return {
+        **out,
+        "outcome": "cleaned_up",
+        "stopped": to_stop,
+        "terminated": ephemeral,
+        "released": released,
+        "spared": [f"{i} (leased by run {r})" for i, r in sorted(spared.items())],
+    }
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
@@ -106,12 +124,19 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     except (MalformedEventError, LeanSettingsError) as exc:
         log.warning(str(exc))
         return {"outcome": "refused", "error": type(exc).__name__, "message": str(exc)}
-    outcome = clean_up(status, InstanceFleet(settings.project), Leases(settings.lease_table), Executions(),
-                       state_machine_arn=settings.state_machine_arn)
+    outcome = clean_up(
+        status,
+        InstanceFleet(settings.project),
+        Leases(settings.lease_table),
+        Executions(),
+        state_machine_arn=settings.state_machine_arn,
+    )
     if outcome.get("stopped"):
         emit_metric("InstancesStoppedAfterBadEnd", len(outcome["stopped"]))
     if outcome.get("terminated"):
         emit_metric("InstancesTerminatedAfterBadEnd", len(outcome["terminated"]))
-    log.info("execution ended badly: boxes stopped" if outcome["outcome"] == "cleaned_up" else "ignored",
-             extra={"fields": outcome})
+    log.info(
+        "execution ended badly: boxes stopped" if outcome["outcome"] == "cleaned_up" else "ignored",
+        extra={"fields": outcome},
+    )
     return outcome

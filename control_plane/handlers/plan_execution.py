@@ -14,17 +14,18 @@ Answers (always a dict; the state machine decides on ``outcome``):
 * ``{"outcome": "refused", "error", "message"}``: ``message`` is the ``field: reason`` lines, one per problem, which
   the execution fails with as its cause (error ``Run.Refused``); nothing was leased.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from control_plane.aws import InstanceFleet, Leases
 from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.launch import (EXECUTION_ERRORS, CommittedLookup, committed_in_store, plan_execution,
-                                  planned_input)
+from control_plane.launch import EXECUTION_ERRORS, CommittedLookup, committed_in_store, plan_execution, planned_input
 from control_plane.settings import ControlPlaneSettings, SettingsError, get_settings
 
 ANSWER_NAMES_MAX = 60  # lanes and skipped lanes named in the answer (the plan in S3 has them all)
@@ -49,25 +50,49 @@ def bounded_lines(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
     return "\n".join(kept)
 
 
-def handle(event: Any, settings: ControlPlaneSettings, fleet: InstanceFleet, committed: CommittedLookup | None,
-           leases: Leases, s3_client: object | None = None) -> dict[str, Any]:
+def handle(
+    event: Any,
+    settings: ControlPlaneSettings,
+    fleet: InstanceFleet,
+    committed: CommittedLookup | None,
+    leases: Leases,
+    s3_client: object | None = None,
+) -> dict[str, Any]:
     """The answer to one ``PlanRequest`` payload."""
     run_id = event.get("run_id") if isinstance(event, dict) else None
     logger.set_correlation_id(run_id if isinstance(run_id, str) else None)
     try:
-        prepared = plan_execution(event.get("request") if isinstance(event, dict) else None, str(run_id or ""),
-                                  settings, fleet=fleet, committed=committed, leases=leases, s3_client=s3_client)
+        prepared = plan_execution(
+            event.get("request") if isinstance(event, dict) else None,
+            str(run_id or ""),
+            settings,
+            fleet=fleet,
+            committed=committed,
+            leases=leases,
+            s3_client=s3_client,
+        )
     except (SettingsError, *EXECUTION_ERRORS) as exc:
         return refused(exc)
     plan = prepared.plan
     metrics.add_metric(name="RunsPlannedByExecution", unit=MetricUnit.Count, value=1)
-    logger.info("run planned", extra={"lanes": len(plan.lane_steps), "skipped": len(plan.skipped),
-                                      "max_cost_usd": plan.max_cost_usd, "plan_uri": prepared.execution_input.get(
-                                          "plan_uri")})
-    return {"outcome": "planned", "run_id": plan.run_id, "input": planned_input(prepared),
-            "max_cost_usd": plan.max_cost_usd, "cost_ceiling_usd": plan.cost_ceiling_usd,
-            "lanes": first(f"{s.box_role}:{s.lane}" for s in plan.lane_steps),
-            "skipped": first(f"{s.box_role}:{s.lane} ({s.reason})" for s in plan.skipped)}
+    logger.info(
+        "run planned",
+        extra={
+            "lanes": len(plan.lane_steps),
+            "skipped": len(plan.skipped),
+            "max_cost_usd": plan.max_cost_usd,
+            "plan_uri": prepared.execution_input.get("plan_uri"),
+        },
+    )
+    return {
+        "outcome": "planned",
+        "run_id": plan.run_id,
+        "input": planned_input(prepared),
+        "max_cost_usd": plan.max_cost_usd,
+        "cost_ceiling_usd": plan.cost_ceiling_usd,
+        "lanes": first(f"{s.box_role}:{s.lane}" for s in plan.lane_steps),
+        "skipped": first(f"{s.box_role}:{s.lane} ({s.reason})" for s in plan.skipped),
+    }
 
 
 def first(names: Iterable[str], limit: int = ANSWER_NAMES_MAX) -> list[str]:
@@ -85,5 +110,10 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     except SettingsError as exc:
         logger.error(f"plan_execution misconfigured: {exc}")
         return refused(exc)
-    return handle(event, settings, InstanceFleet(settings.project), committed_in_store(settings.results_uri or ""),
-                  Leases(settings.lease_table))
+    return handle(
+        event,
+        settings,
+        InstanceFleet(settings.project),
+        committed_in_store(settings.results_uri or ""),
+        Leases(settings.lease_table),
+    )

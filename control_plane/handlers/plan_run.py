@@ -14,6 +14,7 @@ Outcomes (always a dict, never a raw traceback): ``started``; ``duplicate`` (tha
 an event naming neither lanes nor preset, cost ceiling, lane config, input size, boxes leased by
 another run) with the error class and one-line message, logged once.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,8 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from control_plane.aws import Executions, InstanceFleet, Leases, RunAlreadyStartedError
 from control_plane.handlers.observability import logger, metrics, tracer
-from control_plane.launch import (LAUNCH_ERRORS, CommittedLookup, LaunchedRun, committed_in_store, launch,
-                                  requested_run)
+from control_plane.launch import LAUNCH_ERRORS, CommittedLookup, LaunchedRun, committed_in_store, launch, requested_run
 from control_plane.models import RUN_ID_PATTERN, RunRequest, parse_request
 from control_plane.settings import ControlPlaneSettings, SettingsError, get_settings
 
@@ -61,11 +61,13 @@ def _s3_request(event: dict[str, Any]) -> tuple[RunRequest, str]:
     obj = event["detail"]["object"]
     version = obj.get("version-id") or obj.get("etag")
     if not all(isinstance(v, str) and v for v in (bucket, key, version)):
-        raise MalformedEventError("detail.bucket.name, detail.object.key and detail.object.version-id or etag "
-                                  "must be non-empty strings")
+        raise MalformedEventError(
+            "detail.bucket.name, detail.object.key and detail.object.version-id or etag must be non-empty strings"
+        )
     if not key.startswith(ADAPTERS_PREFIX) or not key.endswith(ADAPTER_SUFFIXES):
-        raise NotAnAdapterError(f"object key {key!r} is not an adapter archive "
-                                f"({ADAPTERS_PREFIX}<model>/<name>.tar.gz)")
+        raise NotAnAdapterError(
+            f"object key {key!r} is not an adapter archive ({ADAPTERS_PREFIX}<model>/<name>.tar.gz)"
+        )
     request = RunRequest(preset="finetune_serve", adapter_uri=f"s3://{bucket}/{key}", trigger=f"s3:{key}"[:64])
     return request, adapter_run_id(bucket, key, version)
 
@@ -105,17 +107,28 @@ def request_from_event(event: Any) -> tuple[RunRequest, str]:
     return request, new_run_id()
 
 
-def start(event: Any, settings: ControlPlaneSettings, fleet: InstanceFleet, executions: Executions,
-          committed: CommittedLookup | None, leases: Leases | None = None) -> LaunchedRun:
+def start(
+    event: Any,
+    settings: ControlPlaneSettings,
+    fleet: InstanceFleet,
+    executions: Executions,
+    committed: CommittedLookup | None,
+    leases: Leases | None = None,
+) -> LaunchedRun:
     logger.set_correlation_id(None)
     request, run_id = request_from_event(event)
     logger.set_correlation_id(run_id)
-    return launch(request, run_id, settings, fleet=fleet, executions=executions, committed=committed,
-                  leases=leases)
+    return launch(request, run_id, settings, fleet=fleet, executions=executions, committed=committed, leases=leases)
 
 
-def handle(event: Any, settings: ControlPlaneSettings, fleet: InstanceFleet, executions: Executions,
-           committed: CommittedLookup | None, leases: Leases | None = None) -> dict[str, Any]:
+def handle(
+    event: Any,
+    settings: ControlPlaneSettings,
+    fleet: InstanceFleet,
+    executions: Executions,
+    committed: CommittedLookup | None,
+    leases: Leases | None = None,
+) -> dict[str, Any]:
     """The structured outcome of one event (what the handler returns)."""
     try:
         launched = start(event, settings, fleet, executions, committed, leases)
@@ -123,8 +136,12 @@ def handle(event: Any, settings: ControlPlaneSettings, fleet: InstanceFleet, exe
         logger.info("duplicate trigger: run already started", extra={"reason": str(exc)})
         run_id = request_from_event(event)[1]
         arn = settings.state_machine_arn or executions.find_state_machine(settings.state_machine_name)
-        return {"outcome": "duplicate", "run_id": run_id, "execution_arn": Executions.execution_arn(arn, run_id),
-                "message": str(exc)}
+        return {
+            "outcome": "duplicate",
+            "run_id": run_id,
+            "execution_arn": Executions.execution_arn(arn, run_id),
+            "message": str(exc),
+        }
     except NotAnAdapterError as exc:
         logger.info("event ignored", extra={"reason": str(exc)})
         return {"outcome": "ignored", "error": type(exc).__name__, "message": str(exc)}
@@ -134,12 +151,24 @@ def handle(event: Any, settings: ControlPlaneSettings, fleet: InstanceFleet, exe
         return {"outcome": "refused", "error": type(exc).__name__, "message": message}
     plan = launched.plan
     metrics.add_metric(name="RunsStarted", unit=MetricUnit.Count, value=1)
-    logger.info("run started", extra={"execution_arn": launched.execution_arn, "lanes": len(plan.lane_steps),
-                                      "skipped": len(plan.skipped), "max_cost_usd": plan.max_cost_usd})
-    return {"outcome": "started", "run_id": plan.run_id, "execution_arn": launched.execution_arn,
-            "max_cost_usd": plan.max_cost_usd, "cost_ceiling_usd": plan.cost_ceiling_usd,
-            "lanes": [f"{s.box_role}:{s.lane}" for s in plan.lane_steps],
-            "skipped": [s.model_dump() for s in plan.skipped]}
+    logger.info(
+        "run started",
+        extra={
+            "execution_arn": launched.execution_arn,
+            "lanes": len(plan.lane_steps),
+            "skipped": len(plan.skipped),
+            "max_cost_usd": plan.max_cost_usd,
+        },
+    )
+    return {
+        "outcome": "started",
+        "run_id": plan.run_id,
+        "execution_arn": launched.execution_arn,
+        "max_cost_usd": plan.max_cost_usd,
+        "cost_ceiling_usd": plan.cost_ceiling_usd,
+        "lanes": [f"{s.box_role}:{s.lane}" for s in plan.lane_steps],
+        "skipped": [s.model_dump() for s in plan.skipped],
+    }
 
 
 @logger.inject_lambda_context(log_event=True)
@@ -151,5 +180,11 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     except SettingsError as exc:
         logger.error(f"plan_run misconfigured: {exc}")
         return {"outcome": "refused", "error": type(exc).__name__, "message": str(exc)}
-    return handle(event, settings, InstanceFleet(settings.project), Executions(),
-                  committed_in_store(settings.results_uri or ""), Leases(settings.lease_table))
+    return handle(
+        event,
+        settings,
+        InstanceFleet(settings.project),
+        Executions(),
+        committed_in_store(settings.results_uri or ""),
+        Leases(settings.lease_table),
+    )

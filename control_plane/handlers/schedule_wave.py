@@ -9,6 +9,7 @@ answer), ``results`` (the last wave's segment results).
 
 Unlike the event-driven handlers, a payload it cannot read raises (``ScheduleInputError``): the state machine's
 Catch ends the run FAILED with that error, the boxes already stopped (it is called only between waves)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,8 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from control_plane.handlers.observability import logger, metrics, tracer
 from control_plane.control_data import S3ControlBlobs
+from control_plane.handlers.observability import logger, metrics, tracer
 from control_plane.waves import ScheduleInputError, schedule
 
 
@@ -54,11 +55,23 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     blobs = S3ControlBlobs(str(event["results_uri"]).removeprefix("s3://").split("/", 1)[0])
     result = schedule(event, store, blobs=blobs, inline_max_bytes=inline_max_bytes())
     if result["recorded"]:
-        metrics.add_metric(name="LanesRecordedByScheduler", unit=MetricUnit.Count, value=result.get("recorded_count", len(result["recorded"])))
-    logger.info("run done" if result["done"] else f"wave {result['wave']} scheduled",
-                extra={"next_wave": result["next_wave"], "box_failures": result["box_failures"],
-                       "recorded": result["recorded"], "outcome": result.get("outcome"),
-                       "distributed": result.get("distributed"),
-                       "segments": [f"{s.get('box') or s['box_role']}:{','.join(step['lane'] for step in s['lanes'])}"
-                                    for s in result.get("segments", [])]})
+        metrics.add_metric(
+            name="LanesRecordedByScheduler",
+            unit=MetricUnit.Count,
+            value=result.get("recorded_count", len(result["recorded"])),
+        )
+    logger.info(
+        "run done" if result["done"] else f"wave {result['wave']} scheduled",
+        extra={
+            "next_wave": result["next_wave"],
+            "box_failures": result["box_failures"],
+            "recorded": result["recorded"],
+            "outcome": result.get("outcome"),
+            "distributed": result.get("distributed"),
+            "segments": [
+                f"{s.get('box') or s['box_role']}:{','.join(step['lane'] for step in s['lanes'])}"
+                for s in result.get("segments", [])
+            ],
+        },
+    )
     return result

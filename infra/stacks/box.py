@@ -15,6 +15,7 @@ the shared compile cache prefix ``neuron-cache/``, the adapters (inf2), the task
 one parameter, the HF token secret, the SSM command log group, the bootstrap tag on its own instance, and the
 dataset when one is configured.
 """
+
 from __future__ import annotations
 
 import jsii
@@ -43,19 +44,29 @@ class _ImageId:
         self.image_id = image_id
 
     def get_image(self, scope: Construct) -> ec2.MachineImageConfig:
-        return ec2.MachineImageConfig(image_id=self.image_id, os_type=ec2.OperatingSystemType.LINUX,
-                                      user_data=ec2.UserData.for_linux())
+        return ec2.MachineImageConfig(
+            image_id=self.image_id, os_type=ec2.OperatingSystemType.LINUX, user_data=ec2.UserData.for_linux()
+        )
 
 
 def state_machine_arn(stack: Stack, name: str) -> str:
     """The run state machine's ARN from its fixed name (no cross-stack cycle with the control plane)."""
-    return stack.format_arn(service="states", resource="stateMachine", resource_name=name,
-                      arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    return stack.format_arn(
+        service="states", resource="stateMachine", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
 
 
 class BoxStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, role: BoxRole, settings: DeploymentSettings,
-                 base: BaseStack, **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        role: BoxRole,
+        settings: DeploymentSettings,
+        base: BaseStack,
+        **kwargs: object,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.box_role = role
         spec = settings.box(role)
@@ -64,57 +75,117 @@ class BoxStack(Stack):
         image_id = self._image_id(self.ami)
 
         self.role = iam.Role(
-            self, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"neuron-pipelines {role} box: SSM agent, results prefix, task callbacks")
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"neuron-pipelines {role} box: SSM agent, results prefix, task callbacks",
+        )
         self._grant(role, settings, base)
 
         self.compile_cache = ec2.Volume(
-            self, "CompileCache", availability_zone=az, size=Size.gibibytes(spec.compile_cache_gib),
-            volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, removal_policy=RemovalPolicy.RETAIN,
-            volume_name=f"neuronpipe-{role}-compile-cache")
+            self,
+            "CompileCache",
+            availability_zone=az,
+            size=Size.gibibytes(spec.compile_cache_gib),
+            volume_type=ec2.EbsDeviceVolumeType.GP3,
+            encrypted=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            volume_name=f"neuronpipe-{role}-compile-cache",
+        )
         self.swap_volume = None
         if spec.ebs_swap_gib:
             self.swap_volume = ec2.Volume(
-                self, "Swap", availability_zone=az, size=Size.gibibytes(spec.ebs_swap_gib),
-                volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, removal_policy=RemovalPolicy.DESTROY,
-                volume_name=f"neuronpipe-{role}-swap")
+                self,
+                "Swap",
+                availability_zone=az,
+                size=Size.gibibytes(spec.ebs_swap_gib),
+                volume_type=ec2.EbsDeviceVolumeType.GP3,
+                encrypted=True,
+                removal_policy=RemovalPolicy.DESTROY,
+                volume_name=f"neuronpipe-{role}-swap",
+            )
 
-        user_data = render_box_user_data(BoxUserDataValues(
-            box_role=role, region=settings.region, results_uri=base.results_uri,
-            harness_param=base.harness_param.parameter_name, cache_volume_id=self.compile_cache.volume_id,
-            swap_volume_id=self.swap_volume.volume_id if self.swap_volume else "",
-            nvme_swap_gib=spec.nvme_swap_gib, dlami_venv_glob=spec.dlami_venv_glob,
-            hf_token_secret=settings.hf_token_secret_name))
+        user_data = render_box_user_data(
+            BoxUserDataValues(
+                box_role=role,
+                region=settings.region,
+                results_uri=base.results_uri,
+                harness_param=base.harness_param.parameter_name,
+                cache_volume_id=self.compile_cache.volume_id,
+                swap_volume_id=self.swap_volume.volume_id if self.swap_volume else "",
+                nvme_swap_gib=spec.nvme_swap_gib,
+                dlami_venv_glob=spec.dlami_venv_glob,
+                hf_token_secret=settings.hf_token_secret_name,
+            )
+        )
 
         self.instance = ec2.Instance(
-            self, "Box", vpc=base.vpc, availability_zone=az,
+            self,
+            "Box",
+            vpc=base.vpc,
+            availability_zone=az,
             vpc_subnets=ec2.SubnetSelection(subnet_type=base.box_subnet_type, availability_zones=[az]),
             instance_type=ec2.InstanceType(spec.instance_type),
             machine_image=_ImageId(image_id),
-            role=self.role, security_group=base.box_security_group, associate_public_ip_address=False,
-            http_tokens=ec2.HttpTokens.REQUIRED, http_endpoint=True, http_put_response_hop_limit=1,
+            role=self.role,
+            security_group=base.box_security_group,
+            associate_public_ip_address=False,
+            http_tokens=ec2.HttpTokens.REQUIRED,
+            http_endpoint=True,
+            http_put_response_hop_limit=1,
             disable_api_termination=True,
             instance_initiated_shutdown_behavior=ec2.InstanceInitiatedShutdownBehavior.STOP,
-            ebs_optimized=True, detailed_monitoring=False, propagate_tags_to_volume_on_creation=True,
+            ebs_optimized=True,
+            detailed_monitoring=False,
+            propagate_tags_to_volume_on_creation=True,
             instance_name=f"neuronpipe-{role}",
-            block_devices=[ec2.BlockDevice(device_name=ROOT_DEVICE, volume=ec2.BlockDeviceVolume.ebs(
-                spec.root_gib, volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, delete_on_termination=True))],
-            user_data=ec2.UserData.custom(user_data), user_data_causes_replacement=False)
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name=ROOT_DEVICE,
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        spec.root_gib,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+            user_data=ec2.UserData.custom(user_data),
+            user_data_causes_replacement=False,
+        )
         Tags.of(self.instance).add(ROLE_TAG_KEY, role)
         cfn_lint_ignore(self.instance, {**PINNED_AZ, **(PINNED_AMI if self.ami.pinned else RESOLVE_SSM_AMI)})
         for volume in [self.compile_cache] + ([self.swap_volume] if self.swap_volume else []):
             cfn_lint_ignore(volume, PINNED_AZ)
-        acknowledge(self.instance, "EC28", "Detailed monitoring adds CloudWatch cost without information: the "
-                    "telemetry lane samples the box every second into the results while a lane runs.")
-        ec2.CfnVolumeAttachment(self, "CompileCacheAttachment", instance_id=self.instance.instance_id,
-                                volume_id=self.compile_cache.volume_id, device=CACHE_DEVICE)
+        acknowledge(
+            self.instance,
+            "EC28",
+            "Detailed monitoring adds CloudWatch cost without information: the "
+            "telemetry lane samples the box every second into the results while a lane runs.",
+        )
+        ec2.CfnVolumeAttachment(
+            self,
+            "CompileCacheAttachment",
+            instance_id=self.instance.instance_id,
+            volume_id=self.compile_cache.volume_id,
+            device=CACHE_DEVICE,
+        )
         if self.swap_volume is not None:
-            ec2.CfnVolumeAttachment(self, "SwapAttachment", instance_id=self.instance.instance_id,
-                                    volume_id=self.swap_volume.volume_id, device=SWAP_DEVICE)
+            ec2.CfnVolumeAttachment(
+                self,
+                "SwapAttachment",
+                instance_id=self.instance.instance_id,
+                volume_id=self.swap_volume.volume_id,
+                device=SWAP_DEVICE,
+            )
 
         self.instance_param = ssm.StringParameter(
-            self, "InstanceId", parameter_name=f"{settings.parameter_prefix}/instances/{role}",
-            string_value=self.instance.instance_id, description=f"instance id of the {role} box")
+            self,
+            "InstanceId",
+            parameter_name=f"{settings.parameter_prefix}/instances/{role}",
+            string_value=self.instance.instance_id,
+            description=f"instance id of the {role} box",
+        )
         CfnOutput(self, "InstanceIdOutput", value=self.instance.instance_id)
         CfnOutput(self, "AmiId", value=image_id, description=f"{role} image: {self.ami.why}")
 
@@ -126,11 +197,13 @@ class BoxStack(Stack):
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:unverified-ami",
                 f"inf2 image from {source.ssm_parameter} (the vLLM DLAMI when the box is created): not verified to "
-                "serve inf2 in this project; pin a known-good image with cdk.json inferentia_ami_id")
+                "serve inf2 in this project; pin a known-good image with cdk.json inferentia_ami_id",
+            )
         return source.image_id
 
     def _grant(self, role: BoxRole, settings: DeploymentSettings, base: BaseStack) -> None:
-        policy = box_policy(self, "BoxPolicy", settings=settings, base=base, adapters=role == "inf2",
-                            bootstrap_tag_role=role)
+        policy = box_policy(
+            self, "BoxPolicy", settings=settings, base=base, adapters=role == "inf2", bootstrap_tag_role=role
+        )
         policy.attach_to_role(self.role)
         mark_box_role(self.role)

@@ -26,6 +26,7 @@
   that failed, timed out or were aborted, boxes still running after a bad end, and a queue that keeps the
   clean-up events EventBridge could not deliver or their Lambdas could not handle; every alarm to the alert topic.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,84 +80,157 @@ class HandlerSpec:
         return f"control_plane.handlers.{self.name}.handler"
 
 
-HANDLERS = {h.name: h for h in [
-    HandlerSpec("plan_run", 512, 60, "validate a RunRequest, plan it, start the execution"),
-    HandlerSpec("plan_execution", 512, 60, "an execution started with a RunRequest: validate it, plan it, keep the "
-                "plan in S3, lease its boxes (the state machine's first task)"),
-    HandlerSpec("on_command_status", 256, 60, "SSM command Failed/TimedOut/Cancelled -> SendTaskFailure"),
-    HandlerSpec("on_execution_status", 256, 120, "execution ABORTED/FAILED/TIMED_OUT -> stop its boxes, "
-                "release its leases"),
-    HandlerSpec("finalize_run", 3008, 900, "DuckDB report -> REPORT.md + comparison.json in S3"),
-    HandlerSpec("schedule_wave", 1024, 300, "between waves: record lanes that cannot run, the next wave's "
-                "segments, the run's outcome"),
-    HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
-    HandlerSpec("commit_lane", 512, 120, "a lane's callback -> check the box's proposed commit marker, write the "
-                "commit (the control plane alone commits)"),
-]}
+HANDLERS = {
+    h.name: h
+    for h in [
+        HandlerSpec("plan_run", 512, 60, "validate a RunRequest, plan it, start the execution"),
+        HandlerSpec(
+            "plan_execution",
+            512,
+            60,
+            "an execution started with a RunRequest: validate it, plan it, keep the "
+            "plan in S3, lease its boxes (the state machine's first task)",
+        ),
+        HandlerSpec("on_command_status", 256, 60, "SSM command Failed/TimedOut/Cancelled -> SendTaskFailure"),
+        HandlerSpec(
+            "on_execution_status", 256, 120, "execution ABORTED/FAILED/TIMED_OUT -> stop its boxes, release its leases"
+        ),
+        HandlerSpec("finalize_run", 3008, 900, "DuckDB report -> REPORT.md + comparison.json in S3"),
+        HandlerSpec(
+            "schedule_wave",
+            1024,
+            300,
+            "between waves: record lanes that cannot run, the next wave's segments, the run's outcome",
+        ),
+        HandlerSpec("idle_reaper", 256, 120, "stop project instances that no running execution owns"),
+        HandlerSpec(
+            "commit_lane",
+            512,
+            120,
+            "a lane's callback -> check the box's proposed commit marker, write the "
+            "commit (the control plane alone commits)",
+        ),
+    ]
+}
 
 
 class ControlPlaneStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack,
-                 boxes: list[BoxStack], fleet: FleetStack, code_dir: Path, deps_dir: Path | None, asl_path: Path,
-                 **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: DeploymentSettings,
+        base: BaseStack,
+        boxes: list[BoxStack],
+        fleet: FleetStack,
+        code_dir: Path,
+        deps_dir: Path | None,
+        asl_path: Path,
+        **kwargs: object,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
         self.base = base
         self.boxes = boxes
         self.fleet = fleet
         self.box_subnet_ids = base.box_subnet_ids()
-        self.state_machine_arn = self.format_arn(service="states", resource="stateMachine",
-                                            resource_name=settings.state_machine_name,
-                                            arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.state_machine_arn = self.format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=settings.state_machine_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         self.lease_table = self._lease_table()
         code = lambda_.Code.from_asset(str(code_dir))
         layers = []
         if deps_dir is not None:
-            layers.append(lambda_.LayerVersion(
-                self, "Dependencies", code=lambda_.Code.from_asset(str(deps_dir)),
-                compatible_runtimes=[LAMBDA_RUNTIME], compatible_architectures=[lambda_.Architecture.X86_64],
-                description="pydantic, powertools, duckdb, pyarrow (infra/lambda-requirements.txt)"))
+            layers.append(
+                lambda_.LayerVersion(
+                    self,
+                    "Dependencies",
+                    code=lambda_.Code.from_asset(str(deps_dir)),
+                    compatible_runtimes=[LAMBDA_RUNTIME],
+                    compatible_architectures=[lambda_.Architecture.X86_64],
+                    description="pydantic, powertools, duckdb, pyarrow (infra/lambda-requirements.txt)",
+                )
+            )
         else:
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:no-lambda-deps",
                 "Lambda dependency layer not built (require_lambda_deps=false): plan_run, on_command_status "
-                "and finalize_run will not import if these templates are deployed. Run `make lambda-deps`.")
+                "and finalize_run will not import if these templates are deployed. Run `make lambda-deps`.",
+            )
         self.failure_queue = failure_queue(self)
         self.functions = {name: self._function(spec, code, layers) for name, spec in HANDLERS.items()}
         self._grant_functions()
         self.state_machine = self._state_machine(asl_path)
         self._rules()
-        self.alarms = add_alarms(self, functions=self.functions, state_machine=self.state_machine,
-                                 queue=self.failure_queue, topic=base.alert_topic)
-        ssm.StringParameter(self, "StateMachineArnParam", parameter_name=f"{settings.parameter_prefix}/state-machine-arn",
-                            string_value=self.state_machine.attr_arn, description="the run state machine")
+        self.alarms = add_alarms(
+            self,
+            functions=self.functions,
+            state_machine=self.state_machine,
+            queue=self.failure_queue,
+            topic=base.alert_topic,
+        )
+        ssm.StringParameter(
+            self,
+            "StateMachineArnParam",
+            parameter_name=f"{settings.parameter_prefix}/state-machine-arn",
+            string_value=self.state_machine.attr_arn,
+            description="the run state machine",
+        )
         CfnOutput(self, "StateMachineArn", value=self.state_machine.attr_arn)
         CfnOutput(self, "PlanRunFunctionName", value=self.functions["plan_run"].function_name)
-        CfnOutput(self, "CleanUpFailuresQueueUrl", value=self.failure_queue.queue_url,
-                  description="clean-up events not delivered or not handled (docs/guides/deploy-and-operate.md §5)")
+        CfnOutput(
+            self,
+            "CleanUpFailuresQueueUrl",
+            value=self.failure_queue.queue_url,
+            description="clean-up events not delivered or not handled (docs/guides/deploy-and-operate.md §5)",
+        )
 
     # -- leases ----------------------------------------------------------------------------------
     def _lease_table(self) -> dynamodb.Table:
         table = dynamodb.Table(
-            self, "Leases", table_name=self.settings.lease_table,
+            self,
+            "Leases",
+            table_name=self.settings.lease_table,
             partition_key=dynamodb.Attribute(name=LEASE_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, time_to_live_attribute=LEASE_TTL_ATTRIBUTE,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=LEASE_TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED, removal_policy=RemovalPolicy.DESTROY)
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         return table
 
     # -- Lambdas ---------------------------------------------------------------------------------
     def _function(self, spec: HandlerSpec, code: lambda_.Code, layers: list[lambda_.ILayerVersion]) -> lambda_.Function:
         pascal = "".join(p.title() for p in spec.name.split("_"))
-        log_group = logs.LogGroup(self, f"{pascal}Logs", retention=retention(self.settings.log_retention_days),
-                                  removal_policy=RemovalPolicy.DESTROY)
-        role = iam.Role(self, f"{pascal}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description=f"neuron-pipelines {spec.name}: {spec.summary}")
-        role.add_to_policy(iam.PolicyStatement(sid="OwnLogs", actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                               resources=[log_group.log_group_arn]))
+        log_group = logs.LogGroup(
+            self,
+            f"{pascal}Logs",
+            retention=retention(self.settings.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            f"{pascal}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"neuron-pipelines {spec.name}: {spec.summary}",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="OwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        )
         env = {
-            "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_SERVICE_NAME": SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             # names read by control_plane.settings.ControlPlaneSettings (prefix NEURONPIPE_)
             "NEURONPIPE_RESULTS_URI": self.base.results_uri,
             "NEURONPIPE_STATE_MACHINE_ARN": self.state_machine_arn,
@@ -173,12 +247,23 @@ class ControlPlaneStack(Stack):
         for box in self.boxes:
             env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
         fn = lambda_.Function(
-            self, pascal, runtime=LAMBDA_RUNTIME, architecture=lambda_.Architecture.X86_64, code=code,
-            handler=spec.handler, layers=layers, memory_size=spec.memory_mb, timeout=Duration.seconds(spec.timeout_s),
-            role=role, log_group=log_group, tracing=lambda_.Tracing.ACTIVE, environment=env,
+            self,
+            pascal,
+            runtime=LAMBDA_RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            code=code,
+            handler=spec.handler,
+            layers=layers,
+            memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_s),
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=env,
             description=f"neuron-pipelines {spec.name}: {spec.summary}",
             # an asynchronous invocation that still fails after Lambda's retries is kept, and pages
-            on_failure=destinations.SqsDestination(self.failure_queue) if spec.name in ASYNC_FUNCTIONS else None)
+            on_failure=destinations.SqsDestination(self.failure_queue) if spec.name in ASYNC_FUNCTIONS else None,
+        )
         cfn_lint_ignore(fn, CDK_DEPENDS_ON)
         star = RESOURCE_STAR_REASONS.get(spec.name)
         acknowledge(role, "IAM5", f"{XRAY_REASON} {star}" if star else XRAY_REASON, ["Resource::*"])
@@ -191,72 +276,141 @@ class ControlPlaneStack(Stack):
     def _state_machine(self, asl_path: Path) -> sfn.CfnStateMachine:
         s = self.settings
         definition = json.loads(asl_path.read_text())
-        log_group = logs.LogGroup(self, "StateMachineLogs", log_group_name=f"/aws/vendedlogs/states/"
-                                  f"{self.settings.state_machine_name}",
-                                  retention=retention(self.settings.log_retention_days),
-                                  removal_policy=RemovalPolicy.DESTROY)
-        role = iam.Role(self, "StateMachineRole", assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
-                        description="neuron-pipelines run: project-tagged instances only")
+        log_group = logs.LogGroup(
+            self,
+            "StateMachineLogs",
+            log_group_name=f"/aws/vendedlogs/states/{self.settings.state_machine_name}",
+            retention=retention(self.settings.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            "StateMachineRole",
+            assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
+            description="neuron-pipelines run: project-tagged instances only",
+        )
         self.state_machine_role = role
         tag_condition = {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": self.settings.project}}
         instances = self.format_arn(service="ec2", resource="instance", resource_name="*")
         ssm_instances = self.format_arn(service="ssm", resource="managed-instance", resource_name="*")
         finalize = self.functions["finalize_run"]
         statements = [
-            iam.PolicyStatement(sid="StartStopProjectInstances", actions=["ec2:StartInstances", "ec2:StopInstances"],
-                                resources=[instances], conditions=tag_condition),
-            iam.PolicyStatement(sid="RunShellScriptDocument", actions=["ssm:SendCommand"], resources=[
-                self.format_arn(service="ssm", account="", resource="document",
-                           resource_name=SSM_DOCUMENT)]),
-            iam.PolicyStatement(sid="SendCommandToProjectInstances", actions=["ssm:SendCommand"],
-                                resources=[instances, ssm_instances],
-                                conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}":
-                                                             self.settings.project}}),
+            iam.PolicyStatement(
+                sid="StartStopProjectInstances",
+                actions=["ec2:StartInstances", "ec2:StopInstances"],
+                resources=[instances],
+                conditions=tag_condition,
+            ),
+            iam.PolicyStatement(
+                sid="RunShellScriptDocument",
+                actions=["ssm:SendCommand"],
+                resources=[self.format_arn(service="ssm", account="", resource="document", resource_name=SSM_DOCUMENT)],
+            ),
+            iam.PolicyStatement(
+                sid="SendCommandToProjectInstances",
+                actions=["ssm:SendCommand"],
+                resources=[instances, ssm_instances],
+                conditions={"StringEquals": {f"ssm:resourceTag/{PROJECT_TAG_KEY}": self.settings.project}},
+            ),
             iam.PolicyStatement(sid="Finalize", actions=["lambda:InvokeFunction"], resources=[finalize.function_arn]),
             # an execution started with a run request plans itself (its first task)
-            iam.PolicyStatement(sid="PlanRequests", actions=["lambda:InvokeFunction"],
-                                resources=[self.functions["plan_execution"].function_arn]),
-            iam.PolicyStatement(sid="ScheduleWaves", actions=["lambda:InvokeFunction"],
-                                resources=[self.functions["schedule_wave"].function_arn]),
-            iam.PolicyStatement(sid="CommitLanes", actions=["lambda:InvokeFunction"],
-                                resources=[self.functions["commit_lane"].function_arn]),
+            iam.PolicyStatement(
+                sid="PlanRequests",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.functions["plan_execution"].function_arn],
+            ),
+            iam.PolicyStatement(
+                sid="ScheduleWaves",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.functions["schedule_wave"].function_arn],
+            ),
+            iam.PolicyStatement(
+                sid="CommitLanes",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.functions["commit_lane"].function_arn],
+            ),
             # the ASL releases a box's lease after stopping it (deleteItem, condition run_id = :run) and marks it
             # when the stop failed (updateItem), so the run-wide release leaves it for on_execution_status
-            iam.PolicyStatement(sid="ReleaseLease", actions=["dynamodb:DeleteItem", "dynamodb:UpdateItem"],
-                                resources=[self.lease_table.table_arn]),
-            iam.PolicyStatement(sid="RunEvents", actions=["events:PutEvents"], resources=[
-                self.format_arn(service="events", resource="event-bus", resource_name="default")]),
-            iam.PolicyStatement(sid="Logs", resources=["*"], actions=[
-                "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
-                "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies",
-                "logs:DescribeLogGroups"]),
-            iam.PolicyStatement(sid="Tracing", resources=["*"], actions=[
-                "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
-                "xray:GetSamplingTargets"]),
-            *state_machine_fleet_statements(self, s, fleet=self.fleet, base=self.base,
-                                            subnet_ids=self.box_subnet_ids, state_machine_arn=self.state_machine_arn),
+            iam.PolicyStatement(
+                sid="ReleaseLease",
+                actions=["dynamodb:DeleteItem", "dynamodb:UpdateItem"],
+                resources=[self.lease_table.table_arn],
+            ),
+            iam.PolicyStatement(
+                sid="RunEvents",
+                actions=["events:PutEvents"],
+                resources=[self.format_arn(service="events", resource="event-bus", resource_name="default")],
+            ),
+            iam.PolicyStatement(
+                sid="Logs",
+                resources=["*"],
+                actions=[
+                    "logs:CreateLogDelivery",
+                    "logs:GetLogDelivery",
+                    "logs:UpdateLogDelivery",
+                    "logs:DeleteLogDelivery",
+                    "logs:ListLogDeliveries",
+                    "logs:PutResourcePolicy",
+                    "logs:DescribeResourcePolicies",
+                    "logs:DescribeLogGroups",
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="Tracing",
+                resources=["*"],
+                actions=[
+                    "xray:PutTraceSegments",
+                    "xray:PutTelemetryRecords",
+                    "xray:GetSamplingRules",
+                    "xray:GetSamplingTargets",
+                ],
+            ),
+            *state_machine_fleet_statements(
+                self,
+                s,
+                fleet=self.fleet,
+                base=self.base,
+                subnet_ids=self.box_subnet_ids,
+                state_machine_arn=self.state_machine_arn,
+            ),
         ]
         policy = iam.Policy(self, "StateMachinePolicy", statements=statements)
         policy.attach_to_role(role)
         acknowledge_state_machine_fleet(policy, s)
-        acknowledge(policy, "IAM5", "Start/Stop and SendCommand are allowed on any instance ARN only under the "
-                    "condition that it carries the project tag; the plan decides which tagged box a phase uses. "
-                    "Log delivery and X-Ray APIs accept only Resource '*'.",
-                    [f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
-                     f"Resource::arn:<AWS::Partition>:ssm:{s.region}:<AWS::AccountId>:managed-instance/*",
-                     "Resource::*"])
+        acknowledge(
+            policy,
+            "IAM5",
+            "Start/Stop and SendCommand are allowed on any instance ARN only under the "
+            "condition that it carries the project tag; the plan decides which tagged box a phase uses. "
+            "Log delivery and X-Ray APIs accept only Resource '*'.",
+            [
+                f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
+                f"Resource::arn:<AWS::Partition>:ssm:{s.region}:<AWS::AccountId>:managed-instance/*",
+                "Resource::*",
+            ],
+        )
         machine = sfn.CfnStateMachine(
-            self, "RunStateMachine", state_machine_name=self.settings.state_machine_name,
-            role_arn=role.role_arn, definition_string=json.dumps(definition, indent=1),
+            self,
+            "RunStateMachine",
+            state_machine_name=self.settings.state_machine_name,
+            role_arn=role.role_arn,
+            definition_string=json.dumps(definition, indent=1),
             definition_substitutions=self._substitutions(),
             # Every event, without its data: with execution data the log would hold each task's input, and the
             # SSM tasks' input carries their task token (whoever reads the log could complete the task).
             logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
-                level="ALL", include_execution_data=False,
-                destinations=[sfn.CfnStateMachine.LogDestinationProperty(
-                    cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
-                        log_group_arn=log_group.log_group_arn))]),
-            tracing_configuration=sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True))
+                level="ALL",
+                include_execution_data=False,
+                destinations=[
+                    sfn.CfnStateMachine.LogDestinationProperty(
+                        cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
+                            log_group_arn=log_group.log_group_arn
+                        )
+                    )
+                ],
+            ),
+            tracing_configuration=sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True),
+        )
         machine.node.add_dependency(policy)
         return machine
 
@@ -289,44 +443,80 @@ class ControlPlaneStack(Stack):
         # Any instance: a run matrix's ephemeral boxes are launched per run, so no instance id is known at deploy
         # time. The document narrows it to the one the state machine sends; on_command_status ignores a command
         # that carries no task token (not the pipeline's) after one ListCommands.
-        events.Rule(self, "CommandFailedRule", description="SSM command Failed/TimedOut/Cancelled on a box -> "
-                    "on_command_status (SendTaskFailure with the command's token)",
-                    event_pattern=events.EventPattern(
-                        source=["aws.ssm"], detail_type=[SSM_STATUS_DETAIL_TYPE],
-                        detail={"status": SSM_FAILED_STATUSES, "document-name": [SSM_DOCUMENT]}),
-                    targets=[targets.LambdaFunction(f["on_command_status"], retry_attempts=4,
-                                                    dead_letter_queue=self.failure_queue)])
-        events.Rule(self, "ExecutionEndedRule", description="a run ended ABORTED/FAILED/TIMED_OUT -> "
-                    "on_execution_status (stop its boxes now, release its leases)",
-                    event_pattern=events.EventPattern(
-                        source=["aws.states"], detail_type=[EXECUTION_STATUS_DETAIL_TYPE],
-                        detail={"status": EXECUTION_ENDED_STATUSES,
-                                "stateMachineArn": [self.state_machine.attr_arn]}),
-                    targets=[targets.LambdaFunction(f["on_execution_status"], retry_attempts=8,
-                                                    dead_letter_queue=self.failure_queue)])
+        events.Rule(
+            self,
+            "CommandFailedRule",
+            description="SSM command Failed/TimedOut/Cancelled on a box -> "
+            "on_command_status (SendTaskFailure with the command's token)",
+            event_pattern=events.EventPattern(
+                source=["aws.ssm"],
+                detail_type=[SSM_STATUS_DETAIL_TYPE],
+                detail={"status": SSM_FAILED_STATUSES, "document-name": [SSM_DOCUMENT]},
+            ),
+            targets=[
+                targets.LambdaFunction(f["on_command_status"], retry_attempts=4, dead_letter_queue=self.failure_queue)
+            ],
+        )
+        events.Rule(
+            self,
+            "ExecutionEndedRule",
+            description="a run ended ABORTED/FAILED/TIMED_OUT -> "
+            "on_execution_status (stop its boxes now, release its leases)",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=[EXECUTION_STATUS_DETAIL_TYPE],
+                detail={"status": EXECUTION_ENDED_STATUSES, "stateMachineArn": [self.state_machine.attr_arn]},
+            ),
+            targets=[
+                targets.LambdaFunction(f["on_execution_status"], retry_attempts=8, dead_letter_queue=self.failure_queue)
+            ],
+        )
         # The schedule's time (same minute -> same run id) makes a redelivery a duplicate execution name.
-        events.Rule(self, "NightlySmokeSchedule", description="nightly smoke run (disabled by default)",
-                    enabled=self.settings.nightly_smoke_enabled,
-                    schedule=events.Schedule.expression(self.settings.nightly_smoke_cron),
-                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2,
-                                                    event=events.RuleTargetInput.from_object({
-                                                        "schedule": NIGHTLY_SMOKE_SCHEDULE,
-                                                        "time": events.EventField.time,
-                                                        "request": NIGHTLY_SMOKE_REQUEST}))])
+        events.Rule(
+            self,
+            "NightlySmokeSchedule",
+            description="nightly smoke run (disabled by default)",
+            enabled=self.settings.nightly_smoke_enabled,
+            schedule=events.Schedule.expression(self.settings.nightly_smoke_cron),
+            targets=[
+                targets.LambdaFunction(
+                    f["plan_run"],
+                    retry_attempts=2,
+                    event=events.RuleTargetInput.from_object(
+                        {
+                            "schedule": NIGHTLY_SMOKE_SCHEDULE,
+                            "time": events.EventField.time,
+                            "request": NIGHTLY_SMOKE_REQUEST,
+                        }
+                    ),
+                )
+            ],
+        )
         bucket_name = results_bucket_name(self.settings)
         # No input transformer: plan_run gets the native event and derives the run id from the
         # object's identity (bucket, key, version/etag), so a redelivered event cannot start a second run.
         # The archives plan_run accepts (a directory adapter is named in a run request, never by an event).
-        events.Rule(self, "AdapterUploadedRule",
-                    description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>"
-                                f"{{{','.join(ADAPTER_ARCHIVE_SUFFIXES)}}} -> a finetune_serve run",
-                    event_pattern=events.EventPattern(
-                        source=["aws.s3"], detail_type=["Object Created"],
-                        detail={"bucket": {"name": [bucket_name]},
-                                "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*{suffix}"}
-                                                   for suffix in ADAPTER_ARCHIVE_SUFFIXES]}}),
-                    targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2)])
-        events.Rule(self, "IdleReaperSchedule", description="stop project instances no running execution owns",
-                    schedule=events.Schedule.rate(Duration.minutes(self.settings.idle_reaper_rate_minutes)),
-                    targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2,
-                                                    dead_letter_queue=self.failure_queue)])
+        events.Rule(
+            self,
+            "AdapterUploadedRule",
+            description=f"an adapter archive {ADAPTERS_PREFIX}<model>/<name>"
+            f"{{{','.join(ADAPTER_ARCHIVE_SUFFIXES)}}} -> a finetune_serve run",
+            event_pattern=events.EventPattern(
+                source=["aws.s3"],
+                detail_type=["Object Created"],
+                detail={
+                    "bucket": {"name": [bucket_name]},
+                    "object": {
+                        "key": [{"wildcard": f"{ADAPTERS_PREFIX}*{suffix}"} for suffix in ADAPTER_ARCHIVE_SUFFIXES]
+                    },
+                },
+            ),
+            targets=[targets.LambdaFunction(f["plan_run"], retry_attempts=2)],
+        )
+        events.Rule(
+            self,
+            "IdleReaperSchedule",
+            description="stop project instances no running execution owns",
+            schedule=events.Schedule.rate(Duration.minutes(self.settings.idle_reaper_rate_minutes)),
+            targets=[targets.LambdaFunction(f["idle_reaper"], retry_attempts=2, dead_letter_queue=self.failure_queue)],
+        )

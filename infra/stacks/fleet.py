@@ -24,6 +24,7 @@ Why a stack of its own: the templates and the role change with the catalogue, no
 control plane only needs their ids and the role's ARN (the state machine may launch only from these templates and
 pass only this role).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,7 @@ from pipeline.instance_types import CATALOGUE, InstanceType
 
 ROOT_DEVICE = "/dev/sda1"  # the Ubuntu DLAMIs (Neuron and the GPU base AMI)
 # The box role a family's boxes run as (the lanes' box kinds, and the user data's BOX_ROLE).
-FLEET_BOX_ROLES: dict[str, str] = {"neuron-inf2": "inf2", "neuron-trn1": "trn1", "neuron-trn2": "trn1",
-                                   "cuda": "cuda"}
+FLEET_BOX_ROLES: dict[str, str] = {"neuron-inf2": "inf2", "neuron-trn1": "trn1", "neuron-trn2": "trn1", "cuda": "cuda"}
 
 
 @dataclass(frozen=True)
@@ -92,90 +92,149 @@ def root_swap_gib(t: InstanceType) -> int:
 
 def fleet_specs(settings: DeploymentSettings) -> list[FleetTypeSpec]:
     """The launch template of every catalogued type priced in the deployment's region, in catalogue order."""
-    venvs = {"inf2": settings.box("inf2").dlami_venv_glob, "trn1": settings.box("trn1").dlami_venv_glob,
-             "cuda": CUDA_VENV}
+    venvs = {
+        "inf2": settings.box("inf2").dlami_venv_glob,
+        "trn1": settings.box("trn1").dlami_venv_glob,
+        "cuda": CUDA_VENV,
+    }
     out = []
     for t in CATALOGUE.values():
         if settings.region not in t.prices_usd_per_hour:
             continue
         role = FLEET_BOX_ROLES[t.family]
         image_id, why = fleet_image(t, settings)
-        out.append(FleetTypeSpec(t.name, t.slug, t.family, role, t.backend,
-                                 f"{settings.fleet_template_prefix}-{t.slug}", image_id, why, t.root_gib,
-                                 venvs[role], root_swap_gib(t)))
+        out.append(
+            FleetTypeSpec(
+                t.name,
+                t.slug,
+                t.family,
+                role,
+                t.backend,
+                f"{settings.fleet_template_prefix}-{t.slug}",
+                image_id,
+                why,
+                t.root_gib,
+                venvs[role],
+                root_swap_gib(t),
+            )
+        )
     return out
 
 
 class FleetStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack,
-                 **kwargs: object) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: DeploymentSettings, base: BaseStack, **kwargs: object
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
-        self.role = iam.Role(self, "BoxRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-                             description="neuron-pipelines ephemeral (fleet) box: SSM agent, results prefix, "
-                                         "task callbacks")
-        box_policy(self, "BoxPolicy", settings=settings, base=base, adapters=True,
-                   bootstrap_tag_role=None).attach_to_role(self.role)
+        self.role = iam.Role(
+            self,
+            "BoxRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="neuron-pipelines ephemeral (fleet) box: SSM agent, results prefix, task callbacks",
+        )
+        box_policy(
+            self, "BoxPolicy", settings=settings, base=base, adapters=True, bootstrap_tag_role=None
+        ).attach_to_role(self.role)
         mark_box_role(self.role)
         self.instance_profile = iam.InstanceProfile(self, "BoxInstanceProfile", role=self.role)
         self.specs = {s.instance_type: s for s in fleet_specs(settings)}
-        self.launch_templates = {name: self._launch_template(spec, settings, base)
-                                 for name, spec in self.specs.items()}
+        self.launch_templates = {name: self._launch_template(spec, settings, base) for name, spec in self.specs.items()}
         unverified = [s.instance_type for s in self.specs.values() if s.family == "neuron-inf2" and not s.pinned]
         if unverified:
             Annotations.of(self).add_warning_v2(
                 "neuronpipe:unverified-fleet-ami",
                 f"inf2 fleet types {', '.join(unverified)} launch the vLLM DLAMI of their SSM parameter: not "
-                "verified to serve inf2 in this project; pin a known-good image with cdk.json fleet_ami_pins")
+                "verified to serve inf2 in this project; pin a known-good image with cdk.json fleet_ami_pins",
+            )
         CfnOutput(self, "FleetBoxRoleName", value=self.role.role_name)
         CfnOutput(self, "FleetInstanceProfileName", value=self.instance_profile.instance_profile_name)
-        CfnOutput(self, "FleetTemplatePrefix", value=settings.fleet_template_prefix,
-                  description="launch template names: <prefix>-<type slug>")
+        CfnOutput(
+            self,
+            "FleetTemplatePrefix",
+            value=settings.fleet_template_prefix,
+            description="launch template names: <prefix>-<type slug>",
+        )
 
     def launch_template_arn(self, instance_type: str) -> str:
         """``arn:...:launch-template/<id>``: IAM names a launch template by its id, never by its name."""
-        return self.format_arn(service="ec2", resource="launch-template",
-                               resource_name=self.launch_templates[instance_type].ref)
+        return self.format_arn(
+            service="ec2", resource="launch-template", resource_name=self.launch_templates[instance_type].ref
+        )
 
     @property
     def launch_template_arns(self) -> list[str]:
         return [self.launch_template_arn(name) for name in self.launch_templates]
 
-    def _launch_template(self, spec: FleetTypeSpec, settings: DeploymentSettings,
-                         base: BaseStack) -> ec2.CfnLaunchTemplate:
-        user_data = render_ephemeral_user_data(EphemeralBoxUserDataValues(
-            box_role=spec.box_role, backend=spec.backend, region=settings.region, results_uri=base.results_uri,
-            harness_param=base.harness_param.parameter_name, dlami_venv_glob=spec.dlami_venv_glob,
-            hf_token_secret=settings.hf_token_secret_name,
-            serving_venv=CUDA_VENV if spec.backend == "cuda" else "",
-            serving_installs=tuple(CUDA_SERVING_INSTALLS.items()) if spec.backend == "cuda" else (),
-            root_swap_gib=spec.root_swap_gib))
-        tags = [CfnTag(key=k, value=v) for k, v in (
-            (PROJECT_TAG_KEY, settings.project), (TAG_EPHEMERAL, EPHEMERAL), (TAG_INSTANCE_TYPE, spec.instance_type),
-            (ROLE_TAG_KEY, spec.box_role))]
+    def _launch_template(
+        self, spec: FleetTypeSpec, settings: DeploymentSettings, base: BaseStack
+    ) -> ec2.CfnLaunchTemplate:
+        user_data = render_ephemeral_user_data(
+            EphemeralBoxUserDataValues(
+                box_role=spec.box_role,
+                backend=spec.backend,
+                region=settings.region,
+                results_uri=base.results_uri,
+                harness_param=base.harness_param.parameter_name,
+                dlami_venv_glob=spec.dlami_venv_glob,
+                hf_token_secret=settings.hf_token_secret_name,
+                serving_venv=CUDA_VENV if spec.backend == "cuda" else "",
+                serving_installs=tuple(CUDA_SERVING_INSTALLS.items()) if spec.backend == "cuda" else (),
+                root_swap_gib=spec.root_swap_gib,
+            )
+        )
+        tags = [
+            CfnTag(key=k, value=v)
+            for k, v in (
+                (PROJECT_TAG_KEY, settings.project),
+                (TAG_EPHEMERAL, EPHEMERAL),
+                (TAG_INSTANCE_TYPE, spec.instance_type),
+                (ROLE_TAG_KEY, spec.box_role),
+            )
+        ]
         template = ec2.CfnLaunchTemplate(
-            self, f"Template{''.join(p.title() for p in spec.slug.split('-'))}",
+            self,
+            f"Template{''.join(p.title() for p in spec.slug.split('-'))}",
             launch_template_name=spec.template_name,
             # the template's own tags (CDK's tag aspect does not reach an L1 launch template)
-            tag_specifications=[ec2.CfnLaunchTemplate.LaunchTemplateTagSpecificationProperty(
-                resource_type="launch-template", tags=[CfnTag(key=PROJECT_TAG_KEY, value=settings.project),
-                                                       CfnTag(key=TAG_INSTANCE_TYPE, value=spec.instance_type)])],
+            tag_specifications=[
+                ec2.CfnLaunchTemplate.LaunchTemplateTagSpecificationProperty(
+                    resource_type="launch-template",
+                    tags=[
+                        CfnTag(key=PROJECT_TAG_KEY, value=settings.project),
+                        CfnTag(key=TAG_INSTANCE_TYPE, value=spec.instance_type),
+                    ],
+                )
+            ],
             version_description=f"{spec.instance_type} ({spec.family}): {spec.image_why}",
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-                image_id=spec.image_id, instance_type=spec.instance_type,
+                image_id=spec.image_id,
+                instance_type=spec.instance_type,
                 iam_instance_profile=ec2.CfnLaunchTemplate.IamInstanceProfileProperty(
-                    arn=self.instance_profile.instance_profile_arn),
+                    arn=self.instance_profile.instance_profile_arn
+                ),
                 security_group_ids=[base.box_security_group.security_group_id],
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                    http_tokens="required", http_put_response_hop_limit=1, http_endpoint="enabled"),
-                block_device_mappings=[ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=ROOT_DEVICE, ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=spec.root_gib, volume_type="gp3", encrypted=True, delete_on_termination=True))],
-                instance_initiated_shutdown_behavior="terminate", disable_api_termination=False,
+                    http_tokens="required", http_put_response_hop_limit=1, http_endpoint="enabled"
+                ),
+                block_device_mappings=[
+                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                        device_name=ROOT_DEVICE,
+                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                            volume_size=spec.root_gib, volume_type="gp3", encrypted=True, delete_on_termination=True
+                        ),
+                    )
+                ],
+                instance_initiated_shutdown_behavior="terminate",
+                disable_api_termination=False,
                 ebs_optimized=True,  # every catalogued type is a Nitro type, EBS-optimized
                 monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=False),
                 user_data=Fn.base64(user_data),
-                tag_specifications=[ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=r, tags=tags)
-                                    for r in ("instance", "volume")]))
+                tag_specifications=[
+                    ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=r, tags=tags)
+                    for r in ("instance", "volume")
+                ],
+            ),
+        )
         cfn_lint_ignore(template, dict(PINNED_AMI if spec.pinned else RESOLVE_SSM_AMI))
         return template

@@ -10,6 +10,7 @@ commits skipped attempts and reads and writes control data; commit_lane reads re
 markers. Every finding
 cdk-nag reports is acknowledged here with what the grant covers (the Resource '*' ones: :data:`RESOURCE_STAR_REASONS`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,11 +30,11 @@ from infra.stacks.nag import acknowledge
 XRAY_REASON = "X-Ray (active tracing) accepts trace segments only on Resource '*'."
 RESOURCE_STAR_REASONS = {
     "plan_run": "servicequotas:GetAWSDefaultServiceQuota (the fallback where a quota has no applied value) names "
-                "an AWS default, no resource of the account: granted on '*', read only.",
+    "an AWS default, no resource of the account: granted on '*', read only.",
     "plan_execution": "servicequotas:GetAWSDefaultServiceQuota (the fallback where a quota has no applied value) "
-                      "names an AWS default, no resource of the account: granted on '*', read only.",
+    "names an AWS default, no resource of the account: granted on '*', read only.",
     "on_command_status": "ssm:ListCommands/GetCommandInvocation support no resource-level permissions; the "
-                         "function only reads the failed command to recover its token. " + TASK_CALLBACK_REASON,
+    "function only reads the failed command to recover its token. " + TASK_CALLBACK_REASON,
     "on_execution_status": "ec2:DescribeInstances has no resource-level permissions.",
     "idle_reaper": "ec2:DescribeInstances has no resource-level permissions.",
 }
@@ -64,13 +65,19 @@ def grant_functions(stack: Any) -> None:  # infra.stacks.control.ControlPlaneSta
     at = _Targets(
         tag_condition={"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": stack.settings.project}},
         instances=stack.format_arn(service="ec2", resource="instance", resource_name="*"),
-        executions=stack.format_arn(service="states", resource="execution",
-                                    resource_name=f"{stack.settings.state_machine_name}:*",
-                                    arn_format=ArnFormat.COLON_RESOURCE_NAME),
+        executions=stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{stack.settings.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        ),
         leases=stack.lease_table.table_arn,
         nag_instances=f"Resource::arn:<AWS::Partition>:ec2:{s.region}:<AWS::AccountId>:instance/*",
-        nag_executions=(f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
-                        f"{stack.settings.state_machine_name}:*"))
+        nag_executions=(
+            f"Resource::arn:<AWS::Partition>:states:{s.region}:<AWS::AccountId>:execution:"
+            f"{stack.settings.state_machine_name}:*"
+        ),
+    )
     _grant_plan_run(stack, f["plan_run"], at)
     _grant_plan_execution(stack, f["plan_execution"], at)
     _grant_on_command_status(stack, f["on_command_status"], at)
@@ -85,26 +92,42 @@ def _planning_grants(stack: Any, fn: Any, lease_actions: list[str]) -> None:
     """What planning a run calls (control_plane.launch.prepare), for plan_run and plan_execution alike."""
     s = stack.settings
     # the run's lanes already committed are skipped (commit markers under results/)
-    fn.add_to_role_policy(iam.PolicyStatement(sid="CommitMarkers", actions=["s3:GetObject"],
-                                              resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-    fn.add_to_role_policy(iam.PolicyStatement(
-        sid="CommitMarkersList", actions=["s3:ListBucket"], resources=[results_arn(s)],
-        conditions=results_list_condition()))
+    fn.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="CommitMarkers", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
+        )
+    )
+    fn.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="CommitMarkersList",
+            actions=["s3:ListBucket"],
+            resources=[results_arn(s)],
+            conditions=results_list_condition(),
+        )
+    )
     # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
     # item's own action: PutItem), GetItem to name the holder on refusal.
-    fn.add_to_role_policy(iam.PolicyStatement(
-        sid="Leases", resources=[stack.lease_table.table_arn],
-        actions=["dynamodb:PutItem", "dynamodb:GetItem", *lease_actions]))
+    fn.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="Leases",
+            resources=[stack.lease_table.table_arn],
+            actions=["dynamodb:PutItem", "dynamodb:GetItem", *lease_actions],
+        )
+    )
     # A matrix run: each family's On-Demand vCPU quota (Service Quotas, the codes of pipeline.instance_types.QUOTAS;
     # AWS's default where the quota has no applied value, control_plane.quotas); the run's plan as control data,
     # control/<run_id>/plan.json.
-    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"],
-                                              resources=quota_arns(stack)))
-    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetDefaultQuotas",
-                                              actions=["servicequotas:GetAWSDefaultServiceQuota"],
-                                              resources=["*"]))
-    fn.add_to_role_policy(iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"],
-                                              resources=[results_arn(s, CONTROL_OBJECTS)]))
+    fn.add_to_role_policy(
+        iam.PolicyStatement(sid="FleetQuotas", actions=["servicequotas:GetServiceQuota"], resources=quota_arns(stack))
+    )
+    fn.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="FleetDefaultQuotas", actions=["servicequotas:GetAWSDefaultServiceQuota"], resources=["*"]
+        )
+    )
+    fn.add_to_role_policy(
+        iam.PolicyStatement(sid="FleetPlan", actions=["s3:PutObject"], resources=[results_arn(s, CONTROL_OBJECTS)])
+    )
     # No ec2:DescribeInstances: this stack sets NEURONPIPE_TRN1_INSTANCE_ID and ..._INF2_... on
     # every function, so control_plane.launch resolves both boxes from the environment and the
     # fleet's tag lookup (InstanceFleet.instance_for) is never reached in the Lambda.
@@ -113,18 +136,24 @@ def _planning_grants(stack: Any, fn: Any, lease_actions: list[str]) -> None:
 def _grant_plan_run(stack: Any, plan: Any, at: _Targets) -> None:
     """plan_run: start and look up the run's execution, and plan it (leases, commit markers, quotas, its plan)."""
     s = stack.settings
-    plan.add_to_role_policy(iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"],
-                                                resources=[stack.state_machine_arn]))
+    plan.add_to_role_policy(
+        iam.PolicyStatement(sid="StartRun", actions=["states:StartExecution"], resources=[stack.state_machine_arn])
+    )
     # A run id already used is refused before anything is leased (DescribeExecution by name).
-    plan.add_to_role_policy(iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"],
-                                                resources=[at.executions]))
+    plan.add_to_role_policy(
+        iam.PolicyStatement(sid="ExistingRun", actions=["states:DescribeExecution"], resources=[at.executions])
+    )
     # DeleteItem: the leases are released when the execution cannot start.
     _planning_grants(stack, plan, ["dynamodb:DeleteItem"])
-    acknowledge(plan.role, "IAM5", "plan_run reads commit markers under results/ (keys per run and "
-                "lane) to skip committed lanes, writes a matrix run's plan as control data under "
-                "control/<run id>/, and checks whether the run's execution (named after the run id, not known "
-                "in advance) exists.",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), at.nag_executions])
+    acknowledge(
+        plan.role,
+        "IAM5",
+        "plan_run reads commit markers under results/ (keys per run and "
+        "lane) to skip committed lanes, writes a matrix run's plan as control data under "
+        "control/<run id>/, and checks whether the run's execution (named after the run id, not known "
+        "in advance) exists.",
+        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS), at.nag_executions],
+    )
 
 
 def _grant_plan_execution(stack: Any, planner: Any, at: _Targets) -> None:
@@ -133,62 +162,109 @@ def _grant_plan_execution(stack: Any, planner: Any, at: _Targets) -> None:
     retried invocation (the same bytes are its own)."""
     s = stack.settings
     _planning_grants(stack, planner, [])
-    planner.add_to_role_policy(iam.PolicyStatement(sid="ReadOwnPlan", actions=["s3:GetObject"],
-                                                   resources=[results_arn(s, CONTROL_OBJECTS)]))
-    acknowledge(planner.role, "IAM5", "plan_execution reads commit markers under results/ (keys per run and lane) "
-                "to skip committed lanes and writes the run's plan as control data under control/<run id>/ (the "
-                "execution's name, not known in advance), reading it back on a retry.",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)])
+    planner.add_to_role_policy(
+        iam.PolicyStatement(sid="ReadOwnPlan", actions=["s3:GetObject"], resources=[results_arn(s, CONTROL_OBJECTS)])
+    )
+    acknowledge(
+        planner.role,
+        "IAM5",
+        "plan_execution reads commit markers under results/ (keys per run and lane) "
+        "to skip committed lanes and writes the run's plan as control data under control/<run id>/ (the "
+        "execution's name, not known in advance), reading it back on a retry.",
+        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)],
+    )
 
 
 def _grant_on_command_status(stack: Any, status: Any, at: _Targets) -> None:
     """on_command_status: read the failed command, fail its task."""
     # ssm:ListCommandInvocations is not called: the function reads the failed command
     # (ListCommands / GetCommandInvocation) to recover its task token, then fails that task.
-    status.add_to_role_policy(iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"],
-                                                  resources=list(TASK_CALLBACK_RESOURCES)))
-    status.add_to_role_policy(iam.PolicyStatement(
-        sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]))
+    status.add_to_role_policy(
+        iam.PolicyStatement(sid="FailTask", actions=["states:SendTaskFailure"], resources=list(TASK_CALLBACK_RESOURCES))
+    )
+    status.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadFailedCommand", actions=["ssm:ListCommands", "ssm:GetCommandInvocation"], resources=["*"]
+        )
+    )
 
 
 def _grant_on_execution_status(stack: Any, ended: Any, at: _Targets) -> None:
     """on_execution_status: stop the ended run's boxes, free their leases, terminate its ephemeral boxes."""
     s = stack.settings
     # an execution started with a run request: its boxes are in what its first state planned (its history)
-    ended.add_to_role_policy(iam.PolicyStatement(sid="ReadEndedExecution", actions=["states:DescribeExecution",
-                                                                                  "states:GetExecutionHistory"],
-                                                 resources=[at.executions]))
-    ended.add_to_role_policy(iam.PolicyStatement(sid="StopProjectInstances", actions=["ec2:StopInstances"],
-                                                 resources=[at.instances], conditions=at.tag_condition))
-    ended.add_to_role_policy(iam.PolicyStatement(sid="ReleaseLeases", resources=[at.leases],
-                                                 actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]))
+    ended.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadEndedExecution",
+            actions=["states:DescribeExecution", "states:GetExecutionHistory"],
+            resources=[at.executions],
+        )
+    )
+    ended.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="StopProjectInstances",
+            actions=["ec2:StopInstances"],
+            resources=[at.instances],
+            conditions=at.tag_condition,
+        )
+    )
+    ended.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReleaseLeases", resources=[at.leases], actions=["dynamodb:GetItem", "dynamodb:DeleteItem"]
+        )
+    )
     # the ended run's ephemeral boxes are found by their run tag and terminated (tagged ephemeral only)
-    ended.add_to_role_policy(iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"],
-                                                 resources=["*"]))
-    ended.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                 actions=["ec2:TerminateInstances"], resources=[at.instances],
-                                                 conditions=ephemeral_condition(s)))
-    acknowledge(ended.role, "IAM5", "StopInstances is allowed only on instances tagged for this project "
-                "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
-                "this project AND ephemeral (a pinned box is never terminated); executions of the one state "
-                "machine are named per run.",
-                [at.nag_instances, at.nag_executions])
+    ended.add_to_role_policy(
+        iam.PolicyStatement(sid="FindRunInstances", actions=["ec2:DescribeInstances"], resources=["*"])
+    )
+    ended.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="TerminateEphemeralInstances",
+            actions=["ec2:TerminateInstances"],
+            resources=[at.instances],
+            conditions=ephemeral_condition(s),
+        )
+    )
+    acknowledge(
+        ended.role,
+        "IAM5",
+        "StopInstances is allowed only on instances tagged for this project "
+        "(the ended run's boxes come from its input), TerminateInstances only on instances tagged for "
+        "this project AND ephemeral (a pinned box is never terminated); executions of the one state "
+        "machine are named per run.",
+        [at.nag_instances, at.nag_executions],
+    )
 
 
 def _grant_finalize_run(stack: Any, finalize: Any, at: _Targets) -> None:
     """finalize_run: read committed results, write the run's report."""
     s = stack.settings
     # finalize_run reads committed results and writes the run's report: nothing more.
-    finalize.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
-                                                    resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-    finalize.add_to_role_policy(iam.PolicyStatement(sid="WriteReports", actions=["s3:PutObject"],
-                                                    resources=[results_arn(s, f"{REPORTS_PREFIX}*")]))
-    finalize.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
-                                                    resources=[results_arn(s)],
-                                                    conditions=results_list_condition()))
-    acknowledge(finalize.role, "IAM5", "finalize_run reads committed results under results/ and writes "
-                "the run's report under reports/; keys are per run and attempt, not known in advance.",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")])
+    finalize.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadResults", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
+        )
+    )
+    finalize.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="WriteReports", actions=["s3:PutObject"], resources=[results_arn(s, f"{REPORTS_PREFIX}*")]
+        )
+    )
+    finalize.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ListResults",
+            actions=["s3:ListBucket"],
+            resources=[results_arn(s)],
+            conditions=results_list_condition(),
+        )
+    )
+    acknowledge(
+        finalize.role,
+        "IAM5",
+        "finalize_run reads committed results under results/ and writes "
+        "the run's report under reports/; keys are per run and attempt, not known in advance.",
+        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")],
+    )
 
 
 def _grant_schedule_wave(stack: Any, scheduler: Any, at: _Targets) -> None:
@@ -197,19 +273,36 @@ def _grant_schedule_wave(stack: Any, scheduler: Any, at: _Targets) -> None:
     # schedule_wave reads the run's lane_runs and commit markers and commits a skipped (or a dead command's
     # failed) attempt for lanes that cannot run: objects under results/. A matrix's plan, its wave items and its
     # cells' results are control data (control/<run id>/...): read and written under their own grant.
-    scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteResults", actions=["s3:GetObject",
-                                                                                     "s3:PutObject"],
-                                                     resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-    scheduler.add_to_role_policy(iam.PolicyStatement(sid="ReadWriteControlData",
-                                                     actions=["s3:GetObject", "s3:PutObject"],
-                                                     resources=[results_arn(s, CONTROL_OBJECTS)]))
-    scheduler.add_to_role_policy(iam.PolicyStatement(
-        sid="ListResults", actions=["s3:ListBucket"], resources=[results_arn(s)],
-        conditions=results_list_condition()))
-    acknowledge(scheduler.role, "IAM5", "schedule_wave reads a run's committed results and commits attempts "
-                "under results/ (keys per run, lane and attempt, not known in advance), and reads and writes "
-                "a matrix's control data under control/<run id>/ (its plan, a wave's items and results).",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)])
+    scheduler.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadWriteResults",
+            actions=["s3:GetObject", "s3:PutObject"],
+            resources=[results_arn(s, f"{RESULTS_PREFIX}/*")],
+        )
+    )
+    scheduler.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadWriteControlData",
+            actions=["s3:GetObject", "s3:PutObject"],
+            resources=[results_arn(s, CONTROL_OBJECTS)],
+        )
+    )
+    scheduler.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ListResults",
+            actions=["s3:ListBucket"],
+            resources=[results_arn(s)],
+            conditions=results_list_condition(),
+        )
+    )
+    acknowledge(
+        scheduler.role,
+        "IAM5",
+        "schedule_wave reads a run's committed results and commits attempts "
+        "under results/ (keys per run, lane and attempt, not known in advance), and reads and writes "
+        "a matrix's control data under control/<run id>/ (its plan, a wave's items and results).",
+        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, CONTROL_OBJECTS)],
+    )
 
 
 def _grant_commit_lane(stack: Any, committer: Any, at: _Targets) -> None:
@@ -217,33 +310,62 @@ def _grant_commit_lane(stack: Any, committer: Any, at: _Targets) -> None:
     s = stack.settings
     # commit_lane reads the box's proposed commit marker and what it names (results/v1/_proposed/, the rows),
     # lists to check them, and writes the commit marker itself: the only writer of results/v1/_commits/.
-    committer.add_to_role_policy(iam.PolicyStatement(sid="ReadResults", actions=["s3:GetObject"],
-                                                     resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]))
-    committer.add_to_role_policy(iam.PolicyStatement(sid="ListResults", actions=["s3:ListBucket"],
-                                                     resources=[results_arn(s)],
-                                                     conditions=results_list_condition()))
-    committer.add_to_role_policy(iam.PolicyStatement(sid="WriteCommits", actions=["s3:PutObject"],
-                                                     resources=[results_arn(s, COMMIT_KEY_PATTERNS[0])]))
-    acknowledge(committer.role, "IAM5", "commit_lane reads a lane's proposed commit marker and the rows it "
-                "names under results/, and writes the commit marker under results/v1/_commits/ only (create-"
-                "only in the bucket policy); keys per run, lane and attempt, not known in advance.",
-                [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, COMMIT_KEY_PATTERNS[0])])
+    committer.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ReadResults", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
+        )
+    )
+    committer.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="ListResults",
+            actions=["s3:ListBucket"],
+            resources=[results_arn(s)],
+            conditions=results_list_condition(),
+        )
+    )
+    committer.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="WriteCommits", actions=["s3:PutObject"], resources=[results_arn(s, COMMIT_KEY_PATTERNS[0])]
+        )
+    )
+    acknowledge(
+        committer.role,
+        "IAM5",
+        "commit_lane reads a lane's proposed commit marker and the rows it "
+        "names under results/, and writes the commit marker under results/v1/_commits/ only (create-"
+        "only in the bucket policy); keys per run, lane and attempt, not known in advance.",
+        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, COMMIT_KEY_PATTERNS[0])],
+    )
 
 
 def _grant_idle_reaper(stack: Any, reaper: Any, at: _Targets) -> None:
     """idle_reaper: stop idle project boxes, terminate idle ephemeral ones, read the executions."""
     s = stack.settings
     reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[at.instances],
-                                                  conditions=at.tag_condition))
-    reaper.add_to_role_policy(iam.PolicyStatement(sid="TerminateEphemeralInstances",
-                                                  actions=["ec2:TerminateInstances"], resources=[at.instances],
-                                                  conditions=ephemeral_condition(s)))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"],
-                                                  resources=[stack.state_machine_arn]))
-    reaper.add_to_role_policy(iam.PolicyStatement(actions=["states:DescribeExecution", "states:GetExecutionHistory"],
-                                                  resources=[at.executions]))
-    acknowledge(reaper.role, "IAM5", "StopInstances is limited to instances tagged for this project, "
-                "TerminateInstances to instances tagged for this project AND ephemeral; executions of the one state "
-                "machine are named per run.",
-                [at.nag_instances, at.nag_executions])
+    reaper.add_to_role_policy(
+        iam.PolicyStatement(actions=["ec2:StopInstances"], resources=[at.instances], conditions=at.tag_condition)
+    )
+    reaper.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="TerminateEphemeralInstances",
+            actions=["ec2:TerminateInstances"],
+            resources=[at.instances],
+            conditions=ephemeral_condition(s),
+        )
+    )
+    reaper.add_to_role_policy(
+        iam.PolicyStatement(actions=["states:ListExecutions"], resources=[stack.state_machine_arn])
+    )
+    reaper.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["states:DescribeExecution", "states:GetExecutionHistory"], resources=[at.executions]
+        )
+    )
+    acknowledge(
+        reaper.role,
+        "IAM5",
+        "StopInstances is limited to instances tagged for this project, "
+        "TerminateInstances to instances tagged for this project AND ephemeral; executions of the one state "
+        "machine are named per run.",
+        [at.nag_instances, at.nag_executions],
+    )

@@ -4,6 +4,7 @@ cdk-nag 3 uses CDK's ``Validations``: a finding is acknowledged per rule, or per
 rules that report several (``AwsSolutions-IAM5[Resource::*]``). Reasons must say why the finding
 is acceptable here; tests/infra check that each is a real sentence, not a placeholder.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -36,12 +37,20 @@ def cfn_lint_ignore(resource: IConstruct, reasons: dict[str, str]) -> None:
         Validations.of(resource).acknowledge(Acknowledgment(id=f"CloudFormation-Validate::{rule}", reason=reason))
 
 
-PINNED_AZ = {"W3010": "availability zones are pinned in cdk.json: synth is offline (no lookups) and trn1/inf2 "
-                      "are offered only in some AZs"}
-PINNED_AMI = {"W9010": "the AMI id is pinned on purpose (cdk.json *_ami_id, or the inf2 vLLM 0.16 pin in "
-                       "infra/config.py): the recorded stock DLAMI (rule 2)"}
-RESOLVE_SSM_AMI = {"E1152": "the ImageId is EC2's launch-time form resolve:ssm:<public DLAMI parameter> (EC2 "
-                             "user guide, launch an instance with a Systems Manager parameter; the Neuron DLAMI guide "
-                             "launches with it): not an ami- id, on purpose, so no deploy re-resolves it"}
-CDK_DEPENDS_ON = {"W3005": "CDK adds this DependsOn so the role's policy exists before the function runs; "
-                           "the GetAtt alone would not order the policy"}
+PINNED_AZ = {
+    "W3010": "availability zones are pinned in cdk.json: synth is offline (no lookups) and trn1/inf2 "
+    "are offered only in some AZs"
+}
+PINNED_AMI = {
+    "W9010": "the AMI id is pinned on purpose (cdk.json *_ami_id, or the inf2 vLLM 0.16 pin in "
+    "infra/config.py): the recorded stock DLAMI (rule 2)"
+}
+RESOLVE_SSM_AMI = {
+    "E1152": "the ImageId is EC2's launch-time form resolve:ssm:<public DLAMI parameter> (EC2 "
+    "user guide, launch an instance with a Systems Manager parameter; the Neuron DLAMI guide "
+    "launches with it): not an ami- id, on purpose, so no deploy re-resolves it"
+}
+CDK_DEPENDS_ON = {
+    "W3005": "CDK adds this DependsOn so the role's policy exists before the function runs; "
+    "the GetAtt alone would not order the policy"
+}

@@ -26,6 +26,7 @@ do the work ship in the harness zip, where a redeploy changes them:
 A placeholder without a value, or a value without a placeholder, fails (a typo never ships a literal
 ``@@X@@``).
 """
+
 from __future__ import annotations
 
 import re
@@ -33,7 +34,8 @@ import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from control_plane.lean import BOOTSTRAP_DONE, TAG_BOOTSTRAP as BOOTSTRAP_TAG
+from control_plane.lean import BOOTSTRAP_DONE
+from control_plane.lean import TAG_BOOTSTRAP as BOOTSTRAP_TAG
 
 HERE = Path(__file__).resolve().parent
 PLACEHOLDER = re.compile(r"@@([A-Z0-9_]+)@@")
@@ -91,8 +93,9 @@ def fill(template: str, values: dict[str, str]) -> str:
     used = set(PLACEHOLDER.findall(template))
     missing = used - set(values)
     if missing:
-        raise UserDataError(f"no value for placeholder(s): {', '.join(sorted(missing))}; "
-                            f"given: {', '.join(sorted(values))}")
+        raise UserDataError(
+            f"no value for placeholder(s): {', '.join(sorted(missing))}; given: {', '.join(sorted(values))}"
+        )
     unused = set(values) - used
     if unused:
         raise UserDataError(f"value(s) used by no placeholder: {', '.join(sorted(unused))}")
@@ -125,12 +128,22 @@ def box_conf(values: BoxUserDataValues, **extra: str) -> str:
 
 def render_box_user_data(values: BoxUserDataValues) -> str:
     """The first-boot script: the box's values for ``box.conf``, and the steps that install the rest."""
-    text = fill(_first_boot_template("bootstrap.sh"), {
-        "BOX_ROLE": values.box_role, "BOX_CONF": box_conf(values), "BOX_CONF_PATH": BOX_CONF_PATH,
-        "ON_EXIT": PINNED_ON_EXIT,
-        "HARNESS_BOX_DIR": HARNESS_BOX_DIR, "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH,
-        "SYNC_PATH": SYNC_PATH, "AGENT_PATH": AGENT_PATH, "BOOTSTRAP_TAG": BOOTSTRAP_TAG,
-        "BOOTSTRAP_DONE": BOOTSTRAP_DONE})
+    text = fill(
+        _first_boot_template("bootstrap.sh"),
+        {
+            "BOX_ROLE": values.box_role,
+            "BOX_CONF": box_conf(values),
+            "BOX_CONF_PATH": BOX_CONF_PATH,
+            "ON_EXIT": PINNED_ON_EXIT,
+            "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
+            "INSTALLER": INSTALLER,
+            "PER_BOOT_PATH": PER_BOOT_PATH,
+            "SYNC_PATH": SYNC_PATH,
+            "AGENT_PATH": AGENT_PATH,
+            "BOOTSTRAP_TAG": BOOTSTRAP_TAG,
+            "BOOTSTRAP_DONE": BOOTSTRAP_DONE,
+        },
+    )
     if len(text.encode()) > USER_DATA_LIMIT_BYTES:
         raise UserDataError(f"user data is {len(text.encode())} bytes; EC2 takes {USER_DATA_LIMIT_BYTES}")
     return text
@@ -153,10 +166,17 @@ class EphemeralBoxUserDataValues:
     root_swap_gib: int = 0  # a swap file on the root disk (a small type: no swap volume of its own)
 
     def box_values(self) -> BoxUserDataValues:
-        return BoxUserDataValues(box_role=self.box_role, region=self.region, results_uri=self.results_uri,
-                                 harness_param=self.harness_param, cache_volume_id="", swap_volume_id="",
-                                 nvme_swap_gib=0, dlami_venv_glob=self.dlami_venv_glob,
-                                 hf_token_secret=self.hf_token_secret)
+        return BoxUserDataValues(
+            box_role=self.box_role,
+            region=self.region,
+            results_uri=self.results_uri,
+            harness_param=self.harness_param,
+            cache_volume_id="",
+            swap_volume_id="",
+            nvme_swap_gib=0,
+            dlami_venv_glob=self.dlami_venv_glob,
+            hf_token_secret=self.hf_token_secret,
+        )
 
 
 VENV_PATH = re.compile(r"^/[A-Za-z0-9._/-]+$")
@@ -166,14 +186,21 @@ REQUIREMENT_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 def _serving_install(values: EphemeralBoxUserDataValues) -> tuple[str, str]:
     """The CUDA serving stack's lines (a venv of its own, exact pins) and the header's summary of them."""
     if not values.serving_installs:
-        return ("# No serving stack to install: the DLAMI's own venv holds it (DLAMI_VENV_GLOB of box.conf).",
-                "keeps the DLAMI's own venvs")
+        return (
+            "# No serving stack to install: the DLAMI's own venv holds it (DLAMI_VENV_GLOB of box.conf).",
+            "keeps the DLAMI's own venvs",
+        )
     venv = values.serving_venv
     if not VENV_PATH.fullmatch(venv) or venv != values.dlami_venv_glob:
-        raise UserDataError(f"serving venv {venv!r}: an absolute path without spaces or quotes, and the box's "
-                            f"dlami_venv_glob ({values.dlami_venv_glob!r}) so NEURONPIPE_DLAMI_VENV names it")
-    bad = [f"{n}=={v}" for n, v in values.serving_installs if not (REQUIREMENT_PART.fullmatch(n)
-                                                                     and REQUIREMENT_PART.fullmatch(v))]
+        raise UserDataError(
+            f"serving venv {venv!r}: an absolute path without spaces or quotes, and the box's "
+            f"dlami_venv_glob ({values.dlami_venv_glob!r}) so NEURONPIPE_DLAMI_VENV names it"
+        )
+    bad = [
+        f"{n}=={v}"
+        for n, v in values.serving_installs
+        if not (REQUIREMENT_PART.fullmatch(n) and REQUIREMENT_PART.fullmatch(v))
+    ]
     if bad:
         raise UserDataError(f"serving installs {bad}: expected a distribution name and an exact version")
     pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in values.serving_installs)
@@ -199,12 +226,22 @@ def _serving_install(values: EphemeralBoxUserDataValues) -> tuple[str, str]:
 def render_ephemeral_user_data(values: EphemeralBoxUserDataValues) -> str:
     """The user data of an ephemeral box (the fleet's launch templates): see the module docstring."""
     install, summary = _serving_install(values)
-    text = fill(_first_boot_template(EPHEMERAL_TEMPLATE), {
-        "BOX_ROLE": values.box_role, "ON_EXIT": "",
-        "BOX_CONF": box_conf(values.box_values(), backend=values.backend, root_swap_gib=str(values.root_swap_gib)),
-        "BOX_CONF_PATH": BOX_CONF_PATH, "BOOT_DONE_PATH": BOOT_DONE_PATH, "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
-        "INSTALLER": INSTALLER, "PER_BOOT_PATH": PER_BOOT_PATH, "SYNC_PATH": SYNC_PATH,
-        "SERVING_INSTALL": install, "SERVING_SUMMARY": summary})
+    text = fill(
+        _first_boot_template(EPHEMERAL_TEMPLATE),
+        {
+            "BOX_ROLE": values.box_role,
+            "ON_EXIT": "",
+            "BOX_CONF": box_conf(values.box_values(), backend=values.backend, root_swap_gib=str(values.root_swap_gib)),
+            "BOX_CONF_PATH": BOX_CONF_PATH,
+            "BOOT_DONE_PATH": BOOT_DONE_PATH,
+            "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
+            "INSTALLER": INSTALLER,
+            "PER_BOOT_PATH": PER_BOOT_PATH,
+            "SYNC_PATH": SYNC_PATH,
+            "SERVING_INSTALL": install,
+            "SERVING_SUMMARY": summary,
+        },
+    )
     if len(text.encode()) > USER_DATA_LIMIT_BYTES:
         raise UserDataError(f"user data is {len(text.encode())} bytes; EC2 takes {USER_DATA_LIMIT_BYTES}")
     return text
@@ -213,16 +250,26 @@ def render_ephemeral_user_data(values: EphemeralBoxUserDataValues) -> str:
 def render_box_scripts() -> dict[str, str]:
     """Every file of the harness's ``box/`` folder, by its path there: the box scripts (by box path) and the
     installer. Only bundle-time constants are filled in; the box's own values come from ``box.conf``."""
-    bundle = {"UV_VERSION": UV_VERSION, "HARNESS_PYTHON": HARNESS_PYTHON, "BOX_CONF_PATH": BOX_CONF_PATH,
-              "BOOT_DONE_PATH": BOOT_DONE_PATH, "HARNESS_BOX_DIR": HARNESS_BOX_DIR, "INSTALLER": INSTALLER,
-              "BOX_SCRIPTS_MANIFEST_PATH": BOX_SCRIPTS_MANIFEST_PATH}
+    bundle = {
+        "UV_VERSION": UV_VERSION,
+        "HARNESS_PYTHON": HARNESS_PYTHON,
+        "BOX_CONF_PATH": BOX_CONF_PATH,
+        "BOOT_DONE_PATH": BOOT_DONE_PATH,
+        "HARNESS_BOX_DIR": HARNESS_BOX_DIR,
+        "INSTALLER": INSTALLER,
+        "BOX_SCRIPTS_MANIFEST_PATH": BOX_SCRIPTS_MANIFEST_PATH,
+    }
     out = {}
     for path, template in BOX_SCRIPTS.items():
         text = _read(template)
         out[path] = fill(text, {k: v for k, v in bundle.items() if f"@@{k}@@" in text})
-    out[INSTALLER] = fill(_read("install.sh"), {
-        "BOX_SCRIPT_PATHS": " ".join(shlex.quote(p) for p in BOX_SCRIPTS),
-        "BOX_SCRIPTS_MANIFEST_PATH": BOX_SCRIPTS_MANIFEST_PATH})
+    out[INSTALLER] = fill(
+        _read("install.sh"),
+        {
+            "BOX_SCRIPT_PATHS": " ".join(shlex.quote(p) for p in BOX_SCRIPTS),
+            "BOX_SCRIPTS_MANIFEST_PATH": BOX_SCRIPTS_MANIFEST_PATH,
+        },
+    )
     return out
 
 

@@ -7,6 +7,7 @@ hours, on one box (100k optimizer steps, a day of boot budget, a day of replayed
 limit (a million arrivals in one point), or would not fit any model served here (a million tokens).
 docs/reference/workloads.md states the workload and trace bounds.
 """
+
 from __future__ import annotations
 
 DAY_S = 86_400.0

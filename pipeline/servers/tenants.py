@@ -2,12 +2,18 @@
 sets, or an equal share of the CPU's cores, set through the placement variables (:data:`PLACEMENT_ENV`). A variant
 with tenants may not set those itself: the lane places each tenant.
 """
+
 from __future__ import annotations
 
 import os
 
-from pipeline.servers.config import (CPU_AFFINITY_ENV, CUDA_DEVICES_ENV, NEURON_CORES_ENV, VLLM_CPU_BIND_ENV,
-                                     ServerConfig)
+from pipeline.servers.config import (
+    CPU_AFFINITY_ENV,
+    CUDA_DEVICES_ENV,
+    NEURON_CORES_ENV,
+    VLLM_CPU_BIND_ENV,
+    ServerConfig,
+)
 
 
 def cpu_count() -> int:
@@ -33,6 +39,10 @@ def tenant_placements(cfg: ServerConfig, backend: str, cores: int | None = None)
     out = []
     for i in range(n):
         first, last = i * share, i * share + share - 1
-        out.append({CPU_AFFINITY_ENV: ",".join(str(c) for c in range(first, last + 1)),
-                    VLLM_CPU_BIND_ENV: str(first) if first == last else f"{first}-{last}"})
+        out.append(
+            {
+                CPU_AFFINITY_ENV: ",".join(str(c) for c in range(first, last + 1)),
+                VLLM_CPU_BIND_ENV: str(first) if first == last else f"{first}-{last}",
+            }
+        )
     return out

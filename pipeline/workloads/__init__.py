@@ -14,15 +14,47 @@ picks them by name (``workloads: [NAME, ...]``), like server variants. Checked a
 * :mod:`~pipeline.workloads.spec`: a workload as a user writes it, parsed by pydantic models;
 * :mod:`~pipeline.workloads.lanes`: which workloads a lane runs, and where they fit.
 """
+
 from __future__ import annotations
 
 from pipeline.workloads.lanes import fit_problems, lane_workload, pick_workloads, runs_on
 from pipeline.workloads.spec import WorkloadSpec, check_workloads, parse_lengths, parse_workload
-from pipeline.workloads.workload import (ARRIVALS, DISTRIBUTIONS, FILE_SOURCES, PROMPT_SOURCES, WORKLOAD_FIELDS,
-                                         Arrival, Lengths, Prefix, Prompts, Workload, WorkloadError, describe,
-                                         expected_arrivals)
+from pipeline.workloads.workload import (
+    ARRIVALS,
+    DISTRIBUTIONS,
+    FILE_SOURCES,
+    PROMPT_SOURCES,
+    WORKLOAD_FIELDS,
+    Arrival,
+    Lengths,
+    Prefix,
+    Prompts,
+    Workload,
+    WorkloadError,
+    describe,
+    expected_arrivals,
+)
 
-__all__ = ["ARRIVALS", "DISTRIBUTIONS", "FILE_SOURCES", "PROMPT_SOURCES", "WORKLOAD_FIELDS", "Arrival", "Lengths",
-           "Prefix", "Prompts", "Workload", "WorkloadError", "WorkloadSpec", "check_workloads", "describe",
-           "expected_arrivals", "fit_problems", "lane_workload", "parse_lengths", "parse_workload", "pick_workloads",
-           "runs_on"]
+__all__ = [
+    "ARRIVALS",
+    "DISTRIBUTIONS",
+    "FILE_SOURCES",
+    "PROMPT_SOURCES",
+    "WORKLOAD_FIELDS",
+    "Arrival",
+    "Lengths",
+    "Prefix",
+    "Prompts",
+    "Workload",
+    "WorkloadError",
+    "WorkloadSpec",
+    "check_workloads",
+    "describe",
+    "expected_arrivals",
+    "fit_problems",
+    "lane_workload",
+    "parse_lengths",
+    "parse_workload",
+    "pick_workloads",
+    "runs_on",
+]

@@ -1,6 +1,7 @@
 """Which workloads a lane runs: picked by name from the run's declarations, the one workload of a lane that
 runs its own loop, and whether a workload runs on (and fits) a server config.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,11 +22,14 @@ def lane_workload(spec: Any, lane: str) -> Workload | None:
         raise WorkloadError(f"workload: {lane} runs one workload, got {len(workloads)} ({names})")
     w = workloads[0]
     if w.sessions:
-        raise WorkloadError(f"workloads.{w.name}.turns: {lane} measures single requests; a multi-turn workload runs "
-                            "in serve_sweep")
+        raise WorkloadError(
+            f"workloads.{w.name}.turns: {lane} measures single requests; a multi-turn workload runs in serve_sweep"
+        )
     if w.arrival.kind in ("trace", "ramp"):
-        raise WorkloadError(f"workloads.{w.name}.arrival: a {w.arrival.kind} has its own schedule; {lane} sets its "
-                            "own loop (run it in serve_sweep)")
+        raise WorkloadError(
+            f"workloads.{w.name}.arrival: a {w.arrival.kind} has its own schedule; {lane} sets its "
+            "own loop (run it in serve_sweep)"
+        )
     return dataclasses.replace(w, arrival=Arrival())
 
 
@@ -40,8 +44,10 @@ def pick_workloads(declared: Any, picks: Any) -> dict[str, Any] | None:
     known = declared if isinstance(declared, dict) else {}
     missing = [p for p in picks if p not in known]
     if missing:
-        raise WorkloadError(f"workloads: {missing[0]!r} is not declared; declared workloads: "
-                            f"{', '.join(known) or 'none'} (declare it in the run request's workloads)")
+        raise WorkloadError(
+            f"workloads: {missing[0]!r} is not declared; declared workloads: "
+            f"{', '.join(known) or 'none'} (declare it in the run request's workloads)"
+        )
     twice = next((p for p in picks if picks.count(p) > 1), None)
     if twice is not None:
         raise WorkloadError(f"workloads: {twice!r} is picked twice")
@@ -60,9 +66,13 @@ def fit_problems(w: Workload, config_name: str, max_model_len: int) -> list[str]
     out = []
     hi_in, hi_out = w.input.hi, w.output.hi
     if hi_in is not None and hi_out is not None and hi_in + hi_out > max_model_len:
-        out.append(f"{where}.input: the longest request ({hi_in} input + {hi_out} output tokens) exceeds "
-                   f"max_model_len {max_model_len} of server config {config_name}")
+        out.append(
+            f"{where}.input: the longest request ({hi_in} input + {hi_out} output tokens) exceeds "
+            f"max_model_len {max_model_len} of server config {config_name}"
+        )
     elif w.input.lo + w.output.lo > max_model_len:
-        out.append(f"{where}.input: the shortest request ({w.input.lo} + {w.output.lo} tokens) exceeds "
-                   f"max_model_len {max_model_len} of server config {config_name}")
+        out.append(
+            f"{where}.input: the shortest request ({w.input.lo} + {w.output.lo} tokens) exceeds "
+            f"max_model_len {max_model_len} of server config {config_name}"
+        )
     return out

@@ -1,6 +1,7 @@
 """A workload as a user writes it, parsed by pydantic models (:class:`WorkloadSpec` and its parts) into a
 :class:`~pipeline.workloads.workload.Workload`: one ``workloads.NAME.FIELD: reason`` line on the first problem.
 """
+
 from __future__ import annotations
 
 import functools
@@ -9,19 +10,54 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.lane_configs import bounds
-from pipeline.spec_types import (NAME, NAME_RULE, Rate, Refusal, Seed, Span, Streams, Tokens, amount, check_of,
-                                 checked, count, first_refusal, measure, one_of, unknown_field)
-from pipeline.workloads.workload import (ARRIVALS, DISTRIBUTIONS, FILE_SOURCES, MAX_LEN, PROMPT_SOURCES,
-                                         WORKLOAD_FIELDS, Arrival, Lengths, Prefix, Prompts, Workload, WorkloadError,
-                                         expected_arrivals)
+from pipeline.spec_types import (
+    NAME,
+    NAME_RULE,
+    Rate,
+    Refusal,
+    Seed,
+    Span,
+    Streams,
+    Tokens,
+    amount,
+    check_of,
+    checked,
+    count,
+    first_refusal,
+    measure,
+    one_of,
+    unknown_field,
+)
+from pipeline.workloads.workload import (
+    ARRIVALS,
+    DISTRIBUTIONS,
+    FILE_SOURCES,
+    MAX_LEN,
+    PROMPT_SOURCES,
+    WORKLOAD_FIELDS,
+    Arrival,
+    Lengths,
+    Prefix,
+    Prompts,
+    Workload,
+    WorkloadError,
+    expected_arrivals,
+)
 
-
-_LENGTH_FIELDS = {"exact": ("value",), "normal": ("mean", "stdev"), "uniform": ("low", "high"),
-                  "lognormal": ("mean", "stdev"), "empirical": ("values", "weights")}
-_ARRIVAL_FIELDS = {"closed": ("concurrency",), "poisson": ("rate", "duration_s"),
-                   "gamma": ("rate", "burstiness", "duration_s"),
-                   "trace": ("path", "time_scale", "timestamp_unit", "block_tokens", "limit"),
-                   "ramp": ("from_rate", "to_rate", "from_concurrency", "to_concurrency", "over_s", "duration_s")}
+_LENGTH_FIELDS = {
+    "exact": ("value",),
+    "normal": ("mean", "stdev"),
+    "uniform": ("low", "high"),
+    "lognormal": ("mean", "stdev"),
+    "empirical": ("values", "weights"),
+}
+_ARRIVAL_FIELDS = {
+    "closed": ("concurrency",),
+    "poisson": ("rate", "duration_s"),
+    "gamma": ("rate", "burstiness", "duration_s"),
+    "trace": ("path", "time_scale", "timestamp_unit", "block_tokens", "limit"),
+    "ramp": ("from_rate", "to_rate", "from_concurrency", "to_concurrency", "over_s", "duration_s"),
+}
 
 
 class _Spec(BaseModel):
@@ -37,6 +73,7 @@ def _unknown(spec: dict[str, Any], allowed: tuple[str, ...] | list[str], what: s
 class LengthsSpec(_Spec):
     """Token lengths of one side of a request (or a session's turns): an integer (exact) or {dist, ...}. A subclass
     states what is counted (:attr:`LO`, :attr:`HI`, :attr:`UNIT`)."""
+
     LO: ClassVar[int] = 1
     HI: ClassVar[float] = MAX_LEN
     UNIT: ClassVar[str] = " tokens"
@@ -115,7 +152,7 @@ class LengthsSpec(_Spec):
         return tuple(float(_item(_weight, x, i)) for i, x in enumerate(w))
 
     @model_validator(mode="after")
-    def _inside(self) -> "LengthsSpec":
+    def _inside(self) -> LengthsSpec:
         if self.dist == "empirical":
             lo, hi = self.low if self.low is not None else self.LO, self.high if self.high is not None else self.HI
             if not any(lo <= v <= hi for v in self.values):
@@ -128,6 +165,7 @@ class LengthsSpec(_Spec):
 
 class TurnsSpec(LengthsSpec):
     """User turns per session: an integer or a distribution of them."""
+
     HI: ClassVar[float] = bounds.TURNS["max"]
     UNIT: ClassVar[str] = " turns"
 
@@ -144,7 +182,7 @@ def _item(check: Any, v: Any, i: int) -> Any:
         raise Refusal(exc.reason, i) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lengths_spec(lo: int, hi: float, unit: str) -> type[LengthsSpec]:
     if (lo, hi, unit) == (LengthsSpec.LO, LengthsSpec.HI, LengthsSpec.UNIT):
         return LengthsSpec
@@ -170,6 +208,7 @@ PromptSource = one_of(PROMPT_SOURCES)
 
 class PromptsSpec(_Spec):
     """Where the text comes from: {source, path, split, cycle} or a source name."""
+
     source: PromptSource = "random"
     path: Any = Field(None, validate_default=True)
     split: Any = None
@@ -221,6 +260,7 @@ PrefixGroups = count(hi=bounds.PREFIX_GROUPS["max"], unit=" groups")
 
 class PrefixSpec(_Spec):
     """Shared prefixes: {tokens, groups}."""
+
     tokens: Tokens
     groups: PrefixGroups = 1
 
@@ -243,6 +283,7 @@ TraceLimit = count(hi=bounds.POINT_ARRIVALS)
 
 class ArrivalSpec(_Spec):
     """When requests are sent: {kind: closed|poisson|gamma|trace|ramp, ...} or a kind name."""
+
     kind: Any = "closed"
     concurrency: Any = None
     rate: Rate = None
@@ -279,8 +320,9 @@ class ArrivalSpec(_Spec):
             rates = [k for k in ("from_rate", "to_rate") if k in spec]
             streams = [k for k in ("from_concurrency", "to_concurrency") if k in spec]
             if (len(rates) == 2) == (len(streams) == 2) or (rates and streams):
-                raise Refusal("a ramp is from_rate and to_rate (open loop) or from_concurrency and to_concurrency "
-                              "(closed loop)")
+                raise Refusal(
+                    "a ramp is from_rate and to_rate (open loop) or from_concurrency and to_concurrency (closed loop)"
+                )
             if "over_s" not in spec:
                 raise Refusal("a ramp needs the seconds it rises over", "over_s")
         return {**spec, "kind": kind}
@@ -317,13 +359,18 @@ class ArrivalSpec(_Spec):
         return to
 
     @model_validator(mode="after")
-    def _arrivals(self) -> "ArrivalSpec":
+    def _arrivals(self) -> ArrivalSpec:
         _check_arrivals(self.arrival())
         return self
 
     def arrival(self) -> Arrival:
-        return Arrival(**{k: getattr(self, k) for k in self.model_fields
-                          if k in self.model_fields_set and (k != "timestamp_unit" or self.timestamp_unit is not None)})
+        return Arrival(
+            **{
+                k: getattr(self, k)
+                for k in self.model_fields
+                if k in self.model_fields_set and (k != "timestamp_unit" or self.timestamp_unit is not None)
+            }
+        )
 
 
 def _check_arrivals(a: Arrival) -> None:
@@ -332,12 +379,16 @@ def _check_arrivals(a: Arrival) -> None:
         return
     how = "rate x duration_s" if a.kind != "ramp" else "the ramp's rate over its span"
     if n > bounds.POINT_ARRIVALS:
-        raise Refusal(f"{n:,.0f} arrivals ({how}) in one point; at most {bounds.POINT_ARRIVALS:,} (shorten the span "
-                      "or lower the rate)")
+        raise Refusal(
+            f"{n:,.0f} arrivals ({how}) in one point; at most {bounds.POINT_ARRIVALS:,} (shorten the span "
+            "or lower the rate)"
+        )
     if a.kind == "ramp" and n < 1:
-        raise Refusal(f"the ramp expects {n:.3g} arrivals over its {a.duration_s or a.over_s:g} s (from_rate "
-                      f"{a.from_rate:g} -> to_rate {a.to_rate:g} over_s {a.over_s:g}): nothing would be sent; raise "
-                      "the rates or lengthen the span")
+        raise Refusal(
+            f"the ramp expects {n:.3g} arrivals over its {a.duration_s or a.over_s:g} s (from_rate "
+            f"{a.from_rate:g} -> to_rate {a.to_rate:g} over_s {a.over_s:g}): nothing would be sent; raise "
+            "the rates or lengthen the span"
+        )
 
 
 def _configs(c: Any) -> tuple[str, ...]:
@@ -360,6 +411,7 @@ Description = checked(_description)
 class WorkloadSpec(_Spec):
     """One workload of ``workloads: {NAME: {...}}``, its fields checked in this order (the first problem is the
     refusal); validated with the context ``{"name": NAME}``."""
+
     input: LengthsSpec = Field(None, description=WORKLOAD_FIELDS["input"])
     output: LengthsSpec = Field(None, description=WORKLOAD_FIELDS["output"])
     prompts: PromptsSpec = Field(None, description=WORKLOAD_FIELDS["prompts"])
@@ -383,19 +435,27 @@ class WorkloadSpec(_Spec):
         return spec
 
     @model_validator(mode="after")
-    def _combination(self, info: ValidationInfo) -> "WorkloadSpec":
+    def _combination(self, info: ValidationInfo) -> WorkloadSpec:
         w = self.workload(info.context["name"])
         if w.prefix is not None:
             if w.input.lo <= w.prefix.tokens:
-                raise Refusal(f"{w.prefix.tokens} leaves no room for a request's own suffix (the shortest input is "
-                              f"{w.input.lo} tokens)", "prefix", "tokens")
+                raise Refusal(
+                    f"{w.prefix.tokens} leaves no room for a request's own suffix (the shortest input is "
+                    f"{w.input.lo} tokens)",
+                    "prefix",
+                    "tokens",
+                )
         if w.turns is not None:
             if w.arrival.kind == "trace":
-                raise Refusal("a trace replays single requests; sessions arrive closed-loop, by a rate (poisson, "
-                              "gamma) or a ramp", "turns")
+                raise Refusal(
+                    "a trace replays single requests; sessions arrive closed-loop, by a rate (poisson, "
+                    "gamma) or a ramp",
+                    "turns",
+                )
             if w.prefix is not None:
-                raise Refusal("a multi-turn session shares its own history already; give either turns or prefix",
-                              "prefix")
+                raise Refusal(
+                    "a multi-turn session shares its own history already; give either turns or prefix", "prefix"
+                )
         if w.arrival.kind == "trace" and w.prefix is not None:
             raise Refusal("a trace's hash_ids (or prefix_group) say what its requests share", "prefix")
         return self

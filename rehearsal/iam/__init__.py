@@ -17,17 +17,42 @@ Conditions are evaluated where the request carries their keys (string operators)
 (moto evaluates none). The state machine's own calls: moto's ASL interpreter sends them to the server signed with a
 fixed key (:data:`MOTO_SFN_KEY`), which :func:`provision` binds to the state machine's actor.
 """
+
 from __future__ import annotations
 
 from rehearsal.iam.asl_calls import AslCall, asl_calls, check_state_machine, state_machine_denials
-from rehearsal.iam.enforce import (MOTO_SFN_KEY, AccessKey, Call, IamEnforcement, IamRecorder, enforced,
-                                   provision)
+from rehearsal.iam.enforce import MOTO_SFN_KEY, AccessKey, Call, IamEnforcement, IamRecorder, enforced, provision
 from rehearsal.iam.evaluate import Decision, IamDeniedError, PolicyDoc, Statement, evaluate, statements
 from rehearsal.iam.model import ADMIN_POLICY, Actor, IamModel, IamModelError, aws_managed_policy, iam_model
 from rehearsal.iam.requests import ACTION_ALIASES, request_checks, request_context
 from rehearsal.iam.unchecked import unchecked
 
-__all__ = ["ACTION_ALIASES", "ADMIN_POLICY", "MOTO_SFN_KEY", "AccessKey", "Actor", "AslCall", "Call", "Decision",
-           "IamDeniedError", "IamEnforcement", "IamModel", "IamModelError", "IamRecorder", "PolicyDoc", "Statement",
-           "asl_calls", "aws_managed_policy", "check_state_machine", "enforced", "evaluate", "iam_model", "provision",
-           "request_checks", "request_context", "state_machine_denials", "statements", "unchecked"]
+__all__ = [
+    "ACTION_ALIASES",
+    "ADMIN_POLICY",
+    "MOTO_SFN_KEY",
+    "AccessKey",
+    "Actor",
+    "AslCall",
+    "Call",
+    "Decision",
+    "IamDeniedError",
+    "IamEnforcement",
+    "IamModel",
+    "IamModelError",
+    "IamRecorder",
+    "PolicyDoc",
+    "Statement",
+    "asl_calls",
+    "aws_managed_policy",
+    "check_state_machine",
+    "enforced",
+    "evaluate",
+    "iam_model",
+    "provision",
+    "request_checks",
+    "request_context",
+    "state_machine_denials",
+    "statements",
+    "unchecked",
+]

@@ -1,5 +1,6 @@
 """The state machine's own calls, checked statically: every AWS action the ASL's Task states call, every branch,
 with the resources their static parameters name, against the state machine's role."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ class AslCall:
     resource: str | None  # None: given at run time (a ".$" parameter)
 
 
-def asl_calls(definition: str | Mapping[str, Any], substitutions: Mapping[str, str] | None = None, *,
-              region: str, account: str) -> list[AslCall]:
+def asl_calls(
+    definition: str | Mapping[str, Any], substitutions: Mapping[str, str] | None = None, *, region: str, account: str
+) -> list[AslCall]:
     """Every AWS action the definition's Task states call, with the resources their static parameters name."""
     text = definition if isinstance(definition, str) else json.dumps(definition)
     for k, v in (substitutions or {}).items():
@@ -57,10 +59,26 @@ def _task_calls(name: str, st: Mapping[str, Any], region: str, account: str) -> 
     if action == "lambda:Invoke":
         action = "lambda:InvokeFunction"
         fn = params.get("FunctionName")
-        return [AslCall(name, action, None if fn is None else fn if fn.startswith("arn:")
-                        else f"arn:aws:lambda:{region}:{account}:function:{fn}")]
-    arns = request_checks(action, "*", {}, json.dumps({k: v for k, v in params.items() if not k.endswith(".$")})
-                          .encode(), "", region, account)
+        return [
+            AslCall(
+                name,
+                action,
+                None
+                if fn is None
+                else fn
+                if fn.startswith("arn:")
+                else f"arn:aws:lambda:{region}:{account}:function:{fn}",
+            )
+        ]
+    arns = request_checks(
+        action,
+        "*",
+        {},
+        json.dumps({k: v for k, v in params.items() if not k.endswith(".$")}).encode(),
+        "",
+        region,
+        account,
+    )
     if service == "ec2" and "InstanceIds" not in params:
         arns = [(action, None)]
     if action == "ssm:SendCommand" and "InstanceIds" not in params:
@@ -68,14 +86,20 @@ def _task_calls(name: str, st: Mapping[str, Any], region: str, account: str) -> 
     return [AslCall(name, a, r) for a, r in arns]
 
 
-def check_state_machine(actor: Actor, definition: str | Mapping[str, Any], substitutions: Mapping[str, str],
-                        *, region: str, account: str) -> list[tuple[AslCall, Decision]]:
-    return [(c, evaluate(actor.statements, c.action, c.resource))
-            for c in asl_calls(definition, substitutions, region=region, account=account)]
+def check_state_machine(
+    actor: Actor, definition: str | Mapping[str, Any], substitutions: Mapping[str, str], *, region: str, account: str
+) -> list[tuple[AslCall, Decision]]:
+    return [
+        (c, evaluate(actor.statements, c.action, c.resource))
+        for c in asl_calls(definition, substitutions, region=region, account=account)
+    ]
 
 
-def state_machine_denials(actor: Actor, definition: str | Mapping[str, Any], substitutions: Mapping[str, str],
-                          *, region: str, account: str) -> list[IamDeniedError]:
-    return [IamDeniedError(actor.name, c.action, c.resource, actor.role, d.denied_by)
-            for c, d in check_state_machine(actor, definition, substitutions, region=region, account=account)
-            if not d.allowed]
+def state_machine_denials(
+    actor: Actor, definition: str | Mapping[str, Any], substitutions: Mapping[str, str], *, region: str, account: str
+) -> list[IamDeniedError]:
+    return [
+        IamDeniedError(actor.name, c.action, c.resource, actor.role, d.denied_by)
+        for c, d in check_state_machine(actor, definition, substitutions, region=region, account=account)
+        if not d.allowed
+    ]

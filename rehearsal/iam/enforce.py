@@ -10,6 +10,7 @@ itself, then passes ``Resource "*"`` for every service but S3, so a resource-sco
 (actor, action, resources, allowed) is recorded (:class:`IamRecorder`); a denial answers AccessDenied and is kept as
 an ``IamDeniedError``.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,12 +42,14 @@ class AccessKey:
     def session(self, region: str) -> Any:
         import boto3
 
-        return boto3.Session(aws_access_key_id=self.access_key_id, aws_secret_access_key=self.secret_access_key,
-                             region_name=region)
+        return boto3.Session(
+            aws_access_key_id=self.access_key_id, aws_secret_access_key=self.secret_access_key, region_name=region
+        )
 
 
-def provision(model: IamModel, iam: Any, *, fixed_keys: Mapping[str, tuple[str, str]] | None = None,
-              account: str = "123456789012") -> dict[str, AccessKey]:
+def provision(
+    model: IamModel, iam: Any, *, fixed_keys: Mapping[str, tuple[str, str]] | None = None, account: str = "123456789012"
+) -> dict[str, AccessKey]:
     """One moto IAM user per actor with its documents as inline policies, and an access key. Call before
     enforcement is on (or with the operator's key).
 
@@ -59,8 +62,11 @@ def provision(model: IamModel, iam: Any, *, fixed_keys: Mapping[str, tuple[str, 
     for actor in model.actors.values():
         iam.create_user(UserName=actor.user_name, Tags=[{"Key": "neuronpipe:actor", "Value": actor.name}])
         for i, doc in enumerate(actor.policies):
-            iam.put_user_policy(UserName=actor.user_name, PolicyName=f"{i:02d}-{doc.name}"[:128],
-                                PolicyDocument=json.dumps(doc.document))
+            iam.put_user_policy(
+                UserName=actor.user_name,
+                PolicyName=f"{i:02d}-{doc.name}"[:128],
+                PolicyDocument=json.dumps(doc.document),
+            )
         k = iam.create_access_key(UserName=actor.user_name)["AccessKey"]
         key_id, secret = k["AccessKeyId"], k["SecretAccessKey"]
         if actor.name in (fixed_keys or {}):
@@ -82,11 +88,11 @@ def _rekey(account: str, user_name: str, old: str, new_id: str, new_secret: str)
 @dataclass(frozen=True)
 class Call:
     actor: str
-    action: str               # "service:Action" as IAM names it
-    resource: str | None      # None: not derivable from the request (action-only check)
+    action: str  # "service:Action" as IAM names it
+    resource: str | None  # None: not derivable from the request (action-only check)
     allowed: bool
-    statement: str | None     # the statement that allowed (or denied) it
-    api: str = ""             # the request as moto names it ("dynamodb:TransactWriteItems"), when known
+    statement: str | None  # the statement that allowed (or denied) it
+    api: str = ""  # the request as moto names it ("dynamodb:TransactWriteItems"), when known
 
 
 class IamRecorder:
@@ -95,7 +101,7 @@ class IamRecorder:
         self.denials: list[IamDeniedError] = []
         self.requests: Counter[tuple[str, str]] = Counter()  # (actor, api) -> requests made
         self.conditions_evaluated: Counter[tuple[str, str]] = Counter()  # (actor, statement) -> checks evaluating it
-        self.conditions_assumed: Counter[tuple[str, str]] = Counter()    # (actor, statement) -> checks assuming it
+        self.conditions_assumed: Counter[tuple[str, str]] = Counter()  # (actor, statement) -> checks assuming it
         self._lock = threading.Lock()
 
     def count_request(self, actor: str, api: str) -> None:
@@ -137,14 +143,17 @@ class IamEnforcement:
             if actor is None or req._action == "sts:GetCallerIdentity":
                 return original(req, resource)
             self.recorder.count_request(actor.name, req._action)
-            for action, res in request_checks(req._action, resource, req._data, req._body, req._path,
-                                              req._region, req.account_id):
+            for action, res in request_checks(
+                req._action, resource, req._data, req._body, req._path, req._region, req.account_id
+            ):
                 d = evaluate(actor.statements, action, res, request_context(action, req._path))
                 denial = None if d.allowed else IamDeniedError(actor.name, action, res, actor.role, d.denied_by)
-                self.recorder.record(Call(actor.name, action, res, d.allowed, d.allowed_by or d.denied_by,
-                                          req._action), denial, d)
+                self.recorder.record(
+                    Call(actor.name, action, res, d.allowed, d.allowed_by or d.denied_by, req._action), denial, d
+                )
                 if denial is not None:
                     _raise_denied(req, str(denial))
+
         return check_action_permitted
 
     def __enter__(self) -> IamEnforcement:
@@ -152,9 +161,14 @@ class IamEnforcement:
         from moto.core.authorization import ActionAuthenticatorMixin
         from moto.iam.access_control import IAMRequestBase
 
-        self._stack.append((IAMRequestBase.check_action_permitted, settings.INITIAL_NO_AUTH_ACTION_COUNT,
-                            ActionAuthenticatorMixin.request_count))
-        IAMRequestBase.check_action_permitted = self._check(IAMRequestBase.check_action_permitted)  # type: ignore
+        self._stack.append(
+            (
+                IAMRequestBase.check_action_permitted,
+                settings.INITIAL_NO_AUTH_ACTION_COUNT,
+                ActionAuthenticatorMixin.request_count,
+            )
+        )
+        IAMRequestBase.check_action_permitted = self._check(IAMRequestBase.check_action_permitted)
         settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
         ActionAuthenticatorMixin.request_count = 0
         return self
@@ -165,7 +179,7 @@ class IamEnforcement:
         from moto.iam.access_control import IAMRequestBase
 
         check, count, requests = self._stack.pop()
-        IAMRequestBase.check_action_permitted = check  # type: ignore[method-assign]
+        IAMRequestBase.check_action_permitted = check
         settings.INITIAL_NO_AUTH_ACTION_COUNT, ActionAuthenticatorMixin.request_count = count, requests
 
 

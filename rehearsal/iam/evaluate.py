@@ -1,4 +1,5 @@
 """IAM's identity-policy logic over the rehearsal's policy documents: statements, their evaluation, the decision."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,11 @@ class IamDeniedError(Exception):
 
     def __init__(self, actor: str, action: str, resource: str | None, role: str, denied_by: str | None = None):
         target = resource or "a resource the rehearsal cannot name"
-        why = (f"statement {denied_by} denies it" if denied_by else
-               f"no statement of its role {role} allows it (missing: Allow {action} on {resource or '*'})")
+        why = (
+            f"statement {denied_by} denies it"
+            if denied_by
+            else f"no statement of its role {role} allows it (missing: Allow {action} on {resource or '*'})"
+        )
         super().__init__(f"AccessDenied: {actor} called {action} on {target}: {why}")
         self.actor, self.action, self.resource, self.role, self.denied_by = actor, action, resource, role, denied_by
 
@@ -44,9 +48,17 @@ def statements(doc: PolicyDoc) -> list[Statement]:
     raw = doc.document.get("Statement", [])
     out = []
     for i, s in enumerate(raw if isinstance(raw, list) else [raw]):
-        out.append(Statement(f"{doc.name}/{s.get('Sid') or i}", s["Effect"], _tuple(s.get("Action")),
-                             _tuple(s.get("NotAction")), _tuple(s.get("Resource")), _tuple(s.get("NotResource")),
-                             dict(s.get("Condition", {}))))
+        out.append(
+            Statement(
+                f"{doc.name}/{s.get('Sid') or i}",
+                s["Effect"],
+                _tuple(s.get("Action")),
+                _tuple(s.get("NotAction")),
+                _tuple(s.get("Resource")),
+                _tuple(s.get("NotResource")),
+                dict(s.get("Condition", {})),
+            )
+        )
     return out
 
 
@@ -84,8 +96,9 @@ def _condition_holds(condition: Mapping[str, Any], context: Mapping[str, str | N
     return all(results)
 
 
-def evaluate(stmts: Iterable[Statement], action: str, resource: str | None,
-             context: Mapping[str, str | None] | None = None) -> Decision:
+def evaluate(
+    stmts: Iterable[Statement], action: str, resource: str | None, context: Mapping[str, str | None] | None = None
+) -> Decision:
     """IAM's identity-policy logic: an explicit Deny wins, else any Allow. ``resource=None``: action-only check.
 
     Actions match case-insensitively with ``*``/``?`` wildcards, resources case-sensitively. A Condition is

@@ -5,6 +5,7 @@ each Lambda (its execution role), the state machine (its role), and ``operator``
 from the templates: inline ``Policies``, ``AWS::IAM::Policy``/``ManagedPolicy`` attached through ``Roles``,
 ``ManagedPolicyArns`` incl. AWS managed ones from moto's copy; intrinsics resolved.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,10 @@ from typing import Any
 from rehearsal.cfn import Assembly, Resolver, Template, TemplateResolveError
 from rehearsal.iam.evaluate import PolicyDoc, Statement, statements
 
-ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Sid": "Admin", "Effect": "Allow", "Action": "*",
-                                                        "Resource": "*"}]}
+ADMIN_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Sid": "Admin", "Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
 
 
 class IamModelError(Exception):
@@ -25,10 +28,10 @@ class IamModelError(Exception):
 
 @dataclass(frozen=True)
 class Actor:
-    name: str          # "box:trn1", "box:fleet" (every ephemeral box), "lambda:plan_run", "state-machine:<name>",
+    name: str  # "box:trn1", "box:fleet" (every ephemeral box), "lambda:plan_run", "state-machine:<name>",
     #                    "operator"
-    kind: str          # "box" | "lambda" | "state_machine" | "operator"
-    role: str          # "<stack>/<role logical id>" ("operator" for the operator)
+    kind: str  # "box" | "lambda" | "state_machine" | "operator"
+    role: str  # "<stack>/<role logical id>" ("operator" for the operator)
     policies: tuple[PolicyDoc, ...]
 
     @property
@@ -67,17 +70,17 @@ def iam_model(assembly: Assembly, resolver: Resolver, *, operator: bool = True) 
         notes.extend(_resource_policy_notes(tpl))
     actors = found.actors
     if operator:
-        actors["operator"] = Actor("operator", "operator", "operator", (PolicyDoc("Admin", "operator",
-                                                                                  ADMIN_POLICY),))
+        actors["operator"] = Actor("operator", "operator", "operator", (PolicyDoc("Admin", "operator", ADMIN_POLICY),))
     return IamModel(actors, notes)
 
 
 # --- the roles and their documents -------------------------------------------------------------------------------
 
+
 @dataclass
 class _Roles:
-    docs: dict[str, list[PolicyDoc]]   # "<stack>/<lid>" -> docs
-    by_name: dict[str, str]            # role name -> "<stack>/<lid>"
+    docs: dict[str, list[PolicyDoc]]  # "<stack>/<lid>" -> docs
+    by_name: dict[str, str]  # role name -> "<stack>/<lid>"
 
     def key_of(self, arn_or_name: str) -> str:
         key = self.by_name.get(str(arn_or_name).rsplit("/", 1)[-1])
@@ -91,7 +94,7 @@ def _read_roles(assembly: Assembly, resolver: Resolver, notes: list[str]) -> _Ro
     read before the policy's, or of the same stack); customer managed policies filled in last."""
     roles: dict[str, list[PolicyDoc]] = {}
     by_name: dict[str, str] = {}
-    managed: dict[str, PolicyDoc] = {}       # customer managed policy ARN -> doc
+    managed: dict[str, PolicyDoc] = {}  # customer managed policy ARN -> doc
     for tpl in assembly:
         s = tpl.stack_name
         for lid in tpl.of_type("AWS::IAM::Role"):
@@ -105,8 +108,9 @@ def _read_roles(assembly: Assembly, resolver: Resolver, notes: list[str]) -> _Ro
             roles[key] = _role_docs(key, props, notes)
         for lid in [*tpl.of_type("AWS::IAM::ManagedPolicy"), *tpl.of_type("AWS::IAM::Policy")]:
             props = resolver.properties(s, lid)
-            doc = PolicyDoc(props.get("PolicyName") or props.get("ManagedPolicyName") or lid, f"{s}/{lid}",
-                            props["PolicyDocument"])
+            doc = PolicyDoc(
+                props.get("PolicyName") or props.get("ManagedPolicyName") or lid, f"{s}/{lid}", props["PolicyDocument"]
+            )
             if tpl.resources[lid].type == "AWS::IAM::ManagedPolicy":
                 managed[str(resolver.physical_id(s, lid))] = doc
             for role_name in props.get("Roles", []):
@@ -133,6 +137,7 @@ def _role_docs(key: str, props: dict[str, Any], notes: list[str]) -> list[Policy
 
 
 # --- the actors --------------------------------------------------------------------------------------------------
+
 
 class _Actors:
     """The actors found so far; one whose role is not modelled is left out with a note."""
@@ -162,8 +167,12 @@ def _state_machine_actors(tpl: Template, resolver: Resolver, found: _Actors) -> 
     s = tpl.stack_name
     for lid, res in tpl.of_type("AWS::StepFunctions::StateMachine").items():
         name = resolver.resolve(s, res.properties.get("StateMachineName", lid), where=lid)
-        found.add(f"state-machine:{name}", "state_machine", _resolve_or(resolver, s, res.properties.get("RoleArn"),
-                                                                        lid), f"{s}/{lid}")
+        found.add(
+            f"state-machine:{name}",
+            "state_machine",
+            _resolve_or(resolver, s, res.properties.get("RoleArn"), lid),
+            f"{s}/{lid}",
+        )
 
 
 def _box_actors(tpl: Template, resolver: Resolver, found: _Actors) -> None:
@@ -172,11 +181,13 @@ def _box_actors(tpl: Template, resolver: Resolver, found: _Actors) -> None:
     for lid, res in tpl.of_type("AWS::EC2::Instance").items():
         tags = {t["Key"]: t["Value"] for t in resolver.resolve(s, res.properties.get("Tags", []), where=lid)}
         profile = str(resolver.resolve(s, res.properties.get("IamInstanceProfile", ""), where=lid))
-        prof_lid = next((p for p in tpl.of_type("AWS::IAM::InstanceProfile")
-                         if resolver.physical_id(s, p) == profile), None)
+        prof_lid = next(
+            (p for p in tpl.of_type("AWS::IAM::InstanceProfile") if resolver.physical_id(s, p) == profile), None
+        )
         role_names = resolver.properties(s, prof_lid).get("Roles", []) if prof_lid else []
-        found.add(f"box:{tags.get('neuronpipe:role', s)}", "box", role_names[0] if role_names else profile,
-                  f"{s}/{lid}")
+        found.add(
+            f"box:{tags.get('neuronpipe:role', s)}", "box", role_names[0] if role_names else profile, f"{s}/{lid}"
+        )
 
 
 def _fleet_actor(tpl: Template, resolver: Resolver, found: _Actors) -> None:
@@ -198,11 +209,16 @@ def _resource_policy_notes(tpl: Template) -> list[str]:
     s = tpl.stack_name
     notes = []
     for lid, res in tpl.of_type("AWS::Lambda::Permission").items():
-        notes.append(f"resource-based policy {s}/{lid} ({res.properties.get('Principal')} may invoke a "
-                     "function): not evaluated, the rehearsal invokes Lambdas in-process")
+        notes.append(
+            f"resource-based policy {s}/{lid} ({res.properties.get('Principal')} may invoke a "
+            "function): not evaluated, the rehearsal invokes Lambdas in-process"
+        )
     for kind in ("AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy"):
-        notes.extend(f"resource-based policy {s}/{lid} ({kind}): not evaluated (moto's IAM enforcement "
-                     "reads identity policies only)" for lid in tpl.of_type(kind))
+        notes.extend(
+            f"resource-based policy {s}/{lid} ({kind}): not evaluated (moto's IAM enforcement "
+            "reads identity policies only)"
+            for lid in tpl.of_type(kind)
+        )
     return notes
 
 

@@ -1,4 +1,5 @@
 """What one request asks IAM: the actions and resources AWS would evaluate for it, and its condition keys."""
+
 from __future__ import annotations
 
 import json
@@ -8,14 +9,21 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 # moto's action name -> the IAM action AWS evaluates
-ACTION_ALIASES = {"s3:HeadBucket": "s3:ListBucket", "s3:ListObjects": "s3:ListBucket",
-                  "s3:ListObjectsV2": "s3:ListBucket", "s3:CreateMultipartUpload": "s3:PutObject",
-                  "s3:UploadPart": "s3:PutObject", "s3:CompleteMultipartUpload": "s3:PutObject",
-                  "s3:DeleteObjects": "s3:DeleteObject", "lambda:Invoke": "lambda:InvokeFunction"}
+ACTION_ALIASES = {
+    "s3:HeadBucket": "s3:ListBucket",
+    "s3:ListObjects": "s3:ListBucket",
+    "s3:ListObjectsV2": "s3:ListBucket",
+    "s3:CreateMultipartUpload": "s3:PutObject",
+    "s3:UploadPart": "s3:PutObject",
+    "s3:CompleteMultipartUpload": "s3:PutObject",
+    "s3:DeleteObjects": "s3:DeleteObject",
+    "lambda:Invoke": "lambda:InvokeFunction",
+}
 
 
-def request_checks(action: str, resource: str, data: Mapping[str, Any], body: bytes | None, path: str,
-                   region: str, account: str) -> list[tuple[str, str | None]]:
+def request_checks(
+    action: str, resource: str, data: Mapping[str, Any], body: bytes | None, path: str, region: str, account: str
+) -> list[tuple[str, str | None]]:
     """(IAM action, resource ARN or None) pairs AWS would evaluate for one request moto authenticated."""
     action = ACTION_ALIASES.get(action, action)
     if resource != "*":
@@ -45,10 +53,18 @@ def request_checks(action: str, resource: str, data: Mapping[str, Any], body: by
     if service == "ssm" and "Names" in p:
         return [(action, arn("ssm", f"parameter/{n.lstrip('/')}")) for n in p["Names"]]
     if service == "dynamodb" and name in ("TransactWriteItems", "TransactGetItems"):
-        verbs = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck":
-                 "ConditionCheckItem", "Get": "GetItem"}
-        return [(f"dynamodb:{verbs[op]}", arn("dynamodb", f"table/{spec['TableName']}"))
-                for item in p.get("TransactItems", []) for op, spec in item.items()]
+        verbs = {
+            "Put": "PutItem",
+            "Update": "UpdateItem",
+            "Delete": "DeleteItem",
+            "ConditionCheck": "ConditionCheckItem",
+            "Get": "GetItem",
+        }
+        return [
+            (f"dynamodb:{verbs[op]}", arn("dynamodb", f"table/{spec['TableName']}"))
+            for item in p.get("TransactItems", [])
+            for op, spec in item.items()
+        ]
     if service == "dynamodb" and "TableName" in p:
         return [(action, arn("dynamodb", f"table/{p['TableName']}"))]
     if service == "events" and name == "PutEvents":

@@ -1,6 +1,7 @@
 """Browser tests: one headless Chromium per module (tests/support/browser.py); each module is marked ``browser``
 (``pytest -m browser`` selects them) and skips, saying why, where no Chromium or Playwright is installed
 (`make chromium`)."""
+
 from __future__ import annotations
 
 import os

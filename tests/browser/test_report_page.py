@@ -3,6 +3,7 @@
 table's rows are comparison.json's, sorting reorders them, a filter hides rows, every chart is drawn, a click on a
 serving point shows that point's latency distribution, and each section's screenshot is not blank (written for a
 reviewer: the path is printed)."""
+
 from __future__ import annotations
 
 import json
@@ -50,14 +51,16 @@ def opened(browser, report):
 
 
 def _rows(page, table: str) -> list[int]:
-    return page.eval_on_selector_all(f'[data-table="{table}"] tbody tr',
-                                     "trs => trs.filter(t => !t.hidden).map(t => Number(t.dataset.row))")
+    return page.eval_on_selector_all(
+        f'[data-table="{table}"] tbody tr', "trs => trs.filter(t => !t.hidden).map(t => Number(t.dataset.row))"
+    )
 
 
 def _cells(page, table: str, key: str) -> list[str]:
-    return page.eval_on_selector_all(f'[data-table="{table}"] tbody tr:not([hidden]) td[data-key="{key}"]',
-                                     "tds => tds.map(t => t.querySelector('.num') ? t.querySelector('.num').textContent"
-                                     " : t.textContent)")
+    return page.eval_on_selector_all(
+        f'[data-table="{table}"] tbody tr:not([hidden]) td[data-key="{key}"]',
+        "tds => tds.map(t => t.querySelector('.num') ? t.querySelector('.num').textContent : t.textContent)",
+    )
 
 
 def test_the_page_opens_offline_without_console_errors(opened, report):
@@ -67,8 +70,10 @@ def test_the_page_opens_offline_without_console_errors(opened, report):
     assert {u.split(":", 1)[0] for u in log.requests} <= {"file", "data", "blob"}, log.requests
     assert [u for u in log.requests if u.startswith("file:")] == [(report / "REPORT.html").resolve().as_uri()]
     timings = page.evaluate("window.npReport.timings")
-    print(f"REPORT.html: {(report / 'REPORT.html').stat().st_size / 2**20:.2f} MiB, first screen drawn "
-          f"{seconds:.2f} s after navigation (in page {timings['first_screen_ms']:.0f} ms)")
+    print(
+        f"REPORT.html: {(report / 'REPORT.html').stat().st_size / 2**20:.2f} MiB, first screen drawn "
+        f"{seconds:.2f} s after navigation (in page {timings['first_screen_ms']:.0f} ms)"
+    )
     assert seconds < OPEN_BOUND_S
 
 
@@ -96,12 +101,14 @@ def test_sorting_a_column_changes_the_order(opened, comparison):
     ascending = _rows(page, "decision")
     values = [rows[i]["usd_per_million_output_tokens"] for i in ascending]
     present = [v for v in values if v is not None]
-    assert present == sorted(present) and values[:len(present)] == present  # NULL last
+    assert present == sorted(present) and values[: len(present)] == present  # NULL last
     header.click()
     descending = _rows(page, "decision")
     assert header.get_attribute("aria-sort") == "descending"
     assert ascending != before or descending != before
-    assert [rows[i]["usd_per_million_output_tokens"] for i in descending][:len(present)] == sorted(present, reverse=True)
+    assert [rows[i]["usd_per_million_output_tokens"] for i in descending][: len(present)] == sorted(
+        present, reverse=True
+    )
 
 
 def test_a_filter_hides_the_other_rows(opened, comparison):
@@ -124,8 +131,18 @@ def test_every_chart_is_drawn(opened):
         id: p.id, drawn: p.el.dataset.drawn === '1', svg: !!p.el.querySelector('.main-svg'),
         traces: p.el.querySelectorAll('.trace').length}))""")
     ids = {c["id"] for c in charts}
-    assert {"pareto-tpot", "pareto-ttft", "latency-cdf", "throughput-vs-concurrency", "capacity-attainment",
-            "capacity-goodput", "sustained-throughput", "training-loss", "training-tokens", "compile-cold-warm"} <= ids
+    assert {
+        "pareto-tpot",
+        "pareto-ttft",
+        "latency-cdf",
+        "throughput-vs-concurrency",
+        "capacity-attainment",
+        "capacity-goodput",
+        "sustained-throughput",
+        "training-loss",
+        "training-tokens",
+        "compile-cold-warm",
+    } <= ids
     assert [c for c in charts if not (c["drawn"] and c["svg"] and c["traces"] > 0)] == []
     # concurrency on a log2 axis with integer ticks; throughput from 0
     axis = page.evaluate("""(() => { const el = document.querySelector('[data-plot="throughput-vs-concurrency"]');
@@ -138,12 +155,21 @@ def test_a_clicked_point_shows_its_latency_distribution(opened, comparison):
     points = [p for p in comparison["serving"]["points"] if p["lane"] == "serve_sweep" and p["max_concurrency"] == 8]
     point = points[0]
     key = f"{point['run_id']}|{point['lane']}|{point['point_id']}"
-    page.evaluate("""key => document.querySelector('[data-plot="pareto-tpot"]').emit('plotly_click',
-        {points: [{customdata: key}], event: {}})""", key)
-    page.wait_for_function("""key => { const el = document.querySelector('[data-plot="latency-cdf"]');
-        return el.dataset.drawn === '1' && el.data && el.data.some(t => t.legendgroup === key); }""", arg=key)
-    cdf = page.evaluate("""key => document.querySelector('[data-plot="latency-cdf"]').data
-        .filter(t => t.legendgroup === key).map(t => ({x: t.x, y: t.y, mode: t.mode}))""", key)
+    page.evaluate(
+        """key => document.querySelector('[data-plot="pareto-tpot"]').emit('plotly_click',
+        {points: [{customdata: key}], event: {}})""",
+        key,
+    )
+    page.wait_for_function(
+        """key => { const el = document.querySelector('[data-plot="latency-cdf"]');
+        return el.dataset.drawn === '1' && el.data && el.data.some(t => t.legendgroup === key); }""",
+        arg=key,
+    )
+    cdf = page.evaluate(
+        """key => document.querySelector('[data-plot="latency-cdf"]').data
+        .filter(t => t.legendgroup === key).map(t => ({x: t.x, y: t.y, mode: t.mode}))""",
+        key,
+    )
     data = json.loads(page.evaluate("document.getElementById('np-data').textContent"))
     dist = data["distributions"][key]
     assert cdf[0]["x"] == dist["ttft_ms"] and cdf[0]["y"] == data["cdf_probabilities"]
@@ -156,8 +182,9 @@ def test_each_section_screenshot_is_not_blank(opened, artifacts):
     from PIL import Image, ImageStat
 
     page = opened[0]
-    sections = page.evaluate("[...document.querySelectorAll('section.np-section')].filter(s => !s.hidden)"
-                             ".map(s => s.dataset.section)")
+    sections = page.evaluate(
+        "[...document.querySelectorAll('section.np-section')].filter(s => !s.hidden).map(s => s.dataset.section)"
+    )
     assert sections[:2] == ["outcome", "decision"]
     page.evaluate("window.scrollTo(0, 0)")
     first = artifacts / "report-first-screen.png"

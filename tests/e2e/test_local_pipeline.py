@@ -4,6 +4,7 @@ Every lane runs for real on the CPU with the tiny models: train, merge, serve, s
 pull-and-verify, the Qwen3 attempt; then the report. A second invocation resumes (every lane skipped);
 Ctrl-C in the middle of a serving lane stops its server, commits nothing, and the next run completes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,33 @@ from analytics.views import connect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-ALL_LANES = ["provenance", "preflight", "host_cpu", "smoke", "precompile", "sft", "merge", "train_limits", "serve_sweep",
-             "capacity", "limits", "sustained", "quality", "accuracy", "finetune_serve", "qwen3_attempt"]
-SMALL_SWEEP = {"server_configs": ["A", "B"], "shapes": {"A": ["16:8"], "B": ["64:8"]}, "min_prompts": 2,
-               "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
-               "sweep_repeats": 1}
+ALL_LANES = [
+    "provenance",
+    "preflight",
+    "host_cpu",
+    "smoke",
+    "precompile",
+    "sft",
+    "merge",
+    "train_limits",
+    "serve_sweep",
+    "capacity",
+    "limits",
+    "sustained",
+    "quality",
+    "accuracy",
+    "finetune_serve",
+    "qwen3_attempt",
+]
+SMALL_SWEEP = {
+    "server_configs": ["A", "B"],
+    "shapes": {"A": ["16:8"], "B": ["64:8"]},
+    "min_prompts": 2,
+    "prompts_per_stream": 1,
+    "warmup_requests": 1,
+    "max_concurrency": 2,
+    "sweep_repeats": 1,
+}
 SMALLEST = {
     "host_cpu": {"triad_elements": 1 << 20, "matmul_n": 128, "repeats": 1, "tokenizer_texts": 100},
     "smoke": {"steps": 8, "max_seq_len": 128, "max_new_tokens": 4},
@@ -39,12 +62,21 @@ SMALLEST = {
     "sustained": {"shape": "16:8", "duration_s": 6.0, "window_s": 2.0, "warmup_requests": 1, "retention_k": 1},
     "quality": {"max_tokens": 6},
     "accuracy": {"sample_limit": 4},
-    "limits": {"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 2}],
-               "memory_cap_mib": 8.0},
-    "train_limits": {"searches": [{"kind": "train_seq_len", "good": 256, "bad": 2048, "at": 1, "max_boots": 2}],
-                     "memory_cap_mib": 400.0},
-    "qwen3_attempt": {"shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 1,
-                      "max_concurrency": 1},
+    "limits": {
+        "searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 2}],
+        "memory_cap_mib": 8.0,
+    },
+    "train_limits": {
+        "searches": [{"kind": "train_seq_len", "good": 256, "bad": 2048, "at": 1, "max_boots": 2}],
+        "memory_cap_mib": 400.0,
+    },
+    "qwen3_attempt": {
+        "shapes": {"A": ["16:8"]},
+        "min_prompts": 2,
+        "prompts_per_stream": 1,
+        "warmup_requests": 1,
+        "max_concurrency": 1,
+    },
 }
 
 
@@ -54,8 +86,9 @@ ENV = {**os.environ, "NEURONPIPE_TELEMETRY_INTERVAL_S": "0.1"}
 
 
 def neuronpipe(*args: str, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=timeout, env=ENV)
+    out = subprocess.run(
+        [sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True, timeout=timeout, env=ENV
+    )
     if check:
         assert out.returncode == 0, out.stderr[-4000:] + out.stdout[-2000:]
     return out
@@ -64,6 +97,7 @@ def neuronpipe(*args: str, timeout: float = 1800, check: bool = True) -> subproc
 @dataclass
 class LocalRun:
     """The full preset run once for the module (``run --local`` as ``make run`` runs it), and what it wrote."""
+
     root: Path
     request: Path
     results: Path
@@ -85,8 +119,21 @@ def local_run(tmp_path_factory, shared_cache) -> LocalRun:
     request = root / "run.json"
     request.write_text(json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST}))
     results, report = root / "results", root / "report"
-    first = neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "e2e",
-                       "--report", str(report), "--no-live", "--price-as", "c7i.large")
+    first = neuronpipe(
+        "run",
+        "--local",
+        "--input",
+        str(request),
+        "--results",
+        str(results),
+        "--run-id",
+        "e2e",
+        "--report",
+        str(report),
+        "--no-live",
+        "--price-as",
+        "c7i.large",
+    )
     return LocalRun(root, request, results, report, first)
 
 
@@ -95,8 +142,9 @@ def local_run(tmp_path_factory, shared_cache) -> LocalRun:
 def test_every_lane_succeeds_and_the_closing_lines_name_the_report(local_run):
     # the closing lines stay whole off a terminal however long the path is; the outcome itself is read from the store
     closing = [line.strip() for line in local_run.first.stderr.splitlines()]
-    assert any(line.startswith(f"report: {local_run.report / 'REPORT.md'}") for line in closing), \
+    assert any(line.startswith(f"report: {local_run.report / 'REPORT.md'}") for line in closing), (
         local_run.first.stderr[-3000:]
+    )
     assert "Serving (headline points)" in closing and local_run.first.stdout.splitlines()[-1] == "e2e"
     status = dict(local_run.con().execute("select lane, status from lane_runs where supersedes").fetchall())
     assert status == {**{lane: "succeeded" for lane in ALL_LANES}, "precompile": "skipped"}
@@ -112,14 +160,19 @@ def test_training_loss_falls_with_parameters_counted_after_the_wrap(local_run):
 
 def test_serving_sweeps_both_configs_for_the_base_and_the_fine_tune(local_run):
     con = local_run.con()
-    cfgs = con.execute("select distinct lane, server_config from serving_points "
-                       "where lane in ('serve_sweep', 'finetune_serve')").fetchall()
-    assert sorted(cfgs) == [("finetune_serve", "A"), ("finetune_serve", "B"), ("serve_sweep", "A"),
-                            ("serve_sweep", "B")]
-    assert con.execute("select count(*) from sweep_points where lane = 'serve_sweep' and grid_json is null"
-                       ).fetchone() == (0,)
-    assert con.execute("select count(*) from sustained_summary where retention_vs_first is not null"
-                       ).fetchone()[0] == 1
+    cfgs = con.execute(
+        "select distinct lane, server_config from serving_points where lane in ('serve_sweep', 'finetune_serve')"
+    ).fetchall()
+    assert sorted(cfgs) == [
+        ("finetune_serve", "A"),
+        ("finetune_serve", "B"),
+        ("serve_sweep", "A"),
+        ("serve_sweep", "B"),
+    ]
+    assert con.execute(
+        "select count(*) from sweep_points where lane = 'serve_sweep' and grid_json is null"
+    ).fetchone() == (0,)
+    assert con.execute("select count(*) from sustained_summary where retention_vs_first is not null").fetchone()[0] == 1
     variants = {v for (v,) in con.execute("select distinct variant from quality").fetchall()}
     assert variants == {"base", "finetune"}
     assert con.execute("select bool_and(holds) from report_roundtrip where model is not null").fetchone() == (True,)
@@ -131,8 +184,9 @@ def test_accuracy_scores_the_shipped_tasks_with_paired_verdicts(local_run):
     # prompt logprobs), per-sample rows, one paired verdict per task (whatever it honestly is on tiny models)
     con = local_run.con()
     tasks = con.execute("select variant, task, status, n_samples from accuracy_tasks order by all").fetchall()
-    assert {(v, t) for v, t, *_ in tasks} == {(v, t) for v in ("base", "finetune")
-                                              for t in ("np_arith", "np_classify", "np_facts", "np_choice")}, tasks
+    assert {(v, t) for v, t, *_ in tasks} == {
+        (v, t) for v in ("base", "finetune") for t in ("np_arith", "np_classify", "np_facts", "np_choice")
+    }, tasks
     assert all(st == ("refused" if t == "np_choice" else "ok") for _, t, st, _ in tasks), tasks
     assert all(n == 4 for _, t, _, n in tasks if t != "np_choice"), tasks
     pairs = con.execute("select task, n from report_accuracy_pairs where kind = 'finetune' order by task").fetchall()
@@ -141,12 +195,13 @@ def test_accuracy_scores_the_shipped_tasks_with_paired_verdicts(local_run):
 
 def test_every_point_carries_its_slo_and_the_decision_prices_it(local_run):
     con = local_run.con()
-    assert con.execute("select count(*) from serving_points where slo_json is null or goodput is null"
-                       ).fetchone() == (0,)
-    assert con.execute("select count(*) from serving_points where p50_ttft_ms_ci_low is not null"
-                       ).fetchone()[0] > 0
-    decision = con.execute("select instance, slo_name, meets, usd_per_million_output_tokens, note "
-                           "from report_decision").fetchall()
+    assert con.execute("select count(*) from serving_points where slo_json is null or goodput is null").fetchone() == (
+        0,
+    )
+    assert con.execute("select count(*) from serving_points where p50_ttft_ms_ci_low is not null").fetchone()[0] > 0
+    decision = con.execute(
+        "select instance, slo_name, meets, usd_per_million_output_tokens, note from report_decision"
+    ).fetchall()
     assert decision and {d[0] for d in decision} == {"c7i.large"} and {d[1] for d in decision} == {"cpu-tiny"}
     assert all((d[3] is not None) == bool(d[2]) and (d[2] or "no point meets" in d[4]) for d in decision)
 
@@ -161,17 +216,33 @@ def test_the_preflight_gate_passed_and_the_boot_recorded_the_cache_it_pushed(loc
 def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     report = local_run.report
     text = (report / "REPORT.md").read_text()
-    assert [l for l in text.splitlines() if l.startswith("## ")][0] == "## Decision"
-    for section in ("Machines and versions", "Preflight", "Compile", "Training", "Serving sweeps", "Workloads",
-                    "Sustained", "Quality", "Accuracy", "End-to-end loop", "Failures and exclusions", "Host CPU",
-                    "Cost context", "Measurement rules"):
+    assert [ln for ln in text.splitlines() if ln.startswith("## ")][0] == "## Decision"
+    for section in (
+        "Machines and versions",
+        "Preflight",
+        "Compile",
+        "Training",
+        "Serving sweeps",
+        "Workloads",
+        "Sustained",
+        "Quality",
+        "Accuracy",
+        "End-to-end loop",
+        "Failures and exclusions",
+        "Host CPU",
+        "Cost context",
+        "Measurement rules",
+    ):
         assert f"## {section}" in text, section
     accuracy = text.split("## Accuracy", 1)[1].split("\n## ", 1)[0]
     assert "### Paired verdicts: base vs fine-tune, variant vs baseline" in accuracy
     assert "np_choice" in accuracy and "refused" in accuracy  # the refused task, with its reason
     verdicts = {p["task"]: p["verdict"] for p in local_run.comparison()["accuracy"]["pairs"] if p["kind"] == "finetune"}
     assert set(verdicts) == {"np_arith", "np_classify", "np_facts"} and set(verdicts.values()) <= {
-        "better", "worse", "within noise"}, verdicts
+        "better",
+        "worse",
+        "within noise",
+    }, verdicts
     comparison = (report / "comparison.json").read_text()
     assert '"median_ttft_ms"' in comparison and '"output_throughput"' in comparison
     pngs = sorted(report.glob("*.png"))
@@ -196,8 +267,19 @@ def test_the_report_rebuilds_byte_identically(local_run):
 def test_an_imported_vllm_bench_file_is_a_reference_row_of_the_decision(local_run):
     """A `vllm bench serve --save-result --save-detailed` file (tests/fixtures/vllm_bench), beside the run."""
     results, out = local_run.results, local_run.root / "with-ref"
-    neuronpipe("import", "vllm-bench", str(FIXTURES / "vllm_bench" / "detailed.json"), "--label", "vllm-ref",
-               "--instance-type", "c7i.large", "--slo", "cpu-tiny", "--results", str(results))
+    neuronpipe(
+        "import",
+        "vllm-bench",
+        str(FIXTURES / "vllm_bench" / "detailed.json"),
+        "--label",
+        "vllm-ref",
+        "--instance-type",
+        "c7i.large",
+        "--slo",
+        "cpu-tiny",
+        "--results",
+        str(results),
+    )
     neuronpipe("report", "--results", str(results), "--run-id", "e2e", "--run-id", "ref-vllm-ref", "--out", str(out))
     decision = json.loads((out / "comparison.json").read_text())["decision"]
     ref = [r for r in decision["rows"] if r["instance"] == "reference: vllm-ref"]
@@ -206,14 +288,24 @@ def test_an_imported_vllm_bench_file_is_a_reference_row_of_the_decision(local_ru
 
 
 def test_the_same_command_again_resumes_and_commits_nothing_new(local_run):
-    neuronpipe("run", "--local", "--input", str(local_run.request), "--results", str(local_run.results),
-               "--run-id", "e2e", "--no-live")
+    neuronpipe(
+        "run",
+        "--local",
+        "--input",
+        str(local_run.request),
+        "--results",
+        str(local_run.results),
+        "--run-id",
+        "e2e",
+        "--no-live",
+    )
     con = local_run.con()
     resumed = con.execute("select count(*) from lane_runs where not supersedes and status = 'skipped'").fetchone()
     assert resumed == (len(ALL_LANES),)
     # the resumed run's boot found the cache it pushed the first time on the box: nothing fetched, nothing new
-    assert con.execute("select seed_entries_fetched, seed_entries_present > 0, push_entries from box_boots"
-                       ).fetchone() == (0, True, 0)
+    assert con.execute(
+        "select seed_entries_fetched, seed_entries_present > 0, push_entries from box_boots"
+    ).fetchone() == (0, True, 0)
 
 
 def check_report_page(report: Path, comparison: dict) -> None:
@@ -228,8 +320,9 @@ def check_report_page(report: Path, comparison: dict) -> None:
     path = report / "REPORT.html"
     page = path.read_text(encoding="utf-8")
     assert embedded_json(page, "np-comparison") == comparison
-    markup = re.sub(r'(<script type="(?:application/json|text/plain)"[^>]*>).*?</script>', r"\1</script>", page,
-                    flags=re.S)
+    markup = re.sub(
+        r'(<script type="(?:application/json|text/plain)"[^>]*>).*?</script>', r"\1</script>", page, flags=re.S
+    )
     assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=", markup, re.I)
     assert not re.search(r"\b(src|href)\s*=\s*[\"']?(https?:)?//", markup, re.I)
     assert path.stat().st_size < 8 * 2**20  # plotly.js 4.6 MiB + this run's data (docs/reference/report-html.md)
@@ -261,12 +354,34 @@ def _servers_of(root: psutil.Process) -> list[psutil.Process]:
 def test_ctrl_c_mid_lane_stops_the_server_commits_nothing_and_the_next_run_completes(tmp_path, shared_cache):
     results = tmp_path / "results"
     request = tmp_path / "long.json"
-    request.write_text(json.dumps({"lanes": ["sustained"], "profile": "tiny", "lane_config": {
-        "sustained": {"shape": "16:8", "duration_s": 120.0, "window_s": 2.0, "warmup_requests": 1}}}))
-    cmd = [sys.executable, "-m", "control_plane.cli", "run", "--local", "--input", str(request), "--results",
-           str(results), "--run-id", "ctrl-c", "--no-live"]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=ENV)
+    request.write_text(
+        json.dumps(
+            {
+                "lanes": ["sustained"],
+                "profile": "tiny",
+                "lane_config": {
+                    "sustained": {"shape": "16:8", "duration_s": 120.0, "window_s": 2.0, "warmup_requests": 1}
+                },
+            }
+        )
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "control_plane.cli",
+        "run",
+        "--local",
+        "--input",
+        str(request),
+        "--results",
+        str(results),
+        "--run-id",
+        "ctrl-c",
+        "--no-live",
+    ]
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+    )
     parent = psutil.Process(proc.pid)
     servers: list[psutil.Process] = []
     deadline = time.monotonic() + 180
@@ -286,9 +401,22 @@ def test_ctrl_c_mid_lane_stops_the_server_commits_nothing_and_the_next_run_compl
     assert connect(store).execute("select count(*) from sustained_windows").fetchone() == (0,)
 
     # the same run again (now short) resumes at the uncommitted lane and completes it
-    request.write_text(json.dumps({"lanes": ["sustained"], "profile": "tiny", "lane_config": {
-        "sustained": {"shape": "16:8", "duration_s": 4.0, "window_s": 2.0, "warmup_requests": 1,
-                      "retention_k": 1}}}))
-    neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "ctrl-c",
-               "--no-live")
+    request.write_text(
+        json.dumps(
+            {
+                "lanes": ["sustained"],
+                "profile": "tiny",
+                "lane_config": {
+                    "sustained": {
+                        "shape": "16:8",
+                        "duration_s": 4.0,
+                        "window_s": 2.0,
+                        "warmup_requests": 1,
+                        "retention_k": 1,
+                    }
+                },
+            }
+        )
+    )
+    neuronpipe("run", "--local", "--input", str(request), "--results", str(results), "--run-id", "ctrl-c", "--no-live")
     assert connect(store).execute("select count(*) > 0 from sustained_windows").fetchone() == (True,)

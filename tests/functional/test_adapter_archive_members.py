@@ -1,6 +1,7 @@
 """An adapter tarball is unpacked only when every member is a plain file or directory that lands inside the unpack
 directory: an absolute name, a ``..``, a link of either kind, a device or a FIFO refuses the whole archive, one
 line naming the member, before anything is written."""
+
 from __future__ import annotations
 
 import io
@@ -42,12 +43,15 @@ def _files(root: Path) -> list[str]:
 CASES = {  # (tmp) -> (hostile member, the words that say why)
     "absolute": (lambda tmp: _file(str(tmp / "outside" / "adapter_model.safetensors")), "absolute"),
     "dotdot": (lambda tmp: _file("../../outside/adapter_model.safetensors"), r"'\.\.'"),
-    "symlink out": (lambda tmp: _special("adapter_model.safetensors", tarfile.SYMTYPE, "/etc/passwd"),
-                    "symbolic link"),
-    "symlink in": (lambda tmp: _special("adapter_model.safetensors", tarfile.SYMTYPE, "adapter_config.json"),
-                   "symbolic link"),
-    "hardlink": (lambda tmp: _special("adapter_model.safetensors", tarfile.LNKTYPE, "adapter_config.json"),
-                 "hard link"),
+    "symlink out": (lambda tmp: _special("adapter_model.safetensors", tarfile.SYMTYPE, "/etc/passwd"), "symbolic link"),
+    "symlink in": (
+        lambda tmp: _special("adapter_model.safetensors", tarfile.SYMTYPE, "adapter_config.json"),
+        "symbolic link",
+    ),
+    "hardlink": (
+        lambda tmp: _special("adapter_model.safetensors", tarfile.LNKTYPE, "adapter_config.json"),
+        "hard link",
+    ),
     "character device": (lambda tmp: _special("tty", tarfile.CHRTYPE), "device or FIFO"),
     "block device": (lambda tmp: _special("disk", tarfile.BLKTYPE), "device or FIFO"),
     "fifo": (lambda tmp: _special("pipe", tarfile.FIFOTYPE), "device or FIFO"),
@@ -58,8 +62,7 @@ CASES = {  # (tmp) -> (hostile member, the words that say why)
 def test_a_hostile_member_refuses_the_whole_archive_naming_it(tmp_path, case):
     make, why = CASES[case]
     hostile = make(tmp_path)
-    archive = _archive(tmp_path / "a.tar.gz", [_file("adapter_config.json", CONFIG), hostile,
-                                               _file("zz_after.txt")])
+    archive = _archive(tmp_path / "a.tar.gz", [_file("adapter_config.json", CONFIG), hostile, _file("zz_after.txt")])
     before = _files(tmp_path)
     with pytest.raises(AdapterSourceError, match=rf"member '{hostile[0].name}' is refused: .*{why}") as info:
         fetch_adapter(str(archive), tmp_path / "box")
@@ -74,8 +77,9 @@ def test_a_tarball_of_dot_with_plain_members_unpacks(tmp_path):
     dot.type = tarfile.DIRTYPE
     sub = tarfile.TarInfo("./sub")
     sub.type = tarfile.DIRTYPE
-    archive = _archive(tmp_path / "a.tgz", [(dot, None), _file("./adapter_config.json", CONFIG), (sub, None),
-                                             _file("./sub/extra.bin")])
+    archive = _archive(
+        tmp_path / "a.tgz", [(dot, None), _file("./adapter_config.json", CONFIG), (sub, None), _file("./sub/extra.bin")]
+    )
     out = fetch_adapter(str(archive), tmp_path / "box")
     assert _files(out) == ["adapter_config.json", "sub/extra.bin"]
     assert (out / "adapter_config.json").read_bytes() == CONFIG

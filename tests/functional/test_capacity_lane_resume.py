@@ -1,6 +1,7 @@
 """The capacity lane on the CPU server: SIGTERM mid-search commits the points measured so far (a failed attempt,
 LaneInterrupted), and the next attempt continues the bracket from them instead of starting over. Every claim is
 on the store's contents (which rates, which verdicts, which attempt), never on how long anything took."""
+
 from __future__ import annotations
 
 import json
@@ -23,17 +24,44 @@ ROOT = Path(__file__).resolve().parents[2]
 # rate_min: no probe (R0 fixed); an SLO loose enough (TPOT 100 ms: some twenty times the tiny model's here)
 # that only the overload of a rate far up the ladder breaks it; precision 0.25: after the first failure at least
 # two bisections, so no search is over by its second point; a budget no search here reaches
-CONFIG = {"shape": "16:8", "slo": "ttft_ms=1000,tpot_ms=100,percentile=90", "rate_min": 16.0, "precision": 0.25,
-          "point_duration_s": 1.0, "max_search_s": 600.0}
+CONFIG = {
+    "shape": "16:8",
+    "slo": "ttft_ms=1000,tpot_ms=100,percentile=90",
+    "rate_min": 16.0,
+    "precision": 0.25,
+    "point_duration_s": 1.0,
+    "max_search_s": 600.0,
+}
 
 
 def _lane(results: Path, progress: Path | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "agents", "run-lane", "capacity", "--run-id", "r1", "--results", str(results),
-           "--profile", "tiny", "--backend", "cpu", "--config", json.dumps(CONFIG)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agents",
+        "run-lane",
+        "capacity",
+        "--run-id",
+        "r1",
+        "--results",
+        str(results),
+        "--profile",
+        "tiny",
+        "--backend",
+        "cpu",
+        "--config",
+        json.dumps(CONFIG),
+    ]
     if progress is not None:
         cmd += ["--progress-file", str(progress)]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def _points_reported(progress: Path) -> int:
@@ -45,8 +73,9 @@ def _points_reported(progress: Path) -> int:
 
 def _points(results: Path) -> list[tuple]:
     con = connect(open_store(str(results)))
-    return con.execute("SELECT point_id, offered_rate, passed, search_id, excluded_reason FROM capacity_points "
-                       "ORDER BY step").fetchall()
+    return con.execute(
+        "SELECT point_id, offered_rate, passed, search_id, excluded_reason FROM capacity_points ORDER BY step"
+    ).fetchall()
 
 
 def test_sigterm_keeps_the_measured_points_and_the_next_attempt_continues_the_bracket(tmp_path, shared_cache):
@@ -83,11 +112,11 @@ def test_sigterm_keeps_the_measured_points_and_the_next_attempt_continues_the_br
     assert resumed.returncode == 0 and json.loads(out)["status"] == "succeeded"
     assert store.latest_committed("r1", "capacity").attempt != first.attempt
     after = _points(results)  # the new attempt holds the whole search: the carried points and its own
-    assert [p[0] for p in after[:len(before)]] == [p[0] for p in before]
+    assert [p[0] for p in after[: len(before)]] == [p[0] for p in before]
     assert len({p[3] for p in after}) == 1  # one search, continued
-    new = after[len(before):]
+    new = after[len(before) :]
     assert new and not {p[1] for p in new} & {p[1] for p in before}  # no rate measured again
-    assert [p[4] for p in after[:len(before)]] == [p[4] for p in before]  # carried points keep their telemetry
+    assert [p[4] for p in after[: len(before)]] == [p[4] for p in before]  # carried points keep their telemetry
     # the new ones have theirs too; on a busy machine one may still be excluded by its own validity rule (the
     # client fell behind its schedule: "invalid: client queue p99 … exceeds the bound"), never for telemetry
     assert not any("telemetry" in (excluded or "") for *_, excluded in new)
@@ -101,8 +130,11 @@ def test_sigterm_keeps_the_measured_points_and_the_next_attempt_continues_the_br
         assert isinstance(step, Measure) and step.rate == pytest.approx(v.rate)
     assert isinstance(next_step(spec, CONFIG["rate_min"], history), Done)
     assert len(new) < len(after)
-    lo, hi, outcome = connect(store).execute(
-        "SELECT max_rate_meeting_slo, lowest_rate_missing_slo, outcome FROM report_capacity").fetchone()
+    lo, hi, outcome = (
+        connect(store)
+        .execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo, outcome FROM report_capacity")
+        .fetchone()
+    )
     assert lo is not None
     if hi is not None and outcome.startswith("bracket within precision"):
         assert lo < hi

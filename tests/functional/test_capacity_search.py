@@ -1,5 +1,6 @@
 """`neuronpipe loadgen --search capacity` against the synthetic server: bad inputs, a failing server, the
 committed points in the capacity views, a resume from committed points, and capacity_points on fixed rows."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,18 +11,25 @@ from tests.functional.test_loadgen_synthetic import Server
 BASE = ["loadgen", "--server-kind", "synthetic", "--model", "synthetic", "--input-len", "8", "--output-len", "4"]
 
 
-@pytest.mark.parametrize("extra, words", [
-    (["--slo", "ttft_ms=100,tpot_ms=10", "--rate-min", "0"], "--rate-min must be > 0"),
-    (["--slo", "ttft_ms=100,tpot_ms=10", "--rate-min", "5", "--rate-max", "1"], "above --rate-max"),
-    (["--slo", "ttft_ms=100,tpot_ms=10", "--precision", "1.5"], "--precision must be in (0, 1)"),
-    (["--slo", "percentile=99"], "missing"),
-    ([], "needs --slo"),
-    (["--slo", "ttft_ms=100,tpot_ms=10", "--point-duration", "5", "--max-search-s", "3"], "too small for one point"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--slo", "ttft_ms=100,tpot_ms=10", "--rate-min", "0"], "--rate-min must be > 0"),
+        (["--slo", "ttft_ms=100,tpot_ms=10", "--rate-min", "5", "--rate-max", "1"], "above --rate-max"),
+        (["--slo", "ttft_ms=100,tpot_ms=10", "--precision", "1.5"], "--precision must be in (0, 1)"),
+        (["--slo", "percentile=99"], "missing"),
+        ([], "needs --slo"),
+        (
+            ["--slo", "ttft_ms=100,tpot_ms=10", "--point-duration", "5", "--max-search-s", "3"],
+            "too small for one point",
+        ),
+    ],
+)
 def test_bad_search_input_is_one_line_exit_2_and_nothing_sent(extra, words, capsys, tmp_path):
     # port 9 (discard) on loopback: were anything sent, the run would fail differently
-    rc = main(BASE + ["--base-url", "http://127.0.0.1:9", "--search", "capacity", "--results", str(tmp_path / "r"),
-                      *extra])
+    rc = main(
+        BASE + ["--base-url", "http://127.0.0.1:9", "--search", "capacity", "--results", str(tmp_path / "r"), *extra]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and words in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
@@ -33,9 +41,25 @@ def test_a_server_failing_every_request_ends_with_no_rate_meets_exit_1_rows_comm
 
     server = Server("--error-rate", "1.0")
     try:
-        rc = main(BASE + ["--base-url", server.url, "--search", "capacity", "--slo", "ttft_ms=500,tpot_ms=50",
-                          "--rate-min", "4", "--point-duration", "1", "--results", str(tmp_path / "r"),
-                          "--run-id", "fail"])
+        rc = main(
+            BASE
+            + [
+                "--base-url",
+                server.url,
+                "--search",
+                "capacity",
+                "--slo",
+                "ttft_ms=500,tpot_ms=50",
+                "--rate-min",
+                "4",
+                "--point-duration",
+                "1",
+                "--results",
+                str(tmp_path / "r"),
+                "--run-id",
+                "fail",
+            ]
+        )
     finally:
         server.stop()
     out = capsys.readouterr()
@@ -54,8 +78,9 @@ def _tpot_ms(r: dict) -> float:
 
 def _good_share(measured: list[dict], ttft_ms: float, tpot_ms: float) -> float:
     """Share of a point's measured requests meeting both bounds, from the raw rows (goodput's per-request rule)."""
-    return sum(r["success"] and r["ttft_s"] * 1000 <= ttft_ms and _tpot_ms(r) <= tpot_ms
-               for r in measured) / len(measured)
+    return sum(r["success"] and r["ttft_s"] * 1000 <= ttft_ms and _tpot_ms(r) <= tpot_ms for r in measured) / len(
+        measured
+    )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -81,21 +106,46 @@ def test_search_commits_a_well_formed_bracket_its_verdicts_follow_the_points_own
     ttft_ms, tpot_ms, attainment, precision = 400.0, 30.0, 0.8, 0.5
     server = Server("--ttft-ms", "20", "--itl-ms", "10", "--max-batch", "2")
     try:
-        rc = main(BASE + ["--base-url", server.url, "--search", "capacity",
-                          "--slo", f"ttft_ms={ttft_ms:g},tpot_ms={tpot_ms:g},percentile=90",
-                          "--attainment", str(attainment), "--rate-min", "4", "--precision", str(precision),
-                          "--point-duration", "2", "--burstiness", "20", "--results", str(tmp_path / "r"),
-                          "--run-id", "ok"])
+        rc = main(
+            BASE
+            + [
+                "--base-url",
+                server.url,
+                "--search",
+                "capacity",
+                "--slo",
+                f"ttft_ms={ttft_ms:g},tpot_ms={tpot_ms:g},percentile=90",
+                "--attainment",
+                str(attainment),
+                "--rate-min",
+                "4",
+                "--precision",
+                str(precision),
+                "--point-duration",
+                "2",
+                "--burstiness",
+                "20",
+                "--results",
+                str(tmp_path / "r"),
+                "--run-id",
+                "ok",
+            ]
+        )
     finally:
         server.stop()
     out = capsys.readouterr().out
     assert rc == 0 and "max_rate_meeting_slo" in out, out
-    printed = {line.split()[0]: line.split()[-1] for line in out.splitlines()
-               if line.strip().startswith(("max_rate_meeting_slo", "lowest_rate_missing_slo"))}
+    printed = {
+        line.split()[0]: line.split()[-1]
+        for line in out.splitlines()
+        if line.strip().startswith(("max_rate_meeting_slo", "lowest_rate_missing_slo"))
+    }
     store = open_store(str(tmp_path / "r"))
     con = connect(store)
-    rows = con.execute("SELECT point_id, offered_rate, passed, stop_reason, attained, attainment_target, valid, "
-                       "fail_reason FROM capacity_points ORDER BY step").fetchall()
+    rows = con.execute(
+        "SELECT point_id, offered_rate, passed, stop_reason, attained, attainment_target, valid, "
+        "fail_reason FROM capacity_points ORDER BY step"
+    ).fetchall()
     assert len(rows) >= 2 and rows[0][1] == 4.0, rows  # R0 = --rate-min
     # the bracket printed is the one the committed verdicts give, and it is well formed
     b = bracket([Verdict(rate, passed) for _, rate, passed, *_ in rows])
@@ -103,23 +153,31 @@ def test_search_commits_a_well_formed_bracket_its_verdicts_follow_the_points_own
     assert (float(printed["max_rate_meeting_slo"]), float(printed["lowest_rate_missing_slo"])) == (b.lo, b.hi)
     # each verdict follows from the point's own requests
     requests = store.read_table("requests", ["ok"]).to_pylist()
-    for point_id, rate, passed, stop_reason, attained, target, valid, fail_reason in rows:
+    for point_id, _rate, passed, stop_reason, attained, target, valid, fail_reason in rows:
         own = [r for r in requests if r["point_id"] == point_id and not r["warmup"]]
         ok = [r for r in own if r["success"]]
         assert attained == pytest.approx(_good_share(own, ttft_ms, tpot_ms)) and target == attainment, point_id
-        slo_met = bool(ok) and valid is not False and (
-            _percentile([r["ttft_s"] * 1000 for r in ok], 0.9) <= ttft_ms
-            and _percentile([_tpot_ms(r) for r in ok if (r["output_tokens"] or 0) > 1], 0.9) <= tpot_ms)
+        slo_met = (
+            bool(ok)
+            and valid is not False
+            and (
+                _percentile([r["ttft_s"] * 1000 for r in ok], 0.9) <= ttft_ms
+                and _percentile([_tpot_ms(r) for r in ok if (r["output_tokens"] or 0) > 1], 0.9) <= tpot_ms
+            )
+        )
         assert passed == (stop_reason is None and slo_met and attained >= target), point_id
         assert (fail_reason is None) == passed, (point_id, fail_reason)
     points, excluded, outcome = con.execute("SELECT points, points_excluded, outcome FROM report_capacity").fetchone()
     assert points == len(rows)
     # loadgen --results samples the client host's telemetry: no point lacks it, so a point is left out of the
     # capacity view only for its own validity (rule 15: the one rule every table applies)
-    kinds = con.execute("SELECT kind, count(*) FROM report_exclusions WHERE kind LIKE 'point_%' GROUP BY kind").fetchall()
+    kinds = con.execute(
+        "SELECT kind, count(*) FROM report_exclusions WHERE kind LIKE 'point_%' GROUP BY kind"
+    ).fetchall()
     assert "point_without_telemetry" not in dict(kinds), kinds
-    invalid = con.execute("SELECT count(*) FROM serving_points WHERE request_rate IS NOT NULL AND valid IS FALSE"
-                          ).fetchone()[0]
+    invalid = con.execute(
+        "SELECT count(*) FROM serving_points WHERE request_rate IS NOT NULL AND valid IS FALSE"
+    ).fetchone()[0]
     assert excluded == invalid, (excluded, invalid, outcome)
     # each measured rate is an ordinary sweep point: open loop, offered rate, arrivals, intervals
     modes = con.execute("SELECT DISTINCT mode FROM serving_points WHERE request_rate IS NOT NULL").fetchall()
@@ -129,17 +187,36 @@ def test_search_commits_a_well_formed_bracket_its_verdicts_follow_the_points_own
 def test_capacity_points_pass_rule_on_fixed_rows():
     from agents.loadgen.metrics import capacity_verdict
 
-    sweep = {"point_id": "p", "mode": "open", "request_rate": 2.0, "input_len": 4, "output_len": 3,
-             "slo_json": '{"name": "t", "ttft_ms": 100, "tpot_ms": 10, "percentile": 50}',
-             "search_json": '{"kind": "capacity", "search_id": "s", "attainment": 0.75, "precision": 0.1}'}
+    sweep = {
+        "point_id": "p",
+        "mode": "open",
+        "request_rate": 2.0,
+        "input_len": 4,
+        "output_len": 3,
+        "slo_json": '{"name": "t", "ttft_ms": 100, "tpot_ms": 10, "percentile": 50}',
+        "search_json": '{"kind": "capacity", "search_id": "s", "attainment": 0.75, "precision": 0.1}',
+    }
 
     def req(i: int, ttft_s: float, ok: bool = True) -> dict:
-        return {"point_id": "p", "request_id": f"r{i}", "request_index": i, "warmup": False, "success": ok,
-                "t_scheduled_ns": i * 10**9, "t_sent_ns": i * 10**9, "t_done_ns": i * 10**9 + 10**8,
-                "client_queue_s": 0.0, "ttft_s": ttft_s if ok else None, "e2el_s": ttft_s + 0.01 if ok else None,
-                "prompt_tokens": 4, "output_tokens": 3 if ok else None, "input_len": 4, "output_len": 3,
-                "chunk_times_s": [ttft_s, ttft_s + 0.005, ttft_s + 0.01] if ok else [],
-                "chunk_tokens": [1, 1, 1] if ok else []}
+        return {
+            "point_id": "p",
+            "request_id": f"r{i}",
+            "request_index": i,
+            "warmup": False,
+            "success": ok,
+            "t_scheduled_ns": i * 10**9,
+            "t_sent_ns": i * 10**9,
+            "t_done_ns": i * 10**9 + 10**8,
+            "client_queue_s": 0.0,
+            "ttft_s": ttft_s if ok else None,
+            "e2el_s": ttft_s + 0.01 if ok else None,
+            "prompt_tokens": 4,
+            "output_tokens": 3 if ok else None,
+            "input_len": 4,
+            "output_len": 3,
+            "chunk_times_s": [ttft_s, ttft_s + 0.005, ttft_s + 0.01] if ok else [],
+            "chunk_tokens": [1, 1, 1] if ok else [],
+        }
 
     good = [req(i, 0.05) for i in range(4)]
     row = capacity_verdict(good, sweep)

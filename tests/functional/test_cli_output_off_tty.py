@@ -5,6 +5,7 @@ tables fit its width.
 Every command runs for real through a subprocess (stdout and stderr are pipes, as in CI or ``| tee``); the TTY
 case runs one in a pseudo-terminal 80 columns wide.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,13 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|
 
 
 def neuronpipe(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, **NO_AWS, "COLUMNS": "80", **(env or {})})
+    out = subprocess.run(
+        [sys.executable, "-m", "control_plane.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **NO_AWS, "COLUMNS": "80", **(env or {})},
+    )
     if check:
         assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-2000:]
     return out
@@ -47,8 +53,21 @@ def whole_lines(text: str) -> list[str]:
 def test_a_local_run_prints_its_long_paths_whole_on_one_line(long_dir):
     results, report, scratch = long_dir / "results", long_dir / "report", long_dir / "tmp"
     scratch.mkdir()  # the lanes' logs go under TMPDIR: their paths are long too
-    out = neuronpipe("run", "--local", "--lanes", "t_ok,t_boom", "--results", str(results), "--run-id", "long",
-                     "--no-live", "--report", str(report), env={"TMPDIR": str(scratch)}, check=False)
+    out = neuronpipe(
+        "run",
+        "--local",
+        "--lanes",
+        "t_ok,t_boom",
+        "--results",
+        str(results),
+        "--run-id",
+        "long",
+        "--no-live",
+        "--report",
+        str(report),
+        env={"TMPDIR": str(scratch)},
+        check=False,
+    )
     assert out.returncode == 3, out.stderr[-3000:]  # partial: t_ok succeeded, t_boom failed
     lines = whole_lines(out.stderr)
     assert any(line.startswith("run id: long") and f"results: {results}" in line for line in lines), out.stderr
@@ -62,8 +81,9 @@ def test_a_local_run_prints_its_long_paths_whole_on_one_line(long_dir):
 def test_plan_tables_keep_every_cell_whole_off_a_terminal(long_dir):
     tokenizer = str(long_dir / "tokenizer")
     request = long_dir / "run.json"
-    request.write_text(json.dumps({"lanes": ["provenance", "host_cpu"],
-                                   "lane_config": {"host_cpu": {"tokenizer_path": tokenizer}}}))
+    request.write_text(
+        json.dumps({"lanes": ["provenance", "host_cpu"], "lane_config": {"host_cpu": {"tokenizer_path": tokenizer}}})
+    )
     out = neuronpipe("plan", "--input", str(request), "--history", str(long_dir / "no-history"))
     cell = json.dumps({"tokenizer_path": tokenizer})
     rows = [line for line in whole_lines(out.stdout) if "host_cpu@" in line and "tokenizer_path" in line]
@@ -76,9 +96,22 @@ def test_plan_tables_keep_every_cell_whole_off_a_terminal(long_dir):
 def test_query_csv_lines_end_with_lf(tmp_path):
     results = str(tmp_path / "r")
     neuronpipe("run", "--local", "--lanes", "t_ok", "--results", results, "--run-id", "csv", "--no-live")
-    raw = subprocess.run([sys.executable, "-m", "control_plane.cli", "query", "--results", results, "--format", "csv",
-                          "select count(*) as n, 'a,b' as quoted from host_bench"], capture_output=True, timeout=300,
-                         env={**os.environ, **NO_AWS})
+    raw = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "query",
+            "--results",
+            results,
+            "--format",
+            "csv",
+            "select count(*) as n, 'a,b' as quoted from host_bench",
+        ],
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, **NO_AWS},
+    )
     assert raw.returncode == 0, raw.stderr
     assert raw.stdout == b'n,quoted\n1,"a,b"\n'  # LF only: `| tail -1` gives `1,"a,b"`, not `...\r`
 
@@ -92,8 +125,14 @@ def _run_in_pty(args: list[str], columns: int, env: dict[str, str]) -> str:
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                            env={**os.environ, **NO_AWS, **env, "COLUMNS": str(columns), "TERM": "xterm-256color"})
+    proc = subprocess.Popen(
+        args,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+        env={**os.environ, **NO_AWS, **env, "COLUMNS": str(columns), "TERM": "xterm-256color"},
+    )
     os.close(slave)
     chunks = []
     try:
@@ -118,10 +157,28 @@ def _run_in_pty(args: list[str], columns: int, env: dict[str, str]) -> str:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminal geometry via termios (Linux)")
 def test_plan_tables_fit_an_80_column_terminal(long_dir):
     request = long_dir / "run.json"
-    request.write_text(json.dumps({"lanes": ["provenance", "host_cpu"],
-                                   "lane_config": {"host_cpu": {"tokenizer_path": str(long_dir / "tokenizer")}}}))
-    shown = _run_in_pty([sys.executable, "-m", "control_plane.cli", "plan", "--input", str(request),
-                         "--history", str(long_dir / "no-history")], 80, {})
+    request.write_text(
+        json.dumps(
+            {
+                "lanes": ["provenance", "host_cpu"],
+                "lane_config": {"host_cpu": {"tokenizer_path": str(long_dir / "tokenizer")}},
+            }
+        )
+    )
+    shown = _run_in_pty(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "plan",
+            "--input",
+            str(request),
+            "--history",
+            str(long_dir / "no-history"),
+        ],
+        80,
+        {},
+    )
     table = [line for line in shown.splitlines() if line[:1] in ("┏", "┃", "┡", "│", "└")]
     assert len(table) >= 12, shown  # both tables are there (the plan's, the expected durations')
     assert max(cell_len(line) for line in table) <= 80, "\n".join(table)

@@ -1,6 +1,7 @@
 """`--region` on the CLI's AWS commands (issue 28): the runbook passes it everywhere; `status`, `run --aws` and
 `pull` used boto3's default region whatever it said. Against moto, with the deployment in a region other than
 the shell's default."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,12 @@ SHELL = "us-west-2"  # the shell's AWS_DEFAULT_REGION
 
 @pytest.fixture
 def deployed(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": SHELL,
-                 "MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": SHELL,
+        "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+    }.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("NEURONPIPE_STATE_MACHINE_ARN", raising=False)
@@ -31,8 +36,9 @@ def deployed(monkeypatch):
         role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         subs = definition_substitutions("b", DEPLOYED)
         sfn = boto3.client("stepfunctions", region_name=DEPLOYED)
-        sm = sfn.create_state_machine(name="neuron-pipelines", roleArn=role,
-                                      definition=substitute(ASL_PATH.read_text(), subs))["stateMachineArn"]
+        sm = sfn.create_state_machine(
+            name="neuron-pipelines", roleArn=role, definition=substitute(ASL_PATH.read_text(), subs)
+        )["stateMachineArn"]
         sfn.start_execution(stateMachineArn=sm, name="run-1", input=json.dumps({"run_id": "run-1"}))
         yield sm
     get_settings.cache_clear()
@@ -49,9 +55,11 @@ def test_pull_and_run_aws_take_region_too():
     from control_plane.cli import build_parser
 
     parser = build_parser()
-    for argv in (["pull", "--from", "s3://b/results", "--region", DEPLOYED],
-                 ["run", "--aws", "--input", "x.json", "--region", DEPLOYED],
-                 ["status", "r", "--region", DEPLOYED]):
+    for argv in (
+        ["pull", "--from", "s3://b/results", "--region", DEPLOYED],
+        ["run", "--aws", "--input", "x.json", "--region", DEPLOYED],
+        ["status", "r", "--region", DEPLOYED],
+    ):
         assert parser.parse_args(argv).region == DEPLOYED
 
 

@@ -5,6 +5,7 @@ synthetic server — waits until it is blocked where the command does its work, 
 exit code and the one ``interrupted (SIGNAME)`` line. The query's private spill directory is gone afterwards
 (its ``finally`` ran), and the store is unchanged.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,10 @@ def _default_sigint() -> None:
 
 
 def _tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +44,20 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("signals") / "results"
     w = LocalStore(root).begin_attempt("r1", "host_cpu")
     w.add_rows("host_bench", [{"bench": "triad", "threads": 1, "value": 10.0, "unit": "GB/s"}])
-    w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0,
-                              "wall_s": 1.0, "backend": "cpu", "host": "h"}])
+    w.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "succeeded",
+                "supersedes": True,
+                "started_at": T0,
+                "ended_at": T0,
+                "wall_s": 1.0,
+                "backend": "cpu",
+                "host": "h",
+            }
+        ],
+    )
     w.commit("succeeded")
     return root
 
@@ -60,9 +75,14 @@ def test_a_signal_ends_a_blocked_query_with_128_plus_its_number_after_clean_up(t
     spill_root = tmp_path / "tmp"
     spill_root.mkdir()
     before = _tree(results)
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "query", "--results", str(results),
-                             "--timeout", "3600", SLOW], env={**os.environ, "TMPDIR": str(spill_root)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "control_plane.cli", "query", "--results", str(results), "--timeout", "3600", SLOW],
+        env={**os.environ, "TMPDIR": str(spill_root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     try:
         _wait_for(lambda: any(spill_root.iterdir()), proc, "opened the store")  # the query's spill directory
         time.sleep(0.5)  # into the statement
@@ -80,8 +100,13 @@ def test_a_signal_ends_a_blocked_query_with_128_plus_its_number_after_clean_up(t
 
 @pytest.mark.parametrize("sig, code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
 def test_a_signal_ends_the_synthetic_server_with_128_plus_its_number(sig, code):
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "synthetic-server", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "control_plane.cli", "synthetic-server", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     try:
         assert "listening on" in proc.stdout.readline()
         proc.send_signal(sig)

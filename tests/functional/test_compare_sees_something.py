@@ -1,5 +1,6 @@
 """`compare` that compares nothing says so and exits 4 (its own code, not a pass); a run `loadgen --results`
 commits is a run like any lane's (a lane_runs row), so `compare` and `report --run-id` see it."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,20 @@ def disjoint(tmp_path) -> Path:
     for run_id in ("r1", "r2"):
         w = store.begin_attempt(run_id, "host_cpu")
         w.add_rows("host_bench", [{"bench": "triad", "threads": 1, "value": 10.0, "unit": "GB/s"}])
-        w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0,
-                                  "wall_s": 1.0, "backend": "cpu", "host": "h"}])
+        w.add_rows(
+            "lane_runs",
+            [
+                {
+                    "status": "succeeded",
+                    "supersedes": True,
+                    "started_at": T0,
+                    "ended_at": T0,
+                    "wall_s": 1.0,
+                    "backend": "cpu",
+                    "host": "h",
+                }
+            ],
+        )
         w.commit("succeeded")
     return tmp_path / "results"
 
@@ -62,8 +75,23 @@ def test_exit_4_is_in_the_commands_help_and_the_generated_reference():
 
 # ---- loadgen --results: a run like any other ---------------------------------------------------------------
 def _serve(*args: str):
-    proc = subprocess.Popen([sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", "0",
-                             "--ttft-ms", "5", "--itl-ms", "2", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agents.loadgen.synthetic_server",
+            "--port",
+            "0",
+            "--ttft-ms",
+            "5",
+            "--itl-ms",
+            "2",
+            *args,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     url = proc.stdout.readline().strip().rsplit(" ", 1)[1]
     try:
         yield url
@@ -86,17 +114,41 @@ def failing_server():
 def loadgen_runs(server, tmp_path_factory):
     results = tmp_path_factory.mktemp("lg") / "res"
     for run_id in ("lg-a", "lg-b"):
-        assert main(["loadgen", "--base-url", server, "--concurrency", "2", "--input-len", "8", "--output-len", "6",
-                     "--num-prompts", "8", "--results", str(results), "--run-id", run_id]) == 0
+        assert (
+            main(
+                [
+                    "loadgen",
+                    "--base-url",
+                    server,
+                    "--concurrency",
+                    "2",
+                    "--input-len",
+                    "8",
+                    "--output-len",
+                    "6",
+                    "--num-prompts",
+                    "8",
+                    "--results",
+                    str(results),
+                    "--run-id",
+                    run_id,
+                ]
+            )
+            == 0
+        )
     return results
 
 
 def test_loadgen_commits_a_lane_runs_row_like_a_lanes(loadgen_runs, server):
     con = connect(LocalStore(loadgen_runs))
-    rows = con.execute("SELECT run_id, lane, status, supersedes, started_at, ended_at, wall_s, backend, host, "
-                       "box_role, config_json FROM lane_runs ORDER BY run_id").fetchall()
-    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [("lg-a", "loadgen", "succeeded", True),
-                                                        ("lg-b", "loadgen", "succeeded", True)]
+    rows = con.execute(
+        "SELECT run_id, lane, status, supersedes, started_at, ended_at, wall_s, backend, host, "
+        "box_role, config_json FROM lane_runs ORDER BY run_id"
+    ).fetchall()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("lg-a", "loadgen", "succeeded", True),
+        ("lg-b", "loadgen", "succeeded", True),
+    ]
     for r in rows:
         started, ended, wall_s = r[4], r[5], r[6]
         assert started <= ended and wall_s is not None and wall_s > 0
@@ -118,8 +170,31 @@ def test_compare_and_report_see_loadgen_runs(loadgen_runs, capsys, tmp_path):
 
 def test_a_loadgen_run_where_nothing_succeeded_is_a_failed_run(failing_server, tmp_path, capsys):
     results = tmp_path / "res"
-    assert main(["loadgen", "--base-url", failing_server, "--concurrency", "1", "--input-len", "8",
-                 "--output-len", "4", "--num-prompts", "2", "--results", str(results), "--run-id", "dead"]) == 1
-    (row,) = connect(LocalStore(results)).execute(
-        "SELECT status, error_type, error_message FROM lane_runs WHERE run_id = 'dead'").fetchall()
+    assert (
+        main(
+            [
+                "loadgen",
+                "--base-url",
+                failing_server,
+                "--concurrency",
+                "1",
+                "--input-len",
+                "8",
+                "--output-len",
+                "4",
+                "--num-prompts",
+                "2",
+                "--results",
+                str(results),
+                "--run-id",
+                "dead",
+            ]
+        )
+        == 1
+    )
+    (row,) = (
+        connect(LocalStore(results))
+        .execute("SELECT status, error_type, error_message FROM lane_runs WHERE run_id = 'dead'")
+        .fetchall()
+    )
     assert row[0] == "failed" and row[1] == "NoRequestSucceeded" and "no request succeeded" in row[2]

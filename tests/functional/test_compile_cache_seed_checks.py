@@ -1,19 +1,28 @@
 """A seed trusts nothing the store says: a manifest naming a file outside its entry, an entry outside the cache, a
 size or SHA-256 its bytes do not have, or another entry than its key is refused, one line naming it, and nothing is
 written anywhere (moto's S3 holds the poisoned entries; the box's cache root is compared before and after)."""
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from agents.compile_cache import (CACHE_PREFIX, MANIFEST_SUFFIX, NEURON_KINDS, SEEDED_FILE, CacheLayout, push, seed,
-                                  seeded_entries)
+from agents.compile_cache import (
+    CACHE_PREFIX,
+    MANIFEST_SUFFIX,
+    NEURON_KINDS,
+    SEEDED_FILE,
+    CacheLayout,
+    push,
+    seed,
+    seeded_entries,
+)
 from analytics.store import open_store
 
 NS = "neuronx-cc-2.26.6360.0+6f180f47-ncv2"
@@ -30,14 +39,21 @@ def _entry(root: Path, rel: str) -> None:
 
 
 def _manifest(entry: str, files: dict[str, bytes]) -> dict:
-    return {"entry": entry, "namespace": NS, "pushed_at": "2026-12-01T10:00:00+00:00", "pushed_by": {},
-            "files": [{"path": p, "bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in files.items()]}
+    return {
+        "entry": entry,
+        "namespace": NS,
+        "pushed_at": "2026-12-01T10:00:00+00:00",
+        "pushed_by": {},
+        "files": [{"path": p, "bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in files.items()],
+    }
 
 
 def _tree(root: Path) -> dict[str, bytes | None]:
     """Every path under ``root`` with its bytes (None: a directory or a link)."""
-    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
-            for p in sorted(root.rglob("*"))}
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 # each case: (tmp_path) -> (entry named by the key, manifest, objects under the entry's key prefix, the name refused)
@@ -48,6 +64,7 @@ def _file_named(name: Callable[[Path], str]) -> Case:
     def case(tmp: Path):
         path = name(tmp)
         return FORGED, _manifest(FORGED, {path: NEFF}), {path: NEFF}, path
+
     return case
 
 
@@ -56,6 +73,7 @@ def _altered(change: Callable[[dict], None], refused: str) -> Case:
         manifest = _manifest(FORGED, {"model.neff": NEFF})
         change(manifest)
         return FORGED, manifest, {"model.neff": NEFF}, refused
+
     return case
 
 
@@ -63,6 +81,7 @@ def _entry_named(name: Callable[[Path], str]) -> Case:
     def case(tmp: Path):
         entry = name(tmp)
         return entry, _manifest(entry, {"model.neff": NEFF}), {"model.neff": NEFF}, entry
+
     return case
 
 

@@ -1,5 +1,6 @@
 """One compile cache: every producer and consumer resolves the same directory, and it travels through the results
 store (a local directory or moto's S3) append-only, whole entries only, checked against their manifests."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,16 @@ import pytest
 from moto import mock_aws
 
 from agents.box_env import compile_cache_dir
-from agents.compile_cache import (CACHE_PREFIX, NEURON_KINDS, CacheLayout, layout_for, push, seed, seeded_entries,
-                                  stored_entries)
+from agents.compile_cache import (
+    CACHE_PREFIX,
+    NEURON_KINDS,
+    CacheLayout,
+    layout_for,
+    push,
+    seed,
+    seeded_entries,
+    stored_entries,
+)
 from agents.serving.launcher import ServedModel
 from agents.serving.neuron import NeuronLauncher
 from agents.training.backends import TrainRequest
@@ -22,8 +31,10 @@ from analytics.store import open_store
 from pipeline.lane_configs.precompile import Config as PrecompileConfig
 from pipeline.servers import get_server_config
 
-BOX_ENV = {"NEURONPIPE_CACHE": "/var/cache/neuronpipe",
-           "NEURON_COMPILE_CACHE_URL": "/var/cache/neuronpipe/neuron-compile-cache"}
+BOX_ENV = {
+    "NEURONPIPE_CACHE": "/var/cache/neuronpipe",
+    "NEURON_COMPILE_CACHE_URL": "/var/cache/neuronpipe/neuron-compile-cache",
+}
 
 
 def test_precompile_training_and_serving_resolve_the_same_cache(monkeypatch, tmp_path):
@@ -32,8 +43,17 @@ def test_precompile_training_and_serving_resolve_the_same_cache(monkeypatch, tmp
     one = compile_cache_dir()
     assert str(one) == BOX_ENV["NEURON_COMPILE_CACHE_URL"]
     assert PrecompileConfig.for_profile("full").compile_cache is None  # precompile takes the box's cache
-    req = TrainRequest(model="m", model_dir=tmp_path, output_dir=tmp_path / "o", records=[], max_steps=1,
-                       max_seq_len=256, batch_size=1, grad_accum=1, compile_cache=None)
+    req = TrainRequest(
+        model="m",
+        model_dir=tmp_path,
+        output_dir=tmp_path / "o",
+        records=[],
+        max_steps=1,
+        max_seq_len=256,
+        batch_size=1,
+        grad_accum=1,
+        compile_cache=None,
+    )
     env = neuron_training.environment(req)
     assert env["NEURON_COMPILE_CACHE_URL"] == str(one) and f"--cache_dir={one}" in env["NEURON_CC_FLAGS"]
     launcher = NeuronLauncher(Path("/var/cache/neuronpipe"), python="py")
@@ -138,8 +158,14 @@ def test_the_neuron_namespace_is_the_compiler_and_the_neuroncore_generation(tmp_
     from rehearsal.dlami import COMPILER_VERSION, build_dlami
 
     venv = build_dlami(tmp_path / "box", "inf2", "inf2.xlarge")
-    layout = layout_for("neuron", {"NEURONPIPE_DLAMI_VENV": str(venv), "NEURONPIPE_INSTANCE_TYPE": "inf2.xlarge",
-                                   "NEURONPIPE_CACHE": str(tmp_path / "c")})
+    layout = layout_for(
+        "neuron",
+        {
+            "NEURONPIPE_DLAMI_VENV": str(venv),
+            "NEURONPIPE_INSTANCE_TYPE": "inf2.xlarge",
+            "NEURONPIPE_CACHE": str(tmp_path / "c"),
+        },
+    )
     assert layout.namespace == f"neuronx-cc-{COMPILER_VERSION}-ncv2"
     trn2 = layout_for("neuron", {"NEURONPIPE_DLAMI_VENV": str(venv), "NEURONPIPE_INSTANCE_TYPE": "trn2.48xlarge"})
     assert trn2.namespace.endswith("-ncv3")
@@ -147,8 +173,7 @@ def test_the_neuron_namespace_is_the_compiler_and_the_neuroncore_generation(tmp_
 
 
 def _agents(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agents", *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "agents", *argv], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_the_cache_commands_record_the_boot_with_its_stamps(tmp_path):
@@ -163,16 +188,22 @@ def test_the_cache_commands_record_the_boot_with_its_stamps(tmp_path):
     stamps.mkdir()
     (stamps / "start_requested").write_text("2026-12-01T10:00:00.000Z")
     (stamps / "sync_started").write_text("2026-12-01T10:01:30.000+00:00")
-    env = {**os.environ, "NEURONPIPE_CACHE": str(cache), "NEURONPIPE_STAMP_DIR": str(stamps),
-           "NEURONPIPE_BOX_ROOT": str(tmp_path / "root"), "NEURONPIPE_BACKEND": "cpu",
-           "NEURONPIPE_INSTANCE_TYPE": "inf2.xlarge"}
+    env = {
+        **os.environ,
+        "NEURONPIPE_CACHE": str(cache),
+        "NEURONPIPE_STAMP_DIR": str(stamps),
+        "NEURONPIPE_BOX_ROOT": str(tmp_path / "root"),
+        "NEURONPIPE_BACKEND": "cpu",
+        "NEURONPIPE_INSTANCE_TYPE": "inf2.xlarge",
+    }
     env.pop("NEURON_COMPILE_CACHE_URL", None)
     seeded = _agents("cache", "seed", "--results", str(results), env=env)
     assert seeded.returncode == 0 and "0 entr(ies) fetched" in seeded.stdout
-    pushed = _agents("cache", "push", "--results", str(results), "--run-id", "r1", "--box-role", "inf2",
-                     "--segment", "1", env=env)
+    pushed = _agents(
+        "cache", "push", "--results", str(results), "--run-id", "r1", "--box-role", "inf2", "--segment", "1", env=env
+    )
     assert pushed.returncode == 0, pushed.stderr
-    row, = open_store(results).read_table("box_boots", ["r1"]).to_pylist()
+    (row,) = open_store(results).read_table("box_boots", ["r1"]).to_pylist()
     assert row["lane"] == "boot@inf2.w1" and row["segment"] == 1 and row["backend"] == "cpu"
     assert row["start_requested_at"].isoformat().startswith("2026-12-01T10:00:00")
     assert row["sync_started_at"].isoformat().startswith("2026-12-01T10:01:30")
@@ -202,8 +233,19 @@ def test_a_failed_push_calls_back_failure_with_a_short_cause(tmp_path, monkeypat
     monkeypatch.setattr(cache_cli, "push", lambda *a, **k: (_ for _ in ()).throw(OSError("x" * 5000)))
     monkeypatch.setenv("NEURONPIPE_CACHE", str(tmp_path / "c"))
     monkeypatch.setenv("NEURONPIPE_STAMP_DIR", str(tmp_path / "s"))
-    args = type("A", (), dict(results=str(tmp_path / "r"), run_id="r1", box_role="inf2", segment=0, backend="cpu",
-                              task_token="tok", cache_command="push"))()
+    args = type(
+        "A",
+        (),
+        dict(
+            results=str(tmp_path / "r"),
+            run_id="r1",
+            box_role="inf2",
+            segment=0,
+            backend="cpu",
+            task_token="tok",
+            cache_command="push",
+        ),
+    )()
     assert cache_cli.main(args) == 1
     assert sent["error"] == "Cache.PushFailed" and len(sent["cause"]) <= cache_cli.CAUSE_LIMIT
     assert "ok" not in sent  # no success-shaped callback for a failed push

@@ -1,6 +1,7 @@
 """A stored string's control characters are shown, never acted on: a box's error message carrying a terminal escape
 (ESC, the 8-bit CSI U+009B, BEL) and a right-to-left override reaches REPORT.md, ``neuronpipe query`` (table, csv,
 json), ``compare``'s cells and ``status`` as escapes (``\\x1b``, ``\\x9b``, ``\\u202e``), whatever prints it."""
+
 from __future__ import annotations
 
 import re
@@ -24,14 +25,32 @@ RUN = "ctl-run"
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("ctl") / "results"
     store = LocalStore(str(root))
-    write_synthetic_run(store, SyntheticRun(run_id=RUN, concurrencies=(1,), requests_per_point=6,
-                                            lanes=("provenance", "serve_sweep")))
+    write_synthetic_run(
+        store, SyntheticRun(run_id=RUN, concurrencies=(1,), requests_per_point=6, lanes=("provenance", "serve_sweep"))
+    )
     w = store.begin_attempt(RUN, "qwen3_attempt")
     now = datetime.now(timezone.utc)
-    w.add_rows("lane_runs", [{"status": "failed", "supersedes": True, "started_at": now, "ended_at": now,
-                              "wall_s": 1.0, "backend": "neuron", "host": "box\x1b[1m", "box_role": "inf2",
-                              "instance_type": "inf2.xlarge", "profile": "tiny", "forced": False,
-                              "harness_sha": "0" * 40, "error_type": "ServerBootError", "error_message": HOSTILE}])
+    w.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "failed",
+                "supersedes": True,
+                "started_at": now,
+                "ended_at": now,
+                "wall_s": 1.0,
+                "backend": "neuron",
+                "host": "box\x1b[1m",
+                "box_role": "inf2",
+                "instance_type": "inf2.xlarge",
+                "profile": "tiny",
+                "forced": False,
+                "harness_sha": "0" * 40,
+                "error_type": "ServerBootError",
+                "error_message": HOSTILE,
+            }
+        ],
+    )
     w.commit("failed")
     return str(root)
 
@@ -65,9 +84,13 @@ def test_status_shows_a_lanes_error_and_the_runs_cause_as_escapes():
     from control_plane.commands.status import render_progress as render
     from control_plane.progress import LaneProgress, RunProgress
 
-    progress = RunProgress(run_id=RUN, status="FAILED", error="Lane.Failed", cause=HOSTILE,
-                           lanes=[LaneProgress(box_role="inf2", lane="qwen3_attempt", status="failed",
-                                               detail=HOSTILE)])
+    progress = RunProgress(
+        run_id=RUN,
+        status="FAILED",
+        error="Lane.Failed",
+        cause=HOSTILE,
+        lanes=[LaneProgress(box_role="inf2", lane="qwen3_attempt", status="failed", detail=HOSTILE)],
+    )
     console = Console(width=400, color_system=None, force_terminal=False, record=True)
     console.print(render(progress))
     out = console.export_text()

@@ -2,6 +2,7 @@
 four instance types, per-request rows from tests/support/synthetic.py) and an imported `vllm bench serve`
 reference become report_decision_hardware's rows, comparison.json's decision.hardware, REPORT.md's "Across
 instance types" tables and a $/M-against-capacity plot per section; one instance type renders without a ranking."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ from tests.support.matrix import SLO, commit_capacity, commit_cell
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_bench"
 # model llama, (cell, instance type, server config, TTFT factor): the same request draws on every type, so $/M
 # follows the price; p4d's TTFT is 50 times the others', so no point of it meets the SLO
-CELLS = (("c01", "inf2.xlarge", "A", 1.0), ("c02", "g6.xlarge", "A", 1.0), ("c03", "g5.12xlarge", "A", 1.0),
-         ("c04", "p4d.24xlarge", "A", 50.0), ("c05", "inf2.xlarge", "B", 1.0), ("c06", "g5.12xlarge", "B", 1.0))
+CELLS = (
+    ("c01", "inf2.xlarge", "A", 1.0),
+    ("c02", "g6.xlarge", "A", 1.0),
+    ("c03", "g5.12xlarge", "A", 1.0),
+    ("c04", "p4d.24xlarge", "A", 50.0),
+    ("c05", "inf2.xlarge", "B", 1.0),
+    ("c06", "g5.12xlarge", "B", 1.0),
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +37,12 @@ def matrix(tmp_path_factory) -> Path:
         commit_cell(store, "m1", *cell)
     # model qwen: inf2 and g5.12xlarge searched open loop (the group ranks on the rate), g6 closed loop only,
     # trn1's search finds no rate meeting the SLO though its closed loop meets
-    for cell, itype, searched, passing in (("c07", "inf2.xlarge", True, True), ("c08", "g5.12xlarge", True, True),
-                                           ("c09", "g6.xlarge", False, False), ("c10", "trn1.2xlarge", True, False)):
+    for cell, itype, searched, passing in (
+        ("c07", "inf2.xlarge", True, True),
+        ("c08", "g5.12xlarge", True, True),
+        ("c09", "g6.xlarge", False, False),
+        ("c10", "trn1.2xlarge", True, False),
+    ):
         commit_cell(store, "m1", cell, itype, "A", 1.0, model="qwen")
         if searched:
             commit_capacity(store, "m1", cell, itype, "A", passing, model="qwen")
@@ -53,34 +64,55 @@ def test_the_types_rank_by_price_per_token_with_ties_and_a_type_that_never_meets
     a = {k[1]: r for k, r in rows.items() if k[0] == "A"}
     assert set(a) == {"inf2.xlarge", "g6.xlarge", "g5.12xlarge", "p4d.24xlarge"}
     # the same draws on each type: $/M is the price over one throughput, so the order is the price order
-    assert a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"] < a["g6.xlarge"][
-        "ranked_usd_per_million_output_tokens"] < a["g5.12xlarge"]["ranked_usd_per_million_output_tokens"]
+    assert (
+        a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"]
+        < a["g6.xlarge"]["ranked_usd_per_million_output_tokens"]
+        < a["g5.12xlarge"]["ranked_usd_per_million_output_tokens"]
+    )
     assert a["g5.12xlarge"]["ranked_usd_per_million_output_tokens"] == pytest.approx(
-        a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"] * 5.672 / 0.76)
+        a["inf2.xlarge"]["ranked_usd_per_million_output_tokens"] * 5.672 / 0.76
+    )
     # inf2 and g6 differ by 6 % in price, within their throughput intervals: tied; g5.12xlarge is 7.5 times dearer
-    assert (a["inf2.xlarge"]["verdict"], a["g6.xlarge"]["verdict"], a["g5.12xlarge"]["verdict"]) == \
-        ("tied within noise", "tied within noise", "ranked")
-    assert a["inf2.xlarge"]["verdict_note"] == \
-        "lowest $/M by point estimate, but the interval of g6.xlarge overlaps its own"
+    assert (a["inf2.xlarge"]["verdict"], a["g6.xlarge"]["verdict"], a["g5.12xlarge"]["verdict"]) == (
+        "tied within noise",
+        "tied within noise",
+        "ranked",
+    )
+    assert (
+        a["inf2.xlarge"]["verdict_note"]
+        == "lowest $/M by point estimate, but the interval of g6.xlarge overlaps its own"
+    )
     assert a["g5.12xlarge"]["price_rank"] == 3 and a["g5.12xlarge"]["cheapest_instance"] == "inf2.xlarge"
     assert a["inf2.xlarge"]["ranked_basis"] == "concurrency" and a["inf2.xlarge"]["max_concurrency"] == 4
-    assert (a["g6.xlarge"]["family"], a["g6.xlarge"]["accelerator"], a["inf2.xlarge"]["family"]) == \
-        ("cuda", "L4", "neuron-inf2")
+    assert (a["g6.xlarge"]["family"], a["g6.xlarge"]["accelerator"], a["inf2.xlarge"]["family"]) == (
+        "cuda",
+        "L4",
+        "neuron-inf2",
+    )
     never = a["p4d.24xlarge"]
-    assert (never["verdict"], never["ranked_usd_per_million_output_tokens"], never["price_rank"]) == \
-        ("SLO never met", None, None)
-    assert never["verdict_note"].startswith("no $/M at the SLO: no point meets the SLO: lowest concurrency (c=1) "
-                                            "p99 TTFT")
+    assert (never["verdict"], never["ranked_usd_per_million_output_tokens"], never["price_rank"]) == (
+        "SLO never met",
+        None,
+        None,
+    )
+    assert never["verdict_note"].startswith(
+        "no $/M at the SLO: no point meets the SLO: lowest concurrency (c=1) p99 TTFT"
+    )
     b = {k[1]: r for k, r in rows.items() if k[0] == "B"}
     assert (b["inf2.xlarge"]["verdict"], b["g5.12xlarge"]["verdict"]) == ("cheapest", "ranked")
 
 
 def test_the_reference_stays_marked_as_measured_elsewhere_and_unranked(matrix):
     ref = _rows(matrix)[("H100 vllm", "reference: H100 vllm")]
-    assert (ref["verdict"], ref["is_reference"], ref["price_rank"], ref["instance_type"]) == \
-        ("measured elsewhere", True, None, "p5.48xlarge")
-    assert ref["ranked_usd_per_million_output_tokens"] == pytest.approx(55.04 / (783.2214898633107 * 3600) * 1e6,
-                                                                        rel=1e-6)
+    assert (ref["verdict"], ref["is_reference"], ref["price_rank"], ref["instance_type"]) == (
+        "measured elsewhere",
+        True,
+        None,
+        "p5.48xlarge",
+    )
+    assert ref["ranked_usd_per_million_output_tokens"] == pytest.approx(
+        55.04 / (783.2214898633107 * 3600) * 1e6, rel=1e-6
+    )
 
 
 def test_a_group_with_open_loop_searches_ranks_on_the_rate_with_its_interval(matrix):
@@ -88,15 +120,22 @@ def test_a_group_with_open_loop_searches_ranks_on_the_rate_with_its_interval(mat
     assert {r["ranked_basis"] for r in q.values()} == {"rate"}
     inf2, g5 = q["inf2.xlarge"], q["g5.12xlarge"]
     assert (inf2["verdict"], g5["verdict"], g5["price_rank"]) == ("cheapest", "ranked", 2)
-    assert (inf2["max_rate_meeting_slo"], inf2["lowest_rate_missing_slo"], inf2["capacity_lane"]) == \
-        (1.0, 2.0, "capacity@c07")
+    assert (inf2["max_rate_meeting_slo"], inf2["lowest_rate_missing_slo"], inf2["capacity_lane"]) == (
+        1.0,
+        2.0,
+        "capacity@c07",
+    )
     # the $/M ranked is the one at the rate (report_capacity), with its interval: the throughput's inverted
     assert inf2["ranked_usd_per_million_output_tokens"] == inf2["rate_usd_per_million_output_tokens"]
     assert inf2["capacity_tok_s"] == inf2["rate_output_throughput"]
     assert inf2["rate_usd_per_million_output_tokens_ci_low"] == pytest.approx(
-        0.76 / (inf2["rate_output_throughput_ci_high"] * 3600) * 1e6, rel=1e-6)
-    assert inf2["rate_usd_per_million_output_tokens_ci_low"] < inf2["rate_usd_per_million_output_tokens"] < \
-        inf2["rate_usd_per_million_output_tokens_ci_high"]
+        0.76 / (inf2["rate_output_throughput_ci_high"] * 3600) * 1e6, rel=1e-6
+    )
+    assert (
+        inf2["rate_usd_per_million_output_tokens_ci_low"]
+        < inf2["rate_usd_per_million_output_tokens"]
+        < inf2["rate_usd_per_million_output_tokens_ci_high"]
+    )
     assert inf2["max_concurrency"] == 4 and inf2["usd_per_million_output_tokens"] is not None  # context, shown
     assert q["g6.xlarge"]["verdict"] == "closed loop only" and q["g6.xlarge"]["price_rank"] is None
     trn1 = q["trn1.2xlarge"]
@@ -108,26 +147,31 @@ def test_a_group_with_open_loop_searches_ranks_on_the_rate_with_its_interval(mat
 
 def test_report_md_renders_the_tables_without_recomputing_and_links_the_plots(matrix):
     text = (matrix / "REPORT.md").read_text()
-    decision = text[text.index("## Decision"):text.index("## Machines")]
+    decision = text[text.index("## Decision") : text.index("## Machines")]
     assert "### Across instance types" in decision
     assert decision.index("### Across instance types") < decision.index("### inf2.xlarge")
-    section = decision[decision.index("#### `llama · 64:16 · test-slo`"):]
-    section = section[:section.index("####", 5)]
-    lines = [l for l in section.splitlines() if l.startswith("| A ")]
+    section = decision[decision.index("#### `llama · 64:16 · test-slo`") :]
+    section = section[: section.index("####", 5)]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| A ")]
     # ranked types by $/M, then the one that never meets
-    assert [l.split(" | ")[1] for l in lines] == ["inf2.xlarge", "g6.xlarge", "g5.12xlarge", "p4d.24xlarge"]
+    assert [ln.split(" | ")[1] for ln in lines] == ["inf2.xlarge", "g6.xlarge", "g5.12xlarge", "p4d.24xlarge"]
     assert "| tied within noise | its $/M interval overlaps the cheapest's (inf2.xlarge) |" in section
     assert "| SLO never met | no $/M at the SLO: no point meets the SLO" in section
     assert "| cuda · 1× L4 |" in section and "| neuron-inf2 · 1× Inferentia2 |" in section
     assert "| measured elsewhere |" in decision
-    for name in ("decision_hardware_llama_64_16_test-slo.png", "decision_hardware_qwen_64_16_test-slo.png",
-                 "decision_hardware_synthetic_test-slo.png"):
+    for name in (
+        "decision_hardware_llama_64_16_test-slo.png",
+        "decision_hardware_qwen_64_16_test-slo.png",
+        "decision_hardware_synthetic_test-slo.png",
+    ):
         assert f"]({name})" in decision
         assert (matrix / name).stat().st_size > 1000
     # the markdown's $/M is comparison.json's, as written
     inf2 = _rows(matrix)[("A", "inf2.xlarge")]
-    assert f"| {inf2['ranked_usd_per_million_output_tokens']:.3g} [" in section or \
-        f"| {inf2['ranked_usd_per_million_output_tokens']:.2f} [" in section
+    assert (
+        f"| {inf2['ranked_usd_per_million_output_tokens']:.3g} [" in section
+        or f"| {inf2['ranked_usd_per_million_output_tokens']:.2f} [" in section
+    )
 
 
 def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
@@ -135,9 +179,9 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     commit_cell(store, "solo", "c01", "inf2.xlarge", "A", 1.0)
     write_report(connect(store), ["solo"], tmp_path / "report")
     text = (tmp_path / "report" / "REPORT.md").read_text()
-    section = text[text.index("### Across instance types"):text.index("### inf2.xlarge")]
+    section = text[text.index("### Across instance types") : text.index("### inf2.xlarge")]
     assert "One instance type measured here: nothing to rank." in section
-    header, _, row_line = [l for l in section.splitlines() if l.startswith("|")]
+    header, _, row_line = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert header.split(" | ")[-1] == "why |" and "verdict" not in header
     assert row_line.startswith("| A | inf2.xlarge | neuron-inf2 · 1× Inferentia2 | >= 4 (top of the grid) |")
     assert row_line.endswith("| concurrency | " + row_line.split(" | ")[-2] + " |  |")  # nothing to explain

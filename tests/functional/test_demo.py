@@ -1,4 +1,5 @@
 """The live TTFT streamer against a loopback SSE server."""
+
 from __future__ import annotations
 
 import json
@@ -78,9 +79,21 @@ def test_parse_sse_rejects_malformed_json():
 
 
 def test_demo_command_prints_the_answer_and_says_when_no_report(server, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", "demo", "--base-url",
-                          f"http://127.0.0.1:{server.server_port}", "--report", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "demo",
+            "--base-url",
+            f"http://127.0.0.1:{server.server_port}",
+            "--report",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "Compile time is paid once." in out.stdout and "TTFT" in out.stdout
     assert "no report" in out.stdout
@@ -88,10 +101,10 @@ def test_demo_command_prints_the_answer_and_says_when_no_report(server, tmp_path
 
 def test_headline_tables_come_from_a_real_report(tmp_path):
     from analytics.report import write_report
-    from tests.support.synthetic import SyntheticRun, write_synthetic_run
     from analytics.store import LocalStore
     from analytics.views import connect
     from control_plane.commands.demo import headline_tables
+    from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
     store = LocalStore(tmp_path / "results")
     write_synthetic_run(store, SyntheticRun(run_id="run-a", seed=1))

@@ -1,6 +1,7 @@
 """Every place a stored name becomes a local path goes through ``pipeline.containment.contained``: the mirror's
 pull (keys a commit marker names), the sft adapter and merged-model fetches (marker keys, ``artifacts`` paths) and
 a dataset's single-object download. A hostile name is refused naming it, before anything is written."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,15 +39,20 @@ class _Source:
 
 
 def _marker(run_id: str, lane: str, files: list[str]) -> CommitMarker:
-    return CommitMarker(run_id=run_id, lane=lane, attempt="a1", status="succeeded", supersedes=True, files=files,
-                        format=1)
+    return CommitMarker(
+        run_id=run_id, lane=lane, attempt="a1", status="succeeded", supersedes=True, files=files, format=1
+    )
 
 
 HOSTILE = {  # (tmp) -> (marker, the name refused)
-    "dotdot file": lambda tmp: (_marker("r1", "sft", ["logs/r1/sft/a1/../../../../../outside/escape.txt"]),
-                                "logs/r1/sft/a1/../../../../../outside/escape.txt"),
-    "absolute file": lambda tmp: (_marker("r1", "sft", [str(tmp / "outside" / "abs.txt")]),
-                                  str(tmp / "outside" / "abs.txt")),
+    "dotdot file": lambda tmp: (
+        _marker("r1", "sft", ["logs/r1/sft/a1/../../../../../outside/escape.txt"]),
+        "logs/r1/sft/a1/../../../../../outside/escape.txt",
+    ),
+    "absolute file": lambda tmp: (
+        _marker("r1", "sft", [str(tmp / "outside" / "abs.txt")]),
+        str(tmp / "outside" / "abs.txt"),
+    ),
     "run id that climbs": lambda tmp: (_marker("x/../../../../outside", "sft", ["logs/ok.txt"]), "run_id=x/../"),
 }
 
@@ -91,9 +97,20 @@ def test_a_merged_file_whose_artifacts_path_climbs_out_of_dest_is_refused(tmp_pa
     w = store.begin_attempt("r1", "merge")
     prefix = w.model_key("tiny-llama", "merged")
     w.add_tree(prefix, merged)
-    w.add_rows("artifacts", [{"model": "tiny-llama", "kind": "merged", "stage": "after_merge",
-                              "path": "../outside/config.json", "uri": store.uri(f"{prefix}/config.json"),
-                              "bytes": 2, "sha256": "0"}])
+    w.add_rows(
+        "artifacts",
+        [
+            {
+                "model": "tiny-llama",
+                "kind": "merged",
+                "stage": "after_merge",
+                "path": "../outside/config.json",
+                "uri": store.uri(f"{prefix}/config.json"),
+                "bytes": 2,
+                "sha256": "0",
+            }
+        ],
+    )
     w.commit("succeeded")
     with pytest.raises(MergeInputError, match=r"'\.\./outside/config\.json'"):
         fetch_merged_model(store, "r1", "tiny-llama", tmp_path / "copy")

@@ -1,6 +1,7 @@
 """Energy per output token (analytics/views/sql/42_report_energy.sql): the power samples inside each sweep point's span
 integrated into joules and divided by the point's output tokens, NULL with a reason where nothing measured power
 (Neuron, CPU, too few samples), and its "J/token" column in REPORT.md's serving tables."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -21,8 +22,9 @@ T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def lane_row(**extra):
-    return attempts.lane_row(**{"wall_s": 120.0, "backend": "cuda", "box_role": "cuda", "instance_type": "g5.xlarge",
-                                **extra})
+    return attempts.lane_row(
+        **{"wall_s": 120.0, "backend": "cuda", "box_role": "cuda", "instance_type": "g5.xlarge", **extra}
+    )
 
 
 def commit(store, run_id, lane, lane_runs=None, **tables):
@@ -30,17 +32,41 @@ def commit(store, run_id, lane, lane_runs=None, **tables):
 
 
 def point(pid, seconds=10.0, conc=1, start=T0):
-    return {"point_id": pid, "model": "m", "server_config": "c", "max_concurrency": conc, "mode": "closed",
-            "window_start": start, "window_end": start + timedelta(seconds=seconds)}
+    return {
+        "point_id": pid,
+        "model": "m",
+        "server_config": "c",
+        "max_concurrency": conc,
+        "mode": "closed",
+        "window_start": start,
+        "window_end": start + timedelta(seconds=seconds),
+    }
 
 
 def requests(pid, n, tokens):
     """``n`` successful measured requests of ``tokens`` output tokens each."""
-    return [{"point_id": pid, "request_id": f"{pid}-{i}", "request_index": i, "warmup": False,
-             "t_sent_ns": i * 10**9, "t_scheduled_ns": i * 10**9, "t_done_ns": i * 10**9 + 5 * 10**8,
-             "client_queue_s": 0.0, "ttft_s": 0.1, "e2el_s": 0.5, "chunk_times_s": [0.1, 0.5],
-             "chunk_tokens": [1, tokens - 1], "prompt_tokens": 8, "output_tokens": tokens, "input_len": 8,
-             "output_len": tokens, "success": True} for i in range(n)]
+    return [
+        {
+            "point_id": pid,
+            "request_id": f"{pid}-{i}",
+            "request_index": i,
+            "warmup": False,
+            "t_sent_ns": i * 10**9,
+            "t_scheduled_ns": i * 10**9,
+            "t_done_ns": i * 10**9 + 5 * 10**8,
+            "client_queue_s": 0.0,
+            "ttft_s": 0.1,
+            "e2el_s": 0.5,
+            "chunk_times_s": [0.1, 0.5],
+            "chunk_tokens": [1, tokens - 1],
+            "prompt_tokens": 8,
+            "output_tokens": tokens,
+            "input_len": 8,
+            "output_len": tokens,
+            "success": True,
+        }
+        for i in range(n)
+    ]
 
 
 def gpu_tick(second, *watts, util=90.0):
@@ -50,8 +76,16 @@ def gpu_tick(second, *watts, util=90.0):
 
 
 def neuron_tick(second):
-    report = {"neuron_runtime_data": [{"report": {"neuroncore_counters": {"neuroncores_in_use": {
-        "0": {"neuroncore_utilization": 80.0}}}, "memory_used": {"neuron_runtime_used_bytes": {"neuron_device": 1}}}}]}
+    report = {
+        "neuron_runtime_data": [
+            {
+                "report": {
+                    "neuroncore_counters": {"neuroncores_in_use": {"0": {"neuroncore_utilization": 80.0}}},
+                    "memory_used": {"neuron_runtime_used_bytes": {"neuron_device": 1}},
+                }
+            }
+        ]
+    }
     return [{"ts": T0 + timedelta(seconds=second), **r} for r in parse_report(report)]
 
 
@@ -103,10 +137,15 @@ def test_every_gpu_of_the_box_is_summed_and_a_tick_with_a_gpu_na_is_no_sample(st
 
 
 def test_neuron_rows_are_null_with_the_monitors_note_never_zero(store):
-    commit(store, "r1", "serve_sweep", lane_runs=lane_row(backend="neuron", box_role="inf2",
-                                                          instance_type="inf2.xlarge"),
-           sweep_points=[point("p1")], requests=requests("p1", 4, 250),
-           telemetry=[r for s in range(11) for r in neuron_tick(s)])
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        lane_runs=lane_row(backend="neuron", box_role="inf2", instance_type="inf2.xlarge"),
+        sweep_points=[point("p1")],
+        requests=requests("p1", 4, 250),
+        telemetry=[r for s in range(11) for r in neuron_tick(s)],
+    )
     r = by_point(store)["p1"]
     assert (r["energy_j"], r["energy_per_output_token_j"], r["power_mean_w"]) == (None, None, None)
     assert r["power_samples"] == 0
@@ -115,8 +154,15 @@ def test_neuron_rows_are_null_with_the_monitors_note_never_zero(store):
 
 
 def test_a_cpu_run_has_no_power_sensor(store):
-    commit(store, "r1", "serve_local", lane_runs=lane_row(backend="cpu", box_role="local", instance_type=None),
-           sweep_points=[point("p1")], requests=requests("p1", 2, 10), telemetry=[host(s) for s in range(11)])
+    commit(
+        store,
+        "r1",
+        "serve_local",
+        lane_runs=lane_row(backend="cpu", box_role="local", instance_type=None),
+        sweep_points=[point("p1")],
+        requests=requests("p1", 2, 10),
+        telemetry=[host(s) for s in range(11)],
+    )
     r = by_point(store)["p1"]
     assert r["energy_j"] is None and r["energy_reason"] == "no sensor"
     assert r["energy_note"].startswith("no power sensor")
@@ -125,10 +171,22 @@ def test_a_cpu_run_has_no_power_sensor(store):
 def test_one_sample_in_the_span_is_too_few_and_says_so(store):
     start = T0 + timedelta(seconds=2.2)
     tele = [r for s in range(6) for r in gpu_tick(s, "200")]
-    commit(store, "r1", "serve_sweep", sweep_points=[point("short", 0.5, start=start + timedelta(seconds=0.5))],
-           requests=requests("short", 1, 10), telemetry=tele)
-    commit(store, "r1", "serve_sweep2", sweep_points=[point("none", 0.5, start=start)],
-           requests=requests("none", 1, 10), telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("short", 0.5, start=start + timedelta(seconds=0.5))],
+        requests=requests("short", 1, 10),
+        telemetry=tele,
+    )
+    commit(
+        store,
+        "r1",
+        "serve_sweep2",
+        sweep_points=[point("none", 0.5, start=start)],
+        requests=requests("none", 1, 10),
+        telemetry=tele,
+    )
     rows = by_point(store)
     r = rows["short"]  # [2.7, 3.2] holds the sample at 3 s
     assert r["energy_j"] is None and r["energy_reason"] == "too few samples" and r["power_samples"] == 1
@@ -148,18 +206,23 @@ def test_energy_without_output_tokens_has_no_j_per_token(store):
 
 def _serving_table(text):
     lines = text.splitlines()
-    header = next(l for l in lines if l.startswith("| conc |"))
+    header = next(ln for ln in lines if ln.startswith("| conc |"))
     cols = [h.strip() for h in header.strip("|").split("|")]
-    body = [l for l in lines if l.startswith("| 1 |") or l.startswith("| 2 |")]
-    return cols, {l.split("|")[1].strip(): [x.strip() for x in l.strip("|").split("|")] for l in body}
+    body = [ln for ln in lines if ln.startswith("| 1 |") or ln.startswith("| 2 |")]
+    return cols, {ln.split("|")[1].strip(): [x.strip() for x in ln.strip("|").split("|")] for ln in body}
 
 
 def test_report_shows_j_per_token_beside_the_points_with_null_and_its_reason(store):
     tele = [r for s in range(11) for r in gpu_tick(s, "200")] + [host(s) for s in range(11)]
     start = T0 + timedelta(seconds=2.2)
-    commit(store, "r1", "serve_sweep",
-           sweep_points=[point("p1"), point("p2", 0.5, conc=2, start=start + timedelta(seconds=0.5))],
-           requests=requests("p1", 4, 250) + requests("p2", 1, 10), telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("p1"), point("p2", 0.5, conc=2, start=start + timedelta(seconds=0.5))],
+        requests=requests("p1", 4, 250) + requests("p2", 1, 10),
+        telemetry=tele,
+    )
     c = build_comparison(connect(store), ["r1"], with_deltas=False)
     points = {p["point_id"]: p for p in c["serving"]["points"]}
     assert points["p1"]["energy_per_output_token_j"] == pytest.approx(2.0)
@@ -168,16 +231,24 @@ def test_report_shows_j_per_token_beside_the_points_with_null_and_its_reason(sto
     cols, cells = _serving_table(text)
     assert "J/token" in cols
     assert cells["1"][cols.index("J/token")] == "2.00" and cells["2"][cols.index("J/token")] == "NULL"
-    assert ("NULL in J/token at conc 2: too few samples (1 power sample(s) inside the 0.500 s span, the integral "
-            "needs at least 2).") in text
+    assert (
+        "NULL in J/token at conc 2: too few samples (1 power sample(s) inside the 0.500 s span, the integral "
+        "needs at least 2)."
+    ) in text
     assert "J/token = the accelerators' energy over the point's span" in text
 
 
 def test_report_on_neuron_has_no_j_per_token_column_but_says_why(store):
     tele = [r for s in range(11) for r in neuron_tick(s)]
-    commit(store, "r1", "serve_sweep", lane_runs=lane_row(backend="neuron", box_role="inf2",
-                                                          instance_type="inf2.xlarge"),
-           sweep_points=[point("p1")], requests=requests("p1", 4, 250), telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        lane_runs=lane_row(backend="neuron", box_role="inf2", instance_type="inf2.xlarge"),
+        sweep_points=[point("p1")],
+        requests=requests("p1", 4, 250),
+        telemetry=tele,
+    )
     text = render(Comparison.model_validate(build_comparison(connect(store), ["r1"], with_deltas=False)))
     cols, _ = _serving_table(text)
     assert "J/token" not in cols

@@ -1,4 +1,5 @@
 """finetune_serve with an adapter handed in from outside the run (the S3 ``adapters/`` trigger)."""
+
 from __future__ import annotations
 
 import tarfile
@@ -84,17 +85,30 @@ def test_lane_merges_an_external_adapter_and_sweeps_it(tmp_path, shared_cache):
     from analytics.store import open_store
 
     base = ensure_tiny_model("llama", shared_cache)
-    peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(base),
-                                LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
     adapter = tmp_path / "adapter"
     peft_model.save_pretrained(adapter)
     archive = _archive(adapter, tmp_path / "tiny-llama-v1.tar.gz")
     store = open_store(str(tmp_path / "results"))
-    config = {"adapter_uri": str(archive), "models": ["tiny-llama"], "server_configs": ["A"],
-              "shapes": {"A": ["16:4"]}, "min_prompts": 2, "prompts_per_stream": 1, "warmup_requests": 0,
-              "max_concurrency": 1, "sweep_repeats": 1}
-    result = run_lane(LaneRequest(lane="finetune_serve", run_id="r1", backend="cpu", profile="tiny", config=config,
-                                  telemetry_interval_s=0.2), store)
+    config = {
+        "adapter_uri": str(archive),
+        "models": ["tiny-llama"],
+        "server_configs": ["A"],
+        "shapes": {"A": ["16:4"]},
+        "min_prompts": 2,
+        "prompts_per_stream": 1,
+        "warmup_requests": 0,
+        "max_concurrency": 1,
+        "sweep_repeats": 1,
+    }
+    result = run_lane(
+        LaneRequest(
+            lane="finetune_serve", run_id="r1", backend="cpu", profile="tiny", config=config, telemetry_interval_s=0.2
+        ),
+        store,
+    )
     assert result.status == "succeeded", result.error_message
     arts = store.read_table("artifacts").to_pylist()
     kinds = {(a["kind"], a["stage"]) for a in arts}

@@ -1,5 +1,6 @@
 """Issue 29: the safety nets terminate a matrix's ephemeral boxes by tag (moto as EC2): the clean-up rule every box
 of the ended run, the idle reaper a box whose run no longer runs; a pinned box is stopped, never terminated."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -17,10 +18,13 @@ PROJECT = "neuron-pipelines"
 
 
 def launch(ec2, tags: dict[str, str]) -> str:
-    return ec2.run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1, InstanceType="g6.xlarge",
-                             TagSpecifications=[{"ResourceType": "instance",
-                                                 "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
-                             )["Instances"][0]["InstanceId"]
+    return ec2.run_instances(
+        ImageId="ami-12345678",
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="g6.xlarge",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}],
+    )["Instances"][0]["InstanceId"]
 
 
 def state(ec2, iid: str) -> str:
@@ -55,8 +59,13 @@ def test_the_clean_up_rule_terminates_every_cell_of_the_ended_run_and_only_those
     mine = [launch(ec2, {TAG_PROJECT: PROJECT, TAG_EPHEMERAL: "true", TAG_RUN: "r1"}) for _ in range(2)]
     other = launch(ec2, {TAG_PROJECT: PROJECT, TAG_EPHEMERAL: "true", TAG_RUN: "r2"})
     pinned = launch(ec2, {TAG_PROJECT: PROJECT, TAG_ROLE: "inf2"})
-    status = {"name": "r1", "status": "ABORTED", "executionArn": "arn:x:execution:m:r1", "stateMachineArn": "arn:m",
-              "input": {"run_id": "r1", "boxes": [{"box_role": "inf2", "instance_id": pinned}]}}
+    status = {
+        "name": "r1",
+        "status": "ABORTED",
+        "executionArn": "arn:x:execution:m:r1",
+        "stateMachineArn": "arn:m",
+        "input": {"run_id": "r1", "boxes": [{"box_role": "inf2", "instance_id": pinned}]},
+    }
     out = clean_up(status, InstanceFleet(PROJECT, ec2), NoLeases(), Executions([]))
     assert sorted(out["terminated"]) == sorted(mine) and out["stopped"] == [pinned]
     assert {state(ec2, i) for i in mine} <= {"shutting-down", "terminated"}

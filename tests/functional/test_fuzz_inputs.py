@@ -16,6 +16,7 @@ of files outside the store, several statements). Each case runs the CLI in-proce
 Seeded (``derandomize``) and time-boxed (``max_examples`` per property): the same cases on every run.
 Nothing runs a lane: the local launcher and the box runner are replaced by :class:`Accepted`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,16 +38,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.store import LocalStore
-from tests.support.fuzz_inputs import (FIELDS, LANES, RUN_IDS, VALUES, VLLM, json_files, sql_cases,
-                                       workload_numbers)
+from tests.support.fuzz_inputs import FIELDS, LANES, RUN_IDS, VALUES, VLLM, json_files, sql_cases, workload_numbers
 
 T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 SECRET = "fuzz-secret-7d41c9"  # in a file beside the store: query must never print it
 WATCHDOG_S = 30  # a case still running after this is blocked (a FIFO opened, a device read without end)
-FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                       HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 VB = ["import", "vllm-bench", "--label", "fuzz", "--instance-type", "t"]
+
 
 class Accepted(BaseException):
     """The input passed every check and lanes would run now (the launchers are replaced by this)."""
@@ -71,8 +81,20 @@ def world(tmp_path_factory):
     for run_id in ("r1", "r2"):
         w = store.begin_attempt(run_id, "host_cpu")
         w.add_rows("host_bench", [{"bench": "triad", "threads": 1, "value": 10.0, "unit": "GB/s"}])
-        w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": T0, "ended_at": T0,
-                                  "wall_s": 1.0, "backend": "cpu", "host": "h"}])
+        w.add_rows(
+            "lane_runs",
+            [
+                {
+                    "status": "succeeded",
+                    "supersedes": True,
+                    "started_at": T0,
+                    "ended_at": T0,
+                    "wall_s": 1.0,
+                    "backend": "cpu",
+                    "host": "h",
+                }
+            ],
+        )
         w.commit("succeeded")
     (root / "secret.txt").write_text(SECRET + "\n")
     (root / "a-file.txt").write_text("not a directory\n")
@@ -83,16 +105,30 @@ def world(tmp_path_factory):
     (root / "inputs").mkdir()
     (root / "scratch").mkdir()
     trace = root / "trace.jsonl"
-    trace.write_text("".join(json.dumps({"timestamp": t, "input_length": 16, "output_length": 8}) + "\n"
-                             for t in (0, 250, 500)))
+    trace.write_text(
+        "".join(json.dumps({"timestamp": t, "input_length": 16, "output_length": 8}) + "\n" for t in (0, 250, 500))
+    )
     results = root / "results"
     parquet = next(results.rglob("*.parquet"))
     marker = next(results.rglob("_commits/**/*.json"))
-    paths = {"missing": root / "no-such", "dir": root / "empty-dir", "fifo": root / "fifo", "sock": root / "sock",
-             "devnull": Path("/dev/null"), "devzero": Path("/dev/zero"), "file": root / "a-file.txt",
-             "under_file": root / "a-file.txt" / "sub", "secret": root / "secret.txt", "store": results,
-             "in_store_dir": results / "v1", "in_store_new": results / "v1" / "fuzz-out", "parquet": parquet,
-             "marker": marker, "empty": "", "not_utf8_name": root / "r\udcff.json"}
+    paths = {
+        "missing": root / "no-such",
+        "dir": root / "empty-dir",
+        "fifo": root / "fifo",
+        "sock": root / "sock",
+        "devnull": Path("/dev/null"),
+        "devzero": Path("/dev/zero"),
+        "file": root / "a-file.txt",
+        "under_file": root / "a-file.txt" / "sub",
+        "secret": root / "secret.txt",
+        "store": results,
+        "in_store_dir": results / "v1",
+        "in_store_new": results / "v1" / "fuzz-out",
+        "parquet": parquet,
+        "marker": marker,
+        "empty": "",
+        "not_utf8_name": root / "r\udcff.json",
+    }
     try:
         with pytest.MonkeyPatch.context() as mp:
             import agents.runner
@@ -156,12 +192,18 @@ def cli(argv: list[str], module: str = "control_plane.cli") -> tuple[int, str, s
 
 
 def problem_lines(stderr: str) -> list[str]:
-    return [ln for ln in stderr.splitlines()
-            if ln.strip() and not ln.startswith("usage:") and not ln.startswith(" ")]
+    return [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("usage:") and not ln.startswith(" ")]
 
 
-def check(world, argv: list[str], codes: set[int], many_ok: bool = False, module: str = "control_plane.cli",
-          files: tuple[Path, ...] = (), scratch: Path | None = None) -> tuple[int, str, str]:
+def check(
+    world,
+    argv: list[str],
+    codes: set[int],
+    many_ok: bool = False,
+    module: str = "control_plane.cli",
+    files: tuple[Path, ...] = (),
+    scratch: Path | None = None,
+) -> tuple[int, str, str]:
     """Run one case and assert the contract; returns (code, stdout, stderr) for case-specific checks.
     ``scratch``: the case's own results directory, written only when the input is accepted."""
     world["n"][0] += 1
@@ -177,8 +219,9 @@ def check(world, argv: list[str], codes: set[int], many_ok: bool = False, module
             assert all(ln.startswith(prefix) for ln in lines), lines
         else:
             assert len(lines) == 1, lines
-    assert (_snapshot(world["root"], "scratch"), [p.read_bytes() for p in files]) == before, \
+    assert (_snapshot(world["root"], "scratch"), [p.read_bytes() for p in files]) == before, (
         f"something changed: {argv!r}"
+    )
     if code != 0 and scratch is not None:
         assert not os.path.lexists(scratch), f"a refusal wrote {scratch}: {argv!r}"
     return code, out, err
@@ -201,28 +244,49 @@ def _scratch(world) -> Path:
 def test_generated_request_files_are_planned_or_refused_in_lines_naming_each_problem(world, raw):
     path = _write(world, raw)
     check(world, ["plan", "--input", path], {0, 2}, many_ok=True, files=(path,))
-    check(world, ["plan", "--local", "--input", path, "--results", world["results"]], {0, 2}, many_ok=True,
-          files=(path,))
+    check(
+        world, ["plan", "--local", "--input", path, "--results", world["results"]], {0, 2}, many_ok=True, files=(path,)
+    )
 
 
 @settings(FUZZ, max_examples=100)
 @given(raw=json_files())
 def test_generated_request_files_reach_run_local_only_when_valid(world, raw):
     path, scratch = _write(world, raw), _scratch(world)
-    check(world, ["run", "--local", "--input", path, "--results", scratch, "--no-live"], {0, 2}, many_ok=True,
-          files=(path,), scratch=scratch)
+    check(
+        world,
+        ["run", "--local", "--input", path, "--results", scratch, "--no-live"],
+        {0, 2},
+        many_ok=True,
+        files=(path,),
+        scratch=scratch,
+    )
 
 
 @settings(FUZZ, max_examples=60)
-@given(config=st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=4) | VALUES,
-       lane=st.sampled_from(LANES), how=st.sampled_from(["json", "file", "dup", "deep", "huge", "nan", "bad"]))
+@given(
+    config=st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=4) | VALUES,
+    lane=st.sampled_from(LANES),
+    how=st.sampled_from(["json", "file", "dup", "deep", "huge", "nan", "bad"]),
+)
 def test_generated_lane_configs_on_the_box_are_refused_in_one_line(world, config, lane, how):
-    text = {"json": json.dumps(config), "file": json.dumps(config), "dup": '{"a": 1, "a": 2}',
-            "deep": "[" * 5000 + "]" * 5000, "huge": '{"steps": ' + "7" * 6000 + "}", "nan": '{"steps": NaN}',
-            "bad": json.dumps(config)[:-1]}[how]
+    text = {
+        "json": json.dumps(config),
+        "file": json.dumps(config),
+        "dup": '{"a": 1, "a": 2}',
+        "deep": "[" * 5000 + "]" * 5000,
+        "huge": '{"steps": ' + "7" * 6000 + "}",
+        "nan": '{"steps": NaN}',
+        "bad": json.dumps(config)[:-1],
+    }[how]
     arg, scratch = f"@{_write(world, text.encode())}" if how == "file" else text, _scratch(world)
-    check(world, ["run-lane", lane, "--run-id", "fz", "--results", scratch, "--config", arg], {0, 2},
-          module="agents.__main__", scratch=scratch)
+    check(
+        world,
+        ["run-lane", lane, "--run-id", "fz", "--results", scratch, "--config", arg],
+        {0, 2},
+        module="agents.__main__",
+        scratch=scratch,
+    )
 
 
 # ---- workloads: a number beyond its field's bound is refused naming the field --------------------------------
@@ -250,12 +314,28 @@ def test_every_command_taking_a_run_id_applies_the_control_planes_rule(world, ru
     except RunIdError:
         valid = False
     results, scratch = world["results"], _scratch(world)
-    argv = {"query": ["query", "--results", results, "--run-id", run_id, "select 1"],
-            "report": ["report", "--results", results, "--run-id", run_id, "--out", scratch],
-            "loadgen": ["loadgen", "--base-url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "4",
-                        "--concurrency", "1", "--num-prompts", "1", "--results", scratch, "--run-id", run_id],
-            "run": ["run", "--local", "--results", scratch, "--lanes", "host_cpu", "--run-id", run_id,
-                    "--no-live"]}[command]
+    argv = {
+        "query": ["query", "--results", results, "--run-id", run_id, "select 1"],
+        "report": ["report", "--results", results, "--run-id", run_id, "--out", scratch],
+        "loadgen": [
+            "loadgen",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--input-len",
+            "8",
+            "--output-len",
+            "4",
+            "--concurrency",
+            "1",
+            "--num-prompts",
+            "1",
+            "--results",
+            scratch,
+            "--run-id",
+            run_id,
+        ],
+        "run": ["run", "--local", "--results", scratch, "--lanes", "host_cpu", "--run-id", run_id, "--no-live"],
+    }[command]
     code, _out, err = check(world, argv, {0, 1, 2} if valid else {2}, scratch=scratch)
     said = [ln for ln in problem_lines(err) if "invalid run" in ln or "--run-id" in ln]
     assert bool(said) is not valid, (run_id, err[-400:])
@@ -270,10 +350,37 @@ def test_generated_vllm_bench_files_are_imported_or_refused_in_one_line(world, r
 
 
 # ---- paths, for every command that takes one: every kind with every command (the product is small) ----------
-PATH_KINDS = ("missing", "dir", "fifo", "sock", "devnull", "devzero", "file", "under_file", "secret", "store",
-              "in_store_dir", "in_store_new", "parquet", "marker", "empty", "not_utf8_name")
-PATH_COMMANDS = ("plan", "plan-local", "run", "import", "query", "verify", "report-results", "report-out", "compare",
-                 "trace-local", "dataset-local")
+PATH_KINDS = (
+    "missing",
+    "dir",
+    "fifo",
+    "sock",
+    "devnull",
+    "devzero",
+    "file",
+    "under_file",
+    "secret",
+    "store",
+    "in_store_dir",
+    "in_store_new",
+    "parquet",
+    "marker",
+    "empty",
+    "not_utf8_name",
+)
+PATH_COMMANDS = (
+    "plan",
+    "plan-local",
+    "run",
+    "import",
+    "query",
+    "verify",
+    "report-results",
+    "report-out",
+    "compare",
+    "trace-local",
+    "dataset-local",
+)
 # a workload's file in a local plan: checked to be a regular file at plan time (read on the box, or by the lane)
 REGULAR = ("file", "secret", "parquet", "marker")
 # What is a fine input and would only do the command's work (a whole report built): the report tests' business.
@@ -284,12 +391,24 @@ FINE = {("report-results", "store"), ("report-out", "missing"), ("report-out", "
 def test_every_kind_of_path_is_refused_in_one_line_or_used_without_a_write(world, command, kind):
     p, results, scratch = world["paths"][kind], world["results"], _scratch(world)
     if command in ("trace-local", "dataset-local"):
-        spec = {"arrival": {"kind": "trace", "path": str(p)}} if command == "trace-local" else \
-            {"prompts": {"source": "jsonl", "path": str(p)}}
-        request = _write(world, json.dumps({"lanes": ["serve_sweep"], "profile": "tiny", "workloads": {"w": spec}},
-                                           ensure_ascii=False).encode("utf-8", "surrogateescape"))
-        check(world, ["plan", "--local", "--input", request, "--results", results], {0} if kind in REGULAR else {2},
-              many_ok=True, files=(request,))
+        spec = (
+            {"arrival": {"kind": "trace", "path": str(p)}}
+            if command == "trace-local"
+            else {"prompts": {"source": "jsonl", "path": str(p)}}
+        )
+        request = _write(
+            world,
+            json.dumps(
+                {"lanes": ["serve_sweep"], "profile": "tiny", "workloads": {"w": spec}}, ensure_ascii=False
+            ).encode("utf-8", "surrogateescape"),
+        )
+        check(
+            world,
+            ["plan", "--local", "--input", request, "--results", results],
+            {0} if kind in REGULAR else {2},
+            many_ok=True,
+            files=(request,),
+        )
         return
     store_ok = {0, 1} if kind == "store" else {0, 1, 2} if kind in ("dir", "in_store_dir") else set()
     argv, codes = {  # a directory that is not a store may be refused or read as holding nothing; never written
@@ -322,11 +441,15 @@ def test_every_generated_write_is_classified_as_refused_and_every_read_as_a_read
     from control_plane.commands.query import QueryRefusedError, read_statements
 
     template, holds = case
-    sql = template.format(results="/r", root="/w", secret="/w/s", parquet="/r/p.parquet", marker="/r/m.json",
-                          fifo="/w/f")
+    sql = template.format(
+        results="/r", root="/w", secret="/w/s", parquet="/r/p.parquet", marker="/r/m.json", fifo="/w/f"
+    )
     if holds == "write":
-        with pytest.raises(QueryRefusedError, match=r"^query runs only reads .*; (the statement|statement \d of \d) "
-                                                    r"is (a|an) .*: \S"):
+        with pytest.raises(
+            QueryRefusedError,
+            match=r"^query runs only reads .*; (the statement|statement \d of \d) "
+            r"is (a|an) .*: \S",
+        ):
             read_statements(sql)
     else:
         assert len(read_statements(sql)) >= 1
@@ -338,8 +461,9 @@ def test_generated_sql_reads_only_the_store_and_writes_nothing(world, table_view
     template, holds = case
     names = {k: str(world["paths"][k]).replace("'", "''") for k in ("secret", "parquet", "marker", "fifo")}
     sql = template.format(results=world["results"], root=world["root"], **names)
-    code, out, _err = check(world, ["query", "--results", world["results"], "--format", fmt, "--timeout", "20", sql],
-                            {0, 2})
+    code, out, _err = check(
+        world, ["query", "--results", world["results"], "--format", fmt, "--timeout", "20", sql], {0, 2}
+    )
     assert SECRET not in out and "root:" not in out
     if holds == "write":  # refused before anything ran
         assert code == 2 and out == "", out[:300]
@@ -355,36 +479,53 @@ CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 @settings(FUZZ, max_examples=60)
-@given(text=st.text(st.characters(blacklist_characters="\x00"), max_size=24) | st.sampled_from(
-           ["\x1b[2J\x1b]0;t\x07", "\x9b31m", "a\u202eb", "\r\x08\x7f", "\u2066x\u2069"]),
-       fmt=st.sampled_from(["table", "csv", "json"]))
+@given(
+    text=st.text(st.characters(blacklist_characters="\x00"), max_size=24)
+    | st.sampled_from(["\x1b[2J\x1b]0;t\x07", "\x9b31m", "a\u202eb", "\r\x08\x7f", "\u2066x\u2069"]),
+    fmt=st.sampled_from(["table", "csv", "json"]),
+)
 def test_a_stored_string_is_printed_with_no_control_character(world, table_views_only, text, fmt):
     """Whatever a string holds (a box wrote it), ``query`` prints its control characters as escapes."""
     import re
 
     literal = text.replace("'", "''")
-    _code, out, _err = check(world, ["query", "--results", world["results"], "--format", fmt,
-                                     f"select '{literal}' as s"], {0})
+    _code, out, _err = check(
+        world, ["query", "--results", world["results"], "--format", fmt, f"select '{literal}' as s"], {0}
+    )
     assert not re.search(CONTROLS, out), repr(out)
 
+
 # ---- a few as real processes: the same contract from a shell ------------------------------------------------
-@pytest.mark.parametrize("argv, fragment", [
-    (["plan", "--input", "{fifo}"], "named pipe"),
-    ([*VB, "--results", "{scratch}", "{fifo}"], "named pipe"),
-    (["plan", "--input", "/dev/zero"], "character device"),
-    (["plan", "--input", "{huge}"], "number literal of 6,000 characters"),
-    (["plan", "--input", "{deep}"], "nested deeper than 64 levels"),
-    (["query", "--results", "{results}", "ATTACH '{results}/x.duckdb'"], "ATTACH statement"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["plan", "--input", "{fifo}"], "named pipe"),
+        ([*VB, "--results", "{scratch}", "{fifo}"], "named pipe"),
+        (["plan", "--input", "/dev/zero"], "character device"),
+        (["plan", "--input", "{huge}"], "number literal of 6,000 characters"),
+        (["plan", "--input", "{deep}"], "nested deeper than 64 levels"),
+        (["query", "--results", "{results}", "ATTACH '{results}/x.duckdb'"], "ATTACH statement"),
+    ],
+)
 def test_bad_input_from_a_shell_gets_one_line_and_exit_2(world, argv, fragment):
     root = world["root"]
     (root / "inputs" / "huge.json").write_text('{"lane_config": {"smoke": {"steps": ' + "9" * 6000 + "}}}")
     (root / "inputs" / "deep.json").write_text("[" * 5000 + "]" * 5000)
-    names = {"fifo": root / "fifo", "scratch": root / "scratch" / "shell", "results": world["results"],
-             "huge": root / "inputs" / "huge.json", "deep": root / "inputs" / "deep.json"}
+    names = {
+        "fifo": root / "fifo",
+        "scratch": root / "scratch" / "shell",
+        "results": world["results"],
+        "huge": root / "inputs" / "huge.json",
+        "deep": root / "inputs" / "deep.json",
+    }
     before = _snapshot(root)
-    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", *[a.format(**names) for a in argv]],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "control_plane.cli", *[a.format(**names) for a in argv]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     lines = problem_lines(proc.stderr)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert len(lines) == 1 and fragment in lines[0], lines

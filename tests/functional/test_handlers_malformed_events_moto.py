@@ -1,5 +1,6 @@
 """on_execution_status against moto, malformed events to every handler, and the safety-net handlers
 importing without the Lambda layer."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,15 @@ from control_plane.handlers import finalize_run, idle_reaper, on_command_status,
 from tests.conftest import ROOT
 from tests.fixtures.aws import LEASE_TABLE
 from tests.fixtures.event_samples import load_event
-from tests.functional.test_handlers_moto import CONTEXT, aws  # noqa: F401
+from tests.functional.test_handlers_moto import CONTEXT, aws  # noqa: F401 - pytest fixtures, used by name
 
 
 def aborted_event(aws, run_id="run-aborted", status="ABORTED"):
     event = load_event("sfn_execution_status_aborted")
     detail = event["detail"]
-    detail.update(name=run_id, status=status, stateMachineArn=aws.sm,
-                  executionArn=Executions.execution_arn(aws.sm, run_id))
+    detail.update(
+        name=run_id, status=status, stateMachineArn=aws.sm, executionArn=Executions.execution_arn(aws.sm, run_id)
+    )
     execution_input = json.loads(detail["input"])
     execution_input["run_id"] = run_id
     execution_input["phases"][0]["instance_id"] = aws.ids["trn1"]
@@ -50,9 +52,12 @@ def test_an_aborted_run_has_its_boxes_stopped_and_its_leases_released(aws):
 def test_a_box_another_run_has_leased_is_never_stopped(aws):
     ddb = boto3.client("dynamodb")
     Leases(LEASE_TABLE, ddb).take([aws.ids["inf2"]], "run-other", ttl_s=3600)
-    out = on_execution_status.clean_up(on_execution_status.parse_status_event(aborted_event(aws, status="TIMED_OUT")),
-                                       InstanceFleet("neuron-pipelines", aws.ec2), Leases(LEASE_TABLE, ddb),
-                                       Executions(aws.sfn))
+    out = on_execution_status.clean_up(
+        on_execution_status.parse_status_event(aborted_event(aws, status="TIMED_OUT")),
+        InstanceFleet("neuron-pipelines", aws.ec2),
+        Leases(LEASE_TABLE, ddb),
+        Executions(aws.sfn),
+    )
     assert out["stopped"] == [aws.ids["trn1"]]  # free lease: stopped
     assert out["spared"] == [f"{aws.ids['inf2']} (leased by run run-other)"]
     assert states(aws) == {aws.ids["trn1"]: "stopped", aws.ids["inf2"]: "running"}
@@ -81,18 +86,28 @@ def test_input_left_out_of_the_event_is_read_back_from_step_functions(aws):
     aws.sfn.start_execution(stateMachineArn=aws.sm, name="run-big", input=event["detail"]["input"])
     event["detail"]["input"] = None
     event["detail"]["inputDetails"] = {"included": False}
-    out = on_execution_status.clean_up(on_execution_status.parse_status_event(event),
-                                       InstanceFleet("neuron-pipelines", aws.ec2), Leases(LEASE_TABLE, ddb),
-                                       Executions(aws.sfn))
+    out = on_execution_status.clean_up(
+        on_execution_status.parse_status_event(event),
+        InstanceFleet("neuron-pipelines", aws.ec2),
+        Leases(LEASE_TABLE, ddb),
+        Executions(aws.sfn),
+    )
     assert sorted(out["stopped"]) == sorted(aws.ids.values())
 
 
-HANDLERS = {"plan_run": plan_run.handler, "on_command_status": on_command_status.handler,
-            "on_execution_status": on_execution_status.handler, "finalize_run": finalize_run.handler,
-            "idle_reaper": idle_reaper.handler}
-BAD_EVENTS = {"string": "not json", "list": ["a", "list"],
-              "s3-without-detail": {"detail-type": "Object Created", "source": "aws.s3"},
-              "status-without-arns": {"detail-type": "Step Functions Execution Status Change", "detail": {"status": 3}}}
+HANDLERS = {
+    "plan_run": plan_run.handler,
+    "on_command_status": on_command_status.handler,
+    "on_execution_status": on_execution_status.handler,
+    "finalize_run": finalize_run.handler,
+    "idle_reaper": idle_reaper.handler,
+}
+BAD_EVENTS = {
+    "string": "not json",
+    "list": ["a", "list"],
+    "s3-without-detail": {"detail-type": "Object Created", "source": "aws.s3"},
+    "status-without-arns": {"detail-type": "Step Functions Execution Status Change", "detail": {"status": 3}},
+}
 # the reaper acts on any schedule object: only non-objects are malformed for it
 CASES = [(h, e) for h in HANDLERS for e in BAD_EVENTS if h != "idle_reaper" or not isinstance(BAD_EVENTS[e], dict)]
 

@@ -1,5 +1,6 @@
 """Each Lambda handler against moto clients: plan_run, on_command_status, finalize_run, idle_reaper
 (on_execution_status: tests/functional/test_handlers_malformed_events_moto.py)."""
+
 from __future__ import annotations
 
 import json
@@ -21,14 +22,24 @@ from tests.fixtures.event_samples import load_event
 REGION = "us-west-2"
 BUCKET = "np-results"
 SUBS = definition_substitutions(BUCKET, REGION)
-CONTEXT = SimpleNamespace(function_name="fn", memory_limit_in_mb=256, aws_request_id="req-1",
-                          invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn")
+CONTEXT = SimpleNamespace(
+    function_name="fn",
+    memory_limit_in_mb=256,
+    aws_request_id="req-1",
+    invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn",
+)
 
 
 @pytest.fixture
 def aws(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION, "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
-                 "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "test"}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "POWERTOOLS_METRICS_NAMESPACE": "test",
+    }.items():
         monkeypatch.setenv(k, v)
     get_settings.cache_clear()
     with mock_aws():
@@ -40,8 +51,9 @@ def aws(monkeypatch):
         stray = ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]  # not ours
         role_arn = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         sfn = boto3.client("stepfunctions")
-        sm = sfn.create_state_machine(name="neuron-pipelines", roleArn=role_arn,
-                                      definition=substitute(ASL_PATH.read_text(), SUBS))["stateMachineArn"]
+        sm = sfn.create_state_machine(
+            name="neuron-pipelines", roleArn=role_arn, definition=substitute(ASL_PATH.read_text(), SUBS)
+        )["stateMachineArn"]
         monkeypatch.setenv("NEURONPIPE_RESULTS_URI", f"s3://{BUCKET}/results")
         monkeypatch.setenv("NEURONPIPE_STATE_MACHINE_ARN", sm)
         yield SimpleNamespace(s3=s3, ec2=ec2, sfn=sfn, ssm=boto3.client("ssm"), ids=ids, stray=stray, sm=sm)
@@ -54,8 +66,12 @@ def test_plan_run_starts_an_execution_named_after_the_run(aws):
     assert out["run_id"] == "nightly-1" and out["execution_arn"].endswith(":nightly-1")
     execution_input = json.loads(aws.sfn.describe_execution(executionArn=out["execution_arn"])["input"])
     assert [(p["box_role"], p["instance_id"]) for p in execution_input["boxes"]] == [
-        ("trn1", aws.ids["trn1"]), ("inf2", aws.ids["inf2"])]
-    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "preflight", "host_cpu", "smoke")]
+        ("trn1", aws.ids["trn1"]),
+        ("inf2", aws.ids["inf2"]),
+    ]
+    assert out["lanes"] == [
+        f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "preflight", "host_cpu", "smoke")
+    ]
 
 
 def test_plan_run_refuses_an_invalid_request_naming_the_field(aws):
@@ -114,10 +130,13 @@ def test_plan_execution_plans_a_request_under_the_execution_s_name_and_keeps_the
     body = aws.s3.get_object(Bucket=BUCKET, Key="control/console-1/plan.json")["Body"].read()
     assert planned["plan_digest"] == digest(body) and json.loads(body)["run_id"] == "console-1"
     assert planned["waves"] == [] and planned["nodes"] == [] and "request" not in planned
-    assert [(b["box_role"], b["instance_id"]) for b in planned["boxes"]] == [("trn1", aws.ids["trn1"]),
-                                                                            ("inf2", aws.ids["inf2"])]
-    assert out["lanes"] == [f"{r}:{lane}" for r in ("trn1", "inf2")
-                            for lane in ("provenance", "preflight", "host_cpu", "smoke")]
+    assert [(b["box_role"], b["instance_id"]) for b in planned["boxes"]] == [
+        ("trn1", aws.ids["trn1"]),
+        ("inf2", aws.ids["inf2"]),
+    ]
+    assert out["lanes"] == [
+        f"{r}:{lane}" for r in ("trn1", "inf2") for lane in ("provenance", "preflight", "host_cpu", "smoke")
+    ]
     assert _leases() == {aws.ids["trn1"]: "console-1", aws.ids["inf2"]: "console-1"}
     assert plan_execution.handler({"run_id": "console-1", "request": {"preset": "smoke"}}, CONTEXT) == out
     assert _leases() == {aws.ids["trn1"]: "console-1", aws.ids["inf2"]: "console-1"}
@@ -132,8 +151,11 @@ def test_the_scheduler_runs_what_plan_execution_planned_and_refuses_it_changed(a
     from control_plane.waves import schedule
 
     planned = plan_execution.handler({"run_id": "console-2", "request": {"preset": "smoke"}}, CONTEXT)["input"]
-    payload = {**planned, "schedule": {"next_wave": 0, "box_failures": {}, "stop_failed": {}, "distributed": None},
-               "results": []}
+    payload = {
+        **planned,
+        "schedule": {"next_wave": 0, "box_failures": {}, "stop_failed": {}, "distributed": None},
+        "results": [],
+    }
     store, blobs = S3Store(f"s3://{BUCKET}/results", client=aws.s3), S3ControlBlobs(BUCKET, aws.s3)
     answer = schedule(payload, store, blobs=blobs)
     assert not answer["done"] and {s["box_role"] for s in answer["segments"]} == {"trn1", "inf2"}
@@ -141,15 +163,26 @@ def test_the_scheduler_runs_what_plan_execution_planned_and_refuses_it_changed(a
         schedule({**payload, "plan_digest": "sha256:" + "0" * 64}, store, blobs=blobs)
 
 
-@pytest.mark.parametrize(("event", "error", "lines"), [
-    ({"run_id": "console-3", "request": {"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}},
-     "RunRequestError", ["models.0", "max_cost_usd"]),
-    ({"run_id": "console-3", "request": {}}, "EmptyRequestError", ["request"]),
-    ({"run_id": "console-3", "request": ["smoke"]}, "ExecutionRequestError", ["request"]),
-    ({"run_id": "console-3", "request": {"preset": "smoke", "run_id": "other"}}, "ExecutionRequestError", ["run_id"]),
-    ({"run_id": "x" * 81, "request": {"preset": "smoke"}}, "ExecutionRequestError", ["run_id"]),
-    ({"run_id": "console-3", "request": {"Comment": "Insert your JSON here"}}, "EmptyRequestError", ["request"]),
-], ids=["invalid", "empty", "not-an-object", "other-run-id", "bad-name", "console-default"])
+@pytest.mark.parametrize(
+    ("event", "error", "lines"),
+    [
+        (
+            {"run_id": "console-3", "request": {"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}},
+            "RunRequestError",
+            ["models.0", "max_cost_usd"],
+        ),
+        ({"run_id": "console-3", "request": {}}, "EmptyRequestError", ["request"]),
+        ({"run_id": "console-3", "request": ["smoke"]}, "ExecutionRequestError", ["request"]),
+        (
+            {"run_id": "console-3", "request": {"preset": "smoke", "run_id": "other"}},
+            "ExecutionRequestError",
+            ["run_id"],
+        ),
+        ({"run_id": "x" * 81, "request": {"preset": "smoke"}}, "ExecutionRequestError", ["run_id"]),
+        ({"run_id": "console-3", "request": {"Comment": "Insert your JSON here"}}, "EmptyRequestError", ["request"]),
+    ],
+    ids=["invalid", "empty", "not-an-object", "other-run-id", "bad-name", "console-default"],
+)
 def test_plan_execution_refuses_with_field_reason_lines_and_leases_nothing(aws, event, error, lines):
     out = plan_execution.handler(event, CONTEXT)
     assert out["outcome"] == "refused" and out["error"] == error, out
@@ -180,16 +213,33 @@ def test_plan_execution_refuses_boxes_another_run_holds(aws):
 # ---- on_command_status --------------------------------------------------------------------
 def _send(aws, token: str | None, comment="neuronpipe smoke run-1") -> str:
     commands = ([f'export NEURONPIPE_TASK_TOKEN="{token}"'] if token else []) + ["echo hi"]
-    return aws.ssm.send_command(InstanceIds=[aws.ids["trn1"]], DocumentName="AWS-RunShellScript", Comment=comment,
-                                Parameters={"commands": commands}, OutputS3BucketName=BUCKET,
-                                OutputS3KeyPrefix="results/logs/run-1/smoke/ssm-trn1")["Command"]["CommandId"]
+    return aws.ssm.send_command(
+        InstanceIds=[aws.ids["trn1"]],
+        DocumentName="AWS-RunShellScript",
+        Comment=comment,
+        Parameters={"commands": commands},
+        OutputS3BucketName=BUCKET,
+        OutputS3KeyPrefix="results/logs/run-1/smoke/ssm-trn1",
+    )["Command"]["CommandId"]
 
 
 def status_event(command_id: str, instance_id: str, status: str) -> dict:
-    return {"version": "0", "id": "e", "detail-type": "EC2 Command Invocation Status-change Notification",
-            "source": "aws.ssm", "account": "123456789012", "time": "2026-07-01T00:00:00Z", "region": REGION,
-            "resources": [], "detail": {"command-id": command_id, "instance-id": instance_id, "status": status,
-                                        "document-name": "AWS-RunShellScript"}}
+    return {
+        "version": "0",
+        "id": "e",
+        "detail-type": "EC2 Command Invocation Status-change Notification",
+        "source": "aws.ssm",
+        "account": "123456789012",
+        "time": "2026-07-01T00:00:00Z",
+        "region": REGION,
+        "resources": [],
+        "detail": {
+            "command-id": command_id,
+            "instance-id": instance_id,
+            "status": status,
+            "document-name": "AWS-RunShellScript",
+        },
+    }
 
 
 class RecordingCallbacks(TaskCallbacks):
@@ -220,7 +270,7 @@ def test_on_command_status_bounds_the_cause_and_keeps_the_end_of_the_stderr(aws,
     COMMAND_CAUSE_MAX characters, ASCII, valid JSON, the stderr's last characters kept (the rest is in S3)."""
     from moto.ssm.models import Command
 
-    stderr = "Traceback \"quoted\" é\n" * 20_000 + "FINAL LINE: the real error"
+    stderr = 'Traceback "quoted" é\n' * 20_000 + "FINAL LINE: the real error"
     real = Command.invocation_response
 
     def with_stderr(self, instance_id, plugin_name):
@@ -243,8 +293,7 @@ def test_on_command_status_ignores_success_and_foreign_commands(aws):
     ours, foreign = _send(aws, "tok-1"), _send(aws, None, comment="someone else")
     cmds = Commands(aws.ssm)
     ok = on_command_status.CommandInvocationStatus(command_id=ours, instance_id=aws.ids["trn1"], status="Success")
-    other = on_command_status.CommandInvocationStatus(command_id=foreign, instance_id=aws.ids["trn1"],
-                                                      status="Failed")
+    other = on_command_status.CommandInvocationStatus(command_id=foreign, instance_id=aws.ids["trn1"], status="Failed")
     assert on_command_status.fail_waiting_task(ok, cmds, callbacks)["action"] == "ignored"
     assert on_command_status.fail_waiting_task(other, cmds, callbacks)["reason"].startswith("not a pipeline")
     assert callbacks.sent == []
@@ -286,13 +335,21 @@ def test_finalize_writes_report_files_under_reports_run_id(aws, tmp_path):
     assert out["report_uri"] == f"s3://{BUCKET}/reports/run-1/REPORT.md"
     assert out["report_html_uri"] == f"s3://{BUCKET}/reports/run-1/REPORT.html"
     keys = sorted(o["Key"] for o in aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/run-1/")["Contents"])
-    assert keys == ["reports/run-1/REPORT.html", "reports/run-1/REPORT.md", "reports/run-1/comparison.json",
-                    "reports/run-1/ttft.png"]
+    assert keys == [
+        "reports/run-1/REPORT.html",
+        "reports/run-1/REPORT.md",
+        "reports/run-1/comparison.json",
+        "reports/run-1/ttft.png",
+    ]
 
 
 def test_finalize_fails_loudly_when_the_builder_fails_or_omits_a_file(aws):
-    request = finalize_run.FinalizeRequest(run_id="run-1", results_uri=f"s3://{BUCKET}/results", status="failed",
-                                           failure={"Error": "Lane.RuntimeError", "Cause": "x"})
+    request = finalize_run.FinalizeRequest(
+        run_id="run-1",
+        results_uri=f"s3://{BUCKET}/results",
+        status="failed",
+        failure={"Error": "Lane.RuntimeError", "Cause": "x"},
+    )
 
     def broken(results_uri, run_ids, out_dir):
         raise RuntimeError("no rows")
@@ -317,8 +374,9 @@ def test_finalize_handler_uses_the_injected_builder(aws, monkeypatch):
         return [Path(out_dir) / n for n in names]
 
     monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
-    out = finalize_run.handler({"run_id": "run-2", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"},
-                               CONTEXT)
+    out = finalize_run.handler(
+        {"run_id": "run-2", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"}, CONTEXT
+    )
     assert out["files"] == [f"s3://{BUCKET}/reports/run-2/{n}" for n in names]
 
 
@@ -332,8 +390,13 @@ def test_the_real_builder_asks_for_the_page():
 def test_idle_reaper_stops_only_unowned_project_instances(aws):
     fleet, executions = InstanceFleet("neuron-pipelines", aws.ec2), Executions(aws.sfn)
     # a running execution owns the trn1 box (it never runs: execute_state_machine is off here)
-    aws.sfn.start_execution(stateMachineArn=aws.sm, name="busy", input=json.dumps(
-        {"run_id": "busy", "phases": [{"box_role": "trn1", "instance_id": aws.ids["trn1"], "lanes": []}]}))
+    aws.sfn.start_execution(
+        stateMachineArn=aws.sm,
+        name="busy",
+        input=json.dumps(
+            {"run_id": "busy", "phases": [{"box_role": "trn1", "instance_id": aws.ids["trn1"], "lanes": []}]}
+        ),
+    )
     later = datetime.now(timezone.utc) + timedelta(hours=1)
     out = idle_reaper.reap(fleet, executions, aws.sm, later, grace_s=900)
     assert out == {"stopped": [aws.ids["inf2"]], "terminated": [], "owned": [aws.ids["trn1"]]}
@@ -353,18 +416,24 @@ def test_idle_reaper_spares_instances_inside_the_grace_period():
 
 def test_idle_reaper_handler(aws):
     out = idle_reaper.handler({"source": "aws.events"}, CONTEXT)
-    assert out == {"stopped": [], "terminated": [], "owned": []}  # just launched: inside the default 15-min grace period
+    assert out == {
+        "stopped": [],
+        "terminated": [],
+        "owned": [],
+    }  # just launched: inside the default 15-min grace period
 
 
 def test_finalize_handler_answers_a_failed_build_bounded_never_as_written(aws, monkeypatch):
     """A build that raises is answered ``report_status: failed`` with the underlying error and a bounded message;
     the state machine then ends the run Report.Failed (its results stay committed)."""
+
     def builder(results_uri, run_ids, out_dir):
         raise ModuleNotFoundError("No module named 'numpy' " + "x" * 5000)
 
     monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
-    out = finalize_run.handler({"run_id": "run-3", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"},
-                               CONTEXT)
+    out = finalize_run.handler(
+        {"run_id": "run-3", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"}, CONTEXT
+    )
     assert out["report_status"] == "failed" and out["error"] == "ModuleNotFoundError"
     assert "No module named 'numpy'" in out["message"]
     assert len(out["message"]) <= finalize_run.REPORT_MESSAGE_LIMIT
@@ -377,12 +446,14 @@ def test_finalize_handler_answers_written_with_its_files(aws, monkeypatch):
 
     def builder(results_uri, run_ids, out_dir):
         from pathlib import Path
+
         paths = [Path(out_dir) / n for n in names]
         for p in paths:
             p.write_text("x")
         return paths
 
     monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
-    out = finalize_run.handler({"run_id": "run-4", "results_uri": f"s3://{BUCKET}/results", "status": "partial"},
-                               CONTEXT)
+    out = finalize_run.handler(
+        {"run_id": "run-4", "results_uri": f"s3://{BUCKET}/results", "status": "partial"}, CONTEXT
+    )
     assert out["report_status"] == "written" and out["status"] == "partial"

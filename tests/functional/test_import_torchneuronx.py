@@ -2,6 +2,7 @@
 
 Expected values are computed from the fixture files themselves, never typed in twice.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,10 @@ def test_every_lane_is_an_ordinary_attempt_tagged_imported_with_null_reasons(imp
     store, summary, con = imported
     rows = con.execute("SELECT lane, status, instance_id, instance_type, config_json FROM lane_runs").fetchall()
     assert {r[0] for r in rows} == {a[0] for a in summary.attempts}
-    assert {"sft", "merge", "serve_sweep", "qwen3_attempt", "sustained", "quality", "precompile"} <= {r[0] for r in rows}
-    for lane, status, instance_id, instance_type, config_json in rows:
+    assert {"sft", "merge", "serve_sweep", "qwen3_attempt", "sustained", "quality", "precompile"} <= {
+        r[0] for r in rows
+    }
+    for _lane, _status, instance_id, _instance_type, config_json in rows:
         cfg = json.loads(config_json)
         assert cfg["imported"]["source"] == "torchneuronx"
         assert instance_id is None and cfg["null_reasons"]["instance_id"]
@@ -48,17 +51,20 @@ def test_every_lane_is_an_ordinary_attempt_tagged_imported_with_null_reasons(imp
 def test_aggregate_only_point_sits_beside_request_points_without_gate_goodput_or_p95(imported):
     _, _, con = imported
     src = _json("inf2/results/serve/tiny_base_short/isl8_osl4_c1.json")
-    row = con.execute("SELECT metric_basis, output_throughput, p50_ttft_ms, p95_ttft_ms, goodput, valid, "
-                      "definitions_json, sent FROM serving_points_all WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
-                      ).fetchone()
+    row = con.execute(
+        "SELECT metric_basis, output_throughput, p50_ttft_ms, p95_ttft_ms, goodput, valid, "
+        "definitions_json, sent FROM serving_points_all WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
+    ).fetchone()
     assert row[0] == "aggregate"
     assert row[1] == src["output_throughput"] and row[2] == src["p50_ttft_ms"]
     assert row[3] is None and row[4] is None and row[5] is None
     assert "non-empty SSE" in json.loads(row[6])["output_tokens"]
     assert row[7] == src["completed"] + src["failed"]
     # the point has no request rows, so the request-derived view does not invent one
-    assert con.execute("SELECT count(*) FROM serving_points WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
-                       ).fetchone()[0] == 0
+    assert (
+        con.execute("SELECT count(*) FROM serving_points WHERE point_id = 'tiny_base_short/isl8_osl4_c1'").fetchone()[0]
+        == 0
+    )
 
 
 def test_qwen3_failures_become_request_rows_with_the_verbatim_error(imported):
@@ -66,13 +72,16 @@ def test_qwen3_failures_become_request_rows_with_the_verbatim_error(imported):
     src = _json("inf2/results/serve/qwen3_base_short/isl8_osl4_c2.json")
     log = (FIXTURE / "inf2/results/serve/qwen3_base_short/isl8_osl4_c2.log").read_text()
     errors = [line.split("FAILED: ", 1)[1] for line in log.splitlines() if "FAILED: " in line]
-    rows = con.execute("SELECT success, output_tokens, error FROM requests WHERE lane = 'qwen3_attempt' "
-                       "ORDER BY request_index").fetchall()
+    rows = con.execute(
+        "SELECT success, output_tokens, error FROM requests WHERE lane = 'qwen3_attempt' ORDER BY request_index"
+    ).fetchall()
     assert len(rows) == src["num_prompts"]
     assert [r[2] for r in rows if not r[0]] == errors
     assert [r[1] for r in rows if r[0]] == [src["total_output_tokens"]]
-    point = con.execute("SELECT metric_basis, valid, first_error FROM serving_points_all "
-                        "WHERE lane = 'qwen3_attempt' AND point_id LIKE '%c2'").fetchone()
+    point = con.execute(
+        "SELECT metric_basis, valid, first_error FROM serving_points_all "
+        "WHERE lane = 'qwen3_attempt' AND point_id LIKE '%c2'"
+    ).fetchone()
     assert point[0] == "requests" and point[1] is False and point[2] == errors[0]
 
 
@@ -88,8 +97,9 @@ def test_training_mfu_boots_and_step_clock(imported):
     _, _, con = imported
     src = _json("trn1/results/train/tiny_lora.json")
     steps = [s["ms"] / 1000 for s in src["loss_trace"]]
-    cov, partial, clock = con.execute("SELECT step_clock_coverage, step_clock_partial, step_clock "
-                                      "FROM train_step_clock WHERE lane = 'sft'").fetchone()
+    cov, partial, clock = con.execute(
+        "SELECT step_clock_coverage, step_clock_partial, step_clock FROM train_step_clock WHERE lane = 'sft'"
+    ).fetchone()
     assert cov == pytest.approx(sum(steps) / src["train_wall_s"]) and partial is (cov < 0.9) and clock
     n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft'").fetchone()
     assert n_steps == len(steps) and formula == "lora_recompute_8t_6f"  # gradient checkpointing on
@@ -136,18 +146,34 @@ def test_history_commits_superseded_versions_as_earlier_attempts(tmp_path):
     shutil.copytree(FIXTURE, repo)
     boot = repo / "inf2/results/serve/tiny_base_short/boot.json"
     first = json.loads(boot.read_text())
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": "/usr/bin:/bin",
+    }
 
     def git(*a: str, date: str) -> None:
-        subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,
-                       env={**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+        subprocess.run(
+            ["git", "-C", str(repo), *a],
+            check=True,
+            capture_output=True,
+            env={**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+        )
 
     git("init", "-q", date="2026-01-01T00:00:00Z")
     git("add", "-A", date="2026-01-01T00:00:00Z")
     git("commit", "-qm", "first", date="2026-01-01T00:00:00Z")
-    boot.write_text(json.dumps({**first, "boot_wall_s": first["boot_wall_s"] // 2,
-                                "cache_dir_size_mb_before": first["cache_dir_size_mb_after"]}))
+    boot.write_text(
+        json.dumps(
+            {
+                **first,
+                "boot_wall_s": first["boot_wall_s"] // 2,
+                "cache_dir_size_mb_before": first["cache_dir_size_mb_after"],
+            }
+        )
+    )
     git("commit", "-qam", "rerun", date="2026-01-02T00:00:00Z")
     store = LocalStore(tmp_path / "r")
     summary = import_torchneuronx(str(repo / ".git"), store, history=True)
@@ -155,12 +181,18 @@ def test_history_commits_superseded_versions_as_earlier_attempts(tmp_path):
     assert len(sweeps) == 2  # the superseded version, then the latest
     con = connect(store)
     assert con.execute("SELECT cache, wall_s FROM compiles WHERE lane = 'serve_sweep'").fetchall() == [
-        ("warm", first["boot_wall_s"] // 2)]
-    every = [(r["cache"], r["wall_s"]) for r in every_attempt(store, summary.run_id, "compiles").to_pylist()
-             if r["lane"] == "serve_sweep"]
+        ("warm", first["boot_wall_s"] // 2)
+    ]
+    every = [
+        (r["cache"], r["wall_s"])
+        for r in every_attempt(store, summary.run_id, "compiles").to_pylist()
+        if r["lane"] == "serve_sweep"
+    ]
     assert ("cold", first["boot_wall_s"]) in every
-    superseded = [json.loads(r[0])["imported"]["superseded"] for r in con.execute(
-        "SELECT config_json FROM lane_runs WHERE lane = 'serve_sweep' ORDER BY attempt").fetchall()]
+    superseded = [
+        json.loads(r[0])["imported"]["superseded"]
+        for r in con.execute("SELECT config_json FROM lane_runs WHERE lane = 'serve_sweep' ORDER BY attempt").fetchall()
+    ]
     assert superseded == [True, False]
 
 
@@ -179,12 +211,21 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
     assert len(rows) >= 25
     assert [f.name for f in rows if not f.holds] == []
     names = {f.name for f in rows}  # its Phase 2: a variant, a new model, a limit, two tenants
-    assert {"fp8 KV cache c8 output tok/s", "Mistral-7B c32 output tok/s", "Mistral-7B cold compile (s)",
-            "serving context cliff at 8 sequences (max_model_len)", "its compiler error at the cliff",
-            "two tenants, one NeuronCore each: tenant 1 c4 output tok/s"} <= names
-    assert {"training sequence cliff at batch 1 (train_seq_len)", "its compiler error at the training cliff",
-            "HBM needed vs the limit at the training cliff", "LoRA tokens/s at sequence 4096",
-            "MFU at sequence 4096, 210 TFLOP/s (%)"} <= names  # its trn1 Phase 2
+    assert {
+        "fp8 KV cache c8 output tok/s",
+        "Mistral-7B c32 output tok/s",
+        "Mistral-7B cold compile (s)",
+        "serving context cliff at 8 sequences (max_model_len)",
+        "its compiler error at the cliff",
+        "two tenants, one NeuronCore each: tenant 1 c4 output tok/s",
+    } <= names
+    assert {
+        "training sequence cliff at batch 1 (train_seq_len)",
+        "its compiler error at the training cliff",
+        "HBM needed vs the limit at the training cliff",
+        "LoRA tokens/s at sequence 4096",
+        "MFU at sequence 4096, 210 TFLOP/s (%)",
+    } <= names  # its trn1 Phase 2
 
 
 def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
@@ -192,17 +233,28 @@ def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(
     extras = FIXTURE / "trn1/results/extras"
     ok, failure = _json("trn1/results/extras/ctx_128.json"), _json("trn1/results/extras/ctx_256.failure.json")
     eoom = next(ln for ln in (extras / "ctx_256.log").read_text().splitlines() if ln.startswith("[ERROR] [NCC_"))
-    peak = max(float(r.split(",")[2]) for r in (extras / "ctx_128.telemetry.csv").read_text().splitlines()[1:]
-               if r.split(",")[2])
-    (row,) = con.execute("SELECT kind, at_field, at_value, bracket, error_kind_at_high, error_at_high, "
-                         "peak_mem_at_low_bytes, tokens_per_s_at_low, boots FROM report_limits "
-                         "WHERE lane = 'train_limits'").fetchall()
-    assert row[:6] == ("train_seq_len", "batch_size", ok["config"]["micro_batch"],
-                       f"({ok['config']['seq_len']}, {failure['seq_len']}]", "compile_error",
-                       eoom[len("[ERROR] "):])  # the log's verbatim line from its code on (the JSON's is cut short)
+    peak = max(
+        float(r.split(",")[2])
+        for r in (extras / "ctx_128.telemetry.csv").read_text().splitlines()[1:]
+        if r.split(",")[2]
+    )
+    (row,) = con.execute(
+        "SELECT kind, at_field, at_value, bracket, error_kind_at_high, error_at_high, "
+        "peak_mem_at_low_bytes, tokens_per_s_at_low, boots FROM report_limits "
+        "WHERE lane = 'train_limits'"
+    ).fetchall()
+    assert row[:6] == (
+        "train_seq_len",
+        "batch_size",
+        ok["config"]["micro_batch"],
+        f"({ok['config']['seq_len']}, {failure['seq_len']}]",
+        "compile_error",
+        eoom[len("[ERROR] ") :],
+    )  # the log's verbatim line from its code on (the JSON's is cut short)
     assert row[6] == int(peak * 2**20) and row[8] == 2
-    (run,) = con.execute("SELECT max_seq_len, tokens_per_s, steps FROM train_runs WHERE lane = 'train_limits'"
-                         ).fetchall()
+    (run,) = con.execute(
+        "SELECT max_seq_len, tokens_per_s, steps FROM train_runs WHERE lane = 'train_limits'"
+    ).fetchall()
     assert run[0] == ok["config"]["seq_len"] and run[1] == row[7] and run[2] == len(ok["loss_trace"])
 
 
@@ -218,8 +270,9 @@ def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_an
     assert f"{100 * coverage:.1f} %" in md or coverage >= 0.9
     assert "Aggregate-only points" in md and "`tail3_mean_over_first`" in md
     assert "has not committed" not in md.split("## Sustained retention")[1].split("## Quality")[0]
-    scopes = con.execute("SELECT DISTINCT cache_scope, cache_basis FROM compiles WHERE lane = 'finetune_serve'"
-                         ).fetchall()
+    scopes = con.execute(
+        "SELECT DISTINCT cache_scope, cache_basis FROM compiles WHERE lane = 'finetune_serve'"
+    ).fetchall()
     assert scopes == [("shared_compiler_cache", "inferred")]
     assert con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft'").fetchone()[0] == src["train_wall_s"]
     [run] = con.execute("SELECT usd, imported_attempts, attempts FROM report_run_cost").fetchall()
@@ -228,15 +281,20 @@ def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_an
 
 def test_the_predecessors_knee_lands_as_open_loop_points_and_the_capacity_view_brackets_it(imported):
     _, _, con = imported
-    src = {float(p.stem.split("_")[1]): json.loads(p.read_text())
-           for p in (FIXTURE / "inf2/results/extras/knee").glob("rate_*.json")}
-    rows = con.execute("SELECT offered_rate, attained, passed, excluded_reason FROM capacity_points "
-                       "ORDER BY offered_rate").fetchall()
+    src = {
+        float(p.stem.split("_")[1]): json.loads(p.read_text())
+        for p in (FIXTURE / "inf2/results/extras/knee").glob("rate_*.json")
+    }
+    rows = con.execute(
+        "SELECT offered_rate, attained, passed, excluded_reason FROM capacity_points ORDER BY offered_rate"
+    ).fetchall()
     assert [r[0] for r in rows] == sorted(src)
     assert [r[1] for r in rows] == [src[r]["slo_attainment_pct"] / 100 for r in sorted(src)]
     assert all(r[3] is None for r in rows)  # telemetry inside each point's window: kept
-    lo, hi, basis = con.execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo, metric_basis "
-                                "FROM report_capacity WHERE lane = 'capacity'").fetchone()
+    lo, hi, basis = con.execute(
+        "SELECT max_rate_meeting_slo, lowest_rate_missing_slo, metric_basis "
+        "FROM report_capacity WHERE lane = 'capacity'"
+    ).fetchone()
     passing = [r for r in sorted(src) if src[r]["slo_attainment_pct"] >= 99 and src[r]["p99_tpot_ms"] <= 80]
     assert lo == max(passing) and hi == min(r for r in src if r not in passing)
     assert basis == "aggregate"
@@ -246,6 +304,9 @@ def test_the_predecessors_knee_lands_as_open_loop_points_and_the_capacity_view_b
 def test_the_predecessors_own_knee_brackets_between_1_and_2_req_s(tmp_path):
     store = LocalStore(tmp_path)
     import_torchneuronx(str(MIRROR), store, run_id="tnx-real")
-    lo, hi = connect(store).execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo FROM report_capacity "
-                                    "WHERE lane = 'capacity'").fetchone()
+    lo, hi = (
+        connect(store)
+        .execute("SELECT max_rate_meeting_slo, lowest_rate_missing_slo FROM report_capacity WHERE lane = 'capacity'")
+        .fetchone()
+    )
     assert (lo, hi) == (1.0, 2.0)

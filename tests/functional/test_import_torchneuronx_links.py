@@ -1,6 +1,7 @@
 """`import torchneuronx` reads only the SOURCE: a result file linked to a file outside it is refused, a linked
 directory is not followed (a ``trn1/results`` link to ``/`` walks nothing), a link git holds is no file, and a
 telemetry CSV that cannot be read as one is dropped with a note naming it, never silently."""
+
 from __future__ import annotations
 
 import json
@@ -100,8 +101,13 @@ def test_a_link_held_in_git_is_no_file_and_is_named(tmp_path, capsys):
     src = _copy(tmp_path)
     (src / POINT).unlink()
     os.symlink("/etc/passwd", src / POINT)
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": "/usr/bin:/bin",
+    }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "links"]):
         subprocess.run(["git", "-C", str(src), *args], check=True, capture_output=True, env=env)
     bare = tmp_path / "bare.git"
@@ -111,13 +117,24 @@ def test_a_link_held_in_git_is_no_file_and_is_named(tmp_path, capsys):
     assert code == 0, err
     assert f"note: {POINT}: a symbolic link in git, not read" in out, out
     con = connect(LocalStore(results))
-    assert con.execute("SELECT count(*) FROM serving_aggregates WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
-                       ).fetchone()[0] == 0
+    assert (
+        con.execute(
+            "SELECT count(*) FROM serving_aggregates WHERE point_id = 'tiny_base_short/isl8_osl4_c1'"
+        ).fetchone()[0]
+        == 0
+    )
 
 
-@pytest.mark.parametrize("garbage", [b"\x00\xff\xfe garbage \x1b[2J\nnot,a,telemetry\n1,2,3\n",
-                                     b"t_s,nothing_we_know\n0,1\n1,2\n", b"", b't_s,power_w\n0,"' + b"9" * 200_000 + b'"\n'],
-                         ids=["bytes", "no-known-column", "empty", "field-over-csv-limit"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\x00\xff\xfe garbage \x1b[2J\nnot,a,telemetry\n1,2,3\n",
+        b"t_s,nothing_we_know\n0,1\n1,2\n",
+        b"",
+        b't_s,power_w\n0,"' + b"9" * 200_000 + b'"\n',
+    ],
+    ids=["bytes", "no-known-column", "empty", "field-over-csv-limit"],
+)
 def test_a_telemetry_csv_that_is_no_telemetry_is_dropped_with_a_note_naming_it(tmp_path, capsys, garbage):
     src = _copy(tmp_path)
     (src / CSV).write_bytes(garbage)
@@ -143,6 +160,10 @@ def test_a_cell_that_is_no_number_is_null_with_a_note_that_says_so(tmp_path, cap
     code, err, _ = _import(src, results, capsys)
     assert code == 0, err
     con = connect(LocalStore(results))
-    notes = {r[0] for r in con.execute("SELECT note FROM telemetry WHERE metric = 'power_w' AND value IS NULL "
-                                       "AND lane = 'serve_sweep'").fetchall()}
+    notes = {
+        r[0]
+        for r in con.execute(
+            "SELECT note FROM telemetry WHERE metric = 'power_w' AND value IS NULL AND lane = 'serve_sweep'"
+        ).fetchall()
+    }
     assert notes == {"not a number in the source CSV ('hot'): stored NULL"}, notes

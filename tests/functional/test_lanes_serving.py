@@ -4,6 +4,7 @@ Boot failures and first-token failures are produced by launchers that start a re
 process which fails in that way (an architecture refusal on stdout; the synthetic
 server answering HTTP 500); the lane code under test is the real one.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,22 +19,32 @@ import psutil
 import pytest
 
 from agents.runner import LaneRequest, run_lane
-from pipeline.servers import ServerConfig
 from agents.serving.cpu import CpuLauncher
 from agents.serving.launcher import ServedModel
 from analytics.store import open_store
+from pipeline.servers import ServerConfig
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-SMALL_SWEEP = {"models": ["tiny-llama"], "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2,
-               "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
-               "sweep_repeats": 1, "workloads": None}  # the shapes' points (the workloads': test_workloads_local)
+SMALL_SWEEP = {
+    "models": ["tiny-llama"],
+    "server_configs": ["A"],
+    "shapes": {"A": ["16:8"]},
+    "min_prompts": 2,
+    "prompts_per_stream": 1,
+    "warmup_requests": 1,
+    "max_concurrency": 2,
+    "sweep_repeats": 1,
+    "workloads": None,
+}  # the shapes' points (the workloads': test_workloads_local)
 
 
 def _run(tmp_path: Path, lane: str, config: dict | None = None):
     store = open_store(str(tmp_path / "results"))
-    result = run_lane(LaneRequest(lane=lane, run_id="r1", backend="cpu", profile="tiny", config=config,
-                                  telemetry_interval_s=0.2), store)
+    result = run_lane(
+        LaneRequest(lane=lane, run_id="r1", backend="cpu", profile="tiny", config=config, telemetry_interval_s=0.2),
+        store,
+    )
     return result, store
 
 
@@ -75,8 +86,18 @@ class _ErroringLauncher(CpuLauncher):
     """A healthy server that answers every generation with HTTP 500 (the synthetic server's fault)."""
 
     def command(self, model: ServedModel, config: ServerConfig, port: int) -> list[str]:
-        return [sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", str(port), "--model",
-                model.name, "--error-rate", "1", "--no-log"]
+        return [
+            sys.executable,
+            "-m",
+            "agents.loadgen.synthetic_server",
+            "--port",
+            str(port),
+            "--model",
+            model.name,
+            "--error-rate",
+            "1",
+            "--no-log",
+        ]
 
 
 def _outcome(store) -> dict:
@@ -110,8 +131,11 @@ def test_qwen3_first_token_failure_is_recorded_verbatim(tmp_path, shared_cache, 
 
 def _server_children(pid: int) -> list[psutil.Process]:
     try:
-        return [c for c in psutil.Process(pid).children(recursive=True)
-                if "agents.serving.cpu_server" in " ".join(c.cmdline())]
+        return [
+            c
+            for c in psutil.Process(pid).children(recursive=True)
+            if "agents.serving.cpu_server" in " ".join(c.cmdline())
+        ]
     except psutil.NoSuchProcess:
         return []
 
@@ -136,10 +160,28 @@ def _gone(pids: list[int], timeout_s: float = 20.0) -> bool:
 def test_killing_the_lane_mid_sweep_leaves_no_server_and_no_point(tmp_path, shared_cache, sig):
     results = tmp_path / "results"
     config = {**SMALL_SWEEP, "shapes": {"A": ["16:64"]}, "min_prompts": 400}  # long enough to be killed mid-way
-    cmd = [sys.executable, "-m", "agents", "run-lane", "serve_sweep", "--run-id", "r1", "--results", str(results),
-           "--profile", "tiny", "--config", json.dumps(config)]
-    lane = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "NEURONPIPE_BACKEND": "cpu", "PYTHONPATH": str(ROOT)})
+    cmd = [
+        sys.executable,
+        "-m",
+        "agents",
+        "run-lane",
+        "serve_sweep",
+        "--run-id",
+        "r1",
+        "--results",
+        str(results),
+        "--profile",
+        "tiny",
+        "--config",
+        json.dumps(config),
+    ]
+    lane = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "NEURONPIPE_BACKEND": "cpu", "PYTHONPATH": str(ROOT)},
+    )
     try:
         deadline = time.monotonic() + 120
         servers: list[psutil.Process] = []

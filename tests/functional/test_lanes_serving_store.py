@@ -4,6 +4,7 @@ The merge lane's commit is made here with the store's own API from a tiny checkp
 (the training lanes are tested elsewhere), so these tests exercise the pull, the
 hash verification, the serving and the rows.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,11 +26,31 @@ def fake_merge_commit(store, run_id: str, models: dict[str, Path], tamper: str |
         by_rel = {k.split("/merged/", 1)[1]: k for k in keys}
         for f in hash_tree(model_dir):
             sha = "0" * 64 if f["path"] == tamper else f["sha256"]
-            rows.append({"model": model, "kind": "merged", "stage": "after_merge", "path": f["path"],
-                         "uri": store.uri(by_rel[f["path"]]), "bytes": f["bytes"], "sha256": sha})
+            rows.append(
+                {
+                    "model": model,
+                    "kind": "merged",
+                    "stage": "after_merge",
+                    "path": f["path"],
+                    "uri": store.uri(by_rel[f["path"]]),
+                    "bytes": f["bytes"],
+                    "sha256": sha,
+                }
+            )
     writer.add_rows("artifacts", rows)
-    writer.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": _now(),
-                                   "ended_at": _now(), "backend": "cpu", "host": "test"}])
+    writer.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "succeeded",
+                "supersedes": True,
+                "started_at": _now(),
+                "ended_at": _now(),
+                "backend": "cpu",
+                "host": "test",
+            }
+        ],
+    )
     writer.commit("succeeded", supersedes=True)
 
 
@@ -47,8 +68,10 @@ def tiny_llama(shared_cache) -> Path:
 
 
 def _run(store, lane: str, config: dict | None = None):
-    return run_lane(LaneRequest(lane=lane, run_id="r1", backend="cpu", profile="tiny", config=config,
-                                telemetry_interval_s=0.5), store)
+    return run_lane(
+        LaneRequest(lane=lane, run_id="r1", backend="cpu", profile="tiny", config=config, telemetry_interval_s=0.5),
+        store,
+    )
 
 
 def _rows(store, table: str, lane: str) -> list[dict]:
@@ -78,8 +101,15 @@ def test_finetune_serve_verifies_hashes_then_sweeps(tmp_path, tiny_llama, shared
 
     qwen3 = ensure_tiny_model("qwen3", shared_cache)
     fake_merge_commit(store, "r1", {"tiny-llama": tiny_llama, "tiny-qwen3": qwen3})
-    config = {"server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2, "prompts_per_stream": 1,
-              "warmup_requests": 1, "max_concurrency": 1, "sweep_repeats": 1}  # verify_models: default, every model of the profile
+    config = {
+        "server_configs": ["A"],
+        "shapes": {"A": ["16:8"]},
+        "min_prompts": 2,
+        "prompts_per_stream": 1,
+        "warmup_requests": 1,
+        "max_concurrency": 1,
+        "sweep_repeats": 1,
+    }  # verify_models: default, every model of the profile
     result = _run(store, "finetune_serve", config)
     assert result.status == "succeeded", result.error_message
     arts = _rows(store, "artifacts", "finetune_serve")
@@ -104,8 +134,18 @@ def test_finetune_serve_refuses_a_model_whose_hash_differs(tmp_path, tiny_llama)
 
 def test_sustained_windows_with_retention(tmp_path, shared_cache):
     store = open_store(str(tmp_path / "results"))
-    result = _run(store, "sustained", {"shape": "16:16", "duration_s": 6.0, "window_s": 2.0, "warmup_windows": 1,
-                                       "retention_k": 1, "warmup_requests": 1})
+    result = _run(
+        store,
+        "sustained",
+        {
+            "shape": "16:16",
+            "duration_s": 6.0,
+            "window_s": 2.0,
+            "warmup_windows": 1,
+            "retention_k": 1,
+            "warmup_requests": 1,
+        },
+    )
     assert result.status == "succeeded", result.error_message
     windows = _rows(store, "sustained_windows", "sustained")
     assert len(windows) >= 3 and windows[0]["warmup"] is True

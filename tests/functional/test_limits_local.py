@@ -2,6 +2,7 @@
 reserves its whole KV cache at boot, so too many sequences fail the boot with an out-of-memory line; the lane
 bisects to a one-sequence bracket, each probe a compiles row and a limit_probes row, and REPORT.md shows the
 bracket with its probes."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,12 +21,22 @@ def test_the_lane_brackets_the_cpu_memory_limit(tmp_path):
     # a bracket a few boots wide around the limit (each boot is a CPU server start): the bisection still has to
     # find it, from a good and a bad the lane does not know
     good, bad = max(1, limit - 2), limit + 5
-    request = {"lanes": ["limits"], "profile": "tiny", "lane_config": {"limits": {
-        "searches": [{"kind": "max_num_seqs", "good": good, "bad": bad, "at": 1024, "max_boots": 8}],
-        "memory_cap_mib": 32.0}}}
+    request = {
+        "lanes": ["limits"],
+        "profile": "tiny",
+        "lane_config": {
+            "limits": {
+                "searches": [{"kind": "max_num_seqs", "good": good, "bad": bad, "at": 1024, "max_boots": 8}],
+                "memory_cap_mib": 32.0,
+            }
+        },
+    }
     results, report = run_local(tmp_path, request, "lim-1")
-    probes = query(results, "select probe, phase, value, succeeded, error_kind, error from limit_probes "
-                   "where phase <> 'outcome' order by probe")
+    probes = query(
+        results,
+        "select probe, phase, value, succeeded, error_kind, error from limit_probes "
+        "where phase <> 'outcome' order by probe",
+    )
     assert [p["phase"] for p in probes[:2]] == ["good", "bad"] and probes[0]["succeeded"]
     assert probes[1]["error_kind"] == "oom" and "out of memory: the KV pool" in probes[1]["error"]
     (row,) = query(results, "select low, high, bracket, error_kind_at_high, boots, stop_reason from report_limits")

@@ -4,6 +4,7 @@ A stdlib HTTP server in a thread plays "some other OpenAI-compatible server": it
 ``/v1/models`` in a chosen shape and streams a chosen body, and counts the completions it was asked
 for, so a refusal can be shown to have measured nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agents.loadgen.adapters import (ServerResponseShapeError, UnconfirmedExtensionError, confirm_auto_kind,
-                                     detect_server_kind)
+from agents.loadgen.adapters import (
+    ServerResponseShapeError,
+    UnconfirmedExtensionError,
+    confirm_auto_kind,
+    detect_server_kind,
+)
 from agents.loadgen.records import ClockAnchor, RawRequest, request_row
 from agents.loadgen.transport import Exchange
 from control_plane.cli import main
@@ -61,8 +66,26 @@ class FakeOpenAI:
 
 
 def loadgen(url: str, *extra: str) -> int:
-    return main(["loadgen", "--base-url", url, "--concurrency", "1", "--input-len", "4", "--output-len", "3",
-                 "--num-prompts", "2", "--warmup", "0", "--idle-timeout", "5", *extra])
+    return main(
+        [
+            "loadgen",
+            "--base-url",
+            url,
+            "--concurrency",
+            "1",
+            "--input-len",
+            "4",
+            "--output-len",
+            "3",
+            "--num-prompts",
+            "2",
+            "--warmup",
+            "0",
+            "--idle-timeout",
+            "5",
+            *extra,
+        ]
+    )
 
 
 def test_auto_refuses_a_server_that_is_neither_vllm_nor_ours(capsys):
@@ -102,14 +125,23 @@ def test_models_list_shape_is_one_clear_error(capsys):
 
 
 def _row(events: list[bytes], done: bool):
-    ex = Exchange(None)  # type: ignore[arg-type]
+    ex = Exchange(None)
     ex.t_sent, ex.t_done, ex.status = 1_000, 9_000, 200
     ex.events = [(2_000 + i, e) for i, e in enumerate(events)]
     ex.done_marker = done
     texts: dict[str, str] = {}
-    row = request_row(RawRequest(0, "r0", False, 4, 1_000, ex), point_id="p", model="m", server_config=None,
-                      endpoint="/v1/completions", input_len=4, output_len=2, anchor=ClockAnchor.now(),
-                      tokenizer=None, texts_out=texts)
+    row = request_row(
+        RawRequest(0, "r0", False, 4, 1_000, ex),
+        point_id="p",
+        model="m",
+        server_config=None,
+        endpoint="/v1/completions",
+        input_len=4,
+        output_len=2,
+        anchor=ClockAnchor.now(),
+        tokenizer=None,
+        texts_out=texts,
+    )
     return row, texts
 
 
@@ -157,8 +189,23 @@ def test_a_truncated_stream_on_the_wire_fails_the_point_and_the_command(tmp_path
 @pytest.mark.parametrize("server", [("--ttft-ms", "5", "--itl-ms", "3", "--burst", "4")], indirect=True)
 def test_a_coalesced_stream_is_flagged(server, capsys):
     """The synthetic server flushes 4 chunks per write: 4 decode tokens per read > the bound 2."""
-    rc = main(["loadgen", "--base-url", server.url, "--concurrency", "2", "--input-len", "4", "--output-len", "9",
-               "--num-prompts", "4", "--warmup", "0"])
+    rc = main(
+        [
+            "loadgen",
+            "--base-url",
+            server.url,
+            "--concurrency",
+            "2",
+            "--input-len",
+            "4",
+            "--output-len",
+            "9",
+            "--num-prompts",
+            "4",
+            "--warmup",
+            "0",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "coalesced              True" in out and "delivery rate, not decode speed" in out
@@ -171,8 +218,18 @@ def test_a_token_by_token_stream_is_not_flagged(server):
     2-core CI box did that often enough to lift tokens per read to 1.52)."""
     from agents.loadgen.point import SweepPoint, run_point
 
-    r = run_point(SweepPoint(base_url=server.url, model="synthetic", input_len=4, output_len=9, num_prompts=4,
-                             concurrency=2, server_kind="synthetic", warmup_requests=0))
+    r = run_point(
+        SweepPoint(
+            base_url=server.url,
+            model="synthetic",
+            input_len=4,
+            output_len=9,
+            num_prompts=4,
+            concurrency=2,
+            server_kind="synthetic",
+            warmup_requests=0,
+        )
+    )
     m = r.metrics
     assert m["coalesced"] is False and m["tpot_itl_meaning"] == "decode speed" and m["burst_note"] is None
     # token by token: about one token per read (a busy 2-core box may let two tokens share one read now and then,

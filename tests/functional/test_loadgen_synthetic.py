@@ -1,4 +1,5 @@
 """The load generator against the synthetic server in a separate process on loopback."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Server:
     def __init__(self, *args: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", "0", *args],
-                                     cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agents.loadgen.synthetic_server", "--port", "0", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         self.url = line.strip().rsplit(" ", 1)[1]
 
@@ -39,8 +44,16 @@ def server(request):
 
 
 def point(url: str, **kw) -> SweepPoint:
-    base = dict(base_url=url, model="synthetic", input_len=16, output_len=8, num_prompts=24, concurrency=4,
-                server_kind="synthetic", warmup_requests=2)
+    base = dict(
+        base_url=url,
+        model="synthetic",
+        input_len=16,
+        output_len=8,
+        num_prompts=24,
+        concurrency=4,
+        server_kind="synthetic",
+        warmup_requests=2,
+    )
     return SweepPoint(**{**base, **kw})
 
 
@@ -64,15 +77,50 @@ def test_closed_loop_rows_match_the_servers_ground_truth(server):
     assert sp["window_start"] <= sp["window_end"] and sp["mode"] == "closed" and sp["tokenizer"] == "whitespace"
 
 
-@pytest.mark.parametrize("server", [("--ttft-ms", "5", "--itl-ms", "2", "--error-rate", "0.15",
-                                     "--fault", "malformed:0.15", "--fault", "close:0.15", "--fault", "stall:0.1",
-                                     "--fault", "non_sse:0.1", "--seed", "3")], indirect=True)
+@pytest.mark.parametrize(
+    "server",
+    [
+        (
+            "--ttft-ms",
+            "5",
+            "--itl-ms",
+            "2",
+            "--error-rate",
+            "0.15",
+            "--fault",
+            "malformed:0.15",
+            "--fault",
+            "close:0.15",
+            "--fault",
+            "stall:0.1",
+            "--fault",
+            "non_sse:0.1",
+            "--seed",
+            "3",
+        )
+    ],
+    indirect=True,
+)
 def test_bad_servers_fail_requests_never_the_point(server):
-    r = run_point(point(server.url, num_prompts=40, concurrency=8, warmup_requests=0, point_id="faults",
-                        timeouts=Timeouts(idle_s=0.5, total_s=30)))
+    r = run_point(
+        point(
+            server.url,
+            num_prompts=40,
+            concurrency=8,
+            warmup_requests=0,
+            point_id="faults",
+            timeouts=Timeouts(idle_s=0.5, total_s=30),
+        )
+    )
     log = server.log()
-    expected = {"http_error": "HttpStatusError", "malformed": "MalformedEventError", "close": "StreamClosedError",
-                "stall": "StallTimeoutError", "non_sse": "NonSseBodyError", None: None}
+    expected = {
+        "http_error": "HttpStatusError",
+        "malformed": "MalformedEventError",
+        "close": "StreamClosedError",
+        "stall": "StallTimeoutError",
+        "non_sse": "NonSseBodyError",
+        None: None,
+    }
     assert len(r.requests) == 40
     seen = set()
     for row in r.requests:
@@ -88,8 +136,9 @@ def test_bad_servers_fail_requests_never_the_point(server):
 
 @pytest.mark.parametrize("server", [("--ttft-ms", "5", "--itl-ms", "2")], indirect=True)
 def test_open_loop_chat_with_a_cap(server):
-    r = run_point(point(server.url, concurrency=None, request_rate=200.0, max_concurrency=2, endpoint="chat",
-                        num_prompts=20))
+    r = run_point(
+        point(server.url, concurrency=None, request_rate=200.0, max_concurrency=2, endpoint="chat", num_prompts=20)
+    )
     m = r.metrics
     assert m["completed"] == 20 and m["request_rate"] == 200.0 and m["max_concurrency"] == 2
     assert m["offered_rate"] == 200.0 and m["scheduled_rate"] > 0
@@ -111,8 +160,7 @@ def test_batching_model_queues_past_max_batch(server):
 
 @pytest.mark.parametrize("server", [("--ttft-ms", "5", "--itl-ms", "5")], indirect=True)
 def test_sustained_windows_and_retention(server):
-    s = run_sustained(point(server.url, concurrency=2), duration_s=2.0, window_s=0.25, warmup_windows=1,
-                      retention_k=2)
+    s = run_sustained(point(server.url, concurrency=2), duration_s=2.0, window_s=0.25, warmup_windows=1, retention_k=2)
     assert [w["window"] for w in s.windows] == list(range(8))
     assert all(w["output_tokens"] > 0 for w in s.windows)
     assert s.summary["windows"] == 7 and s.summary["retention_vs_first"] is not None
@@ -143,23 +191,63 @@ def test_cli_commits_rows_and_writes_vllm_json(server, tmp_path, capsys):
     from control_plane.cli import main
 
     out = tmp_path / "out.json"
-    rc = main(["loadgen", "--base-url", server.url, "--concurrency", "1,4", "--input-len", "8", "--output-len", "6",
-               "--num-prompts", "8", "--goodput", "ttft:1000,tpot:100", "--results", str(tmp_path / "res"),
-               "--run-id", "lg1", "--save-vllm-json", str(out), "--save-detailed"])
+    rc = main(
+        [
+            "loadgen",
+            "--base-url",
+            server.url,
+            "--concurrency",
+            "1,4",
+            "--input-len",
+            "8",
+            "--output-len",
+            "6",
+            "--num-prompts",
+            "8",
+            "--goodput",
+            "ttft:1000,tpot:100",
+            "--results",
+            str(tmp_path / "res"),
+            "--run-id",
+            "lg1",
+            "--save-vllm-json",
+            str(out),
+            "--save-detailed",
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "median_ttft_ms" in printed and "committed run lg1" in printed
     files = sorted(tmp_path.glob("out-*.json"))
     assert [f.name for f in files] == ["out-1.json", "out-2.json"]
     data = json.loads(files[1].read_text())
-    for key in ("completed", "failed", "duration", "request_throughput", "request_goodput", "output_throughput",
-                "total_token_throughput", "median_ttft_ms", "p99_itl_ms", "mean_tpot_ms", "std_e2el_ms", "ttfts",
-                "itls", "input_lens", "output_lens", "max_concurrency", "request_rate", "burstiness"):
+    for key in (
+        "completed",
+        "failed",
+        "duration",
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "total_token_throughput",
+        "median_ttft_ms",
+        "p99_itl_ms",
+        "mean_tpot_ms",
+        "std_e2el_ms",
+        "ttfts",
+        "itls",
+        "input_lens",
+        "output_lens",
+        "max_concurrency",
+        "request_rate",
+        "burstiness",
+    ):
         assert key in data
     assert data["completed"] == 8 and data["max_concurrency"] == 4 and data["request_rate"] == "inf"
     assert len(data["itls"]) == 8 and all(len(x) == 5 for x in data["itls"])
     con = connect(open_store(tmp_path / "res"), ["lg1"])
-    got = con.execute("SELECT lane, max_concurrency, completed, request_goodput IS NOT NULL FROM serving_points "
-                      "ORDER BY max_concurrency").fetchall()
+    got = con.execute(
+        "SELECT lane, max_concurrency, completed, request_goodput IS NOT NULL FROM serving_points "
+        "ORDER BY max_concurrency"
+    ).fetchall()
     assert got == [("loadgen", 1, 8, True), ("loadgen", 4, 8, True)]
     assert con.execute("SELECT count(*) FROM requests").fetchone()[0] == 2 * (8 + 4)

@@ -1,4 +1,5 @@
 """Adapter layouts, merging into the base, reload + generate, and the verified round trip through the store."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,17 @@ from pathlib import Path
 import pytest
 
 from agents.training.catalogue import artifact_rows, sha256_file
-from agents.training.merge import (AdapterLayoutError, HashMismatchError, MergeInputError, consolidate_command,
-                                   consolidate_neuron_adapter, detect_adapter_layout, fetch_merged_model,
-                                   generate_check, merge_adapter)
+from agents.training.merge import (
+    AdapterLayoutError,
+    HashMismatchError,
+    MergeInputError,
+    consolidate_command,
+    consolidate_neuron_adapter,
+    detect_adapter_layout,
+    fetch_merged_model,
+    generate_check,
+    merge_adapter,
+)
 from analytics.store import LocalStore
 
 
@@ -63,8 +72,13 @@ def _random_adapter(base: Path, out: Path) -> Path:
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    cfg = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], task_type="CAUSAL_LM",
-                     init_lora_weights=False)  # non-zero B: the merge must change the weights
+    cfg = LoraConfig(
+        r=4,
+        lora_alpha=8,
+        target_modules=["q_proj", "v_proj", "down_proj"],
+        task_type="CAUSAL_LM",
+        init_lora_weights=False,
+    )  # non-zero B: the merge must change the weights
     get_peft_model(model, cfg).save_pretrained(out)
     return out
 
@@ -94,8 +108,7 @@ def test_merge_reload_generate_and_roundtrip(shared_cache, tmp_path):
     w = store.begin_attempt("r1", "merge")
     prefix = w.model_key("tiny-llama", "merged")
     w.add_tree(prefix, merged)
-    w.add_rows("artifacts", artifact_rows("tiny-llama", merged, "merged", "after_merge",
-                                          uri_prefix=store.uri(prefix)))
+    w.add_rows("artifacts", artifact_rows("tiny-llama", merged, "merged", "after_merge", uri_prefix=store.uri(prefix)))
     w.commit("succeeded")
     dest, rows = fetch_merged_model(store, "r1", "tiny-llama", tmp_path / "copy")
     assert {r["path"] for r in rows} == {p.name for p in merged.iterdir()}
@@ -120,8 +133,7 @@ def test_fetch_without_a_merge_is_a_clear_error(tmp_path):
     with pytest.raises(MergeInputError, match="run the merge lane first"):
         fetch_merged_model(store, "r1", "tiny-llama", tmp_path / "d")
     w = store.begin_attempt("r1", "merge")
-    w.add_rows("artifacts", [{"model": "other", "kind": "merged", "stage": "after_merge", "path": "a",
-                              "sha256": "0"}])
+    w.add_rows("artifacts", [{"model": "other", "kind": "merged", "stage": "after_merge", "path": "a", "sha256": "0"}])
     w.commit("succeeded")
     with pytest.raises(MergeInputError, match="no merged files for model 'tiny-llama'"):
         fetch_merged_model(store, "r1", "tiny-llama", tmp_path / "d")

@@ -1,6 +1,7 @@
 """An execution a test leaves waiting must not outlive it: moto interprets each execution in threads that a
 backend reset does not end, and such a thread once called a later rehearsal world's server with the state
 machine's key (an IAM denial of a function that world never had). ``stop_moto_executions`` ends them."""
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,26 @@ from rehearsal.world import stop_moto_executions
 def _start_waiting_map(items: int) -> None:
     sqs = boto3.client("sqs", region_name="us-west-2")
     queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
-    role = boto3.client("iam", region_name="us-west-2").create_role(
-        RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    wait = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
-            "Parameters": {"QueueUrl": queue, "MessageBody.$": "$$.Task.Token"}, "End": True}
-    definition = {"StartAt": "Boxes", "States": {"Boxes": {
-        "Type": "Map", "ItemsPath": "$.items", "End": True,
-        "ItemProcessor": {"StartAt": "Lane", "States": {"Lane": wait}}}}}
+    role = boto3.client("iam", region_name="us-west-2").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")[
+        "Role"
+    ]["Arn"]
+    wait = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {"QueueUrl": queue, "MessageBody.$": "$$.Task.Token"},
+        "End": True,
+    }
+    definition = {
+        "StartAt": "Boxes",
+        "States": {
+            "Boxes": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "End": True,
+                "ItemProcessor": {"StartAt": "Lane", "States": {"Lane": wait}},
+            }
+        },
+    }
     sfn = boto3.client("stepfunctions", region_name="us-west-2")
     arn = sfn.create_state_machine(name="waits", roleArn=role, definition=json.dumps(definition))["stateMachineArn"]
     sfn.start_execution(stateMachineArn=arn, input=json.dumps({"items": list(range(items))}))

@@ -2,6 +2,7 @@
 that prints what the real one prints (the ``--query-gpu`` CSV, the plain table's header). A healthy box passes; a
 wrong GPU count, an old driver, a missing vLLM pin, an absent, garbled or hung nvidia-smi each fail one check with
 its reason; no Neuron check runs on a CUDA box."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,8 +36,10 @@ HEADER_470 = """\
 | NVIDIA-SMI 470.182.03   Driver Version: 470.182.03   CUDA Version: 11.4     |
 |-------------------------------+----------------------+----------------------+
 """
-DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
-                 "latest NVIDIA driver is installed and running.\n")
+DRIVER_FAILED = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+    "latest NVIDIA driver is installed and running.\n"
+)
 
 
 def query_csv(n: int, name: str = "NVIDIA A10G", driver: str = "570.86.15", mem: int = 23028) -> str:
@@ -44,8 +47,15 @@ def query_csv(n: int, name: str = "NVIDIA A10G", driver: str = "570.86.15", mem:
     return "".join(f"{i}, {name}, {driver}, {mem}\n" for i in range(n))
 
 
-def fake_gpu_box(root: Path, *, query: str | None = None, header: str = HEADER_570, rc: int = 0,
-                 vllm: str | None = CUDA_SERVING_INSTALLS["vllm"], nvidia_smi: bool = True) -> Path:
+def fake_gpu_box(
+    root: Path,
+    *,
+    query: str | None = None,
+    header: str = HEADER_570,
+    rc: int = 0,
+    vllm: str | None = CUDA_SERVING_INSTALLS["vllm"],
+    nvidia_smi: bool = True,
+) -> Path:
     """A CUDA venv under ``root`` (its bin/python this interpreter, vLLM's dist-info at ``vllm``), and a directory
     with a fake nvidia-smi; returns that directory (for PATH)."""
     venv = root / "opt" / "neuronpipe-vllm-cuda"
@@ -63,21 +73,34 @@ def fake_gpu_box(root: Path, *, query: str | None = None, header: str = HEADER_5
         (root / "query.txt").write_text(DRIVER_FAILED if rc else query_csv(1) if query is None else query)
         (root / "header.txt").write_text(header if rc == 0 else DRIVER_FAILED)
         script = bin_dir / "nvidia-smi"
-        script.write_text("#!/bin/sh\n"
-                          f'case "$1" in --query-gpu=*) cat "{root}/query.txt";; *) cat "{root}/header.txt";; esac\n'
-                          f"exit {rc}\n")
+        script.write_text(
+            "#!/bin/sh\n"
+            f'case "$1" in --query-gpu=*) cat "{root}/query.txt";; *) cat "{root}/header.txt";; esac\n'
+            f"exit {rc}\n"
+        )
         script.chmod(0o755)
     return bin_dir
 
 
 def inputs(tmp_path: Path, instance_type: str | None = "g5.xlarge", box_role: str = "cuda", **box) -> PreflightInputs:
     bin_dir = fake_gpu_box(tmp_path / "box", **box)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "NEURONPIPE_DLAMI_VENV": str(tmp_path / "box/opt/neuronpipe-vllm-cuda"),
-           "NEURONPIPE_CACHE": str(tmp_path / "cache")}
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "NEURONPIPE_DLAMI_VENV": str(tmp_path / "box/opt/neuronpipe-vllm-cuda"),
+        "NEURONPIPE_CACHE": str(tmp_path / "cache"),
+    }
     if instance_type:
         env["NEURONPIPE_INSTANCE_TYPE"] = instance_type
-    return PreflightInputs(box_role=box_role, backend="cuda", lane_env=build_lane_environment("preflight", base=env),
-                           models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0, timeout_s=10.0)
+    return PreflightInputs(
+        box_role=box_role,
+        backend="cuda",
+        lane_env=build_lane_environment("preflight", base=env),
+        models=[],
+        dataset=None,
+        cache_free_gib=0.0,
+        max_clock_skew_s=60.0,
+        timeout_s=10.0,
+    )
 
 
 def checks(inp: PreflightInputs):
@@ -97,8 +120,16 @@ def test_a_healthy_gpu_box_passes_with_the_cuda_checks_and_no_neuron_ones(tmp_pa
     assert by["pins.vllm"].expected == CUDA_SERVING_PINS["vllm"]
     assert by["path.nvidia-smi"].observed.endswith("/usr/bin/nvidia-smi")
     assert {"cache.writable", "cache.free_space", "hf.token", "dataset", "clock", "backend"} <= set(by)
-    neuron = {"neuron-cores", "cache.stale_locks", "path.neuronx-cc", "path.neuron-ls", "path.libneuronpjrt-path",
-              "pins.neuronx-cc", "pins.torch-neuronx", "venv.vllm.no-optimum-neuron"}
+    neuron = {
+        "neuron-cores",
+        "cache.stale_locks",
+        "path.neuronx-cc",
+        "path.neuron-ls",
+        "path.libneuronpjrt-path",
+        "pins.neuronx-cc",
+        "pins.torch-neuronx",
+        "venv.vllm.no-optimum-neuron",
+    }
     assert neuron.isdisjoint(by)
     assert by["cache.writable"].observed == str(tmp_path / "cache" / "vllm")  # vLLM's cache, not neuronx-cc's
     # rows exactly like the Neuron ones
@@ -199,7 +230,8 @@ def test_a_hung_nvidia_smi_times_out_into_a_failed_check(tmp_path):
 
 def test_a_header_without_a_cuda_version_is_null_with_a_reason(tmp_path):
     r = checks(inputs(tmp_path, header="| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: N/A |\n"))[
-        "gpu.cuda"]
+        "gpu.cuda"
+    ]
     assert r.status == "fail" and r.observed is None and "shows no CUDA Version" in r.reason
 
 
@@ -225,8 +257,15 @@ def test_the_neuron_boxes_get_no_gpu_checks(tmp_path, role):
 
     venv = build_dlami(tmp_path / "box", role, "inf2.xlarge" if role == "inf2" else "trn1.2xlarge")
     env = {"PATH": "/usr/bin:/bin", "NEURONPIPE_DLAMI_VENV": str(venv), "NEURONPIPE_CACHE": str(tmp_path / "cache")}
-    inp = PreflightInputs(box_role=role, backend="neuron", lane_env=build_lane_environment("preflight", base=env),
-                          models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0)
+    inp = PreflightInputs(
+        box_role=role,
+        backend="neuron",
+        lane_env=build_lane_environment("preflight", base=env),
+        models=[],
+        dataset=None,
+        cache_free_gib=0.0,
+        max_clock_skew_s=60.0,
+    )
     by = checks(inp)
     assert not any(c.startswith("gpu.") for c in by) and "path.nvidia-smi" not in by and "neuron-cores" in by
 
@@ -250,21 +289,34 @@ def test_the_lane_on_a_gpu_box_keeps_its_rows_and_fails_with_the_drivers_reason(
 
 
 # ---- the neuronpipe server on the GPU (NEURONPIPE_CUDA_SERVER=neuronpipe) ------------------------------------
-def neuronpipe_inputs(tmp_path: Path, run=subprocess.run, instance_type: str | None = "g5.xlarge",
-                      **box) -> PreflightInputs:
+def neuronpipe_inputs(
+    tmp_path: Path, run=subprocess.run, instance_type: str | None = "g5.xlarge", **box
+) -> PreflightInputs:
     inp = inputs(tmp_path, instance_type, **box)
     env = {**inp.lane_env.env, "NEURONPIPE_CUDA_SERVER": "neuronpipe"}
-    return PreflightInputs(box_role="cuda", backend="cuda", lane_env=build_lane_environment("preflight", base=env),
-                           models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0, timeout_s=30.0,
-                           run=run)
+    return PreflightInputs(
+        box_role="cuda",
+        backend="cuda",
+        lane_env=build_lane_environment("preflight", base=env),
+        models=[],
+        dataset=None,
+        cache_free_gib=0.0,
+        max_clock_skew_s=60.0,
+        timeout_s=30.0,
+        run=run,
+    )
 
 
 def torch_answers(stdout: str, rc: int = 0):
     """A runner whose ``python -c`` torch probe prints ``stdout``; nvidia-smi still runs for real (the fake one)."""
+
     def run(cmd, **kw):
         if cmd[0] == sys.executable:
-            return subprocess.CompletedProcess(cmd, rc, stdout, "Traceback ...\nModuleNotFoundError: torch" if rc else "")
+            return subprocess.CompletedProcess(
+                cmd, rc, stdout, "Traceback ...\nModuleNotFoundError: torch" if rc else ""
+            )
         return subprocess.run(cmd, **kw)
+
     return run
 
 
@@ -272,9 +324,16 @@ def test_the_neuronpipe_server_checks_torch_cuda_instead_of_the_vllm_venv(tmp_pa
     """With what a real H200 machine printed (tests/fixtures/nvidia_smi) and its torch's answer."""
     real = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_smi"
     probe = '{"torch": "2.11.0+cu130", "cuda": "13.0", "available": true, "names": ["NVIDIA H200"]}\n'
-    by = checks(neuronpipe_inputs(tmp_path, run=torch_answers(probe), vllm=None, instance_type=None,
-                                  query=(real / "h200-inventory.csv").read_text(),
-                                  header=(real / "h200-header.txt").read_text()))
+    by = checks(
+        neuronpipe_inputs(
+            tmp_path,
+            run=torch_answers(probe),
+            vllm=None,
+            instance_type=None,
+            query=(real / "h200-inventory.csv").read_text(),
+            header=(real / "h200-header.txt").read_text(),
+        )
+    )
     assert [(c, r.reason) for c, r in by.items() if r.status == "fail"] == []
     assert by["torch.cuda"].observed == "torch 2.11.0+cu130, CUDA 13.0: NVIDIA H200"
     assert "venv.vllm" not in by and "pins.vllm" not in by  # no vLLM is needed for this server

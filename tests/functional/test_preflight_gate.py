@@ -1,5 +1,6 @@
 """The preflight gate on fake DLAMI trees (real files, fake CLIs printing what the real ones print), a fake hub on
 loopback, and through the lane runner: each known failure mode fails its check with an actionable reason."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,12 +18,22 @@ from analytics.store import open_store
 from pipeline.box_stack import TRAINING_INSTALLS
 from rehearsal.dlami import Breakage, build_dlami, neuron_ls_json
 
+NOTHING_BROKEN = Breakage()
 
-def _inputs(tmp_path: Path, role: str, breakage: Breakage = Breakage(), **kw) -> PreflightInputs:
+
+def _inputs(tmp_path: Path, role: str, breakage: Breakage = NOTHING_BROKEN, **kw) -> PreflightInputs:
     venv = build_dlami(tmp_path / "box", role, "inf2.xlarge" if role == "inf2" else "trn1.2xlarge", breakage)
     env = {"PATH": "/usr/bin:/bin", "NEURONPIPE_DLAMI_VENV": str(venv), "NEURONPIPE_CACHE": str(tmp_path / "cache")}
-    values = dict(box_role=role, backend="neuron", lane_env=build_lane_environment("preflight", base=env), models=[],
-                  dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0, timeout_s=10.0)
+    values = dict(
+        box_role=role,
+        backend="neuron",
+        lane_env=build_lane_environment("preflight", base=env),
+        models=[],
+        dataset=None,
+        cache_free_gib=0.0,
+        max_clock_skew_s=60.0,
+        timeout_s=10.0,
+    )
     values.update(kw)
     return PreflightInputs(**values)
 
@@ -84,8 +95,15 @@ def test_a_compiler_at_another_version_fails_its_pin(tmp_path):
 
 def test_no_dlami_venv_on_a_neuron_backend_fails_the_venv_check(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "NEURONPIPE_CACHE": str(tmp_path / "cache")}
-    inputs = PreflightInputs(box_role="inf2", backend="neuron", lane_env=build_lane_environment("preflight", base=env),
-                             models=[], dataset=None, cache_free_gib=0.0, max_clock_skew_s=60.0)
+    inputs = PreflightInputs(
+        box_role="inf2",
+        backend="neuron",
+        lane_env=build_lane_environment("preflight", base=env),
+        models=[],
+        dataset=None,
+        cache_free_gib=0.0,
+        max_clock_skew_s=60.0,
+    )
     r = _by_check(run_checks(inputs))["venv.vllm"]
     assert r.status == "fail" and "NEURONPIPE_DLAMI_VENV is not set" in r.reason
 
@@ -103,7 +121,8 @@ def test_missing_training_pins_are_installed_into_the_training_venv_with_the_sta
         calls.append((cmd, Path(cmd[cmd.index("-c") + 1]).read_text()))
         (site / f"trl-{TRAINING_INSTALLS['trl']}.dist-info").mkdir()
         (site / f"trl-{TRAINING_INSTALLS['trl']}.dist-info" / "METADATA").write_text(
-            f"Name: trl\nVersion: {TRAINING_INSTALLS['trl']}\n")
+            f"Name: trl\nVersion: {TRAINING_INSTALLS['trl']}\n"
+        )
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     inputs.run = fake_run
@@ -122,7 +141,9 @@ def test_a_failed_install_is_the_gates_reason(tmp_path):
         d.rmdir()
     inputs.run = lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution")
     checks = _by_check(run_checks(inputs))
-    assert checks["install.training"].status == "fail" and "No matching distribution" in checks["install.training"].reason
+    assert (
+        checks["install.training"].status == "fail" and "No matching distribution" in checks["install.training"].reason
+    )
     assert checks["pins.optimum-neuron"].status == "fail"
 
 
@@ -130,7 +151,7 @@ class _Hub(BaseHTTPRequestHandler):
     answers: dict[str, int] = {}
     skew = timedelta(0)
 
-    def do_HEAD(self):  # noqa: N802 - http.server's name
+    def do_HEAD(self):  # http.server's name
         repo = "/".join(self.path.strip("/").split("/")[:2])
         status = self.answers.get(repo, 404)
         if self.headers.get("Authorization") != "Bearer hf_good":
@@ -156,9 +177,13 @@ def hub():
 
 
 def _hub_inputs(tmp_path, hub, token="hf_good", **kw):
-    inputs = _inputs(tmp_path, "inf2", models=[("llama", "meta-llama/Llama-3.1-8B-Instruct", None, True),
-                                              ("qwen", "Qwen/Qwen3-8B", None, False)],
-                     token=lambda: (token, "the test"), **kw)
+    inputs = _inputs(
+        tmp_path,
+        "inf2",
+        models=[("llama", "meta-llama/Llama-3.1-8B-Instruct", None, True), ("qwen", "Qwen/Qwen3-8B", None, False)],
+        token=lambda: (token, "the test"),
+        **kw,
+    )
     inputs.lane_env.env["HF_ENDPOINT"] = hub
     return inputs
 

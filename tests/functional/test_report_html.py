@@ -3,6 +3,7 @@ REPORT.md byte for byte and every headline REPORT.md states (each run's outcome 
 page with the same value; its distributions are the views' quantiles (the CDF passes through the table's p50 and
 p99); it references nothing outside itself; its size is bounded; it is byte-identical on a rebuild; `report --html`
 writes it, and without the plotly package it is refused before anything is written."""
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,7 @@ def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(bui
         run = runs[run_id or RUN]
         assert (run["outcome"]["status"], fmt(outcome_text(run["outcome"]))) == (status, text)
         assert f'data-run="{run["run_id"]}" data-status="{status}"' in page  # and the page says it first
-    decision = md[md.index("## Decision"):md.index("\n## ", md.index("## Decision") + 3)]
+    decision = md[md.index("## Decision") : md.index("\n## ", md.index("## Decision") + 3)]
     headers = "| " + " | ".join(h for _, h in COLUMNS) + " |"
     rows = data["decision"]["rows"]
     seen = 0
@@ -84,9 +85,15 @@ def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(bui
             if not line.startswith("| "):
                 break
             cells = dict(zip((k for k, _ in COLUMNS), (c.strip() for c in line.strip("|").split(" | "))))
-            match = [r for r in rows if fmt(r["model"]) == cells["model"] and fmt(r["lane"]) == cells["lane"]
-                     and fmt(r["server_config"]) == cells["server_config"] and fmt(r["slo_name"]) == cells["slo_name"]
-                     and fmt(r["run_id"]) == cells["run_id"]]
+            match = [
+                r
+                for r in rows
+                if fmt(r["model"]) == cells["model"]
+                and fmt(r["lane"]) == cells["lane"]
+                and fmt(r["server_config"]) == cells["server_config"]
+                and fmt(r["slo_name"]) == cells["slo_name"]
+                and fmt(r["run_id"]) == cells["run_id"]
+            ]
             assert len(match) == 1, line
             r = match[0]
             assert cells["p99_ttft_ms"] == fmt(r["p99_ttft_ms"]) and cells["p99_tpot_ms"] == fmt(r["p99_tpot_ms"])
@@ -99,8 +106,10 @@ def test_every_headline_of_report_md_is_in_the_page_data_with_the_same_value(bui
 def test_the_distributions_are_the_views_quantiles(built):
     data = embedded_json(_page(built), "np-data")
     probs = data["cdf_probabilities"]
-    points = {f"{p['run_id']}|{p['lane']}|{p['point_id']}": p
-              for p in embedded_json(_page(built), "np-comparison")["serving"]["points"]}
+    points = {
+        f"{p['run_id']}|{p['lane']}|{p['point_id']}": p
+        for p in embedded_json(_page(built), "np-comparison")["serving"]["points"]
+    }
     assert data["distributions"] and set(data["distributions"]) <= set(points)
     for key, dist in data["distributions"].items():
         p = points[key]
@@ -115,8 +124,9 @@ def test_the_distributions_are_the_views_quantiles(built):
 
 def _markup(page: str) -> str:
     """The page less its inert blocks (the data and plotly.js's text, whose strings may name URLs it never loads)."""
-    return re.sub(r'(<script type="(?:application/json|text/plain)"[^>]*>).*?</script>', r"\1</script>", page,
-                  flags=re.S)
+    return re.sub(
+        r'(<script type="(?:application/json|text/plain)"[^>]*>).*?</script>', r"\1</script>", page, flags=re.S
+    )
 
 
 def test_the_page_is_self_contained_and_bounded(built):
@@ -145,8 +155,7 @@ def test_the_pages_policy_allows_its_own_scripts_by_hash_and_no_network(built):
     assert meta and page.index(meta.group(0)) < page.index("<style>") < page.index("<script")
     policy = dict((d.split()[0], d.split()[1:]) for d in unescape(meta.group(1)).split("; "))
     assert policy["default-src"] == ["'none'"]
-    for directive in ("connect-src", "font-src", "object-src", "frame-src", "worker-src", "base-uri",
-                      "form-action"):
+    for directive in ("connect-src", "font-src", "object-src", "frame-src", "worker-src", "base-uri", "form-action"):
         assert policy[directive] == ["'none'"], directive
     assert policy["img-src"] == ["data:", "blob:"]
     executed = re.findall(r"<script>(.*?)</script>", page, re.S)
@@ -177,7 +186,9 @@ def test_without_plotly_report_html_is_refused_before_anything_is_written(built,
     import analytics.report.html_assets as assets
 
     def missing():
-        raise ChartLibraryMissingError("REPORT.html needs plotly.min.js from the plotly package, which is not installed")
+        raise ChartLibraryMissingError(
+            "REPORT.html needs plotly.min.js from the plotly package, which is not installed"
+        )
 
     monkeypatch.setattr(assets, "chart_library_path", missing)
     assert main(["report", "--results", results, "--out", str(tmp_path / "none"), "--html"]) == 2

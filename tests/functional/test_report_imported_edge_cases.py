@@ -2,6 +2,7 @@
 
 One store holds every case under its own run; it is read and rendered once (comparison.json, then REPORT.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,19 +33,43 @@ def commit(store, run_id, lane, attempt, lane_runs=None, **tables):
 
 
 def _point(pid, mode="closed"):
-    return {"point_id": pid, "model": "m", "server_config": "c", "max_concurrency": 1, "mode": mode,
-            "window_start": T0, "window_end": T0 + timedelta(seconds=60)}
+    return {
+        "point_id": pid,
+        "model": "m",
+        "server_config": "c",
+        "max_concurrency": 1,
+        "mode": mode,
+        "window_start": T0,
+        "window_end": T0 + timedelta(seconds=60),
+    }
 
 
 def _sample(value, seconds=5):
-    return {"ts": T0 + timedelta(seconds=seconds), "source": "neuron_monitor", "metric": "power_w", "value": value,
-            "note": None if value is not None else "blank in the source CSV"}
+    return {
+        "ts": T0 + timedelta(seconds=seconds),
+        "source": "neuron_monitor",
+        "metric": "power_w",
+        "value": value,
+        "note": None if value is not None else "blank in the source CSV",
+    }
 
 
 def _failed_request(pid, i, error):
-    return {"point_id": pid, "request_id": f"{pid}-{i}", "request_index": i, "warmup": False, "t_sent_ns": i,
-            "t_scheduled_ns": i, "t_done_ns": i + 1, "client_queue_s": 0.0, "input_len": 8, "output_len": 4,
-            "success": False, "error_type": "EmptyStreamError", "error": error}
+    return {
+        "point_id": pid,
+        "request_id": f"{pid}-{i}",
+        "request_index": i,
+        "warmup": False,
+        "t_sent_ns": i,
+        "t_scheduled_ns": i,
+        "t_done_ns": i + 1,
+        "client_queue_s": 0.0,
+        "input_len": 8,
+        "output_len": 4,
+        "success": False,
+        "error_type": "EmptyStreamError",
+        "error": error,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,36 +80,97 @@ def built(tmp_path_factory):
     commit(store, "cost", "sft", "a1", lane_runs=imported)
     commit(store, "cost", "merge", "a1", lane_runs=lane_row(wall_s=1800.0))
     # telemetry: one point whose samples are all NULL, one with a value
-    commit(store, "tele", "serve_sweep", "a1", lane_runs=lane_row(box_role="inf2", instance_type="inf2.xlarge"),
-           sweep_points=[_point("nulls"), {**_point("real"), "window_start": T0 + timedelta(seconds=100),
-                                           "window_end": T0 + timedelta(seconds=200)}],
-           serving_aggregates=[{"point_id": p, "model": "m", "server_config": "c", "mode": "closed",
-                                "max_concurrency": 1, "completed": 4, "failed": 0, "output_throughput": 12.5,
-                                "p50_ttft_ms": 40.0, "definitions_json": json.dumps({"output_tokens": "SSE chunks"})}
-                               for p in ("nulls", "real")],
-           telemetry=[_sample(None), _sample(None, 6), _sample(7.5, 150)])
+    commit(
+        store,
+        "tele",
+        "serve_sweep",
+        "a1",
+        lane_runs=lane_row(box_role="inf2", instance_type="inf2.xlarge"),
+        sweep_points=[
+            _point("nulls"),
+            {**_point("real"), "window_start": T0 + timedelta(seconds=100), "window_end": T0 + timedelta(seconds=200)},
+        ],
+        serving_aggregates=[
+            {
+                "point_id": p,
+                "model": "m",
+                "server_config": "c",
+                "mode": "closed",
+                "max_concurrency": 1,
+                "completed": 4,
+                "failed": 0,
+                "output_throughput": 12.5,
+                "p50_ttft_ms": 40.0,
+                "definitions_json": json.dumps({"output_tokens": "SSE chunks"}),
+            }
+            for p in ("nulls", "real")
+        ],
+        telemetry=[_sample(None), _sample(None, 6), _sample(7.5, 150)],
+    )
     # compiles: a cold boot superseded by a warm re-run
-    cold = {"what": "serving_config", "model": "m", "config": "c", "cache": "cold", "wall_s": 2000.0,
-            "succeeded": True, "cache_scope": "shared_compiler_cache", "cache_basis": "observed", "ts": T0}
+    cold = {
+        "what": "serving_config",
+        "model": "m",
+        "config": "c",
+        "cache": "cold",
+        "wall_s": 2000.0,
+        "succeeded": True,
+        "cache_scope": "shared_compiler_cache",
+        "cache_basis": "observed",
+        "ts": T0,
+    }
     commit(store, "comp", "serve_sweep", "a1", compiles=[cold])
-    commit(store, "comp", "serve_sweep", "a2",
-           compiles=[{**cold, "cache": "warm", "wall_s": 500.0, "ts": T0 + timedelta(hours=1)}])
+    commit(
+        store,
+        "comp",
+        "serve_sweep",
+        "a2",
+        compiles=[{**cold, "cache": "warm", "wall_s": 500.0, "ts": T0 + timedelta(hours=1)}],
+    )
     # step clock: steps summing to 40 % of the loop, and a run whose steps cover it
-    steps = [{"model": m, "step": i, "loss": 1.0, "tokens": 100, "step_s": 2.0} for m in ("partial", "whole")
-             for i in range(1, 5)]
-    commit(store, "train", "sft", "a1", train_steps=steps, train_runs=[
-        {"model": "partial", "steps": 4, "train_loop_s": 20.0, "step_clock": "on_step_end interval"},
-        {"model": "whole", "steps": 4, "train_loop_s": 8.5, "step_clock": "on_step_end interval"}])
+    steps = [
+        {"model": m, "step": i, "loss": 1.0, "tokens": 100, "step_s": 2.0}
+        for m in ("partial", "whole")
+        for i in range(1, 5)
+    ]
+    commit(
+        store,
+        "train",
+        "sft",
+        "a1",
+        train_steps=steps,
+        train_runs=[
+            {"model": "partial", "steps": 4, "train_loop_s": 20.0, "step_clock": "on_step_end interval"},
+            {"model": "whole", "steps": 4, "train_loop_s": 8.5, "step_clock": "on_step_end interval"},
+        ],
+    )
     # sustained: committed with iterations only (no request rows) in one run, with nothing in another
-    windows = [{"point_id": "s", "model": "m", "server_config": "c", "window": k, "window_s": 60.0,
-                "output_throughput": tps, "completed": 4, "failed": 0, "warmup": False}
-               for k, tps in enumerate([100.0, 90.0, 95.0, 101.0], start=1)]
+    windows = [
+        {
+            "point_id": "s",
+            "model": "m",
+            "server_config": "c",
+            "window": k,
+            "window_s": 60.0,
+            "output_throughput": tps,
+            "completed": 4,
+            "failed": 0,
+            "warmup": False,
+        }
+        for k, tps in enumerate([100.0, 90.0, 95.0, 101.0], start=1)
+    ]
     commit(store, "sus", "sustained", "a1", sweep_points=[_point("s", "sustained")], sustained_windows=windows)
     commit(store, "sus0", "sustained", "a1")
     # a failed point's verbatim first error
-    commit(store, "err", "qwen3_attempt", "a1", sweep_points=[_point("q")],
-           requests=[_failed_request("q", i, "stream produced no tokens (finish_reason=length)") for i in range(2)],
-           telemetry=[_sample(1.0)])
+    commit(
+        store,
+        "err",
+        "qwen3_attempt",
+        "a1",
+        sweep_points=[_point("q")],
+        requests=[_failed_request("q", i, "stream produced no tokens (finish_reason=length)") for i in range(2)],
+        telemetry=[_sample(1.0)],
+    )
     con = connect(store)
     comparison = json.loads(dumps(build_comparison(con)))
     return con, comparison, render(Comparison.model_validate(comparison)), windows
@@ -122,8 +208,10 @@ def test_aggregate_points_beside_request_points_marked_with_the_sources_definiti
 
 def test_superseded_cold_compile_stays_in_the_compile_table(built):
     con, c, md, _ = built
-    rows = q(con, "SELECT attempt, cache, wall_s, superseded FROM report_compile_attempts WHERE run_id = 'comp' "
-                  "ORDER BY attempt")
+    rows = q(
+        con,
+        "SELECT attempt, cache, wall_s, superseded FROM report_compile_attempts WHERE run_id = 'comp' ORDER BY attempt",
+    )
     assert [(r["attempt"], r["cache"], r["superseded"]) for r in rows] == [("a1", "cold", True), ("a2", "warm", False)]
     [summary] = [r for r in c["compile"]["summary"] if r["run_id"] == "comp"]
     assert summary["warm_wall_s"] == 500.0 and summary["n_superseded_cold"] == 1
@@ -162,11 +250,20 @@ def test_first_verbatim_error_of_a_failed_point_is_in_report_md(built):
 def test_files_written_before_a_nullable_column_read_it_as_null(tmp_path):
     import duckdb
 
-    old = pa.table({"run_id": ["r"], "lane": ["l"], "attempt": ["a"], "what": ["serving_config"],
-                    "cache": ["cold"], "succeeded": [True]})
+    old = pa.table(
+        {
+            "run_id": ["r"],
+            "lane": ["l"],
+            "attempt": ["a"],
+            "what": ["serving_config"],
+            "cache": ["cold"],
+            "succeeded": [True],
+        }
+    )
     pq.write_table(old, tmp_path / "old.parquet")
     con = duckdb.connect()
     source = f"read_parquet(['{tmp_path / 'old.parquet'}'], union_by_name=true)"
     con.execute(f"CREATE VIEW compiles AS SELECT *{missing_columns(con, 'compiles', source)} FROM {source}")
     assert con.execute("SELECT cache, cache_scope, cache_basis, wall_s FROM compiles").fetchall() == [
-        ("cold", None, None, None)]
+        ("cold", None, None, None)
+    ]

@@ -4,6 +4,7 @@ layer's packages (``infra/lambda-requirements.txt`` and their dependency closure
 as the rehearsal's Lambda workers run), for a store with every section's rows (``tests/support/report_store.py``:
 two runs side by side, so the run-level paired tests and their statistics run too). A report module importing a
 package the layer lacks fails here, not after a paid run; the second test shows the check can fail."""
+
 from __future__ import annotations
 
 import json
@@ -45,10 +46,29 @@ def staged(tmp_path_factory):
 
 
 def _build(root: Path, code: Path, layer: Path, name: str) -> dict:
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, str(code), str(layer), str(root / "results"),
-                          str(root / name), ",".join(RUNS)], capture_output=True, text=True, timeout=600,
-                         env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-west-2",
-                              "POWERTOOLS_SERVICE_NAME": "test", "MPLBACKEND": "Agg"})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            PROBE,
+            str(code),
+            str(layer),
+            str(root / "results"),
+            str(root / name),
+            ",".join(RUNS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "AWS_DEFAULT_REGION": "us-west-2",
+            "POWERTOOLS_SERVICE_NAME": "test",
+            "MPLBACKEND": "Agg",
+        },
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -68,8 +88,9 @@ def test_the_report_builds_with_every_section_from_the_layers_packages_alone(sta
 def test_a_layer_without_a_package_the_report_needs_fails_the_build(staged, tmp_path_factory):
     root, code = staged
     lacking = tmp_path_factory.mktemp("req") / "lambda-requirements.txt"
-    lacking.write_text("".join(line + "\n" for line in LAMBDA_REQUIREMENTS.read_text().splitlines()
-                               if not line.startswith("numpy")))
+    lacking.write_text(
+        "".join(line + "\n" for line in LAMBDA_REQUIREMENTS.read_text().splitlines() if not line.startswith("numpy"))
+    )
     layer = build_layer(tmp_path_factory.mktemp("layers-lacking"), lacking)
     answer = _build(root, code, layer, "report-lacking")
     assert answer.get("error") == "ModuleNotFoundError" and "numpy" in answer["message"], answer

@@ -1,6 +1,7 @@
 """From AWS, a link to a run's REPORT.html (moto): the finalize Lambda's page in the bucket is presigned for 1 h by
 ``neuronpipe report --from s3://…`` and by ``neuronpipe status RUN_ID`` once the run has ended; no page, no link,
 and a line saying why."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,11 @@ RESULTS = f"s3://{BUCKET}/results"
 
 @pytest.fixture()
 def s3(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": REGION}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("NEURONPIPE_REPORTS_PREFIX", raising=False)
@@ -61,15 +65,16 @@ def test_a_page_in_the_bucket_is_presigned_for_an_hour(s3):
 
 
 def test_report_from_a_bucket_prints_the_runs_page_link(s3, tmp_path, capsys):
-    write_synthetic_run(S3Store(RESULTS, client=s3),
-                        SyntheticRun(run_id="s3-run", concurrencies=(1,), requests_per_point=6,
-                                     lanes=("provenance", "serve_sweep")))
+    write_synthetic_run(
+        S3Store(RESULTS, client=s3),
+        SyntheticRun(run_id="s3-run", concurrencies=(1,), requests_per_point=6, lanes=("provenance", "serve_sweep")),
+    )
     assert main(["report", "--from", RESULTS, "--run-id", "s3-run", "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr()
     assert "run s3-run: no REPORT.html at s3://results-bucket/reports/s3-run/REPORT.html" in out.err
     _page(s3, "s3-run")
     assert main(["report", "--from", RESULTS, "--out", str(tmp_path / "b")]) == 0  # the bucket's one run
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("run s3-run: "))
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("run s3-run: "))
     assert line.startswith("run s3-run: REPORT.html (presigned, expires in 1 h, at ")
     assert _expires(line.rsplit(": ", 1)[1]) == 3600
 
@@ -103,10 +108,20 @@ def test_status_links_the_page_once_the_run_has_ended(s3, monkeypatch, capsys):
             return arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
 
         def history(self, arn):
-            return [{"type": "ExecutionStarted", "id": 1, "timestamp": datetime(2026, 7, 1, tzinfo=timezone.utc),
-                     "executionStartedEventDetails": {"input": json.dumps({"run_id": "run-9", "results_uri": RESULTS})}},
-                    {"type": "ExecutionSucceeded", "id": 2, "timestamp": datetime(2026, 7, 1, 1, tzinfo=timezone.utc),
-                     "executionSucceededEventDetails": {"output": json.dumps({"run_id": "run-9"})}}]
+            return [
+                {
+                    "type": "ExecutionStarted",
+                    "id": 1,
+                    "timestamp": datetime(2026, 7, 1, tzinfo=timezone.utc),
+                    "executionStartedEventDetails": {"input": json.dumps({"run_id": "run-9", "results_uri": RESULTS})},
+                },
+                {
+                    "type": "ExecutionSucceeded",
+                    "id": 2,
+                    "timestamp": datetime(2026, 7, 1, 1, tzinfo=timezone.utc),
+                    "executionSucceededEventDetails": {"output": json.dumps({"run_id": "run-9"})},
+                },
+            ]
 
     import control_plane.aws as aws
 
@@ -126,9 +141,14 @@ def s3_server():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    client = boto3.client("s3", region_name=REGION, endpoint_url=f"http://{host}:{port}",
-                          aws_access_key_id="testing", aws_secret_access_key="testing",
-                          config=Config(signature_version="s3v4"))
+    client = boto3.client(
+        "s3",
+        region_name=REGION,
+        endpoint_url=f"http://{host}:{port}",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4"),
+    )
     client.create_bucket(Bucket=BUCKET)
     try:
         yield client
@@ -152,12 +172,18 @@ def test_the_finalize_lambdas_page_opens_from_its_presigned_link_as_html(s3_serv
 
     bucket = ReportBucket.for_results(RESULTS, "reports", client=s3_server)
     finalize(FinalizeRequest(run_id="run-7", results_uri=RESULTS, status="succeeded"), bucket, build)
-    types = {name: s3_server.head_object(Bucket=BUCKET, Key=f"reports/run-7/{name}")["ContentType"]
-             for name in ("REPORT.html", "REPORT.md", "comparison.json", "plot.png")}
-    assert types == {"REPORT.html": "text/html; charset=utf-8", "REPORT.md": "text/markdown; charset=utf-8",
-                     "comparison.json": "application/json", "plot.png": "image/png"}
+    types = {
+        name: s3_server.head_object(Bucket=BUCKET, Key=f"reports/run-7/{name}")["ContentType"]
+        for name in ("REPORT.html", "REPORT.md", "comparison.json", "plot.png")
+    }
+    assert types == {
+        "REPORT.html": "text/html; charset=utf-8",
+        "REPORT.md": "text/markdown; charset=utf-8",
+        "comparison.json": "application/json",
+        "plot.png": "image/png",
+    }
     link = bucket.presigned("run-7")
-    with urllib.request.urlopen(link.url, timeout=10) as response:  # noqa: S310 - a loopback moto server
+    with urllib.request.urlopen(link.url, timeout=10) as response:  # a loopback moto server
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
         assert "attachment" not in (response.headers.get("Content-Disposition") or "")
         assert response.read().decode() == page

@@ -1,5 +1,6 @@
 """Saturation evidence (analytics/views/sql/39_report_saturation.sql): the accelerator's utilisation samples inside
 each sweep point's span, NULL with a reason where there are none, and its cells beside throughput in REPORT.md."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -26,21 +27,50 @@ def commit(store, run_id, lane, attempt="a1", lane_runs=None, **tables):
 
 
 def point(pid, start=None, end=None, conc=1):
-    return {"point_id": pid, "model": "m", "server_config": "c", "max_concurrency": conc, "mode": "closed",
-            "window_start": start, "window_end": end}
+    return {
+        "point_id": pid,
+        "model": "m",
+        "server_config": "c",
+        "max_concurrency": conc,
+        "mode": "closed",
+        "window_start": start,
+        "window_end": end,
+    }
 
 
 def request(pid, i, sent_at=None):
-    return {"point_id": pid, "request_id": f"{pid}-{i}", "request_index": i, "warmup": False,
-            "t_sent_ns": i * 10**9, "t_scheduled_ns": i * 10**9, "t_done_ns": i * 10**9 + 5 * 10**8,
-            "client_queue_s": 0.0, "ttft_s": 0.1, "e2el_s": 0.5, "chunk_times_s": [0.1, 0.3, 0.5],
-            "chunk_tokens": [1, 1, 1], "prompt_tokens": 8, "output_tokens": 3, "input_len": 8, "output_len": 3,
-            "success": True, "sent_at": sent_at}
+    return {
+        "point_id": pid,
+        "request_id": f"{pid}-{i}",
+        "request_index": i,
+        "warmup": False,
+        "t_sent_ns": i * 10**9,
+        "t_scheduled_ns": i * 10**9,
+        "t_done_ns": i * 10**9 + 5 * 10**8,
+        "client_queue_s": 0.0,
+        "ttft_s": 0.1,
+        "e2el_s": 0.5,
+        "chunk_times_s": [0.1, 0.3, 0.5],
+        "chunk_tokens": [1, 1, 1],
+        "prompt_tokens": 8,
+        "output_tokens": 3,
+        "input_len": 8,
+        "output_len": 3,
+        "success": True,
+        "sent_at": sent_at,
+    }
 
 
 def util(second, value, core="nc0", note=None):
-    return {"ts": T0 + timedelta(seconds=second), "source": "neuron_monitor", "metric": "accel_util_pct",
-            "device": core, "value": value, "unit": "%", "note": note}
+    return {
+        "ts": T0 + timedelta(seconds=second),
+        "source": "neuron_monitor",
+        "metric": "accel_util_pct",
+        "device": core,
+        "value": value,
+        "unit": "%",
+        "note": note,
+    }
 
 
 def host(second):
@@ -61,8 +91,14 @@ def test_samples_busy_fraction_mean_and_p90_inside_the_span_only(store):
     values = {1: (0.0, 0.0), 2: (40.0, 60.0), 3: (80.0, 100.0), 4: (90.0, 90.0), 5: (20.0, 0.0)}
     tele = [util(s, v, f"nc{i}") for s, pair in values.items() for i, v in enumerate(pair)]
     tele += [util(-5, 99.0), util(30, 99.0), host(2)]  # outside the span: not counted; host rows are not accel
-    commit(store, "r1", "serve_sweep", sweep_points=[point("p1", T0, T0 + timedelta(seconds=6))],
-           requests=[request("p1", i) for i in range(3)], telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("p1", T0, T0 + timedelta(seconds=6))],
+        requests=[request("p1", i) for i in range(3)],
+        telemetry=tele,
+    )
     row = by_point(connect(store))["p1"]
     ticks = [0.0, 50.0, 90.0, 90.0, 10.0]
     assert row["accel_samples"] == 5 and row["accel_cores"] == 2
@@ -77,19 +113,34 @@ def test_samples_busy_fraction_mean_and_p90_inside_the_span_only(store):
 
 
 def test_no_sensor_is_null_with_its_note_never_zero(store):
-    commit(store, "r1", "serve_sweep", sweep_points=[point("p1", T0, T0 + timedelta(seconds=6))],
-           requests=[request("p1", 0)],
-           telemetry=[util(2, None, None, "neuron-monitor is not on PATH"), host(2)])
-    commit(store, "r1", "serve_local", lane_runs=lane_row(box_role="local", backend="cpu"),
-           sweep_points=[point("p2", T0, T0 + timedelta(seconds=6))], requests=[request("p2", 0)],
-           telemetry=[host(2)])
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("p1", T0, T0 + timedelta(seconds=6))],
+        requests=[request("p1", 0)],
+        telemetry=[util(2, None, None, "neuron-monitor is not on PATH"), host(2)],
+    )
+    commit(
+        store,
+        "r1",
+        "serve_local",
+        lane_runs=lane_row(box_role="local", backend="cpu"),
+        sweep_points=[point("p2", T0, T0 + timedelta(seconds=6))],
+        requests=[request("p2", 0)],
+        telemetry=[host(2)],
+    )
     rows = by_point(connect(store))
     for pid in ("p1", "p2"):
         r = rows[pid]
         assert r["accel_util_reason"] == "no sensor"
         assert r["accel_samples"] == 0
-        assert (r["accel_busy_fraction"], r["accel_busy_pct"], r["accel_util_mean_pct"],
-                r["accel_util_p90_pct"]) == (None, None, None, None)
+        assert (r["accel_busy_fraction"], r["accel_busy_pct"], r["accel_util_mean_pct"], r["accel_util_p90_pct"]) == (
+            None,
+            None,
+            None,
+            None,
+        )
     assert rows["p1"]["accel_util_note"] == "neuron-monitor is not on PATH"
     assert "no accelerator sensor" in rows["p2"]["accel_util_note"]
 
@@ -97,8 +148,14 @@ def test_no_sensor_is_null_with_its_note_never_zero(store):
 def test_span_shorter_than_the_sampling_period_has_no_samples_in_span(store):
     tele = [util(s, 50.0) for s in (1, 2, 3)]
     start = T0 + timedelta(seconds=1.2)
-    commit(store, "r1", "serve_sweep", sweep_points=[point("short", start, start + timedelta(seconds=0.5))],
-           requests=[request("short", 0)], telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("short", start, start + timedelta(seconds=0.5))],
+        requests=[request("short", 0)],
+        telemetry=tele,
+    )
     r = by_point(connect(store))["short"]
     assert r["accel_util_reason"] == "no samples in span" and r["accel_busy_pct"] is None
     assert r["accel_util_note"] == "span 0.500 s, sampling period 1.000 s: no sample fell inside it"
@@ -106,13 +163,19 @@ def test_span_shorter_than_the_sampling_period_has_no_samples_in_span(store):
 
 def test_in_span_samples_without_a_value_are_no_samples(store):
     tele = [util(1, 50.0), util(3, None, None, "no Neuron runtime is running (no core in use)"), util(9, 50.0)]
-    commit(store, "r1", "serve_sweep", sweep_points=[point("p1", T0 + timedelta(seconds=2),
-                                                          T0 + timedelta(seconds=4))],
-           requests=[request("p1", 0)], telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("p1", T0 + timedelta(seconds=2), T0 + timedelta(seconds=4))],
+        requests=[request("p1", 0)],
+        telemetry=tele,
+    )
     r = by_point(connect(store))["p1"]
     assert r["accel_util_reason"] == "no samples in span" and r["accel_samples"] == 0
-    assert r["accel_util_note"] == ("1 sample(s) in the span, none with a value: no Neuron runtime is running "
-                                    "(no core in use)")
+    assert r["accel_util_note"] == (
+        "1 sample(s) in the span, none with a value: no Neuron runtime is running (no core in use)"
+    )
 
 
 def test_a_point_without_a_window_takes_its_span_from_its_requests(store):
@@ -127,8 +190,14 @@ def test_a_point_without_a_window_takes_its_span_from_its_requests(store):
 
 
 def test_a_point_with_neither_window_nor_send_times_has_no_span(store):
-    commit(store, "r1", "serve_sweep", sweep_points=[point("p1")], requests=[request("p1", 0)],
-           telemetry=[util(1, 10.0), util(2, 10.0)])
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[point("p1")],
+        requests=[request("p1", 0)],
+        telemetry=[util(1, 10.0), util(2, 10.0)],
+    )
     r = by_point(connect(store))["p1"]
     assert r["accel_util_reason"] == "no span" and r["accel_span_source"] is None
 
@@ -137,25 +206,34 @@ def test_report_shows_busy_and_p90_beside_throughput_with_a_footnote_for_dashes(
     start = T0 + timedelta(seconds=2.2)
     tele = [util(s, v) for s, v in ((1, 0.0), (2, 80.0), (3, 90.0), (4, 100.0))] + [host(1), host(2.3)]
     # p2 keeps a host sample in its window (a headline point) but no accelerator sample falls inside it
-    commit(store, "r1", "serve_sweep",
-           sweep_points=[point("p1", T0, T0 + timedelta(seconds=5)),
-                         point("p2", start, start + timedelta(seconds=0.3), conc=2)],
-           requests=[request(p, i) for p in ("p1", "p2") for i in range(3)], telemetry=tele)
+    commit(
+        store,
+        "r1",
+        "serve_sweep",
+        sweep_points=[
+            point("p1", T0, T0 + timedelta(seconds=5)),
+            point("p2", start, start + timedelta(seconds=0.3), conc=2),
+        ],
+        requests=[request(p, i) for p in ("p1", "p2") for i in range(3)],
+        telemetry=tele,
+    )
     c = build_comparison(connect(store), ["r1"], with_deltas=False)
     points = {p["point_id"]: p for p in c["serving"]["points"]}
     assert points["p1"]["accel_busy_pct"] == pytest.approx(75.0)
     assert points["p1"]["accel_util_p90_pct"] == pytest.approx(97.0)
     assert points["p2"]["accel_util_reason"] == "no samples in span"
     text = render(Comparison.model_validate(c))
-    header = next(l for l in text.splitlines() if l.startswith("| conc |"))
+    header = next(ln for ln in text.splitlines() if ln.startswith("| conc |"))
     cols = [h.strip() for h in header.strip("|").split("|")]
     assert cols.index("accel busy %") == cols.index("total tok/s") + 1
     assert cols.index("util p90 %") == cols.index("accel busy %") + 1
-    body = [l for l in text.splitlines() if l.startswith("| 1 |") or l.startswith("| 2 |")]
-    cells = {l.split("|")[1].strip(): [x.strip() for x in l.strip("|").split("|")] for l in body}
+    body = [ln for ln in text.splitlines() if ln.startswith("| 1 |") or ln.startswith("| 2 |")]
+    cells = {ln.split("|")[1].strip(): [x.strip() for x in ln.strip("|").split("|")] for ln in body}
     assert cells["1"][cols.index("accel busy %")] == "75.00" and cells["1"][cols.index("util p90 %")] == "97.00"
     assert cells["2"][cols.index("accel busy %")] == "—" and cells["2"][cols.index("util p90 %")] == "—"
     assert "accel busy % = share of the accelerator utilisation samples inside the point's span above 0.00 %" in text
-    assert ("— in accel busy % / util p90 % at conc 2: no samples in span (span 0.300 s, sampling period "
-            "1.000 s: no sample fell inside it).") in text
+    assert (
+        "— in accel busy % / util p90 % at conc 2: no samples in span (span 0.300 s, sampling period "
+        "1.000 s: no sample fell inside it)."
+    ) in text
     assert "at conc 1" not in text

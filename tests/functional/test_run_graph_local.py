@@ -3,6 +3,7 @@
 Instant lanes from tests/fixtures/graph_lanes.py (behaviour by name prefix); every verdict is read back from
 the store, never from the CLI's words alone.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,13 +30,18 @@ def lanes_env(tmp_path: Path, spec: str) -> dict[str, str]:
     """``spec``: "name:order[:needA+needB],..." -> the environment that registers them (also for children)."""
     extra = ",".join(f"{name}={MODULE}:{rest}" for name, _, rest in (s.partition(":") for s in spec.split(",")))
     (tmp_path / "g").mkdir(exist_ok=True)
-    return {**os.environ, "NEURONPIPE_EXTRA_LANES": extra, "GRAPH_DIR": str(tmp_path / "g"),
-            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return {
+        **os.environ,
+        "NEURONPIPE_EXTRA_LANES": extra,
+        "GRAPH_DIR": str(tmp_path / "g"),
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
 
 
 def neuronpipe(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def lane_rows(results: Path, run_id: str) -> list[dict]:
@@ -54,8 +60,9 @@ def standing(results: Path, run_id: str) -> dict[str, dict]:
 def test_a_failed_lane_skips_its_consumer_the_rest_commit_the_run_is_partial_and_a_resume_runs_it(tmp_path):
     env = lanes_env(tmp_path, "flaky_p:5,ok_c:6:flaky_p,ok_d:7")
     results = tmp_path / "r"
-    out = neuronpipe(env, "run", "--local", "--lanes", "flaky_p,ok_c,ok_d", "--results", str(results),
-                     "--run-id", "g1", "--no-live")
+    out = neuronpipe(
+        env, "run", "--local", "--lanes", "flaky_p,ok_c,ok_d", "--results", str(results), "--run-id", "g1", "--no-live"
+    )
     assert out.returncode == 3, out.stderr  # partial
     st = standing(results, "g1")
     assert st["flaky_p"]["status"] == "failed" and st["ok_d"]["status"] == "succeeded"
@@ -73,28 +80,33 @@ def test_a_failed_lane_skips_its_consumer_the_rest_commit_the_run_is_partial_and
     assert "; skipped: ok_c (needs flaky_p, which failed in attempt" in outcome
 
     (tmp_path / "g" / "fixed").write_text("")  # the producer is fixed: the same command resumes
-    again = neuronpipe(env, "run", "--local", "--lanes", "flaky_p,ok_c,ok_d", "--results", str(results),
-                       "--run-id", "g1", "--no-live")
+    again = neuronpipe(
+        env, "run", "--local", "--lanes", "flaky_p,ok_c,ok_d", "--results", str(results), "--run-id", "g1", "--no-live"
+    )
     assert again.returncode == 0, again.stderr
     st = standing(results, "g1")
-    assert {lane: r["status"] for lane, r in st.items()} == {"flaky_p": "succeeded", "ok_c": "succeeded",
-                                                             "ok_d": "succeeded"}
+    assert {lane: r["status"] for lane, r in st.items()} == {
+        "flaky_p": "succeeded",
+        "ok_c": "succeeded",
+        "ok_d": "succeeded",
+    }
     assert "outcome: succeeded" in again.stderr
     resumed = [r for r in lane_rows(results, "g1") if r["lane"] == "ok_d" and not r["supersedes"]]
     assert [r["skip_reason"].startswith("already committed") for r in resumed] == [True]
 
 
 def test_a_failed_gate_blocks_the_lanes_after_it_and_the_run_fails(tmp_path, monkeypatch):
-    from pipeline import lanes as registry
     from control_plane.local import run_local
+    from pipeline import lanes as registry
 
     env = lanes_env(tmp_path, "fail_gate:3,ok_x:9")
     monkeypatch.setenv("NEURONPIPE_EXTRA_LANES", env["NEURONPIPE_EXTRA_LANES"])
     monkeypatch.setenv("GRAPH_DIR", env["GRAPH_DIR"])
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
     extra = registry._extra_lanes  # extra lanes are never gates: make this one a gate (the parent decides)
-    monkeypatch.setattr(registry, "_extra_lanes",
-                        lambda: {n: dataclasses.replace(s, gate=n == "fail_gate") for n, s in extra().items()})
+    monkeypatch.setattr(
+        registry, "_extra_lanes", lambda: {n: dataclasses.replace(s, gate=n == "fail_gate") for n, s in extra().items()}
+    )
     results = tmp_path / "r"
     console = Console(file=io.StringIO(), width=200)
     out = run_local(["ok_x", "fail_gate"], "g2", str(results), console=console, live=False)
@@ -110,8 +122,20 @@ def test_a_failed_gate_blocks_the_lanes_after_it_and_the_run_fails(tmp_path, mon
 def test_parallel_runs_independent_lanes_at_once_and_a_consumer_after_its_need(tmp_path):
     env = lanes_env(tmp_path, "pair_a:5,pair_b:6,ok_z:7:pair_a")
     results = tmp_path / "r"
-    out = neuronpipe(env, "run", "--local", "--lanes", "pair_a,pair_b,ok_z", "--parallel", "2", "--results",
-                     str(results), "--run-id", "g3", "--no-live")
+    out = neuronpipe(
+        env,
+        "run",
+        "--local",
+        "--lanes",
+        "pair_a,pair_b,ok_z",
+        "--parallel",
+        "2",
+        "--results",
+        str(results),
+        "--run-id",
+        "g3",
+        "--no-live",
+    )
     assert out.returncode == 0, out.stderr
     st = standing(results, "g3")
     a, b, z = st["pair_a"], st["pair_b"], st["ok_z"]
@@ -124,9 +148,27 @@ def test_killing_run_local_mid_lane_leaves_no_lane_process_and_nothing_committed
     env = lanes_env(tmp_path, "hang_h:5")
     results = tmp_path / "r"
     pid_file = tmp_path / "g" / "hang_h.pid"
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "run", "--local", "--lanes", "hang_h",
-                             "--results", str(results), "--run-id", "g4", "--no-live"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "run",
+            "--local",
+            "--lanes",
+            "hang_h",
+            "--results",
+            str(results),
+            "--run-id",
+            "g4",
+            "--no-live",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -138,8 +180,11 @@ def test_killing_run_local_mid_lane_leaves_no_lane_process_and_nothing_committed
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == (143 if sig == signal.SIGTERM else -signal.SIGKILL), err  # 128 + SIGTERM
         lane.wait(timeout=30)  # psutil.TimeoutExpired if the lane survived its CLI
-        assert not [p.pid for p in psutil.process_iter(["cmdline"])
-                    if "run-lane" in (p.info["cmdline"] or []) and str(results) in p.info["cmdline"]]
+        assert not [
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if "run-lane" in (p.info["cmdline"] or []) and str(results) in p.info["cmdline"]
+        ]
         assert [m.lane for m in LocalStore(results).markers("g4")] == []  # nothing committed, now or later
         if sig == signal.SIGTERM:
             assert "interrupted" in err
@@ -153,8 +198,18 @@ def test_verdict_comes_from_the_store_and_a_lane_that_committed_nothing_shows_it
     env = lanes_env(tmp_path, "diecommit_k:5,ok_m:6")
     env["NEURONPIPE_EXTRA_LANES"] += ",nomod_x=tests.fixtures.no_such_lane_module:7"
     results = tmp_path / "r"
-    out = neuronpipe(env, "run", "--local", "--lanes", "diecommit_k,nomod_x", "--results", str(results),
-                     "--run-id", "g5", "--no-live")
+    out = neuronpipe(
+        env,
+        "run",
+        "--local",
+        "--lanes",
+        "diecommit_k,nomod_x",
+        "--results",
+        str(results),
+        "--run-id",
+        "g5",
+        "--no-live",
+    )
     assert out.returncode == 3, out.stderr
     st = standing(results, "g5")
     assert st["diecommit_k"]["status"] == "succeeded"  # the process died by SIGKILL after its commit

@@ -1,4 +1,5 @@
 """The lane runner: resume, force, failure records, skips, callbacks, kills."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from pipeline.lanes import UnknownLaneError, get_lane
 from agents.runner import LaneRequest, run_lane
 from analytics.store import LocalStore
 from analytics.views import connect
+from pipeline.lanes import UnknownLaneError, get_lane
 from tests.fixtures.aws import executing_moto
 from tests.fixtures.lane_boom import MESSAGE
 
@@ -54,8 +55,9 @@ def test_success_commits_rows_telemetry_and_log(tmp_path):
     metrics = {m for (m,) in con.execute("select distinct metric from telemetry").fetchall()}
     assert {"host_cpu_util_pct", "host_mem_used_mib", "host_power_w"} <= metrics
     # an absent sensor is NULL with a note, never zero
-    assert con.execute("select count(*) from telemetry where metric='host_power_w' and (value is not null "
-                       "or note is null)").fetchone() == (0,)
+    assert con.execute(
+        "select count(*) from telemetry where metric='host_power_w' and (value is not null or note is null)"
+    ).fetchone() == (0,)
     assert cb.calls[-1][0] == "success" and cb.calls[-1][1]["status"] == "succeeded"
     marker = store.latest_committed("r1", "t_ok")
     assert any(k.endswith("note.txt") for k in marker.files)
@@ -99,20 +101,39 @@ def test_not_applicable_lane_is_skipped_with_its_reason(tmp_path):
     assert result.status == "skipped" and result.exit_code == 0
     con = connect(store)
     assert con.execute("select status, skip_reason, supersedes from lane_runs").fetchall() == [
-        ("skipped", "no ahead-of-time compiler on this backend", True)]
+        ("skipped", "no ahead-of-time compiler on this backend", True)
+    ]
 
 
 def test_unknown_lane_lists_the_valid_ones(tmp_path):
     with pytest.raises(UnknownLaneError, match="valid lanes: provenance, preflight, host_cpu"):
         get_lane("nope")
-    out = subprocess.run([sys.executable, "-m", "agents", "run-lane", "nope", "--run-id", "r", "--results",
-                          str(tmp_path)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "agents", "run-lane", "nope", "--run-id", "r", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "valid lanes" in out.stderr
 
 
 def test_bad_config_override_names_the_field(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "agents", "run-lane", "t_ok", "--run-id", "r", "--results",
-                          str(tmp_path), "--config", '{"valu": 1}'], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agents",
+            "run-lane",
+            "t_ok",
+            "--run-id",
+            "r",
+            "--results",
+            str(tmp_path),
+            "--config",
+            '{"valu": 1}',
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "valu" in out.stderr and "valid fields: value" in out.stderr
 
 
@@ -122,10 +143,18 @@ def test_step_functions_callback_with_a_real_task_token(tmp_path):
         queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
         role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         sfn = boto3.client("stepfunctions")
-        definition = {"StartAt": "Lane", "States": {"Lane": {
-            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
-            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
-            "HeartbeatSeconds": 60, "End": True}}}
+        definition = {
+            "StartAt": "Lane",
+            "States": {
+                "Lane": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                    "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
+                    "HeartbeatSeconds": 60,
+                    "End": True,
+                }
+            },
+        }
         sm = sfn.create_state_machine(name="lane", definition=json.dumps(definition), roleArn=role)
         execution = sfn.start_execution(stateMachineArn=sm["stateMachineArn"])["executionArn"]
         token = None
@@ -136,8 +165,12 @@ def test_step_functions_callback_with_a_real_task_token(tmp_path):
                 break
             time.sleep(0.05)
         assert token
-        result = run_lane(LaneRequest(lane="t_ok", run_id="r1", backend="cpu", task_token=token,
-                                      heartbeat_s=0.05, telemetry_interval_s=0.05), LocalStore(tmp_path))
+        result = run_lane(
+            LaneRequest(
+                lane="t_ok", run_id="r1", backend="cpu", task_token=token, heartbeat_s=0.05, telemetry_interval_s=0.05
+            ),
+            LocalStore(tmp_path),
+        )
         assert result.status == "succeeded"
         for _ in range(100):
             desc = sfn.describe_execution(executionArn=execution)
@@ -153,8 +186,12 @@ def _start_hanging_lane(tmp_path: Path, keep: bool = False) -> tuple[subprocess.
     a row staged with keep_on_interrupt)."""
     results, ready = tmp_path / "results", tmp_path / "ready"
     env = {**os.environ, "NEURONPIPE_TEST_READY": str(ready), "NEURONPIPE_TEST_KEEP": "1" if keep else "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
-                             str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results", str(results)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(600):
         if ready.exists():
             break
@@ -175,8 +212,12 @@ def test_sigkill_mid_lane_leaves_nothing_visible_and_the_next_run_completes(tmp_
     assert con.execute("select count(*) from lane_runs").fetchone() == (0,)
     # the next run completes the lane (a new attempt)
     env["NEURONPIPE_TEST_HANG"] = "0"
-    out = subprocess.run([sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results",
-                          str(results)], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "agents", "run-lane", "t_hang", "--run-id", "r1", "--results", str(results)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     con = connect(store)
     assert con.execute("select value from host_bench").fetchall() == [(7.0,)]
@@ -205,7 +246,8 @@ def test_an_interrupted_lane_commits_the_rows_it_kept_for_a_resume_as_a_failed_a
     # only the kept row: the lane's other staged rows are not failure-safe (no success-shaped record)
     assert con.execute("select bench, value from host_bench").fetchall() == [("kept", 9.0)]
     status, error_type, message, samples = con.execute(
-        "select status, error_type, error_message, telemetry_samples from lane_runs").fetchone()
+        "select status, error_type, error_message, telemetry_samples from lane_runs"
+    ).fetchone()
     assert (status, error_type) == ("failed", "LaneInterrupted") and samples > 0
     assert message.startswith(f"signal {sig.name}: interrupted")
     # readers (and the lane's next attempt) see it: it supersedes, and failed is not "already committed"
@@ -222,5 +264,7 @@ def test_lanes_on_both_boxes_commit_per_box(tmp_path, monkeypatch):
     assert (on_inf2.lane, on_inf2.status) == ("t_ok@inf2", "succeeded")  # not skipped as "already committed"
     con = connect(store)
     assert con.execute("select lane, box_role from lane_runs order by lane").fetchall() == [
-        ("t_ok@inf2", "inf2"), ("t_ok@trn1", "trn1")]
+        ("t_ok@inf2", "inf2"),
+        ("t_ok@trn1", "trn1"),
+    ]
     assert con.execute("select count(*) from host_bench").fetchone() == (2,)

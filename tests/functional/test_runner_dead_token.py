@@ -1,6 +1,7 @@
 """Issue 28 item 7: a lane whose task token is dead (its task timed out, its execution ended, or the command ran
 late, e.g. again after its box was stopped and started) is stopped by the runner and recorded as interrupted with
 that reason; the failure cause it sends is bounded (the record keeps the whole text)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,13 @@ def _hang(tmp_path, monkeypatch, callback, token="tok", keep=False):
     monkeypatch.setenv("NEURONPIPE_TEST_KEEP", "1" if keep else "0")
     store = LocalStore(tmp_path / "results")
     started = time.monotonic()
-    result = run_lane(LaneRequest(lane="t_hang", run_id="r1", backend="cpu", task_token=token, heartbeat_s=0.1,
-                                  telemetry_interval_s=0.05), store, callback)
+    result = run_lane(
+        LaneRequest(
+            lane="t_hang", run_id="r1", backend="cpu", task_token=token, heartbeat_s=0.1, telemetry_interval_s=0.05
+        ),
+        store,
+        callback,
+    )
     return result, store, time.monotonic() - started
 
 
@@ -97,10 +103,18 @@ def test_a_real_token_whose_task_timed_out_is_dead_on_moto(tmp_path, monkeypatch
         queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
         role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         sfn = boto3.client("stepfunctions")
-        definition = {"StartAt": "Lane", "States": {"Lane": {
-            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
-            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
-            "HeartbeatSeconds": 1, "End": True}}}
+        definition = {
+            "StartAt": "Lane",
+            "States": {
+                "Lane": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                    "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
+                    "HeartbeatSeconds": 1,
+                    "End": True,
+                }
+            },
+        }
         sm = sfn.create_state_machine(name="lane", definition=json.dumps(definition), roleArn=role)
         execution = sfn.start_execution(stateMachineArn=sm["stateMachineArn"])["executionArn"]
         token = None

@@ -1,4 +1,5 @@
 """ServerProcess with light stand-in servers (no model): cold then warm cache, timeouts, always stopped."""
+
 from __future__ import annotations
 
 import sys
@@ -8,9 +9,9 @@ import psutil
 import pytest
 
 from agents.context import LaneInterrupted
-from pipeline.servers import ServerConfig
 from agents.serving.failures import BootFailureKind
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
+from pipeline.servers import ServerConfig
 
 CONFIG = ServerConfig("A", max_model_len=64, max_num_seqs=2)
 MODEL = ServedModel("m", Path("/nonexistent"))
@@ -28,10 +29,12 @@ class CompilingLauncher(Launcher):
         return self.cache
 
     def command(self, model, config, port):
-        code = ("import pathlib, runpy, sys; d = pathlib.Path(sys.argv[1]); d.mkdir(parents=True, exist_ok=True); "
-                "(d / 'graph.neff').write_bytes(b'x' * 100); "
-                "sys.argv = ['synthetic', '--port', sys.argv[2], '--no-log']; "
-                "runpy.run_module('agents.loadgen.synthetic_server', run_name='__main__')")
+        code = (
+            "import pathlib, runpy, sys; d = pathlib.Path(sys.argv[1]); d.mkdir(parents=True, exist_ok=True); "
+            "(d / 'graph.neff').write_bytes(b'x' * 100); "
+            "sys.argv = ['synthetic', '--port', sys.argv[2], '--no-log']; "
+            "runpy.run_module('agents.loadgen.synthetic_server', run_name='__main__')"
+        )
         return [sys.executable, "-c", code, str(self.cache), str(port)]
 
 
@@ -73,8 +76,7 @@ def test_interrupt_inside_the_block_stops_the_server(tmp_path):
 
 
 def test_health_timeout_is_a_classified_failure_and_the_process_is_killed(tmp_path):
-    server = ServerProcess(HangingLauncher(), MODEL, CONFIG, tmp_path / "h.log", health_timeout_s=1.5,
-                           stop_grace_s=2)
+    server = ServerProcess(HangingLauncher(), MODEL, CONFIG, tmp_path / "h.log", health_timeout_s=1.5, stop_grace_s=2)
     with pytest.raises(ServerBootError) as exc:
         server.boot()
     assert exc.value.failure.kind == BootFailureKind.TIMEOUT
@@ -90,13 +92,23 @@ def test_neuron_monitor_sensor_reads_a_streaming_monitor(tmp_path):
 
     from agents.telemetry.neuron_monitor import NeuronMonitorSensor
 
-    report = {"neuron_runtime_data": [{"pid": 1, "report": {
-        "neuroncore_counters": {"neuroncores_in_use": {"0": {"neuroncore_utilization": 12.5}}},
-        "memory_used": {"neuron_runtime_used_bytes": {"host": 0, "neuron_device": 2**30}}}}]}
+    report = {
+        "neuron_runtime_data": [
+            {
+                "pid": 1,
+                "report": {
+                    "neuroncore_counters": {"neuroncores_in_use": {"0": {"neuroncore_utilization": 12.5}}},
+                    "memory_used": {"neuron_runtime_used_bytes": {"host": 0, "neuron_device": 2**30}},
+                },
+            }
+        ]
+    }
     fake = tmp_path / "neuron-monitor"
-    fake.write_text(f"#!{sys.executable}\nimport sys, time, json\nassert sys.argv[1] == '-c'\n"
-                    f"json.load(open(sys.argv[2]))\n"
-                    f"while True:\n    print({json.dumps(json.dumps(report))}, flush=True)\n    time.sleep(0.1)\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys, time, json\nassert sys.argv[1] == '-c'\n"
+        f"json.load(open(sys.argv[2]))\n"
+        f"while True:\n    print({json.dumps(json.dumps(report))}, flush=True)\n    time.sleep(0.1)\n"
+    )
     fake.chmod(0o755)
     sensor = NeuronMonitorSensor(binary=str(fake))
     try:

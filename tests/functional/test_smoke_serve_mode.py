@@ -1,4 +1,5 @@
 """The smoke lane on an inf2 box gates the serving plumbing (boot, one request, stop), not training."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,17 @@ def test_mode_follows_the_box():
 def test_serve_mode_boots_generates_and_records_the_boot(tmp_path, shared_cache, monkeypatch):
     monkeypatch.setenv("NEURONPIPE_BOX_ROLE", "inf2")
     store = open_store(str(tmp_path / "results"))
-    result = run_lane(LaneRequest(lane="smoke", run_id="r1", backend="cpu", profile="tiny",
-                                  config={"max_new_tokens": 4}, telemetry_interval_s=0.2), store)
+    result = run_lane(
+        LaneRequest(
+            lane="smoke",
+            run_id="r1",
+            backend="cpu",
+            profile="tiny",
+            config={"max_new_tokens": 4},
+            telemetry_interval_s=0.2,
+        ),
+        store,
+    )
     assert result.status == "succeeded", result.error_message
     assert result.lane == "smoke@inf2"
     (req,) = store.read_table("requests").to_pylist()

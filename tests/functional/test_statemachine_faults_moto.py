@@ -2,6 +2,7 @@
 registered yet, leases taken and released, a redelivered trigger. The definition is the checked-in
 one with its Retry waits shortened (moto sleeps them in real time); error names and Catch paths are
 unchanged."""
+
 from __future__ import annotations
 
 import copy
@@ -18,8 +19,17 @@ from control_plane.models import RunRequest
 from statemachine.build import ASL_PATH, STOP_FAILED_ERROR, substitute
 from tests.fixtures.aws import LEASE_TABLE
 from tests.fixtures.event_samples import load_event
-from tests.functional.test_statemachine_moto import (BUCKET, RESULTS, SUBS, aws, env, instance_states,  # noqa: F401
-                                                     run_to_end, start, states)
+from tests.functional.test_statemachine_moto import (  # noqa: F401 - pytest fixtures and helpers, used by name
+    BUCKET,
+    RESULTS,
+    SUBS,
+    aws,
+    env,
+    instance_states,
+    run_to_end,
+    start,
+    states,
+)
 
 
 def fast_definition() -> str:
@@ -33,6 +43,7 @@ def fast_definition() -> str:
                     r.pop("MaxDelaySeconds", None)
             if "ItemProcessor" in state:
                 shorten(state["ItemProcessor"]["States"])
+
     shorten(definition["States"])
     return json.dumps(definition)
 
@@ -95,8 +106,9 @@ def test_stop_failing_on_the_success_path_fails_the_phase_with_instance_stop_fai
 def test_stop_failing_on_the_failure_path_keeps_the_original_failure(fast, monkeypatch):
     break_stop(monkeypatch)
     arn = start(fast, RunRequest(lanes=["smoke", "sft"]), "run-stopfail2")
-    status, history = run_to_end(fast, arn, lambda what, token: ("fail", "Lane.RuntimeError")
-                                 if what == "smoke" else "success")
+    status, history = run_to_end(
+        fast, arn, lambda what, token: ("fail", "Lane.RuntimeError") if what == "smoke" else "success"
+    )
     assert status == "FAILED"
     details = failed_details(history)
     assert details["error"] == STOP_FAILED_ERROR  # a box that may still run is the run's error ...
@@ -117,8 +129,9 @@ def test_a_failed_run_succeeded_event_does_not_fail_a_good_run(fast, monkeypatch
     arn = start(fast, RunRequest(lanes=["provenance"]), "run-emitfail")
     status, history = run_to_end(fast, arn, lambda what, token: "success")
     assert status == "SUCCEEDED"
-    output = json.loads([e for e in history if e["type"] == "ExecutionSucceeded"][0]
-                        ["executionSucceededEventDetails"]["output"])
+    output = json.loads(
+        [e for e in history if e["type"] == "ExecutionSucceeded"][0]["executionSucceededEventDetails"]["output"]
+    )
     assert "emit_error" in output
 
 
@@ -150,10 +163,15 @@ def test_sync_retries_while_the_ssm_agent_has_not_registered(fast, monkeypatch):
 
 # ---- leases at launch ---------------------------------------------------------------------------
 def _launch(env, run_id, request=None, executions=None, lease_client=None):
-    return launch(request or RunRequest(preset="smoke"), run_id, env["settings"],
-                  fleet=InstanceFleet(env["settings"].project, env["ec2"]),
-                  executions=executions or Executions(env["sfn"]), committed=committed_in_store(RESULTS, env["s3"]),
-                  leases=Leases(LEASE_TABLE, lease_client or boto3.client("dynamodb")))
+    return launch(
+        request or RunRequest(preset="smoke"),
+        run_id,
+        env["settings"],
+        fleet=InstanceFleet(env["settings"].project, env["ec2"]),
+        executions=executions or Executions(env["sfn"]),
+        committed=committed_in_store(RESULTS, env["s3"]),
+        leases=Leases(LEASE_TABLE, lease_client or boto3.client("dynamodb")),
+    )
 
 
 def test_a_second_concurrent_launch_is_refused_naming_the_first_run(env):
@@ -185,8 +203,13 @@ def test_a_redelivered_adapter_event_starts_no_second_run(env):
     event = load_event("s3_object_created")
     event["detail"]["bucket"]["name"] = BUCKET
     settings = env["settings"]
-    args = (settings, InstanceFleet(settings.project, env["ec2"]), Executions(env["sfn"]),
-            committed_in_store(RESULTS, env["s3"]), Leases(LEASE_TABLE, boto3.client("dynamodb")))
+    args = (
+        settings,
+        InstanceFleet(settings.project, env["ec2"]),
+        Executions(env["sfn"]),
+        committed_in_store(RESULTS, env["s3"]),
+        Leases(LEASE_TABLE, boto3.client("dynamodb")),
+    )
     first = plan_run_handler.handle(copy.deepcopy(event), *args)
     second = plan_run_handler.handle(copy.deepcopy(event), *args)
     assert first["outcome"] == "started"
@@ -216,9 +239,15 @@ def test_a_report_not_written_fails_the_run_with_report_failed_and_keeps_the_lan
 
     def invoke(self, function_name, qualifier, body, headers, response_headers):
         if "finalize-run" in function_name:
-            return json.dumps({"run_id": "run-noreport", "status": "succeeded", "report_status": "failed",
-                               "error": "ModuleNotFoundError",
-                               "message": "ReportBuildError: No module named 'numpy'"}).encode()
+            return json.dumps(
+                {
+                    "run_id": "run-noreport",
+                    "status": "succeeded",
+                    "report_status": "failed",
+                    "error": "ModuleNotFoundError",
+                    "message": "ReportBuildError: No module named 'numpy'",
+                }
+            ).encode()
         return scheduler(self, function_name, qualifier, body, headers, response_headers)
 
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
@@ -229,10 +258,15 @@ def test_a_report_not_written_fails_the_run_with_report_failed_and_keeps_the_lan
     assert details["error"] == REPORT_FAILED_ERROR
     cause = json.loads(details["cause"])
     assert cause["outcome"]["status"] == "succeeded"
-    assert cause["report_error"] == {"error": "ModuleNotFoundError",
-                                     "message": "ReportBuildError: No module named 'numpy'"}
-    emitted = [json.loads(e["taskScheduledEventDetails"]["parameters"]) for e in history
-               if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"]
+    assert cause["report_error"] == {
+        "error": "ModuleNotFoundError",
+        "message": "ReportBuildError: No module named 'numpy'",
+    }
+    emitted = [
+        json.loads(e["taskScheduledEventDetails"]["parameters"])
+        for e in history
+        if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"
+    ]
     assert [x["Entries"][0]["DetailType"] for x in emitted] == ["RunReportFailed"]
     detail = emitted[0]["Entries"][0]["Detail"]
     detail = json.loads(detail) if isinstance(detail, str) else detail
@@ -258,8 +292,7 @@ def test_a_run_that_breaks_keeps_its_leases_until_its_boxes_are_stopped(fast, mo
     def refusing_scheduler(self, function_name, qualifier, body, headers, response_headers):
         if "schedule-wave" in function_name:
             response_headers["x-amz-function-error"] = "Unhandled"
-            return json.dumps({"errorType": "ControlDataError",
-                               "errorMessage": "the plan: injected refusal"}).encode()
+            return json.dumps({"errorType": "ControlDataError", "errorMessage": "the plan: injected refusal"}).encode()
         return invoke(self, function_name, qualifier, body, headers, response_headers)
 
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", refusing_scheduler)
@@ -273,12 +306,24 @@ def test_a_run_that_breaks_keeps_its_leases_until_its_boxes_are_stopped(fast, mo
     fast["ec2"].start_instances(InstanceIds=list(fast["ids"].values()))  # as if a broken wave's boxes still ran
 
     execution = fast["sfn"].describe_execution(executionArn=arn)
-    event = {"detail-type": on_execution_status.DETAIL_TYPE, "source": "aws.states",
-             "detail": {"executionArn": arn, "stateMachineArn": fast["sm_arn"], "name": "run-broke",
-                        "status": "FAILED", "input": execution["input"], "inputDetails": {"included": True}}}
-    out = on_execution_status.clean_up(on_execution_status.parse_status_event(event),
-                                       InstanceFleet("neuron-pipelines", fast["ec2"]),
-                                       Leases(LEASE_TABLE, boto3.client("dynamodb")), Executions(fast["sfn"]))
+    event = {
+        "detail-type": on_execution_status.DETAIL_TYPE,
+        "source": "aws.states",
+        "detail": {
+            "executionArn": arn,
+            "stateMachineArn": fast["sm_arn"],
+            "name": "run-broke",
+            "status": "FAILED",
+            "input": execution["input"],
+            "inputDetails": {"included": True},
+        },
+    }
+    out = on_execution_status.clean_up(
+        on_execution_status.parse_status_event(event),
+        InstanceFleet("neuron-pipelines", fast["ec2"]),
+        Leases(LEASE_TABLE, boto3.client("dynamodb")),
+        Executions(fast["sfn"]),
+    )
     assert sorted(out["stopped"]) == sorted(fast["ids"].values())
     assert sorted(out["released"]) == sorted(fast["ids"].values())
     assert set(instance_states(fast).values()) == {"stopped"} and leases(fast) == {}

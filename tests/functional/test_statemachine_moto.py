@@ -6,32 +6,39 @@ with success / failure (or not at all, for the heartbeat test). The finalize Lam
 runs the real ``finalize`` logic in-process (moto's Docker-less Lambda backend is
 patched to call it) against moto S3.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import boto3
+import pytest
 from botocore.exceptions import ClientError
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
-import pytest
 
 from analytics.store import S3Store
 from control_plane.aws import Commands, Executions, InstanceFleet, ReportBucket, TaskCallbacks, token_from_commands
-from control_plane.progress import follow
-from tests.fixtures.aws import LEASE_TABLE, create_lease_table, definition_substitutions, executing_moto, launch_project_instances
-from control_plane.progress import progress_from_history
 from control_plane.handlers.finalize_run import FinalizeRequest, finalize
 from control_plane.handlers.on_command_status import CommandInvocationStatus, fail_waiting_task
 from control_plane.launch import committed_in_store, launch
 from control_plane.models import RunRequest, parse_lane_from_comment
+from control_plane.progress import follow, progress_from_history
 from control_plane.settings import ControlPlaneSettings
 from pipeline.lanes import get_lane, request_lanes
 from statemachine.build import ASL_PATH, substitute
+from tests.fixtures.aws import (
+    LEASE_TABLE,
+    create_lease_table,
+    definition_substitutions,
+    executing_moto,
+    launch_project_instances,
+)
 
 REGION = "us-west-2"
 BUCKET = "np-results"
@@ -47,8 +54,13 @@ Decide = Callable[[str, str], Any]
 
 @pytest.fixture
 def aws(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": REGION, "MOTO_EC2_LOAD_DEFAULT_AMIS": "false", "AWS_SESSION_TOKEN": "testing"}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+        "AWS_SESSION_TOKEN": "testing",
+    }.items():
         monkeypatch.setenv(k, v)
     with executing_moto(**{"lambda": {"use_docker": False}}):
         yield
@@ -65,13 +77,15 @@ def env(aws, monkeypatch):
     ec2.stop_instances(InstanceIds=list(ids.values()))
     role_arn = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     sfn = boto3.client("stepfunctions")
-    sm_arn = sfn.create_state_machine(name="neuron-pipelines", roleArn=role_arn,
-                                      definition=substitute(ASL_PATH.read_text(), SUBS))["stateMachineArn"]
+    sm_arn = sfn.create_state_machine(
+        name="neuron-pipelines", roleArn=role_arn, definition=substitute(ASL_PATH.read_text(), SUBS)
+    )["stateMachineArn"]
 
     reports: list[dict] = []
 
     def fake_builder(results_uri, run_ids, out_dir):
         from pathlib import Path
+
         paths = [Path(out_dir) / "REPORT.md", Path(out_dir) / "comparison.json", Path(out_dir) / "REPORT.html"]
         paths[0].write_text(f"# report {run_ids[0]}\n")
         paths[1].write_text(json.dumps({"run_ids": list(run_ids)}))
@@ -83,40 +97,66 @@ def env(aws, monkeypatch):
             from control_plane.control_data import S3ControlBlobs
             from control_plane.waves import schedule
 
-            return json.dumps(schedule(json.loads(body), S3Store(RESULTS, client=boto3.client("s3")),
-                                       blobs=S3ControlBlobs(BUCKET, boto3.client("s3")))).encode()
+            return json.dumps(
+                schedule(
+                    json.loads(body),
+                    S3Store(RESULTS, client=boto3.client("s3")),
+                    blobs=S3ControlBlobs(BUCKET, boto3.client("s3")),
+                )
+            ).encode()
         if "plan-execution" in function_name:  # an execution started with a run request plans itself
             from control_plane.aws import Leases
             from control_plane.handlers.plan_execution import handle
 
-            return json.dumps(handle(json.loads(body), settings, InstanceFleet(settings.project, boto3.client("ec2")),
-                                     committed_in_store(RESULTS, boto3.client("s3")),
-                                     Leases(settings.lease_table, boto3.client("dynamodb")),
-                                     s3_client=boto3.client("s3"))).encode()
+            return json.dumps(
+                handle(
+                    json.loads(body),
+                    settings,
+                    InstanceFleet(settings.project, boto3.client("ec2")),
+                    committed_in_store(RESULTS, boto3.client("s3")),
+                    Leases(settings.lease_table, boto3.client("dynamodb")),
+                    s3_client=boto3.client("s3"),
+                )
+            ).encode()
         if "commit-lane" in function_name:  # the control plane commits what the box proposed
             from control_plane.commits import commit_lane
 
             payload = json.loads(body)
-            return json.dumps(commit_lane(S3Store(RESULTS, client=boto3.client("s3")), payload["run_id"],
-                                          payload["lane"], payload.get("callback"))).encode()
+            return json.dumps(
+                commit_lane(
+                    S3Store(RESULTS, client=boto3.client("s3")),
+                    payload["run_id"],
+                    payload["lane"],
+                    payload.get("callback"),
+                )
+            ).encode()
         request = FinalizeRequest.model_validate_json(body)
         result = finalize(request, ReportBucket(BUCKET, "reports", client=boto3.client("s3")), fake_builder)
         reports.append(result)
         return json.dumps(result).encode()
 
     from moto.awslambda_simple.models import LambdaSimpleBackend
+
     settings = ControlPlaneSettings(results_uri=RESULTS, state_machine_arn=sm_arn)
     monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
     monkeypatch.setattr(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause)
-    return {"sm_arn": sm_arn, "ids": ids, "settings": settings, "reports": reports, "ec2": ec2, "sfn": sfn,
-            "ssm": boto3.client("ssm"), "s3": s3}
+    return {
+        "sm_arn": sm_arn,
+        "ids": ids,
+        "settings": settings,
+        "reports": reports,
+        "ec2": ec2,
+        "sfn": sfn,
+        "ssm": boto3.client("ssm"),
+        "s3": s3,
+    }
 
 
 def _send_task_failure_with_cause(response):
     """moto's SendTaskFailure handler drops ``cause`` (as rehearsal.world notes): pass it, as AWS does."""
-    response.stepfunction_backend.send_task_failure(response._get_param("taskToken"),
-                                                    error=response._get_param("error"),
-                                                    cause=response._get_param("cause"))
+    response.stepfunction_backend.send_task_failure(
+        response._get_param("taskToken"), error=response._get_param("error"), cause=response._get_param("cause")
+    )
     return EmptyResult()
 
 
@@ -133,9 +173,21 @@ def commit(env: dict, cmd: dict, what: str, status: str, message: str | None = N
     role = cmd["OutputS3KeyPrefix"].rsplit("ssm-", 1)[-1]
     writer = S3Store(RESULTS, client=env["s3"], proposes=True).begin_attempt(parse_run(cmd), result_lane(what, role))
     now = datetime.now(timezone.utc)
-    writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu", "host": "fake",
-                                   "status": status, "supersedes": True,
-                                   **({"error_type": "RuntimeError", "error_message": message} if message else {})}])
+    writer.add_rows(
+        "lane_runs",
+        [
+            {
+                "started_at": now,
+                "ended_at": now,
+                "wall_s": 0.0,
+                "backend": "cpu",
+                "host": "fake",
+                "status": status,
+                "supersedes": True,
+                **({"error_type": "RuntimeError", "error_message": message} if message else {}),
+            }
+        ],
+    )
     writer.commit(status, supersedes=True)
     return writer.attempt
 
@@ -167,8 +219,10 @@ def fake_agent(env: dict, decide: Decide, stop: threading.Event) -> threading.Th
                 try:
                     if action == "success":
                         attempt = commit(env, cmd, what, "succeeded")
-                        sfn.send_task_success(taskToken=token, output=json.dumps({"lane": what, "status": "succeeded",
-                                                                                  "attempt": attempt}))
+                        sfn.send_task_success(
+                            taskToken=token,
+                            output=json.dumps({"lane": what, "status": "succeeded", "attempt": attempt}),
+                        )
                     elif isinstance(action, tuple) and action[0] == "fail":
                         attempt = commit(env, cmd, what, "failed", action[3] if len(action) > 3 else None)
                         cause = action[2] if len(action) > 2 else f"{what} broke"
@@ -206,11 +260,19 @@ def start(env: dict, request: RunRequest, run_id: str, mutate: Callable[[dict], 
     settings = env["settings"]
     executions = Executions(env["sfn"])
     if mutate is None:
-        return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, env["ec2"]),
-                      executions=executions, committed=committed_in_store(RESULTS, env["s3"])).execution_arn
+        return launch(
+            request,
+            run_id,
+            settings,
+            fleet=InstanceFleet(settings.project, env["ec2"]),
+            executions=executions,
+            committed=committed_in_store(RESULTS, env["s3"]),
+        ).execution_arn
     from control_plane.launch import build_plan
-    plan = build_plan(request, run_id, settings, InstanceFleet(settings.project, env["ec2"]),
-                      committed_in_store(RESULTS, env["s3"]))
+
+    plan = build_plan(
+        request, run_id, settings, InstanceFleet(settings.project, env["ec2"]), committed_in_store(RESULTS, env["s3"])
+    )
     data = plan.execution_input()
     mutate(data)
     return executions.start(env["sm_arn"], run_id, data)
@@ -220,11 +282,14 @@ def run_to_end(env: dict, arn: str, decide: Decide) -> tuple[str, list[dict]]:
     stop = threading.Event()
     agent = fake_agent(env, decide, stop)
     try:
-        progress = follow(Executions(env["sfn"]), arn, 0.1, lambda p: None,
-                          sleep=_bounded_sleep(time.monotonic() + DEADLINE_S))
+        progress = follow(
+            Executions(env["sfn"]), arn, 0.1, lambda p: None, sleep=_bounded_sleep(time.monotonic() + DEADLINE_S)
+        )
     except TimeoutError:
-        tail = [(e["type"], json.dumps({k: v for k, v in e.items() if k.endswith("Details")}, default=str)[:300])
-                for e in Executions(env["sfn"]).history(arn)[-6:]]
+        tail = [
+            (e["type"], json.dumps({k: v for k, v in e.items() if k.endswith("Details")}, default=str)[:300])
+            for e in Executions(env["sfn"]).history(arn)[-6:]
+        ]
         cmds = [(c["Comment"], c["Status"]) for c in env["ssm"].list_commands()["Commands"]]
         raise AssertionError(f"execution did not end; last events {tail}; commands {cmds}") from None
     finally:
@@ -238,6 +303,7 @@ def _bounded_sleep(deadline: float):
         if time.monotonic() > deadline:
             raise TimeoutError("execution did not end")
         time.sleep(s)
+
     return sleep
 
 
@@ -269,12 +335,16 @@ def test_full_plan_runs_end_to_end_with_callbacks(env):
     assert mine and mine[0]["report_uri"] == f"s3://{BUCKET}/reports/run-ok/REPORT.md"
     body = env["s3"].get_object(Bucket=BUCKET, Key="reports/run-ok/REPORT.md")["Body"].read()
     assert b"run-ok" in body
-    emitted = [json.loads(e["taskScheduledEventDetails"]["parameters"]) for e in history
-               if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"]
+    emitted = [
+        json.loads(e["taskScheduledEventDetails"]["parameters"])
+        for e in history
+        if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "putEvents"
+    ]
     assert [x["Entries"][0]["DetailType"] for x in emitted] == ["RunSucceeded"]
     progress = progress_from_history(history)
     assert [(lp.box_role, lp.lane, lp.status) for lp in progress.lanes] == [
-        (r, lane, "succeeded") for r in ("trn1", "inf2") for lane in SMOKE]
+        (r, lane, "succeeded") for r in ("trn1", "inf2") for lane in SMOKE
+    ]
 
 
 def test_transitions_per_lane_at_most_six_and_no_wait_states(env):
@@ -305,14 +375,16 @@ def test_lane_failure_is_recorded_the_other_lanes_run_and_the_run_is_partial(env
     assert names.count("RunLane") == 2 * len(SMOKE) and names.count("LaneFailed") == 2  # host_cpu on both boxes
     assert "StopInstanceAfterFailure" not in names and names.count("StartInstance") == 2
     assert set(instance_states(env).values()) == {"stopped"}
-    output = json.loads([e for e in history if e["type"] == "ExecutionSucceeded"][0]
-                        ["executionSucceededEventDetails"]["output"])
+    output = json.loads(
+        [e for e in history if e["type"] == "ExecutionSucceeded"][0]["executionSucceededEventDetails"]["output"]
+    )
     assert output["outcome"]["status"] == "partial"
     assert sorted(output["outcome"]["failed"]) == ["host_cpu@inf2", "host_cpu@trn1"]
     progress = progress_from_history(history)
     assert progress.outcome_status == "partial"
     assert {lp.lane: lp.status for lp in progress.lanes if lp.box_role == "trn1"} == {
-        lane: "failed" if lane == "host_cpu" else "succeeded" for lane in SMOKE}
+        lane: "failed" if lane == "host_cpu" else "succeeded" for lane in SMOKE
+    }
     assert env["reports"][0]["status"] == "partial"
 
 
@@ -343,11 +415,16 @@ def test_command_failure_event_fails_the_waiting_lane(env):
         if what != "smoke":
             return "success"
         # this box's smoke command (both boxes run smoke at once: pick the one carrying this task's token)
-        cmd = next(c for c in ssm.list_commands()["Commands"]
-                   if parse_lane_from_comment(c["Comment"]) == "smoke" and token in json.dumps(c["Parameters"]))
+        cmd = next(
+            c
+            for c in ssm.list_commands()["Commands"]
+            if parse_lane_from_comment(c["Comment"]) == "smoke" and token in json.dumps(c["Parameters"])
+        )
         outcome = fail_waiting_task(
             CommandInvocationStatus(command_id=cmd["CommandId"], instance_id=cmd["InstanceIds"][0], status="TimedOut"),
-            Commands(ssm), TaskCallbacks(env["sfn"]))
+            Commands(ssm),
+            TaskCallbacks(env["sfn"]),
+        )
         assert outcome["action"] == "failure_sent" and outcome["lane"] == "smoke"
         return None
 
@@ -370,8 +447,20 @@ def test_rerun_skips_lanes_already_committed(env):
     for lane in (n for n in SMOKE if n != "smoke"):
         for box in ("trn1", "inf2"):
             writer = store.begin_attempt("run-again", f"{lane}@{box}")
-            writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu",
-                                           "host": "fake", "status": "succeeded", "supersedes": True}])
+            writer.add_rows(
+                "lane_runs",
+                [
+                    {
+                        "started_at": now,
+                        "ended_at": now,
+                        "wall_s": 0.0,
+                        "backend": "cpu",
+                        "host": "fake",
+                        "status": "succeeded",
+                        "supersedes": True,
+                    }
+                ],
+            )
             writer.commit("succeeded", supersedes=True)  # with its row: a gate the next lane needs has passed
     for box in ("trn1", "inf2"):
         store.begin_attempt("run-again", f"smoke@{box}").commit("failed")  # a failed lane runs again
@@ -387,8 +476,10 @@ def test_rerun_skips_lanes_already_committed(env):
     assert states(history).count("RunLane") == 2
     assert sorted(w for w in sent if w not in SEGMENT_COMMANDS) == ["smoke", "smoke"]
     plan = json.loads(history[0]["executionStartedEventDetails"]["input"])
-    assert [[lane["lane"] for lane in p["lanes"]] for w in plan["waves"] for p in w["segments"]] == [["smoke"],
-                                                                                                   ["smoke"]]
+    assert [[lane["lane"] for lane in p["lanes"]] for w in plan["waves"] for p in w["segments"]] == [
+        ["smoke"],
+        ["smoke"],
+    ]
 
 
 def test_cli_run_aws_starts_and_follows_until_done(env, monkeypatch, tmp_path, capsys):
@@ -406,8 +497,9 @@ def test_cli_run_aws_starts_and_follows_until_done(env, monkeypatch, tmp_path, c
     stop = threading.Event()
     agent = fake_agent(env, lambda what, token: "success", stop)
     try:
-        args = argparse.Namespace(input=str(req), results="results", run_id="cli-1", force=False, profile="tiny",
-                                  no_live=True)
+        args = argparse.Namespace(
+            input=str(req), results="results", run_id="cli-1", force=False, profile="tiny", no_live=True
+        )
         assert run_aws(args) == 0
     finally:
         stop.set()
@@ -420,8 +512,19 @@ def test_cli_run_aws_starts_and_follows_until_done(env, monkeypatch, tmp_path, c
 
 # ---- issue 28: what crosses Step Functions is bounded; the segment's start time and cache push --------------
 PAYLOAD_LIMIT = 256 * 1024
-VERBOSE_LANES = ["provenance", "host_cpu", "precompile", "sft", "merge", "train_limits", "serve_sweep", "capacity",
-                 "limits", "sustained", "qwen3_attempt"]
+VERBOSE_LANES = [
+    "provenance",
+    "host_cpu",
+    "precompile",
+    "sft",
+    "merge",
+    "train_limits",
+    "serve_sweep",
+    "capacity",
+    "limits",
+    "sustained",
+    "qwen3_attempt",
+]
 
 
 def payload_sizes(history: list[dict]) -> list[tuple[int, str, str]]:
@@ -442,8 +545,8 @@ def test_a_wave_of_verbose_failures_stays_under_the_payload_limit(env, monkeypat
     """Issue 28: a failed lane's cause may be 32 KiB (Step Functions' cause limit); nine of them in one wave were
     over 256 KiB in the Lanes and Segments maps' results and the scheduler's payload (States.DataLimitExceeded,
     which no Catch takes). Two more lanes' commands die with an endless stderr (on_command_status)."""
-    from control_plane.waves import REASON_LIMIT
     from control_plane.handlers.on_command_status import COMMAND_CAUSE_MAX
+    from control_plane.waves import REASON_LIMIT
 
     ssm = env["ssm"]
     cause = "Traceback (most recent call last):\n" + "x" * (32768 - 36)
@@ -456,8 +559,13 @@ def test_a_wave_of_verbose_failures_stays_under_the_payload_limit(env, monkeypat
             return "success"
         if what in dead:
             cmd = next(c for c in ssm.list_commands()["Commands"] if token in json.dumps(c["Parameters"]))
-            fail_waiting_task(CommandInvocationStatus(command_id=cmd["CommandId"], instance_id=cmd["InstanceIds"][0],
-                                                      status="TimedOut"), Commands(ssm), TaskCallbacks(env["sfn"]))
+            fail_waiting_task(
+                CommandInvocationStatus(
+                    command_id=cmd["CommandId"], instance_id=cmd["InstanceIds"][0], status="TimedOut"
+                ),
+                Commands(ssm),
+                TaskCallbacks(env["sfn"]),
+            )
             return None
         return ("fail", "Lane.RuntimeError", cause, message)
 
@@ -468,8 +576,9 @@ def test_a_wave_of_verbose_failures_stays_under_the_payload_limit(env, monkeypat
     assert names.count("LaneFailed") >= 8 and names.count("CommandFailed") == 2
     biggest = max(payload_sizes(history))
     assert biggest[0] < PAYLOAD_LIMIT, biggest
-    output = json.loads([e for e in history if e["type"] == "ExecutionSucceeded"][0]
-                        ["executionSucceededEventDetails"]["output"])
+    output = json.loads(
+        [e for e in history if e["type"] == "ExecutionSucceeded"][0]["executionSucceededEventDetails"]["output"]
+    )
     outcome = output["outcome"]
     assert outcome["status"] == "partial" and "sft@trn1" in outcome["failed"] or "sft" in outcome["failed"]
     assert all(len(r) <= REASON_LIMIT for r in outcome["reasons"].values())
@@ -498,8 +607,11 @@ def test_the_sync_exports_when_the_start_was_requested_and_a_failed_cache_push_s
     assert names.count("MarkStart") == names.count("PushCompileCache") == names.count("SegmentCompleted") == 2
     assert "StopInstanceAfterFailure" not in names
     entered = [e for e in history if e["type"].endswith("StateEntered")]
-    stop_inputs = [json.loads(e["stateEnteredEventDetails"]["input"]) for e in entered
-                   if e["stateEnteredEventDetails"]["name"] == "StopInstance"]
+    stop_inputs = [
+        json.loads(e["stateEnteredEventDetails"]["input"])
+        for e in entered
+        if e["stateEnteredEventDetails"]["name"] == "StopInstance"
+    ]
     assert [i["cache_push_error"]["Error"] for i in stop_inputs] == ["Cache.PushFailed"] * 2
     assert set(instance_states(env).values()) == {"stopped"}
     marks = [e["timestamp"] for e in entered if e["stateEnteredEventDetails"]["name"] == "MarkStart"]
@@ -513,7 +625,7 @@ def test_the_sync_exports_when_the_start_was_requested_and_a_failed_cache_push_s
         assert m, lines[2]
         at = datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
         assert min(abs((at - mark).total_seconds()) for mark in marks) < 1.0  # MarkStart's entered time
-        assert lines[3].startswith("[ -n \"${BASH_VERSION:-}\" ]")  # then the sync script itself
+        assert lines[3].startswith('[ -n "${BASH_VERSION:-}" ]')  # then the sync script itself
     pushes = [c for c in commands if c["Comment"] == "neuronpipe cache-push run-push"]
     assert sorted(c["OutputS3KeyPrefix"].rsplit("-", 1)[-1] for c in pushes) == ["inf2", "trn1"]
     for cmd in pushes:
@@ -529,13 +641,14 @@ def _leases(env: dict) -> dict[str, str]:
 
 
 def test_an_execution_started_with_a_run_request_plans_itself_and_runs_to_the_end(env):
-    """"Start execution" with the request alone, named after the run: the first state plans it (plan_execution:
+    """ "Start execution" with the request alone, named after the run: the first state plans it (plan_execution:
     the plan kept in S3 as control data, the boxes leased), the waves run from that plan (the scheduler checks its
     digest), the boxes stop, the leases are released, the run's outcome is the execution's output."""
     from control_plane.control_data import digest
 
-    arn = env["sfn"].start_execution(stateMachineArn=env["sm_arn"], name="console-ok",
-                                     input=json.dumps({"preset": "smoke"}))["executionArn"]
+    arn = env["sfn"].start_execution(
+        stateMachineArn=env["sm_arn"], name="console-ok", input=json.dumps({"preset": "smoke"})
+    )["executionArn"]
     status, history = run_to_end(env, arn, lambda what, token: "success")
     assert status == "SUCCEEDED"
     names = states(history)
@@ -546,8 +659,11 @@ def test_an_execution_started_with_a_run_request_plans_itself_and_runs_to_the_en
     out = json.loads(env["sfn"].describe_execution(executionArn=arn)["output"])
     assert out["outcome"]["status"] == "succeeded"
     plan = env["s3"].get_object(Bucket=BUCKET, Key="control/console-ok/plan.json")["Body"].read()
-    planned = next(json.loads(e["stateExitedEventDetails"]["output"]) for e in history
-                   if (e.get("stateExitedEventDetails") or {}).get("name") == "PlanRequest")["answer"]
+    planned = next(
+        json.loads(e["stateExitedEventDetails"]["output"])
+        for e in history
+        if (e.get("stateExitedEventDetails") or {}).get("name") == "PlanRequest"
+    )["answer"]
     assert planned["outcome"] == "planned" and planned["input"]["plan_digest"] == digest(plan)
     assert planned["input"]["waves"] == [] and "request" not in planned["input"]
     progress = progress_from_history(history)  # `neuronpipe status` of such a run: its run and boxes
@@ -556,8 +672,11 @@ def test_an_execution_started_with_a_run_request_plans_itself_and_runs_to_the_en
 
 
 def test_an_execution_started_with_a_bad_request_fails_with_its_field_reason_lines_and_starts_nothing(env):
-    arn = env["sfn"].start_execution(stateMachineArn=env["sm_arn"], name="console-bad", input=json.dumps(
-        {"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}))["executionArn"]
+    arn = env["sfn"].start_execution(
+        stateMachineArn=env["sm_arn"],
+        name="console-bad",
+        input=json.dumps({"preset": "smoke", "models": ["no-such-model"], "max_cost_usd": 0}),
+    )["executionArn"]
     status, history = run_to_end(env, arn, lambda what, token: "success")
     assert status == "FAILED"
     ended = env["sfn"].describe_execution(executionArn=arn)

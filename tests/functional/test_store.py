@@ -1,4 +1,5 @@
 """The commit protocol, the same tests against a local directory and S3 (moto)."""
+
 from __future__ import annotations
 
 import boto3
@@ -6,6 +7,7 @@ import pytest
 from moto import mock_aws
 
 from analytics.store import AlreadyExistsError, ArtifactNotFoundError, LocalStore, S3Store, open_store
+from analytics.store.markers import AttemptClosedError
 from analytics.views import connect
 
 
@@ -23,8 +25,10 @@ def store(request, tmp_path):
 def _bench(store, run_id, lane, value, status="succeeded", supersedes=True):
     w = store.begin_attempt(run_id, lane)
     w.add_rows("host_bench", [{"bench": "triad", "value": value, "unit": "GB/s"}])
-    w.add_rows("lane_runs", [{"status": status, "supersedes": supersedes, "started_at": 0, "ended_at": 0,
-                              "backend": "cpu", "host": "h"}])
+    w.add_rows(
+        "lane_runs",
+        [{"status": status, "supersedes": supersedes, "started_at": 0, "ended_at": 0, "backend": "cpu", "host": "h"}],
+    )
     return w
 
 
@@ -59,8 +63,10 @@ def test_latest_committed_attempt_per_run_and_lane_wins(store):
 def test_resume_skip_supersedes_nothing(store):
     _bench(store, "r1", "host_cpu", 1.0).commit("succeeded")
     w = store.begin_attempt("r1", "host_cpu")
-    w.add_rows("lane_runs", [{"status": "skipped", "supersedes": False, "started_at": 0, "ended_at": 0,
-                              "backend": "cpu", "host": "h"}])
+    w.add_rows(
+        "lane_runs",
+        [{"status": "skipped", "supersedes": False, "started_at": 0, "ended_at": 0, "backend": "cpu", "host": "h"}],
+    )
     w.commit("skipped", supersedes=False)
     assert store.read_table("host_bench").column("value").to_pylist() == [1.0]
     assert store.latest_committed("r1", "host_cpu").status == "succeeded"
@@ -73,7 +79,7 @@ def test_nothing_is_overwritten(store):
     assert store.get_bytes("v1/x/a.bin") == b"1"
     w = _bench(store, "r1", "host_cpu", 1.0)
     w.commit("succeeded")
-    with pytest.raises(Exception):
+    with pytest.raises(AttemptClosedError):
         w.commit("succeeded")
 
 

@@ -1,6 +1,7 @@
 """Results you can trust after a fault (issue 15, points 1-4 and 6): checksummed commits, readers that leave
 a damaged attempt out with one warning, `verify [--repair]`, an attempt order a clock cannot invert, and
 atomic report outputs. The small run is written through the store API (no models trained)."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,10 @@ import pytest
 from moto import mock_aws
 
 from agents.runner import LaneRequest, run_lane
-from analytics.store.integrity import plan_reads, reset_warnings
-from analytics.store.markers import CommitMarker, attempt_order
 from analytics.mirror import pull
 from analytics.store import AlreadyExistsError, LocalStore, S3Store
+from analytics.store.integrity import plan_reads, reset_warnings
+from analytics.store.markers import CommitMarker, MarkerError, attempt_order
 from analytics.store.verify import repair, verify_store
 from analytics.views import connect
 from control_plane.cli import main
@@ -50,9 +51,24 @@ def small_run(store: LocalStore, tmp_path: Path, run_id: str = "r1") -> None:
     w.add_file(w.log_key("lane.log"), log)
     w.commit("succeeded")
     w = store.begin_attempt(run_id, "serve_sweep")
-    w.add_rows("requests", [{"point_id": "p1", "request_id": f"q{i}", "request_index": i, "warmup": False,
-                             "ttft_s": 0.1 * (i + 1), "e2el_s": 0.5 + i, "output_tokens": 8 + i, "success": True,
-                             "chunk_times_s": [0.1, 0.2], "chunk_tokens": [1, 1]} for i in range(6)])
+    w.add_rows(
+        "requests",
+        [
+            {
+                "point_id": "p1",
+                "request_id": f"q{i}",
+                "request_index": i,
+                "warmup": False,
+                "ttft_s": 0.1 * (i + 1),
+                "e2el_s": 0.5 + i,
+                "output_tokens": 8 + i,
+                "success": True,
+                "chunk_times_s": [0.1, 0.2],
+                "chunk_tokens": [1, 1],
+            }
+            for i in range(6)
+        ],
+    )
     w.add_rows("lane_runs", [_lane_row()])
     w.commit("succeeded")
     w = store.begin_attempt(run_id, "sft")
@@ -91,6 +107,7 @@ def committed_files(store: LocalStore) -> list[Path]:
 
 # ---- 1. checksummed commits ------------------------------------------------------------------------------------
 
+
 def test_marker_records_size_hash_rows_and_schema_and_files_are_group_readable(run_store):
     import hashlib
 
@@ -127,8 +144,11 @@ def test_markers_without_the_new_fields_still_read(tmp_path):
     w.add_rows("host_bench", [{"bench": "triad", "value": 3.0, "unit": "GB/s"}])
     marker = w.commit("succeeded")
     key = "v1/_commits/run_id=r0/lane=host_cpu/20250101T000000000000Z-abcdef.json"
-    old = {k: v for k, v in json.loads((store.path / key).read_bytes()).items()
-           if k not in ("sequence", "checksums", "digest", "format")}
+    old = {
+        k: v
+        for k, v in json.loads((store.path / key).read_bytes()).items()
+        if k not in ("sequence", "checksums", "digest", "format")
+    }
     (store.path / key).write_text(json.dumps(old, indent=1))
     assert store.latest_committed("r0", "host_cpu").attempt == marker.attempt
     assert read_numbers(store)["host_bench"] == [("host_cpu", "triad", 3.0)]
@@ -186,6 +206,7 @@ def test_s3_put_file_is_create_only_under_a_race(tmp_path, atomic_moto_put):
 
 # ---- 2. damage isolated; acceptance: every flip caught ----------------------------------------------------------
 
+
 def test_every_flipped_byte_is_caught_by_verify_and_never_changes_a_number_silently(run_store, caplog):
     baseline = read_numbers(run_store)
     assert verify_store(run_store).clean
@@ -210,8 +231,9 @@ def test_every_flipped_byte_is_caught_by_verify_and_never_changes_a_number_silen
     assert read_numbers(run_store) == baseline
 
 
-def test_truncated_parquet_and_empty_marker_leave_queries_report_and_resume_working(run_store, tmp_path, capsys,
-                                                                                     caplog, test_lanes):
+def test_truncated_parquet_and_empty_marker_leave_queries_report_and_resume_working(
+    run_store, tmp_path, capsys, caplog, test_lanes
+):
     request = LaneRequest(lane="t_ok", run_id="r1", backend="cpu", telemetry_interval_s=0.05)
     assert run_lane(request, run_store).status == "succeeded"
     markers = {m.lane: m for m in run_store.markers()}
@@ -261,6 +283,7 @@ def test_pull_checks_every_hash_and_leaves_a_damaged_attempt_out(run_store, tmp_
 
 # ---- 3. verify and repair -----------------------------------------------------------------------------------------
 
+
 def test_verify_lists_every_kind_and_repair_never_deletes_committed_data(run_store, tmp_path, capsys):
     root = run_store.path
     before = {p: p.read_bytes() for p in committed_files(run_store)}
@@ -281,8 +304,12 @@ def test_verify_lists_every_kind_and_repair_never_deletes_committed_data(run_sto
 
     assert main(["verify", "--results", str(root)]) == 1
     out = capsys.readouterr().out
-    for kind, what in (("missing", m.tables["requests"]), ("orphaned", leftover.model_key("m", "w.bin")),
-                       ("temp", ".tmp-killed"), ("orphaned", "young/x.log")):
+    for kind, what in (
+        ("missing", m.tables["requests"]),
+        ("orphaned", leftover.model_key("m", "w.bin")),
+        ("temp", ".tmp-killed"),
+        ("orphaned", "young/x.log"),
+    ):
         assert any(line.startswith(kind) and what in line for line in out.splitlines()), (kind, what)
     assert "4 problem(s)" in out and "7 bytes" in out
 
@@ -313,6 +340,7 @@ def test_readers_skip_a_quarantined_attempt_without_checking_it_again(run_store,
 
 
 # ---- 4. attempt order that survives clocks -------------------------------------------------------------------------
+
 
 def test_a_clock_stepped_back_does_not_hide_the_newer_attempt(tmp_path, monkeypatch):
     import analytics.store.base as store_mod
@@ -384,11 +412,12 @@ def test_a_marker_for_another_attempt_is_foreign(run_store, caplog):
         plan = plan_reads(run_store)
     assert [e.key for e in plan.exclusions] == [str(dst.relative_to(run_store.path))]
     assert "foreign" in plan.exclusions[0].reason
-    with pytest.raises(Exception):
+    with pytest.raises(MarkerError):
         CommitMarker.from_json(src.read_bytes(), key=str(dst.relative_to(run_store.path)))
 
 
 # ---- 6. atomic outputs ---------------------------------------------------------------------------------------------
+
 
 def test_a_failed_report_write_leaves_the_previous_report_whole(run_store, tmp_path, monkeypatch):
     import analytics.atomic as atomic

@@ -1,6 +1,7 @@
 """The store protects itself (rule 16): no writer aims inside or around a store, `verify --repair` leaves a
 nested store and everything any marker names alone, a marker stripped of its checks is never "clean", sequence
 claims are checked, and imports refuse what would read as a measurement that is not one."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,19 @@ T0 = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_DEFAULT = ROOT / "fixtures" / "vllm_bench" / "default.json"
 TNX = ROOT / "fixtures" / "torchneuronx"
-LOAD = ["loadgen", "--base-url", "http://127.0.0.1:9", "--input-len", "8", "--output-len", "4", "--concurrency", "1",
-        "--num-prompts", "1"]
+LOAD = [
+    "loadgen",
+    "--base-url",
+    "http://127.0.0.1:9",
+    "--input-len",
+    "8",
+    "--output-len",
+    "4",
+    "--concurrency",
+    "1",
+    "--num-prompts",
+    "1",
+]
 
 
 def _lane_row():
@@ -82,14 +94,17 @@ def no_lanes(monkeypatch):
 
 # ---- 1. the nested-store chain: refused, then (made by hand) left alone by repair, and still whole -------------
 
+
 def test_a_store_inside_a_store_is_refused_and_one_made_by_hand_survives_repair_whole(tmp_path, capsys, no_lanes):
     outer_root = tmp_path / "STORE"
     small_store(outer_root)
     inner_root = outer_root / "v1" / "host_bench"
     before = snapshot(outer_root)
 
-    code, _out, err = cli(["run", "--local", "--lanes", "provenance", "--results", str(inner_root),
-                           "--run-id", "inner", "--no-live"], capsys)
+    code, _out, err = cli(
+        ["run", "--local", "--lanes", "provenance", "--results", str(inner_root), "--run-id", "inner", "--no-live"],
+        capsys,
+    )
     lines = problem_lines(err)
     assert code == 2 and len(lines) == 1 and str(outer_root) in lines[0] and "inside" in lines[0], err
     assert snapshot(outer_root) == before
@@ -137,22 +152,50 @@ def test_the_commit_protocol_refuses_a_root_inside_or_around_a_store(tmp_path):
 WRITERS = [
     ("run-results-inside", ["run", "--local", "--lanes", "host_cpu", "--results", "{store}/v1/host_bench"], "store"),
     ("run-results-around", ["run", "--local", "--lanes", "host_cpu", "--results", "{around}"], "store"),
-    ("run-report-inside", ["run", "--local", "--lanes", "host_cpu", "--results", "{fresh}", "--report",
-                           "{store}/v1"], "store"),
-    ("run-report-own-store", ["run", "--local", "--lanes", "host_cpu", "--results", "{fresh}", "--report",
-                              "{fresh}/rep"], "fresh"),
-    ("import-vllm-inside", ["import", "vllm-bench", str(VLLM_DEFAULT), "--label", "x", "--instance-type", "t",
-                            "--results", "{store}/v1/x"], "store"),
-    ("import-vllm-around", ["import", "vllm-bench", str(VLLM_DEFAULT), "--label", "x", "--instance-type", "t",
-                            "--results", "{around}"], "store"),
+    (
+        "run-report-inside",
+        ["run", "--local", "--lanes", "host_cpu", "--results", "{fresh}", "--report", "{store}/v1"],
+        "store",
+    ),
+    (
+        "run-report-own-store",
+        ["run", "--local", "--lanes", "host_cpu", "--results", "{fresh}", "--report", "{fresh}/rep"],
+        "fresh",
+    ),
+    (
+        "import-vllm-inside",
+        [
+            "import",
+            "vllm-bench",
+            str(VLLM_DEFAULT),
+            "--label",
+            "x",
+            "--instance-type",
+            "t",
+            "--results",
+            "{store}/v1/x",
+        ],
+        "store",
+    ),
+    (
+        "import-vllm-around",
+        ["import", "vllm-bench", str(VLLM_DEFAULT), "--label", "x", "--instance-type", "t", "--results", "{around}"],
+        "store",
+    ),
     ("import-tnx-inside", ["import", "torchneuronx", str(TNX), "--results", "{store}/v1"], "store"),
     ("import-tnx-around", ["import", "torchneuronx", str(TNX), "--results", "{around}"], "store"),
     ("pull-to-inside", ["pull", "--from", "{store}", "--to", "{store}/v1/mirror"], "store"),
     ("pull-to-around", ["pull", "--from", "{store}", "--to", "{around}"], "store"),
-    ("pull-duckdb-inside", ["pull", "--from", "{store}", "--to", "{fresh}", "--duckdb", "{store}/v1/x.duckdb"],
-     "store"),
-    ("pull-duckdb-in-mirror", ["pull", "--from", "{store}", "--to", "{fresh}", "--duckdb", "{fresh}/x.duckdb"],
-     "fresh"),
+    (
+        "pull-duckdb-inside",
+        ["pull", "--from", "{store}", "--to", "{fresh}", "--duckdb", "{store}/v1/x.duckdb"],
+        "store",
+    ),
+    (
+        "pull-duckdb-in-mirror",
+        ["pull", "--from", "{store}", "--to", "{fresh}", "--duckdb", "{fresh}/x.duckdb"],
+        "fresh",
+    ),
     ("report-out-inside", ["report", "--results", "{store}", "--out", "{store}/v1"], "store"),
     ("report-out-is-store", ["report", "--results", "{store}", "--out", "{store}"], "store"),
     ("report-out-around", ["report", "--results", "{store}", "--out", "{around}"], "store"),
@@ -186,14 +229,18 @@ def test_every_writer_refuses_a_path_inside_or_around_a_store(case, world, capsy
 def test_verify_refuses_a_path_that_is_not_a_store(tmp_path, capsys):
     store = small_store(tmp_path / "holder" / "store")
     (tmp_path / "empty").mkdir()
-    for path, fragment in ((tmp_path / "empty", "not a results store"), (tmp_path / "holder", "contains one"),
-                           (store.path / "v1", "inside the results store")):
+    for path, fragment in (
+        (tmp_path / "empty", "not a results store"),
+        (tmp_path / "holder", "contains one"),
+        (store.path / "v1", "inside the results store"),
+    ):
         code, out, err = cli(["verify", "--results", str(path)], capsys)
         lines = problem_lines(err)
         assert code == 2 and len(lines) == 1 and fragment in lines[0] and not out, (path, err)
 
 
 # ---- 3. a marker stripped of its checks is never clean -------------------------------------------------------
+
 
 def _legacy(store: LocalStore) -> Path:
     """Rewrite the store's one marker as a marker from before checksums (no format, digest, checksums)."""
@@ -240,6 +287,7 @@ def test_a_flipped_parquet_under_a_legacy_marker_is_not_clean_and_a_stripped_dig
 
 # ---- 4. sequence claims ----------------------------------------------------------------------------------------
 
+
 def test_sequence_claims_are_checked(tmp_path):
     store = small_store(tmp_path / "s")
     assert verify_store(store).clean
@@ -259,9 +307,9 @@ def test_sequence_claims_are_checked(tmp_path):
 
 # ---- 5. imports: NaN is NULL with a note, Infinity is refused, one file is one point --------------------------
 
+
 def _vllm(results: Path, *files: str, extra: tuple[str, ...] = ()) -> list[str]:
-    return ["import", "vllm-bench", *files, "--label", "nan", "--instance-type", "t", "--results", str(results),
-            *extra]
+    return ["import", "vllm-bench", *files, "--label", "nan", "--instance-type", "t", "--results", str(results), *extra]
 
 
 def test_nan_in_an_imported_number_is_null_with_a_note_and_infinity_is_refused(tmp_path, capsys):
@@ -276,8 +324,7 @@ def test_nan_in_an_imported_number_is_null_with_a_note_and_infinity_is_refused(t
     code, _out, err = cli(_vllm(results, str(tmp_path / "inf.json")), capsys)
     assert code == 2 and len(problem_lines(err)) == 1 and "p99_tpot_ms" in err and not results.exists()
     assert cli(_vllm(results, str(tmp_path / "nan.json")), capsys)[0] == 0
-    ((std, note),) = connect(LocalStore(results)).execute(
-        "select std_ttft_ms, note from serving_aggregates").fetchall()
+    ((std, note),) = connect(LocalStore(results)).execute("select std_ttft_ms, note from serving_aggregates").fetchall()
     assert std is None and "std_ttft_ms" in note and "NaN" in note
 
     src = tmp_path / "tnx"

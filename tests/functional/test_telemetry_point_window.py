@@ -1,6 +1,7 @@
 """Every load point gets a telemetry sample inside its window, however short the point and however long the
 sampler's interval: the sampler, told by the point's phase hook that the first measured request went out, takes
 one extra sample then (agents.telemetry: point_phase), so the validity rule (rules 7 and 15) keeps the point."""
+
 from __future__ import annotations
 
 import time
@@ -19,8 +20,9 @@ class CountingSensor:
 
     def sample(self) -> list[dict]:
         self.n += 1
-        return [{"source": "counting", "metric": "n", "device": None, "value": float(self.n), "unit": None,
-                 "note": None}]
+        return [
+            {"source": "counting", "metric": "n", "device": None, "value": float(self.n), "unit": None, "note": None}
+        ]
 
     def close(self) -> None:
         return None
@@ -44,8 +46,12 @@ def test_each_point_gets_a_sample_inside_its_window_with_an_hour_between_regular
                 break
             time.sleep(0.01)
         assert sensor.n == 1
-        results = [run_point(point(server.url, num_prompts=3, concurrency=1, warmup_requests=1),
-                             phase_hook=sampler.point_phase) for _ in range(2)]
+        results = [
+            run_point(
+                point(server.url, num_prompts=3, concurrency=1, warmup_requests=1), phase_hook=sampler.point_phase
+            )
+            for _ in range(2)
+        ]
         plain = run_point(point(server.url, num_prompts=3, concurrency=1, warmup_requests=1))
     finally:
         rows = sampler.stop()
@@ -58,4 +64,3 @@ def test_each_point_gets_a_sample_inside_its_window_with_an_hour_between_regular
     assert _inside(rows, {k: _as_utc(plain.sweep_point[k]) for k in ("window_start", "window_end")}) == 0
     # the start sample, one per hooked point (its measure_start and measure_end phases take none), the closing one
     assert len(rows) == 2 + len(results)
-

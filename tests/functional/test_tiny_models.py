@@ -1,4 +1,5 @@
 """The tiny-model factory: hub-style checkpoints, deterministic, cached, safe against concurrent builders."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +11,7 @@ import pytest
 
 from agents.training.tiny_models import ensure_tiny_model, ensure_tokenizer
 
-HUB_FILES = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
-             "tokenizer_config.json"}
+HUB_FILES = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}
 
 
 def _digest(d: Path) -> dict[str, str]:
@@ -25,8 +25,9 @@ def test_tokenizer_loads_with_a_chat_template(shared_cache):
     assert (d / "tokenizer.json").is_file()
     tok = AutoTokenizer.from_pretrained(d)
     assert 1000 < len(tok) <= 4096
-    text = tok.apply_chat_template([{"role": "user", "content": "What is a haiku?"}], tokenize=False,
-                                   add_generation_prompt=True)
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": "What is a haiku?"}], tokenize=False, add_generation_prompt=True
+    )
     assert text.startswith(tok.bos_token) and text.endswith("<|im_start|>assistant\n")
     ids = tok("A haiku is a short poem.", add_special_tokens=False).input_ids
     assert tok.decode(ids) == "A haiku is a short poem."
@@ -86,4 +87,4 @@ def test_unknown_arch_lists_the_valid_ones(tmp_path):
     from agents.training.tiny_models import UnknownArchError
 
     with pytest.raises(UnknownArchError, match="llama, qwen3, mistral"):
-        ensure_tiny_model("gpt2", tmp_path)  # type: ignore[arg-type]
+        ensure_tiny_model("gpt2", tmp_path)

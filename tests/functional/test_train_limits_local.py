@@ -2,6 +2,7 @@
 tiny llama in a process of its own, whose address space may grow by the lane's memory cap once the model has
 loaded; activations grow with the sequence length, so a long sequence fails with the allocator's out-of-memory
 line while a short one trains; the lane bisects between them, and REPORT.md shows the bracket with its probes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,9 +20,16 @@ def _request(tmp_path: Path, cache: Path, seq_len: int):
     from agents.training.data import load_instructions
 
     model_dir = resolve_model("tiny-llama", cache, "tiny")
-    return TrainRequest(model="tiny-llama", model_dir=model_dir, output_dir=tmp_path / f"out-{seq_len}",
-                        records=list(load_instructions().records), max_steps=2, max_seq_len=seq_len, batch_size=1,
-                        packing=True)
+    return TrainRequest(
+        model="tiny-llama",
+        model_dir=model_dir,
+        output_dir=tmp_path / f"out-{seq_len}",
+        records=list(load_instructions().records),
+        max_steps=2,
+        max_seq_len=seq_len,
+        batch_size=1,
+        packing=True,
+    )
 
 
 @pytest.mark.slow
@@ -41,9 +49,12 @@ def test_a_probe_process_trains_short_and_runs_out_of_memory_long(tmp_path, shar
 def test_the_lane_brackets_the_cpu_training_limit_and_the_report_shows_it(tmp_path):
     # the tiny profile's own search and cap
     results, report = run_local(tmp_path, {"lanes": ["train_limits"], "profile": "tiny"}, "tl-1")
-    probes = query(results, "select phase, value, succeeded, error_kind, error, peak_mem_bytes, peak_mem_source, "
-                            "tokens_per_s, kind, at_field, at_value from limit_probes where phase <> 'outcome' "
-                            "order by probe")
+    probes = query(
+        results,
+        "select phase, value, succeeded, error_kind, error, peak_mem_bytes, peak_mem_source, "
+        "tokens_per_s, kind, at_field, at_value from limit_probes where phase <> 'outcome' "
+        "order by probe",
+    )
     assert [p["phase"] for p in probes[:2]] == ["good", "bad"] and probes[0]["succeeded"]
     assert probes[1]["error_kind"] == "oom" and {p["kind"] for p in probes} == {"train_seq_len"}
     assert all(p["peak_mem_bytes"] > 0 and p["peak_mem_source"].startswith("cpu:") for p in probes)
@@ -56,8 +67,11 @@ def test_the_lane_brackets_the_cpu_training_limit_and_the_report_shows_it(tmp_pa
 
 
 def test_a_sequence_beyond_the_tiny_models_positions_is_refused_before_any_probe(tmp_path):
-    request = {"lanes": ["train_limits"], "profile": "tiny", "lane_config": {"train_limits": {
-        "searches": [{"kind": "train_seq_len", "good": 256, "bad": 4096}]}}}
+    request = {
+        "lanes": ["train_limits"],
+        "profile": "tiny",
+        "lane_config": {"train_limits": {"searches": [{"kind": "train_seq_len", "good": 256, "bad": 4096}]}},
+    }
     results, _ = run_local(tmp_path, request, "tl-2", check=False)
     (lane,) = query(results, "select status, error_message from lane_runs")
     assert lane["status"] == "failed"

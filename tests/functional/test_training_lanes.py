@@ -1,4 +1,5 @@
 """The training lanes through the real runner: precompile (skipped / neuron with a faked launch), sft, merge."""
+
 from __future__ import annotations
 
 import json
@@ -90,8 +91,9 @@ def test_sft_then_merge_through_the_store(tmp_path, shared_cache):
     from agents.training.merge import fetch_merged_model, generate_check
 
     store = LocalStore(tmp_path / "store")
-    sft = run_lane(LaneRequest("sft", "r1", backend="cpu",
-                               config={"models": ["tiny-qwen3"], "steps": 8, "batch_size": 4}), store)
+    sft = run_lane(
+        LaneRequest("sft", "r1", backend="cpu", config={"models": ["tiny-qwen3"], "steps": 8, "batch_size": 4}), store
+    )
     assert sft.status == "succeeded", sft.error_message
     steps = sorted(_table(store, "train_steps", "r1"), key=lambda r: r["step"])
     assert [r["step"] for r in steps] == list(range(1, 9))
@@ -124,25 +126,38 @@ def test_merge_without_sft_fails_clearly(tmp_path):
 
 def test_neuron_training_reads_steps_and_counts_the_logical_model(tmp_path, shared_cache, monkeypatch):
     """sft on neuron with a faked torchrun: steps from the rank-0 log, post-wrap counts of the whole model."""
+
     def launch(cmd, env, **kw):
         spec = json.loads(Path(cmd[-1]).read_text())
         assert cmd[0] != "neuron_parallel_compile"
         with open(spec["step_log"], "w") as fh:
             for i, loss in enumerate([2.0, 1.8, 1.5], start=1):
-                fh.write(json.dumps({"step": i, "step_s": 30.0 if i == 1 else 2.0, "tokens": 4096, "loss": loss,
-                                     "learning_rate": 1e-4, "grad_norm": 1.0, "epoch": i / 10}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "step": i,
+                            "step_s": 30.0 if i == 1 else 2.0,
+                            "tokens": 4096,
+                            "loss": loss,
+                            "learning_rate": 1e-4,
+                            "grad_norm": 1.0,
+                            "epoch": i / 10,
+                        }
+                    )
+                    + "\n"
+                )
         shards = Path(spec["adapter_dir"]) / "adapter_default" / "adapter_shards"
         shards.mkdir(parents=True)
         (shards / "tp_rank_00.pt").write_bytes(b"x")
 
         class Done:
             returncode = 0
+
         return Done()
 
     monkeypatch.setattr(neuron, "_launch", launch)
     store = LocalStore(tmp_path / "store")
-    result = run_lane(LaneRequest("sft", "r1", backend="neuron", config={"models": ["tiny-llama"], "steps": 3}),
-                      store)
+    result = run_lane(LaneRequest("sft", "r1", backend="neuron", config={"models": ["tiny-llama"], "steps": 3}), store)
     assert result.status == "succeeded", result.error_message
     run = _table(store, "train_runs", "r1")[0]
     from transformers import AutoConfig
@@ -153,7 +168,7 @@ def test_neuron_training_reads_steps_and_counts_the_logical_model(tmp_path, shar
     h, kv, i, r = c.hidden_size, c.num_key_value_heads * c.head_dim, c.intermediate_size, 16
     q = c.num_attention_heads * c.head_dim
     lora = r * ((h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)) * c.num_hidden_layers
-    base = (2 * c.vocab_size * h + c.num_hidden_layers * (h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h) + h)
+    base = 2 * c.vocab_size * h + c.num_hidden_layers * (h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h) + h
     assert (run["params_trainable"], run["params_frozen"]) == (lora, base)  # all seven projections, r=16
     assert run["device"] == "trn1" and run["activation_recompute"] is True
     assert run["flops_formula"] == "lora_recompute_8t_6f" and run["first_step_s"] == 30.0

@@ -1,5 +1,6 @@
 """The views and the report over s3:// (moto): only committed attempts are visible, the report built from S3
 equals the one built from a local directory with the same commits, and a pull mirrors them append-only."""
+
 from __future__ import annotations
 
 import io
@@ -12,13 +13,17 @@ import pytest
 from moto import mock_aws
 
 from analytics.mirror import MirrorConflictError, pull, write_duckdb_file
-from tests.support.synthetic import SyntheticRun, write_synthetic_run
+from analytics.report.files import build_report_files
 from analytics.store import LocalStore, S3Store
 from analytics.views import connect
-from analytics.report.files import build_report_files
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
-SPEC = SyntheticRun(run_id="s3-run", concurrencies=(1, 2), requests_per_point=10,
-                    lanes=("provenance", "precompile", "serve_sweep", "qwen3_attempt"))
+SPEC = SyntheticRun(
+    run_id="s3-run",
+    concurrencies=(1, 2),
+    requests_per_point=10,
+    lanes=("provenance", "precompile", "serve_sweep", "qwen3_attempt"),
+)
 
 
 @pytest.fixture()
@@ -38,10 +43,12 @@ def s3_store(s3):
 
 def test_uncommitted_files_are_invisible_over_s3(s3, s3_store):
     buf = io.BytesIO()
-    pq.write_table(pa.table({"run_id": ["s3-run"], "lane": ["x"], "attempt": ["z"], "bench": ["triad"],
-                             "unit": ["GB/s"]}), buf)
-    s3.put_object(Bucket="results-bucket", Key="results/v1/host_bench/run_id=s3-run/lane=x/z.parquet",
-                  Body=buf.getvalue())
+    pq.write_table(
+        pa.table({"run_id": ["s3-run"], "lane": ["x"], "attempt": ["z"], "bench": ["triad"], "unit": ["GB/s"]}), buf
+    )
+    s3.put_object(
+        Bucket="results-bucket", Key="results/v1/host_bench/run_id=s3-run/lane=x/z.parquet", Body=buf.getvalue()
+    )
     con = connect(s3_store)
     assert con.execute("SELECT count(*) FROM host_bench").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM serving_points").fetchone() == (2,)
@@ -74,8 +81,10 @@ def test_pull_mirrors_append_only_and_reports_identically(s3, s3_store, tmp_path
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
     # a local file with other bytes is a conflict, never overwritten
     key = next(iter(mirror.markers()[0].tables.values()))
-    marker = Path(mirror.root) / f"v1/_commits/run_id=s3-run/lane={mirror.markers()[0].lane}/" \
-                                 f"{mirror.markers()[0].attempt}.json"
+    marker = (
+        Path(mirror.root) / f"v1/_commits/run_id=s3-run/lane={mirror.markers()[0].lane}/"
+        f"{mirror.markers()[0].attempt}.json"
+    )
     marker.unlink()
     (Path(mirror.root) / key).write_bytes(b"not parquet")
     with pytest.raises(MirrorConflictError):

@@ -1,4 +1,5 @@
 """The views over s3:// through pyarrow's S3 filesystem, against a moto server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import socket
@@ -6,13 +7,17 @@ import socket
 import boto3
 import pytest
 
-from tests.support.synthetic import SyntheticRun, write_synthetic_run
+from analytics.report.files import build_report_files
 from analytics.store import LocalStore, S3Store
 from analytics.views import S3ReaderError, connect, resolve_s3_reader
-from analytics.report.files import build_report_files
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
-SPEC = SyntheticRun(run_id="arrow-run", concurrencies=(1, 2), requests_per_point=10,
-                    lanes=("provenance", "serve_sweep", "qwen3_attempt"))
+SPEC = SyntheticRun(
+    run_id="arrow-run",
+    concurrencies=(1, 2),
+    requests_per_point=10,
+    lanes=("provenance", "serve_sweep", "qwen3_attempt"),
+)
 
 
 def _free_port() -> int:
@@ -29,8 +34,13 @@ def server_client():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        client = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{port}",
-                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        client = boto3.client(
+            "s3",
+            region_name="us-east-1",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         client.create_bucket(Bucket="arrow-bucket")
         yield client
     finally:
@@ -67,10 +77,15 @@ def test_arrow_reader_sees_only_committed_files_and_matches_local(server_client,
     assert con.execute("SELECT count(*) FROM serving_points").fetchone() == (2,)
     local = LocalStore(tmp_path / "local")
     write_synthetic_run(local, SPEC)
-    expected = connect(local).execute("SELECT point_id, p99_ttft_ms, output_throughput FROM serving_points "
-                                      "ORDER BY 1").fetchall()
-    assert con.execute("SELECT point_id, p99_ttft_ms, output_throughput FROM serving_points ORDER BY 1").fetchall() \
+    expected = (
+        connect(local)
+        .execute("SELECT point_id, p99_ttft_ms, output_throughput FROM serving_points ORDER BY 1")
+        .fetchall()
+    )
+    assert (
+        con.execute("SELECT point_id, p99_ttft_ms, output_throughput FROM serving_points ORDER BY 1").fetchall()
         == expected
+    )
     a = build_report_files("s3://arrow-bucket/results", None, tmp_path / "a", s3_client=server_client)
     b = build_report_files(str(local.root), None, tmp_path / "b")
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]

@@ -3,6 +3,7 @@
 Key set, key order, value types and per-request list lengths must match vLLM's, with and without failed
 requests and with ``--save-detailed``. Values are never compared (different clients, different runs).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,17 @@ from control_plane.cli import main
 from tests.functional.test_loadgen_synthetic import Server
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_bench"
-PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
-               "generated_texts", "errors")
+PER_REQUEST = (
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "start_times",
+    "queue_times",
+    "generated_texts",
+    "errors",
+)
 FAULTS = ("--error-rate", "0.25", "--fault", "close:0.15", "--seed", "1")
 
 
@@ -28,7 +38,7 @@ def kind(value) -> str:
 
 
 def assert_same_shape(ours: dict, theirs: dict) -> None:
-    assert list(ours) == list(theirs), (set(ours) ^ set(theirs))  # same keys, same order
+    assert list(ours) == list(theirs), set(ours) ^ set(theirs)  # same keys, same order
     for key, value in theirs.items():
         if key in PER_REQUEST:
             continue
@@ -57,8 +67,28 @@ def faulty():
 
 
 def ours(url: str, out: Path, *extra: str) -> dict:
-    rc = main(["loadgen", "--base-url", url, "--concurrency", "4", "--input-len", "8", "--output-len", "6",
-               "--num-prompts", "12", "--warmup", "0", "--idle-timeout", "5", "--save-vllm-json", str(out), *extra])
+    rc = main(
+        [
+            "loadgen",
+            "--base-url",
+            url,
+            "--concurrency",
+            "4",
+            "--input-len",
+            "8",
+            "--output-len",
+            "6",
+            "--num-prompts",
+            "12",
+            "--warmup",
+            "0",
+            "--idle-timeout",
+            "5",
+            "--save-vllm-json",
+            str(out),
+            *extra,
+        ]
+    )
     assert rc == 0
     return json.loads(out.read_text())
 

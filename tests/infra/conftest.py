@@ -1,4 +1,5 @@
 """One synthesized app for the whole tests/infra session (each jsii synth spawns node: ~20 s)."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     (deps / "python" / "README.txt").write_text("stand-in for the Lambda dependency layer\n")
     # require_lambda_deps=false explicitly (INTERFACES E): tests never depend on `make lambda-deps`;
     # the stand-in folder still puts a layer on every function, as a deploy would.
-    built = build_app(outdir=str(outdir), harness_sha="0" * 40,
-                      context={"neuronpipe": {**OFFLINE, "lambda_deps_dir": str(deps)}})
+    built = build_app(
+        outdir=str(outdir), harness_sha="0" * 40, context={"neuronpipe": {**OFFLINE, "lambda_deps_dir": str(deps)}}
+    )
     error: Exception | None = None
     messages: dict[str, list[str]] = {}
     try:
@@ -82,7 +84,13 @@ def synth_variant():
 def redeploy(tmp_path_factory, synth_variant):
     """Second synth: re-deploy over the retained bucket, a dataset outside results/, explicit AMI pins, a budget
     e-mail, the boxes in different AZs."""
-    return synth_variant(tmp_path_factory.mktemp("cdk.out.redeploy"), existing_results_bucket=True,
-                         dataset_uri="s3://team-datasets/sft/alpaca/", trainium_ami_id="ami-0123456789abcdef0",
-                         inferentia_ami_id="ami-0fedcba9876543210", max_cost_usd_ceiling=12.5,
-                         budget_alert_email="ops@example.com", inferentia_az="us-west-2c")
+    return synth_variant(
+        tmp_path_factory.mktemp("cdk.out.redeploy"),
+        existing_results_bucket=True,
+        dataset_uri="s3://team-datasets/sft/alpaca/",
+        trainium_ami_id="ami-0123456789abcdef0",
+        inferentia_ami_id="ami-0fedcba9876543210",
+        max_cost_usd_ceiling=12.5,
+        budget_alert_email="ops@example.com",
+        inferentia_az="us-west-2c",
+    )

@@ -1,5 +1,6 @@
 """PEP 503 simple indexes on disk (``file://``) holding tiny pure-Python wheels: what infra.box_lock resolves and
 neuronpipe-sync installs in the tests, with no network."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,8 @@ def wheel(dest: Path, name: str, version: str, requires: tuple[str, ...] = (), m
     dist = f"{name}-{version}.dist-info"
     files = {
         f"{name}/__init__.py": f"WHO = {marker or 'index'!r}\nVERSION = {version!r}\n",
-        f"{dist}/METADATA": "Metadata-Version: 2.1\n" f"Name: {name}\nVersion: {version}\n"
-                            + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{dist}/METADATA": "Metadata-Version: 2.1\n"
+        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: fake-index\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     files[f"{dist}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{dist}/RECORD,,\n"
@@ -50,7 +51,8 @@ def simple_index(root: Path, files: list[Path]) -> str:
     for project, found in by_project.items():
         page = root / "simple" / project / "index.html"
         page.parent.mkdir(parents=True, exist_ok=True)
-        links = "".join(f'<a href="../../files/{f.name.replace("+", "%2B")}#sha256={sha256(f)}">{f.name}</a>\n'
-                        for f in found)
+        links = "".join(
+            f'<a href="../../files/{f.name.replace("+", "%2B")}#sha256={sha256(f)}">{f.name}</a>\n' for f in found
+        )
         page.write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
     return (root / "simple").as_uri()

@@ -1,14 +1,27 @@
 """Settings, user data rendering and Lambda bundling: pure, no synth."""
+
 from __future__ import annotations
 
 import sys
 
 import pytest
 
-from infra.bundling import (BundlingError, lambda_deps_ready, pip_command, prune, stage_harness,
-                            stage_lambda_code, stage_packages)
-from infra.config import (INFERENTIA_DLAMI_SSM_PARAMETER, INFERENTIA_PINNED_AMIS, TRAINIUM_DLAMI_SSM_PARAMETER,
-                          DeploymentSettings, SettingsError)
+from infra.bundling import (
+    BundlingError,
+    lambda_deps_ready,
+    pip_command,
+    prune,
+    stage_harness,
+    stage_lambda_code,
+    stage_packages,
+)
+from infra.config import (
+    INFERENTIA_DLAMI_SSM_PARAMETER,
+    INFERENTIA_PINNED_AMIS,
+    TRAINIUM_DLAMI_SSM_PARAMETER,
+    DeploymentSettings,
+    SettingsError,
+)
 from infra.user_data import BoxUserDataValues, UserDataError, fill, render_box_user_data
 
 
@@ -25,15 +38,18 @@ def test_unknown_setting_fails_listing_valid_ones():
     assert "monthly_budget" in str(exc.value) and "monthly_budget_usd" in str(exc.value)
 
 
-@pytest.mark.parametrize("raw, word", [
-    ({"trainium_az": "us-west-2a"}, "trainium_az"),
-    ({"availability_zones": ["us-east-1a"], "trainium_az": "us-east-1a", "inferentia_az": "us-east-1a"}, "region"),
-    ({"ssm_connectivity": "vpn"}, "ssm_connectivity"),
-    ({"monthly_budget_usd": 0}, "monthly_budget_usd"),
-    ({"trainium_ami_id": "ami-PLACEHOLDER"}, "trainium_ami_id"),
-    ({"dataset_uri": "https://example.com/data"}, "dataset_uri"),
-    ({"max_cost_usd_ceiling": 0}, "max_cost_usd_ceiling"),
-])
+@pytest.mark.parametrize(
+    "raw, word",
+    [
+        ({"trainium_az": "us-west-2a"}, "trainium_az"),
+        ({"availability_zones": ["us-east-1a"], "trainium_az": "us-east-1a", "inferentia_az": "us-east-1a"}, "region"),
+        ({"ssm_connectivity": "vpn"}, "ssm_connectivity"),
+        ({"monthly_budget_usd": 0}, "monthly_budget_usd"),
+        ({"trainium_ami_id": "ami-PLACEHOLDER"}, "trainium_ami_id"),
+        ({"dataset_uri": "https://example.com/data"}, "dataset_uri"),
+        ({"max_cost_usd_ceiling": 0}, "max_cost_usd_ceiling"),
+    ],
+)
 def test_bad_settings_name_the_setting(raw, word):
     with pytest.raises(SettingsError, match=word):
         DeploymentSettings.from_context(raw)
@@ -48,7 +64,9 @@ def test_defaults_of_the_deploy_path():
     assert DeploymentSettings.from_context({"state_machine_name": "np-dev"}).lease_table == "np-dev-leases"
     assert s.existing_results_bucket is False and s.dataset_uri is None and s.dataset_location is None
     assert DeploymentSettings.from_context({"dataset_uri": "s3://my-data/sets/sft/"}).dataset_location == (
-        "my-data", "sets/sft/")
+        "my-data",
+        "sets/sft/",
+    )
 
 
 def test_context_given_as_a_json_string_is_read():  # `cdk -c neuronpipe='{...}'` passes a string
@@ -63,8 +81,10 @@ def test_endpoints_only_networking_is_refused_with_the_reason():
     message = str(exc.value)
     assert "ssm_connectivity='endpoints' is refused" in message and "PyPI" in message and "nat_and_endpoints" in message
     assert "\n" not in message
-    assert DeploymentSettings.from_context({"ssm_connectivity": "nat_and_endpoints"}).ssm_connectivity == \
-        "nat_and_endpoints"
+    assert (
+        DeploymentSettings.from_context({"ssm_connectivity": "nat_and_endpoints"}).ssm_connectivity
+        == "nat_and_endpoints"
+    )
 
 
 def test_amis_are_pinned_or_resolved_by_ec2_at_launch_from_a_framework_versioned_parameter():
@@ -79,12 +99,19 @@ def test_amis_are_pinned_or_resolved_by_ec2_at_launch_from_a_framework_versioned
     # inf2 in us-west-2 keeps the vLLM 0.16 pin (the newer vLLM line cannot serve inf2)
     assert inf.ami_id == INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665" == inf.image_id
     # a region without a pin: inf2 resolves the vLLM DLAMI parameter at launch; no region is refused
-    east = DeploymentSettings.from_context({"region": "us-east-2", "availability_zones": ["us-east-2b"],
-                                            "trainium_az": "us-east-2b", "inferentia_az": "us-east-2b"})
+    east = DeploymentSettings.from_context(
+        {
+            "region": "us-east-2",
+            "availability_zones": ["us-east-2b"],
+            "trainium_az": "us-east-2b",
+            "inferentia_az": "us-east-2b",
+        }
+    )
     assert east.ami("inf2").ssm_parameter == INFERENTIA_DLAMI_SSM_PARAMETER and east.ami("inf2").ami_id is None
     # an explicit pin wins for either box; a parameter may name its version (an exact image)
-    pinned = DeploymentSettings.from_context({"trainium_ami_id": "ami-0123456789abcdef0",
-                                              "inferentia_ami_id": "ami-0fedcba9876543210"})
+    pinned = DeploymentSettings.from_context(
+        {"trainium_ami_id": "ami-0123456789abcdef0", "inferentia_ami_id": "ami-0fedcba9876543210"}
+    )
     assert pinned.ami("trn1").ami_id == "ami-0123456789abcdef0" and pinned.ami("trn1").ssm_parameter is None
     assert pinned.ami("inf2").ami_id == "ami-0fedcba9876543210"
     versioned = DeploymentSettings.from_context({"trainium_ami_parameter": TRAINIUM_DLAMI_SSM_PARAMETER + ":7"})
@@ -101,10 +128,17 @@ def test_budget_alert_email_is_an_address_or_the_explicit_opt_out():
 
 
 def _values(**kw) -> BoxUserDataValues:
-    base = dict(box_role="trn1", region="us-west-2", results_uri="s3://b/results",
-                harness_param="/neuronpipe/harness/uri",
-                cache_volume_id="vol-0123456789abcdef0", swap_volume_id="", nvme_swap_gib=64,
-                dlami_venv_glob="/opt/aws_neuronx_venv_pytorch_*", hf_token_secret="neuronpipe/hf-token")
+    base = dict(
+        box_role="trn1",
+        region="us-west-2",
+        results_uri="s3://b/results",
+        harness_param="/neuronpipe/harness/uri",
+        cache_volume_id="vol-0123456789abcdef0",
+        swap_volume_id="",
+        nvme_swap_gib=64,
+        dlami_venv_glob="/opt/aws_neuronx_venv_pytorch_*",
+        hf_token_secret="neuronpipe/hf-token",
+    )
     base.update(kw)
     return BoxUserDataValues(**base)
 
@@ -157,8 +191,14 @@ def test_lambda_deps_are_built_for_the_lambda_platform_not_here(tmp_path):
 
 
 def test_prune_drops_runtime_provided_and_unused_parts(tmp_path):
-    for rel in ("boto3/__init__.py", "botocore/__init__.py", "pyarrow/tests/t.py", "pyarrow/lib.so",
-                "pyarrow/libarrow_flight.so.2600", "duckdb/__init__.py"):
+    for rel in (
+        "boto3/__init__.py",
+        "botocore/__init__.py",
+        "pyarrow/tests/t.py",
+        "pyarrow/lib.so",
+        "pyarrow/libarrow_flight.so.2600",
+        "duckdb/__init__.py",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     prune(tmp_path)
@@ -168,20 +208,32 @@ def test_prune_drops_runtime_provided_and_unused_parts(tmp_path):
 
 def test_prune_keeps_only_plotly_js_of_the_plotly_package(tmp_path):
     """The layer carries plotly for REPORT.html's plotly.min.js alone; the page's asset lookup still finds it."""
-    for rel in ("plotly/__init__.py", "plotly/graph_objs/_figure.py", "plotly/package_data/plotly.min.js",
-                "plotly/package_data/templates/plotly.json", "plotly-7.1.0.dist-info/METADATA",
-                "narwhals/__init__.py", "pyarrow/lib.so"):
+    for rel in (
+        "plotly/__init__.py",
+        "plotly/graph_objs/_figure.py",
+        "plotly/package_data/plotly.min.js",
+        "plotly/package_data/templates/plotly.json",
+        "plotly-7.1.0.dist-info/METADATA",
+        "narwhals/__init__.py",
+        "pyarrow/lib.so",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("/** plotly.js v9.9.9 */" if rel.endswith(".js") else "")
     prune(tmp_path)
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert left == ["plotly-7.1.0.dist-info/METADATA", "plotly/__init__.py", "plotly/package_data/plotly.min.js",
-                    "pyarrow/lib.so"]
+    assert left == [
+        "plotly-7.1.0.dist-info/METADATA",
+        "plotly/__init__.py",
+        "plotly/package_data/plotly.min.js",
+        "pyarrow/lib.so",
+    ]
     import subprocess
     from pathlib import Path
 
-    probe = ("import sys; sys.path[:0] = sys.argv[1:3]; from analytics.report.html_assets import chart_library; "
-             "lib = chart_library(); print(lib.version, lib.path)")
+    probe = (
+        "import sys; sys.path[:0] = sys.argv[1:3]; from analytics.report.html_assets import chart_library; "
+        "lib = chart_library(); print(lib.version, lib.path)"
+    )
     root = str(Path(__file__).resolve().parents[2])
     out = subprocess.run([sys.executable, "-I", "-c", probe, str(tmp_path), root], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

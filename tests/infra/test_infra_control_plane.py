@@ -1,4 +1,5 @@
 """The ControlPlane stack: state machine from the checked-in ASL, the Lambdas, the rules (INTERFACES C, F)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,13 @@ from pathlib import Path
 from aws_cdk.assertions import Match
 
 from infra.config import ADAPTERS_PREFIX, STACK_CONTROL_PLANE
-from infra.stacks.control import (EXECUTION_ENDED_STATUSES, EXECUTION_STATUS_DETAIL_TYPE, HANDLERS,
-                                  SSM_FAILED_STATUSES, SSM_STATUS_DETAIL_TYPE)
+from infra.stacks.control import (
+    EXECUTION_ENDED_STATUSES,
+    EXECUTION_STATUS_DETAIL_TYPE,
+    HANDLERS,
+    SSM_FAILED_STATUSES,
+    SSM_STATUS_DETAIL_TYPE,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +41,16 @@ def _function_ids(synthesized) -> dict[str, str]:
 def test_lambdas_by_handler_path(synthesized):
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in fns.values())
-    assert sorted(HANDLERS) == ["commit_lane", "finalize_run", "idle_reaper", "on_command_status",
-                                "on_execution_status", "plan_execution", "plan_run", "schedule_wave"]
+    assert sorted(HANDLERS) == [
+        "commit_lane",
+        "finalize_run",
+        "idle_reaper",
+        "on_command_status",
+        "on_execution_status",
+        "plan_execution",
+        "plan_run",
+        "schedule_wave",
+    ]
     assert handlers == sorted(f"control_plane.handlers.{n}.handler" for n in HANDLERS)
     for f in fns.values():
         p = f["Properties"]
@@ -45,15 +59,16 @@ def test_lambdas_by_handler_path(synthesized):
         assert len(p["Layers"]) == 1  # the third-party layer
         env = p["Environment"]["Variables"]
         assert env["NEURONPIPE_RESULTS_URI"]
-        assert {"NEURONPIPE_TRN1_INSTANCE_ID", "NEURONPIPE_INF2_INSTANCE_ID", "NEURONPIPE_STATE_MACHINE_ARN"} <= set(env)
+        assert {"NEURONPIPE_TRN1_INSTANCE_ID", "NEURONPIPE_INF2_INSTANCE_ID", "NEURONPIPE_STATE_MACHINE_ARN"} <= set(
+            env
+        )
         assert env["NEURONPIPE_MAX_COST_USD_CEILING"] == "50"  # cdk.json max_cost_usd_ceiling (INTERFACES D)
         assert env["NEURONPIPE_LEASE_TABLE"] == {"Ref": _lease_table_id(synthesized)}
 
 
 def test_lambda_code_asset_holds_the_handlers(synthesized):
     assets = json.loads((synthesized.outdir / f"{STACK_CONTROL_PLANE}.assets.json").read_text())["files"]
-    dirs = [synthesized.outdir / a["source"]["path"] for a in assets.values() if a["source"].get("packaging") ==
-            "zip"]
+    dirs = [synthesized.outdir / a["source"]["path"] for a in assets.values() if a["source"].get("packaging") == "zip"]
     code = [d for d in dirs if (d / "control_plane").is_dir()]
     assert any((d / "python").is_dir() for d in dirs)  # the layer keeps python/ at its root
     assert code, "no asset folder carries the first-party packages"
@@ -73,12 +88,15 @@ def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized
     assert json.loads(p["DefinitionString"]) == json.loads(ASL_PATH.read_text())
     assert set(p["DefinitionSubstitutions"]) == set(SUBSTITUTIONS) == placeholders(ASL_PATH.read_text())
     assert p["DefinitionSubstitutions"]["FinalizeRunFunctionArn"] == {
-        "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]}
+        "Fn::GetAtt": [_function_ids(synthesized)["finalize_run"], "Arn"]
+    }
     assert p["DefinitionSubstitutions"]["ScheduleWaveFunctionArn"] == {
-        "Fn::GetAtt": [_function_ids(synthesized)["schedule_wave"], "Arn"]}
+        "Fn::GetAtt": [_function_ids(synthesized)["schedule_wave"], "Arn"]
+    }
     # an execution started with a run request plans itself with plan_execution
     assert p["DefinitionSubstitutions"]["PlanExecutionFunctionArn"] == {
-        "Fn::GetAtt": [_function_ids(synthesized)["plan_execution"], "Arn"]}
+        "Fn::GetAtt": [_function_ids(synthesized)["plan_execution"], "Arn"]
+    }
     if "LeaseTableName" in SUBSTITUTIONS:  # INTERFACES B: the ASL releases leases in this table
         assert p["DefinitionSubstitutions"]["LeaseTableName"] == {"Ref": _lease_table_id(synthesized)}
     assert p["StateMachineName"] == synthesized.settings.state_machine_name
@@ -88,8 +106,9 @@ def test_state_machine_is_the_checked_in_asl_with_every_substitution(synthesized
 
 def test_failed_ssm_commands_route_to_on_command_status(synthesized):
     ids = _function_ids(synthesized)
-    rule = next(r for r in _rules(synthesized).values()
-                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.ssm"])
+    rule = next(
+        r for r in _rules(synthesized).values() if r["Properties"].get("EventPattern", {}).get("source") == ["aws.ssm"]
+    )
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["detail-type"] == [SSM_STATUS_DETAIL_TYPE]
     assert sorted(pattern["detail"]["status"]) == sorted(SSM_FAILED_STATUSES) == ["Cancelled", "Failed", "TimedOut"]
@@ -102,27 +121,43 @@ def test_nightly_smoke_schedule_is_disabled_and_passes_its_time(synthesized):
     """INTERFACES C: the schedule's time reaches plan_run, which names the run after it (same minute,
     same name: a redelivery is refused by Step Functions)."""
     ids = _function_ids(synthesized)
-    rule = next(r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("cron"))
+    rule = next(
+        r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("cron")
+    )
     assert rule["Properties"]["State"] == "DISABLED"
     assert _target_logical_id(rule) == ids["plan_run"]
     (target,) = rule["Properties"]["Targets"]
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"] == {"time": "$.time"}
     delivered = json.loads(transformer["InputTemplate"].replace("<time>", json.dumps("2026-05-04T06:00:00Z")))
-    assert delivered == {"schedule": "nightly-smoke", "time": "2026-05-04T06:00:00Z",
-                         "request": {"preset": "smoke", "trigger": "schedule:nightly-smoke"}}
+    assert delivered == {
+        "schedule": "nightly-smoke",
+        "time": "2026-05-04T06:00:00Z",
+        "request": {"preset": "smoke", "trigger": "schedule:nightly-smoke"},
+    }
 
 
 def test_adapter_upload_reaches_plan_run_as_the_native_event(synthesized):
     """INTERFACES C: no input transformer, so plan_run sees bucket, key and version/etag (its dedup key)."""
     ids = _function_ids(synthesized)
-    synthesized.template(STACK_CONTROL_PLANE).has_resource_properties("AWS::Events::Rule", {
-        "EventPattern": {"source": ["aws.s3"], "detail-type": ["Object Created"],
-                         "detail": {"bucket": {"name": Match.any_value()},
-                                    "object": {"key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"},
-                                                       {"wildcard": f"{ADAPTERS_PREFIX}*.tgz"}]}}}})
-    rule = next(r for r in _rules(synthesized).values()
-                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"])
+    synthesized.template(STACK_CONTROL_PLANE).has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.s3"],
+                "detail-type": ["Object Created"],
+                "detail": {
+                    "bucket": {"name": Match.any_value()},
+                    "object": {
+                        "key": [{"wildcard": f"{ADAPTERS_PREFIX}*.tar.gz"}, {"wildcard": f"{ADAPTERS_PREFIX}*.tgz"}]
+                    },
+                },
+            }
+        },
+    )
+    rule = next(
+        r for r in _rules(synthesized).values() if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"]
+    )
     assert _target_logical_id(rule) == ids["plan_run"]
     (target,) = rule["Properties"]["Targets"]
     assert "InputTransformer" not in target and "Input" not in target and "InputPath" not in target
@@ -130,8 +165,11 @@ def test_adapter_upload_reaches_plan_run_as_the_native_event(synthesized):
 
 def test_a_run_ending_badly_routes_to_on_execution_status(synthesized):
     ids = _function_ids(synthesized)
-    rule = next(r for r in _rules(synthesized).values()
-                if r["Properties"].get("EventPattern", {}).get("source") == ["aws.states"])
+    rule = next(
+        r
+        for r in _rules(synthesized).values()
+        if r["Properties"].get("EventPattern", {}).get("source") == ["aws.states"]
+    )
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["detail-type"] == [EXECUTION_STATUS_DETAIL_TYPE] == ["Step Functions Execution Status Change"]
     assert sorted(pattern["detail"]["status"]) == sorted(EXECUTION_ENDED_STATUSES) == ["ABORTED", "FAILED", "TIMED_OUT"]
@@ -143,7 +181,9 @@ def test_a_run_ending_badly_routes_to_on_execution_status(synthesized):
 
 def test_idle_reaper_runs_on_a_schedule(synthesized):
     ids = _function_ids(synthesized)
-    rule = next(r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("rate"))
+    rule = next(
+        r for r in _rules(synthesized).values() if r["Properties"].get("ScheduleExpression", "").startswith("rate")
+    )
     assert rule["Properties"]["ScheduleExpression"] == f"rate({synthesized.settings.idle_reaper_rate_minutes} minutes)"
     assert rule["Properties"]["State"] == "ENABLED"
     assert _target_logical_id(rule) == ids["idle_reaper"]

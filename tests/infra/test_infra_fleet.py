@@ -1,5 +1,6 @@
 """NeuronPipelinesFleet: a hardened launch template per catalogued type, one role for every ephemeral box, and what
 the control plane may do with them (launch from these templates only, terminate ephemeral boxes only)."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -10,17 +11,31 @@ from typing import Any
 import pytest
 
 from control_plane.lean import DEFAULT_FLEET_TEMPLATE_PREFIX, EPHEMERAL, TAG_EPHEMERAL, TAG_INSTANCE_TYPE
-from infra.config import (APPEND_ONLY_KEY_PATTERNS, INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, ROLE_TAG_KEY,
-                          STACK_BASE, STACK_CONTROL_PLANE, STACK_FLEET, STACK_INFERENTIA, STACK_NAMES)
-from infra.user_data import (BOOT_DONE_PATH, PER_BOOT_PATH, SYNC_PATH, USER_DATA_LIMIT_BYTES,
-                             EphemeralBoxUserDataValues, UserDataError, render_ephemeral_user_data)
+from infra.config import (
+    APPEND_ONLY_KEY_PATTERNS,
+    INFERENTIA_PINNED_AMIS,
+    PROJECT_TAG_KEY,
+    ROLE_TAG_KEY,
+    STACK_BASE,
+    STACK_CONTROL_PLANE,
+    STACK_FLEET,
+    STACK_INFERENTIA,
+    STACK_NAMES,
+)
+from infra.user_data import (
+    BOOT_DONE_PATH,
+    PER_BOOT_PATH,
+    SYNC_PATH,
+    USER_DATA_LIMIT_BYTES,
+    EphemeralBoxUserDataValues,
+    UserDataError,
+    render_ephemeral_user_data,
+)
 from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
 from pipeline.instance_types import CATALOGUE, CUDA_DLAMI_PARAMETER, NEURON_TRAINING_DLAMI_PARAMETER, QUOTAS
 from tests.support.cfn import as_list, flat
 
 FAMILY_ROLE = {"neuron-inf2": "inf2", "neuron-trn1": "trn1", "neuron-trn2": "trn1", "cuda": "cuda"}
-
-
 
 
 def _templates(synthesized) -> dict[str, dict[str, Any]]:
@@ -39,8 +54,11 @@ def _user_data(template: dict[str, Any]) -> str:
 
 def _exports(synthesized, stack: str) -> dict[str, Any]:
     """Export name -> the value the stack exports (what an Fn::ImportValue of it resolves to)."""
-    return {o["Export"]["Name"]: o["Value"] for o in synthesized.templates[stack].get("Outputs", {}).values()
-            if "Export" in o}
+    return {
+        o["Export"]["Name"]: o["Value"]
+        for o in synthesized.templates[stack].get("Outputs", {}).values()
+        if "Export" in o
+    }
 
 
 def _imported(value: Any, exports: dict[str, Any]) -> list[Any]:
@@ -51,8 +69,12 @@ def _imported(value: Any, exports: dict[str, Any]) -> list[Any]:
 
 def _policy_statements(synthesized, stack: str, prefix: str) -> dict[str, dict[str, Any]]:
     policies = synthesized.resources(stack, "AWS::IAM::Policy")
-    return {st.get("Sid", f"{k}/{i}"): st for k, p in policies.items() if k.startswith(prefix)
-            for i, st in enumerate(p["Properties"]["PolicyDocument"]["Statement"])}
+    return {
+        st.get("Sid", f"{k}/{i}"): st
+        for k, p in policies.items()
+        if k.startswith(prefix)
+        for i, st in enumerate(p["Properties"]["PolicyDocument"]["Statement"])
+    }
 
 
 def _template_lids(synthesized) -> set[str]:
@@ -68,6 +90,7 @@ def _box_subnets(synthesized) -> list[tuple[str, str]]:
 
 
 # --- the launch templates ------------------------------------------------------------------------------------------
+
 
 def _priced(region: str) -> list:
     """The catalogued types with a price in ``region``: those that get a launch template."""
@@ -91,21 +114,31 @@ def test_every_launch_template_is_hardened(synthesized):
     for name, template in _templates(synthesized).items():
         t = next(t for t in CATALOGUE.values() if name.endswith(f"-{t.slug}"))
         data = _data(template)
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1,
-                                           "HttpEndpoint": "enabled"}, name
+        assert data["MetadataOptions"] == {
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 1,
+            "HttpEndpoint": "enabled",
+        }, name
         # the base stack's box security group, which has no inbound rule (test_infra_security checks no stack has one)
         assert _imported(data["SecurityGroupIds"], exports) == [{"Fn::GetAtt": [box_sg_lid, "GroupId"]}], name
         assert "SecurityGroupIngress" not in base[box_sg_lid]["Properties"]
         # no network interface of its own (none could ask for a public IP); the subnets it is launched into map none
         assert "NetworkInterfaces" not in data, name
-        assert data["BlockDeviceMappings"] == [{"DeviceName": "/dev/sda1", "Ebs": {
-            "VolumeSize": t.root_gib, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}}], name
+        assert data["BlockDeviceMappings"] == [
+            {
+                "DeviceName": "/dev/sda1",
+                "Ebs": {"VolumeSize": t.root_gib, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True},
+            }
+        ], name
         assert data["InstanceInitiatedShutdownBehavior"] == "terminate" and data["DisableApiTermination"] is False
         assert data["EbsOptimized"] is True and data["Monitoring"] == {"Enabled": False}
         for spec in data["TagSpecifications"]:
             assert {tag["Key"]: tag["Value"] for tag in spec["Tags"]} == {
-                PROJECT_TAG_KEY: synthesized.settings.project, TAG_EPHEMERAL: EPHEMERAL, TAG_INSTANCE_TYPE: t.name,
-                ROLE_TAG_KEY: FAMILY_ROLE[t.family]}, name
+                PROJECT_TAG_KEY: synthesized.settings.project,
+                TAG_EPHEMERAL: EPHEMERAL,
+                TAG_INSTANCE_TYPE: t.name,
+                ROLE_TAG_KEY: FAMILY_ROLE[t.family],
+            }, name
         assert sorted(s["ResourceType"] for s in data["TagSpecifications"]) == ["instance", "volume"]
         (own,) = template["Properties"]["TagSpecifications"]
         assert own["ResourceType"] == "launch-template"
@@ -122,9 +155,12 @@ def test_images_are_pins_or_resolved_by_ec2_at_each_launch(synthesized):
     pin = INFERENTIA_PINNED_AMIS[synthesized.settings.region].ami_id
     for name, template in _templates(synthesized).items():
         t = next(t for t in CATALOGUE.values() if name.endswith(f"-{t.slug}"))
-        expected = {"neuron-inf2": pin, "neuron-trn1": f"resolve:ssm:{NEURON_TRAINING_DLAMI_PARAMETER}",
-                    "neuron-trn2": f"resolve:ssm:{NEURON_TRAINING_DLAMI_PARAMETER}",
-                    "cuda": f"resolve:ssm:{CUDA_DLAMI_PARAMETER}"}[t.family]
+        expected = {
+            "neuron-inf2": pin,
+            "neuron-trn1": f"resolve:ssm:{NEURON_TRAINING_DLAMI_PARAMETER}",
+            "neuron-trn2": f"resolve:ssm:{NEURON_TRAINING_DLAMI_PARAMETER}",
+            "cuda": f"resolve:ssm:{CUDA_DLAMI_PARAMETER}",
+        }[t.family]
         assert _data(template)["ImageId"] == expected, name
     manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
     assert not manifest.get("missing")
@@ -133,13 +169,19 @@ def test_images_are_pins_or_resolved_by_ec2_at_each_launch(synthesized):
 @pytest.fixture(scope="module")
 def pinned_fleet(tmp_path_factory, synth_variant):
     """A second synth: an explicit fleet pin for one inf2 and one GPU type, another template prefix."""
-    return synth_variant(tmp_path_factory.mktemp("cdk.out.fleet"), fleet_template_prefix="np-cells",
-                         fleet_ami_pins={"inf2.8xlarge": "ami-0aaaaaaaaaaaaaaa1", "g6.xlarge": "ami-0bbbbbbbbbbbbbbb2"})
+    return synth_variant(
+        tmp_path_factory.mktemp("cdk.out.fleet"),
+        fleet_template_prefix="np-cells",
+        fleet_ami_pins={"inf2.8xlarge": "ami-0aaaaaaaaaaaaaaa1", "g6.xlarge": "ami-0bbbbbbbbbbbbbbb2"},
+    )
 
 
 def test_fleet_pins_and_prefix_are_settings(pinned_fleet):
-    templates = {t["Properties"]["LaunchTemplateName"]: t["Properties"]["LaunchTemplateData"]
-                 for t in pinned_fleet[STACK_FLEET]["Resources"].values() if t["Type"] == "AWS::EC2::LaunchTemplate"}
+    templates = {
+        t["Properties"]["LaunchTemplateName"]: t["Properties"]["LaunchTemplateData"]
+        for t in pinned_fleet[STACK_FLEET]["Resources"].values()
+        if t["Type"] == "AWS::EC2::LaunchTemplate"
+    }
     assert set(templates) == {f"np-cells-{t.slug}" for t in _priced("us-west-2")}
     assert templates["np-cells-inf2-8xlarge"]["ImageId"] == "ami-0aaaaaaaaaaaaaaa1"
     assert templates["np-cells-g6-xlarge"]["ImageId"] == "ami-0bbbbbbbbbbbbbbb2"
@@ -152,14 +194,18 @@ def test_fleet_pins_and_prefix_are_settings(pinned_fleet):
 def test_a_fleet_pin_for_an_unknown_type_names_the_valid_ones():
     from infra.config import DeploymentSettings, SettingsError
 
-    with pytest.raises(SettingsError, match=r"fleet_ami_pins: unknown instance type\(s\) x9\.huge; catalogued types: "
-                                            r"inf2\.xlarge"):
+    with pytest.raises(
+        SettingsError,
+        match=r"fleet_ami_pins: unknown instance type\(s\) x9\.huge; catalogued types: "
+        r"inf2\.xlarge",
+    ):
         DeploymentSettings.from_context({"fleet_ami_pins": {"x9.huge": "ami-0123456789abcdef0"}})
     with pytest.raises(SettingsError, match="not an ami- id for g5.xlarge"):
         DeploymentSettings.from_context({"fleet_ami_pins": {"g5.xlarge": "resolve:ssm:/x"}})
 
 
 # --- the ephemeral user data ---------------------------------------------------------------------------------------
+
 
 def _box_conf(user_data: str) -> dict[str, str]:
     body = user_data.split("<<'NEURONPIPE_BOX_CONF'\n", 1)[1].split("\nNEURONPIPE_BOX_CONF\n", 1)[0]
@@ -202,7 +248,7 @@ def test_the_cuda_variant_installs_the_pinned_serving_stack_and_points_the_dlami
             assert conf["DLAMI_VENV_GLOB"] == f"'{CUDA_VENV}'"
             (install,) = installs
             assert install.strip().startswith('"$SERVING_VENV/bin/python" -m pip install')
-            assert set(install.split()[-len(pins):]) == pins
+            assert set(install.split()[-len(pins) :]) == pins
             assert f'SERVING_VENV="$ROOT{CUDA_VENV}"' in ud and 'python3 -m venv "$SERVING_VENV"' in ud
         else:
             assert installs == [] and "SERVING_VENV" not in ud
@@ -211,18 +257,38 @@ def test_the_cuda_variant_installs_the_pinned_serving_stack_and_points_the_dlami
 
 
 def test_the_ephemeral_renderer_refuses_a_serving_venv_the_box_would_not_record():
-    values = EphemeralBoxUserDataValues("cuda", "cuda", "us-west-2", "s3://b/results", "/p", "/opt/a", "s",
-                                        serving_venv="/opt/b", serving_installs=(("vllm", "0.32.0"),))
+    values = EphemeralBoxUserDataValues(
+        "cuda",
+        "cuda",
+        "us-west-2",
+        "s3://b/results",
+        "/p",
+        "/opt/a",
+        "s",
+        serving_venv="/opt/b",
+        serving_installs=(("vllm", "0.32.0"),),
+    )
     with pytest.raises(UserDataError, match="dlami_venv_glob"):
         render_ephemeral_user_data(values)
     with pytest.raises(UserDataError, match="exact version"):
-        render_ephemeral_user_data(EphemeralBoxUserDataValues(
-            "cuda", "cuda", "us-west-2", "s3://b/results", "/p", "/opt/a", "s", serving_venv="/opt/a",
-            serving_installs=(("vllm", ">=0.32"),)))
+        render_ephemeral_user_data(
+            EphemeralBoxUserDataValues(
+                "cuda",
+                "cuda",
+                "us-west-2",
+                "s3://b/results",
+                "/p",
+                "/opt/a",
+                "s",
+                serving_venv="/opt/a",
+                serving_installs=(("vllm", ">=0.32"),),
+            )
+        )
     assert BOOT_DONE_PATH == "run/neuronpipe/boot.done"
 
 
 # --- the fleet role ------------------------------------------------------------------------------------------------
+
 
 def test_the_fleet_role_has_the_box_grants_but_the_bootstrap_tag(synthesized):
     fleet = _policy_statements(synthesized, STACK_FLEET, "BoxPolicy")
@@ -233,8 +299,18 @@ def test_the_fleet_role_has_the_box_grants_but_the_bootstrap_tag(synthesized):
         assert (st["Action"], st.get("Condition")) == (inf2[sid]["Action"], inf2[sid].get("Condition")), sid
         assert flat(st["Resource"]) == flat(inf2[sid]["Resource"]), sid
     assert not any("ec2:CreateTags" in as_list(st["Action"]) for st in fleet.values())
-    assert {"ResultsReadWrite", "NeuronCacheReadWrite", "AdaptersRead", "TaskCallbacks", "HarnessZip",
-            "HarnessParameter", "HfToken", "CommandOutputLogs", "SsmAgent", "SsmAgentChannels"} <= set(fleet)
+    assert {
+        "ResultsReadWrite",
+        "NeuronCacheReadWrite",
+        "AdaptersRead",
+        "TaskCallbacks",
+        "HarnessZip",
+        "HarnessParameter",
+        "HfToken",
+        "CommandOutputLogs",
+        "SsmAgent",
+        "SsmAgentChannels",
+    } <= set(fleet)
 
 
 def test_every_template_launches_with_the_fleet_instance_profile(synthesized):
@@ -252,6 +328,7 @@ def test_every_template_launches_with_the_fleet_instance_profile(synthesized):
 
 
 # --- what the control plane may do with the fleet --------------------------------------------------------------------
+
 
 def _fleet_refs(synthesized, value: Any) -> list[Any]:
     return _imported(value, _exports(synthesized, STACK_FLEET))
@@ -284,8 +361,9 @@ def test_the_state_machine_launches_only_from_the_fleet_templates_tagged_ephemer
     assert image["Condition"] == {"StringEquals": {"ec2:Owner": ["amazon"]}}  # Amazon's images (the DLAMIs) only
     # RunInstances appears nowhere else
     others = [sid for sid, st in sm.items() if "ec2:RunInstances" in as_list(st["Action"])]
-    assert sorted(others) == sorted(["FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes",
-                                     "FleetLaunchNetwork", "FleetLaunchImage"])
+    assert sorted(others) == sorted(
+        ["FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes", "FleetLaunchNetwork", "FleetLaunchImage"]
+    )
 
 
 def test_the_state_machine_tags_at_launch_only_passes_only_the_fleet_role_terminates_only_ephemeral(synthesized):
@@ -300,8 +378,9 @@ def test_the_state_machine_tags_at_launch_only_passes_only_the_fleet_role_termin
     (role_lid,) = synthesized.resources(STACK_FLEET, "AWS::IAM::Role")
     assert _fleet_refs(synthesized, passing["Resource"]) == [{"Fn::GetAtt": [role_lid, "Arn"]}]
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
-    ephemeral = {"StringEquals": {f"ec2:ResourceTag/{PROJECT_TAG_KEY}": project,
-                                  f"ec2:ResourceTag/{TAG_EPHEMERAL}": EPHEMERAL}}
+    ephemeral = {
+        "StringEquals": {f"ec2:ResourceTag/{PROJECT_TAG_KEY}": project, f"ec2:ResourceTag/{TAG_EPHEMERAL}": EPHEMERAL}
+    }
     for stack_policy in ("StateMachinePolicy", "OnExecutionStatusRole", "IdleReaperRole"):
         statements = _policy_statements(synthesized, STACK_CONTROL_PLANE, stack_policy)
         (terminate,) = [st for st in statements.values() if "ec2:TerminateInstances" in as_list(st["Action"])]
@@ -336,10 +415,14 @@ def test_the_control_data_is_create_only_in_the_bucket_policy(synthesized):
     with If-None-Match (the state machine's aws-sdk:s3:putObject and the Lambdas' writes alike)."""
     for key in ("control/run-1/plan.json", "control/run-1/wave-0/items.json", "control/run-1/wave-0/results/c01.json"):
         assert any(fnmatch.fnmatchcase(key, p) for p in APPEND_ONLY_KEY_PATTERNS), key
-    (policy,) = [p for p in synthesized.resources(STACK_BASE, "AWS::S3::BucketPolicy").values()
-                 if "DenyOverwriteOfResults" in json.dumps(p)]
-    (deny,) = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
-               if st.get("Sid") == "DenyOverwriteOfResults"]
+    (policy,) = [
+        p
+        for p in synthesized.resources(STACK_BASE, "AWS::S3::BucketPolicy").values()
+        if "DenyOverwriteOfResults" in json.dumps(p)
+    ]
+    (deny,) = [
+        st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st.get("Sid") == "DenyOverwriteOfResults"
+    ]
     assert any(flat(r).endswith("/control/*") for r in as_list(deny["Resource"]))
 
 
@@ -367,8 +450,12 @@ def test_plan_run_reads_the_fleet_quotas_and_writes_the_fleet_plan(synthesized):
 def test_schedule_wave_reads_and_writes_the_control_data(synthesized):
     scheduler = _policy_statements(synthesized, STACK_CONTROL_PLANE, "ScheduleWaveRole")
     for action in ("s3:GetObject", "s3:PutObject"):
-        patterns = [flat(r).split("-us-west-2/", 1)[1] for st in scheduler.values()
-                    if action in as_list(st["Action"]) for r in as_list(st["Resource"])]
+        patterns = [
+            flat(r).split("-us-west-2/", 1)[1]
+            for st in scheduler.values()
+            if action in as_list(st["Action"])
+            for r in as_list(st["Resource"])
+        ]
         assert any(fnmatch.fnmatchcase("control/run-1/wave-0/items.json", p) for p in patterns), action
 
 

@@ -1,5 +1,6 @@
 """The Lambdas' grants: the lease table and who may touch it, on_execution_status, and the narrowed
 Lambda grants; plus a second synth with the re-deploy / dataset / AMI-pin settings."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ from infra.config import PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK
 from tests.support.cfn import as_list
 
 
-
 def _role_statements(synthesized, prefix: str) -> list[dict[str, Any]]:
     policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
-    return [st for k, p in policies.items() if k.startswith(prefix)
-            for st in p["Properties"]["PolicyDocument"]["Statement"]]
+    return [
+        st for k, p in policies.items() if k.startswith(prefix) for st in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
 def _actions(statements: list[dict[str, Any]]) -> set[str]:
@@ -42,8 +43,9 @@ def test_who_may_touch_the_leases(synthesized):
     table = _table_arn(synthesized)
 
     def lease_actions(prefix: str) -> set[str]:
-        return {a for st in _role_statements(synthesized, prefix) if st["Resource"] == table
-                for a in as_list(st["Action"])}
+        return {
+            a for st in _role_statements(synthesized, prefix) if st["Resource"] == table for a in as_list(st["Action"])
+        }
 
     # the ASL releases after stopping, and marks the lease of a box whose stop failed
     assert lease_actions("StateMachinePolicy") == {"dynamodb:DeleteItem", "dynamodb:UpdateItem"}
@@ -61,15 +63,25 @@ def test_who_may_touch_the_leases(synthesized):
 
 def test_on_execution_status_stops_only_project_boxes(synthesized):
     statements = _role_statements(synthesized, "OnExecutionStatusRole")
-    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
-                                    "xray:PutTelemetryRecords", "ec2:StopInstances", "states:DescribeExecution",
-                                    # what an execution started with a run request planned (its history)
-                                    "states:GetExecutionHistory",
-                                    "dynamodb:GetItem", "dynamodb:DeleteItem",
-                                    # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
-                                    "ec2:DescribeInstances", "ec2:TerminateInstances",
-                                    # its on-failure destination (tests/infra/test_infra_security_review.py)
-                                    "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+    assert _actions(statements) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "ec2:StopInstances",
+        "states:DescribeExecution",
+        # what an execution started with a run request planned (its history)
+        "states:GetExecutionHistory",
+        "dynamodb:GetItem",
+        "dynamodb:DeleteItem",
+        # the ended run's ephemeral boxes (tests/infra/test_infra_fleet.py)
+        "ec2:DescribeInstances",
+        "ec2:TerminateInstances",
+        # its on-failure destination (tests/infra/test_infra_security_review.py)
+        "sqs:SendMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    }
     (stop,) = [st for st in statements if "ec2:StopInstances" in as_list(st["Action"])]
     assert stop["Condition"] == {"StringEquals": {f"aws:ResourceTag/{PROJECT_TAG_KEY}": synthesized.settings.project}}
     (describe,) = [st for st in statements if "states:DescribeExecution" in as_list(st["Action"])]
@@ -87,8 +99,9 @@ def test_narrowed_lambda_grants(synthesized):
             assert "/results/*" in resources and "/reports/" not in resources, st  # reads results only
     assert {"s3:GetObject", "s3:PutObject"} <= _actions(finalize)
     assert "ssm:ListCommandInvocations" not in _actions(_role_statements(synthesized, "OnCommandStatusRole"))
-    assert {"ssm:ListCommands", "ssm:GetCommandInvocation"} <= _actions(_role_statements(synthesized,
-                                                                                        "OnCommandStatusRole"))
+    assert {"ssm:ListCommands", "ssm:GetCommandInvocation"} <= _actions(
+        _role_statements(synthesized, "OnCommandStatusRole")
+    )
     plan = _role_statements(synthesized, "PlanRunRole")
     assert "ec2:DescribeInstances" not in _actions(plan)  # both instance ids come from the environment
     assert {"states:StartExecution", "states:DescribeExecution"} <= _actions(plan)
@@ -117,8 +130,15 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
     """The scheduler between waves reads a run's results and commits skipped attempts under results/, and reads and
     writes a matrix's control data under control/: nothing else."""
     statements = _role_statements(synthesized, "ScheduleWaveRole")
-    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
-                                    "xray:PutTelemetryRecords", "s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+    assert _actions(statements) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:ListBucket",
+    }
     for st in statements:
         actions = as_list(st["Action"])
         if "s3:PutObject" in actions or "s3:GetObject" in actions:
@@ -128,8 +148,11 @@ def test_schedule_wave_reads_and_commits_results_only_and_the_state_machine_may_
             assert st["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     scheduler = next(k for k, f in fns.items() if f["Properties"]["Handler"].endswith("schedule_wave.handler"))
-    invoke = [st for st in _role_statements(synthesized, "StateMachinePolicy")
-              if "lambda:InvokeFunction" in as_list(st["Action"])]
+    invoke = [
+        st
+        for st in _role_statements(synthesized, "StateMachinePolicy")
+        if "lambda:InvokeFunction" in as_list(st["Action"])
+    ]
     assert {"Fn::GetAtt": [scheduler, "Arn"]} in [r for st in invoke for r in as_list(st["Resource"])]
 
 
@@ -138,10 +161,19 @@ def test_plan_execution_plans_for_the_execution_that_invokes_it_and_starts_nothi
     read under results/, leases taken, the EC2 quotas, the plan written and read back as control data) and nothing
     of Step Functions or EC2: it starts no execution and touches no box. The state machine may invoke it."""
     statements = _role_statements(synthesized, "PlanExecutionRole")
-    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
-                                    "xray:PutTelemetryRecords", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
-                                    "dynamodb:PutItem", "dynamodb:GetItem", "servicequotas:GetServiceQuota",
-                                    "servicequotas:GetAWSDefaultServiceQuota"}
+    assert _actions(statements) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "s3:GetObject",
+        "s3:ListBucket",
+        "s3:PutObject",
+        "dynamodb:PutItem",
+        "dynamodb:GetItem",
+        "servicequotas:GetServiceQuota",
+        "servicequotas:GetAWSDefaultServiceQuota",
+    }
     for st in statements:
         actions, resource = as_list(st["Action"]), json.dumps(st["Resource"])
         if "s3:PutObject" in actions:
@@ -152,8 +184,11 @@ def test_plan_execution_plans_for_the_execution_that_invokes_it_and_starts_nothi
             assert st["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
     fns = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::Function")
     planner = next(k for k, f in fns.items() if f["Properties"]["Handler"].endswith("plan_execution.handler"))
-    invoke = [st for st in _role_statements(synthesized, "StateMachinePolicy")
-              if "lambda:InvokeFunction" in as_list(st["Action"])]
+    invoke = [
+        st
+        for st in _role_statements(synthesized, "StateMachinePolicy")
+        if "lambda:InvokeFunction" in as_list(st["Action"])
+    ]
     assert {"Fn::GetAtt": [planner, "Arn"]} in [r for st in invoke for r in as_list(st["Resource"])]
 
 
@@ -161,8 +196,9 @@ def test_the_clean_up_functions_may_read_what_an_execution_planned(synthesized):
     """on_execution_status and the idle reaper find the boxes of an execution started with a run request in its
     history (the PlanRequest state's answer): GetExecutionHistory on the machine's executions only."""
     for prefix in ("OnExecutionStatusRole", "IdleReaperRole"):
-        (history,) = [st for st in _role_statements(synthesized, prefix)
-                      if "states:GetExecutionHistory" in as_list(st["Action"])]
+        (history,) = [
+            st for st in _role_statements(synthesized, prefix) if "states:GetExecutionHistory" in as_list(st["Action"])
+        ]
         assert f":execution:{synthesized.settings.state_machine_name}:*" in json.dumps(history["Resource"]), prefix
 
 

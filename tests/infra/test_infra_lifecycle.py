@@ -3,6 +3,7 @@
 The image id survives a new DLAMI; a deploy without a budget subscriber refuses; a box may list what it reads
 (adapter directories, the shared compile cache); the bucket refuses an overwrite whoever sends it; the NAT gateway
 sits where the boxes are; the state machine's log holds no task token."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,17 @@ from typing import Any
 
 import pytest
 
-from infra.config import (APPEND_ONLY_KEY_PATTERNS, STACK_BASE, STACK_CONTROL_PLANE, STACK_INFERENTIA, STACK_TRAINIUM,
-                          TRAINIUM_DLAMI_SSM_PARAMETER)
+from infra.config import (
+    APPEND_ONLY_KEY_PATTERNS,
+    STACK_BASE,
+    STACK_CONTROL_PLANE,
+    STACK_INFERENTIA,
+    STACK_TRAINIUM,
+    TRAINIUM_DLAMI_SSM_PARAMETER,
+)
 from tests.support.cfn import as_list, flat
 
 BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
-
 
 
 def _resolver(outdir, parameters: dict[str, dict[str, str]] | None = None):
@@ -31,14 +37,17 @@ def _resolver(outdir, parameters: dict[str, dict[str, str]] | None = None):
 
 # -- 1. the image id ------------------------------------------------------------------------------------------
 
+
 def _image_ids(outdir, latest: str) -> dict[str, str]:
     """Each box's ImageId as CloudFormation takes it at a deploy where every SSM-typed template parameter (what
     CloudFormation re-reads at each stack update) resolves to ``latest``."""
     from rehearsal.cfn import load_assembly
 
     assembly = load_assembly(outdir)
-    params = {t.stack_name: {n: latest for n, p in t.parameters.items()
-                             if "AWS::EC2::Image::Id" in p.get("Type", "")} for t in assembly}
+    params = {
+        t.stack_name: {n: latest for n, p in t.parameters.items() if "AWS::EC2::Image::Id" in p.get("Type", "")}
+        for t in assembly
+    }
     _, res = _resolver(outdir, params)
     out = {}
     for stack in BOX_STACKS:
@@ -63,6 +72,7 @@ def test_a_new_dlami_on_deploy_day_cannot_change_the_boxes_image(synthesized):
 
 
 # -- 3. budget alerts reach someone ---------------------------------------------------------------------------
+
 
 @pytest.fixture
 def layer(tmp_path):
@@ -106,15 +116,24 @@ def current_lock(tmp_path, monkeypatch):
     return lock
 
 
-def test_a_deploy_without_a_current_box_lock_refuses_in_one_line_naming_the_command(tmp_path, capsys, layer,
-                                                                                   monkeypatch):
+def test_a_deploy_without_a_current_box_lock_refuses_in_one_line_naming_the_command(
+    tmp_path, capsys, layer, monkeypatch
+):
     """The boxes install only from the hashed lock: the deploy path refuses to synthesize without a current one."""
     from infra import bundling
     from infra.app import main
 
     monkeypatch.setattr(bundling, "BOX_LOCK", tmp_path / "no.lock")
-    rc = main(["--outdir", str(tmp_path / "out"), "--setting", f"lambda_deps_dir={layer}",
-               "--setting", "budget_alert_email=none"])
+    rc = main(
+        [
+            "--outdir",
+            str(tmp_path / "out"),
+            "--setting",
+            f"lambda_deps_dir={layer}",
+            "--setting",
+            "budget_alert_email=none",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1, err
     assert err[0].startswith("error: box lock missing at") and "python -m infra.box_lock" in err[0]
@@ -128,8 +147,9 @@ def test_the_explicit_opt_out_deploys_and_is_recorded(layer, monkeypatch, curren
 
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    built = build_app(harness_sha="0" * 40, context={"neuronpipe": {"lambda_deps_dir": str(layer),
-                                                                    "budget_alert_email": "none"}})
+    built = build_app(
+        harness_sha="0" * 40, context={"neuronpipe": {"lambda_deps_dir": str(layer), "budget_alert_email": "none"}}
+    )
     kinds, recorded = _budget(built)
     assert kinds == ["SNS"] and recorded.startswith("none (opted out")
 
@@ -148,14 +168,18 @@ def test_a_budget_email_is_subscribed_to_every_alert(redeploy):
 
 # -- 5. what a box may list and write ------------------------------------------------------------------------
 
+
 def _box_decision(synthesized, role: str, action: str, key: str | None, prefix: str | None = None):
     """The box role's identity policy evaluated (rehearsal.iam) for one S3 request on the results bucket."""
     from rehearsal.iam import evaluate, iam_model
 
     assembly, res = _resolver(synthesized.outdir)
     actor = iam_model(assembly, res).actors[f"box:{role}"]
-    bucket = next(res.physical_id(STACK_BASE, lid) for lid in assembly.template(STACK_BASE).of_type("AWS::S3::Bucket")
-                  if lid.startswith("Results"))
+    bucket = next(
+        res.physical_id(STACK_BASE, lid)
+        for lid in assembly.template(STACK_BASE).of_type("AWS::S3::Bucket")
+        if lid.startswith("Results")
+    )
     resource = f"arn:aws:s3:::{bucket}" + (f"/{key}" if key else "")
     return evaluate(actor.statements, action, resource, {"s3:prefix": prefix} if action == "s3:ListBucket" else {})
 
@@ -181,12 +205,14 @@ def test_both_boxes_seed_from_and_push_to_the_shared_compile_cache(synthesized, 
 
 # -- 6. the bucket refuses an overwrite ------------------------------------------------------------------------
 
+
 def _append_only_statement(template: dict[str, Any]) -> dict[str, Any]:
     policies = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"]
-    found = [st for p in policies for st in p["PolicyDocument"]["Statement"] if st.get("Sid") == "DenyOverwriteOfResults"]
+    found = [
+        st for p in policies for st in p["PolicyDocument"]["Statement"] if st.get("Sid") == "DenyOverwriteOfResults"
+    ]
     assert len(found) == 1, found
     return found[0]
-
 
 
 def _keys(statement: dict[str, Any]) -> list[str]:
@@ -206,8 +232,11 @@ def test_a_put_without_if_none_match_is_denied_on_results_and_the_compile_cache(
     st = _append_only_statement(template)
     assert st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} and st["Action"] == "s3:PutObject"
     assert st["Condition"] == {"Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}}
-    assert _keys(st) == sorted(APPEND_ONLY_KEY_PATTERNS) == sorted(
-        ["results/v1/*", "results/models/*", "results/neuron-cache/*", "neuron-cache/*", "control/*"])
+    assert (
+        _keys(st)
+        == sorted(APPEND_ONLY_KEY_PATTERNS)
+        == sorted(["results/v1/*", "results/models/*", "results/neuron-cache/*", "neuron-cache/*", "control/*"])
+    )
 
 
 def test_every_store_data_prefix_but_the_ssm_logs_is_append_only():
@@ -222,6 +251,7 @@ def test_every_store_data_prefix_but_the_ssm_logs_is_append_only():
 
 
 # -- 7. network and logs --------------------------------------------------------------------------------------
+
 
 def _nat_az(template: dict[str, Any]) -> str:
     resources = template["Resources"]

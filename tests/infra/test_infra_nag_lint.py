@@ -1,4 +1,5 @@
 """cdk-nag AwsSolutions: no unacknowledged finding, every acknowledgment justified; cfn-lint clean."""
+
 from __future__ import annotations
 
 from infra.config import STACK_NAMES
@@ -7,9 +8,12 @@ from infra.stacks.nag import MIN_REASON_CHARS
 
 def test_no_unacknowledged_cdk_nag_finding(synthesized):
     assert synthesized.error is None, str(synthesized.error)
-    violations = [(v["ruleName"], [r["constructPath"] for r in v["violatingResources"]])
-                  for p in (synthesized.report or {}).get("pluginReports", [])
-                  for v in p.get("violations", []) if v.get("severity") == "error"]
+    violations = [
+        (v["ruleName"], [r["constructPath"] for r in v["violatingResources"]])
+        for p in (synthesized.report or {}).get("pluginReports", [])
+        for v in p.get("violations", [])
+        if v.get("severity") == "error"
+    ]
     assert violations == []
 
 
@@ -20,7 +24,8 @@ def test_every_acknowledgment_carries_a_reason(synthesized):
             for rule in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", []):
                 seen += 1
                 assert len(rule["reason"].strip()) >= MIN_REASON_CHARS or rule["id"].startswith(
-                    "CloudFormation-Validate::"), (stack, logical_id, rule)
+                    "CloudFormation-Validate::"
+                ), (stack, logical_id, rule)
                 assert rule["reason"].strip()
     assert seen > 0
 

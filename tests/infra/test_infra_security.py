@@ -1,4 +1,5 @@
 """One test per security/cost property of the synthesized templates (no AWS, no network)."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,16 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.config import (INFERENTIA_PINNED_AMIS, PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE,
-                          STACK_INFERENTIA, STACK_NAMES, STACK_TRAINIUM, TRAINIUM_DLAMI_SSM_PARAMETER)
+from infra.config import (
+    INFERENTIA_PINNED_AMIS,
+    PROJECT_TAG_KEY,
+    STACK_BASE,
+    STACK_CONTROL_PLANE,
+    STACK_INFERENTIA,
+    STACK_NAMES,
+    STACK_TRAINIUM,
+    TRAINIUM_DLAMI_SSM_PARAMETER,
+)
 from infra.stacks.box_policy import EC2_MESSAGES_ACTIONS, SSM_AGENT_ACTIONS, SSM_MESSAGES_ACTIONS
 from tests.support.cfn import as_list, flat
 
@@ -16,8 +25,6 @@ BOX_STACKS = (STACK_TRAINIUM, STACK_INFERENTIA)
 
 def _statements(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return resource["Properties"]["PolicyDocument"]["Statement"]
-
-
 
 
 def _user_data(synthesized, stack: str) -> str:
@@ -37,16 +44,19 @@ def test_no_inbound_rule_anywhere(synthesized):
 
 def test_boxes_sit_in_private_subnets_without_public_address(synthesized):
     for stack in BOX_STACKS:
-        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
-            "NetworkInterfaces": [Match.object_like({"AssociatePublicIpAddress": False})]})
+        synthesized.template(stack).has_resource_properties(
+            "AWS::EC2::Instance", {"NetworkInterfaces": [Match.object_like({"AssociatePublicIpAddress": False})]}
+        )
     subnets = synthesized.resources(STACK_BASE, "AWS::EC2::Subnet").values()
     assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
 
 
 def test_imdsv2_required(synthesized):
     for stack in BOX_STACKS:
-        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
-            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1}})
+        synthesized.template(stack).has_resource_properties(
+            "AWS::EC2::Instance",
+            {"MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1}},
+        )
 
 
 def test_every_ebs_volume_is_encrypted_gp3(synthesized):
@@ -61,8 +71,9 @@ def test_every_ebs_volume_is_encrypted_gp3(synthesized):
 
 def test_instances_are_stopped_never_terminated(synthesized):
     for stack in BOX_STACKS:
-        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
-            "DisableApiTermination": True, "InstanceInitiatedShutdownBehavior": "stop"})
+        synthesized.template(stack).has_resource_properties(
+            "AWS::EC2::Instance", {"DisableApiTermination": True, "InstanceInitiatedShutdownBehavior": "stop"}
+        )
         ud = _user_data(synthesized, stack)
         assert "shutdown -h" in ud  # the first boot ends stopped
 
@@ -73,33 +84,54 @@ def test_buckets_encrypted_private_tls_only(synthesized):
     for bucket in buckets.values():
         props = bucket["Properties"]
         assert props["PublicAccessBlockConfiguration"] == {
-            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
         assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     policies = synthesized.resources(STACK_BASE, "AWS::S3::BucketPolicy").values()
     assert len(policies) == 2
     for policy in policies:
-        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-                   for s in _statements(policy))
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in _statements(policy)
+        )
 
 
 def test_results_bucket_versioned_with_noncurrent_lifecycle_and_events(synthesized):
     n = synthesized.settings.noncurrent_version_days
-    synthesized.template(STACK_BASE).has_resource_properties("AWS::S3::Bucket", {
-        "VersioningConfiguration": {"Status": "Enabled"},
-        "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({
-            "NoncurrentVersionExpiration": {"NoncurrentDays": n}, "Status": "Enabled"})])},
-        "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
-        "LoggingConfiguration": Match.any_value(),
-    })
+    synthesized.template(STACK_BASE).has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [Match.object_like({"NoncurrentVersionExpiration": {"NoncurrentDays": n}, "Status": "Enabled"})]
+                )
+            },
+            "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
+            "LoggingConfiguration": Match.any_value(),
+        },
+    )
 
 
 def test_budget_alarm_uses_the_setting(synthesized):
-    synthesized.template(STACK_BASE).has_resource_properties("AWS::Budgets::Budget", {
-        "Budget": Match.object_like({"BudgetLimit": {"Amount": synthesized.settings.monthly_budget_usd, "Unit": "USD"},
-                                     "TimeUnit": "MONTHLY", "BudgetType": "COST"}),
-        "NotificationsWithSubscribers": Match.array_with([Match.object_like({
-            "Subscribers": Match.array_with([Match.object_like({"SubscriptionType": "SNS"})])})]),
-    })
+    synthesized.template(STACK_BASE).has_resource_properties(
+        "AWS::Budgets::Budget",
+        {
+            "Budget": Match.object_like(
+                {
+                    "BudgetLimit": {"Amount": synthesized.settings.monthly_budget_usd, "Unit": "USD"},
+                    "TimeUnit": "MONTHLY",
+                    "BudgetType": "COST",
+                }
+            ),
+            "NotificationsWithSubscribers": Match.array_with(
+                [Match.object_like({"Subscribers": Match.array_with([Match.object_like({"SubscriptionType": "SNS"})])})]
+            ),
+        },
+    )
 
 
 def test_ssm_path_is_a_setting_nat_by_default(synthesized):
@@ -126,7 +158,10 @@ def test_box_roles_are_least_privilege(synthesized):
             if sid == "AdaptersRead":
                 assert role == "inf2"
         assert sorted(as_list(by_sid["TaskCallbacks"]["Action"])) == [
-            "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"]
+            "states:SendTaskFailure",
+            "states:SendTaskHeartbeat",
+            "states:SendTaskSuccess",
+        ]
         (iam_role,) = synthesized.resources(stack, "AWS::IAM::Role").values()
         assert "ManagedPolicyArns" not in iam_role["Properties"]  # no AmazonSSMManagedInstanceCore
 
@@ -138,8 +173,13 @@ def test_boxes_read_one_ssm_parameter_not_every_one(synthesized):
         by_sid = {st["Sid"]: st for st in _statements(policy)}
         agent = set(as_list(by_sid["SsmAgent"]["Action"])) | set(as_list(by_sid["SsmAgentChannels"]["Action"]))
         assert agent == {*SSM_AGENT_ACTIONS, *SSM_MESSAGES_ACTIONS, *EC2_MESSAGES_ACTIONS}
-        assert {"ssm:UpdateInstanceInformation", "ssm:ListInstanceAssociations", "ssm:GetDocument",
-                "ec2messages:GetMessages", "ssmmessages:OpenControlChannel"} <= agent
+        assert {
+            "ssm:UpdateInstanceInformation",
+            "ssm:ListInstanceAssociations",
+            "ssm:GetDocument",
+            "ec2messages:GetMessages",
+            "ssmmessages:OpenControlChannel",
+        } <= agent
         for st in by_sid.values():
             actions = as_list(st["Action"])
             if {"ssm:GetParameter", "ssm:GetParameters"} & set(actions):
@@ -152,8 +192,9 @@ def test_boxes_list_only_their_prefixes(synthesized):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
         lists = [st for st in _statements(policy) if "s3:ListBucket" in as_list(st["Action"])]
         assert [st["Sid"] for st in lists] == ["ResultsList"]  # no dataset configured by default
-        assert lists[0]["Condition"] == {"StringLikeIfExists": {"s3:prefix": [
-            "results", "results/*", "neuron-cache", "neuron-cache/*", *extra]}}
+        assert lists[0]["Condition"] == {
+            "StringLikeIfExists": {"s3:prefix": ["results", "results/*", "neuron-cache", "neuron-cache/*", *extra]}
+        }
 
 
 def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
@@ -164,8 +205,11 @@ def test_task_callbacks_are_granted_where_aws_evaluates_them(synthesized):
         (policy,) = synthesized.resources(stack, "AWS::IAM::Policy").values()
         (st,) = [st for st in _statements(policy) if st["Sid"] == "TaskCallbacks"]
         assert st["Resource"] == "*"
-        reasons = [r["reason"] for res in synthesized.templates[stack]["Resources"].values()
-                   for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])]
+        reasons = [
+            r["reason"]
+            for res in synthesized.templates[stack]["Resources"].values()
+            for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+        ]
         assert any(TASK_CALLBACK_REASON in r for r in reasons)
     policies = synthesized.resources(STACK_CONTROL_PLANE, "AWS::IAM::Policy")
     status = next(p for k, p in policies.items() if k.startswith("OnCommandStatusRole"))
@@ -186,8 +230,15 @@ def test_state_machine_touches_only_project_tagged_instances(synthesized):
     assert flat(by_sid["RunShellScriptDocument"]["Resource"]).endswith(":document/AWS-RunShellScript")
     # nothing else in the state machine's policy can act on EC2 or SSM, but the fleet's launch, tag-at-launch and
     # terminate statements (tests/infra/test_infra_fleet.py checks each of their conditions)
-    fleet = {"FleetLaunchTemplates", "FleetLaunchInstance", "FleetLaunchVolumes", "FleetLaunchNetwork",
-             "FleetLaunchImage", "FleetTagAtLaunch", "TerminateEphemeralInstances"}
+    fleet = {
+        "FleetLaunchTemplates",
+        "FleetLaunchInstance",
+        "FleetLaunchVolumes",
+        "FleetLaunchNetwork",
+        "FleetLaunchImage",
+        "FleetTagAtLaunch",
+        "TerminateEphemeralInstances",
+    }
     for sid, st in by_sid.items():
         if sid in fleet:
             assert set(as_list(st["Action"])) <= {"ec2:RunInstances", "ec2:CreateTags", "ec2:TerminateInstances"}
@@ -200,8 +251,10 @@ def test_state_machine_touches_only_project_tagged_instances(synthesized):
 
 def test_everything_taggable_carries_the_project_tag(synthesized):
     for stack in BOX_STACKS:
-        synthesized.template(stack).has_resource_properties("AWS::EC2::Instance", {
-            "Tags": Match.array_with([{"Key": PROJECT_TAG_KEY, "Value": synthesized.settings.project}])})
+        synthesized.template(stack).has_resource_properties(
+            "AWS::EC2::Instance",
+            {"Tags": Match.array_with([{"Key": PROJECT_TAG_KEY, "Value": synthesized.settings.project}])},
+        )
 
 
 def test_amis_are_resolved_by_ec2_at_launch_or_pinned(synthesized):
@@ -210,10 +263,12 @@ def test_amis_are_resolved_by_ec2_at_launch_or_pinned(synthesized):
     pin. No placeholder id anywhere, nothing looked up at synth."""
     trn = synthesized.templates[STACK_TRAINIUM]
     assert "AmiParameter" not in trn.get("Parameters", {})
-    synthesized.template(STACK_TRAINIUM).has_resource_properties("AWS::EC2::Instance", {
-        "ImageId": f"resolve:ssm:{TRAINIUM_DLAMI_SSM_PARAMETER}"})
-    synthesized.template(STACK_INFERENTIA).has_resource_properties("AWS::EC2::Instance", {
-        "ImageId": INFERENTIA_PINNED_AMIS["us-west-2"].ami_id})
+    synthesized.template(STACK_TRAINIUM).has_resource_properties(
+        "AWS::EC2::Instance", {"ImageId": f"resolve:ssm:{TRAINIUM_DLAMI_SSM_PARAMETER}"}
+    )
+    synthesized.template(STACK_INFERENTIA).has_resource_properties(
+        "AWS::EC2::Instance", {"ImageId": INFERENTIA_PINNED_AMIS["us-west-2"].ami_id}
+    )
     assert INFERENTIA_PINNED_AMIS["us-west-2"].ami_id == "ami-035c945d557065665"
     assert "AmiParameter" not in synthesized.templates[STACK_INFERENTIA].get("Parameters", {})
     assert not any("verified" in m for msgs in synthesized.messages.values() for m in msgs)
@@ -229,7 +284,9 @@ def test_disks_and_swap_per_box(synthesized):
     s = synthesized.settings
     trn_volumes = [v["Properties"]["Size"] for v in synthesized.resources(STACK_TRAINIUM, "AWS::EC2::Volume").values()]
     assert trn_volumes == [s.trainium_compile_cache_gib]  # swap lives on the instance-store NVMe
-    inf_volumes = sorted(v["Properties"]["Size"] for v in synthesized.resources(STACK_INFERENTIA, "AWS::EC2::Volume").values())
+    inf_volumes = sorted(
+        v["Properties"]["Size"] for v in synthesized.resources(STACK_INFERENTIA, "AWS::EC2::Volume").values()
+    )
     assert inf_volumes == sorted([s.inferentia_compile_cache_gib, 48])
     synthesized.template(STACK_INFERENTIA).resource_count_is("AWS::EC2::VolumeAttachment", 2)
     synthesized.template(STACK_TRAINIUM).resource_count_is("AWS::EC2::VolumeAttachment", 1)
@@ -252,8 +309,10 @@ def test_user_data_writes_the_box_values_once_and_installs_the_box_scripts_from_
     assert "/opt/neuronpipe/.venv" in sync and "--require-hashes" in sync and "box-requirements.lock" in sync
     assert "--no-deps" in sync
     assert "NEURONPIPE_DLAMI_VENV=" in (harness / "box/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh").read_text()
-    assert "nvme-Amazon_EC2_NVMe_Instance_Storage_" in (
-        harness / "box/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh").read_text()
+    assert (
+        "nvme-Amazon_EC2_NVMe_Instance_Storage_"
+        in (harness / "box/var/lib/cloud/scripts/per-boot/10-neuronpipe.sh").read_text()
+    )
 
 
 def test_synth_needed_no_lookup(synthesized):
@@ -261,5 +320,7 @@ def test_synth_needed_no_lookup(synthesized):
     assert not manifest.get("missing"), manifest.get("missing")
     vpc = next(iter(synthesized.resources(STACK_BASE, "AWS::EC2::VPC").values()))
     assert vpc  # AZs come from cdk.json, not from a lookup:
-    azs = {sn["Properties"]["AvailabilityZone"] for sn in synthesized.resources(STACK_BASE, "AWS::EC2::Subnet").values()}
+    azs = {
+        sn["Properties"]["AvailabilityZone"] for sn in synthesized.resources(STACK_BASE, "AWS::EC2::Subnet").values()
+    }
     assert azs == set(synthesized.settings.availability_zones)

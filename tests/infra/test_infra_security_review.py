@@ -1,6 +1,7 @@
 """The security review's infrastructure items: a box is not trusted with what the control plane decides; the clean-up
 path pages someone; the budget counts this project; the network lets out only what the boxes need; every cdk-nag
 acknowledgment says what its grant covers."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,19 @@ from typing import Any
 
 import pytest
 
-from infra.config import (BOX_PRINCIPAL, COMMIT_KEY_PATTERNS, CONTROL_KEY_PATTERN, PRINCIPAL_TAG_KEY,
-                          PROJECT_TAG_KEY, STACK_BASE, STACK_CONTROL_PLANE, STACK_FLEET, STACK_INFERENTIA, STACK_NAMES,
-                          STACK_TRAINIUM)
+from infra.config import (
+    BOX_PRINCIPAL,
+    COMMIT_KEY_PATTERNS,
+    CONTROL_KEY_PATTERN,
+    PRINCIPAL_TAG_KEY,
+    PROJECT_TAG_KEY,
+    STACK_BASE,
+    STACK_CONTROL_PLANE,
+    STACK_FLEET,
+    STACK_INFERENTIA,
+    STACK_NAMES,
+    STACK_TRAINIUM,
+)
 from tests.support.cfn import as_list, flat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +41,11 @@ def _model(outdir):
     for stack, iid in ((STACK_TRAINIUM, "i-0trn1"), (STACK_INFERENTIA, "i-0inf2")):
         (lid,) = assembly.template(stack).of_type("AWS::EC2::Instance")
         res.set_physical_id(stack, lid, iid)
-    bucket = next(res.physical_id(STACK_BASE, lid) for lid in assembly.template(STACK_BASE).of_type("AWS::S3::Bucket")
-                  if lid.startswith("Results"))
+    bucket = next(
+        res.physical_id(STACK_BASE, lid)
+        for lid in assembly.template(STACK_BASE).of_type("AWS::S3::Bucket")
+        if lid.startswith("Results")
+    )
     return iam_model(assembly, res), bucket
 
 
@@ -45,21 +59,29 @@ def decide(synthesized):
 
     def run(actor: str, action: str, key: str | None, prefix: str | None = None):
         resource = f"arn:aws:s3:::{bucket}" + (f"/{key}" if key else "")
-        return evaluate(model.actors[actor].statements, action, resource,
-                        {"s3:prefix": prefix} if action == "s3:ListBucket" else {})
+        return evaluate(
+            model.actors[actor].statements, action, resource, {"s3:prefix": prefix} if action == "s3:ListBucket" else {}
+        )
 
     return run
 
 
 def _statements(synthesized, stack: str, prefix: str = "") -> dict[str, dict[str, Any]]:
     policies = synthesized.resources(stack, "AWS::IAM::Policy")
-    return {st.get("Sid", f"{k}/{i}"): st for k, p in policies.items() if k.startswith(prefix)
-            for i, st in enumerate(p["Properties"]["PolicyDocument"]["Statement"])}
+    return {
+        st.get("Sid", f"{k}/{i}"): st
+        for k, p in policies.items()
+        if k.startswith(prefix)
+        for i, st in enumerate(p["Properties"]["PolicyDocument"]["Statement"])
+    }
 
 
 def _bucket_statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    (policy,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"
-                 and "DenyOverwriteOfResults" in json.dumps(r["Properties"])]
+    (policy,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and "DenyOverwriteOfResults" in json.dumps(r["Properties"])
+    ]
     return {st.get("Sid", str(i)): st for i, st in enumerate(policy["PolicyDocument"]["Statement"])}
 
 
@@ -74,6 +96,7 @@ def _function_ids(synthesized) -> dict[str, str]:
 
 
 # --- A. control data the box cannot touch -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("variant", ["fresh", "imported"])
 def test_control_data_is_create_only_and_no_box_role_may_write_it_in_the_bucket_policy(synthesized, redeploy, variant):
@@ -111,8 +134,11 @@ def test_no_box_role_may_write_or_delete_control_data(decide, synthesized, actor
 
 def test_the_control_plane_reads_and_writes_control_data(decide):
     sm = "state-machine:neuron-pipelines"
-    items, result, plan = "control/run-1/wave-0/items.json", "control/run-1/wave-0/results/c01.json", \
-        "control/run-1/plan.json"
+    items, result, plan = (
+        "control/run-1/wave-0/items.json",
+        "control/run-1/wave-0/results/c01.json",
+        "control/run-1/plan.json",
+    )
     assert decide(sm, "s3:GetObject", items).allowed  # the Distributed Map's ItemReader
     assert decide(sm, "s3:PutObject", result).allowed  # each child execution writes its segment's result
     assert decide("lambda:plan_run", "s3:PutObject", plan).allowed
@@ -128,13 +154,16 @@ def test_the_control_plane_reads_and_writes_control_data(decide):
 
 # --- B. commit markers only the control plane writes -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("actor", BOX_ACTORS)
 def test_boxes_propose_their_commit_but_never_write_a_commit_or_quarantine_marker(decide, actor):
     assert decide(actor, "s3:PutObject", "results/v1/_proposed/run_id=r1/lane=sft/00000001.json").allowed
     assert decide(actor, "s3:PutObject", "results/v1/_seq/run_id=r1/lane=sft/00000001").allowed
     assert decide(actor, "s3:PutObject", "results/v1/lane_runs/run_id=r1/part-0.parquet").allowed
-    for key in ("results/v1/_commits/run_id=r1/lane=sft/00000001.json",
-                "results/v1/_quarantine/run_id=r1/lane=sft/00000001.json"):
+    for key in (
+        "results/v1/_commits/run_id=r1/lane=sft/00000001.json",
+        "results/v1/_quarantine/run_id=r1/lane=sft/00000001.json",
+    ):
         decision = decide(actor, "s3:PutObject", key)
         assert not decision.allowed, (actor, key)
     assert COMMIT_KEY_PATTERNS == ("results/v1/_commits/*", "results/v1/_quarantine/*")
@@ -148,9 +177,9 @@ def test_commit_lane_reads_results_lists_results_and_writes_commit_markers_only(
     assert spec.handler == "control_plane.handlers.commit_lane.handler"
     statements = _statements(synthesized, STACK_CONTROL_PLANE, "CommitLaneRole")
     s3 = {sid: st for sid, st in statements.items() if any(a.startswith("s3:") for a in as_list(st["Action"]))}
-    assert sorted((as_list(st["Action"])[0], flat(st["Resource"]).rsplit("-us-west-2", 1)[-1])
-                  for st in s3.values()) == [("s3:GetObject", "/results/*"), ("s3:ListBucket", ""),
-                                             ("s3:PutObject", "/results/v1/_commits/*")]
+    assert sorted(
+        (as_list(st["Action"])[0], flat(st["Resource"]).rsplit("-us-west-2", 1)[-1]) for st in s3.values()
+    ) == [("s3:GetObject", "/results/*"), ("s3:ListBucket", ""), ("s3:PutObject", "/results/v1/_commits/*")]
     (listing,) = [st for st in s3.values() if st["Action"] == "s3:ListBucket"]
     assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
     commit = "results/v1/_commits/run_id=r1/lane=sft/00000001.json"
@@ -173,43 +202,71 @@ def test_the_state_machine_may_invoke_commit_lane_and_its_arn_is_a_substitution(
     (machine,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::StepFunctions::StateMachine").values()
     if "CommitLaneFunctionArn" in SUBSTITUTIONS:  # the ASL names it: the template passes it
         assert machine["Properties"]["DefinitionSubstitutions"]["CommitLaneFunctionArn"] == {
-            "Fn::GetAtt": [ids["commit_lane"], "Arn"]}
+            "Fn::GetAtt": [ids["commit_lane"], "Arn"]
+        }
 
 
 def test_the_box_results_grant_acknowledgment_says_what_it_covers_and_what_it_does_not(synthesized):
     for stack in BOX_STACKS:
-        reasons = {r["reason"] for res in synthesized.templates[stack]["Resources"].values()
-                   for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
-                   if r["id"].endswith("/results/*]")}
+        reasons = {
+            r["reason"]
+            for res in synthesized.templates[stack]["Resources"].values()
+            for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+            if r["id"].endswith("/results/*]")
+        }
         (reason,) = reasons
-        for covered in ("results/v1/", "results/v1/_proposed/", "results/v1/_seq/", "results/models/",
-                        "results/logs/", "results/v1/_commits/", "results/v1/_quarantine/"):
+        for covered in (
+            "results/v1/",
+            "results/v1/_proposed/",
+            "results/v1/_seq/",
+            "results/models/",
+            "results/logs/",
+            "results/v1/_commits/",
+            "results/v1/_quarantine/",
+        ):
             assert covered in reason, (stack, covered)
         assert "per run, lane and attempt" in reason and "denies" in reason
 
 
 # --- C. alarms and destinations --------------------------------------------------------------------------------
 
+
 def _alarms(synthesized) -> list[dict[str, Any]]:
     return [a["Properties"] for a in synthesized.resources(STACK_CONTROL_PLANE, "AWS::CloudWatch::Alarm").values()]
 
 
 def _fires_on_first(alarm: dict[str, Any]) -> bool:
-    return (alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
-            and alarm["EvaluationPeriods"] == 1 and alarm["TreatMissingData"] == "notBreaching")
+    return (
+        alarm["Threshold"] == 0
+        and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+        and alarm["EvaluationPeriods"] == 1
+        and alarm["TreatMissingData"] == "notBreaching"
+    )
 
 
 def test_every_clean_up_function_pages_on_errors_and_throttles(synthesized):
     from infra.stacks.alarms import ALARMED_FUNCTIONS
 
-    assert set(ALARMED_FUNCTIONS) == {"on_execution_status", "idle_reaper", "on_command_status", "finalize_run",
-                                      "schedule_wave", "commit_lane"}
+    assert set(ALARMED_FUNCTIONS) == {
+        "on_execution_status",
+        "idle_reaper",
+        "on_command_status",
+        "finalize_run",
+        "schedule_wave",
+        "commit_lane",
+    }
     ids = _function_ids(synthesized)
-    found = {(a["MetricName"], a["Dimensions"][0]["Value"]["Ref"]) for a in _alarms(synthesized)
-             if a.get("Namespace") == "AWS/Lambda"}
+    found = {
+        (a["MetricName"], a["Dimensions"][0]["Value"]["Ref"])
+        for a in _alarms(synthesized)
+        if a.get("Namespace") == "AWS/Lambda"
+    }
     assert found == {(m, ids[name]) for name in ALARMED_FUNCTIONS for m in ("Errors", "Throttles")}
-    assert all(_fires_on_first(a) and a["Statistic"] == "Sum" for a in _alarms(synthesized)
-               if a.get("Namespace") == "AWS/Lambda")
+    assert all(
+        _fires_on_first(a) and a["Statistic"] == "Sum"
+        for a in _alarms(synthesized)
+        if a.get("Namespace") == "AWS/Lambda"
+    )
 
 
 def test_runs_that_end_badly_and_boxes_left_after_a_bad_end_page(synthesized):
@@ -237,15 +294,21 @@ def test_async_clean_up_failures_land_in_an_encrypted_queue_that_pages(synthesiz
     assert queue["Properties"]["SqsManagedSseEnabled"] is True
     (queue_policy,) = synthesized.resources(STACK_CONTROL_PLANE, "AWS::SQS::QueuePolicy").values()
     statements = queue_policy["Properties"]["PolicyDocument"]["Statement"]
-    assert any(st["Effect"] == "Deny" and st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-               for st in statements)  # enforceSSL
+    assert any(
+        st["Effect"] == "Deny" and st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for st in statements
+    )  # enforceSSL
     queue_arn = {"Fn::GetAtt": [queue_lid, "Arn"]}
     configs = synthesized.resources(STACK_CONTROL_PLANE, "AWS::Lambda::EventInvokeConfig").values()
-    assert {c["Properties"]["FunctionName"]["Ref"] for c in configs
-            if c["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn} == {
-        ids[n] for n in ASYNC_FUNCTIONS}
-    targets = [t for r in synthesized.resources(STACK_CONTROL_PLANE, "AWS::Events::Rule").values()
-               for t in r["Properties"]["Targets"]]
+    assert {
+        c["Properties"]["FunctionName"]["Ref"]
+        for c in configs
+        if c["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn
+    } == {ids[n] for n in ASYNC_FUNCTIONS}
+    targets = [
+        t
+        for r in synthesized.resources(STACK_CONTROL_PLANE, "AWS::Events::Rule").values()
+        for t in r["Properties"]["Targets"]
+    ]
     dead_lettered = {t["Arn"]["Fn::GetAtt"][0] for t in targets if t.get("DeadLetterConfig") == {"Arn": queue_arn}}
     assert dead_lettered == {ids[n] for n in ASYNC_FUNCTIONS}
     (alarm,) = [a for a in _alarms(synthesized) if a.get("Namespace") == "AWS/SQS"]
@@ -273,6 +336,7 @@ def test_every_alarm_goes_to_the_alert_topic_and_the_budget_email_subscribes_to_
 
 # --- D. the budget counts this project -------------------------------------------------------------------------
 
+
 def test_the_budget_counts_only_what_carries_the_project_tag_and_the_runbook_says_to_activate_it(synthesized):
     (budget,) = synthesized.resources(STACK_BASE, "AWS::Budgets::Budget").values()
     project = synthesized.settings.project
@@ -285,6 +349,7 @@ def test_the_budget_counts_only_what_carries_the_project_tag_and_the_runbook_say
 
 
 # --- E. smaller items ------------------------------------------------------------------------------------------
+
 
 def test_the_fleet_launches_only_images_of_amazon_or_a_configured_owner(synthesized):
     from infra.config import DeploymentSettings, SettingsError
@@ -302,13 +367,16 @@ def test_an_unpriced_type_gets_no_launch_template(synthesized):
     from pipeline.instance_types import CATALOGUE
 
     region = synthesized.settings.region
-    names = {t["Properties"]["LaunchTemplateData"]["InstanceType"]
-             for t in synthesized.resources(STACK_FLEET, "AWS::EC2::LaunchTemplate").values()}
+    names = {
+        t["Properties"]["LaunchTemplateData"]["InstanceType"]
+        for t in synthesized.resources(STACK_FLEET, "AWS::EC2::LaunchTemplate").values()
+    }
     unpriced = {t.name for t in CATALOGUE.values() if region not in t.prices_usd_per_hour}
     assert "trn2.48xlarge" in unpriced and not names & unpriced
     assert names == set(CATALOGUE) - unpriced
-    elsewhere = DeploymentSettings(region="eu-west-1", availability_zones=("eu-west-1a",), trainium_az="eu-west-1a",
-                                   inferentia_az="eu-west-1a")
+    elsewhere = DeploymentSettings(
+        region="eu-west-1", availability_zones=("eu-west-1a",), trainium_az="eu-west-1a", inferentia_az="eu-west-1a"
+    )
     assert fleet_specs(elsewhere) == []  # nothing is priced there
 
 
@@ -325,27 +393,40 @@ def test_the_s3_endpoint_admits_only_the_project_buckets_and_the_aws_owned_ones_
     assert aws_owned["Action"] == "s3:GetObject"
     region = synthesized.settings.region
     assert sorted(flat(r).split(":::", 1)[1] for r in aws_owned["Resource"]) == sorted(
-        f"{b.format(region=region)}/*" for b in AWS_OWNED_BUCKETS)
+        f"{b.format(region=region)}/*" for b in AWS_OWNED_BUCKETS
+    )
     assert all(st["Effect"] == "Allow" and st["Principal"] == {"AWS": "*"} for st in statements.values())
 
 
 def test_boxes_let_out_https_only(synthesized):
     base = synthesized.templates[STACK_BASE]["Resources"]
     (sg,) = [r for k, r in base.items() if k.startswith("BoxSecurityGroup")]
-    assert sg["Properties"]["SecurityGroupEgress"] == [{
-        "CidrIp": "0.0.0.0/0", "Description": "HTTPS out: AWS APIs, S3, PyPI, the Hugging Face Hub",
-        "FromPort": 443, "IpProtocol": "tcp", "ToPort": 443}]
+    assert sg["Properties"]["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "HTTPS out: AWS APIs, S3, PyPI, the Hugging Face Hub",
+            "FromPort": 443,
+            "IpProtocol": "tcp",
+            "ToPort": 443,
+        }
+    ]
     assert not [r for r in base.values() if r["Type"] == "AWS::EC2::SecurityGroupEgress"]
 
 
 def test_the_adapter_rule_matches_every_archive_plan_run_accepts(synthesized):
     from control_plane.handlers.plan_run import ADAPTER_SUFFIXES
 
-    (rule,) = [r for r in synthesized.resources(STACK_CONTROL_PLANE, "AWS::Events::Rule").values()
-               if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"]]
+    (rule,) = [
+        r
+        for r in synthesized.resources(STACK_CONTROL_PLANE, "AWS::Events::Rule").values()
+        if r["Properties"].get("EventPattern", {}).get("source") == ["aws.s3"]
+    ]
     keys = rule["Properties"]["EventPattern"]["detail"]["object"]["key"]
-    assert keys == [{"wildcard": f"adapters/*{s}"} for s in ADAPTER_SUFFIXES] == [
-        {"wildcard": "adapters/*.tar.gz"}, {"wildcard": "adapters/*.tgz"}]
+    assert (
+        keys
+        == [{"wildcard": f"adapters/*{s}"} for s in ADAPTER_SUFFIXES]
+        == [{"wildcard": "adapters/*.tar.gz"}, {"wildcard": "adapters/*.tgz"}]
+    )
 
 
 def test_the_imported_bucket_keeps_tls_only_and_tls_1_2(redeploy):
@@ -358,8 +439,11 @@ def test_the_imported_bucket_keeps_tls_only_and_tls_1_2(redeploy):
 
 
 def test_finalize_lists_results_only(synthesized, decide):
-    (listing,) = [st for st in _statements(synthesized, STACK_CONTROL_PLANE, "FinalizeRunRole").values()
-                  if "s3:ListBucket" in as_list(st["Action"])]
+    (listing,) = [
+        st
+        for st in _statements(synthesized, STACK_CONTROL_PLANE, "FinalizeRunRole").values()
+        if "s3:ListBucket" in as_list(st["Action"])
+    ]
     assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": ["results", "results/*"]}}
     assert decide("lambda:finalize_run", "s3:ListBucket", None, "results/v1/").allowed
     assert not decide("lambda:finalize_run", "s3:ListBucket", None, "control/").allowed
@@ -422,16 +506,29 @@ def test_every_resource_star_acknowledgment_names_what_its_role_holds_on_star(sy
         for lid, res in resources.items():
             if res["Type"] != "AWS::IAM::Policy":
                 continue
-            star = {a for st in res["Properties"]["PolicyDocument"]["Statement"] if st["Effect"] == "Allow"
-                    and st["Resource"] == "*" for a in as_list(st["Action"])}
+            star = {
+                a
+                for st in res["Properties"]["PolicyDocument"]["Statement"]
+                if st["Effect"] == "Allow" and st["Resource"] == "*"
+                for a in as_list(st["Action"])
+            }
             if not star:
                 continue
-            (reason,) = [r["reason"] for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
-                         if r["id"] == "AwsSolutions-IAM5[Resource::*]"]
+            (reason,) = [
+                r["reason"]
+                for r in res.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+                if r["id"] == "AwsSolutions-IAM5[Resource::*]"
+            ]
             for action in star:
                 service, name = action.split(":", 1)
-                words = {"xray": "X-Ray", "states": "SendTask", "logs": "Log delivery", "ssm": name,
-                         "ssmmessages": "SSM agent", "ec2messages": "SSM agent"}
+                words = {
+                    "xray": "X-Ray",
+                    "states": "SendTask",
+                    "logs": "Log delivery",
+                    "ssm": name,
+                    "ssmmessages": "SSM agent",
+                    "ec2messages": "SSM agent",
+                }
                 needle = words.get(service, name)
                 if service == "ssm" and name in ("ListCommands", "GetCommandInvocation"):
                     needle = "ListCommands"

@@ -2,6 +2,7 @@
 under bash and dash, keep box paths under NEURONPIPE_BOX_ROOT, read the box's values from box.conf, and run for
 real under /bin/sh in a sandbox root with a fake `aws`: the first boot installs everything from the zip, and a
 LATER deploy's changed scripts reach the already-booted box at its next sync (EC2 never re-runs user data)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,25 +18,54 @@ from pathlib import Path
 import pytest
 
 from infra.bundling import stage_harness
-from infra.user_data import (AGENT_PATH, BOOT_DONE_PATH, BOX_CONF_PATH, BOX_SCRIPTS, BOX_SCRIPTS_MANIFEST_PATH,
-                             CLI_PATH, HARNESS_BOX_DIR, INSTALLER, PER_BOOT_PATH, SYNC_PATH, BoxUserDataValues,
-                             EphemeralBoxUserDataValues, UserDataError, box_conf, render_box_scripts,
-                             render_box_user_data, render_ephemeral_user_data)
+from infra.user_data import (
+    AGENT_PATH,
+    BOOT_DONE_PATH,
+    BOX_CONF_PATH,
+    BOX_SCRIPTS,
+    BOX_SCRIPTS_MANIFEST_PATH,
+    CLI_PATH,
+    HARNESS_BOX_DIR,
+    INSTALLER,
+    PER_BOOT_PATH,
+    SYNC_PATH,
+    BoxUserDataValues,
+    EphemeralBoxUserDataValues,
+    UserDataError,
+    box_conf,
+    render_box_scripts,
+    render_box_user_data,
+    render_ephemeral_user_data,
+)
 
 HARNESS_PARAM = "/neuronpipe/harness/uri"
 HARNESS_URI = "s3://cdk-assets-bucket/0123abcd.zip"
-BOX_PATHS = ("opt/neuronpipe", "etc/neuronpipe", "usr/local/bin/neuronpipe", "var/lib/cloud/scripts/per-boot",
-             "var/log/neuronpipe", "var/lib/neuronpipe", "var/cache/neuronpipe", "run/neuronpipe")
+BOX_PATHS = (
+    "opt/neuronpipe",
+    "etc/neuronpipe",
+    "usr/local/bin/neuronpipe",
+    "var/lib/cloud/scripts/per-boot",
+    "var/log/neuronpipe",
+    "var/lib/neuronpipe",
+    "var/cache/neuronpipe",
+    "run/neuronpipe",
+)
 # a box path written without the root in front: "/opt/neuronpipe" not preceded by $ROOT, $R or ${...}
 BARE_BOX_PATH = re.compile(r"(?<![\w}$])(?<!\$ROOT)(?<!\$R)/(" + "|".join(map(re.escape, BOX_PATHS)) + r")")
 
 
 def _values(role: str = "trn1") -> BoxUserDataValues:
     return BoxUserDataValues(
-        box_role=role, region="us-west-2", results_uri="s3://b/results", harness_param=HARNESS_PARAM,
-        cache_volume_id="vol-0123456789abcdef0", swap_volume_id="" if role == "trn1" else "vol-0fedcba9876543210",
-        nvme_swap_gib=64 if role == "trn1" else 0, dlami_venv_glob="/opt/aws_neuronx_venv_pytorch_*",
-        hf_token_secret="neuronpipe/hf-token")
+        box_role=role,
+        region="us-west-2",
+        results_uri="s3://b/results",
+        harness_param=HARNESS_PARAM,
+        cache_volume_id="vol-0123456789abcdef0",
+        swap_volume_id="" if role == "trn1" else "vol-0fedcba9876543210",
+        nvme_swap_gib=64 if role == "trn1" else 0,
+        dlami_venv_glob="/opt/aws_neuronx_venv_pytorch_*",
+        hf_token_secret="neuronpipe/hf-token",
+    )
 
 
 def _all_scripts(role: str = "trn1") -> dict[str, str]:
@@ -92,8 +122,13 @@ def test_the_box_scripts_are_value_free_and_the_user_data_carries_the_values_onc
     assert conf in ud and f"/{BOX_CONF_PATH}" in ud
     assert "BOX_ROLE='inf2'" in conf and "SWAP_VOLUME_ID='vol-0fedcba9876543210'" in conf
     for path, text in render_box_scripts().items():
-        for value in ("vol-0123456789abcdef0", "vol-0fedcba9876543210", "s3://b/results", HARNESS_PARAM,
-                      "neuronpipe/hf-token"):
+        for value in (
+            "vol-0123456789abcdef0",
+            "vol-0fedcba9876543210",
+            "s3://b/results",
+            HARNESS_PARAM,
+            "neuronpipe/hf-token",
+        ):
             assert value not in text, (path, value)
     # the scripts the user data used to embed are not in it any more: it installs them from the zip
     assert "pip install" not in ud and "neuronpipe_box_env.pth" not in ud
@@ -111,6 +146,7 @@ def test_the_harness_carries_the_box_scripts_and_their_installer(tmp_path):
 
 
 # --- the scripts run in a sandbox box ------------------------------------------------------------------------
+
 
 def _zip(staged: Path, dest: Path) -> Path:
     with zipfile.ZipFile(dest, "w") as zf:  # the CDK asset: the folder's contents at the zip root
@@ -149,9 +185,15 @@ class SandboxBox:
         self.calls = tmp_path / "aws-calls.txt"
         self.current = tmp_path / "current-uri"
         _fake_aws(tmp_path / "bin", self.assets, self.calls, self.current)
-        self.env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                    "NEURONPIPE_BOX_ROOT": str(self.root), "NEURONPIPE_SYNC_SKIP_REQUIREMENTS": "1",
-                    "NEURONPIPE_IMDS_ENDPOINT": "http://127.0.0.1:9", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": ""}
+        self.env = {
+            **os.environ,
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "NEURONPIPE_BOX_ROOT": str(self.root),
+            "NEURONPIPE_SYNC_SKIP_REQUIREMENTS": "1",
+            "NEURONPIPE_IMDS_ENDPOINT": "http://127.0.0.1:9",
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": "",
+        }
         for var in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
             self.env.pop(var, None)
 
@@ -168,15 +210,25 @@ class SandboxBox:
     def venv(self) -> Path:
         venv = self.root / "opt/neuronpipe/.venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        site = Path(subprocess.run([str(venv / "bin/python"), "-c",
-                                    "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   capture_output=True, text=True, check=True).stdout.strip())
+        site = Path(
+            subprocess.run(
+                [str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
         (site / "zz_test_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
         return venv
 
     def run(self, path: str, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["/bin/sh", str(self.root / path), *args], env={**self.env, **env},
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["/bin/sh", str(self.root / path), *args],
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def _sync_only_box(tmp_path: Path) -> SandboxBox:
@@ -224,16 +276,26 @@ def test_sync_installs_the_harness_into_the_box_venv_offline(tmp_path):
     assert recorded[0].startswith(f"ssm get-parameter --region us-west-2 --name {HARNESS_PARAM}")
     assert recorded[1].startswith("s3 cp") and uri in recorded[1]
     # the harness is installed in the box venv, not read from this checkout or this venv
-    where = subprocess.run([str(venv / "bin/python"), "-c", "import agents, os; print(agents.__file__); "
-                            "print(os.environ.get('NEURONPIPE_HARNESS_SHA'))"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path, env=box.env).stdout.split()
+    where = subprocess.run(
+        [
+            str(venv / "bin/python"),
+            "-c",
+            "import agents, os; print(agents.__file__); print(os.environ.get('NEURONPIPE_HARNESS_SHA'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env=box.env,
+    ).stdout.split()
     assert Path(where[0]).is_relative_to(venv), where
     assert where[1] == "feedface" * 5  # the .pth read <root>/etc/neuronpipe/harness.env
     assert (box.root / "opt/neuronpipe/harness/HARNESS_SHA").read_text().strip() == "feedface" * 5
     assert (box.root / "opt/neuronpipe/installed-uri").read_text().strip() == uri
     assert (box.root / "etc/neuronpipe/harness.env").read_text().splitlines() == [
         f"NEURONPIPE_HARNESS_SHA={'feedface' * 5}",
-        f"NEURONPIPE_BOX_SCRIPTS_MANIFEST={box.root}/{BOX_SCRIPTS_MANIFEST_PATH}"]
+        f"NEURONPIPE_BOX_SCRIPTS_MANIFEST={box.root}/{BOX_SCRIPTS_MANIFEST_PATH}",
+    ]
     again = box.run(SYNC_PATH, timeout=60)
     assert again.returncode == 0 and again.stdout.startswith(f"harness up to date: {uri}")
 
@@ -261,9 +323,15 @@ def test_sync_installs_the_box_lock_with_require_hashes_from_its_index(tmp_path)
     index = simple_index(tmp_path / "index", [wheel(files, "alpha", "1.0", ("beta",)), wheel(files, "beta", "2.0")])
     reqs, lock = tmp_path / "box-requirements.txt", tmp_path / "box-requirements.lock"
     reqs.write_text("alpha==1.0\n")
-    here = "%d.%d" % sys.version_info[:2]
-    write_lock(sys.executable, requirements=reqs, lock=lock, target=Target(sys.executable, version=here),
-               default_index=index, package_indexes={})
+    here = "{}.{}".format(*sys.version_info[:2])
+    write_lock(
+        sys.executable,
+        requirements=reqs,
+        lock=lock,
+        target=Target(sys.executable, version=here),
+        default_index=index,
+        package_indexes={},
+    )
     box = _sync_only_box(tmp_path)
     box.deploy("locked", "feedface" * 5, edit=lambda staged: shutil.copy2(lock, staged / "box-requirements.lock"))
     (box.root / BOOT_DONE_PATH).parent.mkdir(parents=True)
@@ -271,16 +339,23 @@ def test_sync_installs_the_box_lock_with_require_hashes_from_its_index(tmp_path)
     venv = box.venv()
     proc = box.run(SYNC_PATH, "--force", NEURONPIPE_SYNC_SKIP_REQUIREMENTS="", PIP_NO_CACHE_DIR="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    site = Path(subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     assert (site / "alpha" / "__init__.py").is_file() and (site / "beta" / "__init__.py").is_file()
     # another box, whose lock holds a hash no file of the index has
     first = re.search(r"--hash=sha256:([0-9a-f]{64})", lock.read_text()).group(1)
     tampered = lock.read_text().replace(first, "0" * 64)
     (tmp_path / "other").mkdir()
     other = _sync_only_box(tmp_path / "other")
-    other.deploy("tampered", "beefcafe" * 5,
-                 edit=lambda staged: (staged / "box-requirements.lock").write_text(tampered))
+    other.deploy(
+        "tampered", "beefcafe" * 5, edit=lambda staged: (staged / "box-requirements.lock").write_text(tampered)
+    )
     (other.root / BOOT_DONE_PATH).parent.mkdir(parents=True)
     (other.root / BOOT_DONE_PATH).write_text("boot-id\n")
     other.venv()
@@ -322,7 +397,7 @@ def test_first_boot_installs_from_the_zip_and_a_later_deploy_reaches_the_booted_
         per_boot = staged / HARNESS_BOX_DIR / PER_BOOT_PATH
         per_boot.write_text(per_boot.read_text().replace('echo "== per-boot done"', 'echo "== per-boot done (v2)"'))
         sync = staged / HARNESS_BOX_DIR / SYNC_PATH
-        sync.write_text(sync.read_text().replace('set -euo pipefail\n', 'set -euo pipefail\necho "sync v2"\n', 1))
+        sync.write_text(sync.read_text().replace("set -euo pipefail\n", 'set -euo pipefail\necho "sync v2"\n', 1))
 
     uri2 = box.deploy("v2", "2222" * 10, edit=fix)
     sync_inode = (box.root / SYNC_PATH).stat().st_ino
@@ -344,13 +419,24 @@ def test_first_boot_installs_from_the_zip_and_a_later_deploy_reaches_the_booted_
     assert third.stdout.startswith("sync v2\nharness up to date: " + uri2)
 
     # the provenance lane reports what is installed
-    rows = box_script_rows({"NEURONPIPE_BOX_SCRIPTS_MANIFEST": str(box.root / BOX_SCRIPTS_MANIFEST_PATH),
-                            "NEURONPIPE_BOX_ROOT": str(box.root)})
+    rows = box_script_rows(
+        {
+            "NEURONPIPE_BOX_SCRIPTS_MANIFEST": str(box.root / BOX_SCRIPTS_MANIFEST_PATH),
+            "NEURONPIPE_BOX_ROOT": str(box.root),
+        }
+    )
     assert {r["name"]: r["value"] for r in rows} == {f"/{p}": _sha(staged_v2 / p) for p in BOX_SCRIPTS}
     assert all(r["category"] == "box_script" and r["note"] is None for r in rows)
     (box.root / PER_BOOT_PATH).write_text("#!/bin/bash\n# edited by hand\n")
-    edited = {r["name"]: r for r in box_script_rows({"NEURONPIPE_BOX_SCRIPTS_MANIFEST": str(
-        box.root / BOX_SCRIPTS_MANIFEST_PATH), "NEURONPIPE_BOX_ROOT": str(box.root)})}[f"/{PER_BOOT_PATH}"]
+    edited = {
+        r["name"]: r
+        for r in box_script_rows(
+            {
+                "NEURONPIPE_BOX_SCRIPTS_MANIFEST": str(box.root / BOX_SCRIPTS_MANIFEST_PATH),
+                "NEURONPIPE_BOX_ROOT": str(box.root),
+            }
+        )
+    }[f"/{PER_BOOT_PATH}"]
     assert "changed since sync" in edited["note"]
     assert box_script_rows({})[0]["value"] is None  # off a box: one NULL row with its note
 
@@ -362,15 +448,22 @@ def test_render_paths_are_the_box_paths():
 
 # --- the ephemeral (fleet) box's user data ---------------------------------------------------------------------------
 
+
 def _ephemeral_values(backend: str = "cuda") -> EphemeralBoxUserDataValues:
     from pipeline.box_stack import CUDA_SERVING_INSTALLS, CUDA_VENV
 
     cuda = backend == "cuda"
     return EphemeralBoxUserDataValues(
-        box_role="cuda" if cuda else "inf2", backend=backend, region="us-west-2", results_uri="s3://b/results",
-        harness_param=HARNESS_PARAM, dlami_venv_glob=CUDA_VENV if cuda else "/opt/aws_neuronx_venv_pytorch_*_vllm*",
-        hf_token_secret="neuronpipe/hf-token", serving_venv=CUDA_VENV if cuda else "",
-        serving_installs=tuple(CUDA_SERVING_INSTALLS.items()) if cuda else ())
+        box_role="cuda" if cuda else "inf2",
+        backend=backend,
+        region="us-west-2",
+        results_uri="s3://b/results",
+        harness_param=HARNESS_PARAM,
+        dlami_venv_glob=CUDA_VENV if cuda else "/opt/aws_neuronx_venv_pytorch_*_vllm*",
+        hf_token_secret="neuronpipe/hf-token",
+        serving_venv=CUDA_VENV if cuda else "",
+        serving_installs=tuple(CUDA_SERVING_INSTALLS.items()) if cuda else (),
+    )
 
 
 @pytest.mark.parametrize("backend", ["cuda", "neuron"])
@@ -392,7 +485,7 @@ def test_the_per_boot_setup_needs_no_compile_cache_volume():
     lines = _code_lines(render_box_scripts()[PER_BOOT_PATH])
     guard = lines.index('  if [ -n "$CACHE_VOLUME_ID" ]; then')
     assert lines[guard + 1] == '    dev=$(ebs_device "$CACHE_VOLUME_ID")'
-    assert 'NEURONPIPE_BACKEND=${BACKEND:-neuron}' in lines  # a pinned box's box.conf has no BACKEND
+    assert "NEURONPIPE_BACKEND=${BACKEND:-neuron}" in lines  # a pinned box's box.conf has no BACKEND
 
 
 def test_an_ephemeral_first_boot_installs_everything_and_leaves_the_marker_last(tmp_path):

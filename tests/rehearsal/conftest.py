@@ -1,4 +1,5 @@
 """Fixtures for tests/rehearsal."""
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,9 @@ def faults(rehearsal):
 @pytest.fixture
 def say(capsys):
     """Print a line past pytest's capture (a case's outcome line: instances left running)."""
+
     def line(text: str) -> None:
         with capsys.disabled():
             print(f"\n{text}", flush=True)
+
     return line

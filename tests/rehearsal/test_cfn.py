@@ -1,4 +1,5 @@
 """rehearsal.cfn: the assembly loader, each intrinsic on hand-written templates, the real assembly."""
+
 from __future__ import annotations
 
 import base64
@@ -9,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from rehearsal.cfn import (Assembly, AssemblyError, AwsEnv, Resolver, TemplateResolveError, assets,
-                                 load_assembly)
+from rehearsal.cfn import Assembly, AssemblyError, AwsEnv, Resolver, TemplateResolveError, assets, load_assembly
 from tests.rehearsal.conftest import real_resolver
 
 ENV = AwsEnv(region="eu-west-1", account_id="111122223333")
 
 PRODUCER = {
-    "Parameters": {"Stage": {"Type": "String", "Default": "dev"},
-                   "Required": {"Type": "String"}},
-    "Conditions": {"IsProd": {"Fn::Equals": [{"Ref": "Stage"}, "prod"]},
-                   "NotProd": {"Fn::Not": [{"Condition": "IsProd"}]},
-                   "Both": {"Fn::And": [{"Condition": "NotProd"}, {"Fn::Or": [{"Condition": "IsProd"}, True]}]}},
+    "Parameters": {"Stage": {"Type": "String", "Default": "dev"}, "Required": {"Type": "String"}},
+    "Conditions": {
+        "IsProd": {"Fn::Equals": [{"Ref": "Stage"}, "prod"]},
+        "NotProd": {"Fn::Not": [{"Condition": "IsProd"}]},
+        "Both": {"Fn::And": [{"Condition": "NotProd"}, {"Fn::Or": [{"Condition": "IsProd"}, True]}]},
+    },
     "Mappings": {"Sizes": {"dev": {"Mem": "128"}}},
     "Resources": {
         "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": {"Fn::Sub": "data-${AWS::AccountId}"}}},
@@ -40,19 +41,30 @@ PRODUCER = {
     },
 }
 CONSUMER = {
-    "Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"Tags": [
-        {"Key": "bucket", "Value": {"Fn::ImportValue": "Producer:BucketArn"}}]}}},
+    "Resources": {
+        "Q": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {"Tags": [{"Key": "bucket", "Value": {"Fn::ImportValue": "Producer:BucketArn"}}]},
+        }
+    },
 }
 
 
-def _assembly(tmp_path: Path, templates: dict[str, dict[str, Any]], deps: dict[str, list[str]] | None = None,
-              assets_json: dict[str, Any] | None = None) -> Assembly:
+def _assembly(
+    tmp_path: Path,
+    templates: dict[str, dict[str, Any]],
+    deps: dict[str, list[str]] | None = None,
+    assets_json: dict[str, Any] | None = None,
+) -> Assembly:
     artifacts: dict[str, Any] = {}
     for name, body in templates.items():
         (tmp_path / f"{name}.template.json").write_text(json.dumps(body))
-        artifacts[name] = {"type": "aws:cloudformation:stack", "environment": "aws://unknown-account/eu-west-1",
-                           "properties": {"templateFile": f"{name}.template.json"},
-                           "dependencies": (deps or {}).get(name, [])}
+        artifacts[name] = {
+            "type": "aws:cloudformation:stack",
+            "environment": "aws://unknown-account/eu-west-1",
+            "properties": {"templateFile": f"{name}.template.json"},
+            "dependencies": (deps or {}).get(name, []),
+        }
     for name, body in (assets_json or {}).items():
         (tmp_path / f"{name}.assets.json").write_text(json.dumps(body))
     (tmp_path / "manifest.json").write_text(json.dumps({"version": "55.0.0", "artifacts": artifacts}))
@@ -84,10 +96,18 @@ def test_not_an_assembly_is_one_clear_error(tmp_path: Path) -> None:
         load_assembly(tmp_path)
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("AWS::Region", "eu-west-1"), ("AWS::AccountId", "111122223333"), ("AWS::Partition", "aws"),
-    ("AWS::URLSuffix", "amazonaws.com"), ("AWS::StackName", "Producer"), ("Stage", "dev"), ("Required", "given"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("AWS::Region", "eu-west-1"),
+        ("AWS::AccountId", "111122223333"),
+        ("AWS::Partition", "aws"),
+        ("AWS::URLSuffix", "amazonaws.com"),
+        ("AWS::StackName", "Producer"),
+        ("Stage", "dev"),
+        ("Required", "given"),
+    ],
+)
 def test_ref_pseudo_parameters_and_parameters(resolver: Resolver, name: str, expected: str) -> None:
     assert r(resolver, {"Ref": name}) == expected
 
@@ -101,32 +121,40 @@ def test_ref_resources_use_names_generated_names_or_recorded_ids(resolver: Resol
     assert r(resolver, {"Ref": "Box"}) == "i-0abc"
 
 
-@pytest.mark.parametrize(("att", "expected"), [
-    (["Role", "Arn"], "arn:aws:iam::111122223333:role/svc/worker"),
-    ("Fn.Arn", "arn:aws:lambda:eu-west-1:111122223333:function:work"),
-    (["Bucket", "Arn"], "arn:aws:s3:::data-111122223333"),
-    (["Bucket", "RegionalDomainName"], "data-111122223333.s3.eu-west-1.amazonaws.com"),
-    (["Machine", "Arn"], "arn:aws:states:eu-west-1:111122223333:stateMachine:run"),
-    (["Machine", "Name"], "run"),
-    (["Table", "Arn"], "arn:aws:dynamodb:eu-west-1:111122223333:table/leases"),
-    (["Logs", "Arn"], "arn:aws:logs:eu-west-1:111122223333:log-group:/app/logs:*"),
-    (["Box", "AvailabilityZone"], "eu-west-1b"),
-])
+@pytest.mark.parametrize(
+    ("att", "expected"),
+    [
+        (["Role", "Arn"], "arn:aws:iam::111122223333:role/svc/worker"),
+        ("Fn.Arn", "arn:aws:lambda:eu-west-1:111122223333:function:work"),
+        (["Bucket", "Arn"], "arn:aws:s3:::data-111122223333"),
+        (["Bucket", "RegionalDomainName"], "data-111122223333.s3.eu-west-1.amazonaws.com"),
+        (["Machine", "Arn"], "arn:aws:states:eu-west-1:111122223333:stateMachine:run"),
+        (["Machine", "Name"], "run"),
+        (["Table", "Arn"], "arn:aws:dynamodb:eu-west-1:111122223333:table/leases"),
+        (["Logs", "Arn"], "arn:aws:logs:eu-west-1:111122223333:log-group:/app/logs:*"),
+        (["Box", "AvailabilityZone"], "eu-west-1b"),
+    ],
+)
 def test_get_att_computed_from_physical_ids(resolver: Resolver, att: Any, expected: str) -> None:
     assert r(resolver, {"Fn::GetAtt": att}) == expected
 
 
 def test_join_sub_select_split_base64_find_in_map(resolver: Resolver) -> None:
     assert r(resolver, {"Fn::Join": [":", ["a", {"Ref": "Stage"}, 3]]}) == "a:dev:3"
-    assert r(resolver, {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/${!Literal}"}) == \
-        "arn:aws:s3:::data-111122223333/${Literal}"
+    assert (
+        r(resolver, {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/${!Literal}"})
+        == "arn:aws:s3:::data-111122223333/${Literal}"
+    )
     assert r(resolver, {"Fn::Sub": "${Role.Arn}"}) == "arn:aws:iam::111122223333:role/svc/worker"
-    assert r(resolver, {"Fn::Sub": ["${Name}-${AWS::Region}-${Stage}", {"Name": {"Ref": "Fn"}}]}) == \
-        "work-eu-west-1-dev"
+    assert (
+        r(resolver, {"Fn::Sub": ["${Name}-${AWS::Region}-${Stage}", {"Name": {"Ref": "Fn"}}]}) == "work-eu-west-1-dev"
+    )
     assert r(resolver, {"Fn::Select": [1, {"Fn::Split": ["/", "a/b/c"]}]}) == "b"
     assert r(resolver, {"Fn::Split": [",", {"Fn::Join": [",", ["x", "y"]]}]}) == ["x", "y"]
-    assert base64.b64decode(r(resolver, {"Fn::Base64": {"Fn::Sub": "#!/bin/bash\necho ${Stage}"}})) == \
-        b"#!/bin/bash\necho dev"
+    assert (
+        base64.b64decode(r(resolver, {"Fn::Base64": {"Fn::Sub": "#!/bin/bash\necho ${Stage}"}}))
+        == b"#!/bin/bash\necho dev"
+    )
     assert r(resolver, {"Fn::FindInMap": ["Sizes", {"Ref": "Stage"}, "Mem"]}) == "128"
 
 
@@ -134,8 +162,11 @@ def test_conditions_if_and_no_value(resolver: Resolver) -> None:
     assert resolver.condition("Producer", "IsProd") is False
     assert resolver.condition("Producer", "Both") is True
     assert r(resolver, {"Fn::If": ["IsProd", "big", "small"]}) == "small"
-    value = {"keep": 1, "drop": {"Fn::If": ["IsProd", 2, {"Ref": "AWS::NoValue"}]},
-             "list": ["a", {"Fn::If": ["NotProd", {"Ref": "AWS::NoValue"}, "b"]}]}
+    value = {
+        "keep": 1,
+        "drop": {"Fn::If": ["IsProd", 2, {"Ref": "AWS::NoValue"}]},
+        "list": ["a", {"Fn::If": ["NotProd", {"Ref": "AWS::NoValue"}, "b"]}],
+    }
     assert r(resolver, value) == {"keep": 1, "list": ["a"]}
     assert resolver.is_active("Producer", "ProdOnly") is False
     assert resolver.is_active("Producer", "Bucket") is True
@@ -157,23 +188,34 @@ def test_custom_resource_attributes_come_from_the_caller(resolver: Resolver) -> 
     assert resolver.properties("Producer", "Custom")["ServiceToken"].endswith(":function:work")
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ({"Ref": "Nowhere"}, r"Producer: <value> at \.Ref: Ref to unknown name 'Nowhere'"),
-    ({"Ref": "Box"}, r"no physical id known for a AWS::EC2::Instance"),
-    ({"Fn::ImportValue": "Other:Missing"}, r"no stack exports 'Other:Missing'"),
-    ({"Fn::Cidr": ["10.0.0.0/16", 2, 8]}, r"Fn::Cidr is not supported"),
-    ({"Fn::Select": [5, ["a"]]}, r"index 5 out of range"),
-    ({"Fn::Join": ["", [{"Fn::GetAtt": ["Role", "RoleId"]}]]}, r"\.Fn::Join\[1\]\[0\]\.Fn::GetAtt: .*RoleId"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"Ref": "Nowhere"}, r"Producer: <value> at \.Ref: Ref to unknown name 'Nowhere'"),
+        ({"Ref": "Box"}, r"no physical id known for a AWS::EC2::Instance"),
+        ({"Fn::ImportValue": "Other:Missing"}, r"no stack exports 'Other:Missing'"),
+        ({"Fn::Cidr": ["10.0.0.0/16", 2, 8]}, r"Fn::Cidr is not supported"),
+        ({"Fn::Select": [5, ["a"]]}, r"index 5 out of range"),
+        ({"Fn::Join": ["", [{"Fn::GetAtt": ["Role", "RoleId"]}]]}, r"\.Fn::Join\[1\]\[0\]\.Fn::GetAtt: .*RoleId"),
+    ],
+)
 def test_unresolvable_names_stack_and_path(resolver: Resolver, value: Any, message: str) -> None:
     with pytest.raises(TemplateResolveError, match=message):
         r(resolver, value)
 
 
 def test_unresolvable_resource_property_names_the_logical_id(tmp_path: Path) -> None:
-    asm = _assembly(tmp_path, {"S": {"Resources": {
-        "Vol": {"Type": "AWS::EC2::Volume"},
-        "Att": {"Type": "AWS::EC2::VolumeAttachment", "Properties": {"VolumeId": {"Ref": "Vol"}}}}}})
+    asm = _assembly(
+        tmp_path,
+        {
+            "S": {
+                "Resources": {
+                    "Vol": {"Type": "AWS::EC2::Volume"},
+                    "Att": {"Type": "AWS::EC2::VolumeAttachment", "Properties": {"VolumeId": {"Ref": "Vol"}}},
+                }
+            }
+        },
+    )
     with pytest.raises(TemplateResolveError) as err:
         Resolver(asm).properties("S", "Att")
     assert (err.value.stack, err.value.where, err.value.path) == ("S", "Att", "Properties.VolumeId.Ref")
@@ -182,11 +224,19 @@ def test_unresolvable_resource_property_names_the_logical_id(tmp_path: Path) -> 
 def test_network_ids_and_launch_templates_get_cloudformation_style_generated_ids(tmp_path: Path) -> None:
     """CloudFormation names these by a generated id; until the deployment records moto's, the resolver answers a
     deterministic one of the same form (policies and environments naming them then resolve)."""
-    asm = _assembly(tmp_path, {"S": {"Resources": {
-        "Vpc": {"Type": "AWS::EC2::VPC"},
-        "Sn": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}}},
-        "Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"VpcId": {"Ref": "Vpc"}}},
-        "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateName": "np-x"}}}}})
+    asm = _assembly(
+        tmp_path,
+        {
+            "S": {
+                "Resources": {
+                    "Vpc": {"Type": "AWS::EC2::VPC"},
+                    "Sn": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}}},
+                    "Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"VpcId": {"Ref": "Vpc"}}},
+                    "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateName": "np-x"}},
+                }
+            }
+        },
+    )
     res = Resolver(asm)
     vpc = res.properties("S", "Sg")["VpcId"]
     assert vpc == res.properties("S", "Sn")["VpcId"] and re.fullmatch(r"vpc-[0-9a-f]{17}", vpc)
@@ -206,13 +256,27 @@ def test_no_parameter_value_is_an_error(tmp_path: Path) -> None:
 
 def test_assets_with_destinations_resolved(tmp_path: Path) -> None:
     (tmp_path / "asset.abc").mkdir()
-    dest = {"bucketName": "cdk-assets-${AWS::AccountId}-${AWS::Region}", "objectKey": "abc.zip",
-            "region": "eu-west-1", "assumeRoleArn": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/x"}
-    manifest = {"version": "55.0.0", "files": {
-        "abc": {"displayName": "Code", "source": {"path": "asset.abc", "packaging": "zip"},
-                "destinations": {"d": dest}},
-        "tpl": {"displayName": "S Template", "source": {"path": "S.template.json", "packaging": "file"},
-                "destinations": {"d": {**dest, "objectKey": "tpl.json"}}}}}
+    dest = {
+        "bucketName": "cdk-assets-${AWS::AccountId}-${AWS::Region}",
+        "objectKey": "abc.zip",
+        "region": "eu-west-1",
+        "assumeRoleArn": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/x",
+    }
+    manifest = {
+        "version": "55.0.0",
+        "files": {
+            "abc": {
+                "displayName": "Code",
+                "source": {"path": "asset.abc", "packaging": "zip"},
+                "destinations": {"d": dest},
+            },
+            "tpl": {
+                "displayName": "S Template",
+                "source": {"path": "S.template.json", "packaging": "file"},
+                "destinations": {"d": {**dest, "objectKey": "tpl.json"}},
+            },
+        },
+    }
     asm = _assembly(tmp_path, {"S": {"Resources": {}}}, assets_json={"S": manifest})
     (code,) = assets(asm, ENV)
     assert (code.display_name, code.packaging, code.source) == ("Code", "zip", (tmp_path / "asset.abc").resolve())
@@ -223,8 +287,6 @@ def test_assets_with_destinations_resolved(tmp_path: Path) -> None:
 # --- the real assembly -------------------------------------------------------------------------------------------
 
 CP = "NeuronPipelinesControlPlane"
-
-
 
 
 @pytest.mark.slow
@@ -275,11 +337,14 @@ def test_real_fleet_launch_templates_and_the_grants_naming_them_resolve(cfn_asse
         assert base64.b64decode(props["LaunchTemplateData"]["UserData"]).decode().startswith("#!/bin/bash\n")
         assert props["LaunchTemplateData"]["SecurityGroupIds"][0].startswith("sg-")
         ids.add(res.physical_id(fleet.stack_name, lid))
-    policy = next(lid for lid in cfn_assembly.template(CP).of_type("AWS::IAM::Policy")
-                  if lid.startswith("StateMachinePolicy"))
+    policy = next(
+        lid for lid in cfn_assembly.template(CP).of_type("AWS::IAM::Policy") if lid.startswith("StateMachinePolicy")
+    )
     statements = {st["Sid"]: st for st in res.properties(CP, policy)["PolicyDocument"]["Statement"]}
     assert {r.rsplit("/", 1)[1] for r in statements["FleetLaunchTemplates"]["Resource"]} == ids
-    envs = [res.properties(CP, lid)["Environment"]["Variables"] for lid in cfn_assembly.template(CP).of_type(
-        "AWS::Lambda::Function")]
+    envs = [
+        res.properties(CP, lid)["Environment"]["Variables"]
+        for lid in cfn_assembly.template(CP).of_type("AWS::Lambda::Function")
+    ]
     assert all(len(e["NEURONPIPE_FLEET_SUBNETS"].split(",")) == 2 for e in envs)
     assert all(s.startswith("subnet-") for s in envs[0]["NEURONPIPE_FLEET_SUBNETS"].split(","))

@@ -9,6 +9,7 @@ tests/rehearsal/test_fault_matrix.py): xdist (``--dist loadfile``) hands whole f
 cases run several boxes at once, so they are kept apart from the pinned cases rather than behind them in one
 file. TEST-ONLY changes of the deployed definition as there (every Retry waits 1 s; MaxAttempts unchanged).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,26 @@ FLEET_TYPES = ["inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"]
 
 
 def fleet_matrix(max_concurrency: int = 2, types=FLEET_TYPES, lane: str = "ok") -> Any:
-    return parse_request({"lanes": ["provenance", "preflight"], "models": ["tiny-llama"], "profile": "tiny",
-                          "server_configs": ["A"], "trigger": "rehearsal-fleet",
-                          "matrix": {"instance_types": types, "lanes": [lane], "max_concurrency": max_concurrency}})
+    return parse_request(
+        {
+            "lanes": ["provenance", "preflight"],
+            "models": ["tiny-llama"],
+            "profile": "tiny",
+            "server_configs": ["A"],
+            "trigger": "rehearsal-fleet",
+            "matrix": {"instance_types": types, "lanes": [lane], "max_concurrency": max_concurrency},
+        }
+    )
 
 
 def fleet_ended(r, arn: str, deadline_s: float = 240) -> dict[str, Any]:
     sfn = client(r, "stepfunctions")
-    wait_for(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", f"{arn} to end", deadline_s,
-             poll_s=0.25)
+    wait_for(
+        lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING",
+        f"{arn} to end",
+        deadline_s,
+        poll_s=0.25,
+    )
     r.settle()
     return sfn.describe_execution(executionArn=arn)
 
@@ -75,7 +87,8 @@ def max_at_once(r, execution_arn: str) -> int:
 
 
 def test_a_matrix_fans_out_two_at_once_a_type_refused_everywhere_and_a_hung_lane_stay_in_their_cells(
-        rehearsal, faults, say):
+    rehearsal, faults, say
+):
     """One matrix run, four cells of four types and two families, at most two boxes at once: g6.xlarge refused for
     capacity in every AZ (its cell recorded, never launched), c01's lane past its timeout (only that cell fails),
     the other two cells' lanes committed; every box launched is terminated."""
@@ -131,8 +144,9 @@ def test_the_operator_stopping_the_execution_mid_fan_out_terminates_every_cell(r
     r = rehearsal
     launched = r.start(fleet_matrix(2, lane="nap"), "fleet-abort")
     wait_for(lambda: len(r.fleet_running()) == 2, "the first two cells' boxes to be up", 120, poll_s=0.2)
-    client(r, "stepfunctions").stop_execution(executionArn=launched.execution_arn, error="Operator.Stop",
-                                              cause="rehearsal: stopped mid-fan-out")
+    client(r, "stepfunctions").stop_execution(
+        executionArn=launched.execution_arn, error="Operator.Stop", cause="rehearsal: stopped mid-fan-out"
+    )
     desc = fleet_ended(r, launched.execution_arn)
     assert desc["status"] == "ABORTED"
     assert len(launched_types(r, "fleet-abort")) == 2  # the other two cells were never launched
@@ -151,14 +165,18 @@ def test_a_wave_too_large_for_the_state_runs_as_a_distributed_map_and_its_result
     assert "SegmentsDistributed" in entered and "Segments" not in entered
     s3 = client(r, "s3")
     bucket = r.settings().results_bucket
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="control/fleet-distributed/")
-            .get("Contents", [])]
+    keys = [
+        o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="control/fleet-distributed/").get("Contents", [])
+    ]
     assert "control/fleet-distributed/wave-0/items.json" in keys  # control data, outside the boxes' results/
     assert {k.rsplit("/", 1)[-1] for k in keys if "/results/" in k} == {"c01.json"}
     out = json.loads(desc["output"])["outcome"]
     assert out["status"] == "succeeded", out
     # what `run --aws` and `status` show: the wave's lanes ran in child executions, their statuses come from the store
     shown = r.follow(launched.execution_arn, lambda p: None, deadline_s=30)
-    assert shown.distributed and {lp.result_lane: lp.status for lp in shown.lanes} == \
-        {"provenance@c01": "succeeded", "preflight@c01": "succeeded", "ok@c01": "succeeded"}
+    assert shown.distributed and {lp.result_lane: lp.status for lp in shown.lanes} == {
+        "provenance@c01": "succeeded",
+        "preflight@c01": "succeeded",
+        "ok@c01": "succeeded",
+    }
     assert left_running(r, say, "distributed-map") == []

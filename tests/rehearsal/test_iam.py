@@ -1,4 +1,5 @@
 """rehearsal.iam: the evaluator, enforcement on a loopback moto server, the static ASL check, the real roles."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,27 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from rehearsal.cfn import Assembly, Resolver
-from rehearsal.iam import (ADMIN_POLICY, MOTO_SFN_KEY, AccessKey, Actor, IamDeniedError, IamEnforcement, IamModel,
-                                 PolicyDoc, asl_calls, aws_managed_policy, check_state_machine, evaluate,
-                                 iam_model, provision, request_checks, state_machine_denials, statements,
-                                 unchecked)
+from rehearsal.cfn import Assembly
+from rehearsal.iam import (
+    ADMIN_POLICY,
+    MOTO_SFN_KEY,
+    AccessKey,
+    Actor,
+    IamDeniedError,
+    IamEnforcement,
+    IamModel,
+    PolicyDoc,
+    asl_calls,
+    aws_managed_policy,
+    check_state_machine,
+    evaluate,
+    iam_model,
+    provision,
+    request_checks,
+    state_machine_denials,
+    statements,
+    unchecked,
+)
 from rehearsal.world import MotoWorld
 from tests.rehearsal.conftest import real_resolver
 
@@ -29,13 +46,26 @@ def _doc(*stmts: dict[str, Any], name: str = "p") -> PolicyDoc:
 WORKER = _doc(
     {"Sid": "Read", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/results/*"},
     {"Sid": "List", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"},
-    {"Sid": "Param", "Effect": "Allow", "Action": "ssm:GetParameter",
-     "Resource": f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness"},
+    {
+        "Sid": "Param",
+        "Effect": "Allow",
+        "Action": "ssm:GetParameter",
+        "Resource": f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness",
+    },
     {"Sid": "Start", "Effect": "Allow", "Action": "states:StartExecution", "Resource": MACHINE},
-    {"Sid": "Stop", "Effect": "Allow", "Action": "ec2:StopInstances", "Resource": f"arn:aws:ec2:{REGION}:"
-     f"{ACCOUNT}:instance/*", "Condition": {"StringEquals": {"aws:ResourceTag/project": "np"}}},
-    {"Sid": "Secret", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
-     "Resource": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-??????"},
+    {
+        "Sid": "Stop",
+        "Effect": "Allow",
+        "Action": "ec2:StopInstances",
+        "Resource": f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/*",
+        "Condition": {"StringEquals": {"aws:ResourceTag/project": "np"}},
+    },
+    {
+        "Sid": "Secret",
+        "Effect": "Allow",
+        "Action": "secretsmanager:GetSecretValue",
+        "Resource": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-??????",
+    },
 )
 
 
@@ -45,26 +75,36 @@ def _stmts(doc: PolicyDoc = WORKER):
 
 # --- the evaluator ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("action", "resource", "allowed", "by"), [
-    ("s3:GetObject", f"arn:aws:s3:::{BUCKET}/results/r1/x.json", True, "p/Read"),
-    ("S3:getobject", f"arn:aws:s3:::{BUCKET}/results/a", True, "p/Read"),     # actions ignore case
-    ("s3:GetObject", f"arn:aws:s3:::{BUCKET}/reports/a", False, None),          # resources do not
-    ("s3:PutObject", f"arn:aws:s3:::{BUCKET}/results/a", False, None),
-    ("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/other", False, None),
-    ("secretsmanager:GetSecretValue", f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-AbC123", True,
-     "p/Secret"),
-    ("secretsmanager:GetSecretValue", f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-AbC1234", False, None),
-    ("ssm:GetParameter", None, True, "p/Param"),                                # resource unknown: action only
-])
+
+@pytest.mark.parametrize(
+    ("action", "resource", "allowed", "by"),
+    [
+        ("s3:GetObject", f"arn:aws:s3:::{BUCKET}/results/r1/x.json", True, "p/Read"),
+        ("S3:getobject", f"arn:aws:s3:::{BUCKET}/results/a", True, "p/Read"),  # actions ignore case
+        ("s3:GetObject", f"arn:aws:s3:::{BUCKET}/reports/a", False, None),  # resources do not
+        ("s3:PutObject", f"arn:aws:s3:::{BUCKET}/results/a", False, None),
+        ("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/other", False, None),
+        (
+            "secretsmanager:GetSecretValue",
+            f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-AbC123",
+            True,
+            "p/Secret",
+        ),
+        ("secretsmanager:GetSecretValue", f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-AbC1234", False, None),
+        ("ssm:GetParameter", None, True, "p/Param"),  # resource unknown: action only
+    ],
+)
 def test_evaluate(action: str, resource: str | None, allowed: bool, by: str | None) -> None:
     d = evaluate(_stmts(), action, resource)
     assert (d.allowed, d.allowed_by) == (allowed, by)
 
 
 def test_deny_wins_and_not_action_not_resource() -> None:
-    doc = _doc({"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
-               {"Sid": "NoReports", "Effect": "Deny", "Action": "s3:*", "Resource": "arn:aws:s3:::b/reports/*"},
-               {"Sid": "AllButIam", "Effect": "Allow", "NotAction": "iam:*", "NotResource": "arn:aws:ec2:*"})
+    doc = _doc(
+        {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+        {"Sid": "NoReports", "Effect": "Deny", "Action": "s3:*", "Resource": "arn:aws:s3:::b/reports/*"},
+        {"Sid": "AllButIam", "Effect": "Allow", "NotAction": "iam:*", "NotResource": "arn:aws:ec2:*"},
+    )
     s = statements(doc)
     assert evaluate(s, "s3:GetObject", "arn:aws:s3:::b/reports/x").denied_by == "p/NoReports"
     assert evaluate(s, "s3:GetObject", "arn:aws:s3:::b/reports/x").allowed is False
@@ -78,32 +118,83 @@ def test_conditions_are_assumed_and_reported() -> None:
     assert d.allowed and d.assumed_conditions == ("p/Stop",)
     model = IamModel({"w": Actor("w", "lambda", "S/Role", (WORKER,))})
     lines = unchecked(model)
-    assert any("w: statement p/Stop: condition not evaluated (StringEquals aws:ResourceTag/project)" in x
-               for x in lines)
+    assert any(
+        "w: statement p/Stop: condition not evaluated (StringEquals aws:ResourceTag/project)" in x for x in lines
+    )
 
 
-@pytest.mark.parametrize(("action", "resource", "data", "body", "path", "expected"), [
-    ("s3:HeadBucket", "arn:aws:s3:::b", {}, None, "/b", [("s3:ListBucket", "arn:aws:s3:::b")]),
-    ("ec2:StopInstances", "*", {"InstanceId.1": ["i-1"], "InstanceId.2": ["i-2"]}, None, "/",
-     [("ec2:StopInstances", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-1"),
-      ("ec2:StopInstances", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-2")]),
-    ("ssm:GetParameter", "*", {}, b'{"Name": "/np/harness"}', "/",
-     [("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness")]),
-    ("ssm:SendCommand", "*", {}, b'{"DocumentName": "AWS-RunShellScript", "InstanceIds": ["i-1"]}', "/",
-     [("ssm:SendCommand", f"arn:aws:ssm:{REGION}::document/AWS-RunShellScript"),
-      ("ssm:SendCommand", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-1")]),
-    ("dynamodb:TransactWriteItems", "*", {},
-     b'{"TransactItems": [{"Put": {"TableName": "leases"}}, {"ConditionCheck": {"TableName": "leases"}}]}', "/",
-     [("dynamodb:PutItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/leases"),
-      ("dynamodb:ConditionCheckItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/leases")]),
-    ("lambda:Invoke", "*", {}, b"{}", "/2015-03-31/functions/fin/invocations",
-     [("lambda:InvokeFunction", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:fin")]),
-    ("events:PutEvents", "*", {}, b'{"Entries": [{"Source": "x"}]}', "/",
-     [("events:PutEvents", f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default")]),
-    ("states:SendTaskSuccess", "*", {}, b'{"taskToken": "t"}', "/", [("states:SendTaskSuccess", None)]),
-])
-def test_request_checks(action: str, resource: str, data: dict[str, Any], body: bytes | None, path: str,
-                        expected: list[tuple[str, str | None]]) -> None:
+@pytest.mark.parametrize(
+    ("action", "resource", "data", "body", "path", "expected"),
+    [
+        ("s3:HeadBucket", "arn:aws:s3:::b", {}, None, "/b", [("s3:ListBucket", "arn:aws:s3:::b")]),
+        (
+            "ec2:StopInstances",
+            "*",
+            {"InstanceId.1": ["i-1"], "InstanceId.2": ["i-2"]},
+            None,
+            "/",
+            [
+                ("ec2:StopInstances", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-1"),
+                ("ec2:StopInstances", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-2"),
+            ],
+        ),
+        (
+            "ssm:GetParameter",
+            "*",
+            {},
+            b'{"Name": "/np/harness"}',
+            "/",
+            [("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness")],
+        ),
+        (
+            "ssm:SendCommand",
+            "*",
+            {},
+            b'{"DocumentName": "AWS-RunShellScript", "InstanceIds": ["i-1"]}',
+            "/",
+            [
+                ("ssm:SendCommand", f"arn:aws:ssm:{REGION}::document/AWS-RunShellScript"),
+                ("ssm:SendCommand", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-1"),
+            ],
+        ),
+        (
+            "dynamodb:TransactWriteItems",
+            "*",
+            {},
+            b'{"TransactItems": [{"Put": {"TableName": "leases"}}, {"ConditionCheck": {"TableName": "leases"}}]}',
+            "/",
+            [
+                ("dynamodb:PutItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/leases"),
+                ("dynamodb:ConditionCheckItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/leases"),
+            ],
+        ),
+        (
+            "lambda:Invoke",
+            "*",
+            {},
+            b"{}",
+            "/2015-03-31/functions/fin/invocations",
+            [("lambda:InvokeFunction", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:fin")],
+        ),
+        (
+            "events:PutEvents",
+            "*",
+            {},
+            b'{"Entries": [{"Source": "x"}]}',
+            "/",
+            [("events:PutEvents", f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default")],
+        ),
+        ("states:SendTaskSuccess", "*", {}, b'{"taskToken": "t"}', "/", [("states:SendTaskSuccess", None)]),
+    ],
+)
+def test_request_checks(
+    action: str,
+    resource: str,
+    data: dict[str, Any],
+    body: bytes | None,
+    path: str,
+    expected: list[tuple[str, str | None]],
+) -> None:
     assert request_checks(action, resource, data, body, path, REGION, ACCOUNT) == expected
 
 
@@ -115,22 +206,61 @@ def test_moto_ships_the_ssm_core_managed_policy() -> None:
 
 # --- the state machine's calls, statically ------------------------------------------------------------------------
 
-ASL = {"StartAt": "P", "States": {
-    "P": {"Type": "Map", "ItemProcessor": {"StartAt": "Start", "States": {
-        "Start": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:ec2:startInstances",
-                  "Parameters": {"InstanceIds.$": "States.Array($.id)"}, "Next": "Run"},
-        "Run": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
-                "Parameters": {"DocumentName": "AWS-RunShellScript", "InstanceIds.$": "States.Array($.id)"},
-                "Next": "Release"},
-        "Release": {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:deleteItem",
-                    "Parameters": {"TableName": "${LeaseTableName}", "Key": {}}, "End": True}}},
-          "Next": "Par"},
-    "Par": {"Type": "Parallel", "Branches": [{"StartAt": "Fin", "States": {
-        "Fin": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
-                "Parameters": {"FunctionName": "${Fn}", "Payload.$": "$"}, "End": True}}}], "Next": "Emit"},
-    "Emit": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents",
-             "Parameters": {"Entries": [{"Source": "np", "DetailType": "RunSucceeded", "Detail.$": "$"}]},
-             "End": True}}}
+ASL = {
+    "StartAt": "P",
+    "States": {
+        "P": {
+            "Type": "Map",
+            "ItemProcessor": {
+                "StartAt": "Start",
+                "States": {
+                    "Start": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::aws-sdk:ec2:startInstances",
+                        "Parameters": {"InstanceIds.$": "States.Array($.id)"},
+                        "Next": "Run",
+                    },
+                    "Run": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::aws-sdk:ssm:sendCommand.waitForTaskToken",
+                        "Parameters": {"DocumentName": "AWS-RunShellScript", "InstanceIds.$": "States.Array($.id)"},
+                        "Next": "Release",
+                    },
+                    "Release": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::dynamodb:deleteItem",
+                        "Parameters": {"TableName": "${LeaseTableName}", "Key": {}},
+                        "End": True,
+                    },
+                },
+            },
+            "Next": "Par",
+        },
+        "Par": {
+            "Type": "Parallel",
+            "Branches": [
+                {
+                    "StartAt": "Fin",
+                    "States": {
+                        "Fin": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::lambda:invoke",
+                            "Parameters": {"FunctionName": "${Fn}", "Payload.$": "$"},
+                            "End": True,
+                        }
+                    },
+                }
+            ],
+            "Next": "Emit",
+        },
+        "Emit": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::events:putEvents",
+            "Parameters": {"Entries": [{"Source": "np", "DetailType": "RunSucceeded", "Detail.$": "$"}]},
+            "End": True,
+        },
+    },
+}
 SUBS = {"LeaseTableName": "np-leases", "Fn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:fin"}
 
 
@@ -147,8 +277,13 @@ def test_asl_calls_walk_maps_parallels_and_integrations() -> None:
 
 
 def test_state_machine_denials_name_the_missing_grant() -> None:
-    role = _doc({"Effect": "Allow", "Action": ["ec2:StartInstances", "ssm:SendCommand", "lambda:InvokeFunction",
-                                               "events:PutEvents"], "Resource": "*"})
+    role = _doc(
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:StartInstances", "ssm:SendCommand", "lambda:InvokeFunction", "events:PutEvents"],
+            "Resource": "*",
+        }
+    )
     actor = Actor("state-machine:np", "state_machine", "S/SmRole", (role,))
     (denial,) = state_machine_denials(actor, json.dumps(ASL), SUBS, region=REGION, account=ACCOUNT)
     assert (denial.action, denial.actor) == ("dynamodb:DeleteItem", "state-machine:np")
@@ -157,6 +292,7 @@ def test_state_machine_denials_name_the_missing_grant() -> None:
 
 
 # --- enforcement on a loopback moto server -------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
@@ -171,18 +307,24 @@ def moto_endpoint() -> Iterator[str]:
 
 
 def _client(service: str, endpoint: str, key: AccessKey | None = None) -> Any:
-    creds = ({"aws_access_key_id": key.access_key_id, "aws_secret_access_key": key.secret_access_key}
-             if key else {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"})
+    creds = (
+        {"aws_access_key_id": key.access_key_id, "aws_secret_access_key": key.secret_access_key}
+        if key
+        else {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"}
+    )
     return boto3.client(service, endpoint_url=endpoint, region_name=REGION, aws_session_token=None, **creds)
 
 
 @pytest.fixture(scope="module")
 def enforced_world(moto_endpoint: str) -> dict[str, Any]:
     machine = _doc({"Sid": "Stop", "Effect": "Allow", "Action": "ec2:StopInstances", "Resource": "*"})
-    model = IamModel({"lambda:worker": Actor("lambda:worker", "lambda", "S/WorkerRole", (WORKER,)),
-                      "state-machine:np": Actor("state-machine:np", "state_machine", "S/SmRole", (machine,)),
-                      "operator": Actor("operator", "operator", "operator",
-                                        (PolicyDoc("Admin", "operator", ADMIN_POLICY),))})
+    model = IamModel(
+        {
+            "lambda:worker": Actor("lambda:worker", "lambda", "S/WorkerRole", (WORKER,)),
+            "state-machine:np": Actor("state-machine:np", "state_machine", "S/SmRole", (machine,)),
+            "operator": Actor("operator", "operator", "operator", (PolicyDoc("Admin", "operator", ADMIN_POLICY),)),
+        }
+    )
     keys = provision(model, _client("iam", moto_endpoint), fixed_keys={"state-machine:np": MOTO_SFN_KEY})
     s3 = _client("s3", moto_endpoint)
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
@@ -203,8 +345,9 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
     with IamEnforcement(enforced_world["model"], enforced_world["keys"]) as enforcement:
         s3 = _client("s3", moto_endpoint, worker)
         assert s3.get_object(Bucket=BUCKET, Key="results/r1/a.json")["Body"].read() == b"{}"
-        assert [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="results/")["Contents"]] == \
-            ["results/r1/a.json"]
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="results/")["Contents"]] == [
+            "results/r1/a.json"
+        ]
         s3.head_bucket(Bucket=BUCKET)  # moto's HeadBucket is evaluated as s3:ListBucket, as AWS does
         ssm = _client("ssm", moto_endpoint, worker)
         assert ssm.get_parameter(Name="/np/harness")["Parameter"]["Value"] == "v"
@@ -243,11 +386,12 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
     assert table["operator"]["ssm:PutParameter"] == 1
     assert table["state-machine:np"] == {"ec2:StopInstances": 1, "ec2:StartInstances DENIED": 1}
     denied = [(d.actor, d.action, d.resource) for d in recorder.denials]
-    assert denied == [("lambda:worker", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/reports/r1/REPORT.md"),
-                      ("lambda:worker", "ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/other"),
-                      ("lambda:worker", "ssm:PutParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness"),
-                      ("state-machine:np", "ec2:StartInstances",
-                       f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0000000000000000a")]
+    assert denied == [
+        ("lambda:worker", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/reports/r1/REPORT.md"),
+        ("lambda:worker", "ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/other"),
+        ("lambda:worker", "ssm:PutParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/np/harness"),
+        ("state-machine:np", "ec2:StartInstances", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0000000000000000a"),
+    ]
     with pytest.raises(IamDeniedError, match=r"lambda:worker called s3:GetObject .*no statement of its role"):
         recorder.raise_if_denied()
     # enforcement is off again: the bootstrap key works
@@ -259,14 +403,19 @@ def test_allowed_calls_pass_and_others_are_denied(moto_endpoint: str, enforced_w
 CP = "NeuronPipelinesControlPlane"
 
 
-
-
 @pytest.mark.slow
 def test_real_actors_and_their_grants(cfn_assembly: Assembly) -> None:
     model = iam_model(cfn_assembly, real_resolver(cfn_assembly))
     names = set(model.actors)
-    assert {"box:trn1", "box:inf2", "lambda:plan_run", "lambda:on_command_status", "lambda:finalize_run",
-            "lambda:idle_reaper", "operator"} <= names
+    assert {
+        "box:trn1",
+        "box:inf2",
+        "lambda:plan_run",
+        "lambda:on_command_status",
+        "lambda:finalize_run",
+        "lambda:idle_reaper",
+        "operator",
+    } <= names
     assert any(n.startswith("state-machine:") for n in names)
     box = model.actors["box:trn1"]
     (role_lid,) = cfn_assembly.template("NeuronPipelinesTrainium").of_type("AWS::IAM::Role")
@@ -290,11 +439,20 @@ def test_real_state_machine_calls_are_all_granted(cfn_assembly: Assembly) -> Non
     (lid,) = cfn_assembly.template(CP).of_type("AWS::StepFunctions::StateMachine")
     props = res.properties(CP, lid)
     actor = model.actors[f"state-machine:{props['StateMachineName']}"]
-    checks = check_state_machine(actor, props["DefinitionString"], props["DefinitionSubstitutions"],
-                                 region="us-west-2", account="123456789012")
+    checks = check_state_machine(
+        actor, props["DefinitionString"], props["DefinitionSubstitutions"], region="us-west-2", account="123456789012"
+    )
     actions = {c.action for c, _ in checks}
     assert {"ec2:StartInstances", "ec2:StopInstances", "ssm:SendCommand", "lambda:InvokeFunction"} <= actions
-    assert [str(d) for d in state_machine_denials(actor, props["DefinitionString"], props["DefinitionSubstitutions"],
-                                                  region="us-west-2", account="123456789012")] == []
+    assert [
+        str(d)
+        for d in state_machine_denials(
+            actor,
+            props["DefinitionString"],
+            props["DefinitionSubstitutions"],
+            region="us-west-2",
+            account="123456789012",
+        )
+    ] == []
     lines = unchecked(model, static=checks)
     assert any("condition not evaluated" in x and "state-machine:" in x for x in lines)

@@ -1,4 +1,5 @@
 """Lambda workers import only the staged code and the layer, as the Lambda runtime does."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,9 +19,16 @@ def _function(tmp_path: Path, layer: Path, body: str) -> LambdaFunction:
     (code / "fn").mkdir(parents=True)
     (code / "fn" / "__init__.py").write_text("")
     (code / "fn" / "main.py").write_text(body)
-    return LambdaFunction(name="probe", arn="arn:aws:lambda:us-west-2:123456789012:function:probe",
-                          handler="fn.main.handler", code_dir=code, layer_dir=layer, environment={"X": "1"},
-                          timeout_s=30, log_path=tmp_path / "probe.log")
+    return LambdaFunction(
+        name="probe",
+        arn="arn:aws:lambda:us-west-2:123456789012:function:probe",
+        handler="fn.main.handler",
+        code_dir=code,
+        layer_dir=layer,
+        environment={"X": "1"},
+        timeout_s=30,
+        log_path=tmp_path / "probe.log",
+    )
 
 
 def test_layer_holds_the_requirements_closure_and_the_runtime_packages():
@@ -42,9 +50,11 @@ def test_a_handler_importing_outside_the_layer_fails_like_lambda(tmp_path, layer
 
 
 def test_a_handler_using_the_layer_runs_with_its_environment(tmp_path, layer):
-    body = ("import os, pydantic, boto3\n\ndef handler(event, context):\n"
-            "    print('log line')\n"
-            "    return {'x': os.environ['X'], 'got': event, 'name': context.function_name}\n")
+    body = (
+        "import os, pydantic, boto3\n\ndef handler(event, context):\n"
+        "    print('log line')\n"
+        "    return {'x': os.environ['X'], 'got': event, 'name': context.function_name}\n"
+    )
     fn = _function(tmp_path, layer, body)
     try:
         result, error = fn.invoke({"a": 1})

@@ -1,5 +1,6 @@
 """The rehearsal end to end: `neuronpipe rehearse` as a user runs it, and the proof that it catches what moto
 alone cannot (the SSM agent's /bin/sh refusing the bash-only script line the hardening fixed)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,22 @@ pytestmark = pytest.mark.slow
 def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_running(tmp_path, capsys):
     request = tmp_path / "run.json"
     request.write_text(json.dumps({"preset": "smoke"}))
-    code = main(["rehearse", "--input", str(request), "--no-live", "--workdir", str(tmp_path / "w"),
-                 "--build-dir", str(tmp_path / "build"), "--boot-delay-s", "0.5", "--timeout-s", "600"])
+    code = main(
+        [
+            "rehearse",
+            "--input",
+            str(request),
+            "--no-live",
+            "--workdir",
+            str(tmp_path / "w"),
+            "--build-dir",
+            str(tmp_path / "build"),
+            "--boot-delay-s",
+            "0.5",
+            "--timeout-s",
+            "600",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 0, err[-4000:]
     assert "rehearsal of rehearsal-1: SUCCEEDED" in err
@@ -28,7 +43,7 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
     smoke = len(request_lanes(None, "smoke"))  # the preset's lanes, on each of the 2 boxes
     # a succeeded lane enters 4 states: RunLane, CommitLane (the control plane commits what the box proposed), the
     # commit's answer checked (LaneCommitted), LaneDone
-    assert re.search(r"transitions per lane: \[(4, ){%d}4\]" % (2 * smoke - 1), err), err[-2000:]
+    assert re.search(rf"transitions per lane: \[(4, ){{{2 * smoke - 1}}}4\]", err), err[-2000:]
     # each segment marked its start and pushed its compile cache before its stop
     assert re.search(r"states: .*MarkStart=2, .*PushCompileCache=2, ", err), err[-2000:]
     assert "run events on the bus: RunSucceeded" in err
@@ -43,7 +58,8 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
 
 
 def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_line_alone_runs_it_under_bash(
-        cfn_assembly, tmp_path):
+    cfn_assembly, tmp_path
+):
     """The shell fix has two halves, the commands' bash shebang and each script's hand-over line. (1) An execution
     input whose sync script lost its hand-over line is control data the plan did not make: the scheduler refuses it,
     the run breaks (ControlDataError naming the segment and its script) before any box is started or sent a
@@ -51,8 +67,8 @@ def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_li
     the state machine (an operator's edit), the SSM agent runs each file through /bin/sh (dash) and the hand-over
     line alone moves it to bash: the run succeeds."""
     from control_plane.aws import Executions, InstanceFleet, Leases
-    from control_plane.launch import build_plan, committed_in_store
     from control_plane.box_scripts import BASH_GUARD
+    from control_plane.launch import build_plan, committed_in_store
     from rehearsal.run import Rehearsal
 
     with Rehearsal(tmp_path / "w", assembly=cfn_assembly, boot_delay_s=0.5, log=lambda _: None) as r:
@@ -63,9 +79,13 @@ def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_li
         leases = Leases(settings.lease_table, r.world.client("dynamodb", op))
 
         def planned(run_id: str) -> dict:
-            plan = build_plan(RunRequest(lanes=["provenance"], profile="tiny"), run_id, settings,
-                              InstanceFleet(settings.project, r.world.client("ec2", op)),
-                              committed_in_store(settings.results_uri, r.world.client("s3", op)))
+            plan = build_plan(
+                RunRequest(lanes=["provenance"], profile="tiny"),
+                run_id,
+                settings,
+                InstanceFleet(settings.project, r.world.client("ec2", op)),
+                committed_in_store(settings.results_uri, r.world.client("s3", op)),
+            )
             data = plan.execution_input()
             leases.take([b["instance_id"] for b in data["boxes"]], run_id, 3600)
             return data
@@ -79,8 +99,9 @@ def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_li
         r.settle()
         assert final.status == "FAILED" and final.error == "ControlDataError", (final.error, final.cause)
         assert "sync" in final.cause and "wave 0 segment" in final.cause, final.cause
-        entered = [e["stateEnteredEventDetails"]["name"] for e in r.history(execution)
-                   if e["type"].endswith("StateEntered")]
+        entered = [
+            e["stateEnteredEventDetails"]["name"] for e in r.history(execution) if e["type"].endswith("StateEntered")
+        ]
         assert "RunBroke" in entered and "StartInstance" not in entered and "SyncHarness" not in entered
         assert not [run for run in r.agents.runs if "tampered-shell" in run.comment]  # no command reached a box
         assert r.running_boxes() == []
@@ -91,8 +112,9 @@ def test_a_script_changed_in_the_execution_input_is_refused_and_the_hand_over_li
 
         definition = sfn.describe_state_machine(stateMachineArn=arn)["definition"]
         assert "States.Array('#!/bin/bash', " in definition
-        sfn.update_state_machine(stateMachineArn=arn,
-                                 definition=definition.replace("States.Array('#!/bin/bash', ", "States.Array("))
+        sfn.update_state_machine(
+            stateMachineArn=arn, definition=definition.replace("States.Array('#!/bin/bash', ", "States.Array(")
+        )
         execution = Executions(sfn).start(arn, "hand-over", planned("hand-over"))
         final = r.follow(execution, lambda _: None, deadline_s=300)
         r.settle()

@@ -6,6 +6,7 @@
 3. optimum-neuron is put into inf2's vLLM venv: the gate fails with the check's reason, the box's later lane is
    skipped, the box is stopped, and trn1 is unaffected.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,9 @@ SMALL_HOST_CPU = {"host_cpu": {"triad_elements": 1 << 20, "matmul_n": 128, "repe
 
 
 def _run(r: Any, run_id: str) -> Any:
-    launched = r.start(RunRequest(lanes=LANES, profile="tiny", trigger="rehearsal-preflight", lane_config=SMALL_HOST_CPU), run_id)
+    launched = r.start(
+        RunRequest(lanes=LANES, profile="tiny", trigger="rehearsal-preflight", lane_config=SMALL_HOST_CPU), run_id
+    )
     final = r.follow(launched.execution_arn, lambda _p: None, deadline_s=600)
     r.settle()
     return final
@@ -70,17 +73,19 @@ def test_preflight_and_the_shared_cache_across_three_runs(cfn_assembly, tmp_path
         boot = {b["box_role"]: b for b in _rows(r, "box_boots", "pf-2")}["inf2"]
         assert boot["seed_entries_fetched"] >= 1 and boot["seed_bytes_fetched"] > 0
         assert boot["cache_namespace"].startswith("cpu-tiny-") and boot["push_entries"] == 0  # nothing new
-        for mark in ("start_requested_at", "boot_done_at", "sync_started_at", "harness_synced_at",
-                     "cache_seeded_at"):
+        for mark in ("start_requested_at", "boot_done_at", "sync_started_at", "harness_synced_at", "cache_seeded_at"):
             assert boot[mark] is not None, mark
-        assert boot["start_requested_at"] <= boot["sync_started_at"] <= boot["harness_synced_at"] \
+        assert (
+            boot["start_requested_at"]
+            <= boot["sync_started_at"]
+            <= boot["harness_synced_at"]
             <= boot["cache_seeded_at"]
+        )
         assert boot["kernel_boot_at"] is None  # a sandbox shares this machine's kernel: not its boot
         assert boxes["inf2"].root.joinpath("var/cache/neuronpipe/tiny").is_dir()
 
         # 3. optimum-neuron in the vLLM venv: the gate fails with its reason and the box's later lane is skipped
-        build_dlami(boxes["inf2"].root, "inf2", boxes["inf2"].identity.instance_type,
-                    Breakage(optimum_in_vllm=True))
+        build_dlami(boxes["inf2"].root, "inf2", boxes["inf2"].identity.instance_type, Breakage(optimum_in_vllm=True))
         third = _run(r, "pf-3")
         assert third.status == "FAILED" and third.outcome_status == "failed", third
         failed = [c for c in _rows(r, "preflight_checks", "pf-3") if c["status"] == "fail"]
@@ -97,6 +102,8 @@ def test_preflight_and_the_shared_cache_across_three_runs(cfn_assembly, tmp_path
         # the run's failure names the gate and carries the check's reason verbatim (bounded)
         outcome = json.loads(third.cause)["outcome"]
         assert outcome["failed"] == ["preflight@inf2"] and outcome["skipped"] == ["host_cpu@inf2"]
-        assert "venv.vllm.no-optimum-neuron: optimum-neuron 0.4.3 is installed in the vLLM venv" in \
-            outcome["reasons"]["preflight@inf2"]
+        assert (
+            "venv.vllm.no-optimum-neuron: optimum-neuron 0.4.3 is installed in the vLLM venv"
+            in outcome["reasons"]["preflight@inf2"]
+        )
         assert r.running_boxes() == []

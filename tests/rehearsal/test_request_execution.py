@@ -3,6 +3,7 @@ start-execution` and an EventBridge target do: the execution's name is the run i
 first state plans it (the plan_execution Lambda, in its own worker, with its deployed role's grants enforced). A good
 request runs to SUCCEEDED with no box left running and no lease held; a bad one ends FAILED with its `field: reason`
 lines as the cause, before any box is started."""
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,17 @@ REQUEST = {"preset": "smoke", "profile": "tiny"}  # what a person types into the
 def rehearsal(cfn_assembly, tmp_path_factory):
     from rehearsal.run import Rehearsal
 
-    with Rehearsal(tmp_path_factory.mktemp("request-execution"), assembly=cfn_assembly, boot_delay_s=0.5,
-                   log=lambda _line: None) as r:
+    with Rehearsal(
+        tmp_path_factory.mktemp("request-execution"), assembly=cfn_assembly, boot_delay_s=0.5, log=lambda _line: None
+    ) as r:
         yield r
 
 
 def _start(rehearsal, name: str, request: object) -> str:
     """StartExecution by name with the request as its input, as the operator (the console's call)."""
     return client(rehearsal, "stepfunctions").start_execution(
-        stateMachineArn=rehearsal.deployment.state_machine_arn, name=name, input=json.dumps(request))["executionArn"]
+        stateMachineArn=rehearsal.deployment.state_machine_arn, name=name, input=json.dumps(request)
+    )["executionArn"]
 
 
 def _entered(rehearsal, arn: str) -> list[str]:
@@ -51,13 +54,18 @@ def test_an_execution_started_by_name_with_a_run_request_plans_itself_and_succee
     bucket = rehearsal.deployment.results_bucket
     s3 = client(rehearsal, "s3")
     plan = s3.get_object(Bucket=bucket, Key="control/console-smoke/plan.json")["Body"].read()
-    answer = next(json.loads(e["stateExitedEventDetails"]["output"])["answer"] for e in rehearsal.history(arn)
-                  if (e.get("stateExitedEventDetails") or {}).get("name") == "PlanRequest")
+    answer = next(
+        json.loads(e["stateExitedEventDetails"]["output"])["answer"]
+        for e in rehearsal.history(arn)
+        if (e.get("stateExitedEventDetails") or {}).get("name") == "PlanRequest"
+    )
     assert answer["outcome"] == "planned" and answer["input"]["plan_digest"] == digest(plan)
     assert s3.head_object(Bucket=bucket, Key="reports/console-smoke/REPORT.md")["ContentLength"] > 0
     running = boxes_left_running(rehearsal)
-    say(f"execution started with a run request: {final.status}; boxes running: {len(running)}; "
-        f"leases held: {len(leases_held(rehearsal))}")
+    say(
+        f"execution started with a run request: {final.status}; boxes running: {len(running)}; "
+        f"leases held: {len(leases_held(rehearsal))}"
+    )
     assert running == [] and leases_held(rehearsal) == {}
     assert rehearsal.iam_denials() == []
 
@@ -76,5 +84,6 @@ def test_an_execution_started_with_a_bad_request_fails_with_its_field_reason_lin
     assert len(rehearsal.agents.runs) == started  # no command reached a box
     assert boxes_left_running(rehearsal) == [] and leases_held(rehearsal) == {}
     assert "Contents" not in client(rehearsal, "s3").list_objects_v2(
-        Bucket=rehearsal.deployment.results_bucket, Prefix="control/console-bad/")
+        Bucket=rehearsal.deployment.results_bucket, Prefix="control/console-bad/"
+    )
     assert rehearsal.iam_denials() == []

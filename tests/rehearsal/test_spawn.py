@@ -3,6 +3,7 @@
 CI once failed a box's first boot with "[Errno 26] Text file busy": two boxes booted in parallel threads, one
 forked while the other still had its user data open for writing. ``rehearsal.spawn`` serializes the two.
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,8 +42,10 @@ def test_scripts_written_and_executed_by_many_threads_all_run(tmp_path):
     # the same pattern without the module fails here with ETXTBSY in a few percent of executions (2-core VM:
     # 12-16 of 320); with it none may
     errors = _write_and_run_in_threads(
-        tmp_path, lambda p: spawn.write_executable(p, "#!/bin/sh\nexit 0\n"),
-        lambda p: spawn.run([str(p)], check=True, capture_output=True, timeout=60))
+        tmp_path,
+        lambda p: spawn.write_executable(p, "#!/bin/sh\nexit 0\n"),
+        lambda p: spawn.run([str(p)], check=True, capture_output=True, timeout=60),
+    )
     assert errors == []
 
 
@@ -100,11 +103,23 @@ def test_run_keeps_subprocess_run_results_and_errors(tmp_path):
 def _direct_process_calls(path: Path) -> list[str]:
     calls = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
             name = f"{node.func.value.id}.{node.func.attr}"
-            if name in {"subprocess.run", "subprocess.Popen", "subprocess.call", "subprocess.check_call",
-                        "subprocess.check_output", "os.fork", "os.posix_spawn", "os.system", "os.popen"}:
+            if name in {
+                "subprocess.run",
+                "subprocess.Popen",
+                "subprocess.call",
+                "subprocess.check_call",
+                "subprocess.check_output",
+                "os.fork",
+                "os.posix_spawn",
+                "os.system",
+                "os.popen",
+            }:
                 calls.append(f"{path.name}:{node.lineno} {name}")
     return calls
 

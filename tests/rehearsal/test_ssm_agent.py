@@ -1,4 +1,5 @@
 """The emulated SSM agent alone: real /bin/sh, timeouts, output in S3, statuses and events as AWS has them."""
+
 from __future__ import annotations
 
 import time
@@ -40,16 +41,26 @@ def agent(tmp_path):
         agents.add_host(Host(iid, tmp_path / "box"))
         agents.register(iid)
         try:
-            yield {"world": world, "agents": agents, "iid": iid, "events": events, "ssm": world.client("ssm"),
-                   "s3": s3, "root": tmp_path / "box"}
+            yield {
+                "world": world,
+                "agents": agents,
+                "iid": iid,
+                "events": events,
+                "ssm": world.client("ssm"),
+                "s3": s3,
+                "root": tmp_path / "box",
+            }
         finally:
             agents.close()
 
 
 def send(env, commands, timeout="60"):
     return env["ssm"].send_command(
-        InstanceIds=[env["iid"]], DocumentName="AWS-RunShellScript", OutputS3BucketName=BUCKET,
-        OutputS3KeyPrefix="logs/run", Parameters={"commands": commands, "executionTimeout": [timeout]},
+        InstanceIds=[env["iid"]],
+        DocumentName="AWS-RunShellScript",
+        OutputS3BucketName=BUCKET,
+        OutputS3KeyPrefix="logs/run",
+        Parameters={"commands": commands, "executionTimeout": [timeout]},
     )["Command"]["CommandId"]
 
 
@@ -68,28 +79,44 @@ def test_bash_syntax_without_shebang_fails_with_dash_message(agent):
     inv = wait(agent, cid)
     assert inv["Status"] == "Failed" and inv["ResponseCode"] == 2
     assert "set: Illegal option -o pipefail" in inv["StandardErrorContent"]
-    script = agent["root"] / "var/lib/amazon/ssm" / agent["iid"] / "document/orchestration" / cid / \
-        "awsrunShellScript/0.awsrunShellScript/_script.sh"
+    script = (
+        agent["root"]
+        / "var/lib/amazon/ssm"
+        / agent["iid"]
+        / "document/orchestration"
+        / cid
+        / "awsrunShellScript/0.awsrunShellScript/_script.sh"
+    )
     assert script.read_text() == "set -euo pipefail\necho never" and script.stat().st_mode & 0o777 == 0o755
     key = f"logs/run/{cid}/{agent['iid']}/awsrunShellScript/0.awsrunShellScript/stderr"
     assert b"Illegal option" in agent["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read()
 
 
 def test_with_bash_shebang_the_same_script_runs(agent):
-    cid = send(agent, ["#!/bin/bash", "set -euo pipefail", "echo \"ran by ${BASH_VERSION:+bash}\""])
+    cid = send(agent, ["#!/bin/bash", "set -euo pipefail", 'echo "ran by ${BASH_VERSION:+bash}"'])
     inv = wait(agent, cid)
     assert inv["Status"] == "Success" and inv["ResponseCode"] == 0
     assert inv["StandardOutputContent"].strip() == "ran by bash"
     key = f"logs/run/{cid}/{agent['iid']}/awsrunShellScript/0.awsrunShellScript/stdout"
     assert agent["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read().strip() == b"ran by bash"
-    per_instance = [e["detail"]["status"] for e in agent["events"]
-                    if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == cid]
+    per_instance = [
+        e["detail"]["status"]
+        for e in agent["events"]
+        if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == cid
+    ]
     assert per_instance == ["Pending", "InProgress", "Success"]
-    command_level = [e for e in agent["events"] if e["detail-type"] == COMMAND_DETAIL_TYPE
-                     and e["detail"]["command-id"] == cid]
+    command_level = [
+        e for e in agent["events"] if e["detail-type"] == COMMAND_DETAIL_TYPE and e["detail"]["command-id"] == cid
+    ]
     assert [e["detail"]["status"] for e in command_level] == ["Pending", "InProgress", "Success"]
     assert command_level[-1]["source"] == "aws.ssm" and set(command_level[-1]["detail"]) == {
-        "command-id", "document-name", "expire-after", "parameters", "requested-date-time", "status"}
+        "command-id",
+        "document-name",
+        "expire-after",
+        "parameters",
+        "requested-date-time",
+        "status",
+    }
     listed = agent["ssm"].list_commands(CommandId=cid)["Commands"][0]
     assert listed["Status"] == "Success"
 
@@ -126,16 +153,21 @@ def test_agent_runs_a_command_again_after_a_reboot(agent, tmp_path):
 
     ssm, agents, iid, starts = agent["ssm"], agent["agents"], agent["iid"], tmp_path / "starts"
     command_id = ssm.send_command(
-        InstanceIds=[iid], DocumentName="AWS-RunShellScript",
-        Parameters={"commands": [f"echo start >> {starts}", "sleep 1", "echo done"]})["Command"]["CommandId"]
+        InstanceIds=[iid],
+        DocumentName="AWS-RunShellScript",
+        Parameters={"commands": [f"echo start >> {starts}", "sleep 1", "echo done"]},
+    )["Command"]["CommandId"]
     wait_for(lambda: starts.exists(), "the command started", 30)
     assert agents.reboot(iid)
     time.sleep(0.3)
     inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
     assert inv["Status"] == "InProgress"  # no result while the box reboots
     agents.register(iid)  # the agent is back after the boot
-    wait_for(lambda: ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)["Status"] != "InProgress",
-             "the command to end", 30)
+    wait_for(
+        lambda: ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)["Status"] != "InProgress",
+        "the command to end",
+        30,
+    )
     inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=iid)
     assert inv["Status"] == "Success" and inv["StandardOutputContent"].strip() == "done"
     assert starts.read_text().splitlines() == ["start", "start"]  # run again from the start
@@ -151,8 +183,12 @@ def _queue_behind_a_running_command(agent, timeout_s: int) -> tuple[str, str]:
     while ssm.get_command_invocation(CommandId=first, InstanceId=iid)["Status"] != "InProgress":
         assert time.monotonic() < end
         time.sleep(0.05)
-    second = ssm.send_command(InstanceIds=[iid], DocumentName="AWS-RunShellScript", TimeoutSeconds=timeout_s,
-                              Parameters={"commands": ["#!/bin/bash", "echo ran"]})["Command"]["CommandId"]
+    second = ssm.send_command(
+        InstanceIds=[iid],
+        DocumentName="AWS-RunShellScript",
+        TimeoutSeconds=timeout_s,
+        Parameters={"commands": ["#!/bin/bash", "echo ran"]},
+    )["Command"]["CommandId"]
     return first, second
 
 
@@ -182,6 +218,9 @@ def test_a_command_not_started_within_its_delivery_timeout_never_runs(agent):
     inv = wait(agent, second, deadline_s=10)
     assert (inv["Status"], inv["StatusDetails"]) == ("TimedOut", "DeliveryTimedOut")
     assert inv["StandardOutputContent"] == ""  # it never ran
-    statuses = [e["detail"]["status"] for e in agent["events"]
-                if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == second]
+    statuses = [
+        e["detail"]["status"]
+        for e in agent["events"]
+        if e["detail-type"] == INVOCATION_DETAIL_TYPE and e["detail"]["command-id"] == second
+    ]
     assert statuses == ["Pending", "TimedOut"]  # what on_command_status hears (it fails the task, if any waits)

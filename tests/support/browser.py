@@ -4,6 +4,7 @@ Playwright's Python API (``executable_path``; never ``playwright install``, whic
 The flags are the ones known to work on these machines: no sandbox (root in a container), no GPU, and none of the
 background services (component updates, sync, QUIC, the first-run page) that would keep dialling out on a closed
 network. Playwright gives every launch a fresh temporary profile (``--user-data-dir``)."""
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,17 @@ from typing import Any
 
 CHROMIUM_ENV = "NEURONPIPE_CHROMIUM"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
 VIEWPORT = {"width": 1400, "height": 900}
 READY = "window.npReport && window.npReport.ready"
 
@@ -27,11 +36,13 @@ def chromium_problem() -> tuple[str | None, str]:
     if not (Path(path).is_file() and os.access(path, os.X_OK)):
         found = shutil.which("chromium")
         if not found:
-            return None, (f"no headless Chromium at {path}: `make chromium` installs Debian's chromium package "
-                          f"(apt-get, as root), or set {CHROMIUM_ENV}")
+            return None, (
+                f"no headless Chromium at {path}: `make chromium` installs Debian's chromium package "
+                f"(apt-get, as root), or set {CHROMIUM_ENV}"
+            )
         path = found
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.sync_api  # noqa: F401 - imported to learn whether it is installed
     except ImportError:
         return None, "the playwright package is not installed (pip install -e '.[test]')"
     return path, ""

@@ -1,4 +1,5 @@
 """Reading synthesized CloudFormation in the infra tests: a value as text, a maybe-list as a list."""
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """`neuronpipe` as a person runs it, for the tests that drive whole local runs: the command in a subprocess, and
 `query` over the results it wrote (in this process: the tests read rows, `neuronpipe query` itself is tested in
 tests/functional/test_query_read_only.py and test_cli_output_off_tty.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,9 @@ import sys
 
 
 def neuronpipe(*args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "control_plane.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
     if check:
         assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     return out
@@ -45,6 +47,18 @@ def run_local(tmp_path, request: dict, run_id: str, check: bool = True) -> tuple
     path = tmp_path / "run.json"
     path.write_text(json.dumps(request))
     results, report = str(tmp_path / "results"), tmp_path / "report"
-    neuronpipe("run", "--local", "--input", str(path), "--results", results, "--report", str(report),
-               "--run-id", run_id, "--no-live", check=check)
+    neuronpipe(
+        "run",
+        "--local",
+        "--input",
+        str(path),
+        "--results",
+        results,
+        "--report",
+        str(report),
+        "--run-id",
+        run_id,
+        "--no-live",
+        check=check,
+    )
     return results, report

@@ -1,4 +1,5 @@
 """An in-memory stand-in for the results bucket's control objects (``control_plane.control_data.Blobs``)."""
+
 from __future__ import annotations
 
 

@@ -1,7 +1,9 @@
 """The one-line rule for bad input, as the tests check it."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -24,6 +24,7 @@ changed.
 * :func:`fault_rehearsal`: the world a module of fault cases shares (the fault lanes on its boxes, retries
   shortened); ``tests/rehearsal/conftest.py`` holds the per-case ``faults`` and ``say`` fixtures over it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,9 +33,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from rehearsal.world import AwsError
 
@@ -81,9 +83,11 @@ class CallFault:
 
 def capacity_error(instance_type: str, availability_zone: str) -> tuple[str, str]:
     """EC2's InsufficientInstanceCapacity as StartInstances answers it."""
-    return ("InsufficientInstanceCapacity",
-            f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
-            f"requested ({availability_zone}). Our system will be working on provisioning additional capacity.")
+    return (
+        "InsufficientInstanceCapacity",
+        f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
+        f"requested ({availability_zone}). Our system will be working on provisioning additional capacity.",
+    )
 
 
 def for_instance(instance_id: str) -> Callable[[Any], bool]:
@@ -105,7 +109,7 @@ class Faults:
         self._envs: list[tuple[Any, dict[str, str]]] = []
         self._layers: list[tuple[Any, Path]] = []
 
-    def __enter__(self) -> "Faults":
+    def __enter__(self) -> Faults:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -166,8 +170,7 @@ class Faults:
         fn.layer_dir = lacking
         return fn
 
-    def lambda_env(self, module: str, set_: Mapping[str, str] | None = None,
-                   unset: Iterable[str] = ()) -> Any:
+    def lambda_env(self, module: str, set_: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> Any:
         """Restart the worker of the function whose handler module is ``module`` with a changed environment."""
         fn = lambda_function(self.rehearsal, module)
         self._envs.append((fn, dict(fn.environment)))
@@ -190,8 +193,10 @@ def lambda_function(rehearsal: Any, module: str) -> Any:
     """The fleet's function for a handler module (``finalize_run``, ``plan_run`` ...)."""
     record = rehearsal.deployment.functions.get(module)
     if record is None:
-        raise FaultSetupError(f"no deployed function for handler module {module!r}; "
-                              f"deployed: {', '.join(sorted(rehearsal.deployment.functions))}")
+        raise FaultSetupError(
+            f"no deployed function for handler module {module!r}; "
+            f"deployed: {', '.join(sorted(rehearsal.deployment.functions))}"
+        )
     return rehearsal.fleet.functions[record.name]
 
 
@@ -203,6 +208,7 @@ def set_lambda_env(rehearsal: Any, env: Mapping[str, str]) -> None:
 
 
 # -- the deployed definition ------------------------------------------------------------------------------
+
 
 def shortened_definition(definition: str, interval_s: int = 1) -> tuple[str, dict[str, int]]:
     """TEST ONLY: the definition with every Retry waiting ``interval_s`` without backoff (MaxAttempts and
@@ -239,8 +245,10 @@ def shorten_retries(rehearsal: Any, interval_s: int = 1) -> dict[str, int]:
 
 # -- runs ----------------------------------------------------------------------------------------------------
 
-def start_run(rehearsal: Any, request: Any, run_id: str,
-              mutate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+
+def start_run(
+    rehearsal: Any, request: Any, run_id: str, mutate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> Any:
     """What ``Rehearsal.start`` does (plan, leases, StartExecution as the operator), with the execution input
     mutated by ``mutate`` when given, and the operator's clients made once."""
     from control_plane.aws import Executions, InstanceFleet, Leases
@@ -255,16 +263,22 @@ def start_run(rehearsal: Any, request: Any, run_id: str,
     from rehearsal.run import EmulatedQuotas
 
     settings = rehearsal.settings()
-    return launch(request, run_id, settings, fleet=InstanceFleet(settings.project, client(rehearsal, "ec2")),
-                  executions=MutatedExecutions(client(rehearsal, "stepfunctions")),
-                  committed=committed_in_store(settings.results_uri, client(rehearsal, "s3")),
-                  leases=Leases(settings.lease_table, client(rehearsal, "dynamodb")),
-                  quotas=ServiceQuotas(EmulatedQuotas(getattr(rehearsal, "quota_vcpus", {}))),
-                  s3_client=client(rehearsal, "s3"))
+    return launch(
+        request,
+        run_id,
+        settings,
+        fleet=InstanceFleet(settings.project, client(rehearsal, "ec2")),
+        executions=MutatedExecutions(client(rehearsal, "stepfunctions")),
+        committed=committed_in_store(settings.results_uri, client(rehearsal, "s3")),
+        leases=Leases(settings.lease_table, client(rehearsal, "dynamodb")),
+        quotas=ServiceQuotas(EmulatedQuotas(getattr(rehearsal, "quota_vcpus", {}))),
+        s3_client=client(rehearsal, "s3"),
+    )
 
 
 def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """An execution-input mutation: ``lane``'s HeartbeatSeconds (``$.lane.heartbeat_s``) in every segment."""
+
     def mutate(execution_input: dict[str, Any]) -> dict[str, Any]:
         hits = 0
         for phase in (seg for wave in execution_input["waves"] for seg in wave["segments"]):
@@ -275,6 +289,7 @@ def lane_heartbeat(lane: str, heartbeat_s: int) -> Callable[[dict[str, Any]], di
         if not hits:
             raise FaultSetupError(f"lane {lane!r} is not in the execution input")
         return execution_input
+
     return mutate
 
 
@@ -300,6 +315,7 @@ def command_in_progress(rehearsal: Any, instance_id: str, comment_prefix: str) -
 
 # -- boxes -----------------------------------------------------------------------------------------------------
 
+
 def reboot(rehearsal: Any, instance_id: str) -> threading.Thread:
     """The box reboots now: its running command dies with it and runs again after the boot (see module doc).
 
@@ -314,7 +330,7 @@ def reboot(rehearsal: Any, instance_id: str) -> threading.Thread:
         t0 = time.monotonic()
         try:
             box.boot()
-        except Exception as exc:  # the sync or lane will say so; keep the error with the rehearsal's
+        except Exception as exc:  # noqa: BLE001 - the sync or lane will say so; kept with the rehearsal's errors
             rehearsal.boot_errors.append(str(exc))
         time.sleep(max(0.0, rehearsal.boot_delay_s - (time.monotonic() - t0)))
         rehearsal.agents.register(instance_id)
@@ -351,24 +367,32 @@ def fault_rehearsal(assembly: Any, workdir: Path) -> Iterator[Any]:
 
     extra_path = stage_modules(workdir / "extra-path", {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__)})
     markers = workdir / "markers"
-    box_env = {"PYTHONPATH": str(extra_path), "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
-               rehearsal_lanes.MARKERS_ENV: str(markers)}
+    box_env = {
+        "PYTHONPATH": str(extra_path),
+        "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
+        rehearsal_lanes.MARKERS_ENV: str(markers),
+    }
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)  # the operator plans with them too
         with Rehearsal(workdir, assembly=assembly, box_env=box_env, boot_delay_s=0.5, log=lambda _line: None) as r:
             set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES})
             shorten_retries(r)
-            r.fault_markers = markers  # type: ignore[attr-defined]
+            r.fault_markers = markers
             yield r
 
 
 # -- outcomes --------------------------------------------------------------------------------------------------
 
+
 def boxes_left_running(rehearsal: Any) -> list[str]:
     """The rehearsal's boxes that EC2 says are pending / running / stopping now."""
     reservations = client(rehearsal, "ec2").describe_instances(InstanceIds=sorted(rehearsal.boxes))["Reservations"]
-    return sorted(i["InstanceId"] for res in reservations for i in res["Instances"]
-                  if i["State"]["Name"] in ("pending", "running", "stopping"))
+    return sorted(
+        i["InstanceId"]
+        for res in reservations
+        for i in res["Instances"]
+        if i["State"]["Name"] in ("pending", "running", "stopping")
+    )
 
 
 def leases_held(rehearsal: Any) -> dict[str, str]:
@@ -385,7 +409,8 @@ def clean_slate(rehearsal: Any) -> list[str]:
     sfn = client(rehearsal, "stepfunctions")
     done = []
     for page in sfn.get_paginator("list_executions").paginate(
-            stateMachineArn=rehearsal.deployment.state_machine_arn, statusFilter="RUNNING"):
+        stateMachineArn=rehearsal.deployment.state_machine_arn, statusFilter="RUNNING"
+    ):
         for ex in page["executions"]:
             sfn.stop_execution(executionArn=ex["executionArn"], error="Rehearsal.CleanSlate")
             done.append(f"stopped execution {ex['name']}")

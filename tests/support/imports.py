@@ -1,6 +1,7 @@
 """The code's imports as a graph, read with ``ast`` (never by importing): every ``import`` and ``from … import`` of
 a file, at module level and inside functions, relative imports resolved against the file's package, ``from pkg
 import sub`` naming the submodule when ``sub`` is one. The import-arrow, cycle and data-stage tests read it."""
+
 from __future__ import annotations
 
 import ast
@@ -8,15 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = ("pipeline", "analytics", "agents", "statemachine", "control_plane", "rehearsal", "infra", "tests",
-        "benchmarks")
+OURS = ("pipeline", "analytics", "agents", "statemachine", "control_plane", "rehearsal", "infra", "tests", "benchmarks")
 
 
 @dataclass(frozen=True)
 class Import:
-    source: str   # file, relative to the repository
+    source: str  # file, relative to the repository
     line: int
-    module: str   # dotted, resolved
+    module: str  # dotted, resolved
     top_level: bool  # outside every function body
 
 
@@ -42,7 +42,7 @@ def imports_in(path: Path, root: Path = ROOT) -> list[Import]:
             out += [Import(str(rel), node.lineno, a.name, top) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""

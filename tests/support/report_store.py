@@ -3,6 +3,7 @@ runs side by side (the second's TTFT 30 % higher: run-vs-run deltas), each with 
 variant of the other: the A/B table), training, compiles, a sustained loop and a failed lane (an exclusion); in the
 first run a capacity search (the knee) and the same model on a second instance type (the Decision across hardware).
 Seconds to write; numbers are synthetic shapes, not measurements (tests/support/synthetic.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,12 +24,29 @@ def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tup
     """Commit the runs into a local store at ``root``; return it."""
     store = LocalStore(Path(root))
     for i, run_id in enumerate(runs):
-        write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=i + 1, model=MODEL, server_configs=CONFIGS,
-                                                concurrencies=CONCURRENCIES, requests_per_point=requests_per_point,
-                                                ttft_factor=1.0 + 0.3 * i, variants=((CONFIGS[1], CONFIGS[0]),)))
+        write_synthetic_run(
+            store,
+            SyntheticRun(
+                run_id=run_id,
+                seed=i + 1,
+                model=MODEL,
+                server_configs=CONFIGS,
+                concurrencies=CONCURRENCIES,
+                requests_per_point=requests_per_point,
+                ttft_factor=1.0 + 0.3 * i,
+                variants=((CONFIGS[1], CONFIGS[0]),),
+            ),
+        )
     first = runs[0]
-    commit_lane(store, first, "capacity", "inf2.xlarge", CONFIGS[0], MODEL,
-                [(f"rate-{rate:g}", 4, rate, 1.0 if ok else 50.0) for rate, ok in SEARCH])
+    commit_lane(
+        store,
+        first,
+        "capacity",
+        "inf2.xlarge",
+        CONFIGS[0],
+        MODEL,
+        [(f"rate-{rate:g}", 4, rate, 1.0 if ok else 50.0) for rate, ok in SEARCH],
+    )
     for cell, itype in (("c01", "inf2.xlarge"), ("c02", "g6.xlarge"), ("c03", "g5.12xlarge")):
         commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL)
     return store

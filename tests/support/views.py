@@ -1,4 +1,5 @@
 """Reading views in tests: a query's rows as dicts keyed by column name."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -2,6 +2,7 @@
 interval (scipy's, and the score equation solved by bisection), the exact McNemar test (scipy's binomial test, and
 the binomial tail enumerated with exact integers), Newcombe's paired interval (method 10, written out here from the
 paper's formulas, and its coverage enumerated exactly over every 2x2 table), edge cases, and the verdict rule."""
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ def connect_samples(tables: dict[str, list[dict]]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     for name in READS:
         rows = tables.get(name) or []
-        data = conform(name, rows, defaults={"run_id": "r", "lane": "accuracy", "attempt": "a1"}) if rows \
+        data = (
+            conform(name, rows, defaults={"run_id": "r", "lane": "accuracy", "attempt": "a1"})
+            if rows
             else empty_table(name)
+        )
         con.register(f"__{name}", data)
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM __{name}")
     [(_, text)] = derived_sql_files([ACCURACY_FILE])
@@ -38,16 +42,31 @@ def connect_samples(tables: dict[str, list[dict]]) -> duckdb.DuckDBPyConnection:
 
 
 def _sample(eval_id: str, variant: str, doc: int, correct: bool | None, output: str = "x") -> dict:
-    return {"eval_id": eval_id, "model": "m", "variant": variant, "server_config": "A", "task": "t",
-            "output_type": "generate_until", "doc_id": doc, "target": f"t{doc}", "metric": "exact_match",
-            "correct": correct, "metric_value": None if correct is None else float(correct),
-            "prediction_hash": None if correct is None else output, "latency_s": 0.1,
-            "error": "boom" if correct is None else None}
+    return {
+        "eval_id": eval_id,
+        "model": "m",
+        "variant": variant,
+        "server_config": "A",
+        "task": "t",
+        "output_type": "generate_until",
+        "doc_id": doc,
+        "target": f"t{doc}",
+        "metric": "exact_match",
+        "correct": correct,
+        "metric_value": None if correct is None else float(correct),
+        "prediction_hash": None if correct is None else output,
+        "latency_s": 0.1,
+        "error": "boom" if correct is None else None,
+    }
 
 
 def one_eval(x: int, n: int, failed: int = 0) -> dict:
-    con = connect_samples({"accuracy_samples": [_sample("e", "base", i, i < x) for i in range(n)]
-                           + [_sample("e", "base", n + i, None) for i in range(failed)]})
+    con = connect_samples(
+        {
+            "accuracy_samples": [_sample("e", "base", i, i < x) for i in range(n)]
+            + [_sample("e", "base", n + i, None) for i in range(failed)]
+        }
+    )
     cur = con.execute("SELECT * FROM report_accuracy")
     return dict(zip([d[0] for d in cur.description], cur.fetchone()))
 
@@ -86,7 +105,7 @@ def mcnemar_by_enumeration(b: int, c: int) -> float:
     m = b + c
     if m == 0:
         return 1.0
-    tail = sum(Fraction(math.comb(m, k), 2 ** m) for k in range(min(b, c) + 1))
+    tail = sum(Fraction(math.comb(m, k), 2**m) for k in range(min(b, c) + 1))
     return float(min(Fraction(1), 2 * tail))
 
 
@@ -125,11 +144,15 @@ def test_wilson_interval_matches_scipy_and_the_score_equation(x, n):
     row = one_eval(x, n)
     assert row["n"] == n and row["correct"] == x and row["accuracy"] == pytest.approx(x / n)
     ci = stats.binomtest(x, n).proportion_ci(confidence_level=0.95, method="wilson")
-    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == (pytest.approx(ci.low, abs=1e-9),
-                                                                 pytest.approx(ci.high, abs=1e-9))
+    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == (
+        pytest.approx(ci.low, abs=1e-9),
+        pytest.approx(ci.high, abs=1e-9),
+    )
     lo, hi = wilson_by_bisection(x, n)
-    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == (pytest.approx(lo, abs=1e-9),
-                                                                 pytest.approx(hi, abs=1e-9))
+    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == (
+        pytest.approx(lo, abs=1e-9),
+        pytest.approx(hi, abs=1e-9),
+    )
 
 
 def test_wilson_edges_all_correct_none_correct_and_no_scored_sample():
@@ -151,8 +174,10 @@ def test_failed_samples_are_excluded_from_accuracy_and_counted():
 
 
 # ---- McNemar -----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("n11,b,c,n00", [(20, 0, 15, 5), (30, 3, 9, 8), (10, 7, 7, 10), (5, 1, 0, 4),
-                                         (100, 40, 60, 100), (3, 12, 0, 25), (0, 250, 180, 0)])
+@pytest.mark.parametrize(
+    "n11,b,c,n00",
+    [(20, 0, 15, 5), (30, 3, 9, 8), (10, 7, 7, 10), (5, 1, 0, 4), (100, 40, 60, 100), (3, 12, 0, 25), (0, 250, 180, 0)],
+)
 def test_exact_mcnemar_matches_scipy_binomtest_and_integer_enumeration(n11, b, c, n00):
     stats = pytest.importorskip("scipy.stats")
     t = paired(n11, b, c, n00)
@@ -171,9 +196,21 @@ def test_mcnemar_edges_no_discordant_pair_and_the_cap_at_one():
 
 
 # ---- Newcombe's paired interval ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("n11,b,c,n00", [(20, 0, 15, 5), (30, 3, 9, 8), (10, 7, 7, 10), (5, 1, 0, 4),
-                                         (100, 40, 60, 100), (3, 12, 0, 25), (0, 0, 10, 0), (12, 0, 0, 8),
-                                         (1, 7, 1, 12), (59, 16, 6, 80)])
+@pytest.mark.parametrize(
+    "n11,b,c,n00",
+    [
+        (20, 0, 15, 5),
+        (30, 3, 9, 8),
+        (10, 7, 7, 10),
+        (5, 1, 0, 4),
+        (100, 40, 60, 100),
+        (3, 12, 0, 25),
+        (0, 0, 10, 0),
+        (12, 0, 0, 8),
+        (1, 7, 1, 12),
+        (59, 16, 6, 80),
+    ],
+)
 def test_paired_interval_is_newcombes_method_10(n11, b, c, n00):
     t = paired(n11, b, c, n00)
     n = n11 + b + c + n00
@@ -195,8 +232,14 @@ def test_the_paired_interval_covers_the_true_delta_about_95_percent(p11, p10, p0
         n00 = n - n11 - b - c
         if n00 < 0:
             continue
-        w = math.factorial(n) / (math.factorial(n11) * math.factorial(b) * math.factorial(c) * math.factorial(n00)) \
-            * p11 ** n11 * p10 ** b * p01 ** c * p00 ** n00
+        w = (
+            math.factorial(n)
+            / (math.factorial(n11) * math.factorial(b) * math.factorial(c) * math.factorial(n00))
+            * p11**n11
+            * p10**b
+            * p01**c
+            * p00**n00
+        )
         low, high = newcombe10(n11, b, c, n00)
         covered += w * (low <= true <= high)
         total += w
@@ -215,9 +258,11 @@ def test_verdict_needs_the_adjusted_test_and_the_interval_on_the_deltas_side():
 
 
 def test_holm_alone_adjusts_a_family_and_decide_sets_pct_and_regression():
-    tests = [{"mcnemar_p": 0.01, "acc_a": 0.5, "delta": -0.2, "delta_ci_low": -0.3, "delta_ci_high": -0.1},
-             {"mcnemar_p": 0.03, "acc_a": 0.5, "delta": 0.1, "delta_ci_low": 0.01, "delta_ci_high": 0.2},
-             {"mcnemar_p": None, "acc_a": None, "delta": None}]
+    tests = [
+        {"mcnemar_p": 0.01, "acc_a": 0.5, "delta": -0.2, "delta_ci_low": -0.3, "delta_ci_high": -0.1},
+        {"mcnemar_p": 0.03, "acc_a": 0.5, "delta": 0.1, "delta_ci_low": 0.01, "delta_ci_high": 0.2},
+        {"mcnemar_p": None, "acc_a": None, "delta": None},
+    ]
     holm_alone(tests, "f")
     assert [t["p_holm"] for t in tests] == [pytest.approx(0.02), pytest.approx(0.03), None]
     assert all(t["holm_tests"] == 2 and t["holm_family"] == "f" for t in tests)

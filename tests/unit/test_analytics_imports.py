@@ -1,15 +1,31 @@
 """analytics/ imports in one direction: no import cycle (module-level and lazy imports inside functions alike),
 the report's data stage never imports a render module, its leaves import nothing of the report, and neither the
 report nor the importers import the packages above analytics (agents, control_plane, rehearsal, infra)."""
+
 from __future__ import annotations
 
 from tests.support.imports import ROOT, cycles, imports_in, module_graph, reachable
 
 REPORT = "analytics.report"
-DATA_STAGE = {f"{REPORT}.{m}" for m in ("comparison", "compare", "decision", "rows", "rules", "stats", "run_level",
-                                        "request_tests", "sides", "accuracy", "html_data")}
-RENDER_STAGE = {f"{REPORT}.{m}" for m in ("markdown", "plots", "notes_md", "decision_md", "deltas_md", "accuracy_md",
-                                          "html")}
+DATA_STAGE = {
+    f"{REPORT}.{m}"
+    for m in (
+        "comparison",
+        "compare",
+        "decision",
+        "rows",
+        "rules",
+        "stats",
+        "run_level",
+        "request_tests",
+        "sides",
+        "accuracy",
+        "html_data",
+    )
+}
+RENDER_STAGE = {
+    f"{REPORT}.{m}" for m in ("markdown", "plots", "notes_md", "decision_md", "deltas_md", "accuracy_md", "html")
+}
 LEAVES = {f"{REPORT}.{m}" for m in ("format", "rows", "names", "rules", "stats", "html_assets", "document")}
 ABOVE = {"agents", "control_plane", "rehearsal", "infra"}
 

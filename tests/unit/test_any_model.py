@@ -1,6 +1,7 @@
 """Any model (issue 26 item 3): a run names catalogue models, ``tiny-<family>`` (the tiny factory builds each
 family it knows, Mistral-style included) or any Hugging Face repository id; the facts the grid and MFU need come
 from a config.json; a family the backend does not serve is refused naming the families it does."""
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,20 @@ from agents.serving.launcher import ServedModel
 from agents.serving.session import UnservedFamilyError, check_family
 from agents.training.tiny_models import ARCHS
 from control_plane.models import RunRequestError, parse_request
-from pipeline.model_catalogue import (TINY_FAMILIES, UnknownModelError, facts_from_config, family_problem, get_model)
+from pipeline.model_catalogue import TINY_FAMILIES, UnknownModelError, facts_from_config, family_problem, get_model
 
-LLAMA_31_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-               "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-               "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
-               "tie_word_embeddings": False}
+LLAMA_31_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
+}
 
 
 def test_a_model_is_a_catalogue_name_a_tiny_family_or_a_hub_id():
@@ -53,7 +62,8 @@ def test_a_family_the_backend_does_not_serve_is_refused_naming_what_it_serves(tm
     assert family_problem("org/m", "neuron") is None  # not known until its config.json is on the box
     assert family_problem("org/m", "neuron", "gemma3") == (
         "model org/m: the neuron backend does not serve the gemma3 family; it serves llama, mistral, mixtral, "
-        "dbrx, qwen2, qwen3")
+        "dbrx, qwen2, qwen3"
+    )
     assert family_problem("org/m", "cpu", "gemma3") is None
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gemma3"}))
     with pytest.raises(UnservedFamilyError, match=r"does not serve the gemma3 family.*model_type 'gemma3'"):

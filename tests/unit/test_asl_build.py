@@ -1,13 +1,22 @@
 """The generated ASL: in sync with the generator, generic over lanes, every failure path stops the box."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from pipeline.lanes import lane_names
 from control_plane.aws import token_from_commands
-from statemachine.build import ASL_PATH, SUBSTITUTIONS, TOKEN_LINE_PREFIX, build_definition, placeholders, render, substitute
+from pipeline.lanes import lane_names
+from statemachine.build import (
+    ASL_PATH,
+    SUBSTITUTIONS,
+    TOKEN_LINE_PREFIX,
+    build_definition,
+    placeholders,
+    render,
+    substitute,
+)
 
 
 def all_states(definition):
@@ -52,19 +61,28 @@ def test_every_segment_failure_path_stops_the_instance_and_never_fails_the_wave(
     assert segment["HarnessSyncTimedOut"]["Next"] == "AfterFailure"
     # a pinned box is stopped, a cell's ephemeral box terminated, before the failure is the segment's result
     assert segment["AfterFailure"]["Default"] == "StopInstanceAfterFailure"
-    assert segment["AfterFailure"]["Choices"] == [{"Variable": "$.launch", "IsNull": False,
-                                                   "Next": "TerminateInstanceAfterFailure"}]
+    assert segment["AfterFailure"]["Choices"] == [
+        {"Variable": "$.launch", "IsNull": False, "Next": "TerminateInstanceAfterFailure"}
+    ]
     assert segment["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
     assert segment["TerminateInstanceAfterFailure"]["Next"] == "FailureKind"
     assert segment["ReleaseLeaseAfterFailure"]["Next"] == "FailureKind"
     # a segment ends in a Pass saying how it went: no Fail state in a segment (the other boxes carry on)
     assert not [n for n, s in segment.items() if s["Type"] == "Fail"]
-    ends = {n: s["Parameters"]["status"] for n, s in segment.items()
-            if s["Type"] == "Pass" and s.get("Next") == "SegmentEnd"}
-    assert ends == {"SegmentCompleted": "completed", "SegmentStopFailed": "stop_failed",
-                    "SegmentTerminateFailed": "stop_failed", "SegmentGateFailed": "gate_failed",
-                    "SegmentFailed": "failed", "SegmentFailedCauseInHistory": "failed",
-                    "SegmentCapacityUnavailable": "capacity_unavailable"}
+    ends = {
+        n: s["Parameters"]["status"]
+        for n, s in segment.items()
+        if s["Type"] == "Pass" and s.get("Next") == "SegmentEnd"
+    }
+    assert ends == {
+        "SegmentCompleted": "completed",
+        "SegmentStopFailed": "stop_failed",
+        "SegmentTerminateFailed": "stop_failed",
+        "SegmentGateFailed": "gate_failed",
+        "SegmentFailed": "failed",
+        "SegmentFailedCauseInHistory": "failed",
+        "SegmentCapacityUnavailable": "capacity_unavailable",
+    }
     assert segment["SegmentEnd"]["Default"] == "SegmentDone" and segment["SegmentDone"]["Type"] == "Succeed"
     assert segment["WriteSegmentResult"]["Next"] == "SegmentDone"
     assert [c["Next"] for c in segment["WriteSegmentResult"]["Catch"]] == ["SegmentDone"]
@@ -106,14 +124,19 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     planned = top["ScheduleWavePlanned"]["Parameters"]["Payload"]
     plan_keys = ("waves", "nodes", "boxes", "cells", "plan_uri", "plan_digest")
     assert {k: planned[k + ".$"] for k in plan_keys} == {k: f"$.planned.{k}" for k in plan_keys}
-    assert {k: v for k, v in planned.items() if k.removesuffix(".$") not in plan_keys} == \
-        {k: v for k, v in payload.items() if k.removesuffix(".$") not in plan_keys}
-    assert {k: v for k, v in top["ScheduleWavePlanned"].items() if k != "Parameters"} == \
-        {k: v for k, v in top["ScheduleWave"].items() if k != "Parameters"}
+    assert {k: v for k, v in planned.items() if k.removesuffix(".$") not in plan_keys} == {
+        k: v for k, v in payload.items() if k.removesuffix(".$") not in plan_keys
+    }
+    assert {k: v for k, v in top["ScheduleWavePlanned"].items() if k != "Parameters"} == {
+        k: v for k, v in top["ScheduleWave"].items() if k != "Parameters"
+    }
     assert top["NextWave"]["Choices"] == [{"Variable": "$.planned", "IsNull": False, "Next": "ScheduleWavePlanned"}]
     assert top["NextWave"]["Default"] == "ScheduleWave"
     assert {c["Next"] for c in top["MoreWaves"]["Choices"]} | {top["MoreWaves"]["Default"]} == {
-        "Outcome", "Segments", "SegmentsDistributed"}
+        "Outcome",
+        "Segments",
+        "SegmentsDistributed",
+    }
     # a wave too large for the state: a Distributed Map reading the scheduler's items file, the same segment
     distributed = top["SegmentsDistributed"]
     assert distributed["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
@@ -123,7 +146,9 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     # the outcome decides the event and the execution's status
     emit = top["EmitOutcome"]
     assert {c["StringEquals"]: c["Next"] for c in emit["Choices"]} == {
-        "succeeded": "EmitRunSucceeded", "partial": "EmitRunPartiallySucceeded"}
+        "succeeded": "EmitRunSucceeded",
+        "partial": "EmitRunPartiallySucceeded",
+    }
     assert emit["Default"] == "EmitRunFailed" and top["EmitRunFailed"]["Next"] == "RunFailed"
     assert top["EmitRunPartiallySucceeded"]["Next"] == "RunSucceeded"
     assert top["EmitRunPartiallySucceeded"]["Parameters"]["Entries"][0]["DetailType"] == "RunPartiallySucceeded"
@@ -150,8 +175,11 @@ def test_a_lane_s_own_failure_is_recorded_a_gate_s_ends_the_segment_at_most_four
     assert lane["RunLane"]["Catch"][-1]["Next"] == "LaneFailureKind"
     # a lane's success: the control plane commits the attempt the callback names, before the next lane
     assert lane["RunLane"]["Next"] == "CommitLane" and lane["CommitLane"]["Next"] == "LaneCommitted"
-    assert lane["CommitLane"]["Parameters"]["Payload"] == {"run_id.$": "$.run_id", "lane.$": "$.lane.result_lane",
-                                                           "callback.$": "$.callback"}
+    assert lane["CommitLane"]["Parameters"]["Payload"] == {
+        "run_id.$": "$.run_id",
+        "lane.$": "$.lane.result_lane",
+        "callback.$": "$.callback",
+    }
     assert lane["LaneCommitted"]["Default"] == "LaneCommitRefused"
     assert lane["LaneCommitRefused"]["Parameters"]["error"] == "Commit.Refused"
 
@@ -178,7 +206,15 @@ def test_a_segment_failure_carries_only_causes_whose_size_is_bounded():
     assert bounded["Next"] == "SegmentFailed"
     # ours (bounded where they are raised) and AWS's own (EC2's "insufficient capacity" is the reason a report gives)
     assert {c.get("StringEquals") or c.get("StringMatches") for c in bounded["Or"]} == {
-        "Lane.TimedOut", "Harness.TimedOut", "Command.*", "Ec2.*", "ec2.*", "Ssm.*", "ssm.*", "States.*"}
+        "Lane.TimedOut",
+        "Harness.TimedOut",
+        "Command.*",
+        "Ec2.*",
+        "ec2.*",
+        "Ssm.*",
+        "ssm.*",
+        "States.*",
+    }
     other = segment["SegmentFailedCauseInHistory"]["Parameters"]
     assert "cause.$" not in other and other["error.$"] == "$.failure.Error"  # e.g. Lane.* raised outside a lane
 
@@ -187,12 +223,18 @@ def test_the_scheduler_is_handed_only_what_it_reads_of_its_previous_answer():
     top = build_definition()["States"]
     payload = top["ScheduleWave"]["Parameters"]["Payload"]
     assert "schedule.$" not in payload  # not the whole answer: its segments and records would ride along
-    assert payload["schedule"] == {"next_wave.$": "$.schedule.answer.next_wave",
-                                   "box_failures.$": "$.schedule.answer.box_failures",
-                                   "stop_failed.$": "$.schedule.answer.stop_failed",
-                                   "distributed.$": "$.schedule.answer.distributed"}
-    assert top["Init"]["Parameters"]["schedule"]["answer"] == {"next_wave": 0, "box_failures": {}, "stop_failed": {},
-                                                               "distributed": None}
+    assert payload["schedule"] == {
+        "next_wave.$": "$.schedule.answer.next_wave",
+        "box_failures.$": "$.schedule.answer.box_failures",
+        "stop_failed.$": "$.schedule.answer.stop_failed",
+        "distributed.$": "$.schedule.answer.distributed",
+    }
+    assert top["Init"]["Parameters"]["schedule"]["answer"] == {
+        "next_wave": 0,
+        "box_failures": {},
+        "stop_failed": {},
+        "distributed": None,
+    }
 
 
 def test_the_segment_marks_its_start_and_the_sync_exports_it_to_the_box():
@@ -223,12 +265,15 @@ def test_the_compile_cache_push_runs_after_the_lanes_and_never_fails_the_segment
     assert push["Next"] == "CommitBootRecord" and states["CommitBootRecord"]["Next"] == "StopOrTerminate"
     assert states["CommitBootRecord"]["Catch"][0]["Next"] == "StopOrTerminate"
     assert states["StopOrTerminate"]["Default"] == "StopInstance"
-    assert push["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error",
-                              "Next": "StopOrTerminate"}]
+    assert push["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.cache_push_error", "Next": "StopOrTerminate"}
+    ]
     params = push["Parameters"]
     assert params["Comment.$"] == "$.cache_push.comment"
-    assert params["Parameters"] == {"commands.$": params["Parameters"]["commands.$"],
-                                    "executionTimeout.$": "$.cache_push.execution_timeout"}
+    assert params["Parameters"] == {
+        "commands.$": params["Parameters"]["commands.$"],
+        "executionTimeout.$": "$.cache_push.execution_timeout",
+    }
     assert params["Parameters"]["commands.$"].endswith("$.cache_push.script)")
     assert TOKEN_LINE_PREFIX in params["Parameters"]["commands.$"]
     assert params["OutputS3KeyPrefix.$"] == "$.cache_push.output_prefix"
@@ -241,8 +286,9 @@ def test_no_command_can_start_after_the_machine_has_given_up_on_it():
     from pipeline.lanes import get_lane
     from statemachine.build import SSM_DELIVERY_TIMEOUT_S
 
-    sends = [s for _, s in all_states(build_definition())
-             if s.get("Resource", "").endswith("sendCommand.waitForTaskToken")]
+    sends = [
+        s for _, s in all_states(build_definition()) if s.get("Resource", "").endswith("sendCommand.waitForTaskToken")
+    ]
     assert len(sends) == 6  # SyncHarness, RunLane, PushCompileCache: in the inline and the Distributed Map
     shortest_heartbeat = min(get_lane(n).heartbeat_s for n in lane_names())
     for state in sends:
@@ -262,24 +308,38 @@ def test_an_execution_started_with_a_plan_runs_it_and_one_started_with_a_request
     top = definition["States"]
     assert definition["StartAt"] == PLAN_OR_REQUEST_STATE == "InputKind"
     kind = top[PLAN_OR_REQUEST_STATE]
-    assert kind["Choices"] == [{"And": [{"Variable": "$.waves", "IsPresent": True},
-                                        {"Variable": "$.plan_digest", "IsPresent": True}], "Next": "Init"}]
+    assert kind["Choices"] == [
+        {
+            "And": [{"Variable": "$.waves", "IsPresent": True}, {"Variable": "$.plan_digest", "IsPresent": True}],
+            "Next": "Init",
+        }
+    ]
     assert kind["Default"] == PLAN_REQUEST_STATE
     assert top["Init"]["Next"] == "ScheduleWave" and top["Init"]["Parameters"]["planned"] is None
     assert top["Init"]["Parameters"]["boxes.$"] == "$.boxes"
     plan = top[PLAN_REQUEST_STATE]
-    assert plan["Parameters"] == {"FunctionName": "${PlanExecutionFunctionArn}",
-                                  "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"}}
+    assert plan["Parameters"] == {
+        "FunctionName": "${PlanExecutionFunctionArn}",
+        "Payload": {"run_id.$": "$$.Execution.Name", "request.$": "$$.Execution.Input"},
+    }
     assert plan["Catch"][0]["Next"] == "PlanningFailed" and plan["Next"] == "RequestPlanned"
-    assert top["RequestPlanned"]["Choices"] == [{"Variable": "$.answer.outcome", "StringEquals": "planned",
-                                                 "Next": "InitPlanned"}]
+    assert top["RequestPlanned"]["Choices"] == [
+        {"Variable": "$.answer.outcome", "StringEquals": "planned", "Next": "InitPlanned"}
+    ]
     assert top["RequestPlanned"]["Default"] == "RunRefused"
-    assert top["RunRefused"] == {"Type": "Fail", "Comment": top["RunRefused"]["Comment"],
-                                 "Error": RUN_REFUSED_ERROR, "CausePath": "$.answer.message"}
+    assert top["RunRefused"] == {
+        "Type": "Fail",
+        "Comment": top["RunRefused"]["Comment"],
+        "Error": RUN_REFUSED_ERROR,
+        "CausePath": "$.answer.message",
+    }
     init = top["InitPlanned"]
     assert init["Next"] == "ScheduleWavePlanned"
-    assert init["Parameters"]["planned.$"] == "$.answer.input" and init["Parameters"]["boxes.$"] == "$.answer.input.boxes"
+    assert (
+        init["Parameters"]["planned.$"] == "$.answer.input" and init["Parameters"]["boxes.$"] == "$.answer.input.boxes"
+    )
     assert {k for k in init["Parameters"]} - {"planned.$"} == {k for k in top["Init"]["Parameters"]} - {"planned"}
+
     # nothing after the start reads a plan's field from the execution input but the plan path's scheduler
     def paths(value):
         if isinstance(value, dict):

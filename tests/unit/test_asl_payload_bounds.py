@@ -9,6 +9,7 @@ How a character is counted (Step Functions measures the UTF-8 JSON text): text o
 JSON, the definition's formats, error names our agent and Lambda send) is ASCII, 2 bytes at most (a quote or a
 backslash is escaped); free text from a lane (its error message, in the scheduler's reasons and box failures) 4 bytes
 (UTF-8's most: ``waves._short`` replaces control characters, which JSON would write as 6-byte escapes)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ from control_plane.handlers.on_command_status import COMMAND_CAUSE_MAX, failure_
 from control_plane.models import MAX_EXECUTION_INPUT_BYTES, PLACEHOLDER_INSTANCE_ID
 from control_plane.waves import CAUSE_LIMIT, REASON_LIMIT, STOP_FAILED_LIMIT, _short
 from pipeline.lanes import get_lane, lane_names, result_lane
-from statemachine.build import (AWS_CAUSE_MAX_ASSUMED, AWS_ERROR_PATTERNS, ERROR_MAX_CHARS, SCHEDULE_CARRIED,
-                                STATE_PAYLOAD_MAX_BYTES, build_definition)
+from statemachine.build import (
+    AWS_CAUSE_MAX_ASSUMED,
+    AWS_ERROR_PATTERNS,
+    ERROR_MAX_CHARS,
+    SCHEDULE_CARRIED,
+    STATE_PAYLOAD_MAX_BYTES,
+    build_definition,
+)
 
 OURS, FREE = 2, 4  # bytes per character (see the module's docstring)
 ROLES = ("trn1", "inf2")
@@ -33,13 +40,19 @@ LANE = SEGMENT["Lanes"]["ItemProcessor"]["States"]
 
 # the most bytes each path a Pass reads can hold (a JSON value's own encoding: quotes included)
 PATH_BYTES = {
-    "$.lane.result_lane": MAX_RESULT_LANE + 2, "$.lane.lane": MAX_RESULT_LANE + 2,
-    "$.lane.heartbeat_s": 6, "$.lane.timeout_s": 6, "$.sync.timeout_s": 6,
+    "$.lane.result_lane": MAX_RESULT_LANE + 2,
+    "$.lane.lane": MAX_RESULT_LANE + 2,
+    "$.lane.heartbeat_s": 6,
+    "$.lane.timeout_s": 6,
+    "$.sync.timeout_s": 6,
     "$.failure.Error": ERROR_MAX_CHARS * OURS + 2,
     "$.stop_error.Error": ERROR_MAX_CHARS * OURS + 2,
     "$.stop_error.Cause": AWS_CAUSE_MAX_ASSUMED * FREE + 2,  # stopInstances' own error
-    "$.box_role": 6, "$.instance_id": len(PLACEHOLDER_INSTANCE_ID) + 2, "$.wave": 4,
-    "$.box": 8, "$.results_key": 4,  # a pinned box's name; no results key outside a Distributed Map (null)
+    "$.box_role": 6,
+    "$.instance_id": len(PLACEHOLDER_INSTANCE_ID) + 2,
+    "$.wave": 4,
+    "$.box": 8,
+    "$.results_key": 4,  # a pinned box's name; no results key outside a Distributed Map (null)
 }
 CAUSE_BYTES = {  # $.failure.Cause, by the error that reached the Pass
     "Command.*": COMMAND_CAUSE_MAX * OURS + 2,
@@ -54,8 +67,11 @@ def format_bytes(expr: str, cause: int) -> int:
     assert m, expr
     template, args = m.group(1), [a.strip() for a in m.group(2).split(",")]
     assert template.count("{}") == len(args)
-    return (len(template) - 2 * len(args)) * OURS + 2 + sum(cause if a == "$.failure.Cause" else PATH_BYTES[a]
-                                                           for a in args)
+    return (
+        (len(template) - 2 * len(args)) * OURS
+        + 2
+        + sum(cause if a == "$.failure.Cause" else PATH_BYTES[a] for a in args)
+    )
 
 
 def pass_bytes(params: dict, cause: int = 0, lanes: int = 0) -> int:
@@ -79,8 +95,14 @@ def pass_bytes(params: dict, cause: int = 0, lanes: int = 0) -> int:
 
 def lane_result_bytes() -> int:
     """The most one lane leaves in the Lanes map's result: its name (succeeded), LaneFailed, CommandFailed."""
-    return max(PATH_BYTES["$.lane.result_lane"], pass_bytes(LANE["LaneFailed"]["Parameters"]),
-               pass_bytes(LANE["CommandFailed"]["Parameters"], CAUSE_BYTES["Command.*"])) + 1
+    return (
+        max(
+            PATH_BYTES["$.lane.result_lane"],
+            pass_bytes(LANE["LaneFailed"]["Parameters"]),
+            pass_bytes(LANE["CommandFailed"]["Parameters"], CAUSE_BYTES["Command.*"]),
+        )
+        + 1
+    )
 
 
 def failure_cause_bytes(error: str) -> int:
@@ -90,8 +112,9 @@ def failure_cause_bytes(error: str) -> int:
     if error == "Harness.TimedOut":
         return format_bytes(SEGMENT["HarnessSyncTimedOut"]["Parameters"]["Cause.$"], 0)
     if error == "Gate.Failed":  # the gate's own cause: the agent's (a lane failure) or on_command_status's
-        return format_bytes(LANE["GateFailed"]["CausePath"],
-                            max(FAILURE_CAUSE_MAX * FREE + 2, CAUSE_BYTES["Command.*"]))
+        return format_bytes(
+            LANE["GateFailed"]["CausePath"], max(FAILURE_CAUSE_MAX * FREE + 2, CAUSE_BYTES["Command.*"])
+        )
     return CAUSE_BYTES[error]
 
 
@@ -99,11 +122,15 @@ def segment_result_bytes(role: str) -> int:
     lanes = 2 + len(LANES_OF[role]) * lane_result_bytes()
     kinds = SEGMENT["FailureKind"]["Choices"][1]["Or"]
     bounded = [c.get("StringEquals") or c.get("StringMatches") for c in kinds]
-    return max([pass_bytes(SEGMENT["SegmentCompleted"]["Parameters"], lanes=lanes),
-                pass_bytes(SEGMENT["SegmentStopFailed"]["Parameters"]),
-                pass_bytes(SEGMENT["SegmentGateFailed"]["Parameters"], failure_cause_bytes("Gate.Failed")),
-                pass_bytes(SEGMENT["SegmentFailedCauseInHistory"]["Parameters"])]
-               + [pass_bytes(SEGMENT["SegmentFailed"]["Parameters"], failure_cause_bytes(e)) for e in bounded])
+    return max(
+        [
+            pass_bytes(SEGMENT["SegmentCompleted"]["Parameters"], lanes=lanes),
+            pass_bytes(SEGMENT["SegmentStopFailed"]["Parameters"]),
+            pass_bytes(SEGMENT["SegmentGateFailed"]["Parameters"], failure_cause_bytes("Gate.Failed")),
+            pass_bytes(SEGMENT["SegmentFailedCauseInHistory"]["Parameters"]),
+        ]
+        + [pass_bytes(SEGMENT["SegmentFailed"]["Parameters"], failure_cause_bytes(e)) for e in bounded]
+    )
 
 
 def wave_results_bytes() -> int:
@@ -149,8 +176,16 @@ def test_each_bound_is_kept_at_its_source():
     """The constants above are what the sources do: on_command_status's cause (adversarial stderr), the agent's
     failure cause, the scheduler's shortening (control characters out)."""
     for tail in ('"' * 10_000, "\\" * 5000, "é" * 5000, "\x01\n" * 4000, ""):
-        cause = failure_cause({"lane": "smoke", "command_id": "c" * 36, "instance_id": PLACEHOLDER_INSTANCE_ID,
-                               "status": "TimedOut", "output_uri": "s3://b/" + "k" * 200}, tail)
+        cause = failure_cause(
+            {
+                "lane": "smoke",
+                "command_id": "c" * 36,
+                "instance_id": PLACEHOLDER_INSTANCE_ID,
+                "status": "TimedOut",
+                "output_uri": "s3://b/" + "k" * 200,
+            },
+            tail,
+        )
         assert len(cause) <= COMMAND_CAUSE_MAX and cause.isascii() and json.loads(cause)["lane"] == "smoke"
     long = failure_cause({"output_uri": "u" * 5000, "lane": "x"}, "boom")
     assert len(long) <= COMMAND_CAUSE_MAX and json.loads(long)["lane"] == "x"
@@ -167,12 +202,19 @@ def test_an_execution_that_planned_itself_carries_only_its_plan_s_reference():
     from pipeline.matrix import MAX_CELLS
 
     cells = [f"c{i:0{len(str(MAX_CELLS))}d}" for i in range(MAX_CELLS)]
-    execution_input = {"run_id": "r" * 80, "results_uri": "s3://" + "b" * 63 + "/results",
-                       "boxes": [{"box_role": r, "instance_id": PLACEHOLDER_INSTANCE_ID} for r in ROLES],
-                       "cells": cells, "max_concurrency": MAX_CELLS, "plan_uri": "s3://" + "b" * 63 + "/control/"
-                       + "r" * 80 + "/plan.json", "plan_digest": "sha256:" + "0" * 64, "nodes": [], "waves": [],
-                       "request": {"lane_config": {"x": "y" * MAX_EXECUTION_INPUT_BYTES}}}
-    carried = planned_input(PreparedRun(None, execution_input, []))  # type: ignore[arg-type]
+    execution_input = {
+        "run_id": "r" * 80,
+        "results_uri": "s3://" + "b" * 63 + "/results",
+        "boxes": [{"box_role": r, "instance_id": PLACEHOLDER_INSTANCE_ID} for r in ROLES],
+        "cells": cells,
+        "max_concurrency": MAX_CELLS,
+        "plan_uri": "s3://" + "b" * 63 + "/control/" + "r" * 80 + "/plan.json",
+        "plan_digest": "sha256:" + "0" * 64,
+        "nodes": [],
+        "waves": [],
+        "request": {"lane_config": {"x": "y" * MAX_EXECUTION_INPUT_BYTES}},
+    }
+    carried = planned_input(PreparedRun(None, execution_input, []))
     assert "request" not in carried and carried["waves"] == [] and carried["nodes"] == []
     reference = len(json.dumps(carried).encode())
     assert reference <= 4 * 1024, reference

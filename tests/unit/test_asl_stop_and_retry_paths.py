@@ -1,11 +1,12 @@
 """The definition's hardening: stops that retry and catch, lease releases that never fail the run,
 retries on the error names AWS and moto raise, and a cost allowance that covers the real worst case."""
+
 from __future__ import annotations
 
 import json
 
 from control_plane.cost import LANE_ALLOWANCE_S, PHASE_ALLOWANCE_S
-from statemachine.build import (ASL_PATH, STOP_FAILED_ERROR, SUBSTITUTIONS, SYNC_TIMEOUT_S, placeholders)
+from statemachine.build import ASL_PATH, STOP_FAILED_ERROR, SUBSTITUTIONS, SYNC_TIMEOUT_S, placeholders
 
 DEFINITION = json.loads(ASL_PATH.read_text())  # the checked-in file, as CloudFormation deploys it
 TOP = DEFINITION["States"]
@@ -20,7 +21,7 @@ def waits(retriers) -> float:
         interval, rate = r.get("IntervalSeconds", 1), r.get("BackoffRate", 2.0)
         cap = r.get("MaxDelaySeconds")
         for k in range(r.get("MaxAttempts", 3)):
-            d = interval * rate ** k
+            d = interval * rate**k
             total += min(d, cap) if cap else d
     return total
 
@@ -62,12 +63,16 @@ def test_a_box_whose_stop_failed_keeps_its_lease_through_the_run_wide_release():
 
 
 def test_leases_are_released_after_a_box_s_last_stop_and_never_fail_the_run():
-    releases = {"ReleaseLease": PHASE, "ReleaseLeaseAfterFailure": PHASE,
-                "ReleaseRunLease": TOP["ReleaseLeases"]["ItemProcessor"]["States"]}
+    releases = {
+        "ReleaseLease": PHASE,
+        "ReleaseLeaseAfterFailure": PHASE,
+        "ReleaseRunLease": TOP["ReleaseLeases"]["ItemProcessor"]["States"],
+    }
     # between a box's segments the lease stays; its last segment (release_lease) releases it
     assert PHASE["StopInstance"]["Next"] == "LastSegmentOfBox"
-    assert PHASE["LastSegmentOfBox"]["Choices"] == [{"Variable": "$.release_lease", "BooleanEquals": True,
-                                                     "Next": "ReleaseLease"}]
+    assert PHASE["LastSegmentOfBox"]["Choices"] == [
+        {"Variable": "$.release_lease", "BooleanEquals": True, "Next": "ReleaseLease"}
+    ]
     assert PHASE["StopInstanceAfterFailure"]["Next"] == "ReleaseLeaseAfterFailure"
     for name, states in releases.items():
         state = states[name]
@@ -75,8 +80,9 @@ def test_leases_are_released_after_a_box_s_last_stop_and_never_fail_the_run():
         assert state["Parameters"]["TableName"] == "${LeaseTableName}"
         assert state["Parameters"]["ConditionExpression"].startswith("run_id = :run")  # only this run's lease
         assert state["Parameters"]["ExpressionAttributeValues"][":run"] == {"S.$": "$.run_id"}
-        assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error",
-                                   "Next": state["Catch"][0]["Next"]}]
+        assert state["Catch"] == [
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.lease_error", "Next": state["Catch"][0]["Next"]}
+        ]
         target = states[state["Catch"][0]["Next"]]
         assert target["Type"] in ("Pass", "Choice"), name  # never a Fail: a release does not fail anything
     # the scheduler's answer passes the run-wide release (every box was stopped by its segment, or marked); a run
@@ -112,6 +118,7 @@ def test_no_wait_states_anywhere():
             proc = s.get("ItemProcessor")
             if proc:
                 yield from walk(proc["States"])
+
     assert not [s for s in walk(TOP) if s["Type"] == "Wait"]
 
 
@@ -124,8 +131,14 @@ def test_phase_allowance_covers_the_definitions_worst_case():
     # the sync waits for what the plan says (TimeoutSecondsPath): SYNC_TIMEOUT_S on a pinned box; a launched box's
     # sync adds its first-boot wait, which the plan adds to that segment's hours (test_fleet_plan)
     assert PHASE["SyncHarness"]["TimeoutSecondsPath"] == "$.sync.timeout_s"
-    worst = (waits(PHASE["StartInstance"]["Retry"]) + waits(PHASE["SyncHarness"]["Retry"])
-             + SYNC_TIMEOUT_S + push + stop + release)
+    worst = (
+        waits(PHASE["StartInstance"]["Retry"])
+        + waits(PHASE["SyncHarness"]["Retry"])
+        + SYNC_TIMEOUT_S
+        + push
+        + stop
+        + release
+    )
     assert PHASE_ALLOWANCE_S >= worst
     assert LANE_ALLOWANCE_S >= waits(LANE["RunLane"]["Retry"])
     assert worst > 1800  # the old allowance (delivery timeout + sync timeout) was below the real worst case

@@ -1,4 +1,5 @@
 """Which interpreter drives the accelerator: the DLAMI venv on the boxes, this one elsewhere."""
+
 from __future__ import annotations
 
 import sys

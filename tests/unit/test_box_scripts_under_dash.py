@@ -4,6 +4,7 @@ The SSM agent writes the ``commands`` list, joined by newlines, to ``_script.sh`
 ``/bin/sh -c <file>``. These tests render every script the planner makes, check both shells parse it,
 and run it that way against a fake harness under ``$NEURONPIPE_BOX_ROOT`` and a loopback IMDS.
 """
+
 from __future__ import annotations
 
 import http.server
@@ -17,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from control_plane.aws import token_from_commands
-from control_plane.models import RunRequest
 from control_plane.box_scripts import BASH_GUARD, Harness, sync_script
+from control_plane.models import RunRequest
 from control_plane.plan import plan_run
 from statemachine.build import SHEBANG, TOKEN_LINE_PREFIX, build_definition
 
@@ -28,8 +29,11 @@ pytestmark = pytest.mark.skipif(not (DASH and BASH), reason="needs dash and bash
 
 
 def rendered_scripts() -> dict[str, str]:
-    plan = plan_run(RunRequest(preset="full", force=True, lane_config={"sft": {"steps": 3}}), run_id="r-1",
-                    results_uri="s3://b/results")
+    plan = plan_run(
+        RunRequest(preset="full", force=True, lane_config={"sft": {"steps": 3}}),
+        run_id="r-1",
+        results_uri="s3://b/results",
+    )
     scripts = {f"{s.box_role}:{s.lane}": s.script for s in plan.lane_steps}
     scripts["sync"] = plan.segments[0].sync.script
     scripts["sync-package"] = sync_script(Harness(package_uri="s3://b/harness/pkg.tar.gz"))
@@ -66,7 +70,7 @@ def test_the_asl_sends_the_shebang_first_then_the_token_then_the_script():
     arrays = [p for p in text.split('"commands.$": ')[1:]]
     assert len(arrays) >= 2  # SyncHarness, RunLane, and any other SSM task: each sends the shebang first
     for a in arrays:
-        assert a.startswith(f'"States.Array(\'{SHEBANG}\', States.Format(\'{TOKEN_LINE_PREFIX}')
+        assert a.startswith(f"\"States.Array('{SHEBANG}', States.Format('{TOKEN_LINE_PREFIX}")
 
 
 def test_the_old_form_fails_under_sh_with_illegal_option_pipefail(tmp_path):
@@ -84,10 +88,10 @@ def test_the_old_form_fails_under_sh_with_illegal_option_pipefail(tmp_path):
 class _Imds(http.server.BaseHTTPRequestHandler):
     META = {"instance-id": "i-0feedc0ffee000001", "instance-type": "trn1.2xlarge", "placement/region": "us-west-2"}
 
-    def do_PUT(self):  # noqa: N802
+    def do_PUT(self):
         self._send(200, "imds-token" if self.path == "/latest/api/token" else "")
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         ok = self.headers.get("X-aws-ec2-metadata-token") == "imds-token"
         key = self.path.removeprefix("/latest/meta-data/")
         self._send(200, self.META[key]) if ok and key in self.META else self._send(401 if not ok else 404, "")
@@ -118,9 +122,11 @@ def box(tmp_path):
     venv_bin = root / "opt/neuronpipe/.venv/bin"
     venv_bin.mkdir(parents=True)
     record = tmp_path / "calls.txt"
-    fake = ('#!/bin/sh\n{{ printf "%s" "{name}"; for a in "$@"; do printf " [%s]" "$a"; done; '
-            'printf " id=%s type=%s region=%s\\n" "$NEURONPIPE_INSTANCE_ID" "$NEURONPIPE_INSTANCE_TYPE" '
-            '"$AWS_DEFAULT_REGION"; }} >> ' + str(record) + "\n")
+    fake = (
+        '#!/bin/sh\n{{ printf "%s" "{name}"; for a in "$@"; do printf " [%s]" "$a"; done; '
+        'printf " id=%s type=%s region=%s\\n" "$NEURONPIPE_INSTANCE_ID" "$NEURONPIPE_INSTANCE_TYPE" '
+        '"$AWS_DEFAULT_REGION"; }} >> ' + str(record) + "\n"
+    )
     (venv_bin / "python").write_text(fake.format(name="python"))
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -134,8 +140,13 @@ def box(tmp_path):
 def test_lane_script_runs_under_sh_and_execs_the_agent_with_the_token_and_imds_facts(tmp_path, box, imds):
     plan = plan_run(RunRequest(lanes=["provenance"]), run_id="r-9", results_uri="s3://b/results")
     path = command_file(tmp_path, plan.lane_steps[0].script, token="tok-lane")
-    proc = subprocess.run(["/bin/sh", "-c", str(path)], capture_output=True, text=True, timeout=30,
-                          env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds})
+    proc = subprocess.run(
+        ["/bin/sh", "-c", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "pipefail" not in proc.stderr
     call = box["record"].read_text().strip()
@@ -151,22 +162,33 @@ def test_sync_script_runs_under_sh_and_calls_back_with_the_token(tmp_path, box, 
     (sync_bin / "neuronpipe-sync").write_text(f"#!/bin/sh\ntouch {marker}\n")
     (sync_bin / "neuronpipe-sync").chmod(0o755)
     path = command_file(tmp_path, sync_script(Harness()), token="tok-sync")
-    proc = subprocess.run(["/bin/sh", "-c", str(path)], capture_output=True, text=True, timeout=30,
-                          env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds})
+    proc = subprocess.run(
+        ["/bin/sh", "-c", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds},
+    )
     assert proc.returncode == 0, proc.stderr
     assert marker.exists()  # neuronpipe-sync under the box root ran
     calls = box["record"].read_text().splitlines()
     assert calls[0].startswith("python [-m] [agents] [lanes]")
-    assert calls[1].startswith("aws [stepfunctions] [send-task-success] [--region] [us-west-2] "
-                               "[--task-token] [tok-sync]")
+    assert calls[1].startswith(
+        "aws [stepfunctions] [send-task-success] [--region] [us-west-2] [--task-token] [tok-sync]"
+    )
 
 
 def test_run_as_sh_file_the_guard_hands_over_to_bash(tmp_path, box, imds):
     """Without the kernel's shebang hand-over (``sh file``) the guard still gets the script to bash."""
     plan = plan_run(RunRequest(lanes=["provenance"]), run_id="r-9", results_uri="s3://b/results")
     path = command_file(tmp_path, plan.lane_steps[0].script)
-    proc = subprocess.run([DASH, str(path)], capture_output=True, text=True, timeout=30,
-                          env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds})
+    proc = subprocess.run(
+        [DASH, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**box["env"], "NEURONPIPE_IMDS_ENDPOINT": imds},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "[--task-token] [tok-123]" in box["record"].read_text()
 

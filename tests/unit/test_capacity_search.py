@@ -1,10 +1,22 @@
 """The capacity search on fixed verdicts: ladder, bisection, stop rules, resume; the spec's bad inputs."""
+
 from __future__ import annotations
 
 import pytest
 
-from pipeline.capacity import (CapacitySpec, CapacitySpecError, Done, Measure, Verdict, backlog_limit,
-                               backlog_reason, bracket, completion_reason, next_step, ttft_trend_reason)
+from pipeline.capacity import (
+    CapacitySpec,
+    CapacitySpecError,
+    Done,
+    Measure,
+    Verdict,
+    backlog_limit,
+    backlog_reason,
+    bracket,
+    completion_reason,
+    next_step,
+    ttft_trend_reason,
+)
 
 
 def spec(**kw) -> CapacitySpec:
@@ -36,7 +48,7 @@ def test_ladder_climbs_geometrically_from_r0_until_a_failure():
 def test_bisection_is_the_geometric_midpoint_of_the_bracket():
     step = next_step(spec(), 1.0, [Verdict(1.0, True), Verdict(2.0, False)])
     assert isinstance(step, Measure) and step.phase == "bisect"
-    assert step.rate == pytest.approx(2 ** 0.5)
+    assert step.rate == pytest.approx(2**0.5)
 
 
 @pytest.mark.parametrize("capacity", [0.37, 1.0, 3.3, 17.0, 250.0])
@@ -95,7 +107,9 @@ def test_resume_continues_the_bracket_from_committed_verdicts_in_any_order():
     first_three = history[:3]
     resumed, rest = drive(s, 1.0, 6.0, history=list(reversed(first_three)))
     assert (resumed.max_rate_meeting_slo, resumed.lowest_rate_missing_slo) == (
-        full.max_rate_meeting_slo, full.lowest_rate_missing_slo)
+        full.max_rate_meeting_slo,
+        full.lowest_rate_missing_slo,
+    )
     assert len(rest) == len(history)  # nothing re-measured
 
 
@@ -122,12 +136,15 @@ def test_ttft_rising_in_every_window_by_a_quarter_of_the_bound_is_saturation():
     assert ttft_trend_reason(s, list(reversed(rising))) == reason  # the order of the rows does not matter
 
 
-@pytest.mark.parametrize("ttfts_ms, why", [
-    ([100, 140, 90, 130, 110] * 4, "stationary: the medians do not rise window to window"),
-    ([100 + 3 * i for i in range(20)], "rising, but by 57 ms < a quarter of the 1000 ms bound"),
-    ([50 + 20 * i for i in range(10)] + [50 + 20 * i for i in range(10)], "a rise that falls back"),
-    ([50 + 40 * i for i in range(11)], "11 requests: fewer than 3 in some window"),
-])
+@pytest.mark.parametrize(
+    "ttfts_ms, why",
+    [
+        ([100, 140, 90, 130, 110] * 4, "stationary: the medians do not rise window to window"),
+        ([100 + 3 * i for i in range(20)], "rising, but by 57 ms < a quarter of the 1000 ms bound"),
+        ([50 + 20 * i for i in range(10)] + [50 + 20 * i for i in range(10)], "a rise that falls back"),
+        ([50 + 40 * i for i in range(11)], "11 requests: fewer than 3 in some window"),
+    ],
+)
 def test_ttft_without_a_sustained_rise_is_not_saturation(ttfts_ms, why):
     assert ttft_trend_reason(spec(ttft_ms=1000.0), _requests(ttfts_ms)) is None, why
 
@@ -138,16 +155,19 @@ def test_ttft_trend_needs_every_window_filled():
     assert ttft_trend_reason(spec(ttft_ms=1000.0), samples) is None
 
 
-@pytest.mark.parametrize("kw, words", [
-    (dict(rate_min=0.0), "--rate-min must be > 0"),
-    (dict(rate_max=-1.0), "--rate-max must be > 0"),
-    (dict(rate_min=5.0, rate_max=1.0), "above --rate-max"),
-    (dict(precision=0.0), "--precision must be in (0, 1)"),
-    (dict(precision=1.0), "--precision must be in (0, 1)"),
-    (dict(attainment=1.5), "--attainment"),
-    (dict(max_search_s=5.0), "too small for one point"),
-    (dict(ttft_ms=0.0), "positive ttft_ms and tpot_ms"),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        (dict(rate_min=0.0), "--rate-min must be > 0"),
+        (dict(rate_max=-1.0), "--rate-max must be > 0"),
+        (dict(rate_min=5.0, rate_max=1.0), "above --rate-max"),
+        (dict(precision=0.0), "--precision must be in (0, 1)"),
+        (dict(precision=1.0), "--precision must be in (0, 1)"),
+        (dict(attainment=1.5), "--attainment"),
+        (dict(max_search_s=5.0), "too small for one point"),
+        (dict(ttft_ms=0.0), "positive ttft_ms and tpot_ms"),
+    ],
+)
 def test_bad_specs_fail_with_one_line(kw, words):
     with pytest.raises(CapacitySpecError) as err:
         spec(**kw)
@@ -168,15 +188,30 @@ def test_a_resume_reads_the_newest_unfinished_attempt_back_to_the_last_success_a
 
     def attempt(status: str, rates: list[float], declared: CapacitySpec = s) -> None:
         w = store.begin_attempt("r1", "capacity")
-        sweeps = [{"point_id": f"p{w.sequence}-{i}", "model": "m", "server_config": "A", "request_rate": rate,
-                   "window_start": t0 + timedelta(seconds=10 * i), "window_end": t0 + timedelta(seconds=10 * i + 5),
-                   "search_json": json.dumps({**declared.to_json(), "search_id": f"s{w.sequence}"})}
-                  for i, rate in enumerate(rates)]
+        sweeps = [
+            {
+                "point_id": f"p{w.sequence}-{i}",
+                "model": "m",
+                "server_config": "A",
+                "request_rate": rate,
+                "window_start": t0 + timedelta(seconds=10 * i),
+                "window_end": t0 + timedelta(seconds=10 * i + 5),
+                "search_json": json.dumps({**declared.to_json(), "search_id": f"s{w.sequence}"}),
+            }
+            for i, rate in enumerate(rates)
+        ]
         w.add_rows("sweep_points", sweeps)
-        w.add_rows("requests", [{"point_id": p["point_id"], "request_id": "q", "warmup": False, "success": True}
-                                for p in sweeps])
-        w.add_rows("telemetry", [{"ts": t0 + timedelta(seconds=2), "source": "host", "metric": "x", "value": 1.0},
-                                 {"ts": t0 + timedelta(seconds=7), "source": "host", "metric": "x", "value": 2.0}])
+        w.add_rows(
+            "requests",
+            [{"point_id": p["point_id"], "request_id": "q", "warmup": False, "success": True} for p in sweeps],
+        )
+        w.add_rows(
+            "telemetry",
+            [
+                {"ts": t0 + timedelta(seconds=2), "source": "host", "metric": "x", "value": 1.0},
+                {"ts": t0 + timedelta(seconds=7), "source": "host", "metric": "x", "value": 2.0},
+            ],
+        )
         w.commit(status)
 
     ctx = SimpleNamespace(store=store, run_id="r1", lane="capacity")

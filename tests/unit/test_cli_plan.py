@@ -1,4 +1,5 @@
 """`neuronpipe plan`: prints the plan and its worst-case cost without AWS; invalid input exits 2."""
+
 from __future__ import annotations
 
 import json
@@ -55,27 +56,41 @@ def test_unreadable_input_exits_2(tmp_path, capsys):
 
 
 def test_progress_from_a_history_in_flight():
-    plan = {"run_id": "r", "phases": [{"box_role": "trn1", "instance_id": "i-1",
-                                       "lanes": [{"lane": "provenance"}, {"lane": "sft"}]}]}
+    plan = {
+        "run_id": "r",
+        "phases": [{"box_role": "trn1", "instance_id": "i-1", "lanes": [{"lane": "provenance"}, {"lane": "sft"}]}],
+    }
 
     def cmd(what):
-        return {"type": "TaskScheduled", "taskScheduledEventDetails": {
-            "resource": "sendCommand.waitForTaskToken", "parameters": json.dumps({"Comment": f"neuronpipe {what} r"})}}
+        return {
+            "type": "TaskScheduled",
+            "taskScheduledEventDetails": {
+                "resource": "sendCommand.waitForTaskToken",
+                "parameters": json.dumps({"Comment": f"neuronpipe {what} r"}),
+            },
+        }
 
     history = [
         {"type": "ExecutionStarted", "executionStartedEventDetails": {"input": json.dumps(plan)}},
         {"type": "MapIterationStarted", "mapIterationStartedEventDetails": {"name": "Phases", "index": 0}},
         {"type": "TaskScheduled", "taskScheduledEventDetails": {"resource": "startInstances"}},
-        cmd("sync-harness"), {"type": "TaskSucceeded", "taskSucceededEventDetails": {"resource": "sendCommand"}},
+        cmd("sync-harness"),
+        {"type": "TaskSucceeded", "taskSucceededEventDetails": {"resource": "sendCommand"}},
         cmd("provenance"),
-        {"type": "TaskSucceeded", "taskSucceededEventDetails": {
-            "output": json.dumps({"status": "skipped", "skip_reason": "already committed"})}},
+        {
+            "type": "TaskSucceeded",
+            "taskSucceededEventDetails": {
+                "output": json.dumps({"status": "skipped", "skip_reason": "already committed"})
+            },
+        },
         cmd("sft"),
     ]
     progress = progress_from_history(history)
     assert progress.status == "RUNNING" and progress.phases[0].state == "running lanes"
     assert [(lp.lane, lp.status, lp.detail) for lp in progress.lanes] == [
-        ("provenance", "skipped", "already committed"), ("sft", "running", "")]
+        ("provenance", "skipped", "already committed"),
+        ("sft", "running", ""),
+    ]
     ended = progress_from_history(history + [{"type": "ExecutionAborted"}])
     assert ended.status == "ABORTED" and ended.lanes[1].status == "failed"
 

@@ -1,4 +1,5 @@
 """docs/reference/cli.md is exactly what the argparse definitions generate, and the generator is deterministic."""
+
 from __future__ import annotations
 
 import argparse

@@ -2,6 +2,7 @@
 callback names, for the run and lane the plan says, after checking that every file it names is that attempt's own
 and exists with its size. A proposal for another lane or run, a marker naming another attempt's files, a size that
 differs or a damaged marker is refused, and nothing becomes visible to readers."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,20 @@ def store(tmp_path):
 def propose(store, lane: str, run: str = RUN, status: str = "succeeded", log: bytes | None = b"log") -> str:
     now = datetime.now(timezone.utc)
     writer = store.begin_attempt(run, lane)
-    writer.add_rows("lane_runs", [{"started_at": now, "ended_at": now, "wall_s": 0.0, "backend": "cpu",
-                                   "host": "box", "status": status, "supersedes": True}])
+    writer.add_rows(
+        "lane_runs",
+        [
+            {
+                "started_at": now,
+                "ended_at": now,
+                "wall_s": 0.0,
+                "backend": "cpu",
+                "host": "box",
+                "status": status,
+                "supersedes": True,
+            }
+        ],
+    )
     if log is not None:
         path = store.root_path / "lane.log" if hasattr(store, "root_path") else None
         import tempfile
@@ -47,12 +60,12 @@ def visible(store, run: str = RUN) -> set[tuple[str, str]]:
 
 def test_a_box_proposes_and_readers_see_nothing_until_the_control_plane_commits(store):
     attempt = propose(store, "smoke@trn1")
-    assert store.exists(proposal_key(RUN, "smoke@trn1", attempt)) and not store.exists(marker_key(RUN, "smoke@trn1",
-                                                                                                   attempt))
+    assert store.exists(proposal_key(RUN, "smoke@trn1", attempt)) and not store.exists(
+        marker_key(RUN, "smoke@trn1", attempt)
+    )
     assert visible(store) == set()
     answer = commit_lane(store, RUN, "smoke@trn1", {"attempt": attempt, "status": "succeeded"})
-    assert answer == {"committed": True, "run_id": RUN, "lane": "smoke@trn1", "attempt": attempt,
-                      "status": "succeeded"}
+    assert answer == {"committed": True, "run_id": RUN, "lane": "smoke@trn1", "attempt": attempt, "status": "succeeded"}
     assert visible(store) == {("smoke@trn1", attempt)}
     assert commit_lane(store, RUN, "smoke@trn1", {"attempt": attempt})["committed"]  # a retry is a no-op
 
@@ -97,8 +110,9 @@ def test_a_proposal_naming_another_attempts_files_is_refused(store):
     attempt = propose(store, "smoke@trn1")
 
     def steal(m):
-        return replace(m, files=[*m.files, victim_log],
-                       checksums={**m.checksums, victim_log: {"size": 3, "sha256": "0" * 64}})
+        return replace(
+            m, files=[*m.files, victim_log], checksums={**m.checksums, victim_log: {"size": 3, "sha256": "0" * 64}}
+        )
 
     _rewrite_proposal(store, "smoke@trn1", attempt, steal)
     with pytest.raises(CommitRefusedError, match="which is not this attempt's own file"):

@@ -4,6 +4,7 @@ Fixed data: repeats whose level drifts by far more than the change (a run-level 
 give the change at the repeat-pair level, while an A/A copy stays `within noise`; the paired floor by hand;
 bad input is one line and exit 2.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,17 +23,40 @@ def _points(config: str, scale: float, jitter_sign: float = 1.0) -> list[dict]:
     out = []
     for r, (d, j) in enumerate(zip(DRIFT, JITTER)):
         v = 10.0 * d * scale * (1 + jitter_sign * j)
-        out.append({"run_id": "r1", "lane": "serve_sweep", "point_id": f"{config}-{r}", "model": "tiny-llama",
-                    "server_config": config, "input_len": 16, "output_len": 8, "max_concurrency": 1,
-                    "repeat_index": r, "telemetry_samples": 3, "valid": True, "p50_ttft_ms": v, "p99_ttft_ms": v * 2,
-                    "p50_tpot_ms": v / 5, "p99_tpot_ms": v / 4, "p50_e2el_ms": v * 3, "p99_e2el_ms": v * 4,
-                    "output_throughput": 1000.0 / v})
+        out.append(
+            {
+                "run_id": "r1",
+                "lane": "serve_sweep",
+                "point_id": f"{config}-{r}",
+                "model": "tiny-llama",
+                "server_config": config,
+                "input_len": 16,
+                "output_len": 8,
+                "max_concurrency": 1,
+                "repeat_index": r,
+                "telemetry_samples": 3,
+                "valid": True,
+                "p50_ttft_ms": v,
+                "p99_ttft_ms": v * 2,
+                "p50_tpot_ms": v / 5,
+                "p99_tpot_ms": v / 4,
+                "p50_e2el_ms": v * 3,
+                "p99_e2el_ms": v * 4,
+                "output_throughput": 1000.0 / v,
+            }
+        )
     return out
 
 
 def _comparison(points: list[dict]) -> dict:
-    return {"runs": [{"run_id": "r1"}], "run_ids": ["r1"], "serving": {"points": points},
-            "compile": {"summary": []}, "training": {"runs": []}, "sustained": {"retention": []}}
+    return {
+        "runs": [{"run_id": "r1"}],
+        "run_ids": ["r1"],
+        "serving": {"points": points},
+        "compile": {"summary": []},
+        "training": {"runs": []},
+        "sustained": {"retention": []},
+    }
 
 
 C = _comparison(_points("A", 1.0) + _points("A2", 1.0, -1.0) + _points("A3", 1.0, 0.5) + _points("S", 1.10, -0.5))
@@ -111,8 +135,16 @@ def two_config_store(tmp_path_factory):
     from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
     root = tmp_path_factory.mktemp("configs") / "results"
-    write_synthetic_run(LocalStore(root), SyntheticRun(run_id="v1", server_configs=("A", "A2", "A3"), repeats=3,
-                                                       concurrencies=(1, 2), lanes=("provenance", "serve_sweep")))
+    write_synthetic_run(
+        LocalStore(root),
+        SyntheticRun(
+            run_id="v1",
+            server_configs=("A", "A2", "A3"),
+            repeats=3,
+            concurrencies=(1, 2),
+            lanes=("provenance", "serve_sweep"),
+        ),
+    )
     return root
 
 
@@ -125,20 +157,27 @@ def _cli(capsys, *argv):
 
 
 def test_compare_two_configs_of_one_run(two_config_store, capsys):
-    rc, out, err = _cli(capsys, "v1", "--config", "A", "--vs", "A2", "--floor-vs", "A3", "--results",
-                        str(two_config_store))
+    rc, out, err = _cli(
+        capsys, "v1", "--config", "A", "--vs", "A2", "--floor-vs", "A3", "--results", str(two_config_store)
+    )
     assert rc == 0, err
     assert "A vs A2 in=64 out=16 conc=1" in out and "repeat pair 3 v 3" in out
     assert "A/A spread of A3 against A in the same repeats" in out and "slower" not in out.split("\n\n")[0]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--config", "A"], "--config and --vs go together"),
-    (["--vs", "A2"], "--config and --vs go together"),
-    (["v2", "--config", "A", "--vs", "A2"], "name the run(s) once"),
-    (["--config", "A", "--vs", "B"], "server config 'B' has no headline point in run(s) v1; configs found: A, A2, A3"),
-    (["--config", "A", "--vs", "A"], "three different configs"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--config", "A"], "--config and --vs go together"),
+        (["--vs", "A2"], "--config and --vs go together"),
+        (["v2", "--config", "A", "--vs", "A2"], "name the run(s) once"),
+        (
+            ["--config", "A", "--vs", "B"],
+            "server config 'B' has no headline point in run(s) v1; configs found: A, A2, A3",
+        ),
+        (["--config", "A", "--vs", "A"], "three different configs"),
+    ],
+)
 def test_bad_config_comparisons_are_one_line_and_exit_2(two_config_store, capsys, argv, message):
     rc, out, err = _cli(capsys, "v1", *argv, "--results", str(two_config_store))
     assert rc == 2 and out == "" and message in err and err.count("\n") == 1

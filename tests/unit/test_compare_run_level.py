@@ -2,6 +2,7 @@
 measured from A/A units, and runs that differ by a run-level shift while sharing a distribution within each run
 are not called different by it unless the shift beats the run-to-run spread (synthetic runs through the real
 store and views; fixed seeds)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,17 @@ import math
 
 import pytest
 
-from analytics.report.run_level import (ONE_RUN_NOTE, NoiseFloor, center, judge, measure_floors, pair_units,
-                                        pooled_log_sd, spread_pct, unit_test)
+from analytics.report.run_level import (
+    ONE_RUN_NOTE,
+    NoiseFloor,
+    center,
+    judge,
+    measure_floors,
+    pair_units,
+    pooled_log_sd,
+    spread_pct,
+    unit_test,
+)
 from analytics.report.stats import t_quantile, welch
 from analytics.store import LocalStore
 from control_plane.cli import main
@@ -48,7 +58,9 @@ def test_pooled_log_sd_and_the_floor_band_by_hand():
     # sides of 3 runs each are held to the band of their means: √(1/3 + 1/3) in place of √2
     three = floors["p50_ttft_ms"].for_sides(3, 3)
     assert three.floor_pct == pytest.approx(max(2.0, 100 * math.expm1(3.18244631 * math.sqrt(2 / 3) * sd)), rel=1e-6)
-    assert three.spread_pct == floors["p50_ttft_ms"].spread_pct and floors["cold_wall_s"].for_sides(3, 3).floor_pct == 2.0
+    assert (
+        three.spread_pct == floors["p50_ttft_ms"].spread_pct and floors["cold_wall_s"].for_sides(3, 3).floor_pct == 2.0
+    )
     assert pooled_log_sd([[1.0]]) == (None, 0)
     # welch's own interval agrees with the t table (2 and 2 values: df 2 when the variances match)
     assert welch([1.0, 3.0], [2.0, 4.0]).ci_high == pytest.approx(1.0 + t_quantile(0.975, 2.0) * 1.0 * math.sqrt(2))
@@ -84,9 +96,9 @@ def test_the_verdict_rule():
 
 
 # ---- runs through the store: run-level shifts with one distribution within each run ----------------------
-A_FACTORS = {"a1": 1.00, "a2": 1.05, "a3": 0.96}   # A/A runs: a run-level TTFT shift each (machine state)
-B_FACTORS = {"b1": 1.05, "b2": 0.95, "b3": 1.00}   # the same setup again
-S_FACTORS = {"s1": 1.45, "s2": 1.50, "s3": 1.40}   # a real 45 % TTFT regression, on top of run-level shifts
+A_FACTORS = {"a1": 1.00, "a2": 1.05, "a3": 0.96}  # A/A runs: a run-level TTFT shift each (machine state)
+B_FACTORS = {"b1": 1.05, "b2": 0.95, "b3": 1.00}  # the same setup again
+S_FACTORS = {"s1": 1.45, "s2": 1.50, "s3": 1.40}  # a real 45 % TTFT regression, on top of run-level shifts
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +106,19 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("run-level")
     store = LocalStore(root)
     for i, (run_id, factor) in enumerate({**A_FACTORS, **B_FACTORS, **S_FACTORS}.items()):
-        write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=100 + i, lanes=("serve_sweep",),
-                                                ttft_factor=factor, concurrencies=(1, 4), requests_per_point=1000,
-                                                failure_rate=0.0, repeats=3))
+        write_synthetic_run(
+            store,
+            SyntheticRun(
+                run_id=run_id,
+                seed=100 + i,
+                lanes=("serve_sweep",),
+                ttft_factor=factor,
+                concurrencies=(1, 4),
+                requests_per_point=1000,
+                failure_rate=0.0,
+                repeats=3,
+            ),
+        )
     return str(root)
 
 
@@ -150,16 +172,21 @@ def test_repeated_runs_per_side_judge_at_the_run_level(results, capsys):
 
 def test_cli_text_states_the_unit_and_the_floor(results, capsys):
     code, text, _ = _compare(capsys, "a1,a2,a3", "s1,s2,s3", "--results", results)
-    line = next(l for l in text.splitlines() if "conc=4 · p50_ttft_ms" in l)
+    line = next(ln for ln in text.splitlines() if "conc=4 · p50_ttft_ms" in ln)
     assert "run 3 v 3" in line and "slower REGRESSION" in line and code == 1
     assert "noise floor" in text and "p50_ttft_ms: " in text
     code, text, _ = _compare(capsys, "a1", "b1", "--results", results)
     assert "repeat 3 v 3" in text
 
 
-@pytest.mark.parametrize("argv, phrase", [(("a1,a2", "a2,b1"), "named twice"),
-                                          (("a1,a2", "b1", "--floor-from", "nope"), "run 'nope' is not in the results"),
-                                          (("a1", "b1", "--margin-pct", "-1"), "--margin-pct must be")])
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (("a1,a2", "a2,b1"), "named twice"),
+        (("a1,a2", "b1", "--floor-from", "nope"), "run 'nope' is not in the results"),
+        (("a1", "b1", "--margin-pct", "-1"), "--margin-pct must be"),
+    ],
+)
 def test_bad_sides_exit_2_with_one_line(results, capsys, argv, phrase):
     code, out, err = _compare(capsys, *argv, "--results", results)
     assert code == 2 and out == "" and err.count("\n") == 1 and phrase in err

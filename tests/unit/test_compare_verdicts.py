@@ -1,5 +1,6 @@
 """Deltas that say whether they are real: the statistics against hand-computed values, the verdict rule, and
 `neuronpipe compare` on synthetic runs written through the real store and views (fixed seeds)."""
+
 from __future__ import annotations
 
 import json
@@ -10,16 +11,25 @@ import numpy as np
 import pytest
 
 from analytics.report.compare import decide, is_regression
-from analytics.report.stats import (StatsInputError, _resampled_quantiles, bootstrap_quantile_diff, mann_whitney_u,
-                                    t_cdf, t_quantile, welch)
-from tests.support.synthetic import SyntheticRun, write_synthetic_run
+from analytics.report.stats import (
+    StatsInputError,
+    _resampled_quantiles,
+    bootstrap_quantile_diff,
+    mann_whitney_u,
+    t_cdf,
+    t_quantile,
+    welch,
+)
 from analytics.store import LocalStore
 from control_plane.cli import main
+from tests.support.synthetic import SyntheticRun, write_synthetic_run
 
 
 # ---- statistics --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("df, t975", [(1, 12.7062047), (2, 4.30265273), (5, 2.57058184), (10, 2.22813885),
-                                      (30, 2.04227246), (1000, 1.96233908)])
+@pytest.mark.parametrize(
+    "df, t975",
+    [(1, 12.7062047), (2, 4.30265273), (5, 2.57058184), (10, 2.22813885), (30, 2.04227246), (1000, 1.96233908)],
+)
 def test_t_quantile_matches_the_table(df, t975):
     assert t_quantile(0.975, df) == pytest.approx(t975, abs=2e-7)
     assert t_quantile(0.025, df) == pytest.approx(-t975, abs=2e-7)
@@ -29,7 +39,9 @@ def test_t_quantile_matches_the_table(df, t975):
 def test_t_cdf_matches_numerical_integration_of_the_density_for_a_fractional_df():
     df, t = 5.882352941176471, 1.8973665961010275
     x = np.linspace(-t, t, 200001)
-    pdf = (math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))) * (1 + x * x / df) ** (-(df + 1) / 2)
+    pdf = (math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))) * (1 + x * x / df) ** (
+        -(df + 1) / 2
+    )
     central = float(np.sum((pdf[1:] + pdf[:-1]) / 2 * np.diff(x)))
     assert t_cdf(t, df) - t_cdf(-t, df) == pytest.approx(central, abs=1e-9)
 
@@ -106,9 +118,9 @@ def test_verdict_rule():
     assert decide(5.0, 1.0, 9.0, 0.01, "lower") == "slower"
     assert decide(5.0, 1.0, 9.0, 0.01, "higher") == "faster"
     assert decide(-5.0, -9.0, -1.0, 0.01, "lower") == "faster"
-    assert decide(5.0, -1.0, 9.0, 0.01, "lower") == "within noise"   # interval holds 0
-    assert decide(5.0, 1.0, 9.0, 0.2, "lower") == "within noise"     # the test does not reject
-    assert decide(-1.0, 1.0, 9.0, 0.01, "lower") == "within noise"   # point estimate against the interval
+    assert decide(5.0, -1.0, 9.0, 0.01, "lower") == "within noise"  # interval holds 0
+    assert decide(5.0, 1.0, 9.0, 0.2, "lower") == "within noise"  # the test does not reject
+    assert decide(-1.0, 1.0, 9.0, 0.01, "lower") == "within noise"  # point estimate against the interval
     assert decide(5.0, None, None, None, "lower") == "untested"
     assert is_regression({"verdict": "slower", "pct": -6.0}) and not is_regression({"verdict": "slower", "pct": 4.9})
     assert not is_regression({"verdict": "within noise", "pct": 50.0})
@@ -121,10 +133,26 @@ def results(tmp_path_factory):
     runs of the same setup (seeds 11-13), the noise floor's source. 1,000 requests per point, concurrency 1 and 4."""
     root = tmp_path_factory.mktemp("verdicts")
     store = LocalStore(root)
-    for run_id, seed, factor in (("base", 1, 1.0), ("same", 2, 1.0), ("slow", 2, 1.1), ("aa1", 11, 1.0),
-                                 ("aa2", 12, 1.0), ("aa3", 13, 1.0)):
-        write_synthetic_run(store, SyntheticRun(run_id=run_id, seed=seed, lanes=("serve_sweep",), ttft_factor=factor,
-                                                concurrencies=(1, 4), requests_per_point=1000, failure_rate=0.0))
+    for run_id, seed, factor in (
+        ("base", 1, 1.0),
+        ("same", 2, 1.0),
+        ("slow", 2, 1.1),
+        ("aa1", 11, 1.0),
+        ("aa2", 12, 1.0),
+        ("aa3", 13, 1.0),
+    ):
+        write_synthetic_run(
+            store,
+            SyntheticRun(
+                run_id=run_id,
+                seed=seed,
+                lanes=("serve_sweep",),
+                ttft_factor=factor,
+                concurrencies=(1, 4),
+                requests_per_point=1000,
+                failure_rate=0.0,
+            ),
+        )
     return str(root)
 
 
@@ -187,7 +215,7 @@ def test_ttft_shift_of_10_percent_is_slower_and_exits_1(results, capsys):
     assert {r["verdict"] for r in _serving(rows, "output_throughput")} == {"within noise"}
     assert not any(r["regression"] for r in rows if r["verdict"] != "slower")
     code, text, _ = _compare(capsys, "base", "slow", "--results", results, *FLOOR)
-    line = next(l for l in text.splitlines() if "conc=4 · p50_ttft_ms" in l)
+    line = next(ln for ln in text.splitlines() if "conc=4 · p50_ttft_ms" in ln)
     assert "mann-whitney U" in line and "slower REGRESSION" in line and "[" in line
     summary = re.search(r"(\d+) slower, \d+ within noise, \d+ untested; (\d+) regression\(s\) beyond 5 %", text)
     assert code == 1 and summary and int(summary[2]) >= 1 and int(summary[1]) >= int(summary[2])
@@ -196,13 +224,18 @@ def test_ttft_shift_of_10_percent_is_slower_and_exits_1(results, capsys):
 def test_fail_pct_above_the_shift_exits_0_with_the_verdict_kept(results, capsys):
     code, text, _ = _compare(capsys, "base", "slow", "--results", results, "--fail-pct", "1000", *FLOOR)
     assert code == 0
-    assert "slower" in next(l for l in text.splitlines() if "conc=4 · p50_ttft_ms" in l)
+    assert "slower" in next(ln for ln in text.splitlines() if "conc=4 · p50_ttft_ms" in ln)
     assert "0 regression(s) beyond 1000 %" in text
 
 
-@pytest.mark.parametrize("argv, phrase", [(("base", "nope"), "run 'nope' is not in the results; runs found: base"),
-                                          (("base", "base"), "same run"),
-                                          (("base", "same", "--fail-pct", "-1"), "--fail-pct must be")])
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (("base", "nope"), "run 'nope' is not in the results; runs found: base"),
+        (("base", "base"), "same run"),
+        (("base", "same", "--fail-pct", "-1"), "--fail-pct must be"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(results, capsys, argv, phrase):
     code, out, err = _compare(capsys, *argv, "--results", results)
     assert code == 2 and out == ""
@@ -220,8 +253,20 @@ def test_comparison_json_deltas_and_report_table(results):
     con.close()
     assert [(e["baseline"], e["run"]) for e in c["deltas"]] == [("base", "same"), ("base", "slow")]
     row = _serving(c["deltas"][1]["rows"], "p50_ttft_ms")[0]
-    assert {"metric", "a", "b", "delta", "pct", "delta_ci_low", "delta_ci_high", "test", "p_value", "verdict",
-            "better", "regression"} <= set(row) and row["better"] == "lower"
+    assert {
+        "metric",
+        "a",
+        "b",
+        "delta",
+        "pct",
+        "delta_ci_low",
+        "delta_ci_high",
+        "test",
+        "p_value",
+        "verdict",
+        "better",
+        "regression",
+    } <= set(row) and row["better"] == "lower"
     assert json.loads(dumps(c))["deltas"] == c["deltas"]
     conc4 = next(r for r in _serving(c["deltas"][1]["rows"], "p50_ttft_ms") if "conc=4" in r["metric"])
     assert conc4["request_verdict"] == "slower" and conc4["verdict"] == "untested" and conc4["unit"] is None
@@ -236,18 +281,35 @@ def _training_comparison(step_scale_b: float, seed: int = 3):
     from analytics.report.compare import pair_deltas
 
     con = duckdb.connect(":memory:")
-    con.execute("CREATE TABLE train_steps (run_id VARCHAR, lane VARCHAR, model VARCHAR, step INTEGER, "
-                "tokens BIGINT, step_s DOUBLE)")
+    con.execute(
+        "CREATE TABLE train_steps (run_id VARCHAR, lane VARCHAR, model VARCHAR, step INTEGER, "
+        "tokens BIGINT, step_s DOUBLE)"
+    )
     rng = np.random.default_rng(seed)
     runs = []
     for run, scale in (("a", 1.0), ("b", step_scale_b)):
         step_s = rng.normal(2.0, 0.1, 40) * scale
-        con.executemany("INSERT INTO train_steps VALUES (?, ?, ?, ?, ?, ?)",
-                        [(run, "sft", "m", i + 1, 4096, float(s)) for i, s in enumerate(step_s)])
-        runs.append({"run_id": run, "lane": "sft", "model": "m", "tokens_per_s": 4096 / float(np.median(step_s[1:])),
-                     "mfu": 0.1, "last_loss": 1.0})
-    c = {"runs": [{"run_id": "a"}, {"run_id": "b"}], "compile": {"summary": []}, "training": {"runs": runs},
-         "serving": {"points": [], "aggregate_points": []}, "sustained": {"retention": []}}
+        con.executemany(
+            "INSERT INTO train_steps VALUES (?, ?, ?, ?, ?, ?)",
+            [(run, "sft", "m", i + 1, 4096, float(s)) for i, s in enumerate(step_s)],
+        )
+        runs.append(
+            {
+                "run_id": run,
+                "lane": "sft",
+                "model": "m",
+                "tokens_per_s": 4096 / float(np.median(step_s[1:])),
+                "mfu": 0.1,
+                "last_loss": 1.0,
+            }
+        )
+    c = {
+        "runs": [{"run_id": "a"}, {"run_id": "b"}],
+        "compile": {"summary": []},
+        "training": {"runs": runs},
+        "serving": {"points": [], "aggregate_points": []},
+        "sustained": {"retention": []},
+    }
     rows = {r["metric"]: r for r in pair_deltas(c, "a", "b", con)["rows"]}
     return rows["training · sft m · tokens_per_s"], rows["training · sft m · mfu"]
 

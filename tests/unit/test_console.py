@@ -1,4 +1,5 @@
 """`control_plane.console.make_console`: off a terminal nothing is wrapped or cut; on one, tables fit its width."""
+
 from __future__ import annotations
 
 import io

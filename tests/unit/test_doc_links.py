@@ -4,6 +4,7 @@ Checked: relative Markdown links (their anchors too, against the target page's h
 or in a code block that starts with one of the repository's folders, and every mention of a ``docs/….md`` page,
 in the documentation and in the code's docstrings, help texts and messages.
 """
+
 from __future__ import annotations
 
 import glob
@@ -15,10 +16,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Folders of the repository itself (not build outputs or virtualenvs, which a fresh clone does not have).
-REPO_DIRS = ("agents", "analytics", "benchmarks", "control_plane", "docs", "examples", "infra", "pipeline",
-             "rehearsal", "statemachine", "tests")
-CODE_DIRS = ("agents", "analytics", "benchmarks", "control_plane", "infra", "pipeline", "rehearsal",
-             "statemachine", "tests")
+REPO_DIRS = (
+    "agents",
+    "analytics",
+    "benchmarks",
+    "control_plane",
+    "docs",
+    "examples",
+    "infra",
+    "pipeline",
+    "rehearsal",
+    "statemachine",
+    "tests",
+)
+CODE_DIRS = (
+    "agents",
+    "analytics",
+    "benchmarks",
+    "control_plane",
+    "infra",
+    "pipeline",
+    "rehearsal",
+    "statemachine",
+    "tests",
+)
 SOURCE_SUFFIXES = (".py", ".sql", ".sh", ".txt", ".toml", ".cfg", ".j2", ".json")
 
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -71,8 +92,7 @@ def stale_bare_pages(text: str, names: set[str]) -> list[str]:
 
 
 def exists(path: str) -> bool:
-    return any(glob.glob(str(ROOT / p)) if any(ch in p for ch in "*?[") else (ROOT / p).exists()
-               for p in expand(path))
+    return any(glob.glob(str(ROOT / p)) if any(ch in p for ch in "*?[") else (ROOT / p).exists() for p in expand(path))
 
 
 def path_words(text: str) -> list[str]:
@@ -82,8 +102,8 @@ def path_words(text: str) -> list[str]:
         word = re.sub(r"^(?:file://|[(\"'\[])+", "", word)
         if not word.startswith(tuple(f"{d}/" for d in REPO_DIRS)):
             continue
-        word = re.split(r"::|#", word)[0]                 # pytest node ids, anchors
-        word = re.sub(r":[\w.]*$", "", word)              # `file.py:symbol`, `file.py:12`
+        word = re.split(r"::|#", word)[0]  # pytest node ids, anchors
+        word = re.sub(r":[\w.]*$", "", word)  # `file.py:symbol`, `file.py:12`
         word = word.rstrip(".,;:)\"'`]")
         out.append(word)
     return out
@@ -132,11 +152,15 @@ def test_every_link_and_path_in_the_documentation_resolves_inside_the_repository
 
 def source_files() -> list[Path]:
     """The code and its companions (SQL, shell, requirement files) plus the repository's top-level files."""
-    found = [p for folder in CODE_DIRS for p in sorted((ROOT / folder).rglob("*"))
-             if p.is_file() and p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts
-             and p.stat().st_size < 1_000_000]
-    return found + [p for p in sorted(ROOT.iterdir()) if p.is_file() and (p.suffix in SOURCE_SUFFIXES
-                                                                            or p.name == "Makefile")]
+    found = [
+        p
+        for folder in CODE_DIRS
+        for p in sorted((ROOT / folder).rglob("*"))
+        if p.is_file() and p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts and p.stat().st_size < 1_000_000
+    ]
+    return found + [
+        p for p in sorted(ROOT.iterdir()) if p.is_file() and (p.suffix in SOURCE_SUFFIXES or p.name == "Makefile")
+    ]
 
 
 def test_code_mentions_only_pages_that_exist():
@@ -163,13 +187,19 @@ def test_nothing_in_the_documentation_points_outside_the_repository():
 
 def test_the_checker_catches_a_broken_link_a_stale_path_and_an_escape():
     page = ROOT / "docs" / "probe.md"  # never written: the text is given
-    problems = broken_in(page, "[gone](nowhere.md) [out](../../elsewhere/x.md) [web](https://example.com) "
-                    "[bad anchor](#no-such-heading) `analytics/no_such_module.py` " + "docs/" + "no/such/page.md\n"
-                    "[ok](../README.md) `analytics/views/sql/*.sql` `analytics/schema/{core,serving}.py`\n"
-                    "[here](#a-heading) RULES.md and " + "METRICS" + ".md, not REPORT.md nor rules.md\n\n## A heading\n")
+    problems = broken_in(
+        page,
+        "[gone](nowhere.md) [out](../../elsewhere/x.md) [web](https://example.com) "
+        "[bad anchor](#no-such-heading) `analytics/no_such_module.py` " + "docs/" + "no/such/page.md\n"
+        "[ok](../README.md) `analytics/views/sql/*.sql` `analytics/schema/{core,serving}.py`\n"
+        "[here](#a-heading) RULES.md and " + "METRICS" + ".md, not REPORT.md nor rules.md\n\n## A heading\n",
+    )
     assert len(problems) == 9, problems
     assert sorted(p.rsplit(": ", 1)[1] for p in problems if "no page of that name" in p) == [
-        "METRICS.md", "RULES.md", "nowhere.md"]
+        "METRICS.md",
+        "RULES.md",
+        "nowhere.md",
+    ]
     assert sum("leaves the repository" in p for p in problems) == 2
     assert any("nowhere.md" in p for p in problems) and any("#no-such-heading" in p for p in problems)
     assert any("analytics/no_such_module.py" in p for p in problems)

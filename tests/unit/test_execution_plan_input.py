@@ -1,6 +1,7 @@
 """What an execution runs, for the readers that find boxes and lanes in it (on_execution_status, the idle reaper,
 `neuronpipe status`): its input when it was started with a plan; the plan its PlanRequest state answered when it was
 started with a run request (nothing before that answer, nothing when the request was refused)."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,17 @@ from control_plane.aws import Executions, input_instance_ids, is_plan_input, pla
 from control_plane.progress import progress_from_history
 from statemachine.build import PLAN_REQUEST_STATE
 
-PLANNED = {"run_id": "console-1", "results_uri": "s3://b/results", "max_concurrency": 0, "cells": [],
-           "boxes": [{"box_role": "trn1", "instance_id": "i-0trn1"}, {"box_role": "inf2", "instance_id": "i-0inf2"}],
-           "plan_uri": "s3://b/control/console-1/plan.json", "plan_digest": "sha256:" + "a" * 64, "nodes": [],
-           "waves": []}
+PLANNED = {
+    "run_id": "console-1",
+    "results_uri": "s3://b/results",
+    "max_concurrency": 0,
+    "cells": [],
+    "boxes": [{"box_role": "trn1", "instance_id": "i-0trn1"}, {"box_role": "inf2", "instance_id": "i-0inf2"}],
+    "plan_uri": "s3://b/control/console-1/plan.json",
+    "plan_digest": "sha256:" + "a" * 64,
+    "nodes": [],
+    "waves": [],
+}
 
 
 def exited(name: str, output: Any, event_id: int = 5) -> dict[str, Any]:
@@ -24,10 +32,15 @@ def exited(name: str, output: Any, event_id: int = 5) -> dict[str, Any]:
 
 
 def history(answer: Any) -> list[dict[str, Any]]:
-    return [{"id": 1, "type": "ExecutionStarted",
-             "executionStartedEventDetails": {"input": json.dumps({"preset": "smoke"})}},
-            {"id": 2, "type": "ChoiceStateEntered", "stateEnteredEventDetails": {"name": "InputKind"}},
-            exited(PLAN_REQUEST_STATE, {"answer": answer})]
+    return [
+        {
+            "id": 1,
+            "type": "ExecutionStarted",
+            "executionStartedEventDetails": {"input": json.dumps({"preset": "smoke"})},
+        },
+        {"id": 2, "type": "ChoiceStateEntered", "stateEnteredEventDetails": {"name": "InputKind"}},
+        exited(PLAN_REQUEST_STATE, {"answer": answer}),
+    ]
 
 
 def test_the_planned_input_is_the_plan_request_state_s_planned_answer_only():
@@ -48,7 +61,7 @@ class FakeSfn:
     def __init__(self, events: list[dict[str, Any]] | None = None, missing: bool = False):
         self.events, self.missing, self.calls = events or [], missing, 0
 
-    def get_execution_history(self, executionArn: str, maxResults: int) -> dict[str, Any]:  # noqa: N803 - boto3's
+    def get_execution_history(self, executionArn: str, maxResults: int) -> dict[str, Any]:  # boto3's
         self.calls += 1
         if self.missing:
             raise ClientError({"Error": {"Code": "ExecutionDoesNotExist", "Message": "no"}}, "GetExecutionHistory")

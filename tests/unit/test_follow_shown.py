@@ -1,5 +1,6 @@
 """`run --aws` and `rehearse` follow an execution through one function: on a pipe or a log the final table comes out
 once (Live printed its last frame there too, and the caller printed it again), and --no-live gives a line per change."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,12 @@ from control_plane.progress import LaneProgress, RunProgress
 
 
 def _progress(status: str, lane_status: str) -> RunProgress:
-    return RunProgress(run_id="r1", status=status, lanes=[LaneProgress("c01", "serve_sweep", lane_status)],
-                       outcome={"status": "succeeded"} if status == "SUCCEEDED" else None)
+    return RunProgress(
+        run_id="r1",
+        status=status,
+        lanes=[LaneProgress("c01", "serve_sweep", lane_status)],
+        outcome={"status": "succeeded"} if status == "SUCCEEDED" else None,
+    )
 
 
 def _follow(show):
@@ -37,5 +42,4 @@ def test_without_live_each_change_is_one_line():
     out = io.StringIO()
     final = follow_shown(Console(file=out, force_terminal=False, width=100), _follow, live=False)
     assert final.status == "SUCCEEDED"
-    assert out.getvalue().splitlines() == ["[RUNNING] c01:serve_sweep=running",
-                                           "[SUCCEEDED] c01:serve_sweep=succeeded"]
+    assert out.getvalue().splitlines() == ["[RUNNING] c01:serve_sweep=running", "[SUCCEEDED] c01:serve_sweep=succeeded"]

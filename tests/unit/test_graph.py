@@ -1,10 +1,22 @@
 """The run as a graph (pipeline.graph): needs and gates from the registry, waves, blocked reasons, the outcome."""
+
 from __future__ import annotations
 
 import pytest
 
-from pipeline.graph import (EXIT_PARTIAL, LaneGraphError, LaneStatus, Node, blocked_reason, build_nodes, exit_code,
-                          outcome, statuses_from_rows, topological, validate)
+from pipeline.graph import (
+    EXIT_PARTIAL,
+    LaneGraphError,
+    LaneStatus,
+    Node,
+    blocked_reason,
+    build_nodes,
+    exit_code,
+    outcome,
+    statuses_from_rows,
+    topological,
+    validate,
+)
 from pipeline.lanes import LaneSpec, get_lane, plan_order
 from pipeline.run_outcome import outcome_of_run
 
@@ -17,8 +29,10 @@ def test_registry_declares_the_data_needs_and_the_gate():
     assert get_lane("merge").needs == ("sft",)
     assert get_lane("finetune_serve").needs == ("merge",)
     assert get_lane("smoke").gate and not get_lane("sft").gate
-    assert get_lane("preflight").gate and get_lane("provenance").order < get_lane("preflight").order \
-        < get_lane("smoke").order
+    assert (
+        get_lane("preflight").gate
+        and get_lane("provenance").order < get_lane("preflight").order < get_lane("smoke").order
+    )
 
 
 def test_full_graph_on_both_boxes_puts_only_merge_consumers_in_a_later_wave():
@@ -67,28 +81,45 @@ def test_extra_lanes_declare_needs_and_are_validated(monkeypatch):
 
 def test_blocked_reasons_name_the_lane_the_attempt_and_the_gate():
     nodes = _by_name(build_nodes(plan_order(), ["trn1", "inf2"]))
-    statuses = {"smoke@inf2": LaneStatus("succeeded", "a0"), "smoke@trn1": LaneStatus("succeeded", "a1"),
-                "preflight@inf2": LaneStatus("succeeded", "a2"), "preflight@trn1": LaneStatus("succeeded", "a3"),
-                "merge": LaneStatus("failed", "20261130T0101-ab", "RuntimeError: disk full")}
+    statuses = {
+        "smoke@inf2": LaneStatus("succeeded", "a0"),
+        "smoke@trn1": LaneStatus("succeeded", "a1"),
+        "preflight@inf2": LaneStatus("succeeded", "a2"),
+        "preflight@trn1": LaneStatus("succeeded", "a3"),
+        "merge": LaneStatus("failed", "20261130T0101-ab", "RuntimeError: disk full"),
+    }
     by, reason = blocked_reason(nodes["finetune_serve"], statuses)
     assert by == "merge"
     assert reason == "needs merge, which failed in attempt 20261130T0101-ab (RuntimeError: disk full)"
-    by, reason = blocked_reason(nodes["sft"], {"preflight@trn1": LaneStatus("succeeded", "a8"),
-                                               "smoke@trn1": LaneStatus("failed", "a9", "AssertionError: loss")})
+    by, reason = blocked_reason(
+        nodes["sft"],
+        {
+            "preflight@trn1": LaneStatus("succeeded", "a8"),
+            "smoke@trn1": LaneStatus("failed", "a9", "AssertionError: loss"),
+        },
+    )
     assert by == "smoke@trn1" and reason.startswith("gate smoke@trn1 did not pass: it failed in attempt a9")
     assert blocked_reason(nodes["serve_sweep"], statuses) is None
 
 
 def _row(lane, status, attempt, supersedes=True, blocked_by=None, **kw):
-    return {"lane": lane, "status": status, "attempt": attempt, "supersedes": supersedes, "blocked_by": blocked_by,
-            **kw}
+    return {
+        "lane": lane,
+        "status": status,
+        "attempt": attempt,
+        "supersedes": supersedes,
+        "blocked_by": blocked_by,
+        **kw,
+    }
 
 
 def test_statuses_ignore_resume_records_but_follow_blocked_ones():
-    rows = [_row("merge", "failed", "a1", error_type="OSError", error_message="no space"),
-            _row("merge", "skipped", "a2", supersedes=False, skip_reason="already committed"),  # a resume record
-            _row("finetune_serve", "succeeded", "a0"),
-            _row("finetune_serve", "skipped", "a3", supersedes=False, blocked_by="merge", skip_reason="needs merge")]
+    rows = [
+        _row("merge", "failed", "a1", error_type="OSError", error_message="no space"),
+        _row("merge", "skipped", "a2", supersedes=False, skip_reason="already committed"),  # a resume record
+        _row("finetune_serve", "succeeded", "a0"),
+        _row("finetune_serve", "skipped", "a3", supersedes=False, blocked_by="merge", skip_reason="needs merge"),
+    ]
     st = statuses_from_rows(rows)
     assert st["merge"] == LaneStatus("failed", "a1", "OSError: no space", None)
     assert st["finetune_serve"].status == "blocked" and st["finetune_serve"].blocked_by == "merge"
@@ -106,11 +137,15 @@ def test_outcome_rules():
     res = outcome(nodes, part)
     assert (res.status, res.failed, res.skipped) == ("partial", ["quality"], [])
     # a lane that skipped itself (not applicable here) is not a failure
-    assert outcome(nodes, {**ok, "precompile": LaneStatus("skipped", "c", "needs a Neuron device")}).status == \
-        "succeeded"
+    assert (
+        outcome(nodes, {**ok, "precompile": LaneStatus("skipped", "c", "needs a Neuron device")}).status == "succeeded"
+    )
     # a failed gate fails the run
-    gate = {**ok, "smoke@trn1": LaneStatus("failed", "d", "E: x"),
-            "sft": LaneStatus("blocked", "e", "gate", "smoke@trn1")}
+    gate = {
+        **ok,
+        "smoke@trn1": LaneStatus("failed", "d", "E: x"),
+        "sft": LaneStatus("blocked", "e", "gate", "smoke@trn1"),
+    }
     res = outcome(nodes, gate)
     assert res.status == "failed" and "gate smoke@trn1" in res.why and "sft" in res.skipped
     # a box that failed: its lanes did not run, the run failed
@@ -124,8 +159,10 @@ def test_outcome_rules():
 def test_outcome_of_run_reads_gates_from_the_registry():
     st = {"smoke": LaneStatus("failed", "a", "E: x"), "provenance": LaneStatus("succeeded", "b")}
     assert outcome_of_run(st).status == "failed"
-    assert outcome_of_run({"quality": LaneStatus("failed", "a"), "provenance": LaneStatus("succeeded", "b")}).status \
+    assert (
+        outcome_of_run({"quality": LaneStatus("failed", "a"), "provenance": LaneStatus("succeeded", "b")}).status
         == "partial"
+    )
 
 
 def test_runner_records_a_blocked_lane_without_running_it(tmp_path):
@@ -134,8 +171,21 @@ def test_runner_records_a_blocked_lane_without_running_it(tmp_path):
 
     store = open_store(tmp_path)
     w = store.begin_attempt("r1", "sft")
-    w.add_rows("lane_runs", [{"status": "failed", "supersedes": True, "started_at": _now(), "ended_at": _now(),
-                              "backend": "cpu", "host": "h", "error_type": "RuntimeError", "error_message": "boom"}])
+    w.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "failed",
+                "supersedes": True,
+                "started_at": _now(),
+                "ended_at": _now(),
+                "backend": "cpu",
+                "host": "h",
+                "error_type": "RuntimeError",
+                "error_message": "boom",
+            }
+        ],
+    )
     w.commit("failed")
     result = run_lane(LaneRequest("merge", "r1", needs=("sft",)), store)
     assert (result.status, result.blocked_by, result.exit_code) == ("skipped", "sft", 0)

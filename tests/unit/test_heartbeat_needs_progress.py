@@ -1,16 +1,15 @@
 """Heartbeats mean progress: the runner heartbeats only while the lane reports progress within its
 stall window; a stalled lane stops being heartbeated (one warning) so HeartbeatSeconds ends it."""
+
 from __future__ import annotations
 
 import logging
 import os
 import time
 
-import pytest
-
-from pipeline.lanes import LANES, get_lane
 from agents.runner import LaneRequest, ProgressWatch, _Heartbeater, run_lane
 from analytics.store import LocalStore
+from pipeline.lanes import LANES, get_lane
 from tests.conftest import ROOT, TEST_LANES
 
 
@@ -68,8 +67,19 @@ def test_a_lane_that_stops_reporting_stops_being_heartbeated(tmp_path, monkeypat
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="agents.runner"):
         # no progress file: the runner observes LaneContext.progress itself
-        result = run_lane(LaneRequest(lane="t_stall", run_id="r1", backend="cpu", task_token="tok", heartbeat_s=0.05,
-                                      stall_s=0.3, telemetry_interval_s=0.05), LocalStore(tmp_path / "store"), beats)
+        result = run_lane(
+            LaneRequest(
+                lane="t_stall",
+                run_id="r1",
+                backend="cpu",
+                task_token="tok",
+                heartbeat_s=0.05,
+                stall_s=0.3,
+                telemetry_interval_s=0.05,
+            ),
+            LocalStore(tmp_path / "store"),
+            beats,
+        )
     assert result.status == "succeeded" and beats.outcome[0] == "success"
     rel = [t - started for t in beats.times]
     assert [t for t in rel if t < 0.6], "heartbeats while the lane reported progress"

@@ -1,6 +1,7 @@
 """`import vllm-bench`: a number no benchmark can measure (a negative latency, a zero duration that completed
 requests, more completions than prompts) is refused in one line naming the file and the field; a date that
 cannot be read is stored NULL with a note naming the field."""
+
 from __future__ import annotations
 
 import json
@@ -55,12 +56,33 @@ def test_an_impossible_number_is_refused_naming_the_file_and_field(tmp_path, cap
 
 def test_zero_duration_without_completions_is_no_measurement_but_not_refused(tmp_path):
     d = json.loads(DETAILED.read_text())
-    d.update(duration=0.0, completed=0, failed=12, request_throughput=0.0, output_throughput=0.0,
-             total_token_throughput=0.0, errors=["boom"] * 12)
+    d.update(
+        duration=0.0,
+        completed=0,
+        failed=12,
+        request_throughput=0.0,
+        output_throughput=0.0,
+        total_token_throughput=0.0,
+        errors=["boom"] * 12,
+    )
     path = tmp_path / "none.json"
     path.write_text(json.dumps(d))
-    assert main(["import", "vllm-bench", str(path), "--label", "x", "--instance-type", "t",
-                 "--results", str(tmp_path / "r")]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "vllm-bench",
+                str(path),
+                "--label",
+                "x",
+                "--instance-type",
+                "t",
+                "--results",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.parametrize("date", ["yesterday", "2026-13-45", 20261130, ["20261130-103409"], ""])
@@ -70,8 +92,10 @@ def test_an_unreadable_date_is_stored_null_with_a_note_naming_the_field(tmp_path
     path = tmp_path / "dated.json"
     path.write_text(json.dumps(d))
     results = tmp_path / "r"
-    assert main(["import", "vllm-bench", str(path), "--label", "x", "--instance-type", "t",
-                 "--results", str(results)]) == 0
+    assert (
+        main(["import", "vllm-bench", str(path), "--label", "x", "--instance-type", "t", "--results", str(results)])
+        == 0
+    )
     out = capsys.readouterr().out
     con = connect(LocalStore(results))
     measured, note = con.execute("SELECT measured_at, note FROM serving_aggregates").fetchone()

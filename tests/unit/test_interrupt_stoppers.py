@@ -5,6 +5,7 @@ the handler's exception had not ended the statement. The handler now also calls 
 (``control_plane.interrupts``) before it raises; the query registers ``con.interrupt``. Here the stopper path
 is driven directly, with no exception reaching the statement at all.
 """
+
 from __future__ import annotations
 
 import signal
@@ -26,8 +27,12 @@ def test_the_handler_calls_every_stopper_then_raises():
     def broken() -> None:
         raise RuntimeError("cannot stop")
 
-    with SignalExits() as signals, on_interrupt(lambda: called.append("a")), on_interrupt(broken), \
-            on_interrupt(lambda: called.append("b")):
+    with (
+        SignalExits() as signals,
+        on_interrupt(lambda: called.append("a")),
+        on_interrupt(broken),
+        on_interrupt(lambda: called.append("b")),
+    ):
         with pytest.raises(InterruptedBySignalError):
             signals._raise(signal.SIGINT, None)
     assert called == ["a", "b"] and signals.received == signal.SIGINT

@@ -3,6 +3,7 @@ computations.
 
 docs/reference/metrics.md "Confidence intervals" states the methods; each test recomputes one from the fixed rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ def binom_tail_misses(n: int, p: float) -> tuple[float, float]:
     """(P(B < l), P(B ≥ u)) for B ~ Binomial(n, p): how often each side of the order interval misses."""
     sd = math.sqrt(n * p * (1 - p))
     lo, hi = math.floor(n * p - Z * sd), math.ceil(n * p + Z * sd) + 1
-    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+    pmf = [math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)]
     return (sum(pmf[:lo]) if lo >= 1 else 0.0), (sum(pmf[hi:]) if hi <= n else 0.0)
 
 
@@ -45,8 +46,14 @@ def latency_rows(n: int) -> list[dict]:
     rows = []
     for i in range(n):
         ttft = 0.05 + ((i * 7) % n) * 0.001
-        rows.append(req(i, ttft=ttft, chunks=[ttft, ttft + 0.01 + (i % 5) * 0.002, ttft + 0.03 + (i % 3) * 0.004],
-                        sent=i * S // 4))
+        rows.append(
+            req(
+                i,
+                ttft=ttft,
+                chunks=[ttft, ttft + 0.01 + (i % 5) * 0.002, ttft + 0.03 + (i % 3) * 0.004],
+                sent=i * S // 4,
+            )
+        )
     return rows
 
 
@@ -100,8 +107,19 @@ def rate_rows(n: int) -> list[dict]:
     for i in range(n):
         k = 2 + i % 3
         chunks = [0.1 + 0.2 * j + 0.05 * (i % 4) for j in range(k)]
-        rows.append(req(i, ttft=chunks[0], chunks=chunks, tokens=[2] * k, out=6, output_len=6,
-                        prompt=8 + i % 2, input_len=8 + i % 2, sent=int((i ** 1.3) * 0.3 * S)))
+        rows.append(
+            req(
+                i,
+                ttft=chunks[0],
+                chunks=chunks,
+                tokens=[2] * k,
+                out=6,
+                output_len=6,
+                prompt=8 + i % 2,
+                input_len=8 + i % 2,
+                sent=int((i**1.3) * 0.3 * S),
+            )
+        )
     return rows
 
 
@@ -131,15 +149,21 @@ def test_rate_intervals_are_batch_means_whose_average_is_the_point_rate(n, batch
     rows = rate_rows(n)
     sp = {"point_id": "p", "slo_json": '{"ttft_ms": 200}'}
     con = connect_rows({"requests": rows, "sweep_points": [sp]})
-    got = con.execute("SELECT batch, batches, request_rate, output_rate, total_token_rate, good_rate "
-                      "FROM point_rate_batches ORDER BY batch").fetchall()
+    got = con.execute(
+        "SELECT batch, batches, request_rate, output_rate, total_token_rate, good_rate "
+        "FROM point_rate_batches ORDER BY batch"
+    ).fetchall()
     m = point_metrics(rows, sp)
     assert [g[0] for g in got] == list(range(1, batches + 1)) and {g[1] for g in got} == {batches}
     want = python_batches(rows, batches, 200.0)
     for col, key in ((2, "req"), (3, "out"), (4, "total"), (5, "good")):
         assert [g[col] for g in got] == pytest.approx(want[key])
-    for key, rate in (("req", "request_throughput"), ("out", "output_throughput"),
-                      ("total", "total_token_throughput"), ("good", "goodput")):
+    for key, rate in (
+        ("req", "request_throughput"),
+        ("out", "output_throughput"),
+        ("total", "total_token_throughput"),
+        ("good", "goodput"),
+    ):
         assert statistics.fmean(want[key]) == pytest.approx(m[rate])  # the batch mean is the point's rate
         half = t95(batches - 1) * statistics.stdev(want[key]) / math.sqrt(batches)
         assert m[f"{rate}_ci_low"] == pytest.approx(max(m[rate] - half, 0.0))
@@ -157,20 +181,28 @@ def test_few_completions_have_no_rate_interval_and_goodput_needs_an_slo():
 
 def test_retention_intervals_match_the_delta_method_from_the_windows():
     tokens_by_window = [1, 10, 12, 11, 9, 8, 8, 7, 6, 7]  # window 0 is warm-up
-    rows = [req(w, ttft=0.1, chunks=[0.1], tokens=[t], out=t, output_len=t, sent=w * S)
-            for w, t in enumerate(tokens_by_window)]
-    sp = {"point_id": "p", "mode": "sustained", "window_s": 1.0, "warmup_windows": 1, "retention_k": 3,
-          "duration_limit_s": 10.0}
+    rows = [
+        req(w, ttft=0.1, chunks=[0.1], tokens=[t], out=t, output_len=t, sent=w * S)
+        for w, t in enumerate(tokens_by_window)
+    ]
+    sp = {
+        "point_id": "p",
+        "mode": "sustained",
+        "window_s": 1.0,
+        "warmup_windows": 1,
+        "retention_k": 3,
+        "duration_limit_s": 10.0,
+    }
     _, summary = sustained_metrics(rows, sp)
     measured, k = tokens_by_window[1:], 3
     first, last = measured[:k], measured[-k:]
-    peak = max((measured[i:i + k] for i in range(len(measured) - k + 1)), key=statistics.median)
+    peak = max((measured[i : i + k] for i in range(len(measured) - k + 1)), key=statistics.median)
 
     def interval(ref: list[int]) -> tuple[float, float]:
         ratio = statistics.median(last) / statistics.median(ref)
         v_last = statistics.variance(last) / (k * statistics.fmean(last) ** 2)
         v_ref = statistics.variance(ref) / (k * statistics.fmean(ref) ** 2)
-        df = math.floor((v_last + v_ref) ** 2 / ((v_last ** 2 + v_ref ** 2) / (k - 1)))
+        df = math.floor((v_last + v_ref) ** 2 / ((v_last**2 + v_ref**2) / (k - 1)))
         half = t95(df) * math.sqrt(v_last + v_ref)
         return ratio * math.exp(-half), ratio * math.exp(half)
 
@@ -183,10 +215,18 @@ def test_retention_intervals_match_the_delta_method_from_the_windows():
 
 
 def test_retention_interval_is_null_for_k_below_2():
-    rows = [req(w, ttft=0.1, chunks=[0.1], tokens=[5 + w % 2], out=5 + w % 2, output_len=5 + w % 2, sent=w * S)
-            for w in range(6)]
-    sp = {"point_id": "p", "mode": "sustained", "window_s": 1.0, "warmup_windows": 0, "retention_k": 1,
-          "duration_limit_s": 6.0}
+    rows = [
+        req(w, ttft=0.1, chunks=[0.1], tokens=[5 + w % 2], out=5 + w % 2, output_len=5 + w % 2, sent=w * S)
+        for w in range(6)
+    ]
+    sp = {
+        "point_id": "p",
+        "mode": "sustained",
+        "window_s": 1.0,
+        "warmup_windows": 0,
+        "retention_k": 1,
+        "duration_limit_s": 6.0,
+    }
     _, summary = sustained_metrics(rows, sp)
     assert summary["retention_vs_first"] is not None
     assert summary["retention_vs_first_ci_low"] is None and summary["retention_vs_peak_ci_high"] is None
@@ -198,19 +238,34 @@ def test_serving_points_all_carries_the_intervals_and_aggregate_rows_say_why_not
 
     con = duckdb.connect(":memory:")
     # irregular dispatch (perfectly regular rows give every batch the same rate: no interval, see below)
-    rows = [req(i, ttft=0.05 + (i % 7) * 0.003, chunks=[0.05 + (i % 7) * 0.003, 0.08 + (i % 5) * 0.01],
-                sent=i * S // 4 + (i * i % 13) * S // 9) for i in range(40)]
-    data = {"requests": rows, "sweep_points": [{"point_id": "p"}],
-            "serving_aggregates": [{"point_id": "agg", "completed": 10, "failed": 0, "p99_ttft_ms": 5.0}]}
+    rows = [
+        req(
+            i,
+            ttft=0.05 + (i % 7) * 0.003,
+            chunks=[0.05 + (i % 7) * 0.003, 0.08 + (i % 5) * 0.01],
+            sent=i * S // 4 + (i * i % 13) * S // 9,
+        )
+        for i in range(40)
+    ]
+    data = {
+        "requests": rows,
+        "sweep_points": [{"point_id": "p"}],
+        "serving_aggregates": [{"point_id": "agg", "completed": 10, "failed": 0, "p99_ttft_ms": 5.0}],
+    }
     for name in TABLES:
-        table = conform(name, data[name], defaults={"run_id": "r", "lane": "l", "attempt": "a"}) \
-            if name in data else empty_table(name)
+        table = (
+            conform(name, data[name], defaults={"run_id": "r", "lane": "l", "attempt": "a"})
+            if name in data
+            else empty_table(name)
+        )
         con.register(f"__{name}", table)
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM __{name}")
     for _, text in derived_sql_files():
         con.execute(text)
-    rel = con.execute("SELECT point_id, metric_basis, p50_ttft_ms_ci_low, p99_ttft_ms_ci_high, "
-                      "output_throughput_ci_low, ci_note FROM serving_points_all ORDER BY point_id")
+    rel = con.execute(
+        "SELECT point_id, metric_basis, p50_ttft_ms_ci_low, p99_ttft_ms_ci_high, "
+        "output_throughput_ci_low, ci_note FROM serving_points_all ORDER BY point_id"
+    )
     agg, req_row = rel.fetchall()
     assert agg[:5] == ("agg", "aggregate", None, None, None)
     assert agg[5] == "aggregate only: the source kept no per-request values, so no interval"
@@ -229,16 +284,47 @@ def test_report_shows_intervals_beside_the_headline_numbers():
     from analytics.report.markdown import s_serving, s_sustained
     from tests.support.comparison import document
 
-    point = {"run_id": "r", "lane": "serve_sweep", "model": "m", "server_config": "A", "point_id": "p",
-             "mode": "closed", "max_concurrency": 4, "completed": 40, "failed": 0, "valid": True,
-             "telemetry_samples": 3, "p50_ttft_ms": 12.3, "p50_ttft_ms_ci_low": 11.9, "p50_ttft_ms_ci_high": 12.8,
-             "p99_ttft_ms": 30.0, "p99_ttft_ms_ci_low": 25.0, "p99_ttft_ms_ci_high": None,
-             "output_throughput": 100.0, "output_throughput_ci_low": 90.0, "output_throughput_ci_high": 110.0,
-             "ci_note": "TTFT n=40: p99 high"}
-    c = {"serving": {"available": True, "points": [point], "grids": []}, "cost": {"points": []},
-         "sustained": {"summary": [{"run_id": "r"}], "retention": [
-             {"run_id": "r", "retention_vs_first": 0.65, "retention_vs_first_ci_low": 0.5,
-              "retention_vs_first_ci_high": 0.8, "retention_vs_peak": None}], "iterations": [], "lanes": []}}
+    point = {
+        "run_id": "r",
+        "lane": "serve_sweep",
+        "model": "m",
+        "server_config": "A",
+        "point_id": "p",
+        "mode": "closed",
+        "max_concurrency": 4,
+        "completed": 40,
+        "failed": 0,
+        "valid": True,
+        "telemetry_samples": 3,
+        "p50_ttft_ms": 12.3,
+        "p50_ttft_ms_ci_low": 11.9,
+        "p50_ttft_ms_ci_high": 12.8,
+        "p99_ttft_ms": 30.0,
+        "p99_ttft_ms_ci_low": 25.0,
+        "p99_ttft_ms_ci_high": None,
+        "output_throughput": 100.0,
+        "output_throughput_ci_low": 90.0,
+        "output_throughput_ci_high": 110.0,
+        "ci_note": "TTFT n=40: p99 high",
+    }
+    c = {
+        "serving": {"available": True, "points": [point], "grids": []},
+        "cost": {"points": []},
+        "sustained": {
+            "summary": [{"run_id": "r"}],
+            "retention": [
+                {
+                    "run_id": "r",
+                    "retention_vs_first": 0.65,
+                    "retention_vs_first_ci_low": 0.5,
+                    "retention_vs_first_ci_high": 0.8,
+                    "retention_vs_peak": None,
+                }
+            ],
+            "iterations": [],
+            "lanes": [],
+        },
+    }
     text = "\n".join(s_serving(document(c)))
     assert "12.30 [11.90–12.80]" in text and "30.00 [25.00–?]" in text and "100.00 [90.00–110.00]" in text
     assert "`?` = that bound is not defined" in text

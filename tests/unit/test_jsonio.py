@@ -1,4 +1,5 @@
 """pipeline.jsonio: the one JSON reader refuses what would push the project around, in one line with where."""
+
 from __future__ import annotations
 
 import json
@@ -10,22 +11,30 @@ import pytest
 from pipeline.jsonio import DEFAULT_MAX_DEPTH, JsonInputError, loads, read_bytes, read_json
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"lane_config": {"serve_sweep": {"repeats": 1,\n  "repeats": 2}}}',
-     'duplicate key "repeats" at $.lane_config.serve_sweep.repeats (line 2, column 3)'),
-    ('{"a": [1, 2, ' + "9" * 6000 + "]}", "number literal of 6,000 characters (at most 100) at $.a[2] (line 1, column 14)"),
-    ('{"a": -' + "1" * 101 + ".5}", "number literal of 104 characters"),
-    ('{"a": NaN}', "NaN is not allowed (not a number) at $.a (line 1, column 7)"),
-    ('{"a": [Infinity]}', "Infinity is not allowed (not a number) at $.a[0]"),
-    ('{"a": -Infinity}', "-Infinity is not allowed"),
-    ('{"a": 1e999}', "number 1e999 overflows a float at $.a"),
-    ('{"a" 1}', "not JSON: Expecting ':' delimiter at $.a (line 1, column 6)"),
-    ("", "not JSON: Expecting value at $ (line 1, column 1)"),
-    ('{"x": "open [[[[', "not JSON: Unterminated string starting at $.x (line 1, column 7)"),
-    ('{"odd key": {"k": [0, 1, {"k": 2, "k": 3}]}}', 'duplicate key "k" at $["odd key"].k[2].k'),
-    ("[" * 5000 + "]" * 5000, f"nested deeper than {DEFAULT_MAX_DEPTH} levels at $[0][0]"),
-    ('{"a":' * 3000 + "1" + "}" * 3000, "levels)…"),  # a deep path is shortened, the message stays one line
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            '{"lane_config": {"serve_sweep": {"repeats": 1,\n  "repeats": 2}}}',
+            'duplicate key "repeats" at $.lane_config.serve_sweep.repeats (line 2, column 3)',
+        ),
+        (
+            '{"a": [1, 2, ' + "9" * 6000 + "]}",
+            "number literal of 6,000 characters (at most 100) at $.a[2] (line 1, column 14)",
+        ),
+        ('{"a": -' + "1" * 101 + ".5}", "number literal of 104 characters"),
+        ('{"a": NaN}', "NaN is not allowed (not a number) at $.a (line 1, column 7)"),
+        ('{"a": [Infinity]}', "Infinity is not allowed (not a number) at $.a[0]"),
+        ('{"a": -Infinity}', "-Infinity is not allowed"),
+        ('{"a": 1e999}', "number 1e999 overflows a float at $.a"),
+        ('{"a" 1}', "not JSON: Expecting ':' delimiter at $.a (line 1, column 6)"),
+        ("", "not JSON: Expecting value at $ (line 1, column 1)"),
+        ('{"x": "open [[[[', "not JSON: Unterminated string starting at $.x (line 1, column 7)"),
+        ('{"odd key": {"k": [0, 1, {"k": 2, "k": 3}]}}', 'duplicate key "k" at $["odd key"].k[2].k'),
+        ("[" * 5000 + "]" * 5000, f"nested deeper than {DEFAULT_MAX_DEPTH} levels at $[0][0]"),
+        ('{"a":' * 3000 + "1" + "}" * 3000, "levels)…"),  # a deep path is shortened, the message stays one line
+    ],
+)
 def test_a_refusal_is_one_line_naming_the_problem_and_where(text, expected):
     with pytest.raises(JsonInputError) as err:
         loads(text)
@@ -53,11 +62,14 @@ def test_the_limits_are_the_callers():
         loads("[1234]", max_number_chars=3)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (b'{"a": "caf\xe9"}', "not UTF-8 text (byte 10: invalid continuation byte) at $.a (line 1, column 11)"),
-    (b'{"k": [1,\n 2, "\xff"]}', "at $.k[2] (line 2, column 6)"),
-    (b"\xef\xbb\xbf{}", "Unexpected UTF-8 BOM"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (b'{"a": "caf\xe9"}', "not UTF-8 text (byte 10: invalid continuation byte) at $.a (line 1, column 11)"),
+        (b'{"k": [1,\n 2, "\xff"]}', "at $.k[2] (line 2, column 6)"),
+        (b"\xef\xbb\xbf{}", "Unexpected UTF-8 BOM"),
+    ],
+)
 def test_bytes_must_be_utf8(raw, expected):
     with pytest.raises(JsonInputError) as err:
         loads(raw, source="x.json")
@@ -74,10 +86,16 @@ def test_only_a_regular_file_within_the_cap_is_read(tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(sock_path))
     try:
-        for path, kind in ((tmp_path, "a directory"), (fifo, "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
-                           (sock_path, "a socket")):
-            with pytest.raises(JsonInputError, match=f"cannot read {path}: it is {kind.replace('(', '.').replace(')', '.')}, "
-                                                     "not a regular file"):
+        for path, kind in (
+            (tmp_path, "a directory"),
+            (fifo, "a named pipe (FIFO)"),
+            ("/dev/zero", "a character device"),
+            (sock_path, "a socket"),
+        ):
+            with pytest.raises(
+                JsonInputError,
+                match=f"cannot read {path}: it is {kind.replace('(', '.').replace(')', '.')}, not a regular file",
+            ):
                 read_bytes(path)
     finally:
         sock.close()

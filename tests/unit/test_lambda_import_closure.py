@@ -7,6 +7,7 @@ Planning needs only the rules (``pipeline``): after every handler is imported, a
 turned into a request and a request planned (lane configs checked against every lane's Config), no module of
 ``agents`` (the box-side code) is loaded; and every first-party package the handlers loaded is one the Lambda
 code asset carries (``infra.bundling.FIRST_PARTY``)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,21 @@ from infra.bundling import FIRST_PARTY
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(p.stem for p in (ROOT / "control_plane" / "handlers").glob("*.py") if p.stem != "__init__")
 # importable in the Lambda: the layer's pins, their dependencies, the runtime's boto3/botocore, the stdlib
-BLOCKED = ("httpx", "aiohttp", "torch", "transformers", "psutil", "rich", "matplotlib", "peft", "trl",
-           "uvloop", "vllm", "torch_neuronx", "optimum")
+BLOCKED = (
+    "httpx",
+    "aiohttp",
+    "torch",
+    "transformers",
+    "psutil",
+    "rich",
+    "matplotlib",
+    "peft",
+    "trl",
+    "uvloop",
+    "vllm",
+    "torch_neuronx",
+    "optimum",
+)
 
 PROBE = """
 import importlib, importlib.abc, json, sys
@@ -67,10 +81,14 @@ os._exit(0)
 
 def test_every_handler_imports_plans_and_schedules_with_the_lambda_layer_only_and_without_agents():
     assert "plan_run" in HANDLERS and "schedule_wave" in HANDLERS
-    out = subprocess.run([sys.executable, "-c", PROBE, ",".join(BLOCKED), ",".join(HANDLERS),
-                          str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-west-2",
-                              "POWERTOOLS_SERVICE_NAME": "test"})
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, ",".join(BLOCKED), ",".join(HANDLERS), str(ROOT)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-west-2", "POWERTOOLS_SERVICE_NAME": "test"},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert loaded["blocked"] > 0, "the probe's failed first wave recorded no blocked lane"

@@ -1,5 +1,6 @@
 """The child command lines ``run --local`` builds: a user's value (a results root named ``-x``, a lane config)
 is always its option's value, never read by the child as an option of its own."""
+
 from __future__ import annotations
 
 from pathlib import Path

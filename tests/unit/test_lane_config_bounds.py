@@ -1,5 +1,6 @@
 """Strict lane configs: every number a lane takes has stated bounds, checked before anything starts; a
 lane_config for a lane the request does not run is refused naming the lane. Each refusal is one line, exit 2."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -71,22 +72,26 @@ def test_the_runner_modules_reexport_the_configs_declared_in_pipeline():
 @pytest.mark.parametrize("value", [0, 99999999999999999999])
 def test_a_count_outside_its_bounds_is_refused_at_plan_time(value):
     assert _problems(["host_cpu"], {"host_cpu": {"repeats": value}}) == [
-        f"host_cpu.repeats: must be between 1 and 1000, got {value}"]
+        f"host_cpu.repeats: must be between 1 and 1000, got {value}"
+    ]
 
 
 def test_a_duration_that_would_run_for_years_is_refused():
     assert _problems(["sustained"], {"sustained": {"duration_s": 1e9}}) == [
-        "sustained.duration_s: must be between 1.0 and 86400.0, got 1000000000.0"]
+        "sustained.duration_s: must be between 1.0 and 86400.0, got 1000000000.0"
+    ]
 
 
 def test_each_item_of_a_list_of_numbers_is_bounded():
     assert _problems(["host_cpu"], {"host_cpu": {"thread_counts": [1, 2, 0]}}) == [
-        "host_cpu.thread_counts: item 2: must be between 1 and 1024, got 0"]
+        "host_cpu.thread_counts: item 2: must be between 1 and 1024, got 0"
+    ]
 
 
 def test_an_optional_number_is_bounded_when_given_and_none_still_means_the_default():
     assert _problems(["serve_sweep"], {"serve_sweep": {"max_concurrency": 0}}) == [
-        "serve_sweep.max_concurrency: must be between 1 and 4096, got 0"]
+        "serve_sweep.max_concurrency: must be between 1 and 4096, got 0"
+    ]
     _plan(["serve_sweep"], {"serve_sweep": {"max_concurrency": None, "min_prompts": 4}})
 
 
@@ -94,15 +99,20 @@ def test_every_out_of_bounds_field_of_every_lane_is_listed():
     assert _problems(["sft", "smoke"], {"sft": {"steps": 0, "max_seq_len": 10**9}, "smoke": {"lora_r": 0}}) == [
         "smoke.lora_r: must be between 1 and 1024, got 0",
         "sft.max_seq_len: must be between 1 and 131072, got 1000000000",
-        "sft.steps: must be between 1 and 100000, got 0"]
+        "sft.steps: must be between 1 and 100000, got 0",
+    ]
 
 
 def test_slo_bounds_are_refused_in_the_request_and_in_a_lane_config():
-    with pytest.raises(RunRequestError, match=r"^slo: .*slo ttft_ms: must be between 0\.1 and 600000\.0, "
-                                              r"got 1000000000\.0$"):
+    with pytest.raises(
+        RunRequestError,
+        match=r"^slo: .*slo ttft_ms: must be between 0\.1 and 600000\.0, "
+        r"got 1000000000\.0$",
+    ):
         parse_request({"preset": "smoke", "slo": "ttft_ms=1e9,tpot_ms=10"})
     assert _problems(["serve_sweep"], {"serve_sweep": {"slo_tpot_ms": 0}}) == [
-        "serve_sweep.slo_tpot_ms: must be between 0.1 and 60000.0, got 0"]
+        "serve_sweep.slo_tpot_ms: must be between 0.1 and 60000.0, got 0"
+    ]
     (line,) = _problems(["sustained"], {"sustained": {"slo": {"ttft_ms": 100, "tpot_ms": 1e6}}})
     assert line == "sustained: Config: slo tpot_ms: must be between 0.1 and 60000.0, got 1000000.0"
 
@@ -118,21 +128,31 @@ def test_a_lane_config_for_a_lane_the_request_does_not_run_is_refused_naming_it(
     with pytest.raises(RunRequestError) as err:
         parse_request({"preset": "smoke", "lane_config": {"quality": {"max_tokens": 8}, "smoke": {"steps": 2}}})
     assert str(err.value).splitlines() == [
-        "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)"]
-    with pytest.raises(RunRequestError, match=r"^lane_config\.sft: the request does not run lane sft "
-                                              r"\(lanes: serve_sweep\)$"):
+        "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)"
+    ]
+    with pytest.raises(
+        RunRequestError,
+        match=r"^lane_config\.sft: the request does not run lane sft "
+        r"\(lanes: serve_sweep\)$",
+    ):
         parse_request({"lanes": ["serve_sweep"], "lane_config": {"sft": {"steps": 2}}})
     assert parse_request({"lanes": ["sft"], "lane_config": {"sft": {"steps": 2}}}).lane_config == {"sft": {"steps": 2}}
 
 
 # ---- the CLIs: exit 2, one line, nothing written ----------------------------------------------------
 BAD_BODIES = [
-    ({"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"repeats": 0}}},
-     "host_cpu.repeats: must be between 1 and 1000, got 0"),
-    ({"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"repeats": 99999999999999999999}}},
-     "host_cpu.repeats: must be between 1 and 1000, got 99999999999999999999"),
-    ({"preset": "smoke", "lane_config": {"quality": {"max_tokens": 8}}},
-     "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)"),
+    (
+        {"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"repeats": 0}}},
+        "host_cpu.repeats: must be between 1 and 1000, got 0",
+    ),
+    (
+        {"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"repeats": 99999999999999999999}}},
+        "host_cpu.repeats: must be between 1 and 1000, got 99999999999999999999",
+    ),
+    (
+        {"preset": "smoke", "lane_config": {"quality": {"max_tokens": 8}}},
+        "lane_config.quality: the request does not run lane quality (lanes: provenance, preflight, host_cpu, smoke)",
+    ),
 ]
 
 

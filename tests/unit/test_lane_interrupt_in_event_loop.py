@@ -7,6 +7,7 @@ there; any other exception is stored on the task (or logged by the loop) and the
 a fresh-clone CI run saw a lane ignore SIGTERM for 60 s. These tests raise the signal from exactly those two
 places, so they do not depend on where the OS happens to deliver it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -63,8 +64,11 @@ def test_lane_interrupted_is_a_keyboard_interrupt():
     assert issubclass(LaneInterrupted, KeyboardInterrupt)
 
 
-@pytest.mark.parametrize("point", [_point_with_signal_in_a_task, _point_with_signal_in_a_callback],
-                         ids=["in_a_request_task", "in_a_done_callback"])
+@pytest.mark.parametrize(
+    "point",
+    [_point_with_signal_in_a_task, _point_with_signal_in_a_callback],
+    ids=["in_a_request_task", "in_a_done_callback"],
+)
 def test_sigterm_inside_the_loop_escapes_it(runner_sigterm, point):
     steps: list[int] = []
     with pytest.raises(LaneInterrupted, match="SIGTERM"):

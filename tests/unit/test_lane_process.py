@@ -1,4 +1,5 @@
 """The pieces of control_plane.lane_process that need no child: interrupts at safe points, a log's error line."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,10 @@ def test_an_ignored_sighup_stays_ignored():
 
 def test_last_log_line_is_the_tracebacks_last_line_not_the_json_result(tmp_path):
     log = tmp_path / "lane.log"
-    log.write_text("INFO starting\nTraceback (most recent call last):\n  File \"x\", line 1\n"
-                   "ModuleNotFoundError: No module named 'nope'\n\n{\"status\": \"interrupted\"}\n")
+    log.write_text(
+        'INFO starting\nTraceback (most recent call last):\n  File "x", line 1\n'
+        'ModuleNotFoundError: No module named \'nope\'\n\n{"status": "interrupted"}\n'
+    )
     assert last_log_line(log) == "ModuleNotFoundError: No module named 'nope'"
     log.write_text("x" * 500 + "\n")
     assert len(last_log_line(log, limit=300)) == 300

@@ -1,4 +1,6 @@
-"""The lanes fill the cache-scope and step-clock columns: compiles.cache_scope/cache_basis, train_runs.train_loop_s/step_clock."""
+"""The lanes fill the cache-scope and step-clock columns: compiles.cache_scope/cache_basis,
+train_runs.train_loop_s/step_clock."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +12,8 @@ from agents.serving.neuron import NeuronLauncher
 from agents.training.backends.neuron import last_epoch, loop_seconds, parse_step_log
 from agents.training.data import InstructionSet
 from agents.training.session import run_row
-from pipeline.steps import STEP_CLOCK
 from analytics.schema import conform
-
+from pipeline.steps import STEP_CLOCK
 from tests.unit.test_training_rows import _outcome, _req
 
 
@@ -43,10 +44,17 @@ def test_run_row_carries_the_loop_wall_time_and_the_step_clock():
 
 def test_neuron_step_log_keeps_the_loop_row_apart(tmp_path: Path):
     log = tmp_path / "steps.jsonl"
-    log.write_text("\n".join(json.dumps(r) for r in [
-        {"step": 1, "step_s": 3.0, "tokens": 10, "epoch": 0.5, "loss": 2.0},
-        {"step": 2, "step_s": 2.0, "tokens": 10, "epoch": 1.0, "loss": 1.5},
-        {"train_loop_s": 7.25}]) + "\n")
+    log.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"step": 1, "step_s": 3.0, "tokens": 10, "epoch": 0.5, "loss": 2.0},
+                {"step": 2, "step_s": 2.0, "tokens": 10, "epoch": 1.0, "loss": 1.5},
+                {"train_loop_s": 7.25},
+            ]
+        )
+        + "\n"
+    )
     assert [s.step for s in parse_step_log(log)] == [1, 2]
     assert loop_seconds(log) == 7.25 and last_epoch(log) == 1.0
     assert loop_seconds(tmp_path / "absent.jsonl") is None

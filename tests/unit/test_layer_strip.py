@@ -1,6 +1,7 @@
 """The Lambda layer's shared objects are stripped (pyarrow ships its libraries with symbol tables; without the strip
 the layer does not fit Lambda's 250 MB beside numpy), except auditwheel's vendored ``*.libs`` copies, which
 patchelf has rewritten and ``strip`` breaks (OpenBLAS: "ELF load command address/offset not page-aligned")."""
+
 from __future__ import annotations
 
 import shutil
@@ -34,8 +35,9 @@ def test_strip_shrinks_libraries_and_keeps_their_dynamic_symbols_but_leaves_vend
     saved = strip_shared_objects(site)
     assert saved > 0 and (site / "pkg" / "libx.so.1").stat().st_size < lib.stat().st_size
     assert (site / "pkg.libs" / "liby.so").read_bytes() == lib.read_bytes()  # untouched
-    after = subprocess.run(["nm", "-D", "--defined-only", str(site / "pkg" / "libx.so.1")], capture_output=True,
-                           text=True).stdout
+    after = subprocess.run(
+        ["nm", "-D", "--defined-only", str(site / "pkg" / "libx.so.1")], capture_output=True, text=True
+    ).stdout
     assert after == dyn  # what other libraries link by is kept
 
 

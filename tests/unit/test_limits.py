@@ -1,6 +1,7 @@
 """The limits lane's rules on fixed probe outcomes (issue 26 item 4): the good bound first, then the bad, then
 bisection to the precision or the boot budget; a bound that is not what it says stops the search and says so;
 the searches a config declares are checked one line each; the report's bracket view on fixed rows."""
+
 from __future__ import annotations
 
 import duckdb
@@ -47,18 +48,25 @@ def test_a_bound_that_is_not_what_it_says_stops_the_search():
     assert good_bad.stop_reason == "the known-bad bound 64 booted: the limit is above it"
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"searches": {}}, "searches: a list of searches, got dict"),
-    ({"searches": [3]}, "searches[0]: an object with kind, good, bad, at, precision, max_boots, got int"),
-    ({"searches": [{"kind": "tp"}]}, "searches[0].kind: one of max_model_len, max_num_seqs, got 'tp'"),
-    ({"searches": [{"kind": "max_num_seqs", "good": 1}]}, "searches[0].bad: required (a known-bad bound)"),
-    ({"searches": [{"kind": "max_num_seqs", "good": 8, "bad": 8}]}, "searches[0].bad: the known-bad bound must be "
-                                                                   "above the known-good one (8), got 8"),
-    ({"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 8, "max_boots": 40}]},
-     "searches[0].max_boots: at most 32 boots"),
-    ({"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 8, "step": 2}]}, "searches[0].step: unknown field"),
-    ({"searches": [{"kind": "max_num_seqs", "good": 0, "bad": 8}]}, "searches[0].good: an integer >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"searches": {}}, "searches: a list of searches, got dict"),
+        ({"searches": [3]}, "searches[0]: an object with kind, good, bad, at, precision, max_boots, got int"),
+        ({"searches": [{"kind": "tp"}]}, "searches[0].kind: one of max_model_len, max_num_seqs, got 'tp'"),
+        ({"searches": [{"kind": "max_num_seqs", "good": 1}]}, "searches[0].bad: required (a known-bad bound)"),
+        (
+            {"searches": [{"kind": "max_num_seqs", "good": 8, "bad": 8}]},
+            "searches[0].bad: the known-bad bound must be above the known-good one (8), got 8",
+        ),
+        (
+            {"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 8, "max_boots": 40}]},
+            "searches[0].max_boots: at most 32 boots",
+        ),
+        ({"searches": [{"kind": "max_num_seqs", "good": 1, "bad": 8, "step": 2}]}, "searches[0].step: unknown field"),
+        ({"searches": [{"kind": "max_num_seqs", "good": 0, "bad": 8}]}, "searches[0].good: an integer >= 1, got 0"),
+    ],
+)
 def test_each_bad_search_is_one_line(spec, message):
     with pytest.raises(LimitSearchError) as err:
         check_searches(spec["searches"])
@@ -87,19 +95,50 @@ def _view(rows: list[dict]) -> duckdb.DuckDBPyConnection:
 
 
 def test_the_view_gives_the_bracket_its_error_and_the_probes():
-    search = {"run_id": "r1", "lane": "limits", "search_id": "s1", "model": "m", "kind": "max_model_len",
-              "at_field": "max_num_seqs", "at_value": 8, "backend": "neuron"}
-    rows = [(1, "good", 2048, True, None, None), (2, "bad", 16384, False, "compile_error", "NCC_EOOM002"),
-            (3, "bisect", 8192, False, "compile_error", "NCC_INLA001 at 8192"),
-            (4, "bisect", 4096, False, "compile_error", "NCC_INLA001 at 4096"), (5, "bisect", 3072, True, None, None)]
-    con = _view([{**search, "probe": probe, "phase": phase, "value": value, "succeeded": ok, "error_kind": kind,
-                  "error": err, "wall_s": 600.0} for probe, phase, value, ok, kind, err in rows]
-                + [{**search, "phase": "outcome", "stop_reason": "bracket within the precision 1024"}])
-    (r,) = con.execute("SELECT bracket, error_kind_at_high, error_at_high, boots, probes, stop_reason "
-                       "FROM report_limits").fetchall()
-    assert r == ("(3072, 4096]", "compile_error", "NCC_INLA001 at 4096", 5,
-                 "2048 ok, 16384 compile_error, 8192 compile_error, 4096 compile_error, 3072 ok",
-                 "bracket within the precision 1024")
+    search = {
+        "run_id": "r1",
+        "lane": "limits",
+        "search_id": "s1",
+        "model": "m",
+        "kind": "max_model_len",
+        "at_field": "max_num_seqs",
+        "at_value": 8,
+        "backend": "neuron",
+    }
+    rows = [
+        (1, "good", 2048, True, None, None),
+        (2, "bad", 16384, False, "compile_error", "NCC_EOOM002"),
+        (3, "bisect", 8192, False, "compile_error", "NCC_INLA001 at 8192"),
+        (4, "bisect", 4096, False, "compile_error", "NCC_INLA001 at 4096"),
+        (5, "bisect", 3072, True, None, None),
+    ]
+    con = _view(
+        [
+            {
+                **search,
+                "probe": probe,
+                "phase": phase,
+                "value": value,
+                "succeeded": ok,
+                "error_kind": kind,
+                "error": err,
+                "wall_s": 600.0,
+            }
+            for probe, phase, value, ok, kind, err in rows
+        ]
+        + [{**search, "phase": "outcome", "stop_reason": "bracket within the precision 1024"}]
+    )
+    (r,) = con.execute(
+        "SELECT bracket, error_kind_at_high, error_at_high, boots, probes, stop_reason FROM report_limits"
+    ).fetchall()
+    assert r == (
+        "(3072, 4096]",
+        "compile_error",
+        "NCC_INLA001 at 4096",
+        5,
+        "2048 ok, 16384 compile_error, 8192 compile_error, 4096 compile_error, 3072 ok",
+        "bracket within the precision 1024",
+    )
 
 
 def test_a_limits_lane_without_a_search_is_planned_as_the_short_skip_it_is():

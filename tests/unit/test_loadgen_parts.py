@@ -1,4 +1,5 @@
 """Pure parts of the load generator: grid, arrivals, adapters, prompts, synthetic config, vLLM JSON."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,13 @@ import pytest
 from agents.loadgen.adapters import UnknownServerKindError, detect_server_kind, get_adapter
 from agents.loadgen.arrivals import ArrivalSpecError, ClosedLoop, OpenLoop
 from agents.loadgen.grid import ModelConfigError, derive_grid, kv_bytes_per_token
-from agents.loadgen.prompts import (PromptLengthError, UnknownPromptSourceError, WhitespaceTokenizer,
-                                    build_prompts)
-from agents.loadgen.synthetic_server import (SyntheticConfig, SyntheticServerConfigError, count_prompt_tokens,
-                                             planned_output_tokens)
+from agents.loadgen.prompts import PromptLengthError, UnknownPromptSourceError, WhitespaceTokenizer, build_prompts
+from agents.loadgen.synthetic_server import (
+    SyntheticConfig,
+    SyntheticServerConfigError,
+    count_prompt_tokens,
+    planned_output_tokens,
+)
 
 LLAMA_31_8B = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
 
@@ -24,8 +28,7 @@ def test_kv_bytes_llama_31_8b_is_128_kib_per_token():
 
 def test_grid_bound_reduced_and_reason():
     gib = 1 << 30
-    g = derive_grid(LLAMA_31_8B, device_mem_bytes=32 * gib, weight_bytes=16 * gib, max_model_len=4096,
-                    max_num_seqs=64)
+    g = derive_grid(LLAMA_31_8B, device_mem_bytes=32 * gib, weight_bytes=16 * gib, max_model_len=4096, max_num_seqs=64)
     # 16 GiB free / (128 KiB × 4096 = 512 MiB) = 32 sequences < 64
     assert g.bound == 32 and g.limit == 32 and g.reduced
     assert g.values == (1, 2, 4, 8, 16, 32)
@@ -40,8 +43,15 @@ def test_grid_bound_reduced_and_reason():
 
 
 def test_grid_uses_explicit_head_dim_and_text_config():
-    qwen3 = {"text_config": {"num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
-                             "hidden_size": 4096, "head_dim": 128}}
+    qwen3 = {
+        "text_config": {
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "hidden_size": 4096,
+            "head_dim": 128,
+        }
+    }
     assert kv_bytes_per_token(qwen3)[0] == 36 * 8 * 128 * 2 * 2
 
 
@@ -53,7 +63,7 @@ def test_gamma_schedule_is_seeded_absolute_and_has_the_mean_rate():
     bursty = OpenLoop(rate=20.0, burstiness=0.25, seed=3).schedule_s(4000)
     gaps = [b - a for a, b in zip(bursty, bursty[1:])]
     mean = sum(gaps) / len(gaps)
-    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean ** 2
+    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean**2
     assert cv2 == pytest.approx(4.0, rel=0.25)  # gamma shape k: squared CV = 1/k
     with pytest.raises(ArrivalSpecError):
         OpenLoop(rate=0)
@@ -90,10 +100,15 @@ def bpe_with_bos(tmp_path_factory):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<bos>", "<eos>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    text = ["the quick brown fox jumps over the lazy dog", "a load generator measures time to first token",
-            "inter token latency is the gap between chunks", "prompts are built to an exact length"] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<bos>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    text = [
+        "the quick brown fox jumps over the lazy dog",
+        "a load generator measures time to first token",
+        "inter token latency is the gap between chunks",
+        "prompts are built to an exact length",
+    ] * 20
     tok.train_from_iterator(text, trainer)
     tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 0)])
     d = tmp_path_factory.mktemp("tok")
@@ -119,8 +134,11 @@ def test_prompts_from_sharegpt_and_errors(bpe_with_bos, tmp_path):
 
     tok = HfTokenizer(bpe_with_bos)
     f = tmp_path / "sg.json"
-    f.write_text(json.dumps([{"conversations": [{"from": "human", "value": "the lazy dog jumps"},
-                                                {"from": "gpt", "value": "ok"}]}]))
+    f.write_text(
+        json.dumps(
+            [{"conversations": [{"from": "human", "value": "the lazy dog jumps"}, {"from": "gpt", "value": "ok"}]}]
+        )
+    )
     prompts = build_prompts(tok, 3, 40, "sharegpt", sharegpt_path=f)
     assert {len(tok.encode(p.text, True)) for p in prompts} == {40}
     assert "lazy dog" in prompts[0].text

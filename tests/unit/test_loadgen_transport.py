@@ -1,4 +1,5 @@
 """The measured path without sockets: HTTP/SSE parsing on a fake transport, then rows from what it recorded."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,14 @@ from datetime import datetime, timezone
 import pytest
 
 from agents.loadgen.records import ClockAnchor, RawRequest, request_row
-from agents.loadgen.transport import (HttpStatusError, NonSseBodyError, StallTimeoutError, StreamClosedError,
-                                      StreamConnection, Target)
+from agents.loadgen.transport import (
+    HttpStatusError,
+    NonSseBodyError,
+    StallTimeoutError,
+    StreamClosedError,
+    StreamConnection,
+    Target,
+)
 
 SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
@@ -63,15 +70,18 @@ def feed(loop, parts, lost=None, idle=30.0):
 
 
 def split_every(data: bytes, n: int) -> list[bytes]:
-    return [data[i:i + n] for i in range(0, len(data), n)]
+    return [data[i : i + n] for i in range(0, len(data), n)]
 
 
 @pytest.mark.parametrize("piece", [1, 3, 7, 10_000])
 @pytest.mark.parametrize("sep", [b"\n\n", b"\r\n\r\n"])
 def test_chunked_sse_parsed_across_any_split(loop, piece, sep):
-    body = chunked(event(" a", 1, sep=sep) + event(" b", 3, sep=sep), b": ping" + sep,
-                   event(None, usage_only={"prompt_tokens": 4, "completion_tokens": 3}, sep=sep),
-                   b"data: [DONE]" + sep)
+    body = chunked(
+        event(" a", 1, sep=sep) + event(" b", 3, sep=sep),
+        b": ping" + sep,
+        event(None, usage_only={"prompt_tokens": 4, "completion_tokens": 3}, sep=sep),
+        b"data: [DONE]" + sep,
+    )
     conn, ex, _ = feed(loop, split_every(SSE_HEAD + body, piece))
     assert ex.future.done() and ex.error is None
     assert len(ex.events) == 3 and ex.done_marker
@@ -79,13 +89,30 @@ def test_chunked_sse_parsed_across_any_split(loop, piece, sep):
 
 
 def test_rows_from_multi_token_usage_chunks(loop):
-    _, ex, _ = feed(loop, [SSE_HEAD, chunked(event(" a", 1), event(" b c", 3),
-                                             event(None, usage_only={"prompt_tokens": 4, "completion_tokens": 3}),
-                                             b"data: [DONE]\n\n")])
+    _, ex, _ = feed(
+        loop,
+        [
+            SSE_HEAD,
+            chunked(
+                event(" a", 1),
+                event(" b c", 3),
+                event(None, usage_only={"prompt_tokens": 4, "completion_tokens": 3}),
+                b"data: [DONE]\n\n",
+            ),
+        ],
+    )
     ex.events = [(ex.t_sent + (i + 1) * 10_000_000, e) for i, (_, e) in enumerate(ex.events)]
-    row = request_row(RawRequest(0, "p-0", False, 4, ex.t_sent - 1000, ex), point_id="p", model="m",
-                      server_config=None, endpoint="/v1/completions", input_len=4, output_len=3,
-                      anchor=ClockAnchor(ex.t_sent, datetime(2026, 1, 1, tzinfo=timezone.utc)), tokenizer=None)
+    row = request_row(
+        RawRequest(0, "p-0", False, 4, ex.t_sent - 1000, ex),
+        point_id="p",
+        model="m",
+        server_config=None,
+        endpoint="/v1/completions",
+        input_len=4,
+        output_len=3,
+        anchor=ClockAnchor(ex.t_sent, datetime(2026, 1, 1, tzinfo=timezone.utc)),
+        tokenizer=None,
+    )
     assert row["success"] and row["chunk_tokens"] == [1, 2] and row["chunk_tokens_source"] == "usage"
     assert row["chunk_times_s"] == pytest.approx([0.01, 0.02])  # the usage-only event is not a chunk
     assert row["ttft_s"] == pytest.approx(0.01) and row["e2el_s"] == pytest.approx(0.02)
@@ -102,43 +129,85 @@ def test_rows_without_usage_retokenize(loop):
             return text.split()
 
     _, ex, _ = feed(loop, [SSE_HEAD, chunked(event(" a b"), event(" c"), b"data: [DONE]\n\n")])
-    row = request_row(RawRequest(0, "p-0", False, 4, ex.t_sent, ex), point_id="p", model="m", server_config=None,
-                      endpoint="/v1/completions", input_len=4, output_len=3,
-                      anchor=ClockAnchor.now(), tokenizer=Words())
+    row = request_row(
+        RawRequest(0, "p-0", False, 4, ex.t_sent, ex),
+        point_id="p",
+        model="m",
+        server_config=None,
+        endpoint="/v1/completions",
+        input_len=4,
+        output_len=3,
+        anchor=ClockAnchor.now(),
+        tokenizer=Words(),
+    )
     assert row["chunk_tokens"] == [1, 1] and row["chunk_tokens_source"] == "assumed_one"
     assert (row["output_tokens"], row["tokens_source"]) == (3, "retokenized")
     assert (row["prompt_tokens"], row["prompt_tokens_source"]) == (4, "built")
 
 
-@pytest.mark.parametrize("parts, lost, error, needle", [
-    ([b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 9\r\n\r\n", b"overload!"], None,
-     HttpStatusError, "HTTP 500: overload!"),
-    ([b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 6\r\n\r\n<html>"], None,
-     NonSseBodyError, "text/html"),
-    ([SSE_HEAD, b"a\r\n" + event(" a")[:10] + b"\r\n"], ConnectionResetError("reset"),
-     StreamClosedError, "after 0 events"),
-])
+@pytest.mark.parametrize(
+    "parts, lost, error, needle",
+    [
+        (
+            [b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 9\r\n\r\n", b"overload!"],
+            None,
+            HttpStatusError,
+            "HTTP 500: overload!",
+        ),
+        (
+            [b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 6\r\n\r\n<html>"],
+            None,
+            NonSseBodyError,
+            "text/html",
+        ),
+        (
+            [SSE_HEAD, b"a\r\n" + event(" a")[:10] + b"\r\n"],
+            ConnectionResetError("reset"),
+            StreamClosedError,
+            "after 0 events",
+        ),
+    ],
+)
 def test_bad_responses_fail_the_request_not_the_run(loop, parts, lost, error, needle):
     conn, ex, tr = feed(loop, parts, lost)
     assert ex.future.done() and isinstance(ex.error, error) and needle in str(ex.error)
     assert not conn.reusable
-    row = request_row(RawRequest(0, "p-0", False, 4, ex.t_sent, ex), point_id="p", model="m", server_config=None,
-                      endpoint="/v1/completions", input_len=4, output_len=3, anchor=ClockAnchor.now(),
-                      tokenizer=None)
+    row = request_row(
+        RawRequest(0, "p-0", False, 4, ex.t_sent, ex),
+        point_id="p",
+        model="m",
+        server_config=None,
+        endpoint="/v1/completions",
+        input_len=4,
+        output_len=3,
+        anchor=ClockAnchor.now(),
+        tokenizer=None,
+    )
     assert row["success"] is False and row["error_type"] == error.__name__ and needle in row["error"]
 
 
-@pytest.mark.parametrize("payload, error_type", [
-    (b"data: {not json\n\n", "MalformedEventError"),
-    (b'data: {"error": {"message": "engine dead"}}\n\n', "ServerErrorEventError"),
-    (b"data: [DONE]\n\n", "EmptyStreamError"),
-])
+@pytest.mark.parametrize(
+    "payload, error_type",
+    [
+        (b"data: {not json\n\n", "MalformedEventError"),
+        (b'data: {"error": {"message": "engine dead"}}\n\n', "ServerErrorEventError"),
+        (b"data: [DONE]\n\n", "EmptyStreamError"),
+    ],
+)
 def test_bad_events_become_failed_rows(loop, payload, error_type):
     _, ex, _ = feed(loop, [SSE_HEAD, chunked(payload)])
     assert ex.error is None
-    row = request_row(RawRequest(0, "p-0", False, 4, ex.t_sent, ex), point_id="p", model="m", server_config=None,
-                      endpoint="/v1/completions", input_len=4, output_len=3, anchor=ClockAnchor.now(),
-                      tokenizer=None)
+    row = request_row(
+        RawRequest(0, "p-0", False, 4, ex.t_sent, ex),
+        point_id="p",
+        model="m",
+        server_config=None,
+        endpoint="/v1/completions",
+        input_len=4,
+        output_len=3,
+        anchor=ClockAnchor.now(),
+        tokenizer=None,
+    )
     assert row["success"] is False and row["error_type"] == error_type
 
 

@@ -1,4 +1,5 @@
 """The live lane view of `neuronpipe run --local`."""
+
 import json
 import time
 
@@ -15,15 +16,29 @@ def _text(states):
 
 def test_every_state_and_progress_is_shown():
     now = time.monotonic()
-    states = [LaneState("provenance", "succeeded", now - 2, now),
-              LaneState("sft", "running", now, progress={"task": "train tiny-llama", "done": 3, "total": 16,
-                                                          "unit": "steps"}),
-              LaneState("merge", "running", now), LaneState("serve_sweep"),
-              LaneState("precompile", "skipped", now, now, detail="no AOT compiler on cpu"),
-              LaneState("quality", "failed", now, now, detail="RuntimeError: boom")]
+    states = [
+        LaneState("provenance", "succeeded", now - 2, now),
+        LaneState(
+            "sft", "running", now, progress={"task": "train tiny-llama", "done": 3, "total": 16, "unit": "steps"}
+        ),
+        LaneState("merge", "running", now),
+        LaneState("serve_sweep"),
+        LaneState("precompile", "skipped", now, now, detail="no AOT compiler on cpu"),
+        LaneState("quality", "failed", now, now, detail="RuntimeError: boom"),
+    ]
     text = _text(states)
-    for word in ("succeeded", "running", "waiting", "skipped", "failed", "train tiny-llama 3/16 steps",
-                 "starting", "no AOT compiler on cpu", "RuntimeError: boom", "run-1"):
+    for word in (
+        "succeeded",
+        "running",
+        "waiting",
+        "skipped",
+        "failed",
+        "train tiny-llama 3/16 steps",
+        "starting",
+        "no AOT compiler on cpu",
+        "RuntimeError: boom",
+        "run-1",
+    ):
         assert word in text, word
 
 

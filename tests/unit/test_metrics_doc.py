@@ -1,4 +1,5 @@
 """docs/reference/metrics.md defines every column of the metric views and links the SQL file of each view."""
+
 from __future__ import annotations
 
 import itertools
@@ -12,10 +13,22 @@ from analytics.views import derived_sql_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reference" / "metrics.md"
-METRIC_FILES = ("10_serving_requests.sql", "11_serving_intervals.sql", "12_serving_points.sql",
-                "13_serving_sustained.sql", "14_serving_workloads.sql", "20_training.sql", "32_report_training.sql", "75_report_decision.sql",
-                "76_report_capacity.sql", "77_report_decision_hardware.sql", "39_report_saturation.sql", "40_report_cold_start.sql", "41_report_preflight.sql",
-                "43_report_accuracy.sql")
+METRIC_FILES = (
+    "10_serving_requests.sql",
+    "11_serving_intervals.sql",
+    "12_serving_points.sql",
+    "13_serving_sustained.sql",
+    "14_serving_workloads.sql",
+    "20_training.sql",
+    "32_report_training.sql",
+    "75_report_decision.sql",
+    "76_report_capacity.sql",
+    "77_report_decision_hardware.sql",
+    "39_report_saturation.sql",
+    "40_report_cold_start.sql",
+    "41_report_preflight.sql",
+    "43_report_accuracy.sql",
+)
 
 
 def expand(token: str) -> list[str]:
@@ -71,15 +84,36 @@ def test_readme_links_the_metrics_page_and_points_nowhere_outside_the_repo():
 
 
 def _comparison(coalesced: bool) -> dict:
-    point = {"run_id": "r", "lane": "serve_sweep", "model": "m", "server_config": "A", "point_id": "p",
-             "mode": "closed", "max_concurrency": 4, "input_len": 16, "output_len": 32, "completed": 8,
-             "failed": 0, "valid": True, "telemetry_samples": 3, "p50_tpot_ms": 0.0, "p99_tpot_ms": 0.1,
-             "p99_itl_ms": 0.0, "output_throughput": 100.0, "coalesced": coalesced,
-             "tpot_itl_meaning": "delivery rate" if coalesced else "decode speed",
-             "burst_note": "stream coalesced: 15.5 decode tokens per network read (bound 2.0)" if coalesced else None}
-    return {"serving": {"available": True, "points": [point], "grids": []}, "cost": {"points": []},
-            "compile": {"summary": []}, "training": {"runs": []}, "sustained": {"retention": []},
-            "runs": [{"run_id": "r", "lanes": []}]}
+    point = {
+        "run_id": "r",
+        "lane": "serve_sweep",
+        "model": "m",
+        "server_config": "A",
+        "point_id": "p",
+        "mode": "closed",
+        "max_concurrency": 4,
+        "input_len": 16,
+        "output_len": 32,
+        "completed": 8,
+        "failed": 0,
+        "valid": True,
+        "telemetry_samples": 3,
+        "p50_tpot_ms": 0.0,
+        "p99_tpot_ms": 0.1,
+        "p99_itl_ms": 0.0,
+        "output_throughput": 100.0,
+        "coalesced": coalesced,
+        "tpot_itl_meaning": "delivery rate" if coalesced else "decode speed",
+        "burst_note": "stream coalesced: 15.5 decode tokens per network read (bound 2.0)" if coalesced else None,
+    }
+    return {
+        "serving": {"available": True, "points": [point], "grids": []},
+        "cost": {"points": []},
+        "compile": {"summary": []},
+        "training": {"runs": []},
+        "sustained": {"retention": []},
+        "runs": [{"run_id": "r", "lanes": []}],
+    }
 
 
 def test_a_coalesced_point_never_shows_as_decode_speed_in_headlines():

@@ -1,4 +1,5 @@
 """FLOPs per token (LoRA- and recompute-aware), MFU against the peak table, and the NULL cases."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,12 +29,15 @@ def test_post_wrap_counts_of_an_8b_lora_run():
     assert flops_per_token(trainable, frozen, False).value < 6 * (trainable + frozen)
 
 
-@pytest.mark.parametrize("trainable,frozen,why", [
-    (8_000_000_000, 0, "everything counted as trainable"),
-    (0, 8_000_000_000, "no trainable"),
-    (5_000, 4_000, "trainable"),
-    (-1, 10, "negative"),
-])
+@pytest.mark.parametrize(
+    "trainable,frozen,why",
+    [
+        (8_000_000_000, 0, "everything counted as trainable"),
+        (0, 8_000_000_000, "no trainable"),
+        (5_000, 4_000, "trainable"),
+        (-1, 10, "negative"),
+    ],
+)
 def test_degenerate_counts_make_flops_and_mfu_null(trainable, frozen, why):
     fpt = flops_per_token(trainable, frozen, activation_recompute=False)
     assert fpt.value is None and why in fpt.null_reason
@@ -74,16 +78,25 @@ def test_missing_tokens_per_s_is_null():
     assert r.mfu is None and "tokens/s" in r.null_reason
 
 
-@pytest.mark.parametrize("backend,name,key", [
-    ("neuron", None, "trn1"), ("cuda", "NVIDIA H100 80GB HBM3", "h100_sxm"), ("cuda", "NVIDIA H200", "h200_sxm"),
-    ("cuda", "NVIDIA H100 PCIe", "NVIDIA H100 PCIe"), ("cpu", None, "cpu")])
+@pytest.mark.parametrize(
+    "backend,name,key",
+    [
+        ("neuron", None, "trn1"),
+        ("cuda", "NVIDIA H100 80GB HBM3", "h100_sxm"),
+        ("cuda", "NVIDIA H200", "h200_sxm"),
+        ("cuda", "NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+        ("cpu", None, "cpu"),
+    ],
+)
 def test_device_key(backend, name, key):
     assert device_key(backend, name) == key
 
 
 def _steps(spec):
-    return [StepRecord(step=i + 1, loss=loss, learning_rate=1e-3, grad_norm=1.0, tokens=tok, step_s=s)
-            for i, (loss, tok, s) in enumerate(spec)]
+    return [
+        StepRecord(step=i + 1, loss=loss, learning_rate=1e-3, grad_norm=1.0, tokens=tok, step_s=s)
+        for i, (loss, tok, s) in enumerate(spec)
+    ]
 
 
 def test_summary_uses_steps_after_the_first():

@@ -3,6 +3,7 @@
 Every ``.py`` file of each package is parsed with ``ast``: imports at module level and inside functions, relative
 imports resolved against the file's package. Fixed rules the table may not loosen are asserted on the table itself.
 """
+
 from __future__ import annotations
 
 import re
@@ -62,8 +63,9 @@ def violations(package: str, rule: Rule) -> list[str]:
         if top in OURS:
             if top not in rule.allowed:
                 bad.append(f"{where} ({package} may not import {top})")
-            elif top in rule.only and not any(imp.module == m or imp.module.startswith(m + ".")
-                                              for m in rule.only[top]):
+            elif top in rule.only and not any(
+                imp.module == m or imp.module.startswith(m + ".") for m in rule.only[top]
+            ):
                 bad.append(f"{where} ({package} may import only {', '.join(rule.only[top])} of {top})")
         elif top not in sys.stdlib_module_names and rule.third_party is not None and top not in rule.third_party:
             bad.append(f"{where} (third-party; {package} may use only stdlib and {sorted(rule.third_party)})")
@@ -92,9 +94,12 @@ def test_each_package_imports_only_what_contracts_md_allows(package: str):
 def unused_arrows(package: str, rule: Rule) -> list[str]:
     """Arrows the table allows that no import of ``package`` takes (an arrow, or a module of an "(only ...)" list)."""
     used = [imp.module for imp in package_imports(package)]
-    unused = [f"{package} -> {target}" for target in sorted(rule.allowed)
-              if not any(m == target or m.startswith(target + ".") for m in used)]
-    for target, modules in rule.only.items():
+    unused = [
+        f"{package} -> {target}"
+        for target in sorted(rule.allowed)
+        if not any(m == target or m.startswith(target + ".") for m in used)
+    ]
+    for modules in rule.only.values():
         unused += [f"{package} -> {m}" for m in modules if not any(u == m or u.startswith(m + ".") for u in used)]
     return unused
 
@@ -106,15 +111,19 @@ def test_the_table_lists_no_arrow_the_code_does_not_take(package: str):
 
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_no_package_imports_the_tests_or_the_benchmarks(package: str):
-    hits = [f"{i.source}:{i.line} {i.module}" for i in package_imports(package)
-            if i.module.split(".")[0] in NEVER_IMPORTED]
+    hits = [
+        f"{i.source}:{i.line} {i.module}" for i in package_imports(package) if i.module.split(".")[0] in NEVER_IMPORTED
+    ]
     assert hits == []
 
 
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_box_only_packages_are_never_imported_at_module_level(package: str):
-    hits = [f"{i.source}:{i.line} {i.module}" for i in package_imports(package)
-            if i.top_level and i.module.split(".")[0] in BOX_ONLY]
+    hits = [
+        f"{i.source}:{i.line} {i.module}"
+        for i in package_imports(package)
+        if i.top_level and i.module.split(".")[0] in BOX_ONLY
+    ]
     assert hits == []
 
 
@@ -133,24 +142,37 @@ def test_the_reader_resolves_relative_and_function_level_imports(tmp_path):
     (pkg / "leaf.py").write_text("")
     (tmp_path / "analytics" / "sibling.py").write_text("")
     probe = pkg / "probe.py"
-    probe.write_text("import json\nfrom .leaf import x\nfrom ..sibling import y\n"
-                     "def f():\n    from control_plane.cli import main\n    import vllm\n"
-                     "if True:\n    import agents.runner\n")
+    probe.write_text(
+        "import json\nfrom .leaf import x\nfrom ..sibling import y\n"
+        "def f():\n    from control_plane.cli import main\n    import vllm\n"
+        "if True:\n    import agents.runner\n"
+    )
     got = {(i.module, i.top_level) for i in imports_in(probe, tmp_path)}
-    assert got == {("json", True), ("analytics.inner.leaf", True), ("analytics.sibling", True),
-                   ("control_plane.cli", False), ("vllm", False), ("agents.runner", True)}
+    assert got == {
+        ("json", True),
+        ("analytics.inner.leaf", True),
+        ("analytics.sibling", True),
+        ("control_plane.cli", False),
+        ("vllm", False),
+        ("agents.runner", True),
+    }
     init = {i.module for i in imports_in(pkg / "__init__.py", tmp_path)}
     assert init == {"analytics.inner.leaf", "analytics.sibling"}
 
 
 def test_a_forbidden_arrow_and_a_stray_third_party_import_are_reported(monkeypatch):
-    fake = [Import("pipeline/x.py", 3, "control_plane.cli", False), Import("pipeline/x.py", 4, "numpy", True),
-            Import("pipeline/x.py", 5, "pydantic", True), Import("pipeline/x.py", 6, "json", True),
-            Import("pipeline/x.py", 7, "pipeline.slo", True)]
+    fake = [
+        Import("pipeline/x.py", 3, "control_plane.cli", False),
+        Import("pipeline/x.py", 4, "numpy", True),
+        Import("pipeline/x.py", 5, "pydantic", True),
+        Import("pipeline/x.py", 6, "json", True),
+        Import("pipeline/x.py", 7, "pipeline.slo", True),
+    ]
     monkeypatch.setattr(sys.modules[__name__], "package_imports", lambda package: fake)
     bad = violations("pipeline", RULES["pipeline"])
     assert len(bad) == 2 and "control_plane.cli" in bad[0] and "numpy" in bad[1]
     only = [Import("rehearsal/x.py", 1, "infra.stacks.box", True), Import("rehearsal/x.py", 2, "infra.app", True)]
     monkeypatch.setattr(sys.modules[__name__], "package_imports", lambda package: only)
     assert violations("rehearsal", RULES["rehearsal"]) == [
-        "rehearsal/x.py:1 imports infra.stacks.box (rehearsal may import only infra.app, infra.bundling of infra)"]
+        "rehearsal/x.py:1 imports infra.stacks.box (rehearsal may import only infra.app, infra.bundling of infra)"
+    ]

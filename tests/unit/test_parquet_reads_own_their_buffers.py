@@ -6,6 +6,7 @@ frames and the process aborts with exit -6 after its work is done (``neuronpipe 
 one run in eight on a loaded 2-core machine: 4 of 30, and 0 of 30 after the change). Whether the abort happens
 is a race, so the rule is checked on the code: no product module gives a Parquet reader a Python file object.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,9 +23,13 @@ PYTHON_FILE_READ = re.compile(r"(read_table|ParquetFile|read_metadata|read_schem
 
 
 def test_no_product_module_reads_parquet_through_a_python_file_object():
-    offenders = [f"{path.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}"
-                 for package in PRODUCT for path in sorted((ROOT / package).rglob("*.py"))
-                 for text in [path.read_text()] for m in PYTHON_FILE_READ.finditer(text)]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 1}"
+        for package in PRODUCT
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for text in [path.read_text()]
+        for m in PYTHON_FILE_READ.finditer(text)
+    ]
     assert offenders == [], f"use analytics.store.base.read_parquet_bytes: {offenders}"
 
 

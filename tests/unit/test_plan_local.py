@@ -1,5 +1,6 @@
 """One planner: `run --local` plans with `plan_local`, the AWS planner's twin — the same lanes, lane configs, SLO
 and checks — and `neuronpipe plan --local` prints that plan."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import pytest
 
 from control_plane.cli import main
 from control_plane.lane_configs import LaneConfigInvalidError
-from control_plane.models import RunRequest
 from control_plane.local_plan import local_request, plan_local
+from control_plane.models import RunRequest
 from control_plane.plan import plan_run
 from control_plane.run_ids import RunIdError, check_run_id, new_run_id
 from pipeline.graph import LOCAL
@@ -22,12 +23,19 @@ def _aws_configs(request: RunRequest) -> dict[str, dict]:
     return {step.lane: step.config for step in plan.lane_steps if step.config}
 
 
-@pytest.mark.parametrize("request_json", [
-    {"preset": "full", "models": ["qwen3-8b"], "server_configs": ["B"], "slo": "cpu-tiny"},
-    {"lanes": ["serve_sweep", "sustained", "quality"], "slo": {"ttft_ms": 900, "tpot_ms": 40}},
-    {"preset": "finetune_serve", "adapter_uri": "s3://bucket/adapters/a.tar.gz",
-     "lane_config": {"finetune_serve": {"min_prompts": 2}}},
-], ids=["full", "serving-lanes", "finetune-serve"])
+@pytest.mark.parametrize(
+    "request_json",
+    [
+        {"preset": "full", "models": ["qwen3-8b"], "server_configs": ["B"], "slo": "cpu-tiny"},
+        {"lanes": ["serve_sweep", "sustained", "quality"], "slo": {"ttft_ms": 900, "tpot_ms": 40}},
+        {
+            "preset": "finetune_serve",
+            "adapter_uri": "s3://bucket/adapters/a.tar.gz",
+            "lane_config": {"finetune_serve": {"min_prompts": 2}},
+        },
+    ],
+    ids=["full", "serving-lanes", "finetune-serve"],
+)
 def test_local_and_aws_plans_carry_the_same_lanes_and_configs(request_json):
     request = RunRequest.model_validate(request_json)
     local = plan_local(request, run_id="r", results_uri="results")
@@ -52,8 +60,9 @@ def test_the_local_graph_is_in_run_order_and_a_lane_committed_before_binds_its_c
     assert [n.lane for n in fresh.nodes] == ["sft", "quality"]
     assert "merge" not in dict((n.lane, n.needs) for n in fresh.nodes)["quality"]
     asked: list[str] = []
-    resumed = plan_local(request, run_id="r", results_uri="results",
-                         in_run=lambda run_id: asked.append(run_id) or {"merge"})
+    resumed = plan_local(
+        request, run_id="r", results_uri="results", in_run=lambda run_id: asked.append(run_id) or {"merge"}
+    )
     assert asked == ["r"]
     assert "merge" in dict((n.lane, n.needs) for n in resumed.nodes)["quality"]
 
@@ -88,8 +97,9 @@ def test_plan_local_prints_what_run_local_runs(tmp_path, capsys):
 
     assert main(["plan", "--local", "--json", "--input", str(req)]) == 0
     data = json.loads(capsys.readouterr().out)
-    expected = plan_local(local_request(RunRequest(lanes=["sustained", "smoke"], slo="cpu-tiny")), run_id="run-id",
-                          results_uri="results")
+    expected = plan_local(
+        local_request(RunRequest(lanes=["sustained", "smoke"], slo="cpu-tiny")), run_id="run-id", results_uri="results"
+    )
     assert data == expected.to_json()
 
 

@@ -1,5 +1,6 @@
 """Honest guards at plan time: the deploy ceiling, lane configs against their Config, the input cap,
 and the run ids triggers derive (no AWS)."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,10 @@ import json
 import pytest
 
 from control_plane.cli import main
+from control_plane.cost import CostCeilingError
 from control_plane.handlers import plan_run as plan_run_handler
 from control_plane.lane_configs import LaneConfigInvalidError
 from control_plane.models import MAX_EXECUTION_INPUT_BYTES, ExecutionInputTooLargeError, RunRequest
-from control_plane.cost import CostCeilingError
 from control_plane.plan import EmptyRequestError, plan_run
 from control_plane.settings import get_settings
 from tests.fixtures.event_samples import load_event, nightly_schedule_input
@@ -29,8 +30,11 @@ def no_aws(monkeypatch):
 
 # ---- cost ceiling ---------------------------------------------------------------------------
 def test_a_request_cannot_raise_the_deploy_ceiling():
-    with pytest.raises(CostCeilingError, match=r"^max_cost_usd: 1e\+12 exceeds the deployment's ceiling \$50\.00 "
-                                               r"\(cdk\.json neuronpipe\.max_cost_usd_ceiling\)$"):
+    with pytest.raises(
+        CostCeilingError,
+        match=r"^max_cost_usd: 1e\+12 exceeds the deployment's ceiling \$50\.00 "
+        r"\(cdk\.json neuronpipe\.max_cost_usd_ceiling\)$",
+    ):
         plan_run(RunRequest(preset="smoke", max_cost_usd=1e12), run_id="r", results_uri=RESULTS)
 
 
@@ -60,13 +64,16 @@ def test_an_event_naming_neither_lanes_nor_preset_is_refused():
 
 
 # ---- lane configs ------------------------------------------------------------------------
-@pytest.mark.parametrize("lane_config, expected", [
-    ({"sft": {"stepz": 3}}, "sft.stepz: unknown field; valid fields: "),
-    ({"sft": {"steps": "ten"}}, "sft.steps: expected int, got str 'ten'"),
-    ({"sft": {"learning_rate": -1e-4}}, "sft.learning_rate: must not be negative, got -0.0001"),
-    ({"smoke": {"require_loss_fall": "yes"}}, "smoke.require_loss_fall: expected bool, got str 'yes'"),
-    ({"serve_sweep": {"models": ["qwen3-8b", 3]}}, "serve_sweep.models: item 1: "),
-])
+@pytest.mark.parametrize(
+    "lane_config, expected",
+    [
+        ({"sft": {"stepz": 3}}, "sft.stepz: unknown field; valid fields: "),
+        ({"sft": {"steps": "ten"}}, "sft.steps: expected int, got str 'ten'"),
+        ({"sft": {"learning_rate": -1e-4}}, "sft.learning_rate: must not be negative, got -0.0001"),
+        ({"smoke": {"require_loss_fall": "yes"}}, "smoke.require_loss_fall: expected bool, got str 'yes'"),
+        ({"serve_sweep": {"models": ["qwen3-8b", 3]}}, "serve_sweep.models: item 1: "),
+    ],
+)
 def test_lane_config_is_checked_against_the_lanes_config_at_plan_time(lane_config, expected):
     with pytest.raises(LaneConfigInvalidError) as err:
         plan_run(RunRequest(preset="full", lane_config=lane_config), run_id="r", results_uri=RESULTS)
@@ -75,32 +82,44 @@ def test_lane_config_is_checked_against_the_lanes_config_at_plan_time(lane_confi
 
 def test_every_problem_of_every_lane_is_listed_and_a_valid_config_passes():
     with pytest.raises(LaneConfigInvalidError) as err:
-        plan_run(RunRequest(preset="full", lane_config={"sft": {"steps": -1}, "merge": {"nope": 1}}),
-                 run_id="r", results_uri=RESULTS)
+        plan_run(
+            RunRequest(preset="full", lane_config={"sft": {"steps": -1}, "merge": {"nope": 1}}),
+            run_id="r",
+            results_uri=RESULTS,
+        )
     assert str(err.value).splitlines() == [
         "sft.steps: must not be negative, got -1",
-        f"merge.nope: {str(err.value).splitlines()[1].split(': ', 1)[1]}"]
-    plan = plan_run(RunRequest(lanes=["sft"], lane_config={"sft": {"steps": 4, "learning_rate": 1e-4}}),
-                    run_id="r", results_uri=RESULTS)
+        f"merge.nope: {str(err.value).splitlines()[1].split(': ', 1)[1]}",
+    ]
+    plan = plan_run(
+        RunRequest(lanes=["sft"], lane_config={"sft": {"steps": 4, "learning_rate": 1e-4}}),
+        run_id="r",
+        results_uri=RESULTS,
+    )
     assert plan.lane_steps[0].config == {"steps": 4, "learning_rate": 1e-4}
 
 
 # ---- execution input cap -----------------------------------------------------------------
 def test_an_execution_input_over_the_cap_is_refused():
     big = "x" * (MAX_EXECUTION_INPUT_BYTES // 2)
-    with pytest.raises(ExecutionInputTooLargeError, match=r"^execution input with its largest wave: [\d,]+ bytes "
-                                                          r"exceeds the cap of 204,800 bytes "
-                                                          r"\(Step Functions allows 256 KiB\)"):
+    with pytest.raises(
+        ExecutionInputTooLargeError,
+        match=r"^execution input with its largest wave: [\d,]+ bytes "
+        r"exceeds the cap of 204,800 bytes "
+        r"\(Step Functions allows 256 KiB\)",
+    ):
         plan_run(RunRequest(lanes=["smoke"], lane_config={"smoke": {"model": big}}), run_id="r", results_uri=RESULTS)
 
 
 # ---- `neuronpipe plan`: one clear line each, exit 2 --------------------------------------
-@pytest.mark.parametrize("body, expected", [
-    ({"preset": "smoke", "max_cost_usd": 1e12}, "max_cost_usd: 1e+12 exceeds the deployment's ceiling $50.00"),
-    ({"preset": "smoke", "lane_config": {"smoke": {"warp": 9}}}, "smoke.warp: unknown field"),
-    ({"preset": "smoke", "trigger": "cli", "lane_config": {"smoke": {"model": "m" * 300_000}}},
-     "is 300,"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ({"preset": "smoke", "max_cost_usd": 1e12}, "max_cost_usd: 1e+12 exceeds the deployment's ceiling $50.00"),
+        ({"preset": "smoke", "lane_config": {"smoke": {"warp": 9}}}, "smoke.warp: unknown field"),
+        ({"preset": "smoke", "trigger": "cli", "lane_config": {"smoke": {"model": "m" * 300_000}}}, "is 300,"),
+    ],
+)
 def test_neuronpipe_plan_refuses_with_one_clear_line(tmp_path, capsys, body, expected):
     req = tmp_path / "run.json"
     req.write_text(json.dumps(body))

@@ -1,6 +1,7 @@
 """A wave run as a Distributed Map: its lanes' events are in child executions, not in the run's history. `run --aws`,
 `status` and the rehearsal fill those lanes in from the run's commit markers (CommittedLanes), read once each, and
 only this execution's; without the store the lanes say where they ran instead of "not run"."""
+
 from __future__ import annotations
 
 import json
@@ -19,21 +20,49 @@ def _history(ended: bool) -> tuple[list[dict], list[str]]:
     plan = plan_run(request(max_concurrency=2), run_id="d1", results_uri="s3://bkt/results", fleet=FLEET)
     data = plan.execution_input()
     lanes = [st["result_lane"] for w in data["waves"] for seg in w["segments"] for st in seg["lanes"]]
-    events = [{"id": 1, "type": "ExecutionStarted", "timestamp": T0,
-               "executionStartedEventDetails": {"input": json.dumps(data)}},
-              {"id": 2, "previousEventId": 1, "type": "MapStateEntered", "timestamp": T0,
-               "stateEnteredEventDetails": {"name": "SegmentsDistributed"}}]
+    events = [
+        {
+            "id": 1,
+            "type": "ExecutionStarted",
+            "timestamp": T0,
+            "executionStartedEventDetails": {"input": json.dumps(data)},
+        },
+        {
+            "id": 2,
+            "previousEventId": 1,
+            "type": "MapStateEntered",
+            "timestamp": T0,
+            "stateEnteredEventDetails": {"name": "SegmentsDistributed"},
+        },
+    ]
     if ended:
-        events.append({"id": 3, "previousEventId": 2, "type": "ExecutionSucceeded", "timestamp": T0,
-                       "executionSucceededEventDetails": {"output": json.dumps(
-                           {"outcome": {"status": "partial", "failed": [lanes[2]], "skipped": [],
-                                        "reasons": {lanes[2]: "Boom: it broke"}}})}})
+        events.append(
+            {
+                "id": 3,
+                "previousEventId": 2,
+                "type": "ExecutionSucceeded",
+                "timestamp": T0,
+                "executionSucceededEventDetails": {
+                    "output": json.dumps(
+                        {
+                            "outcome": {
+                                "status": "partial",
+                                "failed": [lanes[2]],
+                                "skipped": [],
+                                "reasons": {lanes[2]: "Boom: it broke"},
+                            }
+                        }
+                    )
+                },
+            }
+        )
     return events, lanes
 
 
 def test_the_state_name_is_the_definitions():
-    assert build_definition()["States"]["SegmentsDistributed"]["ItemProcessor"]["ProcessorConfig"]["Mode"] == \
-        "DISTRIBUTED"
+    assert (
+        build_definition()["States"]["SegmentsDistributed"]["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    )
 
 
 def test_a_distributed_waves_lanes_come_from_the_store_and_say_where_they_ran_without_it():
@@ -60,7 +89,7 @@ def test_committed_lanes_reads_each_marker_once_and_only_this_executions(tmp_pat
     since = datetime.now(timezone.utc)
     reads: list[str] = []
     real = store.get_bytes
-    store.get_bytes = lambda key: reads.append(key) or real(key)  # type: ignore[method-assign]
+    store.get_bytes = lambda key: reads.append(key) or real(key)
     lanes = CommittedLanes(store)
     assert lanes("d1", since) == {}
     _commit(store, "provenance@c01", "succeeded")
@@ -95,12 +124,22 @@ def test_follow_reads_the_store_on_a_change_and_every_poll_period_between_only_o
         now[0] += s
 
     shown = []
-    final = follow(_Executions([running] * 8 + [ended]), "arn", STORE_POLL_S / 4, shown.append, sleep=sleep,
-                   committed=committed, clock=lambda: now[0])
+    final = follow(
+        _Executions([running] * 8 + [ended]),
+        "arn",
+        STORE_POLL_S / 4,
+        shown.append,
+        sleep=sleep,
+        committed=committed,
+        clock=lambda: now[0],
+    )
     # the first poll (a change), one at STORE_POLL_S of quiet history, one at the end
     assert [t for _, t in asked] == [T0] * 3 and asked[0][0] == "d1"
-    assert [dict((lp.result_lane, lp.status) for lp in p.lanes)[lanes[0]] for p in shown] == \
-        ["waiting", "succeeded", "succeeded"]
+    assert [dict((lp.result_lane, lp.status) for lp in p.lanes)[lanes[0]] for p in shown] == [
+        "waiting",
+        "succeeded",
+        "succeeded",
+    ]
     assert final.done and {lp.result_lane: lp.status for lp in final.lanes}[lanes[0]] == "succeeded"
     inline = [e for e in running if e["type"] != "MapStateEntered"]
     asked.clear()
@@ -121,7 +160,8 @@ def test_follow_keeps_the_historys_view_when_the_store_cannot_be_read(caplog):
 
 
 def test_status_fills_a_distributed_wave_from_the_store_and_keeps_the_historys_view_when_it_cannot(
-        tmp_path, monkeypatch, caplog):
+    tmp_path, monkeypatch, caplog
+):
     import control_plane.aws
     from control_plane.commands.status import _with_store
 

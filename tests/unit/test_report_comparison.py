@@ -1,4 +1,5 @@
 """comparison.json value shaping: stable floats, no NaN/inf, ISO timestamps."""
+
 import json
 import math
 from datetime import datetime, timezone
@@ -18,8 +19,10 @@ def test_floats_round_to_nine_significant_digits_so_parallel_sums_agree():
 def test_non_finite_numbers_become_null_and_nested_values_are_cleaned():
     assert clean(math.inf) is None and clean(math.nan) is None
     stamp = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
-    assert clean({"t": stamp, "xs": [1.0, math.nan, True]}) == {"t": "2026-07-01T12:00:00+00:00",
-                                                                 "xs": [1.0, None, True]}
+    assert clean({"t": stamp, "xs": [1.0, math.nan, True]}) == {
+        "t": "2026-07-01T12:00:00+00:00",
+        "xs": [1.0, None, True],
+    }
 
 
 def test_dumps_is_sorted_and_strict_json():

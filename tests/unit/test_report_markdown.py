@@ -1,4 +1,5 @@
 """REPORT.md rendering and run comparison, from comparison dicts built by hand."""
+
 import pytest
 
 from analytics.report.compare import UnknownRunError, compare_runs, headline_metrics
@@ -9,24 +10,45 @@ from tests.support.comparison import document
 
 
 def comparison(**over):
-    c = {"schema": "neuronpipe.comparison/1", "run_ids": [], "runs": [],
-         "provenance": {"machines": [], "facts": []}, "compile": {"summary": []},
-         "training": {"runs": [], "loss_trend": [], "loss_curves": []},
-         "serving": {"available": True, "view": "serving_points", "points": [], "grids": []},
-         "sustained": {"summary": [], "retention": [], "retention_view": "sustained_summary", "windows": []},
-         "quality": {"summary": [], "delta": []}, "roundtrip": {"models": [], "files": [], "artifacts": []},
-         "exclusions": [], "host_cpu": [], "telemetry": [],
-         "cost": {"notes": ["context"], "price_table": [], "lanes": [], "runs": [], "points": []},
-         "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)]}
+    c = {
+        "schema": "neuronpipe.comparison/1",
+        "run_ids": [],
+        "runs": [],
+        "provenance": {"machines": [], "facts": []},
+        "compile": {"summary": []},
+        "training": {"runs": [], "loss_trend": [], "loss_curves": []},
+        "serving": {"available": True, "view": "serving_points", "points": [], "grids": []},
+        "sustained": {"summary": [], "retention": [], "retention_view": "sustained_summary", "windows": []},
+        "quality": {"summary": [], "delta": []},
+        "roundtrip": {"models": [], "files": [], "artifacts": []},
+        "exclusions": [],
+        "host_cpu": [],
+        "telemetry": [],
+        "cost": {"notes": ["context"], "price_table": [], "lanes": [], "runs": [], "points": []},
+        "rules": [{"rule": i + 1, "title": t, "text": x} for i, (t, x) in enumerate(MEASUREMENT_RULES)],
+    }
     c.update(over)
     return c
 
 
 def point(run, conc, thr, telemetry=3, **extra):
-    return {"run_id": run, "lane": "serve_sweep", "point_id": f"{run}-{conc}", "model": "m", "server_config": "c",
-            "input_len": 8, "output_len": 4, "max_concurrency": conc, "request_rate": None,
-            "output_throughput": thr, "median_ttft_ms": 10.0 * conc, "p99_ttft_ms": 20.0,
-            "telemetry_samples": telemetry, "valid": True, **extra}
+    return {
+        "run_id": run,
+        "lane": "serve_sweep",
+        "point_id": f"{run}-{conc}",
+        "model": "m",
+        "server_config": "c",
+        "input_len": 8,
+        "output_len": 4,
+        "max_concurrency": conc,
+        "request_rate": None,
+        "output_throughput": thr,
+        "median_ttft_ms": 10.0 * conc,
+        "p99_ttft_ms": 20.0,
+        "telemetry_samples": telemetry,
+        "valid": True,
+        **extra,
+    }
 
 
 def test_fmt_keeps_null_visible_and_escapes_pipes():
@@ -38,29 +60,52 @@ def test_fmt_keeps_null_visible_and_escapes_pipes():
 
 def test_empty_sections_say_so():
     text = render(document(comparison()))
-    for phrase in ("No committed results", "_No compiles", "_No training runs", "_No sweep points",
-                   "_No sustained runs", "_No quality results", "_No artifact hashes", "_No host benchmarks",
-                   "_None: every lane attempt"):
+    for phrase in (
+        "No committed results",
+        "_No compiles",
+        "_No training runs",
+        "_No sweep points",
+        "_No sustained runs",
+        "_No quality results",
+        "_No artifact hashes",
+        "_No host benchmarks",
+        "_None: every lane attempt",
+    ):
         assert phrase in text
     assert text.count("\n1. **Smallest rentable boxes.**") == 1
     assert "Runs side by side" not in text
 
 
 def test_points_without_telemetry_or_invalid_stay_out_of_headline_tables():
-    c = comparison(run_ids=["a"], serving={"available": True, "view": "serving_points", "grids": [], "points": [
-        point("a", 1, 100.0), point("a", 2, 150.0, telemetry=0), point("a", 4, 170.0, valid=False)]})
+    c = comparison(
+        run_ids=["a"],
+        serving={
+            "available": True,
+            "view": "serving_points",
+            "grids": [],
+            "points": [point("a", 1, 100.0), point("a", 2, 150.0, telemetry=0), point("a", 4, 170.0, valid=False)],
+        },
+    )
     text = render(document(c))
     assert "2 point(s) excluded from this table" in text
     assert "| 1 | NULL | 8 | 4 |" in text and "| 2 | NULL | 8 | 4 |" not in text
     assert list(headline_metrics(c, "a")) == [
         f"serving · serve_sweep m c in=8 out=4 conc=1 · {m}"
-        for m in ("output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")]
+        for m in ("output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
+    ]
 
 
 def test_compare_runs_deltas_and_unmatched():
-    c = comparison(run_ids=["a", "b"], runs=[{"run_id": "a", "lanes": []}, {"run_id": "b", "lanes": []}],
-                   serving={"available": True, "view": "serving_points", "grids": [], "points": [
-                       point("a", 1, 100.0), point("b", 1, 125.0), point("b", 8, 300.0)]})
+    c = comparison(
+        run_ids=["a", "b"],
+        runs=[{"run_id": "a", "lanes": []}, {"run_id": "b", "lanes": []}],
+        serving={
+            "available": True,
+            "view": "serving_points",
+            "grids": [],
+            "points": [point("a", 1, 100.0), point("b", 1, 125.0), point("b", 8, 300.0)],
+        },
+    )
     deltas, only_a, only_b = compare_runs(c, "a", "b")
     thr = next(d for d in deltas if d.metric.endswith("output_throughput"))
     assert (thr.a, thr.b, thr.delta, thr.pct) == (100.0, 125.0, 25.0, 25.0)

@@ -1,14 +1,15 @@
 """REPORT.md's PNGs take REPORT.html's axis conventions: concurrency on a log2 axis with integer ticks at the powers
 of two (never 1.5 or 2.5), throughput from 0, and open-loop points (an offered rate) off the concurrency axis."""
+
 from __future__ import annotations
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from analytics.report.plots import _headline_points, concurrency_axis, from_zero  # noqa: E402
-from tests.support.comparison import document  # noqa: E402
+from analytics.report.plots import _headline_points, concurrency_axis, from_zero
+from tests.support.comparison import document
 
 
 def test_concurrency_is_log2_with_integer_ticks_and_throughput_starts_at_zero():
@@ -28,7 +29,13 @@ def test_concurrency_is_log2_with_integer_ticks_and_throughput_starts_at_zero():
 
 def test_open_loop_points_stay_off_the_concurrency_axis():
     base = {"telemetry_samples": 4, "valid": True, "max_concurrency": 4}
-    c = {"serving": {"points": [dict(base, point_id="closed", request_rate=None),
-                                dict(base, point_id="open", request_rate=2.0),
-                                dict(base, point_id="sus", request_rate=None, mode="sustained")]}}
+    c = {
+        "serving": {
+            "points": [
+                dict(base, point_id="closed", request_rate=None),
+                dict(base, point_id="open", request_rate=2.0),
+                dict(base, point_id="sus", request_rate=None, mode="sustained"),
+            ]
+        }
+    }
     assert [p["point_id"] for p in _headline_points(document(c))] == ["closed"]

@@ -22,8 +22,11 @@ def test_prices_are_dated_and_sourced():
 
 
 def test_the_table_is_the_catalogue_plus_the_local_price_as_types():
-    catalogued = {(t.name, region, usd, t.price_month) for t in CATALOGUE.values()
-                  for region, usd in t.prices_usd_per_hour.items()}
+    catalogued = {
+        (t.name, region, usd, t.price_month)
+        for t in CATALOGUE.values()
+        for region, usd in t.prices_usd_per_hour.items()
+    }
     table = {(p.instance_type, p.region, p.usd_per_hour, p.price_date) for p in PRICES}
     assert catalogued <= table
     assert {(n, r) for n, r, _, _ in table - catalogued} == {("c7i.large", PRICE_REGION), ("m7i.large", PRICE_REGION)}
@@ -35,11 +38,15 @@ def test_the_views_join_one_price_per_type_and_name_every_family():
     con = duckdb.connect()
     con.execute(render_sql())
     priced = {p.instance_type for p in PRICES if p.region == PRICE_REGION}
-    assert con.execute("SELECT count(*), count(DISTINCT instance_type), min(region), max(region) "
-                       "FROM instance_prices").fetchone() == (len(priced), len(priced), PRICE_REGION, PRICE_REGION)
+    assert con.execute(
+        "SELECT count(*), count(DISTINCT instance_type), min(region), max(region) FROM instance_prices"
+    ).fetchone() == (len(priced), len(priced), PRICE_REGION, PRICE_REGION)
     assert con.execute("SELECT count(*) FROM instance_price_regions").fetchone() == (len(PRICES),)
-    fam = dict(con.execute("SELECT instance_type, family || ' ' || coalesce(accelerator, '-') "
-                           "FROM instance_catalogue").fetchall())
+    fam = dict(
+        con.execute(
+            "SELECT instance_type, family || ' ' || coalesce(accelerator, '-') FROM instance_catalogue"
+        ).fetchall()
+    )
     assert fam["g6e.xlarge"] == "cuda L40S" and fam["inf2.xlarge"] == "neuron-inf2 Inferentia2"
     assert fam["c7i.large"] == "cpu -" and fam["trn2.48xlarge"] == "neuron-trn2 Trainium2"  # catalogued, unpriced
     assert "trn2.48xlarge" not in priced

@@ -1,6 +1,7 @@
 """The measurement rules have one authority, docs/reference/rules.md: every rule is a numbered heading there, the
 rules REPORT.md states (analytics/report/rules.py) are those rules under the same numbers and titles, and every
 rule the code cites ("rule 7", "rules 7 and 15") exists on the page."""
+
 from __future__ import annotations
 
 import re

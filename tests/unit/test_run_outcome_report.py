@@ -1,4 +1,5 @@
 """REPORT.md's first line under the title and the run summary state the run's outcome, blocked lanes with reasons."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -14,8 +15,9 @@ from tests.support import attempts
 
 
 def _commit(store: LocalStore, run_id: str, lane: str, status: str, **row) -> str:
-    lane_runs = attempts.lane_row(status, 0.0, "local", None, "cpu", "h", datetime(2026, 11, 1, tzinfo=timezone.utc),
-                                  **row)
+    lane_runs = attempts.lane_row(
+        status, 0.0, "local", None, "cpu", "h", datetime(2026, 11, 1, tzinfo=timezone.utc), **row
+    )
     return attempts.commit(store, run_id, lane, None, status, lane_runs={**lane_runs, "wall_s": row.get("wall_s")})
 
 
@@ -31,13 +33,21 @@ def test_report_states_the_outcome_first_under_the_title(tmp_path):
     store, merge = _partial_run(tmp_path)
     c = build_comparison(connect(store), ["r1"])
     assert c["runs"][0]["outcome"] == {
-        "status": "partial", "failed": ["merge"], "skipped": ["finetune_serve"], "why": "",
-        "reasons": {"merge": "RuntimeError: disk | full",
-                    "finetune_serve": f"needs merge, which failed in attempt {merge}"}}
+        "status": "partial",
+        "failed": ["merge"],
+        "skipped": ["finetune_serve"],
+        "why": "",
+        "reasons": {
+            "merge": "RuntimeError: disk | full",
+            "finetune_serve": f"needs merge, which failed in attempt {merge}",
+        },
+    }
     lines = render(Comparison.model_validate(c)).splitlines()
     assert lines[0] == "# neuron-pipelines report"
-    assert lines[2] == (r"**Outcome: partial** — failed: merge (RuntimeError: disk \| full); "
-                        f"skipped: finetune_serve (needs merge, which failed in attempt {merge})")
+    assert lines[2] == (
+        r"**Outcome: partial** — failed: merge (RuntimeError: disk \| full); "
+        f"skipped: finetune_serve (needs merge, which failed in attempt {merge})"
+    )
 
 
 def test_a_succeeded_run_says_so_and_two_runs_are_named(tmp_path):
@@ -52,5 +62,8 @@ def test_run_summary_lists_a_blocked_lane_with_its_reason(tmp_path):
     store, merge = _partial_run(tmp_path)
     (lanes,) = [t for t in summarize(connect(store), "r1") if t.title == "Lanes"]
     got = {row[0]: (row[1], row[3]) for row in lanes.rows}
-    assert got == {"sustained": ("succeeded", None), "merge": ("failed", "RuntimeError: disk | full"),
-                   "finetune_serve": ("skipped", f"needs merge, which failed in attempt {merge}")}
+    assert got == {
+        "sustained": ("succeeded", None),
+        "merge": ("failed", "RuntimeError: disk | full"),
+        "finetune_serve": ("skipped", f"needs merge, which failed in attempt {merge}"),
+    }

@@ -1,4 +1,5 @@
 """The shared prefix copy: keys relative to the prefix, directory markers skipped, nothing written outside dest."""
+
 from __future__ import annotations
 
 import re
@@ -18,7 +19,9 @@ def test_copies_keys_under_the_prefix_and_refuses_one_that_leaves_the_directory(
         s3.put_object(Bucket="np-prefix", Key=key, Body=key.encode())
     assert download_prefix(s3, "np-prefix", "d/", tmp_path / "out") == 2
     assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.txt")) == [
-        "a.txt", "sub/b.txt"]
+        "a.txt",
+        "sub/b.txt",
+    ]
     assert (tmp_path / "out" / "sub" / "b.txt").read_text() == "d/sub/b.txt"
     assert download_prefix(s3, "np-prefix", "none/", tmp_path / "none") == 0
     s3.put_object(Bucket="np-prefix", Key="d/../escape.txt", Body=b"x")

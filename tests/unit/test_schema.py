@@ -1,11 +1,30 @@
 import pyarrow as pa
 import pytest
 
-from analytics.schema import (KEY_COLUMNS, SCHEMA_VERSION, TABLES, SchemaMismatchError, UnknownTableError, conform,
-                              empty_table)
+from analytics.schema import (
+    KEY_COLUMNS,
+    SCHEMA_VERSION,
+    TABLES,
+    SchemaMismatchError,
+    UnknownTableError,
+    conform,
+    empty_table,
+)
 
-EXPECTED = {"requests", "sweep_points", "sustained_windows", "train_steps", "train_runs", "compiles", "telemetry",
-            "provenance", "host_bench", "artifacts", "quality", "lane_runs"}
+EXPECTED = {
+    "requests",
+    "sweep_points",
+    "sustained_windows",
+    "train_steps",
+    "train_runs",
+    "compiles",
+    "telemetry",
+    "provenance",
+    "host_bench",
+    "artifacts",
+    "quality",
+    "lane_runs",
+}
 
 
 def test_every_contract_table_exists_and_is_keyed():
@@ -18,13 +37,26 @@ def test_every_contract_table_exists_and_is_keyed():
 
 def test_lane_runs_has_the_required_columns():
     names = set(TABLES["lane_runs"].names)
-    assert {"run_id", "lane", "attempt", "status", "started_at", "ended_at", "error_type", "error_message",
-            "backend", "host"} <= names
+    assert {
+        "run_id",
+        "lane",
+        "attempt",
+        "status",
+        "started_at",
+        "ended_at",
+        "error_type",
+        "error_message",
+        "backend",
+        "host",
+    } <= names
 
 
 def test_conform_fills_keys_and_nulls():
-    t = conform("host_bench", [{"bench": "triad", "value": 1.0, "unit": "GB/s"}],
-                defaults={"run_id": "r", "lane": "l", "attempt": "a"})
+    t = conform(
+        "host_bench",
+        [{"bench": "triad", "value": 1.0, "unit": "GB/s"}],
+        defaults={"run_id": "r", "lane": "l", "attempt": "a"},
+    )
     assert t.schema == TABLES["host_bench"]
     row = t.to_pylist()[0]
     assert row["run_id"] == "r" and row["threads"] is None and row["value"] == 1.0
@@ -32,8 +64,11 @@ def test_conform_fills_keys_and_nulls():
 
 def test_bad_type_names_table_and_column():
     with pytest.raises(SchemaMismatchError) as err:
-        conform("host_bench", [{"bench": "triad", "value": "fast", "unit": "GB/s"}],
-                defaults={"run_id": "r", "lane": "l", "attempt": "a"})
+        conform(
+            "host_bench",
+            [{"bench": "triad", "value": "fast", "unit": "GB/s"}],
+            defaults={"run_id": "r", "lane": "l", "attempt": "a"},
+        )
     assert err.value.table == "host_bench" and err.value.column == "value"
     assert "'host_bench'" in str(err.value) and "'value'" in str(err.value)
 
@@ -51,8 +86,16 @@ def test_missing_required_column_is_named():
 
 
 def test_arrow_input_is_cast_and_checked():
-    batch = pa.table({"run_id": ["r"], "lane": ["l"], "attempt": ["a"], "bench": ["matmul"], "unit": ["GFLOP/s"],
-                      "value": pa.array([3], type=pa.int64())})
+    batch = pa.table(
+        {
+            "run_id": ["r"],
+            "lane": ["l"],
+            "attempt": ["a"],
+            "bench": ["matmul"],
+            "unit": ["GFLOP/s"],
+            "value": pa.array([3], type=pa.int64()),
+        }
+    )
     t = conform("host_bench", batch)
     assert t.column("value").type == pa.float64()
 

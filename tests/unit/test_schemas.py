@@ -2,6 +2,7 @@
 and they hold for what the project reads and writes: every example request passes the request's schema and a
 misspelled field fails it; a comparison.json with every section passes the comparison's schema, one missing a
 section fails it."""
+
 from __future__ import annotations
 
 import json
@@ -51,10 +52,12 @@ def test_every_example_request_passes_the_request_schema(example):
 
 def test_the_request_schema_refuses_what_the_model_refuses_by_shape():
     validator = _validator("request")
-    for bad, where in (({"preset": "smoke", "modles": ["qwen3-8b"]}, "modles"),
-                       ({"preset": "nightly"}, "nightly"),
-                       ({"run_id": "has a space"}, "has a space"),
-                       ({"max_cost_usd": 0}, "0")):
+    for bad, where in (
+        ({"preset": "smoke", "modles": ["qwen3-8b"]}, "modles"),
+        ({"preset": "nightly"}, "nightly"),
+        ({"run_id": "has a space"}, "has a space"),
+        ({"max_cost_usd": 0}, "0"),
+    ):
         errors = list(validator.iter_errors(bad))
         assert errors and where in " ".join(e.message for e in errors), (bad, [e.message for e in errors])
 

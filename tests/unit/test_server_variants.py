@@ -2,6 +2,7 @@
 catalogue, checked at plan time (one line naming the entry and field), resolved into the ServerConfigs a lane
 boots (fields applied, extra_args passed to the CPU server verbatim and in the fingerprint), a variant without
 shapes of its own sweeping its base's, and the balanced repeat order."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,12 @@ from pipeline.lane_configs.capacity import Config as CapacityConfig
 from pipeline.lane_configs.serve_sweep import Config as SweepConfig
 from pipeline.servers import ServerVariantError, catalogue, check_server_configs, resolve_server_configs
 
-VARIANTS = {"A": {}, "A2": {"base": "A"}, "S": {"base": "A", "extra_args": ["--slowdown", "0.1"]},
-            "long": {"base": "B", "max_num_seqs": 1, "description": "one long sequence"}}
+VARIANTS = {
+    "A": {},
+    "A2": {"base": "A"},
+    "S": {"base": "A", "extra_args": ["--slowdown", "0.1"]},
+    "long": {"base": "B", "max_num_seqs": 1, "description": "one long sequence"},
+}
 
 
 def test_a_list_of_names_is_the_catalogue():
@@ -36,22 +41,25 @@ def test_variants_resolve_on_their_base_in_order():
     assert '"extra_args": ["--slowdown", "0.1"]' in s.to_json()
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"S": {"base": "A", "max_num_seq": 2}}, "server_configs.S.max_num_seq: unknown field; a variant may set"),
-    ({"S": {"base": "Z"}}, "server_configs.S.base: 'Z' is not a catalogue config (A, B)"),
-    ({"S": {}}, "server_configs.S: not in the catalogue (A, B) and declares no fields"),
-    ({"S": {"max_num_seqs": 0}}, "server_configs.S.max_num_seqs: an integer in [1, 4096], got 0"),
-    ({"S": {"max_model_len": "long"}}, "server_configs.S.max_model_len: an integer in [16, 1048576], got 'long'"),
-    ({"S": {"max_num_seqs": True}}, "server_configs.S.max_num_seqs: an integer"),
-    ({"S": {"extra_args": "--slowdown 0.1"}}, "server_configs.S.extra_args: a list of non-empty strings"),
-    ({"S": {"extra_args": [""]}}, "server_configs.S.extra_args: a list of non-empty strings"),
-    ({"S": ["A"]}, "server_configs.S: a variant is an object of fields"),
-    ({"bad name": {"base": "A"}}, "server_configs.bad name: a config name is a letter"),
-    ({}, "server_configs: at least one config"),
-    (["A", "C"], "server_configs: unknown server config 'C'; valid configs: A, B"),
-    (["A", "A"], "server_configs: a config named twice"),
-    ("A", "server_configs: a list of config names or a map of variants, got str"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"S": {"base": "A", "max_num_seq": 2}}, "server_configs.S.max_num_seq: unknown field; a variant may set"),
+        ({"S": {"base": "Z"}}, "server_configs.S.base: 'Z' is not a catalogue config (A, B)"),
+        ({"S": {}}, "server_configs.S: not in the catalogue (A, B) and declares no fields"),
+        ({"S": {"max_num_seqs": 0}}, "server_configs.S.max_num_seqs: an integer in [1, 4096], got 0"),
+        ({"S": {"max_model_len": "long"}}, "server_configs.S.max_model_len: an integer in [16, 1048576], got 'long'"),
+        ({"S": {"max_num_seqs": True}}, "server_configs.S.max_num_seqs: an integer"),
+        ({"S": {"extra_args": "--slowdown 0.1"}}, "server_configs.S.extra_args: a list of non-empty strings"),
+        ({"S": {"extra_args": [""]}}, "server_configs.S.extra_args: a list of non-empty strings"),
+        ({"S": ["A"]}, "server_configs.S: a variant is an object of fields"),
+        ({"bad name": {"base": "A"}}, "server_configs.bad name: a config name is a letter"),
+        ({}, "server_configs: at least one config"),
+        (["A", "C"], "server_configs: unknown server config 'C'; valid configs: A, B"),
+        (["A", "A"], "server_configs: a config named twice"),
+        ("A", "server_configs: a list of config names or a map of variants, got str"),
+    ],
+)
 def test_a_bad_variant_is_one_line_naming_entry_and_field(spec, message):
     with pytest.raises(ServerVariantError) as exc:
         check_server_configs(spec)

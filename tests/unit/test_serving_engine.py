@@ -1,5 +1,6 @@
 """The CPU engine's scheduling and stopping rules with a stand-in model (no weights): min_tokens masks EOS,
 ignore_eos never stops at EOS, max_num_seqs bounds the running set and the rest wait."""
+
 from __future__ import annotations
 
 import queue
@@ -10,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.serving.cpu_engine import CpuEngine, GenerationRequest, TokenEvent  # noqa: E402
-from agents.serving.cpu_server import IncrementalText  # noqa: E402
+from agents.serving.cpu_engine import CpuEngine, GenerationRequest, TokenEvent  # noqa: E402 - after the importorskip of torch
+from agents.serving.cpu_server import IncrementalText  # noqa: E402 - after the importorskip of torch
 
 EOS, VOCAB = 2, 8
 

@@ -1,4 +1,5 @@
 """Server command lines per backend, compile-cache state, boot-failure classification from logs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from agents.serving import UnknownServingBackendError, get_launcher
-from pipeline.servers import UnknownServerConfigError, catalogue, get_server_config
 from agents.serving.cpu import CpuLauncher
 from agents.serving.cuda import CudaLauncher
 from agents.serving.failures import BootFailureKind, classify_log
 from agents.serving.launcher import ServedModel, count_artifacts, dir_bytes
 from agents.serving.neuron import NXDI_FRAMEWORK, NeuronLauncher
+from pipeline.servers import UnknownServerConfigError, catalogue, get_server_config
 
 MODEL = ServedModel("llama-3.1-8b-instruct", Path("/ebs/models/llama"))
 
@@ -32,8 +33,10 @@ def test_neuron_command_and_env(tmp_path):
     assert "--device" not in cmd and "--block-size" not in cmd
     assert _flag(cmd, "--seed") == "0" and _flag(cmd, "--generation-config") == "vllm"
     assert (cfg.max_model_len, cfg.max_num_seqs) == (2048, 32)
-    assert (get_server_config("B", "full", "neuron").max_model_len,
-            get_server_config("B", "full", "neuron").max_num_seqs) == (3072, 8)
+    assert (
+        get_server_config("B", "full", "neuron").max_model_len,
+        get_server_config("B", "full", "neuron").max_num_seqs,
+    ) == (3072, 8)
     assert _flag(cmd, "--served-model-name") == MODEL.name
     assert "--no-enable-prefix-caching" in cmd and "--enable-prefix-caching" not in cmd
     env = launcher.env(MODEL, cfg)
@@ -128,14 +131,17 @@ CUDA_OOM_LOG = """torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 
 """
 
 
-@pytest.mark.parametrize("log,kind,needle", [
-    (NEURON_OOM_LOG, BootFailureKind.OOM, "NRT_RESOURCE: Failed to allocate"),
-    (COMPILE_LOG, BootFailureKind.COMPILE_ERROR, "Compilation failed"),
-    (QWEN3_LOG, BootFailureKind.UNSUPPORTED_ARCHITECTURE, "Qwen3ForCausalLM"),
-    (CUDA_OOM_LOG, BootFailureKind.OOM, "CUDA out of memory"),
-    ("OSError: [Errno 98] Address already in use\n", BootFailureKind.PORT_IN_USE, "Errno 98"),
-    ("ModuleNotFoundError: No module named 'vllm'\n", BootFailureKind.MISSING_PACKAGE, "No module named 'vllm'"),
-])
+@pytest.mark.parametrize(
+    "log,kind,needle",
+    [
+        (NEURON_OOM_LOG, BootFailureKind.OOM, "NRT_RESOURCE: Failed to allocate"),
+        (COMPILE_LOG, BootFailureKind.COMPILE_ERROR, "Compilation failed"),
+        (QWEN3_LOG, BootFailureKind.UNSUPPORTED_ARCHITECTURE, "Qwen3ForCausalLM"),
+        (CUDA_OOM_LOG, BootFailureKind.OOM, "CUDA out of memory"),
+        ("OSError: [Errno 98] Address already in use\n", BootFailureKind.PORT_IN_USE, "Errno 98"),
+        ("ModuleNotFoundError: No module named 'vllm'\n", BootFailureKind.MISSING_PACKAGE, "No module named 'vllm'"),
+    ],
+)
 def test_boot_failures_are_classified_with_the_verbatim_line(log, kind, needle):
     failure = classify_log(log.splitlines(), exited=True, returncode=1)
     assert failure.kind == kind

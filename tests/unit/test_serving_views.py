@@ -1,4 +1,6 @@
-"""The serving views (analytics/views/sql/1*_serving_*.sql) against hand-computed values (docs/reference/metrics.md serving, sustained)."""
+"""The serving views (analytics/views/sql/1*_serving_*.sql) against hand-computed values (docs/reference/metrics.md
+serving, sustained)."""
+
 from __future__ import annotations
 
 import math
@@ -10,19 +12,47 @@ from agents.loadgen.metrics import connect_rows, point_metrics, sustained_metric
 S = 1_000_000_000  # ns per second
 
 
-def req(i, *, ttft, chunks, tokens=None, out=None, prompt=8, sent=None, done=None, sched=None, success=True,
-        warmup=False, point="p", input_len=8, output_len=None, error_type=None):
+def req(
+    i,
+    *,
+    ttft,
+    chunks,
+    tokens=None,
+    out=None,
+    prompt=8,
+    sent=None,
+    done=None,
+    sched=None,
+    success=True,
+    warmup=False,
+    point="p",
+    input_len=8,
+    output_len=None,
+    error_type=None,
+):
     sent = i * S if sent is None else sent
     out = sum(tokens) if out is None and tokens else (len(chunks) if out is None else out)
-    return {"point_id": point, "request_id": f"{point}-{i}", "request_index": i, "warmup": warmup,
-            "t_scheduled_ns": sent if sched is None else sched, "t_sent_ns": sent,
-            "t_done_ns": done if done is not None else sent + int((chunks[-1] if chunks else 0) * S),
-            "client_queue_s": ((sent - (sent if sched is None else sched)) / S),
-            "ttft_s": ttft if success else None, "e2el_s": chunks[-1] if success and chunks else None,
-            "chunk_times_s": chunks, "chunk_tokens": tokens or [1] * len(chunks),
-            "prompt_tokens": prompt if success else None, "output_tokens": out if success else None,
-            "input_len": input_len, "output_len": output_len if output_len is not None else out,
-            "success": success, "error_type": error_type, "error": "boom" if not success else None}
+    return {
+        "point_id": point,
+        "request_id": f"{point}-{i}",
+        "request_index": i,
+        "warmup": warmup,
+        "t_scheduled_ns": sent if sched is None else sched,
+        "t_sent_ns": sent,
+        "t_done_ns": done if done is not None else sent + int((chunks[-1] if chunks else 0) * S),
+        "client_queue_s": ((sent - (sent if sched is None else sched)) / S),
+        "ttft_s": ttft if success else None,
+        "e2el_s": chunks[-1] if success and chunks else None,
+        "chunk_times_s": chunks,
+        "chunk_tokens": tokens or [1] * len(chunks),
+        "prompt_tokens": prompt if success else None,
+        "output_tokens": out if success else None,
+        "input_len": input_len,
+        "output_len": output_len if output_len is not None else out,
+        "success": success,
+        "error_type": error_type,
+        "error": "boom" if not success else None,
+    }
 
 
 def test_multi_token_chunks_one_token_output_and_failures():
@@ -87,10 +117,18 @@ def test_sustained_windows_retention_and_drift():
     # 8 windows of 1 s; one request per window, sent at the window start, chunks at +0.1..+0.1k s.
     # Window w carries tokens_by_window[w] tokens (one chunk of that many tokens).
     tokens_by_window = [1, 10, 10, 9, 8, 8, 7, 6]
-    rows = [req(w, ttft=0.1, chunks=[0.1], tokens=[t], out=t, output_len=t, sent=w * S) for w, t in
-            enumerate(tokens_by_window)]
-    sp = {"point_id": "p", "mode": "sustained", "window_s": 1.0, "warmup_windows": 1, "retention_k": 2,
-          "duration_limit_s": 8.0}
+    rows = [
+        req(w, ttft=0.1, chunks=[0.1], tokens=[t], out=t, output_len=t, sent=w * S)
+        for w, t in enumerate(tokens_by_window)
+    ]
+    sp = {
+        "point_id": "p",
+        "mode": "sustained",
+        "window_s": 1.0,
+        "warmup_windows": 1,
+        "retention_k": 2,
+        "duration_limit_s": 8.0,
+    }
     windows, summary = sustained_metrics(rows, sp)
     assert [w["window"] for w in windows] == list(range(8))
     assert [w["output_tokens"] for w in windows] == tokens_by_window
@@ -117,8 +155,14 @@ def test_sustained_windows_retention_and_drift():
 
 def test_sustained_with_a_single_measured_window_has_no_retention_and_no_error():
     rows = [req(w, ttft=0.1, chunks=[0.1], tokens=[5], out=5, output_len=5, sent=w * S) for w in range(2)]
-    sp = {"point_id": "p", "mode": "sustained", "window_s": 1.0, "warmup_windows": 1, "retention_k": 1,
-          "duration_limit_s": 2.0}
+    sp = {
+        "point_id": "p",
+        "mode": "sustained",
+        "window_s": 1.0,
+        "warmup_windows": 1,
+        "retention_k": 1,
+        "duration_limit_s": 2.0,
+    }
     windows, summary = sustained_metrics(rows, sp)
     assert summary["windows"] == 1
     assert summary["retention_vs_first"] is None  # first and last K would overlap
@@ -142,5 +186,10 @@ def test_views_load_through_the_store(tmp_path):
 def test_only_create_view_statements():
     con = connect_rows({})
     names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert {"request_metrics", "request_itls", "serving_points", "sustained_window_metrics",
-            "sustained_summary"} <= names
+    assert {
+        "request_metrics",
+        "request_itls",
+        "serving_points",
+        "sustained_window_metrics",
+        "sustained_summary",
+    } <= names

@@ -1,4 +1,5 @@
 """neuron-monitor JSON, nvidia-smi CSV and Prometheus text parsed into telemetry rows (NULL where absent)."""
+
 from __future__ import annotations
 
 import json

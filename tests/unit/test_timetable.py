@@ -1,14 +1,20 @@
 """The plan's expected timetable (control_plane.timetable): graph vs sequential, durations from history or defaults."""
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 
+from control_plane.timetable import (
+    DEFAULT_DURATIONS_S,
+    expected_duration,
+    history_durations,
+    timetable_graph,
+    timetable_sequential,
+)
 from pipeline.graph import Node, build_nodes
 from pipeline.lanes import plan_order
-from control_plane.timetable import (DEFAULT_DURATIONS_S, expected_duration, history_durations, timetable_graph,
-                                    timetable_sequential)
 
 PRICES = {"trn1": 1.34, "inf2": 0.76}
 
@@ -33,24 +39,48 @@ def test_full_default_schedule_meets_the_saving_targets():
 
 
 def test_schedule_arithmetic_on_a_small_graph():
-    nodes = [Node("a", "trn1", "a", 1), Node("b", "inf2", "b", 2),
-             Node("c", "inf2", "c", 3, needs=("a",), wave=1)]
+    nodes = [Node("a", "trn1", "a", 1), Node("b", "inf2", "b", 2), Node("c", "inf2", "c", 3, needs=("a",), wave=1)]
     g = timetable_graph(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, overhead_s=5)
     assert g.wall_s == 105 + 15  # wave 0 ends with a (5 + 100); c's segment: 5 + 10
     assert round(g.box_hours * 3600) == 105 + 35 + 15
     s = timetable_sequential(nodes, {"a": 100, "b": 30, "c": 10}, PRICES, ("trn1", "inf2"), overhead_s=5)
     assert s.wall_s == 105 + 45 and round(s.box_hours * 3600) == 150
-    assert g.cost_usd == round(105 / 3600 * 1.34 + 50 / 3600 * 0.76, 12) or abs(
-        g.cost_usd - (105 / 3600 * 1.34 + 50 / 3600 * 0.76)) < 1e-9
+    assert (
+        g.cost_usd == round(105 / 3600 * 1.34 + 50 / 3600 * 0.76, 12)
+        or abs(g.cost_usd - (105 / 3600 * 1.34 + 50 / 3600 * 0.76)) < 1e-9
+    )
 
 
 def test_history_wins_over_defaults_exact_host_first():
-    rows = [{"lane": "sft", "status": "succeeded", "supersedes": True, "wall_s": w, "profile": "full",
-             "instance_type": "trn1.2xlarge"} for w in (100.0, 300.0, 200.0)]
-    rows += [{"lane": "sft", "status": "failed", "supersedes": True, "wall_s": 5.0, "profile": "full",
-              "instance_type": "trn1.2xlarge"},
-             {"lane": "smoke@inf2", "status": "succeeded", "supersedes": True, "wall_s": 7.0, "profile": "tiny",
-              "instance_type": None}]
+    rows = [
+        {
+            "lane": "sft",
+            "status": "succeeded",
+            "supersedes": True,
+            "wall_s": w,
+            "profile": "full",
+            "instance_type": "trn1.2xlarge",
+        }
+        for w in (100.0, 300.0, 200.0)
+    ]
+    rows += [
+        {
+            "lane": "sft",
+            "status": "failed",
+            "supersedes": True,
+            "wall_s": 5.0,
+            "profile": "full",
+            "instance_type": "trn1.2xlarge",
+        },
+        {
+            "lane": "smoke@inf2",
+            "status": "succeeded",
+            "supersedes": True,
+            "wall_s": 7.0,
+            "profile": "tiny",
+            "instance_type": None,
+        },
+    ]
     hist = history_durations(rows)
     e = expected_duration("sft", "full", "trn1.2xlarge", hist)
     assert (e.seconds, e.source) == (200.0, "history (n=3, trn1.2xlarge)")
@@ -66,16 +96,38 @@ def test_plan_switches_from_defaults_to_a_local_runs_history(tmp_path):
     results = tmp_path / "results"
 
     def plan() -> str:
-        out = subprocess.run([sys.executable, "-m", "control_plane.cli", "plan", "--input", str(req), "--history",
-                              str(results)], capture_output=True, text=True, env=_env(), timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "control_plane.cli", "plan", "--input", str(req), "--history", str(results)],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout
 
     before = plan()
     assert "default: rehearsal" in before and "history" not in before.split("expected lane durations")[1]
-    run = subprocess.run([sys.executable, "-m", "control_plane.cli", "run", "--local", "--lanes", "provenance",
-                          "--run-id", "hist-1", "--results", str(results), "--no-live"],
-                         capture_output=True, text=True, env=_env(), timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "control_plane.cli",
+            "run",
+            "--local",
+            "--lanes",
+            "provenance",
+            "--run-id",
+            "hist-1",
+            "--results",
+            str(results),
+            "--no-live",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     after = plan()
     assert "history, other host (n=1, local)" in after
@@ -97,8 +149,10 @@ def test_the_segment_overhead_comes_from_recorded_boots_when_there_are_any():
     assert segment_overhead([]).seconds == SEGMENT_OVERHEAD_S
     assert segment_overhead([]).source.startswith("default")
     t0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
-    boots = [{"start_requested_at": t0, "cache_seeded_at": t0 + timedelta(seconds=s), "push_s": p}
-             for s, p in ((100, 4.0), (140, 6.0), (120, 5.0))]
+    boots = [
+        {"start_requested_at": t0, "cache_seeded_at": t0 + timedelta(seconds=s), "push_s": p}
+        for s, p in ((100, 4.0), (140, 6.0), (120, 5.0))
+    ]
     boots.append({"start_requested_at": None, "cache_seeded_at": t0, "push_s": None})  # a local run: no start
     got = segment_overhead(boots)
     assert got.seconds == 120 + 5.0 + STOP_S and "3 boot(s)" in got.source

@@ -1,4 +1,5 @@
 """The model catalogue: names per profile, hub token from Secrets Manager, clear gated-model errors, hashes."""
+
 from __future__ import annotations
 
 import pytest
@@ -67,8 +68,9 @@ def test_hub_download_goes_to_the_cache(tmp_path):
         (d / "config.json").write_text("{}")
         return str(d)
 
-    path = catalogue.resolve_model("qwen3-8b", tmp_path, "full", secrets_client=FakeSecrets("hf_t"),
-                                 snapshot_download=fake_download)
+    path = catalogue.resolve_model(
+        "qwen3-8b", tmp_path, "full", secrets_client=FakeSecrets("hf_t"), snapshot_download=fake_download
+    )
     assert path == tmp_path / "snap"
     assert seen["repo_id"] == "Qwen/Qwen3-8B" and seen["token"] == "hf_t"
     assert seen["cache_dir"] == str(tmp_path / "hub")

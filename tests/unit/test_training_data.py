@@ -1,4 +1,5 @@
 """The bundled instruction set and the dolly-format loader."""
+
 from __future__ import annotations
 
 import io
@@ -6,16 +7,32 @@ import json
 
 import pytest
 
-from agents.training.data import (BUNDLED_PATH, FIELDS, DatasetFormatError, load_instructions, sample,
-                                  to_messages, to_prompt_completion, user_message)
+from agents.training.data import (
+    BUNDLED_PATH,
+    FIELDS,
+    DatasetFormatError,
+    load_instructions,
+    sample,
+    to_messages,
+    to_prompt_completion,
+    user_message,
+)
 
 
 def test_bundled_set_is_a_few_hundred_dolly_records():
     data = load_instructions()
     assert 200 <= len(data) <= 1000
     cats = {r["category"] for r in data.records}
-    assert {"open_qa", "closed_qa", "classification", "summarization", "information_extraction",
-            "brainstorming", "creative_writing", "general_qa"} <= cats
+    assert {
+        "open_qa",
+        "closed_qa",
+        "classification",
+        "summarization",
+        "information_extraction",
+        "brainstorming",
+        "creative_writing",
+        "general_qa",
+    } <= cats
     for line in BUNDLED_PATH.read_text().splitlines():
         assert set(json.loads(line)) == set(FIELDS)
     assert len(data.sha256) == 64 and data.bytes == BUNDLED_PATH.stat().st_size
@@ -39,8 +56,12 @@ def test_context_goes_after_the_instruction():
 
 def test_reads_dolly_jsonl_from_a_path(tmp_path):
     path = tmp_path / "databricks-dolly-15k.jsonl"
-    path.write_text(json.dumps({"instruction": "a", "context": "", "response": "b", "category": "open_qa"}) + "\n"
-                    + json.dumps({"instruction": "c", "response": "d"}) + "\n")
+    path.write_text(
+        json.dumps({"instruction": "a", "context": "", "response": "b", "category": "open_qa"})
+        + "\n"
+        + json.dumps({"instruction": "c", "response": "d"})
+        + "\n"
+    )
     data = load_instructions(path)
     assert len(data) == 2 and data.records[1]["context"] == "" and data.source == str(path)
     assert len(load_instructions(path, limit=1)) == 1
@@ -58,8 +79,9 @@ def test_reads_dolly_jsonl_from_s3():
     assert data.records[0]["context"] == "c" and data.bytes == len(body)
 
 
-@pytest.mark.parametrize("line,why", [("{not json", "not JSON"), ('{"instruction": "x"}', "response"),
-                                      ("[1, 2]", "expected an object")])
+@pytest.mark.parametrize(
+    "line,why", [("{not json", "not JSON"), ('{"instruction": "x"}', "response"), ("[1, 2]", "expected an object")]
+)
 def test_bad_lines_name_the_source_and_line(tmp_path, line, why):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps({"instruction": "a", "response": "b"}) + "\n" + line + "\n")

@@ -1,18 +1,29 @@
 """The neuron trainer's command, environment and arguments, built without a device; its outputs parsed."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from agents.training.backends import LORA_TARGETS, TrainRequest, UnknownBackendError, get_trainer
-from agents.training.backends import neuron
+from agents.training.backends import LORA_TARGETS, TrainRequest, UnknownBackendError, get_trainer, neuron
 
 
 def _req(tmp_path: Path, **kw) -> TrainRequest:
-    base = dict(model="llama-3.1-8b-instruct", model_dir=tmp_path / "base", output_dir=tmp_path / "out",
-                records=[{"instruction": "Hi", "context": "", "response": "Hello", "category": "open_qa"}],
-                max_steps=200, max_seq_len=2048, batch_size=1, grad_accum=8, learning_rate=1e-4,
-                tensor_parallel=2, packing=True, gradient_checkpointing=True, compile_cache="/ebs/cache")
+    base = dict(
+        model="llama-3.1-8b-instruct",
+        model_dir=tmp_path / "base",
+        output_dir=tmp_path / "out",
+        records=[{"instruction": "Hi", "context": "", "response": "Hello", "category": "open_qa"}],
+        max_steps=200,
+        max_seq_len=2048,
+        batch_size=1,
+        grad_accum=8,
+        learning_rate=1e-4,
+        tensor_parallel=2,
+        packing=True,
+        gradient_checkpointing=True,
+        compile_cache="/ebs/cache",
+    )
     base.update(kw)
     return TrainRequest(**base)
 
@@ -71,10 +82,16 @@ def test_args_file_carries_everything_the_entry_needs(tmp_path):
 
 def test_parse_step_log(tmp_path):
     log = tmp_path / "steps.jsonl"
-    log.write_text("\n".join(json.dumps(r) for r in [
-        {"step": 1, "step_s": 120.5, "tokens": 16384, "loss": 1.9, "learning_rate": 1e-5, "grad_norm": 0.7},
-        {"step": 2, "step_s": 3.1, "tokens": 16384, "loss": 1.7, "learning_rate": 2e-5, "grad_norm": 0.6},
-    ]) + "\n")
+    log.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"step": 1, "step_s": 120.5, "tokens": 16384, "loss": 1.9, "learning_rate": 1e-5, "grad_norm": 0.7},
+                {"step": 2, "step_s": 3.1, "tokens": 16384, "loss": 1.7, "learning_rate": 2e-5, "grad_norm": 0.6},
+            ]
+        )
+        + "\n"
+    )
     steps = neuron.parse_step_log(log)
     assert [s.step for s in steps] == [1, 2] and steps[0].step_s == 120.5 and steps[1].loss == 1.7
     assert neuron.parse_step_log(tmp_path / "absent.jsonl") == []

@@ -1,4 +1,5 @@
 """The cpu/cuda trainer's SFTConfig arguments and the train_runs row built from an outcome (no torch work)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,8 @@ from agents.training.backends import TrainOutcome, TrainRequest
 from agents.training.backends.hf import sft_arguments
 from agents.training.data import InstructionSet
 from agents.training.session import run_row
-from pipeline.steps import StepRecord
 from analytics.schema import conform
+from pipeline.steps import StepRecord
 
 
 def _req(**kw) -> TrainRequest:
@@ -34,11 +35,22 @@ def test_cuda_arguments_with_recompute():
 
 
 def _outcome(device="trn1", trainable=1_000, frozen=99_000, recompute=True):
-    steps = [StepRecord(1, 2.0, 1e-4, 1.0, 1000, 60.0), StepRecord(2, 1.8, 1e-4, 0.9, 1000, 2.0),
-             StepRecord(3, 1.6, 1e-4, 0.8, 1000, 2.0)]
-    return TrainOutcome(steps=steps, params_trainable=trainable, params_frozen=frozen, adapter_dir=None,
-                        device=device, num_devices=1, activation_recompute=recompute, epochs=0.5,
-                        peak_host_mem_mib=1234.0)
+    steps = [
+        StepRecord(1, 2.0, 1e-4, 1.0, 1000, 60.0),
+        StepRecord(2, 1.8, 1e-4, 0.9, 1000, 2.0),
+        StepRecord(3, 1.6, 1e-4, 0.8, 1000, 2.0),
+    ]
+    return TrainOutcome(
+        steps=steps,
+        params_trainable=trainable,
+        params_frozen=frozen,
+        adapter_dir=None,
+        device=device,
+        num_devices=1,
+        activation_recompute=recompute,
+        epochs=0.5,
+        peak_host_mem_mib=1234.0,
+    )
 
 
 def test_run_row_carries_counts_formula_peaks_and_conforms():

@@ -1,6 +1,7 @@
 """The derived-view files load in the declared order (analytics.views.VIEW_FILES), every file is declared, and
 every view a file defines is created — by connect() over a store and, for the serving family, by the load
 generator's in-memory connection."""
+
 from __future__ import annotations
 
 import re
@@ -51,10 +52,22 @@ def test_the_serving_family_loads_alone_for_the_load_generator():
     from agents.loadgen.metrics import connect_rows
 
     wanted = declared_views(SERVING_FILES)
-    assert set(wanted) == {"request_metrics", "request_itls", "request_reads", "request_slo", "t_crit_95",
-                           "point_rate_batches", "point_peaks", "serving_points", "sustained_window_metrics",
-                           "sustained_summary", "workload_points", "workload_length_buckets", "workload_turns",
-                           "workload_sessions"}
+    assert set(wanted) == {
+        "request_metrics",
+        "request_itls",
+        "request_reads",
+        "request_slo",
+        "t_crit_95",
+        "point_rate_batches",
+        "point_peaks",
+        "serving_points",
+        "sustained_window_metrics",
+        "sustained_summary",
+        "workload_points",
+        "workload_length_buckets",
+        "workload_turns",
+        "workload_sessions",
+    }
     con = connect_rows({})
     created = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert set(wanted) <= created

@@ -1,5 +1,6 @@
 """The scheduler between waves (control_plane.waves, the schedule_wave Lambda's logic) over a local store:
 which segments run next, what it records for lanes that cannot run, the run's outcome."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,14 @@ def plan_input():
 
 def commit(store, lane: str, status: str) -> None:
     failure = {"error_type": "BoomError", "error_message": "boom"} if status == "failed" else {}
-    attempts.commit(store, RUN, lane, None, status, lane_runs=attempts.lane_row(
-        status, 0.0, None, None, "cpu", "test", datetime.now(timezone.utc), **failure))
+    attempts.commit(
+        store,
+        RUN,
+        lane,
+        None,
+        status,
+        lane_runs=attempts.lane_row(status, 0.0, None, None, "cpu", "test", datetime.now(timezone.utc), **failure),
+    )
 
 
 def wave_lanes(plan_input, wave: int, role: str) -> list[str]:
@@ -52,8 +59,15 @@ def run_wave(plan_input, store, wave: int, failed=(), skip=()) -> list[dict]:
         for lane in (s["result_lane"] for s in seg["lanes"]):
             if lane not in skip:
                 commit(store, lane, "failed" if lane in failed else "succeeded")
-        results.append({"box_role": seg["box_role"], "instance_id": seg["instance_id"], "wave": wave,
-                        "status": "completed", "lanes": [s["result_lane"] for s in seg["lanes"]]})
+        results.append(
+            {
+                "box_role": seg["box_role"],
+                "instance_id": seg["instance_id"],
+                "wave": wave,
+                "status": "completed",
+                "lanes": [s["result_lane"] for s in seg["lanes"]],
+            }
+        )
     return results
 
 
@@ -64,7 +78,8 @@ def test_the_full_plan_runs_both_boxes_in_wave_0_and_merge_consumers_in_wave_1(p
     assert wave_lanes(plan_input, 1, "inf2") == ["quality", "accuracy", "finetune_serve"]
     second = call(plan_input, store, first, run_wave(plan_input, store, 0))
     assert [(s["box_role"], [x["lane"] for x in s["lanes"]]) for s in second["segments"]] == [
-        ("inf2", ["quality", "accuracy", "finetune_serve"])]
+        ("inf2", ["quality", "accuracy", "finetune_serve"])
+    ]
     done = call(plan_input, store, second, run_wave(plan_input, store, 1))
     assert done["done"] and done["outcome"]["status"] == "succeeded" and done["recorded"] == []
     assert done["failure"] == {"Error": "", "Cause": ""}
@@ -138,8 +153,11 @@ def test_a_stop_failure_fails_the_run_with_instance_stop_failed(plan_input, stor
 def test_a_lane_whose_command_died_is_committed_failed_with_the_command_error(plan_input, store):
     first = call(plan_input, store)
     results = run_wave(plan_input, store, 0, skip={"sustained"})
-    results[1]["lanes"][4] = {"result_lane": "sustained", "error": "Command.Failed",
-                              "cause": '{"stderr_tail": "Killed"}'}
+    results[1]["lanes"][4] = {
+        "result_lane": "sustained",
+        "error": "Command.Failed",
+        "cause": '{"stderr_tail": "Killed"}',
+    }
     call(plan_input, store, first, results)
     status = lane_statuses(store, RUN)["sustained"]
     assert status.status == "failed" and status.reason.startswith("Command.Failed")

@@ -1,11 +1,13 @@
 """agents.loadgen.datasets: every reader on its fixture, S3 through moto, and every bad input."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -24,8 +26,11 @@ def error_of(call: Callable[[], Any]) -> str:
 
 
 def manifest_sha256(root: Path) -> str:
-    lines = sorted(f"{f.relative_to(root).as_posix()} {hashlib.sha256(f.read_bytes()).hexdigest()}\n"
-                   for f in root.rglob("*") if f.is_file())
+    lines = sorted(
+        f"{f.relative_to(root).as_posix()} {hashlib.sha256(f.read_bytes()).hexdigest()}\n"
+        for f in root.rglob("*")
+        if f.is_file()
+    )
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
@@ -35,6 +40,7 @@ def write(path: Path, text: str | bytes) -> str:
 
 
 # --- the fixtures -------------------------------------------------------------------------------------------
+
 
 def test_sharegpt_keeps_user_turns_in_order_and_skips_a_conversation_without_one():
     ds = read_dataset(str(CHAT))
@@ -47,8 +53,11 @@ def test_sharegpt_keeps_user_turns_in_order_and_skips_a_conversation_without_one
     assert [len(c) for c in ds.conversations] == [1, 3, 1, 2, 1, 1, 4, 1, 2, 1, 2]
     texts = [t for c in ds.conversations for t in c]
     assert "You are a terse assistant." not in texts and "Suspension." not in texts
-    assert ds.prompts[:3] == ["How do I water a cactus in winter?", "Name three bridge designs.",
-                              "Write a haiku about a lost umbrella."]
+    assert ds.prompts[:3] == [
+        "How do I water a cactus in winter?",
+        "Name three bridge designs.",
+        "Write a haiku about a lost umbrella.",
+    ]
 
 
 def test_jsonl_reads_prompts_and_messages():
@@ -112,11 +121,13 @@ def test_min_turns_met():
 
 # --- HF DatasetDict splits ---------------------------------------------------------------------------------
 
+
 def save_dict(path: Path, **splits: list[str]) -> str:
     import datasets
 
-    datasets.DatasetDict({name: datasets.Dataset.from_dict({"prompt": prompts})
-                          for name, prompts in splits.items()}).save_to_disk(str(path))
+    datasets.DatasetDict(
+        {name: datasets.Dataset.from_dict({"prompt": prompts}) for name, prompts in splits.items()}
+    ).save_to_disk(str(path))
     return str(path)
 
 
@@ -129,8 +140,9 @@ def test_dataset_dict_splits(tmp_path: Path):
     only = save_dict(tmp_path / "only", validation=["the only split"])
     assert read_dataset(only).split == "validation"
     two = save_dict(tmp_path / "two", dev=["x"], test=["y"])
-    assert error_of(lambda: read_dataset(two)) == (f"{two}: several splits and none named train; "
-                                                   f"pass split= one of dev, test")
+    assert error_of(lambda: read_dataset(two)) == (
+        f"{two}: several splits and none named train; pass split= one of dev, test"
+    )
     assert error_of(lambda: read_dataset(both, split="dev")) == f"{both}: no split 'dev'; splits: train, test"
 
 
@@ -140,6 +152,7 @@ def test_split_needs_a_dataset_dict():
 
 
 # --- S3 through moto ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def s3():
@@ -185,13 +198,15 @@ def test_s3_errors(s3: Any, tmp_path: Path):
     dir_hint = error_of(lambda: read_dataset("s3://prompts/sets/hf_prompts", s3_client=s3, download_dir=tmp_path))
     assert "end the URI with / to read a directory" in dir_hint
     assert error_of(lambda: read_dataset("s3://prompts/empty/", s3_client=s3, download_dir=tmp_path)) == (
-        "s3://prompts/empty/: no objects under this prefix")
+        "s3://prompts/empty/: no objects under this prefix"
+    )
     no_bucket = error_of(lambda: read_dataset("s3://absent-bucket/x/", s3_client=s3, download_dir=tmp_path))
     assert no_bucket.startswith("s3://absent-bucket/x/: cannot download: ") and "NoSuchBucket" in no_bucket
     assert "expected s3://bucket/key" in error_of(lambda: read_dataset("s3://prompts", s3_client=s3))
 
 
 # --- bad inputs ---------------------------------------------------------------------------------------------
+
 
 def test_missing_path(tmp_path: Path):
     path = str(tmp_path / "absent.jsonl")
@@ -215,7 +230,7 @@ def test_invalid_json_names_the_line_and_the_error(tmp_path: Path):
 def test_empty_inputs(tmp_path: Path):
     for name in ("empty.jsonl", "empty.json"):
         path = write(tmp_path / name, "\n  \n")
-        assert error_of(lambda: read_dataset(path)) == f"{path}: the file is empty"
+        assert error_of(lambda: read_dataset(path)) == f"{path}: the file is empty"  # noqa: B023 - called within this iteration
     empty_list = write(tmp_path / "list.json", "[]")
     assert error_of(lambda: read_dataset(empty_list)) == f"{empty_list}: the JSON list is empty"
     import pyarrow as pa
@@ -229,16 +244,25 @@ def test_empty_inputs(tmp_path: Path):
 def test_unknown_shape_names_the_fields_found_and_expected(tmp_path: Path):
     path = write(tmp_path / "data.jsonl", '{"prompt": "a"}\n{"text": "b"}\n{"foo": 1, "bar": 2}\n')
     assert error_of(lambda: read_dataset(path)) == (
-        f"{path}:3: no prompt, text, messages or conversations field (found: foo, bar)")
+        f"{path}:3: no prompt, text, messages or conversations field (found: foo, bar)"
+    )
 
 
 def test_non_string_fields_name_the_record(tmp_path: Path):
     path = write(tmp_path / "data.jsonl", '{"prompt": 42}\n')
     assert error_of(lambda: read_dataset(path)) == f"{path}:1: prompt is a number, expected a string"
-    path = write(tmp_path / "chat.json", json.dumps([{"conversations": [{"from": "human", "value": "hi"}]},
-                                                     {"conversations": [{"from": "human", "value": ["x"]}]}]))
+    path = write(
+        tmp_path / "chat.json",
+        json.dumps(
+            [
+                {"conversations": [{"from": "human", "value": "hi"}]},
+                {"conversations": [{"from": "human", "value": ["x"]}]},
+            ]
+        ),
+    )
     assert error_of(lambda: read_dataset(path)) == (
-        f"{path}:record 1: conversations[0].value is a list, expected a string")
+        f"{path}:record 1: conversations[0].value is a list, expected a string"
+    )
     path = write(tmp_path / "msg.jsonl", '{"messages": [{"role": "user", "content": null}]}\n')
     assert error_of(lambda: read_dataset(path)) == f"{path}:1: messages[0].content is null, expected a string"
     path = write(tmp_path / "role.jsonl", '{"messages": [{"role": "customer", "content": "hi"}]}\n')
@@ -254,32 +278,39 @@ def test_parquet_rows_are_named(tmp_path: Path):
     pq.write_table(pa.table({"id": ["a", "b"], "question": ["q1", "q2"]}), tmp_path / "odd.parquet")
     path = str(tmp_path / "odd.parquet")
     assert error_of(lambda: read_dataset(path)) == (
-        f"{path}:row 0: no prompt, text, messages or conversations field (found: id, question)")
+        f"{path}:row 0: no prompt, text, messages or conversations field (found: id, question)"
+    )
 
 
 def test_too_few_conversations_says_how_many_and_why():
     assert error_of(lambda: read_dataset(str(CHAT), min_conversations=12)) == (
-        f"{CHAT}: 11 usable conversations, 12 needed (1 skipped: 1 no user message)")
+        f"{CHAT}: 11 usable conversations, 12 needed (1 skipped: 1 no user message)"
+    )
 
 
 def test_too_few_deep_conversations():
     assert error_of(lambda: read_dataset(str(CHAT), min_turns=3, min_conversations=3)) == (
-        f"{CHAT}: 2 conversations have at least 3 user turns, 3 needed")
+        f"{CHAT}: 2 conversations have at least 3 user turns, 3 needed"
+    )
     assert error_of(lambda: read_dataset(str(PROMPTS), min_turns=3)) == (
-        f"{PROMPTS}: 0 conversations have at least 3 user turns, 1 needed")
+        f"{PROMPTS}: 0 conversations have at least 3 user turns, 1 needed"
+    )
 
 
 def test_kind_that_does_not_match_the_file(tmp_path: Path):
     assert "one JSON object per line is kind jsonl" in error_of(lambda: read_dataset(str(PROMPTS), "sharegpt"))
     assert "kind sharegpt" in error_of(lambda: read_dataset(str(CHAT), "jsonl"))
     assert error_of(lambda: read_dataset(str(PARQUET), "jsonl")) == (
-        f"{PARQUET}: kind jsonl given, but this is a Parquet file (kind parquet)")
+        f"{PARQUET}: kind jsonl given, but this is a Parquet file (kind parquet)"
+    )
     assert "Parquet magic" in error_of(lambda: read_dataset(str(PROMPTS), "parquet"))
     assert error_of(lambda: read_dataset(str(PROMPTS), "hf")) == (
-        f"{PROMPTS}: kind hf needs a save_to_disk directory, this is a file")
+        f"{PROMPTS}: kind hf needs a save_to_disk directory, this is a file"
+    )
     assert "this is an HF save_to_disk directory" in error_of(lambda: read_dataset(str(HF), "jsonl"))
     assert error_of(lambda: read_dataset(str(CHAT), "csv")) == (
-        f"{CHAT}: unknown kind 'csv'; valid kinds: sharegpt, jsonl, parquet, hf")
+        f"{CHAT}: unknown kind 'csv'; valid kinds: sharegpt, jsonl, parquet, hf"
+    )
     obj = write(tmp_path / "obj.json", '{"conversations": []}')
     assert error_of(lambda: read_dataset(obj)) == f"{obj}: expected a JSON list of ShareGPT records, got an object"
 
@@ -294,5 +325,6 @@ def test_uninferable_inputs(tmp_path: Path):
 
 def test_bad_arguments():
     assert error_of(lambda: read_dataset(str(CHAT), min_turns=0)) == (
-        f"{CHAT}: min_turns must be an integer >= 1, got 0")
+        f"{CHAT}: min_turns must be an integer >= 1, got 0"
+    )
     assert "min_conversations must be" in error_of(lambda: read_dataset(str(CHAT), min_conversations=-1))

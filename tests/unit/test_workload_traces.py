@@ -1,11 +1,13 @@
 """agents.loadgen.traces: Mooncake, our JSONL and BurstGPT traces, time scaling, limits and every bad input."""
+
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,7 @@ def line(ts: float, inp: Any = 10, out: Any = 5, **extra: Any) -> str:
 
 
 # --- Mooncake and our JSONL ----------------------------------------------------------------------------------
+
 
 def test_mooncake_fixture():
     records = [json.loads(x) for x in MOONCAKE.read_text().splitlines()]
@@ -68,12 +71,17 @@ def test_limit_keeps_the_first_requests():
 
 
 def test_our_jsonl_in_seconds_with_prefix_groups(tmp_path: Path):
-    path = write(tmp_path / "ours.jsonl", [line(5.0, prefix_group=1), "", line(5.5, prefix_group=2),
-                                           line(7.0, 20, 8, prefix_group=1)])
+    path = write(
+        tmp_path / "ours.jsonl",
+        [line(5.0, prefix_group=1), "", line(5.5, prefix_group=2), line(7.0, 20, 8, prefix_group=1)],
+    )
     trace = read_trace(path, timestamp_unit="s")
     assert trace.format == "jsonl"
-    assert trace.requests == (TraceRequest(0.0, 10, 5, None, 1), TraceRequest(0.5, 10, 5, None, 2),
-                              TraceRequest(2.0, 20, 8, None, 1))
+    assert trace.requests == (
+        TraceRequest(0.0, 10, 5, None, 1),
+        TraceRequest(0.5, 10, 5, None, 2),
+        TraceRequest(2.0, 20, 8, None, 1),
+    )
     assert read_trace(path).requests[2].t_s == pytest.approx(0.002)  # default unit: ms, as Mooncake
     assert read_trace(write(tmp_path / "plain.jsonl", [line(0), line(1000)]), timestamp_unit="ms").format == "jsonl"
 
@@ -87,6 +95,7 @@ def test_equal_timestamps_are_fine_and_a_single_request_has_no_rate(tmp_path: Pa
 
 
 # --- BurstGPT ------------------------------------------------------------------------------------------------
+
 
 def test_burstgpt_fixture_skips_failed_requests():
     with BURSTGPT.open(newline="") as f:
@@ -114,20 +123,23 @@ def test_burstgpt_detected_by_header_without_csv_extension(tmp_path: Path):
 def test_burstgpt_all_failed_is_an_empty_trace(tmp_path: Path):
     path = write(tmp_path / "failed.csv", ["Timestamp,Request tokens,Response tokens", "1,10,0", "2,12,0"])
     assert error_of(lambda: read_trace(path)) == (
-        f"{path}: empty trace: no requests (2 rows with 0 response tokens skipped)")
+        f"{path}: empty trace: no requests (2 rows with 0 response tokens skipped)"
+    )
 
 
 def test_burstgpt_errors(tmp_path: Path):
     path = write(tmp_path / "cols.csv", ["Timestamp,Model,Response tokens", "1,ChatGPT,4"])
     assert error_of(lambda: read_trace(path)) == (
-        f"{path}:1: not a BurstGPT header: missing column Request tokens (found: Timestamp, Model, Response tokens)")
+        f"{path}:1: not a BurstGPT header: missing column Request tokens (found: Timestamp, Model, Response tokens)"
+    )
     path = write(tmp_path / "frac.csv", ["Timestamp,Request tokens,Response tokens", "1,10,3", "", "2,10.5,3"])
     assert error_of(lambda: read_trace(path)) == f"{path}:4: Request tokens is '10.5', expected an integer"
     path = write(tmp_path / "short.csv", ["Timestamp,Request tokens,Response tokens", "1,10"])
     assert error_of(lambda: read_trace(path)) == f"{path}:2: missing field Response tokens"
     path = write(tmp_path / "back.csv", ["Timestamp,Request tokens,Response tokens", "5,10,3", "4,10,3"])
     assert error_of(lambda: read_trace(path)) == (
-        f"{path}:3: timestamp 4 is before line 2's 5 (timestamps must not go backwards)")
+        f"{path}:3: timestamp 4 is before line 2's 5 (timestamps must not go backwards)"
+    )
     path = write(tmp_path / "when.csv", ["Timestamp,Request tokens,Response tokens", "soon,10,3"])
     assert error_of(lambda: read_trace(path)) == f"{path}:2: Timestamp is 'soon', expected a finite number"
     assert "BurstGPT timestamps are in seconds" in error_of(lambda: read_trace(BURSTGPT, timestamp_unit="ms"))
@@ -135,19 +147,24 @@ def test_burstgpt_errors(tmp_path: Path):
 
 # --- bad JSONL -----------------------------------------------------------------------------------------------
 
+
 def test_timestamps_going_backwards_name_both_lines(tmp_path: Path):
     path = write(tmp_path / "t.jsonl", [line(0), line(1200), line(1100)])
     assert error_of(lambda: read_trace(path)) == (
-        f"{path}:3: timestamp 1100 is before line 2's 1200 (timestamps must not go backwards)")
+        f"{path}:3: timestamp 1100 is before line 2's 1200 (timestamps must not go backwards)"
+    )
 
 
-@pytest.mark.parametrize("inp, out, message", [
-    (0, 5, "input_length is 0, must be > 0"),
-    (10, -3, "output_length is -3, must be > 0"),
-    (12.5, 5, "input_length is 12.5, expected an integer"),
-    ("12", 5, "input_length is '12', expected an integer"),
-    (True, 5, "input_length is True, expected an integer"),
-])
+@pytest.mark.parametrize(
+    "inp, out, message",
+    [
+        (0, 5, "input_length is 0, must be > 0"),
+        (10, -3, "output_length is -3, must be > 0"),
+        (12.5, 5, "input_length is 12.5, expected an integer"),
+        ("12", 5, "input_length is '12', expected an integer"),
+        (True, 5, "input_length is True, expected an integer"),
+    ],
+)
 def test_bad_lengths(tmp_path: Path, inp: Any, out: Any, message: str):
     path = write(tmp_path / "t.jsonl", [line(0), line(1, inp, out)])
     assert error_of(lambda: read_trace(path)) == f"{path}:2: {message}"
@@ -156,20 +173,22 @@ def test_bad_lengths(tmp_path: Path, inp: Any, out: Any, message: str):
 def test_missing_field(tmp_path: Path):
     path = write(tmp_path / "t.jsonl", [line(0), json.dumps({"timestamp": 1, "input_length": 3})])
     assert error_of(lambda: read_trace(path)) == (
-        f"{path}:2: missing field output_length (found: timestamp, input_length)")
+        f"{path}:2: missing field output_length (found: timestamp, input_length)"
+    )
 
 
 def test_max_model_len(tmp_path: Path):
     path = write(tmp_path / "t.jsonl", [line(0, 100, 20), line(1, 100, 29), line(2, 100, 30)])
     assert len(read_trace(path, max_model_len=130, limit=2).requests) == 2
     assert error_of(lambda: read_trace(path, max_model_len=129)) == (
-        f"{path}:3: input_length + output_length = 100 + 30 = 130 > max_model_len 129")
+        f"{path}:3: input_length + output_length = 100 + 30 = 130 > max_model_len 129"
+    )
 
 
 def test_empty_traces(tmp_path: Path):
     for name, body in (("empty.jsonl", b""), ("blank.jsonl", b"\n \n")):
         path = write(tmp_path / name, body)
-        assert error_of(lambda: read_trace(path)) == f"{path}: empty trace: the file is empty"
+        assert error_of(lambda: read_trace(path)) == f"{path}: empty trace: the file is empty"  # noqa: B023 - called within this iteration
     path = write(tmp_path / "header.csv", ["Timestamp,Request tokens,Response tokens"])
     assert error_of(lambda: read_trace(path)) == f"{path}: empty trace: no requests"
 
@@ -177,7 +196,8 @@ def test_empty_traces(tmp_path: Path):
 @pytest.mark.parametrize("scale", [0, -1.0, float("nan"), float("inf")])
 def test_time_scale_must_be_positive(scale: float):
     assert error_of(lambda: read_trace(MOONCAKE, time_scale=scale)).startswith(
-        f"{MOONCAKE}: time_scale must be a finite number > 0, got ")
+        f"{MOONCAKE}: time_scale must be a finite number > 0, got "
+    )
 
 
 def test_other_bad_inputs(tmp_path: Path):
@@ -205,4 +225,4 @@ def test_trace_is_a_plain_value():
     trace = read_trace(MOONCAKE, limit=3)
     assert isinstance(trace, Trace) and isinstance(trace.requests, tuple)
     with pytest.raises(AttributeError):
-        trace.requests[0].t_s = 1.0  # type: ignore[misc]
+        trace.requests[0].t_s = 1.0

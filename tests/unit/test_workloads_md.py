@@ -1,5 +1,6 @@
 """REPORT.md's Workloads section reads comparison.json's rows and leaves them as written: the plots and REPORT.html
 read the same document afterwards, and REPORT.html embeds it as comparison.json."""
+
 from __future__ import annotations
 
 import copy
@@ -9,10 +10,27 @@ from tests.support.comparison import document
 
 
 def _comparison() -> dict:
-    point = {"run_id": "r", "lane": "serve_sweep", "point_id": "p1", "workload": "chat", "mode": "closed",
-             "max_concurrency": 2, "requests": 4, "failed": 0, "achieved_rate": 1.5}
-    session = {"run_id": "r", "lane": "serve_sweep", "point_id": "p1", "sessions": 2, "mean_turns_sent": 2.0,
-               "mean_turns_drawn": 2.5, "turns_ok": 4, "turns_sent": 4}
+    point = {
+        "run_id": "r",
+        "lane": "serve_sweep",
+        "point_id": "p1",
+        "workload": "chat",
+        "mode": "closed",
+        "max_concurrency": 2,
+        "requests": 4,
+        "failed": 0,
+        "achieved_rate": 1.5,
+    }
+    session = {
+        "run_id": "r",
+        "lane": "serve_sweep",
+        "point_id": "p1",
+        "sessions": 2,
+        "mean_turns_sent": 2.0,
+        "mean_turns_drawn": 2.5,
+        "turns_ok": 4,
+        "turns_sent": 4,
+    }
     return {"workloads": {"points": [point, {**point, "point_id": "p2"}], "sessions": [session]}}
 
 

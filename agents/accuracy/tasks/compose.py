@@ -19,6 +19,7 @@ a test recomputes each answer independently of the text. The YAMLs name their da
 accuracy harness resolves it against the YAML's directory (lm-eval alone would resolve it against the working
 directory).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ import json
 import random
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TRAINING_DATA = HERE.parents[1] / "training" / "data" / "instructions.jsonl"
@@ -68,8 +70,7 @@ def _arith(rng: random.Random, kind: str) -> dict[str, Any]:
     if kind == "two_step":
         a, b = rng.randint(2, 15), rng.randint(3, 20)
         c = rng.randint(1, a * b - 1)
-        q = (f"{name} buys {a} packs of {b} {thing} and gives away {c} of them. "
-             f"How many {thing} does {name} have left?")
+        q = f"{name} buys {a} packs of {b} {thing} and gives away {c} of them. How many {thing} does {name} have left?"
         return {"kind": kind, "a": a, "b": b, "c": c, "question": q, "answer": a * b - c}
     a, b = rng.randint(2, 60), rng.randint(2, 12)  # price
     q = f"A ticket costs {a} dollars. How many dollars do {b} tickets cost?"
@@ -82,8 +83,9 @@ ARITH_KINDS = ("add", "sub", "mul", "div", "two_step", "price")
 def arith_answer(r: dict[str, Any]) -> int:
     """The answer recomputed from the record's operands (the tests' independent check)."""
     a, b = r["a"], r["b"]
-    return {"add": a + b, "sub": a - b, "mul": a * b, "div": a // b, "price": a * b,
-            "two_step": a * b - r.get("c", 0)}[r["kind"]]
+    return {"add": a + b, "sub": a - b, "mul": a * b, "div": a // b, "price": a * b, "two_step": a * b - r.get("c", 0)}[
+        r["kind"]
+    ]
 
 
 def np_arith() -> list[dict[str, Any]]:
@@ -95,8 +97,9 @@ def np_arith() -> list[dict[str, Any]]:
         if r["question"] in seen:
             continue
         seen.add(r["question"])
-        out.append({"id": f"arith-{len(out):04d}", **{k: v for k, v in r.items() if k != "answer"},
-                    "answer": str(r["answer"])})
+        out.append(
+            {"id": f"arith-{len(out):04d}", **{k: v for k, v in r.items() if k != "answer"}, "answer": str(r["answer"])}
+        )
     return out
 
 
@@ -128,8 +131,10 @@ def np_classify() -> list[dict[str, Any]]:
         else:
             a = rng.randint(-50, 150)
             r = {"kind": kind, "a": a, "b": a if len(out) % 10 == 2 else rng.randint(-50, 150)}
-            q = (f"Is {r['a']} greater than, less than or equal to {r['b']}? Answer with one word: greater, less "
-                 "or equal.")
+            q = (
+                f"Is {r['a']} greater than, less than or equal to {r['b']}? Answer with one word: greater, less "
+                "or equal."
+            )
         if q in seen:
             continue
         seen.add(q)
@@ -189,21 +194,55 @@ def np_facts(path: Path = TRAINING_DATA) -> list[dict[str, Any]]:
             continue
         options_text = p["options"]
         label = p["label"].title() if p["label"].lower() in PROPER_LABELS else p["label"].lower()
-        out.append({"id": f"facts-{len(out):04d}", "kind": "training_label", "item": p["item"],
-                    "options": options_text, "source_line": p["source_line"],
-                    "question": f"In the training data, is {p['item']} {options_text}?", "answer": label})
+        out.append(
+            {
+                "id": f"facts-{len(out):04d}",
+                "kind": "training_label",
+                "item": p["item"],
+                "options": options_text,
+                "source_line": p["source_line"],
+                "question": f"In the training data, is {p['item']} {options_text}?",
+                "answer": label,
+            }
+        )
         if len(out) == COUNTS["np_facts"]:
             break
     return out
 
 
 # ---- np_choice --------------------------------------------------------------------------------------------------
-OPPOSITES = (("hot", "cold"), ("big", "small"), ("up", "down"), ("fast", "slow"), ("open", "closed"),
-             ("full", "empty"), ("early", "late"), ("high", "low"), ("wet", "dry"), ("left", "right"),
-             ("win", "lose"), ("push", "pull"), ("buy", "sell"), ("above", "below"), ("inside", "outside"),
-             ("first", "last"), ("true", "false"), ("happy", "sad"), ("rich", "poor"), ("thick", "thin"),
-             ("long", "short"), ("arrive", "leave"), ("always", "never"), ("north", "south"), ("east", "west"),
-             ("question", "answer"), ("begin", "end"), ("accept", "refuse"), ("asleep", "awake"), ("add", "subtract"))
+OPPOSITES = (
+    ("hot", "cold"),
+    ("big", "small"),
+    ("up", "down"),
+    ("fast", "slow"),
+    ("open", "closed"),
+    ("full", "empty"),
+    ("early", "late"),
+    ("high", "low"),
+    ("wet", "dry"),
+    ("left", "right"),
+    ("win", "lose"),
+    ("push", "pull"),
+    ("buy", "sell"),
+    ("above", "below"),
+    ("inside", "outside"),
+    ("first", "last"),
+    ("true", "false"),
+    ("happy", "sad"),
+    ("rich", "poor"),
+    ("thick", "thin"),
+    ("long", "short"),
+    ("arrive", "leave"),
+    ("always", "never"),
+    ("north", "south"),
+    ("east", "west"),
+    ("question", "answer"),
+    ("begin", "end"),
+    ("accept", "refuse"),
+    ("asleep", "awake"),
+    ("add", "subtract"),
+)
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "colour": ("red", "blue", "green", "yellow", "purple", "pink", "brown"),
     "fruit": ("apple", "pear", "banana", "grape", "lemon", "mango", "kiwi", "melon"),
@@ -243,7 +282,7 @@ def _opposite_choice(rng: random.Random, word: str, answer: str) -> dict[str, An
     pool = sorted({w for pair in OPPOSITES for w in pair} - {word, answer})
     choices = [answer, *rng.sample(pool, 3)]
     rng.shuffle(choices)
-    return {"kind": "opposite", "word": word, "question": f"What is the opposite of \"{word}\"?", "choices": choices}
+    return {"kind": "opposite", "word": word, "question": f'What is the opposite of "{word}"?', "choices": choices}
 
 
 def _category_choice(rng: random.Random, category: str) -> dict[str, Any]:
@@ -252,8 +291,12 @@ def _category_choice(rng: random.Random, category: str) -> dict[str, Any]:
     choices = [right, *rng.sample(others, 3)]
     rng.shuffle(choices)
     article = "an" if category[0] in "aeiou" else "a"
-    return {"kind": "category", "category": category, "question": f"Which of these is {article} {category}?",
-            "choices": choices}
+    return {
+        "kind": "category",
+        "category": category,
+        "question": f"Which of these is {article} {category}?",
+        "choices": choices,
+    }
 
 
 def np_choice() -> list[dict[str, Any]]:
@@ -290,25 +333,56 @@ HEADER = "# Written by agents/accuracy/tasks/compose.py: edit that script, not t
 
 
 def _common(name: str, output_type: str, summary: str) -> list[str]:
-    return [HEADER.rstrip("\n"), f"# {summary}", "tag:", "  - np_shipped", f"task: {name}", "dataset_path: json",
-            "dataset_name: null", "dataset_kwargs:", "  data_files:", f"    test: {name}.jsonl", "test_split: test",
-            f"output_type: {output_type}", "num_fewshot: 0", 'doc_to_text: "Question: {{question}}\\nAnswer:"']
+    return [
+        HEADER.rstrip("\n"),
+        f"# {summary}",
+        "tag:",
+        "  - np_shipped",
+        f"task: {name}",
+        "dataset_path: json",
+        "dataset_name: null",
+        "dataset_kwargs:",
+        "  data_files:",
+        f"    test: {name}.jsonl",
+        "test_split: test",
+        f"output_type: {output_type}",
+        "num_fewshot: 0",
+        'doc_to_text: "Question: {{question}}\\nAnswer:"',
+    ]
 
 
-def _generate_yaml(name: str, summary: str, pattern: str, group_select: int, lowercase: bool,
-                   max_gen_toks: int) -> str:
+def _generate_yaml(name: str, summary: str, pattern: str, group_select: int, lowercase: bool, max_gen_toks: int) -> str:
     lines = _common(name, "generate_until", summary) + [
         'doc_to_target: "{{answer}}"',
-        "generation_kwargs:", "  until:", '    - "\\n"', "    - \"Question:\"", f"  max_gen_toks: {max_gen_toks}",
-        "  do_sample: false", "  temperature: 0.0",
-        "filter_list:", "  - name: answer", "    filter:", "      - function: regex",
-        f"        regex_pattern: {_q(pattern)}", f"        group_select: {group_select}"]
+        "generation_kwargs:",
+        "  until:",
+        '    - "\\n"',
+        '    - "Question:"',
+        f"  max_gen_toks: {max_gen_toks}",
+        "  do_sample: false",
+        "  temperature: 0.0",
+        "filter_list:",
+        "  - name: answer",
+        "    filter:",
+        "      - function: regex",
+        f"        regex_pattern: {_q(pattern)}",
+        f"        group_select: {group_select}",
+    ]
     if lowercase:
         lines += ["      - function: lowercase"]
-    lines += ["      - function: take_first",
-              "metric_list:", "  - metric: exact_match", "    aggregation: mean", "    higher_is_better: true",
-              "    ignore_case: true", "    ignore_punctuation: false", "    regexes_to_ignore:", '      - ","',
-              "metadata:", "  version: 1.0"]
+    lines += [
+        "      - function: take_first",
+        "metric_list:",
+        "  - metric: exact_match",
+        "    aggregation: mean",
+        "    higher_is_better: true",
+        "    ignore_case: true",
+        "    ignore_punctuation: false",
+        "    regexes_to_ignore:",
+        '      - ","',
+        "metadata:",
+        "  version: 1.0",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -318,30 +392,60 @@ def _labels_pattern(labels: list[str] | tuple[str, ...]) -> str:
 
 
 def _choice_yaml() -> str:
-    lines = _common("np_choice", "multiple_choice", "multiple choice by log-likelihood: arithmetic, opposites, "
-                                                     "category membership; four choices, one right") + [
-        'doc_to_choice: "{{choices}}"', 'doc_to_target: "{{label}}"',
-        "metric_list:", "  - metric: acc", "    aggregation: mean", "    higher_is_better: true",
-        "metadata:", "  version: 1.0"]
+    lines = _common(
+        "np_choice",
+        "multiple_choice",
+        "multiple choice by log-likelihood: arithmetic, opposites, category membership; four choices, one right",
+    ) + [
+        'doc_to_choice: "{{choices}}"',
+        'doc_to_target: "{{label}}"',
+        "metric_list:",
+        "  - metric: acc",
+        "    aggregation: mean",
+        "    higher_is_better: true",
+        "metadata:",
+        "  version: 1.0",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def compose(training_data: Path = TRAINING_DATA) -> dict[str, str]:
     """File name -> text of every file of the shipped task set."""
     facts = np_facts(training_data)
-    data: dict[str, list[dict[str, Any]]] = {"np_arith": np_arith(), "np_classify": np_classify(),
-                                             "np_facts": facts, "np_choice": np_choice()}
-    files = {f"{name}.jsonl": "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-             for name, rows in data.items()}
+    data: dict[str, list[dict[str, Any]]] = {
+        "np_arith": np_arith(),
+        "np_classify": np_classify(),
+        "np_facts": facts,
+        "np_choice": np_choice(),
+    }
+    files = {
+        f"{name}.jsonl": "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+        for name, rows in data.items()
+    }
     files["np_arith.yaml"] = _generate_yaml(
-        "np_arith", "arithmetic word problems; exact match of the last number of the answer line",
-        r"(-?\d[\d,]*)", -1, False, 16)
+        "np_arith",
+        "arithmetic word problems; exact match of the last number of the answer line",
+        r"(-?\d[\d,]*)",
+        -1,
+        False,
+        16,
+    )
     files["np_classify.yaml"] = _generate_yaml(
-        "np_classify", "parity, sign and comparison of integers; exact match of the first label named",
-        _labels_pattern(CLASSIFY_LABELS), 0, True, 8)
+        "np_classify",
+        "parity, sign and comparison of integers; exact match of the first label named",
+        _labels_pattern(CLASSIFY_LABELS),
+        0,
+        True,
+        8,
+    )
     files["np_facts.yaml"] = _generate_yaml(
-        "np_facts", "labels the bundled SFT data gives its classification items; exact match of the first label "
-                    "named", _labels_pattern(fact_labels(training_labels(training_data))), 0, True, 8)
+        "np_facts",
+        "labels the bundled SFT data gives its classification items; exact match of the first label named",
+        _labels_pattern(fact_labels(training_labels(training_data))),
+        0,
+        True,
+        8,
+    )
     files["np_choice.yaml"] = _choice_yaml()
     return files
 
@@ -351,8 +455,11 @@ def main(argv: list[str] | None = None, out_dir: Path = HERE, emit: Callable[[st
     p.add_argument("--check", action="store_true", help="exit 1 when a committed file differs from what this writes")
     args = p.parse_args(argv)
     files = compose()
-    stale = [name for name, text in files.items()
-             if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text]
+    stale = [
+        name
+        for name, text in files.items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
+    ]
     if args.check:
         for name in stale:
             emit(f"{out_dir / name}: differs from what compose.py writes (run python -m agents.accuracy.tasks.compose)")

@@ -5,13 +5,15 @@
 ``NeuronSFTTrainer`` under ``torchrun`` (:mod:`agents.training.backends.neuron`).
 Heavy imports happen inside the trainer functions only.
 """
+
 from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from pipeline.steps import StepRecord
 

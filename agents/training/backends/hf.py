@@ -1,4 +1,5 @@
 """cpu / cuda trainer: trl ``SFTTrainer`` + peft LoRA in this process."""
+
 from __future__ import annotations
 
 import time
@@ -15,20 +16,39 @@ from pipeline.steps import StepRecord
 def lora_config(req: TrainRequest):
     from peft import LoraConfig
 
-    return LoraConfig(r=req.lora_r, lora_alpha=req.lora_alpha, lora_dropout=req.lora_dropout,
-                      target_modules=list(req.lora_targets), bias="none", task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=req.lora_r,
+        lora_alpha=req.lora_alpha,
+        lora_dropout=req.lora_dropout,
+        target_modules=list(req.lora_targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
 
 
 def sft_arguments(req: TrainRequest, backend: str) -> dict[str, Any]:
     """SFTConfig keyword arguments (pure: unit-testable without torch work)."""
     cuda = backend == "cuda"
     args: dict[str, Any] = dict(
-        output_dir=str(req.output_dir / "_trainer"), max_steps=req.max_steps,
-        per_device_train_batch_size=req.batch_size, gradient_accumulation_steps=req.grad_accum,
-        learning_rate=req.learning_rate, lr_scheduler_type="constant_with_warmup" if req.warmup_steps else "constant",
-        warmup_steps=req.warmup_steps, logging_steps=1, save_strategy="no", report_to=[],
-        max_length=req.max_seq_len, packing=req.packing, bf16=cuda, seed=req.seed, data_seed=req.seed,
-        use_cpu=not cuda, dataloader_num_workers=0, disable_tqdm=True, dataset_num_proc=None,
+        output_dir=str(req.output_dir / "_trainer"),
+        max_steps=req.max_steps,
+        per_device_train_batch_size=req.batch_size,
+        gradient_accumulation_steps=req.grad_accum,
+        learning_rate=req.learning_rate,
+        lr_scheduler_type="constant_with_warmup" if req.warmup_steps else "constant",
+        warmup_steps=req.warmup_steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        max_length=req.max_seq_len,
+        packing=req.packing,
+        bf16=cuda,
+        seed=req.seed,
+        data_seed=req.seed,
+        use_cpu=not cuda,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        dataset_num_proc=None,
     )
     if req.gradient_checkpointing:  # transformers 5 name; "gradient_checkpointing" is its deprecated alias
         args["activation_checkpointing"] = True
@@ -77,10 +97,17 @@ def _step_recorder(progress: ProgressFn, total: int):
             if "num_tokens" in logs:
                 seen = int(logs["num_tokens"])
                 tokens, self._tokens_seen = seen - self._tokens_seen, seen
-            self.steps.append(StepRecord(step=step, loss=float(logs["loss"]),
-                                         learning_rate=_float(logs.get("learning_rate")),
-                                         grad_norm=_float(logs.get("grad_norm")), tokens=tokens,
-                                         step_s=self._step_s[step], ts=datetime.now(timezone.utc)))
+            self.steps.append(
+                StepRecord(
+                    step=step,
+                    loss=float(logs["loss"]),
+                    learning_rate=_float(logs.get("learning_rate")),
+                    grad_norm=_float(logs.get("grad_norm")),
+                    tokens=tokens,
+                    step_s=self._step_s[step],
+                    ts=datetime.now(timezone.utc),
+                )
+            )
 
     return StepRecorder()
 
@@ -109,15 +136,21 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
     dataset = Dataset.from_list([to_prompt_completion(r) for r in req.records])
     recorder = _step_recorder(progress, req.max_steps)
     with PeakHostMemory() as mem:
-        trainer = SFTTrainer(model=model, args=SFTConfig(**sft_arguments(req, backend)), train_dataset=dataset,
-                             processing_class=tok, peft_config=lora_config(req), callbacks=[recorder])
+        trainer = SFTTrainer(
+            model=model,
+            args=SFTConfig(**sft_arguments(req, backend)),
+            train_dataset=dataset,
+            processing_class=tok,
+            peft_config=lora_config(req),
+            callbacks=[recorder],
+        )
         trainer.remove_callback(PrinterCallback)  # per-step dicts on stderr; the rows carry them
         trainable, frozen = count_params(trainer.model)
         try:
             t_loop = time.perf_counter()
             result = trainer.train()
             loop_s = time.perf_counter() - t_loop
-        except Exception as exc:  # noqa: BLE001 - re-raised with the model named
+        except Exception as exc:  # re-raised with the model named
             raise TrainingError(f"training {req.model} failed: {type(exc).__name__}: {exc}") from exc
     adapter_dir = req.output_dir / "adapter"
     trainer.model.save_pretrained(adapter_dir, safe_serialization=True)
@@ -126,9 +159,15 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
         raise TrainingError(f"training {req.model} logged no optimizer steps")
     device_name = torch.cuda.get_device_name(0) if backend == "cuda" else None
     epochs = getattr(trainer.state, "epoch", None)
-    return TrainOutcome(steps=recorder.steps, params_trainable=trainable, params_frozen=frozen,
-                        adapter_dir=adapter_dir, device=device_key(backend, device_name),
-                        num_devices=1, activation_recompute=req.gradient_checkpointing,
-                        epochs=float(epochs) if epochs is not None else None, peak_host_mem_mib=mem.peak_mib,
-                        extra={"train_runtime_s": getattr(result, "metrics", {}).get("train_runtime"),
-                               "train_loop_s": loop_s})
+    return TrainOutcome(
+        steps=recorder.steps,
+        params_trainable=trainable,
+        params_frozen=frozen,
+        adapter_dir=adapter_dir,
+        device=device_key(backend, device_name),
+        num_devices=1,
+        activation_recompute=req.gradient_checkpointing,
+        epochs=float(epochs) if epochs is not None else None,
+        peak_host_mem_mib=mem.peak_mib,
+        extra={"train_runtime_s": getattr(result, "metrics", {}).get("train_runtime"), "train_loop_s": loop_s},
+    )

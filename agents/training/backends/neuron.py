@@ -7,6 +7,7 @@ The training itself runs in :mod:`agents.training.backends.neuron_entry`
 ``neuron_parallel_compile`` (graph extraction + parallel compile): its
 numerics are garbage by design, so no loss is read from it, anywhere.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.backend import accelerator_python, harness_source_root
+from agents.box_env import compile_cache_dir, lane_environment
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
-from agents.box_env import compile_cache_dir, lane_environment
 from pipeline.boxes import NEURON_COMPILE_CACHE
 from pipeline.steps import StepRecord
 
@@ -55,8 +56,14 @@ def training_arguments(req: TrainRequest) -> dict[str, Any]:
 
 
 def lora_arguments(req: TrainRequest) -> dict[str, Any]:
-    return {"r": req.lora_r, "lora_alpha": req.lora_alpha, "lora_dropout": req.lora_dropout,
-            "target_modules": list(req.lora_targets), "bias": "none", "task_type": "CAUSAL_LM"}
+    return {
+        "r": req.lora_r,
+        "lora_alpha": req.lora_alpha,
+        "lora_dropout": req.lora_dropout,
+        "target_modules": list(req.lora_targets),
+        "bias": "none",
+        "task_type": "CAUSAL_LM",
+    }
 
 
 def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -64,23 +71,33 @@ def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[s
     the one compile cache), then neuronx-cc's flags pointing at the same cache."""
     env = lane_environment("training", dict(os.environ if base is None else base))
     cache = req.compile_cache or str(compile_cache_dir(env))
-    env.update({
-        "NEURON_COMPILE_CACHE_URL": cache,
-        "NEURON_CC_FLAGS": f"--model-type transformer --retry_failed_compilation --cache_dir={cache}",
-        "NEURON_FUSE_SOFTMAX": "1",
-        "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "3",
-        "MALLOC_ARENA_MAX": "64",
-        "TOKENIZERS_PARALLELISM": "false",
-        # the entry script runs under the DLAMI's interpreter and imports agents.training.data from the harness
-        "PYTHONPATH": os.pathsep.join(p for p in (harness_source_root(), env.get("PYTHONPATH", "")) if p),
-    })
+    env.update(
+        {
+            "NEURON_COMPILE_CACHE_URL": cache,
+            "NEURON_CC_FLAGS": f"--model-type transformer --retry_failed_compilation --cache_dir={cache}",
+            "NEURON_FUSE_SOFTMAX": "1",
+            "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "3",
+            "MALLOC_ARENA_MAX": "64",
+            "TOKENIZERS_PARALLELISM": "false",
+            # the entry script runs under the DLAMI's interpreter and imports agents.training.data from the harness
+            "PYTHONPATH": os.pathsep.join(p for p in (harness_source_root(), env.get("PYTHONPATH", "")) if p),
+        }
+    )
     return env
 
 
 def command(req: TrainRequest, args_file: Path, python: str | None = None) -> list[str]:
     python = python or accelerator_python()  # the DLAMI venv's torchrun on the boxes
-    cmd = [python, "-m", "torch.distributed.run", f"--nproc_per_node={NPROC_PER_NODE}",
-           "-m", "agents.training.backends.neuron_entry", "--args", str(args_file)]
+    cmd = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={NPROC_PER_NODE}",
+        "-m",
+        "agents.training.backends.neuron_entry",
+        "--args",
+        str(args_file),
+    ]
     if req.precompile:
         cmd = ["neuron_parallel_compile"] + cmd
     return cmd
@@ -88,9 +105,16 @@ def command(req: TrainRequest, args_file: Path, python: str | None = None) -> li
 
 def write_args(req: TrainRequest, work: Path) -> Path:
     """Everything the entry script needs, as one JSON file (records included)."""
-    payload = {"model": req.model, "model_dir": str(req.model_dir), "records": req.records,
-               "sft": training_arguments(req), "lora": lora_arguments(req), "precompile": req.precompile,
-               "step_log": str(work / STEP_LOG), "adapter_dir": str(req.output_dir / "adapter")}
+    payload = {
+        "model": req.model,
+        "model_dir": str(req.model_dir),
+        "records": req.records,
+        "sft": training_arguments(req),
+        "lora": lora_arguments(req),
+        "precompile": req.precompile,
+        "step_log": str(work / STEP_LOG),
+        "adapter_dir": str(req.output_dir / "adapter"),
+    }
     path = work / ARGS_FILE
     path.write_text(json.dumps(payload))
     return path
@@ -107,8 +131,16 @@ def parse_step_log(path: Path) -> list[StepRecord]:
         r = json.loads(line)
         if "step" not in r:  # the loop's wall time (loop_seconds)
             continue
-        out.append(StepRecord(step=int(r["step"]), loss=r.get("loss"), learning_rate=r.get("learning_rate"),
-                              grad_norm=r.get("grad_norm"), tokens=r.get("tokens"), step_s=float(r["step_s"])))
+        out.append(
+            StepRecord(
+                step=int(r["step"]),
+                loss=r.get("loss"),
+                learning_rate=r.get("learning_rate"),
+                grad_norm=r.get("grad_norm"),
+                tokens=r.get("tokens"),
+                step_s=float(r["step_s"]),
+            )
+        )
     return out
 
 
@@ -168,8 +200,9 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None, r
     progress(0, req.max_steps)
     with PeakHostMemory() as mem, open(log_path, "w") as log_fh:
         t0 = time.perf_counter()
-        proc = (run or _launch)(cmd, env=environment(req), stdout=log_fh, stderr=subprocess.STDOUT,
-                                cwd=str(_repo_root()))
+        proc = (run or _launch)(
+            cmd, env=environment(req), stdout=log_fh, stderr=subprocess.STDOUT, cwd=str(_repo_root())
+        )
         wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = Path(log_path).read_text(errors="replace")[-4000:]
@@ -182,12 +215,22 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None, r
     if not req.precompile and not (adapter.is_dir() and any(adapter.iterdir())):
         raise TrainingError(f"training {req.model} exited 0 but saved no adapter in {adapter} ({log_path})")
     trainable, frozen = count_params_meta(req.model_dir, req)
-    return TrainOutcome(steps=steps, params_trainable=trainable, params_frozen=frozen,
-                        adapter_dir=None if req.precompile else adapter, device="trn1", num_devices=1,
-                        activation_recompute=True,
-                        epochs=None if req.precompile else last_epoch(work / STEP_LOG), peak_host_mem_mib=mem.peak_mib,
-                        extra={"wall_s": wall, "log_path": str(log_path),
-                               "train_loop_s": None if req.precompile else loop_seconds(work / STEP_LOG)})
+    return TrainOutcome(
+        steps=steps,
+        params_trainable=trainable,
+        params_frozen=frozen,
+        adapter_dir=None if req.precompile else adapter,
+        device="trn1",
+        num_devices=1,
+        activation_recompute=True,
+        epochs=None if req.precompile else last_epoch(work / STEP_LOG),
+        peak_host_mem_mib=mem.peak_mib,
+        extra={
+            "wall_s": wall,
+            "log_path": str(log_path),
+            "train_loop_s": None if req.precompile else loop_seconds(work / STEP_LOG),
+        },
+    )
 
 
 def _repo_root() -> Path:

@@ -7,6 +7,7 @@ per optimizer step to the step log; under graph extraction
 (``NEURON_EXTRACT_GRAPHS_ONLY``) no loss is written: those numerics are garbage.
 Imports optimum-neuron: never import this module outside a Trainium box.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     if dropped:
         print(f"neuron_entry: this NeuronSFTConfig has no field(s) {', '.join(dropped)}; not passed", file=sys.stderr)
     sft_config = NeuronSFTConfig(**sft_args)
-    model = NeuronModelForCausalLM.from_pretrained(spec["model_dir"], sft_config.trn_config,
-                                                   torch_dtype=torch.bfloat16)
+    model = NeuronModelForCausalLM.from_pretrained(spec["model_dir"], sft_config.trn_config, torch_dtype=torch.bfloat16)
     step_log = spec["step_log"]
 
     class StepLog(TrainerCallback):
@@ -82,15 +82,26 @@ def main(argv: list[str] | None = None) -> None:
             tokens = None
             if "num_tokens" in logs:
                 tokens, self.seen = int(logs["num_tokens"]) - self.seen, int(logs["num_tokens"])
-            row = {"step": step, "step_s": self.step_s.pop(step), "tokens": tokens, "epoch": state.epoch,
-                   "learning_rate": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm")}
+            row = {
+                "step": step,
+                "step_s": self.step_s.pop(step),
+                "tokens": tokens,
+                "epoch": state.epoch,
+                "learning_rate": logs.get("learning_rate"),
+                "grad_norm": logs.get("grad_norm"),
+            }
             if not extracting:  # rule 4: a precompile run records no loss, anywhere
                 row["loss"] = logs.get("loss")
             with open(step_log, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
 
-    kwargs = dict(args=sft_config, model=model, peft_config=LoraConfig(**spec["lora"]), train_dataset=dataset,
-                  callbacks=[StepLog()])
+    kwargs = dict(
+        args=sft_config,
+        model=model,
+        peft_config=LoraConfig(**spec["lora"]),
+        train_dataset=dataset,
+        callbacks=[StepLog()],
+    )
     params = inspect.signature(NeuronSFTTrainer.__init__).parameters
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
     trainer = NeuronSFTTrainer(**kwargs)

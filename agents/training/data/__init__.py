@@ -6,13 +6,15 @@ databricks-dolly-15k fields). ``load_instructions()`` reads the bundled file;
 boxes it comes from S3). Prompts are built as chat messages and rendered by the
 model's own chat template, never by a hand-made string format.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_s3 import S3Client
@@ -49,16 +51,23 @@ def parse_jsonl(data: bytes, source: str) -> list[dict[str, str]]:
             raise DatasetFormatError(f"{source}:{n}: expected an object with {', '.join(FIELDS)}")
         missing = [f for f in ("instruction", "response") if not isinstance(raw.get(f), str) or not raw[f].strip()]
         if missing:
-            raise DatasetFormatError(f"{source}:{n}: missing or empty field(s) {', '.join(missing)}; "
-                                     f"a record needs {', '.join(FIELDS)}")
-        out.append({"instruction": raw["instruction"], "context": raw.get("context") or "",
-                    "response": raw["response"], "category": raw.get("category") or ""})
+            raise DatasetFormatError(
+                f"{source}:{n}: missing or empty field(s) {', '.join(missing)}; a record needs {', '.join(FIELDS)}"
+            )
+        out.append(
+            {
+                "instruction": raw["instruction"],
+                "context": raw.get("context") or "",
+                "response": raw["response"],
+                "category": raw.get("category") or "",
+            }
+        )
     if not out:
         raise DatasetFormatError(f"{source}: no records")
     return out
 
 
-def read_source(source: str | Path, s3_client: "S3Client | None" = None) -> bytes:
+def read_source(source: str | Path, s3_client: S3Client | None = None) -> bytes:
     text = str(source)
     if text.startswith("s3://"):
         bucket, _, key = text[5:].partition("/")
@@ -70,8 +79,9 @@ def read_source(source: str | Path, s3_client: "S3Client | None" = None) -> byte
     return Path(text).expanduser().read_bytes()
 
 
-def load_instructions(source: str | Path | None = None, limit: int | None = None,
-                      s3_client: "S3Client | None" = None) -> InstructionSet:
+def load_instructions(
+    source: str | Path | None = None, limit: int | None = None, s3_client: S3Client | None = None
+) -> InstructionSet:
     """The bundled set (``source`` None), or a dolly-format JSONL at a path or ``s3://`` URI."""
     src = str(source) if source else str(BUNDLED_PATH)
     data = read_source(src, s3_client)
@@ -89,8 +99,10 @@ def user_message(record: dict[str, str]) -> str:
 
 def to_prompt_completion(record: dict[str, str]) -> dict[str, list[dict[str, str]]]:
     """trl's conversational prompt-completion example (loss on the completion only)."""
-    return {"prompt": [{"role": "user", "content": user_message(record)}],
-            "completion": [{"role": "assistant", "content": record["response"].strip()}]}
+    return {
+        "prompt": [{"role": "user", "content": user_message(record)}],
+        "completion": [{"role": "assistant", "content": record["response"].strip()}],
+    }
 
 
 def to_messages(record: dict[str, str]) -> list[dict[str, str]]:
@@ -100,8 +112,9 @@ def to_messages(record: dict[str, str]) -> list[dict[str, str]]:
 
 def render_prompt(tokenizer: Any, record: dict[str, str]) -> str:
     """The generation prompt for ``record`` through the model's chat template."""
-    return tokenizer.apply_chat_template(to_prompt_completion(record)["prompt"], tokenize=False,
-                                         add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        to_prompt_completion(record)["prompt"], tokenize=False, add_generation_prompt=True
+    )
 
 
 def corpus_text(records: Iterable[dict[str, str]]) -> list[str]:

@@ -6,6 +6,7 @@ arithmetic word problems) drawn with a fixed seed, in dolly-15k's record format:
 ``instruction``, ``context``, ``response``, ``category``. The output is
 deterministic; the committed JSONL is what the lanes read.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,44 +20,152 @@ OUT = Path(__file__).with_name("instructions.jsonl")
 SEED = 20240915
 
 CLASS_SCHEMES: list[tuple[str, dict[str, str]]] = [
-    ("a fruit or a vegetable", {
-        "apple": "fruit", "carrot": "vegetable", "banana": "fruit", "broccoli": "vegetable", "mango": "fruit",
-        "spinach": "vegetable", "pear": "fruit", "leek": "vegetable", "cherry": "fruit", "cabbage": "vegetable",
-        "apricot": "fruit", "parsnip": "vegetable", "plum": "fruit", "celery": "vegetable", "kiwi": "fruit",
-        "turnip": "vegetable"}),
-    ("a mammal, a bird, a fish or a reptile", {
-        "dolphin": "mammal", "eagle": "bird", "salmon": "fish", "iguana": "reptile", "bat": "mammal",
-        "penguin": "bird", "trout": "fish", "tortoise": "reptile", "otter": "mammal", "heron": "bird",
-        "cod": "fish", "gecko": "reptile", "whale": "mammal", "sparrow": "bird", "tuna": "fish",
-        "crocodile": "reptile"}),
-    ("a string, wind or percussion instrument", {
-        "violin": "string", "flute": "wind", "snare drum": "percussion", "cello": "string", "oboe": "wind",
-        "xylophone": "percussion", "harp": "string", "clarinet": "wind", "timpani": "percussion",
-        "guitar": "string", "bassoon": "wind", "tambourine": "percussion", "viola": "string",
-        "trumpet": "wind", "cymbal": "percussion", "banjo": "string"}),
-    ("in Europe, Asia, Africa or South America", {
-        "Portugal": "Europe", "Vietnam": "Asia", "Kenya": "Africa", "Chile": "South America",
-        "Norway": "Europe", "Mongolia": "Asia", "Ghana": "Africa", "Peru": "South America",
-        "Austria": "Europe", "Nepal": "Asia", "Senegal": "Africa", "Uruguay": "South America",
-        "Estonia": "Europe", "Laos": "Asia", "Namibia": "Africa", "Colombia": "South America"}),
-    ("a renewable or a non-renewable energy source", {
-        "wind": "renewable", "coal": "non-renewable", "solar": "renewable", "natural gas": "non-renewable",
-        "geothermal": "renewable", "oil": "non-renewable", "hydroelectric": "renewable",
-        "peat": "non-renewable", "tidal": "renewable", "uranium": "non-renewable"}),
-    ("an inner planet or an outer planet", {
-        "Mercury": "inner planet", "Venus": "inner planet", "Earth": "inner planet", "Mars": "inner planet",
-        "Jupiter": "outer planet", "Saturn": "outer planet", "Uranus": "outer planet",
-        "Neptune": "outer planet"}),
-    ("a programming language or a database", {
-        "Python": "programming language", "PostgreSQL": "database", "Rust": "programming language",
-        "SQLite": "database", "Go": "programming language", "MongoDB": "database",
-        "Haskell": "programming language", "Redis": "database", "Kotlin": "programming language",
-        "Cassandra": "database", "Fortran": "programming language", "DuckDB": "database"}),
-    ("a team sport or an individual sport", {
-        "football": "team sport", "tennis": "individual sport", "rugby": "team sport",
-        "golf": "individual sport", "volleyball": "team sport", "archery": "individual sport",
-        "hockey": "team sport", "fencing": "individual sport", "basketball": "team sport",
-        "high jump": "individual sport", "water polo": "team sport", "marathon running": "individual sport"}),
+    (
+        "a fruit or a vegetable",
+        {
+            "apple": "fruit",
+            "carrot": "vegetable",
+            "banana": "fruit",
+            "broccoli": "vegetable",
+            "mango": "fruit",
+            "spinach": "vegetable",
+            "pear": "fruit",
+            "leek": "vegetable",
+            "cherry": "fruit",
+            "cabbage": "vegetable",
+            "apricot": "fruit",
+            "parsnip": "vegetable",
+            "plum": "fruit",
+            "celery": "vegetable",
+            "kiwi": "fruit",
+            "turnip": "vegetable",
+        },
+    ),
+    (
+        "a mammal, a bird, a fish or a reptile",
+        {
+            "dolphin": "mammal",
+            "eagle": "bird",
+            "salmon": "fish",
+            "iguana": "reptile",
+            "bat": "mammal",
+            "penguin": "bird",
+            "trout": "fish",
+            "tortoise": "reptile",
+            "otter": "mammal",
+            "heron": "bird",
+            "cod": "fish",
+            "gecko": "reptile",
+            "whale": "mammal",
+            "sparrow": "bird",
+            "tuna": "fish",
+            "crocodile": "reptile",
+        },
+    ),
+    (
+        "a string, wind or percussion instrument",
+        {
+            "violin": "string",
+            "flute": "wind",
+            "snare drum": "percussion",
+            "cello": "string",
+            "oboe": "wind",
+            "xylophone": "percussion",
+            "harp": "string",
+            "clarinet": "wind",
+            "timpani": "percussion",
+            "guitar": "string",
+            "bassoon": "wind",
+            "tambourine": "percussion",
+            "viola": "string",
+            "trumpet": "wind",
+            "cymbal": "percussion",
+            "banjo": "string",
+        },
+    ),
+    (
+        "in Europe, Asia, Africa or South America",
+        {
+            "Portugal": "Europe",
+            "Vietnam": "Asia",
+            "Kenya": "Africa",
+            "Chile": "South America",
+            "Norway": "Europe",
+            "Mongolia": "Asia",
+            "Ghana": "Africa",
+            "Peru": "South America",
+            "Austria": "Europe",
+            "Nepal": "Asia",
+            "Senegal": "Africa",
+            "Uruguay": "South America",
+            "Estonia": "Europe",
+            "Laos": "Asia",
+            "Namibia": "Africa",
+            "Colombia": "South America",
+        },
+    ),
+    (
+        "a renewable or a non-renewable energy source",
+        {
+            "wind": "renewable",
+            "coal": "non-renewable",
+            "solar": "renewable",
+            "natural gas": "non-renewable",
+            "geothermal": "renewable",
+            "oil": "non-renewable",
+            "hydroelectric": "renewable",
+            "peat": "non-renewable",
+            "tidal": "renewable",
+            "uranium": "non-renewable",
+        },
+    ),
+    (
+        "an inner planet or an outer planet",
+        {
+            "Mercury": "inner planet",
+            "Venus": "inner planet",
+            "Earth": "inner planet",
+            "Mars": "inner planet",
+            "Jupiter": "outer planet",
+            "Saturn": "outer planet",
+            "Uranus": "outer planet",
+            "Neptune": "outer planet",
+        },
+    ),
+    (
+        "a programming language or a database",
+        {
+            "Python": "programming language",
+            "PostgreSQL": "database",
+            "Rust": "programming language",
+            "SQLite": "database",
+            "Go": "programming language",
+            "MongoDB": "database",
+            "Haskell": "programming language",
+            "Redis": "database",
+            "Kotlin": "programming language",
+            "Cassandra": "database",
+            "Fortran": "programming language",
+            "DuckDB": "database",
+        },
+    ),
+    (
+        "a team sport or an individual sport",
+        {
+            "football": "team sport",
+            "tennis": "individual sport",
+            "rugby": "team sport",
+            "golf": "individual sport",
+            "volleyball": "team sport",
+            "archery": "individual sport",
+            "hockey": "team sport",
+            "fencing": "individual sport",
+            "basketball": "team sport",
+            "high jump": "individual sport",
+            "water polo": "team sport",
+            "marathon running": "individual sport",
+        },
+    ),
 ]
 
 CONVERSIONS: list[tuple[str, str, float, str]] = [
@@ -71,15 +180,22 @@ CONVERSIONS: list[tuple[str, str, float, str]] = [
 ]
 
 WORD_PROBLEMS: list[tuple[str, str]] = [
-    ("A baker makes {a} loaves in the morning and {b} in the afternoon. How many loaves does she make in a day?",
-     "add"),
-    ("A train has {a} passengers and {b} more get on at the next station. How many passengers are on the train "
-     "now?", "add"),
+    (
+        "A baker makes {a} loaves in the morning and {b} in the afternoon. How many loaves does she make in a day?",
+        "add",
+    ),
+    (
+        "A train has {a} passengers and {b} more get on at the next station. How many passengers are on the train now?",
+        "add",
+    ),
     ("A library had {a} books and lent out {b} of them. How many books are still on the shelves?", "sub"),
     ("A farmer plants {a} rows of beans with {b} plants in each row. How many bean plants are there?", "mul"),
     ("A crate holds {b} bottles. How many bottles are in {a} crates?", "mul"),
-    ("A cyclist rode {a} kilometres on Saturday and {b} kilometres on Sunday. How far did she ride over the "
-     "weekend?", "add"),
+    (
+        "A cyclist rode {a} kilometres on Saturday and {b} kilometres on Sunday. How far did she ride over the "
+        "weekend?",
+        "add",
+    ),
     ("A school has {a} pupils and {b} of them walk to school. How many pupils do not walk to school?", "sub"),
 ]
 
@@ -99,8 +215,7 @@ def _classification(rng: random.Random) -> list[dict]:
                 for n in chosen:
                     groups.setdefault(items[n], []).append(n)
                 response = "\n".join(f"{k[0].upper() + k[1:]}: {', '.join(v)}" for k, v in sorted(groups.items()))
-            out.append({"instruction": instruction, "context": "", "response": response,
-                        "category": "classification"})
+            out.append({"instruction": instruction, "context": "", "response": response, "category": "classification"})
     return out
 
 
@@ -113,10 +228,15 @@ def _conversions(rng: random.Random) -> list[dict]:
     for big, small, factor, fact in CONVERSIONS:
         for _ in range(3):
             n = rng.choice([2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 2.5, 1.5])
-            out.append({"instruction": f"How many {small} are in {_fmt(n)} {big}?", "context": "",
-                        "response": f"{fact}, so {_fmt(n)} {big} is {_fmt(n)} × {_fmt(factor)} = "
-                                    f"{_fmt(n * factor)} {small}.",
-                        "category": "open_qa"})
+            out.append(
+                {
+                    "instruction": f"How many {small} are in {_fmt(n)} {big}?",
+                    "context": "",
+                    "response": f"{fact}, so {_fmt(n)} {big} is {_fmt(n)} × {_fmt(factor)} = "
+                    f"{_fmt(n * factor)} {small}.",
+                    "category": "open_qa",
+                }
+            )
     return out
 
 
@@ -131,8 +251,14 @@ def _word_problems(rng: random.Random) -> list[dict]:
                 ans, why = a - b, f"{a} − {b} = {a - b}"
             else:
                 ans, why = a * b, f"{a} × {b} = {a * b}"
-            out.append({"instruction": template.format(a=a, b=b), "context": "",
-                        "response": f"{why}, so the answer is {ans}.", "category": "general_qa"})
+            out.append(
+                {
+                    "instruction": template.format(a=a, b=b),
+                    "context": "",
+                    "response": f"{why}, so the answer is {ans}.",
+                    "category": "general_qa",
+                }
+            )
     return out
 
 
@@ -141,24 +267,31 @@ def _from_passages() -> list[dict]:
     for p in PASSAGES:
         for q, a in p["qa"]:
             out.append({"instruction": q, "context": p["text"], "response": a, "category": "closed_qa"})
-        out.append({"instruction": f"Summarise this passage about {p['title'].lower()} in one or two sentences.",
-                    "context": p["text"], "response": p["summary"], "category": "summarization"})
+        out.append(
+            {
+                "instruction": f"Summarise this passage about {p['title'].lower()} in one or two sentences.",
+                "context": p["text"],
+                "response": p["summary"],
+                "category": "summarization",
+            }
+        )
         inst, resp = p["extract"]
-        out.append({"instruction": inst, "context": p["text"], "response": resp,
-                    "category": "information_extraction"})
+        out.append({"instruction": inst, "context": p["text"], "response": resp, "category": "information_extraction"})
     return out
 
 
 def compose() -> list[dict]:
     rng = random.Random(SEED)
-    records = (_from_passages()
-               + [{"instruction": q, "context": "", "response": a, "category": "open_qa"} for q, a in OPEN_QA]
-               + [{"instruction": q, "context": "", "response": a, "category": "general_qa"} for q, a in GENERAL_QA]
-               + [{"instruction": q, "context": "", "response": a, "category": "brainstorming"}
-                  for q, a in BRAINSTORMING]
-               + [{"instruction": q, "context": "", "response": a, "category": "creative_writing"}
-                  for q, a in CREATIVE]
-               + _classification(rng) + _conversions(rng) + _word_problems(rng))
+    records = (
+        _from_passages()
+        + [{"instruction": q, "context": "", "response": a, "category": "open_qa"} for q, a in OPEN_QA]
+        + [{"instruction": q, "context": "", "response": a, "category": "general_qa"} for q, a in GENERAL_QA]
+        + [{"instruction": q, "context": "", "response": a, "category": "brainstorming"} for q, a in BRAINSTORMING]
+        + [{"instruction": q, "context": "", "response": a, "category": "creative_writing"} for q, a in CREATIVE]
+        + _classification(rng)
+        + _conversions(rng)
+        + _word_problems(rng)
+    )
     rng.shuffle(records)
     return records
 
