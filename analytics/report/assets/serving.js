@@ -2,7 +2,7 @@
    lane and run where they vary: a Pareto view, with the frontier of points no other beats on both axes), the
    closed-loop sweep against concurrency on a log2 axis, open-loop points against their offered rate on an axis of
    their own, and a clicked point's latency distribution (the views' quantiles, np-data) as CDFs. Only headline
-   points (telemetry in the window, valid: rule 7, 15); sustained points are under Sustained. */
+   points (telemetry in the window, valid: rules 7 and 15); sustained points are under Sustained. */
 "use strict";
 
 function seriesName(p) {
