@@ -448,9 +448,9 @@ def _run_guarded(
     try:
         with beats if request.task_token else _nullcontext():
             _run_lane_code(request, spec, config, ctx, sampler, outcome)
-    except (KeyboardInterrupt, LaneInterrupted):
-        if beats.dead is not None:  # the heartbeat found the token dead: that is why the lane stopped
-            exc = LaneInterrupted(f"{DEAD_TOKEN_REASON}: {beats.dead}")
+    except (KeyboardInterrupt, LaneInterrupted) as interrupt:
+        # the heartbeat found the token dead: that is why the lane stopped
+        exc = interrupt if beats.dead is None else LaneInterrupted(f"{DEAD_TOKEN_REASON}: {beats.dead}")
         if not ctx.interrupt_rows:
             log.warning("lane %s interrupted (%s): nothing committed", request.lane, exc)
             logging.getLogger().removeHandler(files.handler)
