@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REGENERATE = "make docs"
@@ -191,18 +191,29 @@ def generate() -> str:
     return render(build_parser())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m control_plane.cli_reference", description="write the neuronpipe CLI reference as Markdown"
-    )
-    parser.add_argument("--output", default=None, help=f"write here instead of stdout (e.g. {OUTPUT})")
+def write_generated_page(
+    argv: list[str] | None, prog: str, description: str, page: Callable[[], str], output: Path
+) -> int:
+    """The command line of a generated page: the page on stdout, or written to ``--output`` (e.g. ``output``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--output", default=None, help=f"write here instead of stdout (e.g. {output})")
     args = parser.parse_args(argv)
-    text = generate()
+    text = page()
     if args.output is None:
         sys.stdout.write(text)
     else:
         Path(args.output).write_text(text)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_generated_page(
+        argv,
+        "python -m control_plane.cli_reference",
+        "write the neuronpipe CLI reference as Markdown",
+        generate,
+        OUTPUT,
+    )
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@ page that names a preset's waves links here instead of listing them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from control_plane.cli_reference import write_generated_page
 from pipeline.graph import build_nodes
 from pipeline.lanes import PRESETS, request_lanes
 
@@ -68,17 +68,13 @@ def generate() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m control_plane.preset_reference", description="write the presets' lanes and waves as Markdown"
+    return write_generated_page(
+        argv,
+        "python -m control_plane.preset_reference",
+        "write the presets' lanes and waves as Markdown",
+        generate,
+        OUTPUT,
     )
-    parser.add_argument("--output", default=None, help=f"write here instead of stdout (e.g. {OUTPUT})")
-    args = parser.parse_args(argv)
-    text = generate()
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text)
-    return 0
 
 
 if __name__ == "__main__":
