@@ -31,6 +31,15 @@ class ModelFacts:
     head_dim: int
     params: int  # parameters, for the weights' bytes
     max_positions: int
+    hidden_size: int = 0  # 0: not known (the roofline then counts every parameter as a multiply's)
+    vocab_size: int = 0
+    tie_word_embeddings: bool = False
+
+    @property
+    def matmul_params(self) -> int:
+        """Parameters in a matrix multiply per token: an untied input embedding is a lookup, left out."""
+        embedding = 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
+        return max(1, self.params - embedding)
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (docs/reference/metrics.md, "Serving
@@ -62,15 +71,21 @@ MODEL_CATALOGUE: dict[str, ModelEntry] = {
             "meta-llama/Llama-3.1-8B-Instruct",
             "llama",
             gated=True,
-            facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072),
+            facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072, hidden_size=4096, vocab_size=128256),
         ),
-        ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3", facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960)),
+        ModelEntry(
+            "qwen3-8b",
+            "hub",
+            "Qwen/Qwen3-8B",
+            "qwen3",
+            facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960, hidden_size=4096, vocab_size=151936),
+        ),
         ModelEntry(
             "tinyllama-1.1b",
             "hub",
             "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
             "llama",
-            facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048),
+            facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048, hidden_size=2048, vocab_size=32000),
         ),
     ]
 }
@@ -159,5 +174,13 @@ def facts_from_config(config: dict) -> ModelFacts:
     per_layer = hidden * head_dim * (heads + 2 * kv_heads) + heads * head_dim * hidden + 3 * hidden * inter
     embeddings = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
     return ModelFacts(
-        layers, heads, kv_heads, head_dim, layers * per_layer + embeddings, int(cfg.get("max_position_embeddings") or 0)
+        layers,
+        heads,
+        kv_heads,
+        head_dim,
+        layers * per_layer + embeddings,
+        int(cfg.get("max_position_embeddings") or 0),
+        hidden_size=hidden,
+        vocab_size=vocab,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
     )

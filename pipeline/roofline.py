@@ -30,11 +30,11 @@ Stdlib only (the planner imports it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipeline.hardware import DTYPE_BYTES, get_accelerator
+from pipeline.model_catalogue import ModelFacts
 
 PREDICTED = "predicted, not measured"
 
@@ -81,37 +81,31 @@ class Bounds:
         return asdict(self)
 
 
-def matmul_params(config: Mapping[str, Any], params: int | None = None) -> int:
-    """Parameters in a multiply per token, from a config.json: ``params`` (the checkpoint's count; else the
-    config's arithmetic) less an untied input embedding."""
-    from pipeline.model_catalogue import facts_from_config
+# vLLM's --quantization -> bytes per weight (a bound counts the fewest bytes a scheme could read: an unknown
+# scheme is taken as 4-bit)
+QUANTIZED_WEIGHT_BYTES: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "w8a8": 1.0, "awq": 0.5, "gptq": 0.5}
+UNKNOWN_QUANTIZED_BYTES = 0.5
 
-    cfg = config.get("text_config", config)
-    total = params if params is not None else facts_from_config(config).params
-    tied = bool(config.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
-    embedding = int(cfg.get("vocab_size") or 0) * int(cfg.get("hidden_size") or 0)
-    return max(1, int(total - (0 if tied else embedding)))
+
+def weight_bytes_per_param(dtype: str, quantization: str | None) -> float:
+    if quantization:
+        return QUANTIZED_WEIGHT_BYTES.get(quantization.lower(), UNKNOWN_QUANTIZED_BYTES)
+    return float(DTYPE_BYTES.get(dtype, 2))
 
 
 def served_model(
-    config: Mapping[str, Any],
+    facts: ModelFacts,
     *,
     dtype: str,
     kv_dtype_bytes: int,
     tensor_parallel: int = 1,
-    quantized: bool = False,
-    params: int | None = None,
+    quantization: str | None = None,
 ) -> ServedModel:
     """A model's roofline facts as a server config serves it (``dtype``: the facts' key, e.g. ``bf16``)."""
-    cfg = config.get("text_config", config)
-    heads = int(cfg["num_attention_heads"])
-    kv_heads = int(cfg.get("num_key_value_heads") or heads)
-    head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
-    kv = int(cfg["num_hidden_layers"]) * kv_heads * head_dim * 2 * kv_dtype_bytes
     return ServedModel(
-        matmul_params=matmul_params(config, params),
-        weight_bytes_per_param=1.0 if quantized else float(DTYPE_BYTES.get(dtype, 2)),
-        kv_bytes_per_token=kv,
+        matmul_params=facts.matmul_params,
+        weight_bytes_per_param=weight_bytes_per_param(dtype, quantization),
+        kv_bytes_per_token=facts.kv_bytes_per_token(kv_dtype_bytes),
         tensor_parallel=max(1, int(tensor_parallel)),
         dtype=dtype,
     )

@@ -151,6 +151,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
     from agents.serving.launcher import ServedModel
+    from agents.serving.served import served_facts
     from agents.serving.session import serve
     from agents.serving.sweep import Shape
     from agents.serving.variants import lane_server_configs
@@ -191,6 +192,7 @@ def run(ctx: LaneContext, config: Config) -> None:
                     backend=ctx.backend,
                     server_config_fingerprint=cfg.fingerprint(),
                     model_mix=cfg.model_mix(name),
+                    served=served_facts(path, cfg, ctx.backend),
                     warmup_requests=2,
                     timeouts=Timeouts(idle_s=120.0),
                     note=f"capacity search ({spec.slo_name})",

@@ -20,6 +20,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.sustained import run_sustained
     from agents.serving import get_launcher
     from agents.serving.launcher import ServedModel
+    from agents.serving.served import served_facts
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepSettings, plan
     from agents.training.catalogue import resolve_model
@@ -69,6 +70,7 @@ def run(ctx: LaneContext, config: Config) -> None:
             grid=grid,
             server_config_fingerprint=cfg.fingerprint(),
             model_mix=cfg.model_mix(model.name),
+            served=served_facts(path, cfg, ctx.backend),
             slo=parse_slo(config.slo).to_json(),
             timeouts=Timeouts(idle_s=120.0),
             note="; ".join(notes),

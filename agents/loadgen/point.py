@@ -79,6 +79,7 @@ class SweepPoint:
     # lengths, and max_model_len (the server's) clips the draws
     workload: Any = None
     max_model_len: int | None = None
+    served: dict[str, Any] | None = None  # the served model's roofline facts (agents.serving.served)
 
     def arrival(self) -> ClosedLoop | OpenLoop | Scheduled:
         a = self.workload.arrival if self.workload is not None else None
@@ -442,6 +443,7 @@ def sweep_point_row(
         "stop_reason": stop_reason,
         "server_config_fingerprint": point.server_config_fingerprint,
         "model_mix_json": json.dumps(dict(point.model_mix), sort_keys=True) if point.model_mix else None,
+        "served_json": json.dumps(point.served, sort_keys=True) if point.served else None,
     }
 
 

@@ -323,8 +323,10 @@ def point_fields(
     """What every point of a config's sweep shares, a shape's or a workload's: the model, the server it runs on
     (kind, fingerprint, a multi-LoRA variant's traffic split), the SLO and lag bound, the grid, the timeouts."""
     from agents.loadgen.client import Timeouts
+    from agents.serving.served import served_facts
 
     return dict(
+        served=served_facts(model.path, cfg, ctx.backend),
         model=model.name,
         server_kind=launcher.server_kind,
         server_config_fingerprint=cfg.fingerprint(),

@@ -33,6 +33,10 @@ SUSTAINED_VIEWS = ("sustained_summary",)
 SATURATION_VIEW = "point_saturation"
 # Energy per output token inside each sweep point's span (42_report_energy.sql), joined to the points likewise.
 ENERGY_VIEW = "point_energy"
+ROOFLINE_VIEW = "point_roofline"
+# what the serving tables show of a point's roofline (71_report_roofline.sql), beside its measured figures
+ROOFLINE_COLUMNS = ("r.throughput_fraction AS limit_fraction, r.output_tokens_per_s_bound, r.tpot_bound_ms, "
+                    "r.hardware AS roofline_hardware, r.roofline_note")
 # Views of 70_aggregates.sql: aggregate-only points, retention from iterations without request rows.
 AGGREGATE_POINTS_VIEW = "serving_points_all"
 ITERATION_RETENTION_VIEW = "sustained_iterations"
@@ -165,12 +169,17 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
     if ENERGY_VIEW in present:
         sat_cols += ", e.* EXCLUDE (run_id, lane, attempt, point_id, model, server_config)"
         sat_join += f" LEFT JOIN {ENERGY_VIEW} e USING (run_id, lane, point_id)"
+    if ROOFLINE_VIEW in present:
+        sat_cols += ", " + ROOFLINE_COLUMNS
+        sat_join += f" LEFT JOIN {ROOFLINE_VIEW} r USING (run_id, lane, point_id)"
     points = rows(con, f"""
         SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples{sat_cols}
         FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id) {sat_join}
         ORDER BY {order}""")
+    roofline = (rows(con, f"SELECT * FROM {ROOFLINE_VIEW} ORDER BY run_id, lane, model, server_config, input_len, "
+                          "output_len, batch, point_id") if ROOFLINE_VIEW in present else None)
     return {"available": True, "view": view, "points": points, "grids": grids,
-            "aggregate_points": aggregate_points(con, present)}
+            "aggregate_points": aggregate_points(con, present), "roofline": roofline}
 
 
 def aggregate_points(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[dict[str, Any]]:
@@ -180,9 +189,14 @@ def aggregate_points(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[
         return []
     order = _order_by(_columns(con, AGGREGATE_POINTS_VIEW), ("run_id", "lane", "model", "server_config", "input_len",
                                                               "output_len", "max_concurrency", "point_id"))
+    roofline_cols, roofline_join = "", ""
+    if ROOFLINE_VIEW in present:
+        roofline_cols = ", " + ROOFLINE_COLUMNS
+        roofline_join = f"LEFT JOIN {ROOFLINE_VIEW} r USING (run_id, lane, point_id)"
     return rows(con, f"""
-        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples, coalesce(t.telemetry_rows, 0) AS telemetry_rows
-        FROM {AGGREGATE_POINTS_VIEW} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id)
+        SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples,
+               coalesce(t.telemetry_rows, 0) AS telemetry_rows{roofline_cols}
+        FROM {AGGREGATE_POINTS_VIEW} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id) {roofline_join}
         WHERE s.metric_basis = 'aggregate' AND coalesce(s.mode, '') NOT IN ('sustained', 'sustained_iteration')
         ORDER BY {order}""")
 

@@ -19,7 +19,8 @@ RULE = ("A point meets the SLO when it is not flagged invalid and its TTFT and T
         "within the bounds; each row is the highest measured concurrency that meets it, for one instance type, "
         "model, lane, server config and shape.")
 FORMULA = ("$/M output tokens = $/hour / (output tok/s x 3600) x 1e6 at that point; its 95 % interval is the "
-           "output-throughput interval inverted.")
+           "output-throughput interval inverted. % of limit = that point's output tok/s / the roofline's upper "
+           "bound for its hardware, model, batch and shape (docs/reference/metrics.md, \"Roofline\").")
 
 
 # 76_report_capacity.sql: report_decision with the max sustainable rate at the SLO beside each row

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from analytics.report.roofline_md import limit_cell
 from analytics.report.accuracy_md import accuracy_cell
 from analytics.report.document import Comparison, Decision
 from analytics.report.format import fmt, none_line, table
@@ -53,7 +54,7 @@ COLUMNS = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_con
            ("max_rate_meeting_slo", "max sustainable rate req/s [bracket]"),
            ("rate_usd_per_million_output_tokens", "$/M out tok at that rate"), ("decision_basis", "use"),
            ("output_throughput", "output tok/s [95 % CI]"), ("goodput", "goodput req/s [95 % CI]"),
-           ("p99_ttft_ms", "p99 TTFT ms"), ("p99_tpot_ms", "p99 TPOT ms"),
+           ("limit_fraction", "% of limit"), ("p99_ttft_ms", "p99 TTFT ms"), ("p99_tpot_ms", "p99 TPOT ms"),
            ("usd_per_million_output_tokens", "$/M output tokens [95 % CI]"), ("note", "note"))
 
 
@@ -101,6 +102,8 @@ def s_decision(c: Comparison) -> list[str]:
                 + (fmt(hi) if hi is not None else "not reached") + ")"
         if k == "rate_usd_per_million_output_tokens":
             return fmt(r[k]) if r.get(k) is not None else None
+        if k == "limit_fraction":
+            return limit_cell(r)
         return r.get(k)
 
     lines += s_hardware(d)

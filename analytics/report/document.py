@@ -153,6 +153,9 @@ class Serving(Section):
     points: list[Row]
     grids: list[ServingGrid]
     aggregate_points: list[Row] | None = Field(None, description="present when available")
+    roofline: list[Row] | None = Field(
+        None, description="every serving point's roofline: bounds and % of each (point_roofline; when installed)"
+    )
     note: str | None = Field(None, description="why there are no serving metrics (present when not available)")
 
 

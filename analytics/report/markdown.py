@@ -18,6 +18,7 @@ from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
+from analytics.report.roofline_md import limit_cell, s_roofline
 from analytics.report.energy_md import energy_columns, energy_notes
 from analytics.report.deltas_md import s_side_by_side
 from analytics.report.document import Comparison, RunSummary
@@ -140,7 +141,8 @@ def s_training(c: Comparison) -> list[str]:
 SERVING_COLUMNS: list[Column] = [
     ("max_concurrency", "conc"), ("request_rate", "rate"), ("input_len", "in"), ("output_len", "out"),
     ("completed", "completed"), ("failed", "failed"), ("duration", "duration s"),
-    ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("total_token_throughput", "total tok/s"),
+    ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("limit_fraction", "% of limit"),
+    ("total_token_throughput", "total tok/s"),
     *SATURATION_COLUMNS,
     ("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
     ("p99_tpot_ms", "TPOT p99 ms"), ("p99_itl_ms", "ITL p99 ms"), ("p99_e2el_ms", "E2EL p99 ms"),
@@ -196,6 +198,8 @@ def s_serving(c: Comparison) -> list[str]:
             return "delivery rate (coalesced)" if r.get("coalesced") else r.get(k)
         if k in SATURATION_KEYS:
             return saturation_cell(r, k)
+        if k == "limit_fraction":
+            return limit_cell(r)
         value = with_ci(r, k) if k in CI_COLUMNS else metric_value(r, k)
         if r.get("coalesced") and k in DELIVERY_COLUMNS and value is not None:
             return f"{fmt(value)} (delivery)"  # never shown as decode speed (docs/reference/metrics.md)
@@ -352,7 +356,7 @@ def s_rules(c: Comparison) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_workloads, s_variants, s_limits,
+    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
     s_quality, s_accuracy, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 

@@ -27,7 +27,8 @@ AGGREGATE_NOTE = ("Aggregate-only points: the source kept only each point's summ
 AGGREGATE_COLUMNS = [
     ("max_concurrency", "conc"), ("input_len", "in"), ("output_len", "out"), ("num_prompts", "prompts"),
     ("completed", "completed"), ("failed", "failed"), ("duration", "duration s"),
-    ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("total_token_throughput", "total tok/s"),
+    ("request_throughput", "req/s"), ("output_throughput", "out tok/s"), ("limit_fraction", "% of limit"),
+    ("total_token_throughput", "total tok/s"),
     ("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
     ("p99_tpot_ms", "TPOT p99 ms"), ("p99_itl_ms", "ITL p99 ms"), ("p99_e2el_ms", "E2EL p99 ms"),
     ("telemetry_samples", "telemetry"), ("metric_basis", "basis")]

@@ -308,6 +308,33 @@ def decision_hardware(c: Comparison, out: Path) -> list[Path]:
     return paths
 
 
+def roofline(c: Comparison, out: Path) -> list[Path]:
+    """Measured output tokens/s against concurrency, each series beside its roofline bound (dashed), log-log."""
+    from analytics.report.roofline_md import PLOT_FILE, plotted_points
+
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    multi = len(c.run_ids) > 1
+    for p in plotted_points(c):
+        series[f"{_series_label(p, multi)} · {p.get('server_config')} · {p.get('input_len')}:{p.get('output_len')}"
+               ].append(p)
+    if not series:
+        return []
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label in sorted(series):
+        pts = sorted(series[label], key=lambda p: p["max_concurrency"])
+        xs = [p["max_concurrency"] for p in pts]
+        line = ax.plot(xs, [_y(p.get("output_throughput")) for p in pts], "-o", label=f"{label} measured")[0]
+        ax.plot(xs, [_y(p.get("output_tokens_per_s_bound")) for p in pts], "--", color=line.get_color(),
+                label=f"{label} bound")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("output tokens/s")
+    ax.set_title("Output throughput against its roofline bound (dashed)")
+    ax.legend(fontsize=6)
+    return [_save(fig, out / PLOT_FILE)]
+
+
 PLOTS: dict[str, Plot] = {
     "capacity_knee": capacity_knee,
     "compile_cold_warm": compile_cold_warm,
@@ -315,6 +342,7 @@ PLOTS: dict[str, Plot] = {
     "loss_curves": loss_curves,
     "latency_vs_concurrency": latency_vs_concurrency,
     "output_throughput_vs_concurrency": throughput_vs_concurrency,
+    "roofline": roofline,
     "sustained_timeline": sustained_timeline,
 }
 

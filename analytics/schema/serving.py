@@ -149,6 +149,13 @@ SWEEP_POINTS = table(
     f("prefix_cache_hits", pa.int64(), doc="of those, the tokens found in the cache (vllm:prefix_cache_hits)"),
     f("prefix_cache_note", pa.string(), doc="why the prefix-cache counters are NULL"),
     f(
+        "served_json",
+        pa.string(),
+        doc="what the point's roofline needs of the served model (pipeline.roofline.ServedModel: matmul_params, "
+        "weight_bytes_per_param, kv_bytes_per_token, tensor_parallel, dtype; params and where they were counted; "
+        "max_num_seqs, max_model_len); NULL: not recorded (an older or imported point without facts)",
+    ),
+    f(
         "model_mix_json",
         pa.string(),
         doc="a multi-LoRA variant's traffic split, {name: weight} (its adapters and, "

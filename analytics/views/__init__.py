@@ -244,7 +244,9 @@ VIEW_FILES = (
     "41_report_preflight.sql",  # the preflight gate's checks per box
     "42_report_energy.sql",  # energy per output token where power is sampled (NULL with a note elsewhere)
     "43_report_accuracy.sql",  # accuracy per task (Wilson), paired tests between evaluations (Newcombe, McNemar)
+    "44_hardware.sql",  # accelerator facts and peaks, types' accelerators (generated: analytics.hardware_facts)
     "70_aggregates.sql",  # imported aggregate-only points, retention from iterations, the step clock
+    "71_report_roofline.sql",  # every serving point's bounds from the hardware and the model, and % of each
     "75_report_decision.sql",  # the Decision: price-performance at an SLO
     "76_report_capacity.sql",  # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
     "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group

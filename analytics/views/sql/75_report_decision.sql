@@ -174,6 +174,11 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
            AS usd_per_million_output_tokens_ci_low,
        CASE WHEN meets AND output_throughput_ci_low > 0 THEN usd_per_hour / (output_throughput_ci_low * 3600.0) * 1e6 END
            AS usd_per_million_output_tokens_ci_high,
+       -- % of the limit at the chosen point: its output tokens/s against the roofline's bound (71_report_roofline.sql)
+       CASE WHEN meets THEN rl_fraction END AS limit_fraction,
+       CASE WHEN meets THEN rl_bound END AS output_tokens_per_s_bound,
+       CASE WHEN meets THEN rl_hardware END AS roofline_hardware,
+       CASE WHEN meets THEN rl_note END AS roofline_note,
        nullif(concat_ws('; ',
            CASE WHEN slo_json IS NULL THEN 'no SLO recorded: import with --slo to judge this reference'
                 WHEN NOT meets THEN 'no point meets the SLO: lowest concurrency'
@@ -196,4 +201,8 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
                 WHEN priced_instance_type IS NULL THEN 'instance type not recorded: no price'
                 WHEN usd_per_hour IS NULL THEN 'no price for instance type ' || priced_instance_type END),
          '') AS note
-FROM priced;
+FROM priced
+LEFT JOIN (SELECT run_id AS rl_run, lane AS rl_lane, point_id AS rl_point, throughput_fraction AS rl_fraction,
+                  output_tokens_per_s_bound AS rl_bound, hardware AS rl_hardware, roofline_note AS rl_note
+           FROM point_roofline) rl
+    ON rl.rl_run = priced.run_id AND rl.rl_lane = priced.lane AND rl.rl_point = priced.point_id;
