@@ -32,7 +32,7 @@ from typing import Any
 
 from analytics.importers.common import LaneImport, load_json, num, parse_time, telemetry_table
 from analytics.importers.source import Tree
-from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row
+from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row, served_json
 from analytics.importers.tnx_trn1 import train_run
 
 EXTRAS = "inf2/results/extras/"
@@ -288,6 +288,10 @@ def _point(li: LaneImport, tree: Tree, files: list[str], path: str, point_id: st
             "max_concurrency": d.get("max_concurrency"),
             "num_prompts": d.get("num_prompts"),
             "warmup_requests": 0,
+            # fp8kv: the source's short config with its KV cache in one byte; tenant.tN: one tenant's server
+            "served_json": served_json(
+                d.get("model_id"), "tenant" if config.startswith("tenant") else "short", 1 if config == "fp8kv" else 2
+            ),
             "note": f"imported aggregate-only point ({d.get('backend')}, the source's Phase 2); see serving_aggregates",
         },
     )

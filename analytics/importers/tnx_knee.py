@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from analytics.importers.common import LaneImport, integer, load_json, num, parse_time
 from analytics.importers.source import Tree
+from analytics.importers.tnx_inf2 import served_json
 
 KNEE = "inf2/results/extras/knee/"
 RATE_RE = re.compile(r"rate_([0-9.]+)\.json$")
@@ -68,6 +69,7 @@ def knee(tree: Tree, aggregate_row) -> LaneImport | None:
                 "point_id": point_id,
                 "model": d.get("model_id"),
                 "server_config": "short",
+                "served_json": served_json(d.get("model_id"), "short"),
                 "server_kind": "vllm",
                 "backend": "neuron",
                 "endpoint": "/v1/completions",

@@ -178,7 +178,7 @@ SECTION.serving = function (body) {
   body.append(h("div", {class: "cdf"}, CDF.caption, cdf));
   if (S.closed.size) {
     body.append(h("div", {class: "plots2"},
-      concurrencyChart("throughput-vs-concurrency", "Output throughput against concurrency", "output tokens/s", [["output_throughput", "", "solid"]], S),
+      concurrencyChart("throughput-vs-concurrency", "Output throughput (solid) against concurrency, its roofline bound dotted", "output tokens/s", [["output_throughput", "", "solid"], ["output_tokens_per_s_bound", " bound (roofline)", "dot"]], S),
       concurrencyChart("ttft-vs-concurrency", "TTFT p50 (solid) and p99 (dashed) against concurrency", "TTFT ms", [["p50_ttft_ms", " p50", "solid"], ["p99_ttft_ms", " p99", "dash"]], S)),
     h("div", {class: "plots2"},
       concurrencyChart("tpot-vs-concurrency", "TPOT p50 (solid) and p99 (dashed) against concurrency", "TPOT ms", [["p50_tpot_ms", " p50", "solid"], ["p99_tpot_ms", " p99", "dash"]], S),
@@ -191,6 +191,7 @@ SECTION.serving = function (body) {
     dataTable({id: "serving-points", rows, filters: [{key: "_series", label: "series", value: seriesName}, {key: "lane", label: "lane"}, {key: "server_config", label: "config"}],
       columns: [textColumn("series", "series", {value: seriesName, cell: seriesName}), numColumn("max_concurrency", "conc"),
         numColumn("request_rate", "rate"), ciColumn("output_throughput", "out tok/s [95 % CI]"),
+        numColumn("limit_fraction", "% of limit", {cell: (p) => (typeof p.limit_fraction === "number" ? fmt(100 * p.limit_fraction) + " %" : h("span", {class: "null"}, "NULL"))}),
         ciColumn("p50_ttft_ms", "TTFT p50 ms"), ciColumn("p99_ttft_ms", "TTFT p99 ms"),
         ciColumn("p50_tpot_ms", "TPOT p50 ms"), ciColumn("p99_tpot_ms", "TPOT p99 ms"), ciColumn("goodput", "goodput req/s"),
         numColumn("completed", "completed"), numColumn("failed", "failed"),
