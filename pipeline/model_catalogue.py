@@ -31,6 +31,12 @@ class ModelFacts:
     head_dim: int
     params: int  # parameters, for the weights' bytes
     max_positions: int
+    input_embedding_params: int = 0  # an untied input embedding (vocab × hidden): a lookup, not a multiply
+
+    @property
+    def matmul_params(self) -> int:
+        """Parameters in a matrix multiply per token (the roofline's N): all but an untied input embedding."""
+        return max(1, self.params - self.input_embedding_params)
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """layers × kv_heads × head_dim × 2 (K and V) × bytes per element (docs/reference/metrics.md, "Serving
@@ -55,22 +61,29 @@ MODEL_CATALOGUE: dict[str, ModelEntry] = {
         ModelEntry("tiny-llama", "tiny", "llama", "llama"),
         ModelEntry("tiny-qwen3", "tiny", "qwen3", "qwen3"),
         # facts from each repository's config.json (num_hidden_layers, num_attention_heads, num_key_value_heads,
-        # head_dim or hidden_size / heads, max_position_embeddings) and its model card's parameter count
+        # head_dim or hidden_size / heads, max_position_embeddings, vocab_size × hidden_size of the untied input
+        # embedding: tie_word_embeddings is false in all three) and its model card's parameter count
         ModelEntry(
             "llama-3.1-8b-instruct",
             "hub",
             "meta-llama/Llama-3.1-8B-Instruct",
             "llama",
             gated=True,
-            facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072),
+            facts=ModelFacts(32, 32, 8, 128, 8_030_000_000, 131072, 128_256 * 4096),
         ),
-        ModelEntry("qwen3-8b", "hub", "Qwen/Qwen3-8B", "qwen3", facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960)),
+        ModelEntry(
+            "qwen3-8b",
+            "hub",
+            "Qwen/Qwen3-8B",
+            "qwen3",
+            facts=ModelFacts(36, 32, 8, 128, 8_190_000_000, 40960, 151_936 * 4096),
+        ),
         ModelEntry(
             "tinyllama-1.1b",
             "hub",
             "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
             "llama",
-            facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048),
+            facts=ModelFacts(22, 32, 4, 64, 1_100_000_000, 2048, 32_000 * 2048),
         ),
     ]
 }

@@ -93,12 +93,15 @@ def plan_command(args: argparse.Namespace) -> int:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
-        print(plan.model_dump_json(indent=2))
+        from control_plane.what_if import what_if_json
+
+        print(json.dumps({**json.loads(plan.model_dump_json()), "what_if": what_if_json(plan)}, indent=2))
         return 0
     console = make_console()
     print_plan(plan, console, run_id)
     timetables = plan_timetables(plan, load_history(args.history), load_history(args.history, "box_boots"))
     print_timetable(timetables, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
+    print_what_if(plan, console)
     if plan.cells:
         print_matrix(plan, timetables, console)
         if args.check_quotas:
@@ -159,6 +162,42 @@ def print_matrix(plan, timetables, console) -> None:
             f"at once ({', '.join(q['types'])}); checked at launch (plan --check-quotas reads it now)",
             markup=False,
         )
+
+
+def print_what_if(plan, console) -> None:
+    """The roofline's bounds of each serving box, model and config with catalogue facts: predicted, not measured."""
+    from rich.table import Table
+
+    from control_plane.what_if import SOURCE, capacity_knees, plan_served, what_if_rows
+
+    rows = what_if_rows(plan_served(plan))
+    if not rows:
+        return
+    table = Table(title="roofline (PREDICTED, not measured: bounds from the hardware's facts; never stored)")
+    for col in ("box", "instance type", "model", "config", "in/out", "batch", "TPOT ≥ ms", "TTFT ≥ ms", "out tok/s ≤"):
+        table.add_column(col, justify="left" if col in ("box", "instance type", "model", "config") else "right")
+    table.add_column("decode bound")
+    table.add_column("source")
+    for r in rows:
+        table.add_row(
+            r.box,
+            r.instance_type,
+            r.model,
+            r.config,
+            f"{r.input_len}/{r.output_len}",
+            str(r.batch),
+            f"{r.tpot_ms:.2f}",
+            f"{r.ttft_ms:.1f}",
+            f"{r.output_tokens_per_s:,.0f}",
+            r.decode_bound_by,
+            "PREDICTED",
+        )
+    console.print(table)
+    for line in capacity_knees(plan):
+        console.print(f"  {line}", markup=False)
+    console.print(
+        f"  every row: {SOURCE}; devices: " + "; ".join(sorted({f"{r.box}: {r.limits}" for r in rows})), markup=False
+    )
 
 
 def plan_local_command(args: argparse.Namespace) -> int:
@@ -416,6 +455,10 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     print_accuracy(
         plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
     )
+    from control_plane.what_if import fit_warnings, plan_served
+
+    for line in fit_warnings(plan_served(plan)):
+        console.print(f"[yellow]{line}[/yellow]")
     console.print(
         f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
         f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
