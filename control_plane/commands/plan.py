@@ -42,7 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("tiny", "full"),
         help="--local: the profile when the request sets none (as run --local --profile)",
     )
-    p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the plan as JSON (the execution input's shape; without --local plus what_if: the "
+        "roofline's predicted bounds and the fit warnings, never stored)",
+    )
     p.add_argument(
         "--check-quotas",
         action="store_true",
