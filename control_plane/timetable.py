@@ -2,13 +2,12 @@
 dollars — for the graph (boxes at once, waves) and for the sequential order (trn1's lanes, then
 inf2's), so the saving is visible before anything is spent.
 
-Expected lane durations, per lane, in this order of preference:
-
-1. **history**: the median ``wall_s`` of the same lane's succeeded attempts with the same profile on the same
-   instance type, from the results store's ``lane_runs``;
-2. **history, other host**: the same lane and profile on any host (a tiny-profile local run predicts a tiny
-   rehearsal); said so per lane;
-3. **default**: :data:`DEFAULT_DURATIONS_S` (documented in ``docs/explanation/planning.md``, "Default durations").
+Expected lane durations, per lane: **history** where the results store's ``lane_runs`` has some (the rule is
+:mod:`control_plane.lane_history`'s: the median of the last 5 matching attempts, same lane/model/config/instance
+type first), else the **default**: a serving lane of the full profile from its box's backend family and the
+server configs and models it declares (:func:`serve_default`: per (model, config) a boot of the family,
+:data:`BOOT_COSTS_S`, plus the lane's work, :data:`SERVE_WORK`), any other lane from :data:`DEFAULT_DURATIONS_S`
+(documented in ``docs/explanation/planning.md``, "Default durations").
 
 The timetable is a model of the state machine: a wave starts when every segment of the previous wave has ended;
 in a wave every box runs its segment at once; a segment is start + registration + harness sync
@@ -24,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from control_plane.lane_history import Attempt, LaneKey, attempts, history_estimate
 from pipeline.graph import Node
 
 # Start (about 1 min for trn1/inf2 from stopped), SSM agent registration (~1 min) and the harness sync
@@ -41,7 +41,8 @@ SOURCES = {
     REHEARSAL: "measured in the tiny-profile rehearsal on a 2-core CPU VM (2026-11-29)",
 }
 
-# (profile, lane) -> (expected seconds, source). Full profile: two 8B models (Llama 3.1, Qwen3), two server configs.
+# (profile, lane) -> (expected seconds, source). Full profile: two 8B models (Llama 3.1, Qwen3), two server configs;
+# its serving lanes are not here but :func:`serve_default`'s (added below, on the pinned Neuron box).
 DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "provenance"): (60.0, ESTIMATE),
     ("full", "preflight"): (60.0, ESTIMATE + ": files, CLIs and two HEADs; a pinned install on trn1 adds minutes"),
@@ -50,11 +51,6 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "precompile"): (2400.0, ESTIMATE + ": two training graphs, cold then warm"),
     ("full", "sft"): (16920.0, ANCHOR + ": LoRA SFT 2.0 h (Llama 3.1 8B) + 2.7 h (Qwen3 8B)"),
     ("full", "merge"): (1200.0, ESTIMATE + ": two merges, hashes, 2 x 16 GB upload"),
-    ("full", "serve_sweep"): (
-        7144.0,
-        ANCHOR + ": cold serving compile 2,372 s per config, + ~20 min sweep, x 2 configs",
-    ),
-    ("full", "capacity"): (7748.0, ESTIMATE + ": warm boot 548 s + the 2 h search budget (max_search_s)"),
     ("full", "limits"): (
         120.0,
         ESTIMATE + ": no search by default (skipped); a declared search costs its boot "
@@ -64,10 +60,6 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
         9000.0,
         ANCHOR + ": six probes of a Llama 3.1 8B training-graph compile, 1,500 s each (TRAIN_PROBE_COSTS_S)",
     ),
-    ("full", "sustained"): (2348.0, ANCHOR + ": warm boot 548 s + the 30 min closed loop"),
-    ("full", "quality"): (1396.0, ANCHOR + ": two warm boots of 548 s + ~5 min of prompts"),
-    ("full", "finetune_serve"): (3496.0, ANCHOR + ": warm fine-tune boot 548 s + ~20 min sweep, x 2 configs"),
-    ("full", "qwen3_attempt"): (2672.0, ANCHOR + ": cold boot 2,372 s + ~5 min attempt"),
     ("tiny", "provenance"): (0.4, REHEARSAL),
     ("tiny", "preflight"): (1.0, "measured: the CPU checks on a 2-core VM (2026-12-01)"),
     ("tiny", "host_cpu"): (4.5, REHEARSAL),
@@ -145,15 +137,10 @@ class Timetable:
         }
 
 
-def history_durations(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str | None], list[float]]:
-    """(base lane, profile, instance type) -> wall seconds of succeeded attempts that ran (from lane_runs rows)."""
-    out: dict[tuple[str, str, str | None], list[float]] = {}
-    for r in rows:
-        if r.get("status") != "succeeded" or not r.get("supersedes") or r.get("wall_s") is None:
-            continue
-        key = (str(r["lane"]).split("@", 1)[0], str(r.get("profile") or ""), r.get("instance_type"))
-        out.setdefault(key, []).append(float(r["wall_s"]))
-    return out
+def history_durations(rows: Iterable[Mapping[str, Any]]) -> list[Attempt]:
+    """The lane_runs rows the history rule reads (succeeded attempts that ran), each with its models and
+    server-config fingerprints where its ``config_json`` says (:mod:`control_plane.lane_history`)."""
+    return attempts(rows)
 
 
 def segment_overhead(boots: Iterable[Mapping[str, Any]]) -> Expected:
@@ -176,18 +163,21 @@ def segment_overhead(boots: Iterable[Mapping[str, Any]]) -> Expected:
 
 
 def expected_duration(
-    lane: str, profile: str, instance_type: str | None, history: Mapping[tuple[str, str, str | None], list[float]]
+    lane: str,
+    profile: str,
+    instance_type: str | None,
+    history: Sequence[Attempt],
+    *,
+    models: tuple[str, ...] | None = None,
+    fingerprints: tuple[str, ...] | None = None,
+    default: tuple[float, str] | None = None,
 ) -> Expected:
-    exact = history.get((lane, profile, instance_type))
-    if exact:
-        return Expected(statistics.median(exact), f"history (n={len(exact)}, {instance_type})")
-    other = [(it, w) for (name, prof, it), ws in history.items() if name == lane and prof == profile for w in ws]
-    if other:
-        hosts = sorted({str(it or "local") for it, _ in other})
-        return Expected(
-            statistics.median(w for _, w in other), f"history, other host (n={len(other)}, {', '.join(hosts)})"
-        )
-    default = DEFAULT_DURATIONS_S.get((profile, lane))
+    """History by its rule (:func:`control_plane.lane_history.history_estimate`), else ``default`` (the lane's
+    family- and config-aware default), else :data:`DEFAULT_DURATIONS_S`, else :data:`UNKNOWN_DURATION_S`."""
+    est = history_estimate(LaneKey(lane, profile, instance_type, models, fingerprints), history)
+    if est is not None:
+        return Expected(est.seconds, est.source())
+    default = default or DEFAULT_DURATIONS_S.get((profile, lane))
     if default:
         return Expected(default[0], f"default: {default[1]}")
     return Expected(UNKNOWN_DURATION_S, f"unknown: no history, no default (assumed {UNKNOWN_DURATION_S:.0f} s)")
@@ -269,18 +259,86 @@ def hms(seconds: float) -> str:
 
 
 # ---- what each server config's boots are expected to cost ---------------------------------------------------
-# (profile) -> (cold compile s, warm boot s, uncached boot s, source). On a Neuron box a config's first boot
-# compiles its graphs (cold) unless a config with the same fingerprint compiled them before in the lane; every
-# later boot loads them (warm). The CPU servers compile nothing: every boot is uncached.
-BOOT_COSTS_S: dict[str, tuple[float, float, float, str]] = {
-    "full": (
+# (profile, backend) -> (cold compile s, warm boot s, uncached boot s, source). On a Neuron box a config's first
+# boot compiles its graphs (cold) unless a config with the same fingerprint compiled them before in the lane;
+# every later boot loads them (warm). A CUDA vLLM boot compiles no NEFF: every boot costs the same (weights,
+# torch.compile, CUDA-graph capture), none is cold. The CPU servers compile nothing: every boot is uncached.
+CUDA_BOOT_S = 120.0
+BOOT_COSTS_S: dict[tuple[str, str], tuple[float, float, float, str]] = {
+    ("full", "neuron"): (
         2372.0,
         548.0,
         548.0,
         ANCHOR + ": cold serving compile 2,372 s per config, warm boot 548 s (Llama 3.1 8B, inf2.xlarge)",
     ),
-    "tiny": (3.5, 3.5, 3.5, "measured: the CPU server boots in 3.3-3.6 s on the 2-core VM (2026-12-01)"),
+    ("full", "cuda"): (
+        0.0,
+        CUDA_BOOT_S,
+        CUDA_BOOT_S,
+        ESTIMATE + ": a vLLM CUDA boot of an 8B bf16 model, 120 s (the top of a 90-120 s range: ~16 GB of "
+        "weights from the box's disk, torch.compile with an empty cache on a fresh box, CUDA-graph capture); "
+        "no Neuron compile. The project's own server boots in 16-18 s on an H200, but captures no CUDA graphs "
+        "and compiles nothing, so it bounds vLLM's boot from below only",
+    ),
+    ("tiny", "cpu"): (3.5, 3.5, 3.5, "measured: the CPU server boots in 3.3-3.6 s on the 2-core VM (2026-12-01)"),
 }
+
+
+def boot_costs(profile: str, backend: str) -> tuple[float, float, float, str]:
+    """The boot costs of ``backend`` at ``profile``: the tiny profile's are measured on CPU whatever the box;
+    a full-profile backend without a row of its own is costed as Neuron (the dearest)."""
+    if profile == "tiny":
+        return BOOT_COSTS_S[("tiny", "cpu")]
+    return BOOT_COSTS_S.get(("full", backend), BOOT_COSTS_S[("full", "neuron")])
+
+
+@dataclass(frozen=True)
+class ServeWork:
+    """A full-profile serving lane's expected work per (model, server config) besides its boots."""
+
+    boot: str  # "cold": its first boot compiles (on Neuron); "warm": the cache (seeded) holds its graphs
+    boots: int  # boots per (model, config)
+    work_s: float  # seconds of work per (model, config) after the boots
+    what: str  # the work, for the source string
+    default_configs: int  # server configs its default Config declares (the pinned plan's anchor)
+    per_config: bool = True  # False: one config's boot whatever it declares (an attempt on the first)
+
+
+SERVE_WORK: dict[str, ServeWork] = {
+    "serve_sweep": ServeWork("cold", 1, 1200.0, "~20 min sweep", 2),
+    "finetune_serve": ServeWork("warm", 1, 1200.0, "~20 min sweep", 2),
+    "capacity": ServeWork("warm", 1, 7200.0, "the 2 h search budget (max_search_s)", 1),
+    "sustained": ServeWork("warm", 1, 1800.0, "the 30 min closed loop", 1),
+    "quality": ServeWork("warm", 2, 300.0, "~5 min of prompts (two boots: the base and its fine-tune)", 1),
+    "qwen3_attempt": ServeWork("cold", 1, 300.0, "~5 min attempt on its first config", 1, per_config=False),
+}
+
+
+def serve_default(
+    lane: str, profile: str, backend: str, configs: int | None = None, models: int = 1
+) -> tuple[float, str] | None:
+    """A full-profile serving lane's default (seconds, source): per (model, config) its boots on ``backend``'s
+    family plus its work; None for another lane or the tiny profile (measured: :data:`DEFAULT_DURATIONS_S`)."""
+    work = SERVE_WORK.get(lane)
+    if work is None or profile == "tiny":
+        return None
+    cold_s, warm_s, _, _ = boot_costs(profile, backend)
+    n = (configs or work.default_configs) if work.per_config else 1
+    pairs = n * max(1, models)
+    if backend == "neuron":
+        label, boot_s = ANCHOR, cold_s if work.boot == "cold" else warm_s
+        boot = f"cold serving compile {cold_s:,.0f} s" if work.boot == "cold" else f"warm boot {warm_s:,.0f} s"
+    else:
+        label, boot_s, boot = ESTIMATE, warm_s, f"vLLM CUDA boot {warm_s:,.0f} s, no Neuron compile"
+    boots = f"{work.boots} x {boot}" if work.boots > 1 else boot
+    seconds = pairs * (work.boots * boot_s + work.work_s)
+    return seconds, (
+        f"{label} (family {backend}): {boots} + {work.what}, x {n} config{'s' if n != 1 else ''}"
+        f"{f' x {models} models' if models > 1 else ''}"
+    )
+
+
+DEFAULT_DURATIONS_S.update({("full", lane): serve_default(lane, "full", "neuron") for lane in SERVE_WORK})  # type: ignore[misc]
 
 
 # (profile) -> (seconds per train_limits probe, source). A probe is a short LoRA SFT run; on trn1 its first step
@@ -299,18 +357,23 @@ TRAIN_PROBE_COSTS_S: dict[str, tuple[float, str]] = {
 }
 
 
-def accuracy_default(profile: str) -> tuple[float, str]:
-    """accuracy's default duration: its profile's default Config, samples x expected latency + a warm boot per
-    evaluation (``pipeline.accuracy.expected_seconds``) on the profile's target (full: the inf2 box, whose server
-    serves no prompt logprobs, so the generation tasks only)."""
+def accuracy_default(profile: str, backend: str = "neuron", config: Any = None) -> tuple[float, str]:
+    """accuracy's default duration: its Config (the profile's default unless given), samples x expected latency
+    + a warm boot of the family per evaluation (``pipeline.accuracy.expected_seconds``) on the profile's target
+    (full on Neuron: the inf2 box, whose server serves no prompt logprobs, so the generation tasks only; full on
+    CUDA: one GPU's vLLM)."""
     from pipeline.accuracy import expected_seconds
     from pipeline.lane_configs.accuracy import Config
     from pipeline.servers import NEURON_BOX, ServingTarget
 
-    warm = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])[1]
-    target = NEURON_BOX if profile == "full" else ServingTarget("cpu", "neuronpipe", 1)
-    cost = expected_seconds(Config.for_profile(profile), profile, target, boot_s=warm)
-    return round(cost.seconds, 1), f"samples x expected latency: {cost.basis}"
+    warm = boot_costs(profile, backend)[1]
+    if profile != "full":
+        target = ServingTarget("cpu", "neuronpipe", 1)
+    else:
+        target = NEURON_BOX if backend == "neuron" else ServingTarget(backend, devices=1)
+    cost = expected_seconds(config or Config.for_profile(profile), profile, target, boot_s=warm)
+    family = f" (family {backend})" if profile == "full" else ""
+    return round(cost.seconds, 1), f"samples x expected latency{family}: {cost.basis}"
 
 
 DEFAULT_DURATIONS_S.update({(p, "accuracy"): accuracy_default(p) for p in ("full", "tiny")})
@@ -339,7 +402,7 @@ def config_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
     repeats = int(getattr(built, "sweep_repeats", 1) or 1)
     per_config = repeats if repeats > 1 and getattr(built, "repeat_order", "interleaved") != "blocked" else 1
     models = served_models(built)
-    cold_s, warm_s, none_s, source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
+    cold_s, warm_s, none_s, source = boot_costs(profile, backend)
     out = []
     for model in models:
         compiled: set[str] = set()
@@ -362,7 +425,7 @@ def limits_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
     compiles the training graph (train_limits, :data:`TRAIN_PROBE_COSTS_S`)."""
     from pipeline.limits import KINDS, OTHER, TRAINING_KINDS, check_searches
 
-    cold_s, _, none_s, boot_source = BOOT_COSTS_S.get(profile, BOOT_COSTS_S["full"])
+    cold_s, _, none_s, boot_source = boot_costs(profile, backend)
     probe_s, probe_source = TRAIN_PROBE_COSTS_S.get(profile, TRAIN_PROBE_COSTS_S["full"])
     out = []
     for s in check_searches(built.searches, built.max_boots, KINDS):
@@ -384,3 +447,42 @@ def limits_boots(lane: str, built: Any, profile: str, backend: str) -> list[Conf
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class PlannedLane:
+    """What the history rule and the defaults need of a planned lane: its models, its server configs'
+    fingerprints (None: the lane declares none), and its default (seconds, source) on its box's family."""
+
+    models: tuple[str, ...] | None
+    fingerprints: tuple[str, ...] | None
+    default: tuple[float, str] | None
+
+
+def planned_lane(lane: str, profile: str, backend: str, config: Mapping[str, Any] | None) -> PlannedLane:
+    """A planned lane's models, fingerprints and family-aware default from its step's config (the lane's own
+    defaults filling the rest)."""
+    from control_plane.lane_configs import built_config
+    from control_plane.lane_history import fingerprints
+    from control_plane.request_configs import SERVER_CONFIGS_FIELD
+    from pipeline.lanes import get_lane
+    from pipeline.servers import served_models
+
+    spec = get_lane(lane)
+    built = built_config(spec, profile, config, SERVER_CONFIGS_FIELD)
+    if built is None:
+        for field_name in ("server_config", "model", "models"):
+            if (built := built_config(spec, profile, config, field_name)) is not None:
+                break
+    if built is None:
+        return PlannedLane(None, None, DEFAULT_DURATIONS_S.get((profile, lane)))
+    models = tuple(sorted(set(served_models(built))))
+    declared = getattr(built, "server_configs", None)
+    if declared is None and getattr(built, "server_config", None):
+        declared = [built.server_config]
+    fps = fingerprints(declared, profile, backend)
+    n_configs = len(declared) if isinstance(declared, (list, tuple, dict)) and fps else None
+    default = serve_default(lane, profile, backend, n_configs, len(models) or 1)
+    if lane == "accuracy" and profile == "full":
+        default = accuracy_default(profile, backend, built)
+    return PlannedLane(models, fps, default or DEFAULT_DURATIONS_S.get((profile, lane)))

@@ -12,6 +12,7 @@ effective ceiling, a lane config that does not fit its lane, an input file or ex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -41,7 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("tiny", "full"),
         help="--local: the profile when the request sets none (as run --local --profile)",
     )
-    p.add_argument("--json", action="store_true", help="print the plan as JSON (the execution input's shape)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the plan as JSON (the execution input's shape; without --local plus what_if: the "
+        "roofline's predicted bounds and the fit warnings, never stored)",
+    )
     p.add_argument(
         "--check-quotas",
         action="store_true",
@@ -92,12 +98,15 @@ def plan_command(args: argparse.Namespace) -> int:
             print(f"invalid request {args.input}: {line}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
-        print(plan.model_dump_json(indent=2))
+        from control_plane.what_if import what_if_json
+
+        print(json.dumps({**json.loads(plan.model_dump_json()), "what_if": what_if_json(plan)}, indent=2))
         return 0
     console = make_console()
     print_plan(plan, console, run_id)
     timetables = plan_timetables(plan, load_history(args.history), load_history(args.history, "box_boots"))
     print_timetable(timetables, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
+    print_what_if(plan, console)
     if plan.cells:
         print_matrix(plan, timetables, console)
         if args.check_quotas:
@@ -158,6 +167,42 @@ def print_matrix(plan, timetables, console) -> None:
             f"at once ({', '.join(q['types'])}); checked at launch (plan --check-quotas reads it now)",
             markup=False,
         )
+
+
+def print_what_if(plan, console) -> None:
+    """The roofline's bounds of each serving box, model and config with catalogue facts: predicted, not measured."""
+    from rich.table import Table
+
+    from control_plane.what_if import SOURCE, capacity_knees, plan_served, what_if_rows
+
+    rows = what_if_rows(plan_served(plan))
+    if not rows:
+        return
+    table = Table(title="roofline (PREDICTED, not measured: bounds from the hardware's facts; never stored)")
+    for col in ("box", "instance type", "model", "config", "in/out", "batch", "TPOT ≥ ms", "TTFT ≥ ms", "out tok/s ≤"):
+        table.add_column(col, justify="left" if col in ("box", "instance type", "model", "config") else "right")
+    table.add_column("decode bound")
+    table.add_column("source")
+    for r in rows:
+        table.add_row(
+            r.box,
+            r.instance_type,
+            r.model,
+            r.config,
+            f"{r.input_len}/{r.output_len}",
+            str(r.batch),
+            f"{r.tpot_ms:.2f}",
+            f"{r.ttft_ms:.1f}",
+            f"{r.output_tokens_per_s:,.0f}",
+            r.decode_bound_by,
+            "PREDICTED",
+        )
+    console.print(table)
+    for line in capacity_knees(plan):
+        console.print(f"  {line}", markup=False)
+    console.print(
+        f"  every row: {SOURCE}; devices: " + "; ".join(sorted({f"{r.box}: {r.limits}" for r in rows})), markup=False
+    )
 
 
 def plan_local_command(args: argparse.Namespace) -> int:
@@ -246,6 +291,7 @@ def plan_timetables(plan, history_rows: list[dict], boot_rows: list[dict] | None
     from control_plane.timetable import (
         expected_duration,
         history_durations,
+        planned_lane,
         segment_overhead,
         timetable_graph,
         timetable_sequential,
@@ -270,9 +316,29 @@ def plan_timetables(plan, history_rows: list[dict], boot_rows: list[dict] | None
     ]
     types = {**INSTANCE_TYPES, **{seg.box: seg.instance_type for seg in plan.segments if seg.box}}
     history = history_durations(history_rows)
-    expected = {
-        n.result_lane: (n, expected_duration(n.lane, plan.request.profile, types.get(n.box), history)) for n in nodes
+    configs = {
+        (seg.box or step.box_role, step.result_lane or step.lane): step.config
+        for wave in plan.waves
+        for seg in wave.segments
+        for step in seg.lanes
     }
+    expected = {}
+    for n in nodes:
+        it = types.get(n.box)
+        backend = get_instance_type(it).backend if it else "neuron"
+        lane = planned_lane(n.lane, plan.request.profile, backend, configs.get((n.box, n.result_lane)))
+        expected[n.result_lane] = (
+            n,
+            expected_duration(
+                n.lane,
+                plan.request.profile,
+                it,
+                history,
+                models=lane.models,
+                fingerprints=lane.fingerprints,
+                default=lane.default,
+            ),
+        )
     durations = {name: e.seconds for name, (_, e) in expected.items()}
     prices = {
         box: (INSTANCE_PRICES_USD_PER_HOUR.get(it) or get_instance_type(it).price(plan.region))
@@ -292,6 +358,7 @@ def print_timetable(timetables, console, box_types: dict | None = None) -> None:
     from rich.table import Table
 
     from control_plane.cost import INSTANCE_TYPES
+    from control_plane.lane_history import RULE_TEXT
     from control_plane.timetable import SOURCES, hms
 
     expected, graph, sequential, overhead = timetables
@@ -324,10 +391,15 @@ def print_timetable(timetables, console, box_types: dict | None = None) -> None:
     for name, (node, exp) in sorted(expected.items(), key=lambda kv: (kv[1][0].box != "trn1", kv[1][0].order)):
         table.add_row(name, node.box, hms(exp.seconds), exp.source)
     console.print(table)
-    used = {exp.source.split(":", 2)[1].strip() for _, exp in expected.values() if exp.source.startswith("default:")}
+    used = {
+        exp.source.removeprefix("default:").strip().split(" ", 1)[0].rstrip(":")
+        for _, exp in expected.values()
+        if exp.source.startswith("default:")
+    }
     for key, text in SOURCES.items():
         if key in used:
-            console.print(f"  {key}: {text}")
+            console.print(f"  {key}: {text}", markup=False)
+    console.print(f"  {RULE_TEXT}", markup=False)
 
 
 def deploy_ceiling() -> float:
@@ -379,12 +451,19 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
             )
     for s in plan.skipped:
         console.print(f"[yellow]skipped[/yellow] {s.box_role}:{s.lane}: {s.reason}")
-    print_server_configs(
-        plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
-    )
+    if plan.cells:
+        print_cell_server_configs(plan, console)
+    else:
+        print_server_configs(
+            plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
+        )
     print_accuracy(
         plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
     )
+    from control_plane.what_if import fit_warnings, plan_served
+
+    for line in fit_warnings(plan_served(plan)):
+        console.print(f"[yellow]{line}[/yellow]")
     console.print(
         f"worst case: {plan.max_instance_hours:.2f} instance-hours (every lane to its timeout, every "
         f"retry), [bold]${plan.max_cost_usd:.2f}[/bold] (ceiling ${plan.cost_ceiling_usd:.2f}); "
@@ -394,35 +473,63 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
 
 def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
     """Each serving lane's server configs: what each sets, its boots, how many compile cold, the expected cost."""
-    from rich.table import Table
+    from control_plane.request_configs import lane_config
 
+    rows = server_config_rows(req.profile, [(lane, lane_config(req, lane)) for lane in dict.fromkeys(lanes)], backend)
+    if _print_boot_rows(rows, backend, console):
+        print_workloads(req, lanes, console)
+
+
+def print_cell_server_configs(plan, console) -> None:
+    """A matrix's server configs, per cell on its own family (a cuda cell compiles nothing cold)."""
+    from pipeline.instance_types import get_instance_type
+
+    for seg in plan.segments:
+        if seg.launch is None or not seg.box:
+            continue
+        backend = get_instance_type(seg.instance_type).backend
+        rows = server_config_rows(plan.request.profile, [(st.lane, st.config) for st in seg.lanes], backend)
+        rows = [dataclasses.replace(r, lane=f"{r.lane}@{seg.box}") for r in rows]
+        _print_boot_rows(rows, backend, console, f" on {seg.box} ({seg.instance_type})")
+
+
+def server_config_rows(profile: str, items: list, backend: str) -> list:
+    """(lane, its config) -> each (model, server config)'s boots on ``backend`` (ConfigBoots rows)."""
     from control_plane.lane_configs import built_config
-    from control_plane.request_configs import SERVER_CONFIGS_FIELD, lane_config
+    from control_plane.request_configs import SERVER_CONFIGS_FIELD
     from control_plane.timetable import config_boots, limits_boots
     from pipeline.lanes import get_lane
 
     rows = []
-    for lane in dict.fromkeys(lanes):
-        spec, config = get_lane(lane), lane_config(req, lane)
-        if (built := built_config(spec, req.profile, config, SERVER_CONFIGS_FIELD)) is not None:
-            rows += config_boots(lane, built, req.profile, backend)
-        elif (built := built_config(spec, req.profile, config, "searches")) is not None:  # limits: its boot budget
-            rows += limits_boots(lane, built, req.profile, backend)
-    probes = [r for r in rows if r.unit == "training probe"]
-    rows = [r for r in rows if r.unit != "training probe"]
-    for r in probes:  # train_limits: no server config; each probe a short training run (a compile on trn1)
+    for lane, config in items:
+        spec = get_lane(lane)
+        if (built := built_config(spec, profile, config, SERVER_CONFIGS_FIELD)) is not None:
+            rows += config_boots(lane, built, profile, backend)
+        elif (built := built_config(spec, profile, config, "searches")) is not None:  # limits: its boot budget
+            rows += limits_boots(lane, built, profile, backend)
+    return rows
+
+
+def _print_boot_rows(rows: list, backend: str, console, where: str = "") -> bool:
+    """The training-probe lines and the server configs table of ``rows``; False when there is no table."""
+    from rich.table import Table
+
+    for r in (r for r in rows if r.unit == "training probe"):  # train_limits: each probe a short training run
         console.print(
             f"{r.lane} probe budget: {r.model} {r.sets}: at most {r.boots} training probes"
             f"{f', {r.cold} training-graph compiles' if r.cold else ''}, expected "
             f"{_hms(int(r.expected_s + 0.5))} ({r.source})",
             markup=False,
         )
+    rows = [r for r in rows if r.unit != "training probe"]
     if not rows:
-        return
-    table = Table(
-        title=f"server configs ({backend}: a config's first boot compiles its graphs unless one with its "
-        "fingerprint did; later boots load them)"
+        return False
+    how = (
+        "a config's first boot compiles its graphs unless one with its fingerprint did; later boots load them"
+        if backend == "neuron"
+        else "no Neuron compile: every boot costs the same, none is cold"
     )
+    table = Table(title=f"server configs{where} (family {backend}: {how})")
     for col, justify in (
         ("lane", "left"),
         ("model", "left"),
@@ -443,14 +550,14 @@ def print_server_configs(req, lanes: list[str], backend: str, console) -> None:
         f"expected boot cost: {_hms(int(sum(r.expected_s for r in rows) + 0.5))} in all ({rows[0].source})",
         markup=False,
     )
-    print_workloads(req, lanes, console)
+    return True
 
 
 def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
     """The accuracy lane's cost, one line: evaluations x samples x expected per-sample latency + boots."""
     from control_plane.lane_configs import built_config
     from control_plane.request_configs import ACCURACY_LANE, lane_config
-    from control_plane.timetable import BOOT_COSTS_S
+    from control_plane.timetable import boot_costs
     from pipeline.accuracy import expected_seconds
     from pipeline.lanes import get_lane
     from pipeline.servers import NEURON_BOX, local_target
@@ -460,7 +567,7 @@ def print_accuracy(req, lanes: list[str], backend: str, console) -> None:
     built = built_config(get_lane(ACCURACY_LANE), req.profile, lane_config(req, ACCURACY_LANE), "tasks")
     if built is None:
         return
-    warm = BOOT_COSTS_S.get(req.profile, BOOT_COSTS_S["full"])[1]
+    warm = boot_costs(req.profile, backend if req.profile == "full" else "cpu")[1]
     cost = expected_seconds(built, req.profile, NEURON_BOX if backend == "neuron" else local_target(), boot_s=warm)
     console.print(
         f"accuracy cost: expected {_hms(int(cost.seconds + 0.5))} = {cost.basis}; the lane's time budget "

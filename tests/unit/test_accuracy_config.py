@@ -179,7 +179,8 @@ def test_the_schedule_default_is_the_cost_model_of_the_profile_default():
     seconds, basis = DEFAULT_DURATIONS_S[("full", "accuracy")]
     cost = expected_seconds(Config.for_profile("full"), "full", NEURON_BOX, boot_s=548.0)
     assert seconds == round(cost.seconds, 1) and basis.startswith(
-        "samples x expected latency: 120 s to start + 2 evaluation(s) x (380 samples of np_arith, np_classify, np_facts"
+        "samples x expected latency (family neuron): 120 s to start + 2 evaluation(s) x (380 samples of np_arith, "
+        "np_classify, np_facts"
     )
     assert DEFAULT_DURATIONS_S[("tiny", "accuracy")][0] > 0
 

@@ -332,7 +332,10 @@ def test_plan_prints_the_cells_the_wall_time_against_their_sum_and_the_quotas(ca
     assert "matrix: 4 cells, each on its own ephemeral box, at most 4 boxes at once" in out
     # the models and configs the cells run (the matrix's axes), not the request's defaults (both models)
     assert "models: llama-3.1-8b-instruct server configs: A (the matrix axes)" in out
-    assert "expected wall time of the cells" in out and "(× 0.25 with 4 boxes at once)" in out
+    assert "expected wall time of the cells" in out and "with 4 boxes at once)" in out
+    # each cell's serving lane on its own family: a GPU cell pays no Neuron compile
+    assert "estimate (family cuda): vLLM CUDA boot" in out and "anchor (family neuron): cold serving compile" in out
+    assert "server configs on c03 (g6.xlarge) (family cuda" in out and "roofline (PREDICTED, not measured" in out
     assert "quota Running On-Demand Inf instances (ec2/L-1945791B, us-west-2): needs 36 vCPUs at once" in out
     for t in ("inf2.xlarge", "inf2.8xlarge", "g6.xlarge", "g5.xlarge"):
         assert "c0" in out and t in out

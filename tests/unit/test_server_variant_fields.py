@@ -387,7 +387,7 @@ def test_the_plan_counts_each_configs_boots_and_cold_compiles():
         },
     )
     rows = config_boots("serve_sweep", built, "full", "neuron")
-    cold, warm = BOOT_COSTS_S["full"][:2]
+    cold, warm = BOOT_COSTS_S[("full", "neuron")][:2]
     assert [(r.config, r.boots, r.cold, r.expected_s) for r in rows] == [
         ("A", 2, 1, cold + warm),
         ("A-copy", 2, 0, 2 * warm),
@@ -398,6 +398,9 @@ def test_the_plan_counts_each_configs_boots_and_cold_compiles():
     assert {r.cold for r in cpu} == {0} and [r.config for r in cpu] == ["A", "A-copy", "A-seqs2", "B"]
     blocked = build_config(Config, "full", {"sweep_repeats": 3, "repeat_order": "blocked"})
     assert {r.boots for r in config_boots("serve_sweep", blocked, "full", "neuron")} == {1}
+    cuda = config_boots("serve_sweep", built, "full", "cuda")  # no Neuron compile: none cold, a CUDA boot each
+    boot = BOOT_COSTS_S[("full", "cuda")][1]
+    assert [(r.cold, r.expected_s) for r in cuda] == [(0, 2 * boot)] * 3
 
 
 # ---- multi-tenancy -----------------------------------------------------------------------------------------

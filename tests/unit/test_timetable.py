@@ -83,9 +83,9 @@ def test_history_wins_over_defaults_exact_host_first():
     ]
     hist = history_durations(rows)
     e = expected_duration("sft", "full", "trn1.2xlarge", hist)
-    assert (e.seconds, e.source) == (200.0, "history (n=3, trn1.2xlarge)")
+    assert (e.seconds, e.source) == (200.0, "history: median of n=3 (0:01:40–0:05:00), same lane/instance type")
     e = expected_duration("smoke", "tiny", "trn1.2xlarge", hist)
-    assert (e.seconds, e.source) == (7.0, "history, other host (n=1, local)")
+    assert (e.seconds, e.source) == (7.0, "history: median of n=1 (0:00:07–0:00:07), same lane, any host (local)")
     assert expected_duration("smoke", "full", "trn1.2xlarge", hist).source.startswith("default: estimate")
 
 
@@ -107,7 +107,7 @@ def test_plan_switches_from_defaults_to_a_local_runs_history(tmp_path):
         return out.stdout
 
     before = plan()
-    assert "default: rehearsal" in before and "history" not in before.split("expected lane durations")[1]
+    assert "default: rehearsal" in before and "history: median" not in before.split("expected lane durations")[1]
     run = subprocess.run(
         [
             sys.executable,
@@ -130,7 +130,7 @@ def test_plan_switches_from_defaults_to_a_local_runs_history(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     after = plan()
-    assert "history, other host (n=1, local)" in after
+    assert "same lane, any host (local)" in after
 
 
 def _env():
@@ -156,3 +156,22 @@ def test_the_segment_overhead_comes_from_recorded_boots_when_there_are_any():
     boots.append({"start_requested_at": None, "cache_seeded_at": t0, "push_s": None})  # a local run: no start
     got = segment_overhead(boots)
     assert got.seconds == 120 + 5.0 + STOP_S and "3 boot(s)" in got.source
+
+
+def test_a_serving_lanes_default_follows_its_family_and_its_declared_configs():
+    from control_plane.timetable import BOOT_COSTS_S, planned_lane, serve_default
+
+    cold, warm = BOOT_COSTS_S[("full", "neuron")][:2]
+    cuda = BOOT_COSTS_S[("full", "cuda")][1]
+    neuron_one = planned_lane("serve_sweep", "full", "neuron", {"server_configs": ["A"]})
+    assert neuron_one.default[0] == cold + 1200.0 and neuron_one.default[1].startswith("anchor (family neuron)")
+    assert "x 1 config" in neuron_one.default[1]
+    cuda_two = planned_lane("serve_sweep", "full", "cuda", {"server_configs": ["A", "B"]})
+    assert cuda_two.default[0] == 2 * (cuda + 1200.0) and cuda_two.default[1].startswith("estimate (family cuda)")
+    assert "no Neuron compile" in cuda_two.default[1] and "x 2 configs" in cuda_two.default[1]
+    assert len(cuda_two.fingerprints) == 2 and cuda_two.models == ("llama-3.1-8b-instruct",)
+    # the pinned plan's anchors are the formula at the default Configs' counts
+    assert DEFAULT_DURATIONS_S[("full", "serve_sweep")][0] == 2 * (cold + 1200.0) == 7144.0
+    assert DEFAULT_DURATIONS_S[("full", "quality")][0] == 2 * warm + 300.0
+    assert serve_default("serve_sweep", "tiny", "cuda") is None  # tiny: measured on CPU, as it is
+    assert planned_lane("serve_sweep", "tiny", "cuda", None).default == DEFAULT_DURATIONS_S[("tiny", "serve_sweep")]
