@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.hardware import ACCELERATORS
+
 
 @dataclass(frozen=True)
 class Peak:
@@ -26,17 +28,23 @@ class Peak:
     alt_source: str | None = None
 
 
+def _peak(accelerator: str, form: str = "") -> Peak:
+    """An accelerator's dense BF16 peak from the hardware catalogue (pipeline.hardware), its source with it."""
+    acc = ACCELERATORS[accelerator]
+    return Peak(acc.peak_flops["bf16"], f"{acc.source}{form} (as of {acc.as_of})")
+
+
 PEAKS: dict[str, Peak] = {
     "trn1": Peak(
-        190e12,
-        "AWS Neuron docs, Trainium (trn1) architecture: 190 TFLOP/s dense BF16 per chip",
+        ACCELERATORS["Trainium"].peak_flops["bf16"],
+        ACCELERATORS["Trainium"].source,
         210e12,
         "older AWS Neuron docs / trn1 launch material: 210 TFLOP/s BF16 per chip",
     ),
-    "inf2": Peak(190e12, "AWS Neuron docs, Inferentia2 architecture: 190 TFLOP/s dense BF16/FP16 per chip"),
-    "h100_sxm": Peak(989e12, "NVIDIA H100 SXM datasheet: 989 TFLOP/s dense BF16 (1,979 with sparsity)"),
-    "h200_sxm": Peak(989e12, "NVIDIA H200 SXM datasheet: 989 TFLOP/s dense BF16 (1,979 with sparsity)"),
-    "a100_sxm": Peak(312e12, "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16"),
+    "inf2": _peak("Inferentia2"),
+    "h100_sxm": _peak("H100"),
+    "h200_sxm": _peak("H200"),
+    "a100_sxm": _peak("A100-40GB"),
 }
 
 FORMULAS = {

@@ -32,7 +32,8 @@ from typing import Any
 
 from analytics.importers.common import LaneImport, load_json, num, parse_time, telemetry_table
 from analytics.importers.source import Tree
-from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row, served_json
+from analytics.importers.tnx_inf2 import add_serve_dir, aggregate_row, boot_row, failure_row
+from analytics.importers.tnx_served import served_json
 from analytics.importers.tnx_trn1 import train_run
 
 EXTRAS = "inf2/results/extras/"

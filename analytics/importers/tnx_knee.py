@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from analytics.importers.common import LaneImport, integer, load_json, num, parse_time
 from analytics.importers.source import Tree
-from analytics.importers.tnx_inf2 import served_json
+from analytics.importers.tnx_served import served_json
 
 KNEE = "inf2/results/extras/knee/"
 RATE_RE = re.compile(r"rate_([0-9.]+)\.json$")

@@ -206,6 +206,28 @@ def test_every_point_carries_its_slo_and_the_decision_prices_it(local_run):
     assert all((d[3] is not None) == bool(d[2]) and (d[2] or "no point meets" in d[4]) for d in decision)
 
 
+def test_every_measured_point_stands_beside_its_roofline_and_the_report_says_how_close(local_run):
+    con = local_run.con()
+    # every point of the serving lanes recorded the served model's facts; the host_cpu lane measured the ceiling
+    missing = con.execute(
+        "select lane, point_id, roofline_note from point_roofline where tpot_bound_ms is null and mode <> 'sustained'"
+    ).fetchall()
+    assert missing == []
+    rows = con.execute(
+        "select throughput_fraction, tpot_fraction, ttft_fraction, hardware from point_roofline "
+        "where output_throughput is not null"
+    ).fetchall()
+    assert rows and {r[3] for r in rows} == {"CPU (measured)"}
+    assert all(r[0] > 0 and r[1] > 0 and r[2] > 0 for r in rows)
+    text = (local_run.report / "REPORT.md").read_text()
+    assert "## Roofline" in text and "% of limit" in text.split("## Decision", 1)[1].split("\n## ", 1)[0]
+    serving = text.split("## Serving sweeps", 1)[1].split("\n## ", 1)[0]
+    assert "% of limit" in serving and "% of " in serving.split("% of limit", 1)[1]  # a cell with its value
+    # a CPU point above its measured ceiling is possible (a cache beats the triad): the report says so where it is
+    faster = [r for r in rows if max(r[0], r[1], r[2]) > 1.0]
+    assert bool(faster) == ("measured faster than the bound" in text)
+
+
 def test_the_preflight_gate_passed_and_the_boot_recorded_the_cache_it_pushed(local_run):
     con = local_run.con()
     assert con.execute("select sum(failed), sum(passed) > 0 from preflight_summary").fetchone() == (0, True)

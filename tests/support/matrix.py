@@ -25,6 +25,8 @@ def commit_lane(
     config: str,
     model: str,
     points: list[tuple[str, int, float | None, float]],
+    served: dict | None = None,
+    backend: str | None = None,
 ) -> None:
     """One cell's lane, committed as ``<lane>@<cell>``: points (id, streams, offered rate or None for closed
     loop, TTFT factor) with the SLO, per-request rows (tests/support/synthetic.py), telemetry in each window.
@@ -68,6 +70,7 @@ def commit_lane(
                     "t_start_ns": int(t * 1e9),
                     "client_lag_bound_ms": 50.0,
                     "slo_json": json.dumps(SLO),
+                    "served_json": json.dumps(served) if served else None,
                     **search,
                 }
             ],
@@ -96,7 +99,7 @@ def commit_lane(
                 "started_at": T0,
                 "ended_at": T0 + timedelta(seconds=t),
                 "wall_s": t,
-                "backend": "cuda" if instance_type[0] in "gp" else "neuron",
+                "backend": backend or ("cuda" if instance_type[0] in "gp" else "neuron"),
                 "host": f"box-{lane}",
                 "box_role": "inf2",
                 "instance_type": instance_type,

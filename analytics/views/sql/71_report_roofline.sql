@@ -27,7 +27,7 @@ WITH pts AS (
     LEFT JOIN point_peaks pk USING (run_id, lane, point_id)
 ),
 lanes AS (
-    SELECT run_id, lane, max(instance_type) AS instance_type FROM lane_runs GROUP BY ALL
+    SELECT run_id, lane, max(instance_type) AS instance_type, max(backend) AS lane_backend FROM lane_runs GROUP BY ALL
 ),
 peak16 AS (
     -- a dtype without a figure of its own computes at the 16-bit peak (bf16, else fp16)
@@ -42,8 +42,13 @@ host AS (
            max(value) FILTER (WHERE bench = 'matmul' AND unit = 'GFLOP/s') * 1e9   AS flops
     FROM host_bench GROUP BY ALL
 ),
+placed AS (
+    -- the backend the point ran on: its own, else its lane's
+    SELECT p.* REPLACE (coalesce(p.backend, l.lane_backend) AS backend), l.instance_type
+    FROM pts p LEFT JOIN lanes l USING (run_id, lane)
+),
 hw AS (
-    SELECT p.*, l.instance_type, ia.accelerator, af.cores AS accelerator_cores,
+    SELECT p.*, ia.accelerator, af.cores AS accelerator_cores,
            CASE WHEN p.backend = 'cpu' THEN 'CPU (measured)'
                 WHEN af.accelerator IS NULL THEN NULL
                 WHEN af.cores > 1 THEN
@@ -62,15 +67,15 @@ hw AS (
                    THEN 'no host_cpu triad in this run: the CPU has no measured ceiling'
                WHEN p.backend = 'cpu' AND h.flops IS NULL
                    THEN 'no host_cpu matmul in this run: the CPU has no measured ceiling'
-               WHEN p.backend <> 'cpu' AND l.instance_type IS NULL THEN 'no instance type recorded for this lane'
-               WHEN p.backend <> 'cpu' AND af.accelerator IS NULL
-                   THEN 'no hardware facts for instance type ' || l.instance_type
+               WHEN p.backend IS DISTINCT FROM 'cpu' AND p.instance_type IS NULL
+                   THEN 'no instance type recorded for this lane'
+               WHEN p.backend IS DISTINCT FROM 'cpu' AND af.accelerator IS NULL
+                   THEN 'no hardware facts for instance type ' || p.instance_type
                WHEN p.concurrency IS NULL THEN 'no concurrency known for this point'
            END AS roofline_note
-    FROM pts p
-    LEFT JOIN lanes l USING (run_id, lane)
+    FROM placed p
     LEFT JOIN host h USING (run_id)
-    LEFT JOIN instance_accelerators ia ON ia.instance_type = l.instance_type
+    LEFT JOIN instance_accelerators ia ON ia.instance_type = p.instance_type
     LEFT JOIN accelerator_facts af ON af.accelerator = ia.accelerator
     LEFT JOIN accelerator_peaks pk_d ON pk_d.accelerator = af.accelerator AND pk_d.dtype = p.dtype
     LEFT JOIN peak16 pk_16 ON pk_16.accelerator = af.accelerator
