@@ -50,6 +50,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
     from agents.serving.launcher import ServedModel, ServerBootError
+    from agents.serving.served import served_facts
     from agents.serving.session import serve
     from agents.serving.sweep import Shape, SweepOutcome, sweep_config, sweep_model
     from agents.serving.variants import lane_server_configs
@@ -76,6 +77,7 @@ def run(ctx: LaneContext, config: Config) -> None:
                     server_kind=launcher.server_kind,
                     server_config=first.name,
                     backend=ctx.backend,
+                    served=served_facts(model.path, first, ctx.backend),
                     warmup_requests=0,
                     slo=settings.slo,
                     point_id=f"{PROBE_PREFIX}-{secrets.token_hex(3)}",

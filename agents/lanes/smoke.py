@@ -38,6 +38,7 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.prompts import load_tokenizer
     from agents.serving import get_launcher
     from agents.serving.launcher import ServedModel
+    from agents.serving.served import served_facts
     from agents.serving.session import serve
     from agents.training.catalogue import resolve_model
     from pipeline.servers import get_server_config
@@ -60,6 +61,7 @@ def serve_smoke(ctx: LaneContext, config: Config) -> None:
                 server_kind=launcher.server_kind,
                 server_config=server_config.name,
                 backend=ctx.backend,
+                served=served_facts(model.path, server_config, ctx.backend),
                 warmup_requests=0,
                 point_id="smoke-serve",
             ),

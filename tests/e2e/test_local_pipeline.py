@@ -210,12 +210,13 @@ def test_every_measured_point_stands_beside_its_roofline_and_the_report_says_how
     con = local_run.con()
     # every point of the serving lanes recorded the served model's facts; the host_cpu lane measured the ceiling
     missing = con.execute(
-        "select lane, point_id, roofline_note from point_roofline where tpot_bound_ms is null and mode <> 'sustained'"
+        "select lane, point_id, roofline_note from point_roofline "
+        "where run_id = 'e2e' and tpot_bound_ms is null and mode <> 'sustained'"
     ).fetchall()
     assert missing == []
     rows = con.execute(
         "select throughput_fraction, tpot_fraction, ttft_fraction, hardware from point_roofline "
-        "where output_throughput is not null"
+        "where run_id = 'e2e' and output_throughput is not null"
     ).fetchall()
     assert rows and {r[3] for r in rows} == {"CPU (measured)"}
     assert all(r[0] > 0 and r[1] > 0 and r[2] > 0 for r in rows)
