@@ -129,7 +129,7 @@ def s_capacity(d: Decision) -> list[str]:
     cols = (("run_id", "run"), ("lane", "lane"), ("model", "model"), ("server_config", "config"),
             ("shape", "in:out"), ("slo_name", "SLO"), ("max_rate_meeting_slo", "max rate meeting"),
             ("lowest_rate_missing_slo", "lowest rate missing"), ("goodput", "goodput req/s [95 % CI]"),
-            ("goodput_tok_s", "goodput tok/s [95 % CI]"), ("points", "points"), ("verdicts", "verdicts"),
+            ("goodput_tok_s", "goodput tok/s [95 % CI]"), ("limit_fraction", "% of limit"), ("points", "points"), ("verdicts", "verdicts"),
             ("stop_reasons", "stop reasons"), ("search_wall_s", "search s"), ("outcome", "outcome"))
 
     def get(r: dict[str, Any], k: str) -> Any:
@@ -137,6 +137,8 @@ def s_capacity(d: Decision) -> list[str]:
             return _shape(r)
         if k in ("goodput", "goodput_tok_s"):
             return _with_ci(r, k)
+        if k == "limit_fraction":
+            return limit_cell(r)
         return r.get(k)
 
     return lines + table(d.capacity, cols, get) + ["![capacity knee](capacity_knee.png)", ""]

@@ -28,6 +28,7 @@ METRIC_FILES = (
     "40_report_cold_start.sql",
     "41_report_preflight.sql",
     "43_report_accuracy.sql",
+    "71_report_roofline.sql",
 )
 
 
