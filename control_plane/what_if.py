@@ -213,5 +213,6 @@ def _knee_line(lane: str, r: WhatIfRow, i: int, o: int) -> str:
     return (
         f"{lane} {r.model} config {r.config}: no start rate, its ladder starts from a closed-loop probe; the "
         f"predicted knee is at most {r.output_tokens_per_s / o:.2f} req/s ({i}:{o} at {r.batch} sequences: "
-        f"{r.output_tokens_per_s:,.0f} output tok/s / {o} tokens; {PREDICTED})"
+        f"{r.output_tokens_per_s:,.0f} output tok/s / {o} tokens; {PREDICTED}); lane config "
+        "rate_max_from_roofline caps the search there"
     )

@@ -173,3 +173,28 @@ def kv_sequences(weight_bytes: float, kv_bytes_per_token: int, memory_bytes: flo
     free = memory_bytes - weight_bytes
     per_seq = kv_bytes_per_token * max_model_len
     return int(free // per_seq) if free > 0 and per_seq > 0 else 0
+
+
+def max_request_rate(b: Bounds, output_len: int) -> float:
+    """An upper bound on requests/s (a capacity search's predicted knee): the output tokens/s bound at the batch
+    over the tokens each request outputs."""
+    return b.output_tokens_per_s / max(1, int(output_len))
+
+
+def predicted_rate_max(
+    served: dict[str, Any], accelerator: str, input_len: int, output_len: int
+) -> tuple[float, str] | None:
+    """A capacity search's top from its served-model facts (``sweep_points.served_json``) on ``accelerator``: the
+    most requests/s the hardware allows at ``max_num_seqs`` sequences, and the sentence that says so; None when the
+    facts lack what the bound needs."""
+    keys = ("matmul_params", "weight_bytes_per_param", "kv_bytes_per_token", "tensor_parallel", "dtype")
+    if not served or any(served.get(k) is None for k in keys) or not served.get("max_num_seqs"):
+        return None
+    model = ServedModel(**{k: served[k] for k in keys})
+    limits = accelerator_limits(accelerator, model.tensor_parallel, model.dtype)
+    b = bounds(model, limits, batch=int(served["max_num_seqs"]), input_len=input_len, output_len=output_len)
+    rate = max_request_rate(b, output_len)
+    return rate, (
+        f"rate_max {rate:.4g} req/s from the roofline ({PREDICTED}): {b.output_tokens_per_s:,.0f} output tok/s at "
+        f"{b.batch} sequences on {limits.label} over {output_len} tokens per request"
+    )

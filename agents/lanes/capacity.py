@@ -54,12 +54,15 @@ def _resumable_attempt(ctx: LaneContext) -> Any:
     return None
 
 
-def same_search(search_json: str | None, spec: CapacitySpec) -> bool:
-    """A committed point belongs to a search declared as ``spec`` (a changed SLO or range starts a new one)."""
+def same_search(search_json: str | None, spec: CapacitySpec, ignore: tuple[str, ...] = ()) -> bool:
+    """A committed point belongs to a search declared as ``spec`` (a changed SLO or range starts a new one);
+    ``ignore``: fields the lane derives per search (a top from the roofline, the same for the same facts)."""
     if not search_json:
         return False
     declared = json.loads(search_json)
-    return declared.get("kind") == "capacity" and all(declared.get(k) == v for k, v in spec.to_json().items())
+    return declared.get("kind") == "capacity" and all(
+        declared.get(k) == v for k, v in spec.to_json().items() if k not in ignore
+    )
 
 
 def same_workload(point: dict[str, Any], workload: Any) -> bool:
@@ -70,7 +73,9 @@ def same_workload(point: dict[str, Any], workload: Any) -> bool:
     return mine == theirs
 
 
-def prior_points(ctx: LaneContext, spec: CapacitySpec, workload: Any = None) -> dict[str, CarriedSearch]:
+def prior_points(
+    ctx: LaneContext, spec: CapacitySpec, workload: Any = None, ignore: tuple[str, ...] = ()
+) -> dict[str, CarriedSearch]:
     """The committed points of the search ``spec`` declares (on ``workload``), by search key ``model/config``, from
     the attempt :func:`_resumable_attempt` finds (each attempt carries its predecessors' points, so the newest has
     all)."""
@@ -87,7 +92,7 @@ def prior_points(ctx: LaneContext, spec: CapacitySpec, workload: Any = None) -> 
     owner: dict[str, str] = {}
     windows: list[tuple[Any, Any, str]] = []
     for s in rows("sweep_points"):
-        if same_search(s.get("search_json"), spec) and same_workload(s, workload):
+        if same_search(s.get("search_json"), spec, ignore) and same_workload(s, workload):
             key = f"{s.get('model')}/{s.get('server_config')}"
             out[key].sweeps.append(s)
             owner[s["point_id"]] = key
@@ -144,6 +149,29 @@ def carry_forward(ctx: LaneContext, carried: CarriedSearch) -> Any:
     return prior_from_rows(verdicts, search_id, spent)
 
 
+def roofline_cap(spec: Any, config: Config, served: dict[str, Any] | None, backend: str, shape: tuple[int, int]):
+    """The search's spec with its top at the roofline's bound on req/s (``rate_max_from_roofline``), and the line
+    that says so (None: not asked, an explicit rate_max, the CPU, or no facts for the bound)."""
+    import os
+
+    from pipeline.capacity import CapacitySpec
+    from pipeline.instance_types import CATALOGUE
+    from pipeline.roofline import predicted_rate_max
+
+    if not config.rate_max_from_roofline or config.rate_max is not None:
+        return spec, None
+    itype = CATALOGUE.get(os.environ.get("NEURONPIPE_INSTANCE_TYPE") or "")
+    if backend == "cpu" or itype is None:
+        return spec, "rate_max_from_roofline: no datasheet ceiling here (the CPU, or no catalogued instance type)"
+    found = predicted_rate_max(served or {}, itype.accelerator, *shape)
+    if found is None:
+        return spec, "rate_max_from_roofline: the served model's facts are missing: the search's top is unchanged"
+    rate, why = found
+    if spec.rate_min is not None and spec.rate_min > rate:
+        return spec, f"rate_max_from_roofline: rate_min {spec.rate_min:g} is above the bound; {why}: not applied"
+    return CapacitySpec(**{**spec.model_dump(), "rate_max": rate}), why
+
+
 def run(ctx: LaneContext, config: Config) -> None:
     from agents.loadgen.capacity import run_capacity_search
     from agents.loadgen.client import Timeouts
@@ -162,7 +190,7 @@ def run(ctx: LaneContext, config: Config) -> None:
     shape = Shape.parse(config.shape)
     workload = lane_workload(config.workload, "capacity")
     launcher = get_launcher(ctx.backend, ctx.cache_dir)
-    carried = prior_points(ctx, spec, workload)
+    carried = prior_points(ctx, spec, workload, ("rate_max",) if config.rate_max_from_roofline else ())
     priors: dict[str, Any] = {}
     for key, search in carried.items():  # every carried search first: a boot that fails later loses none
         priors[key] = carry_forward(ctx, search)
@@ -175,6 +203,13 @@ def run(ctx: LaneContext, config: Config) -> None:
         model = ServedModel(name, path)
         tok = load_tokenizer(str(path), launcher.server_kind)
         for cfg in lane_server_configs(ctx, launcher, config.server_configs):
+            served = served_facts(path, cfg, ctx.backend)
+            in_out = (
+                (workload.input.nominal, workload.output.nominal) if workload else (shape.input_len, shape.output_len)
+            )
+            cfg_spec, cap_note = roofline_cap(spec, config, served, ctx.backend, in_out)
+            if cap_note:
+                log.info("capacity %s/%s: %s", name, cfg.name, cap_note)
             with serve(ctx, launcher, model, cfg, config.health_timeout_s) as server:
                 template = SweepPoint(
                     base_url=server.base_url,
@@ -192,10 +227,10 @@ def run(ctx: LaneContext, config: Config) -> None:
                     backend=ctx.backend,
                     server_config_fingerprint=cfg.fingerprint(),
                     model_mix=cfg.model_mix(name),
-                    served=served_facts(path, cfg, ctx.backend),
+                    served=served,
                     warmup_requests=2,
                     timeouts=Timeouts(idle_s=120.0),
-                    note=f"capacity search ({spec.slo_name})",
+                    note=f"capacity search ({spec.slo_name})" + (f"; {cap_note}" if cap_note else ""),
                 )
                 done = [0]
 
@@ -208,7 +243,7 @@ def run(ctx: LaneContext, config: Config) -> None:
 
                 result = run_capacity_search(
                     template,
-                    spec,
+                    cfg_spec,
                     tok,
                     prior=priors.get(f"{name}/{cfg.name}"),
                     on_point=on_point,

@@ -48,6 +48,14 @@ class Config:
         metadata={"help": "start rate R0 (req/s); None: one stream's rate from a short closed-loop probe", **RATE},
     )
     rate_max: float | None = field(default=None, metadata={"help": "the highest rate tried; None: no limit", **RATE})
+    rate_max_from_roofline: bool = field(
+        default=False,
+        metadata={
+            "help": "cap the search's top at the roofline's bound on req/s for the model, config, shape and "
+            "instance type (predicted, not measured: no higher rate can be sustained; an explicit rate_max wins; "
+            "the CPU has no datasheet ceiling, so not there)"
+        },
+    )
     precision: float = field(
         default=0.5,
         metadata={"help": "stop when (lowest failing - highest passing) / highest passing <= this", **SEARCH_PRECISION},

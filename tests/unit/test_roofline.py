@@ -132,3 +132,40 @@ def test_the_predecessor_s_inf2_points_lie_within_their_bounds(conc, tpot_ms, tt
 def test_model_facts_keep_their_positional_form():
     f = ModelFacts(2, 4, 2, 16, 1000, 128)
     assert f.matmul_params == 1000 and f.kv_bytes_per_token(2) == 2 * 2 * 16 * 2 * 2
+
+
+def _served_json(tp: int = 2, max_num_seqs: int = 32) -> dict:
+    m = served_model(LLAMA, dtype="bf16", kv_dtype_bytes=2, tensor_parallel=tp)
+    return {**m.to_json(), "params": LLAMA.params, "max_num_seqs": max_num_seqs, "max_model_len": 2048}
+
+
+def test_a_capacity_search_s_top_from_the_roofline_is_the_bound_at_max_num_seqs():
+    from pipeline.roofline import predicted_rate_max
+
+    rate, why = predicted_rate_max(_served_json(), "Inferentia2", 512, 128)
+    b = bounds(served_model(LLAMA, dtype="bf16", kv_dtype_bytes=2, tensor_parallel=2),
+               accelerator_limits("Inferentia2", 2, "bf16"), batch=32, input_len=512, output_len=128)  # fmt: skip
+    assert rate == pytest.approx(b.output_tokens_per_s / 128)
+    assert "predicted, not measured" in why and "32 sequences" in why
+    assert predicted_rate_max({"dtype": "bf16"}, "Inferentia2", 512, 128) is None  # facts missing: no top
+
+
+def test_the_capacity_lane_caps_its_search_only_where_asked_and_the_facts_allow(monkeypatch):
+    from agents.lanes.capacity import roofline_cap, same_search
+    from pipeline.lane_configs.capacity import Config
+
+    spec = Config().spec()
+    assert roofline_cap(spec, Config(), _served_json(), "neuron", (32, 16)) == (spec, None)  # not asked
+    asked = Config(rate_max_from_roofline=True)
+    monkeypatch.setenv("NEURONPIPE_INSTANCE_TYPE", "inf2.xlarge")
+    capped, why = roofline_cap(spec, asked, _served_json(), "neuron", (32, 16))
+    assert capped.rate_max is not None and capped.rate_max > 0 and "predicted, not measured" in why
+    assert roofline_cap(spec, asked, None, "neuron", (32, 16))[0] is spec  # no facts: unchanged, said
+    assert "no datasheet ceiling" in roofline_cap(spec, asked, _served_json(), "cpu", (32, 16))[1]
+    explicit = Config(rate_max_from_roofline=True, rate_max=3.0)
+    assert roofline_cap(explicit.spec(), explicit, _served_json(), "neuron", (32, 16)) == (explicit.spec(), None)
+    # a resume finds the capped search's points: the derived top is not part of what declares the search
+    import json
+
+    declared = json.dumps({"kind": "capacity", **capped.to_json()})
+    assert not same_search(declared, spec) and same_search(declared, spec, ("rate_max",))
