@@ -60,9 +60,8 @@ class HistoryEstimate:
     high_s: float
     rule: str
 
-    def source(self) -> str:
-        from control_plane.timetable import hms
-
+    def source(self, hms: Callable[[float], str]) -> str:
+        """The estimate's source line, its spread in the caller's duration format (``timetable.hms``)."""
         return f"history: median of n={self.n} ({hms(self.low_s)}–{hms(self.high_s)}), {self.rule}"
 
 

@@ -176,7 +176,7 @@ def expected_duration(
     family- and config-aware default), else :data:`DEFAULT_DURATIONS_S`, else :data:`UNKNOWN_DURATION_S`."""
     est = history_estimate(LaneKey(lane, profile, instance_type, models, fingerprints), history)
     if est is not None:
-        return Expected(est.seconds, est.source())
+        return Expected(est.seconds, est.source(hms))
     default = default or DEFAULT_DURATIONS_S.get((profile, lane))
     if default:
         return Expected(default[0], f"default: {default[1]}")

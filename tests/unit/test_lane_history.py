@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from control_plane.lane_history import HISTORY_LAST_N, LaneKey, attempts, history_estimate
-from control_plane.timetable import expected_duration, history_durations
+from control_plane.timetable import expected_duration, history_durations, hms
 from pipeline.servers import resolve_server_configs
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -49,7 +49,7 @@ def test_the_median_of_the_last_five_by_time_with_its_spread():
     assert HISTORY_LAST_N == 5
     assert (est.seconds, est.n, est.low_s, est.high_s) == (300.0, 5, 100.0, 500.0)
     assert est.rule == "same lane/model/config/instance type"
-    assert est.source() == "history: median of n=5 (0:01:40–0:08:20), same lane/model/config/instance type"
+    assert est.source(hms) == "history: median of n=5 (0:01:40–0:08:20), same lane/model/config/instance type"
 
 
 def test_the_order_is_ended_at_then_started_at():
