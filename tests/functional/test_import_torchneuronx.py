@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from analytics.importers.torchneuronx import every_attempt, import_torchneuronx
+from analytics.report.files import build_report_files
 from analytics.store import LocalStore
 from analytics.views import connect
 from control_plane.cli import main
@@ -310,3 +311,22 @@ def test_the_predecessors_own_knee_brackets_between_1_and_2_req_s(tmp_path):
         .fetchone()
     )
     assert (lo, hi) == (1.0, 2.0)
+
+
+@pytest.mark.skipif(not MIRROR.exists(), reason="no mirror of the predecessor's repository")
+def test_the_predecessors_inf2_points_lie_within_their_roofline_and_its_report_says_how_close(tmp_path):
+    store = LocalStore(tmp_path / "results")
+    import_torchneuronx(str(MIRROR), store, run_id="tnx-roof")
+    con = connect(store)
+    rows = con.execute(
+        "SELECT model, server_config, hardware, throughput_fraction, tpot_fraction, ttft_fraction FROM point_roofline "
+        "WHERE output_throughput IS NOT NULL AND tpot_bound_ms IS NOT NULL AND mode <> 'sustained'"
+    ).fetchall()
+    assert len(rows) >= 10 and {r[0] for r in rows} >= {"meta-llama/Llama-3.1-8B-Instruct"}
+    assert {r[2] for r in rows} <= {"1× Inferentia2 (2 of its NeuronCores)", "0.5× Inferentia2 (1 of its NeuronCores)"}
+    # a point above its bound would be a defect in the facts or the formula
+    assert [r for r in rows if max(r[3], r[4], r[5]) >= 1.0] == []
+    out = tmp_path / "report"
+    build_report_files(str(store.root), ["tnx-roof"], out)
+    md = (out / "REPORT.md").read_text()
+    assert "## Roofline" in md and "% of 1,313 (1× Inferentia2 (2 of its NeuronCores))" in md
