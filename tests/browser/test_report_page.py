@@ -148,6 +148,10 @@ def test_every_chart_is_drawn(opened):
     axis = page.evaluate("""(() => { const el = document.querySelector('[data-plot="throughput-vs-concurrency"]');
         const l = el._fullLayout; return {type: l.xaxis.type, ticks: l.xaxis.ticktext, y0: l.yaxis.range[0]}; })()""")
     assert axis["type"] == "log" and axis["ticks"] == ["1", "2", "4", "8", "16"] and axis["y0"] <= 0
+    # each series beside its roofline bound (dotted), where its points carry the served model's facts
+    bounds = page.evaluate("""(() => document.querySelector('[data-plot="throughput-vs-concurrency"]').data
+        .filter(t => t.line && t.line.dash === 'dot').map(t => t.y.filter(v => typeof v === 'number').length))()""")
+    assert sum(bounds) > 0
 
 
 def test_a_clicked_point_shows_its_latency_distribution(opened, comparison):

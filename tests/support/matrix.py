@@ -111,9 +111,17 @@ def commit_lane(
 
 
 def commit_cell(
-    store: LocalStore, run_id: str, cell: str, instance_type: str, config: str, ttft_factor: float, model: str = "llama"
+    store: LocalStore,
+    run_id: str,
+    cell: str,
+    instance_type: str,
+    config: str,
+    ttft_factor: float,
+    model: str = "llama",
+    served: dict | None = None,
 ) -> None:
-    """A cell's serve_sweep: the closed-loop grid, every point's TTFT times ``ttft_factor``."""
+    """A cell's serve_sweep: the closed-loop grid, every point's TTFT times ``ttft_factor`` (``served``: the
+    roofline's facts on every point)."""
     commit_lane(
         store,
         run_id,
@@ -122,6 +130,7 @@ def commit_cell(
         config,
         model,
         [(f"{config}-c{c}", c, None, ttft_factor) for c in CONCURRENCIES],
+        served=served,
     )
 
 

@@ -18,6 +18,16 @@ CONFIGS = ("tp2-bs8", "tp2-bs32")
 CONCURRENCIES = (1, 2, 4, 8, 16)
 # offered rates of the capacity search (req/s) and whether each meets the SLO: the knee lies between 1.5 and 2
 SEARCH = ((0.5, True), (1.0, True), (1.5, True), (2.0, False), (3.0, False))
+# the roofline's facts of the cells' points (an 8B-class model at tensor parallel 1 in bf16: synthetic, not a
+# measurement; the bound is what the page and REPORT.md set each point beside)
+SERVED = {
+    "matmul_params": 7_500_000_000,
+    "weight_bytes_per_param": 2.0,
+    "kv_bytes_per_token": 131072,
+    "tensor_parallel": 1,
+    "dtype": "bf16",
+    "max_num_seqs": 32,
+}
 
 
 def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tuple[str, ...] = RUNS) -> LocalStore:
@@ -48,5 +58,5 @@ def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tup
         [(f"rate-{rate:g}", 4, rate, 1.0 if ok else 50.0) for rate, ok in SEARCH],
     )
     for cell, itype in (("c01", "inf2.xlarge"), ("c02", "g6.xlarge"), ("c03", "g5.12xlarge")):
-        commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL)
+        commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL, served=SERVED)
     return store
