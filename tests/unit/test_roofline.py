@@ -169,3 +169,14 @@ def test_the_capacity_lane_caps_its_search_only_where_asked_and_the_facts_allow(
 
     declared = json.dumps({"kind": "capacity", **capped.to_json()})
     assert not same_search(declared, spec) and same_search(declared, spec, ("rate_max",))
+
+
+def test_the_hardware_views_are_generated_from_the_catalogue():
+    from pathlib import Path
+
+    import analytics
+    from analytics.hardware_facts import render_sql
+
+    sql = Path(analytics.__file__).parent / "views" / "sql" / "44_hardware.sql"
+    regenerate = "run: python -m analytics.hardware_facts > analytics/views/sql/44_hardware.sql"
+    assert sql.read_text() == render_sql(), regenerate
