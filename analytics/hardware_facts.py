@@ -15,16 +15,9 @@ from __future__ import annotations
 
 import sys
 
+from analytics.pricing import sql_literal
 from pipeline.hardware import ACCELERATORS
 from pipeline.instance_types import CATALOGUE
-
-
-def _lit(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return repr(value)
 
 
 def _values(rows: list[str], columns: str) -> str:
@@ -33,18 +26,18 @@ def _values(rows: list[str], columns: str) -> str:
 
 def render_sql() -> str:
     facts = [
-        f"({_lit(a.name)}, {_lit(a.vendor)}, CAST({a.cores} AS INTEGER), CAST({a.memory_gib!r} AS DOUBLE), "
-        f"CAST({a.memory_bytes_per_s!r} AS DOUBLE), CAST({_lit(a.interconnect)} AS VARCHAR), "
-        f"CAST({_lit(a.interconnect_bytes_per_s)} AS DOUBLE), {_lit(a.source)}, {_lit(a.as_of)})"
+        f"({sql_literal(a.name)}, {sql_literal(a.vendor)}, CAST({a.cores} AS INTEGER), CAST({a.memory_gib!r} AS DOUBLE), "
+        f"CAST({a.memory_bytes_per_s!r} AS DOUBLE), CAST({sql_literal(a.interconnect)} AS VARCHAR), "
+        f"CAST({sql_literal(a.interconnect_bytes_per_s)} AS DOUBLE), {sql_literal(a.source)}, {sql_literal(a.as_of)})"
         for a in ACCELERATORS.values()
     ]
     peaks = [
-        f"({_lit(a.name)}, {_lit(dtype)}, CAST({flops!r} AS DOUBLE))"
+        f"({sql_literal(a.name)}, {sql_literal(dtype)}, CAST({flops!r} AS DOUBLE))"
         for a in ACCELERATORS.values()
         for dtype, flops in sorted(a.peak_flops.items())
     ]
     types = [
-        f"({_lit(t.name)}, {_lit(t.accelerator)}, CAST({t.accelerators} AS INTEGER), CAST({t.cores} AS INTEGER))"
+        f"({sql_literal(t.name)}, {sql_literal(t.accelerator)}, CAST({t.accelerators} AS INTEGER), CAST({t.cores} AS INTEGER))"
         for t in sorted(CATALOGUE.values(), key=lambda t: t.name)
     ]
     return (

@@ -106,7 +106,8 @@ def price_for(instance_type: str, region: str = PRICE_REGION) -> InstancePrice:
     raise UnknownInstancePriceError(instance_type, region)
 
 
-def _lit(value: object) -> str:
+def sql_literal(value: object) -> str:
+    """A Python value as a SQL literal for the generated views (NULL, a quoted string, a number)."""
     if value is None:
         return "NULL"
     if isinstance(value, str):
@@ -117,12 +118,12 @@ def _lit(value: object) -> str:
 def render_sql() -> str:
     """The price views as SQL (VALUES lists), deterministic."""
     prices = ",\n    ".join(
-        f"({_lit(p.instance_type)}, {_lit(p.region)}, CAST({p.usd_per_hour!r} AS DOUBLE), "
-        f"{_lit(p.price_date)}, {_lit(p.source)})"
+        f"({sql_literal(p.instance_type)}, {sql_literal(p.region)}, CAST({p.usd_per_hour!r} AS DOUBLE), "
+        f"{sql_literal(p.price_date)}, {sql_literal(p.source)})"
         for p in PRICES
     )
     kinds = ",\n    ".join(
-        f"({_lit(k.instance_type)}, {_lit(k.family)}, CAST({_lit(k.accelerator)} AS VARCHAR), "
+        f"({sql_literal(k.instance_type)}, {sql_literal(k.family)}, CAST({sql_literal(k.accelerator)} AS VARCHAR), "
         f"CAST({k.accelerators} AS INTEGER))"
         for k in KINDS
     )
@@ -137,7 +138,7 @@ def render_sql() -> str:
         "-- the cost section, never a headline; the Decision's $/M).\n"
         "CREATE OR REPLACE VIEW instance_prices AS\n"
         "SELECT instance_type, region, usd_per_hour, price_date, source FROM instance_price_regions\n"
-        f"WHERE region = {_lit(PRICE_REGION)};\n\n"
+        f"WHERE region = {sql_literal(PRICE_REGION)};\n\n"
         "-- instance_catalogue: every type the report can name (priced or not), its family and accelerator.\n"
         "CREATE OR REPLACE VIEW instance_catalogue AS\n"
         "SELECT * FROM (VALUES\n    " + kinds + "\n"
