@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from analytics.pricing import sql_literal
+from analytics.pricing import sql_literal as lit
 from pipeline.hardware import ACCELERATORS
 from pipeline.instance_types import CATALOGUE
 
@@ -26,18 +26,18 @@ def _values(rows: list[str], columns: str) -> str:
 
 def render_sql() -> str:
     facts = [
-        f"({sql_literal(a.name)}, {sql_literal(a.vendor)}, CAST({a.cores} AS INTEGER), CAST({a.memory_gib!r} AS DOUBLE), "
-        f"CAST({a.memory_bytes_per_s!r} AS DOUBLE), CAST({sql_literal(a.interconnect)} AS VARCHAR), "
-        f"CAST({sql_literal(a.interconnect_bytes_per_s)} AS DOUBLE), {sql_literal(a.source)}, {sql_literal(a.as_of)})"
+        f"({lit(a.name)}, {lit(a.vendor)}, CAST({a.cores} AS INTEGER), CAST({a.memory_gib!r} AS DOUBLE), "
+        f"CAST({a.memory_bytes_per_s!r} AS DOUBLE), CAST({lit(a.interconnect)} AS VARCHAR), "
+        f"CAST({lit(a.interconnect_bytes_per_s)} AS DOUBLE), {lit(a.source)}, {lit(a.as_of)})"
         for a in ACCELERATORS.values()
     ]
     peaks = [
-        f"({sql_literal(a.name)}, {sql_literal(dtype)}, CAST({flops!r} AS DOUBLE))"
+        f"({lit(a.name)}, {lit(dtype)}, CAST({flops!r} AS DOUBLE))"
         for a in ACCELERATORS.values()
         for dtype, flops in sorted(a.peak_flops.items())
     ]
     types = [
-        f"({sql_literal(t.name)}, {sql_literal(t.accelerator)}, CAST({t.accelerators} AS INTEGER), CAST({t.cores} AS INTEGER))"
+        f"({lit(t.name)}, {lit(t.accelerator)}, CAST({t.accelerators} AS INTEGER), CAST({t.cores} AS INTEGER))"
         for t in sorted(CATALOGUE.values(), key=lambda t: t.name)
     ]
     return (
