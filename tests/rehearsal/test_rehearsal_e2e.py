@@ -13,6 +13,7 @@ import pytest
 from control_plane.cli import main
 from control_plane.models import RunRequest
 from pipeline.lanes import request_lanes
+from rehearsal.run import DEFAULT_BUILD_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +29,10 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
             "--no-live",
             "--workdir",
             str(tmp_path / "w"),
+            # the shared build directory (the synthesized app and the layer, once per harness sha, as every other
+            # rehearsal test uses them): a private one would synthesize and build the layer again
             "--build-dir",
-            str(tmp_path / "build"),
+            str(DEFAULT_BUILD_DIR),
             "--boot-delay-s",
             "0.5",
             "--timeout-s",
