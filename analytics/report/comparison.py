@@ -34,9 +34,11 @@ SATURATION_VIEW = "point_saturation"
 # Energy per output token inside each sweep point's span (42_report_energy.sql), joined to the points likewise.
 ENERGY_VIEW = "point_energy"
 ROOFLINE_VIEW = "point_roofline"
-# what the serving tables show of a point's roofline (71_report_roofline.sql), beside its measured figures
-ROOFLINE_COLUMNS = ("r.throughput_fraction AS limit_fraction, r.output_tokens_per_s_bound, r.tpot_bound_ms, "
-                    "r.hardware AS roofline_hardware, r.roofline_note")
+BOUNDS_VIEW = "point_bounds"
+# what the serving tables show of a point's roofline (71_report_roofline.sql's point_bounds) beside its measured
+# figures: % of the limit divided from the row's own throughput (point_roofline.throughput_fraction's definition)
+ROOFLINE_COLUMNS = ("s.output_throughput / r.output_tokens_per_s_bound AS limit_fraction, "
+                    "r.output_tokens_per_s_bound, r.tpot_bound_ms, r.hardware AS roofline_hardware, r.roofline_note")
 # Views of 70_aggregates.sql: aggregate-only points, retention from iterations without request rows.
 AGGREGATE_POINTS_VIEW = "serving_points_all"
 ITERATION_RETENTION_VIEW = "sustained_iterations"
@@ -169,9 +171,9 @@ def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[s
     if ENERGY_VIEW in present:
         sat_cols += ", e.* EXCLUDE (run_id, lane, attempt, point_id, model, server_config)"
         sat_join += f" LEFT JOIN {ENERGY_VIEW} e USING (run_id, lane, point_id)"
-    if ROOFLINE_VIEW in present:
+    if BOUNDS_VIEW in present:
         sat_cols += ", " + ROOFLINE_COLUMNS
-        sat_join += f" LEFT JOIN {ROOFLINE_VIEW} r USING (run_id, lane, point_id)"
+        sat_join += f" LEFT JOIN {BOUNDS_VIEW} r USING (run_id, lane, point_id)"
     points = rows(con, f"""
         SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples{sat_cols}
         FROM {view} s LEFT JOIN report_point_telemetry t USING (run_id, lane, point_id) {sat_join}
@@ -190,9 +192,9 @@ def aggregate_points(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[
     order = _order_by(_columns(con, AGGREGATE_POINTS_VIEW), ("run_id", "lane", "model", "server_config", "input_len",
                                                               "output_len", "max_concurrency", "point_id"))
     roofline_cols, roofline_join = "", ""
-    if ROOFLINE_VIEW in present:
+    if BOUNDS_VIEW in present:
         roofline_cols = ", " + ROOFLINE_COLUMNS
-        roofline_join = f"LEFT JOIN {ROOFLINE_VIEW} r USING (run_id, lane, point_id)"
+        roofline_join = f"LEFT JOIN {BOUNDS_VIEW} r USING (run_id, lane, point_id)"
     return rows(con, f"""
         SELECT s.*, coalesce(t.telemetry_samples, 0) AS telemetry_samples,
                coalesce(t.telemetry_rows, 0) AS telemetry_rows{roofline_cols}

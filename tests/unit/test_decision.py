@@ -255,9 +255,9 @@ def _decision_con(points, sweep_slo, lane_rows, refs):
     _table(con, "reference_runs", refs or [ref_cols])
     if not refs:
         con.execute("DELETE FROM reference_runs")
-    # the roofline's view (71_report_roofline.sql), empty: the Decision's % of limit is tested with the views whole
+    # the roofline's bounds (71_report_roofline.sql), empty: the Decision's % of limit is tested with the views whole
     con.execute(
-        "CREATE TABLE point_roofline (run_id VARCHAR, lane VARCHAR, point_id VARCHAR, throughput_fraction DOUBLE, "
+        "CREATE TABLE point_bounds (run_id VARCHAR, lane VARCHAR, point_id VARCHAR, "
         "output_tokens_per_s_bound DOUBLE, hardware VARCHAR, roofline_note VARCHAR)"
     )
     sql = resources.files("analytics.views") / "sql"

@@ -2,16 +2,17 @@
 -- formulas for the planner's predictions, and a test keeps the two equal). CREATE OR REPLACE VIEW statements only.
 -- Runs after 44_hardware.sql (accelerator_facts, accelerator_peaks, instance_accelerators) and 70_aggregates.sql
 -- (serving_points_all). Views defined here:
---   point_roofline   one row per serving point: the hardware its devices add up to (a catalogued accelerator's
+--   point_bounds     one row per serving point: the hardware its devices add up to (a catalogued accelerator's
 --                    share for its tensor parallelism, or on the CPU the run's own host_cpu measurements), the
 --                    lower bounds on TPOT and TTFT and the upper bound on output tokens/s at the point's batch,
---                    what binds each (memory | compute), and the achieved fraction of each bound
---                    ("% of the limit": bound / measured for a latency, measured / bound for a rate). A point
---                    without facts has NULL bounds and roofline_note says why.
+--                    what binds each (memory | compute). A point without facts has NULL bounds and roofline_note
+--                    says why. Facts only: cheap to join.
+--   point_roofline   point_bounds beside the point's measurements (serving_points_all) and the achieved fraction
+--                    of each bound ("% of the limit": bound / measured for a latency, measured / bound for a rate).
 -- Batch B = the point's concurrency (closed loop) or its peak concurrent requests (open loop), at most the
 -- config's max_num_seqs; the mean context L = input_len + output_len / 2. Decode step = max((W + B·L·kv) / BW,
 -- 2·N·B / peak); TPOT bound = step; tokens/s bound = B / step; TTFT bound = max(2·N·I / peak, (W + I·kv) / BW).
-CREATE OR REPLACE VIEW point_roofline AS
+CREATE OR REPLACE VIEW point_bounds AS
 WITH pts AS (
     SELECT sp.run_id, sp.lane, sp.point_id, sp.model, sp.server_config, sp.backend, sp.mode,
            sp.input_len, sp.output_len, sp.workload,
@@ -104,14 +105,20 @@ SELECT h.run_id, h.lane, h.point_id, h.model, h.server_config, h.backend, h.mode
        b.batch / greatest(b.decode_memory_s, b.decode_compute_s)                    AS output_tokens_per_s_bound,
        CASE WHEN b.decode_memory_s >= b.decode_compute_s THEN 'memory' ELSE 'compute' END  AS decode_bound_by,
        CASE WHEN b.prefill_compute_s >= b.prefill_memory_s THEN 'compute' ELSE 'memory' END AS prefill_bound_by,
-       s.output_throughput, s.median_tpot_ms, s.median_ttft_ms,
-       s.output_throughput * greatest(b.decode_memory_s, b.decode_compute_s) / b.batch AS throughput_fraction,
-       greatest(b.decode_memory_s, b.decode_compute_s) * 1000.0 / s.median_tpot_ms   AS tpot_fraction,
-       greatest(b.prefill_compute_s, b.prefill_memory_s) * 1000.0 / s.median_ttft_ms AS ttft_fraction,
        CASE WHEN h.roofline_note IS NOT NULL THEN h.roofline_note
             WHEN h.backend = 'cpu' THEN 'CPU: a measured ceiling (DRAM triad); weights in cache can beat it'
             WHEN h.workload IS NOT NULL THEN 'workload point: bounds at its nominal lengths'
        END AS roofline_note
 FROM hw h
-LEFT JOIN bounded b USING (run_id, lane, point_id)
+LEFT JOIN bounded b USING (run_id, lane, point_id);
+
+-- The bounds beside the measurements: % of the limit. A view that already holds a point's measured output tok/s
+-- (the Decision, the capacity search, the serving tables) joins point_bounds and divides the same way, rather
+-- than computing serving_points_all a second time through this view.
+CREATE OR REPLACE VIEW point_roofline AS
+SELECT b.*, s.output_throughput, s.median_tpot_ms, s.median_ttft_ms,
+       s.output_throughput / b.output_tokens_per_s_bound AS throughput_fraction,
+       b.tpot_bound_ms / s.median_tpot_ms                AS tpot_fraction,
+       b.ttft_bound_ms / s.median_ttft_ms                AS ttft_fraction
+FROM point_bounds b
 LEFT JOIN serving_points_all s USING (run_id, lane, point_id);

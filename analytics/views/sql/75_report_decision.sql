@@ -174,8 +174,9 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
            AS usd_per_million_output_tokens_ci_low,
        CASE WHEN meets AND output_throughput_ci_low > 0 THEN usd_per_hour / (output_throughput_ci_low * 3600.0) * 1e6 END
            AS usd_per_million_output_tokens_ci_high,
-       -- % of the limit at the chosen point: its output tokens/s against the roofline's bound (71_report_roofline.sql)
-       CASE WHEN meets THEN rl_fraction END AS limit_fraction,
+       -- % of the limit at the chosen point: its output tok/s over the roofline's bound (71_report_roofline.sql's
+       -- point_roofline.throughput_fraction, divided here from the row's own throughput)
+       CASE WHEN meets THEN output_throughput / rl_bound END AS limit_fraction,
        CASE WHEN meets THEN rl_bound END AS output_tokens_per_s_bound,
        CASE WHEN meets THEN rl_hardware END AS roofline_hardware,
        CASE WHEN meets THEN rl_note END AS roofline_note,
@@ -202,7 +203,7 @@ SELECT run_id, instance, price_basis, priced_instance_type AS instance_type, box
                 WHEN usd_per_hour IS NULL THEN 'no price for instance type ' || priced_instance_type END),
          '') AS note
 FROM priced
-LEFT JOIN (SELECT run_id AS rl_run, lane AS rl_lane, point_id AS rl_point, throughput_fraction AS rl_fraction,
-                  output_tokens_per_s_bound AS rl_bound, hardware AS rl_hardware, roofline_note AS rl_note
-           FROM point_roofline) rl
+LEFT JOIN (SELECT run_id AS rl_run, lane AS rl_lane, point_id AS rl_point, output_tokens_per_s_bound AS rl_bound,
+                  hardware AS rl_hardware, roofline_note AS rl_note
+           FROM point_bounds) rl
     ON rl.rl_run = priced.run_id AND rl.rl_lane = priced.lane AND rl.rl_point = priced.point_id;

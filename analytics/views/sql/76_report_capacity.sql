@@ -179,10 +179,11 @@ SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour),
                         'killed: a resume continues it)', a.max_rate_meeting_slo, a.lowest_rate_missing_slo,
                         coalesce(CAST(a.search_precision AS VARCHAR), 'declared')) END AS outcome,
        -- % of the limit at the max sustainable rate: its point's output tok/s against the roofline's bound
-       rl.throughput_fraction AS limit_fraction, rl.output_tokens_per_s_bound, rl.hardware AS roofline_hardware
+       a.output_throughput / rl.output_tokens_per_s_bound AS limit_fraction, rl.output_tokens_per_s_bound,
+       rl.hardware AS roofline_hardware
 FROM at_rate a
 LEFT JOIN instance_prices ip ON ip.instance_type = a.priced_instance_type AND a.reference_usd_per_hour IS NULL
-LEFT JOIN point_roofline rl ON rl.run_id = a.run_id AND rl.lane = a.lane AND rl.point_id = a.passing_point_id;
+LEFT JOIN point_bounds rl ON rl.run_id = a.run_id AND rl.lane = a.lane AND rl.point_id = a.passing_point_id;
 
 CREATE OR REPLACE VIEW report_decision_at_rate AS
 WITH c AS (
