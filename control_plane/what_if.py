@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipeline.roofline import PREDICTED, ServedModel, accelerator_limits, bounds
+from pipeline.roofline import PREDICTED, accelerator_limits, bounds, max_request_rate, served_as
 
 SHAPES: tuple[tuple[int, int], ...] = ((128, 128), (1024, 128))
 SOURCE = f"PREDICTED ({PREDICTED}): pipeline.roofline"
@@ -60,22 +60,6 @@ class WhatIfRow:
         return asdict(self)
 
 
-def served_model(facts: Any, cfg: Any) -> ServedModel:
-    """A catalogue model's roofline facts as ``cfg`` serves it (its dtype, KV dtype, quantized weights)."""
-    from pipeline.hardware import DTYPE_BYTES, dtype_key
-    from pipeline.roofline import served_model as serve
-    from pipeline.servers import kv_dtype_bytes
-
-    dtype = dtype_key(cfg.dtype)
-    return serve(
-        facts,
-        dtype=dtype,
-        kv_dtype_bytes=kv_dtype_bytes(cfg, DTYPE_BYTES.get(dtype, 2)),
-        tensor_parallel=cfg.tensor_parallel,
-        quantization=cfg.quantization,
-    )
-
-
 def _facts(model: str) -> Any:
     from pipeline.model_catalogue import MODEL_CATALOGUE
 
@@ -93,8 +77,9 @@ def what_if_rows(served: Iterable[Served], shapes: Iterable[tuple[int, int]] = S
         facts = _facts(s.model)
         if facts is None:
             continue
-        model = served_model(facts, s.config)
-        limits = accelerator_limits(get_instance_type(s.instance_type).accelerator, model.tensor_parallel, model.dtype)
+        itype = get_instance_type(s.instance_type)
+        model = served_as(facts, s.config, itype.backend)
+        limits = accelerator_limits(itype.accelerator, model.tensor_parallel, model.dtype)
         for i, o in shapes:
             if i + o > s.config.max_model_len:
                 continue
@@ -129,7 +114,7 @@ def fit_warnings(served: Iterable[Served]) -> list[str]:
         facts, cfg, it = _facts(s.model), s.config, get_instance_type(s.instance_type)
         if facts is None:
             continue
-        model = served_model(facts, cfg)
+        model = served_as(facts, cfg, it.backend)
         tp = min(model.tensor_parallel, it.cores)
         memory = it.accelerator_memory_gib * GIB * tp / it.cores
         weights = facts.params * model.weight_bytes_per_param
@@ -210,9 +195,10 @@ def capacity_knees(plan: Any) -> list[str]:
 
 
 def _knee_line(lane: str, r: WhatIfRow, i: int, o: int) -> str:
+    knee = max_request_rate(r.output_tokens_per_s, o)
     return (
         f"{lane} {r.model} config {r.config}: no start rate, its ladder starts from a closed-loop probe; the "
-        f"predicted knee is at most {r.output_tokens_per_s / o:.2f} req/s ({i}:{o} at {r.batch} sequences: "
+        f"predicted knee is at most {knee:.2f} req/s ({i}:{o} at {r.batch} sequences: "
         f"{r.output_tokens_per_s:,.0f} output tok/s / {o} tokens; {PREDICTED}); lane config "
         "rate_max_from_roofline caps the search there"
     )

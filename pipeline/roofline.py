@@ -25,7 +25,7 @@ sampling, tokenisation, the network. The same formulas are SQL in ``analytics/vi
 A prediction (``neuronpipe plan``'s what-if) is this module applied to a cell never measured: printed, marked
 *predicted, not measured*, never written as a result row.
 
-Stdlib only (the planner imports it).
+Stdlib, pydantic and the rules package (the planner imports it).
 """
 
 from __future__ import annotations
@@ -111,6 +111,22 @@ def served_model(
     )
 
 
+def served_as(facts: ModelFacts, config: Any, backend: str) -> ServedModel:
+    """``facts`` as a server config (:class:`pipeline.servers.ServerConfig`) serves them on ``backend``: the CPU
+    servers compute in float32, elsewhere the config's dtype; its KV dtype, quantization and tensor parallelism."""
+    from pipeline.hardware import dtype_key
+    from pipeline.servers import kv_dtype_bytes
+
+    dtype = "fp32" if backend == "cpu" else dtype_key(config.dtype)
+    return served_model(
+        facts,
+        dtype=dtype,
+        kv_dtype_bytes=kv_dtype_bytes(config, DTYPE_BYTES.get(dtype, 2)),
+        tensor_parallel=config.tensor_parallel,
+        quantization=config.quantization,
+    )
+
+
 def accelerator_limits(accelerator: str, tensor_parallel: int, dtype: str) -> Limits:
     """The devices a tensor-parallel degree spans on a catalogued accelerator: NeuronCores (a share of a chip's
     bandwidth and peak per core) or GPUs."""
@@ -175,10 +191,10 @@ def kv_sequences(weight_bytes: float, kv_bytes_per_token: int, memory_bytes: flo
     return int(free // per_seq) if free > 0 and per_seq > 0 else 0
 
 
-def max_request_rate(b: Bounds, output_len: int) -> float:
+def max_request_rate(output_tokens_per_s: float, output_len: int) -> float:
     """An upper bound on requests/s (a capacity search's predicted knee): the output tokens/s bound at the batch
     over the tokens each request outputs."""
-    return b.output_tokens_per_s / max(1, int(output_len))
+    return output_tokens_per_s / max(1, int(output_len))
 
 
 def predicted_rate_max(
@@ -193,7 +209,7 @@ def predicted_rate_max(
     model = ServedModel(**{k: served[k] for k in keys})
     limits = accelerator_limits(accelerator, model.tensor_parallel, model.dtype)
     b = bounds(model, limits, batch=int(served["max_num_seqs"]), input_len=input_len, output_len=output_len)
-    rate = max_request_rate(b, output_len)
+    rate = max_request_rate(b.output_tokens_per_s, output_len)
     return rate, (
         f"rate_max {rate:.4g} req/s from the roofline ({PREDICTED}): {b.output_tokens_per_s:,.0f} output tok/s at "
         f"{b.batch} sequences on {limits.label} over {output_len} tokens per request"

@@ -18,8 +18,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from pipeline.hardware import dtype_key
-from pipeline.servers import ServerConfig, kv_dtype_bytes
+from pipeline.servers import ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +48,10 @@ def safetensors_params(model_dir: Path) -> int | None:
     return total
 
 
-def served_dtype(backend: str, config: ServerConfig) -> str:
-    """The dtype the server computes in: the CPU servers run float32; elsewhere the config's."""
-    return "fp32" if backend == "cpu" else dtype_key(config.dtype)
-
-
 def served_facts(model_dir: Path, config: ServerConfig, backend: str) -> dict[str, Any] | None:
     """``sweep_points.served_json`` of a point served from ``model_dir`` with ``config`` on ``backend``."""
-    from pipeline.hardware import DTYPE_BYTES
     from pipeline.model_catalogue import facts_from_config
-    from pipeline.roofline import served_model
+    from pipeline.roofline import served_as
 
     try:
         raw = json.loads((Path(model_dir) / "config.json").read_text())
@@ -69,14 +62,7 @@ def served_facts(model_dir: Path, config: ServerConfig, backend: str) -> dict[st
     counted = safetensors_params(Path(model_dir))
     if counted:
         facts = dataclasses.replace(facts, params=counted)
-    dtype = served_dtype(backend, config)
-    model = served_model(
-        facts,
-        dtype=dtype,
-        kv_dtype_bytes=kv_dtype_bytes(config, DTYPE_BYTES.get(dtype, 2)),
-        tensor_parallel=config.tensor_parallel,
-        quantization=config.quantization,
-    )
+    model = served_as(facts, config, backend)
     return {
         **model.to_json(),
         "params": facts.params,

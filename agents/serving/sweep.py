@@ -287,11 +287,12 @@ def sweep_config(
     done = 0
     urls = base_url if isinstance(base_url, list) else [base_url]
     hook = ctx.telemetry.point_phase if ctx.telemetry else None
+    fields = point_fields(ctx, launcher, model, cfg, settings, grid)  # one config's: the served facts read once
     for r, shape, c in ((r, shape, c) for r in repeats for shape in shapes for c in values):
 
         def point(url: str, label: str, shape: Any = shape, c: int = c) -> Any:
             return SweepPoint(
-                **point_fields(ctx, launcher, model, cfg, settings, grid),
+                **fields,
                 base_url=url,
                 input_len=shape.input_len,
                 output_len=shape.output_len,
@@ -313,7 +314,7 @@ def sweep_config(
         rep = f" repeat {r + 1}/{settings.repeats}" if settings.repeats > 1 else ""
         ctx.progress(f"{model.name}/{cfg.name} {shape} c={c}{rep}", done, total, "points")
     for r in repeats:
-        sweep_workloads(ctx, urls[0], launcher, model, cfg, settings, tok, outcome, grid, values, notes, r)
+        sweep_workloads(ctx, urls[0], model, cfg, settings, tok, outcome, fields, values, notes, r)
     return outcome
 
 
@@ -370,19 +371,18 @@ def workload_points(w: Any, cfg: ServerConfig, settings: SweepSettings, values: 
 def sweep_workloads(
     ctx: LaneContext,
     base_url: str,
-    launcher: Launcher,
     model: ServedModel,
     cfg: ServerConfig,
     settings: SweepSettings,
     tok: Any,
     outcome: SweepOutcome,
-    grid: Any,
+    fields: dict[str, Any],
     values: list[int],
     notes: list[str],
     repeat: int,
 ) -> None:
     """Every workload point of one config (after its shapes, in the same boot and repeat; a variant with tenants:
-    on its first tenant alone)."""
+    on its first tenant alone); ``fields``: what every point of the config shares (:func:`point_fields`)."""
     from agents.loadgen.point import SweepPoint, run_point
 
     hook = ctx.telemetry.point_phase if ctx.telemetry else None
@@ -392,7 +392,7 @@ def sweep_workloads(
             sessions = max(settings.min_prompts, settings.prompts_per_stream * (c or 1))
             n = None if kw.get("duration_s") or w.arrival.kind == "trace" else sessions
             point = SweepPoint(
-                **point_fields(ctx, launcher, model, cfg, settings, grid),
+                **fields,
                 base_url=base_url,
                 input_len=w.input.nominal,
                 output_len=w.output.nominal,
