@@ -76,6 +76,13 @@ def is_headline_point(p: dict[str, Any]) -> bool:
     return (p.get("telemetry_samples") or 0) > 0 and p.get("valid") is not False
 
 
+def closed_loop_headline(p: dict[str, Any]) -> bool:
+    """A headline point plotted against concurrency: closed loop, not sustained (an open-loop point, an offered
+    rate, is plotted against its rate)."""
+    return (is_headline_point(p) and p.get("max_concurrency") is not None and p.get("request_rate") is None
+            and p.get("mode") != "sustained")
+
+
 def point_key(p: dict[str, Any]) -> str:
     """The measurement key a point matches on across runs."""
     key = (f"{p.get('lane')} {p.get('model')} {p.get('server_config')} in={p.get('input_len')} "

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from analytics.report.compare import is_headline_point, metric_value
+from analytics.report.compare import closed_loop_headline, is_headline_point, metric_value
 from analytics.report.decision_md import hardware_plot_file, hardware_plotted, hardware_sections
 from analytics.report.document import Comparison
 from analytics.report.names import compile_rows, slug  # noqa: F401 - re-exported for the plots' callers
@@ -105,8 +105,7 @@ def _series_label(p: dict[str, Any], multi_run: bool) -> str:
 def _headline_points(c: Comparison) -> list[dict[str, Any]]:
     """The closed-loop headline points: an open-loop point (an offered rate) is plotted against its rate, never on
     the concurrency axis (capacity_knee; REPORT.html's rate chart)."""
-    return [p for p in c.serving.points if is_headline_point(p) and p.get("max_concurrency") is not None
-            and p.get("request_rate") is None and p.get("mode") != "sustained"]
+    return [p for p in c.serving.points if closed_loop_headline(p)]
 
 
 def latency_vs_concurrency(c: Comparison, out: Path) -> list[Path]:

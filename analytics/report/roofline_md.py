@@ -106,11 +106,9 @@ PLOT_FILE = "roofline.png"
 
 def plotted_points(c: Comparison) -> list[dict[str, Any]]:
     """The closed-loop headline points with a bound: what roofline.png draws (and REPORT.md links when any)."""
-    from analytics.report.compare import is_headline_point
+    from analytics.report.compare import closed_loop_headline
 
-    return [p for p in c.serving.points if is_headline_point(p) and p.get("output_tokens_per_s_bound") is not None
-            and p.get("max_concurrency") is not None and p.get("request_rate") is None
-            and p.get("mode") != "sustained"]
+    return [p for p in c.serving.points if closed_loop_headline(p) and p.get("output_tokens_per_s_bound") is not None]
 
 
 def plotted(c: Comparison) -> bool:
