@@ -45,6 +45,20 @@ def results_list_condition() -> dict[str, dict[str, list[str]]]:
     return {"StringLikeIfExists": {"s3:prefix": [RESULTS_PREFIX, f"{RESULTS_PREFIX}/*"]}}
 
 
+def list_results(s: Any, sid: str = "ListResults") -> iam.PolicyStatement:
+    """ListBucket on the results bucket, under results/ only (:func:`results_list_condition`)."""
+    return iam.PolicyStatement(
+        sid=sid, actions=["s3:ListBucket"], resources=[results_arn(s)], conditions=results_list_condition()
+    )
+
+
+def read_results(s: Any) -> iam.PolicyStatement:
+    """GetObject on every object under results/."""
+    return iam.PolicyStatement(
+        sid="ReadResults", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
+    )
+
+
 @dataclass(frozen=True)
 class _Targets:
     """What several functions' grants name: the project's instances (and the tag condition on them), the state
@@ -97,14 +111,7 @@ def _planning_grants(stack: Any, fn: Any, lease_actions: list[str]) -> None:
             sid="CommitMarkers", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
         )
     )
-    fn.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="CommitMarkersList",
-            actions=["s3:ListBucket"],
-            resources=[results_arn(s)],
-            conditions=results_list_condition(),
-        )
-    )
+    fn.add_to_role_policy(list_results(s, sid="CommitMarkersList"))
     # Leases (control_plane.aws.Leases): one TransactWriteItems of conditional Puts (IAM checks each
     # item's own action: PutItem), GetItem to name the holder on refusal.
     fn.add_to_role_policy(
@@ -240,24 +247,13 @@ def _grant_finalize_run(stack: Any, finalize: Any, at: _Targets) -> None:
     """finalize_run: read committed results, write the run's report."""
     s = stack.settings
     # finalize_run reads committed results and writes the run's report: nothing more.
-    finalize.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="ReadResults", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
-        )
-    )
+    finalize.add_to_role_policy(read_results(s))
     finalize.add_to_role_policy(
         iam.PolicyStatement(
             sid="WriteReports", actions=["s3:PutObject"], resources=[results_arn(s, f"{REPORTS_PREFIX}*")]
         )
     )
-    finalize.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="ListResults",
-            actions=["s3:ListBucket"],
-            resources=[results_arn(s)],
-            conditions=results_list_condition(),
-        )
-    )
+    finalize.add_to_role_policy(list_results(s))
     acknowledge(
         finalize.role,
         "IAM5",
@@ -287,14 +283,7 @@ def _grant_schedule_wave(stack: Any, scheduler: Any, at: _Targets) -> None:
             resources=[results_arn(s, CONTROL_OBJECTS)],
         )
     )
-    scheduler.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="ListResults",
-            actions=["s3:ListBucket"],
-            resources=[results_arn(s)],
-            conditions=results_list_condition(),
-        )
-    )
+    scheduler.add_to_role_policy(list_results(s))
     acknowledge(
         scheduler.role,
         "IAM5",
@@ -310,19 +299,8 @@ def _grant_commit_lane(stack: Any, committer: Any, at: _Targets) -> None:
     s = stack.settings
     # commit_lane reads the box's proposed commit marker and what it names (results/v1/_proposed/, the rows),
     # lists to check them, and writes the commit marker itself: the only writer of results/v1/_commits/.
-    committer.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="ReadResults", actions=["s3:GetObject"], resources=[results_arn(s, f"{RESULTS_PREFIX}/*")]
-        )
-    )
-    committer.add_to_role_policy(
-        iam.PolicyStatement(
-            sid="ListResults",
-            actions=["s3:ListBucket"],
-            resources=[results_arn(s)],
-            conditions=results_list_condition(),
-        )
-    )
+    committer.add_to_role_policy(read_results(s))
+    committer.add_to_role_policy(list_results(s))
     committer.add_to_role_policy(
         iam.PolicyStatement(
             sid="WriteCommits", actions=["s3:PutObject"], resources=[results_arn(s, COMMIT_KEY_PATTERNS[0])]
