@@ -13,6 +13,7 @@ from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
 from tests.support import attempts
+from tests.support.synthetic import fixed_request
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -39,26 +40,7 @@ def point(pid, start=None, end=None, conc=1):
 
 
 def request(pid, i, sent_at=None):
-    return {
-        "point_id": pid,
-        "request_id": f"{pid}-{i}",
-        "request_index": i,
-        "warmup": False,
-        "t_sent_ns": i * 10**9,
-        "t_scheduled_ns": i * 10**9,
-        "t_done_ns": i * 10**9 + 5 * 10**8,
-        "client_queue_s": 0.0,
-        "ttft_s": 0.1,
-        "e2el_s": 0.5,
-        "chunk_times_s": [0.1, 0.3, 0.5],
-        "chunk_tokens": [1, 1, 1],
-        "prompt_tokens": 8,
-        "output_tokens": 3,
-        "input_len": 8,
-        "output_len": 3,
-        "success": True,
-        "sent_at": sent_at,
-    }
+    return fixed_request(pid, i, sent_at=sent_at)
 
 
 def util(second, value, core="nc0", note=None):

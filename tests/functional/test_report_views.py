@@ -9,6 +9,7 @@ import pytest
 from analytics.store import LocalStore
 from analytics.views import connect
 from tests.support import attempts
+from tests.support.synthetic import fixed_request
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -237,28 +238,6 @@ def _point(pid, start, end):
     }
 
 
-def _request(pid, i):
-    return {
-        "point_id": pid,
-        "request_id": f"{pid}-{i}",
-        "request_index": i,
-        "warmup": False,
-        "t_sent_ns": i * 10**9,
-        "t_scheduled_ns": i * 10**9,
-        "t_done_ns": i * 10**9 + 5 * 10**8,
-        "client_queue_s": 0.0,
-        "ttft_s": 0.1,
-        "e2el_s": 0.5,
-        "chunk_times_s": [0.1, 0.3, 0.5],
-        "chunk_tokens": [1, 1, 1],
-        "prompt_tokens": 8,
-        "output_tokens": 3,
-        "input_len": 8,
-        "output_len": 3,
-        "success": True,
-    }
-
-
 def test_point_telemetry_window_and_point_cost(store):
     end = T0 + timedelta(seconds=60)
     commit(
@@ -268,7 +247,7 @@ def test_point_telemetry_window_and_point_cost(store):
         "a1",
         lane_runs=lane_row(box_role="inf2", instance_type="inf2.xlarge"),
         sweep_points=[_point("p1", T0, end), _point("p2", T0, end)],
-        requests=[_request(p, i) for p in ("p1", "p2") for i in range(3)],
+        requests=[fixed_request(p, i) for p in ("p1", "p2") for i in range(3)],
         telemetry=[
             {"ts": T0 + timedelta(seconds=5), "source": "host", "metric": "cpu", "value": 1.0},
             {"ts": end + timedelta(seconds=5), "source": "host", "metric": "cpu", "value": 1.0},
@@ -297,7 +276,7 @@ def test_point_without_telemetry_is_an_exclusion(store):
         "a1",
         lane_runs=lane_row(box_role="local", instance_type=None),
         sweep_points=[_point("p1", T0, T0 + timedelta(seconds=1))],
-        requests=[_request("p1", i) for i in range(2)],
+        requests=[fixed_request("p1", i) for i in range(2)],
         telemetry=[{"ts": T0 + timedelta(seconds=30), "source": "host", "metric": "cpu", "value": 1.0}],
     )
     con = connect(store)
@@ -309,7 +288,7 @@ def test_point_without_telemetry_is_an_exclusion(store):
 
 def test_invalid_point_is_an_exclusion(store):
     point = {**_point("p1", T0, T0 + timedelta(seconds=60)), "client_lag_bound_ms": 1.0}
-    reqs = [{**_request("p1", i), "client_queue_s": 0.5} for i in range(3)]
+    reqs = [{**fixed_request("p1", i), "client_queue_s": 0.5} for i in range(3)]
     commit(
         store,
         "r1",

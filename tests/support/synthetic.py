@@ -417,3 +417,28 @@ def write_synthetic_run(store: ResultStore, spec: SyntheticRun = SyntheticRun())
         w.add_rows("lane_runs", [_lane_row(spec, lane, start, wall, status, error)])
         w.commit(status)
         clock = start + timedelta(seconds=wall + 1)
+
+
+def fixed_request(point_id: str, i: int, **extra: object) -> dict:
+    """One successful request row of fixed shape (8 prompt tokens, 3 output chunks over 0.5 s, sent at i s): for
+    view tests that need a point's requests, not their statistics; ``extra`` sets other columns."""
+    return {
+        "point_id": point_id,
+        "request_id": f"{point_id}-{i}",
+        "request_index": i,
+        "warmup": False,
+        "t_sent_ns": i * 10**9,
+        "t_scheduled_ns": i * 10**9,
+        "t_done_ns": i * 10**9 + 5 * 10**8,
+        "client_queue_s": 0.0,
+        "ttft_s": 0.1,
+        "e2el_s": 0.5,
+        "chunk_times_s": [0.1, 0.3, 0.5],
+        "chunk_tokens": [1, 1, 1],
+        "prompt_tokens": 8,
+        "output_tokens": 3,
+        "input_len": 8,
+        "output_len": 3,
+        "success": True,
+        **extra,
+    }
