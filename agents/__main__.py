@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pipeline.config import PROFILES, LaneConfigError
 from pipeline.lanes import UnknownLaneError, lane_names
+from pipeline.quick_exit import skip_final_collection
 
 
 def _parse_config(text: str | None) -> dict | None:
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     if args.command == "lanes":

@@ -43,6 +43,7 @@ from agents.serving.openai_protocol import (
     stop_index,
     usage,
 )
+from pipeline.quick_exit import skip_final_collection
 
 log = logging.getLogger("agents.serving.cpu_server")
 # a slowdown injected into every forward pass (benchmarks/compare_aa.py sets it between runs); unset: none
@@ -485,6 +486,7 @@ def device_problem(device: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     p = argparse.ArgumentParser(prog="python -m agents.serving.cpu_server", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="local checkpoint directory")
     p.add_argument("--served-model-name", default=None)

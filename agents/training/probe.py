@@ -33,6 +33,7 @@ from typing import Any
 import psutil
 
 from agents.training.backends import TrainRequest, get_trainer
+from pipeline.quick_exit import skip_final_collection
 from pipeline.steps import summarize
 
 _PATHS = ("model_dir", "output_dir", "log_dir")
@@ -177,6 +178,7 @@ def launch(
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     parser = argparse.ArgumentParser(prog="python -m agents.training.probe")
     parser.add_argument("--request", required=True, help="the probe's request (JSON)")
     parser.add_argument("--result", required=True, help="where the result goes (JSON)")
