@@ -178,7 +178,7 @@ class ServerProcess:
         port: int | None = None,
         health_timeout_s: float = 600.0,
         stop_grace_s: float = 20.0,
-        poll_s: float = 0.5,
+        poll_s: float = 0.1,  # a boot's wall time is measured to this; a refused loopback connect costs nothing
     ):
         self.launcher = launcher
         self.model = model
