@@ -70,7 +70,10 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("tiny", "host_cpu"): (4.5, REHEARSAL),
     ("tiny", "smoke"): (12.0, REHEARSAL),
     ("tiny", "precompile"): (0.1, REHEARSAL + " (skipped on CPU)"),
-    ("tiny", "nki"): (0.2, "measured: the bundled specs read, then skipped (no NKI package) on a 2-core VM (2026-12-07)"),
+    ("tiny", "nki"): (
+        0.2,
+        "measured: the bundled specs read, then skipped (no NKI package) on a 2-core VM (2026-12-07)",
+    ),
     ("tiny", "sft"): (17.5, REHEARSAL),
     ("tiny", "merge"): (7.5, REHEARSAL),
     ("tiny", "serve_sweep"): (29.3, REHEARSAL),

@@ -275,7 +275,9 @@ def read_spec(spec_path: Path) -> KernelSpec:
         raise KernelSpecError(f"{spec_path}: {first_refusal(exc)}") from None
     if spec.reference.numpy is None and spec.reference.torch is None:
         raise _refuse(
-            spec_path, "reference", f"names neither a numpy function of {kernel_path.name} nor a torch op (numpy, torch)"
+            spec_path,
+            "reference",
+            f"names neither a numpy function of {kernel_path.name} nor a torch op (numpy, torch)",
         )
     _check_arity(spec, _functions(kernel_path))
     return spec

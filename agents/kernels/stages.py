@@ -114,7 +114,11 @@ def open_device(backend: str) -> tuple[Device | None, str | None]:
 
 
 def time_calls(
-    call: Callable[[], Any], wait: Callable[[], None], calls: int, warmup: int, clock: Callable[[], float] = time.perf_counter
+    call: Callable[[], Any],
+    wait: Callable[[], None],
+    calls: int,
+    warmup: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[float]:
     """``warmup`` untimed calls, then ``calls`` timed ones, each waited for; each latency in microseconds."""
     for _ in range(warmup):
@@ -268,7 +272,12 @@ def _timings(
     out = []
     common = {**base, "warmup": warmup, "device": device.name if device else None}
     candidates: list[tuple[str, str, Callable[..., Any] | None, str | None]] = [
-        ("kernel", spec.kernel, kernel if compiled else None, None if compiled else "the device compile did not succeed")
+        (
+            "kernel",
+            spec.kernel,
+            kernel if compiled else None,
+            None if compiled else "the device compile did not succeed",
+        )
     ]
     if spec.reference.torch is None:
         candidates.append(("reference", "", None, "the spec names no torch op: its numpy reference runs on the host"))
@@ -281,14 +290,16 @@ def _timings(
         elif implementation == "reference" and reason is None:
             try:
                 fn = torch_op(spec.reference.torch or "", spec.reference.torch_kwargs)
-                dev_inputs = dev_inputs if dev_inputs is not None else device.put(make_inputs(spec, base["shape_index"]))
+                dev_inputs = (
+                    dev_inputs if dev_inputs is not None else device.put(make_inputs(spec, base["shape_index"]))
+                )
             except Exception as exc:  # noqa: BLE001 - the reason, verbatim
                 reason = f"the reference could not be set up: {type(exc).__name__}: {exc}"
         if fn is None or reason is not None:
             out.append({**row, "not_run_reason": reason, "ts": _now()})
             continue
         try:
-            latencies = time_calls(lambda f=fn: f(*dev_inputs), device.wait, calls, warmup)
+            latencies = time_calls(lambda f=fn, xs=dev_inputs: f(*xs), device.wait, calls, warmup)
             out.append({**row, "latencies_us": latencies, "timing_method": TIMING_METHOD, "ts": _now()})
         except Exception as exc:  # noqa: BLE001 - the timed calls' failure is the row's reason, verbatim
             out.append({**row, "not_run_reason": f"the timed calls raised {type(exc).__name__}: {exc}", "ts": _now()})

@@ -30,7 +30,12 @@ _KERNEL = (
 KERNEL_CHECKS = table(
     *_KERNEL,
     f("stage", pa.string(), False, "simulate | compile | device"),
-    f("outcome", pa.string(), False, "ok (the stage ran to its end) | error (it raised) | not_run (see not_run_reason)"),
+    f(
+        "outcome",
+        pa.string(),
+        False,
+        "ok (the stage ran to its end) | error (it raised) | not_run (see not_run_reason)",
+    ),
     f("reference", pa.string(), doc="what the output was compared with: numpy:<function> | torch:<op>"),
     f("elements", pa.int64(), doc="output elements compared"),
     f("max_abs_err", pa.float64(), doc="max |got - want| over the output; NULL unless compared"),
