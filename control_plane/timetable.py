@@ -49,6 +49,11 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("full", "host_cpu"): (300.0, ESTIMATE),
     ("full", "smoke"): (900.0, ESTIMATE + ": tiny model, compile included"),
     ("full", "precompile"): (2400.0, ESTIMATE + ": two training graphs, cold then warm"),
+    ("full", "nki"): (
+        900.0,
+        ANCHOR + ": nki.simulate of a 128x512 row softmax took 1.04 s; per shape set (five bundled) an estimated "
+        "60 s compile each for the kernel and its torch reference, and 2 x 1,000 timed calls",
+    ),
     ("full", "sft"): (16920.0, ANCHOR + ": LoRA SFT 2.0 h (Llama 3.1 8B) + 2.7 h (Qwen3 8B)"),
     ("full", "merge"): (1200.0, ESTIMATE + ": two merges, hashes, 2 x 16 GB upload"),
     ("full", "limits"): (
@@ -65,6 +70,10 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
     ("tiny", "host_cpu"): (4.5, REHEARSAL),
     ("tiny", "smoke"): (12.0, REHEARSAL),
     ("tiny", "precompile"): (0.1, REHEARSAL + " (skipped on CPU)"),
+    ("tiny", "nki"): (
+        0.2,
+        "measured: the bundled specs read, then skipped (no NKI package) on a 2-core VM (2026-12-07)",
+    ),
     ("tiny", "sft"): (17.5, REHEARSAL),
     ("tiny", "merge"): (7.5, REHEARSAL),
     ("tiny", "serve_sweep"): (29.3, REHEARSAL),

@@ -131,6 +131,18 @@ LANES: dict[str, LaneSpec] = {
             config=f"{_CONFIGS}.precompile:Config",
         ),
         LaneSpec(
+            name="nki",
+            module="agents.lanes.nki",
+            boxes=("trn1",),
+            order=45,
+            summary="NKI kernels from specs: simulator correctness against the reference, device compile (verbatim, "
+            "classified errors), latency percentiles of the kernel and its torch reference per shape",
+            timeout_s=2 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.nki:Config",
+        ),
+        LaneSpec(
             name="sft",
             module="agents.lanes.sft",
             boxes=("trn1",),

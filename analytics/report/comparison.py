@@ -18,6 +18,7 @@ import duckdb
 from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
+from analytics.report.kernels import kernels_section
 from analytics.report.compare import deltas_section
 from analytics.report.variants import variants_section
 from analytics.report.workloads import workloads_section
@@ -292,6 +293,9 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     c["variants"] = variants_section(con, c, present, compare=with_deltas)
     # accuracy per task and the paired verdicts (after variants: a variant's accuracy tests share its Holm family)
     c["accuracy"] = accuracy_section(con, c, present)
+    kernels = kernels_section(con, present)  # only where a run has kernel rows: other documents stay as they were
+    if kernels is not None:
+        c["kernels"] = kernels
     return c
 
 

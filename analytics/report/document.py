@@ -225,6 +225,11 @@ class Accuracy(Section):
     flags: list[Row]
 
 
+class Kernels(Section):
+    kernels: list[Row] = Field(description="per kernel: its shape sets' verdicts (report_kernel_verdicts)")
+    shapes: list[Row] = Field(description="per kernel and shape set: stages, timings, speed-up (report_kernels)")
+
+
 class Comparison(Section):
     """comparison.json: every number the report shows, for the runs it names."""
 
@@ -252,6 +257,7 @@ class Comparison(Section):
     deltas: list[Row] | None = Field(None, description="each run against the first (absent when not compared)")
     variants: Variants
     accuracy: Accuracy
+    kernels: Kernels | None = Field(None, description="the nki lane's kernels (absent when no run has kernel rows)")
 
     def as_written(self) -> dict[str, Any]:
         """The document as JSON values, exactly the keys it was read with (what ``json.loads`` of the file gives)."""

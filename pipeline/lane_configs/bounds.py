@@ -69,6 +69,14 @@ PROBES = {"min": 2, "max": 32}  # a limits search's probes (each a compile on a 
 PROBE_STEPS = {"min": 1, "max": 100}  # optimizer steps of a training-limit probe
 ANSWER_TOKENS = {"min": 1, "max": 4096}  # a limits probe's answer
 MEMORY_CAP_MIB = {"min": 1.0, "max": 1_048_576.0}  # the CPU's stand-in for a device's memory
+# the nki lane: a kernel input's rank, dimensions and elements (2**26 float32 is 256 MiB, a device's share), its
+# shape sets, and the timed calls per shape and implementation
+KERNEL_RANK = {"min": 1, "max": 4}
+KERNEL_DIM = {"min": 1, "max": 1 << 20}
+KERNEL_ELEMENTS = {"min": 1, "max": 1 << 26}
+KERNEL_SHAPE_SETS = {"min": 1, "max": 16}
+KERNEL_CALLS = {"min": 2, "max": 100_000}  # two: the least a percentile's interval can rest on
+KERNEL_WARMUP = {"min": 0, "max": 10_000}
 
 # ---- requests, workloads, traces, searches -------------------------------------------------------------------
 TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare

@@ -226,3 +226,11 @@ def test_the_pages_policy_refuses_a_script_it_was_not_written_with_and_any_reque
     assert refused["injected"] is False and refused["fetched"] == "refused"
     assert {"script-src-elem", "connect-src", "img-src"} <= set(refused["seen"]), refused
     assert page.evaluate("window.npReport.ready") is True
+
+
+def test_the_kernels_section_shows_the_nki_lanes_tables(opened, comparison):
+    page = opened[0]
+    assert page.evaluate("!document.querySelector('#s-kernels').hidden")
+    shown = page.eval_on_selector_all("#s-kernels [data-table]", "ts => ts.map(t => t.dataset.table)")
+    assert shown == ["kernels.kernels", "kernels.shapes"]
+    assert _rows(page, "kernels.shapes") == list(range(len(comparison["kernels"]["shapes"])))

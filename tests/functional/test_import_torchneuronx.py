@@ -330,3 +330,26 @@ def test_the_predecessors_inf2_points_lie_within_their_roofline_and_its_report_s
     build_report_files(str(store.root), ["tnx-roof"], out)
     md = (out / "REPORT.md").read_text()
     assert "## Roofline" in md and "% of 1,313 (1× Inferentia2 (2 of its NeuronCores))" in md
+
+
+def test_the_predecessors_nki_kernel_simulated_bit_exact_and_its_device_compile_failure_come_back(imported):
+    _, summary, con = imported
+    sim = _json("trn1/results/extras/nki_sim.json")
+    log = (FIXTURE / "trn1/results/extras/nki_device.log").read_text()
+    compiler = next(line.strip() for line in log.splitlines() if "[NCC_" in line)
+    assert any(lane == "nki" and status == "succeeded" for lane, _, status, _ in summary.attempts)
+    (row,) = con.execute(
+        "SELECT shape, simulate, simulate_max_abs_err, simulate_elements, simulate_wall_s, compile, error_stage, "
+        "error_class, error_code, error, verdict, speedup FROM report_kernels WHERE lane = 'nki'"
+    ).fetchall()
+    assert row[:5] == (
+        "x".join(map(str, sim["shape"])),
+        "pass",
+        sim["max_abs_err_vs_numpy"],
+        128 * 512,
+        sim["simulate_wall_s"],
+    )
+    assert sim["max_abs_err_vs_numpy"] == 0.0  # bit-exact against numpy
+    assert row[5:11] == ("error", "compile", "compiler_internal_error", "NCC_IBIR605", compiler, "error")
+    assert row[11] is None  # never timed: the device run stopped at the compile
+    assert con.execute("SELECT verdict FROM report_kernel_verdicts WHERE lane = 'nki'").fetchall() == [("error",)]

@@ -59,4 +59,61 @@ def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tup
     )
     for cell, itype in (("c01", "inf2.xlarge"), ("c02", "g6.xlarge"), ("c03", "g5.12xlarge")):
         commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL, served=SERVED)
+    commit_kernels(store, first)
     return store
+
+
+def commit_kernels(store: LocalStore, run_id: str) -> None:
+    """The nki lane's rows for one kernel at one shape: simulated, compiled, matched on the device, and timed against
+    its torch reference (synthetic latencies: the kernel's 100-139 µs, the reference's twice that)."""
+    base = {
+        "kernel": "row_softmax",
+        "kernel_function": "row_softmax",
+        "kernel_file": "row_softmax.py",
+        "shape_index": 0,
+        "shape": "128x512",
+        "dtypes": "float32",
+        "backend": "neuron",
+    }
+    tol = {"tol_max_abs": 1e-5, "tol_max_rel": 1e-4, "reference": "numpy:reference"}
+    writer = store.begin_attempt(run_id, "nki")
+    writer.add_rows(
+        "kernel_checks",
+        [
+            {
+                **base,
+                **tol,
+                "stage": "simulate",
+                "outcome": "ok",
+                "elements": 65536,
+                "max_abs_err": 6e-8,
+                "max_rel_err": 2e-6,
+                "outside_tolerance": 0,
+                "wall_s": 1.0,
+            },
+            {**base, **tol, "stage": "compile", "outcome": "ok", "wall_s": 41.0},
+            {
+                **base,
+                **tol,
+                "stage": "device",
+                "outcome": "ok",
+                "elements": 65536,
+                "max_abs_err": 1e-7,
+                "max_rel_err": 3e-6,
+                "outside_tolerance": 0,
+            },
+        ],
+    )
+    writer.add_rows(
+        "kernel_timings",
+        [
+            {**base, "implementation": "kernel", "op": "row_softmax", "latencies_us": [100.0 + i for i in range(40)]},
+            {
+                **base,
+                "implementation": "reference",
+                "op": "torch:softmax",
+                "latencies_us": [200.0 + 2 * i for i in range(40)],
+            },
+        ],
+    )
+    writer.commit("succeeded")

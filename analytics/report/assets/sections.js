@@ -351,3 +351,15 @@ SECTION.accuracy = function (body) {
   }
   return true;
 };
+
+/* ---- kernels (when comparison.json has them): the nki lane's tables, generically -------------------------- */
+SECTION.kernels = function (body) {
+  const tables = tablesIn(NP.comparison.kernels, "kernels", []);
+  if (!tables.length) return false;
+  body.append(note("Each kernel against its reference: the NKI simulator, the device compile, the device's output and the timed calls against the torch reference; speed-up = reference p50 / kernel p50 (REPORT.md words each verdict)."));
+  for (const [path, rows] of tables) {
+    const filters = ["run_id", "kernel", "verdict"].filter((f) => rows.some((r) => f in r)).map((f) => ({key: f, label: f}));
+    body.append(h("h3", {}, path), dataTable({id: path, rows, columns: genericColumns(rows), filters}));
+  }
+  return true;
+};
