@@ -15,13 +15,21 @@ import pyarrow as pa
 from analytics.schema.aggregates import AGGREGATE_TABLES
 from analytics.schema.boxes import BOX_TABLES
 from analytics.schema.core import CORE_TABLES
+from analytics.schema.predictions import PREDICTION_TABLES
 from analytics.schema.serving import SERVING_TABLES
 from analytics.schema.training import TRAINING_TABLES
 
 SCHEMA_VERSION = 1
 LAYOUT_PREFIX = f"v{SCHEMA_VERSION}"
 
-TABLES: dict[str, pa.Schema] = {**CORE_TABLES, **TRAINING_TABLES, **SERVING_TABLES, **AGGREGATE_TABLES, **BOX_TABLES}
+TABLES: dict[str, pa.Schema] = {
+    **CORE_TABLES,
+    **TRAINING_TABLES,
+    **SERVING_TABLES,
+    **AGGREGATE_TABLES,
+    **BOX_TABLES,
+    **PREDICTION_TABLES,
+}
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")
 
