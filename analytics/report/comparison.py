@@ -19,6 +19,7 @@ from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.compare import deltas_section
+from analytics.report.predictions import predictions_section
 from analytics.report.variants import variants_section
 from analytics.report.workloads import workloads_section
 from analytics.report.decision import decision_section
@@ -292,6 +293,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     c["variants"] = variants_section(con, c, present, compare=with_deltas)
     # accuracy per task and the paired verdicts (after variants: a variant's accuracy tests share its Holm family)
     c["accuracy"] = accuracy_section(con, c, present)
+    if (predicted := predictions_section(con, present)) is not None:  # only when a run registered predictions
+        c["predictions"] = predicted
     return c
 
 

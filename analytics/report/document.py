@@ -225,6 +225,12 @@ class Accuracy(Section):
     flags: list[Row]
 
 
+class Predictions(Section):
+    rule: str
+    rows: list[Row]
+    rates: list[Row]
+
+
 class Comparison(Section):
     """comparison.json: every number the report shows, for the runs it names."""
 
@@ -252,6 +258,9 @@ class Comparison(Section):
     deltas: list[Row] | None = Field(None, description="each run against the first (absent when not compared)")
     variants: Variants
     accuracy: Accuracy
+    predictions: Predictions | None = Field(
+        None, description="predicted vs observed (present when a run registered predictions)"
+    )
 
     def as_written(self) -> dict[str, Any]:
         """The document as JSON values, exactly the keys it was read with (what ``json.loads`` of the file gives)."""

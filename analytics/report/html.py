@@ -46,6 +46,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("training", "Training"),
     ("variants", "Variants A/B"),
     ("accuracy", "Accuracy"),
+    ("predictions", "Predicted vs observed"),
     ("deltas", "Runs side by side"),
 )
 
