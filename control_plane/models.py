@@ -231,7 +231,7 @@ class RunRequest(BaseModel):
         its matrix lacks) is refused, one ``predictions.<i>.<field>: ...`` line each."""
         if not self.predictions:
             return self
-        from pipeline.matrix import cell_lanes, expand_cells, parse_matrix, server_config_names
+        from pipeline.matrix import cell_lanes, expand_cells, parse_matrix
         from pipeline.predictions import check_against_request
 
         running = [s.name for s in request_lanes(self.lanes, self.preset)]
@@ -241,7 +241,7 @@ class RunRequest(BaseModel):
             lanes_of_cell = cell_lanes(spec, running)
             found = expand_cells(spec, models=self.models, server_configs=self.server_configs, workloads=self.workloads)
             cells = {c.cell: lanes_of_cell for c in found}
-        problems = check_against_request(self.predictions, running, server_config_names(self.server_configs), cells)
+        problems = check_against_request(self.predictions, running, cells)
         if problems:
             raise ValidationError.from_exception_data(
                 type(self).__name__,

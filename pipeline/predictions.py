@@ -137,24 +137,17 @@ class Prediction(BaseModel):
 def check_against_request(
     predictions: Sequence[Prediction],
     running: Sequence[str],
-    server_configs: Sequence[str],
     cells: Mapping[str, Sequence[str]] | None,
 ) -> list[tuple[tuple[Any, ...], str]]:
-    """(location, reason) of every prediction the request cannot score: a lane it does not run, a server config it
-    does not boot, a cell its matrix lacks (or a cell without a matrix) or one that does not run the lane.
-    ``cells``: cell id -> the lanes that cell runs (None: no matrix)."""
+    """(location, reason) of every prediction the request cannot score: a lane it does not run, a cell its matrix
+    lacks (or a cell without a matrix) or one that does not run the lane. ``cells``: cell id -> the lanes that cell
+    runs (None: no matrix). A server config is checked against what its lane boots at plan time
+    (``control_plane.request_configs.check_prediction_configs``)."""
     problems: list[tuple[tuple[Any, ...], str]] = []
     for i, p in enumerate(predictions):
         if p.lane not in running:
             problems.append(((i, "lane"), f"the request does not run lane {p.lane} (lanes: {', '.join(running)})"))
             continue
-        if p.server_config is not None and p.server_config not in server_configs:
-            problems.append(
-                (
-                    (i, "server_config"),
-                    f"{p.server_config!r} is not a server config of the request ({', '.join(server_configs)})",
-                )
-            )
         if p.cell is not None:
             if cells is None:
                 problems.append(((i, "cell"), "the request has no matrix, so no cells"))

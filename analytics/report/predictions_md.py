@@ -1,5 +1,6 @@
 """REPORT.md's **Predicted vs observed** section: rows comparison.json holds (``predictions``), nothing computed; left
 out when no run of the report registered predictions."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,13 @@ def _range(r: dict[str, Any]) -> str | None:
         return None
     low, high = r.get("low"), r.get("high")
     at = f" at c{r['concurrency']}" if r.get("concurrency") is not None else ""
-    span = (f"{fmt(low)}–{fmt(high)}" if low is not None and high is not None
-            else f"≥ {fmt(low)}" if low is not None else f"≤ {fmt(high)}")
+    span = (
+        f"{fmt(low)}–{fmt(high)}"
+        if low is not None and high is not None
+        else f"≥ {fmt(low)}"
+        if low is not None
+        else f"≤ {fmt(high)}"
+    )
     return f"{r['metric']}{at} {span}"
 
 
@@ -31,8 +37,10 @@ def rate_line(rate: dict[str, Any]) -> str:
         when += ", before the run's first lane started"
     elif rate.get("registered_before_first_lane") is False:
         when += ", **not** before the run's first lane started"
-    return (f"**Hit rate of `{rate['run_id']}`: {held} of {held + missed}{pct}** — {missed} missed, "
-            f"{rate.get('not_run') or 0} not run; {when}.")
+    return (
+        f"**Hit rate of `{rate['run_id']}`: {held} of {held + missed}{pct}** — {missed} missed, "
+        f"{rate.get('not_run') or 0} not run; {when}."
+    )
 
 
 def s_predictions(c: Comparison) -> list[str]:
@@ -43,8 +51,19 @@ def s_predictions(c: Comparison) -> list[str]:
     for rate in p.rates:
         lines += [rate_line(rate), ""]
     shaped = [{**r, "_range": _range(r)} for r in p.rows]
-    return lines + table(shaped, [("run_id", "run"), ("prediction", "#"), ("target", "target"),
-                                  ("expected", "expected"), ("observed", "observed"), ("_range", "figure range"),
-                                  ("observed_value", "observed value"), ("in_range", "in range"),
-                                  ("verdict", "verdict"), ("observed_detail", "what the run recorded"),
-                                  ("note", "note")])
+    return lines + table(
+        shaped,
+        [
+            ("run_id", "run"),
+            ("prediction", "#"),
+            ("target", "target"),
+            ("expected", "expected"),
+            ("observed", "observed"),
+            ("_range", "figure range"),
+            ("observed_value", "observed value"),
+            ("in_range", "in range"),
+            ("verdict", "verdict"),
+            ("observed_detail", "what the run recorded"),
+            ("note", "note"),
+        ],
+    )
