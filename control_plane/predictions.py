@@ -108,23 +108,26 @@ def register_control(
 ) -> Registration | None:
     """The AWS path: ``control/<run_id>/predictions.json``, create-only, written by the control plane before the
     execution starts (``control_plane.control_data``: no box may write there). Same rules as
-    :func:`register_predictions`: the same predictions again are kept, different ones refused."""
-    from control_plane.control_data import ControlDataError, canonical, control_key, write_new
+    :func:`register_predictions`: the same predictions again (a retried planning, a resume) keep the first record,
+    different ones are refused. The object is read only when one is there already (the planners may write control
+    objects; reading one back is the conflict's path)."""
+    from control_plane.control_data import ControlDataError, canonical, control_key
 
+    if not predictions:
+        return None
     key = control_key(run_id, CONTROL_OBJECT)
     digest = predictions_digest(predictions)
-    there = blobs.get(key)
-    if there is not None:
+    at = (now or datetime.now(timezone.utc)).isoformat()
+    try:
+        blobs.put_new(key, canonical(control_record(run_id, predictions, at)))
+    except FileExistsError:
+        there = blobs.get(key)
         try:
-            old = json.loads(there)
+            old = json.loads(there or b"")
             theirs, at = str(old["digest"]), str(old["registered_at"])
         except (ValueError, KeyError, TypeError):
             raise ControlDataError(f"control object s3://{blobs.bucket}/{key} is not a predictions record") from None
         if theirs != digest:
-            raise _changed(run_id, digest, theirs, at)
+            raise _changed(run_id, digest, theirs, at) from None
         return Registration(run_id, digest, at, len(predictions), new=False)
-    if not predictions:
-        return None
-    at = (now or datetime.now(timezone.utc)).isoformat()
-    write_new(blobs, key, canonical(control_record(run_id, predictions, at)))
     return Registration(run_id, digest, at, len(predictions), new=True)
