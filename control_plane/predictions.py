@@ -1,9 +1,12 @@
 """Registering a run's predictions before its first lane: once, immutable, timestamped, with their digest.
 
-Locally (``run --local``) the predictions are one committed attempt of the reserved lane
-:data:`~analytics.schema.predictions.PREDICTIONS_LANE` in the results store, under the fixed attempt id
-:data:`REGISTRATION_ATTEMPT`: the store writes create-only, so a second registration of the run cannot commit (its
-table file or its marker already exists) and the first stands. On AWS the control plane writes them as control data,
+Import-light (``pipeline.predictions`` at module level; the store only inside the local path): the planning Lambdas
+use it.
+
+Locally (``run --local``) the predictions are one committed attempt of the reserved lane ``predictions`` in the
+results store, under one fixed attempt id (``analytics.schema.predictions``): the store writes create-only, so a
+second registration of the run cannot commit (its table file or its marker already exists) and the first stands.
+On AWS the control plane writes them as control data,
 ``control/<run_id>/predictions.json`` (:func:`register_control`, from ``control_plane.launch.prepare``), where no box
 may write, before the execution starts. A resume keeps what was registered; a request whose predictions differ is
 refused in one line (:class:`PredictionsChangedError`).
@@ -19,7 +22,6 @@ from typing import Any
 
 from pipeline.predictions import Prediction, canonical_predictions, prediction_rows, predictions_digest
 
-REGISTRATION_ATTEMPT = "00000000-registered"
 CONTROL_OBJECT = "predictions.json"
 
 
@@ -70,7 +72,7 @@ def register_predictions(
     A run that registered the same predictions keeps them (returned with ``new`` False); different ones are
     :class:`PredictionsChangedError`; a commit the store refuses (another registration won) is
     :class:`PredictionsRegistrationError`."""
-    from analytics.schema.predictions import PREDICTIONS_LANE
+    from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
     from analytics.store.markers import AlreadyExistsError
 
     digest = predictions_digest(predictions)

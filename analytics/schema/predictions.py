@@ -5,6 +5,8 @@ import pyarrow as pa
 from analytics.schema._types import TS, f, table
 
 PREDICTIONS_LANE = "predictions"  # the lane name a registration commits under (no lane of the catalogue has it)
+# the one attempt id a run's registration commits as: the store writes create-only, so a run registers once
+REGISTRATION_ATTEMPT = "00000000-registered"
 
 PREDICTIONS = table(
     f("prediction", pa.int32(), False, "its index in the request's predictions list (0-based)"),
