@@ -377,7 +377,8 @@ SECTION.predictions = function (body) {
   body.append(dataTable({id: "predictions", rows, columns: [
     textColumn("run_id", "run"), numColumn("prediction", "#"), textColumn("target", "target"),
     textColumn("expected", "expected"), textColumn("observed", "observed"), textColumn("_range", "figure range"),
-    numColumn("observed_value", "observed value"), textColumn("in_range", "in range"),
+    numColumn("observed_value", "observed value"),
+    textColumn("in_range", "in range", {cell: (r) => (r.in_range === null || r.in_range === undefined ? h("span", {class: "null"}, "NULL") : r.in_range ? "yes" : "no")}),
     badgeColumn("verdict", "verdict", {text: (r) => r.verdict}), textColumn("observed_detail", "what the run recorded"),
     textColumn("note", "note")],
     filters: [{key: "run_id", label: "run"}, {key: "verdict", label: "verdict"}, {key: "expected", label: "expected"}]}));
