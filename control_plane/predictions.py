@@ -69,8 +69,8 @@ def register_predictions(
 ) -> Registration | None:
     """Commit ``predictions`` for ``run_id`` before any lane runs; None when there are none (and none registered).
 
-    A run that registered the same predictions keeps them (returned with ``new`` False); different ones are
-    :class:`PredictionsChangedError`; a commit the store refuses (another registration won) is
+    A run that registered predictions keeps them (returned with ``new`` False) when the request carries the same
+    ones or none (a resume without the request file); different ones are :class:`PredictionsChangedError`; a commit the store refuses (another registration won) is
     :class:`PredictionsRegistrationError`."""
     from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
     from analytics.store.markers import AlreadyExistsError
@@ -78,9 +78,9 @@ def register_predictions(
     digest = predictions_digest(predictions)
     before = registered(store, run_id)
     if before is not None:
-        if before[0] != digest:
+        if predictions and before[0] != digest:
             raise _changed(run_id, digest, before[0], before[1])
-        return Registration(run_id, digest, before[1], before[2], new=False)
+        return Registration(run_id, before[0], before[1], before[2], new=False)
     if not predictions:
         return None
     at = now or datetime.now(timezone.utc)

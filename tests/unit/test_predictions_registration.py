@@ -45,6 +45,8 @@ def test_a_resume_keeps_the_registration_and_refuses_different_predictions(tmp_p
     register_predictions(store, "r1", FIRST, now=AT)
     again = register_predictions(store, "r1", FIRST)
     assert again is not None and not again.new and again.registered_at == AT.isoformat()
+    bare = register_predictions(store, "r1", [])  # a resume without the request file keeps them too
+    assert bare is not None and not bare.new and bare.digest == predictions_digest(FIRST)
     with pytest.raises(PredictionsChangedError) as exc:
         register_predictions(store, "r1", OTHER)
     assert len(str(exc.value).splitlines()) == 1 and "registered other predictions" in str(exc.value)
