@@ -155,3 +155,14 @@ def test_a_server_config_s_figure_is_read_from_its_headline_points_at_the_concur
     assert rows[0]["observed_value"] == pytest.approx(points["A"]["output_throughput"])
     assert rows[1]["observed_value"] == pytest.approx(points["B"]["p50_tpot_ms"]) and rows[1]["in_range"] is False
     assert rows[0]["observed_detail"] == "serve_sweep succeeded; A: 1 headline point(s) of 1"
+
+
+def test_the_closed_metric_list_the_model_accepts_is_the_one_the_view_reads():
+    import re
+    from pathlib import Path
+    from typing import get_args
+
+    from pipeline.predictions import METRICS, Metric
+
+    sql = (Path(__file__).resolve().parents[2] / "analytics/views/sql/47_report_predictions.sql").read_text()
+    assert set(get_args(Metric)) == set(METRICS) == set(re.findall(r"WHEN '(\w+)' THEN", sql))

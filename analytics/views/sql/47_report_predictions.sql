@@ -23,7 +23,7 @@ attempts AS (
     FROM p JOIN report_lane_attempts a
       ON a.run_id = p.run_id AND a.effective
      AND (a.lane = p.target_lane || coalesce('@' || p.cell, '')
-          OR (p.cell IS NULL AND a.lane LIKE p.target_lane || '@%'))
+          OR (p.cell IS NULL AND starts_with(a.lane, p.target_lane || '@')))
 ),
 lane_outcome AS (
     SELECT run_id, prediction,
