@@ -123,3 +123,17 @@ def test_plan_prints_each_prediction_target_expected_range_and_note(tmp_path, ca
         ["0", "provenance", "works", "", "it only reads facts"],
         ["1", "host_cpu", "works", "wall_s 5–15 s", ""],
     ]
+
+
+def test_a_matrix_cell_is_one_of_the_matrix_s_cells_running_the_lane():
+    matrix = {
+        "lanes": ["provenance", "serve_sweep"],
+        "server_configs": ["A"],
+        "models": ["llama-3.1-8b-instruct"],
+        "matrix": {"instance_types": ["inf2.xlarge", "g6.xlarge"]},
+    }
+    ok = parse_request({**matrix, "predictions": [{"lane": "serve_sweep", "cell": "c02", "expected": "works"}]})
+    assert ok.predictions[0].target == "serve_sweep@c02"
+    with pytest.raises(RunRequestError) as exc:
+        parse_request({**matrix, "predictions": [{"lane": "serve_sweep", "cell": "c03", "expected": "works"}]})
+    assert str(exc.value) == "predictions.0.cell: c03 is not a cell of the matrix (c01, c02)"

@@ -166,3 +166,37 @@ def test_the_closed_metric_list_the_model_accepts_is_the_one_the_view_reads():
 
     sql = (Path(__file__).resolve().parents[2] / "analytics/views/sql/47_report_predictions.sql").read_text()
     assert set(get_args(Metric)) == set(METRICS) == set(re.findall(r"WHEN '(\w+)' THEN", sql))
+
+
+def test_a_cell_s_prediction_reads_its_own_result_lane_and_a_lane_s_reads_every_one(tmp_path):
+    store = LocalStore(tmp_path / "results")
+    cells = [
+        Prediction(lane="serve_sweep", cell="c01", expected="works"),  # held
+        Prediction(lane="serve_sweep", cell="c02", expected="works"),  # missed: it failed
+        Prediction(lane="serve_sweep", expected="works"),
+    ]  # missed: one of its result lanes failed
+    register_predictions(store, RUN, cells, now=T0 - timedelta(seconds=1))
+    commit(store, lane="serve_sweep@c01")
+    commit(store, lane="serve_sweep@c02", status="failed", lane_runs=lane_row("failed"))
+    con = connect(store, run_ids=[RUN], view_files=view_files_through("47_report_predictions.sql"))
+    rows = q(con, "SELECT target, observed, verdict, observed_detail FROM report_predictions ORDER BY prediction")
+    assert rows == [
+        {
+            "target": "serve_sweep@c01",
+            "observed": "works",
+            "verdict": "held",
+            "observed_detail": "serve_sweep@c01 succeeded",
+        },
+        {
+            "target": "serve_sweep@c02",
+            "observed": "fails",
+            "verdict": "missed",
+            "observed_detail": "serve_sweep@c02 failed",
+        },
+        {
+            "target": "serve_sweep",
+            "observed": "fails",
+            "verdict": "missed",
+            "observed_detail": "serve_sweep@c01 succeeded, serve_sweep@c02 failed",
+        },
+    ]
