@@ -70,8 +70,8 @@ def register_predictions(
     """Commit ``predictions`` for ``run_id`` before any lane runs; None when there are none (and none registered).
 
     A run that registered predictions keeps them (returned with ``new`` False) when the request carries the same
-    ones or none (a resume without the request file); different ones are :class:`PredictionsChangedError`; a commit the store refuses (another registration won) is
-    :class:`PredictionsRegistrationError`."""
+    ones or none (a resume without the request file); different ones are :class:`PredictionsChangedError`; a
+    commit the store refuses (another registration won) is :class:`PredictionsRegistrationError`."""
     from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
     from analytics.store.markers import AlreadyExistsError
 
