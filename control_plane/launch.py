@@ -39,6 +39,7 @@ from control_plane.cost import DEFAULT_REGION
 from control_plane.matrix_plan import Fleet
 from control_plane.models import PlanNotReadyError, RunPlan, RunRequest, parse_request
 from control_plane.plan import PLAN_ERRORS, EmptyRequestError, plan_run, result_lanes
+from control_plane.predictions import PredictionsChangedError
 from control_plane.quotas import QuotaExceededError, QuotaUnreadableError, ServiceQuotas, check_quotas
 from control_plane.settings import ControlPlaneSettings
 from pipeline.names import run_id_problem
@@ -61,6 +62,7 @@ LAUNCH_ERRORS: tuple[type[Exception], ...] = PLAN_ERRORS + (
     QuotaExceededError,
     QuotaUnreadableError,
     PlanStorageError,
+    PredictionsChangedError,
 )
 
 
@@ -162,6 +164,29 @@ def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object 
     return f"s3://{bucket}/{key}", plan_digest
 
 
+def register_run_predictions(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object | None = None) -> None:
+    """The request's predictions as control data, ``control/<run_id>/predictions.json`` (``control_plane.predictions``),
+    before the run starts: the same ones again are kept, different ones refused (``PredictionsChangedError``, one
+    line); :class:`PlanStorageError` in one line when they cannot be written."""
+    from control_plane.control_data import ControlDataError, S3ControlBlobs
+    from control_plane.predictions import register_control
+
+    if not plan.request.predictions:
+        return
+    bucket = settings.results_bucket
+    try:
+        register_control(S3ControlBlobs(str(bucket), s3_client), plan.run_id, plan.request.predictions)
+    except PredictionsChangedError:
+        raise
+    except ControlDataError as exc:
+        raise PlanStorageError(f"predictions: {exc}") from exc
+    except Exception as exc:  # one line, nothing started
+        raise PlanStorageError(
+            f"predictions: cannot write them under s3://{bucket}/control/{plan.run_id}/: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
+
+
 def prepare(
     request: RunRequest,
     run_id: str,
@@ -185,6 +210,7 @@ def prepare(
     in_s3 = plan_in_s3 or plan.needs_plan_in_s3
     plan_uri, plan_digest = store_plan(plan, settings, s3_client) if in_s3 else (None, None)
     execution_input = plan.execution_input(plan_uri, plan_digest)
+    register_run_predictions(plan, settings, s3_client)  # before any box is leased or lane started
     boxes = [iid for iid in plan.instance_ids.values() if iid]
     leases.take(boxes, run_id, lease_ttl_s(plan))
     return PreparedRun(plan, execution_input, boxes)

@@ -29,6 +29,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pipeline.lanes import BoxRole, UnknownLaneError, get_lane, lane_names, request_lanes
 from pipeline.names import RUN_ID_PATTERN  # Step Functions execution names: the project's one run id rule
+from pipeline.predictions import MAX_PREDICTIONS, Prediction
 
 Preset = Literal["full", "smoke", "finetune_serve"]
 ModelName = Literal["llama-3.1-8b-instruct", "qwen3-8b"]
@@ -110,6 +111,12 @@ class RunRequest(BaseModel):
         description="the SLO every serving lane's points carry (goodput, Decision): a set name from "
         "pipeline.slo, ttft_ms=..,tpot_ms=..[,percentile=..] or that object; default: "
         "the profile's (docs/reference/slo.md); a lane_config slo still wins",
+    )
+    predictions: list[Prediction] = Field(
+        default_factory=list,
+        max_length=MAX_PREDICTIONS,
+        description="what the author expects of each lane, server config or matrix cell, registered before the "
+        "first lane starts and scored in the report (docs/reference/predictions.md)",
     )
 
     @field_validator("lanes")
@@ -216,6 +223,37 @@ class RunRequest(BaseModel):
         ]
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    @model_validator(mode="after")
+    def _predictions_score_what_it_runs(self) -> RunRequest:
+        """A prediction the run could never score (a lane it does not run, a server config it does not boot, a cell
+        its matrix lacks) is refused, one ``predictions.<i>.<field>: ...`` line each."""
+        if not self.predictions:
+            return self
+        from pipeline.matrix import cell_lanes, expand_cells, parse_matrix
+        from pipeline.predictions import check_against_request
+
+        running = [s.name for s in request_lanes(self.lanes, self.preset)]
+        cells = None
+        if self.matrix is not None:
+            spec = parse_matrix(self.matrix)
+            lanes_of_cell = cell_lanes(spec, running)
+            found = expand_cells(spec, models=self.models, server_configs=self.server_configs, workloads=self.workloads)
+            cells = {c.cell: lanes_of_cell for c in found}
+        problems = check_against_request(self.predictions, running, cells)
+        if problems:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("prediction_not_scorable", why),
+                        loc=("predictions", *where),
+                        input=None,
+                    )
+                    for where, why in problems
+                ],
+            )
         return self
 
 

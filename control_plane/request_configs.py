@@ -103,7 +103,37 @@ def configured_lanes(
     check_lane_configs(configs, specs, request.profile)
     check_variants(configs, specs, request.profile, target, local=local)
     check_accuracy(configs, specs, request.profile, target, local=local)
+    check_prediction_configs(request, configs, specs)
     return lanes, configs
+
+
+def check_prediction_configs(
+    request: RunRequest, configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec]
+) -> None:
+    """A prediction about a server config its lane does not boot (the lane's configs at the request's profile; a
+    matrix: the request's server configs) could never be scored: one ``predictions.<i>.server_config: reason`` line
+    each (``RunRequestError``), before anything starts."""
+    from control_plane.models import RunRequestError
+    from pipeline.matrix import server_config_names
+    from pipeline.servers import ServerVariantError, check_server_configs
+
+    problems = []
+    for i, p in enumerate(request.predictions):
+        if p.server_config is None:
+            continue
+        if request.matrix is not None:
+            names = server_config_names(request.server_configs)
+        else:
+            built = built_config(specs[p.lane], request.profile, configs.get(p.lane), SERVER_CONFIGS_FIELD)
+            try:
+                names = [n for n, _ in check_server_configs(getattr(built, SERVER_CONFIGS_FIELD))] if built else []
+            except ServerVariantError:
+                names = []
+        if p.server_config not in names:
+            boots = f"it boots {', '.join(names)}" if names else "it boots no server config"
+            problems.append(f"predictions.{i}.server_config: lane {p.lane} does not boot {p.server_config!r} ({boots})")
+    if problems:
+        raise RunRequestError("\n".join(problems))
 
 
 def lane_timeout_s(spec: LaneSpec, profile: str, config: Mapping[str, Any] | None) -> int:

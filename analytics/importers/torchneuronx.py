@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.importers import tnx_extras, tnx_inf2, tnx_nki, tnx_trn1
+from analytics.importers import tnx_extras, tnx_inf2, tnx_nki, tnx_predictions, tnx_trn1
 from analytics.importers.common import ImportExistsError, ImportInputError, LaneImport, dumps, parse_time
 from analytics.importers.source import GitRepo, GitTree, SourceError, Tree, open_tree
 from analytics.schema import SchemaMismatchError, conform
@@ -46,6 +46,7 @@ class ImportSummary:
     commit: str | None
     attempts: list[tuple[str, str, str, dict[str, int]]]  # (lane, attempt, status, rows per table)
     notes: list[str] = field(default_factory=list)  # "path: why": links not followed, files dropped
+    predictions: int = 0  # the source's predicted-vs-observed rows, registered as the run's predictions
 
 
 def collect(tree: Tree) -> list[LaneImport]:
@@ -201,6 +202,9 @@ def import_torchneuronx(
         boxes = _box_facts(tree)
         for p in attempts:
             _conform_all(p, boxes, history, force)
+        predicted = tnx_predictions.predictions(tree)  # §13.9, checked before the first write
+        if predicted:
+            conform("predictions", predicted, defaults={"run_id": "-", "lane": "-", "attempt": "-"})
     finally:
         if repo is not None:
             repo.close()
@@ -219,7 +223,7 @@ def import_torchneuronx(
             counts[table] = writer.add_rows(table, data.drop_columns(["run_id", "lane", "attempt"]))
         writer.commit(p.lane.status)
         done.append((p.lane.lane, writer.attempt, p.lane.status, counts))
-    return ImportSummary(run_id, tree.commit, done, notes)
+    return ImportSummary(run_id, tree.commit, done, notes, tnx_predictions.commit(store, run_id, predicted))
 
 
 def every_attempt(store: ResultStore, run_id: str, table: str) -> pa.Table:

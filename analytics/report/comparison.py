@@ -20,6 +20,7 @@ from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.kernels import kernels_section
 from analytics.report.compare import deltas_section
+from analytics.report.predictions import predictions_section
 from analytics.report.variants import variants_section
 from analytics.report.workloads import workloads_section
 from analytics.report.decision import decision_section
@@ -296,6 +297,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     kernels = kernels_section(con, present)  # only where a run has kernel rows: other documents stay as they were
     if kernels is not None:
         c["kernels"] = kernels
+    if (predicted := predictions_section(con, present)) is not None:  # only when a run registered predictions
+        c["predictions"] = predicted
     return c
 
 

@@ -228,6 +228,10 @@ class Accuracy(Section):
 class Kernels(Section):
     kernels: list[Row] = Field(description="per kernel: its shape sets' verdicts (report_kernel_verdicts)")
     shapes: list[Row] = Field(description="per kernel and shape set: stages, timings, speed-up (report_kernels)")
+class Predictions(Section):
+    rule: str
+    rows: list[Row]
+    rates: list[Row]
 
 
 class Comparison(Section):
@@ -258,6 +262,9 @@ class Comparison(Section):
     variants: Variants
     accuracy: Accuracy
     kernels: Kernels | None = Field(None, description="the nki lane's kernels (absent when no run has kernel rows)")
+    predictions: Predictions | None = Field(
+        None, description="predicted vs observed (present when a run registered predictions)"
+    )
 
     def as_written(self) -> dict[str, Any]:
         """The document as JSON values, exactly the keys it was read with (what ``json.loads`` of the file gives)."""

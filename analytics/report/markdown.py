@@ -19,6 +19,7 @@ from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
 from analytics.report.decision_md import s_decision
+from analytics.report.predictions_md import s_predictions
 from analytics.report.roofline_md import limit_cell, s_roofline
 from analytics.report.energy_md import energy_columns, energy_notes
 from analytics.report.deltas_md import s_side_by_side
@@ -359,7 +360,7 @@ def s_rules(c: Comparison) -> list[str]:
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
     s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
-    s_quality, s_accuracy, s_kernels, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
+    s_quality, s_accuracy, s_kernels, s_predictions, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 
 
 def render(comparison: Comparison) -> str:

@@ -246,6 +246,7 @@ VIEW_FILES = (
     "43_report_accuracy.sql",  # accuracy per task (Wilson), paired tests between evaluations (Newcombe, McNemar)
     "44_hardware.sql",  # accelerator facts and peaks, types' accelerators (generated: analytics.hardware_facts)
     "45_report_kernels.sql",  # NKI kernels: each stage's verdict, latency percentiles, the speed-up on the reference
+    "47_report_predictions.sql",  # predicted vs observed: each registered prediction's verdict, the hit rate
     "70_aggregates.sql",  # imported aggregate-only points, retention from iterations, the step clock
     "71_report_roofline.sql",  # every serving point's bounds from the hardware and the model, and % of each
     "75_report_decision.sql",  # the Decision: price-performance at an SLO

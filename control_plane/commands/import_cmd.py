@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     for lane, attempt, status, counts in summary.attempts:
         rows = ", ".join(f"{t} {n}" for t, n in sorted(counts.items()) if t != "lane_runs")
         print(f"  {lane:16s} {status:9s} {attempt}  {rows}")
+    if summary.predictions:
+        print(f"  predictions: {summary.predictions} (its predicted-vs-observed table, with the verdicts it recorded)")
     for note in summary.notes:
         print(f"  note: {note}")
     return 0

@@ -256,11 +256,32 @@ def print_local_plan(plan, console, run_id: str | None = None) -> None:
     console.print(table)
     print_server_configs(plan.request, [n.lane for n in plan.nodes], "cpu", console)
     print_accuracy(plan.request, [n.lane for n in plan.nodes], "cpu", console)
+    print_predictions(plan.request, console)
     console.print(
         f"results: {plan.results_uri}  (lanes already committed for the run are skipped unless forced; "
         "no instance cost)",
         markup=False,
     )
+
+
+def print_predictions(req, console) -> None:
+    """The request's predictions, registered before the first lane and scored in the report: target, expected,
+    figure range, note (nothing when it has none)."""
+    from rich.table import Table
+
+    if not req.predictions:
+        return
+    from pipeline.predictions import predictions_digest
+
+    table = Table(
+        title=f"predictions ({len(req.predictions)}, {predictions_digest(req.predictions)[:19]}): registered before "
+        "the first lane, scored in the report's Predicted vs observed"
+    )
+    for col in ("#", "target", "expected", "figure range", "note"):
+        table.add_column(col, justify="right" if col == "#" else "left")
+    for i, p in enumerate(req.predictions):
+        table.add_row(str(i), p.target, p.expected, p.figure.range_text() if p.figure else "", p.note or "")
+    console.print(table)
 
 
 def load_history(uri: str | None, table: str = "lane_runs") -> list[dict]:
@@ -460,6 +481,7 @@ def print_plan(plan, console, run_id: str | None = None) -> None:
     print_accuracy(
         plan.request, [st.lane for w in plan.waves for seg in w.segments for st in seg.lanes], "neuron", console
     )
+    print_predictions(plan.request, console)
     from control_plane.what_if import fit_warnings, plan_served
 
     for line in fit_warnings(plan_served(plan)):

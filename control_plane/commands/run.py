@@ -186,7 +186,29 @@ def run_local_command(args: argparse.Namespace) -> int:
         return 2
     if args.report and getattr(args, "html", True) and _chart_library_missing():  # before any lane runs
         return 2
+    from control_plane.predictions import PredictionsChangedError, PredictionsRegistrationError
+
+    try:
+        registration = register_local(plan)
+    except (PredictionsChangedError, PredictionsRegistrationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if registration is not None:
+        console.print(
+            f"predictions: {registration.count} "
+            f"{'registered' if registration.new else 'kept as registered'} at {registration.registered_at} "
+            f"({registration.digest[:19]})",
+            highlight=False,
+        )
     return _run_local_plan(args, plan, priced_as, console)
+
+
+def register_local(plan: LocalPlan):
+    """The request's predictions committed to the run's store before its first lane (kept on a resume)."""
+    from analytics.store import open_store
+    from control_plane.predictions import register_predictions
+
+    return register_predictions(open_store(plan.results_uri), plan.run_id, plan.request.predictions)
 
 
 def _local_plan(args: argparse.Namespace) -> tuple[LocalPlan, str | None]:

@@ -118,7 +118,10 @@ class LocalRun:
 def local_run(tmp_path_factory, shared_cache) -> LocalRun:
     root = tmp_path_factory.mktemp("e2e")
     request = root / "run.json"
-    request.write_text(json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST}))
+    predictions = json.loads((FIXTURES.parent.parent / "examples" / "run-local.json").read_text())["predictions"]
+    request.write_text(
+        json.dumps({"preset": "full", "profile": "tiny", "lane_config": SMALLEST, "predictions": predictions})
+    )
     results, report = root / "results", root / "report"
     first = neuronpipe(
         "run",
@@ -275,6 +278,11 @@ def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     searches = json.loads(comparison)["decision"]["capacity"]
     assert searches and all(s["lane"] == "capacity" for s in searches), searches
     assert "max sustainable rate req/s" in text and (report / "capacity_knee.png").is_file()
+    # make run's predictions (examples/run-local.json): registered before the first lane, each one scored
+    predicted = json.loads(comparison)["predictions"]
+    assert "## Predicted vs observed" in text and "**Hit rate of `e2e`: " in text
+    assert len(predicted["rows"]) == 7 and predicted["rates"][0]["registered_before_first_lane"] is True
+    assert 'data-section="predictions"' in (report / "REPORT.html").read_text(encoding="utf-8")
 
 
 def test_the_report_page_embeds_comparison_json_and_stands_alone(local_run):

@@ -210,6 +210,24 @@ def test_plan_execution_refuses_boxes_another_run_holds(aws):
     assert _leases() == {aws.ids["trn1"]: "other-run"}
 
 
+def test_plan_execution_registers_the_predictions_as_control_data_before_leasing_and_keeps_them(aws):
+    """The control plane writes a request's predictions under the run's control data before any box is leased; a
+    retried planning keeps them; different ones for the same run are refused in one line, the first record stands."""
+    predicted = {"preset": "smoke", "predictions": [{"lane": "smoke", "expected": "works", "note": "tiny"}]}
+    out = plan_execution.handler({"run_id": "console-6", "request": predicted}, CONTEXT)
+    assert out["outcome"] == "planned"
+    body = aws.s3.get_object(Bucket=BUCKET, Key="control/console-6/predictions.json")["Body"].read()
+    record = json.loads(body)
+    assert record["predictions"] == [{"lane": "smoke", "expected": "works", "note": "tiny"}]
+    assert record["digest"].startswith("sha256:") and record["run_id"] == "console-6"
+    assert plan_execution.handler({"run_id": "console-6", "request": predicted}, CONTEXT)["outcome"] == "planned"
+    predicted["predictions"][0]["expected"] = "fails"
+    refused = plan_execution.handler({"run_id": "console-6", "request": predicted}, CONTEXT)
+    assert refused["outcome"] == "refused" and refused["error"] == "PredictionsChangedError"
+    assert refused["message"].startswith("predictions: run console-6 registered other predictions at ")
+    assert aws.s3.get_object(Bucket=BUCKET, Key="control/console-6/predictions.json")["Body"].read() == body
+
+
 # ---- on_command_status --------------------------------------------------------------------
 def _send(aws, token: str | None, comment="neuronpipe smoke run-1") -> str:
     commands = ([f'export NEURONPIPE_TASK_TOKEN="{token}"'] if token else []) + ["echo hi"]

@@ -29,6 +29,7 @@ METRIC_FILES = (
     "41_report_preflight.sql",
     "43_report_accuracy.sql",
     "71_report_roofline.sql",
+    "47_report_predictions.sql",
 )
 
 

@@ -68,6 +68,7 @@ const BADGE_KIND = {
   "untested": "muted", "SLO never met": "bad", "closed loop only": "warn", "not priced": "muted",
   "measured elsewhere": "info", "faster": "good", "slower": "bad", "within noise": "info",
   "meets SLO": "good", "no point meets": "bad", "pass": "good", "fail": "bad", "passed": "good",
+  "held": "good", "missed": "bad", "not run": "muted",
 };
 
 function badgeKind(text) {

@@ -363,3 +363,36 @@ SECTION.kernels = function (body) {
   }
   return true;
 };
+
+/* ---- predicted vs observed (when a run registered predictions): predictions_md.py's wording ----------------- */
+function predictionRange(r) {  // predictions_md._range: "output_tok_s at c32 380–450"
+  if (r.metric === null || r.metric === undefined) return null;
+  const at = r.concurrency === null || r.concurrency === undefined ? "" : ` at c${r.concurrency}`;
+  const has = (v) => v !== null && v !== undefined;
+  const span = has(r.low) && has(r.high) ? `${fmt(r.low)}–${fmt(r.high)}` : has(r.low) ? `≥ ${fmt(r.low)}` : `≤ ${fmt(r.high)}`;
+  return `${r.metric}${at} ${span}`;
+}
+
+SECTION.predictions = function (body) {
+  const p = NP.comparison.predictions;
+  if (!p || !(p.rows || []).length) return false;
+  body.append(note(`Predictions registered before the run, scored against what it recorded; ${p.rule}.`));
+  for (const r of p.rates || []) {
+    const scored = (r.held || 0) + (r.missed || 0);
+    const pct = r.hit_rate === null || r.hit_rate === undefined ? "" : ` (${Math.round(100 * r.hit_rate)} %)`;
+    body.append(h("p", {class: "hit-rate", "data-run": r.run_id},
+      h("b", {}, `Hit rate of ${r.run_id}: ${r.held || 0} of ${scored}${pct}`),
+      ` — ${r.missed || 0} missed, ${r.not_run || 0} not run; registered ${r.registered_at}` +
+      (r.source === "imported" ? " (imported: the source's own verdicts)" : r.registered_before_first_lane ? ", before the run's first lane started" : "")));
+  }
+  const rows = p.rows.map((r) => Object.assign({}, r, {_range: predictionRange(r)}));
+  body.append(dataTable({id: "predictions", rows, columns: [
+    textColumn("run_id", "run"), numColumn("prediction", "#"), textColumn("target", "target"),
+    textColumn("expected", "expected"), textColumn("observed", "observed"), textColumn("_range", "figure range"),
+    numColumn("observed_value", "observed value"),
+    textColumn("in_range", "in range", {cell: (r) => (r.in_range === null || r.in_range === undefined ? h("span", {class: "null"}, "NULL") : r.in_range ? "yes" : "no")}),
+    badgeColumn("verdict", "verdict", {text: (r) => r.verdict}), textColumn("observed_detail", "what the run recorded"),
+    textColumn("note", "note")],
+    filters: [{key: "run_id", label: "run"}, {key: "verdict", label: "verdict"}, {key: "expected", label: "expected"}]}));
+  return true;
+};

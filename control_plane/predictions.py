@@ -1,0 +1,135 @@
+"""Registering a run's predictions before its first lane: once, immutable, timestamped, with their digest.
+
+Import-light (``pipeline.predictions`` at module level; the store only inside the local path): the planning Lambdas
+use it.
+
+Locally (``run --local``) the predictions are one committed attempt of the reserved lane ``predictions`` in the
+results store, under one fixed attempt id (``analytics.schema.predictions``): the store writes create-only, so a
+second registration of the run cannot commit (its table file or its marker already exists) and the first stands.
+On AWS the control plane writes them as control data,
+``control/<run_id>/predictions.json`` (:func:`register_control`, from ``control_plane.launch.prepare``), where no box
+may write, before the execution starts. A resume keeps what was registered; a request whose predictions differ is
+refused in one line (:class:`PredictionsChangedError`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pipeline.predictions import Prediction, canonical_predictions, prediction_rows, predictions_digest
+
+CONTROL_OBJECT = "predictions.json"
+
+
+class PredictionsChangedError(ValueError):
+    """The run registered other predictions before (a resume must keep them)."""
+
+
+class PredictionsRegistrationError(RuntimeError):
+    """The registration could not be committed (the store refused it)."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    run_id: str
+    digest: str
+    registered_at: str
+    count: int
+    new: bool  # False: the run had registered these before (a resume)
+
+
+def registered(store: Any, run_id: str) -> tuple[str, str, int] | None:
+    """(digest, registered_at, count) of the run's registration in ``store``; None when it has none."""
+    from analytics.schema.predictions import PREDICTIONS_LANE
+
+    marker = store.latest_committed(run_id, PREDICTIONS_LANE)
+    if marker is None or "predictions" not in marker.tables:
+        return None
+    from analytics.store.base import read_parquet_bytes
+
+    rows = read_parquet_bytes(store.get_bytes(marker.tables["predictions"])).to_pylist()
+    if not rows:
+        return None
+    return str(rows[0]["digest"]), rows[0]["registered_at"].isoformat(), len(rows)
+
+
+def _changed(run_id: str, digest: str, theirs: str, at: str) -> PredictionsChangedError:
+    return PredictionsChangedError(
+        f"predictions: run {run_id} registered other predictions at {at} ({theirs}); this request's are {digest}: "
+        "registered predictions cannot change (keep them, or start a new run id)"
+    )
+
+
+def register_predictions(
+    store: Any, run_id: str, predictions: Sequence[Prediction], now: datetime | None = None
+) -> Registration | None:
+    """Commit ``predictions`` for ``run_id`` before any lane runs; None when there are none (and none registered).
+
+    A run that registered predictions keeps them (returned with ``new`` False) when the request carries the same
+    ones or none (a resume without the request file); different ones are :class:`PredictionsChangedError`; a
+    commit the store refuses (another registration won) is :class:`PredictionsRegistrationError`."""
+    from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
+    from analytics.store.markers import AlreadyExistsError
+
+    digest = predictions_digest(predictions)
+    before = registered(store, run_id)
+    if before is not None:
+        if predictions and before[0] != digest:
+            raise _changed(run_id, digest, before[0], before[1])
+        return Registration(run_id, before[0], before[1], before[2], new=False)
+    if not predictions:
+        return None
+    at = now or datetime.now(timezone.utc)
+    writer = store.begin_attempt(run_id, PREDICTIONS_LANE, REGISTRATION_ATTEMPT)
+    writer.add_rows("predictions", prediction_rows(predictions, at, digest))
+    try:
+        writer.commit("succeeded")
+    except AlreadyExistsError as exc:
+        raise PredictionsRegistrationError(
+            f"predictions: run {run_id} already has a registration ({exc}); the first one stands"
+        ) from None
+    return Registration(run_id, digest, at.isoformat(), len(predictions), new=True)
+
+
+def control_record(run_id: str, predictions: Sequence[Prediction], registered_at: str) -> dict[str, Any]:
+    """The control object's content: the predictions as registered, their digest and when."""
+    return {
+        "run_id": run_id,
+        "registered_at": registered_at,
+        "digest": predictions_digest(predictions),
+        "predictions": canonical_predictions(predictions),
+    }
+
+
+def register_control(
+    blobs: Any, run_id: str, predictions: Sequence[Prediction], now: datetime | None = None
+) -> Registration | None:
+    """The AWS path: ``control/<run_id>/predictions.json``, create-only, written by the control plane before the
+    execution starts (``control_plane.control_data``: no box may write there). Same rules as
+    :func:`register_predictions`: the same predictions again (a retried planning, a resume) keep the first record,
+    different ones are refused. The object is read only when one is there already (the planners may write control
+    objects; reading one back is the conflict's path)."""
+    from control_plane.control_data import ControlDataError, canonical, control_key
+
+    if not predictions:
+        return None
+    key = control_key(run_id, CONTROL_OBJECT)
+    digest = predictions_digest(predictions)
+    at = (now or datetime.now(timezone.utc)).isoformat()
+    try:
+        blobs.put_new(key, canonical(control_record(run_id, predictions, at)))
+    except FileExistsError:
+        there = blobs.get(key)
+        try:
+            old = json.loads(there or b"")
+            theirs, at = str(old["digest"]), str(old["registered_at"])
+        except (ValueError, KeyError, TypeError):
+            raise ControlDataError(f"control object s3://{blobs.bucket}/{key} is not a predictions record") from None
+        if theirs != digest:
+            raise _changed(run_id, digest, theirs, at) from None
+        return Registration(run_id, digest, at, len(predictions), new=False)
+    return Registration(run_id, digest, at, len(predictions), new=True)
