@@ -133,3 +133,29 @@ def register_control(
             raise _changed(run_id, digest, theirs, at) from None
         return Registration(run_id, digest, at, len(predictions), new=False)
     return Registration(run_id, digest, at, len(predictions), new=True)
+
+
+def carry_control(store: Any, blobs: Any, run_id: str) -> Registration | None:
+    """The AWS path's second half: the control object's predictions committed to the results store, as registered
+    (its timestamp), by the control plane before the run's first wave (``control_plane.waves.schedule``), so the
+    report, ``pull`` and ``query`` read them as a local run's. None when the run registered none.
+
+    The object is control data (only the control plane writes there) and is still checked: it must parse as
+    predictions, belong to ``run_id`` and carry its own digest; otherwise :class:`ControlDataError` (the run breaks
+    before any lane starts). A store that holds them already (a retried schedule) keeps them."""
+    from control_plane.control_data import ControlDataError, control_key
+
+    key = control_key(run_id, CONTROL_OBJECT)
+    body = blobs.get(key)
+    if body is None:
+        return None
+    try:
+        record = json.loads(body)
+        predictions = [Prediction.model_validate(p) for p in record["predictions"]]
+        at = datetime.fromisoformat(str(record["registered_at"]))
+        ok = record.get("run_id") == run_id and record.get("digest") == predictions_digest(predictions)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ControlDataError(f"control object {key} is not a predictions record: {type(exc).__name__}") from None
+    if not ok or not predictions:
+        raise ControlDataError(f"control object {key}: its run id or digest does not match its predictions")
+    return register_predictions(store, run_id, predictions, now=at)

@@ -225,6 +225,10 @@ def schedule(
     digest and its results must be their own boxes'. A refusal raises :class:`ControlDataError` (the run breaks,
     nothing more is started)."""
     run = _read_payload(payload, blobs)
+    if run.next_wave == 0 and blobs is not None:  # before the first wave: the registered predictions into the store
+        from control_plane.predictions import carry_control
+
+        carry_control(store, blobs, run.run_id)
     if statuses_of is None:
         from analytics.lane_records import lane_statuses as statuses_of
 

@@ -70,3 +70,27 @@ def test_the_aws_control_object_is_written_once_kept_on_a_retry_and_refused_when
     with pytest.raises(PredictionsChangedError):
         register_control(blobs, "r1", OTHER)
     assert blobs.objects == {key: body}
+
+
+def test_the_first_wave_commits_the_control_objects_predictions_to_the_store_as_registered(tmp_path):
+    from control_plane.control_data import ControlDataError
+    from control_plane.models import RunRequest
+    from control_plane.plan import plan_run
+    from control_plane.predictions import carry_control
+    from control_plane.waves import schedule
+
+    store, blobs = LocalStore(tmp_path / "store"), Blobs()
+    plan = plan_run(RunRequest(profile="tiny", lanes=["provenance", "precompile"]), run_id="r1", results_uri="s3://b/r")
+    payload = plan.with_instances({"trn1": "i-0aaaaaaaaaaaaaaa1", "inf2": "i-0bbbbbbbbbbbbbbb2"}).execution_input()
+    register_control(blobs, "r1", FIRST, now=AT)
+    schedule(json.loads(json.dumps({**payload, "schedule": {"next_wave": 0}})), store, blobs=blobs)
+    assert registered(store, "r1") == (predictions_digest(FIRST), AT.isoformat(), 2)  # its timestamp, not the wave's
+    again = carry_control(store, blobs, "r1")  # a retried schedule keeps the one registration
+    assert again is not None and not again.new and len(store.markers("r1", PREDICTIONS_LANE)) == 1
+    assert carry_control(store, blobs, "r2") is None and store.markers("r2") == []
+    key = control_key("r3", "predictions.json")
+    record = json.loads(blobs.objects[control_key("r1", "predictions.json")])
+    blobs.objects[key] = json.dumps({**record, "run_id": "r3", "predictions": record["predictions"][:1]}).encode()
+    with pytest.raises(ControlDataError, match="digest does not match"):
+        carry_control(store, blobs, "r3")  # edited after its registration: refused, nothing committed
+    assert store.markers("r3") == []
