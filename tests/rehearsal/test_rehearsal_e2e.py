@@ -20,7 +20,10 @@ pytestmark = pytest.mark.slow
 
 def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_running(tmp_path, capsys):
     request = tmp_path / "run.json"
-    request.write_text(json.dumps({"preset": "smoke"}))
+    # two predictions, one that holds and one that misses: registered by the control plane, carried into the results
+    # store before the first wave, scored in the report the finalize Lambda builds
+    predictions = [{"lane": "smoke", "expected": "works"}, {"lane": "provenance", "expected": "fails"}]
+    request.write_text(json.dumps({"preset": "smoke", "predictions": predictions}))
     code = main(
         [
             "rehearse",
@@ -54,6 +57,7 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
     assert re.search(r"report in the bucket: s3://\S+/reports/rehearsal-1/REPORT\.md; .*the same sections", err)
     report = (tmp_path / "w" / "report" / "REPORT.md").read_text()
     assert "## Machines and versions" in report and "rehearsal-1" in report
+    assert "## Predicted vs observed" in report and "1 of 2" in report, report[-3000:]
     # every lane of the plan ran on its box through the emulated agent, from the harness the boxes installed
     for role in ("trn1", "inf2"):
         sync_log = tmp_path / "w" / "boxes" / role / "var/log/rehearsal-first-boot.out"
