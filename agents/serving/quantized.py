@@ -72,6 +72,7 @@ def prepare(ctx: LaneContext, launcher: Launcher, model: ServedModel, cfg: Serve
         "path": str(dest),
         "reused": False,
         "succeeded": False,
+        "wall_s": None,
     }
     key = f"{model.artifact_key}-{method}"
     served = (
