@@ -13,8 +13,8 @@ from typing import Any
 
 from agents.context import LaneContext
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
-from agents.telemetry.prometheus import PrometheusSensor
 from agents.serving.quantized import is_prepared, prepare
+from agents.telemetry.prometheus import PrometheusSensor
 from pipeline.servers import PREPARED_QUANTIZATIONS, ServerConfig
 
 log = logging.getLogger(__name__)

@@ -32,9 +32,9 @@ from pipeline.servers.backends import (
 )
 from pipeline.servers.catalogue import UnknownServerConfigError, catalogue, get_server_config
 from pipeline.servers.config import (
+    INT8_WEIGHT_ONLY,
     KV_CACHE_DTYPES,
     LORA_RANKS,
-    INT8_WEIGHT_ONLY,
     LORA_SOURCE_SFT,
     PLACEMENT_ENV,
     PREPARED_QUANTIZATIONS,
