@@ -240,3 +240,41 @@ def test_a_faster_int8_variant_with_a_worse_accuracy_verdict_is_marked_not_a_win
     test = {**_pair(verdict), "acc_a": 0.75, "acc_b": 0.25 if marked else 0.75, "mcnemar_p": 0.001}
     text = "\n".join(variant_lines([test], faster=True))
     assert (FLAG in text) is marked and f"**{verdict}**" in text
+
+
+# ---- the preparation in the Variants section ------------------------------------------------------------------
+def test_the_variants_view_carries_the_preparation_of_the_config_that_served_it():
+    import duckdb
+
+    from analytics.report.variants_md import prepared_text
+    from analytics.schema import TABLES, conform, empty_table
+
+    keys = {"run_id": "r1", "lane": "serve_sweep", "attempt": "a1"}
+    boot = {"what": "serving_config", "model": "tiny-llama", "cache": "none", "succeeded": True, "wall_s": 5.0}
+    prep = {"model": "tiny-llama", "method": "int8_weight_only", "backend": "cpu", "succeeded": True}
+    rows = {
+        "compiles": [{**boot, "config": "A"}, {**boot, "config": "A-int8"}],
+        "quantizations": [
+            {**prep, "config": "A-int8", "wall_s": 4.0, "source_bytes": 4_461_248, "bytes": 3_299_440, "reused": False},
+            {**prep, "config": "A-int8", "source_bytes": 4_461_248, "bytes": 3_299_440, "reused": True},
+        ],
+    }
+    con = duckdb.connect(":memory:")
+    for name in TABLES:
+        con.register(f"__{name}", conform(name, rows[name], keys) if name in rows else empty_table(name))
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM __{name}")
+    sql = Path(__file__).parents[2] / "analytics" / "views" / "sql" / "36_report_variants.sql"
+    con.execute(sql.read_text())
+    cols = "config, quantization, quantize_s, source_weight_bytes, quantized_weight_bytes, quantize_error"
+    got = con.execute(f"SELECT {cols} FROM report_server_configs ORDER BY config").fetchall()
+    assert got == [
+        ("A", None, None, None, None, None),
+        ("A-int8", "int8_weight_only", 4.0, 4_461_248, 3_299_440, None),  # the reused boot adds no time
+    ]
+    r = dict(zip(cols.split(", "), got[1]))
+    assert prepared_text(r) == "int8_weight_only: 4.5 → 3.3 MB in 4.0 s"
+    assert prepared_text({**r, "quantize_s": None}) == "int8_weight_only: 4.5 → 3.3 MB reused"
+    assert prepared_text({"quantization": "int8_weight_only", "quantize_error": "OSError: x"}).endswith(
+        "failed: OSError: x"
+    )
+    assert prepared_text(dict(zip(cols.split(", "), got[0]))) is None
