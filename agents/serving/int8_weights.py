@@ -1,10 +1,10 @@
 """int8 weight-only quantization for the neuronpipe server: a prepared checkpoint and the linear layer that serves it.
 
 Each ``nn.Linear`` of the decoder layers keeps its weight as int8 with one float32 scale per output channel
-(symmetric: scale = max |w| of the row / 127, q = round(w / scale) in [-127, 127]); the matmul dequantizes inside
-torch's int8 weight-pack kernel (``torch._weight_int8pack_mm``: activations stay in the served dtype, nothing
-quantizes them), else, where that kernel is missing, ``x @ (q * scale)ᵀ``. The output head and the embeddings stay
-in the checkpoint's dtype (as NxDI leaves them by default).
+(symmetric: scale = max |w| of the row / 127, q = round(w / scale) in [-127, 127]); on the CPU the matmul
+dequantizes inside torch's int8 weight-pack kernel (``torch._weight_int8pack_mm``: activations stay in the served
+dtype, nothing quantizes them), elsewhere (a GPU, a torch without that kernel) it is ``x @ (q * scale)ᵀ``. The
+output head and the embeddings stay in the checkpoint's dtype.
 
 :func:`prepare_int8_checkpoint` writes the prepared checkpoint: ``model.safetensors`` (``NAME.weight`` int8 and
 ``NAME.weight_scale`` float32 for each quantized layer, every other tensor as the source had it), the source's
@@ -50,7 +50,7 @@ class Int8WeightOnlyLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).contiguous()
         scale = self.weight_scale.to(x.dtype)
-        if hasattr(torch, "_weight_int8pack_mm"):
+        if x.device.type == "cpu" and hasattr(torch, "_weight_int8pack_mm"):
             out = torch._weight_int8pack_mm(flat, self.weight, scale)
         else:
             out = flat @ (self.weight.to(x.dtype) * scale[:, None]).t()

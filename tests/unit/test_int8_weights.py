@@ -108,6 +108,9 @@ def test_the_server_model_has_int8_layers_and_answers_close_to_the_float_model(p
     w = ref.model.layers[0].self_attn.q_proj.weight
     qw, s = quantize_weight(w)
     assert torch.equal(qw, q_proj.weight) and (qw.float() * s[:, None] - w).abs().max() <= s.max() / 2 + 1e-6
+    x = torch.randn(2, 3, 256)  # the CPU kernel and the dequantized matmul (a GPU's path) agree
+    dequantized = x @ (q_proj.weight.float() * q_proj.weight_scale[:, None]).t()
+    assert torch.allclose(q_proj(x), dequantized, atol=1e-4)
     ids = torch.tensor([[1, 5, 9, 33, 100, 7]])
     with torch.no_grad():
         a, b = ref(input_ids=ids).logits, model(input_ids=ids).logits
