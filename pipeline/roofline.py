@@ -83,7 +83,14 @@ class Bounds:
 
 # vLLM's --quantization -> bytes per weight (a bound counts the fewest bytes a scheme could read: an unknown
 # scheme is taken as 4-bit)
-QUANTIZED_WEIGHT_BYTES: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "w8a8": 1.0, "awq": 0.5, "gptq": 0.5}
+QUANTIZED_WEIGHT_BYTES: dict[str, float] = {
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int8_weight_only": 1.0,
+    "w8a8": 1.0,
+    "awq": 0.5,
+    "gptq": 0.5,
+}
 UNKNOWN_QUANTIZED_BYTES = 0.5
 
 

@@ -51,6 +51,7 @@ def neuronpipe_command(model: ServedModel, config: ServerConfig, port: int, *dev
         str(config.max_num_seqs),
         *device_args,
         *lora_args(config),
+        *(["--quantization", config.quantization] if config.quantization else []),
         *config.extra_args,
     ]
 

@@ -44,6 +44,7 @@ from agents.serving.openai_protocol import (
     usage,
 )
 from pipeline.quick_exit import skip_final_collection
+from pipeline.servers import INT8_WEIGHT_ONLY
 
 log = logging.getLogger("agents.serving.cpu_server")
 # a slowdown injected into every forward pass (benchmarks/compare_aa.py sets it between runs); unset: none
@@ -156,6 +157,7 @@ class ModelRuntime:
         lora_modules: list[tuple[str, str]] | None = None,
         max_lora_rank: int = 16,
         device: str = "cpu",
+        quantization: str | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -165,7 +167,12 @@ class ModelRuntime:
         self.max_model_len = max_model_len
         self.device = device
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+        if quantization is not None:  # a prepared int8 checkpoint (agents.serving.int8_weights)
+            from agents.serving.int8_weights import load_int8_model
+
+            model = load_int8_model(Path(model_dir), getattr(torch, dtype))
+        else:
+            model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
         model.to(device)
         model.eval()
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
@@ -512,6 +519,12 @@ def main(argv: list[str] | None = None) -> int:
         "is loaded, and the whole KV cache (max_model_len x max_num_seqs) is reserved in it at boot "
         "(a pool that does not fit fails the boot: out of memory)",
     )
+    p.add_argument(
+        "--quantization",
+        choices=[INT8_WEIGHT_ONLY],
+        default=None,
+        help="--model is a checkpoint prepared with this method (int8 weights, a float32 scale per output channel)",
+    )
     p.add_argument("--enable-lora", action="store_true", help="serve --lora-modules adapters unmerged (vLLM's flag)")
     p.add_argument(
         "--lora-modules",
@@ -529,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name or not path:
             p.error(f"--lora-modules {m!r}: expected NAME=PATH")
         modules.append((name, path))
+    if modules and args.quantization:
+        p.error("--lora-modules: adapters load on unquantized linear layers; not with --quantization")
     if modules and not args.enable_lora:
         p.error("--lora-modules needs --enable-lora")
     if len({n for n, _ in modules}) != len(modules):
@@ -551,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if affinity:
         log.info("pinned to cores %s", ",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
+    from agents.serving.int8_weights import Int8CheckpointError  # torch: the model needs it anyway
+
     try:
         rt = ModelRuntime(
             args.model,
@@ -564,8 +581,12 @@ def main(argv: list[str] | None = None) -> int:
             modules,
             args.max_lora_rank,
             args.device,
+            args.quantization,
         )
     except AdapterLoadError as exc:
+        log.error("%s", exc)
+        return 1
+    except Int8CheckpointError as exc:
         log.error("%s", exc)
         return 1
     except (EngineStartError, MemoryError) as exc:  # at a memory cap: one line, the boot classifier's OOM
@@ -581,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         args.port,
         args.max_model_len,
         args.max_num_seqs,
-        f"; LoRA adapters {', '.join(rt.adapters)} unmerged" if rt.adapters else "",
+        (f"; LoRA adapters {', '.join(rt.adapters)} unmerged" if rt.adapters else "")
+        + (f"; weights {args.quantization}" if args.quantization else ""),
     )
     web.run_app(build_app(rt), host=args.host, port=args.port, print=None, access_log=None)
     rt.engine.shutdown()

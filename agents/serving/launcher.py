@@ -45,6 +45,8 @@ class ServedModel:
     name: str
     path: Path
     cache_key: str | None = None
+    # a quantized checkpoint prepared beside ``path`` that the server loads with it (NxDI's quantized_checkpoints_path)
+    quantized_path: Path | None = None
 
     @property
     def artifact_key(self) -> str:

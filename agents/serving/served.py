@@ -43,7 +43,8 @@ def safetensors_params(model_dir: Path) -> int | None:
             log.warning("%s: safetensors header unreadable (%s): no parameter count", path.name, exc)
             return None
         for name, entry in header.items():
-            if name != "__metadata__" and isinstance(entry, dict):
+            # a quantized weight's scale (NAME.weight_scale, vLLM's and the int8 checkpoint's name) is no parameter
+            if name != "__metadata__" and isinstance(entry, dict) and not name.endswith(".weight_scale"):
                 total += math.prod(int(d) for d in entry.get("shape", []))
     return total
 

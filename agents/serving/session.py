@@ -13,8 +13,9 @@ from typing import Any
 
 from agents.context import LaneContext
 from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
+from agents.serving.quantized import is_prepared, prepare
 from agents.telemetry.prometheus import PrometheusSensor
-from pipeline.servers import ServerConfig
+from pipeline.servers import PREPARED_QUANTIZATIONS, ServerConfig
 
 log = logging.getLogger(__name__)
 _boots = itertools.count(1)
@@ -30,10 +31,14 @@ def serve(
 ) -> Iterator[ServerProcess]:
     """Boot, record the boot, sample the server's /metrics while it runs, and stop it on every exit path.
 
-    The ``compiles`` row survives a failed lane (a failed boot is a result). A failed
+    A config with a prepared quantization (``int8_weight_only``) boots from its checkpoint, prepared here first
+    where ``model`` is not one already (:mod:`agents.serving.quantized`). The ``compiles`` row survives a failed
+    lane (a failed boot is a result). A failed
     boot raises :class:`ServerBootError` after its row is written.
     """
     check_family(model, launcher.backend)
+    if config.quantization in PREPARED_QUANTIZATIONS and not is_prepared(model, ctx.backend):
+        model = prepare(ctx, launcher, model, config)  # the checkpoint it serves, written first (a quantizations row)
     log_path = ctx.log_dir / f"server-{_slug(model.name)}-{config.name}-{next(_boots)}.log"
     server = ServerProcess(launcher, model, config, log_path, health_timeout_s=health_timeout_s)
     sensor: PrometheusSensor | None = None

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 
 from agents.serving.launcher import ServedModel
-from pipeline.servers import ServerConfig
+from pipeline.servers import PREPARED_QUANTIZATIONS, ServerConfig
 
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
 
 class DraftModelMissingError(ValueError):
     """A speculative variant reached the launcher without its draft model's files on the box."""
+
+
+class QuantizedCheckpointMissingError(ValueError):
+    """A variant whose quantized checkpoint the lane prepares reached the launcher without it."""
 
 
 class AdapterFilesMissingError(ValueError):
@@ -98,7 +102,7 @@ def vllm_command(
         cmd += ["--device", device]
     if config.kv_cache_dtype != "auto":
         cmd += ["--kv-cache-dtype", config.kv_cache_dtype]
-    if config.quantization:
+    if config.quantization and config.quantization not in PREPARED_QUANTIZATIONS:
         cmd += ["--quantization", config.quantization]
     if config.speculative is not None:
         spec = config.speculative
@@ -113,6 +117,15 @@ def vllm_command(
         cmd += ["--speculative-config", json.dumps(data, sort_keys=True)]
     cmd += lora_args(config)
     overrides = config.neuron_overrides()
+    if config.quantization in PREPARED_QUANTIZATIONS:  # NxDI loads the checkpoint the lane prepared
+        from pipeline.servers.nxdi_quantization import nxdi_quantization_overrides
+
+        if model.quantized_path is None:
+            raise QuantizedCheckpointMissingError(
+                f"server_configs.{config.name}.quantization: the {config.quantization} checkpoint of {model.name} "
+                "was not prepared on this box"
+            )
+        overrides = {**(overrides or {}), **nxdi_quantization_overrides(config.quantization, str(model.quantized_path))}
     if overrides:
         flag = neuron_config_flag or "--override-neuron-config"
         value = overrides if flag == "--override-neuron-config" else {"override_neuron_config": overrides}

@@ -316,6 +316,25 @@ ACCURACY_TASKS = table(
     doc="One row per evaluation (model, variant, server config, task): its settings and outcome.",
 )
 
+QUANTIZATIONS = table(
+    f("model", pa.string(), False, "the catalogue model whose checkpoint was quantized"),
+    f("config", pa.string(), False, "the server config that serves it (its quantization field names the method)"),
+    f("method", pa.string(), False, "the quantization method (pipeline.servers QUANTIZATIONS), e.g. int8_weight_only"),
+    f("backend", pa.string(), False),
+    f("prepared_by", pa.string(), doc="what wrote the checkpoint: neuronpipe (agents.serving.int8_weights) | nxdi"),
+    f("source_path", pa.string(), doc="the checkpoint quantized (its directory on the box)"),
+    f("path", pa.string(), doc="where the prepared checkpoint went (a directory on the box)"),
+    f("source_bytes", pa.int64(), doc="bytes of the source checkpoint's weight files"),
+    f("bytes", pa.int64(), doc="bytes of the prepared checkpoint's weight files (NULL: not prepared)"),
+    f("quantized_modules", pa.int64(), doc="linear layers quantized (NULL where the preparer does not say)"),
+    f("wall_s", pa.float64(), doc="wall seconds of the preparation (load, quantize, write)"),
+    f("reused", pa.bool_(), False, "the prepared checkpoint was already on the box: nothing was prepared, wall_s NULL"),
+    f("succeeded", pa.bool_(), False),
+    f("error", pa.string(), doc="the preparation's verbatim error (its last lines)"),
+    f("ts", TS),
+    doc="One row per quantized checkpoint a serving lane prepared before the boot that serves it.",
+)
+
 SERVING_TABLES = {
     "requests": REQUESTS,
     "sweep_points": SWEEP_POINTS,
@@ -324,4 +343,5 @@ SERVING_TABLES = {
     "limit_probes": LIMIT_PROBES,
     "accuracy_samples": ACCURACY_SAMPLES,
     "accuracy_tasks": ACCURACY_TASKS,
+    "quantizations": QUANTIZATIONS,
 }

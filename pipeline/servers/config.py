@@ -16,7 +16,15 @@ from typing import Any
 # The values a variant's fields take (vLLM's names).
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 SPECULATIVE_METHODS = ("draft_model", "ngram", "eagle", "eagle3", "medusa", "mlp_speculator")
-QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "experts_int8")
+# vLLM's --quantization methods: fp8 and bitsandbytes quantize the checkpoint's weights as vLLM loads them; awq,
+# gptq and compressed-tensors read a checkpoint already quantized by that method; experts_int8 is for MoE experts
+VLLM_QUANTIZATIONS = ("fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors", "experts_int8")
+# int8 weights with a symmetric per-output-channel scale, activations left in the served dtype: a checkpoint the
+# serving lane prepares before the boot (the neuronpipe server's own format; NxDI's quantized checkpoint on neuron)
+INT8_WEIGHT_ONLY = "int8_weight_only"
+QUANTIZATIONS = (*VLLM_QUANTIZATIONS, INT8_WEIGHT_ONLY)
+# the methods whose checkpoint the lane prepares before the boot (agents.serving.quantized)
+PREPARED_QUANTIZATIONS = frozenset({INT8_WEIGHT_ONLY})
 # vLLM's accepted --max-lora-rank values
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 # the source of an adapter that is this run's fine-tune of the served model
@@ -116,7 +124,7 @@ class ServerConfig:
     kv_cache_dtype: str = "auto"  # auto: the model's dtype; fp8 / fp8_e4m3 / fp8_e5m2
     enable_prefix_caching: bool = False  # off by default: no cache hits in a sweep (RULES)
     speculative: Speculative | None = None
-    quantization: str | None = None  # vLLM's --quantization (e.g. fp8, awq, gptq)
+    quantization: str | None = None  # one of QUANTIZATIONS: vLLM's --quantization, or a prepared int8 checkpoint
     override_neuron_config: str | None = None  # canonical JSON of the dict passed through to NxDI
     env: tuple[tuple[str, str], ...] = field(default=())  # extra server environment, sorted by name
     tenants: int = 1  # servers of this config at once on disjoint device sets (placement: not in the fingerprint)

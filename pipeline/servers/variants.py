@@ -66,7 +66,8 @@ VARIANT_FIELDS = {
     "kv_cache_dtype": "KV cache element type: auto (the model's) | fp8 | fp8_e4m3 | fp8_e5m2",
     "enable_prefix_caching": "reuse the KV of a prompt prefix already seen (true/false)",
     "speculative": "speculative decoding: {draft_model, num_speculative_tokens, method}",
-    "quantization": "vLLM's --quantization for the weights (e.g. fp8)",
+    "quantization": "the weights' quantization method: int8_weight_only (a checkpoint the lane prepares before the "
+    "boot) or vLLM's --quantization (e.g. fp8); each server has its own",
     "override_neuron_config": "an object passed through to NxDI (neuron only)",
     "env": "extra environment of the server process (an object of strings; e.g. core pinning)",
     "extra_args": "arguments passed to the server verbatim (a list of strings; recorded in its fingerprint)",

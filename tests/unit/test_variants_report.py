@@ -21,6 +21,9 @@ def _con() -> duckdb.DuckDBPyConnection:
                    config_json VARCHAR)""")
     con.execute("""CREATE TABLE sweep_points (run_id VARCHAR, lane VARCHAR, model VARCHAR, server_config VARCHAR,
                    grid_json VARCHAR)""")
+    con.execute("""CREATE TABLE quantizations (run_id VARCHAR, lane VARCHAR, model VARCHAR, config VARCHAR,
+                   method VARCHAR, wall_s DOUBLE, source_bytes BIGINT, bytes BIGINT, reused BOOLEAN,
+                   succeeded BOOLEAN, error VARCHAR)""")
     a = {
         "name": "A",
         "base": None,

@@ -3,7 +3,9 @@
 --                          (compiles.config_json: base, fingerprint, lengths, tensor parallel, KV dtype, prefix
 --                          caching, speculative, env, extra args), its boots (cold / warm / uncached, median wall
 --                          time, failures) and the KV its grid declares at the grid's limit (grid_json of its
---                          points: bytes per token x max_model_len x the limit of resident sequences).
+--                          points: bytes per token x max_model_len x the limit of resident sequences), and the
+--                          quantized checkpoint its lane prepared before the boot (quantizations: method, wall
+--                          seconds, weight bytes before and after; NULL for a config that serves no prepared one).
 -- A config without config_json (measured before variants were recorded, or imported) has NULL there.
 CREATE OR REPLACE VIEW report_server_configs AS
 WITH boots AS (
@@ -29,12 +31,24 @@ grids AS (
            count(*)                                                             AS points
     FROM sweep_points WHERE grid_json IS NOT NULL
     GROUP BY ALL
+),
+prepared AS (  -- a boot that found the checkpoint already prepared (reused) adds no preparation time
+    SELECT run_id, lane, model, config,
+           max(method)                                              AS quantization,
+           max(wall_s) FILTER (WHERE succeeded AND NOT reused)       AS quantize_s,
+           max(source_bytes)                                         AS source_weight_bytes,
+           max(bytes) FILTER (WHERE succeeded)                       AS quantized_weight_bytes,
+           max(error) FILTER (WHERE NOT succeeded)                   AS quantize_error
+    FROM quantizations
+    GROUP BY ALL
 )
 SELECT b.run_id, b.lane, b.model, b.config,
        json_extract_string(b.config_json, '$.base') AS base,
        b.fingerprint, b.config_json, b.boots, b.failed_boots, b.cold_boot_s, b.warm_boot_s, b.uncached_boot_s,
        b.boot_error, g.points, g.kv_bytes_per_token, g.grid_limit, g.max_model_len,
        g.kv_bytes_per_token * g.max_model_len * g.grid_limit / 1073741824.0 AS kv_gib_at_limit,
-       g.free_kv_bytes / 1073741824.0 AS free_kv_gib
+       g.free_kv_bytes / 1073741824.0 AS free_kv_gib,
+       q.quantization, q.quantize_s, q.source_weight_bytes, q.quantized_weight_bytes, q.quantize_error
 FROM boots b
-LEFT JOIN grids g USING (run_id, lane, model, config);
+LEFT JOIN grids g USING (run_id, lane, model, config)
+LEFT JOIN prepared q USING (run_id, lane, model, config);
