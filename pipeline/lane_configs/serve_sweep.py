@@ -195,13 +195,14 @@ class Config(SweepFields):
     def for_profile(cls, profile: str) -> Config:
         if profile == "tiny":
             # the local pipeline runs an experiment, not one fixed measurement: A, an identical copy of A (the
-            # A/A noise floor the Variants verdicts are held to), A with fewer sequences, A with int8 weights (on
-            # the neuronpipe server), and B; each point twice, balanced (A, A-copy, A-seqs2, A-int8, B, then the
-            # turn reversed)
-            variants = dict(TINY_VARIANTS)
-            b = variants.pop("B")
+            # A/A noise floor the Variants verdicts are held to), one variant that changes A (int8 weights where the
+            # local server has them, else A batching at most two sequences: one, to keep make run's time) and B;
+            # each point twice, balanced (A, A-copy, the variant, B, then the turn reversed)
+            variants = {k: v for k, v in TINY_VARIANTS.items() if k != "B"}
+            if int8 := tiny_int8_variants():
+                variants = {k: v for k, v in variants.items() if k != "A-seqs2"} | int8
             return cls(
-                server_configs={**variants, **tiny_int8_variants(), "B": b},
+                server_configs={**variants, "B": TINY_VARIANTS["B"]},
                 sweep_repeats=2,
                 repeat_order="balanced",
                 workloads=dict(TINY_WORKLOADS),
