@@ -266,10 +266,7 @@ def test_the_plan_refuses_what_a_lane_cannot_run():
         "of server config A"
     )
     text = _plan_error({**base, "workloads": {"w": {"input": 16, "configs": ["Z"]}}})
-    assert (
-        text
-        == "serve_sweep: workloads.w.configs: 'Z' is not a server config of this lane (A, A-copy, A-int8, B)"
-    )
+    assert text == "serve_sweep: workloads.w.configs: 'Z' is not a server config of this lane (A, A-copy, A-int8, B)"
     picks = {"serve_sweep": {"workloads": ["x"]}}
     text = _plan_error({**base, "workloads": {"w": {"input": 16}}, "lane_config": picks})
     assert (
