@@ -69,6 +69,18 @@ PROBES = {"min": 2, "max": 32}  # a limits search's probes (each a compile on a 
 PROBE_STEPS = {"min": 1, "max": 100}  # optimizer steps of a training-limit probe
 ANSWER_TOKENS = {"min": 1, "max": 4096}  # a limits probe's answer
 MEMORY_CAP_MIB = {"min": 1.0, "max": 1_048_576.0}  # the CPU's stand-in for a device's memory
+SAVE_EVERY_STEPS = {"min": 1, "max": STEPS["max"]}  # optimizer steps between two mid-run checkpoint saves
+SAVE_TOTAL_LIMIT = {"min": 1, "max": 1000}  # checkpoints kept on disk at once (older ones deleted)
+IMAGE_SIDE = {"min": 4, "max": 512}  # a generated image's side in pixels
+IMAGE_SAMPLES = {"min": 1, "max": 10_000_000}  # images per split
+EPOCHS = {"min": 1, "max": 1000}
+CLASSES = {"min": 2, "max": 1000}
+WIDTH = {"min": 1, "max": 65_536}  # a small vision model's hidden width, channels or embedding dimension
+DEPTH = {"min": 1, "max": 64}  # a small vision model's layers or blocks
+WEIGHT_DECAY = {"min": 0.0, "max": 1.0}
+KEPT_APART_STEPS = {"min": 1, "max": 10_000}  # first steps kept apart from the steady step time (compile, warm-up)
+CHANNELS = {"min": 1, "max": 4}  # a generated image's channels
+NOISE = {"min": 0.0, "max": 255.0}  # standard deviation of a generated image's pixel noise, in grey levels
 
 # ---- requests, workloads, traces, searches -------------------------------------------------------------------
 TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare

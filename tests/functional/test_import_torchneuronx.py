@@ -99,10 +99,14 @@ def test_training_mfu_boots_and_step_clock(imported):
     src = _json("trn1/results/train/tiny_lora.json")
     steps = [s["ms"] / 1000 for s in src["loss_trace"]]
     cov, partial, clock = con.execute(
-        "SELECT step_clock_coverage, step_clock_partial, step_clock FROM train_step_clock WHERE lane = 'sft'"
+        "SELECT step_clock_coverage, step_clock_partial, step_clock FROM train_step_clock WHERE lane = 'sft' "
+        "AND model = ?",
+        [src["model"]],
     ).fetchone()
     assert cov == pytest.approx(sum(steps) / src["train_wall_s"]) and partial is (cov < 0.9) and clock
-    n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft'").fetchone()
+    n_steps, formula = con.execute(
+        "SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft' AND model = ?", [src["model"]]
+    ).fetchone()
     assert n_steps == len(steps) and formula == "lora_recompute_8t_6f"  # gradient checkpointing on
     caches = dict(con.execute("SELECT lane, cache FROM compiles WHERE what = 'serving_config'").fetchall())
     # the fine-tune's shared cache did not grow: warm, although the source says warm=false
@@ -275,7 +279,8 @@ def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_an
         "SELECT DISTINCT cache_scope, cache_basis FROM compiles WHERE lane = 'finetune_serve'"
     ).fetchall()
     assert scopes == [("shared_compiler_cache", "inferred")]
-    assert con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft'").fetchone()[0] == src["train_wall_s"]
+    loop = con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft' AND model = ?", [src["model"]])
+    assert loop.fetchone()[0] == src["train_wall_s"]
     [run] = con.execute("SELECT usd, imported_attempts, attempts FROM report_run_cost").fetchall()
     assert run[0] is None and run[1] == run[2] == len(summary.attempts)
 
