@@ -48,15 +48,38 @@ def dataset(ctx: LaneContext, config: Config):
 
 
 def run(ctx: LaneContext, config: Config) -> None:
-    from agents.training.vision.loop import device_for, train_one
+    import torch
+
+    from agents.training.vision.loop import device_for
 
     data, name = dataset(ctx, config)
     ctx.write(
         "artifacts",
-        [{"model": None, "kind": "dataset", "stage": "download", "path": Path(data.source).name,
-          "uri": data.source if name != GENERATED else None, "bytes": data.bytes, "sha256": data.sha256}],
+        [
+            {
+                "model": None,
+                "kind": "dataset",
+                "stage": "download",
+                "path": Path(data.source).name,
+                "uri": data.source if name != GENERATED else None,
+                "bytes": data.bytes,
+                "sha256": data.sha256,
+            }
+        ],
     )
     device = device_for(ctx.backend)
+    threads = torch.get_num_threads()
+    if device.kind == "cpu":
+        torch.set_num_threads(config.cpu_threads)
+    try:
+        _train_all(ctx, config, data, name, device)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_all(ctx: LaneContext, config: Config, data, name: str, device) -> None:
+    from agents.training.vision.loop import train_one
+
     dev = device_key(ctx.backend)
     h, w, c = data.image_shape
     settings = {
@@ -65,34 +88,77 @@ def run(ctx: LaneContext, config: Config) -> None:
         "seed": config.seed,
         "fixed_shapes": "train: last partial batch dropped; test: last batch padded, padding not scored",
         "torch_device": device.kind,
+        "cpu_threads": config.cpu_threads if device.kind == "cpu" else None,
     }
     for arch in config.models:
         task = f"train {arch}"
-        result = train_one(arch, data, config, device, lambda done, total: ctx.progress(task, done, total, "steps"))
+        result = train_one(
+            arch, data, config, device, lambda done, total, t=task: ctx.progress(t, done, total, "steps")
+        )
         now = datetime.now(timezone.utc)
         common = {"model": arch, "dataset": name, "source": "measured", "device": dev}
         ctx.write(
             "scratch_epochs",
-            [{**common, "epoch": e.epoch, "train_loss": e.train_loss, "correct": e.correct,
-              "test_samples": e.test_samples, "epoch_s": e.epoch_s, "train_steps": e.train_steps,
-              "steady_step_s": e.steady_step_s, "ts": now} for e in result.epochs],
+            [
+                {
+                    **common,
+                    "epoch": e.epoch,
+                    "train_loss": e.train_loss,
+                    "correct": e.correct,
+                    "test_samples": e.test_samples,
+                    "epoch_s": e.epoch_s,
+                    "train_steps": e.train_steps,
+                    "steady_step_s": e.steady_step_s,
+                    "ts": now,
+                }
+                for e in result.epochs
+            ],
         )
-        shape = {"mlp": {"hidden": config.mlp_hidden, "depth": config.mlp_depth},
-                 "cnn": {"channels": list(config.cnn_channels)},
-                 "vit": {"patch": config.vit_patch, "dim": config.vit_dim, "depth": config.vit_depth,
-                         "heads": config.vit_heads, "mlp_dim": config.vit_mlp_dim}}[arch]
+        shape = {
+            "mlp": {"hidden": config.mlp_hidden, "depth": config.mlp_depth},
+            "cnn": {"channels": list(config.cnn_channels)},
+            "vit": {
+                "patch": config.vit_patch,
+                "dim": config.vit_dim,
+                "depth": config.vit_depth,
+                "heads": config.vit_heads,
+                "mlp_dim": config.vit_mlp_dim,
+            },
+        }[arch]
         ctx.write(
             "scratch_runs",
-            [{**common, "backend": ctx.backend, "dataset_uri": data.source if name != GENERATED else None,
-              "dataset_sha256": data.sha256, "image_shape": f"{h}x{w}x{c}", "num_classes": data.num_classes,
-              "train_samples": len(data.y_train), "test_samples": len(data.y_test), "params": result.params,
-              "epochs": config.epochs, "batch_size": result.batch_size, "learning_rate": config.learning_rate,
-              "steps": result.steps, "warmup_steps": config.warmup_steps, "first_step_s": result.first_step_s,
-              "steady_step_s": result.steady_step_s, "steady_steps": result.steady_steps,
-              "train_wall_s": result.train_wall_s, "config_json": json.dumps({**settings, "shape": shape},
-                                                                             sort_keys=True),
-              "ts": now}],
+            [
+                {
+                    **common,
+                    "backend": ctx.backend,
+                    "dataset_uri": data.source if name != GENERATED else None,
+                    "dataset_sha256": data.sha256,
+                    "image_shape": f"{h}x{w}x{c}",
+                    "num_classes": data.num_classes,
+                    "train_samples": len(data.y_train),
+                    "test_samples": len(data.y_test),
+                    "params": result.params,
+                    "epochs": config.epochs,
+                    "batch_size": result.batch_size,
+                    "learning_rate": config.learning_rate,
+                    "steps": result.steps,
+                    "warmup_steps": config.warmup_steps,
+                    "first_step_s": result.first_step_s,
+                    "steady_step_s": result.steady_step_s,
+                    "steady_steps": result.steady_steps,
+                    "train_wall_s": result.train_wall_s,
+                    "config_json": json.dumps({**settings, "shape": shape}, sort_keys=True),
+                    "ts": now,
+                }
+            ],
         )
         last = result.epochs[-1]
-        log.info("trained %s from scratch: %d params, test %d/%d after %d epochs, steady step %s s",
-                 arch, result.params, last.correct, last.test_samples, len(result.epochs), result.steady_step_s)
+        log.info(
+            "trained %s from scratch: %d params, test %d/%d after %d epochs, steady step %s s",
+            arch,
+            result.params,
+            last.correct,
+            last.test_samples,
+            len(result.epochs),
+            result.steady_step_s,
+        )

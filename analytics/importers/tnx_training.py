@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from analytics.importers.common import ImportInputError, LaneImport, integer, load_json, num, parse_time
 from analytics.importers.source import Tree
@@ -63,8 +62,19 @@ def _ckpt(tree: Tree, lanes: list[LaneImport]) -> None:
         step = integer(s.get("step"))
         if step is None:
             raise ImportInputError(f"{tree.uri(CKPT)}: checkpoint_saves: an entry without a step")
-        sft.add("train_saves", {"model": model, "step": step, "save_s": num(s.get("save_wall_s")), "bytes": None,
-                                "files": None, "kind": kind, "path": dirs.get(step), "ts": captured})
+        sft.add(
+            "train_saves",
+            {
+                "model": model,
+                "step": step,
+                "save_s": num(s.get("save_wall_s")),
+                "bytes": None,
+                "files": None,
+                "kind": kind,
+                "path": dirs.get(step),
+                "ts": captured,
+            },
+        )
     sft.config.setdefault("train_saves", {})[model] = {
         "source": CKPT,
         "kind_from": f"{log_path}: the checkpoint saves name adapter_shards only" if kind == "adapter" else None,
@@ -107,7 +117,7 @@ def _academic(tree: Tree) -> LaneImport | None:
         return None
     li = LaneImport("from_scratch", "trn1")
     li.config["source"] = "torchneuronx academic/: MNIST and CIFAR-10 on one Trainium1 NeuronCore (fp32, XLA)"
-    li.config["null_reasons"] = {"dataset_sha256": "the source records no dataset hash (torchvision's downloads)"}
+    li.config["column_null_reasons"] = {"dataset_sha256": "the source records no dataset hash"}
     for path in found:
         dataset, arch = ACADEMIC_RE.search(path).groups()
         d = load_json(tree, path)
@@ -118,25 +128,53 @@ def _academic(tree: Tree) -> LaneImport | None:
         common = {"model": arch, "dataset": dataset, "source": "imported", "device": "trn1"}
         for e in epochs:
             acc = num(e.get("test_acc"))
-            li.add("scratch_epochs", {**common, "epoch": integer(e["epoch"]), "train_loss": num(e.get("train_loss")),
-                                      "correct": round(acc / 100 * n) if acc is not None else None,
-                                      "test_samples": n if acc is not None else None,
-                                      "epoch_s": num(e.get("wall_s")), "ts": captured})
+            li.add(
+                "scratch_epochs",
+                {
+                    **common,
+                    "epoch": integer(e["epoch"]),
+                    "train_loss": num(e.get("train_loss")),
+                    "correct": round(acc / 100 * n) if acc is not None else None,
+                    "test_samples": n if acc is not None else None,
+                    "epoch_s": num(e.get("wall_s")),
+                    "ts": captured,
+                },
+            )
         first, median = num(d.get("first_step_ms")), num(d.get("median_step_ms"))
         batch = integer(cfg.get("batch_size"))
-        li.add("scratch_runs", {
-            **common, "source_note": f"{path} ({cfg.get('device')}, {cfg.get('precision')})", "backend": "neuron",
-            "image_shape": IMAGE_SHAPE[dataset], "num_classes": 10, "train_samples": TRAIN_SPLIT[dataset],
-            "test_samples": n, "params": integer(d.get("params")), "epochs": integer(cfg.get("epochs")),
-            "batch_size": batch, "learning_rate": num(cfg.get("lr")),
-            "steps": (TRAIN_SPLIT[dataset] // batch) * integer(cfg.get("epochs")) if batch and cfg.get("epochs")
-            else None,
-            "first_step_s": first / 1000 if first is not None else None,
-            "steady_step_s": median / 1000 if median is not None else None,
-            "train_wall_s": num(d.get("total_wall_s")),
-            "config_json": json.dumps({**cfg, "source_headlines": {k: d.get(k) for k in (
-                "best_test_acc", "final_test_acc", "samples_per_s_steady", "compile_s_estimate")}}, sort_keys=True),
-            "ts": captured})
+        li.add(
+            "scratch_runs",
+            {
+                **common,
+                "source_note": f"{path} ({cfg.get('device')}, {cfg.get('precision')})",
+                "backend": "neuron",
+                "image_shape": IMAGE_SHAPE[dataset],
+                "num_classes": 10,
+                "train_samples": TRAIN_SPLIT[dataset],
+                "test_samples": n,
+                "params": integer(d.get("params")),
+                "epochs": integer(cfg.get("epochs")),
+                "batch_size": batch,
+                "learning_rate": num(cfg.get("lr")),
+                "steps": (TRAIN_SPLIT[dataset] // batch) * integer(cfg.get("epochs"))
+                if batch and cfg.get("epochs")
+                else None,
+                "first_step_s": first / 1000 if first is not None else None,
+                "steady_step_s": median / 1000 if median is not None else None,
+                "train_wall_s": num(d.get("total_wall_s")),
+                "config_json": json.dumps(
+                    {
+                        **cfg,
+                        "source_headlines": {
+                            k: d.get(k)
+                            for k in ("best_test_acc", "final_test_acc", "samples_per_s_steady", "compile_s_estimate")
+                        },
+                    },
+                    sort_keys=True,
+                ),
+                "ts": captured,
+            },
+        )
         li.paths.append(path)
         log_path = path[: -len(".json")] + ".log"
         if tree.exists(log_path):
@@ -144,10 +182,21 @@ def _academic(tree: Tree) -> LaneImport | None:
         li.ended_at = max(filter(None, [li.ended_at, captured]), default=None)
         li.wall_s = (li.wall_s or 0.0) + (num(d.get("total_wall_s")) or 0.0)
     for (dataset, arch), (lo, hi, cell) in sorted(_m5_ranges(tree).items()):
-        li.add("scratch_runs", {"model": arch, "dataset": dataset, "source": "reference", "device": "apple_m5",
-                                "source_note": f"{M5_NOTE} ({cell!r})", "image_shape": IMAGE_SHAPE.get(dataset),
-                                "num_classes": 10, "test_samples": TEST_SPLIT.get(dataset),
-                                "reference_acc_low": lo, "reference_acc_high": hi})
+        li.add(
+            "scratch_runs",
+            {
+                "model": arch,
+                "dataset": dataset,
+                "source": "reference",
+                "device": "apple_m5",
+                "source_note": f"{M5_NOTE} ({cell!r})",
+                "image_shape": IMAGE_SHAPE.get(dataset),
+                "num_classes": 10,
+                "test_samples": TEST_SPLIT.get(dataset),
+                "reference_acc_low": lo,
+                "reference_acc_high": hi,
+            },
+        )
     if tree.exists(ACADEMIC_README):
         li.paths.append(ACADEMIC_README)
     return li

@@ -128,8 +128,13 @@ TRAIN_SAVES = table(
 SCRATCH_RUNS = table(
     f("model", pa.string(), False, "mlp | cnn | vit"),
     f("dataset", pa.string(), False, "the dataset's name: its file name, or generated, or the source's (mnist)"),
-    f("source", pa.string(), False, "measured (this lane) | imported (another harness's files) | reference "
-      "(figures measured elsewhere, as their source states them)"),
+    f(
+        "source",
+        pa.string(),
+        False,
+        "measured (this lane) | imported (another harness's files) | reference "
+        "(figures measured elsewhere, as their source states them)",
+    ),
     f("source_note", pa.string(), doc="where an imported or reference row comes from"),
     f("backend", pa.string()),
     f("device", pa.string(), doc="cpu | trn1 (one NeuronCore) | apple_m5 ..."),

@@ -21,6 +21,7 @@ from pipeline.lane_configs.bounds import (
     LEARNING_RATE,
     NOISE,
     SEED,
+    THREADS,
     WEIGHT_DECAY,
     WIDTH,
 )
@@ -75,6 +76,14 @@ class Config:
     vit_depth: int = field(default=2, metadata={"help": "ViT encoder blocks", **DEPTH})
     vit_heads: int = field(default=4, metadata={"help": "ViT attention heads (divide vit_dim)", **DEPTH})
     vit_mlp_dim: int = field(default=128, metadata={"help": "ViT MLP hidden units", **WIDTH})
+    cpu_threads: int = field(
+        default=1,
+        metadata={
+            "help": "torch's intra-op threads on the cpu backend (models this small gain nothing from more, and "
+            "lose much to other processes on the cores)",
+            **THREADS,
+        },
+    )
     seed: int = field(default=0, metadata={"help": "seed for the generated set, init and data order", **SEED})
 
     def __post_init__(self) -> None:

@@ -32,6 +32,7 @@ ALL_LANES = [
     "smoke",
     "precompile",
     "sft",
+    "from_scratch",
     "merge",
     "train_limits",
     "serve_sweep",

@@ -49,15 +49,18 @@ class ImageSet:
 
 def _images(name: str, x: np.ndarray, where: str) -> np.ndarray:
     if x.dtype == object:
-        raise DatasetError(f"{where}: {name}: images of mixed shapes (an object array); every image must be H x W "
-                           "(x C) alike")
+        raise DatasetError(
+            f"{where}: {name}: images of mixed shapes (an object array); every image must be H x W (x C) alike"
+        )
     if x.dtype != np.uint8:
         raise DatasetError(f"{where}: {name}: expected uint8 pixels, got {x.dtype}")
     if x.ndim == 3:
         x = x[..., None]
     if x.ndim != 4 or not 1 <= x.shape[-1] <= MAX_CHANNELS:
-        raise DatasetError(f"{where}: {name}: expected [N, H, W] or [N, H, W, C] with C in 1..{MAX_CHANNELS}, "
-                           f"got shape {list(x.shape)}")
+        raise DatasetError(
+            f"{where}: {name}: expected [N, H, W] or [N, H, W, C] with C in 1..{MAX_CHANNELS}, "
+            f"got shape {list(x.shape)}"
+        )
     if x.shape[0] == 0:
         raise DatasetError(f"{where}: {name}: empty split (no images)")
     if min(x.shape[1:3]) < 1:
@@ -73,8 +76,9 @@ def _labels(name: str, y: np.ndarray, n: int, classes: int, where: str) -> np.nd
     bad = (y < 0) | (y >= classes)
     if bad.any():
         i = int(np.argmax(bad))
-        raise DatasetError(f"{where}: {name}: label {int(y[i])} at index {i} is out of range [0, {classes}) "
-                           f"(num_classes {classes})")
+        raise DatasetError(
+            f"{where}: {name}: label {int(y[i])} at index {i} is out of range [0, {classes}) (num_classes {classes})"
+        )
     return y.astype(np.int64)
 
 
@@ -91,14 +95,17 @@ def parse(data: bytes, source: str) -> ImageSet:
     with archive:
         missing = [f for f in FIELDS if f not in archive.files]
         if missing:
-            raise DatasetError(f"{where}: {missing[0]}: missing (the archive holds {', '.join(archive.files) or 'nothing'})")
+            raise DatasetError(
+                f"{where}: {missing[0]}: missing (the archive holds {', '.join(archive.files) or 'nothing'})"
+            )
         for f in FIELDS:
             try:
                 arrays[f] = archive[f]
             except ValueError as exc:  # an object array: pickled, refused
                 if f.startswith("x_"):
-                    raise DatasetError(f"{where}: {f}: images of mixed shapes (an object array); every image must "
-                                       "be H x W (x C) alike") from None
+                    raise DatasetError(
+                        f"{where}: {f}: images of mixed shapes (an object array); every image must be H x W (x C) alike"
+                    ) from None
                 raise DatasetError(f"{where}: {f}: not a plain array ({str(exc)[:120]})") from None
     k = arrays["num_classes"]
     if k.ndim != 0 or not np.issubdtype(k.dtype, np.integer) or int(k) < 2:
@@ -107,8 +114,10 @@ def parse(data: bytes, source: str) -> ImageSet:
     x_train = _images("x_train", arrays["x_train"], where)
     x_test = _images("x_test", arrays["x_test"], where)
     if x_train.shape[1:] != x_test.shape[1:]:
-        raise DatasetError(f"{where}: x_test: images of mixed shapes: {list(x_test.shape[1:])} in x_test, "
-                           f"{list(x_train.shape[1:])} in x_train")
+        raise DatasetError(
+            f"{where}: x_test: images of mixed shapes: {list(x_test.shape[1:])} in x_test, "
+            f"{list(x_train.shape[1:])} in x_train"
+        )
     y_train = _labels("y_train", arrays["y_train"], x_train.shape[0], classes, where)
     y_test = _labels("y_test", arrays["y_test"], x_test.shape[0], classes, where)
     return ImageSet(x_train, y_train, x_test, y_test, classes, source, hashlib.sha256(data).hexdigest(), len(data))
@@ -179,8 +188,13 @@ def glyphs(
 
     x_train, y_train = draw(train)
     x_test, y_test = draw(test)
-    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test,
-            "num_classes": np.int64(classes)}
+    return {
+        "x_train": x_train,
+        "y_train": y_train,
+        "x_test": x_test,
+        "y_test": y_test,
+        "num_classes": np.int64(classes),
+    }
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> Path:

@@ -94,7 +94,9 @@ def to_tensor(x: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(x).permute(0, 3, 1, 2).float().div_(255.0)
 
 
-def train_one(arch: str, data: ImageSet, cfg: Any, device: Device, progress: Callable[[int, int], None]) -> ScratchResult:
+def train_one(
+    arch: str, data: ImageSet, cfg: Any, device: Device, progress: Callable[[int, int], None]
+) -> ScratchResult:
     torch.manual_seed(cfg.seed)
     batch = min(cfg.batch_size, len(data.y_train))
     x_train, x_test = to_tensor(data.x_train), to_tensor(data.x_test)

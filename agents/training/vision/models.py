@@ -64,8 +64,7 @@ class Block(nn.Module):
 class ViT(nn.Module):
     """Patches of ``patch`` pixels embedded to ``dim``, a class token, learned positions, ``depth`` blocks."""
 
-    def __init__(self, in_ch: int, side: int, patch: int, dim: int, depth: int, heads: int, mlp_dim: int,
-                 classes: int):
+    def __init__(self, in_ch: int, side: int, patch: int, dim: int, depth: int, heads: int, mlp_dim: int, classes: int):
         super().__init__()
         n = (side // patch) ** 2
         self.embed = nn.Conv2d(in_ch, dim, patch, stride=patch)
@@ -96,7 +95,9 @@ def build(arch: str, image_shape: tuple[int, int, int], classes: int, cfg: Any) 
         return CNN(c, h, list(cfg.cnn_channels), classes)
     if arch == "vit":
         if h != w or h % cfg.vit_patch:
-            raise ShapeError(f"vit_patch: {cfg.vit_patch} does not divide the {h}x{w} images (square, a multiple of it)")
+            raise ShapeError(
+                f"vit_patch: {cfg.vit_patch} does not divide the {h}x{w} images (square, a multiple of it)"
+            )
         if cfg.vit_dim % cfg.vit_heads:
             raise ShapeError(f"vit_heads: {cfg.vit_heads} does not divide vit_dim {cfg.vit_dim}")
         return ViT(c, h, cfg.vit_patch, cfg.vit_dim, cfg.vit_depth, cfg.vit_heads, cfg.vit_mlp_dim, classes)
