@@ -92,6 +92,8 @@ class Config:
             raise ValueError(f"models: {unknown[0] if unknown else 'none'}: valid models are {', '.join(ARCHS)}")
         if self.vit_dim % self.vit_heads:
             raise ValueError(f"vit_heads: {self.vit_heads} does not divide vit_dim {self.vit_dim}")
+        if "vit" in self.models and self.dataset is None and self.generated_side % self.vit_patch:
+            raise ValueError(f"vit_patch: {self.vit_patch} does not divide generated_side {self.generated_side}")
 
     @classmethod
     def for_profile(cls, profile: str) -> Config:

@@ -1,5 +1,6 @@
-"""The from_scratch lane's dataset: the generator is seeded and learnable-shaped; the reader refuses a malformed
-.npz with one line naming the file and the field."""
+"""The from_scratch lane's inputs: the generator is seeded and learnable-shaped; the reader refuses a malformed
+.npz, and the config a bad setting, with one line naming the file or field; the loop's fixed shapes and its neuron
+device branch."""
 
 from __future__ import annotations
 
@@ -83,3 +84,59 @@ def test_ragged_images_and_non_archives_are_refused():
         parse(buf.getvalue(), "d.npz")
     with pytest.raises(DatasetError, match="not a .npz archive"):
         parse(b"hello", "d.npz")
+
+
+def test_fixed_shapes_drop_the_partial_training_batch_and_pad_the_last_test_batch():
+    import torch
+
+    from agents.training.vision.loop import eval_batches, train_batches
+
+    batches = train_batches(10, 4, torch.Generator().manual_seed(0))
+    assert [len(b) for b in batches] == [4, 4] and len(set(torch.cat(batches).tolist())) == 8
+    evals = eval_batches(10, 4)
+    assert [len(i) for i, _ in evals] == [4, 4, 4] and [n for _, n in evals] == [4, 4, 2]
+    assert evals[-1][0][:2].tolist() == [8, 9]  # the real images first; the padding is not scored
+
+
+def test_on_neuron_the_loop_runs_on_the_xla_device_and_waits_for_each_step(monkeypatch):
+    import sys
+    import types
+
+    from agents.training.vision.loop import device_for
+
+    calls = []
+    xm = types.SimpleNamespace(
+        xla_device=lambda: "xla:0",
+        mark_step=lambda: calls.append("mark_step"),
+        wait_device_ops=lambda: calls.append("wait"),
+    )
+    core = types.ModuleType("torch_xla.core")
+    core.xla_model = xm
+    monkeypatch.setitem(sys.modules, "torch_xla", types.ModuleType("torch_xla"))
+    monkeypatch.setitem(sys.modules, "torch_xla.core", core)
+    monkeypatch.setitem(sys.modules, "torch_xla.core.xla_model", xm)
+    device = device_for("neuron")
+    assert (device.kind, device.torch_device) == ("xla", "xla:0")
+    device.step_end()
+    assert calls == ["mark_step", "wait"]
+    assert device_for("cpu").kind == "cpu"
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"models": ["mlp", "resnet"]}, "models"),
+        ({"vit_heads": 3}, "vit_heads"),
+        ({"vit_patch": 5}, "vit_patch"),
+        ({"epochs": 0}, "epochs"),
+        ({"generated_train": 0}, "generated_train"),
+        ({"cnn_channels": [16, 0]}, "cnn_channels"),
+    ],
+)
+def test_a_bad_from_scratch_setting_is_refused_naming_the_field(overrides, field):
+    from pipeline.config import LaneConfigError, build_config
+    from pipeline.lane_configs.from_scratch import Config
+
+    with pytest.raises(LaneConfigError) as err:
+        build_config(Config, "tiny", overrides)
+    assert field in str(err.value) and "\n" not in str(err.value)
