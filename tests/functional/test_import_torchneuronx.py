@@ -231,6 +231,12 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         "LoRA tokens/s at sequence 4096",
         "MFU at sequence 4096, 210 TFLOP/s (%)",
     } <= names  # its trn1 Phase 2
+    assert {
+        "median adapter save (s)",
+        "adapter saves in all (s)",
+        "mnist cnn best test accuracy, one NeuronCore (%)",
+        "cifar vit steady samples/s",
+    } <= names  # its checkpoint saves (§13.7) and academic runs, through report_train_saves and report_scratch
 
 
 def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
