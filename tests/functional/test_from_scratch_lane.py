@@ -4,6 +4,8 @@ plan refuses a local file; the lane fails on one it reads itself), and its rows 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -116,3 +118,40 @@ def test_report_section_on_fixed_rows_and_reference_ranges(tmp_path):
     md = render(Comparison.model_validate(build_comparison(connect(store), ["r1"])))
     assert "98.0 % [97.7, 98.3]" in md and "| mnist | apple_m5 | cnn | 88–90 % | elsewhere |" in md
     assert s_from_scratch(SimpleNamespace(from_scratch=FromScratch(runs=[], epochs=[]))) == []  # no rows: no section
+
+
+def test_on_neuron_the_models_train_in_a_process_of_the_accelerators_interpreter(tmp_path, monkeypatch):
+    """The neuron path with the launch faked: the entry script runs here on the CPU (no torch_xla), its results
+    come back through the file it writes; a failed process fails the lane with its log's tail."""
+    from agents.lanes import from_scratch
+    from agents.training.vision import entry
+
+    seen = {}
+
+    def launch(cmd, env, **kw):
+        seen.update(cmd=cmd, env=env)
+        spec_path = Path(cmd[cmd.index("--spec") + 1])
+        spec = json.loads(spec_path.read_text())
+        assert spec["backend"] == "neuron" and Path(spec["dataset"]).is_file()
+        spec_path.write_text(json.dumps({**spec, "backend": "cpu"}))  # no XLA here: the same loop on the CPU
+        entry.main(cmd[cmd.index("--spec") :])
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(from_scratch, "_launch", launch)
+    small = {"models": ["mlp", "cnn"], "generated_train": 64, "generated_test": 32, "epochs": 1, "batch_size": 16}
+    store = LocalStore(tmp_path / "store")
+    result = run_lane(LaneRequest("from_scratch", "r1", backend="neuron", config=small), store)
+    assert result.status == "succeeded", result.error_message
+    assert seen["cmd"][1:3] == ["-m", "agents.training.vision.entry"] and seen["env"]["NEURON_RT_NUM_CORES"] == "1"
+    assert str(Path(from_scratch.__file__).resolve().parents[2]) in seen["env"]["PYTHONPATH"].split(os.pathsep)
+    runs = store.read_table("scratch_runs", ["r1"]).to_pylist()
+    assert [(r["model"], r["device"], r["backend"]) for r in runs] == [
+        ("mlp", "trn1", "neuron"),
+        ("cnn", "trn1", "neuron"),
+    ]
+    assert all(r["steps"] == 4 and json.loads(r["config_json"])["torch_device"] == "xla" for r in runs)
+    assert len(store.read_table("scratch_epochs", ["r1"])) == 2
+
+    monkeypatch.setattr(from_scratch, "_launch", lambda cmd, **kw: SimpleNamespace(returncode=1))
+    failed = run_lane(LaneRequest("from_scratch", "r2", backend="neuron", config=small), store)
+    assert failed.status == "failed" and "exited 1 after 0 of 2 models" in failed.error_message

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from torch import nn
 
 from agents.training.vision.dataset import ImageSet
 from agents.training.vision.models import build, count_params
+from agents.training.vision.results import EpochResult, ScratchResult
 
 
 @dataclass
@@ -45,30 +46,6 @@ def device_for(backend: str) -> Device:
     if backend == "cuda":
         return Device("cuda", torch.device("cuda"), torch.cuda.synchronize)
     return Device("cpu", torch.device("cpu"), lambda: None)
-
-
-@dataclass
-class EpochResult:
-    epoch: int
-    train_loss: float
-    correct: int
-    test_samples: int
-    epoch_s: float
-    train_steps: int
-    steady_step_s: float | None
-
-
-@dataclass
-class ScratchResult:
-    arch: str
-    params: int
-    steps: int
-    batch_size: int
-    first_step_s: float | None
-    steady_step_s: float | None  # median of the steps after the kept-apart ones
-    steady_steps: int
-    train_wall_s: float
-    epochs: list[EpochResult] = field(default_factory=list)
 
 
 def train_batches(n: int, batch: int, generator: torch.Generator) -> list[torch.Tensor]:
