@@ -154,6 +154,18 @@ LANES: dict[str, LaneSpec] = {
             config=f"{_CONFIGS}.sft:Config",
         ),
         LaneSpec(
+            name="from_scratch",
+            module="agents.lanes.from_scratch",
+            boxes=("trn1",),
+            order=55,
+            summary="small vision models (MLP, CNN, ViT) trained from scratch: test accuracy per epoch, steady "
+            "step time, samples/s",
+            timeout_s=3 * 3600,
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.from_scratch:Config",
+        ),
+        LaneSpec(
             name="merge",
             module="agents.lanes.merge",
             boxes=("trn1",),

@@ -56,6 +56,7 @@ def run(ctx: LaneContext, config: Config) -> None:
         packing=True,
         warmup_steps=0,
         seed=config.seed,
+        save_every_steps=None,
     )
     cap = config.memory_cap_mib if ctx.backend == "cpu" else None
     total, done = sum(s.max_boots for s in searches), 0

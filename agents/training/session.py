@@ -118,6 +118,9 @@ def train_request(
         tensor_parallel=2 if neuron else 1,
         compile_cache=getattr(cfg, "compile_cache", None),
         log_dir=log_dir,
+        save_every_steps=getattr(cfg, "save_every_steps", None),
+        save_total_limit=getattr(cfg, "save_total_limit", None),
+        save_only_model=bool(getattr(cfg, "save_only_model", False)),
     )
 
 
@@ -129,6 +132,9 @@ def train_model(ctx: Any, model: str, data: InstructionSet, cfg: Any) -> Trained
     task = f"train {model}"
     outcome = get_trainer(ctx.backend)(req, lambda done, total: ctx.progress(task, done, total, "steps"))
     ctx.write("train_steps", [s.as_row(model) for s in outcome.steps])
+    saves = outcome.extra.get("saves") or []
+    if saves:
+        ctx.write("train_saves", [{"model": model, **s} for s in saves])
     adapter_keys: list[str] = []
     adapter_uri = None
     if outcome.adapter_dir is not None:

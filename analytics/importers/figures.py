@@ -149,6 +149,7 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
         ),
     ]
     out += phase2_figures(con, run_id, tree) + train_limit_figures(con, run_id, tree)
+    out += training_extra_figures(con, run_id, tree)
     if repo is not None and tree.commit:
         first = _first_version(repo, tree.commit, base + "boot.json")
         ours = None
@@ -313,6 +314,51 @@ def train_limit_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
         Figure(f"LoRA tokens/s at sequence {n}", theirs["tokens_per_s"], run("tokens_per_s"), 0.001),
         Figure(f"MFU at sequence {n}, 210 TFLOP/s (%)", theirs["mfu_pct"], _pct(run("mfu_alt")), 0.001),
     ]
+
+
+def training_extra_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
+    """§13.7's checkpoint saves (``extras/ckpt_timing.json``: ours from ``report_train_saves``) and the academic runs
+    (``academic/<dataset>_<arch>.json``: ours from ``report_scratch``). Empty where the source has neither."""
+    import statistics
+
+    from analytics.importers.tnx_training import ACADEMIC, ACADEMIC_RE, CKPT
+
+    out: list[Figure] = []
+    if tree.exists(CKPT):
+        ckpt = _json(tree, CKPT)
+        times = [s["save_wall_s"] for s in ckpt["checkpoint_saves"]]
+
+        def saves(column: str) -> Any:
+            sql = f"SELECT {column} FROM report_train_saves WHERE run_id = ? AND lane = 'sft' AND model = ?"
+            return _one(con, sql, run_id, ckpt["model"])
+
+        out += [
+            Figure("adapter checkpoint saves, TinyLlama (count)", len(times), saves("saves"), None),
+            Figure("median adapter save (s)", statistics.median(times), saves("median_save_s"), 0.0),
+            Figure("adapter saves in all (s)", round(sum(times), 2), saves("round(total_save_s, 2)"), 0.0),
+        ]
+    for path in sorted(p for p in tree.files(ACADEMIC) if ACADEMIC_RE.search(p)):
+        d = _json(tree, path)
+        name = f"{d['dataset']} {d['arch']}"
+
+        def scratch(column: str, d: dict[str, Any] = d) -> Any:
+            sql = (
+                f"SELECT {column} FROM report_scratch WHERE run_id = ? AND lane = 'from_scratch' AND dataset = ? "
+                "AND model = ? AND source = 'imported'"
+            )
+            return _one(con, sql, run_id, d["dataset"], d["arch"])
+
+        out += [
+            Figure(
+                f"{name} best test accuracy, one NeuronCore (%)",
+                d["best_test_acc"],
+                _pct(scratch("best_accuracy"), 2),
+                0.0,
+            ),
+            # theirs: batch / its median rounded to 0.01 ms; ours: batch / that rounded median
+            Figure(f"{name} steady samples/s", d["samples_per_s_steady"], scratch("samples_per_s"), 0.01),
+        ]
+    return out
 
 
 def _pct(x: float | None, digits: int | None = None) -> float | None:

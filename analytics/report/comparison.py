@@ -146,7 +146,17 @@ def training_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[
     trend = _first_present(LOSS_TREND_VIEWS, present)
     return {"runs": rows(con, "SELECT * FROM report_training ORDER BY run_id, lane, model"),
             "loss_trend": rows(con, f"SELECT * FROM {trend} ORDER BY run_id, lane, model") if trend else [],
-            "loss_curves": curves}
+            "loss_curves": curves,
+            "saves": rows(con, "SELECT * FROM report_train_saves ORDER BY run_id, lane, model")
+            if "report_train_saves" in present else []}
+
+
+def from_scratch_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
+    if "report_scratch" not in present:
+        return {"runs": [], "epochs": []}
+    order = "run_id, lane, dataset, source, device, model"
+    return {"runs": rows(con, f"SELECT * FROM report_scratch ORDER BY {order}"),
+            "epochs": rows(con, f"SELECT * FROM scratch_epoch_metrics ORDER BY {order}, epoch")}
 
 
 def serving_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:
@@ -275,6 +285,7 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         "preflight": preflight_section(con, present),
         "compile": compile_section(con, present),
         "training": training_section(con, present),
+        "from_scratch": from_scratch_section(con, present),
         "serving": serving,
         "workloads": workloads_section(con, present),
         "sustained": sustained_section(con, present),

@@ -145,6 +145,13 @@ class Training(Section):
     runs: list[Row]
     loss_trend: list[Row]
     loss_curves: list[LossCurve]
+    saves: list[Row] = Field(description="mid-run checkpoint saves per model and their share of the run "
+                                         "(report_train_saves)")
+
+
+class FromScratch(Section):
+    runs: list[Row] = Field(description="per model trained from scratch, imported run or reference (report_scratch)")
+    epochs: list[Row] = Field(description="per model and epoch (scratch_epoch_metrics)")
 
 
 class Serving(Section):
@@ -247,6 +254,7 @@ class Comparison(Section):
     preflight: Preflight
     compile: Compile
     training: Training
+    from_scratch: FromScratch
     serving: Serving
     workloads: Workloads
     sustained: Sustained

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable
 
-from analytics.report import notes_md
+from analytics.report import notes_md, training_md
 from analytics.report.accuracy_md import s_accuracy
 from analytics.report.kernels_md import s_kernels
 from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
@@ -137,7 +137,7 @@ def s_training(c: Comparison) -> list[str]:
             ("loss_first_quarter", "first quarter"), ("loss_last_quarter", "last quarter"), ("loss_fell", "fell")])
     if c.training.loss_curves:
         lines += ["![loss curves](loss_curves.png)", ""]
-    return lines
+    return lines + training_md.checkpoint_saves(c)
 
 
 SERVING_COLUMNS: list[Column] = [
@@ -358,7 +358,7 @@ def s_rules(c: Comparison) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, s_serving, s_roofline, s_workloads, s_variants, s_limits,
+    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
     s_quality, s_accuracy, s_kernels, s_predictions, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
 

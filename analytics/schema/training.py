@@ -113,9 +113,76 @@ ARTIFACTS = table(
     doc="SHA-256 of every model and data artifact at every stage.",
 )
 
+TRAIN_SAVES = table(
+    f("model", pa.string(), False),
+    f("step", pa.int32(), False, "the optimizer step after which the checkpoint was saved"),
+    f("save_s", pa.float64(), doc="wall seconds of the save itself (the trainer's checkpoint call, timed around it)"),
+    f("bytes", pa.int64(), doc="sum of the checkpoint directory's files right after the save (NULL: not recorded)"),
+    f("kind", pa.string(), doc="adapter (weights only) | full_state (optimizer/scheduler state written too)"),
+    f("files", pa.int32(), doc="files in the checkpoint directory"),
+    f("path", pa.string(), doc="the checkpoint directory, relative to the training run's output directory"),
+    f("ts", TS),
+    doc="One row per mid-run checkpoint save (sft's save_every_steps).",
+)
+
+SCRATCH_RUNS = table(
+    f("model", pa.string(), False, "mlp | cnn | vit"),
+    f("dataset", pa.string(), False, "the dataset's name: its file name, or generated, or the source's (mnist)"),
+    f(
+        "source",
+        pa.string(),
+        False,
+        "measured (this lane) | imported (another harness's files) | reference "
+        "(figures measured elsewhere, as their source states them)",
+    ),
+    f("source_note", pa.string(), doc="where an imported or reference row comes from"),
+    f("backend", pa.string()),
+    f("device", pa.string(), doc="cpu | trn1 (one NeuronCore) | apple_m5 ..."),
+    f("dataset_uri", pa.string()),
+    f("dataset_sha256", pa.string()),
+    f("image_shape", pa.string(), doc="H x W x C"),
+    f("num_classes", pa.int32()),
+    f("train_samples", pa.int64()),
+    f("test_samples", pa.int64()),
+    f("params", pa.int64(), doc="the model's parameters"),
+    f("epochs", pa.int32()),
+    f("batch_size", pa.int32()),
+    f("learning_rate", pa.float64()),
+    f("steps", pa.int32(), doc="optimizer steps run"),
+    f("warmup_steps", pa.int32(), doc="first steps kept apart from the steady step time"),
+    f("first_step_s", pa.float64(), doc="wall seconds of the first step (XLA's compile on neuron)"),
+    f("steady_step_s", pa.float64(), doc="median wall seconds of the steps after the kept-apart ones"),
+    f("steady_steps", pa.int32()),
+    f("train_wall_s", pa.float64(), doc="wall seconds of the model's whole training, evaluations included"),
+    f("reference_acc_low", pa.float64(), doc="reference rows: the lowest test accuracy the source states (0-1)"),
+    f("reference_acc_high", pa.float64(), doc="reference rows: the highest test accuracy the source states (0-1)"),
+    f("config_json", pa.string(), doc="the run's settings (optimizer, shapes, seed)"),
+    f("ts", TS),
+    doc="One row per model trained from scratch (the from_scratch lane), imported run or reference figure.",
+)
+
+SCRATCH_EPOCHS = table(
+    f("model", pa.string(), False),
+    f("dataset", pa.string(), False),
+    f("source", pa.string(), False, "measured | imported (as scratch_runs)"),
+    f("device", pa.string()),
+    f("epoch", pa.int32(), False, "1-based"),
+    f("train_loss", pa.float64(), doc="mean cross-entropy over the epoch's steps"),
+    f("correct", pa.int64(), doc="test images classified correctly after the epoch"),
+    f("test_samples", pa.int64(), doc="test images scored"),
+    f("epoch_s", pa.float64(), doc="wall seconds of the epoch, its evaluation included"),
+    f("train_steps", pa.int32()),
+    f("steady_step_s", pa.float64(), doc="median step seconds of the epoch's steps after the kept-apart ones"),
+    f("ts", TS),
+    doc="One row per model and epoch trained from scratch.",
+)
+
 TRAINING_TABLES = {
     "train_steps": TRAIN_STEPS,
     "train_runs": TRAIN_RUNS,
     "compiles": COMPILES,
     "artifacts": ARTIFACTS,
+    "train_saves": TRAIN_SAVES,
+    "scratch_runs": SCRATCH_RUNS,
+    "scratch_epochs": SCRATCH_EPOCHS,
 }

@@ -230,6 +230,8 @@ SERVING_FILES = (
 VIEW_FILES = (
     *SERVING_FILES,  # the load generator's (agents.loadgen.metrics loads these alone)
     "20_training.sql",  # training: train_loss_trend, weights_roundtrip
+    "21_training_saves.sql",  # checkpoint cost: saves per model and their share of the training loop
+    "22_training_scratch.sql",  # from-scratch training: accuracy per epoch (Wilson), steady step time, samples/s
     "30_prices.sql",  # instance_prices (generated: python -m analytics.pricing)
     "31_report_compile.sql",  # the report's views: compiles cold vs warm,
     "32_report_training.sql",  # training runs with MFU,

@@ -77,6 +77,18 @@ KERNEL_ELEMENTS = {"min": 1, "max": 1 << 26}
 KERNEL_SHAPE_SETS = {"min": 1, "max": 16}
 KERNEL_CALLS = {"min": 2, "max": 100_000}  # two: the least a percentile's interval can rest on
 KERNEL_WARMUP = {"min": 0, "max": 10_000}
+SAVE_EVERY_STEPS = {"min": 1, "max": STEPS["max"]}  # optimizer steps between two mid-run checkpoint saves
+SAVE_TOTAL_LIMIT = {"min": 1, "max": 1000}  # checkpoints kept on disk at once (older ones deleted)
+IMAGE_SIDE = {"min": 4, "max": 512}  # a generated image's side in pixels
+IMAGE_SAMPLES = {"min": 1, "max": 10_000_000}  # images per split
+EPOCHS = {"min": 1, "max": 1000}
+CLASSES = {"min": 2, "max": 1000}
+WIDTH = {"min": 1, "max": 65_536}  # a small vision model's hidden width, channels or embedding dimension
+DEPTH = {"min": 1, "max": 64}  # a small vision model's layers or blocks
+WEIGHT_DECAY = {"min": 0.0, "max": 1.0}
+KEPT_APART_STEPS = {"min": 1, "max": 10_000}  # first steps kept apart from the steady step time (compile, warm-up)
+CHANNELS = {"min": 1, "max": 4}  # a generated image's channels
+NOISE = {"min": 0.0, "max": 255.0}  # standard deviation of a generated image's pixel noise, in grey levels
 
 # ---- requests, workloads, traces, searches -------------------------------------------------------------------
 TOKENS = {"min": 1, "max": 1 << 20}  # a request's tokens: the longest max_model_len a server config may declare

@@ -11,6 +11,8 @@ from pipeline.lane_configs.bounds import (
     LEARNING_RATE,
     LORA_ALPHA,
     LORA_RANK,
+    SAVE_EVERY_STEPS,
+    SAVE_TOTAL_LIMIT,
     SEED,
     SEQ_LEN,
     STEPS,
@@ -53,6 +55,25 @@ class Config:
         default=None, metadata={"help": "neuron: NEURON_COMPILE_CACHE_URL (default: the EBS cache)"}
     )
     seed: int = field(default=0, metadata={"help": "seed for init, data order and the tiny models", **SEED})
+    save_every_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "save a checkpoint every N optimizer steps during the run (each save timed: train_saves); "
+            "None = no mid-run saves",
+            **SAVE_EVERY_STEPS,
+        },
+    )
+    save_total_limit: int | None = field(
+        default=None,
+        metadata={"help": "checkpoints kept on disk at once (older ones deleted); None = keep all", **SAVE_TOTAL_LIMIT},
+    )
+    save_only_model: bool = field(
+        default=False,
+        metadata={
+            "help": "a checkpoint holds the adapter only (no optimizer, scheduler or RNG state: not resumable); "
+            "otherwise the full training state"
+        },
+    )
 
     @classmethod
     def for_profile(cls, profile: str) -> Config:
@@ -65,5 +86,7 @@ class Config:
                 grad_accum=8,
                 learning_rate=1e-4,
                 warmup_steps=10,
+                save_every_steps=50,
+                save_total_limit=2,
             )
-        return cls()
+        return cls(save_every_steps=4, save_total_limit=2)

@@ -33,6 +33,7 @@ ALL_LANES = [
     "precompile",
     "nki",
     "sft",
+    "from_scratch",
     "merge",
     "train_limits",
     "serve_sweep",

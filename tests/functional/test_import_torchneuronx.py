@@ -99,10 +99,14 @@ def test_training_mfu_boots_and_step_clock(imported):
     src = _json("trn1/results/train/tiny_lora.json")
     steps = [s["ms"] / 1000 for s in src["loss_trace"]]
     cov, partial, clock = con.execute(
-        "SELECT step_clock_coverage, step_clock_partial, step_clock FROM train_step_clock WHERE lane = 'sft'"
+        "SELECT step_clock_coverage, step_clock_partial, step_clock FROM train_step_clock WHERE lane = 'sft' "
+        "AND model = ?",
+        [src["model"]],
     ).fetchone()
     assert cov == pytest.approx(sum(steps) / src["train_wall_s"]) and partial is (cov < 0.9) and clock
-    n_steps, formula = con.execute("SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft'").fetchone()
+    n_steps, formula = con.execute(
+        "SELECT steps, flops_formula FROM train_runs WHERE lane = 'sft' AND model = ?", [src["model"]]
+    ).fetchone()
     assert n_steps == len(steps) and formula == "lora_recompute_8t_6f"  # gradient checkpointing on
     caches = dict(con.execute("SELECT lane, cache FROM compiles WHERE what = 'serving_config'").fetchall())
     # the fine-tune's shared cache did not grow: warm, although the source says warm=false
@@ -228,6 +232,12 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         "LoRA tokens/s at sequence 4096",
         "MFU at sequence 4096, 210 TFLOP/s (%)",
     } <= names  # its trn1 Phase 2
+    assert {
+        "median adapter save (s)",
+        "adapter saves in all (s)",
+        "mnist cnn best test accuracy, one NeuronCore (%)",
+        "cifar vit steady samples/s",
+    } <= names  # its checkpoint saves (§13.7) and academic runs, through report_train_saves and report_scratch
 
 
 def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
@@ -271,12 +281,15 @@ def test_imported_runs_report_shows_aggregates_iteration_retention_step_clock_an
     assert ("**Step clock flag**" in md) is (coverage < 0.9)
     assert f"{100 * coverage:.1f} %" in md or coverage >= 0.9
     assert "Aggregate-only points" in md and "`tail3_mean_over_first`" in md
+    assert "### Checkpoint saves" in md  # its ckpt_timing run's saves, under Training
+    assert "## From-scratch training" in md and "| cifar | apple_m5 | vit | 78–82 % |" in md  # academic/
     assert "has not committed" not in md.split("## Sustained retention")[1].split("## Quality")[0]
     scopes = con.execute(
         "SELECT DISTINCT cache_scope, cache_basis FROM compiles WHERE lane = 'finetune_serve'"
     ).fetchall()
     assert scopes == [("shared_compiler_cache", "inferred")]
-    assert con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft'").fetchone()[0] == src["train_wall_s"]
+    loop = con.execute("SELECT train_loop_s FROM train_runs WHERE lane = 'sft' AND model = ?", [src["model"]])
+    assert loop.fetchone()[0] == src["train_wall_s"]
     [run] = con.execute("SELECT usd, imported_attempts, attempts FROM report_run_cost").fetchall()
     assert run[0] is None and run[1] == run[2] == len(summary.attempts)
 
@@ -354,3 +367,47 @@ def test_the_predecessors_nki_kernel_simulated_bit_exact_and_its_device_compile_
     assert row[5:11] == ("error", "compile", "compiler_internal_error", "NCC_IBIR605", compiler, "error")
     assert row[11] is None  # never timed: the device run stopped at the compile
     assert con.execute("SELECT verdict FROM report_kernel_verdicts WHERE lane = 'nki'").fetchall() == [("error",)]
+
+
+def test_its_checkpoint_saves_land_in_the_save_cost_view_of_its_sft_run(imported):
+    _, _, con = imported
+    src = _json("trn1/results/extras/ckpt_timing.json")
+    saves = src["checkpoint_saves"]
+    [row] = con.execute(
+        "SELECT saves, median_save_s, total_save_s, kinds, train_loop_s, save_share, mb_per_save FROM "
+        "report_train_saves WHERE lane = 'sft' AND model = ?",
+        [src["model"]],
+    ).fetchall()
+    times = sorted(s["save_wall_s"] for s in saves)
+    assert row[:3] == (len(saves), times[len(times) // 2], pytest.approx(sum(times)))
+    assert row[3] == "adapter" and row[4] == src["train_wall_s"]  # its log: adapter_shards only, no optimizer
+    assert row[5] == pytest.approx(sum(times) / src["train_wall_s"]) and row[6] is None  # no sizes recorded: NULL
+    paths = [r[0] for r in con.execute("SELECT path FROM train_saves ORDER BY step").fetchall()]
+    assert paths == [f"{src['adapter_out']}/checkpoint-{s['step']}" for s in saves]
+
+
+def test_its_academic_runs_and_the_m5_ranges_land_in_the_from_scratch_view(imported):
+    _, _, con = imported
+    rows = {
+        (r[0], r[1], r[2]): r[3:]
+        for r in con.execute(
+            "SELECT dataset, model, source, accuracy, accuracy_ci_low, accuracy_ci_high, steady_step_s, samples_per_s, "
+            "params, reference_acc_low, reference_acc_high, device FROM report_scratch"
+        ).fetchall()
+    }
+    for path in sorted((FIXTURE / "trn1/results/academic").glob("*.json")):
+        src = json.loads(path.read_text())
+        acc, low, high, steady, rate, params, *_, device = rows[(src["dataset"], src["arch"], "imported")]
+        assert acc == pytest.approx(src["final_test_acc"] / 100) and low < acc < high and device == "trn1"
+        assert steady == src["median_step_ms"] / 1000 and params == src["params"]
+        assert rate == pytest.approx(src["samples_per_s_steady"], rel=0.01)  # batch / steady: its own rounding aside
+        epochs = con.execute(
+            "SELECT count(*), max(accuracy) FROM scratch_epoch_metrics WHERE dataset = ? AND model = ? "
+            "AND source = 'imported'",
+            [src["dataset"], src["arch"]],
+        ).fetchone()
+        assert epochs == (len(src["epochs"]), pytest.approx(src["best_test_acc"] / 100))
+    refs = {(d, m): r[6:8] for (d, m, s), r in rows.items() if s == "reference"}
+    assert refs[("cifar", "cnn")] == (0.88, 0.90) and refs[("mnist", "cnn")] == (0.99, 0.99)
+    assert ("mnist", "mlp") not in refs  # its README states no M5 figure there ("see mlx repo"): no row
+    assert all(r[-1] == "apple_m5" and r[0] is None for (_, _, s), r in rows.items() if s == "reference")

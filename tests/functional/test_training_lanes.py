@@ -10,6 +10,9 @@ import pytest
 from agents.runner import LaneRequest, run_lane
 from agents.training.backends import neuron
 from analytics.store import LocalStore
+from analytics.views import connect
+from pipeline.lane_configs.sft import Config as SftConfig
+from tests.support.views import q
 
 
 def _table(store, table, run_id):
@@ -107,6 +110,20 @@ def test_sft_then_merge_through_the_store(tmp_path, shared_cache):
     assert run["adapter_uri"] and run["dataset_records"] >= 200
     kinds = {(r["kind"], r["stage"]) for r in _table(store, "artifacts", "r1")}
     assert {("base", "download"), ("adapter", "after_train"), ("dataset", "download")} <= kinds
+    # the tiny profile saves a checkpoint every 4 steps: each save timed, sized and typed, kept apart from the steps
+    every = SftConfig.for_profile("tiny").save_every_steps
+    saves = sorted(_table(store, "train_saves", "r1"), key=lambda r: r["step"])
+    assert [r["step"] for r in saves] == list(range(every, 9, every))
+    assert all(r["save_s"] > 0 and r["bytes"] > 0 and r["files"] >= 3 for r in saves)
+    assert {(r["kind"], r["path"].rsplit("/", 1)[-1]) for r in saves} == {
+        ("full_state", f"checkpoint-{r['step']}") for r in saves
+    }  # optimizer state written: save_only_model off
+    [cost] = q(connect(store), "SELECT * FROM report_train_saves")
+    assert cost["saves"] == len(saves) and cost["total_save_s"] == pytest.approx(sum(r["save_s"] for r in saves))
+    assert cost["save_share"] == pytest.approx(cost["total_save_s"] / run["train_loop_s"]) and cost["save_share"] < 1
+    assert cost["mb_per_save"] == pytest.approx(sum(r["bytes"] for r in saves) / len(saves) / 1e6)
+    [clock] = q(connect(store), "SELECT * FROM report_training")
+    assert clock["summed_save_s"] == pytest.approx(cost["total_save_s"]) and clock["step_clock_coverage"] <= 1.0
 
     merge = run_lane(LaneRequest("merge", "r1", backend="cpu", config={"models": ["tiny-qwen3"]}), store)
     assert merge.status == "succeeded", merge.error_message
@@ -146,6 +163,22 @@ def test_neuron_training_reads_steps_and_counts_the_logical_model(tmp_path, shar
                     )
                     + "\n"
                 )
+            fh.write(json.dumps({"train_loop_s": 40.0}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "step": 2,
+                        "save_s": 1.5,
+                        "bytes": 1000,
+                        "files": 2,
+                        "kind": "adapter",
+                        "path": "_trainer/checkpoint-2",
+                        "ts": "2026-07-30T20:00:20+00:00",
+                    }
+                )
+                + "\n"
+            )
+        assert spec["sft"]["save_strategy"] == "steps" and spec["sft"]["save_steps"] == 2
         shards = Path(spec["adapter_dir"]) / "adapter_default" / "adapter_shards"
         shards.mkdir(parents=True)
         (shards / "tp_rank_00.pt").write_bytes(b"x")
@@ -157,7 +190,8 @@ def test_neuron_training_reads_steps_and_counts_the_logical_model(tmp_path, shar
 
     monkeypatch.setattr(neuron, "_launch", launch)
     store = LocalStore(tmp_path / "store")
-    result = run_lane(LaneRequest("sft", "r1", backend="neuron", config={"models": ["tiny-llama"], "steps": 3}), store)
+    config = {"models": ["tiny-llama"], "steps": 3, "save_every_steps": 2}
+    result = run_lane(LaneRequest("sft", "r1", backend="neuron", config=config), store)
     assert result.status == "succeeded", result.error_message
     run = _table(store, "train_runs", "r1")[0]
     from transformers import AutoConfig
@@ -176,3 +210,12 @@ def test_neuron_training_reads_steps_and_counts_the_logical_model(tmp_path, shar
     assert run["epochs"] == 0.3
     adapters = [r["path"] for r in _table(store, "artifacts", "r1") if r["kind"] == "adapter"]
     assert adapters == ["adapter_default/adapter_shards/tp_rank_00.pt"]
+    [save] = _table(store, "train_saves", "r1")  # the entry script's timed save, read from the rank-0 log
+    assert (save["model"], save["step"], save["save_s"], save["bytes"], save["kind"]) == (
+        "tiny-llama",
+        2,
+        1.5,
+        1000,
+        "adapter",
+    )
+    assert [r["step"] for r in _table(store, "train_steps", "r1")] == [1, 2, 3]  # the save is no step

@@ -19,7 +19,8 @@ def empty_sections() -> dict[str, Any]:
         "provenance": {"machines": [], "facts": []},
         "preflight": {"summary": [], "failed": []},
         "compile": {"summary": [], "superseded": [], "cold_start": {"boots": [], "cache": []}},
-        "training": {"runs": [], "loss_trend": [], "loss_curves": []},
+        "training": {"runs": [], "loss_trend": [], "loss_curves": [], "saves": []},
+        "from_scratch": {"runs": [], "epochs": []},
         "serving": {"available": True, "view": "serving_points", "points": [], "grids": [], "aggregate_points": []},
         "workloads": {"points": [], "buckets": [], "turns": [], "sessions": []},
         "sustained": {

@@ -20,6 +20,8 @@ METRIC_FILES = (
     "13_serving_sustained.sql",
     "14_serving_workloads.sql",
     "20_training.sql",
+    "21_training_saves.sql",
+    "22_training_scratch.sql",
     "32_report_training.sql",
     "75_report_decision.sql",
     "76_report_capacity.sql",

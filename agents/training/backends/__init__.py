@@ -44,6 +44,9 @@ class TrainRequest:
     tensor_parallel: int = 1
     compile_cache: str | None = None  # neuron: NEURON_COMPILE_CACHE_URL
     precompile: bool = False  # neuron: neuron_parallel_compile over a short run, no loss anywhere
+    save_every_steps: int | None = None  # a mid-run checkpoint every N optimizer steps (None: none)
+    save_total_limit: int | None = None  # checkpoints kept on disk at once (None: all)
+    save_only_model: bool = False  # a checkpoint holds the adapter only (no optimizer/scheduler/RNG state)
     log_dir: Path | None = None
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.data import to_prompt_completion
 from agents.training.hostmem import PeakHostMemory
+from agents.training.saves import save_arguments, time_saves
 from pipeline.mfu import device_key
 from pipeline.steps import StepRecord
 
@@ -38,7 +39,7 @@ def sft_arguments(req: TrainRequest, backend: str) -> dict[str, Any]:
         lr_scheduler_type="constant_with_warmup" if req.warmup_steps else "constant",
         warmup_steps=req.warmup_steps,
         logging_steps=1,
-        save_strategy="no",
+        **save_arguments(req.save_every_steps, req.save_total_limit, req.save_only_model),
         report_to=[],
         max_length=req.max_seq_len,
         packing=req.packing,
@@ -87,6 +88,9 @@ def _step_recorder(progress: ProgressFn, total: int):
             self._step_s[state.global_step] = now - self._t_last
             self._t_last = now
             progress(state.global_step, total)
+
+        def on_save(self, args, state, control, **kw):
+            self._t_last = time.perf_counter()  # a mid-run save is timed apart (train_saves), not in the next step
 
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
@@ -145,6 +149,9 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
             callbacks=[recorder],
         )
         trainer.remove_callback(PrinterCallback)  # per-step dicts on stderr; the rows carry them
+        saves: list[dict[str, Any]] = []
+        if req.save_every_steps:
+            time_saves(trainer, req.output_dir, saves)
         trainable, frozen = count_params(trainer.model)
         try:
             t_loop = time.perf_counter()
@@ -169,5 +176,9 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None) -
         activation_recompute=req.gradient_checkpointing,
         epochs=float(epochs) if epochs is not None else None,
         peak_host_mem_mib=mem.peak_mib,
-        extra={"train_runtime_s": getattr(result, "metrics", {}).get("train_runtime"), "train_loop_s": loop_s},
+        extra={
+            "train_runtime_s": getattr(result, "metrics", {}).get("train_runtime"),
+            "train_loop_s": loop_s,
+            "saves": saves,
+        },
     )

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from agents.backend import accelerator_python, harness_source_root
 from agents.box_env import compile_cache_dir, lane_environment
 from agents.training.backends import ProgressFn, TrainingError, TrainOutcome, TrainRequest, output_path
 from agents.training.hostmem import PeakHostMemory
+from agents.training.saves import save_arguments
 from pipeline.boxes import NEURON_COMPILE_CACHE
 from pipeline.steps import StepRecord
 
@@ -47,7 +49,7 @@ def training_arguments(req: TrainRequest) -> dict[str, Any]:
         "packing": True,
         "max_length": req.max_seq_len,
         "logging_steps": 1,
-        "save_strategy": "no",
+        **save_arguments(req.save_every_steps, req.save_total_limit, req.save_only_model),
         "report_to": [],
         "seed": req.seed,
         "do_train": True,
@@ -114,6 +116,7 @@ def write_args(req: TrainRequest, work: Path) -> Path:
         "precompile": req.precompile,
         "step_log": str(work / STEP_LOG),
         "adapter_dir": str(req.output_dir / "adapter"),
+        "output_root": str(req.output_dir),
     }
     path = work / ARGS_FILE
     path.write_text(json.dumps(payload))
@@ -129,7 +132,7 @@ def parse_step_log(path: Path) -> list[StepRecord]:
         if not line.strip():
             continue
         r = json.loads(line)
-        if "step" not in r:  # the loop's wall time (loop_seconds)
+        if "step" not in r or "save_s" in r:  # the loop's wall time (loop_seconds), a save (parse_saves)
             continue
         out.append(
             StepRecord(
@@ -144,13 +147,24 @@ def parse_step_log(path: Path) -> list[StepRecord]:
     return out
 
 
+def parse_saves(path: Path) -> list[dict[str, Any]]:
+    """The mid-run saves the entry script timed on rank 0 (rows with ``save_s``), as ``train_saves`` rows less the
+    model."""
+    out = []
+    for r in _rows(path):
+        if "save_s" in r and "step" in r:
+            ts = r.get("ts")
+            out.append({**r, "ts": datetime.fromisoformat(ts) if isinstance(ts, str) else None})
+    return out
+
+
 def _rows(path: Path) -> list[dict[str, Any]]:
     lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip()] if Path(path).exists() else []
     return [json.loads(ln) for ln in lines]
 
 
 def last_epoch(path: Path) -> float | None:
-    steps = [r for r in _rows(path) if "step" in r]
+    steps = [r for r in _rows(path) if "step" in r and "save_s" not in r]
     return steps[-1].get("epoch") if steps else None
 
 
@@ -229,6 +243,7 @@ def train(req: TrainRequest, progress: ProgressFn, backend: str | None = None, r
             "wall_s": wall,
             "log_path": str(log_path),
             "train_loop_s": None if req.precompile else loop_seconds(work / STEP_LOG),
+            "saves": [] if req.precompile else parse_saves(work / STEP_LOG),
         },
     )
 

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 
 def adapt_sft_fields(args: dict, fields: set[str]) -> dict:
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> None:
             self.step_s[state.global_step] = now - self.t_last
             self.t_last = now
 
+        def on_save(self, args, state, control, **kw):
+            self.t_last = time.perf_counter()  # a mid-run save is timed apart (its own row), not in the next step
+
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
             step = state.global_step
@@ -105,11 +109,21 @@ def main(argv: list[str] | None = None) -> None:
     params = inspect.signature(NeuronSFTTrainer.__init__).parameters
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
     trainer = NeuronSFTTrainer(**kwargs)
+    saves: list[dict] = []
+    if sft_args.get("save_strategy") == "steps" and not extracting:
+        from agents.training.saves import SaveTimingError, time_saves
+
+        try:
+            time_saves(trainer, Path(spec["output_root"]), saves, enabled=_is_rank0)
+        except SaveTimingError as exc:  # the saves still happen; their rows are absent, said in the log
+            print(f"neuron_entry: {exc}", file=sys.stderr)
     t_loop = time.perf_counter()
     trainer.train()
     if _is_rank0():  # the loop's wall time, a row without "step" (neuron.parse_step_log reads it apart)
         with open(step_log, "a") as fh:
             fh.write(json.dumps({"train_loop_s": time.perf_counter() - t_loop}) + "\n")
+            for s in saves:  # rows with "save_s" (neuron.parse_saves)
+                fh.write(json.dumps({**s, "ts": s["ts"].isoformat()}) + "\n")
     if not extracting:
         # Sharded adapter layout (adapter_default/adapter_shards); the merge lane consolidates it.
         trainer.save_model(spec["adapter_dir"])

@@ -8,7 +8,7 @@
 --                            both rules, each named: 'tail3_mean_over_first' (the torchneuronx predecessor's:
 --                            mean of the last 3 iterations / the first) and 'median_last_k_over_first_k' (ours,
 --                            K = sweep_points.retention_k, default 3)
---   train_step_clock         per training run: summed step_s against the training loop's wall time (from the lane's
+--   train_step_clock         per training run: summed step_s (and mid-run save_s) against the training loop's wall time (from the lane's
 --                            config_json train_loop_wall_s), the step-clock label, and a flag below 90 % coverage
 
 CREATE OR REPLACE VIEW serving_points_all AS
@@ -110,15 +110,20 @@ runs AS (
     SELECT run_id, lane, config_json FROM lane_runs
     QUALIFY row_number() OVER (PARTITION BY run_id, lane ORDER BY ended_at DESC, attempt DESC) = 1
 ),
+saves AS (  -- mid-run checkpoint saves are timed apart from the steps (train_saves): the loop holds both
+    SELECT run_id, lane, model, sum(save_s) AS summed_save_s FROM train_saves GROUP BY ALL
+),
 j AS (  -- train_runs' columns first; an import made before they existed kept them in config_json
-    SELECT s.run_id, s.lane, s.model, s.steps, s.summed_step_s, s.median_step_s,
+    SELECT s.run_id, s.lane, s.model, s.steps, s.summed_step_s + coalesce(v.summed_save_s, 0) AS clocked_s,
+           s.summed_step_s, s.median_step_s,
            coalesce(t.train_loop_s,
                     TRY_CAST(json_extract(r.config_json, '$.train_loop_wall_s') ->> s.model AS DOUBLE)) AS train_loop_wall_s,
            coalesce(t.step_clock, json_extract_string(r.config_json, '$.step_clock')) AS step_clock
     FROM steps s LEFT JOIN runs r USING (run_id, lane)
     LEFT JOIN train_runs t ON t.run_id = s.run_id AND t.lane = s.lane AND t.model = s.model
+    LEFT JOIN saves v ON v.run_id = s.run_id AND v.lane = s.lane AND v.model = s.model
 )
 SELECT run_id, lane, model, steps, summed_step_s, median_step_s, train_loop_wall_s, step_clock,
-       summed_step_s / NULLIF(train_loop_wall_s, 0) AS step_clock_coverage,
-       coalesce(summed_step_s / NULLIF(train_loop_wall_s, 0) < 0.9, false) AS step_clock_partial
+       clocked_s / NULLIF(train_loop_wall_s, 0) AS step_clock_coverage,
+       coalesce(clocked_s / NULLIF(train_loop_wall_s, 0) < 0.9, false) AS step_clock_partial
 FROM j;
