@@ -234,3 +234,16 @@ def test_the_kernels_section_shows_the_nki_lanes_tables(opened, comparison):
     shown = page.eval_on_selector_all("#s-kernels [data-table]", "ts => ts.map(t => t.dataset.table)")
     assert shown == ["kernels.kernels", "kernels.shapes"]
     assert _rows(page, "kernels.shapes") == list(range(len(comparison["kernels"]["shapes"])))
+
+
+def test_the_training_section_shows_the_from_scratch_runs_with_their_accuracy_per_epoch(opened, comparison):
+    page = opened[0]
+    page.evaluate("document.querySelector('[data-plot=\"scratch-accuracy\"]').scrollIntoView()")
+    page.wait_for_function("() => document.querySelector('[data-plot=\"scratch-accuracy\"]').dataset.drawn === '1'")
+    traces = page.evaluate(
+        "document.querySelector('[data-plot=\"scratch-accuracy\"]').data.map(t => [t.name, t.y.length, !!t.error_y])"
+    )
+    # a series per run (two runs in the store), source, dataset and model: one run here
+    assert sorted((name.split(" · ")[-1], n, bars) for name, n, bars in traces) == [("cnn", 2, True), ("mlp", 2, True)]
+    assert _rows(page, "scratch") == list(range(len(comparison["from_scratch"]["runs"])))
+    assert _rows(page, "training-saves") == []  # the synthetic runs save nothing mid-run: no table

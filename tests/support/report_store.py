@@ -60,7 +60,51 @@ def write_report_store(root: str | Path, requests_per_point: int = 40, runs: tup
     for cell, itype in (("c01", "inf2.xlarge"), ("c02", "g6.xlarge"), ("c03", "g5.12xlarge")):
         commit_cell(store, first, cell, itype, CONFIGS[0], 1.0, model=MODEL, served=SERVED)
     commit_kernels(store, first)
+    commit_scratch(store, first)
     return store
+
+
+def commit_scratch(store: LocalStore, run_id: str) -> None:
+    """The from_scratch lane's rows for two models over two epochs (synthetic counts: the CNN ahead of the MLP)."""
+    writer = store.begin_attempt(run_id, "from_scratch")
+    base = {"dataset": "generated", "source": "measured", "device": "cpu", "backend": "cpu"}
+    runs, epochs = [], []
+    for model, correct in (("mlp", (210, 300)), ("cnn", (260, 350))):
+        runs.append(
+            {
+                **base,
+                "model": model,
+                "num_classes": 10,
+                "train_samples": 1280,
+                "test_samples": 400,
+                "params": 20_000,
+                "epochs": 2,
+                "batch_size": 64,
+                "steps": 40,
+                "warmup_steps": 2,
+                "first_step_s": 0.2,
+                "steady_step_s": 0.01,
+                "steady_steps": 38,
+                "train_wall_s": 1.5,
+            }
+        )
+        for epoch, n in enumerate(correct, 1):
+            epochs.append(
+                {
+                    **{k: v for k, v in base.items() if k != "backend"},
+                    "model": model,
+                    "epoch": epoch,
+                    "train_loss": 2.0 / epoch,
+                    "correct": n,
+                    "test_samples": 400,
+                    "epoch_s": 0.7,
+                    "train_steps": 20,
+                    "steady_step_s": 0.01,
+                }
+            )
+    writer.add_rows("scratch_runs", runs)
+    writer.add_rows("scratch_epochs", epochs)
+    writer.commit("succeeded")
 
 
 def commit_kernels(store: LocalStore, run_id: str) -> None:

@@ -240,7 +240,8 @@ SECTION.sustained = function (body) {
 SECTION.training = function (body) {
   const t = NP.comparison.training || {};
   const curves = t.loss_curves || [], steps = NP.data.training_steps || [], runs = t.runs || [];
-  if (!curves.length && !runs.length) { body.append(noneLine("training runs (the sft lane has not committed)")); return true; }
+  const scratch = NP.comparison.from_scratch || {}, scratchRuns = scratch.runs || [];
+  if (!curves.length && !runs.length && !scratchRuns.length) { body.append(noneLine("training runs (the sft lane has not committed)")); return true; }
   const label = (r) => [multiRun() ? r.run_id : null, r.lane, r.model].filter(Boolean).join(" · ");
   const plots = h("div", {class: "plots2"});
   if (curves.length) {
@@ -272,6 +273,30 @@ SECTION.training = function (body) {
       numColumn("steps", "steps"), numColumn("tokens_per_s", "tokens/s"), numColumn("mfu", "MFU"), numColumn("mfu_alt", "MFU (alt peak)"),
       numColumn("first_step_s", "first step s"), numColumn("median_step_s", "median step s"),
       numColumn("first_loss", "first loss"), numColumn("last_loss", "last loss"), textColumn("mfu_null_reason", "why MFU is NULL")]}));
+  const saves = t.saves || [];
+  if (saves.length) {  // training_md's "Checkpoint saves": report_train_saves as it is
+    body.append(h("h3", {}, "Checkpoint saves"), note("Each mid-run save timed alone; share = the saves' seconds over the training loop's."),
+      dataTable({id: "training-saves", rows: saves, columns: genericColumns(saves), filters: [{key: "run_id", label: "run"}, {key: "model", label: "model"}]}));
+  }
+  if (scratchRuns.length) {  // training_md's "From-scratch training": test accuracy per epoch with its Wilson interval
+    const epochs = (scratch.epochs || []).filter((e) => e.accuracy !== null && e.accuracy !== undefined);
+    const key = (e) => [multiRun() ? e.run_id : null, e.source, e.dataset, e.model].filter(Boolean).join(" · ");
+    const series = [...new Set(epochs.map(key))];
+    body.append(h("h3", {}, "From-scratch training"));
+    if (series.length) {
+      body.append(h("div", {class: "plots2"}, chart("scratch-accuracy", () => ({
+        data: series.map((name, i) => {
+          const rows = epochs.filter((e) => key(e) === name);
+          return {type: "scatter", mode: "lines+markers", name, x: rows.map((e) => e.epoch), y: rows.map((e) => e.accuracy),
+            line: {color: colorOf(i)}, error_y: {type: "data", symmetric: false, array: rows.map((e) => e.accuracy_ci_high - e.accuracy),
+              arrayminus: rows.map((e) => e.accuracy - e.accuracy_ci_low)},
+            hovertemplate: "epoch %{x}<br>test accuracy %{y:.3f}<extra>" + esc(name) + "</extra>"};
+        }),
+        layout: baseLayout("Test accuracy per epoch (bars: 95 % Wilson interval)", {xaxis: linAxis("epoch"), yaxis: zeroAxis("test accuracy")})}))));
+    }
+    body.append(dataTable({id: "scratch", rows: scratchRuns, columns: genericColumns(scratchRuns),
+      filters: ["run_id", "source", "dataset", "model"].filter((f) => scratchRuns.some((r) => f in r)).map((f) => ({key: f, label: f}))}));
+  }
   return true;
 };
 
