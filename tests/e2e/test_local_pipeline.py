@@ -68,10 +68,6 @@ SMALLEST = {
         "searches": [{"kind": "max_num_seqs", "good": 1, "bad": 64, "at": 1024, "max_boots": 2}],
         "memory_cap_mib": 8.0,
     },
-    "train_limits": {
-        "searches": [{"kind": "train_seq_len", "good": 256, "bad": 2048, "at": 1, "max_boots": 2}],
-        "memory_cap_mib": 400.0,
-    },
     "qwen3_attempt": {
         "shapes": {"A": ["16:8"]},
         "min_prompts": 2,
@@ -161,6 +157,34 @@ def test_training_loss_falls_with_parameters_counted_after_the_wrap(local_run):
     assert sorted(trend) == [("tiny-llama", True), ("tiny-qwen3", True)]
     assert con.execute("select min(params_trainable), min(params_frozen) from train_runs").fetchone()[0] > 0
     assert con.execute("select count(*) from train_steps where lane = 'precompile'").fetchone() == (0,)
+
+
+def test_the_training_limit_is_bracketed_by_probes_that_train_or_run_out_of_memory(local_run):
+    """The train_limits lane at the tiny profile's own search (as make run runs it): each probe a short LoRA SFT run in
+    a process of its own whose address space may grow 400 MiB once the model has loaded; a long sequence fails with
+    the allocator's out-of-memory line, a short one trains, and the lane bisects between them."""
+    con = local_run.con()
+    probes = [
+        dict(zip(("phase", "value", "succeeded", "error_kind", "error", "peak", "source", "tok_s", "kind"), r))
+        for r in con.execute(
+            "select phase, value, succeeded, error_kind, error, peak_mem_bytes, peak_mem_source, tokens_per_s, kind "
+            "from limit_probes where lane = 'train_limits' and phase <> 'outcome' order by probe"
+        ).fetchall()
+    ]
+    assert [p["phase"] for p in probes[:2]] == ["good", "bad"] and {p["kind"] for p in probes} == {"train_seq_len"}
+    good, bad = probes[0], probes[1]
+    assert good["succeeded"] and good["error"] is None and good["tok_s"] > 0
+    assert (bad["succeeded"], bad["error_kind"]) == (False, "oom")
+    assert "Cannot allocate memory" in bad["error"] or "MemoryError" in bad["error"]  # the probe's own line
+    assert all(p["peak"] > 0 and p["source"].startswith("cpu:") for p in probes)
+    assert all((p["tok_s"] is not None) == p["succeeded"] for p in probes)
+    low, high, bracket, boots, stop = con.execute(
+        "select low, high, bracket, boots, stop_reason from report_limits where lane = 'train_limits'"
+    ).fetchone()
+    assert 256 <= low < high <= 2048 and high - low <= 256 and boots == len(probes) <= 6
+    assert stop == "bracket within the precision 256"
+    text = (local_run.report / "REPORT.md").read_text()
+    assert f"| train_seq_len at batch_size=1 | {bracket} | oom: " in text
 
 
 def test_serving_sweeps_both_configs_for_the_base_and_the_fine_tune(local_run):
