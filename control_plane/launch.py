@@ -157,10 +157,7 @@ def store_plan(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object 
     except ControlDataError as exc:
         raise PlanStorageError(f"plan: {exc}") from exc
     except Exception as exc:  # one line, nothing started
-        raise PlanStorageError(
-            f"plan: cannot write s3://{bucket}/{key}: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}"
-        ) from exc
+        raise PlanStorageError(f"plan: cannot write s3://{bucket}/{key}: {_first_line(exc)}") from exc
     return f"s3://{bucket}/{key}", plan_digest
 
 
@@ -182,9 +179,13 @@ def register_run_predictions(plan: RunPlan, settings: ControlPlaneSettings, s3_c
         raise PlanStorageError(f"predictions: {exc}") from exc
     except Exception as exc:  # one line, nothing started
         raise PlanStorageError(
-            f"predictions: cannot write them under s3://{bucket}/control/{plan.run_id}/: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            f"predictions: cannot write them under s3://{bucket}/control/{plan.run_id}/: {_first_line(exc)}"
         ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: the message's first line`` (an S3 error's message may run over several)."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def prepare(

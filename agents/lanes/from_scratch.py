@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.context import LaneContext
+from agents.training.session import record_dataset
 from agents.training.vision.dataset import GENERATED, DatasetError, ImageSet, glyphs, load, parse, write_npz
 from agents.training.vision.results import EpochResult, ScratchResult
 from pipeline.lane_configs.from_scratch import Config
@@ -128,20 +129,7 @@ def result_from_json(d: dict[str, Any]) -> ScratchResult:
 
 def run(ctx: LaneContext, config: Config) -> None:
     data, name, local = dataset(ctx, config)
-    ctx.write(
-        "artifacts",
-        [
-            {
-                "model": None,
-                "kind": "dataset",
-                "stage": "download",
-                "path": Path(data.source).name,
-                "uri": data.source if name != GENERATED else None,
-                "bytes": data.bytes,
-                "sha256": data.sha256,
-            }
-        ],
-    )
+    record_dataset(ctx, data, has_uri=name != GENERATED)
     settings = {
         "optimizer": "AdamW",
         "weight_decay": config.weight_decay,

@@ -37,7 +37,9 @@ def record_base(ctx: Any, model: str, base_dir: Path) -> None:
     ctx.write("artifacts", base_artifact_rows(model, base_dir))
 
 
-def record_dataset(ctx: Any, data: InstructionSet) -> None:
+def record_dataset(ctx: Any, data: Any, has_uri: bool = True) -> None:
+    """The dataset's ``artifacts`` row, for the training lanes alike: its file name, size, SHA-256 and where it came
+    from (``has_uri`` False: a set generated here has nowhere to name, its uri NULL)."""
     ctx.write(
         "artifacts",
         [
@@ -46,7 +48,7 @@ def record_dataset(ctx: Any, data: InstructionSet) -> None:
                 "kind": "dataset",
                 "stage": "download",
                 "path": Path(data.source).name,
-                "uri": data.source,
+                "uri": data.source if has_uri else None,
                 "bytes": data.bytes,
                 "sha256": data.sha256,
             }
