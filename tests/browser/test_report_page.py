@@ -247,3 +247,12 @@ def test_the_training_section_shows_the_from_scratch_runs_with_their_accuracy_pe
     assert sorted((name.split(" · ")[-1], n, bars) for name, n, bars in traces) == [("cnn", 2, True), ("mlp", 2, True)]
     assert _rows(page, "scratch") == list(range(len(comparison["from_scratch"]["runs"])))
     assert _rows(page, "training-saves") == []  # the synthetic runs save nothing mid-run: no table
+
+
+def test_the_variants_tab_lists_every_booted_config(opened, comparison):
+    page = opened[0]
+    configs = comparison["variants"]["configs"]
+    assert configs and _rows(page, "variant-configs") == list(range(len(configs)))
+    headers = page.eval_on_selector_all('[data-table="variant-configs"] thead th', "ths => ths.map(t => t.textContent)")
+    # no config of the synthetic runs prepares weights: the preparation's columns stay out
+    assert any("config" in t for t in headers) and not any("weights prepared" in t for t in headers), headers

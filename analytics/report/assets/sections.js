@@ -331,6 +331,18 @@ SECTION.variants = function (body) {
   for (const e of notCompared) body.append(note(`${e.run_id}: ${e.variant} vs ${e.baseline} not compared: ${e.note}`, "none"));
   body.append(dataTable({id: "variants", rows, filters: [{key: "_run", label: "run"}, {key: "_pair", label: "A/B"}].concat(DELTA_FILTERS),
     columns: deltaColumns([textColumn("_run", "run"), textColumn("_pair", "variant vs base")])}));
+  const configs = v.configs || [];
+  if (configs.length) {  // variants_md's booted configs: boots and the weights a lane prepared (report_server_configs)
+    const prepared = configs.some((r) => r.quantization);
+    body.append(h("h3", {}, "Booted server configs"), dataTable({id: "variant-configs", rows: configs,
+      filters: [{key: "run_id", label: "run"}, {key: "lane", label: "lane"}, {key: "config", label: "config"}],
+      columns: [textColumn("run_id", "run"), textColumn("lane", "lane"), textColumn("model", "model"), textColumn("config", "config"),
+        textColumn("base", "base"), numColumn("boots", "boots"), numColumn("failed_boots", "failed boots"),
+        numColumn("cold_boot_s", "cold boot s"), numColumn("warm_boot_s", "warm boot s"), numColumn("points", "points")].concat(prepared ? [
+        textColumn("quantization", "weights prepared"), numColumn("quantize_s", "preparation s"),
+        numColumn("source_weight_bytes", "bytes before"), numColumn("quantized_weight_bytes", "bytes after"),
+        textColumn("quantize_error", "preparation error")] : [])}));
+  }
   return true;
 };
 
