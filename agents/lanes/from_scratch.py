@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,8 +52,9 @@ def dataset(ctx: LaneContext, config: Config) -> tuple[ImageSet, str, Path]:
                 from agents.training.data import read_source
 
                 local = ctx.lane_dir("data") / "dataset.npz"
-                local.write_bytes(read_source(str(config.dataset)))
-                return parse(local.read_bytes(), str(config.dataset)), name, local
+                body = read_source(str(config.dataset))
+                local.write_bytes(body)
+                return parse(body, str(config.dataset)), name, local
             return load(config.dataset), name, Path(str(config.dataset))
         except DatasetError as exc:
             raise ScratchDatasetError(str(exc)) from None
@@ -79,22 +79,12 @@ def process_command(spec: Path, out: Path, python: str | None = None) -> list[st
 
 
 def process_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The training process's environment: the box's lane environment (the DLAMI venv's PATH, the one compile
-    cache), one NeuronCore, and the harness on PYTHONPATH (the entry imports ``agents.training.vision``)."""
-    from agents.backend import harness_source_root
-    from agents.box_env import compile_cache_dir, lane_environment
+    """The training process's environment (the neuron trainer's: the box's lane environment, neuronx-cc on the one
+    compile cache, the harness on PYTHONPATH: the entry imports ``agents.training.vision``) on one NeuronCore."""
+    from agents.training.backends.neuron import process_environment as training_process_environment
 
-    env = lane_environment("training", dict(os.environ if base is None else base))
-    cache = str(compile_cache_dir(env))
-    env.update(
-        {
-            "NEURON_RT_NUM_CORES": "1",  # models this small: one NeuronCore, the honest per-core unit
-            "NEURON_COMPILE_CACHE_URL": cache,
-            "NEURON_CC_FLAGS": f"--retry_failed_compilation --cache_dir={cache}",
-            "PYTHONPATH": os.pathsep.join(p for p in (harness_source_root(), env.get("PYTHONPATH", "")) if p),
-        }
-    )
-    return env
+    # models this small: one NeuronCore, the honest per-core unit
+    return {**training_process_environment(base), "NEURON_RT_NUM_CORES": "1"}
 
 
 def _launch(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -131,6 +132,12 @@ def cache_label(
     ):
         return "cold", "shared_compiler_cache", "observed"
     return state, scope, "observed"
+
+
+def path_slug(name: str) -> str:
+    """``name`` (a model id, a config name) as one path component: runs of anything but letters, digits, ``.``, ``_``
+    and ``-`` become ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 def dir_bytes(path: Path | None) -> int | None:

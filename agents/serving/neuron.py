@@ -15,20 +15,15 @@ integration's flags back for a pre-plugin vLLM.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from agents.backend import accelerator_python
 from agents.box_env import compile_cache_dir, lane_environment
-from agents.serving.launcher import Launcher, ServedModel
+from agents.serving.launcher import Launcher, ServedModel, path_slug
 from agents.serving.vllm_args import vllm_command
 from pipeline.servers import ServerConfig
 
 NXDI_FRAMEWORK = "neuronx-distributed-inference"
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 class NeuronLauncher(Launcher):
@@ -61,7 +56,7 @@ class NeuronLauncher(Launcher):
         self.legacy_device_flag = legacy_device_flag
 
     def compile_cache_dir(self, model: ServedModel, config: ServerConfig) -> Path:
-        return self.compile_cache / "nxdi" / _slug(model.artifact_key) / f"{config.name}-{config.fingerprint()}"
+        return self.compile_cache / "nxdi" / path_slug(model.artifact_key) / f"{config.name}-{config.fingerprint()}"
 
     def seeded_from_store(self, model: ServedModel, config: ServerConfig) -> bool:
         from agents.compile_cache import current_boot_id, seeded_entries

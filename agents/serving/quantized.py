@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
 import subprocess
 import sys
 import time
@@ -31,20 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from agents.context import LaneContext
-from agents.serving.launcher import Launcher, ServedModel
+from agents.serving.launcher import Launcher, ServedModel, dir_bytes, path_slug
 from pipeline.servers import ServerConfig
 
 log = logging.getLogger(__name__)
 # a preparation on the box that runs longer than this failed (an 8B model's NxDI quantization takes minutes)
 PREP_TIMEOUT_S = 3 * 3600
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
-
-
-def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
 def is_prepared(model: ServedModel, backend: str) -> bool:
@@ -60,7 +51,7 @@ def prepare(ctx: LaneContext, launcher: Launcher, model: ServedModel, cfg: Serve
     """``model`` with ``cfg.quantization``'s checkpoint prepared (or found already prepared) in the lane's work
     directory; its ``quantizations`` row written."""
     method = str(cfg.quantization)
-    dest = ctx.lane_dir("quantized") / f"{_slug(model.artifact_key)}-{method}"
+    dest = ctx.lane_dir("quantized") / f"{path_slug(model.artifact_key)}-{method}"
     nxdi = ctx.backend == "neuron"
     row: dict[str, Any] = {
         "model": model.name,

@@ -5,24 +5,19 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from agents.context import LaneContext
-from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess
+from agents.serving.launcher import Launcher, ServedModel, ServerBootError, ServerProcess, path_slug
 from agents.serving.quantized import is_prepared, prepare
 from agents.telemetry.prometheus import PrometheusSensor
 from pipeline.servers import PREPARED_QUANTIZATIONS, ServerConfig
 
 log = logging.getLogger(__name__)
 _boots = itertools.count(1)
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 @contextmanager
@@ -39,7 +34,7 @@ def serve(
     check_family(model, launcher.backend)
     if config.quantization in PREPARED_QUANTIZATIONS and not is_prepared(model, ctx.backend):
         model = prepare(ctx, launcher, model, config)  # the checkpoint it serves, written first (a quantizations row)
-    log_path = ctx.log_dir / f"server-{_slug(model.name)}-{config.name}-{next(_boots)}.log"
+    log_path = ctx.log_dir / f"server-{path_slug(model.name)}-{config.name}-{next(_boots)}.log"
     server = ServerProcess(launcher, model, config, log_path, health_timeout_s=health_timeout_s)
     sensor: PrometheusSensor | None = None
     try:

@@ -35,20 +35,19 @@ def checkpoint_record(step: int, save_s: float, ckpt_dir: Path, root: Path) -> d
     """A ``train_saves`` row (without the model) for the checkpoint just written in ``ckpt_dir``: its files are
     counted and summed now, before a later save's rotation can delete them."""
     ckpt_dir = Path(ckpt_dir)
-    files = [p for p in ckpt_dir.rglob("*") if p.is_file()] if ckpt_dir.is_dir() else []
     try:
         path = str(ckpt_dir.relative_to(root))
     except ValueError:
         path = ckpt_dir.name
-    return {
-        "step": int(step),
-        "save_s": float(save_s),
-        "bytes": sum(p.stat().st_size for p in files) if ckpt_dir.is_dir() else None,
-        "files": len(files) if ckpt_dir.is_dir() else None,
-        "kind": checkpoint_kind(ckpt_dir) if ckpt_dir.is_dir() else None,
-        "path": path,
-        "ts": datetime.now(timezone.utc),
-    }
+    written = {"bytes": None, "files": None, "kind": None}  # no directory where the save should be: NULL
+    if ckpt_dir.is_dir():
+        files = [p for p in ckpt_dir.rglob("*") if p.is_file()]
+        written = {
+            "bytes": sum(p.stat().st_size for p in files),
+            "files": len(files),
+            "kind": checkpoint_kind(ckpt_dir),
+        }
+    return {"step": int(step), "save_s": float(save_s), **written, "path": path, "ts": datetime.now(timezone.utc)}
 
 
 def time_saves(

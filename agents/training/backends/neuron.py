@@ -68,24 +68,34 @@ def lora_arguments(req: TrainRequest) -> dict[str, Any]:
     }
 
 
-def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The training process's environment: the box's lane environment (PATH with the DLAMI venv's bin, HF_HOME,
-    the one compile cache), then neuronx-cc's flags pointing at the same cache."""
+def process_environment(
+    base: dict[str, str] | None = None, cache: str | None = None, cc_flags: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """A training process of the DLAMI venv's interpreter: the box's lane environment (PATH with the DLAMI venv's bin,
+    HF_HOME, the one compile cache), neuronx-cc's cache and flags (``cc_flags`` first) pointing at that cache (or
+    ``cache``), and the harness on PYTHONPATH (its entry scripts import the harness's modules)."""
     env = lane_environment("training", dict(os.environ if base is None else base))
-    cache = req.compile_cache or str(compile_cache_dir(env))
+    cache = cache or str(compile_cache_dir(env))
     env.update(
         {
             "NEURON_COMPILE_CACHE_URL": cache,
-            "NEURON_CC_FLAGS": f"--model-type transformer --retry_failed_compilation --cache_dir={cache}",
-            "NEURON_FUSE_SOFTMAX": "1",
-            "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "3",
-            "MALLOC_ARENA_MAX": "64",
-            "TOKENIZERS_PARALLELISM": "false",
-            # the entry script runs under the DLAMI's interpreter and imports agents.training.data from the harness
+            "NEURON_CC_FLAGS": " ".join((*cc_flags, "--retry_failed_compilation", f"--cache_dir={cache}")),
             "PYTHONPATH": os.pathsep.join(p for p in (harness_source_root(), env.get("PYTHONPATH", "")) if p),
         }
     )
     return env
+
+
+def environment(req: TrainRequest, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The LoRA trainer's environment: :func:`process_environment` for a transformer graph, and the runtime's
+    settings for it."""
+    return {
+        **process_environment(base, req.compile_cache, ("--model-type", "transformer")),
+        "NEURON_FUSE_SOFTMAX": "1",
+        "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "3",
+        "MALLOC_ARENA_MAX": "64",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def command(req: TrainRequest, args_file: Path, python: str | None = None) -> list[str]:
