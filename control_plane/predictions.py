@@ -113,7 +113,7 @@ def register_control(
     :func:`register_predictions`: the same predictions again (a retried planning, a resume) keep the first record,
     different ones are refused. The object is read only when one is there already (the planners may write control
     objects; reading one back is the conflict's path)."""
-    from control_plane.control_data import ControlDataError, canonical, control_key
+    from control_plane.control_data import canonical, control_key
 
     if not predictions:
         return None
@@ -123,16 +123,25 @@ def register_control(
     try:
         blobs.put_new(key, canonical(control_record(run_id, predictions, at)))
     except FileExistsError:
-        there = blobs.get(key)
-        try:
-            old = json.loads(there or b"")
-            theirs, at = str(old["digest"]), str(old["registered_at"])
-        except (ValueError, KeyError, TypeError):
-            raise ControlDataError(f"control object s3://{blobs.bucket}/{key} is not a predictions record") from None
+        _, _, theirs, when = read_control_record(blobs.get(key) or b"", f"s3://{blobs.bucket}/{key}")
         if theirs != digest:
-            raise _changed(run_id, digest, theirs, at) from None
-        return Registration(run_id, digest, at, len(predictions), new=False)
+            raise _changed(run_id, digest, theirs, when.isoformat()) from None
+        return Registration(run_id, digest, when.isoformat(), len(predictions), new=False)
     return Registration(run_id, digest, at, len(predictions), new=True)
+
+
+def read_control_record(body: bytes, where: str) -> tuple[Any, list[Prediction], str, datetime]:
+    """(run id, predictions, digest, registered_at) of a control object :func:`control_record` wrote;
+    ``ControlDataError`` naming ``where`` when it is not one."""
+    from control_plane.control_data import ControlDataError
+
+    try:
+        record = json.loads(body)
+        predictions = [Prediction.model_validate(p) for p in record["predictions"]]
+        at = datetime.fromisoformat(str(record["registered_at"]))
+        return record.get("run_id"), predictions, str(record["digest"]), at
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ControlDataError(f"control object {where} is not a predictions record: {type(exc).__name__}") from None
 
 
 def carry_control(store: Any, blobs: Any, run_id: str) -> Registration | None:
@@ -149,13 +158,7 @@ def carry_control(store: Any, blobs: Any, run_id: str) -> Registration | None:
     body = blobs.get(key)
     if body is None:
         return None
-    try:
-        record = json.loads(body)
-        predictions = [Prediction.model_validate(p) for p in record["predictions"]]
-        at = datetime.fromisoformat(str(record["registered_at"]))
-        ok = record.get("run_id") == run_id and record.get("digest") == predictions_digest(predictions)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ControlDataError(f"control object {key} is not a predictions record: {type(exc).__name__}") from None
-    if not ok or not predictions:
+    named, predictions, digest, at = read_control_record(body, key)
+    if named != run_id or digest != predictions_digest(predictions) or not predictions:
         raise ControlDataError(f"control object {key}: its run id or digest does not match its predictions")
     return register_predictions(store, run_id, predictions, now=at)

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 Expected = Literal["works", "excluded", "fails"]
 
-# metric -> (what it is, its unit, where the view reads it): the closed list a figure may name (Metric spells the
-# same names for pydantic; the view 47_report_predictions.sql reads each one: a test keeps the three equal)
+# metric -> (what it is, its unit, where the view reads it): the closed list a figure may name (Metric, its names for
+# pydantic; the view 47_report_predictions.sql reads each one: a test keeps the view's cases equal to it)
 METRICS: dict[str, tuple[str, str, str]] = {
     "output_tok_s": ("output tokens per second of a serving point", "tok/s", "serving_points.output_throughput"),
     "p50_ttft_ms": ("median time to first token of a serving point", "ms", "serving_points.p50_ttft_ms"),
@@ -38,7 +38,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "wall_s": ("the lane's wall time", "s", "lane_runs.wall_s (the effective attempt)"),
 }
 SERVING_METRICS = ("output_tok_s", "p50_ttft_ms", "p50_tpot_ms")
-Metric = Literal["output_tok_s", "p50_ttft_ms", "p50_tpot_ms", "final_loss", "train_tok_s", "wall_s"]
+Metric = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 MAX_PREDICTIONS = 200
 NOTE_MAX = 500
 
@@ -92,17 +92,21 @@ class Figure(BaseModel):
         return self.low, self.high
 
     def range_text(self) -> str:
-        low, high = self.bounds()
-        at = f" at c{self.concurrency}" if self.concurrency else ""
         unit = METRICS[self.metric][1]
-        span = (
-            f"{low:g}–{high:g}"
-            if low is not None and high is not None
-            else f"≥ {low:g}"
-            if low is not None
-            else (f"≤ {high:g}")
-        )
-        return f"{self.metric}{at} {span}{(' ' + unit) if unit else ''}"
+        return range_text(self.metric, self.concurrency, *self.bounds()) + (f" {unit}" if unit else "")
+
+
+def range_text(
+    metric: str, concurrency: int | None, low: float | None, high: float | None, number: Any = "{:g}".format
+) -> str:
+    """``output_tok_s at c32 380–450`` (``≥ low`` or ``≤ high`` for an open end), each bound written by ``number``:
+    how the plan and the report name a figure's range."""
+    at = f" at c{concurrency}" if concurrency is not None else ""
+    if low is not None and high is not None:
+        span = f"{number(low)}–{number(high)}"
+    else:
+        span = f"≥ {number(low)}" if low is not None else f"≤ {number(high)}"
+    return f"{metric}{at} {span}"
 
 
 class Prediction(BaseModel):

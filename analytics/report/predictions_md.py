@@ -7,6 +7,7 @@ from typing import Any
 
 from analytics.report.document import Comparison
 from analytics.report.format import fmt, table
+from pipeline.predictions import range_text
 
 HEADING = "## Predicted vs observed"
 
@@ -14,16 +15,7 @@ HEADING = "## Predicted vs observed"
 def _range(r: dict[str, Any]) -> str | None:
     if r.get("metric") is None:
         return None
-    low, high = r.get("low"), r.get("high")
-    at = f" at c{r['concurrency']}" if r.get("concurrency") is not None else ""
-    span = (
-        f"{fmt(low)}–{fmt(high)}"
-        if low is not None and high is not None
-        else f"≥ {fmt(low)}"
-        if low is not None
-        else f"≤ {fmt(high)}"
-    )
-    return f"{r['metric']}{at} {span}"
+    return range_text(r["metric"], r.get("concurrency"), r.get("low"), r.get("high"), fmt)
 
 
 def rate_line(rate: dict[str, Any]) -> str:
