@@ -16,6 +16,7 @@ from analytics.report.markdown import render
 from analytics.store import LocalStore
 from analytics.views import connect
 from tests.support import attempts
+from tests.support.synthetic import fixed_request
 from tests.support.views import q
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -44,27 +45,11 @@ def point(pid, seconds=10.0, conc=1, start=T0):
 
 
 def requests(pid, n, tokens):
-    """``n`` successful measured requests of ``tokens`` output tokens each."""
+    """``n`` successful measured requests of ``tokens`` output tokens each (two chunks: the first token, the rest)."""
     return [
-        {
-            "point_id": pid,
-            "request_id": f"{pid}-{i}",
-            "request_index": i,
-            "warmup": False,
-            "t_sent_ns": i * 10**9,
-            "t_scheduled_ns": i * 10**9,
-            "t_done_ns": i * 10**9 + 5 * 10**8,
-            "client_queue_s": 0.0,
-            "ttft_s": 0.1,
-            "e2el_s": 0.5,
-            "chunk_times_s": [0.1, 0.5],
-            "chunk_tokens": [1, tokens - 1],
-            "prompt_tokens": 8,
-            "output_tokens": tokens,
-            "input_len": 8,
-            "output_len": tokens,
-            "success": True,
-        }
+        fixed_request(
+            pid, i, chunk_times_s=[0.1, 0.5], chunk_tokens=[1, tokens - 1], output_tokens=tokens, output_len=tokens
+        )
         for i in range(n)
     ]
 
