@@ -44,14 +44,9 @@ class Registration:
 
 def registered(store: Any, run_id: str) -> tuple[str, str, int] | None:
     """(digest, registered_at, count) of the run's registration in ``store``; None when it has none."""
-    from analytics.schema.predictions import PREDICTIONS_LANE
+    from analytics.registered_predictions import registered_rows
 
-    marker = store.latest_committed(run_id, PREDICTIONS_LANE)
-    if marker is None or "predictions" not in marker.tables:
-        return None
-    from analytics.store.base import read_parquet_bytes
-
-    rows = read_parquet_bytes(store.get_bytes(marker.tables["predictions"])).to_pylist()
+    rows = registered_rows(store, run_id)
     if not rows:
         return None
     return str(rows[0]["digest"]), rows[0]["registered_at"].isoformat(), len(rows)
@@ -72,7 +67,7 @@ def register_predictions(
     A run that registered predictions keeps them (returned with ``new`` False) when the request carries the same
     ones or none (a resume without the request file); different ones are :class:`PredictionsChangedError`; a
     commit the store refuses (another registration won) is :class:`PredictionsRegistrationError`."""
-    from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
+    from analytics.registered_predictions import commit_registration
     from analytics.store.markers import AlreadyExistsError
 
     digest = predictions_digest(predictions)
@@ -84,10 +79,8 @@ def register_predictions(
     if not predictions:
         return None
     at = now or datetime.now(timezone.utc)
-    writer = store.begin_attempt(run_id, PREDICTIONS_LANE, REGISTRATION_ATTEMPT)
-    writer.add_rows("predictions", prediction_rows(predictions, at, digest))
     try:
-        writer.commit("succeeded")
+        commit_registration(store, run_id, prediction_rows(predictions, at, digest))
     except AlreadyExistsError as exc:
         raise PredictionsRegistrationError(
             f"predictions: run {run_id} already has a registration ({exc}); the first one stands"

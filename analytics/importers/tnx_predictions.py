@@ -97,20 +97,16 @@ def predictions(tree: Tree) -> list[dict[str, Any]] | None:
 def commit(store: Any, run_id: str, rows: list[dict[str, Any]] | None) -> int:
     """Commit the rows as the run's registration (once: a run that has them with the same digest keeps them, as a
     forced re-import does); the number of predictions the run holds."""
-    from analytics.schema.predictions import PREDICTIONS_LANE, REGISTRATION_ATTEMPT
-    from analytics.store.base import read_parquet_bytes
+    from analytics.registered_predictions import commit_registration, registered_rows
 
     if not rows:
         return 0
-    marker = store.latest_committed(run_id, PREDICTIONS_LANE)
-    if marker is not None and "predictions" in marker.tables:
-        there = read_parquet_bytes(store.get_bytes(marker.tables["predictions"])).to_pylist()
-        if there and there[0]["digest"] != rows[0]["digest"]:
+    there = registered_rows(store, run_id)
+    if there:
+        if there[0]["digest"] != rows[0]["digest"]:
             raise ImportInputError(
                 f"{PATH} §13.9: run {run_id} registered other predictions ({there[0]['digest']}); they cannot change"
             )
         return len(there)
-    writer = store.begin_attempt(run_id, PREDICTIONS_LANE, REGISTRATION_ATTEMPT)
-    writer.add_rows("predictions", rows)
-    writer.commit("succeeded")
+    commit_registration(store, run_id, rows)
     return len(rows)
