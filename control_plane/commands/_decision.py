@@ -37,7 +37,6 @@ def add_decision_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--finetune",
         action="store_true",
-        default=None,
         help="lifecycle horizon: a fine-tune and merge before the first deploy",
     )
     g.add_argument(

@@ -7,6 +7,8 @@ Refused (exit 2, one ``invalid request <file>: field: reason`` line per problem,
 an invalid request, a ``max_cost_usd`` above the deployment's ceiling or a worst case above the
 effective ceiling, a lane config that does not fit its lane, an input file or execution input over
 ``control_plane.models.MAX_EXECUTION_INPUT_BYTES``.
+An unknown ``--pricing`` model or a bad horizon is refused before the request is read; a type of the plan
+without a price under the chosen model in its region, after the plan is built (``error: --pricing ...``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 (``--html``) the self-contained REPORT.html.
 
 Bad input gets one line and exit 2 (a results root that is missing or a file, an unknown or malformed run
-id, an --out that is a file or cannot be written, --html without the plotly package), before anything is written.
+id, an --out that is a file or cannot be written, --html without the plotly package, an unknown --pricing model,
+a horizon of zero or less hours), before anything is written. The Decision is read for --pricing and the horizon
+(control_plane.commands._decision).
 Every output is written to a temp name and renamed, so a failure leaves the previous report whole. Damaged
 attempts are left out with one warning line and listed in the report's exclusions.
 
