@@ -159,9 +159,15 @@ function decisionCost(body, d) {
         numColumn("effective_usd_per_hour", "effective $/hour"), numColumn("over_on_demand", "x on-demand"),
         textColumn("price_date", "as of"), textColumn("source", "source"), textColumn("null_reason", "why NULL")]}));
   }
-  if ((d.ranking_by_pricing || []).length) {
+  const ranking = d.ranking_by_pricing || [];  // decision_cost_md._pricing: the models with a type priced, else said
+  const priced = ranking.filter((r) => r.pricing_model !== "on-demand" && r.ranking_changed !== null && r.ranking_changed !== undefined);
+  const unpriced = distinct(ranking.map((r) => r.pricing_model)).filter((m) => m !== "on-demand" && !priced.some((r) => r.pricing_model === m));
+  if (unpriced.length) {
+    body.append(note(`Under ${unpriced.join(", ")} no type ranked here has a price (why NULL above): the ranking cannot be compared with on-demand under ${unpriced.length === 1 ? "it" : "them"}.`));
+  }
+  if (priced.length) {
     body.append(note("Does the ranking change across pricing models? The order of the types priced under each model by $/M at the SLO."));
-    body.append(dataTable({id: "decision-pricing-ranking", rows: d.ranking_by_pricing,
+    body.append(dataTable({id: "decision-pricing-ranking", rows: priced,
       filters: [{key: "pricing_model", label: "pricing model"}],
       columns: [textColumn("decision_group", "group"), textColumn("pricing_model", "pricing model"),
         textColumn("model_order", "order by $/M"), textColumn("on_demand_order", "on-demand order"),
