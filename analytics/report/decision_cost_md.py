@@ -33,19 +33,19 @@ def horizon_text(choice: dict[str, Any]) -> str:
             + f"utilization {_g(choice.get('utilization'))}")
 
 
-def choice_lines(d: Decision) -> list[str]:
-    """The line that opens the Decision: which pricing model and horizon it is read for."""
-    ch = d.choice
-    if not ch:
-        return []
-    return [f"**Pricing model: `{ch.get('pricing_model')}`** (`--pricing on-demand|savings-1y|savings-3y|spot`); "
-            f"**lifecycle horizon**: {horizon_text(ch)} (`--serving-hours`, `--redeploys`, `--finetune`, "
-            "`--utilization`).", ""]
+def choice_lines(c: Comparison) -> list[str]:
+    """What opens the Decision: which pricing model and horizon it is read for, then any cheaper variant that is
+    worse than its baseline (never a plain win)."""
+    ch = c.decision.choice
+    lines = [f"**Pricing model: `{ch.get('pricing_model')}`** (`--pricing on-demand|savings-1y|savings-3y|spot`); "
+             f"**lifecycle horizon**: {horizon_text(ch)} (`--serving-hours`, `--redeploys`, `--finetune`, "
+             "`--utilization`).", ""] if ch else []
+    return lines + _not_plain_wins(c)
 
 
 def cost_lines(c: Comparison) -> list[str]:
     d = c.decision
-    return _not_plain_wins(c) + _pricing(d) + _lifecycle(d) + _quality(c)
+    return _pricing(d) + _lifecycle(d) + _quality(c)
 
 
 def _pricing(d: Decision) -> list[str]:

@@ -109,7 +109,7 @@ def s_decision(c: Comparison) -> list[str]:
             return limit_cell(r)
         return r.get(k)
 
-    lines += choice_lines(d) + s_hardware(d) + cost_lines(c)  # pricing model, lifecycle, quality per dollar
+    lines += choice_lines(c) + s_hardware(d) + cost_lines(c)  # pricing model, lifecycle, quality per dollar
     by_instance: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in d.rows:
         by_instance[str(r.get("instance"))].append(r)
