@@ -80,28 +80,10 @@ def priced_hardware_rows(con: duckdb.DuckDBPyConnection, present: set[str], hard
         row = dict(h)
         for src, dst in _PRICED_COLUMNS.items():
             row[dst] = m.get(src)
-        row["verdict"] = m.get("model_verdict")
-        if m.get("model_verdict_note") is not None or m.get("model_verdict") != h.get("verdict"):
-            row["verdict_note"] = m.get("model_verdict_note") or _verdict_note(m)
+        row["verdict"], row["verdict_note"] = m.get("model_verdict"), m.get("model_verdict_note")
         row["price_source"], row["price_date"] = m.get("model_price_source"), m.get("model_price_date")
         out.append(row)
     return out
-
-
-def _verdict_note(m: dict[str, Any]) -> str:
-    """The words of a verdict under a pricing model other than on-demand (the view's verdict, said)."""
-    v, model = m.get("model_verdict"), m.get("pricing_model")
-    if v == "cheapest":
-        return (f"lowest $/M of {m.get('model_candidates')} under {model}; every other type's interval is clear of "
-                "its own")
-    if v == "tied within noise":
-        return f"under {model}, its $/M interval overlaps the cheapest's ({m.get('model_cheapest_instance')})"
-    if v == "only candidate":
-        return f"the only type priced under {model} with a $/M at the SLO: nothing to rank against"
-    if v == "untested":
-        return f"under {model}: no interval to tell it from the cheapest ({m.get('model_cheapest_instance')})"
-    return (f"rank {m.get('model_price_rank')} of {m.get('model_candidates')} by $/M under {model}: above the "
-            f"cheapest ({m.get('model_cheapest_instance')}) beyond both intervals")
 
 
 def cost_keys(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, Any]:

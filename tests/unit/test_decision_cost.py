@@ -118,6 +118,9 @@ def test_ranking_changes_under_savings_and_a_type_without_that_price_is_not_pric
         "trn1.2xlarge < inf2.xlarge",
         "inf2.xlarge < trn1.2xlarge",
     )
+    assert sv["trn1.2xlarge"]["model_verdict_note"] == (
+        "lowest $/M of 2 under savings-3y; every other type's interval is clear of its own"
+    )
     assert sv["g5.xlarge"]["model_verdict"] == "not priced"
     assert "no savings-3y price" in sv["g5.xlarge"]["model_verdict_note"]
     spot = _by(con, "SELECT * FROM report_decision_pricing WHERE pricing_model = 'spot' AND model = 'rank'")

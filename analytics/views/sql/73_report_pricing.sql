@@ -5,8 +5,9 @@
 --                            the effective $/hour the Decision divides, the month and source, or NULL with the reason.
 --   report_decision_pricing  every row of report_decision_hardware under every pricing model: its $/M output tokens
 --                            at the SLO and interval under that model, its rank among the group's candidates priced
---                            under it, the verdict under it, and whether the group's order of types changes from the
---                            on-demand order (ranking_changed) or its cheapest type does (cheapest_changed).
+--                            under it, the verdict under it and its words, and whether the group's order of types
+--                            changes from the on-demand order (ranking_changed) or its cheapest type does
+--                            (cheapest_changed).
 -- $/M under a model = the on-demand $/M x effective $/hour under the model / on-demand $/hour: the capacity and its
 -- interval are the row's own; only the price changes. A reference keeps its declared price (on-demand only).
 -- The verdict rule is 77's, applied to the model's $/M: the cheapest is 'cheapest' when every other candidate's
@@ -125,6 +126,25 @@ SELECT y.run_id, y.instance, y.instance_type, y.lane, y.cell, y.model, y.server_
        CASE WHEN NOT y.candidate THEN y.verdict_note
             WHEN NOT y.model_candidate
             THEN printf('no %s price: %s', y.pricing_model, coalesce(y.model_price_note, 'none recorded'))
+            WHEN y.model_candidates = 1
+            THEN printf('the only type priced under %s with a $/M at the SLO: nothing to rank against', y.pricing_model)
+            WHEN y.model_position = 1 AND y.tied > 0
+            THEN printf('lowest $/M under %s by point estimate, but another type''s interval overlaps its own',
+                        y.pricing_model)
+            WHEN y.model_position = 1 AND (y.untested > 0 OR y.cheapest_low IS NULL)
+            THEN printf('lowest $/M under %s by point estimate; no interval to tell it from every other type',
+                        y.pricing_model)
+            WHEN y.model_position = 1
+            THEN printf('lowest $/M of %d under %s; every other type''s interval is clear of its own',
+                        y.model_candidates, y.pricing_model)
+            WHEN y.model_overlaps_cheapest
+            THEN printf('under %s, its $/M interval overlaps the cheapest''s (%s)', y.pricing_model,
+                        y.model_cheapest_instance)
+            WHEN y.model_overlaps_cheapest IS NULL
+            THEN printf('rank %d under %s by point estimate; no interval to tell it from the cheapest (%s)',
+                        y.model_price_rank, y.pricing_model, y.model_cheapest_instance)
+            ELSE printf('rank %d of %d by $/M under %s: above the cheapest (%s) beyond both intervals',
+                        y.model_price_rank, y.model_candidates, y.pricing_model, y.model_cheapest_instance)
        END AS model_verdict_note,
        y.model_order, od.on_demand_order,
        -- NULL where no type of the group is priced under the model: nothing to compare
