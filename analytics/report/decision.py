@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from analytics.report.decision_cost import cost_keys, priced_hardware_rows
 from analytics.report.rows import rows
 
 DECISION_VIEW = "report_decision"
@@ -69,10 +70,16 @@ def decision_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[
                          ORDER BY run_id, lane, search_id, offered_rate""") if CAPACITY_VIEW in present else []
     if DECISION_VIEW not in present:
         return {"available": False, "rule": RULE, "formula": FORMULA, "rows": [], "slos": [], "pricing": []}
+    # the pricing model and horizon the Decision is read for: the hardware rows under the chosen model, the prices,
+    # the ranking per model, the lifecycle and quality per dollar (analytics.report.decision_cost)
+    cost = cost_keys(con, present)
+    hardware = priced_hardware_rows(con, present, hardware_rows(con, present),
+                                    (cost.get("choice") or {}).get("pricing_model", "on-demand"))
     return {
+        **cost,
         "available": True, "rule": RULE, "formula": FORMULA,
         "rate_rule": RATE_RULE, "capacity": capacity, "capacity_points": knees,
-        "hardware_rule": HARDWARE_RULE, "hardware": hardware_rows(con, present),
+        "hardware_rule": HARDWARE_RULE, "hardware": hardware,
         "rows": rows(con, f"""SELECT * FROM {view}
                               ORDER BY instance, run_id, model, lane, server_config NULLS FIRST,
                                        workload NULLS FIRST, input_len NULLS FIRST, output_len NULLS FIRST,

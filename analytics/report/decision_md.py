@@ -11,6 +11,7 @@ from typing import Any
 
 from analytics.report.roofline_md import limit_cell
 from analytics.report.accuracy_md import accuracy_cell
+from analytics.report.decision_cost_md import choice_lines, cost_lines, usd_m_cell
 from analytics.report.document import Comparison, Decision
 from analytics.report.format import fmt, none_line, table
 from analytics.report.names import slug
@@ -24,6 +25,8 @@ def _with_ci(r: dict[str, Any], key: str) -> str:
     v, lo, hi = r.get(key), r.get(f"{key}_ci_low"), r.get(f"{key}_ci_high")
     if v is None:
         return "NULL"
+    if "usd_per_million" in key:  # an unbounded $/M interval says in words why it cannot rank
+        return usd_m_cell(v, lo, hi)
     return fmt(v) + (f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None or hi is not None else "")
 
 
@@ -106,7 +109,7 @@ def s_decision(c: Comparison) -> list[str]:
             return limit_cell(r)
         return r.get(k)
 
-    lines += s_hardware(d)
+    lines += choice_lines(c) + s_hardware(d) + cost_lines(c)  # pricing model, lifecycle, quality per dollar
     by_instance: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in d.rows:
         by_instance[str(r.get("instance"))].append(r)

@@ -213,6 +213,14 @@ class Decision(Section):
     capacity_points: list[Row] | None = Field(None, description="present when available")
     hardware_rule: str | None = Field(None, description="present when available")
     hardware: list[Row] | None = Field(None, description="present when available")
+    choice: Row | None = Field(None, description="the pricing model and horizon the Decision is read for")
+    pricing_rule: str | None = Field(None, description="present when available")
+    pricing_models: list[Row] | None = Field(None, description="each type's price under each pricing model")
+    ranking_by_pricing: list[Row] | None = Field(None, description="per group and pricing model: the order of types")
+    lifecycle_rule: str | None = Field(None, description="present when available")
+    lifecycle: list[Row] | None = Field(None, description="serving-only and lifecycle $/M under the chosen model")
+    quality_rule: str | None = Field(None, description="present when available")
+    quality_cost: list[Row] | None = Field(None, description="accuracy against $/M at the SLO, the Pareto front")
 
 
 class Variants(Section):

@@ -35,10 +35,11 @@ from analytics.report.document import Comparison
 from analytics.report.html_assets import chart_library, app_scripts, app_style
 
 HTML_FILE = "REPORT.html"
-# (id, heading): the page's order — the outcome first, the Decision next, compile before any throughput (rule 3)
+# (id, heading): the page's order — the Decision first (the answer), then the outcome and what was excluded and why,
+# compile before any throughput (rule 3)
 SECTIONS: tuple[tuple[str, str], ...] = (
-    ("outcome", "Outcome and exclusions"),
     ("decision", "Decision"),
+    ("outcome", "Outcome and exclusions"),
     ("compile", "Compile and cold start"),
     ("serving", "Serving curves"),
     ("capacity", "Capacity at the SLO (open loop)"),

@@ -358,9 +358,9 @@ def s_rules(c: Comparison) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
-    s_header, s_decision, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
+    s_header, s_decision, s_exclusions, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
-    s_quality, s_accuracy, s_kernels, s_predictions, s_roundtrip, s_exclusions, s_host, s_cost, s_side_by_side, s_rules)
+    s_quality, s_accuracy, s_kernels, s_predictions, s_roundtrip, s_host, s_cost, s_side_by_side, s_rules)
 
 
 def render(comparison: Comparison) -> str:

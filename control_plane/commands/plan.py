@@ -7,6 +7,8 @@ Refused (exit 2, one ``invalid request <file>: field: reason`` line per problem,
 an invalid request, a ``max_cost_usd`` above the deployment's ceiling or a worst case above the
 effective ceiling, a lane config that does not fit its lane, an input file or execution input over
 ``control_plane.models.MAX_EXECUTION_INPUT_BYTES``.
+An unknown ``--pricing`` model or a bad horizon is refused before the request is read; a type of the plan
+without a price under the chosen model in its region, after the plan is built (``error: --pricing ...``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ import json
 import sys
 from pathlib import Path
 
+from control_plane.commands._decision import (
+    DecisionChoiceError,
+    add_decision_arguments,
+    check_types_priced,
+    decision_choice,
+)
+
 EXIT_INVALID = 2
 
 
@@ -24,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="validate a RunRequest and print its plan and worst-case cost (no AWS)")
     p.add_argument("--input", required=True, help="RunRequest JSON file (see examples/run-*.json)")
     p.add_argument("--run-id", default=None, help="override the request's run id")
+    add_decision_arguments(p)
     p.add_argument(
         "--results",
         default=None,
@@ -82,6 +92,11 @@ def plan_command(args: argparse.Namespace) -> int:
     from control_plane.console import make_console
     from control_plane.plan import PLAN_ERRORS, plan_run
 
+    try:  # the Decision's pricing model and horizon: refused before the request is read
+        choice = decision_choice(args)
+    except DecisionChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     if args.local:
         return plan_local_command(args)
     try:
@@ -102,8 +117,14 @@ def plan_command(args: argparse.Namespace) -> int:
 
         print(json.dumps({**json.loads(plan.model_dump_json()), "what_if": what_if_json(plan)}, indent=2))
         return 0
+    try:  # every type the plan runs on has a price under the chosen model in its region
+        check_types_priced(choice, {seg.instance_type for seg in plan.segments if seg.instance_type}, plan.region)
+    except DecisionChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     console = make_console()
     print_plan(plan, console, run_id)
+    print_decision_choice(choice, console)
     timetables = plan_timetables(plan, load_history(args.history), load_history(args.history, "box_boots"))
     print_timetable(timetables, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
     print_what_if(plan, console)
@@ -120,6 +141,18 @@ def plan_command(args: argparse.Namespace) -> int:
                     print(f"invalid request {args.input}: {line}", file=sys.stderr)
                 return EXIT_INVALID
     return 0
+
+
+def print_decision_choice(choice, console) -> None:
+    """The pricing model and the lifecycle horizon the run's Decision will be read for."""
+    h = choice.horizon
+    console.print(
+        f"Decision: priced {choice.pricing}; lifecycle horizon {h.serving_hours:g} h serving, {h.redeploys} "
+        f"redeploys, {'a fine-tune' if h.finetune else 'no fine-tune'}, utilization {h.utilization:g} "
+        "(the report's lifecycle $/M: docs/reference/metrics.md)",
+        markup=False,
+        highlight=False,
+    )
 
 
 def print_matrix(plan, timetables, console) -> None:

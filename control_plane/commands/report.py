@@ -2,7 +2,9 @@
 (``--html``) the self-contained REPORT.html.
 
 Bad input gets one line and exit 2 (a results root that is missing or a file, an unknown or malformed run
-id, an --out that is a file or cannot be written, --html without the plotly package), before anything is written.
+id, an --out that is a file or cannot be written, --html without the plotly package, an unknown --pricing model,
+a horizon of zero or less hours), before anything is written. The Decision is read for --pricing and the horizon
+(control_plane.commands._decision).
 Every output is written to a temp name and renamed, so a failure leaves the previous report whole. Damaged
 attempts are left out with one warning line and listed in the report's exclusions.
 
@@ -17,6 +19,7 @@ import argparse
 import sys
 
 from control_plane.commands import REGION_HELP
+from control_plane.commands._decision import DecisionChoiceError, add_decision_arguments, decision_choice
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="check every file's SHA-256 against its marker (also: NEURONPIPE_VERIFY_HASHES=1)",
     )
     p.add_argument("--region", default=None, help="an s3:// results root: " + REGION_HELP)
+    add_decision_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -59,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     from analytics.report.html_assets import ChartLibraryMissingError, chart_library_path
     from control_plane.commands._results import ResultsInputError, check_out_dir, open_results, read_errors
 
+    try:
+        choice = decision_choice(args)
+    except DecisionChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         store = open_results(args.results, args.run_id)
         check_out_dir(args.out)
@@ -71,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --html: {exc}", file=sys.stderr)
         return 2
     try:
-        paths = build_report_files(args.results, args.run_id, args.out, verify=args.verify, html=args.html)
+        paths = build_report_files(
+            args.results, args.run_id, args.out, verify=args.verify, html=args.html, choice=choice
+        )
     except ComparisonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

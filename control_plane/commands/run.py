@@ -7,6 +7,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from control_plane.commands import REGION_HELP
+from control_plane.commands._decision import (
+    DecisionChoiceError,
+    add_decision_arguments,
+    check_types_priced,
+    decision_choice,
+)
 
 if TYPE_CHECKING:
     from control_plane.local_plan import LocalPlan
@@ -55,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "report's Decision table (recorded as lane_runs.priced_as; a declaration, not detected); "
         "the cost section still shows a local run as no instance cost",
     )
+    add_decision_arguments(p)
     p.add_argument("--no-live", action="store_true", help="plain line output instead of the live view")
     p.add_argument("--region", default=None, help="--aws: " + REGION_HELP)
     p.add_argument(
@@ -146,6 +153,15 @@ def lane_list(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:  # the Decision's pricing model and horizon: a bad one is refused before anything starts
+        args.decision_choice = decision_choice(args)
+        if not args.aws and getattr(args, "price_as", None) and args.decision_choice.pricing != "on-demand":
+            from analytics.pricing import PRICE_REGION  # (on-demand: --price-as's own check names an unknown type)
+
+            check_types_priced(args.decision_choice, [args.price_as], PRICE_REGION)
+    except DecisionChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.aws and getattr(args, "price_as", None):
         print("error: --price-as prices a local host; an AWS run is priced by its instance types", file=sys.stderr)
         return 2
@@ -291,7 +307,13 @@ def _run_local_plan(args: argparse.Namespace, plan: LocalPlan, priced_as: str | 
     if args.report:
         from analytics.report.files import build_report_files
 
-        paths = build_report_files(args.results, [run_id], args.report, html=getattr(args, "html", True))
+        paths = build_report_files(
+            args.results,
+            [run_id],
+            args.report,
+            html=getattr(args, "html", True),
+            choice=getattr(args, "decision_choice", None),
+        )
         report_md = next((p for p in paths if p.name == "REPORT.md"), None)
         page = next((p for p in paths if p.suffix == ".html"), None)
         plots = [p for p in paths if p.suffix == ".png"]

@@ -189,10 +189,10 @@ def test_each_section_screenshot_is_not_blank(opened, artifacts):
     sections = page.evaluate(
         "[...document.querySelectorAll('section.np-section')].filter(s => !s.hidden).map(s => s.dataset.section)"
     )
-    assert sections[:2] == ["outcome", "decision"]
+    assert sections[:2] == ["decision", "outcome"]
     page.evaluate("window.scrollTo(0, 0)")
     first = artifacts / "report-first-screen.png"
-    page.screenshot(path=str(first))  # what a reader sees on opening: the outcome, then the Decision
+    page.screenshot(path=str(first))  # what a reader sees on opening: the Decision, then the outcome
     written = [first]
     for sid in sections:
         path = artifacts / f"report-section-{sid}.png"

@@ -268,7 +268,10 @@ def test_the_preflight_gate_passed_and_the_boot_recorded_the_cache_it_pushed(loc
 def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     report = local_run.report
     text = (report / "REPORT.md").read_text()
-    assert [ln for ln in text.splitlines() if ln.startswith("## ")][0] == "## Decision"
+    assert [ln for ln in text.splitlines() if ln.startswith("## ")][:2] == ["## Decision", "## Failures and exclusions"]
+    decision = text.split("## Decision", 1)[1].split("\n## ", 1)[0]  # its pricing model, lifecycle, quality per dollar
+    assert "**Pricing model: `on-demand`**" in decision and "### Lifecycle cost per useful token" in decision
+    assert "### Quality per dollar" in decision and "| pareto |" in decision
     for section in (
         "Machines and versions",
         "Preflight",

@@ -97,6 +97,44 @@ CASES = [
     ("r-out-empty", ["report", "--results", "{results}", "--out", ""], "--out is empty"),
     ("r-out-not-utf8", ["report", "--results", "{results}", "--out", "{dir}/r\udcff"], "UTF-8"),
     ("r-unknown-flag", ["report", "--results", "{results}", "--outt", "x"], "unrecognized arguments"),
+    # ---- the Decision's pricing model and horizon (report, plan, run): refused before anything starts
+    (
+        "r-pricing-unknown",
+        ["report", "--results", "{results}", "--out", "{dir}/rep", "--pricing", "bogus"],
+        "unknown pricing model 'bogus'",
+    ),
+    (
+        "r-horizon-zero",
+        ["report", "--results", "{results}", "--out", "{dir}/rep", "--serving-hours", "0"],
+        "--serving-hours",
+    ),
+    (
+        "r-utilization-over",
+        ["report", "--results", "{results}", "--out", "{dir}/rep", "--utilization", "1.5"],
+        "--utilization",
+    ),
+    ("p-pricing-unknown", ["plan", "--input", "{file}", "--pricing", "reserved"], "unknown pricing model 'reserved'"),
+    (
+        "x-pricing-no-price",
+        [
+            "run",
+            "--local",
+            "--results",
+            "{results}",
+            "--lanes",
+            "host_cpu",
+            "--price-as",
+            "c7i.large",
+            "--pricing",
+            "spot",
+        ],
+        "no spot price for c7i.large in us-west-2",
+    ),
+    (
+        "x-redeploys-negative",
+        ["run", "--local", "--results", "{results}", "--lanes", "host_cpu", "--redeploys", "-1"],
+        "--redeploys",
+    ),
     # ---- verify
     ("v-missing-store", ["verify", "--results", "{missing}"], "does not exist"),
     ("v-file-store", ["verify", "--results", "{file}"], "not a directory"),

@@ -179,7 +179,8 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     commit_cell(store, "solo", "c01", "inf2.xlarge", "A", 1.0)
     write_report(connect(store), ["solo"], tmp_path / "report")
     text = (tmp_path / "report" / "REPORT.md").read_text()
-    section = text[text.index("### Across instance types") : text.index("### inf2.xlarge")]
+    start = text.index("### Across instance types")
+    section = text[start : text.index("\n### ", start)]  # up to the next subsection (pricing models, per instance)
     assert "One instance type measured here: nothing to rank." in section
     header, _, row_line = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert header.split(" | ")[-1] == "why |" and "verdict" not in header
@@ -192,3 +193,17 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     assert len(png) > 1000
     write_report(connect(store), ["solo"], tmp_path / "again")  # the same rows draw the same bytes
     assert (tmp_path / "again" / "decision_hardware_llama_64_16_test-slo.png").read_bytes() == png
+
+
+def test_the_decision_names_its_pricing_model_and_shows_the_lifecycle_beside_serving(matrix):
+    text = (matrix / "REPORT.md").read_text()
+    decision = text[text.index("## Decision") : text.index("## Failures and exclusions")]
+    assert "**Pricing model: `on-demand`**" in decision and "720 h of serving, 0 redeploys" in decision
+    assert "### Pricing models" in decision and "### Lifecycle cost per useful token" in decision
+    # the 3-year rate prices inf2 only among this matrix's types: the GPUs say why they have none
+    assert "| inf2.xlarge | us-west-2 | savings-3y | 0.328 |" in decision
+    assert "| g6.xlarge | us-west-2 | savings-3y | NULL |" in decision
+    lifecycle = json.loads((matrix / "comparison.json").read_text())["decision"]["lifecycle"]
+    inf2 = next(r for r in lifecycle if r["instance"] == "inf2.xlarge" and r["serving_usd_per_million_output_tokens"])
+    assert inf2["lifecycle_usd_per_million_output_tokens"] > inf2["serving_usd_per_million_output_tokens"]
+    assert text.index("## Decision") < text.index("## Failures and exclusions") < text.index("## Machines")

@@ -54,6 +54,8 @@ SECTION.decision = function (body) {
   const d = NP.comparison.decision || {};
   if (!d.available) { body.append(note("The decision view (75_report_decision.sql) is not installed.", "none")); return true; }
   body.append(note(d.rule), note(d.formula));
+  if (d.choice) body.append(h("p", {class: "choice"}, h("b", {}, `Pricing model: ${d.choice.pricing_model}`),
+    "; lifecycle horizon: " + horizonText(d.choice)));
   if ((d.slos || []).length) {
     body.append(h("ul", {class: "slos"}, d.slos.map((s) => h("li", {},
       h("code", {}, s.slo_name), `: p${fmt(s.slo_percentile)} TTFT <= ${fmt(s.slo_ttft_ms)} ms, `
@@ -65,7 +67,7 @@ SECTION.decision = function (body) {
     body.append(dataTable({id: "decision-hardware", rows: hw, filters: DECISION_FILTERS.concat([{key: "verdict", label: "verdict"}]),
       columns: [textColumn("decision_section", "section"), textColumn("instance", "instance"),
         textColumn("server_config", "config"), badgeColumn("verdict", "verdict"),
-        ciColumn("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]"),
+        usdCiColumn("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]"),
         textColumn("ranked_basis", "ranked on"),
         {key: "max_concurrency", label: "highest conc. meeting", cls: "n", cell: (r) => (r.meets === null || r.meets === undefined ? "not measured" : !r.meets ? "none meets" : closedLoopCell(r))},
         ciColumn("output_throughput", "closed-loop output tok/s [95 % CI]"),
@@ -74,6 +76,7 @@ SECTION.decision = function (body) {
         textColumn("family", "family · accelerator", {cell: (r) => (r.family ? (r.accelerator ? `${r.family} · ${r.accelerators}× ${r.accelerator}` : r.family) : "NULL")}),
         textColumn("verdict_note", "why")]}));
   }
+  decisionCost(body, d);  // the pricing model, prices per model, the lifecycle and quality per dollar
   body.append(h("h3", {}, "Per instance type: the highest concurrency and the max rate meeting the SLO"));
   if (!(d.rows || []).length) {
     body.append(noneLine("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained or an imported reference)"));
@@ -99,6 +102,116 @@ SECTION.decision = function (body) {
   }
   return true;
 };
+
+/* ---- the Decision's cost choices (decision_cost_md): pricing models, lifecycle, quality per dollar ------------ */
+function horizonText(c) {  // decision_cost_md.horizon_text
+  return `${fmt(c.serving_hours)} h of serving, ${fmt(c.redeploys)} redeploys, `
+    + (c.finetune ? "a fine-tune and merge first, " : "no fine-tune, ") + `utilization ${fmt(c.utilization)}`;
+}
+
+function usdCiColumn(key, label) {  // a $/M whose interval has no upper bound says why it cannot rank
+  return ciColumn(key, label, {cell: (r, rows) => {
+    const lo = r[key + "_ci_low"], hi = r[key + "_ci_high"];
+    if (r[key] !== null && r[key] !== undefined && lo !== null && lo !== undefined && (hi === null || hi === undefined)) {
+      return `${fmt(r[key])} [${fmt(lo)}, unbounded: the capacity's lower bound reaches 0, so no interval to rank this $/M against another]`;
+    }
+    const scale = (rows._scales = rows._scales || {})[key] || (rows._scales[key] = scaleOf(rows, key));
+    return ciCell(r[key], lo, hi, scale);
+  }});
+}
+
+function cellOfLane(lane) {  // accuracy.cell_of: a matrix cell's lane is <lane>@c<digits>
+  const m = /^[^@]*@(c[0-9]+)$/.exec(String(lane || ""));
+  return m ? m[1] : null;
+}
+
+function cheaperButWorse(d) {  // decision_cost_md.cheaper_but_worse: "run|instance|lane|config" -> [worse tasks, baseline]
+  const acc = NP.comparison.accuracy || {};
+  const out = new Map();
+  if (!acc.available) return out;
+  const hw = d.hardware || [];
+  const entry = (r) => (acc.configs || []).find((e) => e.run_id === r.run_id && e.model === r.model
+    && e.server_config === r.server_config && e.variant === "base" && e.cell === cellOfLane(r.lane));
+  for (const r of hw) {
+    const e = entry(r);
+    if (!e || !(e.worse_tasks || []).length || !e.baseline || r.ranked_usd_per_million_output_tokens == null) continue;
+    const b = hw.find((x) => x.server_config === e.baseline && x.instance === r.instance && x.run_id === r.run_id
+      && x.decision_section === r.decision_section && x.ranked_usd_per_million_output_tokens != null);
+    if (b && r.ranked_usd_per_million_output_tokens < b.ranked_usd_per_million_output_tokens) {
+      out.set([r.run_id, r.instance, r.lane, r.server_config].join("|"), [e.worse_tasks, e.baseline]);
+    }
+  }
+  return out;
+}
+
+function decisionCost(body, d) {
+  const worse = cheaperButWorse(d);
+  for (const [key, [tasks, base]] of worse) {
+    const [, instance, , config] = key.split("|");
+    body.append(note(`⚠ cheaper but worse: ${config} on ${instance} is cheaper than its baseline ${base} and worse on ${tasks.join(", ")} (the accuracy lane's paired verdict): not a plain win.`));
+  }
+  if ((d.pricing_models || []).length) {
+    body.append(h("h3", {}, "Pricing models"), note(d.pricing_rule));
+    body.append(dataTable({id: "decision-pricing", rows: d.pricing_models,
+      filters: [{key: "instance_type", label: "instance"}, {key: "pricing_model", label: "pricing model"}],
+      columns: [textColumn("instance_type", "instance"), textColumn("region", "region"),
+        textColumn("pricing_model", "pricing model"), numColumn("usd_per_hour", "$/hour"),
+        numColumn("effective_usd_per_hour", "effective $/hour"), numColumn("over_on_demand", "x on-demand"),
+        textColumn("price_date", "as of"), textColumn("source", "source"), textColumn("null_reason", "why NULL")]}));
+  }
+  const ranking = d.ranking_by_pricing || [];  // decision_cost_md._pricing: the models with a type priced, else said
+  const priced = ranking.filter((r) => r.pricing_model !== "on-demand" && r.ranking_changed !== null && r.ranking_changed !== undefined);
+  const unpriced = distinct(ranking.map((r) => r.pricing_model)).filter((m) => m !== "on-demand" && !priced.some((r) => r.pricing_model === m));
+  if (unpriced.length) {
+    body.append(note(`Under ${unpriced.join(", ")} no type ranked here has a price (why NULL above): the ranking cannot be compared with on-demand under ${unpriced.length === 1 ? "it" : "them"}.`));
+  }
+  if (priced.length) {
+    body.append(note("Does the ranking change across pricing models? The order of the types priced under each model by $/M at the SLO."));
+    body.append(dataTable({id: "decision-pricing-ranking", rows: priced,
+      filters: [{key: "pricing_model", label: "pricing model"}],
+      columns: [textColumn("decision_group", "group"), textColumn("pricing_model", "pricing model"),
+        textColumn("model_order", "order by $/M"), textColumn("on_demand_order", "on-demand order"),
+        textColumn("ranking_changed", "ranking", {cell: (r) => (r.ranking_changed === null || r.ranking_changed === undefined
+          ? "no type priced: no ranking" : (r.ranking_changed ? "changes" : "same order as on-demand")
+            + (r.cheapest_changed ? `; cheapest becomes ${r.cheapest_instance}` : ""))})]}));
+  }
+  if ((d.lifecycle || []).length) {
+    body.append(h("h3", {}, "Lifecycle cost per useful token"),
+      note(`Under ${d.choice ? d.choice.pricing_model : "on-demand"}, over ${d.choice ? horizonText(d.choice) : "the default horizon"}. ${d.lifecycle_rule}`));
+    const src = (s) => (s === null || s === undefined ? "" : s === "measured" ? "measured" : String(s).split(":")[0]);
+    body.append(dataTable({id: "decision-lifecycle", rows: d.lifecycle, filters: DECISION_FILTERS,
+      columns: [textColumn("decision_section", "section"), textColumn("server_config", "config"), textColumn("instance", "instance"),
+        usdCiColumn("serving_usd_per_million_output_tokens", "serving-only $/M [95 % CI]"),
+        usdCiColumn("lifecycle_usd_per_million_output_tokens", "lifecycle $/M [95 % CI]"),
+        numColumn("lifecycle_over_serving", "lifecycle / serving"),
+        numColumn("cold_compile_s", "cold compile s", {cell: (r) => `${fmt(r.cold_compile_s)} (${src(r.cold_compile_source)})`}),
+        numColumn("warm_boot_s", "warm boot s", {cell: (r) => `${fmt(r.warm_boot_s)} (${src(r.warm_boot_source)})`}),
+        numColumn("lifecycle_usd", "lifecycle $"), textColumn("lifecycle_note", "note")]}));
+  }
+  if ((d.quality_cost || []).length) {
+    body.append(h("h3", {}, "Quality per dollar"), note(d.quality_rule));
+    const rows = d.quality_cost;
+    body.append(chart("decision-quality-cost", () => ({
+      data: distinct(rows.map((r) => r.task)).map((task, i) => {
+        const t = rows.filter((r) => r.task === task);
+        return {type: "scatter", mode: "markers", name: task, x: t.map((r) => r.usd_per_million_output_tokens),
+          y: t.map((r) => r.accuracy), text: t.map((r) => `${r.instance} · ${r.server_config}${r.pareto ? " (pareto)" : ""}`),
+          error_y: {type: "data", symmetric: false, array: t.map((r) => r.accuracy_ci_high - r.accuracy),
+            arrayminus: t.map((r) => r.accuracy - r.accuracy_ci_low)},
+          marker: {color: colorOf(i), symbol: t.map((r) => (r.pareto ? "circle" : "circle-open"))},
+          hovertemplate: "%{text}<br>$/M %{x:.4g}<br>accuracy %{y:.3f}<extra></extra>"};
+      }),
+      layout: baseLayout("Accuracy (Wilson 95 %) against $/M output tokens at the SLO",
+        {xaxis: zeroAxis("$/M output tokens"), yaxis: {title: {text: "accuracy"}, range: [0, 1]}}),
+    })));
+    body.append(dataTable({id: "decision-quality-cost", rows, filters: [{key: "task", label: "task"}, {key: "instance", label: "instance"}],
+      columns: [textColumn("decision_section", "section"), textColumn("task", "task"), textColumn("server_config", "config"),
+        textColumn("instance", "instance"), ciColumn("accuracy", "accuracy [Wilson 95 %]"),
+        usdCiColumn("usd_per_million_output_tokens", "$/M at the SLO [95 % CI]"),
+        textColumn("pareto", "front", {cell: (r) => (r.pareto ? "pareto" : `dominated by ${r.dominated_by}`)
+          + (worse.has([r.run_id, r.instance, r.lane, r.server_config].join("|")) ? " ⚠ cheaper but worse" : "")})]}));
+  }
+}
 
 /* ---- compile and cold start (rule 3: before any throughput) -------------------------------------------- */
 const COLD_START_PHASES = [["instance_start_s", "instance start"], ["os_setup_s", "OS setup"],

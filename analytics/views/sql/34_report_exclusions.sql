@@ -3,7 +3,8 @@
 --                         `imported_from` = the source an imported attempt came from (NULL: run by this pipeline).
 --   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason).
 --     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions),
---            compile_failed, point_without_telemetry, point_invalid (12_serving_points' serving_points.valid),
+--            compile_failed (a failed boot outside a limits search: a search's failed probes bracket its limit and
+--            stand in report_limits), point_without_telemetry, point_invalid (12_serving_points' serving_points.valid),
 --            hash_mismatch, precompile_loss_recorded.
 CREATE OR REPLACE VIEW report_lane_attempts AS
 WITH latest AS (
@@ -32,7 +33,9 @@ UNION ALL
 SELECT run_id, lane, attempt, 'compile_failed',
        what || ' ' || coalesce(model, '?') || ' ' || coalesce(config, '') || ' (' || cache || ')',
        coalesce(error, '(no message)')
-FROM compiles WHERE NOT succeeded
+FROM compiles c WHERE NOT succeeded
+  -- a limits search's probe that failed brackets the limit: the search's result (report_limits), not an exclusion
+  AND NOT EXISTS (SELECT 1 FROM limit_probes p WHERE p.run_id = c.run_id AND p.lane = c.lane)
 UNION ALL
 SELECT run_id, lane, attempt, 'point_without_telemetry', point_id,
        CASE WHEN EXISTS (SELECT 1 FROM reference_runs r
