@@ -34,7 +34,11 @@ ENCODE_MODELS = table(
     *_SUBJECT,
     f("exporter", pa.string(), doc="eager (cpu, cuda) | torch_neuronx.trace | optimum-neuron"),
     f("status", pa.string(), False, "ok | export_refused | compile_failed | load_failed"),
-    f("reason", pa.string(), doc="the exporter's or compiler's error, verbatim (NULL when ok)"),
+    f(
+        "reason",
+        pa.string(),
+        doc="the exporter's or compiler's error, verbatim; on an ok row, the refusal a fallback path followed",
+    ),
     f("graphs", pa.int32(), doc="graphs placed for the task (speech: encoder and decoder)"),
     f("compile_s", pa.float64(), doc="seconds compiling (sum over the graphs); NULL: nothing compiled"),
     f("load_s", pa.float64(), doc="seconds loading the graphs and their first call"),
