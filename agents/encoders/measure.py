@@ -117,7 +117,7 @@ def measure_workload(
                     key = graph_key(f"{w.model}-{name}", [a.shape for a in examples[name]], task.fingerprint)
                     placed[name] = place_fn(module, examples[name], backend=backend, key=key, cache_dir=cache_dir)
             except PlacementError as exc:
-                status = "export_refused" if "export" in type(exc).__name__.lower() else "compile_failed"
+                status = exc.status
                 rows.models.append({**model_row, "status": status, "reason": str(exc), "ts": _now()})
                 progress(f"{w.name} {shape}{unit} b{b}: {status}")
                 continue

@@ -29,7 +29,21 @@ CacheState = Literal["cold", "warm", "none"]
 
 
 class PlacementError(RuntimeError):
-    """A graph that could not be placed on the backend (the tracer's own message kept)."""
+    """A graph that could not be placed on the backend: its compile failed (the tracer's own message kept)."""
+
+    status = "compile_failed"
+
+
+class ExportRefusedError(PlacementError):
+    """An exporter that refuses the model (it does not list its architecture): its own words kept."""
+
+    status = "export_refused"
+
+
+class LoadFailedError(PlacementError):
+    """A compiled graph that could not be loaded or run its first call."""
+
+    status = "load_failed"
 
 
 @dataclass
@@ -131,8 +145,11 @@ def _place_neuron(
         tmp.replace(artifact)
         lock.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    loaded = torch.jit.load(str(artifact))
-    loaded(*(torch.from_numpy(np.ascontiguousarray(a)) for a in example))  # the first call loads the NEFF
+    try:
+        loaded = torch.jit.load(str(artifact))
+        loaded(*(torch.from_numpy(np.ascontiguousarray(a)) for a in example))  # the first call loads the NEFF
+    except Exception as e:
+        raise LoadFailedError(f"{type(e).__name__}: {e}") from e
     load_s = time.perf_counter() - t0
 
     def call(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
