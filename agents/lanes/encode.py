@@ -34,6 +34,10 @@ def _inputs(ctx: LaneContext, w: EncodeWorkload) -> Path | None:
 
 def run(ctx: LaneContext, config: Config) -> None:
     workloads = [EncodeWorkload.model_validate(w) for w in config.encoders]
+    if ctx.backend == "cpu":
+        import torch
+
+        torch.set_num_threads(config.cpu_threads)
     cache_dir = None if ctx.backend == "neuron" else ctx.lane_dir("graphs")
     total = sum(len(w.shapes) * len(w.batch_sizes) * 2 for w in workloads)
     done = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lane_configs.bounds import ENCODE_CALLS, ENCODE_WARMUP, SEED
+from pipeline.lane_configs.bounds import ENCODE_CALLS, ENCODE_WARMUP, SEED, THREADS
 
 TINY_WORKLOADS: list[dict[str, Any]] = [
     {
@@ -117,6 +117,14 @@ class Config:
         default=1, metadata={"help": "untimed batches before the timed ones (the first call's load)", **ENCODE_WARMUP}
     )
     seed: int = field(default=0, metadata={"help": "the tiny models' weights and the generated inputs", **SEED})
+    cpu_threads: int = field(
+        default=1,
+        metadata={
+            "help": "torch's intra-op threads on the cpu backend (the tiny models gain nothing from more, and lose "
+            "much to other processes on the cores); the CPU reference instance runs with the same",
+            **THREADS,
+        },
+    )
 
     def __post_init__(self) -> None:
         from pipeline.encoders import EncodeSpecError, parse_workloads
