@@ -238,6 +238,13 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         "mnist cnn best test accuracy, one NeuronCore (%)",
         "cifar vit steady samples/s",
     } <= names  # its checkpoint saves (§13.7) and academic runs, through report_train_saves and report_scratch
+    assert {
+        "Whisper-small real-time factor, 11 s clip",
+        "Whisper-small compile (s)",
+        "Whisper-small load (s)",
+        "CLIP ViT-B/32 numerics verdict (NaN outputs)",
+        "SigLIP exporter refusal, verbatim",
+    } <= names  # its §13.1 encoders, through report_encoders
 
 
 def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
