@@ -96,7 +96,11 @@ def _complete(path: Path, markers: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(p.name, m) and p.stat().st_size > 0 for p in files for m in markers)
 
 
-NEURON_KINDS = (EntryKind("neuronxcc-*/MODULE_*", ("*.neff",)), EntryKind("nxdi/*/*", ("*.pt", "*.neff")))
+NEURON_KINDS = (
+    EntryKind("neuronxcc-*/MODULE_*", ("*.neff",)),
+    EntryKind("nxdi/*/*", ("*.pt", "*.neff")),
+    EntryKind("encoders/*", ("model.pt",)),  # the encode lane's torch_neuronx traces (agents.encoders.placement)
+)
 CPU_KINDS = (EntryKind("tiny/*", ("config.json", "tokenizer.json")),)
 
 

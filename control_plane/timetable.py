@@ -71,6 +71,12 @@ DEFAULT_DURATIONS_S: dict[tuple[str, str], tuple[float, str]] = {
         "10 epochs, ours 5), the set's generation added",
     ),
     ("tiny", "from_scratch"): (5.0, "measured: three tiny models on generated 16x16 images, 2-core VM (2026-12-07)"),
+    ("full", "encode"): (
+        900.0,
+        ANCHOR + ": Whisper-small's encoder and decoder compile took 157.6 s on a NeuronCore (load 2.7 s); the full "
+        "profile's five models, each traced per batch size and shape, an estimated 900 s with their timed calls",
+    ),
+    ("tiny", "encode"): (12.0, "measured: four tiny encoder workloads on a shared 2-core VM (2026-12-07)"),
     ("tiny", "provenance"): (0.4, REHEARSAL),
     ("tiny", "preflight"): (1.0, "measured: the CPU checks on a 2-core VM (2026-12-01)"),
     ("tiny", "host_cpu"): (4.5, REHEARSAL),

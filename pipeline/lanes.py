@@ -262,6 +262,18 @@ LANES: dict[str, LaneSpec] = {
             config=f"{_CONFIGS}.accuracy:Config",
         ),
         LaneSpec(
+            name="encode",
+            module="agents.lanes.encode",
+            boxes=("inf2",),
+            order=94,
+            summary="encoder models (speech-to-text, image embedding / zero-shot, text embedding, rerank) per batch "
+            "and shape: compile and load, a numerics gate against a CPU fp32 reference, latency and items/s",
+            timeout_s=2 * 3600,  # Whisper-small's compile alone took 157.6 s on a NeuronCore (the plan's anchor)
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.encode:Config",
+        ),
+        LaneSpec(
             name="finetune_serve",
             module="agents.lanes.finetune_serve",
             boxes=("inf2",),

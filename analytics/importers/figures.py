@@ -149,7 +149,7 @@ def figures(con: Any, store: ResultStore, run_id: str, tree: Tree, repo: GitRepo
         ),
     ]
     out += phase2_figures(con, run_id, tree) + train_limit_figures(con, run_id, tree)
-    out += training_extra_figures(con, run_id, tree)
+    out += training_extra_figures(con, run_id, tree) + encoder_figures(con, run_id, tree)
     if repo is not None and tree.commit:
         first = _first_version(repo, tree.commit, base + "boot.json")
         ours = None
@@ -374,6 +374,33 @@ def _point(con: Any, run_id: str, conc: str, column: str) -> Any:
         run_id,
         f"llama31_base_short/isl1024_osl1024_{conc}",
     )
+
+
+def encoder_figures(con: Any, run_id: str, tree: Tree) -> list[Figure]:
+    """§13.1's encoders (``extras/{whisper,clip.failure,siglip}.json``: ours from ``report_encoders``): Whisper's
+    RTF, compile and load; CLIP's NaN verdict; SigLIP's exporter refusal. Empty where the source has none."""
+    from analytics.importers.tnx_encoders import CLIP, SIGLIP, WHISPER
+
+    def ours(column: str, model: str) -> Any:
+        sql = f"SELECT {column} FROM report_encoders WHERE run_id = ? AND lane = 'encode' AND model = ?"
+        return _one(con, sql, run_id, model)
+
+    out: list[Figure] = []
+    if tree.exists(WHISPER):
+        w = _json(tree, WHISPER)
+        out += [
+            Figure("Whisper-small real-time factor, 11 s clip", w["rtf"], ours("round(rtf, 3)", w["model"]), 0.0),
+            Figure("Whisper-small compile (s)", w["compile_s"], ours("compile_s", w["model"]), 0.0),
+            Figure("Whisper-small load (s)", w["load_s"], ours("load_s", w["model"]), 0.0),
+        ]
+    if tree.exists(CLIP):
+        theirs = "nan" if "NaN" in str(_json(tree, CLIP).get("reason")) else None
+        verdict = ours("numerics_verdict", "openai/clip-vit-base-patch32")
+        out.append(Figure("CLIP ViT-B/32 numerics verdict (NaN outputs)", theirs, verdict, None))
+    if tree.exists(SIGLIP):
+        s = _json(tree, SIGLIP)
+        out.append(Figure("SigLIP exporter refusal, verbatim", s["reason"], ours("placement_reason", s["model"]), None))
+    return out
 
 
 def _qwen_log_error(tree: Tree) -> str | None:

@@ -16,8 +16,8 @@
   ``train_runs``, ``telemetry``: read like ``train/<model>_lora.json``).
 
 Not imported, with the reason (:data:`NOT_IMPORTED`): the cold-start timing (deploy to first token: no lane of
-ours measures a deploy), the encoder models (CLIP, Whisper, SigLIP: not text generation), speculative decoding
-(its metrics are a text extract of the server log, not a point).
+ours measures a deploy), speculative decoding (its metrics are a text extract of the server log, not a point). The
+encoder models (CLIP, Whisper, SigLIP) are the encode lane's (``tnx_encoders``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ PEAK_SOURCE = "neuron-monitor mem_used_mib: the highest 1 Hz sample of the sourc
 NOT_IMPORTED = {
     "c3_cold_start.json": "deploy-to-first-token timing (cdk deploy, SSM, cache seed, boot): no lane of ours measures "
     "a deploy yet (the real-box issue's cold-start measurement)",
-    "clip.*, whisper.*, siglip.*": "encoder models (image/audio embeddings), not text generation: no serving lane "
-    "of ours runs them",
     "spec_decode/": "its metrics are a text extract of the server log and a status, not a measured point: nothing "
     "for sweep_points to hold",
 }

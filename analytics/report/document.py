@@ -243,6 +243,15 @@ class Accuracy(Section):
 class Kernels(Section):
     kernels: list[Row] = Field(description="per kernel: its shape sets' verdicts (report_kernel_verdicts)")
     shapes: list[Row] = Field(description="per kernel and shape set: stages, timings, speed-up (report_kernels)")
+
+
+class Encoders(Section):
+    rows: list[Row] = Field(
+        description="per workload, shape and batch size: placement, numerics, timing (report_encoders)"
+    )
+    decision: list[Row] = Field(description="per instance and workload: the batch within the SLO, $/1k items")
+
+
 class Predictions(Section):
     rule: str
     rows: list[Row]
@@ -278,6 +287,7 @@ class Comparison(Section):
     variants: Variants
     accuracy: Accuracy
     kernels: Kernels | None = Field(None, description="the nki lane's kernels (absent when no run has kernel rows)")
+    encoders: Encoders | None = Field(None, description="the encode lane's rows (absent when no run has encoder rows)")
     predictions: Predictions | None = Field(
         None, description="predicted vs observed (present when a run registered predictions)"
     )

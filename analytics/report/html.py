@@ -48,6 +48,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("variants", "Variants A/B"),
     ("accuracy", "Accuracy"),
     ("kernels", "Kernels (NKI)"),
+    ("encoders", "Encoders"),
     ("predictions", "Predicted vs observed"),
     ("deltas", "Runs side by side"),
 )

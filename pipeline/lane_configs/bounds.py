@@ -113,3 +113,5 @@ EMPIRICAL_VALUES = 10_000  # values of an empirical length distribution
 WEIGHT = {"min": 0.0, "max": 1e9}  # an empirical value's relative weight (> 0)
 TRACE_MAX_BYTES = 256 * 1024 * 1024  # a trace file (Mooncake's is a few MB, a BurstGPT month tens)
 DATASET_MAX_BYTES = 1024 * 1024 * 1024  # a prompt file (ShareGPT V3's JSON is 642 MB)
+ENCODE_CALLS = {"min": 1, "max": 100_000}  # timed calls per (workload, batch size, shape) in the encode lane
+ENCODE_WARMUP = {"min": 0, "max": 1_000}

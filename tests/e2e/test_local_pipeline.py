@@ -42,6 +42,7 @@ ALL_LANES = [
     "sustained",
     "quality",
     "accuracy",
+    "encode",
     "finetune_serve",
     "qwen3_attempt",
 ]
@@ -311,6 +312,11 @@ def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     assert "## Predicted vs observed" in text and "**Hit rate of `e2e`: " in text
     assert len(predicted["rows"]) == 7 and predicted["rates"][0]["registered_before_first_lane"] is True
     assert 'data-section="predictions"' in (report / "REPORT.html").read_text(encoding="utf-8")
+    # the encode lane's tiny workloads: every placement passed the numerics gate on the CPU and was timed
+    encoders = json.loads(comparison)["encoders"]["rows"]
+    assert {r["modality"] for r in encoders} == {"speech_to_text", "zero_shot", "text_embedding", "rerank"}
+    assert all(r["numerics_verdict"] == "pass" and r["n"] > 0 for r in encoders), encoders
+    assert "## Encoders" in text and 'data-section="encoders"' in (report / "REPORT.html").read_text(encoding="utf-8")
 
 
 def test_the_report_page_embeds_comparison_json_and_stands_alone(local_run):

@@ -238,6 +238,13 @@ def test_the_predecessors_headlines_reproduce_from_its_repository(tmp_path):
         "mnist cnn best test accuracy, one NeuronCore (%)",
         "cifar vit steady samples/s",
     } <= names  # its checkpoint saves (§13.7) and academic runs, through report_train_saves and report_scratch
+    assert {
+        "Whisper-small real-time factor, 11 s clip",
+        "Whisper-small compile (s)",
+        "Whisper-small load (s)",
+        "CLIP ViT-B/32 numerics verdict (NaN outputs)",
+        "SigLIP exporter refusal, verbatim",
+    } <= names  # its §13.1 encoders, through report_encoders
 
 
 def test_the_predecessors_training_limit_is_a_train_seq_len_search_with_its_run(imported):
@@ -411,3 +418,45 @@ def test_its_academic_runs_and_the_m5_ranges_land_in_the_from_scratch_view(impor
     assert refs[("cifar", "cnn")] == (0.88, 0.90) and refs[("mnist", "cnn")] == (0.99, 0.99)
     assert ("mnist", "mlp") not in refs  # its README states no M5 figure there ("see mlx repo"): no row
     assert all(r[-1] == "apple_m5" and r[0] is None for (_, _, s), r in rows.items() if s == "reference")
+
+
+def test_its_encoders_come_back_whisper_timed_clip_a_numerics_exclusion_siglip_refused(imported):
+    _, summary, con = imported
+    whisper = _json("trn1/results/extras/whisper.json")
+    clip = _json("trn1/results/extras/clip.failure.json")
+    siglip = _json("trn1/results/extras/siglip.json")
+    assert any(lane == "encode" and status == "succeeded" for lane, _, status, _ in summary.attempts)
+    rows = {
+        r["model"]: r
+        for r in (
+            dict(zip([d[0] for d in cur.description], row))
+            for cur in [con.execute("SELECT * FROM report_encoders WHERE lane = 'encode'")]
+            for row in cur.fetchall()
+        )
+    }
+    w = rows[whisper["model"]]
+    assert (w["compile_s"], w["load_s"], w["cache"], w["numerics_verdict"]) == (
+        whisper["compile_s"],
+        whisper["load_s"],
+        "cold",
+        "pass",
+    )
+    assert (w["shape"], w["shape_unit"], w["batch_size"], w["n"]) == (round(whisper["audio_s"]), "s", 1, 1)
+    assert w["p50_ms"] == pytest.approx(whisper["transcribe_wall_s"] * 1000)
+    assert round(w["rtf"], 3) == whisper["rtf"] == 0.047  # the view's RTF is the predecessor's
+    c = rows["openai/clip-vit-base-patch32"]
+    assert (c["exporter"], c["status"], c["numerics_verdict"], c["n"]) == ("torch_neuronx.trace", "ok", "nan", None)
+    assert "Dictionary inputs to traced functions must have consistent type" in c["placement_reason"]
+    assert (c["shape"], c["batch_size"]) == (224, 1)
+    s = rows[siglip["model"]]
+    assert (s["status"], s["placement_reason"], s["numerics_verdict"], s["n"]) == (
+        "export_refused",
+        siglip["reason"],
+        None,
+        None,
+    )
+    excluded = dict(
+        con.execute("SELECT kind, reason FROM report_exclusions WHERE lane = 'encode' ORDER BY kind").fetchall()
+    )
+    assert excluded["export_refused"] == siglip["reason"]
+    assert excluded["numerics_excluded"].endswith(clip["reason"])

@@ -514,6 +514,18 @@ SECTION.kernels = function (body) {
   return true;
 };
 
+/* ---- encoders (when comparison.json has them): the encode lane's tables, generically -------------------------- */
+SECTION.encoders = function (body) {
+  const tables = tablesIn(NP.comparison.encoders, "encoders", []);
+  if (!tables.length) return false;
+  body.append(note("Each encoder workload per shape and batch size: placement, the numerics gate against a CPU fp32 reference, and — only where it passed — latency per call, items/s and RTF; then the encode decision per instance (REPORT.md words each exclusion)."));
+  for (const [path, rows] of tables) {
+    const filters = ["run_id", "workload", "backend", "numerics_verdict", "instance"].filter((f) => rows.some((r) => f in r)).map((f) => ({key: f, label: f}));
+    body.append(h("h3", {}, path), dataTable({id: path, rows, columns: genericColumns(rows), filters}));
+  }
+  return true;
+};
+
 /* ---- predicted vs observed (when a run registered predictions): predictions_md.py's wording ----------------- */
 function predictionRange(r) {  // predictions_md._range: "output_tok_s at c32 380–450"
   if (r.metric === null || r.metric === undefined) return null;

@@ -5,7 +5,9 @@
 --     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions),
 --            compile_failed (a failed boot outside a limits search: a search's failed probes bracket its limit and
 --            stand in report_limits), point_without_telemetry, point_invalid (12_serving_points' serving_points.valid),
---            hash_mismatch, precompile_loss_recorded.
+--            hash_mismatch, precompile_loss_recorded,
+--            numerics_excluded (an encoder's outputs NaN or diverged from the CPU fp32 reference: never timed),
+--            export_refused / compile_failed (an encoder's placement refused by its exporter or compiler, verbatim).
 CREATE OR REPLACE VIEW report_lane_attempts AS
 WITH latest AS (
     SELECT run_id, lane, max(attempt) FILTER (WHERE supersedes) AS effective_attempt
@@ -61,7 +63,19 @@ UNION ALL
 SELECT run_id, lane, attempt, 'precompile_loss_recorded', model,
        count(*) || ' loss values from a precompile run (its numerics are garbage by design)'
 FROM train_steps WHERE lane = 'precompile' AND loss IS NOT NULL
-GROUP BY run_id, lane, attempt, model;
+GROUP BY run_id, lane, attempt, model
+UNION ALL
+SELECT run_id, lane, attempt, 'numerics_excluded',
+       model || ' on ' || coalesce(backend, '?') || ' (' || workload || ', ' || shape || ' ' || shape_unit
+         || ', batch ' || batch_size || ')',
+       verdict || ' against ' || coalesce(reference, 'the reference') || ': ' || coalesce(reason, '(no evidence)')
+FROM encode_numerics WHERE verdict <> 'pass'
+UNION ALL
+SELECT run_id, lane, attempt, status,
+       model || ' on ' || coalesce(backend, '?') || ' (' || workload || ', ' || coalesce(shape || ' ' || shape_unit, '?')
+         || coalesce(', batch ' || batch_size, '') || ')',
+       coalesce(reason, '(no message)')
+FROM encode_models WHERE status <> 'ok';
 
 -- rule 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a
 -- telemetry sample with a value inside its window (rule 7) and is not flagged invalid (serving_points.valid);
