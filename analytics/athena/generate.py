@@ -11,7 +11,9 @@ is left out, and ``analytics/athena/views/REPORT.md`` names it with the reason:
 * sqlglot refuses a construct for Trino (``UnsupportedError``), or its Trino text does not parse back;
 * the Trino text still holds a DuckDB-only construct that sqlglot passes through: ``GROUP BY ALL`` where it cannot
   be expanded, an ``ASOF`` join, a function Trino does not have (a name sqlglot does not know, kept verbatim);
-* it reads a view that does not translate.
+* it reads a view that does not translate;
+* it is a ``CREATE VIEW IF NOT EXISTS`` (Athena has none; the one DuckDB fallback of that form names a view the
+  committed layer defines).
 
 One rewrite is made besides sqlglot's: DuckDB's ``GROUP BY ALL`` (group by every selected expression that holds no
 aggregate) becomes ``GROUP BY`` those expressions' ordinals, which is its definition.
@@ -130,13 +132,21 @@ def transpile_file(file: str, text: str, untranslated: dict[str, str]) -> list[V
             continue
         name = _view_name(statement)
         result = _transpile_view(file, name, statement, untranslated)
-        if result.trino is None:
+        if result.trino is None and name not in _committed_names():  # the committed layer's stands in Athena
             untranslated[name] = result.reason or "does not translate"
         out.append(result)
     return out
 
 
+def _committed_names() -> set[str]:
+    return {view for view, _ in committed_layer()}
+
+
 def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: dict[str, str]) -> ViewResult:
+    if statement.args.get("exists"):
+        if name in _committed_names():
+            return ViewResult(file, name, None, f"CREATE VIEW IF NOT EXISTS of a view {COMMITTED_FILE} defines")
+        return ViewResult(file, name, None, "CREATE VIEW IF NOT EXISTS (Athena has CREATE [OR REPLACE] VIEW only)")
     blocked = sorted(_reads(statement) & set(untranslated))
     if blocked:
         return ViewResult(file, name, None, f"reads {', '.join(blocked)}, which does not translate")

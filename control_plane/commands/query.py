@@ -19,6 +19,9 @@ Several statements (``select 1; select 2``) run in order and every result is pri
 line ``-- statement 2 of 2: select 2``; one statement prints its result alone (no header). A statement that
 fails stops the rest: one line naming it, exit 2.
 
+``--engine athena`` runs the SQL in the deploy's Athena workgroup instead (``control_plane.commands.query_athena``)
+and prints the same table.
+
 Bad input gets one line and exit 2: a results root that is missing or a file, an unknown or malformed run
 id, empty or non-UTF-8 SQL, SQL that fails (at parse or while rows are produced). A damaged attempt is left
 out of the views with one warning line; the query runs over the rest.
@@ -102,6 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "line '-- statement I of N: SQL'.",
     )
     p.add_argument("sql", help='e.g. "select count(*) from host_bench"')
+    p.add_argument(
+        "--engine",
+        choices=("duckdb", "athena"),
+        default="duckdb",
+        help="duckdb (default): the views over --results, here; athena: the same views in the deploy's Athena "
+        "workgroup (SSM /neuronpipe/athena/workgroup), over the shared bucket",
+    )
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     p.add_argument("--run-id", action="append", default=None, help="restrict to these runs (repeatable)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -180,6 +190,11 @@ def _snippet(sql: str, limit: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import tempfile
+
+    if getattr(args, "engine", "duckdb") == "athena":
+        from control_plane.commands.query_athena import run as run_athena
+
+        return run_athena(args)
 
     import duckdb
 

@@ -65,7 +65,8 @@ def test_every_duckdb_view_is_translated_or_reported_with_a_reason(generated):
         if r.trino is not None:
             assert r.name in created
         else:
-            assert r.name not in created, f"{r.name} does not translate but a view of that name exists"
+            provided = r.name in {n for n, _ in committed_layer()}  # DuckDB's fallback of a committed-layer view
+            assert provided or r.name not in created, f"{r.name} does not translate but a view of that name exists"
             assert r.reason and f"`{r.name}` | {r.reason}" in report
     translated = sum(r.trino is not None for r in results)
     assert f"{translated} of {len(results)} views translate" in report
@@ -90,10 +91,14 @@ def test_group_by_all_becomes_the_ordinals_of_the_non_aggregates():
         ("SELECT a.x FROM a ASOF LEFT JOIN b ON a.x >= b.x", "ASOF join"),
         ("SELECT * FROM gone", "reads gone, which does not translate"),
         ("SELECT * FROM requests GROUP BY ALL", "GROUP BY ALL over SELECT *"),
+        ("IF NOT EXISTS", "CREATE VIEW IF NOT EXISTS"),
     ],
 )
 def test_a_construct_that_does_not_translate_is_named(sql, reason):
-    (r,) = transpile_file("x.sql", f"CREATE OR REPLACE VIEW v AS {sql};", {"gone": "because"})
+    text = f"CREATE OR REPLACE VIEW v AS {sql};"
+    if sql == "IF NOT EXISTS":
+        text = "CREATE VIEW IF NOT EXISTS v AS SELECT 1 AS x;"
+    (r,) = transpile_file("x.sql", text, {"gone": "because"})
     assert r.trino is None and reason in r.reason
 
 
