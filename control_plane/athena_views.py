@@ -35,7 +35,7 @@ def view_statements() -> list[tuple[str, str]]:
 
 
 def install(athena: Any, workgroup: str, database: str, timeout_s: float = 300.0, say: Callable = print) -> int:
-    from control_plane.commands.query_athena import AthenaQueryFailed, AthenaTimeout, run_statement
+    from control_plane.athena import AthenaQueryFailed, AthenaTimeout, run_statement
 
     statements = view_statements()
     for i, (name, sql) in enumerate(statements, 1):
@@ -49,8 +49,8 @@ def install(athena: Any, workgroup: str, database: str, timeout_s: float = 300.0
 
 
 def main(argv: list[str] | None = None) -> int:
+    from control_plane.athena import AthenaInputError, resolve_target
     from control_plane.aws import aws_client
-    from control_plane.commands.query_athena import AthenaInputError, resolve_target
 
     parser = argparse.ArgumentParser(prog="python -m control_plane.athena_views", description=__doc__.splitlines()[0])
     parser.parse_args(argv)

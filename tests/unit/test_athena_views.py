@@ -191,3 +191,28 @@ def test_the_committed_file_lists_the_layer_views_first():
     names = re.findall(r"^CREATE OR REPLACE VIEW (\w+)", text, re.M)
     assert names[:2] == ["committed_attempts", COMMITTED_FILES]
     assert set(TABLES) <= set(names) and "store_exclusions" in names and "compiles_every_attempt" in names
+
+
+def test_any_value_and_list_sum_are_rewritten_to_what_trino_has():
+    (r,) = transpile_file(
+        "x.sql",
+        "CREATE OR REPLACE VIEW v AS SELECT any_value(lo) FILTER (WHERE m = 'TTFT') AS lo_ttft, "
+        "list_sum(chunk_tokens) AS total FROM requests GROUP BY ALL;",
+        {},
+    )
+    assert r.trino is not None
+    tree = sqlglot.parse_one(r.trino, read="trino")
+    assert "IGNORE NULLS" not in r.trino.upper() and tree.find(exp.AnyValue) is not None
+    unnest = tree.find(exp.Unnest)
+    assert unnest is not None and unnest.expressions[0].name == "chunk_tokens"
+    assert tree.find(exp.Group) is not None  # list_sum is no aggregate: total is a group key
+
+
+def test_an_aggregate_inside_a_subquery_does_not_make_a_projection_an_aggregate():
+    (r,) = transpile_file(
+        "x.sql",
+        "CREATE OR REPLACE VIEW v AS SELECT run_id, (SELECT max(x) FROM t) AS m, count(*) AS n FROM r GROUP BY ALL;",
+        {},
+    )
+    group = sqlglot.parse_one(r.trino, read="trino").find(exp.Group)
+    assert [e.sql() for e in group.expressions] == ["1", "2"]

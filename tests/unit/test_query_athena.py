@@ -14,14 +14,14 @@ import pytest
 from moto import mock_aws
 from moto.athena.models import QueryResults, athena_backends
 
-from control_plane.cli import main
-from control_plane.commands.query import _print
-from control_plane.commands.query_athena import (
+from control_plane.athena import (
     AthenaQueryFailed,
     AthenaTimeout,
     read_statements,
     run_statement,
 )
+from control_plane.cli import main
+from control_plane.commands.query import _print
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"

@@ -47,4 +47,237 @@ FROM (VALUES
   (120, 1.980),
   (100000, 1.960)) AS v(df, t);
 
--- point_rate_batches: not translated (function list_sum() is DuckDB's; sqlglot keeps it by name and Trino has none); see REPORT.md
+/* Batch means for the rate intervals: the point's span [first dispatch after warm-up, last completion] (the */
+/* duration of serving_points) cut into B equal batches; B = 10 from 20 completed requests, else */
+/* floor(completed / 2) (3..9), none under 6 completed. Completions (and their prompt tokens) count in the batch */
+/* of t_done_ns; output tokens in the batch their chunk arrived in (t_sent_ns + chunk_times_s[i] * 1e9), each */
+/* chunk weighted by chunk_tokens scaled so a request's chunks carry its output_tokens (a request without */
+/* counted chunks puts them at t_done_ns). The mean of the B batch rates is then the point's rate exactly. */
+CREATE OR REPLACE VIEW point_rate_batches AS
+WITH spans AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    MIN(t_sent_ns) AS t0_ns,
+    MAX(t_done_ns) AS t1_ns,
+    COUNT(*) FILTER(WHERE
+      success) AS point_completed,
+    ARBITRARY(slo_json) AS slo_json
+  FROM request_slo
+  GROUP BY
+    1,
+    2,
+    3
+), spec AS (
+  SELECT
+    *,
+    CAST(CASE
+      WHEN point_completed >= 20
+      THEN 10
+      WHEN point_completed >= 6
+      THEN CAST(TRUNCATE(CAST(point_completed AS DOUBLE) / 2) AS BIGINT)
+    END AS BIGINT) AS batches
+  FROM spans
+  WHERE
+    t1_ns > t0_ns
+), done AS (
+  SELECT
+    q.run_id,
+    q.lane,
+    q.point_id,
+    LEAST(
+      GREATEST(
+        CAST(FLOOR(
+          CAST(CAST(q.t_done_ns - p.t0_ns AS DOUBLE) * p.batches AS DOUBLE) / (
+            p.t1_ns - p.t0_ns
+          )
+        ) AS BIGINT),
+        0
+      ),
+      p.batches - 1
+    ) + 1 AS batch,
+    COUNT(*) AS completed,
+    COUNT(*) FILTER(WHERE
+      q.good) AS good_completed,
+    COALESCE(SUM(q.prompt_tokens), 0) AS prompt_tokens
+  FROM request_slo AS q
+  JOIN spec AS p
+    USING (run_id, lane, point_id)
+  WHERE
+    q.success AND NOT p.batches IS NULL
+  GROUP BY
+    1,
+    2,
+    3,
+    4
+), streams AS (
+  SELECT
+    r.run_id,
+    r.lane,
+    r.point_id,
+    r.t_sent_ns,
+    r.t_done_ns,
+    r.output_tokens,
+    COALESCE(
+      (
+        SELECT
+          SUM(list_item)
+        FROM UNNEST(r.chunk_tokens) AS list_items(list_item)
+      ),
+      0
+    ) > 0 AS counted,
+    r.chunk_times_s,
+    r.chunk_tokens,
+    (
+      SELECT
+        SUM(list_item)
+      FROM UNNEST(r.chunk_tokens) AS list_items(list_item)
+    ) AS chunk_total
+  FROM requests AS r
+  WHERE
+    (
+      NOT r.warmup AND r.success AND r.output_tokens > 0
+    )
+    AND EXISTS(
+      SELECT
+        1
+      FROM spec AS p
+      WHERE
+        r.run_id = p.run_id
+        AND r.lane = p.lane
+        AND r.point_id = p.point_id
+        AND NOT p.batches IS NULL
+    )
+), arrivals AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    t_sent_ns + IF(_u.pos = _u_2.pos_2, _u_2.t_ns) * 1e9 AS t_ns,
+    CAST(IF(_u.pos = _u_3.pos_3, _u_3.tokens) * output_tokens AS DOUBLE) / chunk_total AS tokens
+  FROM streams
+  CROSS JOIN UNNEST(SEQUENCE(1, GREATEST(CARDINALITY(chunk_times_s), CARDINALITY(chunk_tokens)))) AS _u(pos)
+  CROSS JOIN UNNEST(chunk_times_s) WITH ORDINALITY AS _u_2(t_ns, pos_2)
+  CROSS JOIN UNNEST(chunk_tokens) WITH ORDINALITY AS _u_3(tokens, pos_3)
+  WHERE
+    (
+      counted
+      AND (
+        _u.pos = _u_2.pos_2
+        OR (
+          _u.pos > CARDINALITY(chunk_times_s) AND _u_2.pos_2 = CARDINALITY(chunk_times_s)
+        )
+      )
+    )
+    AND (
+      _u.pos = _u_3.pos_3
+      OR (
+        _u.pos > CARDINALITY(chunk_tokens) AND _u_3.pos_3 = CARDINALITY(chunk_tokens)
+      )
+    )
+  UNION ALL
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    CAST(t_done_ns AS DOUBLE) AS t_ns,
+    CAST(output_tokens AS DOUBLE) AS tokens
+  FROM streams
+  WHERE
+    NOT counted
+), tokens AS (
+  SELECT
+    a.run_id,
+    a.lane,
+    a.point_id,
+    LEAST(
+      GREATEST(
+        CAST(FLOOR(CAST((
+          a.t_ns - p.t0_ns
+        ) * p.batches AS DOUBLE) / (
+          p.t1_ns - p.t0_ns
+        )) AS BIGINT),
+        0
+      ),
+      p.batches - 1
+    ) + 1 AS batch,
+    SUM(a.tokens) AS output_tokens
+  FROM arrivals AS a
+  JOIN spec AS p
+    USING (run_id, lane, point_id)
+  GROUP BY
+    1,
+    2,
+    3,
+    4
+), grid AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    slo_json,
+    batches,
+    CAST(CAST((
+      t1_ns - t0_ns
+    ) AS DOUBLE) / 1e9 AS DOUBLE) / batches AS batch_s,
+    IF(_u.pos = _u_2.pos_2, _u_2.batch) AS batch
+  FROM spec
+  CROSS JOIN UNNEST(SEQUENCE(
+    1,
+    GREATEST(
+      CARDINALITY(IF((
+        batches + 1 - 1
+      ) < 1, ARRAY[], SEQUENCE(1, (
+        batches + 1 - 1
+      ))))
+    )
+  )) AS _u(pos)
+  CROSS JOIN UNNEST(IF((
+    batches + 1 - 1
+  ) < 1, ARRAY[], SEQUENCE(1, (
+    batches + 1 - 1
+  )))) WITH ORDINALITY AS _u_2(batch, pos_2)
+  WHERE
+    NOT batches IS NULL
+    AND (
+      _u.pos = _u_2.pos_2
+      OR (
+        _u.pos > CARDINALITY(IF((
+          batches + 1 - 1
+        ) < 1, ARRAY[], SEQUENCE(1, (
+          batches + 1 - 1
+        ))))
+        AND _u_2.pos_2 = CARDINALITY(IF((
+          batches + 1 - 1
+        ) < 1, ARRAY[], SEQUENCE(1, (
+          batches + 1 - 1
+        ))))
+      )
+    )
+)
+SELECT
+  g.run_id,
+  g.lane,
+  g.point_id,
+  CAST(g.batch AS INTEGER) AS batch,
+  CAST(g.batches AS INTEGER) AS batches,
+  g.batch_s,
+  CAST(COALESCE(d.completed, 0) AS BIGINT) AS completed,
+  CAST(COALESCE(d.good_completed, 0) AS BIGINT) AS good_completed,
+  COALESCE(k.output_tokens, 0.0) AS output_tokens,
+  COALESCE(k.output_tokens, 0.0) + COALESCE(d.prompt_tokens, 0) AS total_tokens,
+  CAST(COALESCE(d.completed, 0) AS DOUBLE) / g.batch_s AS request_rate,
+  CAST(COALESCE(k.output_tokens, 0.0) AS DOUBLE) / g.batch_s AS output_rate,
+  CAST((
+    COALESCE(k.output_tokens, 0.0) + COALESCE(d.prompt_tokens, 0)
+  ) AS DOUBLE) / g.batch_s AS total_token_rate,
+  CASE
+    WHEN NOT g.slo_json IS NULL
+    THEN CAST(COALESCE(d.good_completed, 0) AS DOUBLE) / g.batch_s
+  END AS good_rate
+FROM grid AS g
+LEFT JOIN done AS d
+  USING (run_id, lane, point_id, batch)
+LEFT JOIN tokens AS k
+  USING (run_id, lane, point_id, batch);

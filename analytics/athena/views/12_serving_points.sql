@@ -210,4 +210,4 @@ SELECT
   ) AS BIGINT) AS max_concurrent_requests
 FROM origin AS o;
 
--- serving_points: not translated (reads point_rate_batches, which does not translate); see REPORT.md
+-- serving_points: not translated (an ASOF join (Trino has none)); see REPORT.md

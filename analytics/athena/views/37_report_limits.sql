@@ -48,11 +48,11 @@ WITH probes AS (
     run_id,
     lane,
     search_id,
-    ARBITRARY(model) IGNORE NULLS AS model,
-    ARBITRARY(kind) IGNORE NULLS AS kind,
-    ARBITRARY(at_field) IGNORE NULLS AS at_field,
-    ARBITRARY(at_value) IGNORE NULLS AS at_value,
-    ARBITRARY(backend) IGNORE NULLS AS backend,
+    ARBITRARY(model) AS model,
+    ARBITRARY(kind) AS kind,
+    ARBITRARY(at_field) AS at_field,
+    ARBITRARY(at_value) AS at_value,
+    ARBITRARY(backend) AS backend,
     COUNT(*) AS boots,
     SUM(wall_s) AS boot_wall_s,
     LISTAGG(
@@ -74,7 +74,7 @@ WITH probes AS (
       
     ) WITHIN GROUP (ORDER BY
       probe) AS probes,
-    ARBITRARY(peak_mem_source) IGNORE NULLS AS peak_mem_source
+    ARBITRARY(peak_mem_source) AS peak_mem_source
   FROM probes
   GROUP BY
     run_id,

@@ -101,6 +101,193 @@ FROM kernel_timings AS t
 LEFT JOIN ranks AS r
   USING (run_id, lane, kernel, shape_index, implementation);
 
--- report_kernels: not translated (its Trino text does not parse in Trino's dialect: Expecting ). Line 33, Col: 49. on, ARBITRARY(backend) IGNORE NULLS AS backend, ARBITRARY(stage_verdict) IGNORE NULLS FILTER(WHERE stage = 'simulate') AS simulate, ARBITRARY(max_abs_err) IGNORE NULLS …); see REPORT.md
+CREATE OR REPLACE VIEW report_kernels AS
+WITH c AS (
+  SELECT
+    *,
+    CASE
+      WHEN outcome = 'ok' AND stage IN ('simulate', 'device') AND outside_tolerance = 0
+      THEN 'pass'
+      WHEN outcome = 'ok' AND stage IN ('simulate', 'device') AND outside_tolerance > 0
+      THEN 'fail'
+      WHEN outcome = 'ok'
+      THEN 'pass'
+      WHEN outcome = 'error'
+      THEN 'error'
+      WHEN outcome = 'not_run'
+      THEN 'not run'
+    END AS stage_verdict
+  FROM kernel_checks
+), shapes AS (
+  SELECT
+    run_id,
+    lane,
+    kernel,
+    shape_index,
+    ARBITRARY(shape) AS shape,
+    ARBITRARY(dtypes) AS dtypes,
+    ARBITRARY(kernel_function) AS kernel_function,
+    ARBITRARY(kernel_file) AS kernel_file,
+    ARBITRARY(reference) AS reference,
+    ARBITRARY(tol_max_abs) AS tol_max_abs,
+    ARBITRARY(tol_max_rel) AS tol_max_rel,
+    ARBITRARY(nki_version) AS nki_version,
+    ARBITRARY(backend) AS backend,
+    ARBITRARY(stage_verdict) FILTER(WHERE
+      stage = 'simulate') AS simulate,
+    ARBITRARY(max_abs_err) FILTER(WHERE
+      stage = 'simulate') AS simulate_max_abs_err,
+    ARBITRARY(max_rel_err) FILTER(WHERE
+      stage = 'simulate') AS simulate_max_rel_err,
+    ARBITRARY(outside_tolerance) FILTER(WHERE
+      stage = 'simulate') AS simulate_outside_tolerance,
+    ARBITRARY(elements) FILTER(WHERE
+      stage = 'simulate') AS simulate_elements,
+    ARBITRARY(wall_s) FILTER(WHERE
+      stage = 'simulate') AS simulate_wall_s,
+    ARBITRARY(stage_verdict) FILTER(WHERE
+      stage = 'compile') AS compile,
+    ARBITRARY(wall_s) FILTER(WHERE
+      stage = 'compile') AS compile_wall_s,
+    ARBITRARY(stage_verdict) FILTER(WHERE
+      stage = 'device') AS device,
+    ARBITRARY(max_abs_err) FILTER(WHERE
+      stage = 'device') AS device_max_abs_err,
+    ARBITRARY(max_rel_err) FILTER(WHERE
+      stage = 'device') AS device_max_rel_err,
+    BOOL_OR(stage_verdict = 'fail') AS any_fail,
+    BOOL_OR(stage_verdict = 'error') AS any_error,
+    ARBITRARY(
+      stage ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+    ) /* the first stage that raised, in stage order: its class, code and verbatim error */ FILTER(WHERE
+      outcome = 'error') AS error_stage,
+    ARBITRARY(
+      error_class ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+    ) FILTER(WHERE
+      outcome = 'error') AS error_class,
+    ARBITRARY(
+      error_code ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+    ) FILTER(WHERE
+      outcome = 'error') AS error_code,
+    ARBITRARY(
+      error ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+    ) FILTER(WHERE
+      outcome = 'error') AS error,
+    ARBITRARY(
+      not_run_reason ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+    ) FILTER(WHERE
+      outcome = 'not_run') AS not_run_reason
+  FROM c
+  GROUP BY
+    run_id,
+    lane,
+    kernel,
+    shape_index
+)
+SELECT
+  s.run_id,
+  s.lane,
+  s.kernel,
+  s.kernel_function,
+  s.kernel_file,
+  s.shape_index,
+  s.shape,
+  s.dtypes,
+  s.reference,
+  s.tol_max_abs,
+  s.tol_max_rel,
+  s.nki_version,
+  s.backend,
+  s.simulate,
+  s.simulate_max_abs_err,
+  s.simulate_max_rel_err,
+  s.simulate_outside_tolerance,
+  s.simulate_elements,
+  s.simulate_wall_s,
+  s.compile,
+  s.compile_wall_s,
+  s.device,
+  s.device_max_abs_err,
+  s.device_max_rel_err,
+  s.error_stage,
+  s.error_class,
+  s.error_code,
+  s.error,
+  s.not_run_reason,
+  k.n AS kernel_n,
+  k.p50_us AS kernel_p50_us,
+  k.p50_low_us AS kernel_p50_low_us,
+  k.p50_high_us AS kernel_p50_high_us,
+  k.p99_us AS kernel_p99_us,
+  r.op AS reference_op,
+  r.n AS reference_n,
+  r.p50_us AS reference_p50_us,
+  r.p50_low_us AS reference_p50_low_us,
+  r.p50_high_us AS reference_p50_high_us,
+  r.p99_us AS reference_p99_us,
+  CAST(r.p50_us AS DOUBLE) / NULLIF(k.p50_us, 0) AS speedup,
+  CAST(r.p50_low_975_us AS DOUBLE) / NULLIF(k.p50_high_975_us, 0) AS speedup_low,
+  CAST(r.p50_high_975_us AS DOUBLE) / NULLIF(k.p50_low_975_us, 0) AS speedup_high,
+  COALESCE(k.not_run_reason, r.not_run_reason) AS timing_not_run_reason,
+  CASE
+    WHEN s.any_fail
+    THEN 'fail'
+    WHEN s.any_error
+    THEN 'error'
+    WHEN s.simulate = 'pass' AND s.compile = 'pass' AND s.device = 'pass'
+    THEN 'pass'
+    WHEN s.simulate = 'pass' AND COALESCE(s.compile, 'not run') = 'not run'
+    THEN 'simulated only'
+    ELSE 'not run'
+  END AS verdict
+FROM shapes AS s
+LEFT JOIN kernel_timing_stats AS k
+  ON k.run_id = s.run_id
+  AND k.lane = s.lane
+  AND k.kernel = s.kernel
+  AND k.shape_index = s.shape_index
+  AND k.implementation = 'kernel'
+LEFT JOIN kernel_timing_stats AS r
+  ON r.run_id = s.run_id
+  AND r.lane = s.lane
+  AND r.kernel = s.kernel
+  AND r.shape_index = s.shape_index
+  AND r.implementation = 'reference';
 
--- report_kernel_verdicts: not translated (reads report_kernels, which does not translate); see REPORT.md
+CREATE OR REPLACE VIEW report_kernel_verdicts AS
+SELECT
+  run_id,
+  lane,
+  kernel,
+  ARBITRARY(kernel_file) AS kernel_file,
+  COUNT(*) AS shape_sets,
+  COUNT(*) FILTER(WHERE
+    verdict = 'pass') AS passed,
+  COUNT(*) FILTER(WHERE
+    verdict = 'simulated only') AS simulated_only,
+  COUNT(*) FILTER(WHERE
+    verdict = 'fail') AS failed,
+  COUNT(*) FILTER(WHERE
+    verdict = 'error') AS errors,
+  COUNT(*) FILTER(WHERE
+    verdict = 'not run') AS not_run,
+  CASE
+    WHEN COUNT(*) FILTER(WHERE
+      verdict = 'fail') > 0
+    THEN 'fail'
+    WHEN COUNT(*) FILTER(WHERE
+      verdict = 'error') > 0
+    THEN 'error'
+    WHEN COUNT(*) FILTER(WHERE
+      verdict = 'pass') = COUNT(*)
+    THEN 'pass'
+    WHEN COUNT(*) FILTER(WHERE
+      verdict IN ('pass', 'simulated only')) = COUNT(*)
+    THEN 'simulated only'
+    ELSE 'not run'
+  END AS verdict
+FROM report_kernels
+GROUP BY
+  run_id,
+  lane,
+  kernel;

@@ -8,8 +8,8 @@ WITH pts AS (
     w.run_id,
     w.lane,
     w.point_id,
-    ARBITRARY(w.model) IGNORE NULLS AS model,
-    ARBITRARY(w.server_config) IGNORE NULLS AS server_config,
+    ARBITRARY(w.model) AS model,
+    ARBITRARY(w.server_config) AS server_config,
     COUNT(*) AS iterations
   FROM sustained_windows AS w
   WHERE
@@ -48,7 +48,7 @@ WITH pts AS (
     run_id,
     lane,
     point_id,
-    ARBITRARY(k) IGNORE NULLS AS k,
+    ARBITRARY(k) AS k,
     MIN_BY(output_throughput, pos) AS first_throughput,
     MAX(output_throughput) AS peak_throughput,
     MAX_BY(output_throughput, pos) AS last_throughput,

@@ -1,12 +1,13 @@
-"""`neuronpipe query --engine athena "SQL"`: the same read-only SQL, run in the deploy's Athena workgroup.
+"""Athena for `neuronpipe query --engine athena "SQL"` and the view installer: the same read-only SQL, run in the
+deploy's Athena workgroup.
 
 The workgroup and the Glue database come from the deploy (SSM ``/neuronpipe/athena/workgroup`` and
 ``/neuronpipe/athena/database``, which ``infra/stacks/athena.py`` writes), or from ``NEURONPIPE_ATHENA_WORKGROUP`` /
 ``NEURONPIPE_ATHENA_DATABASE``. Each statement is parsed in Trino's dialect first (sqlglot) and only reads run
 (``SELECT``, ``WITH``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``EXPLAIN``); the workgroup's query role could not write
 anyway. Each statement is started, polled until it ends (past ``--timeout`` it is stopped: one line, exit 1), and
-its result read page by page; the rows are typed from Athena's column types and printed by the DuckDB engine's
-printer, so both engines print the same table, CSV or JSON lines.
+its result read page by page; the rows are typed from Athena's column types, and ``control_plane.commands.query``
+prints them with the DuckDB engine's printer, so both engines print the same table, CSV or JSON lines.
 
 Bad input, one line and exit 2, nothing started: no workgroup deployed (the SSM parameter is missing), SQL that
 does not parse or is not a read, ``--run-id`` or ``--verify`` (DuckDB's: filter on ``run_id`` in the SQL; Athena
@@ -17,7 +18,6 @@ one line with Athena's reason, exit 2.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -27,8 +27,6 @@ WORKGROUP_PARAMETER = "/neuronpipe/athena/workgroup"
 DATABASE_PARAMETER = "/neuronpipe/athena/database"
 WORKGROUP_ENV = "NEURONPIPE_ATHENA_WORKGROUP"
 DATABASE_ENV = "NEURONPIPE_ATHENA_DATABASE"
-EXIT_REFUSED = 2
-EXIT_TIMED_OUT = 1
 POLL_S = (0.2, 0.5, 1.0, 2.0)  # waits between polls, the last repeated
 
 
@@ -186,59 +184,7 @@ def _value(text: str | None, convert: Callable[[str], Any]) -> Any:
     return None if text is None else convert(text)
 
 
-def run(args: Any, clients: Callable[[str], Any] | None = None) -> int:
-    """The command with ``--engine athena``; ``clients(name)`` makes the boto3 clients (tests pass moto's)."""
-    from control_plane.commands._results import ResultsInputError, read_errors, stdout_closed, utf8_text
-    from control_plane.commands.query import _print
-
-    try:
-        sql = utf8_text(args.sql, "the SQL")
-        if not sql.strip():
-            raise AthenaInputError("the SQL is empty")
-        if args.run_id:
-            raise AthenaInputError("--run-id is the DuckDB engine's; with --engine athena filter on run_id in the SQL")
-        if args.verify:
-            raise AthenaInputError("--verify is the DuckDB engine's: Athena checks no file hashes (see `verify`)")
-        statements = read_statements(sql)
-        if not statements:
-            raise AthenaInputError("the SQL holds no statement (only comments or ';')")
-        make = clients or _boto3_client
-        workgroup, database = resolve_target(make("ssm"))
-        athena = make("athena")
-    except (AthenaInputError, ResultsInputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
-    except read_errors() as exc:  # no credentials, no region
-        print(f"error: cannot reach Athena: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT_REFUSED
-    import duckdb
-
-    n = len(statements)
-    with stdout_closed():
-        for i, text in enumerate(statements, 1):
-            where = f"statement {i} of {n}: " if n > 1 else ""
-            if n > 1:
-                print(f"-- statement {i} of {n}: {_snippet(text, 200)}", flush=True)
-            try:
-                table = run_statement(athena, text, workgroup, database, args.timeout)
-            except AthenaTimeout as exc:
-                print(f"error: {where}{exc}", file=sys.stderr)
-                return EXIT_TIMED_OUT
-            except AthenaQueryFailed as exc:
-                print(f"error: {where}{exc}", file=sys.stderr)
-                return EXIT_REFUSED
-            except read_errors() as exc:
-                print(f"error: {where}{type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
-                return EXIT_REFUSED
-            con = duckdb.connect()
-            try:
-                _print(con.from_arrow(table), args.format)
-            finally:
-                con.close()
-    return 0
-
-
-def _boto3_client(name: str) -> Any:
+def boto3_client(name: str) -> Any:
     from control_plane.aws import aws_client
 
     return aws_client(name)
