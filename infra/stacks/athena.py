@@ -5,10 +5,10 @@ only what a query needs.
 * Tables (``analytics.athena``): ``stored_<table>`` (Parquet) over ``results/v1/<table>/`` for every table of
   ``analytics.schema.TABLES``, columns from its Arrow schema; ``commit_marker_lines`` and
   ``quarantine_record_lines`` (text, one row per line) over the commit markers and quarantine records. None is
-  partitioned: a (run, lane) folder holds every attempt, so the committed layer's views (``analytics/athena/views/
-  00_committed.sql``) choose files by the markers, and no partition needs registering at commit.
+  partitioned: a (run, lane) folder holds every attempt, so the committed layer's views (``00_committed.sql`` of
+  ``analytics/athena/views``) choose files by the markers, and no partition needs registering at commit.
 * The views (committed layer, then the DuckDB views transpiled) are DDL run through this workgroup by
-  ``python -m analytics.athena.install`` with an operator's credentials: the query role cannot create or change one.
+  ``python -m control_plane.athena_views`` with an operator's credentials: the query role cannot create or change one.
 * Workgroup: results under ``s3://<bucket>/athena-results/`` (SSE-S3, expired after ``athena_results_days``), each
   query cancelled past ``athena_bytes_scanned_cutoff_mb``, the configuration enforced (a client cannot pick
   another output location or lift the limit), Athena engine 3.

@@ -203,9 +203,6 @@ class BaseStack(Stack):
             string_value=self.results_uri,
             description="store root of the pipeline (neuronpipe --results)",
         )
-        from infra.stacks.athena import AthenaAnalytics  # it builds on this module's ARNs
-
-        self.athena = AthenaAnalytics(self, "Athena", settings=settings, bucket=self.results_bucket)
         CfnOutput(self, "ResultsBucketName", value=self.results_bucket.bucket_name)
         CfnOutput(self, "ResultsUriOutput", value=self.results_uri, export_name=f"{construct_id}-ResultsUri")
 
