@@ -117,8 +117,42 @@ def _aggregates(node: exp.Expression) -> bool:
     return False
 
 
+def _column_kinds() -> tuple[set[str], set[str]]:
+    """(list columns, string columns) of the stored tables, by name."""
+    import pyarrow as pa
+
+    from analytics.schema import TABLES, schema_for
+
+    lists, strings = set(), set()
+    for table in TABLES:
+        for field in schema_for(table):
+            if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+                lists.add(field.name)
+            elif pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+                strings.add(field.name)
+    return lists, strings
+
+
+def _rewrite_lengths(tree: exp.Expression) -> str | None:
+    """DuckDB's ``length`` takes a string or a list; Trino's a string only (``cardinality`` for an array). A column
+    that is a list in every stored table holding that name becomes ``cardinality``; one that is a string stays; of
+    anything else the type is not known here, and the reason says so."""
+    lists, strings = _column_kinds()
+    for node in list(tree.find_all(exp.Length)):
+        arg = node.this
+        name = arg.name if isinstance(arg, exp.Column) else None
+        if name in lists and name not in strings:
+            node.replace(exp.ArraySize(this=arg.copy()))
+        elif name not in strings:
+            shown = name or arg.sql("trino")[:60]
+            return f"length({shown}): a string or a list in DuckDB, a string only in Trino; its type is not known here"
+    return None
+
+
 def _duckdb_only(tree: exp.Expression) -> str | None:
     """The first DuckDB-only construct left in a Trino tree, said plainly; None when there is none."""
+    for _ in tree.find_all(exp.PercentileCont, exp.PercentileDisc):
+        return "percentile_cont/percentile_disc (Trino has approx_percentile only, not the exact percentile)"
     for join in tree.find_all(exp.Join):
         if (join.args.get("method") or "").upper() == "ASOF":
             return "an ASOF join (Trino has none)"
@@ -176,6 +210,9 @@ def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: d
     if reason:
         return ViewResult(file, name, None, reason)
     _rewrite_functions(tree)
+    reason = _rewrite_lengths(tree)
+    if reason:
+        return ViewResult(file, name, None, reason)
     try:
         text = tree.sql(dialect="trino", unsupported_level=ErrorLevel.RAISE, pretty=True)
     except UnsupportedError as exc:

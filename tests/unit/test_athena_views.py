@@ -92,6 +92,8 @@ def test_group_by_all_becomes_the_ordinals_of_the_non_aggregates():
         ("SELECT * FROM gone", "reads gone, which does not translate"),
         ("SELECT * FROM requests GROUP BY ALL", "GROUP BY ALL over SELECT *"),
         ("IF NOT EXISTS", "CREATE VIEW IF NOT EXISTS"),
+        ("SELECT median(x) AS m FROM t", "percentile_cont"),
+        ("SELECT length(a.lanes) AS n FROM a", "length(lanes): a string or a list in DuckDB"),
     ],
 )
 def test_a_construct_that_does_not_translate_is_named(sql, reason):
@@ -216,3 +218,12 @@ def test_an_aggregate_inside_a_subquery_does_not_make_a_projection_an_aggregate(
     )
     group = sqlglot.parse_one(r.trino, read="trino").find(exp.Group)
     assert [e.sql() for e in group.expressions] == ["1", "2"]
+
+
+def test_length_of_a_stored_list_column_becomes_cardinality_and_of_a_string_stays():
+    (r,) = transpile_file(
+        "x.sql", "CREATE OR REPLACE VIEW v AS SELECT length(chunk_times_s) AS n, length(lane) AS l FROM requests;", {}
+    )
+    tree = sqlglot.parse_one(r.trino, read="trino")
+    assert [e.this.name for e in tree.find_all(exp.ArraySize)] == ["chunk_times_s"]
+    assert [e.this.name for e in tree.find_all(exp.Length)] == ["lane"]

@@ -38,7 +38,7 @@ SELECT
   input_len,
   output_len,
   tokens_source,
-  LENGTH(chunk_times_s) AS chunks,
+  CARDINALITY(chunk_times_s) AS chunks,
   (
     NOT input_len IS NULL AND prompt_tokens IS DISTINCT FROM input_len
   )
@@ -71,11 +71,11 @@ WITH gaps AS (
       CARDINALITY(
         IF(
           (
-            LENGTH(chunk_times_s) - 1
+            CARDINALITY(chunk_times_s) - 1
           ) < 1,
           ARRAY[],
           SEQUENCE(1, (
-            LENGTH(chunk_times_s) - 1
+            CARDINALITY(chunk_times_s) - 1
           ))
         )
       )
@@ -83,16 +83,16 @@ WITH gaps AS (
   )) AS _u(pos)
   CROSS JOIN UNNEST(IF(
     (
-      LENGTH(chunk_times_s) - 1
+      CARDINALITY(chunk_times_s) - 1
     ) < 1,
     ARRAY[],
     SEQUENCE(1, (
-      LENGTH(chunk_times_s) - 1
+      CARDINALITY(chunk_times_s) - 1
     ))
   )) WITH ORDINALITY AS _u_2(i, pos_2)
   WHERE
     (
-      NOT warmup AND success AND LENGTH(chunk_times_s) > 1
+      NOT warmup AND success AND CARDINALITY(chunk_times_s) > 1
     )
     AND (
       _u.pos = _u_2.pos_2
@@ -100,22 +100,22 @@ WITH gaps AS (
         _u.pos > CARDINALITY(
           IF(
             (
-              LENGTH(chunk_times_s) - 1
+              CARDINALITY(chunk_times_s) - 1
             ) < 1,
             ARRAY[],
             SEQUENCE(1, (
-              LENGTH(chunk_times_s) - 1
+              CARDINALITY(chunk_times_s) - 1
             ))
           )
         )
         AND _u_2.pos_2 = CARDINALITY(
           IF(
             (
-              LENGTH(chunk_times_s) - 1
+              CARDINALITY(chunk_times_s) - 1
             ) < 1,
             ARRAY[],
             SEQUENCE(1, (
-              LENGTH(chunk_times_s) - 1
+              CARDINALITY(chunk_times_s) - 1
             ))
           )
         )
@@ -158,11 +158,11 @@ WITH chunks AS (
       CARDINALITY(
         IF(
           (
-            LENGTH(chunk_times_s) + 1 - 1
+            CARDINALITY(chunk_times_s) + 1 - 1
           ) < 1,
           ARRAY[],
           SEQUENCE(1, (
-            LENGTH(chunk_times_s) + 1 - 1
+            CARDINALITY(chunk_times_s) + 1 - 1
           ))
         )
       )
@@ -172,18 +172,18 @@ WITH chunks AS (
   CROSS JOIN UNNEST(chunk_tokens) WITH ORDINALITY AS _u_3(tokens, pos_3)
   CROSS JOIN UNNEST(IF(
     (
-      LENGTH(chunk_times_s) + 1 - 1
+      CARDINALITY(chunk_times_s) + 1 - 1
     ) < 1,
     ARRAY[],
     SEQUENCE(1, (
-      LENGTH(chunk_times_s) + 1 - 1
+      CARDINALITY(chunk_times_s) + 1 - 1
     ))
   )) WITH ORDINALITY AS _u_4(chunk_index, pos_4)
   WHERE
     (
       (
         (
-          NOT warmup AND success AND LENGTH(chunk_times_s) > 0
+          NOT warmup AND success AND CARDINALITY(chunk_times_s) > 0
         )
         AND (
           _u.pos = _u_2.pos_2
@@ -205,22 +205,22 @@ WITH chunks AS (
         _u.pos > CARDINALITY(
           IF(
             (
-              LENGTH(chunk_times_s) + 1 - 1
+              CARDINALITY(chunk_times_s) + 1 - 1
             ) < 1,
             ARRAY[],
             SEQUENCE(1, (
-              LENGTH(chunk_times_s) + 1 - 1
+              CARDINALITY(chunk_times_s) + 1 - 1
             ))
           )
         )
         AND _u_4.pos_4 = CARDINALITY(
           IF(
             (
-              LENGTH(chunk_times_s) + 1 - 1
+              CARDINALITY(chunk_times_s) + 1 - 1
             ) < 1,
             ARRAY[],
             SEQUENCE(1, (
-              LENGTH(chunk_times_s) + 1 - 1
+              CARDINALITY(chunk_times_s) + 1 - 1
             ))
           )
         )
