@@ -101,6 +101,59 @@ def _rewrite_functions(tree: exp.Expression) -> None:
             fn.replace(total)
 
 
+# DuckDB's exact percentile (linear interpolation between the sorted values, numpy's default: docs/reference/metrics.md)
+# in Trino, over SORTED = array_sort(array_agg(CAST(x AS DOUBLE)) FILTER (WHERE x IS NOT NULL [AND the aggregate's
+# own FILTER])): the value at rank 1 + p (n - 1), between its floor and ceiling ranks; NULL without a value (array_agg
+# of no rows is NULL).
+PERCENTILE = (
+    "IF(coalesce(cardinality(SORTED), 0) = 0, NULL, element_at(SORTED, CAST(floor(RANK) AS BIGINT)) + "
+    "(RANK - floor(RANK)) * (element_at(SORTED, CAST(ceil(RANK) AS BIGINT)) - "
+    "element_at(SORTED, CAST(floor(RANK) AS BIGINT))))"
+)
+
+
+def _rewrite_percentiles(tree: exp.Expression) -> None:
+    """``median(x)``, ``quantile_cont(x, p)`` and ``quantile_cont(x, [p, ...])`` (sqlglot: PercentileCont), with or
+    without ``FILTER``, as :data:`PERCENTILE` (a list of fractions: an ``ARRAY`` of one per fraction). Trino has only
+    ``approx_percentile``; a percentile in a window or with a fraction that is not a number is left (and reported)."""
+    for node in list(tree.find_all(exp.Median, exp.PercentileCont)):
+        if node.find_ancestor(exp.Window) is not None:
+            continue
+        if isinstance(node, exp.Median):
+            fractions = [exp.Literal.number("0.5")]
+        elif isinstance(node.expression, exp.Array):
+            fractions = list(node.expression.expressions)
+        else:
+            fractions = [node.expression]
+        if not fractions or not all(isinstance(f, exp.Literal) and not f.is_string for f in fractions):
+            continue
+        target = node.parent if isinstance(node.parent, exp.Filter) else node
+        value = node.this
+        keep = exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+        if target is not node:
+            keep = exp.and_(keep, exp.Paren(this=target.expression.this.copy()))
+        aggregated = exp.Filter(
+            this=exp.ArrayAgg(this=exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE"))),
+            expression=exp.Where(this=keep),
+        )
+        sorted_values = exp.func("array_sort", aggregated, dialect="trino")
+        values = []
+        for fraction in fractions:
+            rank = sqlglot.parse_one(f"(1 + {fraction.sql()} * (cardinality(SORTED) - 1))", read="trino")
+            text = PERCENTILE.replace("RANK", rank.sql("trino"))
+            expr = sqlglot.parse_one(text, read="trino")
+            for placeholder in list(expr.find_all(exp.Column)):
+                if placeholder.name == "SORTED":
+                    placeholder.replace(sorted_values.copy())
+            values.append(expr)
+        if not isinstance(node.expression, exp.Array):
+            target.replace(values[0])
+            continue
+        empty = sqlglot.parse_one("coalesce(cardinality(SORTED), 0) = 0", read="trino")
+        empty.find(exp.ArraySize).set("this", sorted_values.copy())
+        target.replace(exp.If(this=empty, true=exp.Null(), false=exp.Array(expressions=values)))
+
+
 def _aggregates(node: exp.Expression) -> bool:
     """``node`` holds an aggregate of its own query, outside any window or subquery (what DuckDB's GROUP BY ALL
     leaves out of the keys)."""
@@ -210,6 +263,7 @@ def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: d
     if reason:
         return ViewResult(file, name, None, reason)
     _rewrite_functions(tree)
+    _rewrite_percentiles(tree)
     reason = _rewrite_lengths(tree)
     if reason:
         return ViewResult(file, name, None, reason)

@@ -37,4 +37,709 @@ FROM compiles_every_attempt AS c
 LEFT JOIN latest AS l
   USING (run_id, lane);
 
--- report_compile: not translated (percentile_cont/percentile_disc (Trino has approx_percentile only, not the exact percentile)); see REPORT.md
+CREATE OR REPLACE VIEW report_compile AS
+WITH effective AS (
+  SELECT
+    run_id,
+    lane,
+    what,
+    model,
+    config,
+    backend,
+    COUNT(*) FILTER(WHERE
+      cache = 'cold' AND succeeded) AS n_cold,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+            NOT wall_s IS NULL AND (
+              cache = 'cold' AND succeeded
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'cold' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                  NOT wall_s IS NULL AND (
+                    cache = 'cold' AND succeeded
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'cold' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS cold_wall_s,
+    COUNT(*) FILTER(WHERE
+      cache = 'warm' AND succeeded) AS n_warm,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+            NOT wall_s IS NULL AND (
+              cache = 'warm' AND succeeded
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'warm' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                  NOT wall_s IS NULL AND (
+                    cache = 'warm' AND succeeded
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'warm' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'warm' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'warm' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS warm_wall_s,
+    COUNT(*) FILTER(WHERE
+      cache = 'none' AND succeeded) AS n_uncached,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'none' AND succeeded
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+            NOT wall_s IS NULL AND (
+              cache = 'none' AND succeeded
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'none' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                  NOT wall_s IS NULL AND (
+                    cache = 'none' AND succeeded
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'none' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'none' AND succeeded
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'none' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'none' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'none' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS uncached_wall_s,
+    CAST(IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+            NOT wall_s IS NULL AND (
+              cache = 'warm' AND succeeded
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'warm' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                  NOT wall_s IS NULL AND (
+                    cache = 'warm' AND succeeded
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'warm' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'warm' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'warm' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'warm' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS DOUBLE) / NULLIF(
+      IF(
+        COALESCE(
+          CARDINALITY(
+            ARRAY_SORT(
+              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                NOT wall_s IS NULL AND (
+                  cache = 'cold' AND succeeded
+                ))
+            )
+          ),
+          0
+        ) = 0,
+        NULL,
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) + (
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'cold' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          ) - FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          )
+        ) * (
+          ELEMENT_AT(
+            ARRAY_SORT(
+              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                NOT wall_s IS NULL AND (
+                  cache = 'cold' AND succeeded
+                ))
+            ),
+            CAST(CEIL(
+              (
+                1 + 0.5 * (
+                  CARDINALITY(
+                    ARRAY_SORT(
+                      ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                        NOT wall_s IS NULL AND (
+                          cache = 'cold' AND succeeded
+                        ))
+                    )
+                  ) - 1
+                )
+              )
+            ) AS BIGINT)
+          ) - ELEMENT_AT(
+            ARRAY_SORT(
+              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                NOT wall_s IS NULL AND (
+                  cache = 'cold' AND succeeded
+                ))
+            ),
+            CAST(FLOOR(
+              (
+                1 + 0.5 * (
+                  CARDINALITY(
+                    ARRAY_SORT(
+                      ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                        NOT wall_s IS NULL AND (
+                          cache = 'cold' AND succeeded
+                        ))
+                    )
+                  ) - 1
+                )
+              )
+            ) AS BIGINT)
+          )
+        )
+      ),
+      0
+    ) AS warm_over_cold,
+    SUM(new_artifacts) FILTER(WHERE
+      cache = 'cold') AS cold_new_artifacts,
+    SUM(new_artifacts) FILTER(WHERE
+      cache = 'warm') AS warm_new_artifacts,
+    MIN(cache_bytes_before) AS cache_bytes_before,
+    MAX(cache_bytes_after) AS cache_bytes_after,
+    COUNT(*) FILTER(WHERE
+      NOT succeeded) AS n_failed,
+    LISTAGG(DISTINCT cache_scope, ', ') WITHIN GROUP (ORDER BY
+      cache_scope) AS cache_scopes,
+    LISTAGG(DISTINCT cache_basis, ', ') WITHIN GROUP (ORDER BY
+      cache_basis) AS cache_bases
+  FROM compiles
+  GROUP BY
+    run_id,
+    lane,
+    what,
+    model,
+    config,
+    backend
+), superseded AS (
+  SELECT
+    run_id,
+    lane,
+    what,
+    model,
+    config,
+    backend,
+    COUNT(*) FILTER(WHERE
+      cache = 'cold' AND succeeded) AS n_superseded_cold,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+            NOT wall_s IS NULL AND (
+              cache = 'cold' AND succeeded
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'cold' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                  NOT wall_s IS NULL AND (
+                    cache = 'cold' AND succeeded
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                    NOT wall_s IS NULL AND (
+                      cache = 'cold' AND succeeded
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+              NOT wall_s IS NULL AND (
+                cache = 'cold' AND succeeded
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
+                      NOT wall_s IS NULL AND (
+                        cache = 'cold' AND succeeded
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS superseded_cold_wall_s
+  FROM report_compile_attempts
+  WHERE
+    superseded
+  GROUP BY
+    run_id,
+    lane,
+    what,
+    model,
+    config,
+    backend
+)
+SELECT
+  e.*,
+  COALESCE(s.n_superseded_cold, 0) AS n_superseded_cold,
+  s.superseded_cold_wall_s
+FROM effective AS e
+LEFT JOIN superseded AS s
+  ON s.run_id = e.run_id
+  AND s.lane = e.lane
+  AND s.what = e.what
+  AND s.model IS NOT DISTINCT FROM e.model
+  AND s.config IS NOT DISTINCT FROM e.config
+  AND s.backend IS NOT DISTINCT FROM e.backend;

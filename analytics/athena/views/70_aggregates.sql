@@ -2,6 +2,444 @@
 
 -- serving_points_all: not translated (reads serving_points, which does not translate); see REPORT.md
 
--- sustained_iterations: not translated (percentile_cont/percentile_disc (Trino has approx_percentile only, not the exact percentile)); see REPORT.md
+CREATE OR REPLACE VIEW sustained_iterations AS
+WITH pts AS (
+  SELECT
+    w.run_id,
+    w.lane,
+    w.point_id,
+    ARBITRARY(w.model) AS model,
+    ARBITRARY(w.server_config) AS server_config,
+    COUNT(*) AS iterations
+  FROM sustained_windows AS w
+  WHERE
+    NOT COALESCE(w.warmup, FALSE)
+    AND NOT EXISTS(
+      SELECT
+        1
+      FROM requests AS r
+      WHERE
+        r.run_id = w.run_id AND r.lane = w.lane AND r.point_id = w.point_id
+    )
+  GROUP BY
+    1,
+    2,
+    3
+), ranked AS (
+  SELECT
+    w.*,
+    COALESCE(s.retention_k, 3) AS k,
+    ROW_NUMBER() OVER (PARTITION BY w.run_id, w.lane, w.point_id ORDER BY w."window") AS pos,
+    COUNT(*) OVER (PARTITION BY w.run_id, w.lane, w.point_id) AS n
+  FROM sustained_windows AS w
+  LEFT JOIN sweep_points AS s
+    ON s.run_id = w.run_id AND s.lane = w.lane AND s.point_id = w.point_id
+  WHERE
+    NOT COALESCE(w.warmup, FALSE)
+    AND EXISTS(
+      SELECT
+        1
+      FROM pts AS p
+      WHERE
+        p.run_id = w.run_id AND p.lane = w.lane AND p.point_id = w.point_id
+    )
+), agg AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    ARBITRARY(k) AS k,
+    MIN_BY(output_throughput, pos) AS first_throughput,
+    MAX(output_throughput) AS peak_throughput,
+    MAX_BY(output_throughput, pos) AS last_throughput,
+    AVG(output_throughput) FILTER(WHERE
+      pos > n - 3) AS tail3_mean_throughput,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos <= k
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+            NOT output_throughput IS NULL AND (
+              pos <= k
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                    NOT output_throughput IS NULL AND (
+                      pos <= k
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                  NOT output_throughput IS NULL AND (
+                    pos <= k
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                    NOT output_throughput IS NULL AND (
+                      pos <= k
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos <= k
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                      NOT output_throughput IS NULL AND (
+                        pos <= k
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos <= k
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                      NOT output_throughput IS NULL AND (
+                        pos <= k
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS first_k_throughput,
+    IF(
+      COALESCE(
+        CARDINALITY(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos > n - k
+              ))
+          )
+        ),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(
+          ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+            NOT output_throughput IS NULL AND (
+              pos > n - k
+            ))
+        ),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                    NOT output_throughput IS NULL AND (
+                      pos > n - k
+                    ))
+                )
+              ) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(
+              ARRAY_SORT(
+                ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                  NOT output_throughput IS NULL AND (
+                    pos > n - k
+                  ))
+              )
+            ) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(
+                ARRAY_SORT(
+                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                    NOT output_throughput IS NULL AND (
+                      pos > n - k
+                    ))
+                )
+              ) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos > n - k
+              ))
+          ),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                      NOT output_throughput IS NULL AND (
+                        pos > n - k
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(
+            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+              NOT output_throughput IS NULL AND (
+                pos > n - k
+              ))
+          ),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(
+                  ARRAY_SORT(
+                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
+                      NOT output_throughput IS NULL AND (
+                        pos > n - k
+                      ))
+                  )
+                ) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS last_k_throughput,
+    SUM(completed) AS completed,
+    SUM(failed) AS failed
+  FROM ranked
+  GROUP BY
+    1,
+    2,
+    3
+)
+SELECT
+  p.run_id,
+  p.lane,
+  p.point_id,
+  p.model,
+  p.server_config,
+  p.iterations,
+  a.completed,
+  a.failed,
+  a.first_throughput,
+  a.peak_throughput,
+  a.last_throughput,
+  'tail3_mean_over_first' AS rule,
+  CAST(a.tail3_mean_throughput AS DOUBLE) / NULLIF(a.first_throughput, 0) AS retention,
+  CAST(a.tail3_mean_throughput AS DOUBLE) / NULLIF(a.peak_throughput, 0) AS retention_vs_peak
+FROM pts AS p
+JOIN agg AS a
+  USING (run_id, lane, point_id)
+UNION ALL
+SELECT
+  p.run_id,
+  p.lane,
+  p.point_id,
+  p.model,
+  p.server_config,
+  p.iterations,
+  a.completed,
+  a.failed,
+  a.first_throughput,
+  a.peak_throughput,
+  a.last_throughput,
+  'median_last_k_over_first_k' AS rule,
+  CAST(a.last_k_throughput AS DOUBLE) / NULLIF(a.first_k_throughput, 0) AS retention,
+  CAST(a.last_k_throughput AS DOUBLE) / NULLIF(a.peak_throughput, 0) AS retention_vs_peak
+FROM pts AS p
+JOIN agg AS a
+  USING (run_id, lane, point_id);
 
--- train_step_clock: not translated (percentile_cont/percentile_disc (Trino has approx_percentile only, not the exact percentile)); see REPORT.md
+CREATE OR REPLACE VIEW train_step_clock AS
+WITH steps AS (
+  SELECT
+    run_id,
+    lane,
+    model,
+    COUNT(*) AS steps,
+    SUM(step_s) AS summed_step_s,
+    IF(
+      COALESCE(
+        CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+          NOT step_s IS NULL))),
+        0
+      ) = 0,
+      NULL,
+      ELEMENT_AT(
+        ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+          NOT step_s IS NULL)),
+        CAST(FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+                NOT step_s IS NULL))) - 1
+            )
+          )
+        ) AS BIGINT)
+      ) + (
+        (
+          1 + 0.5 * (
+            CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+              NOT step_s IS NULL))) - 1
+          )
+        ) - FLOOR(
+          (
+            1 + 0.5 * (
+              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+                NOT step_s IS NULL))) - 1
+            )
+          )
+        )
+      ) * (
+        ELEMENT_AT(
+          ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+            NOT step_s IS NULL)),
+          CAST(CEIL(
+            (
+              1 + 0.5 * (
+                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+                  NOT step_s IS NULL))) - 1
+              )
+            )
+          ) AS BIGINT)
+        ) - ELEMENT_AT(
+          ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+            NOT step_s IS NULL)),
+          CAST(FLOOR(
+            (
+              1 + 0.5 * (
+                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(step_s AS DOUBLE)) FILTER(WHERE
+                  NOT step_s IS NULL))) - 1
+              )
+            )
+          ) AS BIGINT)
+        )
+      )
+    ) AS median_step_s
+  FROM train_steps
+  GROUP BY
+    1,
+    2,
+    3
+), runs AS (
+  SELECT
+    run_id,
+    lane,
+    config_json
+  FROM (
+    SELECT
+      run_id,
+      lane,
+      config_json,
+      ROW_NUMBER() OVER (PARTITION BY run_id, lane ORDER BY ended_at DESC, attempt DESC) AS _w
+    FROM lane_runs
+  ) AS _t
+  WHERE
+    _w = 1
+), saves AS (
+  SELECT
+    run_id,
+    lane,
+    model,
+    SUM(save_s) AS summed_save_s
+  FROM train_saves
+  GROUP BY
+    1,
+    2,
+    3
+), j AS (
+  SELECT
+    s.run_id,
+    s.lane,
+    s.model,
+    s.steps,
+    s.summed_step_s + COALESCE(v.summed_save_s, 0) AS clocked_s,
+    s.summed_step_s,
+    s.median_step_s,
+    COALESCE(
+      t.train_loop_s,
+      TRY_CAST(JSON_EXTRACT_SCALAR(JSON_EXTRACT(r.config_json, '$.train_loop_wall_s'), s.model) AS DOUBLE)
+    ) AS train_loop_wall_s,
+    COALESCE(t.step_clock, JSON_EXTRACT_SCALAR(r.config_json, '$.step_clock')) AS step_clock
+  FROM steps AS s
+  LEFT JOIN runs AS r
+    USING (run_id, lane)
+  LEFT JOIN train_runs AS t
+    ON t.run_id = s.run_id AND t.lane = s.lane AND t.model = s.model
+  LEFT JOIN saves AS v
+    ON v.run_id = s.run_id AND v.lane = s.lane AND v.model = s.model
+)
+SELECT
+  run_id,
+  lane,
+  model,
+  steps,
+  summed_step_s,
+  median_step_s,
+  train_loop_wall_s,
+  step_clock,
+  CAST(clocked_s AS DOUBLE) / NULLIF(train_loop_wall_s, 0) AS step_clock_coverage,
+  COALESCE(CAST(clocked_s AS DOUBLE) / NULLIF(train_loop_wall_s, 0) < 0.9, FALSE) AS step_clock_partial
+FROM j;
