@@ -18,7 +18,9 @@ is left out, and ``analytics/athena/views/REPORT.md`` names it with the reason:
 Rewrites besides sqlglot's, each exact: DuckDB's ``GROUP BY ALL`` (group by every selected expression that holds no
 aggregate) becomes ``GROUP BY`` those expressions' ordinals, which is its definition; ``any_value`` loses the
 ``IGNORE NULLS`` Trino's ``arbitrary`` cannot take and does anyway; ``list_sum(l)`` becomes a ``sum`` over
-``UNNEST(l)`` (:func:`_rewrite_functions`).
+``UNNEST(l)`` (:func:`_rewrite_functions`); ``median`` / ``quantile_cont`` become the exact interpolated percentile
+over a sorted ``array_agg`` (:func:`_rewrite_percentiles`); ``length`` of a stored list column becomes
+``cardinality`` (:func:`_rewrite_lengths`).
 
 ``--check`` writes nothing and exits 1 when the checked-in files differ from what the views generate now (a view
 changed without ``make athena-views``); ``tests/unit/test_athena_views.py`` runs the same check.
@@ -30,6 +32,7 @@ import argparse
 import logging
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import sqlglot
@@ -170,7 +173,8 @@ def _aggregates(node: exp.Expression) -> bool:
     return False
 
 
-def _column_kinds() -> tuple[set[str], set[str]]:
+@cache
+def _column_kinds() -> tuple[frozenset[str], frozenset[str]]:
     """(list columns, string columns) of the stored tables, by name."""
     import pyarrow as pa
 
@@ -183,7 +187,7 @@ def _column_kinds() -> tuple[set[str], set[str]]:
                 lists.add(field.name)
             elif pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
                 strings.add(field.name)
-    return lists, strings
+    return frozenset(lists), frozenset(strings)
 
 
 def _rewrite_lengths(tree: exp.Expression) -> str | None:
@@ -246,8 +250,9 @@ def transpile_file(file: str, text: str, untranslated: dict[str, str]) -> list[V
     return out
 
 
-def _committed_names() -> set[str]:
-    return {view for view, _ in committed_layer()}
+@cache
+def _committed_names() -> frozenset[str]:
+    return frozenset(view for view, _ in committed_layer())
 
 
 def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: dict[str, str]) -> ViewResult:
