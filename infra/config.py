@@ -74,6 +74,7 @@ APPEND_ONLY_KEY_PATTERNS = (
 # What only the control plane commits (analytics.store.markers): a lane's commit marker (commit_lane writes it after
 # checking the box's proposed marker under v1/_proposed/) and a quarantine record. No box role may put these.
 COMMIT_KEY_PATTERNS = (f"{RESULTS_PREFIX}/v1/_commits/*", f"{RESULTS_PREFIX}/v1/_quarantine/*")
+ATHENA_RESULTS_PREFIX = "athena-results/"  # the workgroup's query results (outside results/: not the store's)
 REPORTS_PREFIX = "reports/"  # finalize_run writes REPORT.md, REPORT.html and comparison.json here (not append-only)
 
 # Public SSM parameters of the Neuron DLAMIs (Neuron DLAMI user guide, "SSM Parameter Prefix"), resolved by EC2 at
@@ -294,6 +295,23 @@ class DeploymentSettings(BaseModel):
         "launch template (default: the catalogue's AMI source; inf2 types the "
         "vLLM 0.16 pin where infra.config has one)",
     )
+    athena_workgroup: str = Field(
+        "neuron-pipelines",
+        pattern=r"^[A-Za-z0-9._-]{1,128}$",
+        description="the Athena workgroup over the results store (SSM /neuronpipe/athena/workgroup; "
+        "`neuronpipe query --engine athena` runs there)",
+    )
+    athena_database: str = Field(
+        "neuron_pipelines",
+        pattern=r"^[a-z0-9_]{1,255}$",
+        description="the Glue database of the store's tables and views (SSM /neuronpipe/athena/database)",
+    )
+    athena_bytes_scanned_cutoff_mb: int = Field(
+        10240,
+        ge=10,
+        description="the workgroup cancels a query that scans more than this many MiB (Athena's minimum is 10)",
+    )
+    athena_results_days: int = Field(30, ge=1, description="query results under athena-results/ expire after N days")
 
     @field_validator("availability_zones")
     @classmethod

@@ -19,6 +19,9 @@ Several statements (``select 1; select 2``) run in order and every result is pri
 line ``-- statement 2 of 2: select 2``; one statement prints its result alone (no header). A statement that
 fails stops the rest: one line naming it, exit 2.
 
+``--engine athena`` runs the SQL in the deploy's Athena workgroup instead (:func:`run_athena`,
+``control_plane.athena``) and prints the same table.
+
 Bad input gets one line and exit 2: a results root that is missing or a file, an unknown or malformed run
 id, empty or non-UTF-8 SQL, SQL that fails (at parse or while rows are produced). A damaged attempt is left
 out of the views with one warning line; the query runs over the rest.
@@ -102,6 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "line '-- statement I of N: SQL'.",
     )
     p.add_argument("sql", help='e.g. "select count(*) from host_bench"')
+    p.add_argument(
+        "--engine",
+        choices=("duckdb", "athena"),
+        default="duckdb",
+        help="duckdb (default): the views over --results, here; athena: the same views in the deploy's Athena "
+        "workgroup (SSM /neuronpipe/athena/workgroup), over the shared bucket",
+    )
     p.add_argument("--results", default="results", help="results root: directory or s3://bucket/prefix")
     p.add_argument("--run-id", action="append", default=None, help="restrict to these runs (repeatable)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -181,6 +191,9 @@ def _snippet(sql: str, limit: int) -> str:
 def run(args: argparse.Namespace) -> int:
     import tempfile
 
+    if getattr(args, "engine", "duckdb") == "athena":
+        return run_athena(args)
+
     import duckdb
 
     from analytics.views import connect
@@ -211,6 +224,66 @@ def run(args: argparse.Namespace) -> int:
                 return _run_all(con, statements, args.format, args.timeout)
         finally:
             con.close()
+
+
+def run_athena(args: argparse.Namespace, clients: Callable[[str], Any] | None = None) -> int:
+    """The command with ``--engine athena``; ``clients(name)`` makes the boto3 clients (tests pass moto's)."""
+    import duckdb
+
+    from control_plane.athena import (
+        AthenaInputError,
+        AthenaQueryFailed,
+        AthenaTimeout,
+        boto3_client,
+        read_statements,
+        resolve_target,
+        run_statement,
+    )
+    from control_plane.commands._results import ResultsInputError, read_errors, stdout_closed, utf8_text
+
+    try:
+        sql = utf8_text(args.sql, "the SQL")
+        if not sql.strip():
+            raise AthenaInputError("the SQL is empty")
+        if args.run_id:
+            raise AthenaInputError("--run-id is the DuckDB engine's; with --engine athena filter on run_id in the SQL")
+        if args.verify:
+            raise AthenaInputError("--verify is the DuckDB engine's: Athena checks no file hashes (see `verify`)")
+        statements = read_statements(sql)
+        if not statements:
+            raise AthenaInputError("the SQL holds no statement (only comments or ';')")
+        make = clients or boto3_client
+        workgroup, database = resolve_target(make("ssm"))
+        athena = make("athena")
+    except (AthenaInputError, ResultsInputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except read_errors() as exc:  # no credentials, no region
+        print(f"error: cannot reach Athena: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_REFUSED
+    n = len(statements)
+    with stdout_closed():
+        for i, text in enumerate(statements, 1):
+            where = f"statement {i} of {n}: " if n > 1 else ""
+            if n > 1:
+                print(f"-- statement {i} of {n}: {_snippet(text, 200)}", flush=True)
+            try:
+                table = run_statement(athena, text, workgroup, database, args.timeout)
+            except AthenaTimeout as exc:
+                print(f"error: {where}{exc}", file=sys.stderr)
+                return EXIT_TIMED_OUT
+            except AthenaQueryFailed as exc:
+                print(f"error: {where}{exc}", file=sys.stderr)
+                return EXIT_REFUSED
+            except read_errors() as exc:
+                print(f"error: {where}{type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+                return EXIT_REFUSED
+            con = duckdb.connect()
+            try:
+                _print(con.from_arrow(table), args.format)
+            finally:
+                con.close()
+    return 0
 
 
 def _run_all(con: Any, statements: list[str], fmt: str, timeout_s: float) -> int:

@@ -460,7 +460,7 @@ def test_plan_run_may_call_the_default_quota_its_fallback_reads(synthesized):
 
 # --- every acknowledgment's reason is true ---------------------------------------------------------------------
 
-BUCKET_ROOTS = ("results/", "control/", "reports/", "adapters/", "neuron-cache/")
+BUCKET_ROOTS = ("results/", "control/", "reports/", "adapters/", "neuron-cache/", "athena-results/")
 NAMED_PREFIX = re.compile(r"(?<![\w/.-])((?:" + "|".join(map(re.escape, BUCKET_ROOTS)) + r")[^\s,;:()]*)")
 S3_FINDING = re.compile(r"\[Resource::arn:<AWS::Partition>:s3:::[^/\]]+/([^\]]+)\]$")
 

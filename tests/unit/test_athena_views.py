@@ -1,0 +1,255 @@
+"""The Athena views: generated from analytics/views/sql (one definition), every one parsing in Trino's dialect, the
+ones that do not translate named with the reason, the checked-in files up to date; and the committed layer keeping
+exactly the attempts DuckDB's readers see (its logic run in DuckDB after sqlglot writes it back: Athena itself has
+not run here)."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from analytics.athena import COMMITTED_FILES, committed_layer, glue_columns, glue_type
+from analytics.athena.generate import (
+    COMMITTED_FILE,
+    OUT_DIR,
+    REPORT_FILE,
+    generate,
+    stale_files,
+    transpile_file,
+)
+from analytics.schema import TABLES
+from analytics.store.markers import CommitMarker
+from analytics.views import derived_sql_files
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return generate()
+
+
+def _duckdb_view_names() -> list[str]:
+    pattern = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (?:IF NOT EXISTS )?(\w+)", re.M | re.I)
+    return [name for _, text in derived_sql_files() for name in pattern.findall(text)]
+
+
+def test_the_checked_in_views_are_what_the_duckdb_views_generate_now(generated):
+    files, _ = generated
+    assert stale_files(files=files) == [], "a view changed without `make athena-views`"
+
+
+def test_every_generated_statement_is_a_view_that_parses_in_trino(generated):
+    files, _ = generated
+    count = 0
+    for name, text in files.items():
+        if not name.endswith(".sql"):
+            continue
+        for statement in sqlglot.parse(text, read="trino"):
+            if statement is None or isinstance(statement, exp.Semicolon):  # a "not translated" comment
+                continue
+            assert isinstance(statement, exp.Create) and statement.args["kind"].upper() == "VIEW", (name, statement)
+            count += 1
+    assert count > len(TABLES)
+
+
+def test_every_duckdb_view_is_translated_or_reported_with_a_reason(generated):
+    files, results = generated
+    names = _duckdb_view_names()
+    assert sorted(r.name for r in results) == sorted(names)
+    created = set(re.findall(r"^CREATE OR REPLACE VIEW (\w+)", "".join(files.values()), re.M))
+    report = files[REPORT_FILE]
+    for r in results:
+        if r.trino is not None:
+            assert r.name in created
+        else:
+            provided = r.name in {n for n, _ in committed_layer()}  # DuckDB's fallback of a committed-layer view
+            assert provided or r.name not in created, f"{r.name} does not translate but a view of that name exists"
+            assert r.reason and f"`{r.name}` | {r.reason}" in report
+    translated = sum(r.trino is not None for r in results)
+    assert f"{translated} of {len(results)} views translate" in report
+
+
+def test_group_by_all_becomes_the_ordinals_of_the_non_aggregates():
+    (r,) = transpile_file(
+        "x.sql",
+        "CREATE OR REPLACE VIEW v AS SELECT run_id, lane, count(*) AS n, "
+        "sum(x) OVER (PARTITION BY run_id) AS w FROM requests GROUP BY ALL;",
+        {},
+    )
+    assert r.trino is not None
+    group = sqlglot.parse_one(r.trino, read="trino").find(exp.Group)
+    assert [e.sql() for e in group.expressions] == ["1", "2", "4"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT printf('%d', 1) AS s", "function printf() is DuckDB's"),
+        ("SELECT a.x FROM a ASOF LEFT JOIN b ON a.x >= b.x", "ASOF join"),
+        ("SELECT * FROM gone", "reads gone, which does not translate"),
+        ("SELECT * FROM requests GROUP BY ALL", "GROUP BY ALL over SELECT *"),
+        ("IF NOT EXISTS", "CREATE VIEW IF NOT EXISTS"),
+        ("SELECT median(x) OVER (PARTITION BY g) AS m FROM t", "percentile_cont"),
+        ("SELECT length(a.lanes) AS n FROM a", "length(lanes): a string or a list in DuckDB"),
+    ],
+)
+def test_a_construct_that_does_not_translate_is_named(sql, reason):
+    text = f"CREATE OR REPLACE VIEW v AS {sql};"
+    if sql == "IF NOT EXISTS":
+        text = "CREATE VIEW IF NOT EXISTS v AS SELECT 1 AS x;"
+    (r,) = transpile_file("x.sql", text, {"gone": "because"})
+    assert r.trino is None and reason in r.reason
+
+
+def test_glue_columns_follow_the_arrow_schemas():
+    for table in TABLES:
+        cols = glue_columns(table)
+        assert [c[0] for c in cols][:1] and all(c[1] for c in cols)
+    assert glue_type(__import__("pyarrow").list_(__import__("pyarrow").float64())) == "array<double>"
+
+
+ROOT = "s3://bucket/results"
+
+
+def _marker(run: str, lane: str, attempt: str, supersedes: bool = True, tables=("requests", "lane_runs")):
+    m = CommitMarker(
+        run_id=run,
+        lane=lane,
+        attempt=attempt,
+        status="succeeded",
+        supersedes=supersedes,
+        tables={t: f"v1/{t}/run_id={run}/lane={lane}/{attempt}.parquet" for t in tables},
+    )
+    return f"{ROOT}/v1/_commits/run_id={run}/lane={lane}/{attempt}.json", m.to_json().decode()
+
+
+@pytest.fixture
+def layer():
+    """The committed layer over a store of one (run, lane): attempt 1 superseded by 2, 3 a resume skip (committed,
+    supersedes nothing), 4 never committed, 5 committed then quarantined; a marker of attempt 6 copied to 7's key."""
+    con = duckdb.connect()
+    con.execute('CREATE TABLE commit_marker_lines ("$path" VARCHAR, line VARCHAR)')
+    con.execute('CREATE TABLE quarantine_record_lines ("$path" VARCHAR, line VARCHAR)')
+    markers = [
+        _marker("r1", "serve", "s00000001-a"),
+        _marker("r1", "serve", "s00000002-b"),
+        _marker("r1", "serve", "s00000003-c", supersedes=False),
+        _marker("r1", "serve", "s00000005-e"),
+        _marker("r2", "serve", "s00000001-a", tables=("lane_runs",)),
+    ]
+    path6, body6 = _marker("r1", "other", "s00000006-f")
+    markers.append((path6.replace("s00000006-f", "s00000007-g"), body6))
+    for path, body in markers:
+        con.executemany("INSERT INTO commit_marker_lines VALUES (?, ?)", [(path, line) for line in body.splitlines()])
+    con.execute(
+        "INSERT INTO quarantine_record_lines VALUES "
+        f"('{ROOT}/v1/_quarantine/run_id=r1/lane=serve/s00000005-e.json', '{{\"reason\": \"damaged\"}}')"
+    )
+    for table in ("requests", "lane_runs", "compiles"):
+        con.execute(f'CREATE TABLE stored_{table} ("$path" VARCHAR, run_id VARCHAR, attempt VARCHAR)')
+        for run, lane, attempt in [
+            ("r1", "serve", a) for a in ("s00000001-a", "s00000002-b", "s00000003-c", "s00000004-d", "s00000005-e")
+        ] + [("r2", "serve", "s00000001-a"), ("r1", "other", "s00000007-g")]:
+            uri = f"{ROOT}/v1/{table}/run_id={run}/lane={lane}/{attempt}.parquet"
+            con.execute(f"INSERT INTO stored_{table} VALUES (?, ?, ?)", [uri, run, attempt])
+    for name, sql in committed_layer():
+        if name in TABLES and name not in ("requests", "lane_runs", "compiles"):
+            continue
+        con.execute(sqlglot.transpile(sql, read="trino", write="duckdb")[0])
+    return con
+
+
+def _rows(con, sql):
+    return sorted(con.execute(sql).fetchall())
+
+
+def test_athena_reads_only_the_latest_committed_attempt_of_a_table(layer):
+    assert _rows(layer, "SELECT run_id, attempt FROM requests") == [("r1", "s00000002-b")]
+
+
+def test_lane_runs_shows_every_committed_unquarantined_attempt(layer):
+    assert _rows(layer, "SELECT run_id, attempt FROM lane_runs") == [
+        ("r1", "s00000001-a"),
+        ("r1", "s00000002-b"),
+        ("r1", "s00000003-c"),
+        ("r2", "s00000001-a"),
+    ]
+
+
+def test_a_table_no_marker_names_is_not_read_and_quarantine_is_listed(layer):
+    assert _rows(layer, "SELECT * FROM compiles") == []  # stored files, but no marker names a compiles table
+    assert _rows(layer, "SELECT run_id, lane, attempt, kind FROM store_exclusions") == [
+        ("r1", "serve", "s00000005-e", "attempt_quarantined")
+    ]
+    attempts = _rows(layer, f"SELECT DISTINCT attempt FROM {COMMITTED_FILES}")
+    assert ("s00000004-d",) not in attempts and ("s00000007-g",) not in attempts  # uncommitted; foreign marker
+
+
+def test_the_committed_file_lists_the_layer_views_first():
+    text = (OUT_DIR / COMMITTED_FILE).read_text()
+    names = re.findall(r"^CREATE OR REPLACE VIEW (\w+)", text, re.M)
+    assert names[:2] == ["committed_attempts", COMMITTED_FILES]
+    assert set(TABLES) <= set(names) and "store_exclusions" in names and "compiles_every_attempt" in names
+
+
+def test_any_value_and_list_sum_are_rewritten_to_what_trino_has():
+    (r,) = transpile_file(
+        "x.sql",
+        "CREATE OR REPLACE VIEW v AS SELECT any_value(lo) FILTER (WHERE m = 'TTFT') AS lo_ttft, "
+        "list_sum(chunk_tokens) AS total FROM requests GROUP BY ALL;",
+        {},
+    )
+    assert r.trino is not None
+    tree = sqlglot.parse_one(r.trino, read="trino")
+    assert "IGNORE NULLS" not in r.trino.upper() and tree.find(exp.AnyValue) is not None
+    unnest = tree.find(exp.Unnest)
+    assert unnest is not None and unnest.expressions[0].name == "chunk_tokens"
+    assert tree.find(exp.Group) is not None  # list_sum is no aggregate: total is a group key
+
+
+def test_an_aggregate_inside_a_subquery_does_not_make_a_projection_an_aggregate():
+    (r,) = transpile_file(
+        "x.sql",
+        "CREATE OR REPLACE VIEW v AS SELECT run_id, (SELECT max(x) FROM t) AS m, count(*) AS n FROM r GROUP BY ALL;",
+        {},
+    )
+    group = sqlglot.parse_one(r.trino, read="trino").find(exp.Group)
+    assert [e.sql() for e in group.expressions] == ["1", "2"]
+
+
+def test_length_of_a_stored_list_column_becomes_cardinality_and_of_a_string_stays():
+    (r,) = transpile_file(
+        "x.sql", "CREATE OR REPLACE VIEW v AS SELECT length(chunk_times_s) AS n, length(lane) AS l FROM requests;", {}
+    )
+    tree = sqlglot.parse_one(r.trino, read="trino")
+    assert [e.this.name for e in tree.find_all(exp.ArraySize)] == ["chunk_times_s"]
+    assert [e.this.name for e in tree.find_all(exp.Length)] == ["lane"]
+
+
+def test_the_percentile_rewrite_gives_duckdbs_exact_percentiles():
+    """The Trino form of median / quantile_cont (scalar and list, with a FILTER), written back as DuckDB's SQL by
+    sqlglot and run next to DuckDB's own quantile_cont on the same rows: the same values, NULL for no value."""
+    sql = (
+        "CREATE OR REPLACE VIEW v AS SELECT g, median(x) FILTER (WHERE y) AS m, quantile_cont(x, 0.99) AS p99, "
+        "quantile_cont(x, [0.5, 0.9, 0.95]) AS ps FROM t GROUP BY ALL;"
+    )
+    (r,) = transpile_file("x.sql", sql, {})
+    assert r.trino is not None and "PERCENTILE" not in r.trino.upper()
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT i % 3 AS g, CASE WHEN i % 7 = 0 THEN NULL ELSE (i * 37 % 101)::BIGINT END AS x, "
+        "i % 2 = 0 AS y FROM range(200) r(i)"
+    )
+    con.execute("INSERT INTO t VALUES (5, NULL, true), (6, 4, true)")
+    con.execute(sqlglot.transpile(r.trino, read="trino", write="duckdb")[0])
+    con.execute(sql.replace(" v AS", " reference AS"))
+    ours = con.execute("SELECT * FROM v ORDER BY g").fetchall()
+    reference = con.execute("SELECT * FROM reference ORDER BY g").fetchall()
+    assert len(ours) == len(reference) == 5
+    for a, b in zip(ours, reference):
+        assert a[0] == b[0]
+        for mine, theirs in zip(a[1:], b[1:]):
+            assert (mine is None and theirs is None) or mine == pytest.approx(theirs, rel=1e-12), (a, b)
