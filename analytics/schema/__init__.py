@@ -17,6 +17,7 @@ from analytics.schema.boxes import BOX_TABLES
 from analytics.schema.core import CORE_TABLES
 from analytics.schema.kernels import KERNEL_TABLES
 from analytics.schema.predictions import PREDICTION_TABLES
+from analytics.schema.rag import RAG_TABLES
 from analytics.schema.serving import SERVING_TABLES
 from analytics.schema.training import TRAINING_TABLES
 
@@ -31,6 +32,7 @@ TABLES: dict[str, pa.Schema] = {
     **BOX_TABLES,
     **KERNEL_TABLES,
     **PREDICTION_TABLES,
+    **RAG_TABLES,
 }
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")
