@@ -19,6 +19,7 @@ from analytics.pricing import PRICE_DATE, PRICE_REGION, PRICE_SOURCE
 from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.kernels import kernels_section
+from analytics.report.rag import rag_section
 from analytics.report.compare import deltas_section
 from analytics.report.predictions import predictions_section
 from analytics.report.variants import variants_section
@@ -308,6 +309,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
     kernels = kernels_section(con, present)  # only where a run has kernel rows: other documents stay as they were
     if kernels is not None:
         c["kernels"] = kernels
+    if (rag := rag_section(con, present)) is not None:  # only where a run has rag rows
+        c["rag"] = rag
     if (predicted := predictions_section(con, present)) is not None:  # only when a run registered predictions
         c["predictions"] = predicted
     return c

@@ -47,6 +47,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("variants", "Variants A/B"),
     ("accuracy", "Accuracy"),
     ("kernels", "Kernels (NKI)"),
+    ("rag", "RAG"),
     ("predictions", "Predicted vs observed"),
     ("deltas", "Runs side by side"),
 )
