@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.importers import tnx_extras, tnx_inf2, tnx_nki, tnx_predictions, tnx_training, tnx_trn1
+from analytics.importers import tnx_extras, tnx_inf2, tnx_nki, tnx_predictions, tnx_rag, tnx_training, tnx_trn1
 from analytics.importers.common import ImportExistsError, ImportInputError, LaneImport, dumps, parse_time
 from analytics.importers.source import GitRepo, GitTree, SourceError, Tree, open_tree
 from analytics.schema import SchemaMismatchError, conform
@@ -54,6 +54,8 @@ def collect(tree: Tree) -> list[LaneImport]:
     lanes = tnx_extras.extras(tree, tnx_trn1.lanes(tree) + tnx_inf2.lanes(tree))  # its Phase 2 joins the lanes
     nki = tnx_nki.nki_lane(tree, tree.files(tnx_nki.EXTRAS))  # its NKI kernel's receipts: the nki lane
     lanes += [nki] if nki is not None else []
+    rag = tnx_rag.rag_lane(tree, tree.files(tnx_rag.RAG))  # its RAG appliance (§13.10): the rag lane
+    lanes += [rag] if rag is not None else []
     lanes = tnx_training.extras(tree, lanes)  # checkpoint saves (sft) and the academic runs (from_scratch)
     merged = {r["path"]: r for li in lanes if li.lane == "merge" for r in li.rows.get("artifacts", [])}
     for li in lanes:

@@ -4,7 +4,8 @@
 --   report_rag_index        one row per index built: store, index type, its parameters, vectors, dim, build s.
 --   report_rag_quality      per (run, lane, store, embedder, reranker, arm): probes, hits@k (probes whose expected
 --                           fact is within the first k) with its Wilson 95 % interval, and MRR = mean over the probes
---                           of 1 / rank (0 where the fact was not retrieved among the candidates).
+--                           of 1 / rank (0 where the fact was not retrieved among the candidates; NULL where a
+--                           hit's rank was not recorded).
 --   rag_reranker_tests      per (run, lane, store, embedder, reranker): the paired 2x2 table of hit@k without (A,
 --                           cosine) and with (B, reranked) the reranker on the same probes, hits@k B - A with
 --                           Newcombe's paired hybrid-score interval (method 10) and the exact McNemar p — the
@@ -15,9 +16,10 @@
 --                           p50 / p90 / p95 / p99 in ms (linear-interpolated) with their 95 % order-statistic intervals (the
 --                           serving points' ranks: l = floor(n·p − 1.96·sqrt(n·p·(1−p))), u = ceil(n·p +
 --                           1.96·sqrt(n·p·(1−p))) + 1, a rank outside 1..n leaves that side NULL).
---   report_rag_load         per load level (concurrency): queries ok and failed, throughput = ok queries / the
---                           level's wall seconds, the end to end at the SLO's percentile and its upper bound, and
---                           whether it meets the SLO (slo_met: the percentile within the bound, no query failed).
+--   report_rag_load         per load level (concurrency) of whole queries (rows of stage end_to_end): queries ok and
+--                           failed, throughput = ok queries / the level's wall seconds, the end to end at the SLO's
+--                           percentile and its upper bound, and whether it meets the SLO (slo_met: the percentile
+--                           within the bound, no query failed).
 --   report_rag_decision     per (run, lane, instance, store, embedder, reranker, generator): the highest concurrency
 --                           meeting the SLO, its throughput, and $ per thousand queries there = usd_per_hour /
 --                           (throughput x 3600) x 1000, priced as the Decision prices a lane (an AWS lane's instance
@@ -44,7 +46,8 @@ WITH s AS (
     SELECT run_id, lane, store, embedder, any_value(backend) AS backend,
            CASE WHEN arm = 'reranked' THEN reranker END AS reranker, arm, any_value(k) AS k,
            count(*) AS probes, count(*) FILTER (WHERE hit) AS hits,
-           avg(CASE WHEN rank IS NULL THEN 0.0 ELSE 1.0 / rank END) AS mrr
+           CASE WHEN count(*) FILTER (WHERE hit AND rank IS NULL) = 0
+                THEN avg(CASE WHEN rank IS NULL THEN 0.0 ELSE 1.0 / rank END) END AS mrr
     FROM rag_probes GROUP BY ALL
 )
 SELECT s.*, hits / probes AS hit_rate,
@@ -70,8 +73,10 @@ t AS (
     SELECT run_id, lane, store, embedder, reranker, any_value(k) AS k, count(*) AS n,
            count(*) FILTER (WHERE hit_a AND hit_b) AS n11, count(*) FILTER (WHERE hit_a AND NOT hit_b) AS b,
            count(*) FILTER (WHERE NOT hit_a AND hit_b) AS c, count(*) FILTER (WHERE NOT hit_a AND NOT hit_b) AS n00,
-           avg(CASE WHEN rank_a IS NULL THEN 0.0 ELSE 1.0 / rank_a END) AS mrr_a,
-           avg(CASE WHEN rank_b IS NULL THEN 0.0 ELSE 1.0 / rank_b END) AS mrr_b
+           CASE WHEN count(*) FILTER (WHERE hit_a AND rank_a IS NULL) = 0
+                THEN avg(CASE WHEN rank_a IS NULL THEN 0.0 ELSE 1.0 / rank_a END) END AS mrr_a,
+           CASE WHEN count(*) FILTER (WHERE hit_b AND rank_b IS NULL) = 0
+                THEN avg(CASE WHEN rank_b IS NULL THEN 0.0 ELSE 1.0 / rank_b END) END AS mrr_b
     FROM pairs GROUP BY ALL
 ),
 p AS (  -- the paired accuracies and each side's Wilson bounds, as 43_report_accuracy.sql computes them
@@ -144,6 +149,7 @@ WITH lv AS (
            coalesce(any_value(slo_percentile), 99.0) AS slo_percentile,
            any_value(error) FILTER (WHERE error IS NOT NULL) AS first_error
     FROM rag_requests GROUP BY ALL
+    HAVING count(*) FILTER (WHERE stage = 'end_to_end') > 0  -- a level of whole queries (not stage timings alone)
 )
 SELECT lv.* EXCLUDE (pv, pv_high), ok_queries / NULLIF(level_wall_s, 0) AS queries_per_s,
        pv AS slo_value_ms, pv_high AS slo_value_ms_ci_high,
