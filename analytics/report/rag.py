@@ -37,7 +37,8 @@ def rag_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, 
     ingest = rows(con, "SELECT * FROM report_rag_ingest ORDER BY run_id, lane, ts")
     load = rows(con, "SELECT * FROM report_rag_load ORDER BY run_id, lane, store, concurrency")
     coresidency = rows(con, "SELECT * FROM report_rag_coresidency ORDER BY run_id, lane, ts")
-    if not (ingest or load or coresidency):
+    quality = rows(con, f"SELECT * FROM {QUALITY_VIEW} ORDER BY run_id, lane, store, arm")
+    if not (ingest or load or coresidency or quality):
         return None
     tests = rows(con, "SELECT *, hit_rate_a AS acc_a FROM rag_reranker_tests ORDER BY run_id, lane, store, reranker")
     for run in dict.fromkeys(t["run_id"] for t in tests):
@@ -47,7 +48,7 @@ def rag_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[str, 
         "method": METHOD,
         "ingest": ingest,
         "index": rows(con, "SELECT * FROM report_rag_index ORDER BY run_id, lane, ts"),
-        "quality": rows(con, f"SELECT * FROM {QUALITY_VIEW} ORDER BY run_id, lane, store, arm"),
+        "quality": quality,
         "reranker": tests,
         "stages": rows(con, "SELECT * FROM report_rag_stages ORDER BY run_id, lane, store, concurrency, stage"),
         "load": load,
