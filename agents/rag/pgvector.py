@@ -43,6 +43,15 @@ def find_bin_dir(explicit: str | None = None) -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
+def has_pgvector(bin_dir: Path) -> bool:
+    """Whether pgvector's control file is in the extension directory of this PostgreSQL (``pg_config --sharedir``)."""
+    try:
+        share = subprocess.run([str(bin_dir / "pg_config"), "--sharedir"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        return False
+    return share.returncode == 0 and (Path(share.stdout.strip()) / "extension" / "vector.control").is_file()
+
+
 def vector_literal(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, np.float32).tolist()) + "]"
 
@@ -93,6 +102,11 @@ class PostgresServer:
     def session(self) -> PsqlSession:
         return PsqlSession(self._cmd(str(self.bin / "psql"), "-h", str(self.socket), "-U", USER, "-d", "postgres",
                                      "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"))
+
+    def is_running(self) -> bool:
+        """Whether a server runs on this cluster's data directory (``pg_ctl status``)."""
+        r = subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "status"), capture_output=True)
+        return r.returncode == 0
 
     def stop(self) -> None:
         if self.running:
