@@ -21,17 +21,9 @@ from agents.context import LaneContext
 from pipeline.lane_configs.rag import Config
 
 
-def text_models() -> Any:
-    """The encoders' text API: the embedder and the reranker loaders."""
-    try:
-        from agents.encoders import text
-    except ImportError:
-        from agents.rag import interim_text as text
-    return text
-
-
 def run(ctx: LaneContext, config: Config) -> None:
-    from agents.rag.corpus import chunk_text, chunking, read_corpus, read_probes
+    from agents.encoders import text as api
+    from agents.rag.corpus import chunk_text, read_corpus, read_probes
     from agents.rag.placement import placed, placement, with_server_env
     from agents.serving import get_launcher
     from agents.serving.launcher import ServedModel, ServerBootError
@@ -42,7 +34,6 @@ def run(ctx: LaneContext, config: Config) -> None:
     text, source = read_corpus(config.corpus)  # CorpusInputError names the file
     probes = read_probes(config.probes)
     chunks = chunk_text(text, source, config.chunk_chars)
-    api = text_models()
     workdir = ctx.lane_dir("rag")
     now = lambda: datetime.now(timezone.utc)  # noqa: E731
     run_cols = {"store": config.store, "embedder": config.embedder, "backend": ctx.backend}

@@ -83,7 +83,7 @@ class Config:
     concurrency: list[int] = field(
         default_factory=lambda: [1, 2], metadata={"help": "closed-loop clients per load level", **CONCURRENCY}
     )
-    queries: int = field(default=12, metadata={"help": "queries per load level", **PROMPTS})
+    queries: int = field(default=8, metadata={"help": "queries per load level", **PROMPTS})
     rag_slo: dict[str, Any] = field(
         default_factory=lambda: {"end_to_end_ms": 2000.0, "percentile": 99.0},
         metadata={"help": "the Decision's SLO: end_to_end_ms at the percentile (50, 90, 95, 99)"},
