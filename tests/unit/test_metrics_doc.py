@@ -32,6 +32,7 @@ METRIC_FILES = (
     "43_report_accuracy.sql",
     "71_report_roofline.sql",
     "47_report_predictions.sql",
+    "49_report_rag.sql",
 )
 
 
