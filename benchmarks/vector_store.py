@@ -2,9 +2,10 @@
 build time, search latency p50 / p99 and recall@10 at 10^4 and 10^5 vectors.
 
 Vectors: a seeded mixture of Gaussian clusters (``--clusters`` unit centres, each vector its centre plus noise of
-norm about 0.5, unit-normalised), the shape embeddings of a corpus have; queries: fresh draws of the same mixture. recall@10 = |ANN top 10 ∩ exact top 10| / 10, averaged over
-the queries; exact = :class:`agents.rag.store.ExactStore` (one matrix product). Latency is one query at a time, in
-this process, wall clock (``time.perf_counter``). Not a test: it prints the figures (docs/dev/benchmarks.md).
+norm about 0.5, unit-normalised), the shape embeddings of a corpus have; queries: fresh draws of the same mixture.
+recall@10 = |ANN top 10 ∩ exact top 10| / 10, averaged over the queries; exact =
+:class:`agents.rag.store.ExactStore` (one matrix product). Latency is one query at a time, in this process, wall
+clock (``time.perf_counter``). Not a test: it prints the figures (docs/dev/benchmarks.md).
 
     PYTHONPATH=. python benchmarks/vector_store.py [--sizes 10000 100000] [--dim 256] [--queries 200]
 """

@@ -56,7 +56,7 @@ def run(ctx: LaneContext, config: Config) -> None:
             stack.enter_context(placed(where))
         try:
             embedder, reranker = _load(api, config, ctx, workdir)
-        except Exception as exc:  # noqa: BLE001 - the runtime's refusal beside the server is the co-residency result
+        except Exception as exc:  # the runtime's refusal beside the server is the co-residency result
             if server is None:
                 raise
             _coresidency(ctx, config, where, "failed", None, exc)
@@ -171,7 +171,10 @@ def _measure(
             reranker=reranker,
             batch_size=config.batch_size,
         )
-        ctx.write("rag_probes", [{**run_cols, "reranker": config.reranker, **r, "ts": now()} for r in probe_rows(pipe, probes)])
+        ctx.write(
+            "rag_probes",
+            [{**run_cols, "reranker": config.reranker, **r, "ts": now()} for r in probe_rows(pipe, probes)],
+        )
         generator = None
         if server is not None:
             generator = Generator(server.base_url, config.model, config.max_tokens, config.request_timeout_s)

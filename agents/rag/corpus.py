@@ -100,7 +100,9 @@ def read_probes(path: str | None) -> list[Probe]:
         raise CorpusInputError(f"probes: {p}: expected a non-empty JSON list of {{id, question, expected}}")
     probes = []
     for i, d in enumerate(data):
-        ok = isinstance(d, dict) and all(isinstance(d.get(k), str) and d.get(k).strip() for k in ("id", "question", "expected"))
+        ok = isinstance(d, dict) and all(
+            isinstance(d.get(k), str) and d.get(k).strip() for k in ("id", "question", "expected")
+        )
         if not ok:
             raise CorpusInputError(f"probes: {p}: item {i}: expected non-empty strings id, question, expected")
         probes.append(Probe(d["id"], d["question"], d["expected"]))

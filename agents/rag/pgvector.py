@@ -100,8 +100,23 @@ class PostgresServer:
         self.running = True
 
     def session(self) -> PsqlSession:
-        return PsqlSession(self._cmd(str(self.bin / "psql"), "-h", str(self.socket), "-U", USER, "-d", "postgres",
-                                     "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"))
+        return PsqlSession(
+            self._cmd(
+                str(self.bin / "psql"),
+                "-h",
+                str(self.socket),
+                "-U",
+                USER,
+                "-d",
+                "postgres",
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+            )
+        )
 
     def is_running(self) -> bool:
         """Whether a server runs on this cluster's data directory (``pg_ctl status``)."""
@@ -123,8 +138,9 @@ class PsqlSession:
 
     def __init__(self, cmd: list[str]) -> None:
         self._err = tempfile.TemporaryFile(mode="w+")
-        self._p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True,
-                                   bufsize=1)
+        self._p = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1
+        )
 
     def query(self, sql: str, data: str = "") -> list[str]:
         assert self._p.stdin is not None and self._p.stdout is not None
@@ -140,7 +156,9 @@ class PsqlSession:
             lines.append(line.rstrip("\n"))
         self._p.wait(timeout=10)
         self._err.seek(0)
-        raise PgVectorError(" | ".join(self._err.read().strip().splitlines()[-3:]) or f"psql exited {self._p.returncode}")
+        raise PgVectorError(
+            " | ".join(self._err.read().strip().splitlines()[-3:]) or f"psql exited {self._p.returncode}"
+        )
 
     def close(self) -> None:
         if self._p.poll() is None:
@@ -196,19 +214,24 @@ class PgVectorStore(VectorStore):
     def build_index(self, params: dict[str, Any]) -> IndexInfo:
         p = {**HNSW_DEFAULTS, **params}
         m, efc, efs = int(p["m"]), int(p["ef_construction"]), int(p["ef_search"])
-        self._query(f"CREATE INDEX chunks_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
-                    f"WITH (m = {m}, ef_construction = {efc});")
+        self._query(
+            f"CREATE INDEX chunks_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {efc});"
+        )
         self._ef_search = efs
         for s in list(self._all):
             s.query(f"SET hnsw.ef_search = {efs};")
-        self.index = IndexInfo("hnsw", {"m": m, "ef_construction": efc, "ef_search": efs, "ops": "vector_cosine_ops",
-                                        "pgvector": self.version})
+        self.index = IndexInfo(
+            "hnsw",
+            {"m": m, "ef_construction": efc, "ef_search": efs, "ops": "vector_cosine_ops", "pgvector": self.version},
+        )
         return self.index
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         lit = vector_literal(vector)
-        lines = self._query(f"SELECT id || '\t' || (embedding <=> '{lit}') FROM chunks "
-                            f"ORDER BY embedding <=> '{lit}' LIMIT {int(k)};")
+        lines = self._query(
+            f"SELECT id || '\t' || (embedding <=> '{lit}') FROM chunks ORDER BY embedding <=> '{lit}' LIMIT {int(k)};"
+        )
         out = []
         for line in lines:
             cid, _, dist = line.rpartition("\t")

@@ -120,11 +120,19 @@ def probe_rows(pipe: RagPipeline, probes: list[Probe]) -> list[dict[str, Any]]:
             arms.append(("reranked", pipe.rerank(p.question, ids, timings)))
         for arm, order in arms:
             rank = rank_of(p, order, pipe.chunks)
-            rows.append({
-                "probe_id": p.probe_id, "question": p.question, "expected": p.expected, "arm": arm,
-                "rank": rank, "k": pipe.k, "hit": rank is not None and rank <= pipe.k, "candidates": len(order),
-                "retrieved": ",".join(order[: pipe.k]),
-            })
+            rows.append(
+                {
+                    "probe_id": p.probe_id,
+                    "question": p.question,
+                    "expected": p.expected,
+                    "arm": arm,
+                    "rank": rank,
+                    "k": pipe.k,
+                    "hit": rank is not None and rank <= pipe.k,
+                    "candidates": len(order),
+                    "retrieved": ",".join(order[: pipe.k]),
+                }
+            )
     return rows
 
 

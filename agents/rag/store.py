@@ -80,8 +80,14 @@ class ExactStore(VectorStore):
 
 # below this many rows LanceDB cannot train its partitions: the search stays exhaustive (recorded as flat)
 LANCE_MIN_INDEX_ROWS = 256
-LANCE_DEFAULTS = {"index_type": "IVF_HNSW_SQ", "num_partitions": None, "m": 20, "ef_construction": 300, "ef": 64,
-                  "nprobes": 8}
+LANCE_DEFAULTS = {
+    "index_type": "IVF_HNSW_SQ",
+    "num_partitions": None,
+    "m": 20,
+    "ef_construction": 300,
+    "ef": 64,
+    "nprobes": 8,
+}
 
 
 class LanceStore(VectorStore):

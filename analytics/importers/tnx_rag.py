@@ -74,12 +74,24 @@ def _probe_rows(d: dict[str, Any], arm: str, reranker: str | None, ts: Any) -> l
     for i, p in enumerate(d.get("probes") or []):
         expected = p.get("expect_any") or []
         ids = p.get("ids") or []
-        out.append({
-            "store": STORE, "embedder": EMBEDDER, "backend": "neuron", "reranker": reranker,
-            "probe_id": f"probe{i + 1}", "question": p.get("q"), "expected": " | ".join(map(str, expected)),
-            "arm": arm, "rank": None, "k": K, "hit": bool(p.get("pass")), "candidates": len(ids) or None,
-            "retrieved": ",".join(map(str, ids[:K])) or None, "ts": ts,
-        })
+        out.append(
+            {
+                "store": STORE,
+                "embedder": EMBEDDER,
+                "backend": "neuron",
+                "reranker": reranker,
+                "probe_id": f"probe{i + 1}",
+                "question": p.get("q"),
+                "expected": " | ".join(map(str, expected)),
+                "arm": arm,
+                "rank": None,
+                "k": K,
+                "hit": bool(p.get("pass")),
+                "candidates": len(ids) or None,
+                "retrieved": ",".join(map(str, ids[:K])) or None,
+                "ts": ts,
+            }
+        )
     return out
 
 
@@ -92,11 +104,22 @@ def _timing_rows(d: dict[str, Any], reranker: str | None, ts: Any) -> list[dict[
             ms = num(t.get(key))
             if ms is None:
                 continue
-            out.append({
-                "store": STORE, "embedder": EMBEDDER, "backend": "neuron", "reranker": reranker, "generator": None,
-                "concurrency": 1, "request_index": i, "probe_id": f"probe{i + 1}", "stage": stage,
-                "latency_s": ms / 1000.0, "ok": True, "ts": ts,
-            })
+            out.append(
+                {
+                    "store": STORE,
+                    "embedder": EMBEDDER,
+                    "backend": "neuron",
+                    "reranker": reranker,
+                    "generator": None,
+                    "concurrency": 1,
+                    "request_index": i,
+                    "probe_id": f"probe{i + 1}",
+                    "stage": stage,
+                    "latency_s": ms / 1000.0,
+                    "ok": True,
+                    "ts": ts,
+                }
+            )
     return out
 
 
@@ -131,25 +154,43 @@ def rag_lane(tree: Tree, files: list[str]) -> LaneImport | None:
     if ingest is not None:
         ts = parse_time(ingest.get("captured"))
         max_chars = int(num(ingest.get("max_chars")) or MAX_CHARS_DEFAULT)
-        li.add("rag_ingest", {
-            "store": STORE, "embedder": EMBEDDER, "backend": "neuron",
-            "corpus": "torchneuronx docs: " + ", ".join(map(str, ingest.get("files") or [])),
-            "documents": ingest.get("docs"), "chunks": ingest.get("chunks"),
-            "chunking": f"heading-aware markdown blocks accumulated up to {max_chars} characters, an oversized block "
-            "split at line, then word boundaries (the source's chunker)",
-            "seconds": num(ingest.get("wall_s")), "batch_size": 8, "ts": ts,
-        })
+        li.add(
+            "rag_ingest",
+            {
+                "store": STORE,
+                "embedder": EMBEDDER,
+                "backend": "neuron",
+                "corpus": "its docs: " + ", ".join(map(str, files)) if (files := ingest.get("files")) else "its docs",
+                "documents": ingest.get("docs"),
+                "chunks": ingest.get("chunks"),
+                "chunking": f"heading-aware markdown blocks accumulated up to {max_chars} characters, an oversized "
+                "block split at line, then word boundaries (the source's chunker)",
+                "seconds": num(ingest.get("wall_s")),
+                "batch_size": 8,
+                "ts": ts,
+            },
+        )
         setup = RAG + "setup_pg.log"
         version = None
         if setup in mine:
             m = EXTVERSION_RE.search(tree.text(setup))
             version = f"pgvector {m.group(1)}" if m else None
             li.paths.append(setup)
-        li.add("rag_index", {
-            "store": STORE, "embedder": EMBEDDER, "backend": "neuron", "index_type": "hnsw",
-            "index_params": json.dumps(INDEX_PARAMS, sort_keys=True), "store_version": version,
-            "vectors": ingest.get("chunks"), "dim": DIM, "build_s": None, "ts": ts,
-        })
+        li.add(
+            "rag_index",
+            {
+                "store": STORE,
+                "embedder": EMBEDDER,
+                "backend": "neuron",
+                "index_type": "hnsw",
+                "index_params": json.dumps(INDEX_PARAMS, sort_keys=True),
+                "store_version": version,
+                "vectors": ingest.get("chunks"),
+                "dim": DIM,
+                "build_s": None,
+                "ts": ts,
+            },
+        )
     cosine = read("probes_nollm_cosine.json")
     if cosine is not None:
         ts = stamps[-1]
@@ -167,20 +208,39 @@ def rag_lane(tree: Tree, files: list[str]) -> LaneImport | None:
         for i, p in enumerate(llm.get("probes") or []):
             error = p.get("error")
             errors.append(error)
-            li.add("rag_requests", {
-                "store": STORE, "embedder": EMBEDDER, "backend": "neuron", "reranker": None,
-                "generator": llm.get("llm_model"), "concurrency": 1, "request_index": i,
-                "probe_id": f"probe{i + 1}", "stage": "end_to_end", "latency_s": None,
-                "ok": error is None, "error": _runtime_error(error) if error else None, "ts": ts,
-            })
+            li.add(
+                "rag_requests",
+                {
+                    "store": STORE,
+                    "embedder": EMBEDDER,
+                    "backend": "neuron",
+                    "reranker": None,
+                    "generator": llm.get("llm_model"),
+                    "concurrency": 1,
+                    "request_index": i,
+                    "probe_id": f"probe{i + 1}",
+                    "stage": "end_to_end",
+                    "latency_s": None,
+                    "ok": error is None,
+                    "error": _runtime_error(error) if error else None,
+                    "ts": ts,
+                },
+            )
         first = next((e for e in errors if e), None)
-        li.add("rag_coresidency", {
-            "backend": "neuron", "embedder": EMBEDDER, "generator": llm.get("llm_model"),
-            "embedder_devices": None, "generator_devices": TP2_CORES,
-            "outcome": "failed" if first else "measured",
-            "queries": sum(1 for e in errors if not e), "error": _runtime_error(first) if first else None,
-            "ts": ts,
-        })
+        li.add(
+            "rag_coresidency",
+            {
+                "backend": "neuron",
+                "embedder": EMBEDDER,
+                "generator": llm.get("llm_model"),
+                "embedder_devices": None,
+                "generator_devices": TP2_CORES,
+                "outcome": "failed" if first else "measured",
+                "queries": sum(1 for e in errors if not e),
+                "error": _runtime_error(first) if first else None,
+                "ts": ts,
+            },
+        )
     li.ended_at = max(filter(None, stamps), default=None)
     return li
 

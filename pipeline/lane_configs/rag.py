@@ -71,7 +71,9 @@ class Config:
     pg_bin: str | None = field(
         default=None, metadata={"help": "PostgreSQL's bin directory (None: the newest /usr/lib/postgresql/*/bin)"}
     )
-    k: int = field(default=3, metadata={"help": "chunks given to the generator; a probe's hit is within these", **TOP_K})
+    k: int = field(
+        default=3, metadata={"help": "chunks given to the generator; a probe's hit is within these", **TOP_K}
+    )
     candidates: int = field(
         default=10, metadata={"help": "chunks retrieved per query (what the reranker reorders)", **CANDIDATES}
     )

@@ -42,6 +42,7 @@ ALL_LANES = [
     "sustained",
     "quality",
     "accuracy",
+    "rag",
     "finetune_serve",
     "qwen3_attempt",
 ]

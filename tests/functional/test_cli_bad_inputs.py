@@ -405,10 +405,10 @@ def world(tmp_path_factory):
     (root / "latin1.json").write_bytes('{"lanes": ["host_cpu"], "note": "caf\xe9"}'.encode("latin-1"))
     (root / "list.json").write_text("[]")
     (root / "not.json").write_text("{lanes: host_cpu")
-    (root / "empty-corpus.md").write_text("")
+    (root / "empty-corpus.txt").write_text("")
     for name, cfg in {
-        "rag-missing": {"corpus": str(root / "no-corpus.md")},
-        "rag-empty": {"corpus": str(root / "empty-corpus.md")},
+        "rag-missing": {"corpus": str(root / "no-corpus.txt")},
+        "rag-empty": {"corpus": str(root / "empty-corpus.txt")},
         "rag-store": {"store": "qdrant"},
         "rag-slo": {"rag_slo": {"percentile": 99}},
     }.items():

@@ -372,16 +372,18 @@ def test_the_predecessors_nki_kernel_simulated_bit_exact_and_its_device_compile_
 def test_the_predecessors_rag_appliance_comes_back_ingest_rate_probes_reranker_drop_and_coresidency_wall(imported):
     _, summary, con = imported
     rag = "inf2/results/rag/"
-    ingest, cosine, rerank = _json(rag + "ingest.json"), _json(rag + "probes_nollm_cosine.json"), _json(
-        rag + "probes_nollm_rerank.json"
-    )
+    ingest = _json(rag + "ingest.json")
+    cosine, rerank = _json(rag + "probes_nollm_cosine.json"), _json(rag + "probes_nollm_rerank.json")
     assert any(lane == "rag" and status == "succeeded" for lane, _, status, _ in summary.attempts)
     (rate,) = con.execute("SELECT chunks_per_s FROM report_rag_ingest WHERE lane = 'rag'").fetchone()
     assert rate == pytest.approx(ingest["chunks"] / ingest["wall_s"]) and round(rate, 1) == 1.5
     hits = dict(con.execute("SELECT arm, hits FROM report_rag_quality WHERE lane = 'rag'").fetchall())
-    assert hits == {"cosine": sum(p["pass"] for p in cosine["probes"]), "reranked": sum(p["pass"] for p in rerank["probes"])}
+    passed = {"cosine": cosine, "reranked": rerank}
+    assert hits == {arm: sum(p["pass"] for p in d["probes"]) for arm, d in passed.items()}
     assert (hits["cosine"], hits["reranked"]) == (7, 4)  # §13.10: 7/7 -> 4/7
-    (n, lost, gained, p) = con.execute("SELECT n, b, c, mcnemar_p FROM rag_reranker_tests WHERE lane = 'rag'").fetchone()
+    (n, lost, gained, p) = con.execute(
+        "SELECT n, b, c, mcnemar_p FROM rag_reranker_tests WHERE lane = 'rag'"
+    ).fetchone()
     assert (n, lost, gained) == (7, 3, 0) and p == pytest.approx(0.25)  # 3 discordant of 7: not enough to call
     (outcome, error, devices) = con.execute(
         "SELECT outcome, error, generator_devices FROM report_rag_coresidency WHERE lane = 'rag'"
@@ -389,8 +391,9 @@ def test_the_predecessors_rag_appliance_comes_back_ingest_rate_probes_reranker_d
     verbatim = _json(rag + "probes_llm.json")["probes"][0]["error"]
     assert outcome == "failed" and error.startswith("RuntimeError: The PyTorch Neuron Runtime could not be initialized")
     assert " ".join(verbatim.split()).endswith(error.split(": ", 1)[1]) and devices.endswith("0-1")
-    walls = dict(con.execute("SELECT model, wall_s FROM compiles WHERE lane = 'rag' AND what = 'encoder_trace'").fetchall())
-    assert walls == {_json(rag + f)["model_id"]: _json(rag + f)["wall_s"] for f in ("compile_embed.json", "compile_rerank.json")}
+    traces = [_json(rag + f) for f in ("compile_embed.json", "compile_rerank.json")]
+    walls = con.execute("SELECT model, wall_s FROM compiles WHERE lane = 'rag' AND what = 'encoder_trace'").fetchall()
+    assert dict(walls) == {d["model_id"]: d["wall_s"] for d in traces}
     (failed,) = con.execute("SELECT failed_queries FROM report_rag_load WHERE lane = 'rag'").fetchone()
     assert failed == len(_json(rag + "probes_llm.json")["probes"])
 

@@ -34,8 +34,13 @@ def test_pgvector_builds_its_hnsw_index_finds_what_exact_search_finds_and_stops(
         store.ingest(ids, v)
         index = store.build_index({"m": 8, "ef_construction": 32, "ef_search": 100})
         assert index.index_type == "hnsw"
-        assert index.params | {"pgvector": None} == {"m": 8, "ef_construction": 32, "ef_search": 100,
-                                                     "ops": "vector_cosine_ops", "pgvector": None}
+        assert index.params | {"pgvector": None} == {
+            "m": 8,
+            "ef_construction": 32,
+            "ef_search": 100,
+            "ops": "vector_cosine_ops",
+            "pgvector": None,
+        }
         assert store.version  # the extension's own version, as it reports it
         assert store._query("SHOW hnsw.ef_search;") == ["100"]
         for q in v[:5]:

@@ -78,7 +78,9 @@ def _pipe(corpus, honour_mask: bool) -> RagPipeline:
 
 def _section(tmp_path, **tables):
     store = LocalStore(tmp_path)
-    commit(store, "r1", "rag", lane_runs=lane_row(box_role="inf2", instance_type="inf2.xlarge", backend="cpu"), **tables)
+    commit(
+        store, "r1", "rag", lane_runs=lane_row(box_role="inf2", instance_type="inf2.xlarge", backend="cpu"), **tables
+    )
     con = connect(store, view_files=view_files_through("49_report_rag.sql"))
     return con, rag_section(con, {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()})
 
@@ -134,12 +136,20 @@ def test_the_load_levels_give_stage_percentiles_throughput_and_the_highest_level
 
 def test_a_load_missing_the_slo_at_every_level_has_no_price_and_the_decision_says_why(tmp_path):
     rows = [
-        {**RUN, "concurrency": 1, "request_index": i, "stage": "end_to_end", "latency_s": 3.0, "ok": True,
-         "level_wall_s": 6.0, "slo_end_to_end_ms": 1000.0, "slo_percentile": 99.0}
+        {
+            **RUN,
+            "concurrency": 1,
+            "request_index": i,
+            "stage": "end_to_end",
+            "latency_s": 3.0,
+            "ok": True,
+            "level_wall_s": 6.0,
+            "slo_end_to_end_ms": 1000.0,
+            "slo_percentile": 99.0,
+        }
         for i in range(2)
     ]
     _, section = _section(tmp_path, rag_requests=rows)
     (decision,) = section["decision"]
     assert decision["concurrency_at_slo"] is None and decision["usd_per_1k_queries"] is None
     assert decision["note"].startswith("no level meets p99 end to end <= 1000 ms")
-
