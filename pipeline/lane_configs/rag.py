@@ -37,6 +37,22 @@ def slo_problem(slo: Any) -> str | None:
     return None
 
 
+def file_problems(config: Config) -> list[str]:
+    """``field: path: reason`` for a corpus or probes file that is missing, not a file or empty here (the plan of a
+    local run checks them; on a box the lane reads them and fails with the same line)."""
+    out = []
+    for name in ("corpus", "probes"):
+        path = getattr(config, name)
+        if path is None:
+            continue
+        p = Path(path)
+        if not p.is_file():
+            out.append(f"{name}: {path}: no such file")
+        elif p.stat().st_size == 0:
+            out.append(f"{name}: {path}: empty")
+    return out
+
+
 @dataclass
 class Config:
     corpus: str | None = field(
@@ -99,15 +115,8 @@ class Config:
             raise ValueError(f"store: unknown store {self.store!r}; valid stores: {', '.join(STORES)}")
         for name in ("corpus", "probes"):
             path = getattr(self, name)
-            if path is None:
-                continue
-            p = Path(path)
-            if str(path).startswith("s3://"):
+            if path is not None and str(path).startswith("s3://"):
                 raise ValueError(f"{name}: {path}: a local file on the box (s3:// is not read by this lane)")
-            if not p.is_file():
-                raise ValueError(f"{name}: {path}: no such file")
-            if p.stat().st_size == 0:
-                raise ValueError(f"{name}: {path}: empty")
         problem = slo_problem(self.rag_slo)
         if problem:
             raise ValueError(problem)
