@@ -35,7 +35,6 @@ def run(ctx: LaneContext, config: Config) -> None:
     probes = read_probes(config.probes)
     chunks = chunk_text(text, source, config.chunk_chars)
     workdir = ctx.lane_dir("rag")
-    now = lambda: datetime.now(timezone.utc)  # noqa: E731
     run_cols = {"store": config.store, "embedder": config.embedder, "backend": ctx.backend}
 
     server_ctx: Any = contextlib.nullcontext(None)
@@ -63,7 +62,7 @@ def run(ctx: LaneContext, config: Config) -> None:
             stack.close()  # the server stops; the embedder loads alone
             server = None
             embedder, reranker = _load(api, config, ctx, workdir)
-        _measure(ctx, config, chunks, probes, source, text, embedder, reranker, server, where, workdir, run_cols, now)
+        _measure(ctx, config, chunks, probes, source, embedder, reranker, server, where, workdir, run_cols)
 
 
 def _load(api: Any, config: Config, ctx: LaneContext, workdir: Any) -> tuple[Any, Any]:
@@ -108,14 +107,12 @@ def _measure(
     chunks: list[Any],
     probes: list[Any],
     source: str,
-    text: str,
     embedder: Any,
     reranker: Any,
     server: Any,
     where: Any,
     workdir: Any,
     run_cols: dict[str, Any],
-    now: Any,
 ) -> None:
     from agents.rag.stages import Generator, RagPipeline, load_rows, probe_rows
     from agents.rag.store import open_store
@@ -141,7 +138,7 @@ def _measure(
                     "store_s": t2 - t1,
                     "seconds": t2 - t0,
                     "batch_size": config.batch_size,
-                    "ts": now(),
+                    "ts": _now(),
                 }
             ],
         )
@@ -158,7 +155,7 @@ def _measure(
                     "vectors": len(chunks),
                     "dim": int(vectors.shape[1]),
                     "build_s": built if index.index_type != "flat" else None,
-                    "ts": now(),
+                    "ts": _now(),
                 }
             ],
         )
@@ -173,7 +170,7 @@ def _measure(
         )
         ctx.write(
             "rag_probes",
-            [{**run_cols, "reranker": config.reranker, **r, "ts": now()} for r in probe_rows(pipe, probes)],
+            [{**run_cols, "reranker": config.reranker, **r, "ts": _now()} for r in probe_rows(pipe, probes)],
         )
         generator = None
         if server is not None:
@@ -195,13 +192,17 @@ def _measure(
                 rows = load_rows(
                     pipe, questions, c, config.queries, lambda n, d=done: ctx.progress("rag queries", d + n, total)
                 )
-                ctx.write("rag_requests", [{**cols, **r, "ts": now()} for r in rows])
+                ctx.write("rag_requests", [{**cols, **r, "ts": _now()} for r in rows])
                 measured += sum(1 for r in rows if r["stage"] == "end_to_end" and r["ok"])
         finally:
             if generator is not None:
                 generator.close()
         if server is not None:
             _coresidency(ctx, config, where, "measured", measured, None)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def _chunking(max_chars: int) -> str:
