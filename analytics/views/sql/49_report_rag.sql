@@ -194,7 +194,8 @@ j AS (
 )
 SELECT j.*, pr.usd_per_hour, pr.price_date,
        pr.usd_per_hour / (queries_per_s_at_slo * 3600.0) * 1000.0 AS usd_per_1k_queries,
-       CASE WHEN concurrency_at_slo IS NULL
+       CASE WHEN slo_end_to_end_ms IS NULL THEN 'no SLO recorded for these queries'
+            WHEN concurrency_at_slo IS NULL
             THEN printf('no level meets p%g end to end <= %g ms (the lowest level: %s ms)', slo_percentile,
                         slo_end_to_end_ms, coalesce(printf('%.1f', lowest_level_value_ms), 'NULL'))
             WHEN pr.usd_per_hour IS NULL THEN 'no price for ' || coalesce(priced_instance_type, 'this host')
