@@ -1,4 +1,5 @@
-"""The from_scratch lane's dataset, checked at plan time where the plan can read it.
+"""The from_scratch lane's dataset and the rag lane's corpus and probes, checked at plan time where the plan can read
+them.
 
 A local run's ``.npz`` path is this machine's file: it is read with the lane's own reader
 (``agents.training.vision.dataset.check_file``, numpy only) and a malformed one refuses the plan with one line
@@ -32,3 +33,19 @@ def check_scratch_dataset(
     problem = check_file(built.dataset)
     if problem:
         raise LaneConfigInvalidError(f"{LANE}.dataset: {problem}")
+
+
+def check_rag_files(
+    configs: Mapping[str, Mapping[str, Any] | None], specs: Mapping[str, LaneSpec], profile: str, *, local: bool
+) -> None:
+    """A local run's rag corpus or probes file that is missing or empty: one ``rag.field: path: reason`` line."""
+    if "rag" not in configs or not local:
+        return
+    built = built_config(specs["rag"], profile, configs["rag"], "corpus")
+    if built is None:
+        return
+    from pipeline.lane_configs.rag import file_problems
+
+    problems = file_problems(built)
+    if problems:
+        raise LaneConfigInvalidError("\n".join(f"rag.{p}" for p in problems))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from control_plane.dataset_checks import check_scratch_dataset
+from control_plane.dataset_checks import check_rag_files, check_scratch_dataset
 from control_plane.lane_configs import LaneConfigInvalidError, built_config, check_lane_configs, slo_config
 from control_plane.models import DEFAULT_MODELS, DEFAULT_SERVER_CONFIGS, RunRequest
 from pipeline.lanes import LaneSpec, get_lane, request_lanes
@@ -106,6 +106,7 @@ def configured_lanes(
     check_accuracy(configs, specs, request.profile, target, local=local)
     check_prediction_configs(request, configs, specs)
     check_scratch_dataset(configs, specs, request.profile, local=local)
+    check_rag_files(configs, specs, request.profile, local=local)
     return lanes, configs
 
 

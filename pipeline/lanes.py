@@ -274,6 +274,19 @@ LANES: dict[str, LaneSpec] = {
             config=f"{_CONFIGS}.encode:Config",
         ),
         LaneSpec(
+            name="rag",
+            module="agents.lanes.rag",
+            boxes=("inf2",),
+            order=96,
+            summary="RAG appliance: corpus ingested (chunks/s), embedded, indexed in a vector store (pgvector, "
+            "LanceDB); retrieval probes with and without the reranker; embed, search, rerank and generate per "
+            "stage under load; the embedder placed beside the served model",
+            timeout_s=4 * 3600,  # two encoder compiles (571 s, 909 s), the 8B boot, the load levels
+            heartbeat_s=600,
+            stall_s=3600,
+            config=f"{_CONFIGS}.rag:Config",
+        ),
+        LaneSpec(
             name="finetune_serve",
             module="agents.lanes.finetune_serve",
             boxes=("inf2",),

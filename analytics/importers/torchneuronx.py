@@ -18,7 +18,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.importers import tnx_encoders, tnx_extras, tnx_inf2, tnx_nki, tnx_predictions, tnx_training, tnx_trn1
+from analytics.importers import (
+    tnx_encoders,
+    tnx_extras,
+    tnx_inf2,
+    tnx_nki,
+    tnx_predictions,
+    tnx_rag,
+    tnx_training,
+    tnx_trn1,
+)
 from analytics.importers.common import ImportExistsError, ImportInputError, LaneImport, dumps, parse_time
 from analytics.importers.source import GitRepo, GitTree, SourceError, Tree, open_tree
 from analytics.schema import SchemaMismatchError, conform
@@ -56,6 +65,8 @@ def collect(tree: Tree) -> list[LaneImport]:
     lanes += [nki] if nki is not None else []
     encode = tnx_encoders.encode_lane(tree, tree.files(tnx_encoders.EXTRAS))  # Track A's encoders: the encode lane
     lanes += [encode] if encode is not None else []
+    rag = tnx_rag.rag_lane(tree, tree.files(tnx_rag.RAG))  # its RAG appliance (§13.10): the rag lane
+    lanes += [rag] if rag is not None else []
     lanes = tnx_training.extras(tree, lanes)  # checkpoint saves (sft) and the academic runs (from_scratch)
     merged = {r["path"]: r for li in lanes if li.lane == "merge" for r in li.rows.get("artifacts", [])}
     for li in lanes:

@@ -20,6 +20,7 @@ from analytics.report.accuracy import accuracy_section
 from analytics.report.boxes import cold_start_section, preflight_section
 from analytics.report.encoders import encoders_section
 from analytics.report.kernels import kernels_section
+from analytics.report.rag import rag_section
 from analytics.report.compare import deltas_section
 from analytics.report.predictions import predictions_section
 from analytics.report.variants import variants_section
@@ -311,6 +312,8 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         c["kernels"] = kernels
     if (encoders := encoders_section(con, present)) is not None:  # only where a run has encoder rows
         c["encoders"] = encoders
+    if (rag := rag_section(con, present)) is not None:  # only where a run has rag rows
+        c["rag"] = rag
     if (predicted := predictions_section(con, present)) is not None:  # only when a run registered predictions
         c["predictions"] = predicted
     return c

@@ -252,6 +252,18 @@ class Encoders(Section):
     decision: list[Row] = Field(description="per instance and workload: the batch within the SLO, $/1k items")
 
 
+class Rag(Section):
+    method: dict[str, Any]
+    ingest: list[Row] = Field(description="per ingest: chunks, chunking, seconds, chunks/s (report_rag_ingest)")
+    index: list[Row] = Field(description="per index: store, type, parameters, build s (report_rag_index)")
+    quality: list[Row] = Field(description="per arm: hits@k with Wilson interval, MRR (report_rag_quality)")
+    reranker: list[Row] = Field(description="the reranker A/B: paired test, Holm, verdict (rag_reranker_tests)")
+    stages: list[Row] = Field(description="per concurrency and stage: percentiles with intervals (report_rag_stages)")
+    load: list[Row] = Field(description="per load level: queries/s, the SLO's percentile, met (report_rag_load)")
+    decision: list[Row] = Field(description="per instance type: highest load at the SLO, $/1k queries")
+    coresidency: list[Row] = Field(description="the embedder beside the served model (report_rag_coresidency)")
+
+
 class Predictions(Section):
     rule: str
     rows: list[Row]
@@ -288,6 +300,7 @@ class Comparison(Section):
     accuracy: Accuracy
     kernels: Kernels | None = Field(None, description="the nki lane's kernels (absent when no run has kernel rows)")
     encoders: Encoders | None = Field(None, description="the encode lane's rows (absent when no run has encoder rows)")
+    rag: Rag | None = Field(None, description="the rag lane's pipeline (absent when no run has rag rows)")
     predictions: Predictions | None = Field(
         None, description="predicted vs observed (present when a run registered predictions)"
     )

@@ -49,6 +49,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("accuracy", "Accuracy"),
     ("kernels", "Kernels (NKI)"),
     ("encoders", "Encoders"),
+    ("rag", "RAG"),
     ("predictions", "Predicted vs observed"),
     ("deltas", "Runs side by side"),
 )

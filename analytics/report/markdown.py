@@ -16,6 +16,7 @@ from analytics.report import notes_md, training_md
 from analytics.report.accuracy_md import s_accuracy
 from analytics.report.encoders_md import s_encoders
 from analytics.report.kernels_md import s_kernels
+from analytics.report.rag_md import s_rag
 from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
@@ -361,7 +362,7 @@ def s_rules(c: Comparison) -> list[str]:
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
     s_header, s_decision, s_exclusions, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
-    s_quality, s_accuracy, s_kernels, s_encoders, s_predictions, s_roundtrip, s_host, s_cost, s_side_by_side, s_rules)
+    s_quality, s_accuracy, s_kernels, s_encoders, s_rag, s_predictions, s_roundtrip, s_host, s_cost, s_side_by_side, s_rules)
 
 
 def render(comparison: Comparison) -> str:

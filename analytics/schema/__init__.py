@@ -18,6 +18,7 @@ from analytics.schema.core import CORE_TABLES
 from analytics.schema.encoders import ENCODER_TABLES
 from analytics.schema.kernels import KERNEL_TABLES
 from analytics.schema.predictions import PREDICTION_TABLES
+from analytics.schema.rag import RAG_TABLES
 from analytics.schema.serving import SERVING_TABLES
 from analytics.schema.training import TRAINING_TABLES
 
@@ -33,6 +34,7 @@ TABLES: dict[str, pa.Schema] = {
     **KERNEL_TABLES,
     **PREDICTION_TABLES,
     **ENCODER_TABLES,
+    **RAG_TABLES,
 }
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")

@@ -58,7 +58,7 @@ TRAIN_RUNS = table(
 )
 
 COMPILES = table(
-    f("what", pa.string(), False, "training_graph | serving_config"),
+    f("what", pa.string(), False, "training_graph | serving_config | encoder_trace (an encoder traced ahead)"),
     f("model", pa.string()),
     f("config", pa.string(), doc="server config name or training config summary"),
     f("cache", pa.string(), False, "cold | warm | none"),

@@ -250,6 +250,7 @@ VIEW_FILES = (
     "45_report_kernels.sql",  # NKI kernels: each stage's verdict, latency percentiles, the speed-up on the reference
     "47_report_predictions.sql",  # predicted vs observed: each registered prediction's verdict, the hit rate
     "48_report_encoders.sql",  # encoders: placement, numerics gate, latency per batch and shape, the encode decision
+    "49_report_rag.sql",  # the rag lane: hits@k and MRR, the reranker's paired test, per-stage latency, the SLO's load
     "70_aggregates.sql",  # imported aggregate-only points, retention from iterations, the step clock
     "71_report_roofline.sql",  # every serving point's bounds from the hardware and the model, and % of each
     "75_report_decision.sql",  # the Decision: price-performance at an SLO

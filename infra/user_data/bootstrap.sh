@@ -11,6 +11,22 @@
 
 @@INSTALL_BOX_SCRIPTS@@
 
+# The rag lane's pgvector store: PostgreSQL 16 and pgvector from the PostgreSQL project's apt repository (Ubuntu
+# 22.04's own archive has no pgvector), on an inf2 box; the lane starts and stops its own server, so the packaged
+# cluster is stopped and disabled. A box that cannot install them still boots: the lane's pgvector store then fails
+# with PostgreSQL's absence as its reason, and LanceDB remains.
+if [ "@@BOX_ROLE@@" = inf2 ] && [ -z "$ROOT" ] && command -v apt-get >/dev/null; then
+  { install -d -m 0755 "$ROOT/usr/share/postgresql-common/pgdg" \
+    && curl -fsSL -o "$ROOT/usr/share/postgresql-common/pgdg/apt.postgresql.org.asc" \
+         https://www.postgresql.org/media/keys/ACCC4CF8.asc \
+    && echo "deb [signed-by=/usr/share/postgresql-common/pgdg/apt.postgresql.org.asc] https://apt.postgresql.org/pub/repos/apt $(. /etc/os-release && echo "$VERSION_CODENAME")-pgdg main" \
+         > "$ROOT/etc/apt/sources.list.d/pgdg.list" \
+    && apt-get update -q \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-16 postgresql-16-pgvector \
+    && systemctl disable --now postgresql; } \
+    || echo "bootstrap: PostgreSQL 16 + pgvector not installed: the rag lane's pgvector store is unavailable here"
+fi
+
 "$ROOT/@@PER_BOOT_PATH@@"   # cloud-init runs per-boot scripts before user data: on this boot there were none yet
 "$ROOT/@@SYNC_PATH@@" --force
 "$ROOT/@@AGENT_PATH@@" --help >/dev/null

@@ -43,6 +43,7 @@ ALL_LANES = [
     "quality",
     "accuracy",
     "encode",
+    "rag",
     "finetune_serve",
     "qwen3_attempt",
 ]
@@ -221,6 +222,15 @@ def test_accuracy_scores_the_shipped_tasks_with_paired_verdicts(local_run):
     assert all(n == 4 for _, t, _, n in tasks if t != "np_choice"), tasks
     pairs = con.execute("select task, n from report_accuracy_pairs where kind = 'finetune' order by task").fetchall()
     assert pairs == [("np_arith", 4), ("np_classify", 4), ("np_facts", 4)], pairs
+
+
+def test_the_rag_lane_scores_its_probes_measures_each_stage_and_reports_its_section(local_run):
+    rag = local_run.comparison()["rag"]
+    assert {q["arm"] for q in rag["quality"]} == {"cosine", "reranked"} and rag["reranker"][0]["verdict"]
+    assert {s["stage"] for s in rag["stages"]} == {"embed", "search", "rerank", "generate", "end_to_end"}
+    assert rag["coresidency"][0]["outcome"] == "measured" and rag["ingest"][0]["chunks_per_s"] > 0
+    assert rag["decision"][0]["instance"] == "c7i.large"  # priced as the run declared
+    assert "## RAG" in (local_run.report / "REPORT.md").read_text()
 
 
 def test_every_point_carries_its_slo_and_the_decision_prices_it(local_run):

@@ -365,6 +365,11 @@ CASES = [
     ("p-huge-int", ["plan", "--input", "{huge_json}"], "number literal of 6,000 characters"),
     ("p-fifo", ["plan", "--input", "{fifo}"], "named pipe (FIFO), not a regular file"),
     ("p-device", ["plan", "--input", "/dev/zero"], "character device"),
+    ("p-rag-missing-corpus", ["plan", "--local", "--input", "{rag_missing}"], "rag.corpus: "),
+    ("p-rag-empty-corpus", ["plan", "--local", "--input", "{rag_empty}"], "empty"),
+    ("p-rag-unknown-store", ["plan", "--input", "{rag_store}"], "unknown store 'qdrant'"),
+    ("p-rag-slo-no-bound", ["plan", "--input", "{rag_slo}"], "rag_slo: no bound"),
+    ("x-rag-empty-corpus", ["run", "--local", "--results", "{results}", "--input", "{rag_empty}"], "empty"),
     ("x-huge-int", ["run", "--local", "--results", "{results}", "--input", "{huge_json}"], "6,000 characters"),
     ("x-empty-input", ["run", "--local", "--results", "{results}", "--input", ""], "the path is empty"),
     # ---- run --local (the lane launcher is replaced: an accepted input fails the case)
@@ -438,6 +443,14 @@ def world(tmp_path_factory):
     (root / "latin1.json").write_bytes('{"lanes": ["host_cpu"], "note": "caf\xe9"}'.encode("latin-1"))
     (root / "list.json").write_text("[]")
     (root / "not.json").write_text("{lanes: host_cpu")
+    (root / "empty-corpus.txt").write_text("")
+    for name, cfg in {
+        "rag-missing": {"corpus": str(root / "no-corpus.txt")},
+        "rag-empty": {"corpus": str(root / "empty-corpus.txt")},
+        "rag-store": {"store": "qdrant"},
+        "rag-slo": {"rag_slo": {"percentile": 99}},
+    }.items():
+        (root / f"{name}.json").write_text(json.dumps({"lanes": ["rag"], "lane_config": {"rag": cfg}}))
     (root / "cfg-bad.json").write_text(
         json.dumps({"lanes": ["host_cpu"], "lane_config": {"host_cpu": {"bogus_field": 1}}})
     )
@@ -471,6 +484,7 @@ def world(tmp_path_factory):
         "list_json": str(root / "list.json"),
         "not_json": str(root / "not.json"),
         "cfg_bad": str(root / "cfg-bad.json"),
+        **{f"rag_{k}": str(root / f"rag-{k}.json") for k in ("missing", "empty", "store", "slo")},
         "dup_json": str(root / "dup.json"),
         "deep_json": str(root / "deep.json"),
         "huge_json": str(root / "huge.json"),

@@ -376,6 +376,35 @@ def test_the_predecessors_nki_kernel_simulated_bit_exact_and_its_device_compile_
     assert con.execute("SELECT verdict FROM report_kernel_verdicts WHERE lane = 'nki'").fetchall() == [("error",)]
 
 
+def test_the_predecessors_rag_appliance_comes_back_ingest_rate_probes_reranker_drop_and_coresidency_wall(imported):
+    _, summary, con = imported
+    rag = "inf2/results/rag/"
+    ingest = _json(rag + "ingest.json")
+    cosine, rerank = _json(rag + "probes_nollm_cosine.json"), _json(rag + "probes_nollm_rerank.json")
+    assert any(lane == "rag" and status == "succeeded" for lane, _, status, _ in summary.attempts)
+    (rate,) = con.execute("SELECT chunks_per_s FROM report_rag_ingest WHERE lane = 'rag'").fetchone()
+    assert rate == pytest.approx(ingest["chunks"] / ingest["wall_s"]) and round(rate, 1) == 1.5
+    hits = dict(con.execute("SELECT arm, hits FROM report_rag_quality WHERE lane = 'rag'").fetchall())
+    passed = {"cosine": cosine, "reranked": rerank}
+    assert hits == {arm: sum(p["pass"] for p in d["probes"]) for arm, d in passed.items()}
+    assert (hits["cosine"], hits["reranked"]) == (7, 4)  # §13.10: 7/7 -> 4/7
+    (n, lost, gained, p) = con.execute(
+        "SELECT n, b, c, mcnemar_p FROM rag_reranker_tests WHERE lane = 'rag'"
+    ).fetchone()
+    assert (n, lost, gained) == (7, 3, 0) and p == pytest.approx(0.25)  # 3 discordant of 7: not enough to call
+    (outcome, error, devices) = con.execute(
+        "SELECT outcome, error, generator_devices FROM report_rag_coresidency WHERE lane = 'rag'"
+    ).fetchone()
+    verbatim = _json(rag + "probes_llm.json")["probes"][0]["error"]
+    assert outcome == "failed" and error.startswith("RuntimeError: The PyTorch Neuron Runtime could not be initialized")
+    assert " ".join(verbatim.split()).endswith(error.split(": ", 1)[1]) and devices.endswith("0-1")
+    traces = [_json(rag + f) for f in ("compile_embed.json", "compile_rerank.json")]
+    walls = con.execute("SELECT model, wall_s FROM compiles WHERE lane = 'rag' AND what = 'encoder_trace'").fetchall()
+    assert dict(walls) == {d["model_id"]: d["wall_s"] for d in traces}
+    (failed,) = con.execute("SELECT failed_queries FROM report_rag_load WHERE lane = 'rag'").fetchone()
+    assert failed == len(_json(rag + "probes_llm.json")["probes"])
+
+
 def test_its_checkpoint_saves_land_in_the_save_cost_view_of_its_sft_run(imported):
     _, _, con = imported
     src = _json("trn1/results/extras/ckpt_timing.json")

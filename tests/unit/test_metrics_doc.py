@@ -33,6 +33,7 @@ METRIC_FILES = (
     "71_report_roofline.sql",
     "47_report_predictions.sql",
     "48_report_encoders.sql",
+    "49_report_rag.sql",
 )
 
 

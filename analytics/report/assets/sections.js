@@ -526,6 +526,18 @@ SECTION.encoders = function (body) {
   return true;
 };
 
+/* ---- RAG (when comparison.json has it): the rag lane's tables, generically; REPORT.md words the verdicts ---- */
+SECTION.rag = function (body) {
+  const tables = tablesIn(NP.comparison.rag, "rag", []);
+  if (!tables.length) return false;
+  body.append(note("The rag lane: ingest, index, retrieval quality without and with the reranker (hits@k, MRR, the paired verdict), per-stage latency per concurrency, the load against the SLO with its Decision, and the co-residency of the embedder beside the served model."));
+  for (const [path, rows] of tables) {
+    const filters = ["run_id", "store", "arm", "stage", "verdict"].filter((f) => rows.some((r) => f in r)).map((f) => ({key: f, label: f}));
+    body.append(h("h3", {}, path), dataTable({id: path, rows, columns: genericColumns(rows), filters}));
+  }
+  return true;
+};
+
 /* ---- predicted vs observed (when a run registered predictions): predictions_md.py's wording ----------------- */
 function predictionRange(r) {  // predictions_md._range: "output_tok_s at c32 380–450"
   if (r.metric === null || r.metric === undefined) return null;
