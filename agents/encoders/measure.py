@@ -131,7 +131,8 @@ def measure_workload(
                     placed[name] = place_fn(module, examples[name], backend=backend, key=key, cache_dir=cache_dir, **kw)
             except PlacementError as exc:
                 status = exc.status
-                rows.models.append({**model_row, "status": status, "reason": str(exc), "ts": _now()})
+                failed = {"exporter": exc.exporter, "status": status, "reason": str(exc), "ts": _now()}
+                rows.models.append({**model_row, **failed})
                 progress(f"{w.name} {shape}{unit} b{b}: {status}")
                 continue
             graphs = list(placed.values())

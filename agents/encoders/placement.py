@@ -44,12 +44,14 @@ class PlacementError(RuntimeError):
     """A graph that could not be placed on the backend: its compile failed (the tracer's own message kept)."""
 
     status = "compile_failed"
+    exporter: str | None = None  # the path that failed, where known
 
 
 class ExportRefusedError(PlacementError):
-    """An exporter that refuses the model (it does not list its architecture): its own words kept."""
+    """An exporter that refuses the model (it does not list its architecture, or raises): its own words kept."""
 
     status = "export_refused"
+    exporter = EXPORTER
 
 
 class LoadFailedError(PlacementError):
@@ -178,7 +180,7 @@ def _place_exported(
         except Exception as e:
             shutil.rmtree(tmp, ignore_errors=True)
             lock.unlink(missing_ok=True)
-            raise ExportRefusedError(f"{EXPORTER} export: {type(e).__name__}: {e}") from e
+            raise ExportRefusedError(f"{type(e).__name__}: {e}") from e
         compile_s = time.perf_counter() - t0
         shutil.rmtree(out, ignore_errors=True)
         tmp.replace(out)
@@ -228,7 +230,9 @@ def _place_neuron(
                 module, tensors, compiler_workdir=str(entry / "work"), compiler_args=compiler_args
             )
         except Exception as e:
-            raise PlacementError(f"torch_neuronx.trace: {type(e).__name__}: {e}") from e
+            err = PlacementError(f"torch_neuronx.trace: {type(e).__name__}: {e}")
+            err.exporter = "torch_neuronx.trace"
+            raise err from e
         compile_s = time.perf_counter() - t0
         tmp = entry / f".model.pt.{os.getpid()}"
         torch.jit.save(traced, str(tmp))

@@ -63,3 +63,14 @@ def test_plan_refuses_it_with_one_line_and_exit_2(tmp_path, capsys, path, refuse
     assert code == 2 and len(err) == 1, err
     assert "encode: encoders.0.modality: speech_to_text of tiny-whisper (whisper) has no neuron path" in err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["req.json"]  # nothing started, nothing written
+
+
+def test_the_lane_refuses_it_too_where_the_plan_could_not_tell_the_backend():
+    from types import SimpleNamespace
+
+    from agents.lanes.encode import run
+    from pipeline.lane_configs.encode import Config
+
+    config = Config(encoders=[{**SPEECH, "neuron": {"path": "export"}}])
+    with pytest.raises(ValueError, match=r"^encoders\.0\.modality: speech_to_text of tiny-whisper"):
+        run(SimpleNamespace(backend="neuron"), config)  # raises before the context is used

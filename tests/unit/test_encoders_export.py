@@ -5,7 +5,7 @@ does) and a fake ``torch_neuronx`` (``trace`` = ``torch.jit.trace``):
 
 * a listed model is exported at the graph's static shapes and compiler casting, through the compile cache (cold,
   then warm: nothing exported again), and its outputs pass the numerics gate against the CPU fp32 reference;
-* an unlisted one is traced, and ``encode_models.exporter`` says so;
+* an unlisted one is traced, and ``encode_models.exporter`` says so (path ``export``: the exporter's words refuse it);
 * an exporter that raises: path ``auto`` records its words and traces; path ``export`` is an ``export_refused``
   row with its words, nothing run.
 """
@@ -16,14 +16,18 @@ import json
 import sys
 import types
 
+import numpy as np
 import pytest
 import torch
 
 from agents.compile_cache import NEURON_KINDS, CacheLayout
+from agents.encoders.export import ExportPlan
 from agents.encoders.measure import measure_workload
-from pipeline.encoders import EncodeWorkload
+from agents.encoders.placement import ExportRefusedError, place
+from pipeline.encoders import EXPORT_ROUTES, EncodeWorkload, NeuronCompile
 
-SIGLIP_WORDS = "qwen3 is not supported yet for transformers. Only ['bert', 'clip'] are supported for the library"
+NOT_LISTED = "qwen3 is not supported yet for transformers. Only ['bert', 'clip'] are supported for the library"
+EXPORT_ONLY = NeuronCompile(path="export")
 EXPORT_ERROR = "Dictionary inputs to traced functions must have consistent type"
 
 
@@ -47,7 +51,7 @@ def fakes(monkeypatch):
     def get_supported_tasks_for_model_type(model_type, exporter, library_name=None):
         assert exporter == "neuron" and library_name == "transformers"
         if model_type != "bert":
-            raise KeyError(SIGLIP_WORDS.replace("qwen3", model_type))
+            raise KeyError(NOT_LISTED.replace("qwen3", model_type))
         return {"feature-extraction": None, "text-classification": None}
 
     def main_export(model_name_or_path, output, compiler_kwargs, task, library_name, do_validation, **kw):
@@ -126,9 +130,21 @@ def test_an_unlisted_model_is_traced_and_the_row_says_so(tmp_path, fakes):
     assert (m["status"], m["exporter"], m["reason"]) == ("ok", "torch_neuronx.trace", None)
     assert fakes.exports == [] and fakes.traces == [["--auto-cast", "none"]]
     assert rows.numerics[0]["verdict"] == "pass"
-    refused = _run("tiny-qwen3-embedding", tmp_path / "export-only", path="export")
-    assert refused.models[0]["status"] == "export_refused"
-    assert refused.models[0]["reason"] == "KeyError: " + repr(SIGLIP_WORDS)
+    route = EXPORT_ROUTES["qwen3-embedding", "text_embedding"]
+    plan = ExportPlan(route, "unused: never exported", {"batch_size": 1, "sequence_length": 8}, NeuronCompile())
+    ids = np.zeros((1, 8), dtype=np.int64)
+    with pytest.raises(ExportRefusedError) as exc:  # path export: the exporter's word is the result
+        place(
+            torch.nn.Identity(),
+            [ids, ids],
+            backend="neuron",
+            key="k",
+            cache_dir=tmp_path,
+            export=plan,
+            compiler=EXPORT_ONLY,
+        )
+    assert str(exc.value) == "KeyError: " + repr(NOT_LISTED) and exc.value.exporter == "optimum-neuron"
+    assert fakes.exports == [] and len(fakes.traces) == 1
 
 
 def test_an_exporter_error_is_recorded_verbatim_then_traced_or_refused(tmp_path, fakes):
@@ -136,10 +152,14 @@ def test_an_exporter_error_is_recorded_verbatim_then_traced_or_refused(tmp_path,
     auto = _run("tiny-bert-embedding", tmp_path / "auto")
     (m,) = auto.models
     assert (m["status"], m["exporter"]) == ("ok", "torch_neuronx.trace")
-    assert m["reason"] == f"optimum-neuron export refused first: optimum-neuron export: ValueError: {EXPORT_ERROR}"
+    assert m["reason"] == f"optimum-neuron export refused first: ValueError: {EXPORT_ERROR}"
     assert auto.numerics[0]["verdict"] == "pass" and len(fakes.traces) == 1
     assert not list((tmp_path / "auto").rglob("*.lock"))  # the refused export leaves no half-built entry
     only = _run("tiny-bert-embedding", tmp_path / "export", path="export")
     (m,) = only.models
-    assert (m["status"], m["reason"]) == ("export_refused", f"optimum-neuron export: ValueError: {EXPORT_ERROR}")
+    assert (m["status"], m["exporter"], m["reason"]) == (
+        "export_refused",
+        "optimum-neuron",
+        f"ValueError: {EXPORT_ERROR}",
+    )
     assert only.numerics == [] and only.calls == [] and len(fakes.traces) == 1
