@@ -99,7 +99,7 @@ def _complete(path: Path, markers: tuple[str, ...]) -> bool:
 NEURON_KINDS = (
     EntryKind("neuronxcc-*/MODULE_*", ("*.neff",)),
     EntryKind("nxdi/*/*", ("*.pt", "*.neff")),
-    EntryKind("encoders/*", ("model.pt",)),  # the encode lane's torch_neuronx traces (agents.encoders.placement)
+    EntryKind("encoders/*", ("model.pt", "model.neuron")),  # the encode lane's traces and exports (agents.encoders)
 )
 CPU_KINDS = (EntryKind("tiny/*", ("config.json", "tokenizer.json")),)
 

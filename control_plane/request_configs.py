@@ -104,6 +104,7 @@ def configured_lanes(
     check_lane_configs(configs, specs, request.profile)
     check_variants(configs, specs, request.profile, target, local=local)
     check_accuracy(configs, specs, request.profile, target, local=local)
+    check_encode_backend(configs, specs, request.profile, target)
     check_prediction_configs(request, configs, specs)
     check_scratch_dataset(configs, specs, request.profile, local=local)
     check_rag_files(configs, specs, request.profile, local=local)
@@ -176,6 +177,27 @@ def check_accuracy(
     found = resolve_tasks(built, target=target, scan=_task_dir_scanner() if local else None, local_paths=local)
     if found.problems:
         raise LaneConfigInvalidError("\n".join(f"{ACCURACY_LANE}.{p}" for p in found.problems))
+
+
+def check_encode_backend(
+    configs: Mapping[str, Mapping[str, Any] | None],
+    specs: Mapping[str, LaneSpec],
+    profile: str,
+    target: ServingTarget | None,
+) -> None:
+    """The encode lane's workloads against what the target's backend runs (``pipeline.encoders.BACKEND_PATHS``;
+    None: the lane checks where it runs): one ``encode: encoders.<i>.modality: reason`` line per workload it cannot
+    run (``LaneConfigInvalidError``), before anything starts."""
+    from pipeline.encoders import backend_problems, parse_workloads
+
+    if "encode" not in configs or target is None:
+        return
+    built = built_config(specs["encode"], profile, configs["encode"], "encoders")
+    if built is None:
+        return
+    problems = backend_problems(parse_workloads(built.encoders), target.backend)
+    if problems:
+        raise LaneConfigInvalidError("\n".join(f"encode: {p}" for p in problems))
 
 
 def _task_dir_scanner() -> Any:

@@ -15,6 +15,14 @@ A model is ``tiny-<family>`` (built from a config where the lane runs: :data:`TI
 catalogue (:data:`HUB_MODELS`, downloaded on the box, never at plan time). Inputs are made by the project unless
 ``inputs`` names a local file or directory (read and checked here, at plan time: an undecodable, empty or
 wrong-shaped file is refused naming it) or an ``s3://`` prefix (read and checked by the lane where it runs).
+
+What each backend runs (:data:`BACKEND_PATHS`, checked at plan time against the plan's backend by
+:func:`backend_problem`): cpu and cuda run every (family, modality) pair above as eager torch on the device. On neuron
+a pair runs by the workload's ``neuron.path``: ``trace`` (``torch_neuronx.trace`` of the lane's graphs, static shapes;
+every pair has it), ``export`` (optimum-neuron's exporter only: the pairs of :data:`EXPORT_ROUTES`) or ``auto`` (the
+exporter where it lists the model, the trace otherwise or after its refusal). A pair without an export route asked
+to run by ``export`` is refused: that modality has no neuron path in this lane (speech_to_text, for one: Whisper's
+exported decoder is optimum's own generation loop, not the lane's greedy step over a static buffer).
 """
 
 from __future__ import annotations
@@ -58,6 +66,60 @@ SHAPE_UNITS = {
 SHAPE_LIMITS = {"s": (1, 30), "px": (16, 1024), "tokens": (8, 8192)}
 
 
+class ExportRoute(BaseModel):
+    """How optimum-neuron's exporter stands for one of the lane's graphs: its model type and task (what
+    ``TasksManager`` lists for the ``neuron`` exporter), the exporter's input name of each array the graph takes (in
+    the graph's order), the output the graph returns, and the host-side pooling of a hidden-state output."""
+
+    model_config = ConfigDict(frozen=True)
+    model_type: str
+    task: str
+    inputs: tuple[str, ...]
+    output: str
+    pool: Literal["mean", "last"] | None = None
+
+
+# (family, modality) -> the exporter's route. The exported graph is the whole Hugging Face model at the workload's
+# static shapes; a pair absent here has no export route (its graphs are the lane's own wrappers: Whisper's greedy
+# decoder step, the image tower alone, the span-cosine reranker).
+_ZERO_SHOT = ("pixel_values", "input_ids", "attention_mask")
+EXPORT_ROUTES: dict[tuple[str, str], ExportRoute] = {
+    ("clip", "zero_shot"): ExportRoute(
+        model_type="clip", task="zero-shot-image-classification", inputs=_ZERO_SHOT, output="logits_per_image"
+    ),
+    ("siglip", "zero_shot"): ExportRoute(
+        model_type="siglip", task="zero-shot-image-classification", inputs=_ZERO_SHOT, output="logits_per_image"
+    ),
+    ("bert-embedding", "text_embedding"): ExportRoute(
+        model_type="bert",
+        task="feature-extraction",
+        inputs=("input_ids", "attention_mask"),
+        output="last_hidden_state",
+        pool="mean",
+    ),
+    ("qwen3-embedding", "text_embedding"): ExportRoute(
+        model_type="qwen3",
+        task="feature-extraction",
+        inputs=("input_ids", "attention_mask"),
+        output="last_hidden_state",
+        pool="last",
+    ),
+}
+NEURON_PATHS = ("auto", "export", "trace")
+
+
+def _pairs() -> list[tuple[str, str]]:
+    return [(f, m) for f, modalities in FAMILY_MODALITIES.items() for m in modalities]
+
+
+# backend -> (family, modality) -> the paths that run it (neuron.path values on neuron; "eager" elsewhere)
+BACKEND_PATHS: dict[str, dict[tuple[str, str], tuple[str, ...]]] = {
+    "cpu": {pair: ("eager",) for pair in _pairs()},
+    "cuda": {pair: ("eager",) for pair in _pairs()},
+    "neuron": {pair: NEURON_PATHS if pair in EXPORT_ROUTES else ("auto", "trace") for pair in _pairs()},
+}
+
+
 class EncodeSpecError(ValueError):
     """A workload spec refused at plan time: one ``field: reason`` line."""
 
@@ -83,6 +145,18 @@ class EncodeSlo(BaseModel):
     p99_ms: float = Field(gt=0.0, le=600_000.0)
 
 
+class NeuronCompile(BaseModel):
+    """How the neuron backend builds the workload's graphs: ``path`` (auto | export | trace, see the module's
+    docstring) and the compiler's casting, passed to both paths (optimum's ``auto_cast`` / ``auto_cast_type``,
+    neuronx-cc's ``--auto-cast`` / ``--auto-cast-type``). ``none`` keeps fp32, what the numerics gate's CPU
+    reference computes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: Literal["auto", "export", "trace"] = "auto"
+    auto_cast: Literal["none", "matmul", "all"] = "none"
+    auto_cast_type: Literal["bf16", "fp16", "tf32"] = "bf16"
+
+
 class EncodeWorkload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
@@ -96,6 +170,7 @@ class EncodeWorkload(BaseModel):
     labels: list[str] = Field(default_factory=lambda: ["a cat", "a dog", "a circle", "a square"], max_length=64)
     numerics: NumericsGate = NumericsGate()
     slo: EncodeSlo | None = None
+    neuron: NeuronCompile = NeuronCompile()
 
     @model_validator(mode="after")
     def _check(self) -> EncodeWorkload:
@@ -120,6 +195,30 @@ class EncodeWorkload(BaseModel):
     @property
     def family(self) -> str:
         return family_of(self.model) or ""
+
+
+def backend_problem(w: EncodeWorkload, backend: str) -> str | None:
+    """``modality: reason`` when ``backend`` cannot run ``w``'s modality with its model's family (and, on neuron,
+    its ``neuron.path``), per :data:`BACKEND_PATHS`; None when it runs (or the backend is not one of the table's:
+    the lane says so where it runs)."""
+    table = BACKEND_PATHS.get(backend)
+    if table is None:
+        return None
+    pair = (w.family, w.modality)
+    paths = table.get(pair)
+    if not paths:
+        return f"modality: {w.modality} of {w.model} ({w.family}) does not run on the {backend} backend"
+    if backend == "neuron" and w.neuron.path not in paths:
+        return (
+            f"modality: {w.modality} of {w.model} ({w.family}) has no neuron path {w.neuron.path!r} in this lane "
+            f"(optimum-neuron's exporter has no route for it here); its neuron paths: {', '.join(paths)}"
+        )
+    return None
+
+
+def backend_problems(workloads: list[EncodeWorkload], backend: str) -> list[str]:
+    """``encoders.<i>.modality: reason`` for every workload ``backend`` cannot run (:func:`backend_problem`)."""
+    return [f"encoders.{i}.{p}" for i, w in enumerate(workloads) if (p := backend_problem(w, backend))]
 
 
 def check_local_inputs(modality: str, path: Path) -> None:

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from agents.encoders import inputs as make
+from agents.encoders.export import EXPORTER, ExportPlan, input_shapes
 from agents.encoders.models import EncoderTask, build_task
 from agents.encoders.numerics import compare
 from agents.encoders.placement import PlacedGraph, PlacementError, graph_key, place
-from pipeline.encoders import SHAPE_UNITS, EncodeWorkload
+from pipeline.encoders import EXPORT_ROUTES, SHAPE_UNITS, EncodeWorkload
 
 Place = Callable[..., PlacedGraph]
 TaskBuilder = Callable[[EncodeWorkload, int, int], EncoderTask]
@@ -72,6 +73,16 @@ def run_all(task: EncoderTask, calls: dict[str, Any], arrays: list[np.ndarray], 
     return np.concatenate([task.forward(calls, batch)[:real] for real, batch in batches(arrays, b)])
 
 
+def _neuron_kwargs(w: EncodeWorkload, task: EncoderTask, name: str, example: list[np.ndarray]) -> dict[str, Any]:
+    """The neuron path's arguments of one graph: the workload's compile settings, and its export plan where the
+    pair has a route and the task says what the exporter builds from (the first graph)."""
+    kw: dict[str, Any] = {"compiler": w.neuron}
+    route = EXPORT_ROUTES.get((w.family, w.modality))
+    if route is not None and task.source is not None and name == next(iter(task.graphs)):
+        kw["export"] = ExportPlan(route, task.source, input_shapes(route, example), w.neuron)
+    return kw
+
+
 def measure_workload(
     w: EncodeWorkload,
     *,
@@ -114,21 +125,26 @@ def measure_workload(
             }
             try:
                 for name, module in task.graphs.items():
-                    key = graph_key(f"{w.model}-{name}", [a.shape for a in examples[name]], task.fingerprint)
-                    placed[name] = place_fn(module, examples[name], backend=backend, key=key, cache_dir=cache_dir)
+                    extra = {**task.fingerprint, "neuron": w.neuron.model_dump()}
+                    key = graph_key(f"{w.model}-{name}", [a.shape for a in examples[name]], extra)
+                    kw = _neuron_kwargs(w, task, name, examples[name]) if backend == "neuron" else {}
+                    placed[name] = place_fn(module, examples[name], backend=backend, key=key, cache_dir=cache_dir, **kw)
             except PlacementError as exc:
                 status = exc.status
-                rows.models.append({**model_row, "status": status, "reason": str(exc), "ts": _now()})
+                failed = {"exporter": exc.exporter, "status": status, "reason": str(exc), "ts": _now()}
+                rows.models.append({**model_row, **failed})
                 progress(f"{w.name} {shape}{unit} b{b}: {status}")
                 continue
             graphs = list(placed.values())
             compiled = [g.compile_s for g in graphs if g.compile_s is not None]
             caches = {g.cache for g in graphs}
+            refusals = [g.refusal for g in graphs if g.refusal]
             rows.models.append(
                 {
                     **model_row,
                     "exporter": graphs[0].path,
                     "status": "ok",
+                    "reason": f"{EXPORTER} export refused first: {refusals[0]}" if refusals else None,
                     "compile_s": sum(compiled) if compiled else None,
                     "load_s": sum(g.load_s for g in graphs),
                     "cache": "cold" if "cold" in caches else graphs[0].cache,

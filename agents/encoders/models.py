@@ -48,6 +48,9 @@ class EncoderTask:
     encode: Callable[[list[Any]], list[np.ndarray]]  # raw items -> the first graph's arrays, item axis first
     forward: Callable[[dict[str, Call], list[np.ndarray]], np.ndarray]  # placed calls, a batch -> (b, k)
     fingerprint: dict[str, Any] = field(default_factory=dict)  # what shapes the graphs besides the input shapes
+    # the Hugging Face model (or hub id) an exporter builds the "encoder" graph from, where the pair has an export
+    # route (pipeline.encoders.EXPORT_ROUTES); None: no route
+    source: Any = None
 
 
 def _torch_seed(seed: int) -> None:
@@ -239,6 +242,7 @@ def image_task(
         encode,
         forward,
         {"labels": list(labels), "seed": seed, "tiny": TINY_VERSION},
+        _source(model_name, model, family, modality),
     )
 
 
@@ -309,7 +313,16 @@ def text_task(model_name: str, family: str, modality: str, shape: int, seed: int
         encode,
         forward,
         {"seed": seed, "tiny": TINY_VERSION},
+        _source(model_name, backbone, family, modality),
     )
+
+
+def _source(model_name: str, model: Any, family: str, modality: str) -> Any:
+    from pipeline.encoders import EXPORT_ROUTES
+
+    if (family, modality) not in EXPORT_ROUTES:
+        return None
+    return model if model_name.startswith("tiny-") else model_name
 
 
 def build_task(workload: Any, shape: int, seed: int) -> EncoderTask:

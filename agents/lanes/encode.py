@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agents.context import LaneContext
 from agents.encoders.measure import measure_workload
-from pipeline.encoders import EncodeWorkload
+from pipeline.encoders import EncodeWorkload, backend_problems
 from pipeline.lane_configs.encode import Config
 
 
@@ -34,6 +34,9 @@ def _inputs(ctx: LaneContext, w: EncodeWorkload) -> Path | None:
 
 def run(ctx: LaneContext, config: Config) -> None:
     workloads = [EncodeWorkload.model_validate(w) for w in config.encoders]
+    problems = backend_problems(workloads, ctx.backend)  # a plan that could not tell the backend checks here
+    if problems:
+        raise ValueError(problems[0])
     if ctx.backend == "cpu":
         import torch
 

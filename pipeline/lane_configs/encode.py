@@ -107,7 +107,8 @@ class Config:
             "help": "encoder workloads: name, modality (speech_to_text | image_embedding | zero_shot | "
             "text_embedding | rerank), model (tiny-<family> or a catalogue hub id), batch_sizes, shapes (s of "
             "audio | px | tokens), items, inputs (a local file/directory or s3:// prefix; None = generated), "
-            "decode_tokens, labels, numerics {min_cosine, max_abs_err}, slo {p99_ms} (docs/reference/lanes.md)"
+            "decode_tokens, labels, numerics {min_cosine, max_abs_err}, slo {p99_ms}, neuron {path: auto | export | "
+            "trace, auto_cast, auto_cast_type} (docs/reference/lanes.md)"
         },
     )
     calls: int = field(

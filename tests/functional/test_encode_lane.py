@@ -28,6 +28,7 @@ from pipeline.lane_configs.encode import Config
 from tests.support.views import q
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+EXPORT = "ValueError: Dictionary inputs to traced functions must have consistent type"
 
 
 def _workload(name: str, **kw) -> EncodeWorkload:
@@ -72,12 +73,16 @@ def _items_as_vectors(monkeypatch):
 
 
 def _corrupting(kind: str):
-    def place_fn(module, example, *, backend, key, cache_dir):
+    def place_fn(module, example, *, backend, key, cache_dir, **_neuron):
         graph = place(module, example, backend="cpu", key=key)
         if kind == "nan":
             bad = lambda *a: tuple(np.full_like(o, np.nan) for o in graph.call(*a))  # noqa: E731
         elif kind == "diverged":
             bad = lambda *a: tuple(-o for o in graph.call(*a))  # noqa: E731
+        elif kind == "fallback":  # the exporter refused, the trace placed it (neuron path auto)
+            return replace(
+                graph, backend=backend, path="torch_neuronx.trace", refusal=f"optimum-neuron export: {EXPORT}"
+            )
         elif kind == "refused":
             raise ExportRefusedError(
                 "KeyError: \"fake is not supported yet for transformers. Only ['bert'] are supported\""
@@ -107,7 +112,7 @@ def results(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     _items_as_vectors(mp)
     try:
-        rows = {k: _measure(k, k) for k in ("ok", "nan", "diverged", "refused")}
+        rows = {k: _measure(k, k) for k in ("ok", "nan", "diverged", "refused", "fallback")}
     finally:
         mp.undo()
     store = LocalStore(tmp_path_factory.mktemp("enc") / "results")
@@ -144,11 +149,20 @@ def test_nan_and_diverging_outputs_are_numerics_exclusions_with_evidence_and_no_
     assert rows["refused"].numerics == [] and rows["refused"].calls == []
     excluded = q(con, "SELECT kind, subject, reason FROM report_exclusions WHERE lane = 'encode' ORDER BY ALL")
     kinds = sorted({(r["kind"], r["subject"].split(" (")[1].split(",")[0]) for r in excluded})
-    assert kinds == [("export_refused", "refused"), ("numerics_excluded", "diverged"), ("numerics_excluded", "nan")]
+    assert kinds == [
+        ("export_refused", "fallback"),
+        ("export_refused", "refused"),
+        ("numerics_excluded", "diverged"),
+        ("numerics_excluded", "nan"),
+    ]
+    fallback = (
+        f"optimum-neuron export refused first: optimum-neuron export: {EXPORT} (placed by torch_neuronx.trace instead)"
+    )
+    assert fallback in {r["reason"] for r in excluded}
     assert any("24 of 24 output values are NaN" in r["reason"] for r in excluded)
     assert any("fake is not supported yet" in r["reason"] for r in excluded)
     timed = q(con, "SELECT DISTINCT workload FROM report_encoders WHERE n IS NOT NULL")
-    assert [r["workload"] for r in timed] == ["ok"]
+    assert sorted(r["workload"] for r in timed) == ["fallback", "ok"]  # the trace fallback is measured
 
 
 def test_a_matching_backend_is_timed_and_its_percentiles_items_and_decision_come_back(results):

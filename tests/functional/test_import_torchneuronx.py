@@ -484,8 +484,14 @@ def test_its_encoders_come_back_whisper_timed_clip_a_numerics_exclusion_siglip_r
         None,
         None,
     )
-    excluded = dict(
-        con.execute("SELECT kind, reason FROM report_exclusions WHERE lane = 'encode' ORDER BY kind").fetchall()
-    )
-    assert excluded["export_refused"] == siglip["reason"]
-    assert excluded["numerics_excluded"].endswith(clip["reason"])
+    excluded = {
+        (kind, subject.split(" on ")[0]): reason
+        for kind, subject, reason in con.execute(
+            "SELECT kind, subject, reason FROM report_exclusions WHERE lane = 'encode'"
+        ).fetchall()
+    }
+    assert excluded["export_refused", siglip["model"]] == siglip["reason"]
+    assert excluded["numerics_excluded", "openai/clip-vit-base-patch32"].endswith(clip["reason"])
+    # CLIP's exporter refusal is an exclusion too, its trace fallback named
+    refused = excluded["export_refused", "openai/clip-vit-base-patch32"]
+    assert refused == c["placement_reason"] + " (placed by torch_neuronx.trace instead)"

@@ -20,8 +20,9 @@ def fake_neuronx(monkeypatch):
     mod = types.ModuleType("torch_neuronx")
     mod.calls = []
 
-    def trace(module, example, compiler_workdir=None):
+    def trace(module, example, compiler_workdir=None, compiler_args=None):
         mod.calls.append(compiler_workdir)
+        mod.args = compiler_args
         if getattr(module, "refuse", False):
             raise RuntimeError("NCC_EVRF007: the compiler says no")
         return torch.jit.trace(module, example)

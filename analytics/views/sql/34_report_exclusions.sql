@@ -7,7 +7,8 @@
 --            stand in report_limits), point_without_telemetry, point_invalid (12_serving_points' serving_points.valid),
 --            hash_mismatch, precompile_loss_recorded,
 --            numerics_excluded (an encoder's outputs NaN or diverged from the CPU fp32 reference: never timed),
---            export_refused / compile_failed (an encoder's placement refused by its exporter or compiler, verbatim).
+--            export_refused / compile_failed (an encoder's placement refused by its exporter or compiler, verbatim;
+--            an export_refused whose torch_neuronx.trace fallback was placed says so after the exporter's words).
 CREATE OR REPLACE VIEW report_lane_attempts AS
 WITH latest AS (
     SELECT run_id, lane, max(attempt) FILTER (WHERE supersedes) AS effective_attempt
@@ -75,7 +76,13 @@ SELECT run_id, lane, attempt, status,
        model || ' on ' || coalesce(backend, '?') || ' (' || workload || ', ' || coalesce(shape || ' ' || shape_unit, '?')
          || coalesce(', batch ' || batch_size, '') || ')',
        coalesce(reason, '(no message)')
-FROM encode_models WHERE status <> 'ok';
+FROM encode_models WHERE status <> 'ok'
+UNION ALL
+SELECT run_id, lane, attempt, 'export_refused',
+       model || ' on ' || coalesce(backend, '?') || ' (' || workload || ', ' || coalesce(shape || ' ' || shape_unit, '?')
+         || coalesce(', batch ' || batch_size, '') || ')',
+       reason || ' (placed by ' || coalesce(exporter, '?') || ' instead)'
+FROM encode_models WHERE status = 'ok' AND reason IS NOT NULL;
 
 -- rule 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a
 -- telemetry sample with a value inside its window (rule 7) and is not flagged invalid (serving_points.valid);
