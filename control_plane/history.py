@@ -230,3 +230,69 @@ def commit_judgement(store: Any, j: Judgement, schedule: str | None = None) -> b
     except AlreadyExistsError:
         return False
     return True
+
+
+# ---- the AWS path: the request kept as control data, the announcement -------------------------------------
+HISTORY_OBJECT = "history.json"
+
+
+def schedule_of(trigger: str | None) -> str | None:
+    """The schedule's name of a scheduled run (trigger ``schedule:<name>``), else None."""
+    return trigger.split(":", 1)[1] or None if trigger and trigger.startswith("schedule:") else None
+
+
+def history_record(request: Any) -> dict[str, Any]:
+    """What finalize needs of a run's request: the request itself and its schedule's name."""
+    return {"request": request.model_dump(mode="json"), "schedule": schedule_of(request.trigger)}
+
+
+def register_history(blobs: Any, run_id: str, request: Any) -> str:
+    """``control/<run_id>/history.json``, create-only (the planners write it before the execution starts)."""
+    from control_plane.control_data import canonical, control_key, write_new
+
+    return write_new(blobs, control_key(run_id, HISTORY_OBJECT), canonical(history_record(request)))
+
+
+def read_history(blobs: Any, run_id: str) -> tuple[Any, str | None] | None:
+    """(the run's RunRequest, its schedule) from its control object; None when the planners wrote none."""
+    import json
+
+    from control_plane.control_data import control_key
+    from control_plane.models import RunRequest
+
+    body = blobs.get(control_key(run_id, HISTORY_OBJECT))
+    if body is None:
+        return None
+    data = json.loads(body)
+    return RunRequest.model_validate(data["request"]), data.get("schedule")
+
+
+def alert_message(j: Judgement, report_uri: str | None, what_changed: str) -> tuple[str, str]:
+    """(subject, body) of the announcement of a regressed run: each slower row with its size and interval."""
+    slower = [r for r in j.rows if r["finding"] == "slower"]
+    subject = f"neuronpipe: run {j.run_id} regressed against {j.baseline_spec}"[:100]
+    lines = [
+        f"Run {j.run_id} (request {j.fingerprint}, {j.instance_type or 'local'}) regressed against its "
+        f"baseline {j.baseline_spec}: runs {', '.join(j.baseline_runs)}.",
+        f"Since the baseline: {j.counts.get('faster', 0)} faster, {j.counts.get('slower', 0)} slower, "
+        f"{j.counts.get('within noise', 0)} within noise (points; {j.note}).",
+        "",
+        "Slower:",
+    ]
+    for r in slower[:20]:
+        ci = (
+            "" if r["ci_low_pct"] is None else f" (95 % interval {r['ci_low_pct']:+.1f} % to {r['ci_high_pct']:+.1f} %)"
+        )
+        lines.append(
+            f"- {r['metric']}: {r['pct']:+.1f} %{ci}, beyond the family-wise floor {r['familywise_floor_pct']:.1f} %"
+        )
+    lines += ["", f"What changed (provenance): {what_changed}", f"Report: {report_uri or 'not written'}"]
+    return subject, "\n".join(lines)
+
+
+def what_changed(store: Any, before: str, after: str) -> str:
+    """provenance_diff between the baseline's last run and this run, as one line."""
+    from analytics.provenance_diff import changes, summary
+
+    rows = store.read_table("provenance", [before, after]).to_pylist()
+    return summary(changes([r for r in rows if r["run_id"] == before], [r for r in rows if r["run_id"] == after]))

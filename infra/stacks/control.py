@@ -243,6 +243,8 @@ class ControlPlaneStack(Stack):
             # a matrix cell's ephemeral box: its type's launch template, tried in these subnets in this order
             "NEURONPIPE_FLEET_SUBNETS": Fn.join(",", self.box_subnet_ids),
             "NEURONPIPE_FLEET_TEMPLATE_PREFIX": self.settings.fleet_template_prefix,
+            # finalize_run announces a regression found against the run's baseline here
+            "NEURONPIPE_ALERT_TOPIC_ARN": self.base.alert_topic.topic_arn,
         }
         for box in self.boxes:
             env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
