@@ -198,6 +198,9 @@ def judge_run(
                     "familywise_floor_pct": jr.familywise_floor_pct,
                     "verdict": jr.verdict,
                     "finding": jr.finding,
+                    "point_finding": fam.points[jr.point],
+                    "outcome": fam.outcome,
+                    "findings_tested": fam.findings_tested,
                     "note": r.get("note"),
                     "judged_at": at,
                 }

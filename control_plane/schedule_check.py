@@ -30,9 +30,11 @@ class ScheduleMonth:
     limit_usd: float
 
     def line(self) -> str:
-        return (f"schedule {self.name} ({self.expression}, {'enabled' if self.enabled else 'disabled'}): "
-                f"{self.runs} runs a month × ${self.run_usd:.2f} worst case = ${self.month_usd:.2f} "
-                f"(limit ${self.limit_usd:.2f})")
+        return (
+            f"schedule {self.name} ({self.expression}, {'enabled' if self.enabled else 'disabled'}): "
+            f"{self.runs} runs a month × ${self.run_usd:.2f} worst case = ${self.month_usd:.2f} "
+            f"(limit ${self.limit_usd:.2f})"
+        )
 
 
 def deploy_context(cdk_json: dict[str, Any]) -> dict[str, Any]:
@@ -51,8 +53,8 @@ def check_schedules(context: dict[str, Any], ceiling_usd: float) -> list[Schedul
     """Every schedule planned and priced; :class:`ScheduleRefusedError` with a line per refused one."""
     from pydantic import ValidationError
 
-    from control_plane.plan import PLAN_ERRORS, plan_run
     from control_plane.models import parse_request
+    from control_plane.plan import PLAN_ERRORS, plan_run
     from pipeline.schedules import ScheduleSpec, delivered_request
     from pipeline.spec_types import first_refusal
 
@@ -69,17 +71,21 @@ def check_schedules(context: dict[str, Any], ceiling_usd: float) -> list[Schedul
             continue
         try:
             request = parse_request(delivered_request(spec))
-            plan = plan_run(request, run_id=f"{spec.name}-month", results_uri="s3://<results-bucket>/results",
-                            ceiling_usd=ceiling)
+            plan = plan_run(
+                request, run_id=f"{spec.name}-month", results_uri="s3://<results-bucket>/results", ceiling_usd=ceiling
+            )
         except PLAN_ERRORS as exc:
             refused.append(f"{where}: request: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
             continue
         runs, month = price_month(spec.expression, plan.max_cost_usd)
-        m = ScheduleMonth(spec.name, spec.expression, spec.enabled, runs, plan.max_cost_usd, month,
-                          spec.max_month_usd or budget)
+        m = ScheduleMonth(
+            spec.name, spec.expression, spec.enabled, runs, plan.max_cost_usd, month, spec.max_month_usd or budget
+        )
         if month > m.limit_usd:
-            refused.append(f"{where}: a month costs up to ${month:.2f} ({runs} runs × ${plan.max_cost_usd:.2f}), "
-                           f"above its limit ${m.limit_usd:.2f} (max_month_usd, default monthly_budget_usd)")
+            refused.append(
+                f"{where}: a month costs up to ${month:.2f} ({runs} runs × ${plan.max_cost_usd:.2f}), "
+                f"above its limit ${m.limit_usd:.2f} (max_month_usd, default monthly_budget_usd)"
+            )
             continue
         out.append(m)
     if refused:

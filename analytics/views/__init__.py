@@ -254,6 +254,8 @@ VIEW_FILES = (
     "75_report_decision.sql",  # the Decision: price-performance at an SLO
     "76_report_capacity.sql",  # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
     "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group
+    "80_report_baseline.sql",  # a run against its baseline: verdict rows and the family-wise findings per run
+    "81_report_trend.sql",  # each (request fingerprint, instance type, point · metric) series, value per run
 )
 
 
