@@ -27,6 +27,10 @@ class BaselineError(ValueError):
     """The baseline cannot be used: the message is one line naming the field and why."""
 
 
+class NoHistoryError(BaselineError):
+    """``{"last": N}`` and no earlier run of the fingerprint on the instance type: the run starts the series."""
+
+
 @dataclass(frozen=True)
 class RunFacts:
     run_id: str
@@ -123,7 +127,7 @@ def resolve_baseline(
     ]
     same.sort(key=lambda f: (f.ended_at is None, f.ended_at, f.run_id))
     if not same:
-        raise BaselineError(
+        raise NoHistoryError(
             f"baseline: last:{last}: no earlier run of fingerprint {fingerprint} on "
             f"{instance_type or 'this host'} in the results store"
         )
@@ -165,8 +169,12 @@ def judge_run(
     mine = facts.get(run_id)
     itype = mine.instance_type if mine else None
     j = Judgement(run_id, fp, itype, None)
-    if spec is not None:
-        j.baseline_spec, j.baseline_runs = resolve_baseline(facts, run_id, fp, itype, spec)
+    try:
+        resolved = None if spec is None else resolve_baseline(facts, run_id, fp, itype, spec)
+    except NoHistoryError as exc:
+        resolved, j.outcome, j.note = None, "no history", f"{exc}: this run starts the series"
+    if resolved is not None:
+        j.baseline_spec, j.baseline_runs = resolved
         if schedule and request.baseline is None:
             j.baseline_spec = f"schedule:{schedule} ({j.baseline_spec})"
         entry = compare_sides(
@@ -210,7 +218,7 @@ def judge_run(
             f"family-wise: {fam.findings_tested} points tested at α = {fam.alpha} per comparison "
             "(Bonferroni over points; a point's correlated rows count once)"
         )
-    else:
+    elif spec is None:
         j.outcome, j.note = "no baseline", "no baseline named (request baseline or a schedule's)"
     if commit:
         commit_judgement(store, j, schedule)
@@ -299,3 +307,39 @@ def what_changed(store: Any, before: str, after: str) -> str:
 
     rows = store.read_table("provenance", [before, after]).to_pylist()
     return summary(changes([r for r in rows if r["run_id"] == before], [r for r in rows if r["run_id"] == after]))
+
+
+# ---- the local path ------------------------------------------------------------------------------------
+def check_named_baseline(results: str, run_id: str, request: Any, instance_type: str | None) -> None:
+    """Before a local run starts: a baseline naming a run id must be a run of this request on this instance type
+    (``--price-as``, the local run's declared type) in the results store; :class:`BaselineError` otherwise."""
+    from pathlib import Path
+
+    from analytics.store import open_store
+    from control_plane.fingerprint import request_fingerprint
+
+    if request.baseline is None or not isinstance(request.baseline, str):
+        return
+    facts = run_facts(open_store(results)) if Path(results).is_dir() else {}
+    resolve_baseline(facts, run_id, request_fingerprint(request), instance_type, request.baseline)
+
+
+def judgement_line(j: Judgement) -> str:
+    """One line for the console: what the run was judged against and what came of it."""
+    if not j.baseline_runs:
+        return f"baseline: {j.outcome} ({j.note})"
+    c = j.counts
+    return (
+        f"since the baseline ({j.baseline_spec}: {', '.join(j.baseline_runs)}): {c.get('faster', 0)} faster, "
+        f"{c.get('slower', 0)} slower, {c.get('within noise', 0)} within noise — {j.outcome}"
+    )
+
+
+def judge_local(results: str, run_id: str, request: Any) -> str:
+    """A local run judged against its baseline after its lanes (the control plane's finalize, here); its line."""
+    from analytics.store import open_store
+
+    try:
+        return judgement_line(judge_run(open_store(results), run_id, request))
+    except BaselineError as exc:
+        return f"baseline: not judged: {exc}"
