@@ -102,7 +102,11 @@ def series_trend(points: list[dict[str, Any]], provenance: dict[str, list[dict[s
 
 
 def trend_section(
-    con: Any, present: set[str], fingerprint: str | None = None, instance_type: str | None = None
+    con: Any,
+    present: set[str],
+    fingerprint: str | None = None,
+    instance_type: str | None = None,
+    metric: str | None = None,
 ) -> dict[str, Any] | None:
     """{"method", "series"} over the runs on ``con`` (only the series of ≥ 2 runs), or None when no run has a
     fingerprint (the section is left out)."""
@@ -115,6 +119,9 @@ def trend_section(
     if instance_type is not None:
         where.append("instance_type = ?")
         params.append(instance_type)
+    if metric is not None:
+        where.append("metric = ?")
+        params.append(metric)
     found = rows(
         con,
         f"SELECT * FROM {TREND_VIEW} {'WHERE ' + ' AND '.join(where) if where else ''} "

@@ -53,7 +53,7 @@ def trend_command(args: argparse.Namespace) -> int:
                     )
                 fp, itype = found[0]
             present = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
-            section = trend_section(con, present, fp, itype)
+            section = trend_section(con, present, fp, itype, args.metric)
         finally:
             con.close()
     except ResultsInputError as exc:
