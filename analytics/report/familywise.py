@@ -57,6 +57,9 @@ def familywise_floor_pct(
     if sd_log is None or findings <= 1:
         return floor_pct
     q = 1.0 - alpha / (2.0 * findings)
+    # rows of one run share its state (the machine that night), so the spread pooled over a family's rows holds no
+    # more independent information than the runs themselves: its degrees of freedom are at most theirs
+    df = min(df, runs_a + runs_b - 2) if df and runs_a + runs_b > 2 else df
     t = t_quantile(q, df) if df else _normal_quantile(q)
     return max(floor_pct, 100.0 * math.expm1(t * math.sqrt(1.0 / runs_a + 1.0 / runs_b) * sd_log))
 

@@ -86,12 +86,16 @@ def _row(point: str, family: str, verdict: str, pct: float, floor: float = 10.0)
 
 
 def test_the_floor_widens_with_the_number_of_points_tested():
-    one = familywise_floor_pct(0.05, 8, 1, 3, 1, 10.0)
+    one = familywise_floor_pct(0.05, 8, 1, 10, 1, 10.0)
     assert one == 10.0  # one finding: compare's own floor
-    ten, hundred = (familywise_floor_pct(0.05, 8, m, 3, 1, 1.0) for m in (10, 100))
+    ten, hundred = (familywise_floor_pct(0.05, 8, m, 10, 1, 1.0) for m in (10, 100))
     assert 1.0 < ten < hundred
-    # the band of 3 baseline runs against 1 at 1 − 0.05/10 two-sided, t with 8 df (3.83)
-    assert ten == pytest.approx(100 * math.expm1(3.8325 * math.sqrt(1 / 3 + 1) * 0.05), rel=1e-3)
+    # the band of 10 baseline runs against 1 at 1 − 0.05/10 two-sided, t with 8 df (3.83)
+    assert ten == pytest.approx(100 * math.expm1(3.8325 * math.sqrt(1 / 10 + 1) * 0.05), rel=1e-3)
+    # a spread pooled over many rows of 3 runs has the runs' 2 degrees of freedom, not the rows' 100 (t = 14.09)
+    assert familywise_floor_pct(0.05, 100, 10, 3, 1, 1.0) == pytest.approx(
+        100 * math.expm1(14.089 * math.sqrt(1 / 3 + 1) * 0.05), rel=1e-3
+    )
     assert familywise_floor_pct(None, 0, 10, 3, 1, 7.0) == 7.0  # no measured spread: the margin floor stands
 
 
@@ -100,7 +104,7 @@ def test_correlated_rows_of_one_point_count_once_and_a_small_slower_row_is_noise
     rows += [_row(f"p{i}", "p99_ttft_ms", "within noise", 1.0) for i in range(2, 11)]
     rows += [_row("p11", "p99_ttft_ms", "slower", 12.0)]  # beyond compare's 10 %, not beyond the widened floor
     rows += [_row("p12", "p99_ttft_ms", "untested", 50.0)]
-    j = judge_family(rows, FLOORS, 3, 1)
+    j = judge_family(rows, FLOORS, 10, 1)
     assert j.findings_tested == 11 and j.outcome == "regressed"
     assert j.counts() == {"faster": 0, "slower": 1, "within noise": 10, "untested": 1}
     assert {r.metric for r in j.moved()} == {"serving · p1 · p99_ttft_ms", "serving · p1 · p50_tpot_ms"}
@@ -109,7 +113,7 @@ def test_correlated_rows_of_one_point_count_once_and_a_small_slower_row_is_noise
 
 def test_the_outcome_of_a_run():
     def outcome(*rows):
-        return judge_family(rows, FLOORS, 3, 1).outcome
+        return judge_family(rows, FLOORS, 10, 1).outcome
 
     assert (
         outcome(_row("p1", "p99_ttft_ms", "faster", -40.0), _row("p2", "p99_ttft_ms", "within noise", 1)) == "improved"
