@@ -22,7 +22,8 @@ SHAPE = {"lanes": ("provenance", "serve_sweep"), "concurrencies": (1,), "request
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     """Three runs of one request judged without a baseline (their fingerprints start the series), then an identical
-    run (the draws of b1) and one with every TTFT four times as long (the synthetic runs are noisy: few requests, three A/A runs), each against the last 3."""
+    run (the draws of b1) and one with every TTFT four times as long (the synthetic runs are noisy: few requests,
+    three A/A runs), each against the last 3."""
     root = tmp_path_factory.mktemp("history") / "results"
     store = open_store(str(root))
     plain = RunRequest.model_validate(REQUEST)
