@@ -135,7 +135,7 @@ class RunRequest(BaseModel):
     baseline: RunId | LastRuns | None = Field(
         None,
         description="what the run is judged against at finalize: a run id of the same request fingerprint and "
-        "instance type, or {\"last\": N}: the last N runs of this request's fingerprint on this instance type "
+        'instance type, or {"last": N}: the last N runs of this request\'s fingerprint on this instance type '
         "(docs/reference/history.md)",
     )
 
