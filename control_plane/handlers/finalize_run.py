@@ -62,6 +62,8 @@ def judge(request: FinalizeRequest, store: Any, blobs: Any) -> Any:
     verdict rows): a :class:`control_plane.history.Judgement`, or None when the planners kept no request."""
     from control_plane.history import judge_run, read_history
 
+    if request.status == "failed":  # a failed run neither joins the history nor is judged against it
+        return None
     kept = read_history(blobs, request.run_id)
     if kept is None:
         return None
