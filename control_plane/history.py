@@ -175,7 +175,7 @@ def judge_run(
         resolved, j.outcome, j.note = None, "no history", f"{exc}: this run starts the series"
     if resolved is not None:
         j.baseline_spec, j.baseline_runs = resolved
-        if schedule and request.baseline is None:
+        if schedule:  # a scheduled run: its schedule named the baseline (pipeline.schedules.delivered_request)
             j.baseline_spec = f"schedule:{schedule} ({j.baseline_spec})"
         entry = compare_sides(
             store, j.baseline_runs, [run_id], floor_runs=j.baseline_runs if len(j.baseline_runs) >= 2 else ()
