@@ -38,6 +38,8 @@ HTML_FILE = "REPORT.html"
 # (id, heading): the page's order — the outcome first, the Decision next, compile before any throughput (rule 3)
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("outcome", "Outcome and exclusions"),
+    ("baseline", "Since the baseline"),
+    ("trend", "Trend"),
     ("decision", "Decision"),
     ("compile", "Compile and cold start"),
     ("serving", "Serving curves"),
