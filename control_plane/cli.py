@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "control_plane.commands.synthetic_server",
     "control_plane.commands.verify",
     "control_plane.commands.import_cmd",
+    "control_plane.commands.trend",
 ]
 # Commands that live with an optional package (registered when it is installed): the rehearsal is its own
 # top-level package, and its command lives inside it.

@@ -183,6 +183,23 @@ def register_run_predictions(plan: RunPlan, settings: ControlPlaneSettings, s3_c
         ) from exc
 
 
+def register_run_history(plan: RunPlan, settings: ControlPlaneSettings, s3_client: object | None = None) -> None:
+    """The request finalize judges the run by (``control/<run_id>/history.json``, ``control_plane.history``);
+    :class:`PlanStorageError` in one line when it cannot be written."""
+    from control_plane.control_data import ControlDataError, S3ControlBlobs
+    from control_plane.history import register_history
+
+    bucket = settings.results_bucket
+    try:
+        register_history(S3ControlBlobs(str(bucket), s3_client), plan.run_id, plan.request)
+    except ControlDataError as exc:
+        raise PlanStorageError(f"history: {exc}") from exc
+    except Exception as exc:  # one line, nothing started
+        raise PlanStorageError(
+            f"history: cannot write it under s3://{bucket}/control/{plan.run_id}/: {_first_line(exc)}"
+        ) from exc
+
+
 def _first_line(exc: BaseException) -> str:
     """``Type: the message's first line`` (an S3 error's message may run over several)."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -212,6 +229,7 @@ def prepare(
     plan_uri, plan_digest = store_plan(plan, settings, s3_client) if in_s3 else (None, None)
     execution_input = plan.execution_input(plan_uri, plan_digest)
     register_run_predictions(plan, settings, s3_client)  # before any box is leased or lane started
+    register_run_history(plan, settings, s3_client)
     boxes = [iid for iid in plan.instance_ids.values() if iid]
     leases.take(boxes, run_id, lease_ttl_s(plan))
     return PreparedRun(plan, execution_input, boxes)

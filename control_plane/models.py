@@ -61,6 +61,18 @@ def _known_model(name: str) -> str:
     return name
 
 
+MAX_BASELINE_RUNS = 50
+RunId = Annotated[str, Field(pattern=RUN_ID_PATTERN)]
+
+
+class LastRuns(BaseModel):
+    """A baseline of the run's history: its request fingerprint's last ``last`` runs on its instance type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    last: int = Field(ge=1, le=MAX_BASELINE_RUNS, description="how many earlier runs form the baseline")
+
+
 class RunRequest(BaseModel):
     """A validated request for a run (``examples/run-*.json``)."""
 
@@ -119,6 +131,12 @@ class RunRequest(BaseModel):
         max_length=MAX_PREDICTIONS,
         description="what the author expects of each lane, server config or matrix cell, registered before the "
         "first lane starts and scored in the report (docs/reference/predictions.md)",
+    )
+    baseline: RunId | LastRuns | None = Field(
+        None,
+        description="what the run is judged against at finalize: a run id of the same request fingerprint and "
+        'instance type, or {"last": N}: the last N runs of this request\'s fingerprint on this instance type '
+        "(docs/reference/history.md)",
     )
 
     @field_validator("lanes")

@@ -63,6 +63,7 @@ class ControlPlaneSettings(BaseSettings):
     fleet_template_prefix: str = Field(
         DEFAULT_FLEET_TEMPLATE_PREFIX, description="launch template names: <prefix>-<type slug> per catalogued type"
     )
+    alert_topic_arn: str | None = Field(None, description="SNS topic a regression found at finalize is announced to")
     poll_s: float = Field(5.0, gt=0, description="CLI: seconds between execution-history polls")
 
     def require(self, *names: str) -> ControlPlaneSettings:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from control_plane.lean import CONTROL_PREFIX, DEFAULT_FLEET_TEMPLATE_PREFIX
 from pipeline.instance_types import CATALOGUE, PINNED_BOX_TYPES
+from pipeline.schedules import NIGHTLY_SMOKE, ScheduleSpec
 
 BoxRole = Literal["trn1", "inf2"]
 SsmConnectivity = Literal["nat", "endpoints", "nat_and_endpoints"]
@@ -223,8 +224,12 @@ class DeploymentSettings(BaseModel):
     state_machine_name: str = Field(
         "neuron-pipelines", description="= control_plane.settings default (the CLI finds it by name)"
     )
-    nightly_smoke_enabled: bool = Field(False, description="the nightly smoke schedule starts disabled")
-    nightly_smoke_cron: str = Field("cron(0 6 * * ? *)", description="EventBridge cron, UTC")
+    schedules: tuple[ScheduleSpec, ...] = Field(
+        (NIGHTLY_SMOKE,),
+        description="named schedules: {name, expression (cron or rate, UTC), request, enabled, baseline_last, "
+        "max_month_usd} each, one EventBridge rule each (docs/reference/history.md); the nightly smoke is declared "
+        "and disabled by default",
+    )
     idle_reaper_rate_minutes: int = Field(30, ge=5)
     hf_token_secret_name: str = Field("neuronpipe/hf-token", description="Secrets Manager name of the HF token")
     lambda_deps_dir: str = Field(
@@ -353,6 +358,9 @@ class DeploymentSettings(BaseModel):
                 raise ValueError(f"availability zone {az!r} is not in region {self.region!r}")
         if self.ssm_connectivity == "endpoints":
             raise ValueError(ENDPOINTS_REFUSED)
+        names = [sc.name for sc in self.schedules]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"schedules: {', '.join(twice)} declared twice (a schedule's name is its rule's)")
         return self
 
     @classmethod

@@ -135,6 +135,9 @@ START_REQUESTED_LINE_PREFIX = f"export {START_REQUESTED_ENV}="
 BOOT_RECORD_PREFIX = "boot@"  # pipeline.lanes.BOOT_RECORD_PREFIX (this module stays import-free of pipeline)
 EVENT_RUN_SUCCEEDED = "RunSucceeded"
 EVENT_RUN_FAILED = "RunFailed"
+# a run judged against its baseline at finalize (control_plane.history): the family-wise rule's outcome
+EVENT_RUN_REGRESSED = "RunRegressed"
+EVENT_RUN_IMPROVED = "RunImproved"
 EVENT_RUN_PARTIAL = "RunPartiallySucceeded"
 EVENT_RUN_REPORT_FAILED = "RunReportFailed"
 REPORT_FAILED_ERROR = "Report.Failed"  # control_plane.progress.REPORT_FAILED_ERROR
@@ -1307,11 +1310,25 @@ def _outcome_event_states() -> dict[str, Any]:
         "EmitOutcome": {
             "Type": "Choice",
             "Choices": [
+                *[
+                    {
+                        "And": [
+                            {"Not": {"Variable": "$.outcome.status", "StringEquals": "failed"}},
+                            {"Variable": "$.finalize.report.judgement.event", "IsPresent": True},
+                            {"Variable": "$.finalize.report.judgement.event", "IsString": True},
+                            {"Variable": "$.finalize.report.judgement.event", "StringEquals": event},
+                        ],
+                        "Next": f"Emit{event}",
+                    }
+                    for event in (EVENT_RUN_REGRESSED, EVENT_RUN_IMPROVED)
+                ],
                 {"Variable": "$.outcome.status", "StringEquals": "succeeded", "Next": "EmitRunSucceeded"},
                 {"Variable": "$.outcome.status", "StringEquals": "partial", "Next": "EmitRunPartiallySucceeded"},
             ],
             "Default": "EmitRunFailed",
         },
+        "EmitRunRegressed": _emit(EVENT_RUN_REGRESSED, "RunSucceeded"),
+        "EmitRunImproved": _emit(EVENT_RUN_IMPROVED, "RunSucceeded"),
         "EmitRunSucceeded": _emit(EVENT_RUN_SUCCEEDED, "RunSucceeded"),
         "EmitRunPartiallySucceeded": _emit(EVENT_RUN_PARTIAL, "RunSucceeded"),
         "RunSucceeded": {"Type": "Succeed", "Comment": "succeeded or partial: the outcome is at $.outcome"},

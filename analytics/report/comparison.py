@@ -316,6 +316,13 @@ def build_comparison(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str] | No
         c["rag"] = rag
     if (predicted := predictions_section(con, present)) is not None:  # only when a run registered predictions
         c["predictions"] = predicted
+    from analytics.report.baseline import baseline_section
+    from analytics.report.trend import trend_section
+
+    if (since := baseline_section(con, present)) is not None:  # only when a run was judged against a baseline
+        c["baseline"] = since
+    if (trend := trend_section(con, present)) is not None and trend["series"]:  # series of two runs or more
+        c["trend"] = trend
     return c
 
 

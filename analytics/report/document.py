@@ -270,6 +270,18 @@ class Predictions(Section):
     rates: list[Row]
 
 
+class SinceBaseline(Section):
+    rule: str
+    runs: list[Row] = Field(description="per judged run: its baseline, outcome and points faster / slower / within noise")
+    moved: list[Row] = Field(description="the rows behind the faster and slower findings")
+
+
+class Trend(Section):
+    method: str
+    runs: int
+    series: list[dict[str, Any]] = Field(description="per (fingerprint, instance type, point · metric) series")
+
+
 class Comparison(Section):
     """comparison.json: every number the report shows, for the runs it names."""
 
@@ -304,6 +316,10 @@ class Comparison(Section):
     predictions: Predictions | None = Field(
         None, description="predicted vs observed (present when a run registered predictions)"
     )
+    baseline: SinceBaseline | None = Field(
+        None, description="each run against its baseline (present when a run was judged against one)"
+    )
+    trend: Trend | None = Field(None, description="series across the runs of one request (present when any)")
 
     def as_written(self) -> dict[str, Any]:
         """The document as JSON values, exactly the keys it was read with (what ``json.loads`` of the file gives)."""

@@ -38,8 +38,10 @@ HTML_FILE = "REPORT.html"
 # (id, heading): the page's order — the Decision first (the answer), then the outcome and what was excluded and why,
 # compile before any throughput (rule 3)
 SECTIONS: tuple[tuple[str, str], ...] = (
+    ("baseline", "Since the baseline"),
     ("decision", "Decision"),
     ("outcome", "Outcome and exclusions"),
+    ("trend", "Trend"),
     ("compile", "Compile and cold start"),
     ("serving", "Serving curves"),
     ("capacity", "Capacity at the SLO (open loop)"),

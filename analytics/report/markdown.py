@@ -20,6 +20,7 @@ from analytics.report.rag_md import s_rag
 from analytics.report.boxes_md import (SATURATION_COLUMNS, SATURATION_KEYS, cold_start_lines, s_preflight,
                                        saturation_cell, saturation_notes)
 from analytics.report.compare import is_headline_point, metric_value
+from analytics.report import history_md
 from analytics.report.decision_md import s_decision
 from analytics.report.predictions_md import s_predictions
 from analytics.report.roofline_md import limit_cell, s_roofline
@@ -360,7 +361,7 @@ def s_rules(c: Comparison) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Comparison], list[str]], ...] = (
-    s_header, s_decision, s_exclusions, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
+    s_header, history_md.s_since_baseline, s_decision, s_exclusions, history_md.s_trend, s_machines, s_preflight, s_compile, s_training, training_md.s_from_scratch, s_serving, s_roofline, s_workloads, s_variants, s_limits,
     s_sustained,
     s_quality, s_accuracy, s_kernels, s_encoders, s_rag, s_predictions, s_roundtrip, s_host, s_cost, s_side_by_side, s_rules)
 

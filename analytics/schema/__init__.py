@@ -16,6 +16,7 @@ from analytics.schema.aggregates import AGGREGATE_TABLES
 from analytics.schema.boxes import BOX_TABLES
 from analytics.schema.core import CORE_TABLES
 from analytics.schema.encoders import ENCODER_TABLES
+from analytics.schema.history import HISTORY_TABLES
 from analytics.schema.kernels import KERNEL_TABLES
 from analytics.schema.predictions import PREDICTION_TABLES
 from analytics.schema.rag import RAG_TABLES
@@ -35,6 +36,7 @@ TABLES: dict[str, pa.Schema] = {
     **PREDICTION_TABLES,
     **ENCODER_TABLES,
     **RAG_TABLES,
+    **HISTORY_TABLES,
 }
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")

@@ -259,6 +259,8 @@ VIEW_FILES = (
     "73_report_pricing.sql",  # prices per pricing model and the Decision's ranking under each (after 77: reads it)
     "74_report_quality_cost.sql",  # quality per dollar: accuracy against $/M at the SLO, the Pareto front
     "79_report_decision_lifecycle.sql",  # lifecycle $/M over the chosen horizon beside serving-only $/M
+    "80_report_baseline.sql",  # a run against its baseline: verdict rows and the family-wise findings per run
+    "81_report_trend.sql",  # each (request fingerprint, instance type, point · metric) series, value per run
 )
 
 

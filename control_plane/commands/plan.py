@@ -31,7 +31,19 @@ EXIT_INVALID = 2
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="validate a RunRequest and print its plan and worst-case cost (no AWS)")
-    p.add_argument("--input", required=True, help="RunRequest JSON file (see examples/run-*.json)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", help="RunRequest JSON file (see examples/run-*.json)")
+    src.add_argument(
+        "--schedules",
+        metavar="CDK_JSON",
+        help="plan every named schedule of this cdk.json (neuronpipe.schedules) and price a month of each",
+    )
+    p.add_argument(
+        "--schedule",
+        metavar="EXPRESSION",
+        default=None,
+        help="with --input: price a month of the request on this EventBridge cron(...) or rate(...)",
+    )
     p.add_argument("--run-id", default=None, help="override the request's run id")
     add_decision_arguments(p)
     p.add_argument(
@@ -92,6 +104,8 @@ def plan_command(args: argparse.Namespace) -> int:
     from control_plane.console import make_console
     from control_plane.plan import PLAN_ERRORS, plan_run
 
+    if args.schedules:
+        return plan_schedules_command(args)
     try:  # the Decision's pricing model and horizon: refused before the request is read
         choice = decision_choice(args)
     except DecisionChoiceError as exc:
@@ -122,9 +136,24 @@ def plan_command(args: argparse.Namespace) -> int:
     except DecisionChoiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    month = None
+    if args.schedule:
+        from control_plane.schedule_check import price_month
+        from pipeline.schedules import ScheduleExpressionError
+
+        try:
+            month = price_month(args.schedule, plan.max_cost_usd)
+        except ScheduleExpressionError as exc:
+            print(f"invalid schedule --schedule: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     console = make_console()
     print_plan(plan, console, run_id)
     print_decision_choice(choice, console)
+    if month is not None:
+        console.print(
+            f"a month on {args.schedule}: {month[0]} runs × ${plan.max_cost_usd:.2f} worst case = ${month[1]:.2f}",
+            markup=False,
+        )
     timetables = plan_timetables(plan, load_history(args.history), load_history(args.history, "box_boots"))
     print_timetable(timetables, console, {seg.box: seg.instance_type for seg in plan.segments if seg.box})
     print_what_if(plan, console)
@@ -153,6 +182,28 @@ def print_decision_choice(choice, console) -> None:
         markup=False,
         highlight=False,
     )
+
+
+def plan_schedules_command(args: argparse.Namespace) -> int:
+    """``plan --schedules cdk.json``: each schedule's month, or one line per refused schedule (exit 2)."""
+    from control_plane.schedule_check import ScheduleRefusedError, check_schedules, deploy_context
+    from pipeline.jsonio import JsonInputError, read_json
+
+    try:
+        context = deploy_context(read_json(args.schedules, 1 << 20, why="a cdk.json"))
+        months = check_schedules(context, deploy_ceiling())
+    except JsonInputError as exc:
+        print(f"invalid schedules {args.schedules}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except ScheduleRefusedError as exc:
+        for line in str(exc).splitlines():
+            print(f"invalid schedules {args.schedules}: {line}", file=sys.stderr)
+        return EXIT_INVALID
+    for m in months:
+        print(m.line())
+    if not months:
+        print(f"{args.schedules}: no schedules declared")
+    return 0
 
 
 def print_matrix(plan, timetables, console) -> None:

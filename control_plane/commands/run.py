@@ -202,6 +202,13 @@ def run_local_command(args: argparse.Namespace) -> int:
         return 2
     if args.report and getattr(args, "html", True) and _chart_library_missing():  # before any lane runs
         return 2
+    from control_plane.history import BaselineError, check_named_baseline
+
+    try:  # a baseline naming a run of another request or instance type: one line, nothing started
+        check_named_baseline(plan.results_uri, plan.run_id, plan.request, priced_as)
+    except BaselineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from control_plane.predictions import PredictionsChangedError, PredictionsRegistrationError
 
     try:
@@ -304,6 +311,10 @@ def _run_local_plan(args: argparse.Namespace, plan: LocalPlan, priced_as: str | 
         exit_now_if_cli(outcome.exit_code)
         return outcome.exit_code
     print_summary(args.results, run_id, console)
+    if plan.request.baseline is not None:  # judged before the report, whose first section reads the verdicts
+        from control_plane.history import judge_local
+
+        console.print(judge_local(args.results, run_id, plan.request), highlight=False, soft_wrap=True)
     if args.report:
         from analytics.report.files import build_report_files
 

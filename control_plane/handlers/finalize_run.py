@@ -57,7 +57,51 @@ def load_report_builder() -> ReportBuilder:
     return partial(build_report_files, html=True)
 
 
-def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: ReportBuilder) -> dict[str, Any]:
+def judge(request: FinalizeRequest, store: Any, blobs: Any) -> Any:
+    """The run judged against its baseline before its report is built (the report's first section reads the
+    verdict rows): a :class:`control_plane.history.Judgement`, or None when the planners kept no request."""
+    from control_plane.history import judge_run, read_history
+
+    if request.status == "failed":  # a failed run neither joins the history nor is judged against it
+        return None
+    kept = read_history(blobs, request.run_id)
+    if kept is None:
+        return None
+    run_request, schedule = kept
+    return judge_run(store, request.run_id, run_request, schedule=schedule)
+
+
+def announce(judgement: Any, store: Any, topic_arn: str | None, report_uri: str | None, sns: Any = None) -> bool:
+    """Publish a regressed run to the alert topic (metric, size with interval, runs, what changed, the report);
+    False when there is nothing to announce or no topic."""
+    from control_plane.history import alert_message, what_changed
+
+    if judgement is None or judgement.outcome != "regressed" or not topic_arn:
+        return False
+    subject, body = alert_message(
+        judgement, report_uri, what_changed(store, judgement.baseline_runs[-1], judgement.run_id)
+    )
+    if sns is None:
+        import boto3
+
+        sns = boto3.client("sns")
+    sns.publish(TopicArn=topic_arn, Subject=subject, Message=body)
+    return True
+
+
+def finalize(
+    request: FinalizeRequest,
+    reports: ReportBucket,
+    build_report: ReportBuilder,
+    judged: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
+    judgement = None
+    if judged is not None:
+        try:
+            judgement = judged()
+        except Exception as exc:  # noqa: BLE001 - a baseline that cannot be judged is said, the report still written
+            logger.warning("run not judged against its baseline", extra={"error": f"{type(exc).__name__}: {exc}"})
+            judgement = exc
     with tempfile.TemporaryDirectory(prefix="neuronpipe-report-") as out:
         try:
             paths = [Path(p) for p in build_report(request.results_uri, [request.run_id], out)]
@@ -77,7 +121,16 @@ def finalize(request: FinalizeRequest, reports: ReportBucket, build_report: Repo
         "report_uri": report_uri,
         "report_html_uri": page_uri,
         "files": uris,
+        "judgement": _judgement_answer(judgement),
     }
+
+
+def _judgement_answer(judgement: Any) -> dict[str, Any] | None:
+    if judgement is None:
+        return None
+    if isinstance(judgement, Exception):
+        return {"outcome": "not judged", "event": None, "note": _bounded(f"{type(judgement).__name__}: {judgement}")}
+    return judgement.answer()
 
 
 def _bounded(text: str, limit: int = REPORT_MESSAGE_LIMIT) -> str:
@@ -96,7 +149,28 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         return {"status": "refused", "report_status": "refused", "error": "MalformedEventError", "message": message}
     try:
         settings = get_settings().require("results_uri")
-        result = finalize(event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder())
+        from analytics.store import open_store
+        from control_plane.control_data import S3ControlBlobs
+
+        store = open_store(event.results_uri)
+        holder: dict[str, Any] = {}
+
+        def judged() -> Any:
+            holder["j"] = judge(event, store, S3ControlBlobs(settings.results_bucket))
+            return holder["j"]
+
+        result = finalize(
+            event, ReportBucket(settings.results_bucket, settings.reports_prefix), load_report_builder(), judged
+        )
+        try:
+            announced = announce(holder.get("j"), store, settings.alert_topic_arn, result.get("report_html_uri"))
+        except Exception as exc:  # noqa: BLE001 - the report stands; the alert's failure is logged and counted
+            logger.exception("regression not announced", extra={"error": type(exc).__name__})
+            metrics.add_metric(name="AnnouncementsFailed", unit=MetricUnit.Count, value=1)
+            announced = False
+        if announced:
+            metrics.add_metric(name="RegressionsAnnounced", unit=MetricUnit.Count, value=1)
+        result["announced"] = announced
     except Exception as exc:  # noqa: BLE001 - every failure is answered (bounded), never a success
         error = type(exc.__cause__ or exc).__name__ if isinstance(exc, ReportBuildError) else type(exc).__name__
         logger.exception("report not written", extra={"run_status": event.status, "error": error})

@@ -19,7 +19,8 @@
   release them, ``expires_at`` is the TTL attribute.
 * Rules: SSM command Failed/TimedOut/Cancelled on our boxes → on_command_status; an execution of the
   machine ending ABORTED/FAILED/TIMED_OUT → on_execution_status (stops its boxes at once); the
-  nightly smoke schedule (disabled by default; its time becomes the run id) and an object under
+  named schedules of the deploy settings (one rule each, enabled or not; a firing's time becomes the run id, its
+  request carries the schedule's name and baseline: ``pipeline.schedules``) and an object under
   ``adapters/`` (the native event: its identity becomes the run id) → plan_run; the idle reaper
   schedule → idle_reaper.
 * Alarms and the failure queue (:mod:`infra.stacks.alarms`): the clean-up Lambdas' errors and throttles, runs
@@ -54,18 +55,22 @@ from infra.stacks.fleet import FleetStack
 from infra.stacks.fleet_grants import acknowledge_state_machine_fleet, state_machine_fleet_statements
 from infra.stacks.lambda_grants import RESOURCE_STAR_REASONS, XRAY_REASON, grant_functions
 from infra.stacks.nag import CDK_DEPENDS_ON, acknowledge, cfn_lint_ignore
+from pipeline.schedules import delivered_request
 from statemachine.build import SSM_DOCUMENT
 
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # keep in step with infra.bundling.LAMBDA_PYTHON_VERSION
 EVENT_SOURCE = "neuronpipe"
 SSM_STATUS_DETAIL_TYPE = "EC2 Command Invocation Status-change Notification"
 SSM_FAILED_STATUSES = ["Failed", "TimedOut", "Cancelled"]
-NIGHTLY_SMOKE_SCHEDULE = "nightly-smoke"
-NIGHTLY_SMOKE_REQUEST = {"preset": "smoke", "trigger": f"schedule:{NIGHTLY_SMOKE_SCHEDULE}"}
 EXECUTION_STATUS_DETAIL_TYPE = "Step Functions Execution Status Change"
 EXECUTION_ENDED_STATUSES = ["ABORTED", "FAILED", "TIMED_OUT"]
 LEASE_KEY = "instance_id"
 LEASE_TTL_ATTRIBUTE = "expires_at"
+
+
+def schedule_logical_name(name: str) -> str:
+    """``nightly-smoke`` → ``NightlySmoke``: a schedule's rule is ``<that>Schedule``."""
+    return "".join(part.capitalize() for part in name.split("-"))
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,8 @@ class ControlPlaneStack(Stack):
             # a matrix cell's ephemeral box: its type's launch template, tried in these subnets in this order
             "NEURONPIPE_FLEET_SUBNETS": Fn.join(",", self.box_subnet_ids),
             "NEURONPIPE_FLEET_TEMPLATE_PREFIX": self.settings.fleet_template_prefix,
+            # finalize_run announces a regression found against the run's baseline here
+            "NEURONPIPE_ALERT_TOPIC_ARN": self.base.alert_topic.topic_arn,
         }
         for box in self.boxes:
             env[f"NEURONPIPE_{box.box_role.upper()}_INSTANCE_ID"] = box.instance.instance_id
@@ -471,27 +478,30 @@ class ControlPlaneStack(Stack):
                 targets.LambdaFunction(f["on_execution_status"], retry_attempts=8, dead_letter_queue=self.failure_queue)
             ],
         )
-        # The schedule's time (same minute -> same run id) makes a redelivery a duplicate execution name.
-        events.Rule(
-            self,
-            "NightlySmokeSchedule",
-            description="nightly smoke run (disabled by default)",
-            enabled=self.settings.nightly_smoke_enabled,
-            schedule=events.Schedule.expression(self.settings.nightly_smoke_cron),
-            targets=[
-                targets.LambdaFunction(
-                    f["plan_run"],
-                    retry_attempts=2,
-                    event=events.RuleTargetInput.from_object(
-                        {
-                            "schedule": NIGHTLY_SMOKE_SCHEDULE,
-                            "time": events.EventField.time,
-                            "request": NIGHTLY_SMOKE_REQUEST,
-                        }
-                    ),
-                )
-            ],
-        )
+        # One rule per named schedule. The schedule's time (same minute -> same run id) makes a redelivery a
+        # duplicate execution name.
+        for schedule in self.settings.schedules:
+            events.Rule(
+                self,
+                f"{schedule_logical_name(schedule.name)}Schedule",
+                description=f"schedule {schedule.name}: {schedule.expression}"
+                + ("" if schedule.enabled else " (disabled)"),
+                enabled=schedule.enabled,
+                schedule=events.Schedule.expression(schedule.expression),
+                targets=[
+                    targets.LambdaFunction(
+                        f["plan_run"],
+                        retry_attempts=2,
+                        event=events.RuleTargetInput.from_object(
+                            {
+                                "schedule": schedule.name,
+                                "time": events.EventField.time,
+                                "request": delivered_request(schedule),
+                            }
+                        ),
+                    )
+                ],
+            )
         bucket_name = results_bucket_name(self.settings)
         # No input transformer: plan_run gets the native event and derives the run id from the
         # object's identity (bucket, key, version/etag), so a redelivered event cannot start a second run.

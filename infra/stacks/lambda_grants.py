@@ -254,12 +254,33 @@ def _grant_finalize_run(stack: Any, finalize: Any, at: _Targets) -> None:
         )
     )
     finalize.add_to_role_policy(list_results(s))
+    # the run's judgement against its baseline: one attempt of the reserved lane, its tables and its marker only
+    judgement = [
+        f"{RESULTS_PREFIX}/v1/*/run_id=*/lane=baseline/*",
+        f"{RESULTS_PREFIX}/v1/_commits/run_id=*/lane=baseline/*",
+    ]
+    finalize.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="CommitJudgement", actions=["s3:PutObject"], resources=[results_arn(s, k) for k in judgement]
+        )
+    )
+    # the request the run was planned from (control/<run id>/history.json, written by the planners)
+    finalize.add_to_role_policy(
+        iam.PolicyStatement(sid="ReadHistoryControl", actions=["s3:GetObject"], resources=[results_arn(s, "control/*")])
+    )
+    stack.base.alert_topic.grant_publish(finalize)
     acknowledge(
         finalize.role,
         "IAM5",
-        "finalize_run reads committed results under results/ and writes "
-        "the run's report under reports/; keys are per run and attempt, not known in advance.",
-        [nag_results_arn(s, f"{RESULTS_PREFIX}/*"), nag_results_arn(s, f"{REPORTS_PREFIX}*")],
+        "finalize_run reads committed results under results/, its run's request under control/, commits the run's "
+        "judgement (lane=baseline) and writes the run's report under reports/; keys are per run and attempt, not "
+        "known in advance.",
+        [
+            nag_results_arn(s, f"{RESULTS_PREFIX}/*"),
+            nag_results_arn(s, f"{REPORTS_PREFIX}*"),
+            *[nag_results_arn(s, k) for k in judgement],
+            nag_results_arn(s, "control/*"),
+        ],
     )
 
 

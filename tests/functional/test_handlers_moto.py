@@ -475,3 +475,60 @@ def test_finalize_handler_answers_written_with_its_files(aws, monkeypatch):
         {"run_id": "run-4", "results_uri": f"s3://{BUCKET}/results", "status": "partial"}, CONTEXT
     )
     assert out["report_status"] == "written" and out["status"] == "partial"
+
+
+def test_finalize_judges_a_run_by_its_kept_request_and_announces_its_regression_on_the_alert_topic(aws, monkeypatch):
+    """The AWS path of a run's judgement: the request the planners kept (control/<run_id>/history.json), the history
+    in the bucket's store, the verdict rows committed, the answer's judgement (the state machine's RunRegressed)
+    and the message on the alert topic."""
+    from analytics.store import open_store
+    from control_plane.control_data import S3ControlBlobs
+    from control_plane.history import judge_run, register_history
+    from control_plane.models import RunRequest
+    from tests.support.synthetic import SyntheticRun, write_synthetic_run
+
+    store = open_store(f"s3://{BUCKET}/results")
+    shape = {"lanes": ("provenance", "serve_sweep"), "concurrencies": (1,), "requests_per_point": 24}
+    for i in range(3):
+        write_synthetic_run(store, SyntheticRun(run_id=f"base-{i}", seed=i, **shape))
+        judge_run(store, f"base-{i}", RunRequest(preset="smoke"))
+    write_synthetic_run(store, SyntheticRun(run_id="nightly-4", seed=4, ttft_factor=4.0, **shape))
+    scheduled = RunRequest(preset="smoke", trigger="schedule:nightly", baseline={"last": 3})
+    register_history(S3ControlBlobs(BUCKET), "nightly-4", scheduled)
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="alerts")["TopicArn"]
+    queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
+    monkeypatch.setenv("NEURONPIPE_ALERT_TOPIC_ARN", topic)
+    get_settings.cache_clear()
+    names = ("REPORT.html", "REPORT.md", "comparison.json")
+
+    def builder(results_uri, run_ids, out_dir):
+        for n in names:
+            (Path(out_dir) / n).write_text(n)
+        return [Path(out_dir) / n for n in names]
+
+    monkeypatch.setattr(finalize_run, "load_report_builder", lambda: builder)
+    out = finalize_run.handler(
+        {"run_id": "nightly-4", "results_uri": f"s3://{BUCKET}/results", "status": "succeeded"}, CONTEXT
+    )
+    judged = out["judgement"]
+    assert out["report_status"] == "written" and out["announced"] is True
+    assert (judged["outcome"], judged["event"]) == ("regressed", "RunRegressed")
+    assert judged["baseline"] == "schedule:nightly (last:3)" and sorted(judged["baseline_runs"]) == [
+        "base-0",
+        "base-1",
+        "base-2",
+    ]
+    assert judged["moved"] and all(m["finding"] == "slower" for m in judged["moved"])
+    rows = store.read_table("baseline_verdicts", ["nightly-4"]).to_pylist()
+    assert rows and {r["outcome"] for r in rows} == {"regressed"}
+    (message,) = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    assert "Run nightly-4" in message["Body"] and "regressed against its baseline schedule:nightly" in message["Body"]
+    assert f"Report: s3://{BUCKET}/reports/nightly-4/REPORT.html" in message["Body"]
+    # a failed run is neither judged nor announced
+    failed = finalize_run.handler(
+        {"run_id": "nightly-4", "results_uri": f"s3://{BUCKET}/results", "status": "failed"}, CONTEXT
+    )
+    assert failed["judgement"] is None and failed["announced"] is False

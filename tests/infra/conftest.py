@@ -93,4 +93,19 @@ def redeploy(tmp_path_factory, synth_variant):
         max_cost_usd_ceiling=12.5,
         budget_alert_email="ops@example.com",
         inferentia_az="us-west-2c",
+        # two named schedules: the nightly smoke switched on, and a weekly serving run naming its own baseline
+        schedules=[
+            {
+                "name": "nightly-smoke",
+                "expression": "cron(30 5 * * ? *)",
+                "request": {"preset": "smoke"},
+                "enabled": True,
+            },
+            {
+                "name": "weekly-serve",
+                "expression": "rate(7 days)",
+                "request": {"lanes": ["serve_sweep"], "profile": "tiny", "baseline": "serve-golden"},
+                "baseline_last": 3,
+            },
+        ],
     )

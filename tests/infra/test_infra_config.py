@@ -27,7 +27,7 @@ from infra.user_data import BoxUserDataValues, UserDataError, fill, render_box_u
 
 def test_defaults_are_valid_and_offline():
     s = DeploymentSettings.from_context({"account": None})
-    assert s.ssm_connectivity == "nat" and s.nightly_smoke_enabled is False
+    assert s.ssm_connectivity == "nat" and [(sc.name, sc.enabled) for sc in s.schedules] == [("nightly-smoke", False)]
     assert s.box("inf2").ebs_swap_gib == 48 and s.box("trn1").nvme_swap_gib > 0
     assert s.box("trn1").instance_type == "trn1.2xlarge" and s.box("inf2").instance_type == "inf2.xlarge"
 

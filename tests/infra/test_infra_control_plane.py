@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from aws_cdk.assertions import Match
 
 from infra.config import ADAPTERS_PREFIX, STACK_CONTROL_PLANE
@@ -133,8 +135,58 @@ def test_nightly_smoke_schedule_is_disabled_and_passes_its_time(synthesized):
     assert delivered == {
         "schedule": "nightly-smoke",
         "time": "2026-05-04T06:00:00Z",
-        "request": {"preset": "smoke", "trigger": "schedule:nightly-smoke"},
+        "request": {"preset": "smoke", "trigger": "schedule:nightly-smoke", "baseline": {"last": 5}},
     }
+
+
+def test_each_named_schedule_is_one_rule_enabled_or_not_carrying_its_name_and_baseline(redeploy):
+    """Schedules of the deploy settings: one rule each, its state as declared, its request with the trigger
+    schedule:<name> and the schedule's baseline unless the request names its own."""
+    rules = {
+        k: r
+        for k, r in redeploy[STACK_CONTROL_PLANE]["Resources"].items()
+        if r["Type"] == "AWS::Events::Rule" and "ScheduleExpression" in r["Properties"]
+    }
+    by_expr = {r["Properties"]["ScheduleExpression"]: (k, r) for k, r in rules.items()}
+    nightly_id, nightly = by_expr["cron(30 5 * * ? *)"]
+    weekly_id, weekly = by_expr["rate(7 days)"]
+    assert nightly_id.startswith("NightlySmokeSchedule") and weekly_id.startswith("WeeklyServeSchedule")
+    assert nightly["Properties"]["State"] == "ENABLED" and weekly["Properties"]["State"] == "DISABLED"
+
+    def delivered(rule):
+        (target,) = rule["Properties"]["Targets"]
+        return json.loads(target["InputTransformer"]["InputTemplate"].replace("<time>", '"T"'))
+
+    assert delivered(nightly)["request"] == {
+        "preset": "smoke",
+        "trigger": "schedule:nightly-smoke",
+        "baseline": {"last": 5},
+    }
+    assert delivered(weekly) == {
+        "schedule": "weekly-serve",
+        "time": "T",
+        "request": {
+            "lanes": ["serve_sweep"],
+            "profile": "tiny",
+            "baseline": "serve-golden",
+            "trigger": "schedule:weekly-serve",
+        },
+    }
+
+
+def test_schedules_refuse_a_bad_expression_or_a_name_declared_twice():
+    from infra.config import DeploymentSettings, SettingsError
+
+    one = {"name": "n", "expression": "cron(0 6 * * ? *)", "request": {"preset": "smoke"}}
+    for schedules, said in (
+        ([{**one, "expression": "cron(0 6 * * *)"}], "6 fields"),
+        ([{**one, "expression": "cron(0 6 * * 1 *)"}], "day-of-month and day-of-week"),
+        ([{**one, "expression": "every day"}], "expected cron(...) or rate(...)"),
+        ([one, one], "n declared twice"),
+        ([{**one, "name": "Nightly Smoke"}], "schedules.0.name"),
+    ):
+        with pytest.raises((SettingsError, ValueError), match=re.escape(said)):
+            DeploymentSettings.from_context({"account": None, "schedules": schedules})
 
 
 def test_adapter_upload_reaches_plan_run_as_the_native_event(synthesized):

@@ -93,9 +93,13 @@ def test_narrowed_lambda_grants(synthesized):
     finalize = _role_statements(synthesized, "FinalizeRunRole")
     for st in finalize:
         resources = json.dumps(st["Resource"])
-        if "s3:PutObject" in as_list(st["Action"]):
+        if "s3:PutObject" in as_list(st["Action"]) and st.get("Sid") != "CommitJudgement":
             assert "/reports/*" in resources and "/results/" not in resources, st  # writes reports only
-        if "s3:GetObject" in as_list(st["Action"]):
+        if "s3:PutObject" in as_list(st["Action"]) and st.get("Sid") == "CommitJudgement":
+            # and the run's judgement: the reserved lane's tables and marker, nothing else under results/
+            keys = [json.dumps(r).split("/results/", 1)[1].rstrip('"]}') for r in as_list(st["Resource"])]
+            assert keys == ["v1/*/run_id=*/lane=baseline/*", "v1/_commits/run_id=*/lane=baseline/*"], st
+        if "s3:GetObject" in as_list(st["Action"]) and st.get("Sid") != "ReadHistoryControl":
             assert "/results/*" in resources and "/reports/" not in resources, st  # reads results only
     assert {"s3:GetObject", "s3:PutObject"} <= _actions(finalize)
     assert "ssm:ListCommandInvocations" not in _actions(_role_statements(synthesized, "OnCommandStatusRole"))
@@ -117,7 +121,11 @@ def test_finalize_may_write_every_report_file_it_uploads_the_page_included(synth
     from control_plane.handlers.finalize_run import REQUIRED_FILES
     from infra.config import APPEND_ONLY_KEY_PATTERNS, REPORTS_PREFIX
 
-    (put,) = [st for st in _role_statements(synthesized, "FinalizeRunRole") if "s3:PutObject" in as_list(st["Action"])]
+    (put,) = [
+        st
+        for st in _role_statements(synthesized, "FinalizeRunRole")
+        if "s3:PutObject" in as_list(st["Action"]) and st.get("Sid") != "CommitJudgement"
+    ]
     patterns = [json.dumps(r).split("/", 1)[1].rstrip('"]}') for r in as_list(put["Resource"])]
     assert "REPORT.html" in REQUIRED_FILES
     for name in REQUIRED_FILES:

@@ -58,6 +58,11 @@ def test_rehearse_command_runs_the_smoke_request_to_a_report_with_no_box_left_ru
     report = (tmp_path / "w" / "report" / "REPORT.md").read_text()
     assert "## Machines and versions" in report and "rehearsal-1" in report
     assert "## Predicted vs observed" in report and "1 of 2" in report, report[-3000:]
+    # finalize_run judged the run under its own role: the request it was planned from, read back from the control
+    # data, fingerprinted and committed with the run (no baseline named: nothing compared)
+    facts = json.loads((tmp_path / "w" / "report" / "comparison.json").read_text())["provenance"]["facts"]
+    (fingerprint,) = [f for f in facts if (f["category"], f["name"]) == ("request", "fingerprint")]
+    assert fingerprint["run_id"] == "rehearsal-1" and re.fullmatch(r"[0-9a-f]{16}", fingerprint["value"])
     # every lane of the plan ran on its box through the emulated agent, from the harness the boxes installed
     for role in ("trn1", "inf2"):
         sync_log = tmp_path / "w" / "boxes" / role / "var/log/rehearsal-first-boot.out"

@@ -145,10 +145,17 @@ def test_both_boxes_at_once_lanes_one_at_a_time_and_a_scheduler_between_waves():
     assert distributed["Next"] == "ClearResults" and top["ClearResults"]["Next"] == "NextWave"
     # the outcome decides the event and the execution's status
     emit = top["EmitOutcome"]
-    assert {c["StringEquals"]: c["Next"] for c in emit["Choices"]} == {
+    assert {c["StringEquals"]: c["Next"] for c in emit["Choices"] if "StringEquals" in c} == {
         "succeeded": "EmitRunSucceeded",
         "partial": "EmitRunPartiallySucceeded",
     }
+    # a run judged against its baseline (finalize's judgement) that regressed or improved says so, unless it failed
+    judged = [c for c in emit["Choices"] if "And" in c]
+    assert [c["Next"] for c in judged] == ["EmitRunRegressed", "EmitRunImproved"]
+    assert judged[0]["And"][0] == {"Not": {"Variable": "$.outcome.status", "StringEquals": "failed"}}
+    assert judged[0]["And"][-1] == {"Variable": "$.finalize.report.judgement.event", "StringEquals": "RunRegressed"}
+    assert top["EmitRunRegressed"]["Parameters"]["Entries"][0]["Detail"]["finalize.$"] == "$.finalize"
+    assert top["EmitRunRegressed"]["Next"] == top["EmitRunImproved"]["Next"] == "RunSucceeded"
     assert emit["Default"] == "EmitRunFailed" and top["EmitRunFailed"]["Next"] == "RunFailed"
     assert top["EmitRunPartiallySucceeded"]["Next"] == "RunSucceeded"
     assert top["EmitRunPartiallySucceeded"]["Parameters"]["Entries"][0]["DetailType"] == "RunPartiallySucceeded"

@@ -570,3 +570,62 @@ SECTION.predictions = function (body) {
     filters: [{key: "run_id", label: "run"}, {key: "verdict", label: "verdict"}, {key: "expected", label: "expected"}]}));
   return true;
 };
+
+/* ---- since the baseline (a run judged against its history at finalize): history_md.py's wording ------------- */
+SECTION.baseline = function (body) {
+  const b = NP.comparison.baseline;
+  if (!b || !(b.runs || []).length) return false;
+  for (const r of b.runs) {
+    body.append(h("p", {class: "since-baseline", "data-run": r.run_id},
+      h("b", {}, `${r.run_id} since the baseline: ${r.faster || 0} faster, ${r.slower || 0} slower, ${r.within_noise || 0} within noise`),
+      ` (${r.untested || 0} untested; points, ${r.findings_tested || 0} tested) — ${r.outcome}; baseline ${r.baseline_spec}: ${r.baseline_runs}.`));
+  }
+  body.append(note(b.rule + "."));
+  if ((b.moved || []).length) {
+    body.append(dataTable({id: "baseline-moved", rows: b.moved, columns: [
+      textColumn("run_id", "run"), textColumn("metric", "metric"), badgeColumn("finding", "finding", {text: (r) => r.finding}),
+      numColumn("baseline_value", "baseline"), numColumn("value", "this run"), numColumn("pct", "change %"),
+      numColumn("ci_low_pct", "95 % low %"), numColumn("ci_high_pct", "95 % high %"),
+      numColumn("familywise_floor_pct", "family-wise floor %")],
+      filters: [{key: "run_id", label: "run"}, {key: "finding", label: "finding"}]}));
+  }
+  return true;
+};
+
+/* ---- trend: each series' value per run with its interval, the noise band of each regime, the change points --- */
+SECTION.trend = function (body) {
+  const t = NP.comparison.trend;
+  if (!t || !(t.series || []).length) return false;
+  body.append(note(`Method: ${t.method}.`));
+  t.series.forEach((s, i) => {
+    body.append(h("h3", {}, `${s.series} · ${s.instance_type || "local"} · request ${s.request_fingerprint}`));
+    if (s.note) body.append(note(s.note));
+    const runs = s.points.map((p) => p.run_id);
+    body.append(chart(`trend-${i}`, () => {
+      const shapes = [];
+      for (const seg of s.segments) {
+        if (seg.band_low === null || seg.band_low === undefined) continue;
+        shapes.push({type: "rect", xref: "x", yref: "y", x0: runs.indexOf(seg.from_run) - 0.4, x1: runs.indexOf(seg.to_run) + 0.4,
+                     y0: seg.band_low, y1: seg.band_high, fillcolor: "rgba(120,120,120,0.15)", line: {width: 0}});
+      }
+      for (const cp of s.change_points) {
+        shapes.push({type: "line", xref: "x", yref: "paper", x0: cp.index - 0.5, x1: cp.index - 0.5, y0: 0, y1: 1,
+                     line: {color: "#c0392b", dash: "dash", width: 1}});
+      }
+      const num = (v) => (typeof v === "number" ? v : null);
+      return {
+        data: [{type: "scatter", mode: "lines+markers", name: s.metric, x: runs.map((_, k) => k), y: s.points.map((p) => p.value),
+          text: runs, line: {color: colorOf(0)},
+          error_y: {type: "data", symmetric: false, array: s.points.map((p) => (num(p.ci_high) === null ? null : p.ci_high - p.value)),
+                    arrayminus: s.points.map((p) => (num(p.ci_low) === null ? null : p.value - p.ci_low))},
+          hovertemplate: "%{text}<br>%{y:.4g}<extra></extra>"}],
+        layout: baseLayout(s.series, {shapes, showlegend: false,
+          xaxis: linAxis("run", {tickmode: "array", tickvals: runs.map((_, k) => k), ticktext: runs}), yaxis: linAxis(s.metric)})};
+    }, {wide: true}));
+    for (const cp of s.change_points) {
+      body.append(h("p", {class: "change-point"},
+        `Change point before ${cp.run_after} (after ${cp.run_before}): ${cp.pct >= 0 ? "+" : ""}${cp.pct.toFixed(1)} %, p = ${fmt(cp.p_value)}; ${cp.what_changed_text}`));
+    }
+  });
+  return true;
+};

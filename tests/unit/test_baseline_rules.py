@@ -1,0 +1,152 @@
+"""The baseline rules: the request fingerprint, which runs a baseline names (and which it may not), and the
+family-wise rule that turns compare's rows into findings."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import pytest
+
+from analytics.report.familywise import familywise_floor_pct, judge_family, point_of
+from control_plane.fingerprint import request_fingerprint
+from control_plane.history import BaselineError, Judgement, NoHistoryError, RunFacts, alert_message, resolve_baseline
+from control_plane.models import RunRequest, RunRequestError, parse_request
+
+
+def _at(minute: int) -> datetime:
+    return datetime(2026, 12, 1, 6, minute, tzinfo=timezone.utc)
+
+
+def test_the_fingerprint_leaves_out_who_asked_and_keeps_what_is_measured():
+    base = request_fingerprint(RunRequest(preset="smoke"))
+    assert base == request_fingerprint(
+        {
+            "preset": "smoke",
+            "run_id": "nightly-1",
+            "trigger": "schedule:nightly",
+            "force": True,
+            "max_cost_usd": 5,
+            "baseline": {"last": 3},
+        }
+    )
+    assert len(base) == 16 and int(base, 16) >= 0
+    assert base != request_fingerprint(RunRequest(preset="smoke", profile="tiny"))
+    assert base != request_fingerprint(RunRequest(lanes=["provenance"]))
+
+
+def test_a_baseline_is_a_run_id_or_the_last_n_runs_and_nothing_else():
+    assert parse_request({"preset": "smoke", "baseline": "run-7"}).baseline == "run-7"
+    assert parse_request({"preset": "smoke", "baseline": {"last": 3}}).baseline.last == 3
+    for bad in ({"last": 0}, {"last": 51}, {"first": 2}, "no spaces allowed"):
+        with pytest.raises(RunRequestError, match="baseline"):
+            parse_request({"preset": "smoke", "baseline": bad})
+
+
+FACTS = {
+    "a1": RunFacts("a1", "fp", "inf2.xlarge", _at(1)),
+    "a2": RunFacts("a2", "fp", "inf2.xlarge", _at(2)),
+    "a3": RunFacts("a3", "fp", "inf2.xlarge", _at(3)),
+    "other-request": RunFacts("other-request", "fp-other", "inf2.xlarge", _at(4)),
+    "other-type": RunFacts("other-type", "fp", "trn1.2xlarge", _at(5)),
+    "never-judged": RunFacts("never-judged", None, "inf2.xlarge", _at(6)),
+}
+
+
+def test_the_last_n_runs_of_the_fingerprint_on_the_instance_type_oldest_first():
+    assert resolve_baseline(FACTS, "new", "fp", "inf2.xlarge", {"last": 2}) == ("last:2", ["a2", "a3"])
+    assert resolve_baseline(FACTS, "new", "fp", "inf2.xlarge", {"last": 50})[1] == ["a1", "a2", "a3"]
+    assert resolve_baseline(FACTS, "new", "fp", "trn1.2xlarge", {"last": 5})[1] == ["other-type"]
+    with pytest.raises(NoHistoryError, match="no earlier run of fingerprint fp-new on inf2.xlarge"):
+        resolve_baseline(FACTS, "new", "fp-new", "inf2.xlarge", {"last": 3})
+
+
+@pytest.mark.parametrize(
+    ("named", "said"),
+    [
+        ("other-request", "baseline: run other-request is of another request (fingerprint fp-other, this run's fp)"),
+        ("other-type", "baseline: run other-type ran on trn1.2xlarge, this run on inf2.xlarge"),
+        ("never-judged", "baseline: run never-judged is of another request (fingerprint none"),
+        ("missing", "baseline: run missing is not in the results store"),
+        ("new", "baseline: run new is this run"),
+    ],
+)
+def test_a_named_run_of_another_request_or_instance_type_is_refused_in_one_line(named, said):
+    with pytest.raises(BaselineError) as exc:
+        resolve_baseline(FACTS, "new", "fp", "inf2.xlarge", named)
+    assert str(exc.value).startswith(said) and "\n" not in str(exc.value)
+    assert resolve_baseline(FACTS, "new", "fp", "inf2.xlarge", "a2") == ("a2", ["a2"])
+
+
+FLOORS = [{"family": "p99_ttft_ms", "sd_log": 0.05, "df": 8}, {"family": "p50_tpot_ms", "sd_log": 0.05, "df": 8}]
+
+
+def _row(point: str, family: str, verdict: str, pct: float, floor: float = 10.0) -> dict:
+    return {"metric": f"serving · {point} · {family}", "verdict": verdict, "pct": pct, "floor_pct": floor}
+
+
+def test_the_floor_widens_with_the_number_of_points_tested():
+    one = familywise_floor_pct(0.05, 8, 1, 10, 1, 10.0)
+    assert one == 10.0  # one finding: compare's own floor
+    ten, hundred = (familywise_floor_pct(0.05, 8, m, 10, 1, 1.0) for m in (10, 100))
+    assert 1.0 < ten < hundred
+    # the band of 10 baseline runs against 1 at 1 − 0.05/10 two-sided, t with 8 df (3.83)
+    assert ten == pytest.approx(100 * math.expm1(3.8325 * math.sqrt(1 / 10 + 1) * 0.05), rel=1e-3)
+    # a spread pooled over many rows of 3 runs has the runs' 2 degrees of freedom, not the rows' 100 (t = 14.09)
+    assert familywise_floor_pct(0.05, 100, 10, 3, 1, 1.0) == pytest.approx(
+        100 * math.expm1(14.089 * math.sqrt(1 / 3 + 1) * 0.05), rel=1e-3
+    )
+    assert familywise_floor_pct(None, 0, 10, 3, 1, 7.0) == 7.0  # no measured spread: the margin floor stands
+
+
+def test_correlated_rows_of_one_point_count_once_and_a_small_slower_row_is_noise_family_wise():
+    rows = [_row("p1", "p99_ttft_ms", "slower", 40.0), _row("p1", "p50_tpot_ms", "slower", 35.0)]
+    rows += [_row(f"p{i}", "p99_ttft_ms", "within noise", 1.0) for i in range(2, 11)]
+    rows += [_row("p11", "p99_ttft_ms", "slower", 12.0)]  # beyond compare's 10 %, not beyond the widened floor
+    rows += [_row("p12", "p99_ttft_ms", "untested", 50.0)]
+    j = judge_family(rows, FLOORS, 10, 1)
+    assert j.findings_tested == 11 and j.outcome == "regressed"
+    assert j.counts() == {"faster": 0, "slower": 1, "within noise": 10, "untested": 1}
+    assert {r.metric for r in j.moved()} == {"serving · p1 · p99_ttft_ms", "serving · p1 · p50_tpot_ms"}
+    assert point_of("serving · p1 · p99_ttft_ms") == "serving · p1"
+
+
+def test_the_outcome_of_a_run():
+    def outcome(*rows):
+        return judge_family(rows, FLOORS, 10, 1).outcome
+
+    assert (
+        outcome(_row("p1", "p99_ttft_ms", "faster", -40.0), _row("p2", "p99_ttft_ms", "within noise", 1)) == "improved"
+    )
+    assert outcome(_row("p1", "p99_ttft_ms", "faster", -40.0), _row("p2", "p99_ttft_ms", "slower", 40)) == "regressed"
+    assert outcome(_row("p1", "p99_ttft_ms", "within noise", 3.0)) == "unchanged"
+    assert outcome(_row("p1", "p99_ttft_ms", "untested", 3.0)) == "untested"
+
+
+def test_the_announcement_names_each_slower_row_with_its_interval_the_runs_what_changed_and_the_report():
+    j = Judgement(
+        "nightly-2",
+        "fp",
+        "inf2.xlarge",
+        "last:2",
+        ["a2", "a3"],
+        "regressed",
+        {"faster": 0, "slower": 1, "within noise": 4},
+        note="family-wise: 5 points tested",
+    )
+    j.rows = [
+        {
+            "metric": "serving · p1 · p99_ttft_ms",
+            "finding": "slower",
+            "pct": 25.3,
+            "ci_low_pct": 18.0,
+            "ci_high_pct": 33.1,
+            "familywise_floor_pct": 12.0,
+        }
+    ]
+    subject, body = alert_message(j, "s3://bucket/reports/nightly-2/REPORT.html", "vLLM (package/vllm): 0.9 → 0.10")
+    assert subject == "neuronpipe: run nightly-2 regressed against last:2"
+    assert "serving · p1 · p99_ttft_ms: +25.3 % (95 % interval +18.0 % to +33.1 %)" in body
+    assert "runs a2, a3" in body and "vLLM (package/vllm): 0.9 → 0.10" in body
+    assert "Report: s3://bucket/reports/nightly-2/REPORT.html" in body
+    assert j.event == "RunRegressed" and j.answer()["moved"][0]["pct"] == 25.3
