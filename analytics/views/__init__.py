@@ -254,6 +254,7 @@ VIEW_FILES = (
     "75_report_decision.sql",  # the Decision: price-performance at an SLO
     "76_report_capacity.sql",  # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
     "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group
+    "78_report_decision_noise.sql",  # the Decision with run-level noise: P(cheaper) per pair of types, the run-level sd
 )
 
 
