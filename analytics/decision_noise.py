@@ -29,6 +29,8 @@ INPUT_COLUMNS = {
     "run_id": "VARCHAR",
     "lane": "VARCHAR",
     "candidate": "BOOLEAN",
+    "is_reference": "BOOLEAN",
+    "verdict_note": "VARCHAR",
     "ranked_usd_per_million_output_tokens": "DOUBLE",
     "ranked_usd_per_million_output_tokens_ci_low": "DOUBLE",
     "ranked_usd_per_million_output_tokens_ci_high": "DOUBLE",

@@ -19,7 +19,6 @@ this script), so the A/A rate is checked without running anything.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import subprocess
 import sys
