@@ -205,7 +205,7 @@ def s_hardware(d: Decision) -> list[str]:
         lines += ["One instance type measured here: nothing to rank. The table states its capacity and $/M at the "
                   "SLO" + (" beside the references (measured elsewhere)." if len(measured) < len(rows) else "."), ""]
     else:
-        lines += [d.hardware_rule or "", ""]
+        lines += [d.hardware_rule or "", ""] + ([d.noise_rule, ""] if d.noise_rule and d.noise else [])
     cols = [("run_id", "run")] if multi_run else []
     cols += [("server_config", "config"), ("instance", "instance"), ("family", "family · accelerator"),
              ("closed", "highest conc. meeting"), ("output_throughput", "closed-loop output tok/s [95 % CI]"),
@@ -232,4 +232,48 @@ def s_hardware(d: Decision) -> list[str]:
         lines += [f"#### `{section}`", ""] + table(section_rows, cols, get)
         if hardware_plotted(section_rows):
             lines += [f"![$/M against capacity · {section}]({hardware_plot_file(section)})", ""]
+        lines += s_noise(d, section)
     return lines
+
+
+# ---- P(cheaper) with run-level noise (78_report_decision_noise.sql) -------------------------------------------------
+def _interval(v: Any, lo: Any, hi: Any) -> str:
+    return "NULL" if v is None else f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def _p(p: Any) -> str:
+    """A probability to three places, its extremes as bounds (0.9999 is not certainty)."""
+    return "NULL" if p is None else "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _p_cells(pairs: list[dict[str, Any]]) -> str:
+    return "; ".join(f"vs {p['other_instance']}: {_p(p.get('p_cheaper'))} ({p['verdict']})" for p in pairs)
+
+
+def s_noise(d: Decision, section: str) -> list[str]:
+    """One section's types with P(cheaper) against each other type, the run-level component and both intervals;
+    nothing where fewer than two types have a $/M at the SLO."""
+    options = [o for o in (d.noise_options or []) if str(o.get("decision_section")) == section]
+    groups = {str(o.get("decision_group")) for o in options}
+    if not options or all(sum(o.get("decision_group") == g for o in options) < 2 for g in groups):
+        return []
+    pairs = [p for p in (d.noise or []) if str(p.get("decision_section")) == section]
+    cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
+            ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
+            ("run_sd", "run-to-run sd (ln)"), ("p", "P(cheaper) against each other type")]
+
+    def get(r: dict[str, Any], k: str) -> Any:
+        if k == "point":
+            return _interval(r.get("usd_per_million_output_tokens"), r.get("point_ci_low"), r.get("point_ci_high"))
+        if k == "run":
+            return _interval(r.get("usd_per_million_output_tokens"), r.get("run_ci_low"), r.get("run_ci_high"))
+        if k == "run_sd":
+            return f"{fmt(r.get('run_sd_log'))} ({r.get('run_sd_source')})"
+        if k == "p":
+            return _p_cells([p for p in pairs if p.get("decision_group") == r.get("decision_group")
+                             and p.get("instance") == r.get("instance")])
+        return r.get(k)
+
+    notes = sorted({f"`{o.get('run_sd_source')}`: {o.get('run_sd_note')}" for o in options})
+    return (["P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):", ""]
+            + table(options, cols, get) + [f"- {n}" for n in notes] + [""])

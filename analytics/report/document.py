@@ -213,6 +213,9 @@ class Decision(Section):
     capacity_points: list[Row] | None = Field(None, description="present when available")
     hardware_rule: str | None = Field(None, description="present when available")
     hardware: list[Row] | None = Field(None, description="present when available")
+    noise_rule: str | None = Field(None, description="present when available: P(cheaper) with run-level noise")
+    noise_options: list[Row] | None = Field(None, description="present when available: decision_noise_options")
+    noise: list[Row] | None = Field(None, description="present when available: report_decision_noise, per pair")
 
 
 class Variants(Section):

@@ -192,3 +192,20 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     assert len(png) > 1000
     write_report(connect(store), ["solo"], tmp_path / "again")  # the same rows draw the same bytes
     assert (tmp_path / "again" / "decision_hardware_llama_64_16_test-slo.png").read_bytes() == png
+
+
+def test_the_decision_shows_p_cheaper_with_run_level_noise_in_both_pages(matrix):
+    c = json.loads((matrix / "comparison.json").read_text())["decision"]
+    pairs = {(p["server_config"], p["instance"], p["other_instance"]): p for p in c["noise"] if p["model"] == "llama"}
+    # inf2 against g5.12xlarge: 7.5 times cheaper, one run each: the prior alone cannot hide that gap
+    assert pairs[("A", "inf2.xlarge", "g5.12xlarge")]["verdict"] == "cheaper"
+    assert pairs[("A", "inf2.xlarge", "g6.xlarge")]["verdict"] == "not decided"
+    assert all(p["run_sd_source"] == "prior" for p in pairs.values())
+    assert ("A", "p4d.24xlarge", "inf2.xlarge") not in pairs  # never meets the SLO: not a candidate
+    md = (matrix / "REPORT.md").read_text()
+    assert "P(cheaper), run-to-run noise included" in md and "vs g5.12xlarge: " in md
+    assert "$/M [95 % CI with run-to-run]" in md and "`prior`: 22 % in log" in md
+    # REPORT.html draws the same table from comparison.json's decision.noise (assets/sections.js)
+    from analytics.report.html_assets import app_scripts
+
+    assert "decisionNoise(body, d);" in dict(app_scripts())["sections.js"]

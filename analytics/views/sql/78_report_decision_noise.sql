@@ -19,7 +19,7 @@
 --   'aa_history'  the same, pooled over the store's other groups where a type of this family (instance_catalogue
 --                 family) has repeats, >= 4 degrees of freedom;
 --   'prior'       0.22 in log: the run-to-run standard deviation of p50 TPOT measured over 21 A/A runs on a shared
---                 host (docs/explanation/compare.md, "Across runs"), $/M being throughput inverted.
+--                 host (docs/explanation/compare.md, "Measured on real runs"), $/M being throughput inverted.
 -- A row without a bounded $/M interval (no interval, or the throughput's lower bound reached 0) has no point
 -- variance: its type's P is NULL ('untested'). The verdict threshold: 'cheaper' only at P >= 0.95 ('more
 -- expensive' at P <= 0.05), else 'not decided'. The margin of p_within_margin is the session variable
@@ -71,7 +71,7 @@ s AS (
            CASE WHEN g.df >= 4 THEN printf('the within-type spread of this group''s repeats (%d df)', g.df)
                 WHEN h.df >= 4 THEN printf('the within-type spread of repeats of family %s in %d other group(s) of '
                                            || 'the store (%d df)', t.family, h.groups, h.df)
-                ELSE 'prior: 22 % in log, the run-to-run spread of p50 TPOT over 21 A/A runs on a shared host '
+                ELSE '22 % in log, the run-to-run spread of p50 TPOT over 21 A/A runs on a shared host '
                      || '(docs/explanation/compare.md)' END AS run_sd_note
     FROM t
     LEFT JOIN grp g USING (decision_group)
