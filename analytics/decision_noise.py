@@ -54,38 +54,58 @@ def connection(rows: Iterable[Mapping[str, Any]]) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False) -> dict[str, Any]:
-    """Every pair (i, j) of ``rows`` (one type measured in separate runs: its Decision rows) judged as two types of
-    one group, row j relabelled ``<type> (A/A copy)``. ``history``: the other rows go in as repeats of the family
-    in another group (the store's A/A history), else the run-level sd is what the group alone gives (the prior).
-    Returns the pairs, how many the view called ``cheaper`` either way (each is false), the rate, the range of
-    P(first cheaper) and the run-level sources used."""
-    cheaper, ps, sources, n = 0, [], set(), 0
-    for i, j in itertools.combinations(range(len(rows)), 2):
-        a, b = dict(rows[i]), dict(rows[j])
-        b["instance"] = f"{b['instance']}{AA_COPY}"
-        group = [a, b]
-        if history:
-            group += [
-                {**dict(r), "decision_group": "A/A history", "decision_section": "A/A history"}
-                for k, r in enumerate(rows)
-                if k not in (i, j)
+def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent: bool = False) -> dict[str, Any]:
+    """Every pair (i, j) of ``rows`` of one Decision group (one type measured in separate runs: its Decision rows)
+    judged as two types of that group, row j relabelled ``<type> (A/A copy)``. ``history``: every other row goes in
+    as a repeat of the family in a group of its own (the store's A/A history; one connection per pair), else the
+    run-level sd is the prior (every pair in one connection, each its own group). ``adjacent``: only the pairs of
+    runs made one after the other (in the rows' order). Returns the pairs, the pairs the view called ``cheaper``
+    either way (each is false: ``called``, as (group, run, run)), their count and rate, the range of P(first
+    cheaper) and the run-level sources used."""
+    by_group: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_group.setdefault(str(r["decision_group"]), []).append(r)
+    pairs = [
+        (g, gr[i], gr[j])
+        for g, gr in by_group.items()
+        for i, j in itertools.combinations(range(len(gr)), 2)
+        if not adjacent or j == i + 1
+    ]
+
+    def members(k: int, g: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+        key = f"{g} · pair {k}"
+        return [
+            {**dict(a), "decision_group": key},
+            {**dict(b), "decision_group": key, "instance": f"{b['instance']}{AA_COPY}"},
+        ]
+
+    query = "SELECT decision_group, verdict, p_cheaper, run_sd_source FROM report_decision_noise"
+    got: list[tuple[Any, ...]] = []
+    if history:
+        for k, (g, a, b) in enumerate(pairs):
+            others = [
+                {**dict(r), "decision_group": f"A/A history · {r['decision_group']}"}
+                for r in rows
+                if r is not a and r is not b
             ]
-        con = connection(group)
-        got = con.execute(
-            """SELECT verdict, p_cheaper, run_sd_source FROM report_decision_noise
-                             WHERE decision_group = ? ORDER BY instance""",
-            [a["decision_group"]],
-        ).fetchall()
-        n += 1
-        cheaper += any(v == "cheaper" for v, _, _ in got)
-        ps += [p for _, p, _ in got if p is not None]
-        sources |= {s for _, _, s in got}
+            got += (
+                connection(members(k, g, a, b) + others)
+                .execute(query + " WHERE decision_group = ?", [f"{g} · pair {k}"])
+                .fetchall()
+            )
+    elif pairs:
+        got = (
+            connection([m for k, (g, a, b) in enumerate(pairs) for m in members(k, g, a, b)]).execute(query).fetchall()
+        )
+    called = sorted({grp for grp, v, _, _ in got if v == "cheaper"})
+    ps = [p for _, _, p, _ in got if p is not None]
+    index = {f"{g} · pair {k}": (g, a["run_id"], b["run_id"]) for k, (g, a, b) in enumerate(pairs)}
     return {
-        "pairs": n,
-        "cheaper": cheaper,
-        "rate": cheaper / n if n else 0.0,
+        "pairs": len(pairs),
+        "cheaper": len(called),
+        "rate": len(called) / len(pairs) if pairs else 0.0,
+        "called": [index[c] for c in called],
         "p_min": min(ps, default=0.0),
         "p_max": max(ps, default=0.0),
-        "sources": sources,
+        "sources": {s for _, _, _, s in got},
     }

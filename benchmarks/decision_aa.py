@@ -138,10 +138,11 @@ def main() -> int:
             f"[{r['ranked_usd_per_million_output_tokens_ci_low']:.4g}, "
             f"{r['ranked_usd_per_million_output_tokens_ci_high'] or float('inf'):.4g}] ({r['ranked_basis']})"
         )
-    for history in (False, True):
-        res = aa_pairs(stored, history=history)
+    for history, adjacent in ((False, False), (True, False), (False, True), (True, True)):
+        res = aa_pairs(stored, history=history, adjacent=adjacent)
         print(
-            f"{'A/A history of the other runs' if history else 'prior'}: {res['pairs']} pairs, "
+            f"{'A/A history of the other runs' if history else 'prior'}"
+            f"{', adjacent runs only' if adjacent else ', all pairs'}: {res['pairs']} pairs, "
             f"{res['cheaper']} called cheaper ({res['rate']:.1%}); P(first cheaper) from {res['p_min']:.3f} to "
             f"{res['p_max']:.3f}; run-level sd source {', '.join(sorted(res['sources']))}"
         )
