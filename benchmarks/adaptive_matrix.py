@@ -5,6 +5,7 @@ runs every cell ``max_repeats`` times, the adaptive one decides wave by wave (co
 78_report_decision_noise.sql). Per seed: the ranking each ends on, the runs per type, the box-hours and the stops.
 
     .venv/bin/python benchmarks/adaptive_matrix.py [--seeds 20] [--threshold 0.05] [--margin-pct 5] [--max-repeats 5]
+                                                  [--run-sd 0.06]
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ def main() -> int:
     ap.add_argument("--threshold", type=float, default=0.05)
     ap.add_argument("--margin-pct", type=float, default=5.0)
     ap.add_argument("--max-repeats", type=int, default=5)
+    ap.add_argument("--run-sd", type=float, default=0.06, help="the simulated run-to-run sd of ln $/M")
     args = ap.parse_args()
     spec = AdaptiveSpec(threshold=args.threshold, margin_pct=args.margin_pct, max_repeats=args.max_repeats)
-    res = compare(range(args.seeds), spec)
-    print(f"types (true $/M): {', '.join(f'{t} {v:g}' for t, v in TYPES.items())}; {spec}")
+    res = compare(range(args.seeds), spec, args.run_sd)
+    print(f"types (true $/M): {', '.join(f'{t} {v:g}' for t, v in TYPES.items())}; {spec}; run sd {args.run_sd}")
     for seed, full, ad in res["outcomes"]:
         last = ad.plans[-1].stops
         print(

@@ -61,8 +61,8 @@ def draws(seed: int, max_repeats: int, run_sd: float = 0.06, point_half: float =
     return out
 
 
-def full(seed: int, spec: AdaptiveSpec) -> Outcome:
-    rows = draws(seed, spec.max_repeats)
+def full(seed: int, spec: AdaptiveSpec, run_sd: float = 0.06) -> Outcome:
+    rows = draws(seed, spec.max_repeats, run_sd)
     con = connection([r for rs in rows.values() for r in rs])
     return Outcome(
         ranking(con)[GROUP],
@@ -72,8 +72,8 @@ def full(seed: int, spec: AdaptiveSpec) -> Outcome:
     )
 
 
-def adaptive(seed: int, spec: AdaptiveSpec) -> Outcome:
-    rows = draws(seed, spec.max_repeats)
+def adaptive(seed: int, spec: AdaptiveSpec, run_sd: float = 0.06) -> Outcome:
+    rows = draws(seed, spec.max_repeats, run_sd)
     runs = {t: 1 for t in TYPES}  # wave 1: every cell once
     spent = sum(BOX_HOURS.values())
     running = set(TYPES)
@@ -96,13 +96,13 @@ def adaptive(seed: int, spec: AdaptiveSpec) -> Outcome:
     return Outcome(ranking(con)[GROUP], spent, runs, plans)
 
 
-def compare(seeds: range, spec: AdaptiveSpec) -> Mapping[str, Any]:
+def compare(seeds: range, spec: AdaptiveSpec, run_sd: float = 0.06) -> Mapping[str, Any]:
     """Over ``seeds``: how often the adaptive matrix ends on the full matrix's ranking and cheapest, the box-hours
     of each, and the wave the dominated type stopped in."""
     same, same_top, saved, dominated_wave, out = 0, 0, [], [], []
     last = list(TYPES)[-1]
     for s in seeds:
-        f, a = full(s, spec), adaptive(s, spec)
+        f, a = full(s, spec, run_sd), adaptive(s, spec, run_sd)
         same += f.ranking == a.ranking
         same_top += f.ranking[0] == a.ranking[0]
         saved.append(f.box_hours - a.box_hours)
