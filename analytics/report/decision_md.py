@@ -251,13 +251,14 @@ def _p_cells(pairs: list[dict[str, Any]]) -> str:
 
 
 def s_noise(d: Decision, section: str) -> list[str]:
-    """One section's types with P(cheaper) against each other type, the run-level component and both intervals;
-    nothing where fewer than two types have a $/M at the SLO."""
+    """One section's types with P(cheaper) against each other type, the run-level component and both intervals
+    (a type alone in its group: its intervals, and no P); nothing where no type has a $/M at the SLO."""
     options = [o for o in (d.noise_options or []) if str(o.get("decision_section")) == section]
-    groups = {str(o.get("decision_group")) for o in options}
-    if not options or all(sum(o.get("decision_group") == g for o in options) < 2 for g in groups):
+    if not options:
         return []
     pairs = [p for p in (d.noise or []) if str(p.get("decision_section")) == section]
+    alone = "" if pairs else (" One type per group here: no pair to compare; its $/M interval with the run-to-run "
+                              "component is what another run of it may show.")
     cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
             ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
             ("run_sd", "run-to-run sd (ln)"), ("p", "P(cheaper) against each other type")]
@@ -271,9 +272,9 @@ def s_noise(d: Decision, section: str) -> list[str]:
             return f"{fmt(r.get('run_sd_log'))} ({r.get('run_sd_source')})"
         if k == "p":
             return _p_cells([p for p in pairs if p.get("decision_group") == r.get("decision_group")
-                             and p.get("instance") == r.get("instance")])
+                             and p.get("instance") == r.get("instance")]) or "no other type"
         return r.get(k)
 
     notes = sorted({f"`{o.get('run_sd_source')}`: {o.get('run_sd_note')}" for o in options})
-    return (["P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):", ""]
+    return ([f"P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):{alone}", ""]
             + table(options, cols, get) + [f"- {n}" for n in notes] + [""])

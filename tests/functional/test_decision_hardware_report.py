@@ -181,7 +181,11 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     text = (tmp_path / "report" / "REPORT.md").read_text()
     section = text[text.index("### Across instance types") : text.index("### inf2.xlarge")]
     assert "One instance type measured here: nothing to rank." in section
+    section, noise = section.split("P(cheaper), run-to-run noise included")
     header, _, row_line = [ln for ln in section.splitlines() if ln.startswith("|")]
+    # alone in its group: no P, but the $/M with the run-to-run component beside the point's own
+    assert "One type per group here: no pair to compare" in noise
+    assert "| inf2.xlarge | A | 1 | " in noise and noise.count("| no other type |") == 1
     assert header.split(" | ")[-1] == "why |" and "verdict" not in header
     assert row_line.startswith("| A | inf2.xlarge | neuron-inf2 · 1× Inferentia2 | >= 4 (top of the grid) |")
     assert row_line.endswith("| concurrency | " + row_line.split(" | ")[-2] + " |  |")  # nothing to explain

@@ -105,13 +105,12 @@ SECTION.decision = function (body) {
    another candidate, both intervals, the run-to-run component and its source, and P(cheaper) against each other */
 function decisionNoise(body, d) {
   const pairs = d.noise || [];
-  if (!pairs.length) return;
-  const groups = new Set(pairs.map((p) => p.decision_group));
-  const options = (d.noise_options || []).filter((o) => groups.has(o.decision_group));
+  const options = d.noise_options || [];
+  if (!options.length) return;
   const prob = (p) => (p === null || p === undefined ? "NULL" : p > 0.999 ? "> 0.999" : p < 0.001 ? "< 0.001" : p.toFixed(3));
   const interval = (v, lo, hi) => (v === null || v === undefined ? "NULL" : `${fmt(v)} [${fmt(lo)}, ${fmt(hi)}]`);
   const against = (r) => pairs.filter((p) => p.decision_group === r.decision_group && p.instance === r.instance)
-    .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)} (${p.verdict})`).join("; ");
+    .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)} (${p.verdict})`).join("; ") || "no other type";
   body.append(h("h4", {}, "P(cheaper), run-to-run noise included"), note(d.noise_rule || ""));
   body.append(dataTable({id: "decision-noise", rows: options, filters: DECISION_FILTERS,
     columns: [textColumn("decision_section", "section"), textColumn("server_config", "config"),
