@@ -7,7 +7,8 @@ back to back, keeps each run's Decision row (report_decision_hardware: the candi
 point interval), and writes them to ROWS (JSON). Then every pair (i, j) of runs is judged as two candidates of one
 Decision group (run j's row relabelled as a second type at the same price) by 78_report_decision_noise.sql, and
 the script counts the pairs the view calls ``cheaper`` either way: each one is a false verdict. With one run per
-side the run-level component is the prior (or the A/A history the rows hold, with ``--history``).
+side the run-level component is the prior (or the A/A history the rows hold, with ``--history``), at its one-sided
+95 % upper confidence bound as the view uses it.
 
 tests/unit/test_decision_noise.py judges the stored rows again (tests/fixtures/decision_aa/rows.json, made once by
 this script), so the A/A rate is checked without running anything.

@@ -261,7 +261,7 @@ def s_noise(d: Decision, section: str) -> list[str]:
                               "component is what another run of it may show.")
     cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
             ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
-            ("run_sd", "run-to-run sd (ln)"), ("p", "P(cheaper) against each other type")]
+            ("run_sd", "run-to-run sd (ln): estimate, 95 % bound used"), ("p", "P(cheaper) against each other type")]
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "point":
@@ -269,7 +269,7 @@ def s_noise(d: Decision, section: str) -> list[str]:
         if k == "run":
             return _interval(r.get("usd_per_million_output_tokens"), r.get("run_ci_low"), r.get("run_ci_high"))
         if k == "run_sd":
-            return f"{fmt(r.get('run_sd_log'))} ({r.get('run_sd_source')})"
+            return f"{fmt(r.get('run_sd_log'))}, {fmt(r.get('run_sd_upper_log'))} ({r.get('run_sd_source')})"
         if k == "p":
             return _p_cells([p for p in pairs if p.get("decision_group") == r.get("decision_group")
                              and p.get("instance") == r.get("instance")]) or "no other type"

@@ -102,17 +102,52 @@ def test_an_unbounded_interval_is_untested_and_phi_matches_erf():
         assert pairs(con)[("g5.xlarge", "inf2.xlarge")][0] == pytest.approx(1 - expected, abs=1e-7)
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
-def test_aa_real_tiny_runs_on_the_shared_host_reproduce_the_documented_false_rate():
-    """8 runs of one type (CPU backend, tiny profile) made back to back on the shared development host, judged in
-    every same-group pair with the prior: the figures docs/explanation/decision-noise.md states, and every false
-    `cheaper` pairs two runs whose $/M differ by at least 1.75x (the host's load changed between them)."""
+def test_p_uses_sigma_run_at_its_one_sided_95_upper_bound():
+    """The prior's 0.22 (20 df) enters P as 0.22 sqrt(20 / chi2_0.05(20)); 5 repeats each (8 df) as
+    sqrt(ss / chi2_0.05(8) - point variance): the Wilson-Hilferty quantile against the exact one (scipy-free)."""
+    chi2_05 = {8: 2.732636793499662, 20: 10.85081139418259}  # scipy.stats.chi2.ppf(0.05, k)
+    o = options(connection([row("inf2.xlarge", "r1", 1.0), row("g5.xlarge", "r2", 1.3)]))["inf2.xlarge"]
+    assert (o["run_sd_log"], o["run_sd_df"]) == (pytest.approx(0.22), 20)
+    assert o["run_sd_upper_log"] == pytest.approx(0.22 * math.sqrt(20 / chi2_05[20]), rel=1e-3)
+    assert o["sd_log"] == pytest.approx(math.sqrt(o["run_sd_upper_log"] ** 2 + o["point_sd_log"] ** 2))
+    spread = (0.97, 1.02, 1.0, 1.04, 0.98)
+    rows = [
+        row(t, f"{t}{i}", u * s) for t, u in (("inf2.xlarge", 1.0), ("g5.xlarge", 1.3)) for i, s in enumerate(spread)
+    ]
+    o = options(connection(rows))["inf2.xlarge"]
+    ss = 2 * sum((math.log(s) - sum(map(math.log, spread)) / 5) ** 2 for s in spread)
+    assert o["run_sd_upper_log"] == pytest.approx(math.sqrt(ss / chi2_05[8] - o["point_sd_log"] ** 2), rel=1e-2)
+    assert o["run_sd_upper_log"] > o["run_sd_log"]
+
+
+def _aa_stored() -> list[dict]:
     stored = json.loads(FIXTURE.read_text())
     assert len({r["run_id"] for r in stored}) == 8 and len({r["instance"] for r in stored}) == 1
+    return stored
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
+def test_aa_real_tiny_runs_on_the_shared_host_reproduce_the_documented_false_rate():
+    """8 runs of one type (CPU backend, tiny profile) made back to back on the loaded shared development host, judged
+    in every same-group pair with the prior: the figures docs/explanation/decision-noise.md states. Every false
+    `cheaper` left pairs a run before the host's load step with one after it: $/M apart by 2x or more."""
+    stored = _aa_stored()
     res = aa_pairs(stored)
-    assert (res["pairs"], res["cheaper"], res["sources"]) == (64, 12, {"prior"})
+    assert (res["pairs"], res["cheaper"], res["sources"]) == (64, 6, {"prior"})
+    assert (aa_pairs(stored, adjacent=True)["pairs"], aa_pairs(stored, adjacent=True)["cheaper"]) == (20, 1)
     usd = {(r["decision_group"], r["run_id"]): r["ranked_usd_per_million_output_tokens"] for r in stored}
     for group, a, b in res["called"]:
         x, y = usd[(group, a)], usd[(group, b)]
-        assert max(x, y) / min(x, y) >= 1.75, (group, a, b)
+        assert max(x, y) / min(x, y) >= 2.0, (group, a, b)
     assert {run for _, a, b in res["called"] for run in (a, b)} >= {"aa5", "aa6"}
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
+@pytest.mark.xfail(
+    strict=True,
+    reason="not met on the stored rows: 6 of 64 pairs across the loaded host's 2x load step are called cheaper "
+    "(docs/explanation/decision-noise.md); strict, so meeting it fails this mark",
+)
+def test_aa_no_pair_of_the_same_type_is_called_cheaper_than_itself():
+    """The acceptance: the same type measured in separate runs is never called cheaper than itself."""
+    assert aa_pairs(_aa_stored())["cheaper"] == 0

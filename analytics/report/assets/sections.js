@@ -119,7 +119,8 @@ function decisionNoise(body, d) {
         cell: (r) => interval(r.usd_per_million_output_tokens, r.point_ci_low, r.point_ci_high)}),
       textColumn("run_ci_low", "$/M [95 % CI with run-to-run]", {value: (r) => r.usd_per_million_output_tokens,
         cell: (r) => interval(r.usd_per_million_output_tokens, r.run_ci_low, r.run_ci_high)}),
-      textColumn("run_sd_source", "run-to-run sd (ln)", {cell: (r) => `${fmt(r.run_sd_log)} (${r.run_sd_source})`}),
+      textColumn("run_sd_source", "run-to-run sd (ln): estimate, 95 % bound used",
+        {cell: (r) => `${fmt(r.run_sd_log)}, ${fmt(r.run_sd_upper_log)} (${r.run_sd_source})`}),
       textColumn("p_cheaper", "P(cheaper) against each other type", {value: against, cell: against}),
       textColumn("run_sd_note", "run-to-run source")]}));
 }

@@ -10,7 +10,7 @@
 -- The model: one measurement of type i is ln $/M = mu_i + r + e, r the run-to-run component (sd sigma_run: another
 -- run, another box of the same type) and e the point's own (sd from the row's 95 % interval:
 -- (ln high - ln low) / (2 x 1.96)); a type's n measurements give mean ln $/M with variance
--- (sigma_run^2 + mean e variance) / n; two types are measured apart, so P(i cheaper than j) =
+-- (sigma_run^2 + mean e variance) / n (sigma_run at its upper bound, below); two types are measured apart, so P(i cheaper than j) =
 -- Phi((mean_j - mean_i) / sqrt(var_i + var_j)) (normal on the log scale).
 -- sigma_run, first found of:
 --   'repeats'     the group's own repeats: the within-type variance of ln $/M pooled over the group's types with >= 2
@@ -20,6 +20,10 @@
 --                 family) has repeats, >= 4 degrees of freedom;
 --   'prior'       0.22 in log: the run-to-run standard deviation of p50 TPOT measured over 21 A/A runs on a shared
 --                 host (docs/explanation/compare.md, "Measured on real runs"), $/M being throughput inverted.
+-- sigma_run is an estimate from few degrees of freedom (the prior's: 20, from its 21 runs); P uses its one-sided 95 %
+-- upper confidence bound, sqrt(ss / chi2_0.05(df) - point variance) (ss = df x the estimated total variance), so
+-- an estimate from few runs does not make P confident: the bound is 1.36 x the estimate at 20 df, 1.71 x at 8
+-- (run_sd_upper_log; run_sd_log is the estimate). chi2_0.05 by Wilson-Hilferty, inline.
 -- A row without a bounded $/M interval (no interval, or the throughput's lower bound reached 0) has no point
 -- variance: its type's P is NULL ('untested'). The verdict threshold: 'cheaper' only at P >= 0.95 ('more
 -- expensive' at P <= 0.05), else 'not decided'. The margin of p_within_margin is the session variable
@@ -61,18 +65,19 @@ hist AS (  -- the store's history per family: the same, over every group's types
            sum(point_var * (repeats - 1)) AS point_var_df
     FROM t WHERE repeats >= 2 AND bounded AND family IS NOT NULL GROUP BY family, decision_group
 ),
-s AS (
+s0 AS (
     SELECT t.*,
            CASE WHEN g.df >= 4 THEN 'repeats' WHEN h.df >= 4 THEN 'aa_history' ELSE 'prior' END AS run_sd_source,
-           CASE WHEN g.df >= 4 THEN sqrt(greatest(g.ss / g.df - g.point_var, 0))
-                WHEN h.df >= 4 THEN sqrt(greatest(h.ss / h.df - h.point_var_df / h.df, 0))
-                ELSE 0.22 END AS run_sd_log,
-           CASE WHEN g.df >= 4 THEN CAST(g.df AS INTEGER) WHEN h.df >= 4 THEN CAST(h.df AS INTEGER) END AS run_sd_df,
+           -- the estimate's sum of squares, degrees of freedom and the point variance it includes
+           CASE WHEN g.df >= 4 THEN g.ss WHEN h.df >= 4 THEN h.ss ELSE pow(0.22, 2) * 20 END AS run_ss,
+           CASE WHEN g.df >= 4 THEN CAST(g.df AS INTEGER) WHEN h.df >= 4 THEN CAST(h.df AS INTEGER) ELSE 20 END
+               AS run_sd_df,
+           CASE WHEN g.df >= 4 THEN g.point_var WHEN h.df >= 4 THEN h.point_var_df / h.df ELSE 0 END AS run_point_var,
            CASE WHEN g.df >= 4 THEN printf('the within-type spread of this group''s repeats (%d df)', g.df)
                 WHEN h.df >= 4 THEN printf('the within-type spread of repeats of family %s in %d other group(s) of '
                                            || 'the store (%d df)', t.family, h.groups, h.df)
                 ELSE '22 % in log, the run-to-run spread of p50 TPOT over 21 A/A runs on a shared host '
-                     || '(docs/explanation/compare.md)' END AS run_sd_note
+                     || '(docs/explanation/compare.md; 20 df)' END AS run_sd_note
     FROM t
     LEFT JOIN grp g USING (decision_group)
     LEFT JOIN (SELECT h.family, t0.decision_group, sum(h.ss) AS ss, sum(h.df) AS df, sum(h.point_var_df) AS point_var_df,
@@ -82,15 +87,25 @@ s AS (
                GROUP BY h.family, t0.decision_group) h
         ON h.family = t.family AND h.decision_group = t.decision_group
 ),
+s AS (  -- sigma_run's estimate and its one-sided 95 % upper confidence bound (the one P uses)
+    SELECT s0.*,
+           sqrt(greatest(run_ss / run_sd_df - run_point_var, 0)) AS run_sd_log,
+           -- chi2_0.05(k) by Wilson-Hilferty: k (1 - 2/(9k) + z_0.05 sqrt(2/(9k)))^3, z_0.05 = -1.6448536...;
+           -- below the exact quantile by 2.9 % at 4 df, 0.4 % at 8, 0.04 % at 20 (a slightly wider bound)
+           sqrt(greatest(run_ss / (run_sd_df * pow(1 - 2 / (9.0 * run_sd_df)
+                                                   - 1.6448536269514722 * sqrt(2 / (9.0 * run_sd_df)), 3))
+                         - run_point_var, 0)) AS run_sd_upper_log
+    FROM s0
+),
 v AS (
     SELECT s.*,
-           CASE WHEN bounded THEN (pow(run_sd_log, 2) + point_var) / repeats END AS mean_var
+           CASE WHEN bounded THEN (pow(run_sd_upper_log, 2) + point_var) / repeats END AS mean_var
     FROM s
 )
 SELECT decision_group, decision_section, model, server_config, workload, input_len, output_len, slo_name,
        ranked_basis, instance, family, repeats, measurements,
        mean_y AS mean_ln_usd_per_million, exp(mean_y) AS usd_per_million_output_tokens,
-       sqrt(point_var) AS point_sd_log, run_sd_log, run_sd_source, run_sd_df, run_sd_note,
+       sqrt(point_var) AS point_sd_log, run_sd_log, run_sd_upper_log, run_sd_source, run_sd_df, run_sd_note,
        sqrt(mean_var) AS sd_log,
        -- the points' own interval (their requests' spread): what report_decision_hardware shows per row
        CASE WHEN bounded THEN exp(mean_y - 1.959963984540054 * sqrt(point_var / repeats)) END AS point_ci_low,
