@@ -109,3 +109,14 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
         "p_max": max(ps, default=0.0),
         "sources": {s for _, _, _, s in got},
     }
+
+
+def store_connection(store: Any, run_ids: Sequence[str]) -> duckdb.DuckDBPyConnection:
+    """:func:`connection` over the Decision rows of ``run_ids`` in ``store``: report_decision_hardware evaluated once
+    (the views through 77_report_decision_hardware.sql) and kept as a table, so the noise views over it cost
+    little however often they are read (the adaptive matrix reads them several times a wave)."""
+    from analytics.views import connect, view_files_through
+
+    con = connect(store, run_ids, view_files=view_files_through("77_report_decision_hardware.sql"))
+    got = con.execute(f"SELECT {', '.join(INPUT_COLUMNS)} FROM report_decision_hardware").fetchall()
+    return connection([dict(zip(INPUT_COLUMNS, r)) for r in got])

@@ -16,6 +16,7 @@ from analytics.schema.aggregates import AGGREGATE_TABLES
 from analytics.schema.boxes import BOX_TABLES
 from analytics.schema.core import CORE_TABLES
 from analytics.schema.kernels import KERNEL_TABLES
+from analytics.schema.matrix import MATRIX_TABLES
 from analytics.schema.predictions import PREDICTION_TABLES
 from analytics.schema.serving import SERVING_TABLES
 from analytics.schema.training import TRAINING_TABLES
@@ -31,6 +32,7 @@ TABLES: dict[str, pa.Schema] = {
     **BOX_TABLES,
     **KERNEL_TABLES,
     **PREDICTION_TABLES,
+    **MATRIX_TABLES,
 }
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")

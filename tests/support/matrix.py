@@ -27,11 +27,13 @@ def commit_lane(
     points: list[tuple[str, int, float | None, float]],
     served: dict | None = None,
     backend: str | None = None,
+    seed: int = 7,
 ) -> None:
     """One cell's lane, committed as ``<lane>@<cell>``: points (id, streams, offered rate or None for closed
     loop, TTFT factor) with the SLO, per-request rows (tests/support/synthetic.py), telemetry in each window.
-    An offered rate makes the point one of a capacity search (search_json kind 'capacity')."""
-    rng = np.random.default_rng(7)
+    An offered rate makes the point one of a capacity search (search_json kind 'capacity'). ``seed``: the request
+    draws' (another seed: another run's spread)."""
+    rng = np.random.default_rng(seed)
     w = store.begin_attempt(run_id, lane)
     t = 0.0
     for pid, conc, rate, ttft_factor in points:
