@@ -53,7 +53,7 @@ class Stop:
     instance: str
     decision_group: str | None
     wave: int
-    kind: str  # no $/M at the SLO | decided | dominated | max repeats | budget
+    kind: str  # no $/M at the SLO | decided | dominated | max repeats | budget (| box failed: adaptive_waves)
     reason: str
     p_bound: float | None = None
 

@@ -14,7 +14,7 @@ MATRIX_STOPS = table(
     f("cell", pa.string(), False, "the matrix cell (c01, ...)"),
     f("instance_type", pa.string(), doc="the cell's instance type"),
     f("decision_group", pa.string(), doc="the Decision group it was judged in; NULL: the cell has no Decision row"),
-    f("kind", pa.string(), False, "no $/M at the SLO | decided | dominated | max repeats | budget"),
+    f("kind", pa.string(), False, "no $/M at the SLO | decided | dominated | max repeats | budget | box failed"),
     f("reason", pa.string(), False, "why, in words (the pair that bounds it, the leader and its P, the budget)"),
     f("p_bound", pa.float64(), doc="the probability the stop was decided on (its kind says which); NULL: none"),
     f("runs", pa.int32(), False, "the cell's runs when it stopped (its first included)"),
