@@ -59,7 +59,9 @@ NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is b
               "component + the point's own (its interval), normal on the log scale, a type's repeats averaged. The "
               "run-to-run component comes from the group's repeats of the same types (`repeats`), else from the "
               "store's repeats of the type's family (`aa_history`), else a prior of 22 % in log (`prior`: the "
-              "run-to-run spread of p50 TPOT over 21 A/A runs on a shared host, docs/explanation/compare.md). A type "
+              "run-to-run spread of p50 TPOT over 21 A/A runs on a shared host, docs/explanation/compare.md); P uses "
+              "it at its one-sided 95 % upper confidence bound for the degrees of freedom it was estimated from "
+              "(the prior's: 20), so a spread from few runs does not make P confident. A type "
               "is `cheaper` than another only at P >= 0.95 (`more expensive` at P <= 0.05), else `not decided`. "
               "The points' own interval is their requests' spread only; the run-level interval adds the run-to-run "
               "component (docs/explanation/decision-noise.md).")
