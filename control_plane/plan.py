@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from control_plane.box_scripts import (
     DEFAULT_HARNESS,
@@ -73,7 +74,7 @@ from control_plane.request_configs import configured_lanes, lane_config, lane_ti
 from pipeline.graph import Node, build_nodes
 from pipeline.instance_types import NoPriceError, get_instance_type
 from pipeline.lanes import BoxRole, LaneSpec, base_lane, cell_result_lane, get_lane, result_lane
-from pipeline.matrix import Cell, MatrixError
+from pipeline.matrix import Cell, MatrixError, parse_matrix
 from pipeline.servers import NEURON_BOX
 from statemachine.build import CACHE_PUSH_TIMEOUT_S, SYNC_TIMEOUT_S
 
@@ -303,6 +304,13 @@ def _waves(
     return waves
 
 
+def _cell_json(cell: Cell, request: RunRequest) -> dict[str, Any]:
+    """A cell's segment's ``cell``: the cell, and the matrix's ``adaptive`` spec when it has one (what the wave
+    scheduler decides repeats by: control_plane.adaptive_waves)."""
+    adaptive = parse_matrix(request.matrix).adaptive if request.matrix else None
+    return {**cell.to_json(), **({"adaptive": adaptive.model_dump(mode="json")} if adaptive else {})}
+
+
 def _segment(box: str, steps: list[LaneStep], index: int, last: bool, cell: Cell | None, run: _RunContext) -> Segment:
     """One box's segment of a wave: its lanes, the sync before and the cache push after them, its worst case;
     a cell's box is launched for it (and waits for its first boot), a pinned box is started."""
@@ -322,7 +330,7 @@ def _segment(box: str, steps: list[LaneStep], index: int, last: bool, cell: Cell
         instance_type=instance_type,
         instance_id=None if cell else run.instance_ids.get(box),
         wave=index,
-        cell=cell.to_json() if cell else None,
+        cell=_cell_json(cell, run.request) if cell else None,
         launch=Launch(
             template=fleet.template(instance_type),
             subnets=list(fleet.subnets),

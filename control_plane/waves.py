@@ -237,6 +237,8 @@ def schedule(
     records = _Records(store, run.run_id, dict(statuses_of(store, run.run_id)))
     _record_last_wave(run, by_name, boxes, records)
     segments, wave = _next_wave(run, by_name, boxes.failures, records)
+    if not segments:  # the plan's waves are done: an adaptive matrix's repeats (control_plane.adaptive_waves)
+        segments, wave = _adaptive_wave(run, store, boxes.failures, records, wave)
 
     box_failures, stop_failed = boxes.failures, boxes.stop_failed
     for box in [b for b in box_failures if b in run.cells]:
@@ -423,6 +425,22 @@ def _next_wave(
                 segments.append({**seg, "lanes": kept})
         wave += 1
     return segments, wave
+
+
+def _adaptive_wave(
+    run: _Payload, store: Any, box_failures: Mapping[str, str], records: _Records, wave: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The repeat wave an adaptive matrix runs next (none: the plan's matrix is not adaptive, or it is decided)."""
+    from control_plane.adaptive_waves import AdaptiveScheduleError, schedule_adaptive
+
+    def skipped(result_lane: str, cell: str, reason: str) -> None:
+        records.block(Node(result_lane.split("@", 1)[0], cell, result_lane, 0), BOX_PREFIX + cell, reason)
+
+    try:
+        segments = schedule_adaptive(store, run.run_id, run.waves, wave, records.statuses, box_failures, skipped)
+    except AdaptiveScheduleError as exc:
+        raise ScheduleInputError(f"adaptive matrix: {exc}") from None
+    return (segments, wave + 1) if segments else ([], wave)
 
 
 def _run_failure(result: Any, out: dict[str, Any], boxes: _Boxes, by_name: Mapping[str, Node]) -> dict[str, str]:

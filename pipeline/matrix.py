@@ -51,6 +51,23 @@ class Exclusion(BaseModel):
         return bool(given) and all(getattr(cell, k) == v for k, v in given.items())
 
 
+class AdaptiveSpec(BaseModel):
+    """``matrix.adaptive``: spend the matrix's budget where the answer is open (control_plane/adaptive.py,
+    docs/explanation/decision-noise.md). After each wave a cell whose probability of being the cheapest of its
+    Decision group, or within ``margin_pct`` of the cheapest, is below ``threshold`` stops; the cells still in
+    contention get another repeat until the cheapest is ``cheaper`` than every other at P >= 0.95, each has
+    ``max_repeats`` or the box-hours reach ``budget_box_hours``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    threshold: float = Field(
+        0.05, gt=0, lt=1, description="stop a cell whose P(cheapest within the margin) is below it"
+    )
+    margin_pct: float = Field(5.0, ge=0, le=100, description="within this many % of the cheapest counts as cheapest")
+    budget_box_hours: float | None = Field(None, gt=0, description="box-hours the matrix may spend (default: none)")
+    max_repeats: int = Field(5, ge=1, le=20, description="runs of one cell at most (its first included)")
+
+
 class MatrixSpec(BaseModel):
     """``matrix`` of a request (docs/reference/fleet.md). Strict: a number is a JSON number, a list a JSON list (a
     string ``"4"`` is refused, not read as 4)."""
@@ -79,6 +96,9 @@ class MatrixSpec(BaseModel):
         ge=MATRIX_BOXES["min"],
         le=MATRIX_BOXES["max"],
         description=f"boxes at once (default min(cells, {DEFAULT_MAX_CONCURRENCY}))",
+    )
+    adaptive: AdaptiveSpec | None = Field(
+        None, description="stop dominated cells early (default: every cell runs once)"
     )
 
     @field_validator("instance_types")

@@ -52,6 +52,33 @@ HARDWARE_ORDER = """decision_section, is_reference, server_config NULLS FIRST,
     ranked_usd_per_million_output_tokens NULLS LAST, instance, run_id, lane, decision_group"""
 
 
+# 78_report_decision_noise.sql: the Decision across instance types with run-level noise, P(cheaper) per pair of types
+NOISE_OPTIONS_VIEW = "decision_noise_options"
+NOISE_VIEW = "report_decision_noise"
+NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is below the other's when the two are "
+              "measured again in other runs on other boxes: ln $/M of one run = the type's mean + a run-to-run "
+              "component + the point's own (its interval), normal on the log scale, a type's repeats averaged. The "
+              "run-to-run component comes from the group's repeats of the same types (`repeats`), else from the "
+              "store's repeats of the type's family (`aa_history`), else a prior of 22 % in log (`prior`: the "
+              "run-to-run spread of p50 TPOT over 21 A/A runs on a shared host, docs/explanation/compare.md); P uses "
+              "it at its one-sided 95 % upper confidence bound for the degrees of freedom it was estimated from "
+              "(the prior's: 20), so a spread from few runs does not make P confident. A type "
+              "is `cheaper` than another only at P >= 0.95 (`more expensive` at P <= 0.05), else `not decided`. "
+              "The points' own interval is their requests' spread only; the run-level interval adds the run-to-run "
+              "component (docs/explanation/decision-noise.md).")
+
+
+def noise_rows(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(per type of a group, per ordered pair of types) of the noise views, in the order of $/M."""
+    if NOISE_VIEW not in present or NOISE_OPTIONS_VIEW not in present:
+        return [], []
+    return (rows(con, f"""SELECT * FROM {NOISE_OPTIONS_VIEW}
+                          ORDER BY decision_section, decision_group, mean_ln_usd_per_million, instance"""),
+            rows(con, f"""SELECT * FROM {NOISE_VIEW}
+                          ORDER BY decision_section, decision_group, usd_per_million_output_tokens, instance,
+                                   other_usd_per_million_output_tokens, other_instance"""))
+
+
 def hardware_rows(con: duckdb.DuckDBPyConnection, present: set[str]) -> list[dict[str, Any]]:
     if HARDWARE_VIEW not in present:
         return []
@@ -80,6 +107,7 @@ def decision_section(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict[
         "available": True, "rule": RULE, "formula": FORMULA,
         "rate_rule": RATE_RULE, "capacity": capacity, "capacity_points": knees,
         "hardware_rule": HARDWARE_RULE, "hardware": hardware,
+        **dict(zip(("noise_options", "noise"), noise_rows(con, present)), noise_rule=NOISE_RULE),
         "rows": rows(con, f"""SELECT * FROM {view}
                               ORDER BY instance, run_id, model, lane, server_config NULLS FIRST,
                                        workload NULLS FIRST, input_len NULLS FIRST, output_len NULLS FIRST,

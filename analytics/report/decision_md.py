@@ -208,7 +208,7 @@ def s_hardware(d: Decision) -> list[str]:
         lines += ["One instance type measured here: nothing to rank. The table states its capacity and $/M at the "
                   "SLO" + (" beside the references (measured elsewhere)." if len(measured) < len(rows) else "."), ""]
     else:
-        lines += [d.hardware_rule or "", ""]
+        lines += [d.hardware_rule or "", ""] + ([d.noise_rule, ""] if d.noise_rule and d.noise else [])
     cols = [("run_id", "run")] if multi_run else []
     cols += [("server_config", "config"), ("instance", "instance"), ("family", "family · accelerator"),
              ("closed", "highest conc. meeting"), ("output_throughput", "closed-loop output tok/s [95 % CI]"),
@@ -235,4 +235,49 @@ def s_hardware(d: Decision) -> list[str]:
         lines += [f"#### `{section}`", ""] + table(section_rows, cols, get)
         if hardware_plotted(section_rows):
             lines += [f"![$/M against capacity · {section}]({hardware_plot_file(section)})", ""]
+        lines += s_noise(d, section)
     return lines
+
+
+# ---- P(cheaper) with run-level noise (78_report_decision_noise.sql) -------------------------------------------------
+def _interval(v: Any, lo: Any, hi: Any) -> str:
+    return "NULL" if v is None else f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def _p(p: Any) -> str:
+    """A probability to three places, its extremes as bounds (0.9999 is not certainty)."""
+    return "NULL" if p is None else "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _p_cells(pairs: list[dict[str, Any]]) -> str:
+    return "; ".join(f"vs {p['other_instance']}: {_p(p.get('p_cheaper'))} ({p['verdict']})" for p in pairs)
+
+
+def s_noise(d: Decision, section: str) -> list[str]:
+    """One section's types with P(cheaper) against each other type, the run-level component and both intervals
+    (a type alone in its group: its intervals, and no P); nothing where no type has a $/M at the SLO."""
+    options = [o for o in (d.noise_options or []) if str(o.get("decision_section")) == section]
+    if not options:
+        return []
+    pairs = [p for p in (d.noise or []) if str(p.get("decision_section")) == section]
+    alone = "" if pairs else (" One type per group here: no pair to compare; its $/M interval with the run-to-run "
+                              "component is what another run of it may show.")
+    cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
+            ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
+            ("run_sd", "run-to-run sd (ln): estimate, 95 % bound used"), ("p", "P(cheaper) against each other type")]
+
+    def get(r: dict[str, Any], k: str) -> Any:
+        if k == "point":
+            return _interval(r.get("usd_per_million_output_tokens"), r.get("point_ci_low"), r.get("point_ci_high"))
+        if k == "run":
+            return _interval(r.get("usd_per_million_output_tokens"), r.get("run_ci_low"), r.get("run_ci_high"))
+        if k == "run_sd":
+            return f"{fmt(r.get('run_sd_log'))}, {fmt(r.get('run_sd_upper_log'))} ({r.get('run_sd_source')})"
+        if k == "p":
+            return _p_cells([p for p in pairs if p.get("decision_group") == r.get("decision_group")
+                             and p.get("instance") == r.get("instance")]) or "no other type"
+        return r.get(k)
+
+    notes = sorted({f"`{o.get('run_sd_source')}`: {o.get('run_sd_note')}" for o in options})
+    return ([f"P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):{alone}", ""]
+            + table(options, cols, get) + [f"- {n}" for n in notes] + [""])

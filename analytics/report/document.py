@@ -221,6 +221,9 @@ class Decision(Section):
     lifecycle: list[Row] | None = Field(None, description="serving-only and lifecycle $/M under the chosen model")
     quality_rule: str | None = Field(None, description="present when available")
     quality_cost: list[Row] | None = Field(None, description="accuracy against $/M at the SLO, the Pareto front")
+    noise_rule: str | None = Field(None, description="present when available: P(cheaper) with run-level noise")
+    noise_options: list[Row] | None = Field(None, description="present when available: decision_noise_options")
+    noise: list[Row] | None = Field(None, description="present when available: report_decision_noise, per pair")
 
 
 class Variants(Section):

@@ -18,6 +18,7 @@ from analytics.schema.core import CORE_TABLES
 from analytics.schema.encoders import ENCODER_TABLES
 from analytics.schema.history import HISTORY_TABLES
 from analytics.schema.kernels import KERNEL_TABLES
+from analytics.schema.matrix import MATRIX_TABLES
 from analytics.schema.predictions import PREDICTION_TABLES
 from analytics.schema.rag import RAG_TABLES
 from analytics.schema.serving import SERVING_TABLES
@@ -37,6 +38,7 @@ TABLES: dict[str, pa.Schema] = {
     **ENCODER_TABLES,
     **RAG_TABLES,
     **HISTORY_TABLES,
+    **MATRIX_TABLES,
 }
 
 KEY_COLUMNS = ("run_id", "lane", "attempt")

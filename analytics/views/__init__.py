@@ -256,6 +256,7 @@ VIEW_FILES = (
     "75_report_decision.sql",  # the Decision: price-performance at an SLO
     "76_report_capacity.sql",  # capacity at an SLO by search: capacity_points, report_capacity, the rate Decision
     "77_report_decision_hardware.sql",  # the Decision across instance types: capacity, $/M and a ranking per group
+    "78_report_decision_noise.sql",  # the Decision with run-level noise: P(cheaper) per pair of types, the run-level sd
     "73_report_pricing.sql",  # prices per pricing model and the Decision's ranking under each (after 77: reads it)
     "74_report_quality_cost.sql",  # quality per dollar: accuracy against $/M at the SLO, the Pareto front
     "79_report_decision_lifecycle.sql",  # lifecycle $/M over the chosen horizon beside serving-only $/M

@@ -182,7 +182,11 @@ def test_one_instance_type_renders_its_capacity_without_a_ranking(tmp_path):
     start = text.index("### Across instance types")
     section = text[start : text.index("\n### ", start)]  # up to the next subsection (pricing models, per instance)
     assert "One instance type measured here: nothing to rank." in section
+    section, noise = section.split("P(cheaper), run-to-run noise included")
     header, _, row_line = [ln for ln in section.splitlines() if ln.startswith("|")]
+    # alone in its group: no P, but the $/M with the run-to-run component beside the point's own
+    assert "One type per group here: no pair to compare" in noise
+    assert "| inf2.xlarge | A | 1 | " in noise and noise.count("| no other type |") == 1
     assert header.split(" | ")[-1] == "why |" and "verdict" not in header
     assert row_line.startswith("| A | inf2.xlarge | neuron-inf2 · 1× Inferentia2 | >= 4 (top of the grid) |")
     assert row_line.endswith("| concurrency | " + row_line.split(" | ")[-2] + " |  |")  # nothing to explain
@@ -207,3 +211,20 @@ def test_the_decision_names_its_pricing_model_and_shows_the_lifecycle_beside_ser
     inf2 = next(r for r in lifecycle if r["instance"] == "inf2.xlarge" and r["serving_usd_per_million_output_tokens"])
     assert inf2["lifecycle_usd_per_million_output_tokens"] > inf2["serving_usd_per_million_output_tokens"]
     assert text.index("## Decision") < text.index("## Failures and exclusions") < text.index("## Machines")
+
+
+def test_the_decision_shows_p_cheaper_with_run_level_noise_in_both_pages(matrix):
+    c = json.loads((matrix / "comparison.json").read_text())["decision"]
+    pairs = {(p["server_config"], p["instance"], p["other_instance"]): p for p in c["noise"] if p["model"] == "llama"}
+    # inf2 against g5.12xlarge: 7.5 times cheaper, one run each: the prior alone cannot hide that gap
+    assert pairs[("A", "inf2.xlarge", "g5.12xlarge")]["verdict"] == "cheaper"
+    assert pairs[("A", "inf2.xlarge", "g6.xlarge")]["verdict"] == "not decided"
+    assert all(p["run_sd_source"] == "prior" for p in pairs.values())
+    assert ("A", "p4d.24xlarge", "inf2.xlarge") not in pairs  # never meets the SLO: not a candidate
+    md = (matrix / "REPORT.md").read_text()
+    assert "P(cheaper), run-to-run noise included" in md and "vs g5.12xlarge: " in md
+    assert "$/M [95 % CI with run-to-run]" in md and "`prior`: 22 % in log" in md
+    # REPORT.html draws the same table from comparison.json's decision.noise (assets/sections.js)
+    from analytics.report.html_assets import app_scripts
+
+    assert "decisionNoise(body, d);" in dict(app_scripts())["sections.js"]

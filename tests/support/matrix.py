@@ -5,7 +5,9 @@ per-request rows from tests/support/synthetic.py, the SLO on every point and tel
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,19 +29,52 @@ def commit_lane(
     points: list[tuple[str, int, float | None, float]],
     served: dict | None = None,
     backend: str | None = None,
+    seed: int = 7,
 ) -> None:
-    """One cell's lane, committed as ``<lane>@<cell>``: points (id, streams, offered rate or None for closed
-    loop, TTFT factor) with the SLO, per-request rows (tests/support/synthetic.py), telemetry in each window.
-    An offered rate makes the point one of a capacity search (search_json kind 'capacity')."""
-    rng = np.random.default_rng(7)
+    """One cell's lane, committed as ``<lane>@<cell>``: :func:`write_lane_rows` and its lane_runs row."""
     w = store.begin_attempt(run_id, lane)
+    t = write_lane_rows(w.add_rows, config, model, points, served, seed)
+    w.add_rows(
+        "lane_runs",
+        [
+            {
+                "status": "succeeded",
+                "supersedes": True,
+                "started_at": T0,
+                "ended_at": T0 + timedelta(seconds=t),
+                "wall_s": t,
+                "backend": backend or ("cuda" if instance_type[0] in "gp" else "neuron"),
+                "host": f"box-{lane}",
+                "box_role": "inf2",
+                "instance_type": instance_type,
+                "instance_id": f"i-{lane}",
+            }
+        ],
+    )
+    w.commit("succeeded")
+
+
+def write_lane_rows(
+    add: Callable[[str, Any], Any],
+    config: str,
+    model: str,
+    points: list[tuple[str, int, float | None, float]],
+    served: dict | None = None,
+    seed: int = 7,
+) -> float:
+    """A serving lane's rows through ``add(table, rows)`` (an attempt's ``add_rows``, a lane's ``ctx.write``):
+    points (id, streams, offered rate or None for closed loop, TTFT factor) with the SLO, per-request rows
+    (tests/support/synthetic.py), telemetry in each window; returns the points' span in seconds. An offered rate
+    makes the point one of a capacity search (search_json kind 'capacity'). ``seed``: the request draws' (another
+    seed: another run's spread)."""
+    rng = np.random.default_rng(seed)
     t = 0.0
     for pid, conc, rate, ttft_factor in points:
         start = T0 + timedelta(seconds=t)
         reqs, span = request_rows(rng, 40, 64, 16, conc, 0.0, pid, start, int(t * 1e9))
         if ttft_factor != 1.0:
             reqs, span = scale_ttft(reqs, ttft_factor), span * ttft_factor
-        w.add_rows(
+        add(
             "requests",
             reqs.append_column("model", pa.array([model] * len(reqs))).append_column(
                 "server_config", pa.array([config] * len(reqs))
@@ -53,7 +88,7 @@ def commit_lane(
             if rate
             else {}
         )
-        w.add_rows(
+        add(
             "sweep_points",
             [
                 {
@@ -76,7 +111,7 @@ def commit_lane(
             ],
         )
         # rules 7 and 15: a point without a telemetry sample in its window is excluded; these are sampled
-        w.add_rows(
+        add(
             "telemetry",
             [
                 {
@@ -90,24 +125,7 @@ def commit_lane(
             ],
         )
         t += span + 1.0
-    w.add_rows(
-        "lane_runs",
-        [
-            {
-                "status": "succeeded",
-                "supersedes": True,
-                "started_at": T0,
-                "ended_at": T0 + timedelta(seconds=t),
-                "wall_s": t,
-                "backend": backend or ("cuda" if instance_type[0] in "gp" else "neuron"),
-                "host": f"box-{lane}",
-                "box_role": "inf2",
-                "instance_type": instance_type,
-                "instance_id": f"i-{lane}",
-            }
-        ],
-    )
-    w.commit("succeeded")
+    return t
 
 
 def commit_cell(

@@ -26,6 +26,7 @@ METRIC_FILES = (
     "75_report_decision.sql",
     "76_report_capacity.sql",
     "77_report_decision_hardware.sql",
+    "78_report_decision_noise.sql",
     "39_report_saturation.sql",
     "40_report_cold_start.sql",
     "41_report_preflight.sql",

@@ -75,6 +75,7 @@ SECTION.decision = function (body) {
         ciColumn("rate_output_throughput", "open-loop output tok/s [95 % CI]"),
         textColumn("family", "family · accelerator", {cell: (r) => (r.family ? (r.accelerator ? `${r.family} · ${r.accelerators}× ${r.accelerator}` : r.family) : "NULL")}),
         textColumn("verdict_note", "why")]}));
+    decisionNoise(body, d);
   }
   decisionCost(body, d);  // the pricing model, prices per model, the lifecycle and quality per dollar
   body.append(h("h3", {}, "Per instance type: the highest concurrency and the max rate meeting the SLO"));
@@ -211,6 +212,30 @@ function decisionCost(body, d) {
         textColumn("pareto", "front", {cell: (r) => (r.pareto ? "pareto" : `dominated by ${r.dominated_by}`)
           + (worse.has([r.run_id, r.instance, r.lane, r.server_config].join("|")) ? " ⚠ cheaper but worse" : "")})]}));
   }
+}
+
+/* P(cheaper) with run-level noise (decision_md.s_noise; 78_report_decision_noise.sql): per type of a group with
+   another candidate, both intervals, the run-to-run component and its source, and P(cheaper) against each other */
+function decisionNoise(body, d) {
+  const pairs = d.noise || [];
+  const options = d.noise_options || [];
+  if (!options.length) return;
+  const prob = (p) => (p === null || p === undefined ? "NULL" : p > 0.999 ? "> 0.999" : p < 0.001 ? "< 0.001" : p.toFixed(3));
+  const interval = (v, lo, hi) => (v === null || v === undefined ? "NULL" : `${fmt(v)} [${fmt(lo)}, ${fmt(hi)}]`);
+  const against = (r) => pairs.filter((p) => p.decision_group === r.decision_group && p.instance === r.instance)
+    .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)} (${p.verdict})`).join("; ") || "no other type";
+  body.append(h("h4", {}, "P(cheaper), run-to-run noise included"), note(d.noise_rule || ""));
+  body.append(dataTable({id: "decision-noise", rows: options, filters: DECISION_FILTERS,
+    columns: [textColumn("decision_section", "section"), textColumn("server_config", "config"),
+      textColumn("instance", "instance"), numColumn("repeats", "runs"),
+      textColumn("point_ci_low", "$/M [points' own 95 % CI]", {value: (r) => r.usd_per_million_output_tokens,
+        cell: (r) => interval(r.usd_per_million_output_tokens, r.point_ci_low, r.point_ci_high)}),
+      textColumn("run_ci_low", "$/M [95 % CI with run-to-run]", {value: (r) => r.usd_per_million_output_tokens,
+        cell: (r) => interval(r.usd_per_million_output_tokens, r.run_ci_low, r.run_ci_high)}),
+      textColumn("run_sd_source", "run-to-run sd (ln): estimate, 95 % bound used",
+        {cell: (r) => `${fmt(r.run_sd_log)}, ${fmt(r.run_sd_upper_log)} (${r.run_sd_source})`}),
+      textColumn("p_cheaper", "P(cheaper) against each other type", {value: against, cell: against}),
+      textColumn("run_sd_note", "run-to-run source")]}));
 }
 
 /* ---- compile and cold start (rule 3: before any throughput) -------------------------------------------- */

@@ -26,8 +26,9 @@ CREATE OR REPLACE VIEW report_decision_hardware AS
 WITH a AS (
     SELECT d.*,
            coalesce(d.price_basis = 'reference', false) OR starts_with(d.instance, 'reference: ') AS is_reference,
-           -- a matrix cell's lane is <lane>@c<digits> (pipeline.matrix); <lane>@<box> names a pinned box, not a cell
-           CASE WHEN regexp_matches(split_part(d.lane, '@', 2), '^c[0-9]+$') THEN split_part(d.lane, '@', 2) END
+           -- a matrix cell's lane is <lane>@c<digits>, a repeat's <lane>@c<digits>r<run> (control_plane.adaptive_waves);
+           -- <lane>@<box> names a pinned box, not a cell
+           CASE WHEN regexp_matches(split_part(d.lane, '@', 2), '^c[0-9]+(r[0-9]+)?$') THEN split_part(d.lane, '@', 2) END
                AS cell
     FROM report_decision_at_rate d
     WHERE split_part(d.lane, '@', 1) IN ('serve_sweep', 'capacity', 'reference')

@@ -1,0 +1,122 @@
+"""The Decision with run-level noise over fixed rows: 78_report_decision_noise.sql run on rows of
+``report_decision_hardware`` given here rather than read from a store (the A/A benchmark's stored rows, tests).
+
+The formula lives in the view; this module only builds its input and reads its answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import duckdb
+
+NOISE_FILE = "78_report_decision_noise.sql"
+# what the view reads of report_decision_hardware, with the type DuckDB gives each
+INPUT_COLUMNS = {
+    "decision_group": "VARCHAR",
+    "decision_section": "VARCHAR",
+    "model": "VARCHAR",
+    "server_config": "VARCHAR",
+    "workload": "VARCHAR",
+    "input_len": "BIGINT",
+    "output_len": "BIGINT",
+    "slo_name": "VARCHAR",
+    "ranked_basis": "VARCHAR",
+    "instance": "VARCHAR",
+    "family": "VARCHAR",
+    "run_id": "VARCHAR",
+    "lane": "VARCHAR",
+    "candidate": "BOOLEAN",
+    "is_reference": "BOOLEAN",
+    "verdict_note": "VARCHAR",
+    "ranked_usd_per_million_output_tokens": "DOUBLE",
+    "ranked_usd_per_million_output_tokens_ci_low": "DOUBLE",
+    "ranked_usd_per_million_output_tokens_ci_high": "DOUBLE",
+}
+AA_COPY = " (A/A copy)"
+
+
+def connection(rows: Iterable[Mapping[str, Any]]) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection whose ``report_decision_hardware`` holds ``rows`` (missing keys NULL) and whose noise
+    views are 78_report_decision_noise.sql's."""
+    from analytics.views import derived_sql_files
+
+    con = duckdb.connect(":memory:")
+    cols = ", ".join(f"{k} {t}" for k, t in INPUT_COLUMNS.items())
+    con.execute(f"CREATE TABLE report_decision_hardware ({cols})")
+    data = [tuple(r.get(k) for k in INPUT_COLUMNS) for r in rows]
+    if data:
+        con.executemany(f"INSERT INTO report_decision_hardware VALUES ({', '.join('?' * len(INPUT_COLUMNS))})", data)
+    for _, text in derived_sql_files([NOISE_FILE]):
+        con.execute(text)
+    return con
+
+
+def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent: bool = False) -> dict[str, Any]:
+    """Every pair (i, j) of ``rows`` of one Decision group (one type measured in separate runs: its Decision rows)
+    judged as two types of that group, row j relabelled ``<type> (A/A copy)``. ``history``: every other row goes in
+    as a repeat of the family in a group of its own (the store's A/A history; one connection per pair), else the
+    run-level sd is the prior (every pair in one connection, each its own group). ``adjacent``: only the pairs of
+    runs made one after the other (in the rows' order). Returns the pairs, the pairs the view called ``cheaper``
+    either way (each is false: ``called``, as (group, run, run)), their count and rate, the range of P(first
+    cheaper) and the run-level sources used."""
+    by_group: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_group.setdefault(str(r["decision_group"]), []).append(r)
+    pairs = [
+        (g, gr[i], gr[j])
+        for g, gr in by_group.items()
+        for i, j in itertools.combinations(range(len(gr)), 2)
+        if not adjacent or j == i + 1
+    ]
+
+    def members(k: int, g: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+        key = f"{g} · pair {k}"
+        return [
+            {**dict(a), "decision_group": key},
+            {**dict(b), "decision_group": key, "instance": f"{b['instance']}{AA_COPY}"},
+        ]
+
+    query = "SELECT decision_group, verdict, p_cheaper, run_sd_source FROM report_decision_noise"
+    got: list[tuple[Any, ...]] = []
+    if history:
+        for k, (g, a, b) in enumerate(pairs):
+            others = [
+                {**dict(r), "decision_group": f"A/A history · {r['decision_group']}"}
+                for r in rows
+                if r is not a and r is not b
+            ]
+            got += (
+                connection(members(k, g, a, b) + others)
+                .execute(query + " WHERE decision_group = ?", [f"{g} · pair {k}"])
+                .fetchall()
+            )
+    elif pairs:
+        got = (
+            connection([m for k, (g, a, b) in enumerate(pairs) for m in members(k, g, a, b)]).execute(query).fetchall()
+        )
+    called = sorted({grp for grp, v, _, _ in got if v == "cheaper"})
+    ps = [p for _, _, p, _ in got if p is not None]
+    index = {f"{g} · pair {k}": (g, a["run_id"], b["run_id"]) for k, (g, a, b) in enumerate(pairs)}
+    return {
+        "pairs": len(pairs),
+        "cheaper": len(called),
+        "rate": len(called) / len(pairs) if pairs else 0.0,
+        "called": [index[c] for c in called],
+        "p_min": min(ps, default=0.0),
+        "p_max": max(ps, default=0.0),
+        "sources": {s for _, _, _, s in got},
+    }
+
+
+def store_connection(store: Any, run_ids: Sequence[str]) -> duckdb.DuckDBPyConnection:
+    """:func:`connection` over the Decision rows of ``run_ids`` in ``store``: report_decision_hardware evaluated once
+    (the views through 77_report_decision_hardware.sql) and kept as a table, so the noise views over it cost
+    little however often they are read (the adaptive matrix reads them several times a wave)."""
+    from analytics.views import connect, view_files_through
+
+    con = connect(store, run_ids, view_files=view_files_through("77_report_decision_hardware.sql"))
+    got = con.execute(f"SELECT {', '.join(INPUT_COLUMNS)} FROM report_decision_hardware").fetchall()
+    return connection([dict(zip(INPUT_COLUMNS, r)) for r in got])

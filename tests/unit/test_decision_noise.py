@@ -1,0 +1,153 @@
+"""P(cheaper) with run-level noise (78_report_decision_noise.sql) on fixed rows of report_decision_hardware, and the
+A/A check on stored rows of real tiny runs (tests/fixtures/decision_aa/rows.json, made by benchmarks/decision_aa.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from analytics.decision_noise import aa_pairs, connection
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "decision_aa" / "rows.json"
+
+
+def row(instance: str, run: str, usd: float, half: float = 0.03, group: str = "m · chat · 64:16 · slo") -> dict:
+    """One candidate: $/M ``usd`` with a point interval of +-``half`` (relative)."""
+    return {
+        "decision_group": group,
+        "decision_section": group,
+        "instance": instance,
+        "family": instance.split(".")[0],
+        "run_id": run,
+        "lane": "serve_sweep",
+        "candidate": True,
+        "ranked_basis": "rate",
+        "ranked_usd_per_million_output_tokens": usd,
+        "ranked_usd_per_million_output_tokens_ci_low": usd * (1 - half),
+        "ranked_usd_per_million_output_tokens_ci_high": usd * (1 + half),
+    }
+
+
+def pairs(con) -> dict[tuple[str, str], tuple[float, str]]:
+    return {
+        (a, b): (p, v)
+        for a, b, p, v in con.execute(
+            "SELECT instance, other_instance, p_cheaper, verdict FROM report_decision_noise"
+        ).fetchall()
+    }
+
+
+def options(con, group: str = "m · chat · 64:16 · slo") -> dict[str, dict]:
+    cur = con.execute("SELECT * FROM decision_noise_options WHERE decision_group = ?", [group])
+    names = [d[0] for d in cur.description]
+    return {r["instance"]: r for r in (dict(zip(names, t)) for t in cur.fetchall())}
+
+
+def test_clear_point_intervals_but_one_run_each_are_not_called_cheaper():
+    a, b = row("inf2.xlarge", "r1", 1.0), row("g5.xlarge", "r2", 1.3)
+    # the points' own intervals are clear of each other: the per-point ranking would call inf2 cheapest
+    assert a["ranked_usd_per_million_output_tokens_ci_high"] < b["ranked_usd_per_million_output_tokens_ci_low"]
+    con = connection([a, b])
+    p, verdict = pairs(con)[("inf2.xlarge", "g5.xlarge")]
+    assert 0.5 < p < 0.95 and verdict == "not decided"
+    assert pairs(con)[("g5.xlarge", "inf2.xlarge")][1] == "not decided"
+    o = options(con)["inf2.xlarge"]
+    assert o["run_sd_source"] == "prior" and o["run_sd_log"] == pytest.approx(0.22)
+    assert "docs/explanation/compare.md" in o["run_sd_note"]
+    # the point interval is kept as it is; the run-level one is wider
+    assert o["point_ci_low"] == pytest.approx(math.exp(math.log(1.0) - 1.959963984540054 * o["point_sd_log"]))
+    assert o["run_ci_low"] < o["point_ci_low"] and o["run_ci_high"] > o["point_ci_high"]
+
+
+def test_five_repeats_each_with_a_clear_gap_are_called_cheaper():
+    spread = (0.97, 1.02, 1.0, 1.04, 0.98)
+    rows = [row("inf2.xlarge", f"a{i}", 1.0 * s) for i, s in enumerate(spread)]
+    rows += [row("g5.xlarge", f"b{i}", 1.3 * s) for i, s in enumerate(reversed(spread))]
+    con = connection(rows)
+    p, verdict = pairs(con)[("inf2.xlarge", "g5.xlarge")]
+    assert p >= 0.95 and verdict == "cheaper"
+    assert pairs(con)[("g5.xlarge", "inf2.xlarge")][1] == "more expensive"
+    o = options(con)["inf2.xlarge"]
+    assert (o["repeats"], o["run_sd_source"], o["run_sd_df"]) == (5, "repeats", 8)
+
+
+def test_repeats_with_a_wide_spread_stay_undecided():
+    spread = (0.7, 1.3, 0.9, 1.2, 1.0)
+    rows = [row("inf2.xlarge", f"a{i}", 1.0 * s) for i, s in enumerate(spread)]
+    rows += [row("g5.xlarge", f"b{i}", 1.15 * s) for i, s in enumerate(spread)]
+    assert pairs(connection(rows))[("inf2.xlarge", "g5.xlarge")][1] == "not decided"
+
+
+def test_the_family_history_of_the_store_replaces_the_prior():
+    history = [row("inf2.xlarge", f"h{i}", 2.0 * s, group="other") for i, s in enumerate((0.99, 1.01, 1.0, 1.02, 0.98))]
+    con = connection([row("inf2.xlarge", "r1", 1.0), row("g5.xlarge", "r2", 1.3), *history])
+    o = options(con)
+    assert o["inf2.xlarge"]["run_sd_source"] == "aa_history" and o["g5.xlarge"]["run_sd_source"] == "prior"
+    assert o["inf2.xlarge"]["run_sd_log"] < 0.05
+
+
+def test_an_unbounded_interval_is_untested_and_phi_matches_erf():
+    b = row("g5.xlarge", "r2", 1.3)
+    b["ranked_usd_per_million_output_tokens_ci_high"] = None
+    assert pairs(connection([row("inf2.xlarge", "r1", 1.0), b]))[("inf2.xlarge", "g5.xlarge")] == (None, "untested")
+    # the inline normal CDF against math.erf over a gap of known z
+    for gap in (0.05, 0.2, 0.5, 1.0):
+        con = connection([row("inf2.xlarge", "r1", 1.0), row("g5.xlarge", "r2", 1.0 * math.exp(gap))])
+        z = gap / con.execute("SELECT sd_ln_gap FROM report_decision_noise LIMIT 1").fetchone()[0]
+        expected = 0.5 * (1 + math.erf(z / math.sqrt(2)))
+        assert pairs(con)[("inf2.xlarge", "g5.xlarge")][0] == pytest.approx(expected, abs=1e-7)
+        assert pairs(con)[("g5.xlarge", "inf2.xlarge")][0] == pytest.approx(1 - expected, abs=1e-7)
+
+
+def test_p_uses_sigma_run_at_its_one_sided_95_upper_bound():
+    """The prior's 0.22 (20 df) enters P as 0.22 sqrt(20 / chi2_0.05(20)); 5 repeats each (8 df) as
+    sqrt(ss / chi2_0.05(8) - point variance): the Wilson-Hilferty quantile against the exact one (scipy-free)."""
+    chi2_05 = {8: 2.732636793499662, 20: 10.85081139418259}  # scipy.stats.chi2.ppf(0.05, k)
+    o = options(connection([row("inf2.xlarge", "r1", 1.0), row("g5.xlarge", "r2", 1.3)]))["inf2.xlarge"]
+    assert (o["run_sd_log"], o["run_sd_df"]) == (pytest.approx(0.22), 20)
+    assert o["run_sd_upper_log"] == pytest.approx(0.22 * math.sqrt(20 / chi2_05[20]), rel=1e-3)
+    assert o["sd_log"] == pytest.approx(math.sqrt(o["run_sd_upper_log"] ** 2 + o["point_sd_log"] ** 2))
+    spread = (0.97, 1.02, 1.0, 1.04, 0.98)
+    rows = [
+        row(t, f"{t}{i}", u * s) for t, u in (("inf2.xlarge", 1.0), ("g5.xlarge", 1.3)) for i, s in enumerate(spread)
+    ]
+    o = options(connection(rows))["inf2.xlarge"]
+    ss = 2 * sum((math.log(s) - sum(map(math.log, spread)) / 5) ** 2 for s in spread)
+    assert o["run_sd_upper_log"] == pytest.approx(math.sqrt(ss / chi2_05[8] - o["point_sd_log"] ** 2), rel=1e-2)
+    assert o["run_sd_upper_log"] > o["run_sd_log"]
+
+
+def _aa_stored() -> list[dict]:
+    stored = json.loads(FIXTURE.read_text())
+    assert len({r["run_id"] for r in stored}) == 8 and len({r["instance"] for r in stored}) == 1
+    return stored
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
+def test_aa_real_tiny_runs_on_the_shared_host_reproduce_the_documented_false_rate():
+    """8 runs of one type (CPU backend, tiny profile) made back to back on the loaded shared development host, judged
+    in every same-group pair with the prior: the figures docs/explanation/decision-noise.md states. Every false
+    `cheaper` left pairs a run before the host's load step with one after it: $/M apart by 2x or more."""
+    stored = _aa_stored()
+    res = aa_pairs(stored)
+    assert (res["pairs"], res["cheaper"], res["sources"]) == (64, 6, {"prior"})
+    assert (aa_pairs(stored, adjacent=True)["pairs"], aa_pairs(stored, adjacent=True)["cheaper"]) == (20, 1)
+    usd = {(r["decision_group"], r["run_id"]): r["ranked_usd_per_million_output_tokens"] for r in stored}
+    for group, a, b in res["called"]:
+        x, y = usd[(group, a)], usd[(group, b)]
+        assert max(x, y) / min(x, y) >= 2.0, (group, a, b)
+    assert {run for _, a, b in res["called"] for run in (a, b)} >= {"aa5", "aa6"}
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
+@pytest.mark.xfail(
+    strict=True,
+    reason="not met on the stored rows: 6 of 64 pairs across the loaded host's 2x load step are called cheaper "
+    "(docs/explanation/decision-noise.md); strict, so meeting it fails this mark",
+)
+def test_aa_no_pair_of_the_same_type_is_called_cheaper_than_itself():
+    """The acceptance: the same type measured in separate runs is never called cheaper than itself."""
+    assert aa_pairs(_aa_stored())["cheaper"] == 0
