@@ -87,8 +87,14 @@ def test_group_by_all_becomes_the_ordinals_of_the_non_aggregates():
 @pytest.mark.parametrize(
     ("sql", "reason"),
     [
-        ("SELECT printf('%d', 1) AS s", "function printf() is DuckDB's"),
-        ("SELECT a.x FROM a ASOF LEFT JOIN b ON a.x >= b.x", "ASOF join"),
+        ("SELECT printf('%.1f', x) AS s FROM t", "printf() specifier %.1f"),
+        ("SELECT printf('%5d', x) AS s FROM t", "printf() specifier %5d"),
+        ("SELECT printf(f, x) AS s FROM t", "printf() with a format that is not a literal"),
+        ("SELECT a.x FROM a ASOF LEFT JOIN b ON a.x <= b.x", "ASOF join on l <= r"),
+        ("SELECT b.* FROM a ASOF LEFT JOIN b ON a.x >= b.x", "right side (b) is read with *"),
+        ("SELECT s.* EXCLUDE (x) FROM stored s", "* EXCLUDE/REPLACE over columns not known here"),
+        ("SELECT to_microseconds(x) AS i FROM t", "to_microseconds() other than added to a timestamp"),
+        ("SELECT length(s) AS n FROM (SELECT x + 1 AS s FROM t)", "length(s): a string or a list"),
         ("SELECT * FROM gone", "reads gone, which does not translate"),
         ("SELECT * FROM requests GROUP BY ALL", "GROUP BY ALL over SELECT *"),
         ("IF NOT EXISTS", "CREATE VIEW IF NOT EXISTS"),

@@ -210,4 +210,4 @@ SELECT
   ) AS BIGINT) AS max_concurrent_requests
 FROM origin AS o;
 
--- serving_points: not translated (length(s): a string or a list in DuckDB, a string only in Trino; its type is not known here); see REPORT.md
+-- serving_points: not translated (printf() with a format that is not a literal); see REPORT.md

@@ -336,26 +336,41 @@ WITH c AS (
       stage = 'device') AS device_max_rel_err,
     BOOL_OR(stage_verdict = 'fail') AS any_fail,
     BOOL_OR(stage_verdict = 'error') AS any_error,
-    ARBITRARY(
-      stage ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) /* the first stage that raised, in stage order: its class, code and verbatim error */ FILTER(WHERE
-      outcome = 'error') AS error_stage,
-    ARBITRARY(
-      error_class ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error_class,
-    ARBITRARY(
-      error_code ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error_code,
-    ARBITRARY(
-      error ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error,
-    ARBITRARY(
-      not_run_reason ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'not_run') AS not_run_reason
+    ELEMENT_AT(
+      ARRAY_AGG(
+        stage ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_stage,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error_class ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_class,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error_code ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_code,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        not_run_reason ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'not_run'),
+      1
+    ) AS not_run_reason
   FROM c
   GROUP BY
     run_id,
