@@ -147,111 +147,33 @@ WITH bounds AS (
     ) AS DOUBLE) / (
       p.window_s * 1e9
     )) AS BIGINT) AS "window",
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-              NOT r.ttft_s * 1000.0 IS NULL AND (
-                r.success
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
             NOT r.ttft_s * 1000.0 IS NULL AND (
               r.success
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-                    NOT r.ttft_s * 1000.0 IS NULL AND (
-                      r.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-                  NOT r.ttft_s * 1000.0 IS NULL AND (
-                    r.success
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-                    NOT r.ttft_s * 1000.0 IS NULL AND (
-                      r.success
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-              NOT r.ttft_s * 1000.0 IS NULL AND (
-                r.success
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.99 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-                      NOT r.ttft_s * 1000.0 IS NULL AND (
-                        r.success
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-              NOT r.ttft_s * 1000.0 IS NULL AND (
-                r.success
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(r.ttft_s * 1000.0 AS DOUBLE)) FILTER(WHERE
-                      NOT r.ttft_s * 1000.0 IS NULL AND (
-                        r.success
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS p99_ttft_ms
   FROM requests AS r
   JOIN pts AS p
@@ -343,93 +265,31 @@ WITH measured AS (
     run_id,
     lane,
     point_id,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
             NOT output_throughput IS NULL)
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT output_throughput IS NULL)
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                  NOT output_throughput IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT output_throughput IS NULL)
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS first_k_throughput,
     AVG(output_throughput) AS first_mean,
     STDDEV_SAMP(output_throughput) AS first_sd
@@ -445,93 +305,31 @@ WITH measured AS (
     run_id,
     lane,
     point_id,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
             NOT output_throughput IS NULL)
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT output_throughput IS NULL)
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                  NOT output_throughput IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT output_throughput IS NULL)
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT output_throughput IS NULL)
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS last_k_throughput,
     AVG(output_throughput) AS last_mean,
     STDDEV_SAMP(output_throughput) AS last_sd
@@ -548,93 +346,31 @@ WITH measured AS (
     a.lane,
     a.point_id,
     a.pos AS start_pos,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT b.output_throughput IS NULL)
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
             NOT b.output_throughput IS NULL)
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT b.output_throughput IS NULL)
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-                  NOT b.output_throughput IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-                    NOT b.output_throughput IS NULL)
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT b.output_throughput IS NULL)
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT b.output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-              NOT b.output_throughput IS NULL)
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(b.output_throughput AS DOUBLE)) FILTER(WHERE
-                      NOT b.output_throughput IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS med,
     COUNT(*) AS cnt,
     ARBITRARY(a.k) AS k,

@@ -41,185 +41,53 @@ WITH calls AS (
     implementation,
     COUNT(*) AS n,
     AVG(us) AS mean_us,
-    IF(
-      COALESCE(
-        CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-          NOT us IS NULL))),
-        0
-      ) = 0,
-      NULL,
-      ARRAY[IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
+          NOT us IS NULL))],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.5 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
+            ),
+            1
+          )]
         )
-      ), IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.9 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.9 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.9 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.9 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.9 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
-        )
-      ), IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.99 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.99 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.99 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
-        )
-      )]
+      ),
+      1
     ) AS q,
     ARRAY_AGG(us ORDER BY us) AS s
   FROM calls
