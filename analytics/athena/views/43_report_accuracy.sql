@@ -192,7 +192,7 @@ SELECT
   wall_s
 FROM w;
 
--- accuracy_config_baselines: not translated (function json_merge_patch() is DuckDB's; sqlglot keeps it by name and Trino has none); see REPORT.md
+-- accuracy_config_baselines: not translated (function json_merge_patch() is DuckDB's; Trino has none, and removing the keys through a MAP(VARCHAR, JSON) writes the JSON text in Trino's own key order and number format, while the view compares that text and shows it); see REPORT.md
 
 -- accuracy_eval_pairs: not translated (reads accuracy_config_baselines, which does not translate); see REPORT.md
 
