@@ -379,7 +379,7 @@ def _rewrite_lengths(tree: exp.Expression) -> str | None:
     return None
 
 
-def _columns(query: exp.Expression, ctes: dict[str, exp.Expression], depth: int = 0) -> list[str] | None:
+def _columns(query: exp.Expression, ctes: dict[str, exp.Expression], depth: int = 0, known=None) -> list[str] | None:
     """The output column names of a query, in order, stars expanded; None when a source's columns are not known
     here (a view or table outside this statement)."""
     select = _leftmost(query)
@@ -391,17 +391,19 @@ def _columns(query: exp.Expression, ctes: dict[str, exp.Expression], depth: int 
         if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
             star = projection.this
         if star is None:
+            if not projection.alias_or_name:  # an unnamed expression: DuckDB's name for it is not known here
+                return None
             out.append(projection.alias_or_name)
             continue
         qualifier = projection.table if isinstance(projection, exp.Column) else ""
-        expanded = _star_columns(select, qualifier, star, ctes, depth + 1)
+        expanded = _star_columns(select, qualifier, star, ctes, depth + 1, known)
         if expanded is None:
             return None
         out += [name for name, _ in expanded]
     return out
 
 
-def _star_columns(select, qualifier, star, ctes, depth=0):
+def _star_columns(select, qualifier, star, ctes, depth=0, known=None):
     """[(name, replacement expression or None)] of ``qualifier.*`` (all sources for ``*``) with the star's EXCLUDE
     and REPLACE applied; None when a source's columns are not known here."""
     names: list[str] = []
@@ -409,7 +411,10 @@ def _star_columns(select, qualifier, star, ctes, depth=0):
         if qualifier and source.alias_or_name != qualifier:
             continue
         query = source.this if isinstance(source, exp.Subquery) else ctes.get(source.name)
-        cols = _columns(query, ctes, depth) if query is not None else None
+        if query is not None:
+            cols = _columns(query, ctes, depth, known)
+        else:  # a view of an earlier statement whose columns are known
+            cols = (known or {}).get(source.name) if isinstance(source, exp.Table) else None
         if cols is None:
             return None
         names += cols
@@ -418,7 +423,7 @@ def _star_columns(select, qualifier, star, ctes, depth=0):
     return [(n, replaced.get(n)) for n in names if n not in excluded]
 
 
-def _expand_star_modifiers(tree: exp.Expression) -> str | None:
+def _expand_star_modifiers(tree: exp.Expression, known: dict[str, list[str]] | None = None) -> str | None:
     """DuckDB's ``x.* EXCLUDE (...)`` / ``x.* REPLACE (e AS c)`` (Trino has neither) become the columns they stand
     for, in order, where the columns of ``x`` are known here (a CTE or subquery of the statement, recursively); the
     reason otherwise."""
@@ -429,7 +434,7 @@ def _expand_star_modifiers(tree: exp.Expression) -> str | None:
         column = star.parent if isinstance(star.parent, exp.Column) else None
         select = star.find_ancestor(exp.Select)
         qualifier = column.table if column is not None else ""
-        expanded = _star_columns(select, qualifier, star, ctes)
+        expanded = _star_columns(select, qualifier, star, ctes, 0, known)
         if expanded is None:
             return f"{qualifier or ''}{'.' if qualifier else ''}* EXCLUDE/REPLACE over columns not known here"
         target = column if column is not None else star
@@ -445,25 +450,46 @@ def _expand_star_modifiers(tree: exp.Expression) -> str | None:
 PRINTF_SPEC = re.compile(r"%(?:%|[-#+ 0,(<]*\d*(?:\.\d+)?[a-zA-Z])")
 PRINTF_SAME = frozenset({"%%", "%s", "%d"})
 PRINTF_FIXED = re.compile(r"%(?:\.(\d))?f")
+PRINTF_GENERAL = re.compile(r"%(?:\.(\d))?g")
 TWO_52 = "4503599627370496e0"
 
 
+def _let(name: str, value: str, body: str) -> str:
+    """``body`` with ``name`` bound to ``value``, evaluated once (a lambda over a one-element array)."""
+    return f"element_at(transform(ARRAY[{value}], {name} -> {body}), 1)"
+
+
+def _round_scaled(scale: str) -> str:
+    """round-half-even(|x| * scale) of the exact binary value, a BIGINT, in SQL over the DOUBLE ``x``, the scale a
+    power of ten up to 10^11: |x| scale as a double p and its exact rounding error e (Dekker's product with Veltkamp's
+    split: such a power has at most 26 significant bits, so every step is exact in IEEE arithmetic, which Java's and
+    DuckDB's doubles are); the exact value p + e rounds up from floor(p) when (p - floor(p)) - 0.5 > -e, or on a tie
+    (=) when floor(p) is odd."""
+    rounded = "CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1), 1, 0)"
+    error = _let("e", "(h * s - p) + (a - h) * s", _let("k", "floor(p)", rounded))
+    split = _let("c", "134217729e0 * a", _let("h", "c - (c - a)", error))
+    return _let("s", scale, _let("a", "abs(x)", _let("p", "a * s", split)))
+
+
+def _special(body: str) -> str:
+    """NULL, NaN and the infinities as DuckDB writes them, else ``body``, over VALUE bound to the DOUBLE ``x``. (DuckDB
+    writes ``-nan`` for a NaN whose sign bit is set, which no SQL function of both engines reads.)"""
+    return _let(
+        "x",
+        "CAST(VALUE AS DOUBLE)",
+        "CASE WHEN x IS NULL THEN NULL WHEN is_nan(x) THEN 'nan' WHEN is_infinite(x) THEN IF(x > 0, 'inf', '-inf') "
+        f"ELSE {body} END",
+    )
+
+
+SIGN = "IF(atan2(x, -1e0) < 0, '-', '')"  # negative for -0.0 too, as printf writes it
+
+
 def _fixed(digits: int) -> str:
-    """DuckDB's ``%.Nf`` of the DOUBLE ``x`` (a lambda's variable) in Trino, exactly: the decimal digits of
-    round-half-even(|x| 10^N) of the exact binary value, as C's printf writes them. |x| 10^N is computed as a double
-    p and its exact rounding error e (Dekker's product with Veltkamp's split: 10^N has at most 26 significant bits for
-    N <= 7, so every step is exact in IEEE arithmetic, which Java's and DuckDB's doubles are); the exact value is
-    p + e, and it rounds up from floor(p) when (p - floor(p)) - 0.5 > -e, or on a tie (=) when floor(p) is odd. NaN is
-    ``nan`` (DuckDB writes ``-nan`` for a NaN whose sign bit is set, which no SQL function of both reads), infinities
-    ``inf``/``-inf``, the sign from atan2(x, -1) (negative for -0.0 too). Beyond |x| 10^N >= 2^52 the fraction test
-    no longer holds and Java's format writes it (its digits agree up to the 17th significant one)."""
+    """DuckDB's ``%.Nf`` of VALUE in Trino, exactly: the digits of :func:`_round_scaled` with scale 10^N, as C's
+    printf writes them. Beyond |x| 10^N >= 2^52 the fraction test no longer holds and Java's format writes it (its
+    digits agree up to the 17th significant one)."""
     scale = f"1e{digits}"
-
-    def let(name: str, value: str, body: str) -> str:  # body with name bound to value, value evaluated once
-        return f"element_at(transform(ARRAY[{value}], {name} -> {body}), 1)"
-
-    up = "IF(((p - floor(p)) - 5e-1) > -e OR (((p - floor(p)) - 5e-1) = -e AND CAST(floor(p) AS BIGINT) % 2 = 1), 1, 0)"
-    rounded = f"CAST(floor(p) AS BIGINT) + {up}"
     text = "CAST(r AS VARCHAR)"
     if digits:
         unit = 10**digits
@@ -471,26 +497,73 @@ def _fixed(digits: int) -> str:
             f"CAST(CAST((r - r % {unit}) / {unit} AS BIGINT) AS VARCHAR) || '.' || "
             f"lpad(CAST(r % {unit} AS VARCHAR), {digits}, '0')"
         )
-    split = "(134217729e0 * abs(x)) - ((134217729e0 * abs(x)) - abs(x))"
-    error = f"(h * {scale} - p) + (abs(x) - h) * {scale}"
-    digits_of = let("p", f"abs(x) * {scale}", let("h", split, let("e", error, let("r", rounded, text))))
-    return let(
-        "x",
-        "CAST(VALUE AS DOUBLE)",
-        "CASE WHEN x IS NULL THEN NULL WHEN is_nan(x) THEN 'nan' WHEN is_infinite(x) THEN IF(x > 0, 'inf', '-inf') "
-        f"WHEN abs(x) * {scale} >= {TWO_52} THEN format('%.{digits}f', x) "
-        f"ELSE IF(atan2(x, -1e0) < 0, '-', '') || {digits_of} END",
+    return _special(
+        f"CASE WHEN abs(x) * {scale} >= {TWO_52} THEN format('%.{digits}f', x) "
+        f"ELSE {SIGN} || {_let('r', _round_scaled(scale), text)} END"
     )
+
+
+def _general(precision: int) -> str:
+    """DuckDB's ``%.Pg`` (1 <= P <= 6) of VALUE in Trino: C's rule, X the decimal exponent of the value rounded to P
+    significant digits: fixed notation with P - 1 - X decimals when -4 <= X < P, else exponent notation, trailing zeros
+    (and a trailing point) removed. X is floor(log10 |x|), corrected by the digit count of the exactly rounded
+    :func:`_round_scaled` (log10 can be one off next to a power of ten, and rounding can carry into one more digit);
+    the fixed digits are then exact. Exponent notation (|x| below 1e-4 or from 10^P up after rounding) is Java's
+    ``%.{P-1}e`` with its zeros removed: its digits are Java's rounding (the shortest decimal form half up)."""
+    p = max(precision, 1)
+    top, bottom = 10**p, 10 ** (p - 1)
+
+    exponent_form = f"regexp_replace(format('%.{p - 1}e', x), '\\.?0+e', 'e')"
+    unit = "CAST(power(10e0, n) AS BIGINT)"
+    fixed_text = (
+        f"IF(n = 0, CAST(r AS VARCHAR), regexp_replace(CAST(CAST((r - r % {unit}) / {unit} AS BIGINT) "
+        f"AS VARCHAR) || '.' || lpad(CAST(r % {unit} AS VARCHAR), CAST(n AS INTEGER), '0'), '\\.?0+$', ''))"
+    )
+    # the value rounded to P significant digits for the exponents m - 1, m, m + 1 (one text, three evaluations)
+    candidates = _let(
+        "m",
+        "CAST(floor(log10(abs(x))) AS BIGINT)",
+        _let(
+            "rr",
+            f"transform(ARRAY[m - 1, m, m + 1], z -> {_round_scaled(f'power(10e0, {p - 1} - z)')})",
+            f"ARRAY[IF(rr[2] >= {top}, m + 1, IF(rr[2] < {bottom}, m - 1, m)), rr[1], rr[2], rr[3], m]",
+        ),
+    )
+    digits = _let("r", "xr[xr[1] - xr[5] + 3]", _let("n", f"{p - 1} - xr[1]", fixed_text))
+    return _special(
+        f"IF(x = 0, {SIGN} || '0', "
+        + _let(
+            "xr",
+            f"IF(abs(x) < 1e-5 OR abs(x) >= 1e{p + 1}, ARRAY[{p}, 0, 0, 0, 0], {candidates})",
+            f"IF(xr[1] < -4 OR xr[1] >= {p}, {exponent_form}, {SIGN} || {digits})",
+        )
+        + ")"
+    )
+
+
+@cache
+def _template(kind: str, precision: int) -> exp.Expression:
+    return sqlglot.parse_one(_fixed(precision) if kind == "f" else _general(precision), read="trino")
+
+
+def _formatted(kind: str, precision: int, value: exp.Expression) -> exp.Expression:
+    """:func:`_fixed` or :func:`_general` of ``value`` (the template parsed once, VALUE replaced in a copy)."""
+    expr = _template(kind, precision).copy()
+    for placeholder in list(expr.find_all(exp.Column)):
+        if placeholder.name == "VALUE":
+            placeholder.replace(value.copy())
+    return expr
 
 
 def _rewrite_printf(tree: exp.Expression) -> str | None:
     """``printf(fmt, a, ...)`` as Trino's ``format(fmt, a, ...)`` (Java's ``String.format``) where every specifier of
     ``fmt`` means the same in both: ``%s``, ``%d``, ``%%`` (DuckDB takes ``%d`` for an integer only and ``%s`` for a
-    string or boolean only, which Java writes the same). ``%f``/``%.Nf`` (N <= 7) do not (Java rounds the shortest
-    decimal form half up, 0.15 -> 0.2; DuckDB the exact binary value, 0.1): the argument is written by
-    :func:`_fixed` and passed as ``%s``. DuckDB's printf is NULL when an argument is; Java writes ``null``: the call is
-    NULL when any argument is. ``%g`` (Java keeps trailing zeros and picks its exponent otherwise), a width or flag,
-    or a format that is not a literal: the reason names it."""
+    string or boolean only, which Java writes the same). ``%f``/``%.Nf`` and ``%g``/``%.Pg`` do not (Java rounds the
+    shortest decimal form half up, 0.15 -> ``%.1f`` 0.2; DuckDB the exact binary value, 0.1; Java's ``%g`` keeps
+    trailing zeros): the argument is written by :func:`_fixed` or :func:`_general` and passed as ``%s``. DuckDB's
+    printf is NULL when an argument is; Java writes ``null``: the call is NULL when any argument is. Any other
+    specifier (a width, a flag, ``%.0g``, which DuckDB does not write as C does), or a format that is not a literal:
+    the reason names it."""
     for fn in list(tree.find_all(exp.Anonymous)):
         if fn.name.lower() != "printf" or not fn.expressions:
             continue
@@ -510,18 +583,21 @@ def _rewrite_printf(tree: exp.Expression) -> str | None:
                 continue
             if fixed and index < len(args):
                 digits = int(fixed.group(1)) if fixed.group(1) is not None else 6
-                expr = sqlglot.parse_one(_fixed(digits), read="trino")
-                for placeholder in list(expr.find_all(exp.Column)):
-                    if placeholder.name == "VALUE":
-                        placeholder.replace(args[index].copy())
-                args[index] = expr
+                args[index] = _formatted("f", digits, args[index])
+                out.append("%s")
+            elif (
+                (general := PRINTF_GENERAL.fullmatch(spec))
+                and index < len(args)
+                and 1 <= int(general.group(1) or 6) <= 6
+            ):
+                args[index] = _formatted("g", int(general.group(1) or 6), args[index])
                 out.append("%s")
             elif spec in PRINTF_SAME:
                 out.append(spec)
             else:
                 return (
-                    f"printf() specifier {spec}: Java's format (Trino) writes it otherwise than DuckDB (%g keeps "
-                    "trailing zeros and rounds the shortest decimal form half up)"
+                    f"printf() specifier {spec}: Java's format (Trino) writes it otherwise than DuckDB, and only "
+                    "%s, %d, %%, %.Nf and %.Pg (1 <= P <= 6) are rewritten"
                 )
             index += 1
         out.append(text[position:])
@@ -606,7 +682,9 @@ def _reads(tree: exp.Expression) -> set[str]:
     return {t.name for t in tree.find_all(exp.Table) if t.name and t.name not in ctes}
 
 
-def transpile_file(file: str, text: str, untranslated: dict[str, str]) -> list[ViewResult]:
+def transpile_file(
+    file: str, text: str, untranslated: dict[str, str], columns: dict[str, list[str]] | None = None
+) -> list[ViewResult]:
     """Every view of one DuckDB file; ``untranslated`` (name -> reason) gains this file's failures, and a view that
     reads one of them fails too."""
     out: list[ViewResult] = []
@@ -621,7 +699,13 @@ def transpile_file(file: str, text: str, untranslated: dict[str, str]) -> list[V
             out.append(ViewResult(file, "?", None, reason))
             continue
         name = _view_name(statement)
-        result = _transpile_view(file, name, statement, untranslated)
+        columns = {} if columns is None else columns
+        result = _transpile_view(file, name, statement, untranslated, columns)
+        query = statement.expression
+        if query is not None and name not in columns:  # for a later view's star over this one
+            found = _columns(query, _ctes(statement), 0, columns)
+            if found is not None:
+                columns[name] = found
         if result.trino is None and name not in _committed_names():  # the committed layer's stands in Athena
             untranslated[name] = result.reason or "does not translate"
         out.append(result)
@@ -633,7 +717,9 @@ def _committed_names() -> frozenset[str]:
     return frozenset(view for view, _ in committed_layer())
 
 
-def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: dict[str, str]) -> ViewResult:
+def _transpile_view(
+    file: str, name: str, statement: exp.Create, untranslated: dict[str, str], columns: dict[str, list[str]]
+) -> ViewResult:
     if statement.args.get("exists"):
         if name in _committed_names():
             return ViewResult(file, name, None, f"CREATE VIEW IF NOT EXISTS of a view {COMMITTED_FILE} defines")
@@ -642,7 +728,10 @@ def _transpile_view(file: str, name: str, statement: exp.Create, untranslated: d
     if blocked:
         return ViewResult(file, name, None, f"reads {', '.join(blocked)}, which does not translate")
     tree = statement.copy()
-    for rewrite in (_expand_star_modifiers, _expand_group_by_all, _rewrite_asof):
+    reason = _expand_star_modifiers(tree, columns)
+    if reason:
+        return ViewResult(file, name, None, reason)
+    for rewrite in (_expand_group_by_all, _rewrite_asof):
         reason = rewrite(tree)
         if reason:
             return ViewResult(file, name, None, reason)
@@ -685,9 +774,10 @@ def generate() -> tuple[dict[str, str], list[ViewResult]]:
     committed = "".join(f"{sql};\n\n" for _, sql in committed_layer())
     files[COMMITTED_FILE] = HEADER.format(source="analytics.athena.committed_layer") + "\n" + committed
     untranslated: dict[str, str] = {}
+    columns: dict[str, list[str]] = {}
     results: list[ViewResult] = []
     for file, text in derived_sql_files():
-        views = transpile_file(file, text, untranslated)
+        views = transpile_file(file, text, untranslated, columns)
         results += views
         body = [HEADER.format(source=f"analytics/views/sql/{file}")]
         for v in views:

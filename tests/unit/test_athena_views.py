@@ -90,7 +90,8 @@ def test_group_by_all_becomes_the_ordinals_of_the_non_aggregates():
 @pytest.mark.parametrize(
     ("sql", "reason"),
     [
-        ("SELECT printf('%g', x) AS s FROM t", "printf() specifier %g"),
+        ("SELECT printf('%.7g', x) AS s FROM t", "printf() specifier %.7g"),
+        ("SELECT printf('%.0g', x) AS s FROM t", "printf() specifier %.0g"),
         ("SELECT printf('%5d', x) AS s FROM t", "printf() specifier %5d"),
         ("SELECT printf(f, x) AS s FROM t", "printf() with a format that is not a literal"),
         ("SELECT a.x FROM a ASOF LEFT JOIN b ON a.x <= b.x", "ASOF join on l <= r"),
@@ -392,3 +393,38 @@ def test_fixed_point_printf_is_written_as_duckdb_writes_it():
     ours, reference = _ours_and_duckdbs(sql, setup, trino_to_duckdb)
     assert ours == reference and len(ours) == len(values)
     assert ("0.1|0.150|0|0.150000|0.1500000 ms") in {s for _, s in ours}
+
+
+def test_general_printf_is_written_as_duckdb_writes_it():
+    """``%g``/``%.Pg`` in Trino (C's rule on the exactly rounded digits: fixed notation when the rounded exponent is in
+    -4..P-1, zeros stripped), written back as DuckDB's SQL, beside DuckDB's own printf on the same doubles: powers of
+    ten and values that round into the next decade (9.9995, 99999.5), the fixed/exponent boundaries, ties, negatives,
+    -0.0, subnormals, infinities, random decimals and bit patterns. Exponent notation is Java's ``%e`` with its zeros
+    stripped in Trino; here DuckDB's printf stands in for Java's format, so only its plumbing is checked."""
+    sql = "SELECT id, printf('%g|%.4g|%.1g|%.6g|%.2g', v, v, v, v, v) AS s FROM t"
+    rng = random.Random(11)
+    values = [0.0, -0.0, 0.15, 0.25, 1.005, 0.125, 99.95, 99.9, 50.0, 99.0, 0.5, 2.0, 1e-4, 9.9995e-5, 0.00099995]
+    values += [9.99995, 99999.5, 999999.5, 1e6, 123456.5, 1234567.0, 1e-5, 9.99999e-6, 1e-300, 5e-324, 1e300]
+    values += [math.inf, -math.inf, math.nan, 1e5, 1e4, 10.0, 100.0, 9999.5, 99995.0, 0.30000000000000004, -2.5]
+    values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 10**6]) for _ in range(400)]
+    factors = [1, 0.99995, 0.999995, 1.00005, 9.9995, 9.99995, 0.5, 0.25]
+    values += [10.0 ** rng.randint(-6, 8) * rng.choice(factors) for _ in range(300)]
+    bits = (struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(400))
+    values += [v for v in bits if not math.isnan(v)][:100]
+    setup = "CREATE TABLE t (id INTEGER, v DOUBLE);"
+    setup += "INSERT INTO t VALUES " + ", ".join(f"({i}, '{v!r}'::DOUBLE)" for i, v in enumerate(values)) + ";"
+
+    def trino_to_duckdb(text: str) -> str:
+        return text.replace("FORMAT(", "printf(").replace("IS_INFINITE(", "isinf(")
+
+    ours, reference = _ours_and_duckdbs(sql, setup, trino_to_duckdb)
+    assert ours == reference and len(ours) == len(values)
+    assert "99.95|99.95|1e+02|99.95|1e+02" in {s for _, s in ours}
+
+
+def test_a_star_over_an_earlier_view_expands_from_that_views_columns():
+    columns: dict[str, list[str]] = {}
+    transpile_file("a.sql", "CREATE OR REPLACE VIEW base AS SELECT id, g, k * 2 AS k2 FROM l;", {}, columns)
+    (r,) = transpile_file("b.sql", "CREATE OR REPLACE VIEW top AS SELECT b.* EXCLUDE (g) FROM base b;", {}, columns)
+    assert columns["base"] == ["id", "g", "k2"] and r.trino is not None
+    assert [e.sql() for e in sqlglot.parse_one(r.trino, read="trino").expression.expressions] == ["b.id", "b.k2"]

@@ -1322,60 +1322,69 @@ SELECT
               THEN 'nan'
               WHEN IS_INFINITE(x)
               THEN IF(x > 0, 'inf', '-inf')
-              WHEN ABS(x) * 1e1 >= 4503599627370496e0
-              THEN FORMAT('%.1f', x)
-              ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
-                TRANSFORM(
-                  ARRAY[ABS(x) * 1e1],
-                  p -> ELEMENT_AT(
-                    TRANSFORM(
-                      ARRAY[(
-                        134217729e0 * ABS(x)
-                      ) - (
-                        (
-                          134217729e0 * ABS(x)
-                        ) - ABS(x)
-                      )],
-                      h -> ELEMENT_AT(
-                        TRANSFORM(
-                          ARRAY[(
-                            h * 1e1 - p
-                          ) + (
-                            ABS(x) - h
-                          ) * 1e1],
-                          e -> ELEMENT_AT(
-                            TRANSFORM(
-                              ARRAY[CAST(FLOOR(p) AS BIGINT) + IF(
-                                (
-                                  (
-                                    p - FLOOR(p)
-                                  ) - 5e-1
-                                ) > -e
-                                OR (
-                                  (
-                                    (
-                                      p - FLOOR(p)
-                                    ) - 5e-1
-                                  ) = -e AND CAST(FLOOR(p) AS BIGINT) % 2 = 1
-                                ),
-                                1,
-                                0
-                              )],
-                              r -> CAST(CAST((
-                                r - r % 10
-                              ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
-                            ),
-                            1
-                          )
-                        ),
-                        1
-                      )
-                    ),
-                    1
-                  )
-                ),
-                1
-              )
+              ELSE CASE
+                WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                THEN FORMAT('%.1f', x)
+                ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[1e1],
+                        s -> ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[ABS(x)],
+                            a -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[a * s],
+                                p -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[134217729e0 * a],
+                                    c -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[c - (
+                                          c - a
+                                        )],
+                                        h -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[(
+                                              h * s - p
+                                            ) + (
+                                              a - h
+                                            ) * s],
+                                            e -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[FLOOR(p)],
+                                                k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                  p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                ), 1, 0)
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )
+                      ),
+                      1
+                    )],
+                    r -> CAST(CAST((
+                      r - r % 10
+                    ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                  ),
+                  1
+                )
+              END
             END
           ),
           1
@@ -1390,60 +1399,69 @@ SELECT
               THEN 'nan'
               WHEN IS_INFINITE(x)
               THEN IF(x > 0, 'inf', '-inf')
-              WHEN ABS(x) * 1e1 >= 4503599627370496e0
-              THEN FORMAT('%.1f', x)
-              ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
-                TRANSFORM(
-                  ARRAY[ABS(x) * 1e1],
-                  p -> ELEMENT_AT(
-                    TRANSFORM(
-                      ARRAY[(
-                        134217729e0 * ABS(x)
-                      ) - (
-                        (
-                          134217729e0 * ABS(x)
-                        ) - ABS(x)
-                      )],
-                      h -> ELEMENT_AT(
-                        TRANSFORM(
-                          ARRAY[(
-                            h * 1e1 - p
-                          ) + (
-                            ABS(x) - h
-                          ) * 1e1],
-                          e -> ELEMENT_AT(
-                            TRANSFORM(
-                              ARRAY[CAST(FLOOR(p) AS BIGINT) + IF(
-                                (
-                                  (
-                                    p - FLOOR(p)
-                                  ) - 5e-1
-                                ) > -e
-                                OR (
-                                  (
-                                    (
-                                      p - FLOOR(p)
-                                    ) - 5e-1
-                                  ) = -e AND CAST(FLOOR(p) AS BIGINT) % 2 = 1
-                                ),
-                                1,
-                                0
-                              )],
-                              r -> CAST(CAST((
-                                r - r % 10
-                              ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
-                            ),
-                            1
-                          )
-                        ),
-                        1
-                      )
-                    ),
-                    1
-                  )
-                ),
-                1
-              )
+              ELSE CASE
+                WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                THEN FORMAT('%.1f', x)
+                ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[1e1],
+                        s -> ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[ABS(x)],
+                            a -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[a * s],
+                                p -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[134217729e0 * a],
+                                    c -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[c - (
+                                          c - a
+                                        )],
+                                        h -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[(
+                                              h * s - p
+                                            ) + (
+                                              a - h
+                                            ) * s],
+                                            e -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[FLOOR(p)],
+                                                k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                  p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                ), 1, 0)
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )
+                      ),
+                      1
+                    )],
+                    r -> CAST(CAST((
+                      r - r % 10
+                    ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                  ),
+                  1
+                )
+              END
             END
           ),
           1
@@ -1508,60 +1526,69 @@ SELECT
                   THEN 'nan'
                   WHEN IS_INFINITE(x)
                   THEN IF(x > 0, 'inf', '-inf')
-                  WHEN ABS(x) * 1e3 >= 4503599627370496e0
-                  THEN FORMAT('%.3f', x)
-                  ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
-                    TRANSFORM(
-                      ARRAY[ABS(x) * 1e3],
-                      p -> ELEMENT_AT(
-                        TRANSFORM(
-                          ARRAY[(
-                            134217729e0 * ABS(x)
-                          ) - (
-                            (
-                              134217729e0 * ABS(x)
-                            ) - ABS(x)
-                          )],
-                          h -> ELEMENT_AT(
-                            TRANSFORM(
-                              ARRAY[(
-                                h * 1e3 - p
-                              ) + (
-                                ABS(x) - h
-                              ) * 1e3],
-                              e -> ELEMENT_AT(
-                                TRANSFORM(
-                                  ARRAY[CAST(FLOOR(p) AS BIGINT) + IF(
-                                    (
-                                      (
-                                        p - FLOOR(p)
-                                      ) - 5e-1
-                                    ) > -e
-                                    OR (
-                                      (
-                                        (
-                                          p - FLOOR(p)
-                                        ) - 5e-1
-                                      ) = -e AND CAST(FLOOR(p) AS BIGINT) % 2 = 1
-                                    ),
-                                    1,
-                                    0
-                                  )],
-                                  r -> CAST(CAST((
-                                    r - r % 1000
-                                  ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
-                                ),
-                                1
-                              )
-                            ),
-                            1
-                          )
-                        ),
-                        1
-                      )
-                    ),
-                    1
-                  )
+                  ELSE CASE
+                    WHEN ABS(x) * 1e3 >= 4503599627370496e0
+                    THEN FORMAT('%.3f', x)
+                    ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[1e3],
+                            s -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[ABS(x)],
+                                a -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[a * s],
+                                    p -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[134217729e0 * a],
+                                        c -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[c - (
+                                              c - a
+                                            )],
+                                            h -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[(
+                                                  h * s - p
+                                                ) + (
+                                                  a - h
+                                                ) * s],
+                                                e -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[FLOOR(p)],
+                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                    ), 1, 0)
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )],
+                        r -> CAST(CAST((
+                          r - r % 1000
+                        ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
+                      ),
+                      1
+                    )
+                  END
                 END
               ),
               1
@@ -1576,60 +1603,69 @@ SELECT
                   THEN 'nan'
                   WHEN IS_INFINITE(x)
                   THEN IF(x > 0, 'inf', '-inf')
-                  WHEN ABS(x) * 1e3 >= 4503599627370496e0
-                  THEN FORMAT('%.3f', x)
-                  ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
-                    TRANSFORM(
-                      ARRAY[ABS(x) * 1e3],
-                      p -> ELEMENT_AT(
-                        TRANSFORM(
-                          ARRAY[(
-                            134217729e0 * ABS(x)
-                          ) - (
-                            (
-                              134217729e0 * ABS(x)
-                            ) - ABS(x)
-                          )],
-                          h -> ELEMENT_AT(
-                            TRANSFORM(
-                              ARRAY[(
-                                h * 1e3 - p
-                              ) + (
-                                ABS(x) - h
-                              ) * 1e3],
-                              e -> ELEMENT_AT(
-                                TRANSFORM(
-                                  ARRAY[CAST(FLOOR(p) AS BIGINT) + IF(
-                                    (
-                                      (
-                                        p - FLOOR(p)
-                                      ) - 5e-1
-                                    ) > -e
-                                    OR (
-                                      (
-                                        (
-                                          p - FLOOR(p)
-                                        ) - 5e-1
-                                      ) = -e AND CAST(FLOOR(p) AS BIGINT) % 2 = 1
-                                    ),
-                                    1,
-                                    0
-                                  )],
-                                  r -> CAST(CAST((
-                                    r - r % 1000
-                                  ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
-                                ),
-                                1
-                              )
-                            ),
-                            1
-                          )
-                        ),
-                        1
-                      )
-                    ),
-                    1
-                  )
+                  ELSE CASE
+                    WHEN ABS(x) * 1e3 >= 4503599627370496e0
+                    THEN FORMAT('%.3f', x)
+                    ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[1e3],
+                            s -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[ABS(x)],
+                                a -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[a * s],
+                                    p -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[134217729e0 * a],
+                                        c -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[c - (
+                                              c - a
+                                            )],
+                                            h -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[(
+                                                  h * s - p
+                                                ) + (
+                                                  a - h
+                                                ) * s],
+                                                e -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[FLOOR(p)],
+                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                    ), 1, 0)
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )],
+                        r -> CAST(CAST((
+                          r - r % 1000
+                        ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
+                      ),
+                      1
+                    )
+                  END
                 END
               ),
               1
