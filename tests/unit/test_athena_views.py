@@ -380,10 +380,10 @@ def test_fixed_point_printf_is_written_as_duckdb_writes_it():
     values = [0.0, -0.0, 0.15, 0.25, 0.35, 1.005, 2.675, 0.125, 0.0625, -0.0625, 1e-300, -1e-7, 0.5, 1.5, 2.5, -2.5]
     values += [9.9995, 99.95, 0.45, 0.0005, 0.0015, 5e-324, 450359962.70496, 123456789.0125, math.inf, -math.inf]
     values += [math.nan]
-    values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 2000, 10**6]) for _ in range(800)]
-    values += [rng.uniform(-1e6, 1e6) for _ in range(200)]
+    values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 2000, 10**6]) for _ in range(300)]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(60)]
     bits = (struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(2000))
-    values += [v for v in bits if abs(v) * 1e7 < 2**52][:200]
+    values += [v for v in bits if abs(v) * 1e7 < 2**52][:60]
     setup = "CREATE TABLE t (id INTEGER, v DOUBLE);"
     setup += "INSERT INTO t VALUES " + ", ".join(f"({i}, '{v!r}'::DOUBLE)" for i, v in enumerate(values)) + ";"
 
@@ -406,11 +406,11 @@ def test_general_printf_is_written_as_duckdb_writes_it():
     values = [0.0, -0.0, 0.15, 0.25, 1.005, 0.125, 99.95, 99.9, 50.0, 99.0, 0.5, 2.0, 1e-4, 9.9995e-5, 0.00099995]
     values += [9.99995, 99999.5, 999999.5, 1e6, 123456.5, 1234567.0, 1e-5, 9.99999e-6, 1e-300, 5e-324, 1e300]
     values += [math.inf, -math.inf, math.nan, 1e5, 1e4, 10.0, 100.0, 9999.5, 99995.0, 0.30000000000000004, -2.5]
-    values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 10**6]) for _ in range(400)]
+    values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 10**6]) for _ in range(150)]
     factors = [1, 0.99995, 0.999995, 1.00005, 9.9995, 9.99995, 0.5, 0.25]
-    values += [10.0 ** rng.randint(-6, 8) * rng.choice(factors) for _ in range(300)]
-    bits = (struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(400))
-    values += [v for v in bits if not math.isnan(v)][:100]
+    values += [10.0 ** rng.randint(-6, 8) * rng.choice(factors) for _ in range(120)]
+    bits = (struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(100))
+    values += [v for v in bits if not math.isnan(v)][:40]
     setup = "CREATE TABLE t (id INTEGER, v DOUBLE);"
     setup += "INSERT INTO t VALUES " + ", ".join(f"({i}, '{v!r}'::DOUBLE)" for i, v in enumerate(values)) + ";"
 
