@@ -381,7 +381,7 @@ def _rewrite_lengths(tree: exp.Expression) -> str | None:
 
 def _columns(query: exp.Expression, ctes: dict[str, exp.Expression], depth: int = 0, known=None) -> list[str] | None:
     """The output column names of a query, in order, stars expanded; None when a source's columns are not known
-    here (a view or table outside this statement)."""
+    here (a table, or a view outside this statement and not in ``known``)."""
     select = _leftmost(query)
     if select is None or depth > 20:
         return None
@@ -425,7 +425,8 @@ def _star_columns(select, qualifier, star, ctes, depth=0, known=None):
 
 def _expand_star_modifiers(tree: exp.Expression, known: dict[str, list[str]] | None = None) -> str | None:
     """DuckDB's ``x.* EXCLUDE (...)`` / ``x.* REPLACE (e AS c)`` (Trino has neither) become the columns they stand
-    for, in order, where the columns of ``x`` are known here (a CTE or subquery of the statement, recursively); the
+    for, in order, where the columns of ``x`` are known here: a CTE or subquery of the statement (recursively), or a
+    view of an earlier statement (``known``, name -> columns, filled in load order by :func:`transpile_file`); the
     reason otherwise."""
     ctes = _ctes(tree)
     for star in list(tree.find_all(exp.Star)):
