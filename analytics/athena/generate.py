@@ -379,6 +379,25 @@ def _rewrite_lengths(tree: exp.Expression) -> str | None:
     return None
 
 
+def _rewrite_concat_lists(tree: exp.Expression) -> str | None:
+    """DuckDB's ``concat_ws(sep, l)`` of a list joins its elements (NULLs skipped; a NULL or empty list: ''); sqlglot
+    writes each argument of Trino's ``concat_ws`` cast to VARCHAR, which no array has. A list (inferred as for
+    ``length``) as the only argument becomes ``coalesce(array_join(l, sep), '')`` (array_join skips NULLs too); a list
+    beside other arguments is reported."""
+    ctes = _ctes(tree)
+    for node in list(tree.find_all(exp.ConcatWs)):
+        select = node.find_ancestor(exp.Select)
+        sep, args = node.expressions[0], node.expressions[1:]
+        kinds = [_kind(a, select, ctes) if select is not None else None for a in args]
+        if "list" not in kinds:
+            continue
+        if len(args) != 1:
+            return "concat_ws() of a list beside other arguments"
+        joined = exp.func("array_join", args[0].copy(), sep.copy(), dialect="trino")
+        node.replace(exp.Coalesce(this=joined, expressions=[exp.Literal.string("")]))
+    return None
+
+
 def _columns(query: exp.Expression, ctes: dict[str, exp.Expression], depth: int = 0, known=None) -> list[str] | None:
     """The output column names of a query, in order, stars expanded; None when a source's columns are not known
     here (a table, or a view outside this statement and not in ``known``)."""
@@ -738,7 +757,7 @@ def _transpile_view(
             return ViewResult(file, name, None, reason)
     _rewrite_functions(tree)
     _rewrite_percentiles(tree)
-    for rewrite in (_rewrite_lengths, _rewrite_printf, _rewrite_micros):
+    for rewrite in (_rewrite_lengths, _rewrite_concat_lists, _rewrite_printf, _rewrite_micros):
         reason = rewrite(tree)
         if reason:
             return ViewResult(file, name, None, reason)

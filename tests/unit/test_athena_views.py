@@ -428,3 +428,48 @@ def test_a_star_over_an_earlier_view_expands_from_that_views_columns():
     (r,) = transpile_file("b.sql", "CREATE OR REPLACE VIEW top AS SELECT b.* EXCLUDE (g) FROM base b;", {}, columns)
     assert columns["base"] == ["id", "g", "k2"] and r.trino is not None
     assert [e.sql() for e in sqlglot.parse_one(r.trino, read="trino").expression.expressions] == ["b.id", "b.k2"]
+
+
+def test_the_generated_serving_points_gives_the_duckdb_views_rows():
+    """The generated Trino ``serving_points`` (ASOF joins, stars, first in an order, lengths, list_stddev_samp,
+    percentiles, printf with ``%d``/``%s``/``%.1f``/``%.3f``, concat_ws of a list), written back as DuckDB's SQL, over
+    the DuckDB serving views of fixed requests: a point with every interval, a coalesced stream behind its client
+    queue bound, a point where every request failed; every column of every row as the DuckDB view has it."""
+    from agents.loadgen.metrics import connect_rows
+    from tests.unit.test_intervals import latency_rows
+    from tests.unit.test_serving_views import S, req
+
+    rows = latency_rows(30)
+    rows += [
+        req(
+            i,
+            ttft=0.02,
+            chunks=[0.02, 0.021, 0.05],
+            tokens=[6, 6, 6],
+            sent=i * S // 3,
+            sched=i * S // 3 - 5_000_000,
+            point="q",
+        )
+        for i in range(12)
+    ]
+    rows += [req(i, ttft=None, chunks=[], success=False, point="f", error_type="timeout") for i in range(3)]
+    points = [
+        {"point_id": p, "request_rate": 4.0, "slo_json": '{"ttft_ms": 60}', "client_lag_bound_ms": 1.0}
+        for p in ("p", "q", "f")
+    ]
+    con = connect_rows({"requests": rows, "sweep_points": points})
+    statements = sqlglot.parse((OUT_DIR / "12_serving_points.sql").read_text(), read="trino")
+    (view,) = [s for s in statements if isinstance(s, exp.Create) and s.this.name == "serving_points"]
+    view.this.set("this", exp.to_identifier("generated"))
+    con.execute(view.sql("duckdb").replace("FORMAT(", "printf(").replace("IS_INFINITE(", "isinf("))
+    ours = con.execute("SELECT * FROM generated ORDER BY point_id").fetchall()
+    reference = con.execute("SELECT * FROM serving_points ORDER BY point_id").fetchall()
+    names = [d[0] for d in con.execute("SELECT * FROM serving_points").description]
+    assert [d[0] for d in con.execute("SELECT * FROM generated").description] == names and len(ours) == 3
+    for mine, theirs in zip(ours, reference):
+        for name, a, b in zip(names, mine, theirs):
+            assert a == b or (isinstance(a, float) and a == pytest.approx(b, rel=1e-12)), (name, a, b)
+    notes = {row[names.index("point_id")]: dict(zip(names, row)) for row in reference}
+    assert notes["q"]["burst_note"].startswith("stream coalesced: 6.0 decode tokens per network read (bound 2.0)")
+    assert notes["q"]["invalid_reason"] == "client queue p99 5.000 ms exceeds the bound 1.000 ms"
+    assert notes["f"]["invalid_reason"] == "no request succeeded (3 failed; first: timeout)"

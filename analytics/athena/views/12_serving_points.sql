@@ -924,16 +924,19 @@ WITH per_request AS (
     ARBITRARY(t.t * b.se) FILTER(WHERE
       b.metric = 'E2EL') AS half_mean_e2el,
     NULLIF(
-      CONCAT_WS(
-        '; ',
-        CAST(ARRAY_AGG(
-          IF(
-            b.metric IS NULL OR b.n IS NULL OR b.gaps IS NULL,
-            NULL,
-            FORMAT('%s n=%d: %s', b.metric, b.n, b.gaps)
-          ) ORDER BY b.ord
-        ) FILTER(WHERE
-          NOT b.gaps IS NULL) AS VARCHAR)
+      COALESCE(
+        ARRAY_JOIN(
+          ARRAY_AGG(
+            IF(
+              b.metric IS NULL OR b.n IS NULL OR b.gaps IS NULL,
+              NULL,
+              FORMAT('%s n=%d: %s', b.metric, b.n, b.gaps)
+            ) ORDER BY b.ord
+          ) FILTER(WHERE
+            NOT b.gaps IS NULL),
+          '; '
+        ),
+        ''
       ),
       ''
     ) AS sample_gaps
