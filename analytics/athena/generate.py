@@ -149,6 +149,11 @@ PERCENTILE = (
 )
 
 
+@cache
+def _parsed(text: str) -> exp.Expression:
+    return sqlglot.parse_one(text, read="trino")
+
+
 def _rewrite_percentiles(tree: exp.Expression) -> None:
     """``median(x)``, ``quantile_cont(x, p)`` and ``quantile_cont(x, [p, ...])`` (sqlglot: PercentileCont), with or
     without ``FILTER``, as :data:`PERCENTILE` (a list of fractions: an ``ARRAY`` of one per fraction). Trino has only
@@ -176,10 +181,9 @@ def _rewrite_percentiles(tree: exp.Expression) -> None:
         sorted_values = exp.func("array_sort", aggregated, dialect="trino")
         values = [PERCENTILE.replace("FRACTION", fraction.sql("trino")) for fraction in fractions]
         body = values[0] if not isinstance(node.expression, exp.Array) else f"ARRAY[{', '.join(values)}]"
-        expr = sqlglot.parse_one(
-            f"element_at(transform(ARRAY[SORTED], q -> IF(coalesce(cardinality(q), 0) = 0, NULL, {body})), 1)",
-            read="trino",
-        )
+        expr = _parsed(
+            f"element_at(transform(ARRAY[SORTED], q -> IF(coalesce(cardinality(q), 0) = 0, NULL, {body})), 1)"
+        ).copy()
         for placeholder in list(expr.find_all(exp.Column)):
             if placeholder.name == "SORTED":
                 placeholder.replace(sorted_values.copy())
@@ -563,7 +567,7 @@ def _general(precision: int) -> str:
 
 @cache
 def _template(kind: str, precision: int) -> exp.Expression:
-    return sqlglot.parse_one(_fixed(precision) if kind == "f" else _general(precision), read="trino")
+    return _parsed(_fixed(precision) if kind == "f" else _general(precision))
 
 
 def _formatted(kind: str, precision: int, value: exp.Expression) -> exp.Expression:

@@ -375,7 +375,7 @@ def test_fixed_point_printf_is_written_as_duckdb_writes_it():
     2.5) and in decimal only (0.15, 1.005, 2.675), negatives, -0.0, subnormals, infinities, NaN, values up to the
     2^52 bound of the exact path, random bit patterns and random decimals. (Above the bound, and for a NaN whose sign
     bit is set, which DuckDB writes ``-nan``, the Trino form is not DuckDB's: docs/reference/athena.md.)"""
-    sql = "SELECT id, printf('%.1f|%.3f|%.0f|%f|%.7f ms', v, v, v, v, v) AS s FROM t"
+    sql = "SELECT id, printf('%.1f|%.3f|%.0f|%f ms', v, v, v, v) AS s FROM t"
     rng = random.Random(7)
     values = [0.0, -0.0, 0.15, 0.25, 0.35, 1.005, 2.675, 0.125, 0.0625, -0.0625, 1e-300, -1e-7, 0.5, 1.5, 2.5, -2.5]
     values += [9.9995, 99.95, 0.45, 0.0005, 0.0015, 5e-324, 450359962.70496, 123456789.0125, math.inf, -math.inf]
@@ -383,7 +383,7 @@ def test_fixed_point_printf_is_written_as_duckdb_writes_it():
     values += [rng.randint(-(10**7), 10**7) / rng.choice([1, 2, 8, 10, 16, 100, 1000, 2000, 10**6]) for _ in range(300)]
     values += [rng.uniform(-1e6, 1e6) for _ in range(60)]
     bits = (struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(2000))
-    values += [v for v in bits if abs(v) * 1e7 < 2**52][:60]
+    values += [v for v in bits if abs(v) * 1e6 < 2**52][:60]
     setup = "CREATE TABLE t (id INTEGER, v DOUBLE);"
     setup += "INSERT INTO t VALUES " + ", ".join(f"({i}, '{v!r}'::DOUBLE)" for i, v in enumerate(values)) + ";"
 
@@ -392,7 +392,7 @@ def test_fixed_point_printf_is_written_as_duckdb_writes_it():
 
     ours, reference = _ours_and_duckdbs(sql, setup, trino_to_duckdb)
     assert ours == reference and len(ours) == len(values)
-    assert ("0.1|0.150|0|0.150000|0.1500000 ms") in {s for _, s in ours}
+    assert "0.1|0.150|0|0.150000 ms" in {s for _, s in ours}
 
 
 def test_general_printf_is_written_as_duckdb_writes_it():
@@ -401,7 +401,7 @@ def test_general_printf_is_written_as_duckdb_writes_it():
     ten and values that round into the next decade (9.9995, 99999.5), the fixed/exponent boundaries, ties, negatives,
     -0.0, subnormals, infinities, random decimals and bit patterns. Exponent notation is Java's ``%e`` with its zeros
     stripped in Trino; here DuckDB's printf stands in for Java's format, so only its plumbing is checked."""
-    sql = "SELECT id, printf('%g|%.4g|%.1g|%.6g|%.2g', v, v, v, v, v) AS s FROM t"
+    sql = "SELECT id, printf('%g|%.4g|%.1g', v, v, v) AS s FROM t"
     rng = random.Random(11)
     values = [0.0, -0.0, 0.15, 0.25, 1.005, 0.125, 99.95, 99.9, 50.0, 99.0, 0.5, 2.0, 1e-4, 9.9995e-5, 0.00099995]
     values += [9.99995, 99999.5, 999999.5, 1e6, 123456.5, 1234567.0, 1e-5, 9.99999e-6, 1e-300, 5e-324, 1e300]
@@ -419,7 +419,7 @@ def test_general_printf_is_written_as_duckdb_writes_it():
 
     ours, reference = _ours_and_duckdbs(sql, setup, trino_to_duckdb)
     assert ours == reference and len(ours) == len(values)
-    assert "99.95|99.95|1e+02|99.95|1e+02" in {s for _, s in ours}
+    assert "99.95|99.95|1e+02" in {s for _, s in ours}
 
 
 def test_a_star_over_an_earlier_view_expands_from_that_views_columns():
