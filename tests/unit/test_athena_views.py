@@ -473,3 +473,45 @@ def test_the_generated_serving_points_gives_the_duckdb_views_rows():
     assert notes["q"]["burst_note"].startswith("stream coalesced: 6.0 decode tokens per network read (bound 2.0)")
     assert notes["q"]["invalid_reason"] == "client queue p99 5.000 ms exceeds the bound 1.000 ms"
     assert notes["f"]["invalid_reason"] == "no request succeeded (3 failed; first: timeout)"
+
+
+def _generated_beside(con, file: str) -> list[str]:
+    """Each generated view of ``file`` created in ``con`` as ``<name>_gen`` (written back as DuckDB's SQL, Trino's
+    format standing as DuckDB's printf for ``%s``/``%d``), reading the other ``_gen`` views of the file; the names."""
+    statements = [s for s in sqlglot.parse((OUT_DIR / file).read_text(), read="trino") if isinstance(s, exp.Create)]
+    names = [s.this.name for s in statements]
+    for statement in statements:
+        statement.this.set("this", exp.to_identifier(statement.this.name + "_gen"))
+        for table in statement.expression.find_all(exp.Table):
+            if table.name in names:
+                table.set("this", exp.to_identifier(table.name + "_gen"))
+        con.execute(statement.sql("duckdb").replace("FORMAT(", "printf(").replace("IS_INFINITE(", "isinf("))
+    return names
+
+
+def test_the_generated_decision_gives_the_duckdb_views_rows():
+    """The generated ``slo_points`` and ``report_decision`` (printf's %g and %.1f in the notes, stars, windows),
+    written back as DuckDB's SQL, beside the DuckDB views on tests/unit/test_decision.py's fixed points: every column
+    of every row the same."""
+    from tests.unit.test_decision import _decision_con, _lane, _point
+
+    points = [
+        _point("r", "serve_sweep", "c1", 1, 50, 4, 100.0),
+        _point("r", "serve_sweep", "c2", 2, 80, 8, 180.0),
+        _point("r", "serve_sweep", "c4", 4, 90, 15, 300.0),
+        _point("r", "serve_sweep", "c8", 8, 60, 5, 400.0, valid=False),
+        _point("r", "serve_sweep", "b1", 1, 812, 4, 50.0, config="B"),
+        _point("r", "serve_sweep", "b2", 2, 812.5, 4.25, 50.0, config="B", ci=False),
+    ]
+    con = _decision_con(points, {}, [_lane("r", "serve_sweep", priced_as="c7i.large")], [])
+    names = _generated_beside(con, "75_report_decision.sql")
+    assert names == ["slo_points", "report_decision"]
+    for name in names:
+        ours = con.execute(f"SELECT * FROM {name}_gen ORDER BY ALL").fetchall()
+        reference = con.execute(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
+        assert len(ours) == len(reference) >= 2
+        for mine, theirs in zip(ours, reference):
+            for a, b in zip(mine, theirs):
+                assert a == b or (isinstance(a, float) and a == pytest.approx(b, rel=1e-12)), (name, a, b)
+    notes = [r[0] for r in con.execute("SELECT note FROM report_decision_gen ORDER BY server_config").fetchall()]
+    assert notes[1] == "no point meets the SLO: lowest concurrency (c=1) p99 TTFT 812 ms > 100 ms"
