@@ -18,14 +18,17 @@ is left out, and ``analytics/athena/views/REPORT.md`` names it with the reason:
 
 Rewrites besides sqlglot's, each exact: DuckDB's ``GROUP BY ALL`` (group by every selected expression that holds no
 aggregate) becomes ``GROUP BY`` those expressions' ordinals, which is its definition; ``x.* EXCLUDE/REPLACE`` the
-columns it stands for, read from the statement's own CTEs and subqueries (:func:`_expand_star_modifiers`); an
+columns it stands for, read from the statement's own CTEs and subqueries or an earlier view
+(:func:`_expand_star_modifiers`); an
 ``ASOF`` join a join on its inequality bounded by the right side's next key (:func:`_rewrite_asof`); ``any_value``
 loses the ``IGNORE NULLS`` Trino's ``arbitrary`` cannot take and does anyway; ``list_sum`` / ``list_stddev_samp``
 become the aggregate over ``UNNEST(l)``; ``first(x ORDER BY k)`` the first element of ``array_agg(x ORDER BY k)``
 (:func:`_rewrite_functions`); ``median`` / ``quantile_cont`` become the exact interpolated percentile over a sorted
 ``array_agg`` (:func:`_rewrite_percentiles`); ``length`` of a list (a stored list column, or one the view builds)
-becomes ``cardinality`` (:func:`_rewrite_lengths`); ``printf`` becomes ``format`` where the specifiers agree, with
-``%.Nf`` written digit for digit as DuckDB does (:func:`_rewrite_printf`, :func:`_fixed`); ``epoch_us`` and
+becomes ``cardinality`` (:func:`_rewrite_lengths`), and ``concat_ws`` of one becomes ``array_join``
+(:func:`_rewrite_concat_lists`); ``printf`` becomes ``format`` where the specifiers agree, with
+``%.Nf`` and ``%.Pg`` written digit for digit as DuckDB does (:func:`_rewrite_printf`, :func:`_fixed`,
+:func:`_general`); ``epoch_us`` and
 ``ts + to_microseconds(x)`` keep the microsecond (:func:`_rewrite_micros`).
 
 ``--check`` writes nothing and exits 1 when the checked-in files differ from what the views generate now (a view
