@@ -210,4 +210,1616 @@ SELECT
   ) AS BIGINT) AS max_concurrent_requests
 FROM origin AS o;
 
--- serving_points: not translated (length(s): a string or a list in DuckDB, a string only in Trino; its type is not known here); see REPORT.md
+CREATE OR REPLACE VIEW serving_points AS
+WITH per_request AS (
+  SELECT
+    *
+  FROM request_slo
+), req AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    COUNT(*) AS sent,
+    COUNT(*) FILTER(WHERE
+      success) AS completed,
+    COUNT(*) FILTER(WHERE
+      NOT success) AS failed,
+    COUNT(*) FILTER(WHERE
+      good) AS good_completed,
+    MIN(t_sent_ns) AS first_sent_ns,
+    MAX(t_sent_ns) AS last_sent_ns,
+    MIN(t_scheduled_ns) AS first_scheduled_ns,
+    MAX(t_scheduled_ns) AS last_scheduled_ns,
+    MAX(t_done_ns) AS last_done_ns,
+    SUM(prompt_tokens) FILTER(WHERE
+      success) AS total_input_tokens,
+    SUM(output_tokens) FILTER(WHERE
+      success) AS total_output_tokens,
+    AVG(ttft_ms) FILTER(WHERE
+      success) AS mean_ttft_ms,
+    STDDEV_POP(ttft_ms) FILTER(WHERE
+      success) AS std_ttft_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(ttft_ms AS DOUBLE)) FILTER(WHERE
+            NOT ttft_ms IS NULL AND (
+              success
+            ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_ttft,
+    ARRAY_AGG(ttft_ms ORDER BY ttft_ms) /* sorted values for the confidence intervals (order statistics) */ FILTER(WHERE
+      success AND NOT ttft_ms IS NULL) AS s_ttft,
+    AVG(tpot_ms) FILTER(WHERE
+      success) AS mean_tpot_ms,
+    STDDEV_POP(tpot_ms) FILTER(WHERE
+      success) AS std_tpot_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(tpot_ms AS DOUBLE)) FILTER(WHERE
+            NOT tpot_ms IS NULL AND (
+              success
+            ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_tpot,
+    ARRAY_AGG(tpot_ms ORDER BY tpot_ms) FILTER(WHERE
+      success AND NOT tpot_ms IS NULL) AS s_tpot,
+    AVG(e2el_ms) FILTER(WHERE
+      success) AS mean_e2el_ms,
+    STDDEV_POP(e2el_ms) FILTER(WHERE
+      success) AS std_e2el_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(e2el_ms AS DOUBLE)) FILTER(WHERE
+            NOT e2el_ms IS NULL AND (
+              success
+            ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_e2el,
+    ARRAY_AGG(e2el_ms ORDER BY e2el_ms) FILTER(WHERE
+      success AND NOT e2el_ms IS NULL) AS s_e2el,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
+            NOT client_queue_ms IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )
+        )
+      ),
+      1
+    ) AS client_queue_p99_ms,
+    AVG(client_queue_ms) /* vLLM's client_queue_time_* and e2el_including_client_queue_*: successful requests only */ FILTER(WHERE
+      success) AS mean_client_queue_time_ms,
+    STDDEV_POP(client_queue_ms) FILTER(WHERE
+      success) AS std_client_queue_time_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
+            NOT client_queue_ms IS NULL AND (
+              success
+            ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_cq,
+    AVG(e2el_ms + client_queue_ms) FILTER(WHERE
+      success) AS mean_e2el_including_client_queue_ms,
+    STDDEV_POP(e2el_ms + client_queue_ms) FILTER(WHERE
+      success) AS std_e2el_including_client_queue_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(e2el_ms + client_queue_ms AS DOUBLE)) FILTER(WHERE
+            NOT e2el_ms + client_queue_ms IS NULL AND (
+              success
+            ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_e2elq,
+    MAX(client_queue_ms) AS client_queue_max_ms,
+    COUNT(*) FILTER(WHERE
+      success AND length_mismatch) AS length_mismatches,
+    COUNT(*) FILTER(WHERE
+      success AND prompt_tokens IS DISTINCT FROM input_len AND NOT input_len IS NULL) AS input_len_mismatches,
+    COUNT(*) FILTER(WHERE
+      success AND output_tokens IS DISTINCT FROM output_len AND NOT output_len IS NULL) AS output_len_mismatches,
+    ELEMENT_AT(ARRAY_AGG(error_type ORDER BY request_index) FILTER(WHERE
+      NOT success), 1) AS first_error_type,
+    ELEMENT_AT(ARRAY_AGG(error ORDER BY request_index) FILTER(WHERE
+      NOT success), 1) AS first_error
+  FROM per_request
+  GROUP BY
+    run_id,
+    lane,
+    point_id
+), itl AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    AVG(itl_ms) AS mean_itl_ms,
+    STDDEV_POP(itl_ms) AS std_itl_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(ARRAY_AGG(CAST(itl_ms AS DOUBLE)) FILTER(WHERE
+          NOT itl_ms IS NULL))],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_itl,
+    ARRAY_AGG(itl_ms ORDER BY itl_ms) FILTER(WHERE
+      NOT itl_ms IS NULL) AS s_itl,
+    AVG(itl_per_token_ms) AS mean_itl_per_token_ms,
+    STDDEV_POP(itl_per_token_ms) AS std_itl_per_token_ms,
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
+          ARRAY_AGG(CAST(itl_per_token_ms AS DOUBLE)) FILTER(WHERE
+            NOT itl_per_token_ms IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.95 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
+          )]
+        )
+      ),
+      1
+    ) AS q_itl_pt,
+    COUNT(*) AS itl_gaps,
+    COUNT(*) /* a gap of exactly zero: two chunks received in one network read */ FILTER(WHERE
+      itl_ms = 0) AS zero_itl_gaps
+  FROM request_itls
+  GROUP BY
+    run_id,
+    lane,
+    point_id
+), bursts AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    COUNT(*) AS network_reads,
+    CAST(SUM(tokens) AS DOUBLE) / COUNT(*) AS tokens_per_read,
+    MAX(tokens) AS max_burst_tokens,
+    COUNT(*) FILTER(WHERE
+      decode_tokens > 0) AS decode_reads,
+    CAST(SUM(decode_tokens) AS DOUBLE) / NULLIF(COUNT(*) FILTER(WHERE
+      decode_tokens > 0), 0) AS decode_tokens_per_read,
+    MAX(decode_tokens) FILTER(WHERE
+      decode_tokens > 0) AS max_decode_burst_tokens
+  FROM request_reads
+  GROUP BY
+    run_id,
+    lane,
+    point_id
+), samples /* 95% intervals from each metric's sorted values (ITL: the pooled gaps). Quantile p: the order statistics */ /* x(l), x(u) with l = floor(n·p − 1.96·sqrt(n·p·(1−p))), u = ceil(n·p + 1.96·sqrt(n·p·(1−p))) + 1 (normal */ /* approximation to the binomial count of values below the quantile; x(u) lies above it exactly when at most */ /* u − 1 values do, hence the + 1); a rank outside 1..n leaves that side NULL. Mean: Student t, df n − 1. */ AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    1 AS ord,
+    'TTFT' AS metric,
+    s_ttft AS s
+  FROM req
+  UNION ALL
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    2,
+    'TPOT',
+    s_tpot
+  FROM req
+  UNION ALL
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    3,
+    'ITL',
+    s_itl
+  FROM itl
+  UNION ALL
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    4,
+    'E2EL',
+    s_e2el
+  FROM req
+), ranks AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    ord,
+    metric,
+    s,
+    n,
+    TRANSFORM(
+      CAST(ARRAY[0.5, 0.9, 0.95, 0.99] AS ARRAY(DOUBLE)),
+      p -> CAST(FLOOR(n * p - 1.96 * SQRT(n * p * (
+        1 - p
+      ))) AS BIGINT)
+    ) AS lo_rank,
+    TRANSFORM(
+      CAST(ARRAY[0.5, 0.9, 0.95, 0.99] AS ARRAY(DOUBLE)),
+      p -> CAST(CEIL(n * p + 1.96 * SQRT(n * p * (
+        1 - p
+      ))) AS BIGINT) + 1
+    ) AS hi_rank
+  FROM (
+    SELECT
+      *,
+      COALESCE(CARDINALITY(s), 0) AS n
+    FROM samples
+  )
+), bounds AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    ord,
+    metric,
+    n,
+    n - 1 AS df,
+    CAST((
+      SELECT
+        STDDEV_SAMP(list_item)
+      FROM UNNEST(s) AS list_items(list_item)
+    ) AS DOUBLE) / SQRT(n) AS se,
+    TRANSFORM(lo_rank, r -> CASE WHEN r BETWEEN 1 AND n THEN s[r] END) AS lo,
+    TRANSFORM(hi_rank, r -> CASE WHEN r BETWEEN 1 AND n THEN s[r] END) AS hi,
+    CASE
+      WHEN n > 0
+      THEN NULLIF(
+        CONCAT_WS(
+          ', ',
+          CAST(ARRAY_JOIN(
+            FILTER(
+              TRANSFORM(
+                SEQUENCE(1, 4),
+                i -> CASE
+                  WHEN lo_rank[i] < 1 AND hi_rank[i] > n
+                  THEN CONCAT(
+                    CAST(ARRAY['p50', 'p90', 'p95', 'p99'][i] AS VARCHAR),
+                    CAST(' low+high' AS VARCHAR)
+                  )
+                  WHEN lo_rank[i] < 1
+                  THEN CONCAT(CAST(ARRAY['p50', 'p90', 'p95', 'p99'][i] AS VARCHAR), CAST(' low' AS VARCHAR))
+                  WHEN hi_rank[i] > n
+                  THEN CONCAT(CAST(ARRAY['p50', 'p90', 'p95', 'p99'][i] AS VARCHAR), CAST(' high' AS VARCHAR))
+                END
+              ),
+              x -> NOT x IS NULL
+            ),
+            ', '
+          ) AS VARCHAR),
+          CAST(CASE WHEN n < 2 THEN 'mean (needs n >= 2)' END AS VARCHAR)
+        ),
+        ''
+      )
+    END AS gaps
+  FROM ranks
+), sample_ci AS (
+  SELECT
+    b.run_id,
+    b.lane,
+    b.point_id,
+    ARBITRARY(b.lo) FILTER(WHERE
+      b.metric = 'TTFT') AS lo_ttft,
+    ARBITRARY(b.hi) FILTER(WHERE
+      b.metric = 'TTFT') AS hi_ttft,
+    ARBITRARY(b.lo) FILTER(WHERE
+      b.metric = 'TPOT') AS lo_tpot,
+    ARBITRARY(b.hi) FILTER(WHERE
+      b.metric = 'TPOT') AS hi_tpot,
+    ARBITRARY(b.lo) FILTER(WHERE
+      b.metric = 'ITL') AS lo_itl,
+    ARBITRARY(b.hi) FILTER(WHERE
+      b.metric = 'ITL') AS hi_itl,
+    ARBITRARY(b.lo) FILTER(WHERE
+      b.metric = 'E2EL') AS lo_e2el,
+    ARBITRARY(b.hi) FILTER(WHERE
+      b.metric = 'E2EL') AS hi_e2el,
+    ARBITRARY(t.t * b.se) FILTER(WHERE
+      b.metric = 'TTFT') AS half_mean_ttft,
+    ARBITRARY(t.t * b.se) FILTER(WHERE
+      b.metric = 'TPOT') AS half_mean_tpot,
+    ARBITRARY(t.t * b.se) FILTER(WHERE
+      b.metric = 'ITL') AS half_mean_itl,
+    ARBITRARY(t.t * b.se) FILTER(WHERE
+      b.metric = 'E2EL') AS half_mean_e2el,
+    NULLIF(
+      COALESCE(
+        ARRAY_JOIN(
+          ARRAY_AGG(
+            IF(
+              b.metric IS NULL OR b.n IS NULL OR b.gaps IS NULL,
+              NULL,
+              FORMAT('%s n=%d: %s', b.metric, b.n, b.gaps)
+            ) ORDER BY b.ord
+          ) FILTER(WHERE
+            NOT b.gaps IS NULL),
+          '; '
+        ),
+        ''
+      ),
+      ''
+    ) AS sample_gaps
+  FROM bounds AS b
+  LEFT JOIN (
+    SELECT
+      *,
+      LEAD(df) OVER (ORDER BY df) AS asof_next_key
+    FROM t_crit_95
+  ) AS t
+    ON b.df >= t.df AND (
+      t.asof_next_key IS NULL OR t.asof_next_key > b.df
+    )
+  GROUP BY
+    b.run_id,
+    b.lane,
+    b.point_id
+), rate_ci /* rates: Student t (df B − 1) on the batch rates of point_rate_batches, centred on the point's rate */ AS (
+  SELECT
+    b.*,
+    t.t
+  FROM (
+    SELECT
+      run_id,
+      lane,
+      point_id,
+      ARBITRARY(batches) AS batches,
+      ARBITRARY(batches) - 1 AS df,
+      CAST(NULLIF(STDDEV_SAMP(request_rate), 0) /* identical rates in every batch (few whole requests per batch) give no spread to estimate */ /* from: no interval (NULL, said in ci_note), never a zero-width one */ AS DOUBLE) / SQRT(COUNT(*)) AS se_request,
+      CAST(NULLIF(STDDEV_SAMP(output_rate), 0) AS DOUBLE) / SQRT(COUNT(*)) AS se_output,
+      CAST(NULLIF(STDDEV_SAMP(total_token_rate), 0) AS DOUBLE) / SQRT(COUNT(*)) AS se_total,
+      CAST(NULLIF(STDDEV_SAMP(good_rate), 0) AS DOUBLE) / SQRT(COUNT(*)) AS se_good
+    FROM point_rate_batches
+    GROUP BY
+      run_id,
+      lane,
+      point_id
+  ) AS b
+  LEFT JOIN (
+    SELECT
+      *,
+      LEAD(df) OVER (ORDER BY df) AS asof_next_key
+    FROM t_crit_95
+  ) AS t
+    ON b.df >= t.df AND (
+      t.asof_next_key IS NULL OR t.asof_next_key > b.df
+    )
+), itl_named AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    mean_itl_ms,
+    q_itl[1] AS median_itl_ms,
+    std_itl_ms,
+    q_itl[1] AS p50_itl_ms,
+    q_itl[2] AS p90_itl_ms,
+    q_itl[3] AS p95_itl_ms,
+    q_itl[4] AS p99_itl_ms,
+    mean_itl_per_token_ms,
+    q_itl_pt[1] AS median_itl_per_token_ms,
+    std_itl_per_token_ms,
+    q_itl_pt[1] AS p50_itl_per_token_ms,
+    q_itl_pt[2] AS p90_itl_per_token_ms,
+    q_itl_pt[3] AS p95_itl_per_token_ms,
+    q_itl_pt[4] AS p99_itl_per_token_ms,
+    itl_gaps,
+    zero_itl_gaps,
+    CAST(zero_itl_gaps AS DOUBLE) / NULLIF(itl_gaps, 0) AS zero_itl_gap_fraction
+  FROM itl
+), joined AS (
+  SELECT
+    s.run_id,
+    s.lane,
+    s.point_id,
+    s.model,
+    s.server_config,
+    s.server_kind,
+    s.backend,
+    s.endpoint,
+    s.mode,
+    s.input_len,
+    s.output_len,
+    s.max_concurrency,
+    s.request_rate,
+    s.burstiness,
+    s.num_prompts,
+    s.window_start,
+    s.window_end,
+    s.grid_json,
+    s.slo_json,
+    s.client_lag_bound_ms,
+    s.repeat_index,
+    s.server_config_fingerprint,
+    s.workload,
+    COALESCE(s.rate_tolerance, 0.1) AS rate_tolerance,
+    COALESCE(s.burst_bound, 2.0) AS burst_bound,
+    r.sent,
+    r.completed,
+    r.failed,
+    r.good_completed,
+    r.first_sent_ns,
+    r.last_sent_ns,
+    r.first_scheduled_ns,
+    r.last_scheduled_ns,
+    r.last_done_ns,
+    r.total_input_tokens,
+    r.total_output_tokens,
+    r.mean_ttft_ms,
+    r.std_ttft_ms,
+    r.mean_tpot_ms,
+    r.std_tpot_ms,
+    r.mean_e2el_ms,
+    r.std_e2el_ms,
+    r.client_queue_p99_ms,
+    r.mean_client_queue_time_ms,
+    r.std_client_queue_time_ms,
+    r.mean_e2el_including_client_queue_ms,
+    r.std_e2el_including_client_queue_ms,
+    r.client_queue_max_ms,
+    r.length_mismatches,
+    r.input_len_mismatches,
+    r.output_len_mismatches,
+    r.first_error_type,
+    r.first_error,
+    r.q_cq[1] AS median_client_queue_time_ms,
+    r.q_cq[1] AS p50_client_queue_time_ms,
+    r.q_cq[2] AS p90_client_queue_time_ms,
+    r.q_cq[3] AS p95_client_queue_time_ms,
+    r.q_cq[4] AS p99_client_queue_time_ms,
+    r.q_e2elq[1] AS median_e2el_including_client_queue_ms,
+    r.q_e2elq[1] AS p50_e2el_including_client_queue_ms,
+    r.q_e2elq[2] AS p90_e2el_including_client_queue_ms,
+    r.q_e2elq[3] AS p95_e2el_including_client_queue_ms,
+    r.q_e2elq[4] AS p99_e2el_including_client_queue_ms,
+    r.q_ttft[1] AS median_ttft_ms,
+    r.q_ttft[1] AS p50_ttft_ms,
+    r.q_ttft[2] AS p90_ttft_ms,
+    r.q_ttft[3] AS p95_ttft_ms,
+    r.q_ttft[4] AS p99_ttft_ms,
+    r.q_tpot[1] AS median_tpot_ms,
+    r.q_tpot[1] AS p50_tpot_ms,
+    r.q_tpot[2] AS p90_tpot_ms,
+    r.q_tpot[3] AS p95_tpot_ms,
+    r.q_tpot[4] AS p99_tpot_ms,
+    r.q_e2el[1] AS median_e2el_ms,
+    r.q_e2el[1] AS p50_e2el_ms,
+    r.q_e2el[2] AS p90_e2el_ms,
+    r.q_e2el[3] AS p95_e2el_ms,
+    r.q_e2el[4] AS p99_e2el_ms,
+    i.mean_itl_ms,
+    i.median_itl_ms,
+    i.std_itl_ms,
+    i.p50_itl_ms,
+    i.p90_itl_ms,
+    i.p95_itl_ms,
+    i.p99_itl_ms,
+    i.mean_itl_per_token_ms,
+    i.median_itl_per_token_ms,
+    i.std_itl_per_token_ms,
+    i.p50_itl_per_token_ms,
+    i.p90_itl_per_token_ms,
+    i.p95_itl_per_token_ms,
+    i.p99_itl_per_token_ms,
+    i.itl_gaps,
+    i.zero_itl_gaps,
+    i.zero_itl_gap_fraction,
+    b.network_reads,
+    b.tokens_per_read,
+    b.max_burst_tokens,
+    b.decode_reads,
+    b.decode_tokens_per_read,
+    b.max_decode_burst_tokens,
+    c.lo_ttft,
+    c.hi_ttft,
+    c.lo_tpot,
+    c.hi_tpot,
+    c.lo_itl,
+    c.hi_itl,
+    c.lo_e2el,
+    c.hi_e2el,
+    c.half_mean_ttft,
+    c.half_mean_tpot,
+    c.half_mean_itl,
+    c.half_mean_e2el,
+    c.sample_gaps,
+    rc.batches AS rate_batches,
+    rc.t AS rate_t,
+    rc.se_request,
+    rc.se_output,
+    rc.se_total,
+    rc.se_good,
+    COALESCE(pk.max_output_tokens_per_s, 0.0) AS max_output_tokens_per_s,
+    COALESCE(pk.max_concurrent_requests, 0) AS max_concurrent_requests,
+    CAST((
+      r.last_done_ns - r.first_sent_ns
+    ) /* duration: first dispatch after warm-up -> last completion */ AS DOUBLE) / 1e9 AS duration
+  FROM sweep_points AS s
+  JOIN req AS r
+    USING (run_id, lane, point_id)
+  LEFT JOIN itl_named AS i
+    USING (run_id, lane, point_id)
+  LEFT JOIN bursts AS b
+    USING (run_id, lane, point_id)
+  LEFT JOIN point_peaks AS pk
+    USING (run_id, lane, point_id)
+  LEFT JOIN sample_ci AS c
+    USING (run_id, lane, point_id)
+  LEFT JOIN rate_ci AS rc
+    USING (run_id, lane, point_id)
+)
+SELECT
+  j.run_id,
+  j.lane,
+  j.point_id,
+  j.model,
+  j.server_config,
+  j.server_kind,
+  j.backend,
+  j.endpoint,
+  j.mode,
+  j.input_len,
+  j.output_len,
+  j.max_concurrency,
+  j.request_rate,
+  j.burstiness,
+  j.num_prompts,
+  j.window_start,
+  j.window_end,
+  j.grid_json,
+  j.slo_json,
+  j.client_lag_bound_ms,
+  j.repeat_index,
+  j.server_config_fingerprint,
+  j.workload,
+  j.burst_bound,
+  j.sent,
+  j.completed,
+  j.failed,
+  j.good_completed,
+  j.first_sent_ns,
+  j.last_sent_ns,
+  j.first_scheduled_ns,
+  j.last_scheduled_ns,
+  j.last_done_ns,
+  j.total_input_tokens,
+  j.total_output_tokens,
+  j.mean_ttft_ms,
+  j.std_ttft_ms,
+  j.mean_tpot_ms,
+  j.std_tpot_ms,
+  j.mean_e2el_ms,
+  j.std_e2el_ms,
+  j.client_queue_p99_ms,
+  j.mean_client_queue_time_ms,
+  j.std_client_queue_time_ms,
+  j.mean_e2el_including_client_queue_ms,
+  j.std_e2el_including_client_queue_ms,
+  j.client_queue_max_ms,
+  j.length_mismatches,
+  j.input_len_mismatches,
+  j.output_len_mismatches,
+  j.first_error_type,
+  j.first_error,
+  j.median_client_queue_time_ms,
+  j.p50_client_queue_time_ms,
+  j.p90_client_queue_time_ms,
+  j.p95_client_queue_time_ms,
+  j.p99_client_queue_time_ms,
+  j.median_e2el_including_client_queue_ms,
+  j.p50_e2el_including_client_queue_ms,
+  j.p90_e2el_including_client_queue_ms,
+  j.p95_e2el_including_client_queue_ms,
+  j.p99_e2el_including_client_queue_ms,
+  j.median_ttft_ms,
+  j.p50_ttft_ms,
+  j.p90_ttft_ms,
+  j.p95_ttft_ms,
+  j.p99_ttft_ms,
+  j.median_tpot_ms,
+  j.p50_tpot_ms,
+  j.p90_tpot_ms,
+  j.p95_tpot_ms,
+  j.p99_tpot_ms,
+  j.median_e2el_ms,
+  j.p50_e2el_ms,
+  j.p90_e2el_ms,
+  j.p95_e2el_ms,
+  j.p99_e2el_ms,
+  j.mean_itl_ms,
+  j.median_itl_ms,
+  j.std_itl_ms,
+  j.p50_itl_ms,
+  j.p90_itl_ms,
+  j.p95_itl_ms,
+  j.p99_itl_ms,
+  j.mean_itl_per_token_ms,
+  j.median_itl_per_token_ms,
+  j.std_itl_per_token_ms,
+  j.p50_itl_per_token_ms,
+  j.p90_itl_per_token_ms,
+  j.p95_itl_per_token_ms,
+  j.p99_itl_per_token_ms,
+  j.itl_gaps,
+  j.zero_itl_gaps,
+  j.zero_itl_gap_fraction,
+  j.network_reads,
+  j.tokens_per_read,
+  j.max_burst_tokens,
+  j.decode_reads,
+  j.decode_tokens_per_read,
+  j.max_decode_burst_tokens,
+  j.max_output_tokens_per_s,
+  j.max_concurrent_requests,
+  j.duration,
+  CAST(completed AS DOUBLE) / NULLIF(duration, 0) AS request_throughput,
+  CAST(total_output_tokens AS DOUBLE) / NULLIF(duration, 0) AS output_throughput,
+  CAST((
+    COALESCE(total_input_tokens, 0) + COALESCE(total_output_tokens, 0)
+  ) AS DOUBLE) / NULLIF(duration, 0) AS total_token_throughput,
+  CASE
+    WHEN NOT slo_json IS NULL
+    THEN CAST(good_completed AS DOUBLE) / NULLIF(duration, 0)
+  END AS request_goodput,
+  CASE
+    WHEN NOT slo_json IS NULL
+    THEN CAST(good_completed AS DOUBLE) / NULLIF(duration, 0)
+  END AS goodput,
+  request_rate AS offered_rate, /* validity: offered (declared) vs scheduled (the precomputed schedule) vs achieved (actual dispatch) */
+  CASE
+    WHEN sent > 1
+    THEN CAST((
+      sent - 1
+    ) AS DOUBLE) / NULLIF(CAST((
+      last_scheduled_ns - first_scheduled_ns
+    ) AS DOUBLE) / 1e9, 0)
+  END AS scheduled_rate,
+  CASE
+    WHEN sent > 1
+    THEN CAST((
+      sent - 1
+    ) AS DOUBLE) / NULLIF(CAST((
+      last_sent_ns - first_sent_ns
+    ) AS DOUBLE) / 1e9, 0)
+  END AS achieved_rate,
+  client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms AS client_lag_ok,
+  request_rate IS NULL
+  OR sent <= 1
+  OR CAST((
+    sent - 1
+  ) AS DOUBLE) / NULLIF(CAST((
+    last_sent_ns - first_sent_ns
+  ) AS DOUBLE) / 1e9, 0) >= CAST((
+    1 - rate_tolerance
+  ) * (
+    sent - 1
+  ) AS DOUBLE) / NULLIF(CAST((
+    last_scheduled_ns - first_scheduled_ns
+  ) AS DOUBLE) / 1e9, 0) AS rate_ok,
+  length_mismatches = 0 AS lengths_ok,
+  decode_tokens_per_read /* coalesced: decode tokens arrived in bursts beyond the bound, so TPOT and ITL measure how the stream was */ /* delivered (server flush, client reads), not how fast the server decoded; NULL when nothing was decoded */ > burst_bound AS coalesced,
+  CASE
+    WHEN decode_tokens_per_read > burst_bound
+    THEN 'delivery rate'
+    WHEN NOT decode_tokens_per_read IS NULL
+    THEN 'decode speed'
+  END AS tpot_itl_meaning,
+  CASE
+    WHEN decode_tokens_per_read > burst_bound
+    THEN IF(
+      decode_tokens_per_read IS NULL
+      OR burst_bound IS NULL
+      OR zero_itl_gaps IS NULL
+      OR itl_gaps IS NULL
+      OR max_decode_burst_tokens IS NULL,
+      NULL,
+      FORMAT(
+        'stream coalesced: %s decode tokens per network read (bound %s), %d of %d ITL gaps zero, largest burst %d tokens: TPOT/ITL are delivery rate, not decode speed',
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[CAST(decode_tokens_per_read AS DOUBLE)],
+            x -> CASE
+              WHEN x IS NULL
+              THEN NULL
+              WHEN IS_NAN(x)
+              THEN 'nan'
+              WHEN IS_INFINITE(x)
+              THEN IF(x > 0, 'inf', '-inf')
+              ELSE CASE
+                WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                THEN FORMAT('%.1f', x)
+                ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[1e1],
+                        s -> ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[ABS(x)],
+                            a -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[a * s],
+                                p -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[134217729e0 * a],
+                                    c -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[c - (
+                                          c - a
+                                        )],
+                                        h -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[(
+                                              h * s - p
+                                            ) + (
+                                              a - h
+                                            ) * s],
+                                            e -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[FLOOR(p)],
+                                                k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                  p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                ), 1, 0)
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )
+                      ),
+                      1
+                    )],
+                    r -> CAST(CAST((
+                      r - r % 10
+                    ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                  ),
+                  1
+                )
+              END
+            END
+          ),
+          1
+        ),
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[CAST(burst_bound AS DOUBLE)],
+            x -> CASE
+              WHEN x IS NULL
+              THEN NULL
+              WHEN IS_NAN(x)
+              THEN 'nan'
+              WHEN IS_INFINITE(x)
+              THEN IF(x > 0, 'inf', '-inf')
+              ELSE CASE
+                WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                THEN FORMAT('%.1f', x)
+                ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[1e1],
+                        s -> ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[ABS(x)],
+                            a -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[a * s],
+                                p -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[134217729e0 * a],
+                                    c -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[c - (
+                                          c - a
+                                        )],
+                                        h -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[(
+                                              h * s - p
+                                            ) + (
+                                              a - h
+                                            ) * s],
+                                            e -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[FLOOR(p)],
+                                                k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                  p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                ), 1, 0)
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )
+                      ),
+                      1
+                    )],
+                    r -> CAST(CAST((
+                      r - r % 10
+                    ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                  ),
+                  1
+                )
+              END
+            END
+          ),
+          1
+        ),
+        zero_itl_gaps,
+        itl_gaps,
+        max_decode_burst_tokens
+      )
+    )
+  END AS burst_note,
+  (
+    client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms
+  )
+  AND (
+    request_rate IS NULL
+    OR sent <= 1
+    OR CAST((
+      sent - 1
+    ) AS DOUBLE) / NULLIF(CAST((
+      last_sent_ns - first_sent_ns
+    ) AS DOUBLE) / 1e9, 0) >= CAST((
+      1 - rate_tolerance
+    ) * (
+      sent - 1
+    ) AS DOUBLE) / NULLIF(CAST((
+      last_scheduled_ns - first_scheduled_ns
+    ) AS DOUBLE) / 1e9, 0)
+  )
+  AND length_mismatches = 0
+  AND completed > 0 AS valid,
+  NULLIF(
+    CONCAT_WS(
+      '; ',
+      CAST(CASE
+        WHEN completed = 0
+        THEN IF(
+          failed IS NULL OR COALESCE(first_error_type, '?') IS NULL,
+          NULL,
+          FORMAT(
+            'no request succeeded (%d failed; first: %s)',
+            failed,
+            COALESCE(first_error_type, '?')
+          )
+        )
+      END AS VARCHAR),
+      CAST(CASE
+        WHEN NOT (
+          client_lag_bound_ms IS NULL OR client_queue_p99_ms <= client_lag_bound_ms
+        )
+        THEN IF(
+          client_queue_p99_ms IS NULL OR client_lag_bound_ms IS NULL,
+          NULL,
+          FORMAT(
+            'client queue p99 %s ms exceeds the bound %s ms',
+            ELEMENT_AT(
+              TRANSFORM(
+                ARRAY[CAST(client_queue_p99_ms AS DOUBLE)],
+                x -> CASE
+                  WHEN x IS NULL
+                  THEN NULL
+                  WHEN IS_NAN(x)
+                  THEN 'nan'
+                  WHEN IS_INFINITE(x)
+                  THEN IF(x > 0, 'inf', '-inf')
+                  ELSE CASE
+                    WHEN ABS(x) * 1e3 >= 4503599627370496e0
+                    THEN FORMAT('%.3f', x)
+                    ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[1e3],
+                            s -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[ABS(x)],
+                                a -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[a * s],
+                                    p -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[134217729e0 * a],
+                                        c -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[c - (
+                                              c - a
+                                            )],
+                                            h -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[(
+                                                  h * s - p
+                                                ) + (
+                                                  a - h
+                                                ) * s],
+                                                e -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[FLOOR(p)],
+                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                    ), 1, 0)
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )],
+                        r -> CAST(CAST((
+                          r - r % 1000
+                        ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
+                      ),
+                      1
+                    )
+                  END
+                END
+              ),
+              1
+            ),
+            ELEMENT_AT(
+              TRANSFORM(
+                ARRAY[CAST(client_lag_bound_ms AS DOUBLE)],
+                x -> CASE
+                  WHEN x IS NULL
+                  THEN NULL
+                  WHEN IS_NAN(x)
+                  THEN 'nan'
+                  WHEN IS_INFINITE(x)
+                  THEN IF(x > 0, 'inf', '-inf')
+                  ELSE CASE
+                    WHEN ABS(x) * 1e3 >= 4503599627370496e0
+                    THEN FORMAT('%.3f', x)
+                    ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[1e3],
+                            s -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[ABS(x)],
+                                a -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[a * s],
+                                    p -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[134217729e0 * a],
+                                        c -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[c - (
+                                              c - a
+                                            )],
+                                            h -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[(
+                                                  h * s - p
+                                                ) + (
+                                                  a - h
+                                                ) * s],
+                                                e -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[FLOOR(p)],
+                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                    ), 1, 0)
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )],
+                        r -> CAST(CAST((
+                          r - r % 1000
+                        ) / 1000 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 1000 AS VARCHAR), 3, '0')
+                      ),
+                      1
+                    )
+                  END
+                END
+              ),
+              1
+            )
+          )
+        )
+      END AS VARCHAR),
+      CAST(CASE
+        WHEN length_mismatches > 0
+        THEN IF(
+          length_mismatches IS NULL
+          OR input_len_mismatches IS NULL
+          OR output_len_mismatches IS NULL,
+          NULL,
+          FORMAT(
+            '%d successful requests missed the requested lengths (input %d, output %d)',
+            length_mismatches,
+            input_len_mismatches,
+            output_len_mismatches
+          )
+        )
+      END AS VARCHAR),
+      CAST(CASE
+        WHEN NOT (
+          request_rate IS NULL
+          OR sent <= 1
+          OR CAST((
+            sent - 1
+          ) AS DOUBLE) / NULLIF(CAST((
+            last_sent_ns - first_sent_ns
+          ) AS DOUBLE) / 1e9, 0) >= CAST((
+            1 - rate_tolerance
+          ) * (
+            sent - 1
+          ) AS DOUBLE) / NULLIF(CAST((
+            last_scheduled_ns - first_scheduled_ns
+          ) AS DOUBLE) / 1e9, 0)
+        )
+        THEN 'achieved dispatch rate fell short of the schedule'
+      END AS VARCHAR)
+    ),
+    ''
+  ) AS invalid_reason,
+  lo_ttft[1] AS p50_ttft_ms_ci_low, /* 95% confidence intervals (docs/reference/metrics.md "Confidence intervals"); NULL where not defined for this n */
+  hi_ttft[1] AS p50_ttft_ms_ci_high,
+  lo_ttft[2] AS p90_ttft_ms_ci_low,
+  hi_ttft[2] AS p90_ttft_ms_ci_high,
+  lo_ttft[3] AS p95_ttft_ms_ci_low,
+  hi_ttft[3] AS p95_ttft_ms_ci_high,
+  lo_ttft[4] AS p99_ttft_ms_ci_low,
+  hi_ttft[4] AS p99_ttft_ms_ci_high,
+  lo_tpot[1] AS p50_tpot_ms_ci_low,
+  hi_tpot[1] AS p50_tpot_ms_ci_high,
+  lo_tpot[2] AS p90_tpot_ms_ci_low,
+  hi_tpot[2] AS p90_tpot_ms_ci_high,
+  lo_tpot[3] AS p95_tpot_ms_ci_low,
+  hi_tpot[3] AS p95_tpot_ms_ci_high,
+  lo_tpot[4] AS p99_tpot_ms_ci_low,
+  hi_tpot[4] AS p99_tpot_ms_ci_high,
+  lo_itl[1] AS p50_itl_ms_ci_low,
+  hi_itl[1] AS p50_itl_ms_ci_high,
+  lo_itl[2] AS p90_itl_ms_ci_low,
+  hi_itl[2] AS p90_itl_ms_ci_high,
+  lo_itl[3] AS p95_itl_ms_ci_low,
+  hi_itl[3] AS p95_itl_ms_ci_high,
+  lo_itl[4] AS p99_itl_ms_ci_low,
+  hi_itl[4] AS p99_itl_ms_ci_high,
+  lo_e2el[1] AS p50_e2el_ms_ci_low,
+  hi_e2el[1] AS p50_e2el_ms_ci_high,
+  lo_e2el[2] AS p90_e2el_ms_ci_low,
+  hi_e2el[2] AS p90_e2el_ms_ci_high,
+  lo_e2el[3] AS p95_e2el_ms_ci_low,
+  hi_e2el[3] AS p95_e2el_ms_ci_high,
+  lo_e2el[4] AS p99_e2el_ms_ci_low,
+  hi_e2el[4] AS p99_e2el_ms_ci_high,
+  mean_ttft_ms - half_mean_ttft AS mean_ttft_ms_ci_low,
+  mean_ttft_ms + half_mean_ttft AS mean_ttft_ms_ci_high,
+  mean_tpot_ms - half_mean_tpot AS mean_tpot_ms_ci_low,
+  mean_tpot_ms + half_mean_tpot AS mean_tpot_ms_ci_high,
+  mean_itl_ms - half_mean_itl AS mean_itl_ms_ci_low,
+  mean_itl_ms + half_mean_itl AS mean_itl_ms_ci_high,
+  mean_e2el_ms - half_mean_e2el AS mean_e2el_ms_ci_low,
+  mean_e2el_ms + half_mean_e2el AS mean_e2el_ms_ci_high,
+  GREATEST(
+    CAST(completed AS DOUBLE) / NULLIF(duration, 0) - rate_t * se_request,
+    0.0 * se_request
+  ) AS request_throughput_ci_low, /* rates: batch means (point_rate_batches); a rate is never negative, so the low side stops at 0 */ /* (0.0 * se: greatest() skips NULLs, and a missing interval must stay NULL, not 0) */
+  CAST(completed AS DOUBLE) / NULLIF(duration, 0) + rate_t * se_request AS request_throughput_ci_high,
+  GREATEST(
+    CAST(total_output_tokens AS DOUBLE) / NULLIF(duration, 0) - rate_t * se_output,
+    0.0 * se_output
+  ) AS output_throughput_ci_low,
+  CAST(total_output_tokens AS DOUBLE) / NULLIF(duration, 0) + rate_t * se_output AS output_throughput_ci_high,
+  GREATEST(
+    CAST((
+      COALESCE(total_input_tokens, 0) + COALESCE(total_output_tokens, 0)
+    ) AS DOUBLE) / NULLIF(duration, 0) - rate_t * se_total,
+    0.0 * se_total
+  ) AS total_token_throughput_ci_low,
+  CAST((
+    COALESCE(total_input_tokens, 0) + COALESCE(total_output_tokens, 0)
+  ) AS DOUBLE) / NULLIF(duration, 0) + rate_t * se_total AS total_token_throughput_ci_high,
+  CASE
+    WHEN NOT slo_json IS NULL
+    THEN GREATEST(
+      CAST(good_completed AS DOUBLE) / NULLIF(duration, 0) - rate_t * se_good,
+      0.0 * se_good
+    )
+  END AS goodput_ci_low,
+  CASE
+    WHEN NOT slo_json IS NULL
+    THEN CAST(good_completed AS DOUBLE) / NULLIF(duration, 0) + rate_t * se_good
+  END AS goodput_ci_high,
+  NULLIF(
+    CONCAT_WS(
+      '; ',
+      CAST(sample_gaps AS VARCHAR),
+      CAST(CASE
+        WHEN rate_batches IS NULL
+        THEN CASE
+          WHEN completed < 6
+          THEN IF(
+            completed IS NULL,
+            NULL,
+            FORMAT('rates: %d completed, batch means need >= 6', completed)
+          )
+          ELSE 'rates: zero-length span'
+        END
+        WHEN se_request IS NULL
+        OR se_output IS NULL
+        OR se_total IS NULL
+        OR (
+          NOT slo_json IS NULL AND se_good IS NULL
+        )
+        THEN CONCAT(
+          CAST('rates: ' AS VARCHAR),
+          CAST(CONCAT_WS(
+            ', ',
+            CAST(CASE WHEN se_request IS NULL THEN 'request' END AS VARCHAR),
+            CAST(CASE WHEN se_output IS NULL THEN 'output' END AS VARCHAR),
+            CAST(CASE WHEN se_total IS NULL THEN 'total token' END AS VARCHAR),
+            CAST(CASE WHEN NOT slo_json IS NULL AND se_good IS NULL THEN 'goodput' END AS VARCHAR)
+          ) AS VARCHAR),
+          CAST(IF(
+            rate_batches IS NULL,
+            NULL,
+            FORMAT(' rate identical in all %d batches: no spread, no interval', rate_batches)
+          ) AS VARCHAR)
+        )
+      END AS VARCHAR)
+    ),
+    ''
+  ) AS ci_note
+FROM joined AS j;

@@ -23,181 +23,57 @@ WITH r AS (
     COUNT(*) AS requests,
     COUNT(*) FILTER(WHERE
       success) AS completed,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
             NOT client_queue_ms IS NULL)
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                    NOT client_queue_ms IS NULL)
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                  NOT client_queue_ms IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                    NOT client_queue_ms IS NULL)
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                      NOT client_queue_ms IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                      NOT client_queue_ms IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS p50_send_lag_ms,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
             NOT client_queue_ms IS NULL)
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                    NOT client_queue_ms IS NULL)
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                  NOT client_queue_ms IS NULL)
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                    NOT client_queue_ms IS NULL)
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.99 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                      NOT client_queue_ms IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-              NOT client_queue_ms IS NULL)
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(client_queue_ms AS DOUBLE)) FILTER(WHERE
-                      NOT client_queue_ms IS NULL)
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS p99_send_lag_ms,
     CAST((
       MAX(t_sent_ns) - MIN(t_sent_ns)
@@ -275,429 +151,117 @@ SELECT
   COUNT(*) AS requests,
   COUNT(*) FILTER(WHERE
     m.success) AS completed,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
           NOT m.ttft_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.5 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.ttft_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.5 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p50_ttft_ms,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
           NOT m.ttft_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.99 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.ttft_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.99 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p99_ttft_ms,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
           NOT m.tpot_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.tpot_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.5 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.tpot_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.5 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.tpot_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.tpot_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.tpot_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p50_tpot_ms,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.e2el_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
           NOT m.e2el_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.e2el_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.5 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.e2el_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.5 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.e2el_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.e2el_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.e2el_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.e2el_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.e2el_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.e2el_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p50_e2el_ms
 FROM request_metrics AS m
 JOIN sweep_points AS s
@@ -725,323 +289,89 @@ SELECT
   COUNT(*) FILTER(WHERE
     m.success) AS completed,
   AVG(m.input_len) AS mean_input_len,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
           NOT m.ttft_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.5 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.ttft_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.5 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p50_ttft_ms,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
           NOT m.ttft_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.99 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.ttft_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.99 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.99 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.ttft_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.ttft_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.99 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.ttft_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.ttft_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p99_ttft_ms,
-  IF(
-    COALESCE(
-      CARDINALITY(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        )
-      ),
-      0
-    ) = 0,
-    NULL,
-    ELEMENT_AT(
-      ARRAY_SORT(
+  ELEMENT_AT(
+    TRANSFORM(
+      ARRAY[ARRAY_SORT(
         ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
           NOT m.tpot_ms IS NULL AND (
             m.success
           ))
-      ),
-      CAST(FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.tpot_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
-        )
-      ) AS BIGINT)
-    ) + (
-      (
-        1 + 0.5 * (
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                NOT m.tpot_ms IS NULL AND (
-                  m.success
-                ))
+      )],
+      q -> IF(
+        COALESCE(CARDINALITY(q), 0) = 0,
+        NULL,
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[1 + 0.5 * (
+              CARDINALITY(q) - 1
+            )],
+            k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+              k - FLOOR(k)
+            ) * (
+              ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
             )
-          ) - 1
-        )
-      ) - FLOOR(
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                  NOT m.tpot_ms IS NULL AND (
-                    m.success
-                  ))
-              )
-            ) - 1
-          )
+          ),
+          1
         )
       )
-    ) * (
-      ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(CEIL(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.tpot_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) - ELEMENT_AT(
-        ARRAY_SORT(
-          ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-            NOT m.tpot_ms IS NULL AND (
-              m.success
-            ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(m.tpot_ms AS DOUBLE)) FILTER(WHERE
-                    NOT m.tpot_ms IS NULL AND (
-                      m.success
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      )
-    )
+    ),
+    1
   ) AS p50_tpot_ms
 FROM request_metrics AS m
 JOIN sweep_points AS s

@@ -12,63 +12,29 @@ WITH s AS (
     lane,
     model,
     COUNT(*) AS saves,
-    IF(
-      COALESCE(
-        CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-          NOT save_s IS NULL))),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-          NOT save_s IS NULL)),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-                NOT save_s IS NULL))) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-              NOT save_s IS NULL))) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-                NOT save_s IS NULL))) - 1
-            )
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
+          NOT save_s IS NULL))],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
+              )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-            NOT save_s IS NULL)),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-                  NOT save_s IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-            NOT save_s IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(save_s AS DOUBLE)) FILTER(WHERE
-                  NOT save_s IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS median_save_s,
     MAX(save_s) AS max_save_s,
     SUM(save_s) AS total_save_s,

@@ -48,539 +48,149 @@ WITH effective AS (
     backend,
     COUNT(*) FILTER(WHERE
       cache = 'cold' AND succeeded) AS n_cold,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'cold' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'cold' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS cold_wall_s,
     COUNT(*) FILTER(WHERE
       cache = 'warm' AND succeeded) AS n_warm,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'warm' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'warm' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS warm_wall_s,
     COUNT(*) FILTER(WHERE
       cache = 'none' AND succeeded) AS n_uncached,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'none' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'none' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'none' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'none' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'none' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'none' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS uncached_wall_s,
-    CAST(IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    CAST(ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'warm' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'warm' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS DOUBLE) / NULLIF(
-      IF(
-        COALESCE(
-          CARDINALITY(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                NOT wall_s IS NULL AND (
-                  cache = 'cold' AND succeeded
-                ))
-            )
-          ),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(
+      ELEMENT_AT(
+        TRANSFORM(
+          ARRAY[ARRAY_SORT(
             ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
               NOT wall_s IS NULL AND (
                 cache = 'cold' AND succeeded
               ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
+          )],
+          q -> IF(
+            COALESCE(CARDINALITY(q), 0) = 0,
+            NULL,
+            ELEMENT_AT(
+              TRANSFORM(
+                ARRAY[1 + 0.5 * (
+                  CARDINALITY(q) - 1
+                )],
+                k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                  k - FLOOR(k)
+                ) * (
+                  ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
                 )
-              ) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
+              ),
+              1
             )
           )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                NOT wall_s IS NULL AND (
-                  cache = 'cold' AND succeeded
-                ))
-            ),
-            CAST(CEIL(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(
-                    ARRAY_SORT(
-                      ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                        NOT wall_s IS NULL AND (
-                          cache = 'cold' AND succeeded
-                        ))
-                    )
-                  ) - 1
-                )
-              )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(
-              ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                NOT wall_s IS NULL AND (
-                  cache = 'cold' AND succeeded
-                ))
-            ),
-            CAST(FLOOR(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(
-                    ARRAY_SORT(
-                      ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                        NOT wall_s IS NULL AND (
-                          cache = 'cold' AND succeeded
-                        ))
-                    )
-                  ) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
-        )
+        ),
+        1
       ),
       0
     ) AS warm_over_cold,
@@ -614,111 +224,33 @@ WITH effective AS (
     backend,
     COUNT(*) FILTER(WHERE
       cache = 'cold' AND succeeded) AS n_superseded_cold,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'cold' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'cold' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS superseded_cold_wall_s
   FROM report_compile_attempts
   WHERE

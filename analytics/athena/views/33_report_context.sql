@@ -81,7 +81,33 @@ GROUP BY
   p.model,
   p.server_config;
 
--- report_sustained: not translated (reads sustained_window_metrics, which does not translate); see REPORT.md
+CREATE OR REPLACE VIEW report_sustained AS
+SELECT
+  run_id,
+  lane,
+  point_id,
+  model,
+  server_config,
+  COUNT(*) FILTER(WHERE
+    NOT warmup) AS windows,
+  COUNT(*) FILTER(WHERE
+    warmup) AS warmup_windows,
+  MIN(window_s) AS window_s,
+  MIN(window_start) AS first_window_start,
+  MAX(window_start) AS last_window_start,
+  SUM(output_tokens) FILTER(WHERE
+    NOT warmup) AS output_tokens,
+  SUM(completed) FILTER(WHERE
+    NOT warmup) AS completed,
+  SUM(failed) FILTER(WHERE
+    NOT warmup) AS failed
+FROM sustained_window_metrics
+GROUP BY
+  run_id,
+  lane,
+  point_id,
+  model,
+  server_config;
 
 CREATE OR REPLACE VIEW report_quality AS
 SELECT

@@ -44,6 +44,155 @@ FROM lane_runs AS l
 JOIN latest
   USING (run_id, lane);
 
--- report_exclusions: not translated (reads serving_points, which does not translate); see REPORT.md
+CREATE OR REPLACE VIEW report_exclusions AS
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'lane_failed' AS kind,
+  lane AS subject,
+  CONCAT(
+    CAST(COALESCE(error_type, 'error') AS VARCHAR),
+    CAST(': ' AS VARCHAR),
+    CAST(COALESCE(error_message, '(no message)') AS VARCHAR),
+    CAST(CASE WHEN effective THEN '' ELSE ' [superseded by a later attempt]' END AS VARCHAR)
+  ) AS reason
+FROM report_lane_attempts
+WHERE
+  status = 'failed'
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'lane_skipped',
+  lane,
+  COALESCE(skip_reason, '(no reason given)')
+FROM report_lane_attempts
+WHERE
+  status = 'skipped' AND supersedes
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'compile_failed',
+  CONCAT(
+    CAST(what AS VARCHAR),
+    CAST(' ' AS VARCHAR),
+    CAST(COALESCE(model, '?') AS VARCHAR),
+    CAST(' ' AS VARCHAR),
+    CAST(COALESCE(config, '') AS VARCHAR),
+    CAST(' (' AS VARCHAR),
+    CAST(cache AS VARCHAR),
+    CAST(')' AS VARCHAR)
+  ),
+  COALESCE(error, '(no message)')
+FROM compiles
+WHERE
+  NOT succeeded
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'point_without_telemetry',
+  point_id,
+  CASE
+    WHEN EXISTS(
+      SELECT
+        1
+      FROM reference_runs AS r
+      WHERE
+        r.run_id = t.run_id AND r.lane = t.lane AND r.point_id = t.point_id
+    )
+    THEN CONCAT(
+      CAST('imported reference (neuronpipe import vllm-bench): measured elsewhere with no telemetry of ours, ' AS VARCHAR),
+      CAST('so kept out of the serving tables; it stands in the Decision table, labelled as a reference' AS VARCHAR)
+    )
+    WHEN telemetry_rows > 0
+    THEN CONCAT(
+      CAST('no telemetry sample with a value inside the point''s window (' AS VARCHAR),
+      CAST(telemetry_rows AS VARCHAR),
+      CAST(' samples, all NULL): dropped from headline tables' AS VARCHAR)
+    )
+    ELSE 'no telemetry sample inside the point''s window: dropped from headline tables'
+  END
+FROM report_point_telemetry AS t
+WHERE
+  telemetry_samples = 0
+UNION ALL
+SELECT
+  s.run_id,
+  s.lane,
+  a.attempt,
+  'point_invalid',
+  s.point_id,
+  COALESCE(s.invalid_reason, 'flagged invalid')
+FROM serving_points AS s
+LEFT JOIN report_lane_attempts AS a
+  ON a.run_id = s.run_id AND a.lane = s.lane AND a.effective
+WHERE
+  NOT s.valid
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'hash_mismatch',
+  CONCAT(CAST(COALESCE(model, '?') AS VARCHAR), CAST(':' AS VARCHAR), CAST(path AS VARCHAR)),
+  CONCAT(
+    CAST(kind AS VARCHAR),
+    CAST(COALESCE(CONCAT(CAST(' at ' AS VARCHAR), CAST(stage AS VARCHAR)), '') AS VARCHAR),
+    CAST(': sha256 ' AS VARCHAR),
+    CAST(COALESCE(sha256, 'NULL') AS VARCHAR),
+    CAST(' != expected ' AS VARCHAR),
+    CAST(COALESCE(expected_sha256, 'NULL') AS VARCHAR)
+  )
+FROM artifacts
+WHERE
+  roundtrip_verified = FALSE
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'precompile_loss_recorded',
+  model,
+  CONCAT(
+    CAST(COUNT(*) AS VARCHAR),
+    CAST(' loss values from a precompile run (its numerics are garbage by design)' AS VARCHAR)
+  )
+FROM train_steps
+WHERE
+  lane = 'precompile' AND NOT loss IS NULL
+GROUP BY
+  run_id,
+  lane,
+  attempt,
+  model;
 
--- report_point_validity: not translated (reads serving_points, which does not translate); see REPORT.md
+/* rule 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a */
+/* telemetry sample with a value inside its window (rule 7) and is not flagged invalid (serving_points.valid); */
+/* an imported reference (reference_runs) has no telemetry of ours and stands in the Decision labelled as one. */
+/* excluded_reason: NULL when kept, else the reason report_exclusions lists for it. */
+CREATE OR REPLACE VIEW report_point_validity AS
+SELECT
+  t.run_id,
+  t.lane,
+  t.point_id,
+  t.telemetry_samples,
+  s.valid,
+  t.telemetry_samples > 0 AND NOT NOT s.valid AS headline,
+  CASE
+    WHEN t.telemetry_samples = 0
+    THEN 'no telemetry sample inside the point''s window'
+    WHEN NOT s.valid
+    THEN CONCAT(
+      CAST('invalid: ' AS VARCHAR),
+      CAST(COALESCE(s.invalid_reason, 'flagged invalid') AS VARCHAR)
+    )
+  END AS excluded_reason
+FROM report_point_telemetry AS t
+LEFT JOIN serving_points AS s
+  USING (run_id, lane, point_id);

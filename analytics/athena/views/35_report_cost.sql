@@ -107,4 +107,21 @@ FROM report_lane_cost
 GROUP BY
   run_id;
 
--- report_point_cost: not translated (reads serving_points, which does not translate); see REPORT.md
+CREATE OR REPLACE VIEW report_point_cost AS
+SELECT
+  s.run_id,
+  s.lane,
+  s.point_id,
+  s.model,
+  s.server_config,
+  s.max_concurrency,
+  s.request_rate,
+  s.output_throughput,
+  c.instance_type,
+  c.usd_per_hour,
+  c.price_date,
+  CAST(c.usd_per_hour AS DOUBLE) / NULLIF(s.output_throughput * 3600.0, 0) * 1e6 AS usd_per_million_output_tokens,
+  COALESCE(c.cost_note, CASE WHEN c.run_id IS NULL THEN 'no lane_runs row for this point' END) AS cost_note
+FROM serving_points AS s
+LEFT JOIN report_lane_cost AS c
+  ON c.run_id = s.run_id AND c.lane = s.lane AND c.effective;

@@ -23,323 +23,89 @@ WITH boots AS (
     COUNT(*) AS boots,
     COUNT(*) FILTER(WHERE
       NOT succeeded) AS failed_boots,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'cold' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'cold' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'cold' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'cold' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'cold' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS cold_boot_s,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'warm' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'warm' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'warm' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'warm' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'warm' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS warm_boot_s,
-    IF(
-      COALESCE(
-        CARDINALITY(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          )
-        ),
-        0
-      ) = 0,
-      NULL,
-      ELEMENT_AT(
-        ARRAY_SORT(
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(
           ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
             NOT wall_s IS NULL AND (
               cache = 'none' AND succeeded
             ))
-        ),
-        CAST(FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'none' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
-          )
-        ) AS BIGINT)
-      ) + (
-        (
-          1 + 0.5 * (
-            CARDINALITY(
-              ARRAY_SORT(
-                ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                  NOT wall_s IS NULL AND (
-                    cache = 'none' AND succeeded
-                  ))
+        )],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) - 1
-          )
-        ) - FLOOR(
-          (
-            1 + 0.5 * (
-              CARDINALITY(
-                ARRAY_SORT(
-                  ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                    NOT wall_s IS NULL AND (
-                      cache = 'none' AND succeeded
-                    ))
-                )
-              ) - 1
-            )
+            ),
+            1
           )
         )
-      ) * (
-        ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          ),
-          CAST(CEIL(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'none' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) - ELEMENT_AT(
-          ARRAY_SORT(
-            ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-              NOT wall_s IS NULL AND (
-                cache = 'none' AND succeeded
-              ))
-          ),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(
-                  ARRAY_SORT(
-                    ARRAY_AGG(CAST(wall_s AS DOUBLE)) FILTER(WHERE
-                      NOT wall_s IS NULL AND (
-                        cache = 'none' AND succeeded
-                      ))
-                  )
-                ) - 1
-              )
-            )
-          ) AS BIGINT)
-        )
-      )
+      ),
+      1
     ) AS uncached_boot_s,
     MAX(error) FILTER(WHERE
       NOT succeeded) AS boot_error

@@ -41,185 +41,53 @@ WITH calls AS (
     implementation,
     COUNT(*) AS n,
     AVG(us) AS mean_us,
-    IF(
-      COALESCE(
-        CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-          NOT us IS NULL))),
-        0
-      ) = 0,
-      NULL,
-      ARRAY[IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
+    ELEMENT_AT(
+      TRANSFORM(
+        ARRAY[ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
+          NOT us IS NULL))],
+        q -> IF(
+          COALESCE(CARDINALITY(q), 0) = 0,
+          NULL,
+          ARRAY[ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.5 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.5 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.5 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.9 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
+            ),
+            1
+          ), ELEMENT_AT(
+            TRANSFORM(
+              ARRAY[1 + 0.99 * (
+                CARDINALITY(q) - 1
+              )],
+              k -> ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT)) + (
+                k - FLOOR(k)
+              ) * (
+                ELEMENT_AT(q, CAST(CEIL(k) AS BIGINT)) - ELEMENT_AT(q, CAST(FLOOR(k) AS BIGINT))
               )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.5 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
+            ),
+            1
+          )]
         )
-      ), IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.9 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.9 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.9 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.9 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.9 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
-        )
-      ), IF(
-        COALESCE(
-          CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL))),
-          0
-        ) = 0,
-        NULL,
-        ELEMENT_AT(
-          ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-            NOT us IS NULL)),
-          CAST(FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          ) AS BIGINT)
-        ) + (
-          (
-            1 + 0.99 * (
-              CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                NOT us IS NULL))) - 1
-            )
-          ) - FLOOR(
-            (
-              1 + 0.99 * (
-                CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                  NOT us IS NULL))) - 1
-              )
-            )
-          )
-        ) * (
-          ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(CEIL(
-              (
-                1 + 0.99 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          ) - ELEMENT_AT(
-            ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-              NOT us IS NULL)),
-            CAST(FLOOR(
-              (
-                1 + 0.99 * (
-                  CARDINALITY(ARRAY_SORT(ARRAY_AGG(CAST(us AS DOUBLE)) FILTER(WHERE
-                    NOT us IS NULL))) - 1
-                )
-              )
-            ) AS BIGINT)
-          )
-        )
-      )]
+      ),
+      1
     ) AS q,
     ARRAY_AGG(us ORDER BY us) AS s
   FROM calls
@@ -336,26 +204,41 @@ WITH c AS (
       stage = 'device') AS device_max_rel_err,
     BOOL_OR(stage_verdict = 'fail') AS any_fail,
     BOOL_OR(stage_verdict = 'error') AS any_error,
-    ARBITRARY(
-      stage ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) /* the first stage that raised, in stage order: its class, code and verbatim error */ FILTER(WHERE
-      outcome = 'error') AS error_stage,
-    ARBITRARY(
-      error_class ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error_class,
-    ARBITRARY(
-      error_code ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error_code,
-    ARBITRARY(
-      error ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'error') AS error,
-    ARBITRARY(
-      not_run_reason ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
-    ) FILTER(WHERE
-      outcome = 'not_run') AS not_run_reason
+    ELEMENT_AT(
+      ARRAY_AGG(
+        stage ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_stage,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error_class ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_class,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error_code ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error_code,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        error ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'error'),
+      1
+    ) AS error,
+    ELEMENT_AT(
+      ARRAY_AGG(
+        not_run_reason ORDER BY CASE stage WHEN 'simulate' THEN 1 WHEN 'compile' THEN 2 ELSE 3 END
+      ) FILTER(WHERE
+        outcome = 'not_run'),
+      1
+    ) AS not_run_reason
   FROM c
   GROUP BY
     run_id,
