@@ -59,6 +59,10 @@ CREATE OR REPLACE VIEW artifacts AS
 SELECT t.* FROM stored_artifacts t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'artifacts' AND latest);
 
+CREATE OR REPLACE VIEW baseline_verdicts AS
+SELECT t.* FROM stored_baseline_verdicts t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'baseline_verdicts' AND latest);
+
 CREATE OR REPLACE VIEW box_boots AS
 SELECT t.* FROM stored_box_boots t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'box_boots' AND latest);
@@ -66,6 +70,18 @@ WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'box
 CREATE OR REPLACE VIEW compiles AS
 SELECT t.* FROM stored_compiles t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'compiles' AND latest);
+
+CREATE OR REPLACE VIEW encode_calls AS
+SELECT t.* FROM stored_encode_calls t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'encode_calls' AND latest);
+
+CREATE OR REPLACE VIEW encode_models AS
+SELECT t.* FROM stored_encode_models t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'encode_models' AND latest);
+
+CREATE OR REPLACE VIEW encode_numerics AS
+SELECT t.* FROM stored_encode_numerics t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'encode_numerics' AND latest);
 
 CREATE OR REPLACE VIEW host_bench AS
 SELECT t.* FROM stored_host_bench t
@@ -87,6 +103,14 @@ CREATE OR REPLACE VIEW limit_probes AS
 SELECT t.* FROM stored_limit_probes t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'limit_probes' AND latest);
 
+CREATE OR REPLACE VIEW matrix_repeats AS
+SELECT t.* FROM stored_matrix_repeats t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'matrix_repeats' AND latest);
+
+CREATE OR REPLACE VIEW matrix_stops AS
+SELECT t.* FROM stored_matrix_stops t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'matrix_stops' AND latest);
+
 CREATE OR REPLACE VIEW predictions AS
 SELECT t.* FROM stored_predictions t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'predictions' AND latest);
@@ -106,6 +130,26 @@ WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'qua
 CREATE OR REPLACE VIEW quantizations AS
 SELECT t.* FROM stored_quantizations t
 WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'quantizations' AND latest);
+
+CREATE OR REPLACE VIEW rag_coresidency AS
+SELECT t.* FROM stored_rag_coresidency t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'rag_coresidency' AND latest);
+
+CREATE OR REPLACE VIEW rag_index AS
+SELECT t.* FROM stored_rag_index t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'rag_index' AND latest);
+
+CREATE OR REPLACE VIEW rag_ingest AS
+SELECT t.* FROM stored_rag_ingest t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'rag_ingest' AND latest);
+
+CREATE OR REPLACE VIEW rag_probes AS
+SELECT t.* FROM stored_rag_probes t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'rag_probes' AND latest);
+
+CREATE OR REPLACE VIEW rag_requests AS
+SELECT t.* FROM stored_rag_requests t
+WHERE t."$path" IN (SELECT file_uri FROM committed_files WHERE table_name = 'rag_requests' AND latest);
 
 CREATE OR REPLACE VIEW reference_runs AS
 SELECT t.* FROM stored_reference_runs t

@@ -5,8 +5,12 @@
 /*                         `imported_from` = the source an imported attempt came from (NULL: run by this pipeline). */
 /*   report_exclusions     every failure and exclusion, one row each: (run_id, lane, attempt, kind, subject, reason). */
 /*     kinds: lane_failed, lane_skipped (not-applicable skips; resume skips are not exclusions), */
-/*            compile_failed, point_without_telemetry, point_invalid (12_serving_points' serving_points.valid), */
-/*            hash_mismatch, precompile_loss_recorded. */
+/*            compile_failed (a failed boot outside a limits search: a search's failed probes bracket its limit and */
+/*            stand in report_limits), point_without_telemetry, point_invalid (12_serving_points' serving_points.valid), */
+/*            hash_mismatch, precompile_loss_recorded, */
+/*            numerics_excluded (an encoder's outputs NaN or diverged from the CPU fp32 reference: never timed), */
+/*            export_refused / compile_failed (an encoder's placement refused by its exporter or compiler, verbatim; */
+/*            an export_refused whose torch_neuronx.trace fallback was placed says so after the exporter's words). */
 CREATE OR REPLACE VIEW report_lane_attempts AS
 WITH latest AS (
   SELECT
@@ -88,9 +92,16 @@ SELECT
     CAST(')' AS VARCHAR)
   ),
   COALESCE(error, '(no message)')
-FROM compiles
+FROM compiles AS c
 WHERE
   NOT succeeded
+  AND /* a limits search's probe that failed brackets the limit: the search's result (report_limits), not an exclusion */ NOT EXISTS(
+    SELECT
+      1
+    FROM limit_probes AS p
+    WHERE
+      p.run_id = c.run_id AND p.lane = c.lane
+  )
 UNION ALL
 SELECT
   run_id,
@@ -170,7 +181,90 @@ GROUP BY
   run_id,
   lane,
   attempt,
-  model;
+  model
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'numerics_excluded',
+  CONCAT(
+    CAST(model AS VARCHAR),
+    CAST(' on ' AS VARCHAR),
+    CAST(COALESCE(backend, '?') AS VARCHAR),
+    CAST(' (' AS VARCHAR),
+    CAST(workload AS VARCHAR),
+    CAST(', ' AS VARCHAR),
+    CAST(shape AS VARCHAR),
+    CAST(' ' AS VARCHAR),
+    CAST(shape_unit AS VARCHAR),
+    CAST(', batch ' AS VARCHAR),
+    CAST(batch_size AS VARCHAR),
+    CAST(')' AS VARCHAR)
+  ),
+  CONCAT(
+    CAST(verdict AS VARCHAR),
+    CAST(' against ' AS VARCHAR),
+    CAST(COALESCE(reference, 'the reference') AS VARCHAR),
+    CAST(': ' AS VARCHAR),
+    CAST(COALESCE(reason, '(no evidence)') AS VARCHAR)
+  )
+FROM encode_numerics
+WHERE
+  verdict <> 'pass'
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  status,
+  CONCAT(
+    CAST(model AS VARCHAR),
+    CAST(' on ' AS VARCHAR),
+    CAST(COALESCE(backend, '?') AS VARCHAR),
+    CAST(' (' AS VARCHAR),
+    CAST(workload AS VARCHAR),
+    CAST(', ' AS VARCHAR),
+    CAST(COALESCE(
+      CONCAT(CAST(shape AS VARCHAR), CAST(' ' AS VARCHAR), CAST(shape_unit AS VARCHAR)),
+      '?'
+    ) AS VARCHAR),
+    CAST(COALESCE(CONCAT(CAST(', batch ' AS VARCHAR), CAST(batch_size AS VARCHAR)), '') AS VARCHAR),
+    CAST(')' AS VARCHAR)
+  ),
+  COALESCE(reason, '(no message)')
+FROM encode_models
+WHERE
+  status <> 'ok'
+UNION ALL
+SELECT
+  run_id,
+  lane,
+  attempt,
+  'export_refused',
+  CONCAT(
+    CAST(model AS VARCHAR),
+    CAST(' on ' AS VARCHAR),
+    CAST(COALESCE(backend, '?') AS VARCHAR),
+    CAST(' (' AS VARCHAR),
+    CAST(workload AS VARCHAR),
+    CAST(', ' AS VARCHAR),
+    CAST(COALESCE(
+      CONCAT(CAST(shape AS VARCHAR), CAST(' ' AS VARCHAR), CAST(shape_unit AS VARCHAR)),
+      '?'
+    ) AS VARCHAR),
+    CAST(COALESCE(CONCAT(CAST(', batch ' AS VARCHAR), CAST(batch_size AS VARCHAR)), '') AS VARCHAR),
+    CAST(')' AS VARCHAR)
+  ),
+  CONCAT(
+    CAST(reason AS VARCHAR),
+    CAST(' (placed by ' AS VARCHAR),
+    CAST(COALESCE(exporter, '?') AS VARCHAR),
+    CAST(' instead)' AS VARCHAR)
+  )
+FROM encode_models
+WHERE
+  status = 'ok' AND NOT reason IS NULL;
 
 /* rule 15, one validity rule: a point is kept in every table (serving, Decision, capacity) when it has a */
 /* telemetry sample with a value inside its window (rule 7) and is not flagged invalid (serving_points.valid); */

@@ -30,9 +30,9 @@ WITH a AS (
     COALESCE(d.price_basis = 'reference', FALSE)
     OR STARTS_WITH(d.instance, 'reference: ') AS is_reference,
     CASE
-      WHEN REGEXP_LIKE(SPLIT_PART(d.lane, '@', 2), '^c[0-9]+$')
+      WHEN REGEXP_LIKE(SPLIT_PART(d.lane, '@', 2), '^c[0-9]+(r[0-9]+)?$')
       THEN SPLIT_PART(d.lane, '@', 2)
-    END AS cell /* a matrix cell's lane is <lane>@c<digits> (pipeline.matrix); <lane>@<box> names a pinned box, not a cell */
+    END AS cell /* a matrix cell's lane is <lane>@c<digits>, a repeat's <lane>@c<digits>r<run> (control_plane.adaptive_waves); */ /* <lane>@<box> names a pinned box, not a cell */
   FROM report_decision_at_rate AS d
   WHERE
     SPLIT_PART(d.lane, '@', 1) IN ('serve_sweep', 'capacity', 'reference')

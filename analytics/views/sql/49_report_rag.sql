@@ -26,12 +26,6 @@
 --                           type, a local run's lane_runs.priced_as; no price: NULL with the reason).
 --   report_rag_coresidency  the rag_coresidency rows: placement, outcome, the runtime's verbatim error.
 -- Only each lane's effective attempt is in the tables (analytics.views.register_tables).
-CREATE OR REPLACE MACRO rag_mcnemar_p(b, c) AS
-    CASE WHEN b + c = 0 THEN 1.0
-         ELSE least(1.0, 2 * list_sum(list_transform(range(0, least(b, c) + 1), lambda k:
-                  exp(lgamma(b + c + 1) - lgamma(k + 1) - lgamma(b + c - k + 1) - (b + c) * ln(2)))))
-    END;
-
 CREATE OR REPLACE VIEW report_rag_ingest AS
 SELECT run_id, lane, store, embedder, backend, corpus, documents, chunks, chunking, embed_s, store_s, seconds,
        chunks / NULLIF(seconds, 0) AS chunks_per_s, batch_size, ts
@@ -107,7 +101,10 @@ SELECT run_id, lane, store, embedder, reranker, k, n, n11, b, c, n00,
                                            + (ua - acc_a) ^ 2)) AS delta_ci_low,
        acc_b - acc_a + sqrt(greatest(0.0, (ub - acc_b) ^ 2 - 2 * phi * (ub - acc_b) * (acc_a - la)
                                            + (acc_a - la) ^ 2)) AS delta_ci_high,
-       rag_mcnemar_p(b, c) AS mcnemar_p
+       CASE WHEN b + c = 0 THEN 1.0
+            ELSE least(1.0, 2 * list_sum(list_transform(range(0, least(b, c) + 1), lambda k:
+                     exp(lgamma(b + c + 1) - lgamma(k + 1) - lgamma(b + c - k + 1) - (b + c) * ln(2)))))
+       END AS mcnemar_p
 FROM q;
 
 CREATE OR REPLACE VIEW report_rag_stages AS
