@@ -266,3 +266,25 @@ def test_a_resume_reads_the_newest_unfinished_attempt_back_to_the_last_success_a
     assert prior_points(ctx, s) == {}  # a finished search is never continued
     attempt("failed", [4.0])
     assert [p["request_rate"] for p in prior_points(ctx, s)["m/A"].sweeps] == [4.0]  # not past the success
+
+
+def test_a_resume_keeps_each_points_phase_and_service_time():
+    import json
+
+    from agents.loadgen.capacity import prior_from_rows
+
+    rows = [
+        {"offered_rate": 4.0, "passed": True, "p50_e2el_ms": 120.0, "search_json": json.dumps({"phase": "bisect"})},
+        {
+            "offered_rate": 4.0,
+            "passed": False,
+            "fail_reason": "overload: x",
+            "search_json": json.dumps({"phase": "confirm", "r0": 1.0}),
+        },
+    ]
+    prior = prior_from_rows(rows, "s", 10.0)
+    assert [(v.phase, v.passed, v.service_s) for v in prior.history] == [
+        ("bisect", True, 0.12),
+        ("confirm", False, None),
+    ]
+    assert prior.history[1].reason == "overload: x" and prior.r0 == 1.0
