@@ -82,8 +82,8 @@ class Config:
     confirm_max_s: float = field(
         default=CONFIRM_MAX_S_DEFAULT,
         metadata={
-            "help": "the longest confirmation point (s, at least point_duration_s); capped, it shows an overload of "
-            "4 x the service time / this, recorded with the point",
+            "help": "the longest confirmation point (s; never shorter than a point); capped, it shows an overload of "
+            "4 x the service time / this",
             **CONFIRM_S,
         },
     )

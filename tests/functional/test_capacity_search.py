@@ -23,7 +23,7 @@ BASE = ["loadgen", "--server-kind", "synthetic", "--model", "synthetic", "--inpu
             ["--slo", "ttft_ms=100,tpot_ms=10", "--confirm-overload", "0.9"],
             "--confirm-overload must be in [0.005, 0.5]",
         ),
-        (["--slo", "ttft_ms=100,tpot_ms=10", "--confirm-max-s", "5"], "--confirm-max-s must be at least"),
+        (["--slo", "ttft_ms=100,tpot_ms=10", "--confirm-max-s", "0"], "--confirm-max-s must be in [0.5, 86,400] s"),
         (
             ["--slo", "ttft_ms=100,tpot_ms=10", "--point-duration", "5", "--max-search-s", "3"],
             "too small for one point",

@@ -207,7 +207,7 @@ def test_ttft_trend_needs_every_window_filled():
         (dict(ttft_ms=0.0), "positive ttft_ms and tpot_ms"),
         (dict(confirm_overload=0.0), "--confirm-overload must be in [0.005, 0.5]"),
         (dict(confirm_overload=0.9), "--confirm-overload must be in [0.005, 0.5]"),
-        (dict(confirm_max_s=5.0), "--confirm-max-s must be at least --point-duration 10 s"),
+        (dict(confirm_max_s=0.1), "--confirm-max-s must be in [0.5, 86,400] s"),
     ],
 )
 def test_bad_specs_fail_with_one_line(kw, words):
