@@ -310,7 +310,7 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
         passing = [v for v in history if v.passed and math.isclose(v.rate, b.lo, rel_tol=1e-12)]
         service = next((v.service_s for v in passing if v.service_s), None)
         seconds = confirm_duration_s(spec, b.lo, service)
-        need = seconds + min(max(GRACE_LATENCIES * spec.slo_latency_s, GRACE_MIN_S), seconds)
+        need = seconds + spec.grace_s
         if spec.max_search_s is not None and elapsed_s + need > spec.max_search_s:
             return done(
                 f"{reason}; search budget spent: {elapsed_s:.1f} s of {spec.max_search_s:g} s, the confirmation "
