@@ -3,7 +3,8 @@
 -- Views defined here:
 --   capacity_points          every point of a capacity search (sweep_points.search_json kind 'capacity'): offered
 --                            and achieved rate, burstiness, arrival seed, duration, attainment, the point's
---                            verdict and why it failed (the pass rule below), and the validity rule's exclusion.
+--                            verdict and why it failed (the pass rule below), the validity rule's exclusion, and
+--                            the overload evidence (in flight's slope, completions against arrivals: below).
 --   report_capacity          per (run, instance, lane, model, server config, workload, shape, SLO, search): the
 --                            bracket (max_rate_meeting_slo, lowest_rate_missing_slo), goodput at the passing rate
 --                            with intervals, the points and their verdicts, the stop reasons, the search's wall
@@ -28,7 +29,7 @@
 -- per s. in_flight_slope is the least-squares slope of the window means on the windows' centres (req/s), its 95 %
 -- interval Student t (df B - 2) on the slope's standard error; completion_rate is the mean of the window rates,
 -- its interval Student t (df B - 1) on their spread. A point is overloaded when the queue grew beyond chance (the
--- slope's interval lies above 0) by at least OVERLOAD_MIN_REQUESTS = 2 requests across the span, or when the
+-- slope's interval lies above 0) by at least 2 requests across the span, or when the
 -- completions' interval lies below the rate that arrived in the span by at least 2 requests' worth over it (a
 -- server completing less than it is offered). An overloaded point fails, whatever its latencies.
 
