@@ -14,13 +14,23 @@ The search (docs/explanation/decisions.md "Capacity is searched"):
   (``R0/g, R0/g², …``) to the floor (``rate_min`` when given, else ``R0 / g**3``).
 * **Phase 2, bisection**: the geometric midpoint of the last passing and the first failing rate, until
   ``(hi − lo) / lo <= precision``.
+* **Confirmation**: before the search answers with a rate, one long point at that rate (phase ``confirm``) must
+  pass too: a short point above capacity by a few per cent ends before its queue shows, however loose the SLO.
+  It lasts :func:`confirm_duration_s`: :data:`CONFIRM_SERVICE_TIMES` x the point's own service time (the median
+  latency of the passing point at that rate) / ``confirm_overload``, at least a point, at most ``confirm_max_s``:
+  an overload of ``confirm_overload`` adds that many service times of queueing (that many x the requests in flight)
+  by its end, which the views' overload test sees (76_report_capacity.sql: in-flight growth, completions against
+  arrivals). A failing confirmation is a failing rate: the bracket moves below it and the search goes on.
+* **Overload** (a point fails, whatever its latencies; the views, 76_report_capacity.sql): the requests in flight
+  growing across the point's steady span beyond chance, or its completions per s below the rate that arrived.
 * **Saturation** (a point fails, whatever its latencies, when the server is not keeping up): requests in flight
   beyond the backlog limit (checked before each arrival; the point is cut short), fewer than
   :data:`COMPLETION_SHARE` of the requests completed by the end of the grace, or TTFT trending up across the
   point's windows (:func:`ttft_trend_reason`: a queue growing while the point ran).
-* **Stops**: the bracket within precision; the top (``top_rate`` passes: the SLO holds at the top of the
-  range); the floor fails (no rate meets the SLO); the search budget (``max_search_s``) cannot fit one more
-  point; :data:`MAX_POINTS` points.
+* **Stops**: the bracket within precision and its low end confirmed; the top (``top_rate`` passes and is
+  confirmed: the SLO holds at the top of the range); the floor fails (no rate meets the SLO); the search budget
+  (``max_search_s``) cannot fit one more point (or the confirmation: the answer then says it is not confirmed);
+  :data:`MAX_POINTS` points.
 
 A point **passes** when it is valid (serving_points.valid), not saturated, its p{percentile} TTFT and TPOT are
 within the SLO's bounds (the Decision's rule) and the share of good requests (goodput's per-request rule, over
@@ -35,7 +45,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo, model_validator
 
-from pipeline.lane_configs.bounds import DAY_S, POINT_ARRIVALS, POINT_S, RATE, shown
+from pipeline.lane_configs.bounds import CONFIRM_OVERLOAD, CONFIRM_S, DAY_S, POINT_ARRIVALS, POINT_S, RATE, shown
 from pipeline.spec_types import Refusal, first_refusal
 
 MAX_POINTS = 40
@@ -59,8 +69,14 @@ TREND_RISE = 0.25
 # The grace after the last arrival: this many SLO-bounded latencies, at least GRACE_MIN_S, at most the point.
 GRACE_LATENCIES = 2.0
 GRACE_MIN_S = 1.0
+# Confirmation: an overload of confirm_overload adds this many service times of queueing by the point's end (the
+# in-flight count grows by this many x the requests in flight at capacity): well clear of a stationary queue's
+# window-to-window spread, which the overload test's interval measures.
+CONFIRM_SERVICE_TIMES = 4.0
+CONFIRM_OVERLOAD_DEFAULT = 0.05
+CONFIRM_MAX_S_DEFAULT = 600.0  # MLPerf's server scenario runs at least 600 s to see a slow overload
 
-Phase = Literal["probe", "ladder", "bisect"]
+Phase = Literal["probe", "ladder", "bisect", "confirm"]
 
 
 class CapacitySpecError(ValueError):
@@ -96,6 +112,8 @@ class CapacitySpec(BaseModel):
     max_search_s: Finite = None  # None: no budget
     growth: Finite = GROWTH
     output_len: Any = 128  # for the SLO-bounded latency (saturation rule, grace)
+    confirm_overload: Finite = CONFIRM_OVERLOAD_DEFAULT  # None: the answer is not confirmed by a long point
+    confirm_max_s: Finite = CONFIRM_MAX_S_DEFAULT
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = list(type(self).model_fields)
@@ -149,6 +167,8 @@ class CapacitySpec(BaseModel):
             "point_duration_s": self.point_duration_s,
             "max_search_s": self.max_search_s,
             "growth": self.growth,
+            "confirm_overload": self.confirm_overload,
+            "confirm_max_s": self.confirm_max_s,
         }
 
 
@@ -185,6 +205,13 @@ def spec_problem(s: CapacitySpec) -> str | None:
         return f"the ladder's growth must be > 1, not {s.growth:g}"
     if s.output_len < 1:
         return f"output length must be >= 1, not {s.output_len}"
+    lo, hi = CONFIRM_OVERLOAD["min"], CONFIRM_OVERLOAD["max"]
+    if s.confirm_overload is not None and not lo <= s.confirm_overload <= hi:
+        return f"--confirm-overload must be in [{lo:g}, {hi:g}], not {s.confirm_overload:g}"
+    if not CONFIRM_S["min"] <= s.confirm_max_s <= CONFIRM_S["max"]:
+        return (
+            f"--confirm-max-s must be in [{CONFIRM_S['min']:g}, {shown(CONFIRM_S['max'])}] s, not {s.confirm_max_s:g}"
+        )
     if s.max_search_s is not None and s.max_search_s < s.point_budget_s:
         return (
             f"--max-search-s {s.max_search_s:g} is too small for one point ({s.point_budget_s:g} s: "
@@ -199,14 +226,17 @@ class Verdict:
 
     rate: float
     passed: bool
-    reason: str | None = None  # why it failed (SLO miss, attainment, saturation), None when it passed
+    reason: str | None = None  # why it failed (SLO miss, attainment, saturation, overload), None when it passed
     saturated: bool = False
+    phase: str | None = None  # "confirm": the long point that confirms an answer
+    service_s: float | None = None  # the point's median latency (sizes a confirmation at its rate)
 
 
 @dataclass(frozen=True)
 class Measure:
     rate: float
     phase: Phase
+    duration_s: float | None = None  # None: the spec's point_duration_s (a confirmation sets its own)
 
 
 @dataclass(frozen=True)
@@ -239,6 +269,27 @@ def within_precision(lo: float, hi: float, precision: float) -> bool:
     return (hi - lo) / lo <= precision * (1 + 1e-9)
 
 
+def confirm_duration_s(spec: CapacitySpec, rate: float, service_s: float | None) -> float:
+    """How long the confirmation at ``rate`` runs: :data:`CONFIRM_SERVICE_TIMES` x ``service_s`` (the passing
+    point's median latency; unknown: the SLO-bounded latency, longer) / ``confirm_overload``, at least one point, at
+    most ``confirm_max_s`` and what one point may schedule (:data:`POINT_ARRIVALS` arrivals)."""
+    s = service_s if service_s and service_s > 0 else spec.slo_latency_s
+    want = CONFIRM_SERVICE_TIMES * s / (spec.confirm_overload or 1.0)
+    most = min(spec.confirm_max_s, POINT_ARRIVALS / rate)
+    return max(spec.point_duration_s, min(want, most))
+
+
+def confirm_shows(spec: CapacitySpec, duration_s: float, service_s: float | None) -> float:
+    """The smallest overload (a fraction above capacity) a confirmation of ``duration_s`` shows as
+    :data:`CONFIRM_SERVICE_TIMES` service times of queueing (above ``confirm_overload`` when capped)."""
+    s = service_s if service_s and service_s > 0 else spec.slo_latency_s
+    return CONFIRM_SERVICE_TIMES * s / duration_s
+
+
+def _confirmed(history: list[Verdict], rate: float) -> bool:
+    return any(v.phase == "confirm" and v.passed and math.isclose(v.rate, rate, rel_tol=1e-12) for v in history)
+
+
 def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: float = 0.0) -> Step:
     """What the search does next, given the start rate ``r0`` and the verdicts so far (in any order: a resume
     passes the committed ones). Deterministic: the same verdicts give the same next rate."""
@@ -248,10 +299,27 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
     top = spec.top_rate
 
     def done(reason: str) -> Done:
+        if b.lo is not None and spec.confirm_overload is not None and not _confirmed(history, b.lo):
+            reason += f"; {b.lo:.4g} req/s is not confirmed by a long point"
         return Done(reason, b.lo, b.hi, b.lo is not None)
 
+    def answer(reason: str) -> Step:
+        """The search would answer b.lo: first its confirmation, when asked for and not yet measured."""
+        if spec.confirm_overload is None or _confirmed(history, b.lo):
+            return done(reason)
+        passing = [v for v in history if v.passed and math.isclose(v.rate, b.lo, rel_tol=1e-12)]
+        service = next((v.service_s for v in passing if v.service_s), None)
+        seconds = confirm_duration_s(spec, b.lo, service)
+        need = seconds + spec.grace_s
+        if spec.max_search_s is not None and elapsed_s + need > spec.max_search_s:
+            return done(
+                f"{reason}; search budget spent: {elapsed_s:.1f} s of {spec.max_search_s:g} s, the confirmation "
+                f"needs {need:.3g} s"
+            )
+        return Measure(b.lo, "confirm", seconds)
+
     if b.lo is not None and b.hi is not None and within_precision(b.lo, b.hi, spec.precision):
-        return done(f"bracket within precision: ({b.hi:.4g} - {b.lo:.4g}) / {b.lo:.4g} <= {spec.precision:g}")
+        return answer(f"bracket within precision: ({b.hi:.4g} - {b.lo:.4g}) / {b.lo:.4g} <= {spec.precision:g}")
     if len(history) >= MAX_POINTS:
         return done(f"{MAX_POINTS} points measured without closing the bracket")
     if spec.max_search_s is not None and elapsed_s + spec.point_budget_s > spec.max_search_s:
@@ -266,11 +334,11 @@ def next_step(spec: CapacitySpec, r0: float, history: list[Verdict], elapsed_s: 
             rate = _clamp(r0, spec)
         elif b.lo >= top * (1 - 1e-9):
             if spec.rate_max is not None and top == spec.rate_max:
-                return done(
+                return answer(
                     f"the SLO holds at --rate-max {top:g} req/s (the top of the search range): capacity is "
                     "at least that"
                 )
-            return done(
+            return answer(
                 f"the SLO holds at {top:g} req/s, the most a point of {spec.point_duration_s:g} s may offer "
                 f"({POINT_ARRIVALS:,} arrivals, at most {shown(RATE['max'])} req/s): capacity is at least that"
             )

@@ -121,7 +121,13 @@ def run_capacity_search(
         assert isinstance(nxt, Measure)
         rate = nxt.rate
         result, row, verdict = measure_rate(
-            base, spec, rate, search_json(spec, prior.search_id, nxt.phase, step, r0), tokenizer, phase_hook
+            base,
+            spec,
+            rate,
+            search_json(spec, prior.search_id, nxt.phase, step, r0),
+            tokenizer,
+            phase_hook,
+            duration_s=nxt.duration_s,
         )
         step += 1
         history.append(verdict)
@@ -134,10 +140,14 @@ def run_capacity_search(
                 "attained": row.get("attained"),
                 "point_id": result.point_id,
                 "achieved_rate": row.get("achieved_rate"),
+                "duration_s": nxt.duration_s or spec.point_duration_s,
+                "overloaded": row.get("overloaded"),
             }
         )
         log(
-            f"{nxt.phase} {rate:.4g} req/s: {'pass' if verdict.passed else 'fail'}"
+            f"{nxt.phase} {rate:.4g} req/s"
+            + (f" for {nxt.duration_s:.3g} s" if nxt.duration_s else "")
+            + f": {'pass' if verdict.passed else 'fail'}"
             + (f" ({verdict.reason})" if verdict.reason else "")
             + (f", attainment {row['attained']:.3f}" if row.get("attained") is not None else "")
         )
@@ -152,9 +162,11 @@ def measure_rate(
     search: dict[str, Any],
     tokenizer: PromptTokenizer | None = None,
     phase_hook: Callable[[str], None] | None = None,
+    duration_s: float | None = None,
 ) -> tuple[PointResult, dict[str, Any], Verdict]:
-    """One open-loop point at ``rate`` under the search's rules: ``spec``'s duration and grace, the saturation
-    rules (backlog while it runs; completions and the TTFT trend at its end), its verdict from the views."""
+    """One open-loop point at ``rate`` under the search's rules: ``spec``'s duration (or ``duration_s``: a
+    confirmation's) and grace, the saturation rules (backlog while it runs; completions and the TTFT trend at its
+    end), its verdict from the views (the SLO, attainment and the overload test)."""
 
     def saturated(in_flight: int, at_s: float) -> str | None:
         return backlog_reason(spec, rate, in_flight, at_s)
@@ -162,7 +174,7 @@ def measure_rate(
     point = dataclasses.replace(
         base,
         request_rate=rate,
-        duration_s=spec.point_duration_s,
+        duration_s=duration_s or spec.point_duration_s,
         saturation=saturated,
         grace_s=spec.grace_s,
         warmup_requests=0,
@@ -181,12 +193,19 @@ def measure_rate(
             ],
         )
     row = capacity_verdict(result.requests, result.sweep_point)
-    return (
-        result,
-        row,
-        Verdict(
-            rate, bool(row.get("passed")), row.get("fail_reason"), result.sweep_point.get("stop_reason") is not None
-        ),
+    return result, row, _verdict(rate, row, search.get("phase"), result.sweep_point.get("stop_reason"))
+
+
+def _verdict(rate: float, row: dict[str, Any], phase: str | None, stop_reason: str | None) -> Verdict:
+    """A point's verdict from its ``capacity_points`` row."""
+    e2el_ms = row.get("p50_e2el_ms")
+    return Verdict(
+        rate,
+        bool(row.get("passed")),
+        row.get("fail_reason"),
+        stop_reason is not None,
+        phase,
+        e2el_ms / 1000.0 if e2el_ms else None,
     )
 
 
@@ -195,7 +214,12 @@ def prior_from_rows(points: list[dict[str, Any]], search_id: str, elapsed_s: flo
     import json
 
     history = [
-        Verdict(float(p["offered_rate"]), bool(p["passed"]), p.get("fail_reason"), p.get("stop_reason") is not None)
+        _verdict(
+            float(p["offered_rate"]),
+            p,
+            json.loads(p["search_json"]).get("phase") if p.get("search_json") else None,
+            p.get("stop_reason"),
+        )
         for p in points
         if p.get("offered_rate") is not None
     ]

@@ -133,7 +133,8 @@ def s_capacity(d: Decision) -> list[str]:
             ("shape", "in:out"), ("slo_name", "SLO"), ("max_rate_meeting_slo", "max rate meeting"),
             ("lowest_rate_missing_slo", "lowest rate missing"), ("goodput", "goodput req/s [95 % CI]"),
             ("goodput_tok_s", "goodput tok/s [95 % CI]"), ("limit_fraction", "% of limit"), ("points", "points"), ("verdicts", "verdicts"),
-            ("stop_reasons", "stop reasons"), ("search_wall_s", "search s"), ("outcome", "outcome"))
+            ("stop_reasons", "stop reasons"), ("lowest_rate_missing_reason", "why the lowest rate missing failed"),
+            ("confirmed", "confirmed by a long point"), ("search_wall_s", "search s"), ("outcome", "outcome"))
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "shape":

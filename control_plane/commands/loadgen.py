@@ -79,6 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", type=float, default=0.1, help="--search: stop when (fail - pass) / pass <= this")
     p.add_argument("--point-duration", type=float, default=30.0, help="--search: seconds of arrivals per rate")
     p.add_argument("--max-search-s", type=float, help="--search: time budget of the whole search")
+    p.add_argument(
+        "--confirm-overload",
+        type=float,
+        default=0.05,
+        help="--search: the overload (fraction above capacity) the long confirmation point at the answer must show; "
+        "it lasts 4 x the point's median latency / this, at most --confirm-max-s (0: no confirmation)",
+    )
+    p.add_argument("--confirm-max-s", type=float, default=600.0, help="--search: the longest confirmation point (s)")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = Poisson)")
     p.add_argument("--max-concurrency", type=int, help="open-loop cap on requests in flight")
     p.add_argument("--num-prompts", type=int, default=None, help="requests per point (required unless --duration)")
@@ -309,6 +317,8 @@ def capacity_spec(args: argparse.Namespace) -> Any:
         point_duration_s=args.point_duration,
         max_search_s=args.max_search_s,
         output_len=max(args.output_len, 1),
+        confirm_overload=args.confirm_overload or None,
+        confirm_max_s=args.confirm_max_s,
     )
 
 

@@ -61,6 +61,10 @@ ATTAINMENT = {"min": 0.01, "max": 1.0}  # share of a rate's requests that must b
 SEARCH_PRECISION = {"min": 0.001, "max": 0.99}  # a capacity search's relative bracket
 POINT_S = {"min": 0.5, "max": DAY_S}  # a capacity point's arrivals: below half a second a verdict rests on a handful
 SEARCH_BUDGET_S = {"min": 1.0, "max": DAY_S}
+# a capacity search's confirmation: the overload it must show (a fraction above capacity: under 0.5 % the point
+# would need thousands of service times), and its longest duration
+CONFIRM_OVERLOAD = {"min": 0.005, "max": 0.5}
+CONFIRM_S = {"min": 0.5, "max": DAY_S}
 SUSTAINED_S = {"min": 1.0, "max": DAY_S}  # the sustained lane's measured duration
 WINDOW_S = {"min": 0.1, "max": 3600.0}
 WINDOWS = {"min": 0, "max": 10_000}  # leading windows left out of retention

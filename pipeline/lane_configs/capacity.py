@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.capacity import CapacitySpec
+from pipeline.capacity import CONFIRM_MAX_S_DEFAULT, CONFIRM_OVERLOAD_DEFAULT, CapacitySpec
 from pipeline.lane_configs.bounds import (
     ATTAINMENT,
     BOOT_S,
     BURSTINESS,
+    CONFIRM_OVERLOAD,
+    CONFIRM_S,
     DEVICE_MEM_GIB,
     POINT_S,
     RATE,
@@ -68,6 +70,23 @@ class Config:
             **SEARCH_BUDGET_S,
         },
     )
+    confirm_overload: float | None = field(
+        default=CONFIRM_OVERLOAD_DEFAULT,
+        metadata={
+            "help": "the overload (fraction above capacity) the confirmation point at the answer must show: it lasts "
+            "4 x the point's median latency / this (an overload this size adds 4 service times of queueing by its "
+            "end), at least one point, at most confirm_max_s; None: the answer is not confirmed",
+            **CONFIRM_OVERLOAD,
+        },
+    )
+    confirm_max_s: float = field(
+        default=CONFIRM_MAX_S_DEFAULT,
+        metadata={
+            "help": "the longest confirmation point (s; never shorter than a point); capped, it shows an overload of "
+            "4 x the service time / this",
+            **CONFIRM_S,
+        },
+    )
     burstiness: float = field(default=1.0, metadata={"help": "gamma shape of the arrivals (1 = Poisson)", **BURSTINESS})
     endpoint: str = field(default="completions", metadata={"help": "completions | chat"})
     health_timeout_s: float = field(default=180.0, metadata={"help": "boot budget", **BOOT_S})
@@ -107,12 +126,14 @@ class Config:
             point_duration_s=self.point_duration_s,
             max_search_s=self.max_search_s,
             output_len=max(out, 1),
+            confirm_overload=self.confirm_overload,
+            confirm_max_s=self.confirm_max_s,
         )
 
     @classmethod
     def for_profile(cls, profile: str) -> Config:
-        if profile == "tiny":
-            return cls()
+        if profile == "tiny":  # a confirmation of at most two points: the tiny search's budget stays 30 s
+            return cls(confirm_max_s=4.0)
         # The predecessor's knee shape (512:128, Poisson), the 8B server SLO, 2-minute points, a 2-hour budget.
         return cls(
             models=["llama-3.1-8b-instruct"],

@@ -33,6 +33,7 @@ CONFIG = {
     "precision": 0.25,
     "point_duration_s": 1.0,
     "max_search_s": 600.0,
+    "confirm_overload": None,  # no long confirmation point: this test is about the resume (the replay below)
 }
 
 

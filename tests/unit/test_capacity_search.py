@@ -24,14 +24,17 @@ def spec(**kw) -> CapacitySpec:
     return CapacitySpec(**{**base, **kw})
 
 
-def drive(s: CapacitySpec, r0: float, capacity: float, history=None, limit: int = 60):
-    """Run the search against a perfect oracle: a rate passes exactly when it is at most ``capacity``."""
+def drive(s: CapacitySpec, r0: float, capacity: float, history=None, limit: int = 60, blind: float = 0.0):
+    """Run the search against an oracle: a rate passes exactly when it is at most ``capacity``; a short point also
+    passes up to ``blind`` above it (an overload too small to show in a short point under a loose bound), a
+    confirmation does not."""
     history = list(history or [])
     while True:
         step = next_step(s, r0, history)
         if isinstance(step, Done):
             return step, history
-        history.append(Verdict(step.rate, step.rate <= capacity))
+        seen = capacity if step.phase == "confirm" else capacity * (1 + blind)
+        history.append(Verdict(step.rate, step.rate <= seen, phase=step.phase, service_s=0.1))
         assert len(history) < limit
 
 
@@ -60,6 +63,42 @@ def test_search_brackets_the_true_capacity_within_precision_never_above(capacity
     assert lo <= capacity < hi
     assert (hi - lo) / lo <= 0.1 + 1e-9
     assert "precision" in done.stop_reason
+
+
+@pytest.mark.parametrize("capacity", [0.37, 3.3, 17.0, 250.0])
+@pytest.mark.parametrize("blind", [0.087, 0.136, 0.3])
+def test_short_points_passing_above_capacity_are_caught_by_the_confirmation_never_above(capacity, blind):
+    # a loose bound: short points pass up to `blind` above capacity (the overloads a short point ends before
+    # showing); the long confirmation at the answer fails them, and the answer ends within precision below
+    done, history = drive(spec(precision=0.1), 1.0, capacity, blind=blind)
+    lo, hi = done.max_rate_meeting_slo, done.lowest_rate_missing_slo
+    assert done.found and lo <= capacity < hi and (hi - lo) / lo <= 0.1 + 1e-9 and lo >= capacity / 1.1
+    confirms = [v for v in history if v.phase == "confirm"]
+    assert confirms[-1].rate == lo and confirms[-1].passed and all(not v.passed for v in confirms[:-1])
+    assert "not confirmed" not in done.stop_reason
+
+
+def test_the_confirmation_is_sized_from_the_points_service_time_and_capped():
+    from pipeline.capacity import CONFIRM_SERVICE_TIMES, confirm_duration_s, confirm_shows
+
+    s = spec(confirm_overload=0.05, confirm_max_s=120.0)
+    step = next_step(s, 1.0, [Verdict(1.0, True, service_s=0.2), Verdict(1.05, False)])
+    assert isinstance(step, Measure) and step.phase == "confirm" and step.rate == 1.0
+    assert step.duration_s == pytest.approx(CONFIRM_SERVICE_TIMES * 0.2 / 0.05)  # 16 s: 80 service times
+    assert confirm_duration_s(s, 1.0, 0.01) == s.point_duration_s  # never shorter than a point
+    assert confirm_duration_s(s, 1.0, 10.0) == 120.0  # capped ...
+    assert confirm_shows(s, 120.0, 10.0) == pytest.approx(CONFIRM_SERVICE_TIMES * 10.0 / 120.0)  # ... and says so
+    # the answer stands once confirmed; without a confirmation asked for, the bracket is the answer
+    done = next_step(s, 1.0, [Verdict(1.0, True), Verdict(1.05, False), Verdict(1.0, True, phase="confirm")])
+    assert isinstance(done, Done) and done.max_rate_meeting_slo == 1.0 and "not confirmed" not in done.stop_reason
+    assert isinstance(next_step(spec(confirm_overload=None), 1.0, [Verdict(1.0, True), Verdict(1.05, False)]), Done)
+
+
+def test_a_confirmation_that_does_not_fit_the_budget_leaves_the_answer_unconfirmed_and_says_so():
+    s = spec(max_search_s=40.0, confirm_overload=0.01)  # the confirmation: 4 x 1.75 s / 0.01 = 700 s, capped 600
+    done = next_step(s, 1.0, [Verdict(1.0, True), Verdict(1.05, False)], elapsed_s=20.0)
+    assert isinstance(done, Done) and done.max_rate_meeting_slo == 1.0
+    assert "the confirmation needs" in done.stop_reason and "1 req/s is not confirmed" in done.stop_reason
 
 
 def test_fewer_points_than_a_fixed_ladder_at_the_same_precision():
@@ -166,6 +205,9 @@ def test_ttft_trend_needs_every_window_filled():
         (dict(attainment=1.5), "--attainment"),
         (dict(max_search_s=5.0), "too small for one point"),
         (dict(ttft_ms=0.0), "positive ttft_ms and tpot_ms"),
+        (dict(confirm_overload=0.0), "--confirm-overload must be in [0.005, 0.5]"),
+        (dict(confirm_overload=0.9), "--confirm-overload must be in [0.005, 0.5]"),
+        (dict(confirm_max_s=0.1), "--confirm-max-s must be in [0.5, 86,400] s"),
     ],
 )
 def test_bad_specs_fail_with_one_line(kw, words):
@@ -224,3 +266,25 @@ def test_a_resume_reads_the_newest_unfinished_attempt_back_to_the_last_success_a
     assert prior_points(ctx, s) == {}  # a finished search is never continued
     attempt("failed", [4.0])
     assert [p["request_rate"] for p in prior_points(ctx, s)["m/A"].sweeps] == [4.0]  # not past the success
+
+
+def test_a_resume_keeps_each_points_phase_and_service_time():
+    import json
+
+    from agents.loadgen.capacity import prior_from_rows
+
+    rows = [
+        {"offered_rate": 4.0, "passed": True, "p50_e2el_ms": 120.0, "search_json": json.dumps({"phase": "bisect"})},
+        {
+            "offered_rate": 4.0,
+            "passed": False,
+            "fail_reason": "overload: x",
+            "search_json": json.dumps({"phase": "confirm", "r0": 1.0}),
+        },
+    ]
+    prior = prior_from_rows(rows, "s", 10.0)
+    assert [(v.phase, v.passed, v.service_s) for v in prior.history] == [
+        ("bisect", True, 0.12),
+        ("confirm", False, None),
+    ]
+    assert prior.history[1].reason == "overload: x" and prior.r0 == 1.0

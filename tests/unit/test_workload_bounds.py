@@ -14,7 +14,7 @@ import pytest
 
 from agents.loadgen.datasets import DatasetError, read_dataset
 from agents.loadgen.traces import TraceError, read_trace
-from pipeline.capacity import CapacitySpec, CapacitySpecError, Done, Verdict, next_step
+from pipeline.capacity import CapacitySpec, CapacitySpecError, Done, Measure, Verdict, next_step
 from pipeline.workloads import Workload, WorkloadError, parse_workload
 from tests.support.errors import one_line_error
 
@@ -250,7 +250,9 @@ def test_a_search_that_would_allocate_without_limit_is_refused(kw, start):
 def test_the_ladder_without_rate_max_stops_at_the_most_a_point_may_offer():
     s = _spec(point_duration_s=100.0)  # 1,000,000 arrivals a point: at most 10,000 req/s
     history = [Verdict(2.0**k, True) for k in range(14)] + [Verdict(10_000.0, True)]
-    step = next_step(s, 1.0, history)
+    confirm = next_step(s, 1.0, history)  # the top is the answer: first its confirmation, within a point's arrivals
+    assert isinstance(confirm, Measure) and confirm.phase == "confirm" and confirm.rate * confirm.duration_s <= 1e6
+    step = next_step(s, 1.0, history + [Verdict(10_000.0, True, phase="confirm")])
     assert isinstance(step, Done) and step.found
     assert step.stop_reason.startswith("the SLO holds at 10000 req/s, the most a point of 100 s may offer"), step
     rates = [next_step(s, 1.0, [Verdict(2.0**k, True) for k in range(k_max)]).rate for k_max in (13, 14)]

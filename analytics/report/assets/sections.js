@@ -331,7 +331,8 @@ SECTION.capacity = function (body) {
       textColumn("slo_name", "SLO"), numColumn("max_rate_meeting_slo", "max rate meeting"),
       numColumn("lowest_rate_missing_slo", "lowest rate missing"), ciColumn("goodput", "goodput req/s [95 % CI]"),
       ciColumn("goodput_tok_s", "goodput tok/s [95 % CI]"), numColumn("points", "points"),
-      textColumn("stop_reasons", "stop reasons"), badgeColumn("outcome", "outcome")]}));
+      textColumn("stop_reasons", "stop reasons"), textColumn("lowest_rate_missing_reason", "why the lowest rate missing failed"),
+      textColumn("confirmed", "confirmed by a long point"), badgeColumn("outcome", "outcome")]}));
   return true;
 };
 

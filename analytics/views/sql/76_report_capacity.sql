@@ -3,7 +3,8 @@
 -- Views defined here:
 --   capacity_points          every point of a capacity search (sweep_points.search_json kind 'capacity'): offered
 --                            and achieved rate, burstiness, arrival seed, duration, attainment, the point's
---                            verdict and why it failed (the pass rule below), and the validity rule's exclusion.
+--                            verdict and why it failed (the pass rule below), the validity rule's exclusion, and
+--                            the overload evidence (in flight's slope, completions against arrivals: below).
 --   report_capacity          per (run, instance, lane, model, server config, workload, shape, SLO, search): the
 --                            bracket (max_rate_meeting_slo, lowest_rate_missing_slo), goodput at the passing rate
 --                            with intervals, the points and their verdicts, the stop reasons, the search's wall
@@ -20,9 +21,117 @@
 -- passing rate below it; points excluded by the validity rule (report_point_validity) count for neither.
 -- Goodput tok/s = output tokens of good requests / the point's duration; its interval is goodput req/s's interval
 -- times the mean output tokens of a good request.
+-- Overload, tested apart from the SLO's bounds (a loose bound passes a short overloaded point; above capacity no
+-- rate is sustainable whatever the bound): the point's steady span runs from its first completion (the pipeline is
+-- full) to its last arrival (the drain after it is no queue), cut into B equal windows, B = 8 from 24 requests sent
+-- in the span, else floor(n / 3) (3..7), none under 9 (overloaded NULL: untested, and said). Per window: the mean
+-- requests in flight (sent, not done: each request's time inside the window / the window) and the completions
+-- per s. in_flight_slope is the least-squares slope of the window means on the windows' centres (req/s), its 95 %
+-- interval Student t (df B - 2) on the slope's standard error; completion_rate is the mean of the window rates,
+-- its interval Student t (df B - 1) on their spread. A point is overloaded when the queue grew beyond chance (the
+-- slope's interval lies above 0) by at least 2 requests across the span, or when the
+-- completions' interval lies below the rate that arrived in the span by at least 2 requests' worth over it (a
+-- server completing less than it is offered). An overloaded point fails, whatever its latencies.
 
 CREATE OR REPLACE VIEW capacity_points AS
-WITH sp AS (
+WITH ov_req AS (
+    SELECT r.run_id, r.lane, r.point_id, r.t_sent_ns, r.t_done_ns, r.success
+    FROM requests r
+    SEMI JOIN sweep_points s ON s.run_id = r.run_id AND s.lane = r.lane AND s.point_id = r.point_id
+                             AND json_extract_string(s.search_json, '$.kind') = 'capacity'
+    WHERE NOT r.warmup AND r.t_sent_ns IS NOT NULL
+),
+ov_span AS (
+    SELECT o.*, (o.s1 - o.s0) / 1e9 AS span_s,
+           CAST(CASE WHEN o.n >= 24 THEN 8 WHEN o.n >= 9 THEN o.n // 3 END AS BIGINT) AS windows
+    FROM (
+        SELECT q.run_id, q.lane, q.point_id, q.s0, q.s1,
+               (SELECT count(*) FROM ov_req x WHERE x.run_id = q.run_id AND x.lane = q.lane
+                                               AND x.point_id = q.point_id AND x.t_sent_ns BETWEEN q.s0 AND q.s1) AS n
+        FROM (SELECT run_id, lane, point_id, min(t_done_ns) FILTER (WHERE success) AS s0, max(t_sent_ns) AS s1
+              FROM ov_req GROUP BY ALL) q
+    ) o
+),
+ov_win AS (  -- one row per window: its centre (s from the span's start), mean in flight, completions and arrivals
+    SELECT run_id, lane, point_id, j, (j + 0.5) * width_s AS centre_s, width_s,
+           busy_ns / (width_s * 1e9) AS in_flight, completions, arrivals
+    FROM (
+        SELECT p.run_id, p.lane, p.point_id, w.j, p.span_s / p.windows AS width_s,
+               coalesce(sum(greatest(0, least(coalesce(r.t_done_ns, w.e + 1), w.e) - greatest(r.t_sent_ns, w.b))), 0)
+                   AS busy_ns,
+               count(*) FILTER (WHERE r.success AND r.t_done_ns >= w.b
+                                  AND (r.t_done_ns < w.e OR (w.j = p.windows - 1 AND r.t_done_ns <= w.e)))
+                   AS completions,
+               count(*) FILTER (WHERE r.t_sent_ns >= w.b
+                                  AND (r.t_sent_ns < w.e OR (w.j = p.windows - 1 AND r.t_sent_ns <= w.e)))
+                   AS arrivals
+        FROM ov_span p
+        CROSS JOIN LATERAL (
+            SELECT j, p.s0 + j * (p.s1 - p.s0) / p.windows AS b, p.s0 + (j + 1) * (p.s1 - p.s0) / p.windows AS e
+            FROM (SELECT unnest(range(p.windows)) AS j)) w
+        LEFT JOIN ov_req r ON r.run_id = p.run_id AND r.lane = p.lane AND r.point_id = p.point_id
+                          AND r.t_sent_ns <= w.e AND coalesce(r.t_done_ns, w.e + 1) >= w.b
+        WHERE p.windows IS NOT NULL AND p.s1 > p.s0
+        GROUP BY p.run_id, p.lane, p.point_id, w.j, p.span_s, p.windows
+    )
+),
+ov_fit AS (
+    SELECT run_id, lane, point_id, count(*) AS windows,
+           regr_slope(in_flight, centre_s) AS in_flight_slope,
+           sqrt(greatest(regr_syy(in_flight, centre_s) - regr_sxy(in_flight, centre_s) ^ 2
+                         / nullif(regr_sxx(in_flight, centre_s), 0), 0) / (count(*) - 2)
+                / nullif(regr_sxx(in_flight, centre_s), 0)) AS slope_se,
+           avg(completions / width_s) AS completion_rate,
+           -- identical window rates give no spread to estimate from: no interval (NULL), never a zero-width one
+           nullif(stddev_samp(completions / width_s), 0) / sqrt(count(*)) AS completion_se,
+           sum(arrivals) / sum(width_s) AS span_arrival_rate
+    FROM ov_win GROUP BY ALL
+),
+ov AS (
+    SELECT sp.run_id, sp.lane, sp.point_id, sp.span_s AS overload_span_s, f.windows AS overload_windows,
+           f.span_arrival_rate, f.completion_rate,
+           f.completion_rate - tc.t * f.completion_se AS completion_rate_ci_low,
+           f.completion_rate + tc.t * f.completion_se AS completion_rate_ci_high,
+           f.in_flight_slope, f.in_flight_slope - ts.t * f.slope_se AS in_flight_slope_ci_low,
+           f.in_flight_slope + ts.t * f.slope_se AS in_flight_slope_ci_high,
+           f.in_flight_slope * sp.span_s AS in_flight_growth,
+           sp.n AS overload_requests
+    FROM ov_span sp
+    LEFT JOIN ov_fit f USING (run_id, lane, point_id)
+    ASOF LEFT JOIN t_crit_95 tc ON f.windows - 1 >= tc.df
+    ASOF LEFT JOIN t_crit_95 ts ON f.windows - 2 >= ts.df
+),
+ovv AS (
+    SELECT ov.*,
+           coalesce(in_flight_slope_ci_low > 0 AND in_flight_growth >= 2, false) AS queue_grew,
+           coalesce(completion_rate_ci_high < span_arrival_rate
+                    AND (span_arrival_rate - completion_rate) * overload_span_s >= 2, false) AS completions_short
+    FROM ov
+),
+overload AS (
+    SELECT run_id, lane, point_id, overload_span_s, overload_windows, span_arrival_rate, completion_rate,
+           completion_rate_ci_low, completion_rate_ci_high, in_flight_slope, in_flight_slope_ci_low,
+           in_flight_slope_ci_high, in_flight_growth,
+           CASE WHEN queue_grew OR completions_short THEN true
+                WHEN overload_windows IS NULL OR in_flight_slope_ci_low IS NULL THEN NULL
+                ELSE false END AS overloaded,
+           CASE WHEN queue_grew OR completions_short
+                THEN 'overload: ' || concat_ws('; ',
+                     CASE WHEN completions_short
+                          THEN printf('completions %.3g/s [%.3g, %.3g] < offered %.3g/s', completion_rate,
+                                      completion_rate_ci_low, completion_rate_ci_high, span_arrival_rate) END,
+                     CASE WHEN queue_grew
+                          THEN printf('in flight grew %.3g requests over %.3g s (slope %.3g/s [%.3g, %.3g])',
+                                      in_flight_growth, overload_span_s, in_flight_slope, in_flight_slope_ci_low,
+                                      in_flight_slope_ci_high) END)
+                WHEN overload_windows IS NULL
+                THEN printf('overload untested: %d requests sent between the first completion and the last '
+                            'arrival (needs 9)', coalesce(overload_requests, 0))
+                WHEN in_flight_slope_ci_low IS NULL THEN 'overload untested: no spread to estimate from' END
+               AS overload_reason
+    FROM ovv
+),
+sp AS (
     SELECT run_id, lane, point_id, any_value(search_json) AS search_json, any_value(stop_reason) AS stop_reason,
            any_value(request_rate) AS offered_rate, any_value(burstiness) AS burstiness,
            any_value(seed) AS arrival_seed, any_value(window_start) AS window_start,
@@ -53,7 +162,7 @@ j AS (
            p.priced_instance_type,
            p.reference_usd_per_hour, p.metric_basis, p.valid, p.invalid_reason, p.completed, p.failed,
            p.slo_name, p.slo_ttft_ms, p.slo_tpot_ms, p.slo_percentile, p.slo_met, p.slo_miss_reason,
-           p.slo_ttft_value_ms, p.slo_tpot_value_ms, p.p50_ttft_ms, p.p99_ttft_ms, p.p99_tpot_ms,
+           p.slo_ttft_value_ms, p.slo_tpot_value_ms, p.p50_ttft_ms, p.p99_ttft_ms, p.p99_tpot_ms, s.p50_e2el_ms,
            p.output_throughput, p.output_throughput_ci_low, p.output_throughput_ci_high,
            p.goodput, p.goodput_ci_low, p.goodput_ci_high,
            -- a rate at which the server completed nothing is a failing rate (rule 8), never an exclusion
@@ -72,19 +181,20 @@ j AS (
     LEFT JOIN serving_points s USING (run_id, lane, point_id)
     LEFT JOIN serving_aggregates a2 USING (run_id, lane, point_id)
 )
-SELECT j.* EXCLUDE (tokens_per_good_request),
+SELECT j.* EXCLUDE (tokens_per_good_request), ovl.* EXCLUDE (run_id, lane, point_id),
        goodput_ci_low * tokens_per_good_request AS goodput_tok_s_ci_low,
        goodput_ci_high * tokens_per_good_request AS goodput_tok_s_ci_high,
        offered_rate IS NOT NULL AND stop_reason IS NULL AND coalesce(slo_met, false)
-           AND coalesce(attained >= attainment_target, false) AS passed,
+           AND coalesce(attained >= attainment_target, false) AND NOT coalesce(ovl.overloaded, false) AS passed,
        CASE WHEN offered_rate IS NULL THEN 'not an open-loop point (the search''s closed-loop probe)'
-            ELSE nullif(concat_ws('; ', stop_reason,
+            ELSE nullif(concat_ws('; ', stop_reason, CASE WHEN ovl.overloaded THEN ovl.overload_reason END,
                  CASE WHEN NOT coalesce(slo_met, false) THEN coalesce(slo_miss_reason, 'SLO not met') END,
                  CASE WHEN attained IS NULL THEN 'no attainment recorded'
                       WHEN attained < attainment_target
                       THEN printf('attainment %.1f %% < %.1f %%', 100 * attained, 100 * attainment_target) END),
                  '') END AS fail_reason
-FROM j;
+FROM j
+LEFT JOIN overload ovl USING (run_id, lane, point_id);
 
 CREATE OR REPLACE VIEW report_capacity AS
 WITH counted AS (
@@ -110,10 +220,21 @@ b AS (
            count(*) AS points,
            count(*) FILTER (WHERE excluded_reason IS NOT NULL) AS points_excluded,
            count(*) FILTER (WHERE stop_reason IS NOT NULL) AS points_saturated,
-           string_agg(printf('%.4g %s', offered_rate,
+           count(*) FILTER (WHERE overloaded) AS points_overloaded,
+           string_agg(printf('%.4g %s%s', offered_rate,
                              CASE WHEN excluded_reason IS NOT NULL THEN 'excluded'
-                                  WHEN passed THEN 'pass' ELSE 'fail' END), ', ' ORDER BY offered_rate)
-               AS verdicts,
+                                  WHEN passed THEN 'pass' ELSE 'fail' END,
+                             CASE WHEN phase = 'confirm'
+                                  THEN coalesce(printf(' (confirmation, %.4g s)', duration), ' (confirmation)')
+                                  ELSE '' END),
+                      ', ' ORDER BY offered_rate, phase = 'confirm', step) AS verdicts,
+           -- why the lowest failing rate failed (its fail_reason; of two points there, the first by step)
+           arg_min(fail_reason, step) FILTER (WHERE offered_rate = hi AND NOT passed AND excluded_reason IS NULL)
+               AS lowest_rate_missing_reason,
+           -- the answer's confirmation: a passing long point at the highest passing rate below every failure
+           max(offered_rate) FILTER (WHERE phase = 'confirm' AND passed AND excluded_reason IS NULL
+                                       AND (hi IS NULL OR offered_rate < hi)) AS confirmed_rate,
+           any_value(TRY_CAST(json_extract(search_json, '$.confirm_overload') AS DOUBLE)) AS confirm_overload,
            -- ordered: the report is rebuilt byte for byte from the same rows (an unordered aggregate is not)
            string_agg(DISTINCT stop_reason, '; ' ORDER BY stop_reason) AS stop_reasons,
            epoch(max(window_end)) - epoch(min(window_start)) AS search_wall_s,
@@ -137,9 +258,12 @@ at_rate AS (
           AND x.offered_rate = b.max_rate_meeting_slo AND x.passed AND x.excluded_reason IS NULL
         ORDER BY x.point_id LIMIT 1) p ON true
 )
-SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour),
+SELECT a.* EXCLUDE (priced_instance_type, reference_usd_per_hour, confirmed_rate),
        a.priced_instance_type AS instance_type,
        a.max_rate_meeting_slo IS NOT NULL AS found,
+       -- NULL: nothing to confirm (no answer) or no confirmation asked for (confirm_overload NULL)
+       CASE WHEN a.max_rate_meeting_slo IS NOT NULL AND a.confirm_overload IS NOT NULL
+            THEN a.confirmed_rate IS NOT DISTINCT FROM a.max_rate_meeting_slo END AS confirmed,
        coalesce(a.reference_usd_per_hour, ip.usd_per_hour) AS usd_per_hour,
        ip.price_date, ip.region AS price_region,
        CASE WHEN a.reference_usd_per_hour IS NOT NULL THEN 'declared at import' ELSE ip.source END AS price_source,
