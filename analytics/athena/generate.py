@@ -582,6 +582,14 @@ def _formatted(kind: str, precision: int, value: exp.Expression) -> exp.Expressi
     return expr
 
 
+def _depth(node: exp.Expression) -> int:
+    """How many parents a node has (a nested call is deeper than the call it is an argument of)."""
+    depth = 0
+    while node.parent is not None:
+        node, depth = node.parent, depth + 1
+    return depth
+
+
 def _rewrite_printf(tree: exp.Expression) -> str | None:
     """``printf(fmt, a, ...)`` as Trino's ``format(fmt, a, ...)`` (Java's ``String.format``) where every specifier of
     ``fmt`` means the same in both: ``%s``, ``%d``, ``%%`` (DuckDB takes ``%d`` for an integer only and ``%s`` for a
@@ -591,8 +599,8 @@ def _rewrite_printf(tree: exp.Expression) -> str | None:
     printf is NULL when an argument is; Java writes ``null``: the call is NULL when any argument is. Any other
     specifier (a width, a flag, ``%.0g``, which DuckDB does not write as C does), or a format that is not a literal:
     the reason names it."""
-    for fn in list(tree.find_all(exp.Anonymous)):
-        if fn.name.lower() != "printf" or not fn.expressions:
+    for fn in sorted(tree.find_all(exp.Anonymous), key=_depth, reverse=True):  # innermost first: a printf in
+        if fn.name.lower() != "printf" or not fn.expressions:  # another's arguments is rewritten before they are copied
             continue
         fmt, args = fn.expressions[0], [a.copy() for a in fn.expressions[1:]]
         pieces = list(fmt.flatten()) if isinstance(fmt, (exp.Concat, exp.DPipe)) else [fmt]

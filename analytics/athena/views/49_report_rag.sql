@@ -354,7 +354,504 @@ FROM (
     AND s.stage = 'end_to_end'
 ) AS lv;
 
--- report_rag_decision: not translated (function printf() is DuckDB's; sqlglot keeps it by name and Trino has none); see REPORT.md
+CREATE OR REPLACE VIEW report_rag_decision AS
+WITH runs AS (
+  SELECT
+    l.run_id,
+    l.lane,
+    l.box_role,
+    l.instance_type,
+    l.priced_as
+  FROM lane_runs AS l
+  JOIN report_lane_attempts AS a
+    USING (run_id, lane, attempt)
+  WHERE
+    a.effective
+), g AS (
+  SELECT
+    run_id,
+    lane,
+    store,
+    embedder,
+    reranker,
+    generator,
+    ARBITRARY(slo_end_to_end_ms) AS slo_end_to_end_ms,
+    ARBITRARY(slo_percentile) AS slo_percentile,
+    MAX(concurrency) AS highest_concurrency_measured,
+    MAX(concurrency) FILTER(WHERE
+      slo_met) AS concurrency_at_slo,
+    MAX_BY(queries_per_s, concurrency) FILTER(WHERE
+      slo_met) AS queries_per_s_at_slo,
+    MAX_BY(slo_value_ms, concurrency) FILTER(WHERE
+      slo_met) AS slo_value_ms_at_slo,
+    MIN_BY(slo_value_ms, concurrency) AS lowest_level_value_ms
+  FROM report_rag_load
+  GROUP BY
+    1,
+    2,
+    3,
+    4,
+    5,
+    6
+), j AS (
+  SELECT
+    g.*,
+    CASE
+      WHEN COALESCE(r.box_role, '') = 'local'
+      THEN COALESCE(r.priced_as, 'local (not priced)')
+      ELSE COALESCE(r.instance_type, 'instance type not recorded')
+    END AS instance,
+    CASE
+      WHEN COALESCE(r.box_role, '') = 'local'
+      THEN r.priced_as
+      ELSE r.instance_type
+    END AS priced_instance_type
+  FROM g
+  LEFT JOIN runs AS r
+    USING (run_id, lane)
+)
+SELECT
+  j.*,
+  pr.usd_per_hour,
+  pr.price_date,
+  CAST(pr.usd_per_hour AS DOUBLE) / (
+    queries_per_s_at_slo * 3600.0
+  ) * 1000.0 AS usd_per_1k_queries,
+  CASE
+    WHEN slo_end_to_end_ms IS NULL
+    THEN 'no SLO recorded for these queries'
+    WHEN concurrency_at_slo IS NULL
+    THEN IF(
+      slo_percentile IS NULL
+      OR slo_end_to_end_ms IS NULL
+      OR COALESCE(
+        IF(
+          lowest_level_value_ms IS NULL,
+          NULL,
+          FORMAT(
+            '%s',
+            ELEMENT_AT(
+              TRANSFORM(
+                ARRAY[CAST(lowest_level_value_ms AS DOUBLE)],
+                x -> CASE
+                  WHEN x IS NULL
+                  THEN NULL
+                  WHEN IS_NAN(x)
+                  THEN 'nan'
+                  WHEN IS_INFINITE(x)
+                  THEN IF(x > 0, 'inf', '-inf')
+                  ELSE CASE
+                    WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                    THEN FORMAT('%.1f', x)
+                    ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[1e1],
+                            s -> ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[ABS(x)],
+                                a -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[a * s],
+                                    p -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[134217729e0 * a],
+                                        c -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[c - (
+                                              c - a
+                                            )],
+                                            h -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[(
+                                                  h * s - p
+                                                ) + (
+                                                  a - h
+                                                ) * s],
+                                                e -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[FLOOR(p)],
+                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                    ), 1, 0)
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              ),
+                              1
+                            )
+                          ),
+                          1
+                        )],
+                        r -> CAST(CAST((
+                          r - r % 10
+                        ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                      ),
+                      1
+                    )
+                  END
+                END
+              ),
+              1
+            )
+          )
+        ),
+        'NULL'
+      ) IS NULL,
+      NULL,
+      FORMAT(
+        'no level meets p%s end to end <= %s ms (the lowest level: %s ms)',
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[CAST(slo_percentile AS DOUBLE)],
+            x -> CASE
+              WHEN x IS NULL
+              THEN NULL
+              WHEN IS_NAN(x)
+              THEN 'nan'
+              WHEN IS_INFINITE(x)
+              THEN IF(x > 0, 'inf', '-inf')
+              ELSE IF(
+                x = 0,
+                IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[IF(
+                      ABS(x) < 1e-5 OR ABS(x) >= 1e7,
+                      ARRAY[6, 0, 0, 0, 0],
+                      ELEMENT_AT(
+                        TRANSFORM(
+                          ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                          m -> ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[TRANSFORM(
+                                ARRAY[m - 1, m, m + 1],
+                                z -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[POWER(10e0, 5 - z)],
+                                    s -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[ABS(x)],
+                                        a -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[a * s],
+                                            p -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[134217729e0 * a],
+                                                c -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[c - (
+                                                      c - a
+                                                    )],
+                                                    h -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[(
+                                                          h * s - p
+                                                        ) + (
+                                                          a - h
+                                                        ) * s],
+                                                        e -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[FLOOR(p)],
+                                                            k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                              p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                            ), 1, 0)
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              )],
+                              rr -> ARRAY[IF(rr[2] >= 1000000, m + 1, IF(rr[2] < 100000, m - 1, m)), rr[1], rr[2], rr[3], m]
+                            ),
+                            1
+                          )
+                        ),
+                        1
+                      )
+                    )],
+                    xr -> IF(
+                      xr[1] < -4 OR xr[1] >= 6,
+                      REGEXP_REPLACE(FORMAT('%.5e', x), '\.?0+e', 'e'),
+                      IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                        TRANSFORM(
+                          ARRAY[xr[xr[1] - xr[5] + 3]],
+                          r -> ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[5 - xr[1]],
+                              n -> IF(
+                                n = 0,
+                                CAST(r AS VARCHAR),
+                                REGEXP_REPLACE(
+                                  CAST(CAST((
+                                    r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                  ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                  '\.?0+$',
+                                  ''
+                                )
+                              )
+                            ),
+                            1
+                          )
+                        ),
+                        1
+                      )
+                    )
+                  ),
+                  1
+                )
+              )
+            END
+          ),
+          1
+        ),
+        ELEMENT_AT(
+          TRANSFORM(
+            ARRAY[CAST(slo_end_to_end_ms AS DOUBLE)],
+            x -> CASE
+              WHEN x IS NULL
+              THEN NULL
+              WHEN IS_NAN(x)
+              THEN 'nan'
+              WHEN IS_INFINITE(x)
+              THEN IF(x > 0, 'inf', '-inf')
+              ELSE IF(
+                x = 0,
+                IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[IF(
+                      ABS(x) < 1e-5 OR ABS(x) >= 1e7,
+                      ARRAY[6, 0, 0, 0, 0],
+                      ELEMENT_AT(
+                        TRANSFORM(
+                          ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                          m -> ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[TRANSFORM(
+                                ARRAY[m - 1, m, m + 1],
+                                z -> ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[POWER(10e0, 5 - z)],
+                                    s -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[ABS(x)],
+                                        a -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[a * s],
+                                            p -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[134217729e0 * a],
+                                                c -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[c - (
+                                                      c - a
+                                                    )],
+                                                    h -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[(
+                                                          h * s - p
+                                                        ) + (
+                                                          a - h
+                                                        ) * s],
+                                                        e -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[FLOOR(p)],
+                                                            k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                              p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                            ), 1, 0)
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              )],
+                              rr -> ARRAY[IF(rr[2] >= 1000000, m + 1, IF(rr[2] < 100000, m - 1, m)), rr[1], rr[2], rr[3], m]
+                            ),
+                            1
+                          )
+                        ),
+                        1
+                      )
+                    )],
+                    xr -> IF(
+                      xr[1] < -4 OR xr[1] >= 6,
+                      REGEXP_REPLACE(FORMAT('%.5e', x), '\.?0+e', 'e'),
+                      IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                        TRANSFORM(
+                          ARRAY[xr[xr[1] - xr[5] + 3]],
+                          r -> ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[5 - xr[1]],
+                              n -> IF(
+                                n = 0,
+                                CAST(r AS VARCHAR),
+                                REGEXP_REPLACE(
+                                  CAST(CAST((
+                                    r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                  ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                  '\.?0+$',
+                                  ''
+                                )
+                              )
+                            ),
+                            1
+                          )
+                        ),
+                        1
+                      )
+                    )
+                  ),
+                  1
+                )
+              )
+            END
+          ),
+          1
+        ),
+        COALESCE(
+          IF(
+            lowest_level_value_ms IS NULL,
+            NULL,
+            FORMAT(
+              '%s',
+              ELEMENT_AT(
+                TRANSFORM(
+                  ARRAY[CAST(lowest_level_value_ms AS DOUBLE)],
+                  x -> CASE
+                    WHEN x IS NULL
+                    THEN NULL
+                    WHEN IS_NAN(x)
+                    THEN 'nan'
+                    WHEN IS_INFINITE(x)
+                    THEN IF(x > 0, 'inf', '-inf')
+                    ELSE CASE
+                      WHEN ABS(x) * 1e1 >= 4503599627370496e0
+                      THEN FORMAT('%.1f', x)
+                      ELSE IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                        TRANSFORM(
+                          ARRAY[ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[1e1],
+                              s -> ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[ABS(x)],
+                                  a -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[a * s],
+                                      p -> ELEMENT_AT(
+                                        TRANSFORM(
+                                          ARRAY[134217729e0 * a],
+                                          c -> ELEMENT_AT(
+                                            TRANSFORM(
+                                              ARRAY[c - (
+                                                c - a
+                                              )],
+                                              h -> ELEMENT_AT(
+                                                TRANSFORM(
+                                                  ARRAY[(
+                                                    h * s - p
+                                                  ) + (
+                                                    a - h
+                                                  ) * s],
+                                                  e -> ELEMENT_AT(
+                                                    TRANSFORM(
+                                                      ARRAY[FLOOR(p)],
+                                                      k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                        p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                      ), 1, 0)
+                                                    ),
+                                                    1
+                                                  )
+                                                ),
+                                                1
+                                              )
+                                            ),
+                                            1
+                                          )
+                                        ),
+                                        1
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            ),
+                            1
+                          )],
+                          r -> CAST(CAST((
+                            r - r % 10
+                          ) / 10 AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % 10 AS VARCHAR), 1, '0')
+                        ),
+                        1
+                      )
+                    END
+                  END
+                ),
+                1
+              )
+            )
+          ),
+          'NULL'
+        )
+      )
+    )
+    WHEN pr.usd_per_hour IS NULL
+    THEN CONCAT(
+      CAST('no price for ' AS VARCHAR),
+      CAST(COALESCE(priced_instance_type, 'this host') AS VARCHAR)
+    )
+  END AS note
+FROM j
+LEFT JOIN instance_prices AS pr
+  ON pr.instance_type = j.priced_instance_type;
 
 CREATE OR REPLACE VIEW report_rag_coresidency AS
 SELECT

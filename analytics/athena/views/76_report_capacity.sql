@@ -5,7 +5,8 @@
 /* Views defined here: */
 /*   capacity_points          every point of a capacity search (sweep_points.search_json kind 'capacity'): offered */
 /*                            and achieved rate, burstiness, arrival seed, duration, attainment, the point's */
-/*                            verdict and why it failed (the pass rule below), and the validity rule's exclusion. */
+/*                            verdict and why it failed (the pass rule below), the validity rule's exclusion, and */
+/*                            the overload evidence (in flight's slope, completions against arrivals: below). */
 /*   report_capacity          per (run, instance, lane, model, server config, workload, shape, SLO, search): the */
 /*                            bracket (max_rate_meeting_slo, lowest_rate_missing_slo), goodput at the passing rate */
 /*                            with intervals, the points and their verdicts, the stop reasons, the search's wall */
@@ -22,8 +23,1415 @@
 /* passing rate below it; points excluded by the validity rule (report_point_validity) count for neither. */
 /* Goodput tok/s = output tokens of good requests / the point's duration; its interval is goodput req/s's interval */
 /* times the mean output tokens of a good request. */
+/* Overload, tested apart from the SLO's bounds (a loose bound passes a short overloaded point; above capacity no */
+/* rate is sustainable whatever the bound): the point's steady span runs from its first completion (the pipeline is */
+/* full) to its last arrival (the drain after it is no queue), cut into B equal windows, B = 8 from 24 requests sent */
+/* in the span, else floor(n / 3) (3..7), none under 9 (overloaded NULL: untested, and said). Per window: the mean */
+/* requests in flight (sent, not done: each request's time inside the window / the window) and the completions */
+/* per s. in_flight_slope is the least-squares slope of the window means on the windows' centres (req/s), its 95 % */
+/* interval Student t (df B - 2) on the slope's standard error; completion_rate is the mean of the window rates, */
+/* its interval Student t (df B - 1) on their spread. A point is overloaded when the queue grew beyond chance (the */
+/* slope's interval lies above 0) by at least 2 requests across the span, or when the */
+/* completions' interval lies below the rate that arrived in the span by at least 2 requests' worth over it (a */
+/* server completing less than it is offered). An overloaded point fails, whatever its latencies. */
 CREATE OR REPLACE VIEW capacity_points AS
-WITH sp AS (
+WITH ov_req AS (
+  SELECT
+    r.run_id,
+    r.lane,
+    r.point_id,
+    r.t_sent_ns,
+    r.t_done_ns,
+    r.success
+  FROM requests AS r
+  WHERE
+    (
+      NOT r.warmup AND NOT r.t_sent_ns IS NULL
+    )
+    AND EXISTS(
+      SELECT
+        1
+      FROM sweep_points AS s
+      WHERE
+        s.run_id = r.run_id
+        AND s.lane = r.lane
+        AND s.point_id = r.point_id
+        AND JSON_EXTRACT_SCALAR(s.search_json, '$.kind') = 'capacity'
+    )
+), ov_span AS (
+  SELECT
+    o.*,
+    CAST((
+      o.s1 - o.s0
+    ) AS DOUBLE) / 1e9 AS span_s,
+    CAST(CASE
+      WHEN o.n >= 24
+      THEN 8
+      WHEN o.n >= 9
+      THEN CAST(TRUNCATE(CAST(o.n AS DOUBLE) / 3) AS BIGINT)
+    END AS BIGINT) AS windows
+  FROM (
+    SELECT
+      q.run_id,
+      q.lane,
+      q.point_id,
+      q.s0,
+      q.s1,
+      (
+        SELECT
+          COUNT(*)
+        FROM ov_req AS x
+        WHERE
+          x.run_id = q.run_id
+          AND x.lane = q.lane
+          AND x.point_id = q.point_id
+          AND x.t_sent_ns BETWEEN q.s0 AND q.s1
+      ) AS n
+    FROM (
+      SELECT
+        run_id,
+        lane,
+        point_id,
+        MIN(t_done_ns) FILTER(WHERE
+          success) AS s0,
+        MAX(t_sent_ns) AS s1
+      FROM ov_req
+      GROUP BY
+        1,
+        2,
+        3
+    ) AS q
+  ) AS o
+), ov_win AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    j,
+    (
+      j + 0.5
+    ) * width_s AS centre_s,
+    width_s,
+    CAST(busy_ns AS DOUBLE) / (
+      width_s * 1e9
+    ) AS in_flight,
+    completions,
+    arrivals
+  FROM (
+    SELECT
+      p.run_id,
+      p.lane,
+      p.point_id,
+      w.j,
+      CAST(p.span_s AS DOUBLE) / p.windows AS width_s,
+      COALESCE(
+        SUM(
+          GREATEST(0, LEAST(COALESCE(r.t_done_ns, w.e + 1), w.e) - GREATEST(r.t_sent_ns, w.b))
+        ),
+        0
+      ) AS busy_ns,
+      COUNT(*) FILTER(WHERE
+        r.success
+        AND r.t_done_ns >= w.b
+        AND (
+          r.t_done_ns < w.e OR (
+            w.j = p.windows - 1 AND r.t_done_ns <= w.e
+          )
+        )) AS completions,
+      COUNT(*) FILTER(WHERE
+        r.t_sent_ns >= w.b
+        AND (
+          r.t_sent_ns < w.e OR (
+            w.j = p.windows - 1 AND r.t_sent_ns <= w.e
+          )
+        )) AS arrivals
+    FROM ov_span AS p
+    CROSS JOIN LATERAL (
+      SELECT
+        j,
+        p.s0 + CAST(j * (
+          p.s1 - p.s0
+        ) AS DOUBLE) / p.windows AS b,
+        p.s0 + CAST((
+          j + 1
+        ) * (
+          p.s1 - p.s0
+        ) AS DOUBLE) / p.windows AS e
+      FROM (
+        SELECT
+          IF(_u.pos = _u_2.pos_2, _u_2.j) AS j
+        FROM UNNEST(SEQUENCE(
+          1,
+          GREATEST(
+            CARDINALITY(IF((
+              p.windows - 1
+            ) < 0, ARRAY[], SEQUENCE(0, (
+              p.windows - 1
+            ))))
+          )
+        )) AS _u(pos)
+        CROSS JOIN UNNEST(IF((
+          p.windows - 1
+        ) < 0, ARRAY[], SEQUENCE(0, (
+          p.windows - 1
+        )))) WITH ORDINALITY AS _u_2(j, pos_2)
+        WHERE
+          _u.pos = _u_2.pos_2
+          OR (
+            _u.pos > CARDINALITY(IF((
+              p.windows - 1
+            ) < 0, ARRAY[], SEQUENCE(0, (
+              p.windows - 1
+            ))))
+            AND _u_2.pos_2 = CARDINALITY(IF((
+              p.windows - 1
+            ) < 0, ARRAY[], SEQUENCE(0, (
+              p.windows - 1
+            ))))
+          )
+      )
+    ) AS w
+    LEFT JOIN ov_req AS r
+      ON r.run_id = p.run_id
+      AND r.lane = p.lane
+      AND r.point_id = p.point_id
+      AND r.t_sent_ns <= w.e
+      AND COALESCE(r.t_done_ns, w.e + 1) >= w.b
+    WHERE
+      NOT p.windows IS NULL AND p.s1 > p.s0
+    GROUP BY
+      p.run_id,
+      p.lane,
+      p.point_id,
+      w.j,
+      p.span_s,
+      p.windows
+  )
+), ov_fit AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    COUNT(*) AS windows,
+    REGR_SLOPE(in_flight, centre_s) AS in_flight_slope,
+    SQRT(
+      CAST(CAST(GREATEST(
+        REGR_SYY(in_flight, centre_s) - CAST(POWER(REGR_SXY(in_flight, centre_s), 2) AS DOUBLE) / NULLIF(REGR_SXX(in_flight, centre_s), 0),
+        0
+      ) AS DOUBLE) / (
+        COUNT(*) - 2
+      ) AS DOUBLE) / NULLIF(REGR_SXX(in_flight, centre_s), 0)
+    ) AS slope_se,
+    AVG(CAST(completions AS DOUBLE) / width_s) AS completion_rate,
+    CAST(NULLIF(STDDEV_SAMP(CAST(completions AS DOUBLE) / width_s), 0) /* identical window rates give no spread to estimate from: no interval (NULL), never a zero-width one */ AS DOUBLE) / SQRT(COUNT(*)) AS completion_se,
+    CAST(SUM(arrivals) AS DOUBLE) / SUM(width_s) AS span_arrival_rate
+  FROM ov_win
+  GROUP BY
+    1,
+    2,
+    3
+), ov AS (
+  SELECT
+    sp.run_id,
+    sp.lane,
+    sp.point_id,
+    sp.span_s AS overload_span_s,
+    f.windows AS overload_windows,
+    f.span_arrival_rate,
+    f.completion_rate,
+    f.completion_rate - tc.t * f.completion_se AS completion_rate_ci_low,
+    f.completion_rate + tc.t * f.completion_se AS completion_rate_ci_high,
+    f.in_flight_slope,
+    f.in_flight_slope - ts.t * f.slope_se AS in_flight_slope_ci_low,
+    f.in_flight_slope + ts.t * f.slope_se AS in_flight_slope_ci_high,
+    f.in_flight_slope * sp.span_s AS in_flight_growth,
+    sp.n AS overload_requests
+  FROM ov_span AS sp
+  LEFT JOIN ov_fit AS f
+    USING (run_id, lane, point_id)
+  LEFT JOIN (
+    SELECT
+      *,
+      LEAD(df) OVER (ORDER BY df) AS asof_next_key
+    FROM t_crit_95
+  ) AS tc
+    ON f.windows - 1 >= tc.df
+    AND (
+      tc.asof_next_key IS NULL OR tc.asof_next_key > f.windows - 1
+    )
+  LEFT JOIN (
+    SELECT
+      *,
+      LEAD(df) OVER (ORDER BY df) AS asof_next_key
+    FROM t_crit_95
+  ) AS ts
+    ON f.windows - 2 >= ts.df
+    AND (
+      ts.asof_next_key IS NULL OR ts.asof_next_key > f.windows - 2
+    )
+), ovv AS (
+  SELECT
+    ov.*,
+    COALESCE(in_flight_slope_ci_low > 0 AND in_flight_growth >= 2, FALSE) AS queue_grew,
+    COALESCE(
+      completion_rate_ci_high < span_arrival_rate
+      AND (
+        span_arrival_rate - completion_rate
+      ) * overload_span_s >= 2,
+      FALSE
+    ) AS completions_short
+  FROM ov
+), overload AS (
+  SELECT
+    run_id,
+    lane,
+    point_id,
+    overload_span_s,
+    overload_windows,
+    span_arrival_rate,
+    completion_rate,
+    completion_rate_ci_low,
+    completion_rate_ci_high,
+    in_flight_slope,
+    in_flight_slope_ci_low,
+    in_flight_slope_ci_high,
+    in_flight_growth,
+    CASE
+      WHEN queue_grew OR completions_short
+      THEN TRUE
+      WHEN overload_windows IS NULL OR in_flight_slope_ci_low IS NULL
+      THEN NULL
+      ELSE FALSE
+    END AS overloaded,
+    CASE
+      WHEN queue_grew OR completions_short
+      THEN CONCAT(
+        CAST('overload: ' AS VARCHAR),
+        CAST(CONCAT_WS(
+          '; ',
+          CAST(CASE
+            WHEN completions_short
+            THEN IF(
+              completion_rate IS NULL
+              OR completion_rate_ci_low IS NULL
+              OR completion_rate_ci_high IS NULL
+              OR span_arrival_rate IS NULL,
+              NULL,
+              FORMAT(
+                'completions %s/s [%s, %s] < offered %s/s',
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(completion_rate AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(completion_rate_ci_low AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(completion_rate_ci_high AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(span_arrival_rate AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                )
+              )
+            )
+          END AS VARCHAR),
+          CAST(CASE
+            WHEN queue_grew
+            THEN IF(
+              in_flight_growth IS NULL
+              OR overload_span_s IS NULL
+              OR in_flight_slope IS NULL
+              OR in_flight_slope_ci_low IS NULL
+              OR in_flight_slope_ci_high IS NULL,
+              NULL,
+              FORMAT(
+                'in flight grew %s requests over %s s (slope %s/s [%s, %s])',
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(in_flight_growth AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(overload_span_s AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(in_flight_slope AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(in_flight_slope_ci_low AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                ),
+                ELEMENT_AT(
+                  TRANSFORM(
+                    ARRAY[CAST(in_flight_slope_ci_high AS DOUBLE)],
+                    x -> CASE
+                      WHEN x IS NULL
+                      THEN NULL
+                      WHEN IS_NAN(x)
+                      THEN 'nan'
+                      WHEN IS_INFINITE(x)
+                      THEN IF(x > 0, 'inf', '-inf')
+                      ELSE IF(
+                        x = 0,
+                        IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                        ELEMENT_AT(
+                          TRANSFORM(
+                            ARRAY[IF(
+                              ABS(x) < 1e-5 OR ABS(x) >= 1e4,
+                              ARRAY[3, 0, 0, 0, 0],
+                              ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                  m -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[TRANSFORM(
+                                        ARRAY[m - 1, m, m + 1],
+                                        z -> ELEMENT_AT(
+                                          TRANSFORM(
+                                            ARRAY[POWER(10e0, 2 - z)],
+                                            s -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[ABS(x)],
+                                                a -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[a * s],
+                                                    p -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[134217729e0 * a],
+                                                        c -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[c - (
+                                                              c - a
+                                                            )],
+                                                            h -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[(
+                                                                  h * s - p
+                                                                ) + (
+                                                                  a - h
+                                                                ) * s],
+                                                                e -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[FLOOR(p)],
+                                                                    k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                      p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                    ), 1, 0)
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          ),
+                                          1
+                                        )
+                                      )],
+                                      rr -> ARRAY[IF(rr[2] >= 1000, m + 1, IF(rr[2] < 100, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )],
+                            xr -> IF(
+                              xr[1] < -4 OR xr[1] >= 3,
+                              REGEXP_REPLACE(FORMAT('%.2e', x), '\.?0+e', 'e'),
+                              IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                TRANSFORM(
+                                  ARRAY[xr[xr[1] - xr[5] + 3]],
+                                  r -> ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[2 - xr[1]],
+                                      n -> IF(
+                                        n = 0,
+                                        CAST(r AS VARCHAR),
+                                        REGEXP_REPLACE(
+                                          CAST(CAST((
+                                            r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                          ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                          '\.?0+$',
+                                          ''
+                                        )
+                                      )
+                                    ),
+                                    1
+                                  )
+                                ),
+                                1
+                              )
+                            )
+                          ),
+                          1
+                        )
+                      )
+                    END
+                  ),
+                  1
+                )
+              )
+            )
+          END AS VARCHAR)
+        ) AS VARCHAR)
+      )
+      WHEN overload_windows IS NULL
+      THEN IF(
+        COALESCE(overload_requests, 0) IS NULL,
+        NULL,
+        FORMAT(
+          'overload untested: %d requests sent between the first completion and the last arrival (needs 9)',
+          COALESCE(overload_requests, 0)
+        )
+      )
+      WHEN in_flight_slope_ci_low IS NULL
+      THEN 'overload untested: no spread to estimate from'
+    END AS overload_reason
+  FROM ovv
+), sp AS (
   SELECT
     run_id,
     lane,
@@ -100,6 +1508,7 @@ WITH sp AS (
     p.p50_ttft_ms,
     p.p99_ttft_ms,
     p.p99_tpot_ms,
+    s.p50_e2el_ms,
     p.output_throughput,
     p.output_throughput_ci_low,
     p.output_throughput_ci_high,
@@ -176,6 +1585,7 @@ SELECT
   j.p50_ttft_ms,
   j.p99_ttft_ms,
   j.p99_tpot_ms,
+  j.p50_e2el_ms,
   j.output_throughput,
   j.output_throughput_ci_low,
   j.output_throughput_ci_high,
@@ -189,12 +1599,25 @@ SELECT
   j.good_requests,
   j.attained,
   j.goodput_tok_s,
+  ovl.overload_span_s,
+  ovl.overload_windows,
+  ovl.span_arrival_rate,
+  ovl.completion_rate,
+  ovl.completion_rate_ci_low,
+  ovl.completion_rate_ci_high,
+  ovl.in_flight_slope,
+  ovl.in_flight_slope_ci_low,
+  ovl.in_flight_slope_ci_high,
+  ovl.in_flight_growth,
+  ovl.overloaded,
+  ovl.overload_reason,
   goodput_ci_low * tokens_per_good_request AS goodput_tok_s_ci_low,
   goodput_ci_high * tokens_per_good_request AS goodput_tok_s_ci_high,
   NOT offered_rate IS NULL
   AND stop_reason IS NULL
   AND COALESCE(slo_met, FALSE)
-  AND COALESCE(attained >= attainment_target, FALSE) AS passed,
+  AND COALESCE(attained >= attainment_target, FALSE)
+  AND NOT COALESCE(ovl.overloaded, FALSE) AS passed,
   CASE
     WHEN offered_rate IS NULL
     THEN 'not an open-loop point (the search''s closed-loop probe)'
@@ -202,6 +1625,7 @@ SELECT
       CONCAT_WS(
         '; ',
         CAST(stop_reason AS VARCHAR),
+        CAST(CASE WHEN ovl.overloaded THEN ovl.overload_reason END AS VARCHAR),
         CAST(CASE
           WHEN NOT COALESCE(slo_met, FALSE)
           THEN COALESCE(slo_miss_reason, 'SLO not met')
@@ -376,7 +1800,9 @@ SELECT
       ''
     )
   END AS fail_reason
-FROM j;
+FROM j
+LEFT JOIN overload AS ovl
+  USING (run_id, lane, point_id);
 
 CREATE OR REPLACE VIEW report_capacity AS
 WITH counted AS (
@@ -425,6 +1851,8 @@ WITH counted AS (
       NOT excluded_reason IS NULL) AS points_excluded,
     COUNT(*) FILTER(WHERE
       NOT stop_reason IS NULL) AS points_saturated,
+    COUNT(*) FILTER(WHERE
+      overloaded) AS points_overloaded,
     LISTAGG(
       
         IF(
@@ -435,10 +1863,144 @@ WITH counted AS (
             WHEN passed
             THEN 'pass'
             ELSE 'fail'
+          END IS NULL
+          OR CASE
+            WHEN phase = 'confirm'
+            THEN COALESCE(
+              IF(
+                duration IS NULL,
+                NULL,
+                FORMAT(
+                  ' (confirmation, %s s)',
+                  ELEMENT_AT(
+                    TRANSFORM(
+                      ARRAY[CAST(duration AS DOUBLE)],
+                      x -> CASE
+                        WHEN x IS NULL
+                        THEN NULL
+                        WHEN IS_NAN(x)
+                        THEN 'nan'
+                        WHEN IS_INFINITE(x)
+                        THEN IF(x > 0, 'inf', '-inf')
+                        ELSE IF(
+                          x = 0,
+                          IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                          ELEMENT_AT(
+                            TRANSFORM(
+                              ARRAY[IF(
+                                ABS(x) < 1e-5 OR ABS(x) >= 1e5,
+                                ARRAY[4, 0, 0, 0, 0],
+                                ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                    m -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[TRANSFORM(
+                                          ARRAY[m - 1, m, m + 1],
+                                          z -> ELEMENT_AT(
+                                            TRANSFORM(
+                                              ARRAY[POWER(10e0, 3 - z)],
+                                              s -> ELEMENT_AT(
+                                                TRANSFORM(
+                                                  ARRAY[ABS(x)],
+                                                  a -> ELEMENT_AT(
+                                                    TRANSFORM(
+                                                      ARRAY[a * s],
+                                                      p -> ELEMENT_AT(
+                                                        TRANSFORM(
+                                                          ARRAY[134217729e0 * a],
+                                                          c -> ELEMENT_AT(
+                                                            TRANSFORM(
+                                                              ARRAY[c - (
+                                                                c - a
+                                                              )],
+                                                              h -> ELEMENT_AT(
+                                                                TRANSFORM(
+                                                                  ARRAY[(
+                                                                    h * s - p
+                                                                  ) + (
+                                                                    a - h
+                                                                  ) * s],
+                                                                  e -> ELEMENT_AT(
+                                                                    TRANSFORM(
+                                                                      ARRAY[FLOOR(p)],
+                                                                      k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                        p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                      ), 1, 0)
+                                                                    ),
+                                                                    1
+                                                                  )
+                                                                ),
+                                                                1
+                                                              )
+                                                            ),
+                                                            1
+                                                          )
+                                                        ),
+                                                        1
+                                                      )
+                                                    ),
+                                                    1
+                                                  )
+                                                ),
+                                                1
+                                              )
+                                            ),
+                                            1
+                                          )
+                                        )],
+                                        rr -> ARRAY[IF(rr[2] >= 10000, m + 1, IF(rr[2] < 1000, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              )],
+                              xr -> IF(
+                                xr[1] < -4 OR xr[1] >= 4,
+                                REGEXP_REPLACE(FORMAT('%.3e', x), '\.?0+e', 'e'),
+                                IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                  TRANSFORM(
+                                    ARRAY[xr[xr[1] - xr[5] + 3]],
+                                    r -> ELEMENT_AT(
+                                      TRANSFORM(
+                                        ARRAY[3 - xr[1]],
+                                        n -> IF(
+                                          n = 0,
+                                          CAST(r AS VARCHAR),
+                                          REGEXP_REPLACE(
+                                            CAST(CAST((
+                                              r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                            ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                            '\.?0+$',
+                                            ''
+                                          )
+                                        )
+                                      ),
+                                      1
+                                    )
+                                  ),
+                                  1
+                                )
+                              )
+                            ),
+                            1
+                          )
+                        )
+                      END
+                    ),
+                    1
+                  )
+                )
+              ),
+              ' (confirmation)'
+            )
+            ELSE ''
           END IS NULL,
           NULL,
           FORMAT(
-            '%s %s',
+            '%s %s%s',
             ELEMENT_AT(
               TRANSFORM(
                 ARRAY[CAST(offered_rate AS DOUBLE)],
@@ -565,13 +2127,159 @@ WITH counted AS (
               WHEN passed
               THEN 'pass'
               ELSE 'fail'
+            END,
+            CASE
+              WHEN phase = 'confirm'
+              THEN COALESCE(
+                IF(
+                  duration IS NULL,
+                  NULL,
+                  FORMAT(
+                    ' (confirmation, %s s)',
+                    ELEMENT_AT(
+                      TRANSFORM(
+                        ARRAY[CAST(duration AS DOUBLE)],
+                        x -> CASE
+                          WHEN x IS NULL
+                          THEN NULL
+                          WHEN IS_NAN(x)
+                          THEN 'nan'
+                          WHEN IS_INFINITE(x)
+                          THEN IF(x > 0, 'inf', '-inf')
+                          ELSE IF(
+                            x = 0,
+                            IF(ATAN2(x, -1e0) < 0, '-', '') || '0',
+                            ELEMENT_AT(
+                              TRANSFORM(
+                                ARRAY[IF(
+                                  ABS(x) < 1e-5 OR ABS(x) >= 1e5,
+                                  ARRAY[4, 0, 0, 0, 0],
+                                  ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[CAST(FLOOR(LOG(10, ABS(x))) AS BIGINT)],
+                                      m -> ELEMENT_AT(
+                                        TRANSFORM(
+                                          ARRAY[TRANSFORM(
+                                            ARRAY[m - 1, m, m + 1],
+                                            z -> ELEMENT_AT(
+                                              TRANSFORM(
+                                                ARRAY[POWER(10e0, 3 - z)],
+                                                s -> ELEMENT_AT(
+                                                  TRANSFORM(
+                                                    ARRAY[ABS(x)],
+                                                    a -> ELEMENT_AT(
+                                                      TRANSFORM(
+                                                        ARRAY[a * s],
+                                                        p -> ELEMENT_AT(
+                                                          TRANSFORM(
+                                                            ARRAY[134217729e0 * a],
+                                                            c -> ELEMENT_AT(
+                                                              TRANSFORM(
+                                                                ARRAY[c - (
+                                                                  c - a
+                                                                )],
+                                                                h -> ELEMENT_AT(
+                                                                  TRANSFORM(
+                                                                    ARRAY[(
+                                                                      h * s - p
+                                                                    ) + (
+                                                                      a - h
+                                                                    ) * s],
+                                                                    e -> ELEMENT_AT(
+                                                                      TRANSFORM(
+                                                                        ARRAY[FLOOR(p)],
+                                                                        k -> CAST(k AS BIGINT) + IF(p - k - 5e-1 > -e OR (
+                                                                          p - k - 5e-1 = -e AND CAST(k AS BIGINT) % 2 = 1
+                                                                        ), 1, 0)
+                                                                      ),
+                                                                      1
+                                                                    )
+                                                                  ),
+                                                                  1
+                                                                )
+                                                              ),
+                                                              1
+                                                            )
+                                                          ),
+                                                          1
+                                                        )
+                                                      ),
+                                                      1
+                                                    )
+                                                  ),
+                                                  1
+                                                )
+                                              ),
+                                              1
+                                            )
+                                          )],
+                                          rr -> ARRAY[IF(rr[2] >= 10000, m + 1, IF(rr[2] < 1000, m - 1, m)), rr[1], rr[2], rr[3], m]
+                                        ),
+                                        1
+                                      )
+                                    ),
+                                    1
+                                  )
+                                )],
+                                xr -> IF(
+                                  xr[1] < -4 OR xr[1] >= 4,
+                                  REGEXP_REPLACE(FORMAT('%.3e', x), '\.?0+e', 'e'),
+                                  IF(ATAN2(x, -1e0) < 0, '-', '') || ELEMENT_AT(
+                                    TRANSFORM(
+                                      ARRAY[xr[xr[1] - xr[5] + 3]],
+                                      r -> ELEMENT_AT(
+                                        TRANSFORM(
+                                          ARRAY[3 - xr[1]],
+                                          n -> IF(
+                                            n = 0,
+                                            CAST(r AS VARCHAR),
+                                            REGEXP_REPLACE(
+                                              CAST(CAST((
+                                                r - r % CAST(POWER(10e0, n) AS BIGINT)
+                                              ) / CAST(POWER(10e0, n) AS BIGINT) AS BIGINT) AS VARCHAR) || '.' || LPAD(CAST(r % CAST(POWER(10e0, n) AS BIGINT) AS VARCHAR), CAST(n AS INTEGER), '0'),
+                                              '\.?0+$',
+                                              ''
+                                            )
+                                          )
+                                        ),
+                                        1
+                                      )
+                                    ),
+                                    1
+                                  )
+                                )
+                              ),
+                              1
+                            )
+                          )
+                        END
+                      ),
+                      1
+                    )
+                  )
+                ),
+                ' (confirmation)'
+              )
+              ELSE ''
             END
           )
         ),
         ', '
       
     ) WITHIN GROUP (ORDER BY
-      offered_rate) AS verdicts,
+      offered_rate,
+      phase = 'confirm',
+      step) AS verdicts,
+    MIN_BY(fail_reason, step) /* why the lowest failing rate failed (its fail_reason; of two points there, the first by step) */ FILTER(WHERE
+      offered_rate = hi AND NOT passed AND excluded_reason IS NULL) AS lowest_rate_missing_reason,
+    MAX(offered_rate) /* the answer's confirmation: a passing long point at the highest passing rate below every failure */ FILTER(WHERE
+      phase = 'confirm'
+      AND passed
+      AND excluded_reason IS NULL
+      AND (
+        hi IS NULL OR offered_rate < hi
+      )) AS confirmed_rate,
+    ARBITRARY(TRY_CAST(JSON_EXTRACT(search_json, '$.confirm_overload') AS DOUBLE)) AS confirm_overload,
     LISTAGG(DISTINCT stop_reason, '; ') WITHIN GROUP (ORDER BY
       stop_reason) AS stop_reasons, /* ordered: the report is rebuilt byte for byte from the same rows (an unordered aggregate is not) */
     TO_UNIXTIME(MAX(window_end)) - TO_UNIXTIME(MIN(window_start)) AS search_wall_s,
@@ -654,7 +2362,10 @@ SELECT
   a.points,
   a.points_excluded,
   a.points_saturated,
+  a.points_overloaded,
   a.verdicts,
+  a.lowest_rate_missing_reason,
+  a.confirm_overload,
   a.stop_reasons,
   a.search_wall_s,
   a.metric_basis,
@@ -674,6 +2385,10 @@ SELECT
   a.p99_tpot_ms,
   a.priced_instance_type AS instance_type,
   NOT a.max_rate_meeting_slo IS NULL AS found,
+  CASE
+    WHEN NOT a.max_rate_meeting_slo IS NULL AND NOT a.confirm_overload IS NULL
+    THEN a.confirmed_rate IS NOT DISTINCT FROM a.max_rate_meeting_slo
+  END AS confirmed, /* NULL: nothing to confirm (no answer) or no confirmation asked for (confirm_overload NULL) */
   COALESCE(a.reference_usd_per_hour, ip.usd_per_hour) AS usd_per_hour,
   ip.price_date,
   ip.region AS price_region,
