@@ -178,8 +178,9 @@ def test_the_tiny_fine_tune_lane_measures_merge_against_serving_the_adapter():
 
     built = build_config(Config, "tiny", {})
     configs = {c.name: c for c in resolve_server_configs(built.server_configs, "tiny", "cpu")}
-    assert set(configs) == {"A", "A-copy", "B", "lora"} and configs["lora"].base == "A"
+    assert set(configs) == {"A", "A-copy", "lora"} and configs["lora"].base == "A"
     assert [a.source for a in configs["lora"].lora.adapters] == ["sft", "sft"]
+    assert built.sweep_repeats == 1  # the repeated turn is serve_sweep's
 
 
 def test_the_split_is_exact_per_phase_and_seeded():
