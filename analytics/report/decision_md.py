@@ -80,7 +80,7 @@ def s_decision(c: Comparison) -> list[str]:
             for s in d.slos] + [""]
     if not d.rows:
         return lines + none_line("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained "
-                                 "or an imported reference)")
+                                 "or an imported reference)") + s_beyond_text(c)
 
     # the row's accuracy per task (comparison.json accuracy.configs), where the run evaluated any
     cols = COLUMNS + ((("accuracy", "accuracy per task [95 % CI]"),) if c.accuracy.available
@@ -121,7 +121,7 @@ def s_decision(c: Comparison) -> list[str]:
         lines += table(by_instance[instance], cols, get)
         lines += [f"- `{r.get('model')}` `{r.get('server_config')}`: {r['decision_basis_reason']}"
                   for r in by_instance[instance] if r.get("decision_basis_reason")] + [""]
-    return lines + s_capacity(d)
+    return lines + s_capacity(d) + s_beyond_text(c)
 
 
 def s_capacity(d: Decision) -> list[str]:
@@ -282,3 +282,49 @@ def s_noise(d: Decision, section: str) -> list[str]:
     notes = sorted({f"`{o.get('run_sd_source')}`: {o.get('run_sd_note')}" for o in options})
     return ([f"P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):{alone}", ""]
             + table(options, cols, get) + [f"- {n}" for n in notes] + [""])
+
+
+BEYOND_TEXT = (
+    "Beyond text generation, per instance: each encoder workload at the highest batch size whose p99 latency per call "
+    "is within its SLO, and the RAG appliance at the highest concurrency whose end-to-end percentile is within its "
+    "SLO, each with its price per thousand items or queries there (the Encoders and RAG sections carry every point, "
+    "the numerics gate and the retrieval quality; docs/reference/metrics.md)."
+)
+
+
+def beyond_text_rows(c: Comparison) -> list[dict[str, Any]]:
+    """One row per encoder workload and per RAG pipeline of the Encoders and RAG sections' decisions, in the words
+    the Decision uses (assets/sections.js ``beyondTextRows`` is its twin for REPORT.html)."""
+    out: list[dict[str, Any]] = []
+    for r in c.encoders.decision if c.encoders else []:
+        met = r.get("meets_slo")
+        out.append({
+            "instance": r.get("instance"), "run_id": r.get("run_id"),
+            "workload": f"encode · {fmt(r.get('workload'))} ({fmt(r.get('modality'))}, {fmt(r.get('model'))})",
+            "slo": f"p99 per call <= {_g(r.get('slo_p99_ms'))} ms",
+            "at_slo": f"batch {fmt(r.get('batch_size'))}" if met else "none meets",
+            "throughput": f"{fmt(r.get('items_per_s'))} items/s" if met else None,
+            "usd_per_1k": r.get("usd_per_1k_items"), "per": "item", "note": r.get("note"),
+        })
+    for r in c.rag.decision if c.rag else []:
+        met = r.get("concurrency_at_slo") is not None
+        out.append({
+            "instance": r.get("instance"), "run_id": r.get("run_id"),
+            "workload": f"rag · {fmt(r.get('store'))}, {fmt(r.get('embedder'))}"
+            + (f" + {fmt(r.get('reranker'))}" if r.get("reranker") else "") + f" → {fmt(r.get('generator'))}",
+            "slo": f"p{_g(r.get('slo_percentile'))} end to end <= {_g(r.get('slo_end_to_end_ms'))} ms",
+            "at_slo": f"concurrency {fmt(r.get('concurrency_at_slo'))}" if met else "none meets",
+            "throughput": f"{fmt(r.get('queries_per_s_at_slo'))} queries/s" if met else None,
+            "usd_per_1k": r.get("usd_per_1k_queries"), "per": "query", "note": r.get("note"),
+        })
+    return sorted(out, key=lambda r: (str(r["instance"]), str(r["workload"])))
+
+
+def s_beyond_text(c: Comparison) -> list[str]:
+    rows = beyond_text_rows(c)
+    if not rows:
+        return []
+    cols = [("instance", "instance"), ("workload", "workload"), ("slo", "SLO"), ("at_slo", "highest load meeting"),
+            ("throughput", "throughput there"), ("usd_per_1k", "$ per 1k"), ("per", "per"), ("note", "why NULL"),
+            ("run_id", "run")]
+    return ["### Beyond text generation: encoders and RAG at their SLO", "", BEYOND_TEXT, ""] + table(rows, cols) + [""]

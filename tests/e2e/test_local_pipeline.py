@@ -327,6 +327,10 @@ def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     assert {r["modality"] for r in encoders} == {"speech_to_text", "zero_shot", "text_embedding", "rerank"}
     assert all(r["numerics_verdict"] == "pass" and r["n"] > 0 for r in encoders), encoders
     assert "## Encoders" in text and 'data-section="encoders"' in (report / "REPORT.html").read_text(encoding="utf-8")
+    # the Decision answers for them too: each workload's highest load within its SLO and its price per thousand
+    decision = text[text.index("## Decision") : text.index("## Failures and exclusions")]
+    beyond = decision[decision.index("### Beyond text generation: encoders and RAG at their SLO") :]
+    assert "| encode · speech (speech_to_text, tiny-whisper) |" in beyond and "| rag · lancedb, " in beyond
 
 
 def test_the_report_page_embeds_comparison_json_and_stands_alone(local_run):

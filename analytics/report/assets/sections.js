@@ -81,6 +81,7 @@ SECTION.decision = function (body) {
   body.append(h("h3", {}, "Per instance type: the highest concurrency and the max rate meeting the SLO"));
   if (!(d.rows || []).length) {
     body.append(noneLine("serving points with an SLO (serve_sweep, finetune_serve, qwen3_attempt, sustained or an imported reference)"));
+    beyondText(body);
     return true;
   }
   body.append(dataTable({id: "decision", rows: d.rows, filters: DECISION_FILTERS.concat([{key: "run_id", label: "run"}]),
@@ -101,8 +102,41 @@ SECTION.decision = function (body) {
     body.append(note("Prices: " + priced.map((p) => `${p.instance}: $${fmt(p.usd_per_hour)}/hour`
       + (p.price_date ? ` as of ${p.price_date}` : "") + (p.price_basis === "local" ? " (declared by the run)" : "")).join("; ") + "."));
   }
+  beyondText(body);
   return true;
 };
+
+/* decision_md.beyond_text_rows: the encoders' and the RAG appliance's decisions in the Decision's words */
+function beyondTextRows() {
+  const c = NP.comparison, out = [];
+  for (const r of ((c.encoders || {}).decision || [])) {
+    const met = !!r.meets_slo;
+    out.push({instance: r.instance, run_id: r.run_id,
+      workload: `encode · ${fmt(r.workload)} (${fmt(r.modality)}, ${fmt(r.model)})`,
+      slo: `p99 per call <= ${fmt(r.slo_p99_ms)} ms`, at_slo: met ? `batch ${fmt(r.batch_size)}` : "none meets",
+      throughput: met ? `${fmt(r.items_per_s)} items/s` : null, usd_per_1k: r.usd_per_1k_items, per: "item", note: r.note});
+  }
+  for (const r of ((c.rag || {}).decision || [])) {
+    const met = r.concurrency_at_slo !== null && r.concurrency_at_slo !== undefined;
+    out.push({instance: r.instance, run_id: r.run_id,
+      workload: `rag · ${fmt(r.store)}, ${fmt(r.embedder)}` + (r.reranker ? ` + ${fmt(r.reranker)}` : "") + ` → ${fmt(r.generator)}`,
+      slo: `p${fmt(r.slo_percentile)} end to end <= ${fmt(r.slo_end_to_end_ms)} ms`,
+      at_slo: met ? `concurrency ${fmt(r.concurrency_at_slo)}` : "none meets",
+      throughput: met ? `${fmt(r.queries_per_s_at_slo)} queries/s` : null, usd_per_1k: r.usd_per_1k_queries, per: "query", note: r.note});
+  }
+  return out.sort((a, b) => (String(a.instance) + a.workload).localeCompare(String(b.instance) + b.workload));
+}
+
+function beyondText(body) {
+  const rows = beyondTextRows();
+  if (!rows.length) return;
+  body.append(h("h3", {}, "Beyond text generation: encoders and RAG at their SLO"),
+    note("Per instance: each encoder workload at the highest batch size whose p99 latency per call is within its SLO, and the RAG appliance at the highest concurrency whose end-to-end percentile is within its SLO, each with its price per thousand items or queries there (the Encoders and RAG sections carry every point, the numerics gate and the retrieval quality)."));
+  body.append(dataTable({id: "decision-beyond-text", rows, filters: [{key: "instance", label: "instance"}],
+    columns: [textColumn("instance", "instance"), textColumn("workload", "workload"), textColumn("slo", "SLO"),
+      textColumn("at_slo", "highest load meeting"), textColumn("throughput", "throughput there"),
+      numColumn("usd_per_1k", "$ per 1k"), textColumn("per", "per"), textColumn("note", "why NULL"), textColumn("run_id", "run")]}));
+}
 
 /* ---- the Decision's cost choices (decision_cost_md): pricing models, lifecycle, quality per dollar ------------ */
 function horizonText(c) {  // decision_cost_md.horizon_text
