@@ -83,12 +83,30 @@ def trial(rng, points, baseline, scenario, slowdown):
             better = "higher" if f == "output_throughput" else "lower"
             v = judge(b - a, pct, better, floors[f], None).verdict
             rows.append(
-                {"metric": f"serving · point {p} · {f}", "verdict": v, "pct": pct, "floor_pct": floors[f].floor_pct}
+                {
+                    "metric": f"serving · point {p} · {f}",
+                    "verdict": v,
+                    "pct": pct,
+                    "floor_pct": floors[f].floor_pct,
+                    "better": better,
+                }
             )
     noise = [fl.to_json() for fl in floors.values()]
-    fam = judge_family(rows, noise, baseline, 1)
+    values = {
+        f"serving · point {p} · {f}": [float(x) for x in vals[:, p, j]]
+        for p in range(points)
+        for j, f in enumerate(FAMILIES)
+    }
+    fam = judge_family(rows, noise, baseline, 1, baseline_values=values)
     any_row = any(r["verdict"] in ("faster", "slower") for r in rows)
-    return any_row, fam.outcome in ("regressed", "improved"), fam.outcome == "regressed"
+    points_rule = any(f in ("slower", "faster") for f in fam.points.values()) or fam.counts()["local"] > 0
+    return (
+        any_row,
+        points_rule,
+        fam.outcome in ("regressed", "improved"),
+        any(f == "local slower" or f == "slower" for f in fam.points.values()),
+        fam.outcome == "regressed",
+    )
 
 
 def wilson(k: int, n: int) -> str:
@@ -113,16 +131,20 @@ def main() -> None:
         f"baseline of {args.baseline} runs against 1"
     )
     print(
-        f"{'scenario':<22} {'A/A: compare, any row':<28} {'A/A: family-wise':<28} "
-        f"{'25 % slower: compare':<28} {'25 % slower: family-wise':<28}"
+        f"{'scenario':<22} {'A/A: compare, any row':<24} {'A/A: points family-wise':<24} {'A/A: run changed':<24} "
+        f"{'A/A: regression announced':<26} "
+        f"{'25 %: compare':<24} {'25 %: points slower':<24} {'25 %: announced':<24}"
     )
     for sc in SCENARIOS:
         aa = [trial(rng, args.points, args.baseline, sc, 0.0) for _ in range(args.trials)]
         slow = [trial(rng, args.points, args.baseline, sc, 0.25) for _ in range(max(args.trials // 4, 50))]
         n, m = len(aa), len(slow)
         print(
-            f"{sc[0]:<22} {wilson(sum(a for a, _, _ in aa), n):<28} {wilson(sum(f for _, f, _ in aa), n):<28} "
-            f"{wilson(sum(a for a, _, _ in slow), m):<28} {wilson(sum(r for _, _, r in slow), m):<28}"
+            f"{sc[0]:<22} {wilson(sum(t[0] for t in aa), n):<24} {wilson(sum(t[1] for t in aa), n):<24} "
+            f"{wilson(sum(t[2] for t in aa), n):<24} {wilson(sum(t[4] for t in aa), n):<26} "
+            f"{wilson(sum(t[0] for t in slow), m):<24} "
+            f"{wilson(sum(t[3] for t in slow), m):<24} {wilson(sum(t[4] for t in slow), m):<24}",
+            flush=True,
         )
 
 
