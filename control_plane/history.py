@@ -53,6 +53,8 @@ class Judgement:
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     run_shift: dict[str, Any] | None = None  # analytics.report.familywise.RunShift as a dict
+    change_points: list[dict[str, Any]] = field(default_factory=list)  # new in the run-level series with this run
+    series_note: str | None = None  # why the series cannot say (too short), else None
 
     @property
     def event(self) -> str | None:
@@ -78,6 +80,8 @@ class Judgement:
             "instance_type": self.instance_type,
             "counts": self.counts,
             "run_shift": self.run_shift,
+            "change_points": self.change_points,
+            "series_note": self.series_note,
             "note": self.note,
             "moved": [
                 {k: r[k] for k in ("metric", "pct", "ci_low_pct", "ci_high_pct", "familywise_floor_pct", "finding")}
@@ -185,11 +189,29 @@ def judge_run(
         j.baseline_spec, j.baseline_runs = resolved
         if schedule:  # a scheduled run: its schedule named the baseline (pipeline.schedules.delivered_request)
             j.baseline_spec = f"schedule:{schedule} ({j.baseline_spec})"
-        entry, values = compare_with_values(
-            store, j.baseline_runs, [run_id], floor_runs=j.baseline_runs if len(j.baseline_runs) >= 2 else ()
+        # the run's series: the earlier runs of its fingerprint on its instance type (the last ones), then the run
+        earlier = sorted(
+            (f for f in facts.values() if f.run_id != run_id and f.fingerprint == fp and f.instance_type == itype),
+            key=lambda f: (f.ended_at is None, f.ended_at, f.run_id),
         )
-        fam = judge_family(entry["rows"], entry["noise_floor"], len(j.baseline_runs), 1, baseline_values=values)
+        series_runs = [f.run_id for f in earlier][-(SERIES_MAX_RUNS - 1) :] + [run_id]
+        entry, values = compare_with_values(
+            store,
+            j.baseline_runs,
+            [run_id],
+            floor_runs=j.baseline_runs if len(j.baseline_runs) >= 2 else (),
+            value_runs=series_runs,
+        )
+        base_values = {
+            m: [values[r].get(m) for r in j.baseline_runs] for m in {k for r in j.baseline_runs for k in values[r]}
+        }
+        fam = judge_family(entry["rows"], entry["noise_floor"], len(j.baseline_runs), 1, baseline_values=base_values)
         run = fam.run
+        j.change_points, j.series_note = _series_changes(store, series_runs, values, entry["rows"])
+        # a regression is the run-level verdict or a new change point of the run-level series towards slower
+        outcome = fam.outcome
+        if outcome != "regressed" and any(c["finding"] == "slower" for c in j.change_points):
+            outcome = "regressed"
         at = now or datetime.now(timezone.utc)
         by_metric = {r["metric"]: r for r in entry["rows"]}
         for jr in fam.rows:
@@ -216,7 +238,7 @@ def judge_run(
                     "verdict": jr.verdict,
                     "finding": jr.finding,
                     "point_finding": fam.points[jr.point],
-                    "outcome": fam.outcome,
+                    "outcome": outcome,
                     "findings_tested": fam.findings_tested,
                     "run_shift_pct": run.pct,
                     "run_shift_ci_low_pct": run.ci_low_pct,
@@ -227,7 +249,7 @@ def judge_run(
                     "judged_at": at,
                 }
             )
-        j.outcome, j.counts = fam.outcome, fam.counts()
+        j.outcome, j.counts = outcome, fam.counts()
         j.run_shift = {
             "pct": run.pct,
             "ci_low_pct": run.ci_low_pct,
@@ -240,7 +262,8 @@ def judge_run(
         j.note = (
             f"run-level: the median over {run.points} points of their mean log change against {run.basis}, "
             f"α = {fam.alpha}; points family-wise: {fam.findings_tested} tested (Bonferroni over points, a point's "
-            "correlated rows count once), a point not in the run's direction is local, not announced"
+            "correlated rows count once), a point not in the run's direction is local, not announced; "
+            + (j.series_note or f"change points sought in the run-level series of its last {len(series_runs)} runs")
         )
     elif spec is None:
         j.outcome, j.note = "no baseline", "no baseline named (request baseline or a schedule's)"
@@ -250,30 +273,63 @@ def judge_run(
 
 
 def compare_with_values(
-    store: Any, runs_a: list[str], runs_b: list[str], floor_runs: Any = ()
-) -> tuple[dict[str, Any], dict[str, list[float | None]]]:
+    store: Any, runs_a: list[str], runs_b: list[str], floor_runs: Any = (), value_runs: Any = ()
+) -> tuple[dict[str, Any], dict[str, dict[str, float | None]]]:
     """compare's entry of ``runs_b`` against ``runs_a`` (:func:`analytics.report.sides.compare_sides`) and each
-    headline's value per run of side A (``{metric: [value per run, in runs_a's order]}``, None where a run lacks
-    it): the baseline's runs the run-level shift's A/A spread is measured over."""
+    headline's value in each run of ``runs_a`` and ``value_runs`` (``{run: {metric: value}}``): the baseline's runs
+    the run-level shift's A/A spread is measured over, and the series' runs."""
     from analytics.report.compare import FAIL_PCT, side_deltas, unit_headlines
     from analytics.report.comparison import build_comparison
     from analytics.report.rows import clean
     from analytics.report.run_level import center
     from analytics.views import connect
 
-    ids = list(dict.fromkeys([*runs_a, *runs_b, *floor_runs]))
+    ids = list(dict.fromkeys([*runs_a, *runs_b, *floor_runs, *value_runs]))
     con = connect(store, run_ids=ids)
     try:
         c = build_comparison(con, ids, with_deltas=False)
         entry = clean(side_deltas(c, runs_a, runs_b, con, FAIL_PCT, list(floor_runs)))
-        heads = [unit_headlines(c, r) for r in runs_a]
+        heads = {r: unit_headlines(c, r) for r in dict.fromkeys([*runs_a, *value_runs])}
     finally:
         con.close()
-    values: dict[str, list[float | None]] = {}
-    for metric in {k for h in heads for k in h}:
-        vals = [center(h.get(metric) or []) for h in heads]
-        values[metric] = [v if isinstance(v, (int, float)) else None for v in vals]
+    values: dict[str, dict[str, float | None]] = {}
+    for run, h in heads.items():
+        vals = {metric: center(v or []) for metric, v in h.items()}
+        values[run] = {m: v if isinstance(v, (int, float)) else None for m, v in vals.items()}
     return entry, values
+
+
+SERIES_MAX_RUNS = 30  # the run-level series a run's change points are sought in: its last runs
+
+
+def _series_changes(
+    store: Any, runs: list[str], values: dict[str, dict[str, float | None]], rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The change points the judged run (``runs[-1]``) revealed in its run-level series, with what provenance says
+    changed between the runs on either side; a note when the series cannot say."""
+    from analytics.provenance_diff import changes, summary
+    from analytics.report.familywise import TESTED, new_change_points, run_level_series
+
+    better = {r["metric"]: r.get("better") for r in rows if r.get("verdict") in TESTED}
+    series = run_level_series(runs, {m: [values.get(r, {}).get(m) for r in runs] for m in better}, better)
+    found, note = new_change_points(runs, series)
+    out = []
+    prov = store.read_table("provenance", [c.run_before for c in found] + [c.run_after for c in found]).to_pylist()
+    for c in found:
+        diff = changes(
+            [p for p in prov if p["run_id"] == c.run_before], [p for p in prov if p["run_id"] == c.run_after]
+        )
+        out.append(
+            {
+                "run_before": c.run_before,
+                "run_after": c.run_after,
+                "pct": c.pct,
+                "p_value": c.p_value,
+                "finding": c.finding,
+                "what_changed": summary(diff),
+            }
+        )
+    return out, note
 
 
 def commit_judgement(store: Any, j: Judgement, schedule: str | None = None) -> bool:
@@ -349,6 +405,13 @@ def alert_message(j: Judgement, report_uri: str | None, what_changed: str) -> tu
         lines.append(
             f"- {r['metric']}: {r['pct']:+.1f} %{ci}, beyond the family-wise floor {r['familywise_floor_pct']:.1f} %"
         )
+    for c in j.change_points:
+        lines.append(
+            f"New change point in the run-level series: from run {c['run_after']} on (after {c['run_before']}), "
+            f"{c['pct']:+.1f}% ({c['finding']}, permutation p = {c['p_value']:.3f}); what changed: {c['what_changed']}"
+        )
+    if j.series_note:
+        lines.append(f"Change points: {j.series_note}.")
     lines += ["", f"What changed (provenance): {what_changed}", f"Report: {report_uri or 'not written'}"]
     return subject, "\n".join(lines)
 

@@ -272,3 +272,78 @@ def judge_family(
         run.finding, "untested"
     )  # type: ignore[assignment]
     return FamilyJudgement(judged, points, outcome, m, alpha, run)
+
+
+# ---- the run-level series: a new change point ----------------------------------------------------------
+SERIES_MIN_SEGMENT = 2  # runs on either side of a change point (analytics.report.trend's segments)
+SERIES_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class SeriesChange:
+    """A change point of the run-level series that the judged run revealed (absent from the series without it)."""
+
+    index: int  # the first run of the new regime
+    run_before: str
+    run_after: str
+    pct: float  # the regime's change, slower > 0
+    p_value: float
+    finding: Finding  # slower | faster
+
+
+def run_level_series(
+    runs: Sequence[str], values: dict[str, Sequence[float | None]], better: dict[str, str | None]
+) -> list[float]:
+    """Each run's run-level value in one series: the statistic of :func:`run_statistic` of the run against the
+    geometric mean of every run of the series, per metric (``values``: ``{metric: [value per run]}``); a run with
+    none of the metrics is NaN."""
+    refs = {}
+    for m, vals in values.items():
+        pos = [v for v in vals if v is not None and v > 0]
+        if pos:
+            refs[m] = math.exp(sum(math.log(v) for v in pos) / len(pos))
+    out = []
+    for i in range(len(runs)):
+        rows = [
+            {"metric": m, "pct": 100.0 * (vals[i] / refs[m] - 1.0), "better": better.get(m)}
+            for m, vals in values.items()
+            if m in refs and i < len(vals) and vals[i] is not None and vals[i] > 0
+        ]
+        stat, _ = run_statistic(rows)
+        out.append(math.nan if stat is None else stat)
+    return out
+
+
+def new_change_points(runs: Sequence[str], series: Sequence[float]) -> tuple[list[SeriesChange], str | None]:
+    """(the change points of ``series`` that the last run revealed, a note when the series cannot say): E-divisive
+    means (:func:`analytics.changepoints.find_change_points`, α = 0.05, segments of ≥ 2 runs) over the series with
+    and without its last run; a change point is new when the shorter series does not have it. A series too short
+    is said in the note, never guessed."""
+    from analytics.changepoints import SeriesTooShort, find_change_points, minimum_length
+
+    if any(not math.isfinite(v) for v in series):
+        return [], "a run of the series has none of the judged rows: no change points over the run-level series"
+    need = minimum_length(SERIES_MIN_SEGMENT)
+    try:
+        now = find_change_points(series, alpha=SERIES_ALPHA, min_size=SERIES_MIN_SEGMENT)
+    except SeriesTooShort:
+        return [], f"run-level series too short for change points: {len(series)} run(s), at least {need} needed"
+    before: set[int] = set()
+    if len(series) - 1 >= need:
+        before = {c.index for c in find_change_points(series[:-1], alpha=SERIES_ALPHA, min_size=SERIES_MIN_SEGMENT)}
+    out = []
+    for c in now:
+        if c.index in before:
+            continue
+        d = c.mean_after - c.mean_before
+        out.append(
+            SeriesChange(
+                c.index,
+                runs[c.index - 1],
+                runs[c.index],
+                100.0 * math.expm1(d),
+                c.p_value,
+                "slower" if d > 0 else "faster",
+            )
+        )
+    return out, None

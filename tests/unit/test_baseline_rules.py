@@ -202,3 +202,29 @@ def test_the_announcement_names_each_slower_row_with_its_interval_the_runs_what_
     assert "runs a2, a3" in body and "vLLM (package/vllm): 0.9 → 0.10" in body
     assert "Report: s3://bucket/reports/nightly-2/REPORT.html" in body
     assert j.event == "RunRegressed" and j.answer()["moved"][0]["pct"] == 25.3
+
+
+def test_a_new_change_point_of_the_run_level_series_is_the_one_the_last_run_revealed():
+    from analytics.report.familywise import new_change_points, run_level_series
+
+    runs = [f"r{i}" for i in range(9)]
+    # every point of the last two runs 30 % slower (TTFT) and 30 % less throughput: the series steps up
+    wiggle = [0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 0.01]
+    ttft = [100 * math.exp(w) for w in wiggle] + [130.0, 131.0]
+    tput = [50 * math.exp(-w) for w in wiggle] + [50 / 1.3, 50 / 1.31]
+    values = {"serving · p1 · p99_ttft_ms": ttft, "serving · p1 · output_throughput": tput}
+    better = {"serving · p1 · p99_ttft_ms": "lower", "serving · p1 · output_throughput": "higher"}
+    series = run_level_series(runs, values, better)
+    assert series[-1] > series[0] and len(series) == 9
+    (found,), note = new_change_points(runs, series)
+    assert note is None and (found.run_before, found.run_after, found.finding) == ("r6", "r7", "slower")
+    assert found.pct == pytest.approx(30.0, abs=3.0) and found.p_value <= 0.05
+    # the same step one run earlier is not new: the series without the last run has it already
+    assert new_change_points(runs + ["r9"], [*series, series[-1]])[0] == []
+    # noise only: nothing
+    assert new_change_points(runs[:7], series[:7]) == ([], None)
+    # too short: said, not guessed
+    assert new_change_points(runs[:3], series[:3]) == (
+        [],
+        "run-level series too short for change points: 3 run(s), at least 4 needed",
+    )
