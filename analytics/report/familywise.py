@@ -321,8 +321,10 @@ def new_change_points(runs: Sequence[str], series: Sequence[float]) -> tuple[lis
     is said in the note, never guessed."""
     from analytics.changepoints import SeriesTooShort, find_change_points, minimum_length
 
-    if any(not math.isfinite(v) for v in series):
-        return [], "a run of the series has none of the judged rows: no change points over the run-level series"
+    if not series or not math.isfinite(series[-1]):
+        return [], "the run has none of the judged rows: no change points over the run-level series"
+    kept = [(r, v) for r, v in zip(runs, series) if math.isfinite(v)]  # a run without the judged rows is left out
+    runs, series = [r for r, _ in kept], [v for _, v in kept]
     need = minimum_length(SERIES_MIN_SEGMENT)
     try:
         now = find_change_points(series, alpha=SERIES_ALPHA, min_size=SERIES_MIN_SEGMENT)

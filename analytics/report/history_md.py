@@ -56,6 +56,7 @@ def s_since_baseline(c: Comparison) -> list[str]:
                 ("run_id", "run"),
                 ("metric", "metric"),
                 ("finding", "finding"),
+                ("point_finding", "point (local: not announced)"),
                 ("baseline_value", "baseline"),
                 ("value", "this run"),
                 ("change", "change [95 %]"),
