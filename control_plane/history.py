@@ -208,10 +208,7 @@ def judge_run(
         fam = judge_family(entry["rows"], entry["noise_floor"], len(j.baseline_runs), 1, baseline_values=base_values)
         run = fam.run
         j.change_points, j.series_note = _series_changes(store, series_runs, values, entry["rows"])
-        # a regression is the run-level verdict or a new change point of the run-level series towards slower
-        outcome = fam.outcome
-        if outcome != "regressed" and any(c["finding"] == "slower" for c in j.change_points):
-            outcome = "regressed"
+        outcome = combined_outcome(fam.outcome, j.change_points)
         at = now or datetime.now(timezone.utc)
         by_metric = {r["metric"]: r for r in entry["rows"]}
         for jr in fam.rows:
@@ -332,6 +329,12 @@ def _series_changes(
     return out, note
 
 
+def combined_outcome(run_outcome: str, change_points: list[dict[str, Any]]) -> str:
+    """The run's outcome: a regression is the run-level verdict or a new change point of the run-level series
+    towards slower (whatever the run-level verdict says)."""
+    return "regressed" if any(c["finding"] == "slower" for c in change_points) else run_outcome
+
+
 def commit_judgement(store: Any, j: Judgement, schedule: str | None = None) -> bool:
     """One attempt of the ``baseline`` lane: the fingerprint rows and the verdict rows; False when the run was
     judged before (the first judgement stands)."""
@@ -396,7 +399,7 @@ def alert_message(j: Judgement, report_uri: str | None, what_changed: str) -> tu
         f"Since the baseline: {j.counts.get('faster', 0)} faster, {j.counts.get('slower', 0)} slower, "
         f"{j.counts.get('within noise', 0)} within noise, {j.counts.get('local', 0)} local (points; {j.note}).",
         "",
-        "Slower points:" if slower else "No point beyond its family-wise floor: the run moved as a whole.",
+        "Slower points:" if slower else "No point slower beyond its family-wise floor in the run's direction.",
     ]
     for r in slower[:20]:
         ci = (

@@ -228,3 +228,14 @@ def test_a_new_change_point_of_the_run_level_series_is_the_one_the_last_run_reve
         [],
         "run-level series too short for change points: 3 run(s), at least 4 needed",
     )
+
+
+def test_a_regression_is_the_run_level_verdict_or_a_new_change_point_towards_slower():
+    from control_plane.history import combined_outcome
+
+    slower = {"finding": "slower", "run_before": "r6", "run_after": "r7", "pct": 30.0}
+    faster = {**slower, "finding": "faster", "pct": -30.0}
+    assert combined_outcome("unchanged", [slower]) == "regressed"
+    assert combined_outcome("improved", [slower]) == "regressed"
+    assert combined_outcome("unchanged", [faster]) == "unchanged"
+    assert combined_outcome("regressed", []) == "regressed"
