@@ -1,11 +1,13 @@
 """How often a run judged against its baseline announces a change when nothing changed, per comparison: compare's
-row-by-row rule against the family-wise rule (analytics.report.familywise), on simulated A/A series, quiet and beside
-a noisy neighbour; and how often each finds a real 25 % slowdown (a benchmark, not a test).
+row-by-row rule, the points' family-wise rule and the run-level rule that decides the announcement
+(analytics.report.familywise), on simulated A/A series, quiet and beside a noisy neighbour; and how often each finds
+a real 25 % slowdown (a benchmark, not a test).
 
 Each trial is one scheduled run judged against its baseline of BASELINE earlier runs of the same request, as
 control_plane.history does it: one run per side of the new run, so each row is judged against the floor measured
 from the baseline's own A/A spread (analytics.report.run_level: measure_floors per family, for_sides, judge with the
-noise-floor basis), then the family-wise rule over the rows. A run holds POINTS points × the 7 headlines compare
+noise-floor basis), then the family-wise rule over the rows with the baseline's per-run values (the run-level
+shift's A/A spread). A run holds POINTS points × the 7 headlines compare
 tests (output throughput, p50/p99 TTFT, TPOT and E2EL). The log value of a row in a run is
 
     run effect (all rows of the run: the machine that night)      N(0, run_sd)
@@ -15,9 +17,10 @@ tests (output throughput, p50/p99 TTFT, TPOT and E2EL). The log value of a row i
     headline (the disturbance the issue saw: one point, four correlated rows, 67–76 % slower)
 
 the same for the baseline's runs and the judged run (A/A: nothing changed), or with every row of the judged run
-25 % slower (power). Printed per scenario: the share of comparisons with any row called faster or slower (compare's
-rule, what `compare` exits 1 on) and with any finding (the family-wise rule, what is announced), with a 95 %
-Wilson interval, and the power of each against the 25 % slowdown.
+25 % slower (power). Printed per scenario, each with a 95 % Wilson interval: the share of A/A comparisons with any
+row called faster or slower (compare's rule, what `compare` exits 1 on), with a point found family-wise (local or
+not), with the run-level shift beyond its floor either way, and with a regression announced (the run-level shift
+slower); then the share of slowed runs compare flags, with a point found slower, and announced.
 
     .venv/bin/python benchmarks/familywise_aa.py [--trials 2000] [--points 25] [--baseline 5] [--seed 0]
 """
