@@ -1,11 +1,13 @@
 """How often a run judged against its baseline announces a change when nothing changed, per comparison: compare's
-row-by-row rule against the family-wise rule (analytics.report.familywise), on simulated A/A series, quiet and beside
-a noisy neighbour; and how often each finds a real 25 % slowdown (a benchmark, not a test).
+row-by-row rule, the points' family-wise rule and the run-level rule that decides the announcement
+(analytics.report.familywise), on simulated A/A series, quiet and beside a noisy neighbour; and how often each finds
+a real 25 % slowdown (a benchmark, not a test).
 
 Each trial is one scheduled run judged against its baseline of BASELINE earlier runs of the same request, as
 control_plane.history does it: one run per side of the new run, so each row is judged against the floor measured
 from the baseline's own A/A spread (analytics.report.run_level: measure_floors per family, for_sides, judge with the
-noise-floor basis), then the family-wise rule over the rows. A run holds POINTS points × the 7 headlines compare
+noise-floor basis), then the family-wise rule over the rows with the baseline's per-run values (the run-level
+shift's A/A spread). A run holds POINTS points × the 7 headlines compare
 tests (output throughput, p50/p99 TTFT, TPOT and E2EL). The log value of a row in a run is
 
     run effect (all rows of the run: the machine that night)      N(0, run_sd)
@@ -15,9 +17,10 @@ tests (output throughput, p50/p99 TTFT, TPOT and E2EL). The log value of a row i
     headline (the disturbance the issue saw: one point, four correlated rows, 67–76 % slower)
 
 the same for the baseline's runs and the judged run (A/A: nothing changed), or with every row of the judged run
-25 % slower (power). Printed per scenario: the share of comparisons with any row called faster or slower (compare's
-rule, what `compare` exits 1 on) and with any finding (the family-wise rule, what is announced), with a 95 %
-Wilson interval, and the power of each against the 25 % slowdown.
+25 % slower (power). Printed per scenario, each with a 95 % Wilson interval: the share of A/A comparisons with any
+row called faster or slower (compare's rule, what `compare` exits 1 on), with a point found family-wise (local or
+not), with the run-level shift beyond its floor either way, and with a regression announced (the run-level shift
+slower); then the share of slowed runs compare flags, with a point found slower, and announced.
 
     .venv/bin/python benchmarks/familywise_aa.py [--trials 2000] [--points 25] [--baseline 5] [--seed 0]
 """
@@ -83,12 +86,30 @@ def trial(rng, points, baseline, scenario, slowdown):
             better = "higher" if f == "output_throughput" else "lower"
             v = judge(b - a, pct, better, floors[f], None).verdict
             rows.append(
-                {"metric": f"serving · point {p} · {f}", "verdict": v, "pct": pct, "floor_pct": floors[f].floor_pct}
+                {
+                    "metric": f"serving · point {p} · {f}",
+                    "verdict": v,
+                    "pct": pct,
+                    "floor_pct": floors[f].floor_pct,
+                    "better": better,
+                }
             )
     noise = [fl.to_json() for fl in floors.values()]
-    fam = judge_family(rows, noise, baseline, 1)
+    values = {
+        f"serving · point {p} · {f}": [float(x) for x in vals[:, p, j]]
+        for p in range(points)
+        for j, f in enumerate(FAMILIES)
+    }
+    fam = judge_family(rows, noise, baseline, 1, baseline_values=values)
     any_row = any(r["verdict"] in ("faster", "slower") for r in rows)
-    return any_row, fam.outcome in ("regressed", "improved"), fam.outcome == "regressed"
+    points_rule = any(f in ("slower", "faster") for f in fam.points.values()) or fam.counts()["local"] > 0
+    return (
+        any_row,
+        points_rule,
+        fam.outcome in ("regressed", "improved"),
+        any(f == "local slower" or f == "slower" for f in fam.points.values()),
+        fam.outcome == "regressed",
+    )
 
 
 def wilson(k: int, n: int) -> str:
@@ -113,16 +134,20 @@ def main() -> None:
         f"baseline of {args.baseline} runs against 1"
     )
     print(
-        f"{'scenario':<22} {'A/A: compare, any row':<28} {'A/A: family-wise':<28} "
-        f"{'25 % slower: compare':<28} {'25 % slower: family-wise':<28}"
+        f"{'scenario':<22} {'A/A: compare, any row':<24} {'A/A: points family-wise':<24} {'A/A: run changed':<24} "
+        f"{'A/A: regression announced':<26} "
+        f"{'25 %: compare':<24} {'25 %: points slower':<24} {'25 %: announced':<24}"
     )
     for sc in SCENARIOS:
         aa = [trial(rng, args.points, args.baseline, sc, 0.0) for _ in range(args.trials)]
         slow = [trial(rng, args.points, args.baseline, sc, 0.25) for _ in range(max(args.trials // 4, 50))]
         n, m = len(aa), len(slow)
         print(
-            f"{sc[0]:<22} {wilson(sum(a for a, _, _ in aa), n):<28} {wilson(sum(f for _, f, _ in aa), n):<28} "
-            f"{wilson(sum(a for a, _, _ in slow), m):<28} {wilson(sum(r for _, _, r in slow), m):<28}"
+            f"{sc[0]:<22} {wilson(sum(t[0] for t in aa), n):<24} {wilson(sum(t[1] for t in aa), n):<24} "
+            f"{wilson(sum(t[2] for t in aa), n):<24} {wilson(sum(t[4] for t in aa), n):<26} "
+            f"{wilson(sum(t[0] for t in slow), m):<24} "
+            f"{wilson(sum(t[3] for t in slow), m):<24} {wilson(sum(t[4] for t in slow), m):<24}",
+            flush=True,
         )
 
 

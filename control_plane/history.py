@@ -8,8 +8,10 @@ type is refused in one line (:class:`BaselineError`), never compared.
 
 The comparison is ``compare``'s (:func:`analytics.report.sides.compare_sides`: run-level verdicts, the floor
 from the baseline's own A/A spread when it holds ≥ 2 runs), then the family-wise rule
-(:mod:`analytics.report.familywise`). The verdict rows, with the fingerprint, are one committed attempt of the
-reserved lane ``baseline`` under one fixed attempt id, so a re-finalized run keeps its first judgement.
+(:mod:`analytics.report.familywise`): the announced outcome is the run-level shift's, judged against the A/A
+spread of the same statistic over the baseline's runs; a point that moved on its own is reported local. The
+verdict rows, with the fingerprint, are one committed attempt of the reserved lane ``baseline`` under one fixed
+attempt id, so a re-finalized run keeps its first judgement.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Judgement:
     counts: dict[str, int] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
+    run_shift: dict[str, Any] | None = None  # analytics.report.familywise.RunShift as a dict
+    change_points: list[dict[str, Any]] = field(default_factory=list)  # new in the run-level series with this run
+    series_note: str | None = None  # why the series cannot say (too short), else None
 
     @property
     def event(self) -> str | None:
@@ -57,7 +62,12 @@ class Judgement:
         return EVENT_OF_OUTCOME.get(self.outcome)
 
     def moved(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r["finding"] in ("faster", "slower")]
+        """The rows of the points announced with the run (a local point's rows are not)."""
+        return [r for r in self.rows if r["finding"] in ("faster", "slower") and r["point_finding"] == r["finding"]]
+
+    def local(self) -> list[dict[str, Any]]:
+        """The rows of the points that moved on their own (``local slower`` / ``local faster``), not announced."""
+        return [r for r in self.rows if r["finding"] in ("faster", "slower") and r["point_finding"] != r["finding"]]
 
     def answer(self) -> dict[str, Any]:
         """What the finalize answer (and so the run's event) carries: the outcome, the counts, the rows that moved."""
@@ -69,6 +79,9 @@ class Judgement:
             "request_fingerprint": self.fingerprint,
             "instance_type": self.instance_type,
             "counts": self.counts,
+            "run_shift": self.run_shift,
+            "change_points": self.change_points,
+            "series_note": self.series_note,
             "note": self.note,
             "moved": [
                 {k: r[k] for k in ("metric", "pct", "ci_low_pct", "ci_high_pct", "familywise_floor_pct", "finding")}
@@ -160,7 +173,6 @@ def judge_run(
     (only the fingerprint is committed). :class:`BaselineError` for a baseline that names a run of another
     request or instance type (nothing is committed)."""
     from analytics.report.familywise import judge_family
-    from analytics.report.sides import compare_sides
     from control_plane.fingerprint import request_fingerprint
 
     fp = request_fingerprint(request)
@@ -177,10 +189,26 @@ def judge_run(
         j.baseline_spec, j.baseline_runs = resolved
         if schedule:  # a scheduled run: its schedule named the baseline (pipeline.schedules.delivered_request)
             j.baseline_spec = f"schedule:{schedule} ({j.baseline_spec})"
-        entry = compare_sides(
-            store, j.baseline_runs, [run_id], floor_runs=j.baseline_runs if len(j.baseline_runs) >= 2 else ()
+        # the run's series: the earlier runs of its fingerprint on its instance type (the last ones), then the run
+        earlier = sorted(
+            (f for f in facts.values() if f.run_id != run_id and f.fingerprint == fp and f.instance_type == itype),
+            key=lambda f: (f.ended_at is None, f.ended_at, f.run_id),
         )
-        fam = judge_family(entry["rows"], entry["noise_floor"], len(j.baseline_runs), 1)
+        series_runs = [f.run_id for f in earlier][-(SERIES_MAX_RUNS - 1) :] + [run_id]
+        entry, values = compare_with_values(
+            store,
+            j.baseline_runs,
+            [run_id],
+            floor_runs=j.baseline_runs if len(j.baseline_runs) >= 2 else (),
+            value_runs=series_runs,
+        )
+        base_values = {
+            m: [values[r].get(m) for r in j.baseline_runs] for m in {k for r in j.baseline_runs for k in values[r]}
+        }
+        fam = judge_family(entry["rows"], entry["noise_floor"], len(j.baseline_runs), 1, baseline_values=base_values)
+        run = fam.run
+        j.change_points, j.series_note = _series_changes(store, series_runs, values, entry["rows"])
+        outcome = combined_outcome(fam.outcome, j.change_points)
         at = now or datetime.now(timezone.utc)
         by_metric = {r["metric"]: r for r in entry["rows"]}
         for jr in fam.rows:
@@ -207,22 +235,104 @@ def judge_run(
                     "verdict": jr.verdict,
                     "finding": jr.finding,
                     "point_finding": fam.points[jr.point],
-                    "outcome": fam.outcome,
+                    "outcome": outcome,
                     "findings_tested": fam.findings_tested,
+                    "run_shift_pct": run.pct,
+                    "run_shift_ci_low_pct": run.ci_low_pct,
+                    "run_shift_ci_high_pct": run.ci_high_pct,
+                    "run_floor_pct": run.floor_pct,
+                    "run_finding": run.finding,
                     "note": r.get("note"),
                     "judged_at": at,
                 }
             )
-        j.outcome, j.counts = fam.outcome, fam.counts()
+        j.outcome, j.counts = outcome, fam.counts()
+        j.run_shift = {
+            "pct": run.pct,
+            "ci_low_pct": run.ci_low_pct,
+            "ci_high_pct": run.ci_high_pct,
+            "floor_pct": run.floor_pct,
+            "finding": run.finding,
+            "points": run.points,
+            "basis": run.basis,
+        }
         j.note = (
-            f"family-wise: {fam.findings_tested} points tested at α = {fam.alpha} per comparison "
-            "(Bonferroni over points; a point's correlated rows count once)"
+            f"run-level: the median over {run.points} points of their mean log change against {run.basis}, "
+            f"α = {fam.alpha}; points family-wise: {fam.findings_tested} tested (Bonferroni over points, a point's "
+            "correlated rows count once), a point not in the run's direction is local, not announced; "
+            + (j.series_note or f"change points sought in the run-level series of its last {len(series_runs)} runs")
         )
     elif spec is None:
         j.outcome, j.note = "no baseline", "no baseline named (request baseline or a schedule's)"
     if commit:
         commit_judgement(store, j, schedule)
     return j
+
+
+def compare_with_values(
+    store: Any, runs_a: list[str], runs_b: list[str], floor_runs: Any = (), value_runs: Any = ()
+) -> tuple[dict[str, Any], dict[str, dict[str, float | None]]]:
+    """compare's entry of ``runs_b`` against ``runs_a`` (:func:`analytics.report.sides.compare_sides`) and each
+    headline's value in each run of ``runs_a`` and ``value_runs`` (``{run: {metric: value}}``): the baseline's runs
+    the run-level shift's A/A spread is measured over, and the series' runs."""
+    from analytics.report.compare import FAIL_PCT, side_deltas, unit_headlines
+    from analytics.report.comparison import build_comparison
+    from analytics.report.rows import clean
+    from analytics.report.run_level import center
+    from analytics.views import connect
+
+    ids = list(dict.fromkeys([*runs_a, *runs_b, *floor_runs, *value_runs]))
+    con = connect(store, run_ids=ids)
+    try:
+        c = build_comparison(con, ids, with_deltas=False)
+        entry = clean(side_deltas(c, runs_a, runs_b, con, FAIL_PCT, list(floor_runs)))
+        heads = {r: unit_headlines(c, r) for r in dict.fromkeys([*runs_a, *value_runs])}
+    finally:
+        con.close()
+    values: dict[str, dict[str, float | None]] = {}
+    for run, h in heads.items():
+        vals = {metric: center(v or []) for metric, v in h.items()}
+        values[run] = {m: v if isinstance(v, (int, float)) else None for m, v in vals.items()}
+    return entry, values
+
+
+SERIES_MAX_RUNS = 30  # the run-level series a run's change points are sought in: its last runs
+
+
+def _series_changes(
+    store: Any, runs: list[str], values: dict[str, dict[str, float | None]], rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The change points the judged run (``runs[-1]``) revealed in its run-level series, with what provenance says
+    changed between the runs on either side; a note when the series cannot say."""
+    from analytics.provenance_diff import changes, summary
+    from analytics.report.familywise import TESTED, new_change_points, run_level_series
+
+    better = {r["metric"]: r.get("better") for r in rows if r.get("verdict") in TESTED}
+    series = run_level_series(runs, {m: [values.get(r, {}).get(m) for r in runs] for m in better}, better)
+    found, note = new_change_points(runs, series)
+    out = []
+    prov = store.read_table("provenance", [c.run_before for c in found] + [c.run_after for c in found]).to_pylist()
+    for c in found:
+        diff = changes(
+            [p for p in prov if p["run_id"] == c.run_before], [p for p in prov if p["run_id"] == c.run_after]
+        )
+        out.append(
+            {
+                "run_before": c.run_before,
+                "run_after": c.run_after,
+                "pct": c.pct,
+                "p_value": c.p_value,
+                "finding": c.finding,
+                "what_changed": summary(diff),
+            }
+        )
+    return out, note
+
+
+def combined_outcome(run_outcome: str, change_points: list[dict[str, Any]]) -> str:
+    """The run's outcome: a regression is the run-level verdict or a new change point of the run-level series
+    towards slower (whatever the run-level verdict says)."""
+    return "regressed" if any(c["finding"] == "slower" for c in change_points) else run_outcome
 
 
 def commit_judgement(store: Any, j: Judgement, schedule: str | None = None) -> bool:
@@ -280,15 +390,16 @@ def read_history(blobs: Any, run_id: str) -> tuple[Any, str | None] | None:
 
 def alert_message(j: Judgement, report_uri: str | None, what_changed: str) -> tuple[str, str]:
     """(subject, body) of the announcement of a regressed run: each slower row with its size and interval."""
-    slower = [r for r in j.rows if r["finding"] == "slower"]
+    slower = [r for r in j.moved() if r["finding"] == "slower"]
     subject = f"neuronpipe: run {j.run_id} regressed against {j.baseline_spec}"[:100]
     lines = [
         f"Run {j.run_id} (request {j.fingerprint}, {j.instance_type or 'local'}) regressed against its "
         f"baseline {j.baseline_spec}: runs {', '.join(j.baseline_runs)}.",
+        run_shift_line(j),
         f"Since the baseline: {j.counts.get('faster', 0)} faster, {j.counts.get('slower', 0)} slower, "
-        f"{j.counts.get('within noise', 0)} within noise (points; {j.note}).",
+        f"{j.counts.get('within noise', 0)} within noise, {j.counts.get('local', 0)} local (points; {j.note}).",
         "",
-        "Slower:",
+        "Slower points:" if slower else "No point slower beyond its family-wise floor in the run's direction.",
     ]
     for r in slower[:20]:
         ci = (
@@ -297,8 +408,29 @@ def alert_message(j: Judgement, report_uri: str | None, what_changed: str) -> tu
         lines.append(
             f"- {r['metric']}: {r['pct']:+.1f} %{ci}, beyond the family-wise floor {r['familywise_floor_pct']:.1f} %"
         )
+    for c in j.change_points:
+        lines.append(
+            f"New change point in the run-level series: from run {c['run_after']} on (after {c['run_before']}), "
+            f"{c['pct']:+.1f}% ({c['finding']}, permutation p = {c['p_value']:.3f}); what changed: {c['what_changed']}"
+        )
+    if j.series_note:
+        lines.append(f"Change points: {j.series_note}.")
     lines += ["", f"What changed (provenance): {what_changed}", f"Report: {report_uri or 'not written'}"]
     return subject, "\n".join(lines)
+
+
+def run_shift_line(j: Judgement) -> str:
+    """``Run-level shift: +24.8 % slower (95 % interval …), beyond its floor 6.1 % (…)``."""
+    r = j.run_shift or {}
+    if r.get("pct") is None:
+        return "Run-level shift: not measured (no tested row)."
+    ci = (
+        "" if r.get("ci_low_pct") is None else f" (95 % interval {r['ci_low_pct']:+.1f} % to {r['ci_high_pct']:+.1f} %)"
+    )
+    return (
+        f"Run-level shift: {r['pct']:+.1f} %{ci}, {r['finding']} against its floor {r['floor_pct']:.1f} % "
+        f"(median over {r['points']} points; {r['basis']})."
+    )
 
 
 def what_changed(store: Any, before: str, after: str) -> str:
@@ -331,7 +463,8 @@ def judgement_line(j: Judgement) -> str:
     c = j.counts
     return (
         f"since the baseline ({j.baseline_spec}: {', '.join(j.baseline_runs)}): {c.get('faster', 0)} faster, "
-        f"{c.get('slower', 0)} slower, {c.get('within noise', 0)} within noise — {j.outcome}"
+        f"{c.get('slower', 0)} slower, {c.get('within noise', 0)} within noise, {c.get('local', 0)} local — "
+        f"{j.outcome}; {run_shift_line(j)}"
     )
 
 

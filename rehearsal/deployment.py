@@ -118,6 +118,7 @@ class Deployment:
     state_machine_definition: str = ""
     rules: list[Rule] = field(default_factory=list)
     published: dict[str, str] = field(default_factory=dict)  # asset id -> s3 uri
+    topics: dict[str, str] = field(default_factory=dict)  # logical id -> topic ARN (the alert topic among them)
 
     @property
     def results_bucket(self) -> str:
@@ -253,6 +254,12 @@ def _create_stack(
                 Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}}
             )
         dep.buckets[lid] = name
+    for lid in tpl.of_type("AWS::SNS::Topic"):  # created under the ARN the Lambdas' environment resolves to
+        arn = str(resolver.physical_id(stack, lid))
+        made = world.client("sns").create_topic(Name=arn.rsplit(":", 1)[-1])["TopicArn"]
+        if made != arn:
+            raise DeployError(f"SNS topic {lid}: created as {made}, the templates name {arn}")
+        dep.topics[lid] = arn
     for lid in tpl.of_type("AWS::Logs::LogGroup"):
         name = resolver.physical_id(stack, lid)
         world.client("logs").create_log_group(logGroupName=name)

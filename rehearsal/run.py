@@ -144,6 +144,10 @@ class Rehearsal:
     # Service Quotas, emulated (moto has no EC2 quotas): quota code -> vCPUs; absent codes answer the default
     quota_vcpus: dict[str, float] = field(default_factory=dict)
     launched: dict[str, Box] = field(default_factory=dict)
+    # what the deployment's SNS topics published (the alert topic's announcements): topic ARN -> its capture queue,
+    # and every message read from them so far ({"topic", "subject", "message"})
+    topic_capture: dict[str, str] = field(default_factory=dict)
+    notifications: list[dict[str, Any]] = field(default_factory=list)
     launch_log: list[dict[str, Any]] = field(default_factory=list)  # every RunInstances call, refused or not
     _terminate_attempts: dict[str, int] = field(default_factory=dict)
     enforce_iam: bool = True
@@ -175,6 +179,7 @@ class Rehearsal:
         t0 = time.monotonic()
         self.deployment = dep = deploy(self.world, assembly, self.workdir)
         self.timings["deploy_s"] = time.monotonic() - t0
+        self._capture_topics(dep)
         if self.enforce_iam:
             self._enforce_iam(dep)
         layer = build_layer(self.build_dir.resolve() / "layer")
@@ -231,6 +236,29 @@ class Rehearsal:
         self.watcher = ExecutionWatcher(
             self.world.client("stepfunctions"), dep.state_machine_arn, self.world.region, self.bus.publish
         ).start()
+
+    def _capture_topics(self, dep: Deployment) -> None:
+        """Subscribe one SQS queue to each SNS topic of the deployment: the rehearsal's record of what was
+        published (an e-mail subscriber, on AWS)."""
+        sns, sqs = self.world.client("sns"), self.world.client("sqs")
+        for i, arn in enumerate(sorted(dep.topics.values())):
+            url = sqs.create_queue(QueueName=f"rehearsal-topic-capture-{i}")["QueueUrl"]
+            queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            sns.subscribe(TopicArn=arn, Protocol="sqs", Endpoint=queue_arn)
+            self.topic_capture[arn] = url
+
+    def read_notifications(self) -> list[dict[str, Any]]:
+        """Every message published to the deployment's topics so far (read from the capture queues, kept)."""
+        sqs = self.world.client("sqs")
+        for arn, url in self.topic_capture.items():
+            while msgs := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+                for m in msgs:
+                    body = json.loads(m["Body"])
+                    self.notifications.append(
+                        {"topic": arn, "subject": body.get("Subject"), "message": body.get("Message")}
+                    )
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return list(self.notifications)
 
     def _first_boot(self) -> None:
         """Each instance runs its user data once (harness installed from the bucket), then stops itself."""

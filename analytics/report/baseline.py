@@ -10,9 +10,10 @@ from analytics.report.rows import rows
 SUMMARY_VIEW = "report_baseline_summary"
 ROWS_VIEW = "report_baseline"
 RULE = (
-    "compare's run-level verdicts against the baseline, the floor from the baseline's own A/A spread; a point is one "
-    "finding, and the floor is widened for the number of points tested (Bonferroni): at most 5 % of comparisons of "
-    "identical runs find anything (docs/reference/history.md)"
+    "the run is judged by its run-level shift (the median over its points of their mean change) against the A/A "
+    "spread of the same statistic over the baseline's runs; compare's run-level verdicts per row, a point one "
+    "finding, its floor widened for the number of points tested (Bonferroni); a point that moved against or "
+    "without the run is local, reported and not announced (docs/reference/history.md)"
 )
 
 
@@ -25,7 +26,7 @@ def baseline_section(con: Any, present: set[str]) -> dict[str, Any] | None:
         return None
     moved = rows(
         con,
-        f"SELECT * FROM {ROWS_VIEW} WHERE finding IN ('faster', 'slower') ORDER BY run_id, finding, "
+        f"SELECT * FROM {ROWS_VIEW} WHERE finding IN ('faster', 'slower') ORDER BY run_id, point_finding, finding, "
         "abs(pct) DESC, metric",
     )
     return {"rule": RULE, "runs": runs, "moved": moved}

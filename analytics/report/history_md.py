@@ -16,9 +16,23 @@ def summary_line(r: dict[str, Any]) -> str:
     """``since the baseline: 0 faster, 2 slower, 5 within noise`` (points) with the outcome and the baseline."""
     return (
         f"**`{r['run_id']}` since the baseline: {r.get('faster') or 0} faster, {r.get('slower') or 0} slower, "
-        f"{r.get('within_noise') or 0} within noise** ({r.get('untested') or 0} untested; points, "
-        f"{r.get('findings_tested') or 0} tested) — {r.get('outcome')}; baseline {r.get('baseline_spec')}: "
-        f"{r.get('baseline_runs')}."
+        f"{r.get('within_noise') or 0} within noise** ({r.get('local') or 0} local, {r.get('untested') or 0} "
+        f"untested; points, {r.get('findings_tested') or 0} tested) — {r.get('outcome')}; baseline "
+        f"{r.get('baseline_spec')}: {r.get('baseline_runs')}.{_run_shift(r)}"
+    )
+
+
+def _run_shift(r: dict[str, Any]) -> str:
+    if r.get("run_shift_pct") is None:
+        return ""
+    ci = (
+        ""
+        if r.get("run_shift_ci_low_pct") is None
+        else (f" [{r['run_shift_ci_low_pct']:+.1f}, {r['run_shift_ci_high_pct']:+.1f}]")
+    )
+    return (
+        f" Run-level shift {r['run_shift_pct']:+.1f} %{ci} against its floor {fmt(r.get('run_floor_pct'))} %: "
+        f"{r.get('run_finding')}."
     )
 
 
@@ -42,6 +56,7 @@ def s_since_baseline(c: Comparison) -> list[str]:
                 ("run_id", "run"),
                 ("metric", "metric"),
                 ("finding", "finding"),
+                ("point_finding", "point (local: not announced)"),
                 ("baseline_value", "baseline"),
                 ("value", "this run"),
                 ("change", "change [95 %]"),

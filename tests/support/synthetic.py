@@ -38,6 +38,7 @@ class SyntheticRun:
     sustained_windows: int = 8
     seed: int = 0
     ttft_factor: float = 1.0  # every TTFT times this (compare's tests: the same draws, a known shift)
+    slowdown: float = 0.0  # every request's TTFT and inter-token gaps (1 + slowdown) times as long: a slower server
     repeats: int = 1  # every serving point measured this many times (sweep_points.repeat_index when > 1)
     lanes: tuple[str, ...] = (
         "provenance",
@@ -131,10 +132,12 @@ def request_rows(
     point_id: str,
     start: datetime,
     t0_ns: int,
+    time_scale: float = 1.0,
 ) -> tuple[pa.Table, float]:
-    """n closed-loop requests at ``concurrency``: per-request arrays built vectorised. Returns rows, span s."""
-    ttft = rng.gamma(4.0, 0.01 * (1 + 0.3 * concurrency), n)
-    tpot = rng.gamma(8.0, 0.002 * (1 + 0.15 * concurrency), n)
+    """n closed-loop requests at ``concurrency``: per-request arrays built vectorised (every time ``time_scale``
+    times as long). Returns rows, span s."""
+    ttft = rng.gamma(4.0, 0.01 * (1 + 0.3 * concurrency), n) * time_scale
+    tpot = rng.gamma(8.0, 0.002 * (1 + 0.15 * concurrency), n) * time_scale
     gaps = tpot[:, None] * rng.gamma(8.0, 1 / 8.0, (n, output_len))
     gaps[:, 0] = 0.0
     chunk_rel = ttft[:, None] + np.cumsum(gaps, axis=1)
@@ -216,7 +219,16 @@ def _serve_points(
         pstart = start + timedelta(seconds=t)
         n = spec.requests_per_point if mode == "closed" else spec.requests_per_point * 4
         reqs, span = request_rows(
-            rng, n, spec.input_len, spec.output_len, conc, spec.failure_rate, pid, pstart, int(t * 1e9)
+            rng,
+            n,
+            spec.input_len,
+            spec.output_len,
+            conc,
+            spec.failure_rate,
+            pid,
+            pstart,
+            int(t * 1e9),
+            1.0 + spec.slowdown,
         )
         if spec.ttft_factor != 1.0:
             reqs = scale_ttft(reqs, spec.ttft_factor)
