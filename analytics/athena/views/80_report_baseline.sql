@@ -5,8 +5,9 @@
 /* finalize: compare's per-row verdicts and the family-wise rule's findings, control_plane.history). Views defined here: */
 /*   report_baseline          one row per headline the run shares with its baseline: both values, the change with */
 /*                            its interval, compare's floor, the family-wise floor, the verdict and the finding */
-/*   report_baseline_summary  per run: its baseline, the outcome, and the points found faster, slower, within noise */
-/*                            and untested (a point counts once, whatever number of its rows moved) */
+/*   report_baseline_summary  per run: its baseline, the outcome, the run-level shift with its interval and floor, */
+/*                            and the points found faster, slower, within noise, untested and local (moved on their */
+/*                            own; a point counts once, whatever number of its rows moved) */
 CREATE OR REPLACE VIEW report_baseline AS
 SELECT
   run_id,
@@ -31,6 +32,11 @@ SELECT
   point_finding,
   outcome,
   findings_tested,
+  run_shift_pct,
+  run_shift_ci_low_pct,
+  run_shift_ci_high_pct,
+  run_floor_pct,
+  run_finding,
   note,
   judged_at
 FROM baseline_verdicts;
@@ -55,7 +61,9 @@ WITH points AS (
     COUNT(*) FILTER(WHERE
       point_finding = 'within noise') AS within_noise,
     COUNT(*) FILTER(WHERE
-      point_finding = 'untested') AS untested
+      point_finding = 'untested') AS untested,
+    COUNT(*) FILTER(WHERE
+      point_finding LIKE 'local %') AS local
   FROM points
   GROUP BY
     run_id
@@ -72,6 +80,12 @@ SELECT
   ARBITRARY(c.slower) AS slower,
   ARBITRARY(c.within_noise) AS within_noise,
   ARBITRARY(c.untested) AS untested,
+  ARBITRARY(c.local) AS local,
+  ARBITRARY(b.run_shift_pct) AS run_shift_pct,
+  ARBITRARY(b.run_shift_ci_low_pct) AS run_shift_ci_low_pct,
+  ARBITRARY(b.run_shift_ci_high_pct) AS run_shift_ci_high_pct,
+  ARBITRARY(b.run_floor_pct) AS run_floor_pct,
+  ARBITRARY(b.run_finding) AS run_finding,
   COUNT(*) AS rows_compared,
   MAX(b.judged_at) AS judged_at
 FROM baseline_verdicts AS b
