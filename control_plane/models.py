@@ -43,7 +43,7 @@ DEFAULT_MAX_COST_USD = 50.0  # the deploy ceiling's default (control_plane.lean.
 # Step Functions' execution input limit is 256 KiB; stay well under it: the ScheduleWave state holds the plan beside a
 # wave's results (every lane of the catalogue failed with its cause) and the carried answer
 # (tests/unit/test_asl_payload_bounds.py), so the cap shrinks as the catalogue grows.
-MAX_EXECUTION_INPUT_BYTES = 196 * 1024
+MAX_EXECUTION_INPUT_BYTES = 192 * 1024
 # A matrix keeps its plan in the execution input only while it is small: beside a wave of cells' results, the
 # carried failures and the answer, the state stays under 256 KiB (tests/unit/test_asl_payload_bounds.py).
 MATRIX_INLINE_INPUT_BYTES = 64 * 1024

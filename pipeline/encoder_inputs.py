@@ -1,10 +1,13 @@
-"""The ``encode`` lane's user inputs, read and checked: WAV audio (the stdlib ``wave``), images (Pillow), JSONL text.
+"""The ``encode`` lane's user inputs, read and checked: WAV audio (the stdlib ``wave``), images (their headers), JSONL
+text. The stdlib only, as the rest of ``pipeline``: an image's header is read here (format and size), its pixels are
+decoded by Pillow where the lane runs (agents/encoders/inputs.py), which refuses an undecodable body the same way.
 
 A local path is checked where the plan is made (an ``s3://`` prefix where the lane runs, after download): every
 file must decode as the modality's kind and hold something, else one :class:`InputFileError` line naming the file.
 
 * speech_to_text: ``*.wav`` — PCM, 8/16/32-bit, mono or stereo, at least one frame.
-* image_embedding / zero_shot: image files Pillow opens (RGB-convertible, both sides at least 1 px).
+* image_embedding / zero_shot: PNG, JPEG, GIF, BMP or WebP files whose header names the format and a size of at
+  least 1 px a side.
 * text_embedding: ``*.jsonl`` — one object per line with a non-empty ``"text"``.
 * rerank: ``*.jsonl`` — one object per line with non-empty ``"query"`` and ``"passage"``.
 """
@@ -12,6 +15,7 @@ file must decode as the modality's kind and hold something, else one :class:`Inp
 from __future__ import annotations
 
 import json
+import struct
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,17 +82,53 @@ def read_audio(path: Path) -> AudioFile:
     return out
 
 
-def read_image(path: Path) -> ImageFile:
-    from PIL import Image, UnidentifiedImageError
+def _image_size(head: bytes) -> tuple[int, int] | None:
+    """(width, height) from an image file's first bytes, or None where the header is not one of the formats."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR" and len(head) >= 24:
+        return struct.unpack(">II", head[16:24])
+    if head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 10:
+        return struct.unpack("<HH", head[6:10])
+    if head.startswith(b"BM") and len(head) >= 26:
+        width, height = struct.unpack("<ii", head[18:26])
+        return width, abs(height)  # a negative height is a top-down bitmap
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP" and len(head) >= 30:
+        chunk = head[12:16]
+        if chunk == b"VP8X":
+            return 1 + int.from_bytes(head[24:27], "little"), 1 + int.from_bytes(head[27:30], "little")
+        if chunk == b"VP8 ":
+            w, h = struct.unpack("<HH", head[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L" and head[20] == 0x2F:
+            bits = int.from_bytes(head[21:25], "little")
+            return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+        return None
+    if head.startswith(b"\xff\xd8"):  # JPEG: walk the segments to the first start-of-frame
+        i = 2
+        while i + 9 < len(head):
+            if head[i] != 0xFF:
+                return None
+            marker = head[i + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                i += 2
+                continue
+            (length,) = struct.unpack(">H", head[i + 2 : i + 4])
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", head[i + 5 : i + 9])
+                return width, height
+            i += 2 + length
+    return None
 
+
+def read_image(path: Path) -> ImageFile:
     try:
-        with Image.open(path) as im:
-            im.verify()
-        with Image.open(path) as im:
-            im.convert("RGB")
-            width, height = im.size
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise InputFileError(f"{path}: not an image Pillow can decode ({exc})") from None
+        with path.open("rb") as f:
+            head = f.read(1 << 16)  # a JPEG's frame header follows its metadata segments
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot be read ({exc})") from None
+    size = _image_size(head)
+    if size is None:
+        raise InputFileError(f"{path}: not a PNG, JPEG, GIF, BMP or WebP image (its header names none of them)")
+    width, height = size
     if width < 1 or height < 1:
         raise InputFileError(f"{path}: an empty image ({width}x{height})")
     return ImageFile(path, width, height)

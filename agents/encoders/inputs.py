@@ -73,10 +73,17 @@ def draw_image(side: int, seed: int) -> np.ndarray:
 
 
 def read_image(path: Path, side: int) -> np.ndarray:
-    from PIL import Image
+    """The file's pixels, RGB at the shape's side; a body Pillow cannot decode (its header passed the plan's check,
+    pipeline.encoder_inputs) is the same one line naming the file."""
+    from PIL import Image, UnidentifiedImageError
 
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB").resize((side, side)), dtype=np.uint8)
+    from pipeline.encoder_inputs import InputFileError
+
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert("RGB").resize((side, side)), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise InputFileError(f"{path}: not an image Pillow can decode ({exc})") from None
 
 
 def write_text(words: int, seed: int) -> str:

@@ -115,7 +115,7 @@ def _measure(
     run_cols: dict[str, Any],
 ) -> None:
     from agents.rag.stages import Generator, RagPipeline, load_rows, probe_rows
-    from agents.rag.store import open_store
+    from agents.rag.stores import open_store
 
     store = open_store(config.store, workdir, config.pg_bin)
     with store:

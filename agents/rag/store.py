@@ -141,16 +141,3 @@ class LanceStore(VectorStore):
         if "ef" in self._search:
             q = q.ef(self._search["ef"])
         return [(r["id"], float(r["_distance"])) for r in q.to_list()]
-
-
-def open_store(name: str, workdir: Path, pg_bin: str | None = None) -> VectorStore:
-    """A store by name (:data:`STORES`); an unknown name raises ``ValueError`` listing them."""
-    if name == "lancedb":
-        return LanceStore(Path(workdir) / "lancedb")
-    if name == "exact":
-        return ExactStore()
-    if name == "pgvector":
-        from agents.rag.pgvector import PgVectorStore
-
-        return PgVectorStore(Path(workdir) / "pgvector", bin_dir=pg_bin)
-    raise ValueError(f"store: unknown store {name!r}; valid stores: {', '.join(STORES)}")

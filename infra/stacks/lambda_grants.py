@@ -273,8 +273,8 @@ def _grant_finalize_run(stack: Any, finalize: Any, at: _Targets) -> None:
         finalize.role,
         "IAM5",
         "finalize_run reads committed results under results/, its run's request under control/, commits the run's "
-        "judgement (lane=baseline) and writes the run's report under reports/; keys are per run and attempt, not "
-        "known in advance.",
+        "judgement (lane=baseline) under results/v1/ and results/v1/_commits/ and writes the run's report under "
+        "reports/; keys are per run and attempt, not known in advance.",
         [
             nag_results_arn(s, f"{RESULTS_PREFIX}/*"),
             nag_results_arn(s, f"{REPORTS_PREFIX}*"),

@@ -219,7 +219,7 @@ def test_bad_specs_and_input_files_are_one_line_naming_the_field_or_the_file(tmp
         ({"inputs": str(tmp_path / "nope")}, "no such file or directory"),
         (
             {"modality": "zero_shot", "model": "tiny-clip", "shapes": [32], "inputs": str(tmp_path / "x.png")},
-            f"{tmp_path / 'x.png'}: not an image Pillow can decode",
+            f"{tmp_path / 'x.png'}: not a PNG, JPEG, GIF, BMP or WebP image",
         ),
         (
             {

@@ -58,7 +58,7 @@ def test_an_embedder_refused_beside_the_server_is_a_coresidency_failure_and_retr
     monkeypatch.setattr("agents.rag.placement.cpu_count", lambda: 2)
     monkeypatch.setattr("pipeline.servers.tenants.cpu_count", lambda: 2)
     monkeypatch.setattr("agents.rag.placement.placed", lambda where: _noop())
-    monkeypatch.setattr("agents.rag.store.open_store", lambda name, workdir, pg_bin=None: _exact())
+    monkeypatch.setattr("agents.rag.stores.open_store", lambda name, workdir, pg_bin=None: _exact())
 
     store = LocalStore(tmp_path / "results")
     writer = store.begin_attempt("r1", "rag")

@@ -497,5 +497,6 @@ def test_box_reboots_mid_lane(rehearsal, faults, say):
         if run.comment.startswith("neuronpipe nap fault-reboot") and run.instance_id == trn1
     ]
     assert len(naps) == 1, naps  # one invocation: the agent ran it again, SSM saw no second command
-    assert committed(r, "fault-reboot") == {"nap@trn1": "succeeded", "nap@inf2": "succeeded"}
+    # and finalize's record of the run's request fingerprint (the reserved lane `baseline`, docs/reference/history.md)
+    assert committed(r, "fault-reboot") == {"nap@trn1": "succeeded", "nap@inf2": "succeeded", "baseline": "succeeded"}
     assert json.loads(desc["output"]).get("finalize")

@@ -361,7 +361,8 @@ LEFT JOIN bounded AS b
 
 /* The bounds beside the measurements: % of the limit. A view that already holds a point's measured output tok/s */
 /* (the Decision, the capacity search, the serving tables) joins point_bounds and divides the same way, rather */
-/* than computing serving_points_all a second time through this view. */
+/* than computing serving_points_all a second time through this view. A median of 0 ms (a point whose requests */
+/* produced one token each has no interval between tokens) has no fraction: NULL, not infinity. */
 CREATE OR REPLACE VIEW point_roofline AS
 SELECT
   b.*,
@@ -369,8 +370,8 @@ SELECT
   s.median_tpot_ms,
   s.median_ttft_ms,
   CAST(s.output_throughput AS DOUBLE) / b.output_tokens_per_s_bound AS throughput_fraction,
-  CAST(b.tpot_bound_ms AS DOUBLE) / s.median_tpot_ms AS tpot_fraction,
-  CAST(b.ttft_bound_ms AS DOUBLE) / s.median_ttft_ms AS ttft_fraction
+  CAST(b.tpot_bound_ms AS DOUBLE) / NULLIF(s.median_tpot_ms, 0) AS tpot_fraction,
+  CAST(b.ttft_bound_ms AS DOUBLE) / NULLIF(s.median_ttft_ms, 0) AS ttft_fraction
 FROM point_bounds AS b
 LEFT JOIN serving_points_all AS s
   USING (run_id, lane, point_id);

@@ -114,11 +114,12 @@ LEFT JOIN bounded b USING (run_id, lane, point_id);
 
 -- The bounds beside the measurements: % of the limit. A view that already holds a point's measured output tok/s
 -- (the Decision, the capacity search, the serving tables) joins point_bounds and divides the same way, rather
--- than computing serving_points_all a second time through this view.
+-- than computing serving_points_all a second time through this view. A median of 0 ms (a point whose requests
+-- produced one token each has no interval between tokens) has no fraction: NULL, not infinity.
 CREATE OR REPLACE VIEW point_roofline AS
 SELECT b.*, s.output_throughput, s.median_tpot_ms, s.median_ttft_ms,
        s.output_throughput / b.output_tokens_per_s_bound AS throughput_fraction,
-       b.tpot_bound_ms / s.median_tpot_ms                AS tpot_fraction,
-       b.ttft_bound_ms / s.median_ttft_ms                AS ttft_fraction
+       b.tpot_bound_ms / NULLIF(s.median_tpot_ms, 0)     AS tpot_fraction,
+       b.ttft_bound_ms / NULLIF(s.median_ttft_ms, 0)     AS ttft_fraction
 FROM point_bounds b
 LEFT JOIN serving_points_all s USING (run_id, lane, point_id);
