@@ -105,7 +105,7 @@ def test_an_execution_input_over_the_cap_is_refused():
     with pytest.raises(
         ExecutionInputTooLargeError,
         match=r"^execution input with its largest wave: [\d,]+ bytes "
-        r"exceeds the cap of 200,704 bytes "
+        rf"exceeds the cap of {MAX_EXECUTION_INPUT_BYTES:,} bytes "
         r"\(Step Functions allows 256 KiB\)",
     ):
         plan_run(RunRequest(lanes=["smoke"], lane_config={"smoke": {"model": big}}), run_id="r", results_uri=RESULTS)
