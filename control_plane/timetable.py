@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from control_plane.lane_history import Attempt, LaneKey, attempts, history_estimate
+from pipeline.decision_choice import LIFECYCLE_ANCHORS
 from pipeline.graph import Node
 
 # Start (about 1 min for trn1/inf2 from stopped), SSM agent registration (~1 min) and the harness sync
@@ -290,12 +291,15 @@ def hms(seconds: float) -> str:
 # boot compiles its graphs (cold) unless a config with the same fingerprint compiled them before in the lane;
 # every later boot loads them (warm). A CUDA vLLM boot compiles no NEFF: every boot costs the same (weights,
 # torch.compile, CUDA-graph capture), none is cold. The CPU servers compile nothing: every boot is uncached.
-CUDA_BOOT_S = 120.0
+# the Neuron compile and warm boot, and the CUDA boot, are the Decision's lifecycle anchors: one figure each
+NEURON_COLD_S = LIFECYCLE_ANCHORS[("neuron", "cold_compile")][0]
+NEURON_WARM_S = LIFECYCLE_ANCHORS[("neuron", "warm_boot")][0]
+CUDA_BOOT_S = LIFECYCLE_ANCHORS[("cuda", "warm_boot")][0]
 BOOT_COSTS_S: dict[tuple[str, str], tuple[float, float, float, str]] = {
     ("full", "neuron"): (
-        2372.0,
-        548.0,
-        548.0,
+        NEURON_COLD_S,
+        NEURON_WARM_S,
+        NEURON_WARM_S,
         ANCHOR + ": cold serving compile 2,372 s per config, warm boot 548 s (Llama 3.1 8B, inf2.xlarge)",
     ),
     ("full", "cuda"): (

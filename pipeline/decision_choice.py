@@ -169,6 +169,7 @@ class DecisionChoice(BaseModel):
 # from the shared compile cache (warm) after; a CUDA or CPU boot compiles nothing.
 ANCHOR = "anchor: the predecessor harness's published timings (Llama 3.1 8B; trn1.2xlarge / inf2.xlarge)"
 ESTIMATE = "estimate"
+# the planner's boot costs (control_plane/timetable.py BOOT_COSTS_S) read the Neuron and CUDA figures from here
 LIFECYCLE_ANCHORS: dict[tuple[str, str], tuple[float, str]] = {
     ("neuron", "cold_compile"): (2372.0, ANCHOR + ": cold serving compile 2,372 s per config"),
     ("neuron", "warm_boot"): (548.0, ANCHOR + ": warm boot 548 s from the shared compile cache"),
