@@ -46,12 +46,21 @@ def connection(rows: Iterable[Mapping[str, Any]]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     cols = ", ".join(f"{k} {t}" for k, t in INPUT_COLUMNS.items())
     con.execute(f"CREATE TABLE report_decision_hardware ({cols})")
-    data = [tuple(r.get(k) for k in INPUT_COLUMNS) for r in rows]
-    if data:
-        con.executemany(f"INSERT INTO report_decision_hardware VALUES ({', '.join('?' * len(INPUT_COLUMNS))})", data)
+    _replace_rows(con, rows)
     for _, text in derived_sql_files([NOISE_FILE]):
         con.execute(text)
     return con
+
+
+def _replace_rows(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[str, Any]]) -> None:
+    """``rows`` (missing keys NULL) in place of the connection's report_decision_hardware rows."""
+    import pyarrow as pa
+
+    con.execute("DELETE FROM report_decision_hardware")
+    rows = list(rows)
+    if rows:
+        new_rows = pa.table({k: [r.get(k) for r in rows] for k in INPUT_COLUMNS})  # noqa: F841 - read by name below
+        con.execute(f"INSERT INTO report_decision_hardware SELECT {', '.join(INPUT_COLUMNS)} FROM new_rows")
 
 
 def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent: bool = False) -> dict[str, Any]:
@@ -60,8 +69,8 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
     as a repeat of the family in a group of its own (the store's A/A history; one connection per pair), else the
     run-level sd is the prior (every pair in one connection, each its own group). ``adjacent``: only the pairs of
     runs made one after the other (in the rows' order). Returns the pairs, the pairs the view called ``cheaper``
-    either way (each is false: ``called``, as (group, run, run)), their count and rate, the range of P(first
-    cheaper) and the run-level sources used."""
+    either way (each is false: ``called``, as (group, run, run)), their count and rate, how many P(cheaper) >= 0.95
+    alone would have called (``cheaper_at_p95``), the range of P(first cheaper) and the run-level sources used."""
     by_group: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         by_group.setdefault(str(r["decision_group"]), []).append(r)
@@ -82,22 +91,22 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
     query = "SELECT decision_group, verdict, p_cheaper, run_sd_source FROM report_decision_noise"
     got: list[tuple[Any, ...]] = []
     if history:
+        con = connection([])
         for k, (g, a, b) in enumerate(pairs):
             others = [
                 {**dict(r), "decision_group": f"A/A history · {r['decision_group']}"}
                 for r in rows
                 if r is not a and r is not b
             ]
-            got += (
-                connection(members(k, g, a, b) + others)
-                .execute(query + " WHERE decision_group = ?", [f"{g} · pair {k}"])
-                .fetchall()
-            )
+            _replace_rows(con, members(k, g, a, b) + others)  # the views read the table again: one set of views
+            got += con.execute(query + " WHERE decision_group = ?", [f"{g} · pair {k}"]).fetchall()
     elif pairs:
         got = (
             connection([m for k, (g, a, b) in enumerate(pairs) for m in members(k, g, a, b)]).execute(query).fetchall()
         )
     called = sorted({grp for grp, v, _, _ in got if v == "cheaper"})
+    # what P(cheaper) >= 0.95 alone would call (the rule the verdict's margin and threshold are measured against)
+    at_p95 = {grp for grp, _, p, _ in got if p is not None and p >= 0.95}
     ps = [p for _, _, p, _ in got if p is not None]
     index = {f"{g} · pair {k}": (g, a["run_id"], b["run_id"]) for k, (g, a, b) in enumerate(pairs)}
     return {
@@ -105,6 +114,7 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
         "cheaper": len(called),
         "rate": len(called) / len(pairs) if pairs else 0.0,
         "called": [index[c] for c in called],
+        "cheaper_at_p95": len(at_p95),
         "p_min": min(ps, default=0.0),
         "p_max": max(ps, default=0.0),
         "sources": {s for _, _, _, s in got},

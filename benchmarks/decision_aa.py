@@ -10,11 +10,12 @@ the script counts the pairs the view calls ``cheaper`` either way: each one is a
 side the run-level component is the prior (or the A/A history the rows hold, with ``--history``), at its one-sided
 95 % upper confidence bound as the view uses it.
 
-tests/unit/test_decision_noise.py judges the stored rows again (tests/fixtures/decision_aa/rows.json, made once by
-this script), so the A/A rate is checked without running anything.
+tests/unit/test_decision_noise.py judges the stored rows again (tests/fixtures/decision_aa/rows_quiet.json: 10 runs
+on the otherwise idle host; rows_loaded.json: 8 runs while other work loaded it; each made once by this script), so
+the A/A rate is checked without running anything.
 
     .venv/bin/python benchmarks/decision_aa.py [--runs 6] [--prompts 24] [--price-as inf2.xlarge]
-                                               [--rows tests/fixtures/decision_aa/rows.json] [--analyse]
+                                               [--rows tests/fixtures/decision_aa/rows_quiet.json] [--analyse]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from analytics.decision_noise import aa_pairs  # noqa: E402 - after the repository root is put on sys.path
 
-ROWS = ROOT / "tests" / "fixtures" / "decision_aa" / "rows.json"
+ROWS = ROOT / "tests" / "fixtures" / "decision_aa" / "rows_quiet.json"
 # the columns of report_decision_hardware the noise view reads (and what the fixture keeps of each run)
 KEEP = (
     "run_id",
@@ -144,7 +145,8 @@ def main() -> int:
         print(
             f"{'A/A history of the other runs' if history else 'prior'}"
             f"{', adjacent runs only' if adjacent else ', all pairs'}: {res['pairs']} pairs, "
-            f"{res['cheaper']} called cheaper ({res['rate']:.1%}); P(first cheaper) from {res['p_min']:.3f} to "
+            f"{res['cheaper']} called cheaper ({res['rate']:.1%}; P(cheaper) >= 0.95 alone: {res['cheaper_at_p95']}); "
+            f"P(first cheaper) from {res['p_min']:.3f} to "
             f"{res['p_max']:.3f}; run-level sd source {', '.join(sorted(res['sources']))}"
         )
     return 0

@@ -10,7 +10,8 @@ below ``threshold`` — a stop is never made on a probability the bound overstat
 
 1. stops ``no $/M at the SLO`` when its runs gave no candidate row (SLO never met, not priced): it cannot be the
    cheapest; the Decision's own verdict is the reason;
-2. stops ``decided`` when its group's cheapest type is ``cheaper`` than every other candidate (P >= 0.95);
+2. stops ``decided`` when its group's cheapest type is ``cheaper`` than every other candidate (the Decision's
+   verdict: P(at least 5 % cheaper) >= 0.99);
 3. stops ``dominated`` when its bound is below ``threshold`` (the pair that bounds it is named);
 4. stops ``max repeats`` when it has run ``max_repeats`` times, still in contention;
 5. else runs again (a repeat: another box of its type, so the group's repeats measure the run-to-run spread); the
@@ -32,7 +33,7 @@ import duckdb
 
 from pipeline.matrix import AdaptiveSpec
 
-DECIDED_AT = 0.95  # 78_report_decision_noise.sql's p_threshold: 'cheaper' only at P >= 0.95
+DECIDED_AT = 0.99  # 78_report_decision_noise.sql's p_threshold: 'cheaper' only at P(at least 5 % cheaper) >= 0.99
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,13 @@ class WavePlan:
 
 
 def _standing(con: duckdb.DuckDBPyConnection, margin_pct: float) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (group, type): the smallest p_within_margin and p_cheaper against the other candidates, the pair that
-    gives the bound, the number of other candidates."""
+    """Per (group, type): the smallest p_within_margin and p_cheaper_by_margin (the verdict's P) against the other
+    candidates, the pair that gives the bound, the number of other candidates."""
     con.execute(f"SET VARIABLE decision_margin_pct = {float(margin_pct)!r}")
     got = con.execute(
         """SELECT decision_group, instance, count(*) AS others,
                   min(p_within_margin) AS p_bound, arg_min(other_instance, p_within_margin) AS bound_by,
-                  min(p_cheaper) AS p_cheaper_min, count(p_cheaper) = count(*) AS tested,
+                  min(p_cheaper_by_margin) AS p_cheaper_min, count(p_cheaper) = count(*) AS tested,
                   any_value(usd_per_million_output_tokens) AS usd
            FROM report_decision_noise GROUP BY decision_group, instance"""
     ).fetchall()
@@ -134,7 +135,8 @@ def next_wave(
             p = standing[(c.decision_group, leader)]["p_cheaper_min"]
             stop(
                 "decided",
-                f"the group is decided: {leader} is cheaper than every other type at P >= {p:.3f} (>= {DECIDED_AT})",
+                f"the group is decided: {leader} is at least 5 % cheaper than every other type at P >= {p:.3f} "
+                f"(>= {DECIDED_AT})",
                 p,
             )
         elif s is None:  # the only candidate so far: nothing to rank against, measure again

@@ -55,7 +55,7 @@ class AdaptiveSpec(BaseModel):
     """``matrix.adaptive``: spend the matrix's budget where the answer is open (control_plane/adaptive.py,
     docs/explanation/decision-noise.md). After each wave a cell whose probability of being the cheapest of its
     Decision group, or within ``margin_pct`` of the cheapest, is below ``threshold`` stops; the cells still in
-    contention get another repeat until the cheapest is ``cheaper`` than every other at P >= 0.95, each has
+    contention get another repeat until the cheapest is ``cheaper`` than every other (the Decision's verdict), each has
     ``max_repeats`` or the box-hours reach ``budget_box_hours``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

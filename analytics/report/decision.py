@@ -63,7 +63,9 @@ NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is b
               "run-to-run spread of p50 TPOT over 21 A/A runs on a shared host, docs/explanation/compare.md); P uses "
               "it at its one-sided 95 % upper confidence bound for the degrees of freedom it was estimated from "
               "(the prior's: 20), so a spread from few runs does not make P confident. A type "
-              "is `cheaper` than another only at P >= 0.95 (`more expensive` at P <= 0.05), else `not decided`. "
+              "is `cheaper` than another only where P(at least 5 % cheaper) >= 0.99 (`more expensive` where that "
+              "holds the other way), else `not decided`: a group compares every pair and the adaptive matrix judges "
+              "again after each wave, and a gap under 5 % is not one a buyer acts on. "
               "The points' own interval is their requests' spread only; the run-level interval adds the run-to-run "
               "component (docs/explanation/decision-noise.md).")
 

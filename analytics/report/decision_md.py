@@ -251,7 +251,11 @@ def _p(p: Any) -> str:
 
 
 def _p_cells(pairs: list[dict[str, Any]]) -> str:
-    return "; ".join(f"vs {p['other_instance']}: {_p(p.get('p_cheaper'))} ({p['verdict']})" for p in pairs)
+    return "; ".join(
+        f"vs {p['other_instance']}: {_p(p.get('p_cheaper'))}, ≥5 % cheaper {_p(p.get('p_cheaper_by_margin'))} "
+        f"({p['verdict']})"
+        for p in pairs
+    )
 
 
 def s_noise(d: Decision, section: str) -> list[str]:

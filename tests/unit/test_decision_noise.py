@@ -1,5 +1,6 @@
 """P(cheaper) with run-level noise (78_report_decision_noise.sql) on fixed rows of report_decision_hardware, and the
-A/A check on stored rows of real tiny runs (tests/fixtures/decision_aa/rows.json, made by benchmarks/decision_aa.py)."""
+A/A check on stored rows of real tiny runs (tests/fixtures/decision_aa/rows_quiet.json and rows_loaded.json, made by
+benchmarks/decision_aa.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from analytics.decision_noise import aa_pairs, connection
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "decision_aa" / "rows.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "decision_aa" / "rows_quiet.json"
 
 
 def row(instance: str, run: str, usd: float, half: float = 0.03, group: str = "m · chat · 64:16 · slo") -> dict:
@@ -120,34 +121,53 @@ def test_p_uses_sigma_run_at_its_one_sided_95_upper_bound():
     assert o["run_sd_upper_log"] > o["run_sd_log"]
 
 
-def _aa_stored() -> list[dict]:
-    stored = json.loads(FIXTURE.read_text())
-    assert len({r["run_id"] for r in stored}) == 8 and len({r["instance"] for r in stored}) == 1
+QUIET = FIXTURE.parent / "rows_quiet.json"
+LOADED = FIXTURE.parent / "rows_loaded.json"
+
+
+def _aa_stored(path: Path, runs: int) -> list[dict]:
+    stored = json.loads(path.read_text())
+    assert len({r["run_id"] for r in stored}) == runs and len({r["instance"] for r in stored}) == 1
     return stored
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
-def test_aa_real_tiny_runs_on_the_shared_host_reproduce_the_documented_false_rate():
-    """8 runs of one type (CPU backend, tiny profile) made back to back on the loaded shared development host, judged
-    in every same-group pair with the prior: the figures docs/explanation/decision-noise.md states. Every false
-    `cheaper` left pairs a run before the host's load step with one after it: $/M apart by 2x or more."""
-    stored = _aa_stored()
-    res = aa_pairs(stored)
-    assert (res["pairs"], res["cheaper"], res["sources"]) == (64, 6, {"prior"})
-    assert (aa_pairs(stored, adjacent=True)["pairs"], aa_pairs(stored, adjacent=True)["cheaper"]) == (20, 1)
-    usd = {(r["decision_group"], r["run_id"]): r["ranked_usd_per_million_output_tokens"] for r in stored}
-    for group, a, b in res["called"]:
-        x, y = usd[(group, a)], usd[(group, b)]
-        assert max(x, y) / min(x, y) >= 2.0, (group, a, b)
-    assert {run for _, a, b in res["called"] for run in (a, b)} >= {"aa5", "aa6"}
+def test_aa_quiet_host_no_pair_of_the_same_type_is_called_cheaper_than_itself():
+    """The acceptance, on 10 runs of one type (CPU backend, tiny profile) made back to back on the otherwise idle
+    host: 180 same-group pairs, none called cheaper either way, with the prior and with the run-level spread taken
+    from the other runs (the store's A/A history). P(cheaper) >= 0.95 alone would call 8 of them with the history:
+    the run-to-run spread is about 0.08-0.11 in log there, well estimated, and a 95 % rule then errs about 5 % of
+    the time, which is why the verdict asks P(at least 5 % cheaper) >= 0.99."""
+    stored = _aa_stored(QUIET, 10)
+    prior, history = aa_pairs(stored), aa_pairs(stored, history=True)
+    assert (prior["pairs"], prior["cheaper"], prior["sources"]) == (180, 0, {"prior"})
+    assert (history["pairs"], history["cheaper"], history["sources"]) == (180, 0, {"aa_history"})
+    assert history["cheaper_at_p95"] == 8 and prior["cheaper_at_p95"] == 0
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="benchmarks/decision_aa.py has not stored its rows")
-@pytest.mark.xfail(
-    strict=True,
-    reason="not met on the stored rows: 6 of 64 pairs across the loaded host's 2x load step are called cheaper "
-    "(docs/explanation/decision-noise.md); strict, so meeting it fails this mark",
-)
-def test_aa_no_pair_of_the_same_type_is_called_cheaper_than_itself():
-    """The acceptance: the same type measured in separate runs is never called cheaper than itself."""
-    assert aa_pairs(_aa_stored())["cheaper"] == 0
+def test_aa_loaded_host_no_pair_is_called_cheaper_across_its_load_step():
+    """8 runs made while other work loaded the shared host (a 2x step in $/M between runs 0-4 and 5-6): P(cheaper)
+    >= 0.95 alone calls 6 of 64 pairs cheaper than themselves, every one across the step; the verdict calls none,
+    with the prior or the A/A history."""
+    stored = _aa_stored(LOADED, 8)
+    prior, history = aa_pairs(stored), aa_pairs(stored, history=True)
+    assert (prior["pairs"], prior["cheaper"], prior["cheaper_at_p95"]) == (64, 0, 6)
+    assert (history["pairs"], history["cheaper"], history["sources"]) == (64, 0, {"aa_history"})
+    assert (aa_pairs(stored, adjacent=True)["pairs"], aa_pairs(stored, adjacent=True)["cheaper_at_p95"]) == (20, 1)
+
+
+def test_a_gap_under_the_verdicts_5_percent_margin_is_not_called_cheaper_however_sure():
+    """Five repeats each, 3 % apart with little spread: P(cheaper) is near 1, but the verdict asks P(at least 5 %
+    cheaper) >= 0.99, computed here by hand from the view's gap and its sd."""
+    spread = (0.995, 1.005, 1.0, 1.002, 0.998)
+    rows = [row("inf2.xlarge", f"a{i}", 1.0 * s, half=0.005) for i, s in enumerate(spread)]
+    rows += [row("g5.xlarge", f"b{i}", 1.03 * s, half=0.005) for i, s in enumerate(spread)]
+    con = connection(rows)
+    got = con.execute(
+        "SELECT p_cheaper, p_cheaper_by_margin, ln_gap, sd_ln_gap, verdict, verdict_margin_pct, p_threshold "
+        "FROM report_decision_noise WHERE instance = 'inf2.xlarge'"
+    ).fetchone()
+    p, p_by, gap, sd, verdict, margin, threshold = got
+    assert (float(margin), float(threshold)) == (5.0, 0.99)
+    assert p > 0.99 and verdict == "not decided"
+    assert p_by == pytest.approx(0.5 * (1 + math.erf((gap + math.log(0.95)) / sd / math.sqrt(2))), abs=1e-6)
+    assert p_by < 0.5

@@ -257,7 +257,8 @@ function decisionNoise(body, d) {
   const prob = (p) => (p === null || p === undefined ? "NULL" : p > 0.999 ? "> 0.999" : p < 0.001 ? "< 0.001" : p.toFixed(3));
   const interval = (v, lo, hi) => (v === null || v === undefined ? "NULL" : `${fmt(v)} [${fmt(lo)}, ${fmt(hi)}]`);
   const against = (r) => pairs.filter((p) => p.decision_group === r.decision_group && p.instance === r.instance)
-    .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)} (${p.verdict})`).join("; ") || "no other type";
+    .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)}, ≥5 % cheaper ${prob(p.p_cheaper_by_margin)} (${p.verdict})`)
+    .join("; ") || "no other type";
   body.append(h("h4", {}, "P(cheaper), run-to-run noise included"), note(d.noise_rule || ""));
   body.append(dataTable({id: "decision-noise", rows: options, filters: DECISION_FILTERS,
     columns: [textColumn("decision_section", "section"), textColumn("server_config", "config"),
