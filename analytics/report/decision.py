@@ -55,6 +55,7 @@ HARDWARE_ORDER = """decision_section, is_reference, server_config NULLS FIRST,
 # 78_report_decision_noise.sql: the Decision across instance types with run-level noise, P(cheaper) per pair of types
 NOISE_OPTIONS_VIEW = "decision_noise_options"
 NOISE_VIEW = "report_decision_noise"
+STANDING_VIEW = "report_decision_standing"
 NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is below the other's when the two are "
               "measured again in other runs on other boxes: ln $/M of one run = the type's mean + a run-to-run "
               "component + the point's own (its interval), normal on the log scale, a type's repeats averaged. The "
@@ -71,10 +72,13 @@ NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is b
 
 
 def noise_rows(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(per type of a group, per ordered pair of types) of the noise views, in the order of $/M."""
+    """(per type of a group with its verdict with run-to-run noise, per ordered pair of types) of the noise views,
+    in the order of $/M."""
     if NOISE_VIEW not in present or NOISE_OPTIONS_VIEW not in present:
         return [], []
-    return (rows(con, f"""SELECT * FROM {NOISE_OPTIONS_VIEW}
+    standing = (f"LEFT JOIN (SELECT decision_group, instance, standing, standing_note FROM {STANDING_VIEW}) s "
+                "USING (decision_group, instance)") if STANDING_VIEW in present else ""
+    return (rows(con, f"""SELECT * FROM {NOISE_OPTIONS_VIEW} {standing}
                           ORDER BY decision_section, decision_group, mean_ln_usd_per_million, instance"""),
             rows(con, f"""SELECT * FROM {NOISE_VIEW}
                           ORDER BY decision_section, decision_group, usd_per_million_output_tokens, instance,

@@ -217,7 +217,7 @@ def s_hardware(d: Decision) -> list[str]:
              ("rate_output_throughput", "open-loop output tok/s [95 % CI]"),
              ("ranked_basis", "basis" if one_type else "ranked on"),
              ("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]")]
-    cols += [("why", "why")] if one_type else [("verdict", "verdict"), ("verdict_note", "why")]
+    cols += [("why", "why")] if one_type else [("verdict", "per-point verdict"), ("verdict_note", "why")]
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "family":
@@ -270,6 +270,8 @@ def s_noise(d: Decision, section: str) -> list[str]:
     cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
             ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
             ("run_sd", "run-to-run sd (ln): estimate, 95 % bound used"), ("p", "P(cheaper) against each other type")]
+    if pairs:
+        cols += [("standing", "verdict with run-to-run noise"), ("standing_note", "why")]
 
     def get(r: dict[str, Any], k: str) -> Any:
         if k == "point":

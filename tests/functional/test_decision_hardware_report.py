@@ -223,6 +223,10 @@ def test_the_decision_shows_p_cheaper_with_run_level_noise_in_both_pages(matrix)
     assert ("A", "p4d.24xlarge", "inf2.xlarge") not in pairs  # never meets the SLO: not a candidate
     md = (matrix / "REPORT.md").read_text()
     assert "P(cheaper), run-to-run noise included" in md and "vs g5.12xlarge: " in md
+    # each type's verdict with run-to-run noise beside its P, and the hardware table's verdict named per point
+    assert "| verdict with run-to-run noise | why |" in md and "| per-point verdict | why |" in md
+    standing = {(o["server_config"], o["instance"]): o["standing"] for o in c["noise_options"] if o["model"] == "llama"}
+    assert standing[("A", "g5.12xlarge")] == "more expensive" and standing[("A", "inf2.xlarge")] == "not decided"
     assert "$/M [95 % CI with run-to-run]" in md and "`prior`: 22 % in log" in md
     # REPORT.html draws the same table from comparison.json's decision.noise (assets/sections.js)
     from analytics.report.html_assets import app_scripts

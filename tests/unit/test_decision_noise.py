@@ -171,3 +171,17 @@ def test_a_gap_under_the_verdicts_5_percent_margin_is_not_called_cheaper_however
     assert p > 0.99 and verdict == "not decided"
     assert p_by == pytest.approx(0.5 * (1 + math.erf((gap + math.log(0.95)) / sd / math.sqrt(2))), abs=1e-6)
     assert p_by < 0.5
+
+
+def test_each_type_stands_cheapest_more_expensive_or_not_decided_by_its_pairs():
+    """Five repeats each: inf2 and g6 2 % apart cannot be told apart; g5, 30 % dearer, is `more expensive` and names
+    the types cheaper than it. With g6 gone, inf2 is `cheapest`."""
+    spread = (0.97, 1.02, 1.0, 1.04, 0.98)
+    prices = {"inf2.xlarge": 1.0, "g6.xlarge": 1.02, "g5.xlarge": 1.3}
+    rows = [row(t, f"{t}{i}", u * s) for t, u in prices.items() for i, s in enumerate(spread)]
+    query = "SELECT instance, standing, standing_note FROM report_decision_standing"
+    got = {i: (s, n) for i, s, n in connection(rows).execute(query).fetchall()}
+    assert got["g5.xlarge"] == ("more expensive", "at least 5 % cheaper than it at P >= 0.99: g6.xlarge, inf2.xlarge")
+    assert got["inf2.xlarge"][0] == got["g6.xlarge"][0] == "not decided" and "g6.xlarge" in got["inf2.xlarge"][1]
+    two = {i: s for i, s, _ in connection([r for r in rows if r["instance"] != "g6.xlarge"]).execute(query).fetchall()}
+    assert two == {"inf2.xlarge": "cheapest", "g5.xlarge": "more expensive"}

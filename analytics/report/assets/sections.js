@@ -66,7 +66,7 @@ SECTION.decision = function (body) {
     body.append(h("h3", {}, "Across instance types"), note(d.hardware_rule));
     body.append(dataTable({id: "decision-hardware", rows: hw, filters: DECISION_FILTERS.concat([{key: "verdict", label: "verdict"}]),
       columns: [textColumn("decision_section", "section"), textColumn("instance", "instance"),
-        textColumn("server_config", "config"), badgeColumn("verdict", "verdict"),
+        textColumn("server_config", "config"), badgeColumn("verdict", "per-point verdict"),
         usdCiColumn("ranked_usd_per_million_output_tokens", "$/M output tokens [95 % CI]"),
         textColumn("ranked_basis", "ranked on"),
         {key: "max_concurrency", label: "highest conc. meeting", cls: "n", cell: (r) => (r.meets === null || r.meets === undefined ? "not measured" : !r.meets ? "none meets" : closedLoopCell(r))},
@@ -270,6 +270,7 @@ function decisionNoise(body, d) {
       textColumn("run_sd_source", "run-to-run sd (ln): estimate, 95 % bound used",
         {cell: (r) => `${fmt(r.run_sd_log)}, ${fmt(r.run_sd_upper_log)} (${r.run_sd_source})`}),
       textColumn("p_cheaper", "P(cheaper) against each other type", {value: against, cell: against}),
+      textColumn("standing", "verdict with run-to-run noise", {cell: (r) => (r.standing ? `${r.standing}: ${r.standing_note}` : "no other type")}),
       textColumn("run_sd_note", "run-to-run source")]}));
 }
 

@@ -7,6 +7,7 @@
 --                           interval that includes the run-level component, and the type's verdict.
 --   report_decision_noise   every ordered pair of candidate types of a group: P(the first's $/M < the second's),
 --                           P(the first's $/M <= (1 + margin) x the second's) and the verdict words.
+--   report_decision_standing per type of a group: its verdict with run-to-run noise against all the others.
 -- The model: one measurement of type i is ln $/M = mu_i + r + e, r the run-to-run component (sd sigma_run: another
 -- run, another box of the same type) and e the point's own (sd from the row's 95 % interval:
 -- (ln high - ln low) / (2 x 1.96)); a type's n measurements give mean ln $/M with variance
@@ -186,3 +187,28 @@ SELECT decision_group, decision_section, model, server_config, workload, input_l
                         p_cheaper, p_cheaper_by_margin, sd_ln_gap, run_sd_source, other_run_sd_source,
                         other_instance) END AS verdict_note
 FROM pr;
+
+-- The verdict with run-to-run noise per type of a group, from its pairs above: 'cheapest' when it is 'cheaper' than
+-- every other candidate type, 'more expensive' when another type is 'cheaper' than it (named), 'untested' when a
+-- pair has no P, else 'not decided'. The Decision's hardware table shows it beside the per-point verdict.
+CREATE OR REPLACE VIEW report_decision_standing AS
+SELECT decision_group, instance, count(*) AS others,
+       count(*) FILTER (WHERE verdict = 'cheaper') AS cheaper_than,
+       count(*) FILTER (WHERE verdict = 'more expensive') AS dearer_than,
+       CASE WHEN count(*) FILTER (WHERE verdict = 'untested') > 0 THEN 'untested'
+            WHEN count(*) FILTER (WHERE verdict = 'cheaper') = count(*) THEN 'cheapest'
+            WHEN count(*) FILTER (WHERE verdict = 'more expensive') > 0 THEN 'more expensive'
+            ELSE 'not decided' END AS standing,
+       CASE WHEN count(*) FILTER (WHERE verdict = 'untested') > 0
+            THEN 'no P against ' || string_agg(other_instance, ', ' ORDER BY other_instance)
+                 FILTER (WHERE verdict = 'untested')
+            WHEN count(*) FILTER (WHERE verdict = 'cheaper') = count(*)
+            THEN printf('at least 5 %% cheaper than each of the %d other type(s) at P >= 0.99', count(*))
+            WHEN count(*) FILTER (WHERE verdict = 'more expensive') > 0
+            THEN 'at least 5 % cheaper than it at P >= 0.99: ' || string_agg(other_instance, ', ' ORDER BY other_instance)
+                 FILTER (WHERE verdict = 'more expensive')
+            ELSE 'not told apart at P(at least 5 % cheaper) >= 0.99 from '
+                 || string_agg(other_instance, ', ' ORDER BY other_instance) FILTER (WHERE verdict <> 'cheaper')
+       END AS standing_note
+FROM report_decision_noise
+GROUP BY decision_group, instance;
