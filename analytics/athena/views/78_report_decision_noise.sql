@@ -9,6 +9,7 @@
 /*                           interval that includes the run-level component, and the type's verdict. */
 /*   report_decision_noise   every ordered pair of candidate types of a group: P(the first's $/M < the second's), */
 /*                           P(the first's $/M <= (1 + margin) x the second's) and the verdict words. */
+/*   report_decision_standing per type of a group: its verdict with run-to-run noise against all the others. */
 /* The model: one measurement of type i is ln $/M = mu_i + r + e, r the run-to-run component (sd sigma_run: another */
 /* run, another box of the same type) and e the point's own (sd from the row's 95 % interval: */
 /* (ln high - ln low) / (2 x 1.96)); a type's n measurements give mean ln $/M with variance */
@@ -27,8 +28,13 @@
 /* an estimate from few runs does not make P confident: the bound is 1.36 x the estimate at 20 df, 1.71 x at 8 */
 /* (run_sd_upper_log; run_sd_log is the estimate). chi2_0.05 by Wilson-Hilferty, inline. */
 /* A row without a bounded $/M interval (no interval, or the throughput's lower bound reached 0) has no point */
-/* variance: its type's P is NULL ('untested'). The verdict threshold: 'cheaper' only at P >= 0.95 ('more */
-/* expensive' at P <= 0.05), else 'not decided'. The margin of p_within_margin is the session variable */
+/* variance: its type's P is NULL ('untested'). The verdict: 'cheaper' only where P(the first's $/M <= 0.95 x the */
+/* second's), p_cheaper_by_margin, is >= 0.99; 'more expensive' where the same holds the other way; else 'not */
+/* decided'. Why stricter than P(cheaper) >= 0.95: a Decision compares every pair of a group, a report holds many */
+/* groups and the adaptive matrix judges again after each wave, so 5 % false calls per look add up; a buyer does not */
+/* change boxes for a gap under 5 %; and on A/A runs of one type (benchmarks/decision_aa.py) P >= 0.95 alone called */
+/* up to 9 % of the pairs cheaper than themselves, this rule none of 244 pairs, each judged with the prior and with */
+/* the A/A history (docs/explanation/decision-noise.md). The margin of p_within_margin is the session variable */
 /* decision_margin_pct (SET VARIABLE; control_plane.adaptive sets it for the stop rule), 0 when unset. */
 /* Phi: Abramowitz & Stegun 26.2.17 (absolute error < 7.5e-8), inline below: DuckDB has no erf. */
 CREATE OR REPLACE VIEW decision_noise_options AS
@@ -256,3 +262,5 @@ SELECT
 FROM v;
 
 -- report_decision_noise: not translated (function getvariable() is DuckDB's; sqlglot keeps it by name and Trino has none); see REPORT.md
+
+-- report_decision_standing: not translated (reads report_decision_noise, which does not translate); see REPORT.md
