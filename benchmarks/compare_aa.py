@@ -59,29 +59,27 @@ def request(repeats: int, prompts: int) -> dict:
     }
 
 
-def run(results: str, run_id: str, req_file: str, slowdown: float) -> float:
+def run(results: str, run_id: str, req_file: str, slowdown: float | None = None, extra: tuple[str, ...] = ()) -> float:
+    """One ``run --local`` of ``req_file`` into ``results`` as ``run_id`` (``slowdown``: the CPU server's injected
+    factor; ``extra``: more CLI arguments), its wall seconds; a failed run ends the benchmark with its output."""
     t0 = time.perf_counter()
-    env = {**os.environ, SLOWDOWN_ENV: str(slowdown)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "control_plane.cli",
-            "run",
-            "--local",
-            "--input",
-            req_file,
-            "--results",
-            results,
-            "--run-id",
-            run_id,
-            "--no-live",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    env = {**os.environ, **({SLOWDOWN_ENV: str(slowdown)} if slowdown is not None else {})}
+    cmd = [
+        sys.executable,
+        "-m",
+        "control_plane.cli",
+        "run",
+        "--local",
+        "--input",
+        req_file,
+        "--results",
+        results,
+        "--run-id",
+        run_id,
+        "--no-live",
+        *extra,
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"run {run_id} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return time.perf_counter() - t0

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from compare_aa import run as local_run  # noqa: E402 - benchmarks/ is put on sys.path above
 
 from analytics.decision_noise import aa_pairs  # noqa: E402 - after the repository root is put on sys.path
 
@@ -79,30 +81,6 @@ def request(prompts: int) -> dict:
     }
 
 
-def run(results: str, run_id: str, req_file: str, price_as: str) -> float:
-    t0 = time.perf_counter()
-    cmd = [
-        sys.executable,
-        "-m",
-        "control_plane.cli",
-        "run",
-        "--local",
-        "--input",
-        req_file,
-        "--results",
-        results,
-        "--run-id",
-        run_id,
-        "--no-live",
-        "--price-as",
-        price_as,
-    ]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"run {run_id} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return time.perf_counter() - t0
-
-
 def decision_rows(results: str) -> list[dict]:
     from analytics.report.rows import rows
     from analytics.store import open_store
@@ -128,7 +106,7 @@ def main() -> int:
             req_file = str(Path(tmp) / "request.json")
             Path(req_file).write_text(json.dumps(request(args.prompts)))
             for i in range(args.runs):
-                s = run(results, f"aa{i}", req_file, args.price_as)
+                s = local_run(results, f"aa{i}", req_file, extra=("--price-as", args.price_as))
                 print(f"run aa{i}: {s:.0f} s", flush=True)
             out = decision_rows(results)
         Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
