@@ -52,8 +52,12 @@ def connection(rows: Iterable[Mapping[str, Any]], choice: Any = None) -> duckdb.
     data = [tuple(r.get(k) for k in INPUT_COLUMNS) for r in rows]
     if data:
         con.executemany(f"INSERT INTO report_decision_hardware VALUES ({', '.join('?' * len(INPUT_COLUMNS))})", data)
-    for _, text in derived_sql_files([PRICES_FILE, NOISE_FILE]):
+    for name, text in derived_sql_files([PRICES_FILE, NOISE_FILE]):
         con.execute(text)
+        if name == PRICES_FILE:  # constants, kept as tables: the noise views then plan no VALUES list per query
+            for view in ("instance_prices", "instance_price_models"):
+                con.execute(f"CREATE TABLE __{view} AS SELECT * FROM {view}")
+                con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM __{view}")
     if choice is not None:
         from analytics.pricing import apply_choice
 
