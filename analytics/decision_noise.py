@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 NOISE_FILE = "78_report_decision_noise.sql"
+PRICES_FILE = "30_prices.sql"  # the pricing models and the choice the view prices $/M under (on-demand by default)
 # what the view reads of report_decision_hardware, with the type DuckDB gives each
 INPUT_COLUMNS = {
     "decision_group": "VARCHAR",
@@ -25,6 +26,7 @@ INPUT_COLUMNS = {
     "slo_name": "VARCHAR",
     "ranked_basis": "VARCHAR",
     "instance": "VARCHAR",
+    "instance_type": "VARCHAR",
     "family": "VARCHAR",
     "run_id": "VARCHAR",
     "lane": "VARCHAR",
@@ -38,17 +40,26 @@ INPUT_COLUMNS = {
 AA_COPY = " (A/A copy)"
 
 
-def connection(rows: Iterable[Mapping[str, Any]]) -> duckdb.DuckDBPyConnection:
+def connection(rows: Iterable[Mapping[str, Any]], choice: Any = None) -> duckdb.DuckDBPyConnection:
     """An in-memory connection whose ``report_decision_hardware`` holds ``rows`` (missing keys NULL) and whose noise
-    views are 78_report_decision_noise.sql's."""
+    views are 78_report_decision_noise.sql's, read under ``choice`` (a pipeline.decision_choice.DecisionChoice; None:
+    on-demand)."""
     from analytics.views import derived_sql_files
 
     con = duckdb.connect(":memory:")
     cols = ", ".join(f"{k} {t}" for k, t in INPUT_COLUMNS.items())
     con.execute(f"CREATE TABLE report_decision_hardware ({cols})")
     _replace_rows(con, rows)
-    for _, text in derived_sql_files([NOISE_FILE]):
+    for name, text in derived_sql_files([PRICES_FILE, NOISE_FILE]):
         con.execute(text)
+        if name == PRICES_FILE:  # constants, kept as tables: the noise views then plan no VALUES list per query
+            for view in ("instance_prices", "instance_price_models"):
+                con.execute(f"CREATE TABLE __{view} AS SELECT * FROM {view}")
+                con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM __{view}")
+    if choice is not None:
+        from analytics.pricing import apply_choice
+
+        apply_choice(con, choice)
     return con
 
 

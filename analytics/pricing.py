@@ -186,7 +186,8 @@ def render_sql() -> str:
         f"({sql_literal(m.instance_type)}, {sql_literal(m.region)}, {sql_literal(m.pricing_model)}, "
         f"CAST({sql_literal(m.usd_per_hour)} AS DOUBLE), CAST({sql_literal(m.effective_usd_per_hour)} AS DOUBLE), "
         f"CAST({sql_literal(m.lost_fraction)} AS DOUBLE), CAST({sql_literal(m.price_date)} AS VARCHAR), "
-        f"CAST({sql_literal(m.source)} AS VARCHAR), CAST({sql_literal(m.null_reason)} AS VARCHAR))"
+        f"CAST({sql_literal(m.source)} AS VARCHAR), CAST({sql_literal(m.null_reason)} AS VARCHAR), "
+        f"CAST({sql_literal(m.interruptions)} AS VARCHAR))"
         for m in MODEL_PRICES
     )
     anchors = ",\n    ".join(
@@ -211,11 +212,12 @@ def render_sql() -> str:
         ") AS t(instance_type, family, accelerator, accelerators);\n\n"
         "-- instance_price_models: every priced (type, region) under every pricing model (pipeline.decision_choice):\n"
         "-- $/hour as published, the effective $/hour the Decision divides (Spot: raised by the work lost to\n"
-        "-- interruptions), or NULL with the reason.\n"
+        "-- interruptions), or NULL with the reason; Spot: the advisor's range of the share of instances interrupted\n"
+        "-- per month (interruptions).\n"
         "CREATE OR REPLACE VIEW instance_price_models AS\n"
         "SELECT * FROM (VALUES\n    " + models + "\n"
         ") AS t(instance_type, region, pricing_model, usd_per_hour, effective_usd_per_hour, lost_fraction,\n"
-        "       price_date, source, null_reason);\n\n"
+        "       price_date, source, null_reason, interruptions);\n\n"
         "-- lifecycle_anchors: a deployment's one-off seconds where a run measured none (pipeline.decision_choice).\n"
         "CREATE OR REPLACE VIEW lifecycle_anchors AS\n"
         "SELECT * FROM (VALUES\n    " + anchors + "\n"

@@ -3,8 +3,8 @@
 **Pricing models** (``--pricing``, default ``on-demand``): ``on-demand`` (the catalogue's price,
 :mod:`pipeline.instance_types`), ``savings-1y`` and ``savings-3y`` (a 1- or 3-year commitment: a Savings Plan or
 reserved rate) and ``spot`` (a Spot reference price, its cost raised by the work lost to interruptions at a stated
-rate). Every price here is a published figure with its source and the month it was read; a type without one is
-NULL with the reason, never a discount guessed from another type.
+rate: :data:`SPOT_ADVISOR`, :func:`spot_lost_fraction`). Every price here is a published figure with its source and
+the month it was read; a type without one is NULL with the reason, never a discount guessed from another type.
 
 **The lifecycle** (:class:`Horizon`): hours of serving, redeploys, an optional fine-tune and the share of the hours
 the endpoint serves at the SLO's capacity. The Decision's lifecycle $/M (79_report_decision_lifecycle.sql) adds
@@ -56,20 +56,74 @@ _REGIONS = ("us-east-1", "us-west-2")
 NO_PRICE_REASON: dict[str, str] = {
     "savings-1y": "no published 1-year Savings Plan or reserved rate recorded for this type",
     "savings-3y": "no published 3-year Savings Plan or reserved rate recorded for this type",
-    "spot": "no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)",
+    "spot": "no Spot Instance Advisor figure recorded for this type and region (recorded: the catalogue's types in "
+    "us-east-1 and us-west-2)",
 }
 
-# Spot: the share of paid hours whose work is lost to interruptions (the interrupted request's work, the
-# replacement's boot and warm-up). Stated per type where a published interruption frequency backs it; none is
-# recorded, so a Spot $/M is NULL even where a Spot price exists, with this reason.
-SPOT_LOSS_REASON = "no published interruption rate recorded for this type: the work lost to interruptions is unknown"
-SPOT_LOST_FRACTION: dict[str, float] = {}
+# ---- Spot ----------------------------------------------------------------------------------------------------------
+# The AWS Spot Instance Advisor's feed (per region, OS and type: the average saving over on-demand in % and the range
+# of the share of instances interrupted in the trailing month), Linux, as kept by github.com/alexei-led/spotinfo in
+# its snapshot committed 2025-06-28. The saving is a regional average (Availability Zones differ) and its month is
+# the feed's, not the catalogue's on-demand month: Spot $/hour = the catalogue's on-demand $/hour x (1 - saving/100).
+SPOT_SOURCE = (
+    "AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, "
+    "snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average"
+)
+SPOT_MONTH = "2025-06"
+# (type, region) -> (saving over on-demand %, the interruption range's label, the range's upper edge %)
+SPOT_ADVISOR: dict[tuple[str, str], tuple[int, str, int]] = {
+    ("inf2.xlarge", "us-east-1"): (78, "<5%", 5),
+    ("inf2.xlarge", "us-west-2"): (72, "10-15%", 16),
+    ("inf2.8xlarge", "us-east-1"): (70, "<5%", 5),
+    ("inf2.8xlarge", "us-west-2"): (70, "<5%", 5),
+    ("inf2.24xlarge", "us-east-1"): (79, "<5%", 5),
+    ("inf2.24xlarge", "us-west-2"): (72, "15-20%", 22),
+    ("inf2.48xlarge", "us-east-1"): (86, "5-10%", 11),
+    ("inf2.48xlarge", "us-west-2"): (72, "5-10%", 11),
+    ("trn1.2xlarge", "us-east-1"): (74, "<5%", 5),
+    ("trn1.2xlarge", "us-west-2"): (72, "5-10%", 11),
+    ("trn1.32xlarge", "us-east-1"): (79, "<5%", 5),
+    ("trn1.32xlarge", "us-west-2"): (69, "<5%", 5),
+    ("g5.xlarge", "us-east-1"): (59, ">20%", 100),
+    ("g5.xlarge", "us-west-2"): (63, ">20%", 100),
+    ("g5.2xlarge", "us-east-1"): (58, "15-20%", 22),
+    ("g5.2xlarge", "us-west-2"): (59, ">20%", 100),
+    ("g5.12xlarge", "us-east-1"): (58, ">20%", 100),
+    ("g5.12xlarge", "us-west-2"): (70, ">20%", 100),
+    ("g6.xlarge", "us-east-1"): (49, ">20%", 100),
+    ("g6.xlarge", "us-west-2"): (47, ">20%", 100),
+    ("g6.2xlarge", "us-east-1"): (58, ">20%", 100),
+    ("g6.2xlarge", "us-west-2"): (54, ">20%", 100),
+    ("g6e.xlarge", "us-east-1"): (58, "5-10%", 11),
+    ("g6e.xlarge", "us-west-2"): (50, ">20%", 100),
+    ("g6e.2xlarge", "us-east-1"): (63, "10-15%", 16),
+    ("g6e.2xlarge", "us-west-2"): (32, ">20%", 100),
+    ("p4d.24xlarge", "us-east-1"): (67, "10-15%", 16),
+    ("p4d.24xlarge", "us-west-2"): (53, ">20%", 100),
+    ("p5.48xlarge", "us-east-1"): (52, ">20%", 100),
+    ("p5.48xlarge", "us-west-2"): (46, "5-10%", 11),
+}
+# The work lost to interruptions, a stated model. Interruptions per instance-month: the advisor's range upper edge
+# (conservative: the most the range allows; '>20%' counts 1.0, one per instance-month).
+SPOT_HOURS_PER_MONTH = 730.0  # AWS's monthly hours (8,760 / 12), the month the advisor's share is over
+# Each interruption loses the 2-minute notice's in-flight work, counted in full (conservative: requests admitted in the
+# notice may still finish), and the replacement's boot before it serves again: its family's warm boot
+# (LIFECYCLE_ANCHORS: the replacement loads the compiled graphs from the shared compile cache).
+SPOT_NOTICE_S = 120.0
+
+
+def spot_lost_fraction(upper_pct: float, replacement_boot_s: float) -> float:
+    """The share of paid Spot hours that do no useful work: interruptions per instance-hour (upper_pct / 100 per
+    :data:`SPOT_HOURS_PER_MONTH`) x the seconds each loses (:data:`SPOT_NOTICE_S` + the replacement's boot) / 3600."""
+    per_hour = upper_pct / 100.0 / SPOT_HOURS_PER_MONTH
+    return per_hour * (SPOT_NOTICE_S + replacement_boot_s) / 3600.0
 
 
 @dataclass(frozen=True)
 class ModelPrice:
     """One type's price under one pricing model in one region: $/hour as published, the effective $/hour the
-    Decision divides (Spot: raised by the work lost to interruptions), or NULL with the reason."""
+    Decision divides (Spot: raised by the work lost to interruptions), or NULL with the reason; Spot: the advisor's
+    range of the share of instances interrupted per month (``interruptions``, e.g. ``<5%``)."""
 
     instance_type: str
     region: str
@@ -80,6 +134,7 @@ class ModelPrice:
     price_date: str | None
     source: str | None
     null_reason: str | None
+    interruptions: str | None = None
 
 
 def spot_effective(usd_per_hour: float, lost_fraction: float) -> float:
@@ -90,23 +145,30 @@ def spot_effective(usd_per_hour: float, lost_fraction: float) -> float:
     return usd_per_hour / (1.0 - lost_fraction)
 
 
+def spot_price(instance_type: str, region: str) -> ModelPrice:
+    """The Spot reference price of a catalogued type in a region and its effective $/hour, or NULL with the reason."""
+    from pipeline.instance_types import CATALOGUE
+
+    t = CATALOGUE.get(instance_type)
+    on_demand = t.prices_usd_per_hour.get(region) if t else None
+    advisor = SPOT_ADVISOR.get((instance_type, region))
+    if t is None or on_demand is None or advisor is None:
+        return ModelPrice(instance_type, region, "spot", None, None, None, None, None, NO_PRICE_REASON["spot"])
+    saving_pct, label, upper_pct = advisor
+    usd = round(on_demand * (1.0 - saving_pct / 100.0), 6)
+    lost = spot_lost_fraction(upper_pct, LIFECYCLE_ANCHORS[(t.backend, "warm_boot")][0])
+    return ModelPrice(
+        instance_type, region, "spot", usd, spot_effective(usd, lost), lost, SPOT_MONTH, SPOT_SOURCE, None, label
+    )
+
+
 def alternative_price(instance_type: str, region: str, model: str) -> ModelPrice:
     """The price of ``instance_type`` under a pricing model other than on-demand, or NULL with the reason."""
     if model == "savings-3y" and instance_type in _NEURON_RI and region in _REGIONS:
         usd = _NEURON_RI[instance_type]
         return ModelPrice(instance_type, region, model, usd, usd, None, NEURON_RI_MONTH, NEURON_RI_SOURCE, None)
     if model == "spot":
-        return ModelPrice(
-            instance_type,
-            region,
-            model,
-            None,
-            None,
-            SPOT_LOST_FRACTION.get(instance_type),
-            None,
-            None,
-            NO_PRICE_REASON["spot"],
-        )
+        return spot_price(instance_type, region)
     return ModelPrice(instance_type, region, model, None, None, None, None, None, NO_PRICE_REASON[model])
 
 

@@ -68,7 +68,10 @@ NOISE_RULE = ("P(cheaper) is the probability that one type's $/M at the SLO is b
               "holds the other way), else `not decided`: a group compares every pair and the adaptive matrix judges "
               "again after each wave, and a gap under 5 % is not one a buyer acts on. "
               "The points' own interval is their requests' spread only; the run-level interval adds the run-to-run "
-              "component (docs/explanation/decision-noise.md).")
+              "component (docs/explanation/decision-noise.md). P and its verdict are for the pricing model the "
+              "Decision is read for: a type's $/M under it is its on-demand $/M x its $/hour under the model / its "
+              "on-demand $/hour, so ln $/M moves by a constant per type and the run-to-run spread is unchanged; a type "
+              "without a price under the model is compared with no other type (its note says why).")
 
 
 def noise_rows(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -24,8 +24,10 @@ CHOICE_VIEW = "decision_choice"
 
 PRICING_RULE = (
     "Prices as a choice: on-demand (the catalogue), savings-1y and savings-3y (a 1- or 3-year Savings Plan or "
-    "reserved rate) and spot (a Spot reference price, raised by the work lost to interruptions: price / (1 - lost "
-    "share)). Each is a published figure with its source and month, or NULL with the reason. $/M under a model = the "
+    "reserved rate) and spot (a Spot reference price: on-demand x (1 - the Spot Instance Advisor's regional saving), "
+    "raised by the work lost to interruptions: price / (1 - lost share), the lost share = interruptions per hour (the "
+    "advisor's monthly range at its upper edge / 730 h) x (the 2-minute notice + the replacement's warm boot) / "
+    "3600 s). Each is a published figure with its source and month, or NULL with the reason. $/M under a model = the "
     "on-demand $/M x that model's $/hour / the on-demand $/hour: the capacity and its interval are the run's own. "
     "The ranking rule is the same under every model."
 )

@@ -55,7 +55,8 @@ def _pricing(d: Decision) -> list[str]:
     lines += table(d.pricing_models, [("instance_type", "instance"), ("region", "region"),
                                       ("pricing_model", "pricing model"), ("usd_per_hour", "$/hour"),
                                       ("effective_usd_per_hour", "effective $/hour"),
-                                      ("over_on_demand", "x on-demand"), ("price_date", "as of"),
+                                      ("over_on_demand", "x on-demand"),
+                                      ("interruptions", "Spot: instances interrupted /month"), ("price_date", "as of"),
                                       ("source", "source"), ("null_reason", "why NULL")])
     ranking = d.ranking_by_pricing or []
     others = sorted({str(r.get("pricing_model")) for r in ranking} - {"on-demand"})

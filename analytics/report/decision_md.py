@@ -267,6 +267,10 @@ def s_noise(d: Decision, section: str) -> list[str]:
     pairs = [p for p in (d.noise or []) if str(p.get("decision_section")) == section]
     alone = "" if pairs else (" One type per group here: no pair to compare; its $/M interval with the run-to-run "
                               "component is what another run of it may show.")
+    if not pairs and any(o.get("priced") is False for o in options):
+        alone = " Fewer than two types per group are priced under this model: no pair to compare."
+    model = next((o.get("pricing_model") for o in options if o.get("pricing_model")), None)
+    at = f", at `{model}` prices" if model else ""  # P and its verdict are for the Decision's pricing model
     cols = [("instance", "instance"), ("server_config", "config"), ("repeats", "runs"),
             ("point", "$/M [points' own 95 % CI]"), ("run", "$/M [95 % CI with run-to-run]"),
             ("run_sd", "run-to-run sd (ln): estimate, 95 % bound used"), ("p", "P(cheaper) against each other type")]
@@ -280,13 +284,15 @@ def s_noise(d: Decision, section: str) -> list[str]:
             return _interval(r.get("usd_per_million_output_tokens"), r.get("run_ci_low"), r.get("run_ci_high"))
         if k == "run_sd":
             return f"{fmt(r.get('run_sd_log'))}, {fmt(r.get('run_sd_upper_log'))} ({r.get('run_sd_source')})"
+        if k == "p" and r.get("priced") is False:
+            return r.get("note")
         if k == "p":
             return _p_cells([p for p in pairs if p.get("decision_group") == r.get("decision_group")
                              and p.get("instance") == r.get("instance")]) or "no other type"
         return r.get(k)
 
     notes = sorted({f"`{o.get('run_sd_source')}`: {o.get('run_sd_note')}" for o in options})
-    return ([f"P(cheaper), run-to-run noise included (docs/explanation/decision-noise.md):{alone}", ""]
+    return ([f"P(cheaper), run-to-run noise included{at} (docs/explanation/decision-noise.md):{alone}", ""]
             + table(options, cols, get) + [f"- {n}" for n in notes] + [""])
 
 

@@ -91,9 +91,21 @@ def test_prices_per_model_carry_source_and_month_or_null_with_reason(con):
     ri = rows[("inf2.xlarge", "savings-3y")]
     assert (ri["usd_per_hour"], ri["price_date"], ri["null_reason"]) == (0.328, "2025-10", None)
     assert "Neuron performance pages" in ri["source"] and ri["over_on_demand"] == pytest.approx(0.328 / 0.76)
-    for model in ("savings-1y", "spot"):
-        assert rows[("inf2.xlarge", model)]["effective_usd_per_hour"] is None
-        assert rows[("inf2.xlarge", model)]["null_reason"]
+    assert rows[("inf2.xlarge", "savings-1y")]["effective_usd_per_hour"] is None
+    assert rows[("inf2.xlarge", "savings-1y")]["null_reason"]
+    # Spot (us-west-2): the advisor's 72 % saving; interrupted 10-15 % a month, the upper edge 16 % per 730 h, each
+    # losing the 120 s notice and a Neuron warm boot (548 s)
+    spot = rows[("inf2.xlarge", "spot")]
+    lost = 0.16 / 730 * (120 + LIFECYCLE_ANCHORS[("neuron", "warm_boot")][0]) / 3600
+    assert (spot["usd_per_hour"], spot["price_date"], spot["interruptions"]) == (
+        pytest.approx(0.76 * 0.28),
+        "2025-06",
+        "10-15%",
+    )
+    assert spot["lost_fraction"] == pytest.approx(lost) and "Spot Instance Advisor" in spot["source"]
+    assert spot["effective_usd_per_hour"] == pytest.approx(0.76 * 0.28 / (1 - lost), rel=1e-12)
+    assert rows[("g5.xlarge", "spot")]["interruptions"] == ">20%"  # 1 interruption per month, a CUDA boot of 120 s
+    assert rows[("g5.xlarge", "spot")]["lost_fraction"] == pytest.approx(1.0 / 730 * 240 / 3600)
     gpu = rows[("g5.xlarge", "savings-3y")]
     assert gpu["usd_per_hour"] is None and "no published 3-year" in gpu["null_reason"]
     assert rows[("g5.xlarge", "on-demand")]["usd_per_hour"] == 1.006
@@ -123,9 +135,15 @@ def test_ranking_changes_under_savings_and_a_type_without_that_price_is_not_pric
     )
     assert sv["g5.xlarge"]["model_verdict"] == "not priced"
     assert "no savings-3y price" in sv["g5.xlarge"]["model_verdict_note"]
+    sv1 = _by(con, "SELECT * FROM report_decision_pricing WHERE pricing_model = 'savings-1y' AND model = 'rank'")
+    assert {r["model_verdict"] for r in sv1.values()} == {"not priced"}
+    assert sv1["inf2.xlarge"]["ranking_changed"] is None  # nothing priced: nothing to compare
+    # Spot: every type priced (savings 72, 72, 63 %): the same order as on-demand, inf2 still the cheapest
     spot = _by(con, "SELECT * FROM report_decision_pricing WHERE pricing_model = 'spot' AND model = 'rank'")
-    assert {r["model_verdict"] for r in spot.values()} == {"not priced"}
-    assert spot["inf2.xlarge"]["ranking_changed"] is None  # nothing priced: nothing to compare
+    assert spot["inf2.xlarge"]["model_verdict"] == "cheapest" and spot["inf2.xlarge"]["ranking_changed"] is False
+    assert spot["g5.xlarge"]["model_usd_per_million_output_tokens"] == pytest.approx(
+        od["g5.xlarge"]["on_demand_usd_per_million_output_tokens"] * 0.37 / (1 - 1.0 / 730 * 240 / 3600), rel=1e-9
+    )
 
 
 def test_lifecycle_adds_one_off_costs_from_anchors_and_the_run_own_compiles(con):
@@ -188,6 +206,11 @@ def test_choice_validation_one_line_each():
     with pytest.raises(DecisionChoiceError, match="no savings-3y price for inf2.xlarge in eu-west-1"):
         check_priced("savings-3y", "inf2.xlarge", "eu-west-1", None)
     check_priced("savings-3y", "inf2.xlarge", "us-west-2", 0.76)
+    check_priced("spot", "g5.xlarge", "us-east-1", 1.006)  # every catalogued type has an advisor figure in both
+    with pytest.raises(DecisionChoiceError, match="no spot price for c7i.large in us-west-2 .no Spot Instance Advisor"):
+        check_priced("spot", "c7i.large", "us-west-2", 0.08925)  # a local price-as type: not in the catalogue
+    with pytest.raises(DecisionChoiceError, match="no spot price for inf2.xlarge in eu-west-1"):
+        check_priced("spot", "inf2.xlarge", "eu-west-1", None)
     assert spot_effective(0.30, 0.25) == pytest.approx(0.40)  # a quarter of the paid hours lost: 1/0.75 per hour
     with pytest.raises(DecisionChoiceError):
         spot_effective(0.30, 1.0)

@@ -185,3 +185,90 @@ def test_each_type_stands_cheapest_more_expensive_or_not_decided_by_its_pairs():
     assert got["inf2.xlarge"][0] == got["g6.xlarge"][0] == "not decided" and "g6.xlarge" in got["inf2.xlarge"][1]
     two = {i: s for i, s, _ in connection([r for r in rows if r["instance"] != "g6.xlarge"]).execute(query).fetchall()}
     assert two == {"inf2.xlarge": "cheapest", "g5.xlarge": "more expensive"}
+
+
+# ---- P under the Decision's pricing model (decision_choice): ln $/M shifts by ln(effective $/hour / on-demand) --
+def _typed_rows() -> list[dict]:
+    """inf2 1.0 $/M, trn1 1.1, g5 1.3 on-demand, one run each, their instance types recorded."""
+    return [
+        {**row(t, f"r{i}", usd), "instance_type": t}
+        for i, (t, usd) in enumerate((("inf2.xlarge", 1.0), ("trn1.2xlarge", 1.1), ("g5.xlarge", 1.3)))
+    ]
+
+
+def _spot_ratio(instance_type: str, on_demand: float) -> float:
+    """By hand from the advisor's us-west-2 figures: Spot = on-demand x (1 - saving); lost share = the range's upper
+    edge / 730 h x (120 s notice + the family's warm boot) / 3600 s; effective = Spot / (1 - lost)."""
+    from pipeline.decision_choice import LIFECYCLE_ANCHORS, SPOT_ADVISOR
+
+    saving, _, upper = SPOT_ADVISOR[(instance_type, "us-west-2")]
+    boot = LIFECYCLE_ANCHORS[("cuda" if instance_type.startswith("g") else "neuron", "warm_boot")][0]
+    lost = upper / 100 / 730 * (120 + boot) / 3600
+    return on_demand * (1 - saving / 100) / (1 - lost) / on_demand
+
+
+def _phi(z: float) -> float:
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+
+def test_p_under_spot_and_savings_moves_by_the_price_ratio_and_on_demand_is_unchanged():
+    from pipeline.decision_choice import DecisionChoice
+
+    rows = _typed_rows()
+    query = "SELECT instance, other_instance, ln_gap, sd_ln_gap, p_cheaper, verdict, pricing_model"
+    query += " FROM report_decision_noise"
+    od = {(r[0], r[1]): r for r in connection(rows).execute(query).fetchall()}
+    # on-demand: the same figures as rows without a recorded type (the on-demand path reads no price)
+    untyped = {
+        (r[0], r[1]): r
+        for r in connection([row(r["instance"], r["run_id"], r["ranked_usd_per_million_output_tokens"]) for r in rows])
+        .execute(query)
+        .fetchall()
+    }
+    assert {k: v[:6] for k, v in od.items()} == {k: v[:6] for k, v in untyped.items()}
+    assert od[("inf2.xlarge", "g5.xlarge")][6] == "on-demand"
+    spot = {(r[0], r[1]): r for r in connection(rows, DecisionChoice(pricing="spot")).execute(query).fetchall()}
+    ratio = {"inf2.xlarge": _spot_ratio("inf2.xlarge", 0.76), "g5.xlarge": _spot_ratio("g5.xlarge", 1.006)}
+    _, _, gap, sd, p, verdict, model = spot[("inf2.xlarge", "g5.xlarge")]
+    assert model == "spot" and sd == pytest.approx(od[("inf2.xlarge", "g5.xlarge")][3], rel=1e-12)  # spread unchanged
+    assert gap == pytest.approx(math.log(1.3 / 1.0) + math.log(ratio["g5.xlarge"] / ratio["inf2.xlarge"]), rel=1e-9)
+    assert p == pytest.approx(_phi(gap / sd), abs=1e-7) and p > od[("inf2.xlarge", "g5.xlarge")][4]
+    assert verdict == ("cheaper" if _phi((gap + math.log(0.95)) / sd) >= 0.99 else "not decided")
+    # savings-3y: the Neuron 3-year rates (0.328 of 0.76, 0.512 of 1.34) move trn1 below inf2; g5 has none
+    sv = connection(rows, DecisionChoice(pricing="savings-3y"))
+    got = {(r[0], r[1]): r for r in sv.execute(query).fetchall()}
+    assert set(got) == {("inf2.xlarge", "trn1.2xlarge"), ("trn1.2xlarge", "inf2.xlarge")}
+    _, _, gap, sd, p, _, _ = got[("trn1.2xlarge", "inf2.xlarge")]
+    assert gap == pytest.approx(math.log(1.0 / 1.1) + math.log((0.328 / 0.76) / (0.512 / 1.34)), rel=1e-9)
+    assert p == pytest.approx(_phi(gap / sd), abs=1e-7) and od[("trn1.2xlarge", "inf2.xlarge")][4] < 0.5 < p
+    g5 = options(sv)["g5.xlarge"]
+    assert (g5["priced"], g5["usd_per_million_output_tokens"], g5["run_ci_low"]) == (False, None, None)
+    assert g5["note"].startswith("not priced under savings-3y: no published 3-year")
+    assert options(sv)["trn1.2xlarge"]["usd_per_million_output_tokens"] == pytest.approx(1.1 * 0.512 / 1.34)
+
+
+def test_a_row_without_its_instance_type_is_not_priced_under_another_model_and_the_page_says_which_model():
+    from types import SimpleNamespace
+
+    from analytics.report.decision_md import s_noise
+    from pipeline.decision_choice import DecisionChoice
+
+    rows = _typed_rows()
+    rows[2].pop("instance_type")
+    con = connection(rows, DecisionChoice(pricing="spot"))
+    o = options(con)
+    assert o["g5.xlarge"]["note"] == (
+        "not priced under spot: instance type not recorded: no price; compared with no other type"
+    )
+    assert {(a, b) for a, b in pairs(con)} == {("inf2.xlarge", "trn1.2xlarge"), ("trn1.2xlarge", "inf2.xlarge")}
+
+    def read(sql: str) -> list[dict]:
+        cur = con.execute(sql)
+        return [dict(zip([d[0] for d in cur.description], t)) for t in cur.fetchall()]
+
+    d = SimpleNamespace(
+        noise_options=read("SELECT * FROM decision_noise_options"), noise=read("SELECT * FROM report_decision_noise")
+    )
+    text = "\n".join(s_noise(d, "m · chat · 64:16 · slo"))
+    assert "P(cheaper), run-to-run noise included, at `spot` prices" in text
+    assert "not priced under spot: instance type not recorded" in text and "vs trn1.2xlarge: " in text

@@ -291,7 +291,8 @@ FROM (VALUES
 
 /* instance_price_models: every priced (type, region) under every pricing model (pipeline.decision_choice): */
 /* $/hour as published, the effective $/hour the Decision divides (Spot: raised by the work lost to */
-/* interruptions), or NULL with the reason. */
+/* interruptions), or NULL with the reason; Spot: the advisor's range of the share of instances interrupted */
+/* per month (interruptions). */
 CREATE OR REPLACE VIEW instance_price_models AS
 SELECT
   *
@@ -305,6 +306,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-01' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -316,7 +318,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'c7i.large',
@@ -327,7 +330,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'c7i.large',
@@ -338,7 +342,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('no Spot Instance Advisor figure recorded for this type and region (recorded: the catalogue''s types in us-east-1 and us-west-2)' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.12xlarge',
@@ -349,6 +354,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -360,7 +366,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.12xlarge',
@@ -371,18 +378,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.12xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(2.38224 AS DOUBLE),
+    CAST(2.382457576034341 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g5.12xlarge',
@@ -393,6 +402,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -404,7 +414,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.12xlarge',
@@ -415,18 +426,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.12xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(1.7016 AS DOUBLE),
+    CAST(1.7017554114531008 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g5.2xlarge',
@@ -437,6 +450,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -448,7 +462,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.2xlarge',
@@ -459,18 +474,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.2xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.50904 AS DOUBLE),
+    CAST(0.5090502274931551 AS DOUBLE),
+    CAST(2.009132420091324e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('15-20%' AS VARCHAR)
   ),
   (
     'g5.2xlarge',
@@ -481,6 +498,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -492,7 +510,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.2xlarge',
@@ -503,18 +522,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.2xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.49692 AS DOUBLE),
+    CAST(0.4969653849666636 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g5.xlarge',
@@ -525,6 +546,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -536,7 +558,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.xlarge',
@@ -547,18 +570,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.41246 AS DOUBLE),
+    CAST(0.41249767102018453 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g5.xlarge',
@@ -569,6 +594,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -580,7 +606,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.xlarge',
@@ -591,18 +618,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g5.xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.37222 AS DOUBLE),
+    CAST(0.3722539957987031 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6.2xlarge',
@@ -613,6 +642,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -624,7 +654,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.2xlarge',
@@ -635,18 +666,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.2xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.410592 AS DOUBLE),
+    CAST(0.4106295004109965 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6.2xlarge',
@@ -657,6 +690,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -668,7 +702,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.2xlarge',
@@ -679,18 +714,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.2xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.449696 AS DOUBLE),
+    CAST(0.44973707187871037 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6.xlarge',
@@ -701,6 +738,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -712,7 +750,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.xlarge',
@@ -723,18 +762,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.410448 AS DOUBLE),
+    CAST(0.41048548725911044 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6.xlarge',
@@ -745,6 +786,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -756,7 +798,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.xlarge',
@@ -767,18 +810,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6.xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.426544 AS DOUBLE),
+    CAST(0.42658295734770296 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
@@ -789,6 +834,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -800,7 +846,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
@@ -811,18 +858,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.82954 AS DOUBLE),
+    CAST(0.8295521213095352 AS DOUBLE),
+    CAST(1.4611872146118723e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('10-15%' AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
@@ -833,6 +882,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -844,7 +894,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
@@ -855,18 +906,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.2xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(1.52456 AS DOUBLE),
+    CAST(1.5246992419399032 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'g6e.xlarge',
@@ -877,6 +930,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -888,7 +942,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.xlarge',
@@ -899,18 +954,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.78162 AS DOUBLE),
+    CAST(0.7816278519692892 AS DOUBLE),
+    CAST(1.004566210045662e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('5-10%' AS VARCHAR)
   ),
   (
     'g6e.xlarge',
@@ -921,6 +978,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -932,7 +990,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.xlarge',
@@ -943,18 +1002,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'g6e.xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.9305 AS DOUBLE),
+    CAST(0.9305849849301306 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
@@ -965,6 +1026,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -976,7 +1038,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
@@ -987,18 +1050,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(1.3629 AS DOUBLE),
+    CAST(1.3629173217041646 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
@@ -1009,6 +1074,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1020,7 +1086,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
@@ -1031,18 +1098,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.24xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(1.8172 AS DOUBLE),
+    CAST(1.8173016250558667 AS DOUBLE),
+    CAST(5.592085235920853e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('15-20%' AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
@@ -1053,6 +1122,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1064,7 +1134,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
@@ -1075,18 +1146,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(1.8172 AS DOUBLE),
+    CAST(1.8172508111071537 AS DOUBLE),
+    CAST(2.7960426179604265e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('5-10%' AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
@@ -1097,6 +1170,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1108,7 +1182,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
@@ -1119,18 +1194,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.48xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(3.6344 AS DOUBLE),
+    CAST(3.6345016222143074 AS DOUBLE),
+    CAST(2.7960426179604265e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('5-10%' AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
@@ -1141,6 +1218,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1152,7 +1230,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
@@ -1163,18 +1242,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.591 AS DOUBLE),
+    CAST(0.5910075112826776 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
@@ -1185,6 +1266,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1196,7 +1278,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
@@ -1207,18 +1290,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.8xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.591 AS DOUBLE),
+    CAST(0.5910075112826776 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'inf2.xlarge',
@@ -1229,6 +1314,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1240,7 +1326,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.xlarge',
@@ -1251,18 +1338,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.1672 AS DOUBLE),
+    CAST(0.1672021250193971 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'inf2.xlarge',
@@ -1273,6 +1362,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1284,7 +1374,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.xlarge',
@@ -1295,18 +1386,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'inf2.xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.2128 AS DOUBLE),
+    CAST(0.2128086548664506 AS DOUBLE),
+    CAST(4.066971080669711e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('10-15%' AS VARCHAR)
   ),
   (
     'm7i.large',
@@ -1317,6 +1410,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-01' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1328,7 +1422,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'm7i.large',
@@ -1339,7 +1434,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'm7i.large',
@@ -1350,7 +1446,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('no Spot Instance Advisor figure recorded for this type and region (recorded: the catalogue''s types in us-east-1 and us-west-2)' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
@@ -1361,6 +1458,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1372,7 +1470,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
@@ -1383,18 +1482,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(7.2468 AS DOUBLE),
+    CAST(7.246905890862332 AS DOUBLE),
+    CAST(1.4611872146118723e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('10-15%' AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
@@ -1405,6 +1506,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1416,7 +1518,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
@@ -1427,18 +1530,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p4d.24xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(10.3212 AS DOUBLE),
+    CAST(10.322142661430266 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'p5.48xlarge',
@@ -1449,6 +1554,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1460,7 +1566,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p5.48xlarge',
@@ -1471,18 +1578,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p5.48xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(26.4192 AS DOUBLE),
+    CAST(26.421612932687918 AS DOUBLE),
+    CAST(9.1324200913242e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('>20%' AS VARCHAR)
   ),
   (
     'p5.48xlarge',
@@ -1493,6 +1602,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1504,7 +1614,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p5.48xlarge',
@@ -1515,18 +1626,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 3-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'p5.48xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(29.7216 AS DOUBLE),
+    CAST(29.72189857615008 AS DOUBLE),
+    CAST(1.004566210045662e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('5-10%' AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
@@ -1537,6 +1650,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1548,7 +1662,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
@@ -1559,18 +1674,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.3484 AS DOUBLE),
+    CAST(0.3484044279710404 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
@@ -1581,6 +1698,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1592,7 +1710,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
@@ -1603,18 +1722,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.2xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(0.3752 AS DOUBLE),
+    CAST(0.3752104910452366 AS DOUBLE),
+    CAST(2.7960426179604265e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('5-10%' AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
@@ -1625,6 +1746,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1636,7 +1758,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
@@ -1647,18 +1770,20 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
     'us-east-1',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(4.515 AS DOUBLE),
+    CAST(4.515057383149389 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
+    CAST('<5%' AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
@@ -1669,6 +1794,7 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2026-07' AS VARCHAR),
     CAST('AWS EC2 On-Demand Pricing, Linux, https://aws.amazon.com/ec2/pricing/on-demand/' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
@@ -1680,7 +1806,8 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR)
+    CAST('no published 1-year Savings Plan or reserved rate recorded for this type' AS VARCHAR),
+    CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
@@ -1691,19 +1818,21 @@ FROM (VALUES
     CAST(NULL AS DOUBLE),
     CAST('2025-10' AS VARCHAR),
     CAST('AWS Neuron performance pages, RI-Effective hourly rate (term not stated; recorded as 3-year), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/index.html' AS VARCHAR),
+    CAST(NULL AS VARCHAR),
     CAST(NULL AS VARCHAR)
   ),
   (
     'trn1.32xlarge',
     'us-west-2',
     'spot',
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
-    CAST(NULL AS DOUBLE),
+    CAST(6.665 AS DOUBLE),
+    CAST(6.6650847084586236 AS DOUBLE),
+    CAST(1.2709284627092847e-05 AS DOUBLE),
+    CAST('2025-06' AS VARCHAR),
+    CAST('AWS Spot Instance Advisor feed, https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json, Linux, snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average' AS VARCHAR),
     CAST(NULL AS VARCHAR),
-    CAST(NULL AS VARCHAR),
-    CAST('no dated Spot reference price recorded for this type (Spot prices move with supply; none was read)' AS VARCHAR)
-  )) AS t(instance_type, region, pricing_model, usd_per_hour, effective_usd_per_hour, lost_fraction, price_date, source, null_reason);
+    CAST('<5%' AS VARCHAR)
+  )) AS t(instance_type, region, pricing_model, usd_per_hour, effective_usd_per_hour, lost_fraction, price_date, source, null_reason, interruptions);
 
 /* lifecycle_anchors: a deployment's one-off seconds where a run measured none (pipeline.decision_choice). */
 CREATE OR REPLACE VIEW lifecycle_anchors AS

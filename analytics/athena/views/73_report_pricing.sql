@@ -28,7 +28,8 @@ SELECT
   m.price_date,
   m.source,
   m.null_reason,
-  CAST(m.effective_usd_per_hour AS DOUBLE) / NULLIF(od.usd_per_hour, 0) AS over_on_demand
+  CAST(m.effective_usd_per_hour AS DOUBLE) / NULLIF(od.usd_per_hour, 0) AS over_on_demand,
+  m.interruptions
 FROM instance_price_models AS m
 JOIN instance_prices AS p
   ON p.instance_type = m.instance_type AND p.region = m.region

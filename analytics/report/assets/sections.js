@@ -192,7 +192,7 @@ function decisionCost(body, d) {
       columns: [textColumn("instance_type", "instance"), textColumn("region", "region"),
         textColumn("pricing_model", "pricing model"), numColumn("usd_per_hour", "$/hour"),
         numColumn("effective_usd_per_hour", "effective $/hour"), numColumn("over_on_demand", "x on-demand"),
-        textColumn("price_date", "as of"), textColumn("source", "source"), textColumn("null_reason", "why NULL")]}));
+        textColumn("interruptions", "Spot: instances interrupted /month"), textColumn("price_date", "as of"), textColumn("source", "source"), textColumn("null_reason", "why NULL")]}));
   }
   const ranking = d.ranking_by_pricing || [];  // decision_cost_md._pricing: the models with a type priced, else said
   const priced = ranking.filter((r) => r.pricing_model !== "on-demand" && r.ranking_changed !== null && r.ranking_changed !== undefined);
@@ -256,10 +256,11 @@ function decisionNoise(body, d) {
   if (!options.length) return;
   const prob = (p) => (p === null || p === undefined ? "NULL" : p > 0.999 ? "> 0.999" : p < 0.001 ? "< 0.001" : p.toFixed(3));
   const interval = (v, lo, hi) => (v === null || v === undefined ? "NULL" : `${fmt(v)} [${fmt(lo)}, ${fmt(hi)}]`);
-  const against = (r) => pairs.filter((p) => p.decision_group === r.decision_group && p.instance === r.instance)
+  const against = (r) => (r.priced === false ? r.note : pairs.filter((p) => p.decision_group === r.decision_group && p.instance === r.instance)
     .map((p) => `vs ${p.other_instance}: ${prob(p.p_cheaper)}, ≥5 % cheaper ${prob(p.p_cheaper_by_margin)} (${p.verdict})`)
-    .join("; ") || "no other type";
-  body.append(h("h4", {}, "P(cheaper), run-to-run noise included"), note(d.noise_rule || ""));
+    .join("; ") || "no other type");
+  const model = (options.find((o) => o.pricing_model) || {}).pricing_model;  // P and its verdict: the Decision's pricing model
+  body.append(h("h4", {}, "P(cheaper), run-to-run noise included" + (model ? `, at ${model} prices` : "")), note(d.noise_rule || ""));
   body.append(dataTable({id: "decision-noise", rows: options, filters: DECISION_FILTERS,
     columns: [textColumn("decision_section", "section"), textColumn("server_config", "config"),
       textColumn("instance", "instance"), numColumn("repeats", "runs"),

@@ -19,7 +19,7 @@
 CREATE OR REPLACE VIEW report_pricing AS
 SELECT m.instance_type, m.region, m.pricing_model, m.usd_per_hour, m.effective_usd_per_hour, m.lost_fraction,
        m.price_date, m.source, m.null_reason,
-       m.effective_usd_per_hour / nullif(od.usd_per_hour, 0) AS over_on_demand
+       m.effective_usd_per_hour / nullif(od.usd_per_hour, 0) AS over_on_demand, m.interruptions
 FROM instance_price_models m
 JOIN instance_prices p ON p.instance_type = m.instance_type AND p.region = m.region
 LEFT JOIN instance_price_models od

@@ -1,12 +1,15 @@
 -- The Decision with run-level noise (docs/explanation/decision-noise.md). CREATE OR REPLACE VIEW statements only.
--- Runs after 77_report_decision_hardware.sql (reads report_decision_hardware). Views defined here:
+-- Runs after 77_report_decision_hardware.sql (reads report_decision_hardware) and reads 30_prices.sql
+-- (decision_choice, instance_price_models, instance_prices). Views defined here:
 --   decision_noise_options  per Decision group (model, server config, workload, shape, SLO) and instance type: its
 --                           candidate rows (repeats: runs or cells of the same type in the group), the mean of
---                           ln $/M at the group's basis, the point component (each row's own interval), the
---                           run-level component and its source, the $/M with the points' own interval and with the
---                           interval that includes the run-level component, and the type's verdict.
---   report_decision_noise   every ordered pair of candidate types of a group: P(the first's $/M < the second's),
---                           P(the first's $/M <= (1 + margin) x the second's) and the verdict words.
+--                           ln $/M at the group's basis under the chosen pricing model, the point component (each
+--                           row's own interval), the run-level component and its source, the $/M with the points' own
+--                           interval and with the interval that includes the run-level component, and the type's
+--                           verdict; a type not priced under the model: NULL $/M with the reason (note).
+--   report_decision_noise   every ordered pair of candidate types of a group priced under the chosen model:
+--                           P(the first's $/M < the second's), P(the first's $/M <= (1 + margin) x the second's),
+--                           P(it is at least 5 % lower) and the verdict words, with the pricing model they are for.
 --   report_decision_standing per type of a group: its verdict with run-to-run noise against all the others.
 -- The model: one measurement of type i is ln $/M = mu_i + r + e, r the run-to-run component (sd sigma_run: another
 -- run, another box of the same type) and e the point's own (sd from the row's 95 % interval:
@@ -34,21 +37,42 @@
 -- up to 9 % of the pairs cheaper than themselves, this rule none of 244 pairs, each judged with the prior and with
 -- the A/A history (docs/explanation/decision-noise.md). The margin of p_within_margin is the session variable
 -- decision_margin_pct (SET VARIABLE; control_plane.adaptive sets it for the stop rule), 0 when unset.
+-- The pricing model: P and the verdict are for the model the Decision is read for (decision_choice.pricing_model).
+-- $/M under a model = the on-demand $/M x the type's effective $/hour under it / its on-demand $/hour (in
+-- instance_prices' region, as 73_report_pricing.sql): ln $/M shifts by that per-type constant, so sigma_run and the
+-- point variance are the on-demand ones (every candidate row's repeats count towards them, priced under the model or
+-- not) and only the means move. A type without a price under the model is kept with its reason (note) and compared
+-- with no other type. On-demand: the constant is 1, its ln 0, the figures the on-demand $/M's.
 -- Phi: Abramowitz & Stegun 26.2.17 (absolute error < 7.5e-8), inline below: DuckDB has no erf.
 
 CREATE OR REPLACE VIEW decision_noise_options AS
-WITH r AS (  -- the candidate rows: a type measured here with a $/M at the group's basis
-    SELECT decision_group, decision_section, model, server_config, workload, input_len, output_len, slo_name,
-           ranked_basis, instance, family, run_id, lane,
-           ranked_usd_per_million_output_tokens AS usd,
-           ln(ranked_usd_per_million_output_tokens) AS y,
-           CASE WHEN ranked_usd_per_million_output_tokens_ci_low > 0
-                     AND ranked_usd_per_million_output_tokens_ci_high >= ranked_usd_per_million_output_tokens_ci_low
-                THEN pow((ln(ranked_usd_per_million_output_tokens_ci_high)
-                          - ln(ranked_usd_per_million_output_tokens_ci_low)) / (2 * 1.959963984540054), 2) END
-               AS point_var
-    FROM report_decision_hardware
-    WHERE candidate AND ranked_usd_per_million_output_tokens > 0
+WITH pm AS (  -- the chosen model's effective $/hour over the on-demand $/hour, per type in the price region
+    SELECT m.instance_type, m.pricing_model, m.null_reason,
+           m.effective_usd_per_hour / nullif(od.usd_per_hour, 0) AS price_ratio
+    FROM instance_price_models m
+    JOIN decision_choice ch ON ch.pricing_model = m.pricing_model
+    JOIN instance_prices od ON od.instance_type = m.instance_type AND od.region = m.region
+),
+r AS (  -- the candidate rows: a type measured here with a $/M at the group's basis (on-demand)
+    SELECT h.decision_group, h.decision_section, h.model, h.server_config, h.workload, h.input_len, h.output_len,
+           h.slo_name, h.ranked_basis, h.instance, h.family, h.run_id, h.lane,
+           h.ranked_usd_per_million_output_tokens AS usd,
+           ln(h.ranked_usd_per_million_output_tokens) AS y,
+           CASE WHEN h.ranked_usd_per_million_output_tokens_ci_low > 0
+                     AND h.ranked_usd_per_million_output_tokens_ci_high >= h.ranked_usd_per_million_output_tokens_ci_low
+                THEN pow((ln(h.ranked_usd_per_million_output_tokens_ci_high)
+                          - ln(h.ranked_usd_per_million_output_tokens_ci_low)) / (2 * 1.959963984540054), 2) END
+               AS point_var,
+           ch.pricing_model,
+           CASE WHEN ch.pricing_model = 'on-demand' THEN 1.0 ELSE pm.price_ratio END AS price_ratio,
+           CASE WHEN ch.pricing_model = 'on-demand' THEN NULL
+                WHEN h.instance_type IS NULL THEN 'instance type not recorded: no price'
+                WHEN pm.instance_type IS NULL THEN 'no price for ' || h.instance_type
+                ELSE pm.null_reason END AS price_note
+    FROM report_decision_hardware h
+    CROSS JOIN decision_choice ch
+    LEFT JOIN pm ON pm.instance_type = h.instance_type
+    WHERE h.candidate AND h.ranked_usd_per_million_output_tokens > 0
 ),
 t AS (  -- per type of a group
     SELECT decision_group, instance,
@@ -58,7 +82,9 @@ t AS (  -- per type of a group
            any_value(ranked_basis) AS ranked_basis, any_value(family) AS family,
            count(*) AS repeats, avg(y) AS mean_y, coalesce(sum(pow(y, 2)) - count(*) * pow(avg(y), 2), 0) AS ss,
            avg(point_var) AS point_var, count(point_var) = count(*) AS bounded,
-           string_agg(run_id || ' ' || lane, ', ' ORDER BY run_id, lane) AS measurements
+           string_agg(run_id || ' ' || lane, ', ' ORDER BY run_id, lane) AS measurements,
+           any_value(pricing_model) AS pricing_model, count(price_ratio) = count(*) AS priced,
+           avg(ln(price_ratio)) AS ln_price_ratio, max(price_note) AS price_note
     FROM r GROUP BY decision_group, instance
 ),
 grp AS (  -- the group's repeats, pooled over its types with >= 2 rows
@@ -103,23 +129,27 @@ s AS (  -- sigma_run's estimate and its one-sided 95 % upper confidence bound (t
                          - run_point_var, 0)) AS run_sd_upper_log
     FROM s0
 ),
-v AS (
+v AS (  -- the mean ln $/M under the chosen model (NULL: not priced under it)
     SELECT s.*,
-           CASE WHEN bounded THEN (pow(run_sd_upper_log, 2) + point_var) / repeats END AS mean_var
+           CASE WHEN bounded THEN (pow(run_sd_upper_log, 2) + point_var) / repeats END AS mean_var,
+           CASE WHEN priced THEN mean_y + ln_price_ratio END AS model_y
     FROM s
 )
 SELECT decision_group, decision_section, model, server_config, workload, input_len, output_len, slo_name,
        ranked_basis, instance, family, repeats, measurements,
-       mean_y AS mean_ln_usd_per_million, exp(mean_y) AS usd_per_million_output_tokens,
+       model_y AS mean_ln_usd_per_million, exp(model_y) AS usd_per_million_output_tokens,
        sqrt(point_var) AS point_sd_log, run_sd_log, run_sd_upper_log, run_sd_source, run_sd_df, run_sd_note,
        sqrt(mean_var) AS sd_log,
        -- the points' own interval (their requests' spread): what report_decision_hardware shows per row
-       CASE WHEN bounded THEN exp(mean_y - 1.959963984540054 * sqrt(point_var / repeats)) END AS point_ci_low,
-       CASE WHEN bounded THEN exp(mean_y + 1.959963984540054 * sqrt(point_var / repeats)) END AS point_ci_high,
+       CASE WHEN bounded THEN exp(model_y - 1.959963984540054 * sqrt(point_var / repeats)) END AS point_ci_low,
+       CASE WHEN bounded THEN exp(model_y + 1.959963984540054 * sqrt(point_var / repeats)) END AS point_ci_high,
        -- with the run-level component: where another run on other boxes of these types may land the mean
-       exp(mean_y - 1.959963984540054 * sqrt(mean_var)) AS run_ci_low,
-       exp(mean_y + 1.959963984540054 * sqrt(mean_var)) AS run_ci_high,
-       CASE WHEN NOT bounded THEN 'a row without a bounded $/M interval: no point variance, P untested' END AS note
+       exp(model_y - 1.959963984540054 * sqrt(mean_var)) AS run_ci_low,
+       exp(model_y + 1.959963984540054 * sqrt(mean_var)) AS run_ci_high,
+       CASE WHEN NOT priced THEN printf('not priced under %s: %s; compared with no other type', pricing_model,
+                                        coalesce(price_note, 'no price'))
+            WHEN NOT bounded THEN 'a row without a bounded $/M interval: no point variance, P untested' END AS note,
+       pricing_model, priced, exp(ln_price_ratio) AS price_over_on_demand
 FROM v;
 
 CREATE OR REPLACE VIEW report_decision_noise AS
@@ -133,9 +163,10 @@ p AS (
            a.repeats, b.repeats AS other_repeats, a.run_sd_source, b.run_sd_source AS other_run_sd_source,
            b.mean_ln_usd_per_million - a.mean_ln_usd_per_million AS ln_gap,
            sqrt(pow(a.sd_log, 2) + pow(b.sd_log, 2)) AS sd_ln_gap,
-           coalesce(TRY_CAST(getvariable('decision_margin_pct') AS DOUBLE), 0.0) AS margin_pct
+           coalesce(TRY_CAST(getvariable('decision_margin_pct') AS DOUBLE), 0.0) AS margin_pct, a.pricing_model
     FROM o a
     JOIN o b ON a.decision_group = b.decision_group AND a.instance <> b.instance
+    WHERE a.priced AND b.priced  -- a type without a price under the model is no candidate (its note says why)
 ),
 z AS (
     SELECT p.*,
@@ -182,10 +213,11 @@ SELECT decision_group, decision_section, model, server_config, workload, input_l
        CASE WHEN p_cheaper IS NULL THEN 'untested' WHEN p_cheaper_by_margin >= 0.99 THEN 'cheaper'
             WHEN p_dearer_by_margin >= 0.99 THEN 'more expensive' ELSE 'not decided' END AS verdict,
        CASE WHEN p_cheaper IS NULL THEN 'no bounded $/M interval on one side: no variance to judge it by'
-            ELSE printf('P(cheaper) = %.3f, P(at least 5 %% cheaper) = %.3f (sd of the ln $/M gap %.3g; run-level '
-                        || 'sd from %s here, %s for %s); "cheaper" needs P(at least 5 %% cheaper) >= 0.99',
-                        p_cheaper, p_cheaper_by_margin, sd_ln_gap, run_sd_source, other_run_sd_source,
-                        other_instance) END AS verdict_note
+            ELSE printf('P(cheaper) = %.3f, P(at least 5 %% cheaper) = %.3f at %s prices (sd of the ln $/M gap %.3g; '
+                        || 'run-level sd from %s here, %s for %s); "cheaper" needs P(at least 5 %% cheaper) >= 0.99',
+                        p_cheaper, p_cheaper_by_margin, pricing_model, sd_ln_gap, run_sd_source, other_run_sd_source,
+                        other_instance) END AS verdict_note,
+       pricing_model
 FROM pr;
 
 -- The verdict with run-to-run noise per type of a group, from its pairs above: 'cheapest' when it is 'cheaper' than
