@@ -38,7 +38,7 @@ from analytics.decision_noise import HISTORY_GROUP
 from analytics.schema.matrix import MATRIX_STOPS_LANE
 from control_plane.adaptive import CAPACITY, NO_CAPACITY_LANE, CellRuns, Stop, Use, _standing, next_wave
 from pipeline.lanes import CELL_ENV
-from pipeline.matrix import AdaptiveSpec
+from pipeline.matrix import MATRIX_LANES, AdaptiveSpec
 
 CAPACITY_LANE = "capacity"  # the lane a capacity use runs (pipeline.lanes)
 DECIDED_ATTEMPT = "00000000-decided"  # one attempt per wave's decision: the store writes create-only
@@ -162,18 +162,22 @@ def schedule_adaptive(
 
 
 def capacity_segment(seg: Mapping[str, Any], run: int, wave: int, rate_min: float, rate_max: float) -> dict[str, Any]:
-    """``seg`` (a cell's segment of the plan) as the cell's ``run``-th run in ``wave`` that runs only its capacity
-    lane, as ``capacity@<cell>r<run>``, its search bisecting [``rate_min``, ``rate_max``] req/s (the lane's config
-    in its script: the bracket's rates as the search's start and top). Its needs on the cell's other lanes name
-    their first run's (committed)."""
+    """``seg`` (a cell's segment of the plan) as the cell's ``run``-th run in ``wave`` that runs its box's own lanes
+    (provenance, preflight: every lane but the matrix's serving lanes) and its capacity lane, as
+    ``<lane>@<cell>r<run>``, the search bisecting [``rate_min``, ``rate_max``] req/s (the lane's config in its
+    script: the bracket's rates as the search's start and top). A need on a lane left out names its first run's
+    (committed)."""
     cell = str(seg["box"])
     base = repeat_segment(seg, run, wave)
-    name = f"{CAPACITY_LANE}@{repeat_cell(cell, run)}"
-    lanes = [st for st in base["lanes"] if st["result_lane"] == name]
-    if not lanes:
+    suffix = f"@{repeat_cell(cell, run)}"
+    lanes = [
+        st
+        for st in base["lanes"]
+        if st["result_lane"].split("@")[0] == CAPACITY_LANE or st["result_lane"].split("@")[0] not in MATRIX_LANES
+    ]
+    if not any(st["result_lane"] == CAPACITY_LANE + suffix for st in lanes):
         raise AdaptiveScheduleError(f"cell {cell}: {NO_CAPACITY_LANE}")
     kept = {st["result_lane"] for st in lanes}
-    suffix = f"@{repeat_cell(cell, run)}"
 
     def need(n: str) -> str:
         return n if n in kept or not n.endswith(suffix) else n[: -len(suffix)] + f"@{cell}"
@@ -181,7 +185,13 @@ def capacity_segment(seg: Mapping[str, Any], run: int, wave: int, rate_min: floa
     return {
         **base,
         "lanes": [
-            {**st, "needs": [need(n) for n in st.get("needs") or []], "script": _with_rates(st, rate_min, rate_max)}
+            {
+                **st,
+                "needs": [need(n) for n in st.get("needs") or []],
+                "script": _with_rates(st, rate_min, rate_max)
+                if st["result_lane"] == CAPACITY_LANE + suffix
+                else st["script"],
+            }
             for st in lanes
         ],
     }
@@ -238,16 +248,18 @@ def _decide(
     from analytics.decision_noise import history_runs, store_connection
 
     walls: dict[tuple[str, int], float] = {}
-    capacity_walls: dict[str, tuple[int, float]] = {}  # cell -> (run, box-hours) of its latest capacity lane
-    full_runs: dict[str, int] = {}  # cell -> its latest run with a lane other than capacity (a whole run)
+    # per (cell, run): its lanes' box-hours, and those of a capacity run's lanes (the capacity lane and the box's own)
+    capacity_walls: dict[tuple[str, int], float] = {}
+    full_runs: dict[str, int] = {}  # cell -> its latest run with a serving lane other than capacity (a whole run)
     for r in _table(store, "lane_runs", run_id):
         m = CELL_LANE.match(str(r.get("lane") or ""))
         if m and r.get("wall_s") is not None:
             key = (m["cell"], int(m["run"] or 1))
-            walls[key] = walls.get(key, 0.0) + float(r["wall_s"]) / 3600
-            if m["lane"] == CAPACITY_LANE and key[1] >= capacity_walls.get(key[0], (0, 0.0))[0]:
-                capacity_walls[key[0]] = (key[1], float(r["wall_s"]) / 3600)
-            elif m["lane"] != CAPACITY_LANE:
+            hours = float(r["wall_s"]) / 3600
+            walls[key] = walls.get(key, 0.0) + hours
+            if m["lane"] == CAPACITY_LANE or m["lane"] not in MATRIX_LANES:
+                capacity_walls[key] = capacity_walls.get(key, 0.0) + hours
+            else:
                 full_runs[key[0]] = max(full_runs.get(key[0], 0), key[1])
     spent = sum(walls.values())
     con = store_connection(store, [run_id], history=history_runs(store, run_id))
@@ -292,7 +304,7 @@ def _decide(
                     group,
                     runs[c],
                     per_run,
-                    capacity_walls.get(c, (0, per_run))[1] if has_capacity else None,
+                    capacity_walls.get((c, runs[c]), per_run) if has_capacity else None,
                     None if has_capacity else NO_CAPACITY_LANE,
                 )
             )
