@@ -167,7 +167,9 @@ def test_a_cell_whose_capacity_bracket_keeps_it_open_runs_its_capacity_lane_alon
         results = run(answer["segments"])
         answer = schedule({**data, "schedule": {k: answer[k] for k in CARRIED}, "results": results}, store)
     results = run(answer["segments"])  # the plan's last wave: then the first decision
-    answer = schedule({**data, "schedule": {k: answer[k] for k in CARRIED}, "results": results}, store)
+    payload = {**data, "schedule": {k: answer[k] for k in CARRIED}, "results": results}
+    answer = schedule(payload, store)
+    assert schedule(payload, store)["segments"] == answer["segments"]  # a retry reads the committed runs back
     repeats = store.read_table("matrix_repeats", [run_id]).to_pylist()
     assert sorted((r["cell"], r["run"], r["use"], r["rate_min"], r["rate_max"]) for r in repeats) == [
         ("c01", 2, "capacity", 1.0, 2.0),
