@@ -16,7 +16,8 @@ below ``threshold`` — a stop is never made on a probability the bound overstat
 5. else runs again, in one of two uses of the budget (:func:`choose_use`), taken in order of the bound, highest
    first, while the box-hours spent plus the use's stay within ``budget_box_hours``; the rest stop ``budget``:
 
-   * ``capacity``: its capacity lane alone, on another box of its type, its search bisecting the cell's bracket
+   * ``capacity``: its capacity lane (with the box's own lanes, provenance and preflight, not its other serving
+     lanes), on another box of its type, its search bisecting the cell's bracket
      (``rate_min`` the highest rate that met the SLO, ``rate_max`` the lowest that missed it) — when the group is
      ranked on the open-loop rate, the cell's plan has the capacity lane, and the bracket is what keeps the
      decision open: ln(lowest missing / highest meeting) is wider than the sd of the ln $/M gap to the type that
@@ -27,15 +28,17 @@ below ``threshold`` — a stop is never made on a probability the bound overstat
      serving lane by the cell, and a capacity lane alone is a row of its own at the rate basis);
    * ``repeat``: every lane of the cell again (another box of its type, so the group's repeats measure the
      run-to-run spread) — otherwise; the use's reason says which condition sent it there (ranked on the
-     concurrency, no capacity lane in the plan, no bracket, or a bracket narrower than the gap's sd).
+     concurrency, no capacity lane in the plan, no bracket, or a bracket narrower than the gap's sd). Whether
+     the lane can run is read from the cell's plan: a lane in the plan is in the harness the box syncs, so the
+     plan is the one place it can be missing from (``capacity_why_not``).
 
-The run-level spread P is computed with (78's run_sd_source, recorded on each stop): the group's own repeats, else
+The run-level spread P is computed with (78's run_sd_source, recorded on each stop) is: the group's own repeats, else
 the family's A/A history in the store (control_plane.adaptive_waves passes the store's earlier runs' Decision rows
 as history groups, analytics.decision_noise.history_rows), else the prior.
 
 Pure over a DuckDB connection whose views include report_decision_hardware and the noise views: the wave
 scheduler's connection over the store (analytics.views.connect), or analytics.decision_noise.connection over
-fixed rows. Every stop carries its reason and the probability it was decided on.
+fixed rows. Every stop carries its reason, the probability it was decided on and its run-level source.
 """
 
 from __future__ import annotations
