@@ -2,8 +2,9 @@
 runs between waves) over a store: each wave's segments are answered by committing their lanes as a box would — a
 serve_sweep cell's rows from tests/support/matrix.py (synthetic requests, another seed per run, priced as its type:
 inf2.8xlarge's $/M is about 2.6 times the cheapest's, clearly dominated) — until the scheduler says the run is done.
-Every cell's runs made up to ``max_repeats`` (the same draws where both ran) are the full matrix. Not a Step
-Functions rehearsal: the state machine's Map, the boxes and their launches are not in it (docs/dev/testing.md)."""
+Every cell's runs made up to ``max_repeats`` (the same draws where both ran) are the full matrix. And a 2-type
+matrix with the capacity lane whose brackets send both cells to a capacity bisection. Not a Step Functions
+rehearsal: the state machine's Map, the boxes and their launches are not in it (docs/dev/testing.md)."""
 
 from __future__ import annotations
 
