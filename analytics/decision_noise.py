@@ -36,8 +36,15 @@ INPUT_COLUMNS = {
     "ranked_usd_per_million_output_tokens": "DOUBLE",
     "ranked_usd_per_million_output_tokens_ci_low": "DOUBLE",
     "ranked_usd_per_million_output_tokens_ci_high": "DOUBLE",
+    # the capacity bracket at the rate basis (control_plane.adaptive's choice between a repeat and a bisection)
+    "max_rate_meeting_slo": "DOUBLE",
+    "lowest_rate_missing_slo": "DOUBLE",
 }
 AA_COPY = " (A/A copy)"
+# an earlier run's Decision group, as history: its own group, so its repeats inform the family's run-level spread
+# ('aa_history') and never the means of this run's group
+HISTORY_GROUP = "history · "
+SERVING_LANES = ("serve_sweep", "capacity")  # the lanes report_decision_hardware reads
 
 
 def connection(rows: Iterable[Mapping[str, Any]], choice: Any = None) -> duckdb.DuckDBPyConnection:
@@ -132,12 +139,46 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
     }
 
 
-def store_connection(store: Any, run_ids: Sequence[str]) -> duckdb.DuckDBPyConnection:
-    """:func:`connection` over the Decision rows of ``run_ids`` in ``store``: report_decision_hardware evaluated once
-    (the views through 77_report_decision_hardware.sql) and kept as a table, so the noise views over it cost
-    little however often they are read (the adaptive matrix reads them several times a wave)."""
+def history_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Earlier runs' Decision rows as history: each group relabelled ``history · <group>`` (every earlier run's rows
+    of a group in one history group, so a type measured in several runs is a repeat there: the family's A/A
+    history that 78 pools as 'aa_history')."""
+    return [
+        {
+            **dict(r),
+            "decision_group": HISTORY_GROUP + str(r["decision_group"]),
+            "decision_section": HISTORY_GROUP + str(r.get("decision_section") or r["decision_group"]),
+        }
+        for r in rows
+    ]
+
+
+def history_runs(store: Any, run_id: str) -> list[str]:
+    """The store's other runs with a committed serving lane (:data:`SERVING_LANES`, bare or a cell's), from one
+    listing of the commit markers: the runs whose Decision rows can be history."""
+    return sorted(
+        {
+            m.run_id
+            for m in store.usable_markers()
+            if m.run_id != run_id and m.lane.split("@", 1)[0] in SERVING_LANES and m.status == "succeeded"
+        }
+    )
+
+
+def _decision_rows(store: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     from analytics.views import connect, view_files_through
 
     con = connect(store, run_ids, view_files=view_files_through("77_report_decision_hardware.sql"))
     got = con.execute(f"SELECT {', '.join(INPUT_COLUMNS)} FROM report_decision_hardware").fetchall()
-    return connection([dict(zip(INPUT_COLUMNS, r)) for r in got])
+    return [dict(zip(INPUT_COLUMNS, r)) for r in got]
+
+
+def store_connection(store: Any, run_ids: Sequence[str], history: Sequence[str] = ()) -> duckdb.DuckDBPyConnection:
+    """:func:`connection` over the Decision rows of ``run_ids`` in ``store``: report_decision_hardware evaluated once
+    (the views through 77_report_decision_hardware.sql) and kept as a table, so the noise views over it cost
+    little however often they are read (the adaptive matrix reads them several times a wave). ``history``: runs
+    whose Decision rows join as :func:`history_rows` (the run-level spread's 'aa_history')."""
+    rows = _decision_rows(store, run_ids)
+    if history:
+        rows += history_rows(_decision_rows(store, history))
+    return connection(rows)

@@ -3,9 +3,12 @@ docs/explanation/decision-noise.md states its figures): 4 instance types in one 
 (one clearly dominated), each run of a cell drawing its $/M from a lognormal run-to-run spread; the full matrix
 runs every cell ``max_repeats`` times, the adaptive one decides wave by wave (control_plane.adaptive.next_wave over
 78_report_decision_noise.sql). Per seed: the ranking each ends on, the runs per type, the box-hours and the stops.
+``--bracket W``: each run's $/M priced at the passing rate of a capacity search with a bracket W wide (its $/M up to
+W above the truth), so a run in contention may be a bisection (a bracket 4 times narrower, half a run's box-hours;
+tests/support/adaptive_world.py); the ranking is also compared with the true order.
 
     .venv/bin/python benchmarks/adaptive_matrix.py [--seeds 20] [--threshold 0.05] [--margin-pct 5] [--max-repeats 5]
-                                                  [--run-sd 0.06]
+                                                  [--run-sd 0.06] [--bracket 1.0]
 """
 
 from __future__ import annotations
@@ -29,10 +32,14 @@ def main() -> int:
     ap.add_argument("--margin-pct", type=float, default=5.0)
     ap.add_argument("--max-repeats", type=int, default=5)
     ap.add_argument("--run-sd", type=float, default=0.06, help="the simulated run-to-run sd of ln $/M")
+    ap.add_argument("--bracket", type=float, default=None, help="the capacity search's relative bracket width")
     args = ap.parse_args()
     spec = AdaptiveSpec(threshold=args.threshold, margin_pct=args.margin_pct, max_repeats=args.max_repeats)
-    res = compare(range(args.seeds), spec, args.run_sd)
-    print(f"types (true $/M): {', '.join(f'{t} {v:g}' for t, v in TYPES.items())}; {spec}; run sd {args.run_sd}")
+    res = compare(range(args.seeds), spec, args.run_sd, args.bracket)
+    print(
+        f"types (true $/M): {', '.join(f'{t} {v:g}' for t, v in TYPES.items())}; {spec}; run sd {args.run_sd}; "
+        f"bracket {args.bracket}"
+    )
     for seed, full, ad in res["outcomes"]:
         last = ad.plans[-1].stops
         print(
@@ -50,6 +57,10 @@ def main() -> int:
         f"(min {min(saved):.1f}, max {max(saved):.1f}), i.e. {statistics.median(saved) / res['full_box_hours']:.0%}"
     )
     print(f"dominated type stopped in wave: {sorted(set(res['dominated_stop_wave']))}")
+    print(
+        f"the true order: full {res['true_ranking_full']} of {res['seeds']}, adaptive "
+        f"{res['true_ranking_adaptive']} of {res['seeds']}; the adaptive runs' uses: {res['uses']}"
+    )
     decided = sum(any(s.kind == "decided" for s in ad.plans[-1].stops) for _, _, ad in res["outcomes"])
     print(
         f"decided at P >= 0.95 (cheapest cheaper than every other): {decided} of {res['seeds']}; the rest ended at "

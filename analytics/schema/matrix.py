@@ -17,6 +17,12 @@ MATRIX_STOPS = table(
     f("kind", pa.string(), False, "no $/M at the SLO | decided | dominated | max repeats | budget | box failed"),
     f("reason", pa.string(), False, "why, in words (the pair that bounds it, the leader and its P, the budget)"),
     f("p_bound", pa.float64(), doc="the probability the stop was decided on (its kind says which); NULL: none"),
+    f(
+        "run_sd_source",
+        pa.string(),
+        doc="where P's run-level spread came from (78's run_sd_source): repeats (the group's own), aa_history (the "
+        "family's in the store's earlier runs) or prior; NULL: the stop read no P",
+    ),
     f("runs", pa.int32(), False, "the cell's runs when it stopped (its first included)"),
     f("box_hours_spent", pa.float64(), False, "box-hours the matrix's cells had spent when the wave was decided"),
     doc="One row per cell an adaptive matrix stopped, per Decision group it was judged in, with its reason.",
@@ -33,8 +39,19 @@ MATRIX_REPEATS = table(
         "which run of the cell it is (2 for its first repeat); its lanes commit as <lane>@<cell>r<run>",
     ),
     f("p_bound", pa.float64(), doc="the cell's highest P(cheapest within the margin) bound over its groups"),
-    f("box_hours_per_run", pa.float64(), False, "box-hours of the cell's last run (its lanes' wall time)"),
-    doc="One row per cell an adaptive matrix runs again, per wave: another box of its type, its lanes again.",
+    f(
+        "box_hours_per_run",
+        pa.float64(),
+        False,
+        "box-hours the run is estimated at: a repeat the cell's last whole run's lanes' wall time, a capacity run "
+        "its last capacity lane's",
+    ),
+    f("use", pa.string(), doc="repeat (every lane of the cell again) | capacity (its capacity lane alone, bisecting)"),
+    f("use_reason", pa.string(), doc="why that use (control_plane.adaptive.choose_use), in words"),
+    f("rate_min", pa.float64(), doc="capacity: the bracket's low end, the highest rate that met the SLO (req/s)"),
+    f("rate_max", pa.float64(), doc="capacity: the bracket's high end, the lowest rate that missed it (req/s)"),
+    doc="One row per cell an adaptive matrix runs again, per wave: another box of its type, its lanes again or its "
+    "capacity lane alone.",
 )
 
 MATRIX_TABLES = {"matrix_stops": MATRIX_STOPS, "matrix_repeats": MATRIX_REPEATS}

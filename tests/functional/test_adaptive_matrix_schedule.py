@@ -2,8 +2,9 @@
 runs between waves) over a store: each wave's segments are answered by committing their lanes as a box would — a
 serve_sweep cell's rows from tests/support/matrix.py (synthetic requests, another seed per run, priced as its type:
 inf2.8xlarge's $/M is about 2.6 times the cheapest's, clearly dominated) — until the scheduler says the run is done.
-Every cell's runs made up to ``max_repeats`` (the same draws where both ran) are the full matrix. Not a Step
-Functions rehearsal: the state machine's Map, the boxes and their launches are not in it (docs/dev/testing.md)."""
+Every cell's runs made up to ``max_repeats`` (the same draws where both ran) are the full matrix. And a 2-type
+matrix with the capacity lane whose brackets send both cells to a capacity bisection. Not a Step Functions
+rehearsal: the state machine's Map, the boxes and their launches are not in it (docs/dev/testing.md)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from control_plane.plan import plan_run
 from control_plane.waves import schedule
 from tests.support import attempts
 from tests.support.matrix import CONCURRENCIES, commit_lane
+from tests.support.synthetic import T0
 
 RUN = "r-adaptive"
 TYPES = ["inf2.xlarge", "g6.xlarge", "g5.xlarge", "inf2.8xlarge"]  # on-demand $/hour 0.76, 0.80, 1.01, 1.97
@@ -122,3 +124,75 @@ def test_an_adaptive_matrix_stops_the_dominated_type_first_and_ends_on_the_full_
             f"({full_h - adaptive_h:.4f} saved, {(full_h - adaptive_h) / full_h:.0%}); ranking {' < '.join(got)}; "
             f"stops {kinds}"
         )
+
+
+CAPACITY_TYPES = ["inf2.xlarge", "g6.xlarge"]  # $/hour 0.76 and 0.80: in contention on the same rates
+
+
+def test_a_cell_whose_capacity_bracket_keeps_it_open_runs_its_capacity_lane_alone_bisecting_the_bracket(tmp_path):
+    """Both cells' searches pass 1 req/s and miss 2 (tests/support/matrix.py commit_capacity): ln 2 wide, wider than
+    the sd of the $/M gap, so the next run of each is a capacity run on [1, 2] req/s; its search (1 passes, 1.5
+    misses) is a Decision row of its own at the rate basis."""
+    req = parse_request(
+        {
+            "lanes": ["provenance", "preflight", "serve_sweep", "capacity"],
+            "server_configs": ["A"],
+            "models": ["llama-3.1-8b-instruct"],
+            "profile": "tiny",
+            "max_cost_usd": 50,
+            "matrix": {"instance_types": CAPACITY_TYPES, "adaptive": {"max_repeats": 2}},
+        }
+    )
+    run_id = "r-capacity"
+    plan = plan_run(req, run_id=run_id, results_uri="s3://b/r", fleet=Fleet(("s",)))
+    data = json.loads(json.dumps(plan.execution_input()))
+    store = LocalStore(tmp_path / "store")
+
+    def run(segments: list[dict]) -> list[dict]:
+        for seg in segments:
+            for step in seg["lanes"]:
+                lane, cell = step["result_lane"], step["result_lane"].split("@")[1]
+                if lane.startswith("serve_sweep@"):
+                    commit_lane(store, run_id, lane, seg["instance_type"], "A", "llama", [("A-c1", 1, None, 1.0)])
+                elif lane.startswith("capacity@"):
+                    top = 2.0 if cell == seg["box"] else 1.5  # the bisection narrows the bracket
+                    points = [("r1", 4, 1.0, 1.0), ("r2", 4, top, 50.0)]
+                    commit_lane(store, run_id, lane, seg["instance_type"], "A", "llama", points)
+                else:
+                    row = attempts.lane_row("succeeded", 0.0, "inf2", seg["instance_type"], "cpu", "t", T0)
+                    attempts.commit(store, run_id, lane, None, "succeeded", lane_runs=row)
+        return [{"box": s["box"], "box_role": "inf2", "status": "completed", "lanes": []} for s in segments]
+
+    answer = schedule({**data, "schedule": {"next_wave": 0}, "results": []}, store)
+    while answer["segments"][0]["wave"] < len(data["waves"]) - 1:
+        results = run(answer["segments"])
+        answer = schedule({**data, "schedule": {k: answer[k] for k in CARRIED}, "results": results}, store)
+    results = run(answer["segments"])  # the plan's last wave: then the first decision
+    payload = {**data, "schedule": {k: answer[k] for k in CARRIED}, "results": results}
+    answer = schedule(payload, store)
+    assert schedule(payload, store)["segments"] == answer["segments"]  # a retry reads the committed runs back
+    repeats = store.read_table("matrix_repeats", [run_id]).to_pylist()
+    assert sorted((r["cell"], r["run"], r["use"], r["rate_min"], r["rate_max"]) for r in repeats) == [
+        ("c01", 2, "capacity", 1.0, 2.0),
+        ("c02", 2, "capacity", 1.0, 2.0),
+    ]
+    assert all("wider than the sd of the ln $/M gap" in r["use_reason"] for r in repeats), repeats
+    assert not answer["done"]
+    for seg in answer["segments"]:
+        new = f"{seg['box']}r2"
+        assert [s["result_lane"] for s in seg["lanes"]] == [f"provenance@{new}", f"preflight@{new}", f"capacity@{new}"]
+        script = seg["lanes"][-1]["script"]
+        assert '"rate_max": 2.0, "rate_min": 1.0' in script and script.endswith(
+            '--task-token "$NEURONPIPE_TASK_TOKEN"\n'
+        )
+    run(answer["segments"])  # the capacity runs
+    rows = (
+        store_connection(store, [run_id])
+        .execute(
+            """SELECT lane, ranked_basis, candidate, max_rate_meeting_slo, lowest_rate_missing_slo
+           FROM report_decision_hardware WHERE instance = 'inf2.xlarge' ORDER BY lane"""
+        )
+        .fetchall()
+    )
+    # the first run's serving lane answers with its own cell's search; the bisection is a row of its own
+    assert rows == [("capacity@c01r2", "rate", True, 1.0, 1.5), ("serve_sweep@c01", "rate", True, 1.0, 2.0)]

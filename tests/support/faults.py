@@ -356,26 +356,32 @@ def stage_modules(dest: Path, modules: Mapping[str, Path]) -> Path:
     return dest
 
 
-def fault_rehearsal(assembly: Any, workdir: Path) -> Iterator[Any]:
+def fault_rehearsal(
+    assembly: Any, workdir: Path, modules: Mapping[str, Path] | None = None, lanes: str = ""
+) -> Iterator[Any]:
     """A started rehearsal for a module of fault cases (a module-scoped fixture yields from it): the fault lanes
     (``tests/fixtures/rehearsal_lanes.py``) on the boxes and for the operator's plan, every deployed Retry
-    shortened (:func:`shorten_retries`), the lanes' marker directory at ``r.fault_markers``."""
+    shortened (:func:`shorten_retries`), the lanes' marker directory at ``r.fault_markers``. ``modules`` (dotted
+    name -> file) are staged beside them and ``lanes`` (``NEURONPIPE_EXTRA_LANES`` entries) registered too: another
+    case's lanes in the same world (the adaptive matrix's serving fixture)."""
     import pytest
 
     from rehearsal.run import Rehearsal
     from tests.fixtures import rehearsal_lanes
 
-    extra_path = stage_modules(workdir / "extra-path", {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__)})
+    staged = {rehearsal_lanes.MODULE: Path(rehearsal_lanes.__file__), **(modules or {})}
+    extra_path = stage_modules(workdir / "extra-path", staged)
+    extra_lanes = ",".join(x for x in (rehearsal_lanes.EXTRA_LANES, lanes) if x)
     markers = workdir / "markers"
     box_env = {
         "PYTHONPATH": str(extra_path),
-        "NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES,
+        "NEURONPIPE_EXTRA_LANES": extra_lanes,
         rehearsal_lanes.MARKERS_ENV: str(markers),
     }
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NEURONPIPE_EXTRA_LANES", rehearsal_lanes.EXTRA_LANES)  # the operator plans with them too
+        mp.setenv("NEURONPIPE_EXTRA_LANES", extra_lanes)  # the operator plans with them too
         with Rehearsal(workdir, assembly=assembly, box_env=box_env, boot_delay_s=0.5, log=lambda _line: None) as r:
-            set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": rehearsal_lanes.EXTRA_LANES})
+            set_lambda_env(r, {"NEURONPIPE_EXTRA_LANES": extra_lanes})
             shorten_retries(r)
             r.fault_markers = markers
             yield r

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from analytics.decision_noise import connection
-from control_plane.adaptive import CellRuns, next_wave
+from analytics.decision_noise import connection, history_rows
+from control_plane.adaptive import CAPACITY, REPEAT, CellRuns, next_wave, ranking
 from pipeline.matrix import AdaptiveSpec, MatrixError, parse_matrix
 from tests.support.adaptive_world import BOX_HOURS, GROUP, TYPES, compare, draws
 
@@ -50,6 +50,99 @@ def test_a_cell_without_a_price_at_the_slo_stops_with_the_decisions_reason():
     cells = [CellRuns("c01", "inf2.xlarge", GROUP, 1, 0.6)]
     plan = next_wave(connection(rows), AdaptiveSpec(), cells, 1, 0.0)
     assert [(s.kind, s.reason) for s in plan.stops] == [("no $/M at the SLO", rows[0]["verdict_note"])]
+
+
+def contending(bracket: tuple[float, float] | None, basis: str = "rate") -> list[dict]:
+    """The first run of each type (tests/support/adaptive_world.py), every row ranked on ``basis`` with the capacity
+    ``bracket`` (highest rate meeting the SLO, lowest missing it)."""
+    low, high = bracket or (None, None)
+    return [
+        {**r, "ranked_basis": basis, "max_rate_meeting_slo": low, "lowest_rate_missing_slo": high}
+        for rs in draws(0, 1).values()
+        for r in rs
+    ]
+
+
+def cells(capacity: bool) -> list[CellRuns]:
+    return [
+        CellRuns(f"c{i + 1:02d}", t, GROUP, 1, BOX_HOURS[t], 0.2 if capacity else None, None if capacity else "why")
+        for i, t in enumerate(TYPES)
+    ]
+
+
+def test_a_bracket_wider_than_the_gaps_sd_is_bisected_by_the_capacity_lane_and_every_other_case_repeats():
+    spec = AdaptiveSpec()
+    plan = next_wave(connection(contending((1.0, 2.0))), spec, cells(True), 1, 0.0)
+    dominated = list(TYPES)[-1]
+    assert [s.instance for s in plan.stops] == [dominated]
+    assert {u.use for u in plan.uses} == {CAPACITY} and len(plan.uses) == len(TYPES) - 1
+    assert all((u.rate_min, u.rate_max, u.box_hours) == (1.0, 2.0, 0.2) for u in plan.uses)
+    assert "[1, 2] req/s (ln width 0.693) is wider than the sd of the ln $/M gap" in plan.uses[0].reason
+
+    def why(rows: list[dict], capacity: bool = True) -> set[str]:
+        got = next_wave(connection(rows), spec, cells(capacity), 1, 0.0).uses
+        assert {u.use for u in got} == {REPEAT} and {u.box_hours for u in got} <= set(BOX_HOURS.values())
+        return {u.reason for u in got}
+
+    assert all("within the sd of the ln $/M gap" in r for r in why(contending((1.0, 1.02))))
+    assert why(contending((1.0, 2.0)), capacity=False) == {"why: a repeat"}
+    assert all("closed-loop concurrency" in r for r in why(contending((1.0, 2.0), "concurrency")))
+    assert all("no capacity bracket" in r for r in why(contending(None)))
+
+
+def test_a_budget_prices_a_capacity_run_at_the_cells_capacity_lane():
+    spent = sum(BOX_HOURS.values())
+    plan = next_wave(
+        connection(contending((1.0, 2.0))), AdaptiveSpec(budget_box_hours=spent + 0.5), cells(True), 1, spent
+    )
+    assert len(plan.uses) == 2  # 0.2 box-hours each: two fit in 0.5, the third would pass it
+    (budget,) = [s for s in plan.stops if s.kind == "budget"]
+    assert "another run (capacity, 0.2 box-hours) would pass the budget" in budget.reason
+
+
+def test_the_familys_history_in_the_store_narrows_the_spread_and_stops_a_type_the_prior_keeps_open():
+    """g5.xlarge 25 % above inf2.xlarge, one run each: on the prior's 22 % run-to-run spread it may still be within
+    5 % of the cheapest (both run again); five earlier runs of each type 1 % apart say the spread is small: the group
+    is decided, both stop."""
+    usd = {"inf2.xlarge": 1.0, "g5.xlarge": 1.25}
+    rows = [r for t, rs in draws(0, 1).items() if t in usd for r in rs]
+    rows = [
+        {**r, "ranked_usd_per_million_output_tokens": usd[r["instance"]], **interval(usd[r["instance"]])} for r in rows
+    ]
+    earlier = [
+        {
+            **r,
+            "run_id": f"earlier-{k}",
+            **interval(usd[r["instance"]] * (1 + d)),
+            "ranked_usd_per_million_output_tokens": usd[r["instance"]] * (1 + d),
+        }
+        for k, d in enumerate((-0.01, 0.0, 0.01, -0.005, 0.005))
+        for r in rows
+    ]
+    two = [c for c in cells(False) if c.instance in usd]
+    alone = next_wave(connection(rows), AdaptiveSpec(), two, 1, 0.0)
+    assert sorted(alone.repeat) == ["c01", "c03"] and alone.stops == []
+    con = connection(rows + history_rows(earlier))
+    with_history = next_wave(con, AdaptiveSpec(), two, 1, 0.0)
+    assert with_history.repeat == []
+    assert sorted((s.instance, s.kind, s.run_sd_source) for s in with_history.stops) == [
+        ("g5.xlarge", "decided", "aa_history"),
+        ("inf2.xlarge", "decided", "aa_history"),
+    ]
+    assert "inf2.xlarge is cheaper than every other type" in with_history.stops[0].reason
+    assert list(ranking(con)) == [GROUP]  # history informs the spread, it is not ranked
+
+
+def interval(v: float) -> dict[str, float]:
+    return {
+        "ranked_usd_per_million_output_tokens_ci_low": v * 0.97,
+        "ranked_usd_per_million_output_tokens_ci_high": v * 1.03,
+    }
+
+
+def test_a_stop_records_where_its_run_level_spread_came_from():
+    plan = next_wave(connection(contending((1.0, 2.0))), AdaptiveSpec(), cells(False), 1, 0.0)
+    assert [(s.kind, s.run_sd_source) for s in plan.stops] == [("dominated", "prior")]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,9 @@
 /*                            time, and $ per million output tokens at the passing rate with its interval. */
 /*   report_decision_at_rate  report_decision with, beside each row's concurrency answer, the max sustainable rate */
 /*                            at the SLO (its bracket, $/M output tokens at that rate with its interval) and which */
-/*                            answer to use. */
+/*                            answer to use. A capacity lane pairs with the serving lane of the same run, type and */
+/*                            box (<lane>@<box>: a matrix cell, a repeat c01r2, a pinned box; '' when bare); one */
+/*                            without a serving lane there is a row of its own. */
 /* The pass rule: a point passes when it was not cut short (stop_reason NULL: the saturation rules), it meets the */
 /* SLO by the Decision's rule (slo_points.slo_met: not invalid, p{percentile} TTFT and TPOT within the bounds) and */
 /* its attainment (good requests / requests sent; goodput's per-request rule, a request still in flight after the */
@@ -3621,8 +3623,9 @@ WITH c AS (
     price_date AS c_price_date,
     price_region AS c_price_region,
     price_source AS c_price_source,
+    SPLIT_PART(lane, '@', 2) AS lane_box, /* the box the lane ran on: a matrix cell's or a pinned box's (<lane>@<box>), '' for a bare lane; a cell's */ /* capacity lane answers beside that cell's serving lane, a repeat's beside the repeat's */
     ROW_NUMBER() OVER (
-      PARTITION BY run_id, instance, model, server_config, workload, input_len, output_len, slo_name
+      PARTITION BY run_id, instance, SPLIT_PART(lane, '@', 2), model, server_config, workload, input_len, output_len, slo_name
       ORDER BY lane, search_id
     ) AS k
   FROM report_capacity
@@ -3728,6 +3731,7 @@ FULL OUTER JOIN (
 ) AS c
   ON c.run_id = d.run_id
   AND c.instance = d.instance
+  AND c.lane_box = SPLIT_PART(d.lane, '@', 2)
   AND c.model IS NOT DISTINCT FROM d.model
   AND c.server_config IS NOT DISTINCT FROM d.server_config
   AND c.workload IS NOT DISTINCT FROM d.workload

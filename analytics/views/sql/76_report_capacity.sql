@@ -11,7 +11,9 @@
 --                            time, and $ per million output tokens at the passing rate with its interval.
 --   report_decision_at_rate  report_decision with, beside each row's concurrency answer, the max sustainable rate
 --                            at the SLO (its bracket, $/M output tokens at that rate with its interval) and which
---                            answer to use.
+--                            answer to use. A capacity lane pairs with the serving lane of the same run, type and
+--                            box (<lane>@<box>: a matrix cell, a repeat c01r2, a pinned box; '' when bare); one
+--                            without a serving lane there is a row of its own.
 -- The pass rule: a point passes when it was not cut short (stop_reason NULL: the saturation rules), it meets the
 -- SLO by the Decision's rule (slo_points.slo_met: not invalid, p{percentile} TTFT and TPOT within the bounds) and
 -- its attainment (good requests / requests sent; goodput's per-request rule, a request still in flight after the
@@ -325,8 +327,11 @@ WITH c AS (
            slo_percentile AS c_slo_percentile, points AS rate_points,
            instance_type AS c_instance_type, price_basis AS c_price_basis, price_date AS c_price_date,
            price_region AS c_price_region, price_source AS c_price_source,
-           row_number() OVER (PARTITION BY run_id, instance, model, server_config, workload, input_len, output_len,
-                                           slo_name
+           -- the box the lane ran on: a matrix cell's or a pinned box's (<lane>@<box>), '' for a bare lane; a cell's
+           -- capacity lane answers beside that cell's serving lane, a repeat's beside the repeat's
+           split_part(lane, '@', 2) AS lane_box,
+           row_number() OVER (PARTITION BY run_id, instance, split_part(lane, '@', 2), model, server_config, workload,
+                                           input_len, output_len, slo_name
                               ORDER BY lane, search_id) AS k
     FROM report_capacity
 )
@@ -347,7 +352,7 @@ SELECT coalesce(d.run_id, c.run_id) AS run_id, coalesce(d.instance, c.instance) 
        CASE WHEN d.run_id IS NOT NULL THEN d.price_region ELSE c.c_price_region END AS price_region,
        CASE WHEN d.run_id IS NOT NULL THEN d.price_source ELSE c.c_price_source END AS price_source,
        c.* EXCLUDE (run_id, instance, model, server_config, workload, input_len, output_len, slo_name, c_slo_ttft_ms,
-                    c_slo_tpot_ms, c_slo_percentile, rate_usd_per_hour, k, c_instance_type, c_price_basis,
+                    c_slo_tpot_ms, c_slo_percentile, rate_usd_per_hour, k, lane_box, c_instance_type, c_price_basis,
                     c_price_date, c_price_region, c_price_source),
        CASE WHEN c.rate_found THEN 'rate'
             WHEN coalesce(d.meets, false) THEN 'concurrency' END AS decision_basis,
@@ -361,7 +366,8 @@ SELECT coalesce(d.run_id, c.run_id) AS run_id, coalesce(d.instance, c.instance) 
            AS decision_basis_reason
 FROM report_decision d
 FULL OUTER JOIN (SELECT * FROM c WHERE k = 1) c
-  ON c.run_id = d.run_id AND c.instance = d.instance AND c.model IS NOT DISTINCT FROM d.model
+  ON c.run_id = d.run_id AND c.instance = d.instance AND c.lane_box = split_part(d.lane, '@', 2)
+ AND c.model IS NOT DISTINCT FROM d.model
  AND c.server_config IS NOT DISTINCT FROM d.server_config AND c.workload IS NOT DISTINCT FROM d.workload
  AND c.input_len IS NOT DISTINCT FROM d.input_len
  AND c.output_len IS NOT DISTINCT FROM d.output_len AND c.slo_name IS NOT DISTINCT FROM d.slo_name;
