@@ -129,7 +129,7 @@ def test_the_familys_history_in_the_store_narrows_the_spread_and_stops_a_type_th
         ("g5.xlarge", "decided", "aa_history"),
         ("inf2.xlarge", "decided", "aa_history"),
     ]
-    assert "inf2.xlarge is cheaper than every other type" in with_history.stops[0].reason
+    assert "inf2.xlarge is at least 5 % cheaper than every other type" in with_history.stops[0].reason
     assert list(ranking(con)) == [GROUP]  # history informs the spread, it is not ranked
 
 
