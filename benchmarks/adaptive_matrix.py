@@ -63,7 +63,7 @@ def main() -> int:
     )
     decided = sum(any(s.kind == "decided" for s in ad.plans[-1].stops) for _, _, ad in res["outcomes"])
     print(
-        f"decided at P >= 0.95 (cheapest cheaper than every other): {decided} of {res['seeds']}; the rest ended at "
+        f"decided (the cheapest at least 5 % cheaper than every other at P >= 0.99): {decided} of {res['seeds']}; the rest ended at "
         f"max_repeats"
     )
     return 0
