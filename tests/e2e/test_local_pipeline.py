@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -103,9 +104,16 @@ class LocalRun:
     results: Path
     report: Path
     first: subprocess.CompletedProcess
+    _con: Any = None
 
-    def con(self):
-        return connect(LocalStore(self.results))
+    def con(self, fresh: bool = False):
+        """The views over the run's store: one connection for the tests that read the first run (building every
+        view costs 1.5-3 s); ``fresh`` for a test that has added to the store since."""
+        if fresh:
+            return connect(LocalStore(self.results))
+        if self._con is None:
+            self._con = connect(LocalStore(self.results))
+        return self._con
 
     def comparison(self) -> dict:
         return json.loads((self.report / "comparison.json").read_text())
@@ -380,7 +388,7 @@ def test_the_same_command_again_resumes_and_commits_nothing_new(local_run):
         "e2e",
         "--no-live",
     )
-    con = local_run.con()
+    con = local_run.con(fresh=True)
     resumed = con.execute("select count(*) from lane_runs where not supersedes and status = 'skipped'").fetchone()
     assert resumed == (len(ALL_LANES),)
     # the resumed run's boot found the cache it pushed the first time on the box: nothing fetched, nothing new
