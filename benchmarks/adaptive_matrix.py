@@ -63,8 +63,8 @@ def main() -> int:
     )
     decided = sum(any(s.kind == "decided" for s in ad.plans[-1].stops) for _, _, ad in res["outcomes"])
     print(
-        f"decided (the cheapest at least 5 % cheaper than every other at P >= 0.99): {decided} of {res['seeds']}; the rest ended at "
-        f"max_repeats"
+        f"decided (the cheapest at least 5 % cheaper than every other at P >= 0.99): {decided} of {res['seeds']}; "
+        f"the rest ended at max_repeats"
     )
     return 0
 
