@@ -292,6 +292,8 @@ def test_the_report_puts_the_decision_first_and_holds_every_section(local_run):
     decision = text.split("## Decision", 1)[1].split("\n## ", 1)[0]  # its pricing model, lifecycle, quality per dollar
     assert "**Pricing model: `on-demand`**" in decision and "### Lifecycle cost per useful token" in decision
     assert "### Quality per dollar" in decision and "| pareto |" in decision
+    # P(cheaper) with run-to-run noise, at the chosen pricing model's prices (one type here: no pair to compare)
+    assert "P(cheaper), run-to-run noise included, at `on-demand` prices" in decision
     for section in (
         "Machines and versions",
         "Preflight",
