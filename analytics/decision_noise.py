@@ -84,7 +84,8 @@ def _replace_rows(con: duckdb.DuckDBPyConnection, rows: Iterable[Mapping[str, An
 def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent: bool = False) -> dict[str, Any]:
     """Every pair (i, j) of ``rows`` of one Decision group (one type measured in separate runs: its Decision rows)
     judged as two types of that group, row j relabelled ``<type> (A/A copy)``. ``history``: every other row goes in
-    as a repeat of the family in a group of its own (the store's A/A history; one connection per pair), else the
+    as a repeat of the family in a group of its own (:func:`history_rows`: the store's A/A history; one connection,
+    its rows replaced for each pair), else the
     run-level sd is the prior (every pair in one connection, each its own group). ``adjacent``: only the pairs of
     runs made one after the other (in the rows' order). Returns the pairs, the pairs the view called ``cheaper``
     either way (each is false: ``called``, as (group, run, run)), their count and rate, how many P(cheaper) >= 0.95
@@ -111,11 +112,7 @@ def aa_pairs(rows: Sequence[Mapping[str, Any]], history: bool = False, adjacent:
     if history:
         con = connection([])
         for k, (g, a, b) in enumerate(pairs):
-            others = [
-                {**dict(r), "decision_group": f"A/A history · {r['decision_group']}"}
-                for r in rows
-                if r is not a and r is not b
-            ]
+            others = history_rows(r for r in rows if r is not a and r is not b)
             _replace_rows(con, members(k, g, a, b) + others)  # the views read the table again: one set of views
             got += con.execute(query + " WHERE decision_group = ?", [f"{g} · pair {k}"]).fetchall()
     elif pairs:
