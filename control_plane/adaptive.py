@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -101,7 +101,8 @@ class Stop:
 @dataclass(frozen=True)
 class Use:
     """How a cell in contention spends its next run (module docstring, step 5): ``repeat`` or ``capacity``, why, its
-    box-hours, and for ``capacity`` the bracket its search bisects (req/s)."""
+    box-hours, for ``capacity`` the bracket its search bisects (req/s), and the P bound of its (group, type) against
+    the other candidates (None: the only candidate so far, or untested)."""
 
     cell: str
     decision_group: str | None
@@ -110,6 +111,7 @@ class Use:
     box_hours: float
     rate_min: float | None = None
     rate_max: float | None = None
+    p_bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -126,15 +128,14 @@ class WavePlan:
 
 def _standing(con: duckdb.DuckDBPyConnection, margin_pct: float) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (group, type): the smallest p_within_margin and p_cheaper_by_margin (the verdict's P) against the other
-    candidates, the pair that gives the bound and the sd of the ln $/M gap to it, the number of other candidates,
-    the run-level spread's source."""
+    candidates, the pair that gives the bound and the sd of the ln $/M gap to it, the number of other candidates."""
     con.execute(f"SET VARIABLE decision_margin_pct = {float(margin_pct)!r}")
     got = con.execute(
         """SELECT decision_group, instance, count(*) AS others,
                   min(p_within_margin) AS p_bound, arg_min(other_instance, p_within_margin) AS bound_by,
                   arg_min(sd_ln_gap, p_within_margin) AS sd_gap,
                   min(p_cheaper_by_margin) AS p_cheaper_min, count(p_cheaper) = count(*) AS tested,
-                  any_value(usd_per_million_output_tokens) AS usd, any_value(run_sd_source) AS source
+                  any_value(usd_per_million_output_tokens) AS usd
            FROM report_decision_noise GROUP BY decision_group, instance"""
     ).fetchall()
     return {
@@ -146,9 +147,8 @@ def _standing(con: duckdb.DuckDBPyConnection, margin_pct: float) -> dict[tuple[s
             "p_cheaper_min": pc,
             "tested": t,
             "usd": u,
-            "source": src,
         }
-        for g, i, n, pb, by, sd, pc, t, u, src in got
+        for g, i, n, pb, by, sd, pc, t, u in got
     }
 
 
@@ -269,7 +269,8 @@ def next_wave(
             )
         else:
             bound = 1.0 if s["p_bound"] is None else s["p_bound"]
-            contending.append((bound, c, choose_use(c, brackets.get(key), s["sd_gap"])))
+            use = replace(choose_use(c, brackets.get(key), s["sd_gap"]), p_bound=s["p_bound"])
+            contending.append((bound, c, use))
     repeat: list[str] = []
     uses: list[Use] = []
     spent = spent_box_hours

@@ -36,7 +36,7 @@ from typing import Any
 
 from analytics.decision_noise import HISTORY_GROUP
 from analytics.schema.matrix import MATRIX_STOPS_LANE
-from control_plane.adaptive import CAPACITY, NO_CAPACITY_LANE, CellRuns, Stop, Use, _standing, next_wave
+from control_plane.adaptive import CAPACITY, NO_CAPACITY_LANE, CellRuns, Stop, Use, next_wave
 from pipeline.lanes import CELL_ENV
 from pipeline.matrix import MATRIX_LANES, AdaptiveSpec
 
@@ -311,11 +311,9 @@ def _decide(
     plan = next_wave(con, spec.model_copy(update={"budget_box_hours": None}), entries, wave, spent)
     keep = set(plan.repeat)
     stops += [stop_row(s) for s in plan.stops if s.cell not in keep]
-    standing_p = _standing(con, spec.margin_pct)
 
     def p_of(u: Use) -> float:
-        e = next(e for e in entries if e.cell == u.cell and e.decision_group == u.decision_group)
-        return standing_p.get((e.decision_group or "", e.instance), {}).get("p_bound") or 0.0
+        return u.p_bound or 0.0
 
     # a cell in several groups: the use its most contended group chose
     use_of = {c: max((u for u in plan.uses if u.cell == c), key=p_of) for c in keep}
