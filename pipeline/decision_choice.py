@@ -70,38 +70,41 @@ SPOT_SOURCE = (
     "snapshot of 2025-06 (as kept by github.com/alexei-led/spotinfo); saving over on-demand, regional average"
 )
 SPOT_MONTH = "2025-06"
-# (type, region) -> (saving over on-demand %, the interruption range's label, the range's upper edge %)
-SPOT_ADVISOR: dict[tuple[str, str], tuple[int, str, int]] = {
-    ("inf2.xlarge", "us-east-1"): (78, "<5%", 5),
-    ("inf2.xlarge", "us-west-2"): (72, "10-15%", 16),
-    ("inf2.8xlarge", "us-east-1"): (70, "<5%", 5),
-    ("inf2.8xlarge", "us-west-2"): (70, "<5%", 5),
-    ("inf2.24xlarge", "us-east-1"): (79, "<5%", 5),
-    ("inf2.24xlarge", "us-west-2"): (72, "15-20%", 22),
-    ("inf2.48xlarge", "us-east-1"): (86, "5-10%", 11),
-    ("inf2.48xlarge", "us-west-2"): (72, "5-10%", 11),
-    ("trn1.2xlarge", "us-east-1"): (74, "<5%", 5),
-    ("trn1.2xlarge", "us-west-2"): (72, "5-10%", 11),
-    ("trn1.32xlarge", "us-east-1"): (79, "<5%", 5),
-    ("trn1.32xlarge", "us-west-2"): (69, "<5%", 5),
-    ("g5.xlarge", "us-east-1"): (59, ">20%", 100),
-    ("g5.xlarge", "us-west-2"): (63, ">20%", 100),
-    ("g5.2xlarge", "us-east-1"): (58, "15-20%", 22),
-    ("g5.2xlarge", "us-west-2"): (59, ">20%", 100),
-    ("g5.12xlarge", "us-east-1"): (58, ">20%", 100),
-    ("g5.12xlarge", "us-west-2"): (70, ">20%", 100),
-    ("g6.xlarge", "us-east-1"): (49, ">20%", 100),
-    ("g6.xlarge", "us-west-2"): (47, ">20%", 100),
-    ("g6.2xlarge", "us-east-1"): (58, ">20%", 100),
-    ("g6.2xlarge", "us-west-2"): (54, ">20%", 100),
-    ("g6e.xlarge", "us-east-1"): (58, "5-10%", 11),
-    ("g6e.xlarge", "us-west-2"): (50, ">20%", 100),
-    ("g6e.2xlarge", "us-east-1"): (63, "10-15%", 16),
-    ("g6e.2xlarge", "us-west-2"): (32, ">20%", 100),
-    ("p4d.24xlarge", "us-east-1"): (67, "10-15%", 16),
-    ("p4d.24xlarge", "us-west-2"): (53, ">20%", 100),
-    ("p5.48xlarge", "us-east-1"): (52, ">20%", 100),
-    ("p5.48xlarge", "us-west-2"): (46, "5-10%", 11),
+# The advisor's ranges of the share of instances interrupted per month: label -> the range's upper edge in % (the
+# feed's `ranges[].max`)
+SPOT_RANGES: dict[str, int] = {"<5%": 5, "5-10%": 11, "10-15%": 16, "15-20%": 22, ">20%": 100}
+# (type, region) -> (saving over on-demand %, the interruption range's label: SPOT_RANGES)
+SPOT_ADVISOR: dict[tuple[str, str], tuple[int, str]] = {
+    ("inf2.xlarge", "us-east-1"): (78, "<5%"),
+    ("inf2.xlarge", "us-west-2"): (72, "10-15%"),
+    ("inf2.8xlarge", "us-east-1"): (70, "<5%"),
+    ("inf2.8xlarge", "us-west-2"): (70, "<5%"),
+    ("inf2.24xlarge", "us-east-1"): (79, "<5%"),
+    ("inf2.24xlarge", "us-west-2"): (72, "15-20%"),
+    ("inf2.48xlarge", "us-east-1"): (86, "5-10%"),
+    ("inf2.48xlarge", "us-west-2"): (72, "5-10%"),
+    ("trn1.2xlarge", "us-east-1"): (74, "<5%"),
+    ("trn1.2xlarge", "us-west-2"): (72, "5-10%"),
+    ("trn1.32xlarge", "us-east-1"): (79, "<5%"),
+    ("trn1.32xlarge", "us-west-2"): (69, "<5%"),
+    ("g5.xlarge", "us-east-1"): (59, ">20%"),
+    ("g5.xlarge", "us-west-2"): (63, ">20%"),
+    ("g5.2xlarge", "us-east-1"): (58, "15-20%"),
+    ("g5.2xlarge", "us-west-2"): (59, ">20%"),
+    ("g5.12xlarge", "us-east-1"): (58, ">20%"),
+    ("g5.12xlarge", "us-west-2"): (70, ">20%"),
+    ("g6.xlarge", "us-east-1"): (49, ">20%"),
+    ("g6.xlarge", "us-west-2"): (47, ">20%"),
+    ("g6.2xlarge", "us-east-1"): (58, ">20%"),
+    ("g6.2xlarge", "us-west-2"): (54, ">20%"),
+    ("g6e.xlarge", "us-east-1"): (58, "5-10%"),
+    ("g6e.xlarge", "us-west-2"): (50, ">20%"),
+    ("g6e.2xlarge", "us-east-1"): (63, "10-15%"),
+    ("g6e.2xlarge", "us-west-2"): (32, ">20%"),
+    ("p4d.24xlarge", "us-east-1"): (67, "10-15%"),
+    ("p4d.24xlarge", "us-west-2"): (53, ">20%"),
+    ("p5.48xlarge", "us-east-1"): (52, ">20%"),
+    ("p5.48xlarge", "us-west-2"): (46, "5-10%"),
 }
 # The work lost to interruptions, a stated model. Interruptions per instance-month: the advisor's range upper edge
 # (conservative: the most the range allows; '>20%' counts 1.0, one per instance-month).
@@ -154,9 +157,9 @@ def spot_price(instance_type: str, region: str) -> ModelPrice:
     advisor = SPOT_ADVISOR.get((instance_type, region))
     if t is None or on_demand is None or advisor is None:
         return ModelPrice(instance_type, region, "spot", None, None, None, None, None, NO_PRICE_REASON["spot"])
-    saving_pct, label, upper_pct = advisor
+    saving_pct, label = advisor
     usd = round(on_demand * (1.0 - saving_pct / 100.0), 6)
-    lost = spot_lost_fraction(upper_pct, LIFECYCLE_ANCHORS[(t.backend, "warm_boot")][0])
+    lost = spot_lost_fraction(SPOT_RANGES[label], LIFECYCLE_ANCHORS[(t.backend, "warm_boot")][0])
     return ModelPrice(
         instance_type, region, "spot", usd, spot_effective(usd, lost), lost, SPOT_MONTH, SPOT_SOURCE, None, label
     )

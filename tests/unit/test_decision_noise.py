@@ -199,9 +199,10 @@ def _typed_rows() -> list[dict]:
 def _spot_ratio(instance_type: str, on_demand: float) -> float:
     """By hand from the advisor's us-west-2 figures: Spot = on-demand x (1 - saving); lost share = the range's upper
     edge / 730 h x (120 s notice + the family's warm boot) / 3600 s; effective = Spot / (1 - lost)."""
-    from pipeline.decision_choice import LIFECYCLE_ANCHORS, SPOT_ADVISOR
+    from pipeline.decision_choice import LIFECYCLE_ANCHORS, SPOT_ADVISOR, SPOT_RANGES
 
-    saving, _, upper = SPOT_ADVISOR[(instance_type, "us-west-2")]
+    saving, label = SPOT_ADVISOR[(instance_type, "us-west-2")]
+    upper = SPOT_RANGES[label]
     boot = LIFECYCLE_ANCHORS[("cuda" if instance_type.startswith("g") else "neuron", "warm_boot")][0]
     lost = upper / 100 / 730 * (120 + boot) / 3600
     return on_demand * (1 - saving / 100) / (1 - lost) / on_demand
