@@ -110,9 +110,7 @@ class PointResult:
     sweep_point: dict[str, Any]  # the row for the `sweep_points` table
     texts: dict[str, str] = field(default_factory=dict)  # generated text by request id (for --save-vllm-json)
     _metrics: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
-    _rows_for_metrics: tuple[list[dict[str, Any]], dict[str, Any]] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    _rows_for_metrics: tuple[list[dict[str, Any]], dict[str, Any]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the rows as the point produced them (a sweep tags its row with the repeat afterwards)
@@ -124,8 +122,7 @@ class PointResult:
         sweep lane commits the rows and never reads it (its report computes the same view over the store), so the
         in-memory DuckDB pass (about 0.2-0.4 s a point on 2 cores) runs only for a caller that reads it."""
         if self._metrics is None:
-            requests, sweep = self._rows_for_metrics or (self.requests, self.sweep_point)
-            self._metrics = point_metrics(requests, sweep)
+            self._metrics = point_metrics(*self._rows_for_metrics)
         return self._metrics
 
 
